@@ -1,0 +1,22 @@
+# Third-party dependencies, all from Debian packages (see README: the set-up command installs them).
+find_package(tomlplusplus REQUIRED)   # libtomlplusplus-dev
+find_package(CLI11 REQUIRED)          # libcli11-dev
+find_package(Eigen3 3.3 REQUIRED NO_MODULE)  # libeigen3-dev (executor kernels)
+find_package(Threads REQUIRED)
+if(MESHPLAN_BUILD_TESTS)
+  find_package(GTest REQUIRED)        # libgtest-dev
+endif()
+find_package(benchmark QUIET)         # libbenchmark-dev
+if(MESHPLAN_BUILD_BENCH AND NOT benchmark_FOUND)
+  message(STATUS "Google Benchmark not found: bench/ is skipped")
+endif()
+
+# CUDA and NCCL are optional until the executor's GPU backend needs them; they come from
+# /usr/local/cuda when present.
+if(EXISTS "/usr/local/cuda/bin/nvcc" AND NOT CMAKE_CUDA_COMPILER)
+  set(MESHPLAN_CUDA_FOUND ON)
+  message(STATUS "CUDA toolkit found in /usr/local/cuda")
+else()
+  set(MESHPLAN_CUDA_FOUND OFF)
+  message(STATUS "CUDA toolkit not found: GPU backend not built")
+endif()

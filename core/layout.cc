@@ -1,0 +1,82 @@
+#include "core/layout.h"
+
+#include <algorithm>
+
+namespace meshplan {
+
+std::string_view LayoutName(Layout layout) {
+  switch (layout) {
+    case Layout::kContiguous:
+      return "contiguous";
+    case Layout::kZigzag:
+      return "zigzag";
+    case Layout::kStriped:
+      return "striped";
+  }
+  return "contiguous";
+}
+
+Result<Layout> ParseLayout(std::string_view text) {
+  for (Layout l : {Layout::kContiguous, Layout::kZigzag, Layout::kStriped}) {
+    if (text == LayoutName(l)) return l;
+  }
+  return Status::Invalid("unknown layout '" + std::string(text) +
+                         "' (expected contiguous, zigzag or striped)");
+}
+
+Status ShardLayout::Validate(const Mask& mask) const {
+  const int64_t pieces = kind == Layout::kZigzag ? 2 * num_shards : num_shards;
+  if (num_shards < 1 || subdivide < 1) return Status::Invalid("layout needs at least one shard");
+  if (seq_len % (pieces * subdivide) != 0) {
+    return Status::Invalid("sequence length " + std::to_string(seq_len) + " is not divisible by " +
+                           std::to_string(pieces * subdivide) + " (" + std::string(LayoutName(kind)) +
+                           " layout: " + std::to_string(pieces) + " chunks x " +
+                           std::to_string(subdivide) + " sub-shards)");
+  }
+  if (kind == Layout::kStriped && mask.kind != MaskKind::kFull && mask.kind != MaskKind::kCausal) {
+    return Status::Invalid("the striped layout supports only full and causal masks");
+  }
+  return Status::Ok();
+}
+
+std::vector<TokenRange> ShardLayout::Ranges(int64_t shard) const {
+  if (kind == Layout::kZigzag) {
+    const int64_t c = seq_len / (2 * num_shards);
+    const int64_t other = 2 * num_shards - 1 - shard;
+    return {{shard * c, (shard + 1) * c}, {other * c, (other + 1) * c}};
+  }
+  const int64_t n = seq_len / num_shards;
+  return {{shard * n, (shard + 1) * n}};
+}
+
+std::vector<TokenRange> ShardLayout::SubRanges(int64_t sub) const {
+  const int64_t shard = sub / subdivide, part = sub % subdivide;
+  std::vector<TokenRange> out;
+  for (const TokenRange& r : Ranges(shard)) {
+    const int64_t piece = r.size() / subdivide;
+    out.push_back({r.begin + part * piece, r.begin + (part + 1) * piece});
+  }
+  return out;
+}
+
+int64_t ShardLayout::KernelBlockTokens() const {
+  if (kind == Layout::kZigzag) return seq_len / (2 * num_shards);
+  return seq_len / num_shards;
+}
+
+int64_t ShardLayout::BlockPairs(const PairCounter& counter, int64_t q_shard, int64_t kv_shard) const {
+  if (kind == Layout::kStriped) {
+    // q = i + N*m, k = j + N*l with m, l in [0, n). Full: n^2. Causal: k <= q iff l < m, or
+    // l == m and j <= i: n(n-1)/2 + (j <= i ? n : 0).
+    const int64_t n = seq_len / num_shards;
+    if (counter.mask().kind == MaskKind::kFull) return n * n;
+    return n * (n - 1) / 2 + (kv_shard <= q_shard ? n : 0);
+  }
+  int64_t total = 0;
+  for (const TokenRange& q : Ranges(q_shard)) {
+    for (const TokenRange& k : Ranges(kv_shard)) total += counter.Count(q.begin, q.end, k.begin, k.end);
+  }
+  return total;
+}
+
+}  // namespace meshplan

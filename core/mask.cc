@@ -1,0 +1,162 @@
+#include "core/mask.h"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "core/units.h"
+
+namespace meshplan {
+namespace {
+
+// Sum over q in [q0, q1) of max(q - c, 0), exact. Uses T(x) = x(x+1)/2 for x > 0.
+int64_t RampSum(int64_t q0, int64_t q1, int64_t c) {
+  auto tri = [](int64_t x) { return x > 0 ? x * (x + 1) / 2 : 0; };
+  if (q1 <= q0) return 0;
+  return tri(q1 - 1 - c) - tri(q0 - 1 - c);
+}
+
+}  // namespace
+
+Mask Mask::Documents(std::vector<int64_t> lengths) {
+  Mask m;
+  m.kind = MaskKind::kDocuments;
+  m.document_lengths = std::move(lengths);
+  return m;
+}
+
+std::string Mask::ToString() const {
+  switch (kind) {
+    case MaskKind::kFull:
+      return "full";
+    case MaskKind::kCausal:
+      return "causal";
+    case MaskKind::kWindow:
+      return "window:" + FormatCount(window);
+    case MaskKind::kDocuments:
+      if (!documents_source.empty()) return "docs:" + documents_source;
+      return "docs:" + std::to_string(document_lengths.size()) + " documents";
+  }
+  return "causal";
+}
+
+Result<std::vector<int64_t>> ReadDocumentLengths(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Status::NotFound(path + ": cannot open document-length file");
+  std::vector<int64_t> lengths;
+  std::string line;
+  int line_number = 0;
+  while (std::getline(in, line)) {
+    ++line_number;
+    size_t hash = line.find('#');
+    if (hash != std::string::npos) line.resize(hash);
+    std::replace(line.begin(), line.end(), ',', ' ');
+    std::istringstream words(line);
+    std::string word;
+    while (words >> word) {
+      auto value = ParseCount(word);
+      if (!value.ok()) {
+        return Status::Invalid(path + ":" + std::to_string(line_number) +
+                               ": document length: " + value.status().message());
+      }
+      lengths.push_back(*value);
+    }
+  }
+  if (lengths.empty()) return Status::Invalid(path + ": no document lengths found");
+  return lengths;
+}
+
+Result<Mask> ParseMask(std::string_view text) {
+  if (text == "full") return Mask::Full();
+  if (text == "causal") return Mask::Causal();
+  if (text.rfind("window:", 0) == 0) {
+    auto w = ParseCount(text.substr(7));
+    if (!w.ok()) return w.status().WithContext("mask window");
+    return Mask::Window(*w);
+  }
+  if (text.rfind("docs:", 0) == 0) {
+    std::string path(text.substr(5));
+    if (path.empty()) return Status::Invalid("mask 'docs:' needs a file of document lengths");
+    auto lengths = ReadDocumentLengths(path);
+    if (!lengths.ok()) return lengths.status();
+    Mask m = Mask::Documents(std::move(lengths).value());
+    m.documents_source = path;
+    return m;
+  }
+  return Status::Invalid("unknown mask '" + std::string(text) +
+                         "' (expected full, causal, window:W or docs:FILE)");
+}
+
+Status ValidateMask(const Mask& mask, int64_t seq_len) {
+  if (mask.kind == MaskKind::kWindow && mask.window < 1) {
+    return Status::Invalid("mask window must be at least 1 token");
+  }
+  if (mask.kind == MaskKind::kDocuments) {
+    int64_t sum = 0;
+    for (int64_t length : mask.document_lengths) {
+      if (length <= 0) return Status::Invalid("document lengths must be positive");
+      sum += length;
+    }
+    if (sum != seq_len) {
+      return Status::Invalid("document lengths" +
+                             (mask.documents_source.empty() ? std::string()
+                                                            : " in " + mask.documents_source) +
+                             " sum to " + std::to_string(sum) + " tokens, but the sequence has " +
+                             std::to_string(seq_len));
+    }
+  }
+  return Status::Ok();
+}
+
+PairCounter::PairCounter(const Mask& mask, int64_t seq_len) : mask_(mask), seq_len_(seq_len) {
+  if (mask.kind == MaskKind::kDocuments) {
+    doc_starts_.reserve(mask.document_lengths.size() + 1);
+    int64_t start = 0;
+    for (int64_t length : mask.document_lengths) {
+      doc_starts_.push_back(start);
+      start += length;
+    }
+    doc_starts_.push_back(start);
+  }
+}
+
+// Pairs with k <= q in the rectangle: sum over q of clamp(q + 1 - k0, 0, k1 - k0), written as
+// max(q-(k0-1),0) - max(q-(k1-1),0) summed in closed form.
+int64_t PairCounter::CausalCount(int64_t q0, int64_t q1, int64_t k0, int64_t k1) const {
+  if (q1 <= q0 || k1 <= k0) return 0;
+  return RampSum(q0, q1, k0 - 1) - RampSum(q0, q1, k1 - 1);
+}
+
+int64_t PairCounter::Count(int64_t q0, int64_t q1, int64_t k0, int64_t k1) const {
+  if (q1 <= q0 || k1 <= k0) return 0;
+  switch (mask_.kind) {
+    case MaskKind::kFull:
+      return (q1 - q0) * (k1 - k0);
+    case MaskKind::kCausal:
+      return CausalCount(q0, q1, k0, k1);
+    case MaskKind::kWindow: {
+      // Allowed k in [q - W + 1, q]: the causal count minus the pairs with k <= q - W,
+      // i.e. the causal count of the key range shifted right by W.
+      const int64_t w = mask_.window;
+      return CausalCount(q0, q1, k0, k1) - CausalCount(q0, q1, k0 + w, k1 + w);
+    }
+    case MaskKind::kDocuments: {
+      // Only documents overlapping both ranges contribute, each with its causal part.
+      auto first_doc = [&](int64_t token) {  // index of the document containing token
+        return static_cast<int64_t>(std::upper_bound(doc_starts_.begin(), doc_starts_.end(), token) -
+                                    doc_starts_.begin()) - 1;
+      };
+      int64_t d_begin = std::max(first_doc(q0), first_doc(k0));
+      int64_t d_end = std::min(first_doc(q1 - 1), first_doc(k1 - 1));
+      int64_t total = 0;
+      for (int64_t d = d_begin; d <= d_end; ++d) {
+        const int64_t s = doc_starts_[d], e = doc_starts_[d + 1];
+        total += CausalCount(std::max(q0, s), std::min(q1, e), std::max(k0, s), std::min(k1, e));
+      }
+      return total;
+    }
+  }
+  return 0;
+}
+
+}  // namespace meshplan

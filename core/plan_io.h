@@ -1,0 +1,26 @@
+// Plan files (TOML): the small recipe that the simulator and the executor read back.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "core/plan.h"
+#include "core/status.h"
+
+namespace meshplan {
+
+// Serialises a plan. Format (docs/plan-format.md):
+//   schema_version = 1
+//   [workload] batch, seq, heads, kv_heads, head_dim, dtype, partial_dtype, mask, pass
+//              (documents masks store their lengths inline as document_lengths = [...])
+//   [topology] name, source, gpus
+//   [scheme]   name, layout, ulysses, ring, window, tile_a, tile_b, cache_forward,
+//              reduce_chain, placement = [...]
+// Optional [estimate] values are informational and ignored when read.
+std::string PlanToToml(const Plan& plan, const std::string& estimate_toml = "");
+// Parses and validates a plan file's text (unknown keys, wrong types, bad values: errors that
+// name the source and key). Does not check the plan against a topology.
+Result<Plan> ParsePlanToml(std::string_view text, const std::string& source);
+Result<Plan> LoadPlanFile(const std::string& path);
+
+}  // namespace meshplan

@@ -1,0 +1,77 @@
+// Errors as values. A library function that can fail returns Status or Result<T>;
+// only tools/ turns an error into an exit code.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <variant>
+
+namespace meshplan {
+
+// Kinds of failure. kInvalidInput is what a user can fix (bad file, bad flag, impossible
+// plan) and maps to exit code 2 in the CLI; kInternal is a bug.
+enum class ErrorCode { kOk = 0, kInvalidInput, kNotFound, kIo, kInternal };
+
+class Status {
+ public:
+  Status() = default;
+  static Status Ok() { return Status(); }
+  static Status Invalid(std::string message) {
+    return Status(ErrorCode::kInvalidInput, std::move(message));
+  }
+  static Status NotFound(std::string message) {
+    return Status(ErrorCode::kNotFound, std::move(message));
+  }
+  static Status Io(std::string message) { return Status(ErrorCode::kIo, std::move(message)); }
+  static Status Internal(std::string message) {
+    return Status(ErrorCode::kInternal, std::move(message));
+  }
+
+  bool ok() const { return code_ == ErrorCode::kOk; }
+  ErrorCode code() const { return code_; }
+  // One line, suitable for printing after "error: ". Empty when ok().
+  const std::string& message() const { return message_; }
+
+  // Returns a copy whose message is "prefix: message" (for adding the file or key).
+  Status WithContext(const std::string& prefix) const {
+    if (ok()) return *this;
+    return Status(code_, prefix + ": " + message_);
+  }
+
+ private:
+  Status(ErrorCode code, std::string message) : code_(code), message_(std::move(message)) {}
+  ErrorCode code_ = ErrorCode::kOk;
+  std::string message_;
+};
+
+// Either a value or a non-ok Status.
+template <typename T>
+class Result {
+ public:
+  Result(T value) : data_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(Status status) : data_(std::move(status)) {}  // NOLINT: implicit by design
+
+  bool ok() const { return std::holds_alternative<T>(data_); }
+  // REQUIRES: !ok()
+  const Status& status() const { return std::get<Status>(data_); }
+  // REQUIRES: ok()
+  const T& value() const& { return std::get<T>(data_); }
+  T& value() & { return std::get<T>(data_); }
+  T&& value() && { return std::get<T>(std::move(data_)); }
+  const T& operator*() const& { return value(); }
+  T& operator*() & { return value(); }
+  const T* operator->() const { return &value(); }
+  T* operator->() { return &value(); }
+
+ private:
+  std::variant<T, Status> data_;
+};
+
+}  // namespace meshplan
+
+// Propagates a non-ok Status from an expression returning Status.
+#define MESHPLAN_RETURN_IF_ERROR(expr)           \
+  do {                                           \
+    ::meshplan::Status _st = (expr);             \
+    if (!_st.ok()) return _st;                   \
+  } while (0)

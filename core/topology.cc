@@ -1,0 +1,150 @@
+#include "core/topology.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace meshplan {
+
+std::string_view LinkKindName(LinkKind kind) {
+  switch (kind) {
+    case LinkKind::kSwitch:
+      return "switch";
+    case LinkKind::kRailFatTree:
+      return "rail-fat-tree";
+    case LinkKind::kFatTree:
+      return "fat-tree";
+    case LinkKind::kRing:
+      return "ring";
+    case LinkKind::kTorus:
+      return "torus";
+  }
+  return "switch";
+}
+
+Result<LinkKind> ParseLinkKind(std::string_view text) {
+  for (LinkKind k : {LinkKind::kSwitch, LinkKind::kRailFatTree, LinkKind::kFatTree, LinkKind::kRing,
+                     LinkKind::kTorus}) {
+    if (text == LinkKindName(k)) return k;
+  }
+  return Status::Invalid("unknown kind '" + std::string(text) +
+                         "' (expected switch, rail-fat-tree, fat-tree, ring or torus)");
+}
+
+double GpuSpec::PeakFlopsPerSecond(DType dtype) const {
+  auto it = peak_tflops.find(dtype);
+  return it == peak_tflops.end() ? 0.0 : it->second * 1e12;
+}
+
+double GpuSpec::Efficiency(int64_t block_tokens) const {
+  const auto& curve = attention_efficiency;
+  if (curve.empty()) return 1.0;
+  if (block_tokens <= curve.front().block_tokens) return curve.front().efficiency;
+  if (block_tokens >= curve.back().block_tokens) return curve.back().efficiency;
+  for (size_t i = 1; i < curve.size(); ++i) {
+    if (block_tokens <= curve[i].block_tokens) {
+      const double x0 = std::log2(static_cast<double>(curve[i - 1].block_tokens));
+      const double x1 = std::log2(static_cast<double>(curve[i].block_tokens));
+      const double t = (std::log2(static_cast<double>(block_tokens)) - x0) / (x1 - x0);
+      return curve[i - 1].efficiency + t * (curve[i].efficiency - curve[i - 1].efficiency);
+    }
+  }
+  return curve.back().efficiency;
+}
+
+int64_t Topology::num_gpus() const { return levels.empty() ? 0 : Span(num_levels() - 1); }
+
+int64_t Topology::Span(int level) const {
+  int64_t span = 1;
+  for (int i = 0; i <= level && i < num_levels(); ++i) span *= levels[i].group_size;
+  return span;
+}
+
+int Topology::LevelOf(int64_t gpu_a, int64_t gpu_b) const {
+  if (gpu_a == gpu_b) return -1;
+  int64_t span = 1;
+  for (int i = 0; i < num_levels(); ++i) {
+    span *= levels[i].group_size;
+    if (gpu_a / span == gpu_b / span) return i;
+  }
+  return num_levels() - 1;
+}
+
+int64_t Topology::Hops(int level, int64_t gpu_a, int64_t gpu_b) const {
+  const NetworkLevel& l = levels[level];
+  if (l.kind != LinkKind::kRing && l.kind != LinkKind::kTorus) return 1;
+  const int64_t below = level == 0 ? 1 : Span(level - 1);
+  const int64_t a = (gpu_a / below) % l.group_size;
+  const int64_t b = (gpu_b / below) % l.group_size;
+  auto ring_distance = [](int64_t x, int64_t y, int64_t n) {
+    int64_t d = std::abs(x - y) % n;
+    return std::min(d, n - d);
+  };
+  if (l.kind == LinkKind::kRing) return std::max<int64_t>(1, ring_distance(a, b, l.group_size));
+  int64_t hops = 0, ra = a, rb = b;
+  for (int64_t dim : l.torus_dims) {  // first dimension varies fastest
+    hops += ring_distance(ra % dim, rb % dim, dim);
+    ra /= dim;
+    rb /= dim;
+  }
+  return std::max<int64_t>(1, hops);
+}
+
+Status Topology::Validate() const {
+  if (gpu.model.empty()) return Status::Invalid("gpu.model: missing");
+  if (!(gpu.memory_bytes > 0)) return Status::Invalid("gpu.memory_GB: must be positive");
+  if (!(gpu.hbm_bytes_per_s > 0)) return Status::Invalid("gpu.hbm_GBps: must be positive");
+  if (gpu.launch_overhead_s < 0) return Status::Invalid("gpu.launch_overhead_us: must not be negative");
+  if (gpu.peak_tflops.empty()) return Status::Invalid("gpu.peak_tflops: needs at least one dtype");
+  for (const auto& [dtype, tflops] : gpu.peak_tflops) {
+    if (!(tflops > 0)) {
+      return Status::Invalid("gpu.peak_tflops." + std::string(DTypeName(dtype)) + ": must be positive");
+    }
+  }
+  if (gpu.attention_efficiency.empty()) {
+    return Status::Invalid("gpu.attention_efficiency: needs at least one [block_tokens, efficiency] point");
+  }
+  for (size_t i = 0; i < gpu.attention_efficiency.size(); ++i) {
+    const auto& p = gpu.attention_efficiency[i];
+    const std::string key = "gpu.attention_efficiency[" + std::to_string(i) + "]";
+    if (p.block_tokens <= 0) return Status::Invalid(key + ": block_tokens must be positive");
+    if (!(p.efficiency > 0 && p.efficiency <= 1)) {
+      return Status::Invalid(key + ": efficiency must be in (0, 1]");
+    }
+    if (i > 0 && p.block_tokens <= gpu.attention_efficiency[i - 1].block_tokens) {
+      return Status::Invalid(key + ": block_tokens must increase");
+    }
+  }
+  if (levels.empty()) return Status::Invalid("level: at least one network level is required");
+  double total = 1;
+  for (size_t i = 0; i < levels.size(); ++i) {
+    const NetworkLevel& l = levels[i];
+    const std::string key = "level[" + std::to_string(i) + "]";
+    if (l.name.empty()) return Status::Invalid(key + ".name: missing");
+    for (size_t j = 0; j < i; ++j) {
+      if (levels[j].name == l.name) return Status::Invalid(key + ".name: '" + l.name + "' used twice");
+    }
+    if (l.group_size < 1) return Status::Invalid(key + ".group_size: must be at least 1");
+    if (!(l.bandwidth_bytes_per_s > 0)) return Status::Invalid(key + ".bandwidth_GBps: must be positive");
+    if (l.latency_s < 0) return Status::Invalid(key + ".latency_us: must not be negative");
+    if (!(l.oversubscription >= 1.0)) return Status::Invalid(key + ".oversubscription: must be >= 1");
+    if (l.kind == LinkKind::kTorus) {
+      if (l.torus_dims.empty()) return Status::Invalid(key + ".dims: a torus level needs dims");
+      int64_t product = 1;
+      for (int64_t d : l.torus_dims) {
+        if (d < 1) return Status::Invalid(key + ".dims: every dimension must be at least 1");
+        product *= d;
+      }
+      if (product != l.group_size) {
+        return Status::Invalid(key + ".dims: product " + std::to_string(product) +
+                               " differs from group_size " + std::to_string(l.group_size));
+      }
+    } else if (!l.torus_dims.empty()) {
+      return Status::Invalid(key + ".dims: only a torus level takes dims");
+    }
+    total *= static_cast<double>(l.group_size);
+    if (total > 1e7) return Status::Invalid(key + ".group_size: more than 10 million GPUs in total");
+  }
+  return Status::Ok();
+}
+
+}  // namespace meshplan

@@ -1,0 +1,81 @@
+// The cluster model: one GPU type and a hierarchy of network levels.
+//
+// Levels are listed innermost first. Level i groups `group_size` units of level i-1 (level 0
+// groups GPUs), so the cluster has the product of all group sizes GPUs and GPU n sits in group
+// floor(n / Span(i)) of level i. Two GPUs talk over the innermost level whose group holds both.
+// Bandwidths are per GPU and per direction (vendors often quote NVLink duplex: half of that).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/status.h"
+
+namespace meshplan {
+
+enum class LinkKind {
+  kSwitch,        // every GPU pair at full bandwidth (NVSwitch, one IB switch)
+  kRailFatTree,   // rail-optimised leaf/spine: GPU i of each node on rail i; full bandwidth
+                  // between same-rail GPUs, oversubscription applies to the spine
+  kFatTree,       // generic fat tree with optional oversubscription
+  kRing,          // bidirectional ring of groups: a message crosses the shortest way round
+  kTorus,         // k-dimensional torus of groups (dims multiply to group_size)
+};
+std::string_view LinkKindName(LinkKind kind);
+Result<LinkKind> ParseLinkKind(std::string_view text);
+
+// Attention-kernel efficiency (fraction of peak) for a block whose shorter side has
+// `block_tokens` tokens. Interpolated linearly in log2(block_tokens), clamped at the ends.
+struct EfficiencyPoint {
+  int64_t block_tokens = 0;
+  double efficiency = 0;
+};
+
+struct GpuSpec {
+  std::string model;
+  std::map<DType, double> peak_tflops;  // dense tensor-core TFLOP/s per dtype
+  double memory_bytes = 0;              // HBM capacity
+  double hbm_bytes_per_s = 0;
+  double launch_overhead_s = 0;         // per kernel launch
+  std::vector<EfficiencyPoint> attention_efficiency;  // sorted by block_tokens, non-empty
+
+  // REQUIRES: peak_tflops has dtype (Topology::Validate checks the dtypes the planner uses).
+  double PeakFlopsPerSecond(DType dtype) const;
+  double Efficiency(int64_t block_tokens) const;
+};
+
+struct NetworkLevel {
+  std::string name;  // "nvlink", "ib", ...
+  LinkKind kind = LinkKind::kSwitch;
+  int64_t group_size = 1;         // units of the level below in one group of this level
+  double bandwidth_bytes_per_s = 0;  // per GPU per direction
+  double latency_s = 0;           // per message
+  double oversubscription = 1.0;  // >= 1: traffic crossing this level shares 1/oversubscription
+  std::vector<int64_t> torus_dims;  // kTorus only; product == group_size
+};
+
+struct Topology {
+  std::string name;
+  std::string description;
+  std::string source;  // file it was read from, or "built-in"
+  GpuSpec gpu;
+  std::vector<NetworkLevel> levels;  // innermost first; non-empty
+
+  int64_t num_gpus() const;
+  int num_levels() const { return static_cast<int>(levels.size()); }
+  // GPUs in one group of `level`.
+  int64_t Span(int level) const;
+  // Innermost level whose group contains both GPUs; -1 when gpu_a == gpu_b.
+  int LevelOf(int64_t gpu_a, int64_t gpu_b) const;
+  // Hops a message takes at `level` between the groups of level-1 holding the two GPUs
+  // (1 for switches and fat trees; ring and torus distance otherwise).
+  int64_t Hops(int level, int64_t gpu_a, int64_t gpu_b) const;
+  // Checks ranges and consistency; errors name the key ("level[1].group_size: ...").
+  Status Validate() const;
+};
+
+}  // namespace meshplan

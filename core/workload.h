@@ -1,0 +1,47 @@
+// The attention workload: one attention layer of one training step.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "core/dtype.h"
+#include "core/mask.h"
+#include "core/status.h"
+
+namespace meshplan {
+
+enum class Pass { kForward, kBackward, kForwardBackward };
+std::string_view PassName(Pass pass);
+// "fwd", "bwd", "fwd+bwd".
+Result<Pass> ParsePass(std::string_view text);
+inline bool HasForward(Pass p) { return p != Pass::kBackward; }
+inline bool HasBackward(Pass p) { return p != Pass::kForward; }
+
+// Largest sequence the exact pair counts support without overflow (2^30 tokens).
+inline constexpr int64_t kMaxSeqLen = int64_t{1} << 30;
+
+struct Workload {
+  int64_t batch = 1;
+  int64_t seq_len = int64_t{1} << 20;  // tokens per sequence
+  int64_t q_heads = 64;
+  int64_t kv_heads = 8;  // GQA: q_heads is a multiple of kv_heads
+  int64_t head_dim = 128;
+  DType dtype = DType::kBf16;
+  // Type in which not-yet-reduced partials travel (partial O, dQ, dK, dV): fp32 by default, as
+  // ring-flash-attention and FlashAttention accumulate; bf16 halves those bytes.
+  DType partial_dtype = DType::kFp32;
+  Mask mask = Mask::Causal();
+  Pass pass = Pass::kForwardBackward;
+
+  // The default workload: a 70B-class attention layer at 1M tokens (see README).
+  static Workload Default() { return Workload{}; }
+
+  int64_t group_size() const { return q_heads / kv_heads; }  // g = Hq / Hkv
+  // Self-consistency (positive sizes, GQA divisibility, mask vs sequence). Errors name the field.
+  Status Validate() const;
+  // "B=1 S=1M Hq=64 Hkv=8 d=128 bf16 causal fwd+bwd"
+  std::string Describe() const;
+};
+
+}  // namespace meshplan

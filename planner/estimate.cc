@@ -1,0 +1,15 @@
+#include "planner/estimate.h"
+
+namespace meshplan::planner {
+
+void FinishTime(Estimate& e) {
+  e.time_s = 0;
+  e.compute_s = 0;
+  for (const TimeStage& s : e.stages) {
+    e.time_s += s.Seconds();
+    e.compute_s += static_cast<double>(s.count) * s.compute_s;
+  }
+  e.exposed_comm_s = e.time_s - e.compute_s;
+}
+
+}  // namespace meshplan::planner

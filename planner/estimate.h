@@ -1,0 +1,54 @@
+// The analytic verdict on one plan: validity, bytes, FLOPs, memory and time.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/plan.h"
+
+namespace meshplan::planner {
+
+// One overlapped (or not) stage of the time model, repeated `count` times:
+// time = count * (overlapped ? max(compute_s, comm_s) : compute_s + comm_s).
+struct TimeStage {
+  std::string label;  // "ring step", "all-to-all Q,K,V", ...
+  double compute_s = 0;
+  double comm_s = 0;
+  bool overlapped = true;
+  int64_t count = 1;
+  double Seconds() const {
+    return static_cast<double>(count) * (overlapped ? std::max(compute_s, comm_s) : compute_s + comm_s);
+  }
+};
+
+struct Estimate {
+  SchemeParams params;
+  bool valid = false;
+  std::string reason;  // why not valid
+
+  // Communication, bytes sent per rank for the whole pass (fwd, bwd or both).
+  double bytes_per_rank = 0;            // max over ranks of all bytes sent
+  std::vector<double> level_bytes;      // per network level: max over ranks of bytes sent there
+  double fwd_bytes_per_rank = 0;        // forward part of bytes_per_rank
+  double bwd_bytes_per_rank = 0;        // backward part
+
+  // Compute (mask-aware, backward included when the pass has one).
+  double flops_max = 0;   // busiest rank
+  double flops_mean = 0;  // mean over ranks
+  double imbalance() const { return flops_mean > 0 ? flops_max / flops_mean : 1.0; }
+
+  // Memory: peak bytes per rank for this layer's attention (inputs, outputs, buffers, caches).
+  double peak_memory_bytes = 0;
+  bool fits = false;
+
+  // Time (overlap-aware, from the stages).
+  std::vector<TimeStage> stages;
+  double time_s = 0;
+  double compute_s = 0;        // busiest rank's compute
+  double exposed_comm_s = 0;   // time_s - compute_s
+};
+
+// Fills time_s, compute_s and exposed_comm_s from stages.
+void FinishTime(Estimate& estimate);
+
+}  // namespace meshplan::planner
