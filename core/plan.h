@@ -94,6 +94,9 @@ class Placement {
     return rank + (value - Coord(rank, d)) * rank_stride_[d];
   }
   int64_t DimSize(int d) const { return sizes_[d]; }
+  // Distance in GPU indices between ranks one apart along canonical dimension d.
+  int64_t GpuStride(int d) const { return gpu_stride_[d]; }
+  int num_dims() const { return static_cast<int>(sizes_.size()); }
 
  private:
   int64_t num_ranks_ = 1;

@@ -1,5 +1,7 @@
 #include "planner/context.h"
 
+#include "planner/compute_model.h"
+
 namespace meshplan::planner {
 
 ShardBytes ComputeShardBytes(const Workload& w, int64_t num_ranks) {
@@ -16,6 +18,20 @@ ShardBytes ComputeShardBytes(const Workload& w, int64_t num_ranks) {
   s.dq_partial = s.q * partial_scale;
   s.dkv_partial = s.kv * partial_scale;
   return s;
+}
+
+const std::vector<int64_t>& PlanContext::RowPairsFor(const ShardLayout& layout) const {
+  WorkKey key{static_cast<int>(layout.kind), layout.num_shards, 0};
+  auto it = work_cache_.find(key);
+  if (it == work_cache_.end()) it = work_cache_.emplace(key, RowPairs(layout, counter)).first;
+  return it->second;
+}
+
+const std::vector<int64_t>& PlanContext::TilePairsFor(const ShardLayout& layout, int64_t a) const {
+  WorkKey key{static_cast<int>(layout.kind), layout.num_shards, a};
+  auto it = work_cache_.find(key);
+  if (it == work_cache_.end()) it = work_cache_.emplace(key, TilePairs(layout, counter, a)).first;
+  return it->second;
 }
 
 }  // namespace meshplan::planner

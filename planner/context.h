@@ -2,10 +2,16 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <memory>
+#include <tuple>
+#include <vector>
 
+#include "core/layout.h"
 #include "core/mask.h"
 #include "core/topology.h"
 #include "core/workload.h"
+#include "planner/comm_model.h"
 
 namespace meshplan::planner {
 
@@ -21,20 +27,34 @@ struct ShardBytes {
 };
 ShardBytes ComputeShardBytes(const Workload& workload, int64_t num_ranks);
 
+// REQUIRES: workload.Validate() and topology.Validate() are ok; both outlive the context.
+// Not thread-safe: it caches routes and per-rank work across evaluations.
 struct PlanContext {
-  PlanContext(const Workload& w, const Topology& t)
+  PlanContext(const Workload& w, const Topology& t, double reserved_bytes = 0)
       : workload(w), topology(t), counter(w.mask, w.seq_len), num_ranks(t.num_gpus()),
-        shard(ComputeShardBytes(w, t.num_gpus())) {}
+        shard(ComputeShardBytes(w, t.num_gpus())), reserved_memory_bytes(reserved_bytes),
+        comm(std::make_unique<CommModel>(t)) {}
   const Workload& workload;
   const Topology& topology;
   PairCounter counter;  // unmasked pairs of the workload's mask
   int64_t num_ranks;    // P = every GPU of the topology
   ShardBytes shard;
+  double reserved_memory_bytes;  // held back for weights, optimizer state, other activations
+  std::unique_ptr<CommModel> comm;  // route cache shared by all evaluations
+
+  // Unmasked pairs per shard (1-D family) or per rank (2-D family), cached by layout and tile.
+  const std::vector<int64_t>& RowPairsFor(const ShardLayout& layout) const;
+  const std::vector<int64_t>& TilePairsFor(const ShardLayout& layout, int64_t a) const;
+
   // Forward FLOPs of `pairs` unmasked (q, k) pairs over `heads` query heads: 4*B*pairs*heads*d.
   double ForwardFlops(int64_t pairs, int64_t heads) const {
     return 4.0 * static_cast<double>(workload.batch) * static_cast<double>(pairs) *
            static_cast<double>(heads) * static_cast<double>(workload.head_dim);
   }
+
+ private:
+  using WorkKey = std::tuple<int, int64_t, int64_t>;  // layout kind, shards, a (0 for rows)
+  mutable std::map<WorkKey, std::vector<int64_t>> work_cache_;
 };
 
 // Backward FLOPs are 2.5x forward (recomputation included), the FlashAttention convention.

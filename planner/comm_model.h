@@ -1,0 +1,82 @@
+// Communication model of the planner: which network level each rank's traffic crosses, how many
+// bytes that is per level, and how long a pattern takes on an otherwise idle network.
+//
+// Assumptions (docs/planner-model.md): every GPU has its own bandwidth at every level (a NIC per
+// GPU, NVSwitch ports per GPU); a transfer between two GPUs uses the innermost level holding
+// both; oversubscription divides the bandwidth of traffic crossing that level; on ring and torus
+// levels a transfer loads `hops` links, so it is charged hops x bytes. Levels are used
+// concurrently (NVLink and NIC are different links). Contention between patterns is the
+// simulator's job.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "core/plan.h"
+#include "core/topology.h"
+
+namespace meshplan::planner {
+
+// Bytes sent per GPU per level.
+class Traffic {
+ public:
+  Traffic(int64_t num_gpus, int num_levels)
+      : levels_(num_levels), bytes_(static_cast<size_t>(num_gpus * num_levels), 0.0) {}
+  void Add(int64_t gpu, int level, double bytes) { bytes_[gpu * levels_ + level] += bytes; }
+  // Max over GPUs of the bytes each sends at each level.
+  std::vector<double> MaxPerLevel() const;
+  // Max over GPUs of all bytes sent.
+  double MaxTotal() const;
+
+ private:
+  int levels_;
+  std::vector<double> bytes_;
+};
+
+// Where the traffic of one GPU-space pattern goes. Cached per (stride, size) because many plans
+// share the same patterns.
+struct PatternRoute {
+  // Ring shift: per GPU, the level and hops of its send to the neighbour at coordinate - 1.
+  std::vector<int8_t> level;
+  std::vector<int32_t> hops;
+  // Distinct (level, hops) pairs present, for the time of one shift.
+  std::vector<std::pair<int, int32_t>> distinct;
+  // All-to-all: per GPU and level, the number of the other members reached over that level
+  // (weighted by hops); filled only for all-to-all routes.
+  std::vector<double> a2a_weight;  // [gpu * levels + level]
+  std::vector<double> a2a_peers;   // same, not weighted by hops
+};
+
+class CommModel {
+ public:
+  explicit CommModel(const Topology& topology);
+
+  const Topology& topology() const { return topology_; }
+
+  // A ring shift along dimension `dim` of `placement`: every rank sends `bytes` to the rank whose
+  // coordinate along dim is one lower (wrapping), `count` times. Adds the bytes to `traffic`
+  // (may be null) and returns the time of ONE shift: the slowest rank's latency + bytes/bw.
+  double RingShift(const Placement& placement, int dim, double bytes, int64_t count, Traffic* traffic);
+  // A ring collective (all-gather of a `chunk_bytes` shard, or reduce-scatter leaving one) over
+  // dim: p-1 ring steps of chunk_bytes. Returns its time.
+  double RingCollective(const Placement& placement, int dim, double chunk_bytes, Traffic* traffic);
+  // All-to-all over dim where each rank holds `bytes` and keeps 1/p of it: (p-1)/p * bytes
+  // sent, 1/p to each other member. Returns its time: per GPU, the slowest level's
+  // bytes/bandwidth plus (p-1) latencies of the farthest level.
+  double AllToAll(const Placement& placement, int dim, double bytes, Traffic* traffic);
+  // The level the slowest rank's shift along dim uses (for deciding which patterns share links).
+  int BottleneckLevel(const Placement& placement, int dim, double bytes);
+
+ private:
+  const PatternRoute& Route(int64_t stride, int64_t size, bool all_to_all);
+  double LinkSeconds(int level, int32_t hops, double bytes) const;
+  static void GpuStrideAndSize(const Placement& placement, int dim, int64_t* stride, int64_t* size);
+
+  const Topology& topology_;
+  std::map<std::tuple<int64_t, int64_t, bool>, std::unique_ptr<PatternRoute>> routes_;
+};
+
+}  // namespace meshplan::planner

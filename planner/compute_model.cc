@@ -1,0 +1,123 @@
+#include "planner/compute_model.h"
+
+#include <algorithm>
+
+namespace meshplan::planner {
+namespace {
+
+int64_t ChunkTokens(const ShardLayout& layout) {
+  return layout.kind == Layout::kZigzag ? layout.seq_len / (2 * layout.num_shards)
+                                        : layout.seq_len / layout.num_shards;
+}
+
+// Shard that owns chunk x (contiguous: x itself; zigzag: x or its mirror).
+int64_t ShardOfChunk(const ShardLayout& layout, int64_t x) {
+  if (layout.kind != Layout::kZigzag) return x;
+  return x < layout.num_shards ? x : 2 * layout.num_shards - 1 - x;
+}
+
+// First key a query at `q` can see under a causal-family mask.
+int64_t FirstReachableKey(const Mask& mask, const std::vector<int64_t>& doc_starts, int64_t q) {
+  switch (mask.kind) {
+    case MaskKind::kWindow:
+      return std::max<int64_t>(0, q - mask.window + 1);
+    case MaskKind::kDocuments: {
+      auto it = std::upper_bound(doc_starts.begin(), doc_starts.end(), q);
+      return *(it - 1);
+    }
+    default:
+      return 0;
+  }
+}
+
+}  // namespace
+
+std::vector<int64_t> RowPairs(const ShardLayout& layout, const PairCounter& counter) {
+  const int64_t n_shards = layout.num_shards;
+  std::vector<int64_t> out(n_shards, 0);
+  if (layout.kind == Layout::kStriped) {
+    // Sum over kv shards j of the striped block counts (layout.h): full n^2 each;
+    // causal n(n-1)/2 + (j <= i ? n : 0), i.e. N*n(n-1)/2 + (i+1)*n.
+    const int64_t n = layout.seq_len / n_shards;
+    for (int64_t i = 0; i < n_shards; ++i) {
+      out[i] = counter.mask().kind == MaskKind::kFull ? n_shards * n * n
+                                                       : n_shards * (n * (n - 1) / 2) + (i + 1) * n;
+    }
+    return out;
+  }
+  for (int64_t i = 0; i < n_shards; ++i) {
+    for (const TokenRange& r : layout.Ranges(i)) out[i] += counter.Count(r.begin, r.end, 0, layout.seq_len);
+  }
+  return out;
+}
+
+std::vector<int64_t> TilePairs(const ShardLayout& layout, const PairCounter& counter, int64_t a) {
+  const int64_t n_ranks = layout.num_shards;
+  const int64_t b = n_ranks / a;
+  const Mask& mask = counter.mask();
+  std::vector<int64_t> out(n_ranks, 0);
+  if (mask.kind == MaskKind::kFull) {
+    const int64_t n = layout.seq_len / n_ranks;
+    std::fill(out.begin(), out.end(), a * b * n * n);
+    return out;
+  }
+  if (mask.kind == MaskKind::kCausal) {
+    if (layout.kind == Layout::kZigzag) {
+      // Off-diagonal zigzag blocks have 2c^2 pairs, diagonal ones 2c^2 + c (layout_test derives
+      // this); a rank's Q and KV groups share exactly one shard (its own).
+      const int64_t c = layout.seq_len / (2 * n_ranks);
+      std::fill(out.begin(), out.end(), 2 * c * c * a * b + c);
+      return out;
+    }
+    const int64_t n = layout.seq_len / n_ranks;
+    for (int64_t g = 0; g < n_ranks; ++g) {
+      const int64_t base = a * (g / a), r = g % a;
+      int64_t below = 0, at_or_below = 0;  // pairs (i, j) in the tile with j < i, j <= i
+      for (int64_t i = base; i < base + a; ++i) {
+        if (i > r) below += std::min(b, (i - r + a - 1) / a);
+        if (i >= r) at_or_below += std::min(b, (i - r) / a + 1);
+      }
+      const int64_t diagonal = at_or_below - below;
+      if (layout.kind == Layout::kStriped) {
+        out[g] = a * b * (n * (n - 1) / 2) + at_or_below * n;
+      } else {
+        out[g] = below * n * n + diagonal * (n * (n + 1) / 2);
+      }
+    }
+    return out;
+  }
+  // Window and documents (contiguous or zigzag): only key chunks a query range can reach count.
+  std::vector<int64_t> doc_starts;
+  if (mask.kind == MaskKind::kDocuments) {
+    int64_t start = 0;
+    for (int64_t length : mask.document_lengths) {
+      doc_starts.push_back(start);
+      start += length;
+    }
+  }
+  const int64_t chunk = ChunkTokens(layout);
+  for (int64_t g = 0; g < n_ranks; ++g) {
+    const int64_t base = a * (g / a), r = g % a;
+    int64_t total = 0;
+    for (int64_t i = base; i < base + a; ++i) {
+      for (const TokenRange& q : layout.Ranges(i)) {
+        const int64_t first_chunk = FirstReachableKey(mask, doc_starts, q.begin) / chunk;
+        const int64_t last_chunk = (q.end - 1) / chunk;
+        for (int64_t x = first_chunk; x <= last_chunk; ++x) {
+          if (ShardOfChunk(layout, x) % a != r) continue;
+          total += counter.Count(q.begin, q.end, x * chunk, (x + 1) * chunk);
+        }
+      }
+    }
+    out[g] = total;
+  }
+  return out;
+}
+
+double KernelSeconds(const GpuSpec& gpu, DType dtype, double flops, int64_t block_tokens,
+                     int64_t launches) {
+  const double rate = gpu.PeakFlopsPerSecond(dtype) * gpu.Efficiency(block_tokens);
+  return (rate > 0 ? flops / rate : 0.0) + static_cast<double>(launches) * gpu.launch_overhead_s;
+}
+
+}  // namespace meshplan::planner

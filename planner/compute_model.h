@@ -1,0 +1,29 @@
+// Compute model: unmasked work per rank for the two assignment families, and kernel time.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/layout.h"
+#include "core/mask.h"
+#include "core/topology.h"
+
+namespace meshplan::planner {
+
+// 1-D family (ring, all-gather, USP and LoongTrain rings): shard i's queries against every key.
+// Returns unmasked pairs per shard. O(N) for full/causal/window, O(N log D) for documents.
+std::vector<int64_t> RowPairs(const ShardLayout& layout, const PairCounter& counter);
+
+// 2-D family (Mesh-Attention / ATTENTION2D assignment over n = layout.num_shards ranks, Q-group
+// size a): rank g computes the Q shards of its Q group against the KV shards of its KV group.
+// Returns unmasked pairs per rank. Closed forms for full and causal masks (O(n) or O(n*a));
+// window and document masks enumerate only the key chunks a query range can reach.
+std::vector<int64_t> TilePairs(const ShardLayout& layout, const PairCounter& counter, int64_t a);
+
+// Seconds to run `flops` of attention as `launches` kernels whose blocks have `block_tokens`
+// tokens on their shorter side: flops / (peak * efficiency) + launches * launch overhead.
+double KernelSeconds(const GpuSpec& gpu, DType dtype, double flops, int64_t block_tokens,
+                     int64_t launches);
+
+}  // namespace meshplan::planner

@@ -1,0 +1,120 @@
+#include "planner/schemes/common.h"
+
+#include <algorithm>
+
+namespace meshplan::planner::schemes {
+
+Estimate Invalid(const SchemeParams& params, std::string reason) {
+  Estimate e;
+  e.params = params;
+  e.valid = false;
+  e.reason = std::move(reason);
+  return e;
+}
+
+std::string UlyssesProblem(const Workload& w, int64_t degree) {
+  if (degree < 1) return "head-parallel degree must be at least 1";
+  if (degree > w.kv_heads) {
+    return "head-parallel degree " + std::to_string(degree) + " exceeds the " +
+           std::to_string(w.kv_heads) + " KV heads";
+  }
+  if (w.kv_heads % degree != 0) {
+    return "head-parallel degree " + std::to_string(degree) + " does not divide the " +
+           std::to_string(w.kv_heads) + " KV heads";
+  }
+  return "";
+}
+
+double PassFlopsFactor(Pass pass) {
+  return (HasForward(pass) ? 1.0 : 0.0) + (HasBackward(pass) ? kBackwardFlopsFactor : 0.0);
+}
+
+void SetFlops(Estimate& e, const PlanContext& ctx, const std::vector<int64_t>& pairs, int64_t heads) {
+  int64_t max_pairs = 0;
+  double sum = 0;
+  for (int64_t p : pairs) {
+    max_pairs = std::max(max_pairs, p);
+    sum += static_cast<double>(p);
+  }
+  const double factor = PassFlopsFactor(ctx.workload.pass);
+  e.flops_max = ctx.ForwardFlops(max_pairs, heads) * factor;
+  e.flops_mean = pairs.empty() ? 0.0
+                               : ctx.ForwardFlops(1, heads) * factor * sum / static_cast<double>(pairs.size());
+}
+
+double BaseMemory(const PlanContext& ctx) {
+  const ShardBytes& s = ctx.shard;
+  double bytes = s.q + s.kv + s.q + s.lse;               // Q, K+V, O, LSE
+  if (HasBackward(ctx.workload.pass)) bytes += s.q + s.q + s.kv + s.lse;  // dO, dQ, dK+dV, D
+  return bytes;
+}
+
+void SetMemory(Estimate& e, const PlanContext& ctx, double fwd_work, double bwd_work, double cache_hold) {
+  const Pass pass = ctx.workload.pass;
+  const bool cache = e.params.cache_forward && HasBackward(pass);
+  double work = 0;
+  if (HasForward(pass)) work = std::max(work, fwd_work);
+  if (HasBackward(pass)) work = std::max(work, bwd_work);
+  e.peak_memory_bytes = BaseMemory(ctx) + (cache ? cache_hold : 0.0) + work;
+  e.fits = e.peak_memory_bytes + ctx.reserved_memory_bytes <= ctx.topology.gpu.memory_bytes;
+}
+
+void SetTraffic(Estimate& e, const Traffic& traffic, double fwd_bytes, double bwd_bytes) {
+  e.level_bytes = traffic.MaxPerLevel();
+  e.fwd_bytes_per_rank = fwd_bytes;
+  e.bwd_bytes_per_rank = bwd_bytes;
+  e.bytes_per_rank = traffic.MaxTotal();
+}
+
+void AddPipeline(Estimate& e, const std::string& label, int64_t steps, double step_compute_s,
+                 double step_comm_s) {
+  if (steps <= 0) return;
+  e.stages.push_back({label + " (first step)", step_compute_s, 0.0, true, 1});
+  if (steps > 1) e.stages.push_back({label, step_compute_s, step_comm_s, true, steps - 1});
+}
+
+void AddExposed(Estimate& e, const std::string& label, double comm_s) {
+  if (comm_s > 0) e.stages.push_back({label, 0.0, comm_s, false, 1});
+}
+
+void AddCompute(Estimate& e, const std::string& label, double compute_s) {
+  e.stages.push_back({label, compute_s, 0.0, false, 1});
+}
+
+std::vector<std::vector<std::string>> AllPlacements(const std::vector<RankDim>& dims) {
+  // Orders differing only in where size-1 dimensions sit are the same placement: permute the
+  // dimensions of size > 1 (canonical order first) and append the others.
+  std::vector<std::string> moving, fixed;
+  for (const RankDim& d : dims) (d.size > 1 ? moving : fixed).push_back(d.name);
+  std::vector<int> order(moving.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  std::vector<std::vector<std::string>> out;
+  do {
+    std::vector<std::string> p;
+    for (int i : order) p.push_back(moving[i]);
+    p.insert(p.end(), fixed.begin(), fixed.end());
+    out.push_back(std::move(p));
+  } while (std::next_permutation(order.begin(), order.end()));
+  return out;
+}
+
+std::vector<Layout> SearchLayouts(const Mask& mask, bool every_layout) {
+  if (mask.kind == MaskKind::kFull) return {Layout::kContiguous};
+  if (!every_layout) return {Layout::kZigzag};
+  if (mask.kind == MaskKind::kCausal) return {Layout::kZigzag, Layout::kContiguous, Layout::kStriped};
+  return {Layout::kZigzag, Layout::kContiguous};
+}
+
+std::vector<int64_t> Divisors(int64_t n) {
+  std::vector<int64_t> out;
+  for (int64_t d = 1; d * d <= n; ++d) {
+    if (n % d == 0) {
+      out.push_back(d);
+      if (d * d != n) out.push_back(n / d);
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace meshplan::planner::schemes

@@ -1,0 +1,53 @@
+// Pieces every strategy's analytic evaluation shares: validity helpers, FLOPs and memory
+// bookkeeping, the pipeline time shape, and enumeration helpers.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/plan.h"
+#include "planner/comm_model.h"
+#include "planner/context.h"
+#include "planner/estimate.h"
+
+namespace meshplan::planner::schemes {
+
+// An estimate marked invalid with `reason`.
+Estimate Invalid(const SchemeParams& params, std::string reason);
+
+// Empty when a head-parallel degree U is usable with this workload, else the reason.
+std::string UlyssesProblem(const Workload& workload, int64_t degree);
+
+// Pass multiplier of forward FLOPs: 1 (fwd), 2.5 (bwd) or 3.5 (fwd+bwd).
+double PassFlopsFactor(Pass pass);
+
+// Sets flops_max and flops_mean from unmasked pairs per rank (or per shard) and heads per rank.
+void SetFlops(Estimate& e, const PlanContext& ctx, const std::vector<int64_t>& pairs, int64_t heads);
+
+// Per-rank bytes every scheme holds: own Q, K, V, final O and LSE; with a backward also dO,
+// final dQ, dK, dV and D.
+double BaseMemory(const PlanContext& ctx);
+// peak = base + (cache ? cache_hold : 0) + max(fwd_work if forward, bwd_work if backward).
+void SetMemory(Estimate& e, const PlanContext& ctx, double fwd_work, double bwd_work, double cache_hold);
+
+// Copies per-level and total bytes; fwd_bytes/bwd_bytes are the closed-form per-rank volumes.
+void SetTraffic(Estimate& e, const Traffic& traffic, double fwd_bytes, double bwd_bytes);
+
+// A pipelined loop of `steps` steps where step s+1's transfer overlaps step s's compute:
+// one compute-only step, then steps-1 overlapped steps.
+void AddPipeline(Estimate& e, const std::string& label, int64_t steps, double step_compute_s,
+                 double step_comm_s);
+void AddExposed(Estimate& e, const std::string& label, double comm_s);
+void AddCompute(Estimate& e, const std::string& label, double compute_s);
+
+// All orders of the dimensions (placements), canonical first.
+std::vector<std::vector<std::string>> AllPlacements(const std::vector<RankDim>& dims);
+// Layouts the search tries: ring-like schemes get every layout the mask allows; others the
+// balanced one (zigzag for causal-family masks, contiguous for full).
+std::vector<Layout> SearchLayouts(const Mask& mask, bool every_layout);
+std::vector<int64_t> Divisors(int64_t n);
+
+// Heads per rank for head-parallel degree U.
+inline int64_t HeadsPerRank(const Workload& w, int64_t degree) { return w.q_heads / degree; }
+
+}  // namespace meshplan::planner::schemes

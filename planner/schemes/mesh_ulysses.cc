@@ -1,0 +1,71 @@
+// Mesh x Ulysses hybrid: head parallelism of degree U, Mesh-Attention over the other P/U ranks
+// (docs/schemes.md). None of the published systems offers it.
+#include "planner/schedules/expand.h"
+#include "planner/schemes/common.h"
+#include "planner/schemes/mesh_common.h"
+#include "planner/schemes/strategies.h"
+
+namespace meshplan::planner::schemes {
+
+std::vector<SchemeParams> MeshUlyssesStrategy::Enumerate(const PlanContext& ctx) const {
+  std::vector<SchemeParams> out;
+  const Workload& w = ctx.workload;
+  for (int64_t u : Divisors(ctx.num_ranks)) {
+    if (u == 1 || !UlyssesProblem(w, u).empty()) continue;
+    const int64_t mesh_ranks = ctx.num_ranks / u;
+    for (int64_t a : Divisors(mesh_ranks)) {
+      for (Layout layout : SearchLayouts(w.mask, false)) {
+        for (bool cache : {false, true}) {
+          if (cache && !HasBackward(w.pass)) continue;
+          SchemeParams p;
+          p.scheme = Scheme::kMeshUlysses;
+          p.layout = layout;
+          p.ulysses = u;
+          p.tile_a = a;
+          p.tile_b = mesh_ranks / a;
+          p.cache_forward = cache;
+          for (auto& placement : AllPlacements(p.RankDims())) {
+            p.placement = placement;
+            out.push_back(p);
+          }
+        }
+      }
+    }
+  }
+  if (out.empty()) {
+    SchemeParams p;
+    p.scheme = Scheme::kMeshUlysses;
+    p.ulysses = std::min<int64_t>(2, ctx.num_ranks);
+    p.tile_b = ctx.num_ranks / p.ulysses;
+    p.placement = CanonicalPlacement(p.RankDims());
+    out.push_back(p);
+  }
+  return out;
+}
+
+Estimate MeshUlyssesStrategy::Evaluate(const PlanContext& ctx, const SchemeParams& p) const {
+  const Workload& w = ctx.workload;
+  if (p.ulysses < 1 || ctx.num_ranks % p.ulysses != 0) {
+    return Invalid(p, "Ulysses degree " + std::to_string(p.ulysses) + " does not divide the " +
+                          std::to_string(ctx.num_ranks) + " GPUs");
+  }
+  if (std::string why = UlyssesProblem(w, p.ulysses); !why.empty()) return Invalid(p, why);
+  const int64_t mesh_ranks = ctx.num_ranks / p.ulysses;
+  if (std::string why = MeshTileProblem(p, mesh_ranks); !why.empty()) return Invalid(p, why);
+  const ShardLayout layout{p.layout, w.seq_len, mesh_ranks, p.ulysses};
+  if (Status st = layout.Validate(w.mask); !st.ok()) return Invalid(p, st.message());
+  if (Status st = ValidatePlacement(p.RankDims(), p.placement); !st.ok()) return Invalid(p, st.message());
+  Estimate e;
+  e.params = p;
+  e.valid = true;
+  const Placement placement(p.RankDims(), p.placement);
+  Traffic traffic(ctx.num_ranks, ctx.topology.num_levels());
+  MeshTilePass(e, ctx, p, placement, layout, 1, 2, HeadsPerRank(w, p.ulysses), 0, traffic);
+  return e;
+}
+
+Result<Schedule> MeshUlyssesStrategy::Expand(const PlanContext& ctx, const SchemeParams& p) const {
+  return ExpandMeshUlysses(ctx, p);
+}
+
+}  // namespace meshplan::planner::schemes
