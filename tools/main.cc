@@ -1,7 +1,34 @@
-// meshplan command line: one file per subcommand (tools/*_command.cc); this file wires them.
+// meshplan command line. Each subcommand lives in its own file (tools/*_command.cc).
 #include <cstdio>
 
-int main() {
-  std::puts("meshplan " MESHPLAN_VERSION);
-  return 0;
+#include <CLI/CLI.hpp>
+
+#include "tools/cli_common.h"
+#include "tools/commands.h"
+
+int main(int argc, char** argv) {
+  using namespace meshplan::tools;
+  CLI::App app{"meshplan: plan, simulate and validate context-parallel attention on GPU clusters"};
+  app.set_version_flag("--version", std::string("meshplan ") + MESHPLAN_VERSION);
+  app.require_subcommand(1);
+  const Runner plan = RegisterPlanCommand(app);
+  const Runner topo = RegisterTopoCommand(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "meshplan: error: %s\nRun 'meshplan --help' (or 'meshplan SUBCOMMAND --help') for usage.\n",
+                 e.what());
+    return kExitInvalidInput;
+  }
+  for (CLI::App* sub : app.get_subcommands()) {
+    if (sub->get_name() == "plan") return plan();
+    if (sub->get_name() == "topo") return topo();
+  }
+  return kExitInvalidInput;
 }

@@ -1,0 +1,52 @@
+// Flags and helpers shared by the meshplan subcommands.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "core/status.h"
+#include "core/topology.h"
+#include "core/workload.h"
+
+namespace meshplan::tools {
+
+// Exit codes: 0 success, 1 internal or I/O failure, 2 invalid input (file, flag, impossible plan).
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;
+inline constexpr int kExitInvalidInput = 2;
+
+// Prints "meshplan: error: <message>" on stderr and returns the exit code for the status.
+int ReportError(const Status& status);
+
+// Workload flags as strings, so sizes like 1M and 2^20 parse with one clear error per flag.
+struct WorkloadFlags {
+  std::string batch = "1";
+  std::string seq = "1M";
+  std::string heads = "64";
+  std::string kv_heads = "8";
+  std::string head_dim = "128";
+  std::string dtype = "bf16";
+  std::string partial_dtype = "fp32";
+  std::string mask = "causal";
+  std::string pass = "fwd+bwd";
+
+  void Register(CLI::App& app);
+  Result<Workload> Build() const;
+};
+
+// --topology FILE (default: the built-in 32 x 8 H100 cluster).
+struct TopologyFlag {
+  std::string path;
+  void Register(CLI::App& app);
+  Result<Topology> Load() const;
+};
+
+// --format table|json|csv
+Status CheckFormat(const std::string& format, const std::vector<std::string>& allowed);
+
+// Splits "a,b,c".
+std::vector<std::string> SplitList(const std::string& text);
+
+}  // namespace meshplan::tools

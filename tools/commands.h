@@ -1,0 +1,16 @@
+// Subcommands of the meshplan CLI. Each registers its flags on the app and returns a runner.
+#pragma once
+
+#include <functional>
+
+#include <CLI/CLI.hpp>
+
+namespace meshplan::tools {
+
+// Returns the exit code when the subcommand was chosen.
+using Runner = std::function<int()>;
+
+Runner RegisterPlanCommand(CLI::App& app);
+Runner RegisterTopoCommand(CLI::App& app);
+
+}  // namespace meshplan::tools

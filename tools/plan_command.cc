@@ -1,0 +1,114 @@
+// `meshplan plan`: rank every context-parallel scheme for a workload on a cluster.
+#include <cstdio>
+#include <memory>
+
+#include "core/atomic_file.h"
+#include "core/plan_io.h"
+#include "core/units.h"
+#include "planner/search.h"
+#include "planner/strategy.h"
+#include "tools/cli_common.h"
+#include "tools/commands.h"
+#include "tools/plan_report.h"
+
+namespace meshplan::tools {
+namespace {
+
+struct PlanFlags {
+  WorkloadFlags workload;
+  TopologyFlag topology;
+  std::string schemes;
+  std::string format = "table";
+  std::string out;
+  int pick = 1;
+  int explain = 0;
+  int top = 20;
+  double reserve_gib = 0;
+};
+
+// Schedules are expanded for --explain only when they stay small enough to print quickly.
+constexpr int64_t kMaxExplainRanks = 4096;
+
+int RunPlan(const PlanFlags& flags) {
+  auto workload = flags.workload.Build();
+  if (!workload.ok()) return ReportError(workload.status());
+  auto topology = flags.topology.Load();
+  if (!topology.ok()) return ReportError(topology.status());
+  if (Status st = CheckFormat(flags.format, {"table", "json", "csv"}); !st.ok()) return ReportError(st);
+  if (flags.reserve_gib < 0) return ReportError(Status::Invalid("--reserve-gib: must not be negative"));
+  planner::SearchOptions options;
+  for (const std::string& name : SplitList(flags.schemes)) {
+    auto scheme = ParseScheme(name);
+    if (!scheme.ok()) return ReportError(scheme.status().WithContext("--schemes"));
+    options.schemes.push_back(*scheme);
+  }
+  const planner::PlanContext ctx(*workload, *topology, flags.reserve_gib * kGiB);
+  const planner::SearchResult result = planner::Search(ctx, options);
+
+  const int count = static_cast<int>(result.ranked.size());
+  if ((flags.pick < 1 || flags.pick > count) && (!flags.out.empty() || flags.pick != 1)) {
+    return ReportError(Status::Invalid("--pick: " + std::to_string(flags.pick) + " is not a plan number (1.." +
+                                       std::to_string(count) + ")"));
+  }
+  if (flags.explain < 0 || flags.explain > count) {
+    return ReportError(Status::Invalid("--explain: " + std::to_string(flags.explain) +
+                                       " is not a plan number (1.." + std::to_string(count) + ")"));
+  }
+  if (flags.format == "json") {
+    std::fputs(RenderJson(ctx, result, flags.top).c_str(), stdout);
+  } else if (flags.format == "csv") {
+    std::fputs(RenderCsv(ctx, result, flags.top).c_str(), stdout);
+  } else {
+    std::fputs(RenderTable(ctx, result, flags.top).c_str(), stdout);
+  }
+  if (flags.explain > 0) {
+    const planner::Estimate& e = result.ranked[flags.explain - 1];
+    std::unique_ptr<Schedule> schedule;
+    if (ctx.num_ranks <= kMaxExplainRanks) {
+      auto expanded = planner::MakeStrategy(e.params.scheme)->Expand(ctx, e.params);
+      if (!expanded.ok()) return ReportError(expanded.status());
+      schedule = std::make_unique<Schedule>(std::move(expanded).value());
+    }
+    std::fputs(("\n" + RenderExplain(ctx, e, flags.explain, schedule.get())).c_str(), stdout);
+  }
+  if (!flags.out.empty()) {
+    if (count == 0) return ReportError(Status::Invalid("--out: no valid plan to write"));
+    const planner::Estimate& e = result.ranked[flags.pick - 1];
+    const std::string text = PlanToToml(planner::MakePlan(ctx, e.params), EstimateToml(e));
+    if (Status st = WriteFileAtomically(flags.out, text); !st.ok()) return ReportError(st);
+    std::fprintf(stderr, "meshplan: wrote plan #%d (%s %s) to %s\n", flags.pick,
+                 std::string(SchemeName(e.params.scheme)).c_str(), e.params.Describe().c_str(),
+                 flags.out.c_str());
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+Runner RegisterPlanCommand(CLI::App& app) {
+  auto flags = std::make_shared<PlanFlags>();
+  CLI::App* cmd = app.add_subcommand("plan", "Rank every context-parallel scheme for a workload on a cluster");
+  flags->topology.Register(*cmd);
+  flags->workload.Register(*cmd);
+  cmd->add_option("--schemes", flags->schemes,
+                  "Comma-separated schemes to consider (default all): ring, allgather-kv, ulysses, usp, "
+                  "loongtrain, attention2d, mesh, mesh-ulysses");
+  cmd->add_option("--format", flags->format, "Output: table, json or csv")->capture_default_str();
+  cmd->add_option("--top", flags->top, "Plans to list (0: all)")->capture_default_str();
+  cmd->add_option("--out,-o", flags->out, "Write the chosen plan (TOML) to this file");
+  cmd->add_option("--pick", flags->pick, "Plan number written by --out (1 = best that fits)")
+      ->capture_default_str();
+  cmd->add_option("--explain", flags->explain, "Break plan number N down step by step")
+      ->expected(0, 1)
+      ->default_str("1");
+  cmd->add_option("--reserve-gib", flags->reserve_gib,
+                  "GPU memory (GiB) held back for weights, optimizer state and other activations")
+      ->capture_default_str();
+  return [cmd, flags] {
+    PlanFlags f = *flags;
+    if (cmd->count("--explain") > 0 && f.explain == 0) f.explain = 1;
+    return RunPlan(f);
+  };
+}
+
+}  // namespace meshplan::tools

@@ -1,0 +1,80 @@
+// `meshplan topo show|validate FILE`: inspect and check cluster files.
+#include <cstdio>
+#include <memory>
+
+#include "core/topology_toml.h"
+#include "core/units.h"
+#include "tools/cli_common.h"
+#include "tools/commands.h"
+
+namespace meshplan::tools {
+namespace {
+
+std::string Describe(const Topology& t) {
+  char buffer[256];
+  std::string out = "name:        " + t.name + "\n";
+  if (!t.description.empty()) out += "description: " + t.description + "\n";
+  out += "source:      " + t.source + "\n";
+  out += "GPUs:        " + std::to_string(t.num_gpus()) + " x " + t.gpu.model + "\n";
+  std::snprintf(buffer, sizeof buffer, "memory:      %s per GPU, HBM %.0f GB/s, launch overhead %.1f us\n",
+                FormatBytes(t.gpu.memory_bytes).c_str(), t.gpu.hbm_bytes_per_s / 1e9, t.gpu.launch_overhead_s * 1e6);
+  out += buffer;
+  out += "peak:       ";
+  for (const auto& [dtype, tflops] : t.gpu.peak_tflops) {
+    std::snprintf(buffer, sizeof buffer, " %s %.0f TFLOP/s", std::string(DTypeName(dtype)).c_str(), tflops);
+    out += buffer;
+  }
+  out += "\nattention efficiency:";
+  for (const EfficiencyPoint& p : t.gpu.attention_efficiency) {
+    std::snprintf(buffer, sizeof buffer, " %s:%.0f%%", FormatCount(p.block_tokens).c_str(), p.efficiency * 100);
+    out += buffer;
+  }
+  out += "\nlevels (innermost first):\n";
+  for (int i = 0; i < t.num_levels(); ++i) {
+    const NetworkLevel& l = t.levels[i];
+    std::snprintf(buffer, sizeof buffer,
+                  "  %d %-8s %-13s group %-5lld (%lld GPUs) %7.1f GB/s per GPU per direction, %.2f us, "
+                  "oversubscription %.2g",
+                  i, l.name.c_str(), std::string(LinkKindName(l.kind)).c_str(), static_cast<long long>(l.group_size),
+                  static_cast<long long>(t.Span(i)), l.bandwidth_bytes_per_s / 1e9, l.latency_s * 1e6,
+                  l.oversubscription);
+    out += buffer;
+    if (!l.torus_dims.empty()) {
+      out += ", dims";
+      for (int64_t d : l.torus_dims) out += " " + std::to_string(d);
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+Runner RegisterTopoCommand(CLI::App& app) {
+  CLI::App* topo = app.add_subcommand("topo", "Inspect or check cluster topology files");
+  topo->require_subcommand(1);
+  auto show_file = std::make_shared<std::string>();
+  auto show_format = std::make_shared<std::string>("text");
+  auto validate_file = std::make_shared<std::string>();
+  CLI::App* show = topo->add_subcommand("show", "Print a topology (FILE, or the built-in default)");
+  show->add_option("file", *show_file, "Topology TOML file (default: built-in)");
+  show->add_option("--format", *show_format, "text or toml")->capture_default_str();
+  CLI::App* validate = topo->add_subcommand("validate", "Check a topology file; exit 2 with the reason if it is bad");
+  validate->add_option("file", *validate_file, "Topology TOML file")->required();
+  return [show, validate, show_file, show_format, validate_file]() -> int {
+    if (*show) {
+      if (Status st = CheckFormat(*show_format, {"text", "toml"}); !st.ok()) return ReportError(st);
+      auto t = show_file->empty() ? Result<Topology>(DefaultTopology()) : LoadTopologyFile(*show_file);
+      if (!t.ok()) return ReportError(t.status());
+      std::fputs((*show_format == "toml" ? TopologyToToml(*t) : Describe(*t)).c_str(), stdout);
+      return kExitOk;
+    }
+    auto t = LoadTopologyFile(*validate_file);
+    if (!t.ok()) return ReportError(t.status());
+    std::printf("%s: ok (%lld GPUs, %d levels)\n", validate_file->c_str(), static_cast<long long>(t->num_gpus()),
+                t->num_levels());
+    return kExitOk;
+  };
+}
+
+}  // namespace meshplan::tools
