@@ -24,14 +24,22 @@ struct Mask {
   std::vector<int64_t> document_lengths;  // kDocuments only; sums to the sequence length
   std::string documents_source;           // kDocuments: the file the lengths came from
 
-  static Mask Full() { return Mask{MaskKind::kFull}; }
-  static Mask Causal() { return Mask{MaskKind::kCausal}; }
-  static Mask Window(int64_t w) { return Mask{MaskKind::kWindow, w}; }
+  static Mask Full() { return Of(MaskKind::kFull, 0); }
+  static Mask Causal() { return Of(MaskKind::kCausal, 0); }
+  static Mask Window(int64_t w) { return Of(MaskKind::kWindow, w); }
   static Mask Documents(std::vector<int64_t> lengths);
 
   // "full", "causal", "window:4096", "docs:FILE" (or "docs:N docs" when built in memory).
   std::string ToString() const;
   bool IsCausalFamily() const { return kind != MaskKind::kFull; }
+
+ private:
+  static Mask Of(MaskKind k, int64_t w) {
+    Mask m;
+    m.kind = k;
+    m.window = w;
+    return m;
+  }
 };
 
 // Parses "full", "causal", "window:W" (W a count such as 4K) or "docs:FILE", where FILE holds

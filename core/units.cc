@@ -37,8 +37,9 @@ Result<int64_t> ParseFactor(std::string_view text, std::string_view whole) {
   int64_t value = 0;
   for (char c : text) {
     if (c < '0' || c > '9') return bad("unexpected character '" + std::string(1, c) + "'");
-    if (value > (std::numeric_limits<int64_t>::max() - 9) / 10) return bad("too large");
-    value = value * 10 + (c - '0');
+    const int64_t digit = c - '0';
+    if (value > (std::numeric_limits<int64_t>::max() - digit) / 10) return bad("too large");
+    value = value * 10 + digit;
   }
   if (value > std::numeric_limits<int64_t>::max() / multiplier) return bad("too large");
   return value * multiplier;

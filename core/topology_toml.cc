@@ -1,0 +1,386 @@
+// Topology files: TOML -> Topology and back. The schema is documented in topologies/README.md.
+//
+// Reading is strict on purpose: a typo in a cluster file silently falling back to a default would
+// make every prediction wrong without a hint. So unknown keys are errors, every value is
+// type-checked, and every error is one line "SOURCE: KEY: REASON".
+#include "core/topology_toml.h"
+
+#include <toml++/toml.h>
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <initializer_list>
+#include <sstream>
+
+namespace meshplan {
+namespace {
+
+// Unit conversions between the file (GB, GB/s, us) and the model (bytes, bytes/s, seconds).
+// The writer inverts exactly these functions, so they are the single definition of the units.
+double GbToBytes(double gb) { return gb * 1e9; }
+double UsToSeconds(double us) { return us / 1e6; }
+double Identity(double x) { return x; }
+
+// The names the TOML spec uses for value types, for "expected X, got Y" messages.
+std::string TypeName(const toml::node& node) {
+  switch (node.type()) {
+    case toml::node_type::table:
+      return "table";
+    case toml::node_type::array:
+      return "array";
+    case toml::node_type::string:
+      return "string";
+    case toml::node_type::integer:
+      return "integer";
+    case toml::node_type::floating_point:
+      return "float";
+    case toml::node_type::boolean:
+      return "boolean";
+    case toml::node_type::date:
+      return "date";
+    case toml::node_type::time:
+      return "time";
+    case toml::node_type::date_time:
+      return "date-time";
+    default:
+      return "nothing";
+  }
+}
+
+// Error construction and typed access, all producing "source: key: reason".
+class Reader {
+ public:
+  explicit Reader(const std::string& source) : source_(source) {}
+
+  Status Fail(const std::string& key, const std::string& reason) const {
+    return Status::Invalid(source_ + ": " + key + ": " + reason);
+  }
+
+  // Every key of `table` must be in `allowed`; `prefix` is the table's own key ("" at top level).
+  Status CheckKeys(const toml::table& table, const std::string& prefix,
+                   std::initializer_list<std::string_view> allowed) const {
+    for (auto&& [key, node] : table) {
+      bool known = false;
+      for (std::string_view a : allowed) known = known || key.str() == a;
+      if (!known) {
+        return Status::Invalid(source_ + ": unknown key '" + Join(prefix, std::string(key.str())) +
+                               "'");
+      }
+    }
+    return Status::Ok();
+  }
+
+  // Finds `name` in `table`. Returns nullptr when absent; absent and required is an error.
+  Result<const toml::node*> Find(const toml::table& table, const std::string& prefix,
+                                 std::string_view name, bool required) const {
+    const toml::node* node = table.get(name);
+    if (node == nullptr && required)
+      return Fail(Join(prefix, std::string(name)), "missing required key");
+    return node;
+  }
+
+  // A finite number; integers are accepted where floats are expected.
+  Status Number(const toml::node& node, const std::string& key, double* out) const {
+    double value = 0;
+    if (const auto* i = node.as_integer()) {
+      value = static_cast<double>(i->get());
+    } else if (const auto* f = node.as_floating_point()) {
+      value = f->get();
+    } else {
+      return Fail(key, "expected a number, got " + TypeName(node));
+    }
+    if (!std::isfinite(value)) return Fail(key, "must be a finite number");
+    *out = value;
+    return Status::Ok();
+  }
+
+  Status Integer(const toml::node& node, const std::string& key, int64_t* out) const {
+    const auto* i = node.as_integer();
+    if (i == nullptr) return Fail(key, "expected an integer, got " + TypeName(node));
+    *out = i->get();
+    return Status::Ok();
+  }
+
+  Status String(const toml::node& node, const std::string& key, std::string* out) const {
+    const auto* s = node.as_string();
+    if (s == nullptr) return Fail(key, "expected a string, got " + TypeName(node));
+    *out = s->get();
+    return Status::Ok();
+  }
+
+  // Convenience: optional or required scalar members of a table. Absent optional keys leave *out.
+  Status NumberAt(const toml::table& t, const std::string& prefix, std::string_view name,
+                  bool required, double* out) const {
+    auto node = Find(t, prefix, name, required);
+    if (!node.ok()) return node.status();
+    return *node == nullptr ? Status::Ok() : Number(**node, Join(prefix, std::string(name)), out);
+  }
+  Status IntegerAt(const toml::table& t, const std::string& prefix, std::string_view name,
+                   bool required, int64_t* out) const {
+    auto node = Find(t, prefix, name, required);
+    if (!node.ok()) return node.status();
+    return *node == nullptr ? Status::Ok() : Integer(**node, Join(prefix, std::string(name)), out);
+  }
+  Status StringAt(const toml::table& t, const std::string& prefix, std::string_view name,
+                  bool required, std::string* out) const {
+    auto node = Find(t, prefix, name, required);
+    if (!node.ok()) return node.status();
+    return *node == nullptr ? Status::Ok() : String(**node, Join(prefix, std::string(name)), out);
+  }
+
+  static std::string Join(const std::string& prefix, const std::string& name) {
+    return prefix.empty() ? name : prefix + "." + name;
+  }
+
+ private:
+  const std::string& source_;
+};
+
+Status ReadGpu(const Reader& r, const toml::table& t, GpuSpec* gpu) {
+  const std::string p = "gpu";
+  MESHPLAN_RETURN_IF_ERROR(r.CheckKeys(t, p,
+                                       {"model", "memory_GB", "hbm_GBps", "launch_overhead_us",
+                                        "peak_tflops", "attention_efficiency"}));
+  MESHPLAN_RETURN_IF_ERROR(r.StringAt(t, p, "model", true, &gpu->model));
+  double memory_gb = 0, hbm_gbps = 0, launch_us = 0;
+  MESHPLAN_RETURN_IF_ERROR(r.NumberAt(t, p, "memory_GB", true, &memory_gb));
+  MESHPLAN_RETURN_IF_ERROR(r.NumberAt(t, p, "hbm_GBps", true, &hbm_gbps));
+  MESHPLAN_RETURN_IF_ERROR(r.NumberAt(t, p, "launch_overhead_us", false, &launch_us));
+  gpu->memory_bytes = GbToBytes(memory_gb);
+  gpu->hbm_bytes_per_s = GbToBytes(hbm_gbps);
+  gpu->launch_overhead_s = UsToSeconds(launch_us);
+
+  auto peak = r.Find(t, p, "peak_tflops", true);
+  if (!peak.ok()) return peak.status();
+  const toml::table* peak_table = (*peak)->as_table();
+  if (peak_table == nullptr) {
+    return r.Fail("gpu.peak_tflops",
+                  "expected a table of dtype = TFLOP/s, got " + TypeName(**peak));
+  }
+  for (auto&& [key, node] : *peak_table) {
+    const std::string name(key.str());
+    const std::string full = "gpu.peak_tflops." + name;
+    auto dtype = ParseDType(name);
+    if (!dtype.ok()) return r.Fail(full, dtype.status().message());
+    if (gpu->peak_tflops.count(*dtype)) return r.Fail(full, "dtype given twice");
+    double tflops = 0;
+    MESHPLAN_RETURN_IF_ERROR(r.Number(node, full, &tflops));
+    gpu->peak_tflops[*dtype] = tflops;
+  }
+
+  auto curve = r.Find(t, p, "attention_efficiency", true);
+  if (!curve.ok()) return curve.status();
+  const toml::array* points = (*curve)->as_array();
+  if (points == nullptr) {
+    return r.Fail(
+        "gpu.attention_efficiency",
+        "expected an array of [block_tokens, efficiency] pairs, got " + TypeName(**curve));
+  }
+  for (size_t i = 0; i < points->size(); ++i) {
+    const std::string key = "gpu.attention_efficiency[" + std::to_string(i) + "]";
+    const toml::array* pair = (*points)[i].as_array();
+    if (pair == nullptr || pair->size() != 2) {
+      return r.Fail(key, "expected a pair [block_tokens, efficiency]");
+    }
+    EfficiencyPoint point;
+    MESHPLAN_RETURN_IF_ERROR(r.Integer((*pair)[0], key + ".block_tokens", &point.block_tokens));
+    MESHPLAN_RETURN_IF_ERROR(r.Number((*pair)[1], key + ".efficiency", &point.efficiency));
+    gpu->attention_efficiency.push_back(point);
+  }
+  return Status::Ok();
+}
+
+Status ReadLevel(const Reader& r, const toml::table& t, const std::string& p, NetworkLevel* level) {
+  MESHPLAN_RETURN_IF_ERROR(r.CheckKeys(
+      t, p,
+      {"name", "kind", "group_size", "bandwidth_GBps", "latency_us", "oversubscription", "dims"}));
+  MESHPLAN_RETURN_IF_ERROR(r.StringAt(t, p, "name", true, &level->name));
+  std::string kind;
+  MESHPLAN_RETURN_IF_ERROR(r.StringAt(t, p, "kind", true, &kind));
+  auto parsed = ParseLinkKind(kind);
+  if (!parsed.ok()) return r.Fail(p + ".kind", parsed.status().message());
+  level->kind = *parsed;
+  MESHPLAN_RETURN_IF_ERROR(r.IntegerAt(t, p, "group_size", true, &level->group_size));
+  double bandwidth_gbps = 0, latency_us = 0;
+  MESHPLAN_RETURN_IF_ERROR(r.NumberAt(t, p, "bandwidth_GBps", true, &bandwidth_gbps));
+  MESHPLAN_RETURN_IF_ERROR(r.NumberAt(t, p, "latency_us", true, &latency_us));
+  level->bandwidth_bytes_per_s = GbToBytes(bandwidth_gbps);
+  level->latency_s = UsToSeconds(latency_us);
+  MESHPLAN_RETURN_IF_ERROR(r.NumberAt(t, p, "oversubscription", false, &level->oversubscription));
+  auto dims = r.Find(t, p, "dims", false);
+  if (!dims.ok()) return dims.status();
+  if (*dims != nullptr) {
+    const toml::array* array = (*dims)->as_array();
+    if (array == nullptr)
+      return r.Fail(p + ".dims", "expected an array of integers, got " + TypeName(**dims));
+    for (size_t i = 0; i < array->size(); ++i) {
+      int64_t d = 0;
+      MESHPLAN_RETURN_IF_ERROR(r.Integer((*array)[i], p + ".dims[" + std::to_string(i) + "]", &d));
+      level->torus_dims.push_back(d);
+    }
+  }
+  return Status::Ok();
+}
+
+Result<Topology> FromTable(const toml::table& root, const std::string& source) {
+  Reader r(source);
+  Topology topo;
+  topo.source = source;
+  MESHPLAN_RETURN_IF_ERROR(r.CheckKeys(root, "", {"name", "description", "gpu", "level"}));
+  MESHPLAN_RETURN_IF_ERROR(r.StringAt(root, "", "name", true, &topo.name));
+  MESHPLAN_RETURN_IF_ERROR(r.StringAt(root, "", "description", false, &topo.description));
+
+  auto gpu = r.Find(root, "", "gpu", true);
+  if (!gpu.ok()) return gpu.status();
+  if (!(*gpu)->is_table()) return r.Fail("gpu", "expected a table ([gpu]), got " + TypeName(**gpu));
+  MESHPLAN_RETURN_IF_ERROR(ReadGpu(r, *(*gpu)->as_table(), &topo.gpu));
+
+  auto levels = r.Find(root, "", "level", true);
+  if (!levels.ok()) return levels.status();
+  const toml::array* array = (*levels)->as_array();
+  if (array == nullptr) {
+    return r.Fail("level", "expected an array of tables ([[level]]), got " + TypeName(**levels));
+  }
+  for (size_t i = 0; i < array->size(); ++i) {
+    const std::string key = "level[" + std::to_string(i) + "]";
+    const toml::table* table = (*array)[i].as_table();
+    if (table == nullptr) return r.Fail(key, "expected a table, got " + TypeName((*array)[i]));
+    NetworkLevel level;
+    MESHPLAN_RETURN_IF_ERROR(ReadLevel(r, *table, key, &level));
+    topo.levels.push_back(std::move(level));
+  }
+  // Validate() names the key ("level[1].group_size: ..."); add the source in front.
+  MESHPLAN_RETURN_IF_ERROR(topo.Validate().WithContext(source));
+  return topo;
+}
+
+// TOML basic string with the escapes the spec requires.
+std::string Quote(std::string_view text) {
+  std::string out = "\"";
+  for (char c : text) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (u < 0x20 || u == 0x7f) {
+      char buffer[8];
+      std::snprintf(buffer, sizeof buffer, "\\u%04x", u);
+      out += buffer;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+// Shortest decimal x such that to_model(x) == value exactly, so that writing and reading back
+// gives the same Topology bit for bit ("0.94" rather than "0.93999999999999995").
+std::string FormatNumber(double value, double (*to_model)(double), double from_model) {
+  const double approx = value / from_model;
+  char buffer[64];
+  double shortest = approx;
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::snprintf(buffer, sizeof buffer, "%.*g", precision, approx);
+    shortest = std::strtod(buffer, nullptr);
+    if (to_model(shortest) == value) break;
+  }
+  // to_chars picks the shorter of fixed and scientific form: "3350" rather than "3.35e+03".
+  auto end = std::to_chars(buffer, buffer + sizeof buffer, shortest).ptr;
+  return std::string(buffer, end);
+}
+
+}  // namespace
+
+Result<Topology> ParseTopologyToml(std::string_view text, const std::string& source) {
+#if TOML_EXCEPTIONS
+  toml::table root;
+  try {
+    root = toml::parse(text, source);
+  } catch (const toml::parse_error& error) {
+    return Status::Invalid(source + ":" + std::to_string(error.source().begin.line) + ":" +
+                           std::to_string(error.source().begin.column) + ": " +
+                           std::string(error.description()));
+  }
+  return FromTable(root, source);
+#else
+  toml::parse_result parsed = toml::parse(text, source);
+  if (!parsed) {
+    const toml::parse_error& error = parsed.error();
+    return Status::Invalid(source + ":" + std::to_string(error.source().begin.line) + ":" +
+                           std::to_string(error.source().begin.column) + ": " +
+                           std::string(error.description()));
+  }
+  return FromTable(parsed.table(), source);
+#endif
+}
+
+Result<Topology> LoadTopologyFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::NotFound(path + ": cannot open file");
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return Status::Io(path + ": read failed");
+  return ParseTopologyToml(text.str(), path);
+}
+
+Topology DefaultTopology() {
+  auto parsed = ParseTopologyToml(DefaultTopologyToml(), "built-in");
+  if (!parsed.ok()) {
+    // The text is compiled in from topologies/dgx-h100-32node.toml, which the tests load: a
+    // failure here is a broken build, not something a user can fix.
+    std::fprintf(stderr, "meshplan: the built-in topology does not parse: %s\n",
+                 parsed.status().message().c_str());
+    std::abort();
+  }
+  return std::move(parsed).value();
+}
+
+std::string TopologyToToml(const Topology& t) {
+  std::ostringstream out;
+  out << "name = " << Quote(t.name) << "\n";
+  if (!t.description.empty()) out << "description = " << Quote(t.description) << "\n";
+  const GpuSpec& g = t.gpu;
+  out << "\n[gpu]\n";
+  out << "model = " << Quote(g.model) << "\n";
+  out << "memory_GB = " << FormatNumber(g.memory_bytes, GbToBytes, 1e9) << "\n";
+  out << "hbm_GBps = " << FormatNumber(g.hbm_bytes_per_s, GbToBytes, 1e9) << "\n";
+  out << "launch_overhead_us = " << FormatNumber(g.launch_overhead_s, UsToSeconds, 1e-6) << "\n";
+  out << "peak_tflops = {";
+  bool first = true;
+  for (const auto& [dtype, tflops] : g.peak_tflops) {
+    out << (first ? " " : ", ") << DTypeName(dtype) << " = " << FormatNumber(tflops, Identity, 1);
+    first = false;
+  }
+  out << " }\n";
+  out << "attention_efficiency = [";
+  for (size_t i = 0; i < g.attention_efficiency.size(); ++i) {
+    const EfficiencyPoint& p = g.attention_efficiency[i];
+    out << (i ? ", " : "") << "[" << p.block_tokens << ", "
+        << FormatNumber(p.efficiency, Identity, 1) << "]";
+  }
+  out << "]\n";
+  for (const NetworkLevel& l : t.levels) {
+    out << "\n[[level]]\n";
+    out << "name = " << Quote(l.name) << "\n";
+    out << "kind = " << Quote(LinkKindName(l.kind)) << "\n";
+    out << "group_size = " << l.group_size << "\n";
+    out << "bandwidth_GBps = " << FormatNumber(l.bandwidth_bytes_per_s, GbToBytes, 1e9) << "\n";
+    out << "latency_us = " << FormatNumber(l.latency_s, UsToSeconds, 1e-6) << "\n";
+    out << "oversubscription = " << FormatNumber(l.oversubscription, Identity, 1) << "\n";
+    if (!l.torus_dims.empty()) {
+      out << "dims = [";
+      for (size_t i = 0; i < l.torus_dims.size(); ++i) out << (i ? ", " : "") << l.torus_dims[i];
+      out << "]\n";
+    }
+  }
+  return out.str();
+}
+
+}  // namespace meshplan

@@ -1,0 +1,186 @@
+#include "core/mask.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+namespace meshplan {
+namespace {
+
+// The definition of each mask written out directly (mask.h), independent of PairCounter.
+bool Allowed(const Mask& mask, int64_t q, int64_t k) {
+  switch (mask.kind) {
+    case MaskKind::kFull:
+      return true;
+    case MaskKind::kCausal:
+      return k <= q;
+    case MaskKind::kWindow:
+      return q - mask.window < k && k <= q;
+    case MaskKind::kDocuments: {
+      if (k > q) return false;
+      int64_t start = 0;
+      for (int64_t length : mask.document_lengths) {
+        const int64_t end = start + length;
+        if (q < end) return k >= start;  // q's document is [start, end)
+        start = end;
+      }
+      return false;
+    }
+  }
+  return false;
+}
+
+int64_t BruteCount(const Mask& mask, int64_t q0, int64_t q1, int64_t k0, int64_t k1) {
+  int64_t n = 0;
+  for (int64_t q = q0; q < q1; ++q) {
+    for (int64_t k = k0; k < k1; ++k) n += Allowed(mask, q, k) ? 1 : 0;
+  }
+  return n;
+}
+
+void CheckRandomRectangles(const Mask& mask, int64_t seq, std::mt19937* rng) {
+  PairCounter counter(mask, seq);
+  std::uniform_int_distribution<int64_t> pos(0, seq);
+  for (int trial = 0; trial < 400; ++trial) {
+    int64_t q0 = pos(*rng), q1 = pos(*rng), k0 = pos(*rng), k1 = pos(*rng);
+    if (q0 > q1) std::swap(q0, q1);
+    if (k0 > k1) std::swap(k0, k1);
+    ASSERT_EQ(counter.Count(q0, q1, k0, k1), BruteCount(mask, q0, q1, k0, k1))
+        << mask.ToString() << " S=" << seq << " q=[" << q0 << "," << q1 << ") k=[" << k0 << ","
+        << k1 << ")";
+  }
+  EXPECT_EQ(counter.Total(), BruteCount(mask, 0, seq, 0, seq)) << mask.ToString();
+}
+
+TEST(PairCounterTest, MatchesBruteForceOnRandomRectangles) {
+  std::mt19937 rng(12345);
+  for (int64_t seq : {1, 2, 7, 16, 37, 64}) {
+    CheckRandomRectangles(Mask::Full(), seq, &rng);
+    CheckRandomRectangles(Mask::Causal(), seq, &rng);
+    for (int64_t w : {int64_t{1}, int64_t{3}, seq / 2 + 1, seq, seq + 5}) {
+      CheckRandomRectangles(Mask::Window(w), seq, &rng);
+    }
+    // Random document splits, including single-token documents.
+    for (int split = 0; split < 5; ++split) {
+      std::vector<int64_t> lengths;
+      int64_t left = seq;
+      while (left > 0) {
+        std::uniform_int_distribution<int64_t> len(1, std::min<int64_t>(left, 9));
+        lengths.push_back(len(rng));
+        left -= lengths.back();
+      }
+      CheckRandomRectangles(Mask::Documents(lengths), seq, &rng);
+    }
+  }
+}
+
+TEST(PairCounterTest, HandDerivedTotals) {
+  // Full: S^2.
+  EXPECT_EQ(PairCounter(Mask::Full(), 10).Total(), 100);
+  // Causal: query q sees q+1 keys, sum = S(S+1)/2.
+  EXPECT_EQ(PairCounter(Mask::Causal(), 10).Total(), 55);
+  const int64_t big = int64_t{1} << 30;  // the largest supported sequence: no overflow
+  EXPECT_EQ(PairCounter(Mask::Causal(), big).Total(), big * (big + 1) / 2);
+  // Window W on S tokens: the first W queries see 1..W keys, the other S-W see W each:
+  // W(W+1)/2 + (S-W)W. S=10, W=3: 6 + 21 = 27.
+  EXPECT_EQ(PairCounter(Mask::Window(3), 10).Total(), 27);
+  const int64_t s = int64_t{1} << 20, w = 4096;
+  EXPECT_EQ(PairCounter(Mask::Window(w), s).Total(), w * (w + 1) / 2 + (s - w) * w);
+  // A window at least S long is plain causal.
+  EXPECT_EQ(PairCounter(Mask::Window(10), 10).Total(), 55);
+  // Documents 3, 5, 2: causal inside each, 6 + 15 + 3 = 24.
+  EXPECT_EQ(PairCounter(Mask::Documents({3, 5, 2}), 10).Total(), 24);
+  // Cross-document rectangle: queries of document 2 against keys of document 1 see nothing.
+  EXPECT_EQ(PairCounter(Mask::Documents({3, 5, 2}), 10).Count(3, 8, 0, 3), 0);
+  // Causal off-diagonal block is full: q in [4, 8), k in [0, 4): 16.
+  EXPECT_EQ(PairCounter(Mask::Causal(), 8).Count(4, 8, 0, 4), 16);
+  EXPECT_EQ(PairCounter(Mask::Causal(), 8).Count(0, 4, 4, 8), 0);
+}
+
+TEST(MaskTest, ParseSimpleForms) {
+  EXPECT_EQ(ParseMask("full")->kind, MaskKind::kFull);
+  EXPECT_EQ(ParseMask("causal")->kind, MaskKind::kCausal);
+  auto window = ParseMask("window:4K");
+  ASSERT_TRUE(window.ok());
+  EXPECT_EQ(window->kind, MaskKind::kWindow);
+  EXPECT_EQ(window->window, 4096);
+  EXPECT_EQ(window->ToString(), "window:4K");
+}
+
+TEST(MaskTest, ParseErrors) {
+  for (const char* text :
+       {"", "bogus", "Causal", "window:", "window:0", "window:-3", "window:1.5", "docs:"}) {
+    auto mask = ParseMask(text);
+    EXPECT_FALSE(mask.ok()) << text;
+    if (!mask.ok()) {
+      EXPECT_EQ(mask.status().code(), ErrorCode::kInvalidInput) << text;
+    }
+  }
+}
+
+class DocumentFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = (std::filesystem::temp_directory_path() /
+             ("meshplan_docs_" + std::to_string(::getpid()) + "_" +
+              ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".txt"))
+                .string();
+  }
+  void TearDown() override { std::filesystem::remove(path_); }
+  void Write(const std::string& text) { std::ofstream(path_) << text; }
+  std::string path_;
+};
+
+TEST_F(DocumentFileTest, ReadsLengthsWithCommentsCommasAndSuffixes) {
+  Write("# lengths of packed documents\n3, 5 # trailing comment\n\n  2\t1K\n");
+  auto lengths = ReadDocumentLengths(path_);
+  ASSERT_TRUE(lengths.ok()) << lengths.status().message();
+  EXPECT_EQ(*lengths, (std::vector<int64_t>{3, 5, 2, 1024}));
+  auto mask = ParseMask("docs:" + path_);
+  ASSERT_TRUE(mask.ok());
+  EXPECT_EQ(mask->kind, MaskKind::kDocuments);
+  EXPECT_EQ(mask->documents_source, path_);
+  EXPECT_TRUE(ValidateMask(*mask, 1034).ok());
+  Status bad_sum = ValidateMask(*mask, 1000);
+  ASSERT_FALSE(bad_sum.ok());
+  EXPECT_NE(bad_sum.message().find("1034"), std::string::npos);  // what they sum to
+  EXPECT_NE(bad_sum.message().find("1000"), std::string::npos);  // what the sequence has
+}
+
+TEST_F(DocumentFileTest, BadEntryNamesFileAndLine) {
+  Write("3 4\n5 x7\n");
+  auto lengths = ReadDocumentLengths(path_);
+  ASSERT_FALSE(lengths.ok());
+  EXPECT_NE(lengths.status().message().find(path_ + ":2:"), std::string::npos)
+      << lengths.status().message();
+  EXPECT_NE(lengths.status().message().find("x7"), std::string::npos);
+}
+
+TEST_F(DocumentFileTest, ZeroLengthAndEmptyFileAreErrors) {
+  Write("3 0 4\n");
+  EXPECT_FALSE(ReadDocumentLengths(path_).ok());
+  Write("# nothing\n\n");
+  auto empty = ReadDocumentLengths(path_);
+  ASSERT_FALSE(empty.ok());
+  EXPECT_NE(empty.status().message().find(path_), std::string::npos);
+}
+
+TEST_F(DocumentFileTest, MissingFileIsNotFound) {
+  auto lengths = ReadDocumentLengths(path_ + ".missing");
+  ASSERT_FALSE(lengths.ok());
+  EXPECT_EQ(lengths.status().code(), ErrorCode::kNotFound);
+  EXPECT_NE(lengths.status().message().find(path_ + ".missing"), std::string::npos);
+}
+
+TEST(MaskTest, ValidateWindowAndDocumentLengths) {
+  EXPECT_FALSE(ValidateMask(Mask::Window(0), 16).ok());
+  EXPECT_TRUE(ValidateMask(Mask::Window(32), 16).ok());  // longer than the sequence: allowed
+  EXPECT_FALSE(ValidateMask(Mask::Documents({4, -1, 13}), 16).ok());
+  EXPECT_TRUE(ValidateMask(Mask::Documents({4, 12}), 16).ok());
+}
+
+}  // namespace
+}  // namespace meshplan

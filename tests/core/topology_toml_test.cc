@@ -1,0 +1,270 @@
+#include "core/topology_toml.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace meshplan {
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path kTopologies = fs::path(MESHPLAN_SOURCE_DIR) / "topologies";
+
+std::vector<fs::path> ShippedFiles() {
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(kTopologies)) {
+    if (entry.path().extension() == ".toml") files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+TEST(ShippedTopologiesTest, EveryFileLoadsValidatesAndRoundTrips) {
+  const auto files = ShippedFiles();
+  ASSERT_GE(files.size(), 10u);  // the default plus the nine added with it
+  for (const fs::path& path : files) {
+    auto topo = LoadTopologyFile(path.string());
+    ASSERT_TRUE(topo.ok()) << topo.status().message();
+    EXPECT_TRUE(topo->Validate().ok()) << path;
+    EXPECT_EQ(topo->source, path.string());
+    EXPECT_EQ(topo->name, path.stem().string()) << "name should match the file name";
+    EXPECT_FALSE(topo->description.empty()) << path;
+    // The planner uses bf16 and fp32 (partials): every shipped GPU states both.
+    EXPECT_GT(topo->gpu.PeakFlopsPerSecond(DType::kBf16), 0) << path;
+    EXPECT_GT(topo->gpu.PeakFlopsPerSecond(DType::kFp32), 0) << path;
+
+    const std::string text = TopologyToToml(*topo);
+    auto again = ParseTopologyToml(text, "roundtrip.toml");
+    ASSERT_TRUE(again.ok()) << again.status().message() << "\n" << text;
+    EXPECT_EQ(TopologyToToml(*again), text);
+    EXPECT_EQ(again->name, topo->name);
+    EXPECT_EQ(again->gpu.memory_bytes, topo->gpu.memory_bytes);
+    EXPECT_EQ(again->gpu.hbm_bytes_per_s, topo->gpu.hbm_bytes_per_s);
+    EXPECT_EQ(again->gpu.launch_overhead_s, topo->gpu.launch_overhead_s);
+    EXPECT_EQ(again->gpu.peak_tflops, topo->gpu.peak_tflops);
+    ASSERT_EQ(again->levels.size(), topo->levels.size());
+    for (size_t i = 0; i < topo->levels.size(); ++i) {
+      EXPECT_EQ(again->levels[i].bandwidth_bytes_per_s, topo->levels[i].bandwidth_bytes_per_s);
+      EXPECT_EQ(again->levels[i].latency_s, topo->levels[i].latency_s);
+      EXPECT_EQ(again->levels[i].oversubscription, topo->levels[i].oversubscription);
+      EXPECT_EQ(again->levels[i].torus_dims, topo->levels[i].torus_dims);
+    }
+  }
+}
+
+TEST(ShippedTopologiesTest, GpuCountsByHand) {
+  struct Expect {
+    const char* file;
+    int64_t gpus;
+  };
+  for (const Expect& e :
+       {Expect{"dgx-h100-1node.toml", 8}, Expect{"dgx-h100-4node.toml", 32},
+        Expect{"dgx-h100-32node.toml", 256}, Expect{"dgx-h100-128node.toml", 1024},
+        Expect{"dgx-a100-16node.toml", 128}, Expect{"hgx-h200-32gpu.toml", 32},
+        Expect{"gb200-nvl72-4rack.toml", 288}, Expect{"h100-64node-1gpu.toml", 64},
+        Expect{"a100-16node-4gpu.toml", 64}, Expect{"hypothetical-torus-16x16.toml", 256}}) {
+    auto topo = LoadTopologyFile((kTopologies / e.file).string());
+    ASSERT_TRUE(topo.ok()) << topo.status().message();
+    EXPECT_EQ(topo->num_gpus(), e.gpus) << e.file;
+  }
+}
+
+TEST(DefaultTopologyTest, EqualsTheShipped32NodeFile) {
+  Topology def = DefaultTopology();
+  auto file = LoadTopologyFile((kTopologies / "dgx-h100-32node.toml").string());
+  ASSERT_TRUE(file.ok()) << file.status().message();
+  EXPECT_EQ(TopologyToToml(def), TopologyToToml(*file));
+  EXPECT_EQ(def.source, "built-in");
+  // Values by hand from the file: 32 nodes x 8 GPUs, 80 GB, NVLink 450 GB/s, 0.94 us, NDR 50 GB/s.
+  EXPECT_EQ(def.num_gpus(), 256);
+  EXPECT_DOUBLE_EQ(def.gpu.memory_bytes, 80e9);
+  EXPECT_DOUBLE_EQ(def.gpu.hbm_bytes_per_s, 3.35e12);
+  EXPECT_DOUBLE_EQ(def.gpu.launch_overhead_s, 4e-6);
+  EXPECT_DOUBLE_EQ(def.gpu.PeakFlopsPerSecond(DType::kBf16), 989e12);
+  ASSERT_EQ(def.levels.size(), 2u);
+  EXPECT_EQ(def.levels[0].kind, LinkKind::kSwitch);
+  EXPECT_DOUBLE_EQ(def.levels[0].bandwidth_bytes_per_s, 450e9);
+  EXPECT_DOUBLE_EQ(def.levels[0].latency_s, 0.94e-6);
+  EXPECT_EQ(def.levels[1].kind, LinkKind::kRailFatTree);
+  EXPECT_DOUBLE_EQ(def.levels[1].bandwidth_bytes_per_s, 50e9);
+  EXPECT_DOUBLE_EQ(def.levels[1].oversubscription, 1.0);
+  EXPECT_DOUBLE_EQ(def.gpu.Efficiency(1024), 0.40);
+}
+
+// A small valid file; each error test breaks one thing in it.
+const char kBase[] = R"(name = "t"
+[gpu]
+model = "G"
+memory_GB = 80
+hbm_GBps = 3350.5
+peak_tflops = { bf16 = 989, fp32 = 494.5 }
+attention_efficiency = [[512, 0.3], [4096, 0.6]]
+
+[[level]]
+name = "nvlink"
+kind = "switch"
+group_size = 8
+bandwidth_GBps = 450
+latency_us = 1
+
+[[level]]
+name = "ib"
+kind = "fat-tree"
+group_size = 4
+bandwidth_GBps = 50
+latency_us = 5
+)";
+
+std::string Replace(std::string text, const std::string& from, const std::string& to) {
+  const size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) text.replace(at, from.size(), to);
+  return text;
+}
+
+// Parses `text` as t.toml and expects an InvalidInput error containing every part.
+void ExpectError(const std::string& text, std::vector<std::string> parts) {
+  auto topo = ParseTopologyToml(text, "t.toml");
+  ASSERT_FALSE(topo.ok()) << text;
+  const std::string& m = topo.status().message();
+  EXPECT_EQ(topo.status().code(), ErrorCode::kInvalidInput) << m;
+  EXPECT_EQ(m.rfind("t.toml", 0), 0u) << m;         // names the source first
+  EXPECT_EQ(m.find('\n'), std::string::npos) << m;  // one line
+  for (const std::string& part : parts)
+    EXPECT_NE(m.find(part), std::string::npos) << "'" << part << "' not in: " << m;
+}
+
+TEST(TopologyTomlTest, BaseParsesWithDefaults) {
+  auto topo = ParseTopologyToml(kBase, "t.toml");
+  ASSERT_TRUE(topo.ok()) << topo.status().message();
+  EXPECT_EQ(topo->description, "");                  // optional
+  EXPECT_EQ(topo->gpu.launch_overhead_s, 0.0);       // optional, default 0
+  EXPECT_EQ(topo->levels[1].oversubscription, 1.0);  // optional, default 1
+  EXPECT_EQ(topo->gpu.memory_bytes, 80e9);           // integer accepted for a float
+  EXPECT_EQ(topo->gpu.hbm_bytes_per_s, 3350.5e9);
+  EXPECT_EQ(topo->levels[1].latency_s, 5e-6);
+  EXPECT_EQ(topo->num_gpus(), 32);
+  EXPECT_EQ(topo->source, "t.toml");
+}
+
+TEST(TopologyTomlTest, SyntaxErrorGivesLineAndColumn) {
+  ExpectError(Replace(kBase, "group_size = 4", "group_size = = 4"), {"t.toml:19:"});
+  ExpectError("name = \"t\"\n[gpu\n", {"t.toml:2:"});
+}
+
+TEST(TopologyTomlTest, UnknownKeys) {
+  ExpectError(Replace(kBase, "name = \"t\"", "name = \"t\"\ncolour = \"red\""),
+              {"unknown key 'colour'"});
+  ExpectError(Replace(kBase, "model = \"G\"", "model = \"G\"\nfoo = 1"), {"unknown key 'gpu.foo'"});
+  ExpectError(Replace(kBase, "latency_us = 5", "latency_us = 5\nbandwidth_gbps = 1"),
+              {"unknown key 'level[1].bandwidth_gbps'"});
+  ExpectError(Replace(kBase, "{ bf16 = 989,", "{ int4 = 1, bf16 = 989,"),
+              {"gpu.peak_tflops.int4", "unknown dtype"});
+  ExpectError(Replace(kBase, "name = \"t\"", "name = \"t\"\n[extra]\nx = 1"),
+              {"unknown key 'extra'"});
+}
+
+TEST(TopologyTomlTest, WrongTypes) {
+  ExpectError(Replace(kBase, "memory_GB = 80", "memory_GB = \"80\""),
+              {"gpu.memory_GB: expected a number, got string"});
+  ExpectError(Replace(kBase, "group_size = 8", "group_size = 8.0"),
+              {"level[0].group_size: expected an integer, got float"});
+  ExpectError(Replace(kBase, "name = \"t\"", "name = 5"), {"name: expected a string, got integer"});
+  ExpectError(Replace(kBase, "kind = \"switch\"", "kind = true"),
+              {"level[0].kind: expected a string, got boolean"});
+  ExpectError(Replace(kBase, "[[512, 0.3],", "[[512.5, 0.3],"),
+              {"gpu.attention_efficiency[0].block_tokens: expected an integer"});
+  ExpectError(Replace(kBase, "[[512, 0.3],", "[[512, 0.3, 1],"),
+              {"gpu.attention_efficiency[0]:", "pair"});
+  ExpectError(Replace(kBase, "bf16 = 989", "bf16 = \"fast\""),
+              {"gpu.peak_tflops.bf16: expected a number"});
+  ExpectError(Replace(kBase, "latency_us = 1\n", "latency_us = nan\n"),
+              {"level[0].latency_us: must be a finite number"});
+  ExpectError(Replace(kBase, "peak_tflops = { bf16 = 989, fp32 = 494.5 }", "peak_tflops = 989"),
+              {"gpu.peak_tflops: expected a table"});
+}
+
+TEST(TopologyTomlTest, MissingRequiredKeys) {
+  ExpectError(Replace(kBase, "memory_GB = 80\n", ""), {"gpu.memory_GB: missing required key"});
+  ExpectError(Replace(kBase, "name = \"t\"\n", ""), {"name: missing required key"});
+  ExpectError(Replace(kBase, "kind = \"fat-tree\"\n", ""), {"level[1].kind: missing required key"});
+  ExpectError(Replace(kBase, "attention_efficiency = [[512, 0.3], [4096, 0.6]]\n", ""),
+              {"gpu.attention_efficiency: missing required key"});
+  ExpectError("name = \"t\"\n", {"gpu: missing required key"});
+  const std::string base(kBase);
+  ExpectError(base.substr(0, base.find("[[level]]")), {"level: missing required key"});
+}
+
+TEST(TopologyTomlTest, NegativeAndZeroValues) {
+  ExpectError(Replace(kBase, "group_size = 4", "group_size = 0"),
+              {"level[1].group_size: must be at least 1"});
+  ExpectError(Replace(kBase, "group_size = 4", "group_size = -2"),
+              {"level[1].group_size: must be at least 1"});
+  ExpectError(Replace(kBase, "memory_GB = 80", "memory_GB = -80"),
+              {"gpu.memory_GB: must be positive"});
+  ExpectError(Replace(kBase, "bandwidth_GBps = 50", "bandwidth_GBps = 0"),
+              {"level[1].bandwidth_GBps: must be positive"});
+  ExpectError(Replace(kBase, "latency_us = 5", "latency_us = -5"),
+              {"level[1].latency_us: must not be negative"});
+  ExpectError(Replace(kBase, "latency_us = 5", "latency_us = 5\noversubscription = 0.5"),
+              {"level[1].oversubscription: must be >= 1"});
+  ExpectError(Replace(kBase, "fp32 = 494.5", "fp32 = 0"),
+              {"gpu.peak_tflops.fp32: must be positive"});
+  ExpectError(Replace(kBase, "[4096, 0.6]", "[4096, 1.2]"),
+              {"gpu.attention_efficiency[1]: efficiency"});
+}
+
+TEST(TopologyTomlTest, TorusDims) {
+  const std::string torus = Replace(kBase, "kind = \"fat-tree\"", "kind = \"torus\"");
+  ExpectError(torus, {"level[1].dims: a torus level needs dims"});
+  ExpectError(Replace(torus, "latency_us = 5", "latency_us = 5\ndims = [2, 3]"),
+              {"level[1].dims: product 6 differs from group_size 4"});
+  ExpectError(Replace(torus, "latency_us = 5", "latency_us = 5\ndims = [2, \"2\"]"),
+              {"level[1].dims[1]: expected an integer, got string"});
+  ExpectError(Replace(kBase, "latency_us = 5", "latency_us = 5\ndims = [2, 2]"),
+              {"level[1].dims: only a torus"});
+  auto ok = ParseTopologyToml(Replace(torus, "latency_us = 5", "latency_us = 5\ndims = [2, 2]"),
+                              "t.toml");
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_EQ(ok->levels[1].torus_dims, (std::vector<int64_t>{2, 2}));
+}
+
+TEST(TopologyTomlTest, BadKind) {
+  ExpectError(Replace(kBase, "kind = \"fat-tree\"", "kind = \"dragonfly\""),
+              {"level[1].kind: unknown kind 'dragonfly'"});
+}
+
+TEST(TopologyTomlTest, EfficiencyMustIncrease) {
+  ExpectError(Replace(kBase, "[[512, 0.3], [4096, 0.6]]", "[[4096, 0.6], [512, 0.3]]"),
+              {"gpu.attention_efficiency[1]: block_tokens must increase"});
+  ExpectError(Replace(kBase, "[[512, 0.3], [4096, 0.6]]", "[[512, 0.3], [512, 0.6]]"),
+              {"gpu.attention_efficiency[1]: block_tokens must increase"});
+}
+
+TEST(TopologyTomlTest, DuplicateLevelName) {
+  ExpectError(Replace(kBase, "name = \"ib\"", "name = \"nvlink\""),
+              {"level[1].name:", "used twice"});
+}
+
+TEST(TopologyTomlTest, MissingFileIsNotFound) {
+  auto topo = LoadTopologyFile("/nonexistent/missing.toml");
+  ASSERT_FALSE(topo.ok());
+  EXPECT_EQ(topo.status().code(), ErrorCode::kNotFound);
+  EXPECT_EQ(topo.status().message(), "/nonexistent/missing.toml: cannot open file");
+}
+
+TEST(TopologyTomlTest, WriterEscapesStrings) {
+  auto topo = ParseTopologyToml(kBase, "t.toml");
+  ASSERT_TRUE(topo.ok());
+  topo->description = "quote \" backslash \\ tab\t newline\n";
+  auto again = ParseTopologyToml(TopologyToToml(*topo), "w.toml");
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(again->description, topo->description);
+}
+
+}  // namespace
+}  // namespace meshplan
