@@ -1,0 +1,71 @@
+// Planner speed targets (issue: planner foundation):
+//   full search, 4096 GPUs (512 nodes x 8) at 4M tokens:   < 200 ms on one core
+//   full search, 16384 GPUs (2048 nodes x 8) at 16M tokens: < 1 s
+//   Mesh schedule expansion, 1024 ranks (32 x 32), 1M tokens, fwd+bwd: < 1 s
+// Run: ./build/bench/planner_bench
+#include <benchmark/benchmark.h>
+
+#include "core/topology_toml.h"
+#include "planner/search.h"
+#include "planner/strategy.h"
+
+namespace meshplan::planner {
+namespace {
+
+// The default DGX H100 cluster with `nodes` nodes.
+Topology H100Cluster(int64_t nodes) {
+  Topology t = DefaultTopology();
+  t.levels.back().group_size = nodes;
+  return t;
+}
+
+void SearchAt(benchmark::State& state, int64_t nodes, int64_t seq) {
+  const Topology topology = H100Cluster(nodes);
+  Workload workload = Workload::Default();
+  workload.seq_len = seq;
+  int64_t candidates = 0;
+  for (auto _ : state) {
+    // A fresh context per iteration: route and work caches are part of the measured cost.
+    const PlanContext ctx(workload, topology);
+    SearchResult result = Search(ctx, {});
+    candidates = result.evaluated;
+    benchmark::DoNotOptimize(result.ranked.data());
+  }
+  state.counters["gpus"] = static_cast<double>(topology.num_gpus());
+  state.counters["candidates"] = static_cast<double>(candidates);
+}
+
+void BM_Search4096GpusAt4M(benchmark::State& state) { SearchAt(state, 512, int64_t{4} << 20); }
+void BM_Search16384GpusAt16M(benchmark::State& state) { SearchAt(state, 2048, int64_t{16} << 20); }
+BENCHMARK(BM_Search4096GpusAt4M)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Search16384GpusAt16M)->Unit(benchmark::kMillisecond);
+
+void BM_MeshExpand1024Ranks(benchmark::State& state) {
+  const Topology topology = H100Cluster(128);
+  const Workload workload = Workload::Default();
+  const PlanContext ctx(workload, topology);
+  SchemeParams params;
+  params.scheme = Scheme::kMesh;
+  params.layout = Layout::kZigzag;
+  params.tile_a = 32;
+  params.tile_b = 32;
+  params.placement = {"q", "kv"};
+  const auto strategy = MakeStrategy(Scheme::kMesh);
+  int64_t ops = 0;
+  for (auto _ : state) {
+    auto schedule = strategy->Expand(ctx, params);
+    if (!schedule.ok()) {
+      state.SkipWithError(schedule.status().message().c_str());
+      return;
+    }
+    ops = schedule->TotalOps();
+    benchmark::DoNotOptimize(schedule->ranks.data());
+  }
+  state.counters["ops"] = static_cast<double>(ops);
+}
+BENCHMARK(BM_MeshExpand1024Ranks)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace meshplan::planner
+
+BENCHMARK_MAIN();

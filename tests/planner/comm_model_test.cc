@@ -1,0 +1,85 @@
+// Communication model: levels, bytes per level and pattern times worked out by hand.
+#include <gtest/gtest.h>
+
+#include "planner/comm_model.h"
+#include "tests/planner/test_cluster.h"
+
+namespace meshplan::planner {
+namespace {
+
+// 2 nodes x 4 GPUs; NVLink 400 GB/s, 1 us; IB 50 GB/s, 5 us.
+class CommModelTest : public ::testing::Test {
+ protected:
+  Topology t_ = testing::SmallCluster(4, 2, 400, 50, 1, 5);
+};
+
+TEST_F(CommModelTest, RingOverAllGpusIsBoundByTheNodeCrossingHop) {
+  CommModel model(t_);
+  const Placement ring({{"cp", 8}}, {"cp"});
+  Traffic traffic(8, 2);
+  // GPU g sends to g-1; GPUs 0 (-> 7) and 4 (-> 3) cross nodes. One shift of 1 MB:
+  // max(1us + 1e6/400e9, 5us + 1e6/50e9) = 5us + 20us = 25us.
+  EXPECT_NEAR(model.RingShift(ring, 0, 1e6, 3, &traffic), 25e-6, 1e-12);
+  const auto per_level = traffic.MaxPerLevel();
+  EXPECT_DOUBLE_EQ(per_level[0], 3e6);  // GPUs 1-3, 5-7: three shifts over NVLink
+  EXPECT_DOUBLE_EQ(per_level[1], 3e6);  // GPUs 0 and 4: three shifts over IB
+  EXPECT_DOUBLE_EQ(traffic.MaxTotal(), 3e6);
+}
+
+TEST_F(CommModelTest, PlacementDecidesWhichRingCrossesNodes) {
+  CommModel model(t_);
+  // Mesh 2 x 4 with q innermost: q neighbours are adjacent GPUs (same node), kv neighbours are
+  // 2 GPUs apart: 0->6, 1->7, 4->2, 5->3 cross nodes.
+  const Placement q_inner({{"q", 2}, {"kv", 4}}, {"q", "kv"});
+  EXPECT_NEAR(model.RingShift(q_inner, 0, 1e6, 1, nullptr), 1e-6 + 1e6 / 400e9, 1e-12);
+  EXPECT_NEAR(model.RingShift(q_inner, 1, 1e6, 1, nullptr), 5e-6 + 1e6 / 50e9, 1e-12);
+  EXPECT_EQ(model.BottleneckLevel(q_inner, 0, 1e6), 0);
+  EXPECT_EQ(model.BottleneckLevel(q_inner, 1, 1e6), 1);
+  // kv innermost: the kv ring (size 4) is one node; the q ring jumps 4 GPUs: always IB.
+  const Placement kv_inner({{"q", 2}, {"kv", 4}}, {"kv", "q"});
+  EXPECT_NEAR(model.RingShift(kv_inner, 1, 1e6, 1, nullptr), 1e-6 + 1e6 / 400e9, 1e-12);
+  EXPECT_NEAR(model.RingShift(kv_inner, 0, 1e6, 1, nullptr), 5e-6 + 1e6 / 50e9, 1e-12);
+}
+
+TEST_F(CommModelTest, RingCollectiveIsPMinusOneShifts) {
+  CommModel model(t_);
+  const Placement ring({{"cp", 8}}, {"cp"});
+  Traffic traffic(8, 2);
+  // All-gather of a 1 MB shard over 8 ranks: 7 ring steps of 25 us, 7 MB sent per GPU.
+  EXPECT_NEAR(model.RingCollective(ring, 0, 1e6, &traffic), 7 * 25e-6, 1e-12);
+  EXPECT_DOUBLE_EQ(traffic.MaxTotal(), 7e6);
+}
+
+TEST_F(CommModelTest, AllToAllInsideANodeUsesNvlinkOnly) {
+  CommModel model(t_);
+  const Placement p({{"ulysses", 4}, {"ring", 2}}, {"ulysses", "ring"});
+  Traffic traffic(8, 2);
+  // 4 MB per rank over 4 ranks: 1 MB to each of 3 peers in the node.
+  // Time 3e6/400e9 + 3 * 1us = 7.5 + 3 = 10.5 us.
+  EXPECT_NEAR(model.AllToAll(p, 0, 4e6, &traffic), 10.5e-6, 1e-12);
+  const auto per_level = traffic.MaxPerLevel();
+  EXPECT_DOUBLE_EQ(per_level[0], 3e6);
+  EXPECT_DOUBLE_EQ(per_level[1], 0.0);
+}
+
+TEST(CommModelTorus, HopsMultiplyTheTransferTime) {
+  // One torus level of 4 x 4 GPUs at 100 GB/s, 2 us; GPU g sits at (g mod 4, g / 4).
+  Topology t;
+  t.name = "torus";
+  t.gpu.model = "x";
+  t.gpu.memory_bytes = 1e9;
+  t.gpu.hbm_bytes_per_s = 1e12;
+  t.gpu.peak_tflops = {{DType::kBf16, 100}};
+  t.gpu.attention_efficiency = {{1, 1.0}};
+  t.levels.push_back({"torus", LinkKind::kTorus, 16, 100e9, 2e-6, 1.0, {4, 4}});
+  ASSERT_TRUE(t.Validate().ok());
+  CommModel model(t);
+  // y innermost (GPU stride 1, size 8), so x (size 2) has GPU stride 8: the x ring pairs GPU g
+  // with g +- 8, e.g. (0,0) with (0,2): distance 2 in the second torus dimension. The 1 MB
+  // transfer loads two links: 2us + 2 * 1e6/100e9 = 22 us.
+  const Placement p({{"x", 2}, {"y", 8}}, {"y", "x"});
+  EXPECT_NEAR(model.RingShift(p, 0, 1e6, 1, nullptr), 2e-6 + 2 * 1e6 / 100e9, 1e-12);
+}
+
+}  // namespace
+}  // namespace meshplan::planner

@@ -1,0 +1,153 @@
+// Per-rank work of the 1-D and 2-D assignments against token-by-token brute force.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "planner/compute_model.h"
+
+namespace meshplan::planner {
+namespace {
+
+// Independent definitions (not the library's) of the mask and of the layouts' token sets.
+bool Visible(const Mask& m, const std::vector<int64_t>& doc_of, int64_t q, int64_t k) {
+  switch (m.kind) {
+    case MaskKind::kFull:
+      return true;
+    case MaskKind::kCausal:
+      return k <= q;
+    case MaskKind::kWindow:
+      return k <= q && q - k < m.window;
+    case MaskKind::kDocuments:
+      return k <= q && doc_of[q] == doc_of[k];
+  }
+  return false;
+}
+
+std::vector<int64_t> Tokens(Layout layout, int64_t seq, int64_t shards, int64_t shard) {
+  std::vector<int64_t> out;
+  for (int64_t t = 0; t < seq; ++t) {
+    int64_t owner;
+    if (layout == Layout::kContiguous) {
+      owner = t / (seq / shards);
+    } else if (layout == Layout::kStriped) {
+      owner = t % shards;
+    } else {
+      const int64_t chunk = t / (seq / (2 * shards));
+      owner = chunk < shards ? chunk : 2 * shards - 1 - chunk;
+    }
+    if (owner == shard) out.push_back(t);
+  }
+  return out;
+}
+
+int64_t BrutePairs(const Mask& m, const std::vector<int64_t>& doc_of, const std::vector<int64_t>& qs,
+                   const std::vector<int64_t>& ks) {
+  int64_t n = 0;
+  for (int64_t q : qs) {
+    for (int64_t k : ks) n += Visible(m, doc_of, q, k) ? 1 : 0;
+  }
+  return n;
+}
+
+struct MaskCase {
+  Mask mask;
+  std::vector<Layout> layouts;
+};
+
+std::vector<MaskCase> Cases() {
+  Mask docs = Mask::Documents({5, 40, 3, 17, 31});  // uneven lengths summing to 96
+  return {{Mask::Full(), {Layout::kContiguous, Layout::kZigzag, Layout::kStriped}},
+          {Mask::Causal(), {Layout::kContiguous, Layout::kZigzag, Layout::kStriped}},
+          {Mask::Window(7), {Layout::kContiguous, Layout::kZigzag}},
+          {Mask::Window(50), {Layout::kContiguous, Layout::kZigzag}},
+          {docs, {Layout::kContiguous, Layout::kZigzag}}};
+}
+
+std::vector<int64_t> DocOf(const Mask& m, int64_t seq) {
+  std::vector<int64_t> doc_of(seq, 0);
+  if (m.kind != MaskKind::kDocuments) return doc_of;
+  int64_t t = 0;
+  for (size_t d = 0; d < m.document_lengths.size(); ++d) {
+    for (int64_t i = 0; i < m.document_lengths[d]; ++i) doc_of[t++] = static_cast<int64_t>(d);
+  }
+  return doc_of;
+}
+
+TEST(ComputeModel, RowPairsMatchBruteForce) {
+  const int64_t seq = 96;
+  for (const MaskCase& c : Cases()) {
+    const PairCounter counter(c.mask, seq);
+    const auto doc_of = DocOf(c.mask, seq);
+    std::vector<int64_t> all(seq);
+    for (int64_t t = 0; t < seq; ++t) all[t] = t;
+    for (Layout layout : c.layouts) {
+      for (int64_t shards : {1, 2, 3, 4, 6}) {
+        const ShardLayout sl{layout, seq, shards, 1};
+        const auto rows = RowPairs(sl, counter);
+        for (int64_t i = 0; i < shards; ++i) {
+          EXPECT_EQ(rows[i], BrutePairs(c.mask, doc_of, Tokens(layout, seq, shards, i), all))
+              << c.mask.ToString() << " " << LayoutName(layout) << " N=" << shards << " shard " << i;
+        }
+      }
+    }
+  }
+}
+
+TEST(ComputeModel, TilePairsMatchBruteForce) {
+  const int64_t seq = 96;
+  for (const MaskCase& c : Cases()) {
+    const PairCounter counter(c.mask, seq);
+    const auto doc_of = DocOf(c.mask, seq);
+    for (Layout layout : c.layouts) {
+      for (auto [n, a] : std::vector<std::pair<int64_t, int64_t>>{{4, 2}, {6, 2}, {6, 3}, {6, 1}, {6, 6}, {8, 4}}) {
+        if (seq % (2 * n) != 0) continue;
+        const ShardLayout sl{layout, seq, n, 1};
+        const auto tile = TilePairs(sl, counter, a);
+        for (int64_t g = 0; g < n; ++g) {
+          // Rank g's tile: Q shards a*floor(g/a) .. +a-1, KV shards j with j = g (mod a).
+          std::vector<int64_t> qs, ks;
+          for (int64_t i = a * (g / a); i < a * (g / a) + a; ++i) {
+            for (int64_t t : Tokens(layout, seq, n, i)) qs.push_back(t);
+          }
+          for (int64_t j = g % a; j < n; j += a) {
+            for (int64_t t : Tokens(layout, seq, n, j)) ks.push_back(t);
+          }
+          EXPECT_EQ(tile[g], BrutePairs(c.mask, doc_of, qs, ks))
+              << c.mask.ToString() << " " << LayoutName(layout) << " n=" << n << " a=" << a << " rank " << g;
+        }
+      }
+    }
+  }
+}
+
+TEST(ComputeModel, ZigzagCausalIsBalancedContiguousIsNot) {
+  // 64 ranks at 1M tokens: zigzag gives every rank the same work; contiguous gives the last
+  // rank about 2x the mean (ALGORITHMS.md: ~1.98x at P = 64).
+  const int64_t seq = 1 << 20, ranks = 64;
+  const PairCounter counter(Mask::Causal(), seq);
+  for (int64_t a : {1, 8}) {
+    const auto zig = TilePairs({Layout::kZigzag, seq, ranks, 1}, counter, a);
+    const auto con = TilePairs({Layout::kContiguous, seq, ranks, 1}, counter, a);
+    double zig_max = 0, zig_sum = 0, con_max = 0, con_sum = 0;
+    for (int64_t g = 0; g < ranks; ++g) {
+      zig_max = std::max<double>(zig_max, zig[g]);
+      zig_sum += zig[g];
+      con_max = std::max<double>(con_max, con[g]);
+      con_sum += con[g];
+    }
+    EXPECT_NEAR(zig_max / (zig_sum / ranks), 1.0, 1e-3) << "a=" << a;
+    if (a == 1) EXPECT_NEAR(con_max / (con_sum / ranks), 1.98, 0.01);
+  }
+}
+
+TEST(ComputeModel, KernelSecondsIsFlopsOverRatePlusLaunches) {
+  GpuSpec gpu;
+  gpu.peak_tflops = {{DType::kBf16, 1000}};
+  gpu.attention_efficiency = {{1024, 0.25}, {4096, 0.75}};
+  gpu.launch_overhead_s = 5e-6;
+  // 2048 tokens is halfway between 1024 and 4096 in log2: efficiency 0.5, rate 500 TFLOP/s.
+  EXPECT_NEAR(KernelSeconds(gpu, DType::kBf16, 1e12, 2048, 3), 1e12 / 500e12 + 3 * 5e-6, 1e-12);
+}
+
+}  // namespace
+}  // namespace meshplan::planner
