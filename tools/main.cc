@@ -22,8 +22,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "meshplan: error: %s\nRun 'meshplan --help' (or 'meshplan SUBCOMMAND --help') for usage.\n",
-                 e.what());
+    std::fprintf(stderr, "meshplan: error: %s (see meshplan --help)\n", e.what());
     return kExitInvalidInput;
   }
   for (CLI::App* sub : app.get_subcommands()) {

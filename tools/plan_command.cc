@@ -61,6 +61,10 @@ int RunPlan(const PlanFlags& flags) {
   } else {
     std::fputs(RenderTable(ctx, result, flags.top).c_str(), stdout);
   }
+  if (count == 0) {
+    return ReportError(Status::Invalid("no scheme has a valid plan for " + ctx.workload.Describe() + " on " +
+                                       std::to_string(ctx.num_ranks) + " GPUs (reasons listed above)"));
+  }
   if (flags.explain > 0) {
     const planner::Estimate& e = result.ranked[flags.explain - 1];
     std::unique_ptr<Schedule> schedule;

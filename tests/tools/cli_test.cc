@@ -1,0 +1,189 @@
+// The meshplan binary end to end: exit codes, one-line errors naming the problem, output files.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "core/plan_io.h"
+
+namespace meshplan {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("meshplan_cli_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  RunResult Run(const std::string& args) {
+    const std::string out = (dir_ / "stdout").string(), err = (dir_ / "stderr").string();
+    const std::string cmd = std::string(MESHPLAN_BINARY) + " " + args + " >" + out + " 2>" + err + " </dev/null";
+    const int status = std::system(cmd.c_str());
+    RunResult r;
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.out = Read(out);
+    r.err = Read(err);
+    return r;
+  }
+  static std::string Read(const fs::path& path) {
+    std::ifstream in(path);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+  std::string Write(const std::string& name, const std::string& text) {
+    const fs::path p = dir_ / name;
+    std::ofstream(p) << text;
+    return p.string();
+  }
+  // One invalid-input failure: exit 2, a single stderr line that contains every `needle`.
+  void ExpectInvalid(const std::string& args, std::initializer_list<std::string> needles) {
+    const RunResult r = Run(args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.err;
+    ASSERT_FALSE(r.err.empty()) << args;
+    EXPECT_EQ(r.err.find("meshplan: error: "), 0u) << r.err;
+    for (const std::string& n : needles) EXPECT_NE(r.err.find(n), std::string::npos) << args << "\n" << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "expected one line:\n" << r.err;
+  }
+  fs::path dir_;
+};
+
+TEST_F(Cli, VersionAndHelp) {
+  RunResult r = Run("--version");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("meshplan 0."), std::string::npos) << r.out;
+  for (const char* args : {"--help", "plan --help", "topo --help", "topo show --help", "topo validate --help"}) {
+    r = Run(args);
+    EXPECT_EQ(r.exit_code, 0) << args;
+    EXPECT_NE(r.out.find("Usage"), std::string::npos) << args << r.out;
+  }
+  EXPECT_NE(Run("plan --help").out.find("--kv-heads"), std::string::npos);
+}
+
+TEST_F(Cli, DefaultPlanRanksSchemesAndNamesTheBest) {
+  const RunResult r = Run("plan --top 5");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("256 x H100"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("S=1M Hq=64 Hkv=8 d=128 bf16 causal fwd+bwd"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("best that fits: #1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("ulysses: head-parallel degree 256 exceeds the 8 KV heads"), std::string::npos) << r.out;
+}
+
+TEST_F(Cli, MachineFormats) {
+  RunResult r = Run("plan --format json --top 3 --seq 256K");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.front(), '{');
+  EXPECT_NE(r.out.find("\"plans\":["), std::string::npos);
+  EXPECT_NE(r.out.find("\"not_applicable\":[{\"scheme\":\"ulysses\""), std::string::npos);
+  r = Run("plan --format csv --top 3 --seq 256K");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("rank,scheme,parameters,time_s", 0), 0u) << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 4);  // header + 3 rows
+}
+
+TEST_F(Cli, OutWritesALoadablePlanAndExplainBreaksItDown) {
+  const std::string plan = (dir_ / "plan.toml").string();
+  RunResult r = Run("plan -t " + std::string(MESHPLAN_SOURCE_DIR) +
+                    "/topologies/dgx-h100-4node.toml --seq 512K --schemes mesh --explain --out " + plan);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("time model"), std::string::npos);
+  EXPECT_NE(r.out.find("rank 0's first ops"), std::string::npos);
+  auto loaded = LoadPlanFile(plan);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  EXPECT_EQ(loaded->params.scheme, Scheme::kMesh);
+  EXPECT_EQ(loaded->num_gpus, 32);
+  EXPECT_EQ(loaded->workload.seq_len, 512 * 1024);
+  // Nothing but the plan was left in the directory (no temporary files).
+  int files = 0;
+  for (const auto& entry : fs::directory_iterator(dir_)) {
+    if (entry.path().filename() != "stdout" && entry.path().filename() != "stderr") ++files;
+  }
+  EXPECT_EQ(files, 1);
+}
+
+TEST_F(Cli, OutIntoAMissingDirectoryFailsWithoutWritingAnything) {
+  const RunResult r = Run("plan --seq 256K --out " + (dir_ / "no/such/dir/plan.toml").string());
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("no/such/dir/plan.toml"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir_ / "no"));
+}
+
+TEST_F(Cli, BadWorkloadFlags) {
+  ExpectInvalid("plan --heads 60", {"heads (60) must be a multiple of kv-heads (8)"});
+  ExpectInvalid("plan --seq 0", {"--seq", "must be positive"});
+  ExpectInvalid("plan --seq=-4096", {"--seq", "must be positive"});
+  ExpectInvalid("plan --seq 1.5M", {"--seq", "not a valid count"});
+  ExpectInvalid("plan --batch 0", {"--batch", "must be positive"});
+  ExpectInvalid("plan --head-dim abc", {"--head-dim", "not a valid count"});
+  ExpectInvalid("plan --dtype int4", {"--dtype", "unknown dtype 'int4'"});
+  ExpectInvalid("plan --pass sideways", {"--pass", "unknown pass"});
+  ExpectInvalid("plan --mask diagonal", {"--mask", "unknown mask 'diagonal'"});
+  ExpectInvalid("plan --mask window:0", {"window", "must be positive"});
+  ExpectInvalid("plan --mask docs:" + (dir_ / "missing.txt").string(), {"missing.txt", "cannot open"});
+  const std::string docs = Write("docs.txt", "1K 2K\n");
+  ExpectInvalid("plan --seq 4K --mask docs:" + docs, {"docs.txt", "sum to 3072 tokens", "4096"});
+  const std::string bad_docs = Write("bad_docs.txt", "1K\n-5\n");
+  ExpectInvalid("plan --seq 4K --mask docs:" + bad_docs, {"bad_docs.txt:2", "document length"});
+}
+
+TEST_F(Cli, BadPlanRequests) {
+  ExpectInvalid("plan --schemes ring,spiral", {"--schemes", "unknown scheme 'spiral'"});
+  ExpectInvalid("plan --format xml", {"--format", "xml"});
+  ExpectInvalid("plan --seq 256K --pick 0 --out x.toml", {"--pick"});
+  ExpectInvalid("plan --seq 256K --explain 100000", {"--explain"});
+  ExpectInvalid("plan --reserve-gib=-1", {"--reserve-gib"});
+  // Ulysses over 256 GPUs needs 256 KV heads.
+  ExpectInvalid("plan --schemes ulysses", {"no scheme has a valid plan"});
+  // 1000 tokens cannot be cut into 256 (or 512 zigzag) equal shards.
+  ExpectInvalid("plan --seq 1000", {"no scheme has a valid plan"});
+  ExpectInvalid("plan --frobnicate", {"frobnicate"});
+}
+
+TEST_F(Cli, BadTopologyFiles) {
+  ExpectInvalid("plan -t " + (dir_ / "nope.toml").string(), {"nope.toml", "cannot open"});
+  const std::string unknown = Write("unknown.toml", std::string(R"(name = "x"
+colour = "blue"
+)"));
+  ExpectInvalid("topo validate " + unknown, {"unknown.toml", "colour"});
+  std::string text = Read(std::string(MESHPLAN_SOURCE_DIR) + "/topologies/dgx-h100-4node.toml");
+  const size_t at = text.find("group_size = 8");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, 14, "group_size = 0");
+  const std::string zero = Write("zero.toml", text);
+  ExpectInvalid("plan -t " + zero, {"zero.toml", "level[0].group_size", "at least 1"});
+  ExpectInvalid("topo validate " + zero, {"zero.toml", "group_size"});
+  const std::string syntax = Write("syntax.toml", "name = \"x\"\n[gpu\n");
+  ExpectInvalid("topo show " + syntax, {"syntax.toml:2"});
+}
+
+TEST_F(Cli, TopoShowAndValidate) {
+  RunResult r = Run("topo show");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("256 x H100"), std::string::npos) << r.out;
+  r = Run("topo show --format toml");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string round_trip = Write("rt.toml", r.out);
+  r = Run("topo validate " + round_trip);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("ok (256 GPUs, 2 levels)"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace meshplan
