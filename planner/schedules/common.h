@@ -1,0 +1,103 @@
+// Building blocks shared by the schedule expansions of the non-Mesh schemes (docs/schedules.md):
+// block computes, ring passes (KV shifts plus an owner-last dK+dV chain), collectives, tags.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/schedule.h"
+#include "core/status.h"
+#include "planner/context.h"
+
+namespace meshplan::planner::sched {
+
+// Message channels; a tag is (phase, channel, step) so that a mismatch names its origin.
+enum Channel : int32_t {
+  kChanKv = 1,        // KV shift of a ring (LoongTrain: inner ring)
+  kChanDkv = 2,       // dK+dV partial of an owner-last chain (LoongTrain: inner chain)
+  kChanOuterKv = 3,   // LoongTrain outer-ring KV shift
+  kChanOuterDkv = 4,  // LoongTrain outer-ring dK+dV chain
+};
+inline int32_t MakeTag(Phase phase, Channel channel, int64_t step) {
+  return (static_cast<int32_t>(phase) << 30) | (static_cast<int32_t>(channel) << 24) |
+         static_cast<int32_t>(step & 0xFFFFFF);
+}
+
+// Whole bytes of an analytic size (ShardBytes sizes are exact integers held in doubles).
+int64_t WholeBytes(double bytes);
+// bytes * num / den, exact for the sizes this model produces (e.g. (U-1)/U * |Q|).
+int64_t ScaledBytes(double bytes, int64_t num, int64_t den);
+
+// Optional dependencies collected into a list (absent ones are skipped).
+std::vector<uint32_t> Deps(std::initializer_list<std::optional<uint32_t>> deps);
+
+// Appends a Compute op for block (q_shard, kv_shard) over the given query heads when the block
+// has unmasked pairs; returns its index, or nullopt when the block is empty (skipped).
+std::optional<uint32_t> EmitCompute(RankProgram& prog, const PlanContext& ctx,
+                                    const ShardLayout& layout, Phase phase, int64_t q_shard,
+                                    int64_t kv_shard, int64_t head_begin, int64_t head_count,
+                                    int64_t step, const std::vector<uint32_t>& deps);
+
+// Appends a collective on `group` (stream kCollective); nullopt when the group has one member
+// (nothing moves, so nothing is emitted). Every member must call it in the same order.
+std::optional<uint32_t> EmitCollective(RankProgram& prog, const Schedule& schedule, OpKind kind,
+                                       Phase phase, int32_t group, uint16_t tensors, int64_t bytes,
+                                       const std::vector<uint32_t>& deps,
+                                       A2ADirection dir = A2ADirection::kSeqToHeads);
+
+// Index of the last op on `stream`, if any (used to make a collective wait for the computes).
+std::optional<uint32_t> LastOnStream(const RankProgram& prog, StreamId stream);
+
+// One pass of a ring of n positions as seen by the rank at position `pos`. Position p holds KV
+// shard kv_shard_of[(p + k) mod n] at step k: KV moves p -> p-1 (position p receives from p+1).
+//   move_kv:   step k < n-1 receives the next buffer and forwards the current one (the shift
+//              for step k+1 overlaps step k); otherwise every shard is already present (cache).
+//   dkv_chain: backward owner-last chain: the dK+dV partial of the shard held at step k >= 1
+//              goes to p-1 after the compute (merged with the partial from p+1 for k >= 2);
+//              the last hop ends at the shard's step-0 holder, which merges it into its own.
+struct RingPass {
+  Phase phase = Phase::kForward;
+  int64_t n = 1;
+  int64_t pos = 0;
+  std::vector<int32_t> rank_of;      // global rank of each position
+  std::vector<int64_t> kv_shard_of;  // KV shard held by each position at step 0
+  int64_t q_shard = 0;
+  int64_t head_begin = 0, head_count = 0;
+  bool move_kv = true;
+  bool dkv_chain = false;
+  int64_t step_offset = 0;  // step of k = 0 (Op::step, tags)
+  Channel kv_channel = kChanKv, dkv_channel = kChanDkv;
+  StreamId send_stream = StreamId::kSend, recv_stream = StreamId::kRecv;
+  int64_t kv_bytes = 0, dkv_bytes = 0;
+  std::optional<uint32_t> q_dep;         // every compute waits for it (Q arrival)
+  std::optional<uint32_t> kv_start_dep;  // the step-0 KV buffer arrives with it
+};
+struct RingPassResult {
+  // Last op that touches the partial dK+dV of the step-0 shard (its chain's final merge, or the
+  // step-0 compute); nullopt when neither exists.
+  std::optional<uint32_t> own_dkv_ready;
+};
+RingPassResult EmitRingPass(RankProgram& prog, const PlanContext& ctx, const ShardLayout& layout,
+                            const RingPass& pass);
+
+// Head-parallel (Ulysses degree u) x double-ring (r ring ranks in r/w windows of w) schedule,
+// shared by Ulysses (r = 1), USP (w = r) and LoongTrain. Rank = h + u*rho with ring rank
+// rho = i + w*o (inner position i, window o); `layout` has r shards subdivided u times. Per pass:
+// all-to-all in (group: the u ranks of rho), the double ring over the r ranks of one head
+// index, all-to-all out. docs/schedules.md describes every op.
+// REQUIRES: CheckGrid passed; w divides r.
+Schedule ExpandHeadRing(const PlanContext& ctx, const SchemeParams& params,
+                        const ShardLayout& layout, int64_t u, int64_t r, int64_t w);
+
+// Common checks: the rank grid has ctx.num_ranks ranks, the layout suits the mask, and the
+// Ulysses degree u divides the KV heads (and so the query heads).
+Status CheckGrid(const PlanContext& ctx, const SchemeParams& params, const ShardLayout& layout,
+                 int64_t ulysses);
+
+// A schedule with num_ranks empty programs (ops reserved) and the given layout.
+Schedule NewSchedule(const PlanContext& ctx, const SchemeParams& params, const ShardLayout& layout,
+                     size_t ops_per_rank);
+
+}  // namespace meshplan::planner::sched

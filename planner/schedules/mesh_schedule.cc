@@ -1,0 +1,457 @@
+// Schedule expansion of Mesh-Attention (a x b tile, p2p ring shifts, greedy step schedule) and of
+// Mesh-Ulysses (Ulysses all-to-all over U ranks around a Mesh over M = P/U ranks).
+// docs/mesh-attention.md explains the design; docs/schemes.md fixes the bytes of every message.
+//
+// The greedy step schedule is computed once per phase in local indices and replayed for every
+// rank, translating slots to global shards with the maps of planner/mesh/assignment.h.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "planner/mesh/assignment.h"
+#include "planner/mesh/greedy.h"
+#include "planner/schedules/expand.h"
+
+namespace meshplan::planner {
+namespace {
+
+using mesh::MeshShape;
+using mesh::MeshStep;
+using mesh::ShiftKind;
+
+constexpr uint32_t kNoOp = 0xFFFFFFFFu;
+
+// Message kinds for tags: both ends compute the same tag from (phase, kind, sender's step, slot).
+enum MessageKind : int32_t { kQShift = 0, kKvShift = 1, kQPartial = 2, kKvPartial = 3 };
+
+int32_t MakeTag(Phase phase, MessageKind kind, int32_t step, int32_t slot) {
+  // phase:1 | kind:2 | step:16 | slot:12 bits; wrap-around only weakens the pairing check.
+  const uint32_t tag = (static_cast<uint32_t>(phase) << 30) | (static_cast<uint32_t>(kind) << 28) |
+                       ((static_cast<uint32_t>(step) & 0xFFFFu) << 12) |
+                       (static_cast<uint32_t>(slot) & 0xFFFu);
+  return static_cast<int32_t>(tag & 0x7FFFFFFFu);
+}
+
+int64_t RoundBytes(double bytes) { return static_cast<int64_t>(std::llround(bytes)); }
+
+// What one phase moves: payload tensors and bytes per message kind (docs/schemes.md, mesh row).
+struct PhasePlan {
+  Phase phase = Phase::kForward;
+  std::vector<MeshStep> steps;
+  uint16_t q_shift_tensors = 0, kv_shift_tensors = 0, q_partial_tensors = 0, kv_partial_tensors = 0;
+  int64_t q_shift_bytes = 0, kv_shift_bytes = 0, q_partial_bytes = 0, kv_partial_bytes = 0;
+  bool cached = false;  // backward with cache_forward: Q and KV of every slot kept from the forward
+  double flops_factor = 1;
+  // Ulysses all-to-alls around the mesh part (mesh-ulysses with U > 1 only).
+  uint16_t a2a_in_tensors = 0, a2a_out_tensors = 0;
+  int64_t a2a_in_bytes = 0, a2a_out_bytes = 0;
+};
+
+// Per-rank scratch reused across ranks (no per-op heap allocation).
+struct RankScratch {
+  std::vector<int64_t> pairs;             // unmasked pairs of local block (k, l), k*b + l
+  std::vector<int32_t> q_slot, kv_slot;   // global shard of Q#k / KV#l of the current mesh rank
+  std::vector<uint32_t> compute_op;       // op index of block (k, l) in the current phase, or kNoOp
+  std::vector<uint32_t> recv_q, recv_kv;  // Recv that delivered slot (current phase)
+  std::vector<uint32_t> fwd_recv_q, fwd_recv_kv;  // forward's, for the cached backward
+  std::vector<uint32_t> merge_q, merge_kv;        // Merge of the incoming partial of slot
+  std::vector<uint32_t> deps;
+};
+
+// Relative step costs for the greedy hold-back (docs/mesh-attention.md, "Cost assumptions"):
+// block time = mean block FLOPs / (peak * kernel efficiency); message time = bytes / bandwidth
+// of the innermost network level spanning all ranks. Normalised to block = 1.
+mesh::StepCosts DeriveCosts(const PlanContext& ctx, const PhasePlan& p, const ShardLayout& layout,
+                            int64_t heads) {
+  const Topology& topo = ctx.topology;
+  double rate = topo.gpu.PeakFlopsPerSecond(ctx.workload.dtype) *
+                topo.gpu.Efficiency(layout.KernelBlockTokens());
+  if (!(rate > 0)) rate = 5e14;  // nominal when the topology has no GPU data
+  double bw = 0;
+  for (int i = 0; i < topo.num_levels(); ++i) {
+    bw = topo.levels[static_cast<size_t>(i)].bandwidth_bytes_per_s;
+    if (topo.Span(i) >= ctx.num_ranks) break;
+  }
+  if (!(bw > 0)) bw = 5e10;
+  const double blocks =
+      static_cast<double>(layout.num_shards) * static_cast<double>(layout.num_shards);
+  const double mean_pairs = static_cast<double>(ctx.counter.Total()) / blocks;
+  const double block_flops = 4.0 * static_cast<double>(ctx.workload.batch) * mean_pairs *
+                             static_cast<double>(heads) *
+                             static_cast<double>(ctx.workload.head_dim) * p.flops_factor;
+  const double block_s = std::max(block_flops / rate, 1e-12);
+  mesh::StepCosts c;
+  c.block = 1;
+  c.q_shift = static_cast<double>(p.q_shift_bytes) / bw / block_s;
+  c.kv_shift = static_cast<double>(p.kv_shift_bytes) / bw / block_s;
+  c.q_partial = static_cast<double>(p.q_partial_bytes) / bw / block_s;
+  c.kv_partial = static_cast<double>(p.kv_partial_bytes) / bw / block_s;
+  return c;
+}
+
+class MeshExpander {
+ public:
+  MeshExpander(const PlanContext& ctx, const SchemeParams& params, int64_t u_degree)
+      : ctx_(ctx), params_(params), U_(u_degree) {}
+
+  Result<Schedule> Run() {
+    const Workload& w = ctx_.workload;
+    const int64_t P = ctx_.num_ranks;
+    if (U_ < 1 || P % U_ != 0) {
+      return Status::Invalid("mesh-ulysses: Ulysses degree " + std::to_string(U_) +
+                             " does not divide " + std::to_string(P) + " ranks");
+    }
+    if (w.q_heads % U_ != 0 || w.kv_heads % U_ != 0) {
+      return Status::Invalid("mesh-ulysses: Ulysses degree " + std::to_string(U_) +
+                             " does not divide the KV heads (" + std::to_string(w.kv_heads) + ")");
+    }
+    const int64_t M = P / U_;
+    shape_ = {M, params_.tile_a, params_.tile_b};
+    if (shape_.a < 1 || shape_.b < 1 || shape_.a * shape_.b != M) {
+      return Status::Invalid("mesh tile " + std::to_string(shape_.a) + " x " +
+                             std::to_string(shape_.b) + " does not cover " + std::to_string(M) +
+                             " ranks");
+    }
+    Schedule sched;
+    sched.scheme = params_.scheme;
+    sched.num_ranks = P;
+    sched.layout = ShardLayout{params_.layout, w.seq_len, M, U_};
+    MESHPLAN_RETURN_IF_ERROR(sched.layout.Validate(w.mask));
+    heads_ = w.q_heads / U_;
+
+    const int32_t a = static_cast<int32_t>(shape_.a), b = static_cast<int32_t>(shape_.b);
+    if (HasForward(w.pass)) phases_.push_back(MakePhase(Phase::kForward, sched.layout));
+    if (HasBackward(w.pass)) phases_.push_back(MakePhase(Phase::kBackward, sched.layout));
+
+    if (U_ > 1) {
+      sched.groups.resize(static_cast<size_t>(M));
+      for (int64_t m = 0; m < M; ++m) {
+        for (int64_t u = 0; u < U_; ++u)
+          sched.groups[static_cast<size_t>(m)].push_back(static_cast<int32_t>(u + U_ * m));
+      }
+    }
+    // Capacity bounds per rank (see Emit*): computes, 2 ops per shift, 3 per partial, 2 a2a.
+    size_t op_bound = 0, dep_bound = 0;
+    for (const PhasePlan& p : phases_) {
+      op_bound += static_cast<size_t>(a) * b + 2;
+      dep_bound += static_cast<size_t>(a) * b * 5 + 2;  // <= 5 deps per compute
+      for (const MeshStep& st : p.steps) {
+        const size_t partials = st.q_partial_sends.size() + st.kv_partial_sends.size();
+        op_bound += (st.shift != ShiftKind::kNone ? 2 : 0) + 3 * partials;
+        dep_bound += 1 + partials * (static_cast<size_t>(std::max(a, b)) + 2);
+      }
+    }
+    const std::vector<std::array<TokenRange, 2>> ranges = ShardRanges(sched.layout);
+
+    RankScratch sc;
+    sc.pairs.resize(static_cast<size_t>(a) * b);
+    sc.compute_op.resize(static_cast<size_t>(a) * b);
+    sc.deps.reserve(static_cast<size_t>(std::max(a, b)) + 4);
+    sched.ranks.resize(static_cast<size_t>(P));
+    sc.q_slot.resize(static_cast<size_t>(a));
+    sc.kv_slot.resize(static_cast<size_t>(b));
+    for (int64_t m = 0; m < M; ++m) {
+      for (int32_t k = 0; k < a; ++k) {
+        sc.q_slot[static_cast<size_t>(k)] = static_cast<int32_t>(mesh::QSlotShard(shape_, m, k));
+      }
+      for (int32_t l = 0; l < b; ++l) {
+        sc.kv_slot[static_cast<size_t>(l)] = static_cast<int32_t>(mesh::KvSlotShard(shape_, m, l));
+      }
+      for (int32_t k = 0; k < a; ++k) {
+        for (int32_t l = 0; l < b; ++l) {
+          sc.pairs[static_cast<size_t>(k) * b + l] =
+              Pairs(sched.layout, ranges, sc.q_slot[static_cast<size_t>(k)],
+                    sc.kv_slot[static_cast<size_t>(l)]);
+        }
+      }
+      for (int64_t u = 0; u < U_; ++u) {
+        RankProgram& prog = sched.ranks[static_cast<size_t>(u + U_ * m)];
+        prog.ops.reserve(op_bound);
+        prog.deps.reserve(dep_bound);
+        EmitRank(prog, m, u, sc);
+      }
+    }
+    return sched;
+  }
+
+ private:
+  PhasePlan MakePhase(Phase phase, const ShardLayout& layout) const {
+    const ShardBytes& s = ctx_.shard;
+    const bool cache = params_.cache_forward;
+    PhasePlan p;
+    p.phase = phase;
+    const double uf = static_cast<double>(U_ - 1) / static_cast<double>(U_);
+    if (phase == Phase::kForward) {
+      p.q_shift_tensors = kTensorQ;
+      p.q_shift_bytes = RoundBytes(s.q);
+      p.kv_shift_tensors = kTensorKV;
+      p.kv_shift_bytes = RoundBytes(s.kv);
+      p.q_partial_tensors = kTensorO | kTensorLse;
+      p.q_partial_bytes = RoundBytes(s.o_partial + s.lse);
+      p.a2a_in_tensors = kTensorQ | kTensorKV;
+      p.a2a_in_bytes = RoundBytes(uf * (s.q + s.kv));
+      p.a2a_out_tensors = kTensorO;
+      p.a2a_out_bytes = RoundBytes(uf * s.q);
+    } else {
+      p.cached = cache;
+      p.flops_factor = kBackwardFlopsFactor;
+      // The Q dimension carries what the forward could not have delivered: dO, LSE (final, known
+      // only at the owner after the O chain) and D; Q too unless cached.
+      p.q_shift_tensors = kTensorDO | kTensorLse | kTensorD | (cache ? 0 : kTensorQ);
+      p.q_shift_bytes = RoundBytes((cache ? 1 : 2) * s.q + 2 * s.lse);
+      p.kv_shift_tensors = kTensorKV;
+      p.kv_shift_bytes = RoundBytes(s.kv);
+      p.q_partial_tensors = kTensorDQ;
+      p.q_partial_bytes = RoundBytes(s.dq_partial);
+      p.kv_partial_tensors = kTensorDKV;
+      p.kv_partial_bytes = RoundBytes(s.dkv_partial);
+      p.a2a_in_tensors = cache ? kTensorDO : (kTensorQ | kTensorKV | kTensorDO | kTensorD);
+      p.a2a_in_bytes = RoundBytes(cache ? uf * s.q : uf * (2 * s.q + s.kv + s.lse));
+      p.a2a_out_tensors = kTensorDQ | kTensorDKV;
+      p.a2a_out_bytes = RoundBytes(uf * (s.q + s.kv));
+    }
+    mesh::GreedyOptions g;
+    g.a = shape_.a;
+    g.b = shape_.b;
+    g.phase = phase;
+    g.chain = params_.reduce_chain;
+    g.kv_present = p.cached;
+    g.costs = DeriveCosts(ctx_, p, layout, heads_);
+    p.steps = mesh::GreedySchedule(g);
+    return p;
+  }
+
+  static std::vector<std::array<TokenRange, 2>> ShardRanges(const ShardLayout& layout) {
+    std::vector<std::array<TokenRange, 2>> out;
+    if (layout.kind == Layout::kStriped) return out;
+    out.resize(static_cast<size_t>(layout.num_shards));
+    for (int64_t i = 0; i < layout.num_shards; ++i) {
+      const std::vector<TokenRange> r = layout.Ranges(i);
+      out[static_cast<size_t>(i)][0] = r[0];
+      out[static_cast<size_t>(i)][1] = r.size() > 1 ? r[1] : TokenRange{};
+    }
+    return out;
+  }
+
+  // layout.BlockPairs without its per-call allocations (same sums over the shard ranges).
+  int64_t Pairs(const ShardLayout& layout, const std::vector<std::array<TokenRange, 2>>& ranges,
+                int64_t q, int64_t k) const {
+    if (ranges.empty()) return layout.BlockPairs(ctx_.counter, q, k);
+    int64_t total = 0;
+    for (const TokenRange& qr : ranges[static_cast<size_t>(q)]) {
+      if (qr.size() == 0) continue;
+      for (const TokenRange& kr : ranges[static_cast<size_t>(k)]) {
+        if (kr.size() > 0) total += ctx_.counter.Count(qr.begin, qr.end, kr.begin, kr.end);
+      }
+    }
+    return total;
+  }
+
+  int32_t Canonical(int64_t mesh_rank, int64_t u) const {
+    return static_cast<int32_t>(u + U_ * mesh_rank);
+  }
+
+  // The ops of canonical rank u + U*m for every phase.
+  void EmitRank(RankProgram& prog, int64_t m, int64_t u, RankScratch& sc) const {
+    const size_t a = static_cast<size_t>(shape_.a), b = static_cast<size_t>(shape_.b);
+    sc.fwd_recv_q.assign(a, kNoOp);
+    sc.fwd_recv_kv.assign(b, kNoOp);
+    uint32_t prev_phase_end = kNoOp;  // last compute-stream op of the previous phase
+    for (const PhasePlan& p : phases_) {
+      sc.recv_q.assign(a, kNoOp);
+      sc.recv_kv.assign(b, kNoOp);
+      sc.merge_q.assign(a, kNoOp);
+      sc.merge_kv.assign(b, kNoOp);
+      std::fill(sc.compute_op.begin(), sc.compute_op.end(), kNoOp);
+      uint32_t last_compute_stream = kNoOp;
+      // Local (slot 0) data is ready after the all-to-all in, or (backward after a forward)
+      // once the forward is done on this rank: LSE and D need the final O of slot 0.
+      uint32_t local_dep = prev_phase_end;
+      Op base;
+      base.phase = p.phase;
+      base.head_begin = static_cast<int32_t>(u * heads_);
+      base.head_count = static_cast<int32_t>(heads_);
+      if (U_ > 1) {
+        Op op = base;
+        op.kind = OpKind::kAllToAll;
+        op.stream = StreamId::kCollective;
+        op.a2a = A2ADirection::kSeqToHeads;
+        op.group = static_cast<int32_t>(m);
+        op.q_shard = op.kv_shard = static_cast<int32_t>(m);
+        op.tensors = p.a2a_in_tensors;
+        op.bytes = p.a2a_in_bytes;
+        local_dep = prev_phase_end == kNoOp ? prog.Add(op) : prog.Add(op, {prev_phase_end});
+      }
+      for (size_t t = 0; t < p.steps.size(); ++t) {
+        EmitStep(prog, p, static_cast<int32_t>(t), m, u, base, local_dep, sc, last_compute_stream);
+      }
+      if (U_ > 1) {
+        Op op = base;
+        op.kind = OpKind::kAllToAll;
+        op.stream = StreamId::kCollective;
+        op.a2a = A2ADirection::kHeadsToSeq;
+        op.group = static_cast<int32_t>(m);
+        op.q_shard = op.kv_shard = static_cast<int32_t>(m);
+        op.tensors = p.a2a_out_tensors;
+        op.bytes = p.a2a_out_bytes;
+        last_compute_stream =
+            last_compute_stream == kNoOp ? prog.Add(op) : prog.Add(op, {last_compute_stream});
+      }
+      if (p.phase == Phase::kForward) {
+        sc.fwd_recv_q = sc.recv_q;
+        sc.fwd_recv_kv = sc.recv_kv;
+      }
+      prev_phase_end = last_compute_stream;
+    }
+  }
+
+  void EmitStep(RankProgram& prog, const PhasePlan& p, int32_t t, int64_t m, int64_t u,
+                const Op& base, uint32_t local_dep, RankScratch& sc, uint32_t& last_cs) const {
+    const MeshStep& st = p.steps[static_cast<size_t>(t)];
+    const int32_t b = static_cast<int32_t>(shape_.b);
+    auto add = [&](const Op& op) {
+      const uint32_t idx = prog.Add(op, sc.deps);
+      sc.deps.clear();
+      return idx;
+    };
+    auto dep = [&](uint32_t idx) {
+      if (idx != kNoOp) sc.deps.push_back(idx);
+    };
+    sc.deps.clear();
+    // 1. Shift: forward slot (k-1) to the send peer, receive slot k from the recv peer.
+    if (st.shift != ShiftKind::kNone) {
+      const bool is_q = st.shift == ShiftKind::kQ;
+      const int32_t k = st.shift_slot;
+      Op send = base;
+      send.kind = OpKind::kSend;
+      send.stream = StreamId::kSend;
+      send.step = t;
+      send.tag = MakeTag(p.phase, is_q ? kQShift : kKvShift, t, k);
+      send.tensors = is_q ? p.q_shift_tensors : p.kv_shift_tensors;
+      send.bytes = is_q ? p.q_shift_bytes : p.kv_shift_bytes;
+      Op recv = send;
+      recv.kind = OpKind::kRecv;
+      recv.stream = StreamId::kRecv;
+      if (is_q) {
+        send.peer = Canonical(mesh::QSendPeer(shape_, m), u);
+        send.q_shard = sc.q_slot[static_cast<size_t>(k - 1)];
+        recv.peer = Canonical(mesh::QRecvPeer(shape_, m), u);
+        recv.q_shard = sc.q_slot[static_cast<size_t>(k)];
+        dep(k - 1 == 0 ? local_dep : sc.recv_q[static_cast<size_t>(k - 1)]);
+      } else {
+        send.peer = Canonical(mesh::KvSendPeer(shape_, m), u);
+        send.kv_shard = sc.kv_slot[static_cast<size_t>(k - 1)];
+        recv.peer = Canonical(mesh::KvRecvPeer(shape_, m), u);
+        recv.kv_shard = sc.kv_slot[static_cast<size_t>(k)];
+        dep(k - 1 == 0 ? local_dep : sc.recv_kv[static_cast<size_t>(k - 1)]);
+      }
+      add(send);
+      const uint32_t r = add(recv);
+      (is_q ? sc.recv_q : sc.recv_kv)[static_cast<size_t>(k)] = r;
+    }
+    // 2. Partial sends: deps on the line's computes and the merge of the incoming partial.
+    for (const int32_t k : st.q_partial_sends) {
+      Op send = base;
+      send.kind = OpKind::kSend;
+      send.stream = StreamId::kSend;
+      send.step = t;
+      send.tag = MakeTag(p.phase, kQPartial, t, k);
+      send.tensors = p.q_partial_tensors;
+      send.bytes = p.q_partial_bytes;
+      send.peer = Canonical(mesh::QSendPeer(shape_, m), u);
+      send.q_shard = sc.q_slot[static_cast<size_t>(k)];
+      for (int32_t l = 0; l < b; ++l) dep(sc.compute_op[static_cast<size_t>(k) * b + l]);
+      dep(sc.merge_q[static_cast<size_t>(k)]);
+      add(send);
+    }
+    for (const int32_t l : st.kv_partial_sends) {
+      Op send = base;
+      send.kind = OpKind::kSend;
+      send.stream = StreamId::kSend;
+      send.step = t;
+      send.tag = MakeTag(p.phase, kKvPartial, t, l);
+      send.tensors = p.kv_partial_tensors;
+      send.bytes = p.kv_partial_bytes;
+      send.peer = Canonical(mesh::KvSendPeer(shape_, m), u);
+      send.kv_shard = sc.kv_slot[static_cast<size_t>(l)];
+      for (int64_t k = 0; k < shape_.a; ++k) dep(sc.compute_op[static_cast<size_t>(k) * b + l]);
+      dep(sc.merge_kv[static_cast<size_t>(l)]);
+      add(send);
+    }
+    // 3. Computes (blocks without unmasked pairs are skipped; their shifts stay).
+    for (const mesh::LocalBlock& blk : st.compute) {
+      const size_t idx = static_cast<size_t>(blk.q) * b + blk.kv;
+      const int64_t pairs = sc.pairs[idx];
+      if (pairs == 0) continue;
+      Op op = base;
+      op.kind = OpKind::kCompute;
+      op.stream = StreamId::kCompute;
+      op.step = t;
+      op.q_shard = sc.q_slot[static_cast<size_t>(blk.q)];
+      op.kv_shard = sc.kv_slot[static_cast<size_t>(blk.kv)];
+      op.flops = ctx_.ForwardFlops(pairs, heads_) * p.flops_factor;
+      if (blk.q == 0 || blk.kv == 0) dep(local_dep);
+      dep(sc.recv_q[static_cast<size_t>(blk.q)]);
+      dep(sc.recv_kv[static_cast<size_t>(blk.kv)]);
+      if (p.cached) {  // Q and KV of the slot came with the forward's shifts
+        dep(sc.fwd_recv_q[static_cast<size_t>(blk.q)]);
+        dep(sc.fwd_recv_kv[static_cast<size_t>(blk.kv)]);
+      }
+      sc.compute_op[idx] = last_cs = add(op);
+    }
+    // 4. Partials the recv peer sent this step (its slot k is our slot k+1), merged on arrival.
+    auto receive = [&](bool is_q, int32_t k) {
+      const int64_t n = is_q ? shape_.a : shape_.b;
+      const int32_t slot = static_cast<int32_t>((k + 1) % n);
+      Op recv = base;
+      recv.kind = OpKind::kRecv;
+      recv.stream = StreamId::kRecv;
+      recv.step = t;
+      recv.tag = MakeTag(p.phase, is_q ? kQPartial : kKvPartial, t, k);
+      recv.tensors = is_q ? p.q_partial_tensors : p.kv_partial_tensors;
+      recv.bytes = is_q ? p.q_partial_bytes : p.kv_partial_bytes;
+      if (is_q) {
+        recv.peer = Canonical(mesh::QRecvPeer(shape_, m), u);
+        recv.q_shard = sc.q_slot[static_cast<size_t>(slot)];
+      } else {
+        recv.peer = Canonical(mesh::KvRecvPeer(shape_, m), u);
+        recv.kv_shard = sc.kv_slot[static_cast<size_t>(slot)];
+      }
+      const uint32_t r = add(recv);
+      Op merge = recv;
+      merge.kind = OpKind::kMerge;
+      merge.stream = StreamId::kCompute;
+      merge.peer = -1;
+      merge.tag = 0;
+      merge.bytes = 0;
+      dep(r);
+      const uint32_t mi = add(merge);
+      (is_q ? sc.merge_q : sc.merge_kv)[static_cast<size_t>(slot)] = mi;
+      last_cs = mi;
+    };
+    for (const int32_t k : st.q_partial_sends) receive(true, k);
+    for (const int32_t l : st.kv_partial_sends) receive(false, l);
+  }
+
+  const PlanContext& ctx_;
+  const SchemeParams& params_;
+  int64_t U_ = 1;
+  MeshShape shape_;
+  int64_t heads_ = 1;
+  std::vector<PhasePlan> phases_;
+};
+
+}  // namespace
+
+Result<Schedule> ExpandMesh(const PlanContext& ctx, const SchemeParams& params) {
+  return MeshExpander(ctx, params, 1).Run();
+}
+
+Result<Schedule> ExpandMeshUlysses(const PlanContext& ctx, const SchemeParams& params) {
+  return MeshExpander(ctx, params, params.ulysses).Run();
+}
+
+}  // namespace meshplan::planner
