@@ -53,7 +53,6 @@ class Builder {
         b_(static_cast<int32_t>(o.b)),
         q_ready_(static_cast<size_t>(a_), kNever),
         kv_ready_(static_cast<size_t>(b_), kNever),
-        done_(static_cast<size_t>(a_) * static_cast<size_t>(b_), 0),
         row_left_(static_cast<size_t>(a_), b_),
         col_left_(static_cast<size_t>(b_), a_),
         row_done_(static_cast<size_t>(a_), kNever),
@@ -121,10 +120,6 @@ class Builder {
     return line_done[static_cast<size_t>(k)] < s && c.IncomingUsable(k, s);
   }
 
-  bool Usable(int32_t k, int32_t l, int32_t s) const {
-    return q_ready_[static_cast<size_t>(k)] <= s && kv_ready_[static_cast<size_t>(l)] <= s;
-  }
-
   MeshStep Step(int32_t s) {
     MeshStep step;
     // 1. Shift.
@@ -148,15 +143,25 @@ class Builder {
       cols_.sent_step[static_cast<size_t>(cols_.next++)] = s;
       comm_now += o_.costs.kv_partial;
     }
-    // 3. Computation: usable blocks in priority order.
-    available_.clear();
-    if (rows_primary_) {
-      for (int32_t k = 0; k < a_; ++k)
-        for (int32_t l = 0; l < b_; ++l) AddIfAvailable(k, l, s);
-    } else {
-      for (int32_t l = 0; l < b_; ++l)
-        for (int32_t k = 0; k < a_; ++k) AddIfAvailable(k, l, s);
+    // 3. Computation: usable blocks in priority order. Slots become usable in slot order, so the
+    // usable blocks form a rectangle [0, nq) x [0, nkv) that only grows: the available blocks
+    // are those held back earlier plus the rectangle's growth at this step.
+    available_.swap(pending_);
+    pending_.clear();
+    int32_t nq = usable_q_, nkv = usable_kv_;
+    while (nq < a_ && q_ready_[static_cast<size_t>(nq)] <= s) ++nq;
+    while (nkv < b_ && kv_ready_[static_cast<size_t>(nkv)] <= s) ++nkv;
+    for (int32_t k = usable_q_; k < nq; ++k) {
+      for (int32_t l = 0; l < nkv; ++l) available_.push_back({k, l});
     }
+    for (int32_t k = 0; k < usable_q_; ++k) {
+      for (int32_t l = usable_kv_; l < nkv; ++l) available_.push_back({k, l});
+    }
+    usable_q_ = nq;
+    usable_kv_ = nkv;
+    std::sort(available_.begin(), available_.end(), [this](const LocalBlock& x, const LocalBlock& y) {
+      return rows_primary_ ? (x.q != y.q ? x.q < y.q : x.kv < y.kv) : (x.kv != y.kv ? x.kv < y.kv : x.q < y.q);
+    });
     const int32_t m = static_cast<int32_t>(available_.size());
     int32_t hold = 0;
     if (m > 1) hold = HoldBack(s, comm_now);
@@ -170,19 +175,17 @@ class Builder {
     }
     step.compute.reserve(available_.size());
     for (int32_t i = 0; i < m; ++i) {
-      if (held_[static_cast<size_t>(i)]) continue;
       const LocalBlock& blk = available_[static_cast<size_t>(i)];
+      if (held_[static_cast<size_t>(i)]) {
+        pending_.push_back(blk);
+        continue;
+      }
       step.compute.push_back(blk);
-      done_[Index(blk.q, blk.kv)] = 1;
       --blocks_left_;
       if (--row_left_[static_cast<size_t>(blk.q)] == 0) row_done_[static_cast<size_t>(blk.q)] = s;
       if (--col_left_[static_cast<size_t>(blk.kv)] == 0) col_done_[static_cast<size_t>(blk.kv)] = s;
     }
     return step;
-  }
-
-  void AddIfAvailable(int32_t k, int32_t l, int32_t s) {
-    if (!done_[Index(k, l)] && Usable(k, l, s)) available_.push_back({k, l});
   }
 
   // How many of the available blocks to hold back for step s+1 (0 when none should be). Also
@@ -207,13 +210,11 @@ class Builder {
     gate_col_ = due_next(cols_, false);
     if (gate_row_ >= 0) comm_next += o_.costs.q_partial;
     if (gate_col_ >= 0) comm_next += o_.costs.kv_partial;
-    // Blocks first usable at s+1 (unlocked by this step's shift).
-    int32_t fresh = 0;
-    for (int32_t k = 0; k < a_; ++k) {
-      for (int32_t l = 0; l < b_; ++l) {
-        if (!done_[Index(k, l)] && Usable(k, l, s + 1) && !Usable(k, l, s)) ++fresh;
-      }
-    }
+    // Blocks first usable at s+1: the growth of the usable rectangle (none of them is done).
+    int32_t nq = usable_q_, nkv = usable_kv_;
+    while (nq < a_ && q_ready_[static_cast<size_t>(nq)] <= s + 1) ++nq;
+    while (nkv < b_ && kv_ready_[static_cast<size_t>(nkv)] <= s + 1) ++nkv;
+    const int32_t fresh = nq * nkv - usable_q_ * usable_kv_;
     const double block = std::max(o_.costs.block, kEps);
     const double need = comm_next - block * fresh;
     if (need <= kEps) return 0;
@@ -222,21 +223,18 @@ class Builder {
     return std::clamp(std::min(wanted, spare), 0, m - 1);
   }
 
-  size_t Index(int32_t k, int32_t l) const {
-    return static_cast<size_t>(k) * static_cast<size_t>(b_) + static_cast<size_t>(l);
-  }
-
   const GreedyOptions& o_;
   int32_t a_, b_;
   std::vector<int32_t> q_ready_, kv_ready_;  // step from which slot is usable
-  std::vector<uint8_t> done_;
   std::vector<int32_t> row_left_, col_left_;  // blocks not yet computed per line
   std::vector<int32_t> row_done_, col_done_;  // step of the line's last block
   int32_t next_q_ = 1, next_kv_ = 1;          // next slot a shift delivers
   Chain rows_, cols_;
   bool rows_primary_ = true;
   int64_t blocks_left_ = 0;
-  std::vector<LocalBlock> available_;
+  std::vector<LocalBlock> available_;  // usable, not yet computed, in priority order
+  std::vector<LocalBlock> pending_;    // held back at the previous step
+  int32_t usable_q_ = 0, usable_kv_ = 0;  // the usable rectangle at the last computed step
   std::vector<uint8_t> held_;
   int32_t gate_row_ = -1, gate_col_ = -1;
 };
