@@ -69,6 +69,19 @@ const PatternRoute& CommModel::Route(int64_t stride, int64_t size, bool all_to_a
         route->a2a_weight[g * levels + level] += static_cast<double>(topology_.Hops(level, g, peer));
         route->a2a_peers[g * levels + level] += 1.0;
       }
+      double slope = 0, latency = 0;
+      for (int l = 0; l < levels; ++l) {
+        const double weight = route->a2a_weight[g * levels + l];
+        if (weight <= 0) continue;
+        const NetworkLevel& nl = topology_.levels[l];
+        slope = std::max(slope, weight * nl.oversubscription / nl.bandwidth_bytes_per_s);
+        latency = std::max(latency, nl.latency_s);
+      }
+      const std::pair<double, double> term{slope, static_cast<double>(size - 1) * latency};
+      if (std::find(route->a2a_time_terms.begin(), route->a2a_time_terms.end(), term) ==
+          route->a2a_time_terms.end()) {
+        route->a2a_time_terms.push_back(term);
+      }
     }
   }
   return *routes_.emplace(key, std::move(route)).first->second;
@@ -103,22 +116,10 @@ double CommModel::AllToAll(const Placement& placement, int dim, double bytes, Tr
   GpuStrideAndSize(placement, dim, &stride, &size);
   if (size <= 1 || bytes <= 0) return 0.0;
   const PatternRoute& route = Route(stride, size, true);
-  const int levels = topology_.num_levels();
   const double per_peer = bytes / static_cast<double>(size);
+  if (traffic != nullptr) traffic->AddScaled(route.a2a_peers, per_peer);
   double worst = 0;
-  const int64_t gpus = topology_.num_gpus();
-  for (int64_t g = 0; g < gpus; ++g) {
-    double slowest = 0, latency = 0;
-    for (int l = 0; l < levels; ++l) {
-      const double weight = route.a2a_weight[g * levels + l];
-      if (weight <= 0) continue;
-      const NetworkLevel& nl = topology_.levels[l];
-      slowest = std::max(slowest, per_peer * weight * nl.oversubscription / nl.bandwidth_bytes_per_s);
-      latency = std::max(latency, nl.latency_s);
-      if (traffic != nullptr) traffic->Add(g, l, per_peer * route.a2a_peers[g * levels + l]);
-    }
-    worst = std::max(worst, slowest + static_cast<double>(size - 1) * latency);
-  }
+  for (const auto& [slope, intercept] : route.a2a_time_terms) worst = std::max(worst, per_peer * slope + intercept);
   return worst;
 }
 

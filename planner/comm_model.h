@@ -26,6 +26,10 @@ class Traffic {
   Traffic(int64_t num_gpus, int num_levels)
       : levels_(num_levels), bytes_(static_cast<size_t>(num_gpus * num_levels), 0.0) {}
   void Add(int64_t gpu, int level, double bytes) { bytes_[gpu * levels_ + level] += bytes; }
+  // Adds scale * per_entry[i] to entry i (per_entry laid out [gpu * levels + level]).
+  void AddScaled(const std::vector<double>& per_entry, double scale) {
+    for (size_t i = 0; i < bytes_.size(); ++i) bytes_[i] += scale * per_entry[i];
+  }
   // Max over GPUs of the bytes each sends at each level.
   std::vector<double> MaxPerLevel() const;
   // Max over GPUs of all bytes sent.
@@ -48,6 +52,9 @@ struct PatternRoute {
   // (weighted by hops); filled only for all-to-all routes.
   std::vector<double> a2a_weight;  // [gpu * levels + level]
   std::vector<double> a2a_peers;   // same, not weighted by hops
+  // All-to-all time per GPU is per_peer_bytes * slope + intercept; the distinct (slope,
+  // intercept) pairs over all GPUs, so the slowest GPU is found without rescanning them.
+  std::vector<std::pair<double, double>> a2a_time_terms;
 };
 
 class CommModel {

@@ -117,7 +117,9 @@ TEST(PlanScheduleAgreement, MeshWithOneRowIsRing) {
         for (OpKind kind : {OpKind::kRecv, OpKind::kSend, OpKind::kCompute}) {
           for (uint16_t tensors : {kTensorKV, kTensorDKV}) {
             const auto ring_ops = trace(rs->ranks[r], kind, tensors);
-            if (tensors == kTensorKV || HasBackward(pass)) EXPECT_FALSE(ring_ops.empty());
+            if (tensors == kTensorKV || HasBackward(pass)) {
+              EXPECT_FALSE(ring_ops.empty());
+            }
             EXPECT_EQ(ring_ops, trace(ms->ranks[r], kind, tensors))
                 << "rank " << r << " " << OpKindName(kind) << " " << TensorNames(tensors) << " "
                 << LayoutName(layout) << " " << PassName(pass);

@@ -27,7 +27,9 @@ TEST(Search, RanksFittingPlansFirstByTimeAndExplainsRejections) {
     const Estimate& x = r.ranked[i - 1];
     const Estimate& y = r.ranked[i];
     ASSERT_TRUE(x.fits >= y.fits);
-    if (x.fits == y.fits) ASSERT_LE(x.time_s, y.time_s);
+    if (x.fits == y.fits) {
+      ASSERT_LE(x.time_s, y.time_s);
+    }
   }
   // Ulysses over 8 GPUs needs 8 KV heads; the workload has 2.
   ASSERT_EQ(r.rejected.size(), 1u);
