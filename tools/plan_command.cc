@@ -62,8 +62,12 @@ int RunPlan(const PlanFlags& flags) {
     std::fputs(RenderTable(ctx, result, flags.top).c_str(), stdout);
   }
   if (count == 0) {
+    std::string reasons;
+    for (const planner::Estimate& e : result.rejected) {
+      reasons += (reasons.empty() ? "" : "; ") + std::string(SchemeName(e.params.scheme)) + ": " + e.reason;
+    }
     return ReportError(Status::Invalid("no scheme has a valid plan for " + ctx.workload.Describe() + " on " +
-                                       std::to_string(ctx.num_ranks) + " GPUs (reasons listed above)"));
+                                       std::to_string(ctx.num_ranks) + " GPUs (" + reasons + ")"));
   }
   if (flags.explain > 0) {
     const planner::Estimate& e = result.ranked[flags.explain - 1];

@@ -150,9 +150,11 @@ TEST_F(Cli, BadPlanRequests) {
   ExpectInvalid("plan --seq 256K --explain 100000", {"--explain"});
   ExpectInvalid("plan --reserve-gib=-1", {"--reserve-gib"});
   // Ulysses over 256 GPUs needs 256 KV heads.
-  ExpectInvalid("plan --schemes ulysses", {"no scheme has a valid plan"});
+  ExpectInvalid("plan --schemes ulysses", {"no scheme has a valid plan", "ulysses: head-parallel degree 256 exceeds the 8 KV heads"});
+  ExpectInvalid("plan --heads 16 --kv-heads 1 --schemes usp,mesh-ulysses",
+                {"usp: head-parallel degree 2 exceeds the 1 KV heads", "mesh-ulysses: "});
   // 1000 tokens cannot be cut into 256 (or 512 zigzag) equal shards.
-  ExpectInvalid("plan --seq 1000", {"no scheme has a valid plan"});
+  ExpectInvalid("plan --seq 1000", {"no scheme has a valid plan", "ring: sequence length 1000 is not divisible by 512"});
   ExpectInvalid("plan --frobnicate", {"frobnicate"});
 }
 
