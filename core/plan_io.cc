@@ -7,6 +7,8 @@
 
 #include <toml++/toml.h>
 
+#include "core/toml_util.h"
+
 #include <cstdio>
 #include <fstream>
 #include <initializer_list>
@@ -14,31 +16,6 @@
 
 namespace meshplan {
 namespace {
-
-std::string TypeName(const toml::node& node) {
-  switch (node.type()) {
-    case toml::node_type::table:
-      return "table";
-    case toml::node_type::array:
-      return "array";
-    case toml::node_type::string:
-      return "string";
-    case toml::node_type::integer:
-      return "integer";
-    case toml::node_type::floating_point:
-      return "float";
-    case toml::node_type::boolean:
-      return "boolean";
-    case toml::node_type::date:
-      return "date";
-    case toml::node_type::time:
-      return "time";
-    case toml::node_type::date_time:
-      return "date-time";
-    default:
-      return "nothing";
-  }
-}
 
 // Typed access to one table of the plan; `prefix` is the table's key ("workload"), "" at the top.
 class TableReader {
@@ -53,12 +30,7 @@ class TableReader {
     return Status::Invalid(source_ + ": " + key + ": " + reason);
   }
   Status CheckKeys(std::initializer_list<std::string_view> allowed) const {
-    for (auto&& [key, node] : table_) {
-      bool known = false;
-      for (std::string_view a : allowed) known = known || key.str() == a;
-      if (!known) return Status::Invalid(source_ + ": unknown key '" + Key(key.str()) + "'");
-    }
-    return Status::Ok();
+    return CheckTomlKeys(table_, prefix_, allowed, source_);
   }
   // nullptr when absent; absent and required is an error.
   Result<const toml::node*> Find(std::string_view name, bool required) const {
@@ -72,7 +44,7 @@ class TableReader {
     if (!node.ok()) return node.status();
     if (*node == nullptr) return Status::Ok();
     const auto* i = (*node)->as_integer();
-    if (i == nullptr) return Fail(Key(name), "expected an integer, got " + TypeName(**node));
+    if (i == nullptr) return Fail(Key(name), "expected an integer, got " + TomlTypeName(**node));
     *out = i->get();
     return Status::Ok();
   }
@@ -81,7 +53,7 @@ class TableReader {
     if (!node.ok()) return node.status();
     if (*node == nullptr) return Status::Ok();
     const auto* s = (*node)->as_string();
-    if (s == nullptr) return Fail(Key(name), "expected a string, got " + TypeName(**node));
+    if (s == nullptr) return Fail(Key(name), "expected a string, got " + TomlTypeName(**node));
     *out = s->get();
     return Status::Ok();
   }
@@ -90,7 +62,7 @@ class TableReader {
     if (!node.ok()) return node.status();
     if (*node == nullptr) return Status::Ok();
     const auto* b = (*node)->as_boolean();
-    if (b == nullptr) return Fail(Key(name), "expected a boolean, got " + TypeName(**node));
+    if (b == nullptr) return Fail(Key(name), "expected a boolean, got " + TomlTypeName(**node));
     *out = b->get();
     return Status::Ok();
   }
@@ -112,7 +84,7 @@ class TableReader {
     if (!node.ok()) return node.status();
     if (*node == nullptr) return static_cast<const toml::table*>(nullptr);
     if (!(*node)->is_table()) {
-      return Fail(Key(name), "expected a table ([" + Key(name) + "]), got " + TypeName(**node));
+      return Fail(Key(name), "expected a table ([" + Key(name) + "]), got " + TomlTypeName(**node));
     }
     return (*node)->as_table();
   }
@@ -122,28 +94,6 @@ class TableReader {
   std::string prefix_;
   const std::string& source_;
 };
-
-std::string Quote(std::string_view text) {
-  std::string out = "\"";
-  for (char c : text) {
-    const unsigned char u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (u < 0x20 || u == 0x7f) {
-      char buffer[8];
-      std::snprintf(buffer, sizeof buffer, "\\u%04x", u);
-      out += buffer;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
 
 Status ReadWorkload(const TableReader& r, Workload* w) {
   MESHPLAN_RETURN_IF_ERROR(
@@ -171,14 +121,14 @@ Status ReadWorkload(const TableReader& r, Workload* w) {
     const toml::array* array = (*lengths)->as_array();
     if (array == nullptr) {
       return r.Fail(r.Key("document_lengths"),
-                    "expected an array of integers, got " + TypeName(**lengths));
+                    "expected an array of integers, got " + TomlTypeName(**lengths));
     }
     std::vector<int64_t> values;
     values.reserve(array->size());
     for (size_t i = 0; i < array->size(); ++i) {
       const std::string key = r.Key("document_lengths") + "[" + std::to_string(i) + "]";
       const auto* v = (*array)[i].as_integer();
-      if (v == nullptr) return r.Fail(key, "expected an integer, got " + TypeName((*array)[i]));
+      if (v == nullptr) return r.Fail(key, "expected an integer, got " + TomlTypeName((*array)[i]));
       if (v->get() <= 0) return r.Fail(key, "must be positive, got " + std::to_string(v->get()));
       values.push_back(v->get());
     }
@@ -228,14 +178,14 @@ Status ReadScheme(const TableReader& r, SchemeParams* s) {
   }
   const toml::array* array = (*placement)->as_array();
   if (array == nullptr) {
-    return r.Fail(r.Key("placement"), "expected an array of strings, got " + TypeName(**placement));
+    return r.Fail(r.Key("placement"), "expected an array of strings, got " + TomlTypeName(**placement));
   }
   s->placement.clear();
   for (size_t i = 0; i < array->size(); ++i) {
     const auto* name = (*array)[i].as_string();
     if (name == nullptr) {
       return r.Fail(r.Key("placement") + "[" + std::to_string(i) + "]",
-                    "expected a string, got " + TypeName((*array)[i]));
+                    "expected a string, got " + TomlTypeName((*array)[i]));
     }
     s->placement.push_back(name->get());
   }
@@ -346,20 +296,20 @@ std::string PlanToToml(const Plan& plan, const std::string& estimate_toml) {
   out << "heads = " << w.q_heads << "\n";
   out << "kv_heads = " << w.kv_heads << "\n";
   out << "head_dim = " << w.head_dim << "\n";
-  out << "dtype = " << Quote(DTypeName(w.dtype)) << "\n";
-  out << "partial_dtype = " << Quote(DTypeName(w.partial_dtype)) << "\n";
+  out << "dtype = " << TomlQuote(DTypeName(w.dtype)) << "\n";
+  out << "partial_dtype = " << TomlQuote(DTypeName(w.partial_dtype)) << "\n";
   switch (w.mask.kind) {
     case MaskKind::kFull:
     case MaskKind::kCausal:
-      out << "mask = " << Quote(w.mask.ToString()) << "\n";
+      out << "mask = " << TomlQuote(w.mask.ToString()) << "\n";
       break;
     case MaskKind::kWindow:  // exact token count, not the "4K" display form
-      out << "mask = " << Quote("window:" + std::to_string(w.mask.window)) << "\n";
+      out << "mask = " << TomlQuote("window:" + std::to_string(w.mask.window)) << "\n";
       break;
     case MaskKind::kDocuments:
       out << "mask = \"docs\"\n";
       if (!w.mask.documents_source.empty()) {
-        out << "documents_source = " << Quote(w.mask.documents_source) << "\n";
+        out << "documents_source = " << TomlQuote(w.mask.documents_source) << "\n";
       }
       out << "document_lengths = [";
       for (size_t i = 0; i < w.mask.document_lengths.size(); ++i) {
@@ -368,25 +318,25 @@ std::string PlanToToml(const Plan& plan, const std::string& estimate_toml) {
       out << "\n]\n";
       break;
   }
-  out << "pass = " << Quote(PassName(w.pass)) << "\n";
+  out << "pass = " << TomlQuote(PassName(w.pass)) << "\n";
 
   out << "\n[topology]\n";
-  out << "name = " << Quote(plan.topology_name) << "\n";
-  out << "source = " << Quote(plan.topology_source) << "\n";
+  out << "name = " << TomlQuote(plan.topology_name) << "\n";
+  out << "source = " << TomlQuote(plan.topology_source) << "\n";
   out << "gpus = " << plan.num_gpus << "\n";
 
   out << "\n[scheme]\n";
-  out << "name = " << Quote(SchemeName(s.scheme)) << "\n";
-  out << "layout = " << Quote(LayoutName(s.layout)) << "\n";
+  out << "name = " << TomlQuote(SchemeName(s.scheme)) << "\n";
+  out << "layout = " << TomlQuote(LayoutName(s.layout)) << "\n";
   out << "ulysses = " << s.ulysses << "\n";
   out << "ring = " << s.ring << "\n";
   out << "window = " << s.window << "\n";
   out << "tile_a = " << s.tile_a << "\n";
   out << "tile_b = " << s.tile_b << "\n";
   out << "cache_forward = " << (s.cache_forward ? "true" : "false") << "\n";
-  out << "reduce_chain = " << Quote(ReduceChainName(s.reduce_chain)) << "\n";
+  out << "reduce_chain = " << TomlQuote(ReduceChainName(s.reduce_chain)) << "\n";
   out << "placement = [";
-  for (size_t i = 0; i < s.placement.size(); ++i) out << (i ? ", " : "") << Quote(s.placement[i]);
+  for (size_t i = 0; i < s.placement.size(); ++i) out << (i ? ", " : "") << TomlQuote(s.placement[i]);
   out << "]\n";
 
   if (!estimate_toml.empty()) {
@@ -399,35 +349,15 @@ std::string PlanToToml(const Plan& plan, const std::string& estimate_toml) {
 }
 
 Result<Plan> ParsePlanToml(std::string_view text, const std::string& source) {
-#if TOML_EXCEPTIONS
-  toml::table root;
-  try {
-    root = toml::parse(text, source);
-  } catch (const toml::parse_error& error) {
-    return Status::Invalid(source + ":" + std::to_string(error.source().begin.line) + ":" +
-                           std::to_string(error.source().begin.column) + ": " +
-                           std::string(error.description()));
-  }
-  return FromTable(root, source);
-#else
-  toml::parse_result parsed = toml::parse(text, source);
-  if (!parsed) {
-    const toml::parse_error& error = parsed.error();
-    return Status::Invalid(source + ":" + std::to_string(error.source().begin.line) + ":" +
-                           std::to_string(error.source().begin.column) + ": " +
-                           std::string(error.description()));
-  }
-  return FromTable(parsed.table(), source);
-#endif
+  auto root = ParseTomlDocument(text, source);
+  if (!root.ok()) return root.status();
+  return FromTable(*root, source);
 }
 
 Result<Plan> LoadPlanFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound(path + ": cannot open file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return Status::Io(path + ": read failed");
-  return ParsePlanToml(text.str(), path);
+  auto text = ReadTextFile(path);
+  if (!text.ok()) return text.status();
+  return ParsePlanToml(*text, path);
 }
 
 }  // namespace meshplan

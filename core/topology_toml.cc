@@ -7,6 +7,8 @@
 
 #include <toml++/toml.h>
 
+#include "core/toml_util.h"
+
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -24,32 +26,6 @@ double GbToBytes(double gb) { return gb * 1e9; }
 double UsToSeconds(double us) { return us / 1e6; }
 double Identity(double x) { return x; }
 
-// The names the TOML spec uses for value types, for "expected X, got Y" messages.
-std::string TypeName(const toml::node& node) {
-  switch (node.type()) {
-    case toml::node_type::table:
-      return "table";
-    case toml::node_type::array:
-      return "array";
-    case toml::node_type::string:
-      return "string";
-    case toml::node_type::integer:
-      return "integer";
-    case toml::node_type::floating_point:
-      return "float";
-    case toml::node_type::boolean:
-      return "boolean";
-    case toml::node_type::date:
-      return "date";
-    case toml::node_type::time:
-      return "time";
-    case toml::node_type::date_time:
-      return "date-time";
-    default:
-      return "nothing";
-  }
-}
-
 // Error construction and typed access, all producing "source: key: reason".
 class Reader {
  public:
@@ -62,15 +38,7 @@ class Reader {
   // Every key of `table` must be in `allowed`; `prefix` is the table's own key ("" at top level).
   Status CheckKeys(const toml::table& table, const std::string& prefix,
                    std::initializer_list<std::string_view> allowed) const {
-    for (auto&& [key, node] : table) {
-      bool known = false;
-      for (std::string_view a : allowed) known = known || key.str() == a;
-      if (!known) {
-        return Status::Invalid(source_ + ": unknown key '" + Join(prefix, std::string(key.str())) +
-                               "'");
-      }
-    }
-    return Status::Ok();
+    return CheckTomlKeys(table, prefix, allowed, source_);
   }
 
   // Finds `name` in `table`. Returns nullptr when absent; absent and required is an error.
@@ -90,7 +58,7 @@ class Reader {
     } else if (const auto* f = node.as_floating_point()) {
       value = f->get();
     } else {
-      return Fail(key, "expected a number, got " + TypeName(node));
+      return Fail(key, "expected a number, got " + TomlTypeName(node));
     }
     if (!std::isfinite(value)) return Fail(key, "must be a finite number");
     *out = value;
@@ -99,14 +67,14 @@ class Reader {
 
   Status Integer(const toml::node& node, const std::string& key, int64_t* out) const {
     const auto* i = node.as_integer();
-    if (i == nullptr) return Fail(key, "expected an integer, got " + TypeName(node));
+    if (i == nullptr) return Fail(key, "expected an integer, got " + TomlTypeName(node));
     *out = i->get();
     return Status::Ok();
   }
 
   Status String(const toml::node& node, const std::string& key, std::string* out) const {
     const auto* s = node.as_string();
-    if (s == nullptr) return Fail(key, "expected a string, got " + TypeName(node));
+    if (s == nullptr) return Fail(key, "expected a string, got " + TomlTypeName(node));
     *out = s->get();
     return Status::Ok();
   }
@@ -158,7 +126,7 @@ Status ReadGpu(const Reader& r, const toml::table& t, GpuSpec* gpu) {
   const toml::table* peak_table = (*peak)->as_table();
   if (peak_table == nullptr) {
     return r.Fail("gpu.peak_tflops",
-                  "expected a table of dtype = TFLOP/s, got " + TypeName(**peak));
+                  "expected a table of dtype = TFLOP/s, got " + TomlTypeName(**peak));
   }
   for (auto&& [key, node] : *peak_table) {
     const std::string name(key.str());
@@ -177,7 +145,7 @@ Status ReadGpu(const Reader& r, const toml::table& t, GpuSpec* gpu) {
   if (points == nullptr) {
     return r.Fail(
         "gpu.attention_efficiency",
-        "expected an array of [block_tokens, efficiency] pairs, got " + TypeName(**curve));
+        "expected an array of [block_tokens, efficiency] pairs, got " + TomlTypeName(**curve));
   }
   for (size_t i = 0; i < points->size(); ++i) {
     const std::string key = "gpu.attention_efficiency[" + std::to_string(i) + "]";
@@ -215,7 +183,7 @@ Status ReadLevel(const Reader& r, const toml::table& t, const std::string& p, Ne
   if (*dims != nullptr) {
     const toml::array* array = (*dims)->as_array();
     if (array == nullptr)
-      return r.Fail(p + ".dims", "expected an array of integers, got " + TypeName(**dims));
+      return r.Fail(p + ".dims", "expected an array of integers, got " + TomlTypeName(**dims));
     for (size_t i = 0; i < array->size(); ++i) {
       int64_t d = 0;
       MESHPLAN_RETURN_IF_ERROR(r.Integer((*array)[i], p + ".dims[" + std::to_string(i) + "]", &d));
@@ -235,19 +203,19 @@ Result<Topology> FromTable(const toml::table& root, const std::string& source) {
 
   auto gpu = r.Find(root, "", "gpu", true);
   if (!gpu.ok()) return gpu.status();
-  if (!(*gpu)->is_table()) return r.Fail("gpu", "expected a table ([gpu]), got " + TypeName(**gpu));
+  if (!(*gpu)->is_table()) return r.Fail("gpu", "expected a table ([gpu]), got " + TomlTypeName(**gpu));
   MESHPLAN_RETURN_IF_ERROR(ReadGpu(r, *(*gpu)->as_table(), &topo.gpu));
 
   auto levels = r.Find(root, "", "level", true);
   if (!levels.ok()) return levels.status();
   const toml::array* array = (*levels)->as_array();
   if (array == nullptr) {
-    return r.Fail("level", "expected an array of tables ([[level]]), got " + TypeName(**levels));
+    return r.Fail("level", "expected an array of tables ([[level]]), got " + TomlTypeName(**levels));
   }
   for (size_t i = 0; i < array->size(); ++i) {
     const std::string key = "level[" + std::to_string(i) + "]";
     const toml::table* table = (*array)[i].as_table();
-    if (table == nullptr) return r.Fail(key, "expected a table, got " + TypeName((*array)[i]));
+    if (table == nullptr) return r.Fail(key, "expected a table, got " + TomlTypeName((*array)[i]));
     NetworkLevel level;
     MESHPLAN_RETURN_IF_ERROR(ReadLevel(r, *table, key, &level));
     topo.levels.push_back(std::move(level));
@@ -255,29 +223,6 @@ Result<Topology> FromTable(const toml::table& root, const std::string& source) {
   // Validate() names the key ("level[1].group_size: ..."); add the source in front.
   MESHPLAN_RETURN_IF_ERROR(topo.Validate().WithContext(source));
   return topo;
-}
-
-// TOML basic string with the escapes the spec requires.
-std::string Quote(std::string_view text) {
-  std::string out = "\"";
-  for (char c : text) {
-    const unsigned char u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (u < 0x20 || u == 0x7f) {
-      char buffer[8];
-      std::snprintf(buffer, sizeof buffer, "\\u%04x", u);
-      out += buffer;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
 }
 
 // Shortest decimal x such that to_model(x) == value exactly, so that writing and reading back
@@ -299,35 +244,15 @@ std::string FormatNumber(double value, double (*to_model)(double), double from_m
 }  // namespace
 
 Result<Topology> ParseTopologyToml(std::string_view text, const std::string& source) {
-#if TOML_EXCEPTIONS
-  toml::table root;
-  try {
-    root = toml::parse(text, source);
-  } catch (const toml::parse_error& error) {
-    return Status::Invalid(source + ":" + std::to_string(error.source().begin.line) + ":" +
-                           std::to_string(error.source().begin.column) + ": " +
-                           std::string(error.description()));
-  }
-  return FromTable(root, source);
-#else
-  toml::parse_result parsed = toml::parse(text, source);
-  if (!parsed) {
-    const toml::parse_error& error = parsed.error();
-    return Status::Invalid(source + ":" + std::to_string(error.source().begin.line) + ":" +
-                           std::to_string(error.source().begin.column) + ": " +
-                           std::string(error.description()));
-  }
-  return FromTable(parsed.table(), source);
-#endif
+  auto root = ParseTomlDocument(text, source);
+  if (!root.ok()) return root.status();
+  return FromTable(*root, source);
 }
 
 Result<Topology> LoadTopologyFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound(path + ": cannot open file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return Status::Io(path + ": read failed");
-  return ParseTopologyToml(text.str(), path);
+  auto text = ReadTextFile(path);
+  if (!text.ok()) return text.status();
+  return ParseTopologyToml(*text, path);
 }
 
 Topology DefaultTopology() {
@@ -344,11 +269,11 @@ Topology DefaultTopology() {
 
 std::string TopologyToToml(const Topology& t) {
   std::ostringstream out;
-  out << "name = " << Quote(t.name) << "\n";
-  if (!t.description.empty()) out << "description = " << Quote(t.description) << "\n";
+  out << "name = " << TomlQuote(t.name) << "\n";
+  if (!t.description.empty()) out << "description = " << TomlQuote(t.description) << "\n";
   const GpuSpec& g = t.gpu;
   out << "\n[gpu]\n";
-  out << "model = " << Quote(g.model) << "\n";
+  out << "model = " << TomlQuote(g.model) << "\n";
   out << "memory_GB = " << FormatNumber(g.memory_bytes, GbToBytes, 1e9) << "\n";
   out << "hbm_GBps = " << FormatNumber(g.hbm_bytes_per_s, GbToBytes, 1e9) << "\n";
   out << "launch_overhead_us = " << FormatNumber(g.launch_overhead_s, UsToSeconds, 1e-6) << "\n";
@@ -368,8 +293,8 @@ std::string TopologyToToml(const Topology& t) {
   out << "]\n";
   for (const NetworkLevel& l : t.levels) {
     out << "\n[[level]]\n";
-    out << "name = " << Quote(l.name) << "\n";
-    out << "kind = " << Quote(LinkKindName(l.kind)) << "\n";
+    out << "name = " << TomlQuote(l.name) << "\n";
+    out << "kind = " << TomlQuote(LinkKindName(l.kind)) << "\n";
     out << "group_size = " << l.group_size << "\n";
     out << "bandwidth_GBps = " << FormatNumber(l.bandwidth_bytes_per_s, GbToBytes, 1e9) << "\n";
     out << "latency_us = " << FormatNumber(l.latency_s, UsToSeconds, 1e-6) << "\n";

@@ -1,0 +1,100 @@
+#include "core/toml_util.h"
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+namespace meshplan {
+
+std::string TomlTypeName(const toml::node& node) {
+  switch (node.type()) {
+    case toml::node_type::table:
+      return "table";
+    case toml::node_type::array:
+      return "array";
+    case toml::node_type::string:
+      return "string";
+    case toml::node_type::integer:
+      return "integer";
+    case toml::node_type::floating_point:
+      return "float";
+    case toml::node_type::boolean:
+      return "boolean";
+    case toml::node_type::date:
+      return "date";
+    case toml::node_type::time:
+      return "time";
+    case toml::node_type::date_time:
+      return "date-time";
+    default:
+      return "nothing";
+  }
+}
+
+std::string TomlQuote(std::string_view text) {
+  std::string out = "\"";
+  for (char c : text) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (u < 0x20 || u == 0x7f) {
+      char buffer[8];
+      std::snprintf(buffer, sizeof buffer, "\\u%04x", u);
+      out += buffer;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+namespace {
+Status SyntaxError(const toml::parse_error& error, const std::string& source) {
+  return Status::Invalid(source + ":" + std::to_string(error.source().begin.line) + ":" +
+                         std::to_string(error.source().begin.column) + ": " +
+                         std::string(error.description()));
+}
+}  // namespace
+
+Result<toml::table> ParseTomlDocument(std::string_view text, const std::string& source) {
+#if TOML_EXCEPTIONS
+  try {
+    return toml::parse(text, source);
+  } catch (const toml::parse_error& error) {
+    return SyntaxError(error, source);
+  }
+#else
+  toml::parse_result parsed = toml::parse(text, source);
+  if (!parsed) return SyntaxError(parsed.error(), source);
+  return std::move(parsed).table();
+#endif
+}
+
+Result<std::string> ReadTextFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::NotFound(path + ": cannot open file");
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return Status::Io(path + ": read failed");
+  return text.str();
+}
+
+Status CheckTomlKeys(const toml::table& table, const std::string& prefix,
+                     std::initializer_list<std::string_view> allowed, const std::string& source) {
+  for (auto&& [key, node] : table) {
+    bool known = false;
+    for (std::string_view a : allowed) known = known || key.str() == a;
+    if (!known) {
+      const std::string name(key.str());
+      return Status::Invalid(source + ": unknown key '" + (prefix.empty() ? name : prefix + "." + name) + "'");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace meshplan

@@ -1,0 +1,26 @@
+// Pieces shared by the strict TOML readers and writers (topology and plan files).
+#pragma once
+
+#include <toml++/toml.h>
+
+#include <initializer_list>
+#include <string>
+#include <string_view>
+
+#include "core/status.h"
+
+namespace meshplan {
+
+// The names the TOML spec uses for value types, for "expected X, got Y" messages.
+std::string TomlTypeName(const toml::node& node);
+// A TOML basic string with the escapes the spec requires.
+std::string TomlQuote(std::string_view text);
+// Parses a document; a syntax error becomes "SOURCE:LINE:COLUMN: description".
+Result<toml::table> ParseTomlDocument(std::string_view text, const std::string& source);
+// Reads a whole file; a missing file is NotFound "PATH: cannot open file".
+Result<std::string> ReadTextFile(const std::string& path);
+// Every key of `table` must be in `allowed`; errors read "SOURCE: unknown key 'PREFIX.KEY'".
+Status CheckTomlKeys(const toml::table& table, const std::string& prefix,
+                     std::initializer_list<std::string_view> allowed, const std::string& source);
+
+}  // namespace meshplan
