@@ -10,22 +10,12 @@ namespace meshplan::planner::schemes {
 
 std::vector<SchemeParams> Attention2DStrategy::Enumerate(const PlanContext& ctx) const {
   std::vector<SchemeParams> out;
+  SchemeParams p;
+  p.scheme = Scheme::kAttention2D;
   for (int64_t a : Divisors(ctx.num_ranks)) {
-    for (Layout layout : SearchLayouts(ctx.workload.mask, false)) {
-      for (bool cache : {false, true}) {
-        if (cache && !HasBackward(ctx.workload.pass)) continue;
-        SchemeParams p;
-        p.scheme = Scheme::kAttention2D;
-        p.layout = layout;
-        p.tile_a = a;
-        p.tile_b = ctx.num_ranks / a;
-        p.cache_forward = cache;
-        for (auto& placement : AllPlacements(p.RankDims())) {
-          p.placement = placement;
-          out.push_back(p);
-        }
-      }
-    }
+    p.tile_a = a;
+    p.tile_b = ctx.num_ranks / a;
+    AddVariants(ctx, p, SearchLayouts(ctx.workload.mask, false), Placements::kAll, &out);
   }
   return out;
 }
@@ -38,12 +28,9 @@ Estimate Attention2DStrategy::Evaluate(const PlanContext& ctx, const SchemeParam
                           " does not cover the " + std::to_string(ranks) + " GPUs (a*b must equal P)");
   }
   const ShardLayout layout{p.layout, w.seq_len, ranks, 1};
-  if (Status st = layout.Validate(w.mask); !st.ok()) return Invalid(p, st.message());
-  if (Status st = ValidatePlacement(p.RankDims(), p.placement); !st.ok()) return Invalid(p, st.message());
+  if (std::string why = LayoutOrPlacementProblem(p, layout, w.mask); !why.empty()) return Invalid(p, why);
 
-  Estimate e;
-  e.params = p;
-  e.valid = true;
+  Estimate e = ValidEstimate(p);
   const ShardBytes& s = ctx.shard;
   const int64_t a = p.tile_a, b = p.tile_b;
   const Placement placement(p.RankDims(), p.placement);

@@ -117,4 +117,35 @@ std::vector<int64_t> Divisors(int64_t n) {
   return out;
 }
 
+void AddVariants(const PlanContext& ctx, SchemeParams base, const std::vector<Layout>& layouts,
+                 Placements placements, std::vector<SchemeParams>* out) {
+  const auto orders = placements == Placements::kAll
+                          ? AllPlacements(base.RankDims())
+                          : std::vector<std::vector<std::string>>{CanonicalPlacement(base.RankDims())};
+  for (Layout layout : layouts) {
+    for (bool cache : {false, true}) {
+      if (cache && !HasBackward(ctx.workload.pass)) continue;
+      base.layout = layout;
+      base.cache_forward = cache;
+      for (const auto& order : orders) {
+        base.placement = order;
+        out->push_back(base);
+      }
+    }
+  }
+}
+
+std::string LayoutOrPlacementProblem(const SchemeParams& params, const ShardLayout& layout, const Mask& mask) {
+  if (Status st = layout.Validate(mask); !st.ok()) return st.message();
+  if (Status st = ValidatePlacement(params.RankDims(), params.placement); !st.ok()) return st.message();
+  return "";
+}
+
+Estimate ValidEstimate(const SchemeParams& params) {
+  Estimate e;
+  e.params = params;
+  e.valid = true;
+  return e;
+}
+
 }  // namespace meshplan::planner::schemes

@@ -47,6 +47,18 @@ std::vector<std::vector<std::string>> AllPlacements(const std::vector<RankDim>& 
 std::vector<Layout> SearchLayouts(const Mask& mask, bool every_layout);
 std::vector<int64_t> Divisors(int64_t n);
 
+// Which placements AddVariants tries.
+enum class Placements { kCanonical, kAll };
+// Appends `base` once per layout in `layouts`, per cache choice (caching only when the pass has
+// a backward) and per placement of its rank grid.
+void AddVariants(const PlanContext& ctx, SchemeParams base, const std::vector<Layout>& layouts,
+                 Placements placements, std::vector<SchemeParams>* out);
+// Checks every scheme shares: the layout fits the sequence and mask, the placement names the
+// rank grid's dimensions. Empty when fine, else the reason.
+std::string LayoutOrPlacementProblem(const SchemeParams& params, const ShardLayout& layout, const Mask& mask);
+// A valid estimate for params, to be filled by the strategy.
+Estimate ValidEstimate(const SchemeParams& params);
+
 // Heads per rank for head-parallel degree U.
 inline int64_t HeadsPerRank(const Workload& w, int64_t degree) { return w.q_heads / degree; }
 

@@ -65,12 +65,9 @@ Estimate LoongTrainStrategy::Evaluate(const PlanContext& ctx, const SchemeParams
   }
   if (std::string why = UlyssesProblem(w, p.ulysses); !why.empty()) return Invalid(p, why);
   const ShardLayout layout{p.layout, w.seq_len, p.ring, p.ulysses};
-  if (Status st = layout.Validate(w.mask); !st.ok()) return Invalid(p, st.message());
-  if (Status st = ValidatePlacement(p.RankDims(), p.placement); !st.ok()) return Invalid(p, st.message());
+  if (std::string why = LayoutOrPlacementProblem(p, layout, w.mask); !why.empty()) return Invalid(p, why);
 
-  Estimate e;
-  e.params = p;
-  e.valid = true;
+  Estimate e = ValidEstimate(p);
   const ShardBytes& s = ctx.shard;
   const Placement placement(p.RankDims(), p.placement);
   SetFlops(e, ctx, ctx.RowPairsFor(layout), HeadsPerRank(w, p.ulysses));

@@ -58,22 +58,12 @@ void MeshTilePass(Estimate& e, const PlanContext& ctx, const SchemeParams& p, co
 
 std::vector<SchemeParams> MeshStrategy::Enumerate(const PlanContext& ctx) const {
   std::vector<SchemeParams> out;
+  SchemeParams p;
+  p.scheme = Scheme::kMesh;
   for (int64_t a : Divisors(ctx.num_ranks)) {
-    for (Layout layout : SearchLayouts(ctx.workload.mask, false)) {
-      for (bool cache : {false, true}) {
-        if (cache && !HasBackward(ctx.workload.pass)) continue;
-        SchemeParams p;
-        p.scheme = Scheme::kMesh;
-        p.layout = layout;
-        p.tile_a = a;
-        p.tile_b = ctx.num_ranks / a;
-        p.cache_forward = cache;
-        for (auto& placement : AllPlacements(p.RankDims())) {
-          p.placement = placement;
-          out.push_back(p);
-        }
-      }
-    }
+    p.tile_a = a;
+    p.tile_b = ctx.num_ranks / a;
+    AddVariants(ctx, p, SearchLayouts(ctx.workload.mask, false), Placements::kAll, &out);
   }
   return out;
 }
@@ -82,11 +72,8 @@ Estimate MeshStrategy::Evaluate(const PlanContext& ctx, const SchemeParams& p) c
   const Workload& w = ctx.workload;
   if (std::string why = MeshTileProblem(p, ctx.num_ranks); !why.empty()) return Invalid(p, why);
   const ShardLayout layout{p.layout, w.seq_len, ctx.num_ranks, 1};
-  if (Status st = layout.Validate(w.mask); !st.ok()) return Invalid(p, st.message());
-  if (Status st = ValidatePlacement(p.RankDims(), p.placement); !st.ok()) return Invalid(p, st.message());
-  Estimate e;
-  e.params = p;
-  e.valid = true;
+  if (std::string why = LayoutOrPlacementProblem(p, layout, w.mask); !why.empty()) return Invalid(p, why);
+  Estimate e = ValidEstimate(p);
   const Placement placement(p.RankDims(), p.placement);
   Traffic traffic(ctx.num_ranks, ctx.topology.num_levels());
   MeshTilePass(e, ctx, p, placement, layout, 0, 1, w.q_heads, -1, traffic);

@@ -9,33 +9,21 @@ namespace meshplan::planner::schemes {
 
 std::vector<SchemeParams> MeshUlyssesStrategy::Enumerate(const PlanContext& ctx) const {
   std::vector<SchemeParams> out;
-  const Workload& w = ctx.workload;
+  SchemeParams p;
+  p.scheme = Scheme::kMeshUlysses;
   for (int64_t u : Divisors(ctx.num_ranks)) {
-    if (u == 1 || !UlyssesProblem(w, u).empty()) continue;
+    if (u == 1 || !UlyssesProblem(ctx.workload, u).empty()) continue;
     const int64_t mesh_ranks = ctx.num_ranks / u;
+    p.ulysses = u;
     for (int64_t a : Divisors(mesh_ranks)) {
-      for (Layout layout : SearchLayouts(w.mask, false)) {
-        for (bool cache : {false, true}) {
-          if (cache && !HasBackward(w.pass)) continue;
-          SchemeParams p;
-          p.scheme = Scheme::kMeshUlysses;
-          p.layout = layout;
-          p.ulysses = u;
-          p.tile_a = a;
-          p.tile_b = mesh_ranks / a;
-          p.cache_forward = cache;
-          for (auto& placement : AllPlacements(p.RankDims())) {
-            p.placement = placement;
-            out.push_back(p);
-          }
-        }
-      }
+      p.tile_a = a;
+      p.tile_b = mesh_ranks / a;
+      AddVariants(ctx, p, SearchLayouts(ctx.workload.mask, false), Placements::kAll, &out);
     }
   }
-  if (out.empty()) {
-    SchemeParams p;
-    p.scheme = Scheme::kMeshUlysses;
+  if (out.empty()) {  // keep one candidate so the reason is shown
     p.ulysses = std::min<int64_t>(2, ctx.num_ranks);
+    p.tile_a = 1;
     p.tile_b = ctx.num_ranks / p.ulysses;
     p.placement = CanonicalPlacement(p.RankDims());
     out.push_back(p);
@@ -53,11 +41,8 @@ Estimate MeshUlyssesStrategy::Evaluate(const PlanContext& ctx, const SchemeParam
   const int64_t mesh_ranks = ctx.num_ranks / p.ulysses;
   if (std::string why = MeshTileProblem(p, mesh_ranks); !why.empty()) return Invalid(p, why);
   const ShardLayout layout{p.layout, w.seq_len, mesh_ranks, p.ulysses};
-  if (Status st = layout.Validate(w.mask); !st.ok()) return Invalid(p, st.message());
-  if (Status st = ValidatePlacement(p.RankDims(), p.placement); !st.ok()) return Invalid(p, st.message());
-  Estimate e;
-  e.params = p;
-  e.valid = true;
+  if (std::string why = LayoutOrPlacementProblem(p, layout, w.mask); !why.empty()) return Invalid(p, why);
+  Estimate e = ValidEstimate(p);
   const Placement placement(p.RankDims(), p.placement);
   Traffic traffic(ctx.num_ranks, ctx.topology.num_levels());
   MeshTilePass(e, ctx, p, placement, layout, 1, 2, HeadsPerRank(w, p.ulysses), 0, traffic);

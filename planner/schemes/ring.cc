@@ -8,19 +8,11 @@
 namespace meshplan::planner::schemes {
 
 std::vector<SchemeParams> RingStrategy::Enumerate(const PlanContext& ctx) const {
+  SchemeParams p;
+  p.scheme = Scheme::kRing;
+  p.ring = ctx.num_ranks;
   std::vector<SchemeParams> out;
-  for (Layout layout : SearchLayouts(ctx.workload.mask, /*every_layout=*/true)) {
-    for (bool cache : {false, true}) {
-      if (cache && !HasBackward(ctx.workload.pass)) continue;
-      SchemeParams p;
-      p.scheme = Scheme::kRing;
-      p.layout = layout;
-      p.ring = ctx.num_ranks;
-      p.cache_forward = cache;
-      p.placement = CanonicalPlacement(p.RankDims());
-      out.push_back(p);
-    }
-  }
+  AddVariants(ctx, p, SearchLayouts(ctx.workload.mask, /*every_layout=*/true), Placements::kCanonical, &out);
   return out;
 }
 
@@ -31,12 +23,9 @@ Estimate RingStrategy::Evaluate(const PlanContext& ctx, const SchemeParams& p) c
                           std::to_string(ranks) + " GPUs");
   }
   const ShardLayout layout{p.layout, ctx.workload.seq_len, ranks, 1};
-  if (Status st = layout.Validate(ctx.workload.mask); !st.ok()) return Invalid(p, st.message());
-  if (Status st = ValidatePlacement(p.RankDims(), p.placement); !st.ok()) return Invalid(p, st.message());
+  if (std::string why = LayoutOrPlacementProblem(p, layout, ctx.workload.mask); !why.empty()) return Invalid(p, why);
 
-  Estimate e;
-  e.params = p;
-  e.valid = true;
+  Estimate e = ValidEstimate(p);
   const Workload& w = ctx.workload;
   const ShardBytes& s = ctx.shard;
   const Placement placement(p.RankDims(), p.placement);

@@ -9,17 +9,11 @@
 namespace meshplan::planner::schemes {
 
 std::vector<SchemeParams> UlyssesStrategy::Enumerate(const PlanContext& ctx) const {
+  SchemeParams p;
+  p.scheme = Scheme::kUlysses;
+  p.ulysses = ctx.num_ranks;
   std::vector<SchemeParams> out;
-  for (bool cache : {false, true}) {
-    if (cache && !HasBackward(ctx.workload.pass)) continue;
-    SchemeParams p;
-    p.scheme = Scheme::kUlysses;
-    p.layout = Layout::kContiguous;
-    p.ulysses = ctx.num_ranks;
-    p.cache_forward = cache;
-    p.placement = CanonicalPlacement(p.RankDims());
-    out.push_back(p);
-  }
+  AddVariants(ctx, p, {Layout::kContiguous}, Placements::kCanonical, &out);
   return out;
 }
 
@@ -33,12 +27,9 @@ Estimate UlyssesStrategy::Evaluate(const PlanContext& ctx, const SchemeParams& p
   if (std::string why = UlyssesProblem(w, ranks); !why.empty()) return Invalid(p, why);
   if (p.layout != Layout::kContiguous) return Invalid(p, "Ulysses uses the contiguous layout");
   const ShardLayout layout{Layout::kContiguous, w.seq_len, 1, ranks};
-  if (Status st = layout.Validate(w.mask); !st.ok()) return Invalid(p, st.message());
-  if (Status st = ValidatePlacement(p.RankDims(), p.placement); !st.ok()) return Invalid(p, st.message());
+  if (std::string why = LayoutOrPlacementProblem(p, layout, w.mask); !why.empty()) return Invalid(p, why);
 
-  Estimate e;
-  e.params = p;
-  e.valid = true;
+  Estimate e = ValidEstimate(p);
   const ShardBytes& s = ctx.shard;
   const Placement placement(p.RankDims(), p.placement);
   const int64_t heads = HeadsPerRank(w, ranks);

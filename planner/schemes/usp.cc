@@ -9,28 +9,15 @@ namespace meshplan::planner::schemes {
 
 std::vector<SchemeParams> UspStrategy::Enumerate(const PlanContext& ctx) const {
   std::vector<SchemeParams> out;
-  const Workload& w = ctx.workload;
+  SchemeParams p;
+  p.scheme = Scheme::kUsp;
   for (int64_t u : Divisors(ctx.num_ranks)) {
-    if (u == 1 || u == ctx.num_ranks || !UlyssesProblem(w, u).empty()) continue;
-    for (Layout layout : SearchLayouts(w.mask, false)) {
-      for (bool cache : {false, true}) {
-        if (cache && !HasBackward(w.pass)) continue;
-        SchemeParams p;
-        p.scheme = Scheme::kUsp;
-        p.layout = layout;
-        p.ulysses = u;
-        p.ring = ctx.num_ranks / u;
-        p.cache_forward = cache;
-        for (auto& placement : AllPlacements(p.RankDims())) {
-          p.placement = placement;
-          out.push_back(p);
-        }
-      }
-    }
+    if (u == 1 || u == ctx.num_ranks || !UlyssesProblem(ctx.workload, u).empty()) continue;
+    p.ulysses = u;
+    p.ring = ctx.num_ranks / u;
+    AddVariants(ctx, p, SearchLayouts(ctx.workload.mask, false), Placements::kAll, &out);
   }
   if (out.empty()) {  // keep one candidate so the reason is shown
-    SchemeParams p;
-    p.scheme = Scheme::kUsp;
     p.ulysses = std::min<int64_t>(2, ctx.num_ranks);
     p.ring = ctx.num_ranks / p.ulysses;
     p.placement = CanonicalPlacement(p.RankDims());
@@ -49,12 +36,9 @@ Estimate UspStrategy::Evaluate(const PlanContext& ctx, const SchemeParams& p) co
   if (ranks == 1) return Invalid(p, "USP needs at least 2 GPUs");
   if (std::string why = UlyssesProblem(w, p.ulysses); !why.empty()) return Invalid(p, why);
   const ShardLayout layout{p.layout, w.seq_len, p.ring, p.ulysses};
-  if (Status st = layout.Validate(w.mask); !st.ok()) return Invalid(p, st.message());
-  if (Status st = ValidatePlacement(p.RankDims(), p.placement); !st.ok()) return Invalid(p, st.message());
+  if (std::string why = LayoutOrPlacementProblem(p, layout, w.mask); !why.empty()) return Invalid(p, why);
 
-  Estimate e;
-  e.params = p;
-  e.valid = true;
+  Estimate e = ValidEstimate(p);
   const ShardBytes& s = ctx.shard;
   const Placement placement(p.RankDims(), p.placement);
   SetFlops(e, ctx, ctx.RowPairsFor(layout), HeadsPerRank(w, p.ulysses));
