@@ -136,7 +136,9 @@ TEST(ComputeModel, ZigzagCausalIsBalancedContiguousIsNot) {
       con_sum += con[g];
     }
     EXPECT_NEAR(zig_max / (zig_sum / ranks), 1.0, 1e-3) << "a=" << a;
-    if (a == 1) EXPECT_NEAR(con_max / (con_sum / ranks), 1.98, 0.01);
+    if (a == 1) {
+      EXPECT_NEAR(con_max / (con_sum / ranks), 1.98, 0.01);
+    }
   }
 }
 
