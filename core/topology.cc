@@ -147,4 +147,10 @@ Status Topology::Validate() const {
   return Status::Ok();
 }
 
+Status Topology::SupportsDType(DType dtype) const {
+  if (gpu.peak_tflops.count(dtype) != 0) return Status::Ok();
+  return Status::Invalid(source + ": gpu.peak_tflops: no entry for " + std::string(DTypeName(dtype)) +
+                         ", the workload's dtype");
+}
+
 }  // namespace meshplan

@@ -76,6 +76,8 @@ struct Topology {
   int64_t Hops(int level, int64_t gpu_a, int64_t gpu_b) const;
   // Checks ranges and consistency; errors name the key ("level[1].group_size: ...").
   Status Validate() const;
+  // The GPU has a peak rate for `dtype`; the error names the source and key.
+  Status SupportsDType(DType dtype) const;
 };
 
 }  // namespace meshplan

@@ -34,6 +34,7 @@ int RunPlan(const PlanFlags& flags) {
   if (!workload.ok()) return ReportError(workload.status());
   auto topology = flags.topology.Load();
   if (!topology.ok()) return ReportError(topology.status());
+  if (Status st = topology->SupportsDType(workload->dtype); !st.ok()) return ReportError(st);
   if (Status st = CheckFormat(flags.format, {"table", "json", "csv"}); !st.ok()) return ReportError(st);
   if (flags.reserve_gib < 0) return ReportError(Status::Invalid("--reserve-gib: must not be negative"));
   planner::SearchOptions options;

@@ -22,9 +22,9 @@ std::vector<SchemeParams> MeshUlyssesStrategy::Enumerate(const PlanContext& ctx)
     }
   }
   if (out.empty()) {  // keep one candidate so the reason is shown
-    p.ulysses = std::min<int64_t>(2, ctx.num_ranks);
+    p.ulysses = 2;
     p.tile_a = 1;
-    p.tile_b = ctx.num_ranks / p.ulysses;
+    p.tile_b = std::max<int64_t>(1, ctx.num_ranks / 2);
     p.placement = CanonicalPlacement(p.RankDims());
     out.push_back(p);
   }
@@ -33,7 +33,8 @@ std::vector<SchemeParams> MeshUlyssesStrategy::Enumerate(const PlanContext& ctx)
 
 Estimate MeshUlyssesStrategy::Evaluate(const PlanContext& ctx, const SchemeParams& p) const {
   const Workload& w = ctx.workload;
-  if (p.ulysses < 1 || ctx.num_ranks % p.ulysses != 0) {
+  if (p.ulysses < 2) return Invalid(p, "mesh-ulysses needs a head-parallel degree of at least 2 (U = 1 is mesh)");
+  if (ctx.num_ranks % p.ulysses != 0) {
     return Invalid(p, "Ulysses degree " + std::to_string(p.ulysses) + " does not divide the " +
                           std::to_string(ctx.num_ranks) + " GPUs");
   }

@@ -18,8 +18,8 @@ std::vector<SchemeParams> UspStrategy::Enumerate(const PlanContext& ctx) const {
     AddVariants(ctx, p, SearchLayouts(ctx.workload.mask, false), Placements::kAll, &out);
   }
   if (out.empty()) {  // keep one candidate so the reason is shown
-    p.ulysses = std::min<int64_t>(2, ctx.num_ranks);
-    p.ring = ctx.num_ranks / p.ulysses;
+    p.ulysses = 2;
+    p.ring = std::max<int64_t>(1, ctx.num_ranks / 2);
     p.placement = CanonicalPlacement(p.RankDims());
     out.push_back(p);
   }
@@ -29,11 +29,11 @@ std::vector<SchemeParams> UspStrategy::Enumerate(const PlanContext& ctx) const {
 Estimate UspStrategy::Evaluate(const PlanContext& ctx, const SchemeParams& p) const {
   const Workload& w = ctx.workload;
   const int64_t ranks = ctx.num_ranks;
+  if (ranks < 2) return Invalid(p, "USP needs at least 2 GPUs");
   if (p.ulysses < 1 || p.ring < 1 || p.ulysses * p.ring != ranks) {
     return Invalid(p, "U x R = " + std::to_string(p.ulysses) + " x " + std::to_string(p.ring) +
                           " must equal the " + std::to_string(ranks) + " GPUs");
   }
-  if (ranks == 1) return Invalid(p, "USP needs at least 2 GPUs");
   if (std::string why = UlyssesProblem(w, p.ulysses); !why.empty()) return Invalid(p, why);
   const ShardLayout layout{p.layout, w.seq_len, p.ring, p.ulysses};
   if (std::string why = LayoutOrPlacementProblem(p, layout, w.mask); !why.empty()) return Invalid(p, why);

@@ -133,6 +133,21 @@ TEST_F(Cli, BadWorkloadFlags) {
   ExpectInvalid("plan --batch 0", {"--batch", "must be positive"});
   ExpectInvalid("plan --head-dim abc", {"--head-dim", "not a valid count"});
   ExpectInvalid("plan --dtype int4", {"--dtype", "unknown dtype 'int4'"});
+  const std::string bf16_only = Write("bf16.toml", R"(name = "bf16-only"
+[gpu]
+model = "G"
+memory_GB = 80
+hbm_GBps = 3000
+peak_tflops = { bf16 = 900 }
+attention_efficiency = [[1024, 0.5]]
+[[level]]
+name = "nvlink"
+kind = "switch"
+group_size = 8
+bandwidth_GBps = 400
+latency_us = 1
+)");
+  ExpectInvalid("plan -t " + bf16_only + " --dtype fp8", {"bf16.toml", "gpu.peak_tflops", "no entry for fp8"});
   ExpectInvalid("plan --pass sideways", {"--pass", "unknown pass"});
   ExpectInvalid("plan --mask diagonal", {"--mask", "unknown mask 'diagonal'"});
   ExpectInvalid("plan --mask window:0", {"window", "must be positive"});
