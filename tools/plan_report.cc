@@ -272,6 +272,9 @@ std::string RenderExplain(const planner::PlanContext& ctx, const planner::Estima
       out << "\n";
     }
     if (shown < r0.ops.size()) out << "  ... " << r0.ops.size() - shown << " more ops\n";
+  } else {
+    out << "\nschedule: not expanded here for " << ctx.num_ranks
+        << " ranks (the listing is limited to small clusters)\n";
   }
   return out.str();
 }
