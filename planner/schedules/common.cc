@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "planner/ulysses_payload.h"
+
 namespace meshplan::planner::sched {
 
 int64_t WholeBytes(double bytes) { return std::llround(bytes); }
@@ -298,14 +300,13 @@ Schedule ExpandHeadRing(const PlanContext& ctx, const SchemeParams& params,
   const Workload& wl = ctx.workload;
   const ShardBytes& b = ctx.shard;
   // All-to-all over u ranks of x bytes per rank sends (u-1)/u*x (docs/schemes.md, Ulysses row).
-  const int64_t fwd_in = ScaledBytes(b.q + b.kv, u - 1, u);
-  const int64_t fwd_out = ScaledBytes(b.q, u - 1, u);
-  const int64_t bwd_in = params.cache_forward ? ScaledBytes(b.q, u - 1, u)
-                                              : ScaledBytes(2 * b.q + b.kv + b.lse, u - 1, u);
-  const uint16_t bwd_in_tensors =
-      params.cache_forward ? uint16_t{kTensorDO}
-                           : static_cast<uint16_t>(kTensorQ | kTensorKV | kTensorDO | kTensorD);
-  const int64_t bwd_out = ScaledBytes(b.q + b.kv, u - 1, u);
+  const A2APayload fwd_in_payload = UlyssesInPayload(b, Phase::kForward, false);
+  const A2APayload bwd_in_payload = UlyssesInPayload(b, Phase::kBackward, params.cache_forward);
+  const int64_t fwd_in = WholeBytes(AllToAllSent(fwd_in_payload.bytes, u));
+  const int64_t fwd_out = WholeBytes(AllToAllSent(UlyssesOutPayload(b, Phase::kForward).bytes, u));
+  const int64_t bwd_in = WholeBytes(AllToAllSent(bwd_in_payload.bytes, u));
+  const uint16_t bwd_in_tensors = bwd_in_payload.tensors;
+  const int64_t bwd_out = WholeBytes(AllToAllSent(UlyssesOutPayload(b, Phase::kBackward).bytes, u));
 
   Schedule s = NewSchedule(ctx, params, layout, static_cast<size_t>(16 * r + 8));
   s.groups.resize(static_cast<size_t>(r));

@@ -13,6 +13,8 @@
 
 #include "planner/mesh/assignment.h"
 #include "planner/mesh/greedy.h"
+#include "planner/mesh/step_costs.h"
+#include "planner/ulysses_payload.h"
 #include "planner/schedules/expand.h"
 
 namespace meshplan::planner {
@@ -61,37 +63,6 @@ struct RankScratch {
   std::vector<uint32_t> deps;
 };
 
-// Relative step costs for the greedy hold-back (docs/mesh-attention.md, "Cost assumptions"):
-// block time = mean block FLOPs / (peak * kernel efficiency); message time = bytes / bandwidth
-// of the innermost network level spanning all ranks. Normalised to block = 1.
-mesh::StepCosts DeriveCosts(const PlanContext& ctx, const PhasePlan& p, const ShardLayout& layout,
-                            int64_t heads) {
-  const Topology& topo = ctx.topology;
-  double rate = topo.gpu.PeakFlopsPerSecond(ctx.workload.dtype) *
-                topo.gpu.Efficiency(layout.KernelBlockTokens());
-  if (!(rate > 0)) rate = 5e14;  // nominal when the topology has no GPU data
-  double bw = 0;
-  for (int i = 0; i < topo.num_levels(); ++i) {
-    bw = topo.levels[static_cast<size_t>(i)].bandwidth_bytes_per_s;
-    if (topo.Span(i) >= ctx.num_ranks) break;
-  }
-  if (!(bw > 0)) bw = 5e10;
-  const double blocks =
-      static_cast<double>(layout.num_shards) * static_cast<double>(layout.num_shards);
-  const double mean_pairs = static_cast<double>(ctx.counter.Total()) / blocks;
-  const double block_flops = 4.0 * static_cast<double>(ctx.workload.batch) * mean_pairs *
-                             static_cast<double>(heads) *
-                             static_cast<double>(ctx.workload.head_dim) * p.flops_factor;
-  const double block_s = std::max(block_flops / rate, 1e-12);
-  mesh::StepCosts c;
-  c.block = 1;
-  c.q_shift = static_cast<double>(p.q_shift_bytes) / bw / block_s;
-  c.kv_shift = static_cast<double>(p.kv_shift_bytes) / bw / block_s;
-  c.q_partial = static_cast<double>(p.q_partial_bytes) / bw / block_s;
-  c.kv_partial = static_cast<double>(p.kv_partial_bytes) / bw / block_s;
-  return c;
-}
-
 class MeshExpander {
  public:
   MeshExpander(const PlanContext& ctx, const SchemeParams& params, int64_t u_degree)
@@ -120,6 +91,8 @@ class MeshExpander {
     sched.num_ranks = P;
     sched.layout = ShardLayout{params_.layout, w.seq_len, M, U_};
     MESHPLAN_RETURN_IF_ERROR(sched.layout.Validate(w.mask));
+    // The placement sets the step costs the greedy schedule depends on.
+    MESHPLAN_RETURN_IF_ERROR(ValidatePlacement(params_.RankDims(), params_.placement));
     heads_ = w.q_heads / U_;
 
     const int32_t a = static_cast<int32_t>(shape_.a), b = static_cast<int32_t>(shape_.b);
@@ -183,35 +156,31 @@ class MeshExpander {
     const bool cache = params_.cache_forward;
     PhasePlan p;
     p.phase = phase;
-    const double uf = static_cast<double>(U_ - 1) / static_cast<double>(U_);
+    const A2APayload in = UlyssesInPayload(s, phase, cache && phase == Phase::kBackward);
+    const A2APayload out = UlyssesOutPayload(s, phase);
+    p.a2a_in_tensors = in.tensors;
+    p.a2a_in_bytes = RoundBytes(AllToAllSent(in.bytes, U_));
+    p.a2a_out_tensors = out.tensors;
+    p.a2a_out_bytes = RoundBytes(AllToAllSent(out.bytes, U_));
+    // Message sizes come from the same function the analytic estimate uses.
+    const mesh::MessageBytes m = mesh::PhaseMessageBytes(s, phase, cache && phase == Phase::kBackward);
+    p.q_shift_bytes = RoundBytes(m.q_shift);
+    p.kv_shift_bytes = RoundBytes(m.kv_shift);
+    p.q_partial_bytes = RoundBytes(m.q_partial);
+    p.kv_partial_bytes = RoundBytes(m.kv_partial);
     if (phase == Phase::kForward) {
       p.q_shift_tensors = kTensorQ;
-      p.q_shift_bytes = RoundBytes(s.q);
       p.kv_shift_tensors = kTensorKV;
-      p.kv_shift_bytes = RoundBytes(s.kv);
       p.q_partial_tensors = kTensorO | kTensorLse;
-      p.q_partial_bytes = RoundBytes(s.o_partial + s.lse);
-      p.a2a_in_tensors = kTensorQ | kTensorKV;
-      p.a2a_in_bytes = RoundBytes(uf * (s.q + s.kv));
-      p.a2a_out_tensors = kTensorO;
-      p.a2a_out_bytes = RoundBytes(uf * s.q);
     } else {
       p.cached = cache;
       p.flops_factor = kBackwardFlopsFactor;
       // The Q dimension carries what the forward could not have delivered: dO, LSE (final, known
       // only at the owner after the O chain) and D; Q too unless cached.
       p.q_shift_tensors = kTensorDO | kTensorLse | kTensorD | (cache ? 0 : kTensorQ);
-      p.q_shift_bytes = RoundBytes((cache ? 1 : 2) * s.q + 2 * s.lse);
       p.kv_shift_tensors = kTensorKV;
-      p.kv_shift_bytes = RoundBytes(s.kv);
       p.q_partial_tensors = kTensorDQ;
-      p.q_partial_bytes = RoundBytes(s.dq_partial);
       p.kv_partial_tensors = kTensorDKV;
-      p.kv_partial_bytes = RoundBytes(s.dkv_partial);
-      p.a2a_in_tensors = cache ? kTensorDO : (kTensorQ | kTensorKV | kTensorDO | kTensorD);
-      p.a2a_in_bytes = RoundBytes(cache ? uf * s.q : uf * (2 * s.q + s.kv + s.lse));
-      p.a2a_out_tensors = kTensorDQ | kTensorDKV;
-      p.a2a_out_bytes = RoundBytes(uf * (s.q + s.kv));
     }
     mesh::GreedyOptions g;
     g.a = shape_.a;
@@ -219,7 +188,7 @@ class MeshExpander {
     g.phase = phase;
     g.chain = params_.reduce_chain;
     g.kv_present = p.cached;
-    g.costs = DeriveCosts(ctx_, p, layout, heads_);
+    g.costs = mesh::PhaseStepTimes(ctx_, params_, phase).Costs();
     p.steps = mesh::GreedySchedule(g);
     return p;
   }

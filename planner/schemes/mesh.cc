@@ -20,25 +20,22 @@ std::string MeshTileProblem(const SchemeParams& p, int64_t mesh_ranks) {
 }
 
 void MeshTilePass(Estimate& e, const PlanContext& ctx, const SchemeParams& p, const Placement& placement,
-                  const ShardLayout& layout, int q_dim, int kv_dim, int64_t heads, int ulysses_dim,
-                  Traffic& traffic) {
+                  const ShardLayout& layout, int64_t heads, Traffic& traffic) {
+  const int ulysses_dim = p.scheme == Scheme::kMeshUlysses ? 0 : -1;
   const Workload& w = ctx.workload;
   const int64_t a = p.tile_a, b = p.tile_b;
   SetFlops(e, ctx, ctx.TilePairsFor(layout, a), heads);
-  const double block_s = KernelSeconds(ctx.topology.gpu, w.dtype,
-                                       e.flops_max / PassFlopsFactor(w.pass) / static_cast<double>(a * b),
-                                       layout.KernelBlockTokens(), 1);
   double fwd_bytes = 0, bwd_bytes = 0;
   if (HasForward(w.pass)) {
     if (ulysses_dim >= 0) fwd_bytes += UlyssesIn(e, ctx, placement, ulysses_dim, Phase::kForward, false, traffic);
-    fwd_bytes += MeshPass(e, ctx, p, placement, q_dim, kv_dim, Phase::kForward, block_s, traffic);
+    fwd_bytes += MeshPass(e, ctx, p, placement, Phase::kForward, traffic);
     if (ulysses_dim >= 0) fwd_bytes += UlyssesOut(e, ctx, placement, ulysses_dim, Phase::kForward, traffic);
   }
   if (HasBackward(w.pass)) {
     if (ulysses_dim >= 0) {
       bwd_bytes += UlyssesIn(e, ctx, placement, ulysses_dim, Phase::kBackward, p.cache_forward, traffic);
     }
-    bwd_bytes += MeshPass(e, ctx, p, placement, q_dim, kv_dim, Phase::kBackward, block_s, traffic);
+    bwd_bytes += MeshPass(e, ctx, p, placement, Phase::kBackward, traffic);
     if (ulysses_dim >= 0) bwd_bytes += UlyssesOut(e, ctx, placement, ulysses_dim, Phase::kBackward, traffic);
   }
   SetTraffic(e, traffic, fwd_bytes, bwd_bytes);
@@ -76,7 +73,7 @@ Estimate MeshStrategy::Evaluate(const PlanContext& ctx, const SchemeParams& p) c
   Estimate e = ValidEstimate(p);
   const Placement placement(p.RankDims(), p.placement);
   Traffic traffic(ctx.num_ranks, ctx.topology.num_levels());
-  MeshTilePass(e, ctx, p, placement, layout, 0, 1, w.q_heads, -1, traffic);
+  MeshTilePass(e, ctx, p, placement, layout, w.q_heads, traffic);
   return e;
 }
 

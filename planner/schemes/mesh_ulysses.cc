@@ -46,7 +46,7 @@ Estimate MeshUlyssesStrategy::Evaluate(const PlanContext& ctx, const SchemeParam
   Estimate e = ValidEstimate(p);
   const Placement placement(p.RankDims(), p.placement);
   Traffic traffic(ctx.num_ranks, ctx.topology.num_levels());
-  MeshTilePass(e, ctx, p, placement, layout, 1, 2, HeadsPerRank(w, p.ulysses), 0, traffic);
+  MeshTilePass(e, ctx, p, placement, layout, HeadsPerRank(w, p.ulysses), traffic);
   return e;
 }
 

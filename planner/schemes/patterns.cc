@@ -4,7 +4,9 @@
 #include <string>
 
 #include "planner/mesh/greedy.h"
+#include "planner/mesh/step_costs.h"
 #include "planner/schemes/common.h"
+#include "planner/ulysses_payload.h"
 
 namespace meshplan::planner::schemes {
 namespace {
@@ -23,34 +25,20 @@ double UlyssesIn(Estimate& e, const PlanContext& ctx, const Placement& placement
                  Phase phase, bool cache, Traffic& traffic) {
   const int64_t u = placement.DimSize(dim);
   if (u <= 1) return 0.0;
-  const ShardBytes& s = ctx.shard;
-  double payload;
-  std::string what;
-  if (phase == Phase::kForward) {
-    payload = s.q + s.kv;
-    what = "Q,K,V";
-  } else if (cache) {
-    payload = s.q;
-    what = "dO";
-  } else {
-    payload = s.q + s.kv + s.q + s.lse;
-    what = "Q,K,V,dO,D";
-  }
-  AddExposed(e, std::string(PhaseLabel(phase)) + " all-to-all " + what + " (seq->heads)",
-             ctx.comm->AllToAll(placement, dim, payload, &traffic));
-  return payload * static_cast<double>(u - 1) / static_cast<double>(u);
+  const A2APayload in = UlyssesInPayload(ctx.shard, phase, cache);
+  AddExposed(e, std::string(PhaseLabel(phase)) + " all-to-all " + in.names + " (seq->heads)",
+             ctx.comm->AllToAll(placement, dim, in.bytes, &traffic));
+  return AllToAllSent(in.bytes, u);
 }
 
 double UlyssesOut(Estimate& e, const PlanContext& ctx, const Placement& placement, int dim,
                   Phase phase, Traffic& traffic) {
   const int64_t u = placement.DimSize(dim);
   if (u <= 1) return 0.0;
-  const ShardBytes& s = ctx.shard;
-  const double payload = phase == Phase::kForward ? s.q : s.q + s.kv;
-  AddExposed(e, std::string(PhaseLabel(phase)) +
-                    (phase == Phase::kForward ? " all-to-all O (heads->seq)" : " all-to-all dQ,dK,dV (heads->seq)"),
-             ctx.comm->AllToAll(placement, dim, payload, &traffic));
-  return payload * static_cast<double>(u - 1) / static_cast<double>(u);
+  const A2APayload out = UlyssesOutPayload(ctx.shard, phase);
+  AddExposed(e, std::string(PhaseLabel(phase)) + " all-to-all " + out.names + " (heads->seq)",
+             ctx.comm->AllToAll(placement, dim, out.bytes, &traffic));
+  return AllToAllSent(out.bytes, u);
 }
 
 double RingPass(Estimate& e, const PlanContext& ctx, const Placement& placement, int dim, Phase phase,
@@ -96,49 +84,39 @@ double DoubleRingPass(Estimate& e, const PlanContext& ctx, const Placement& plac
 }
 
 double MeshPass(Estimate& e, const PlanContext& ctx, const SchemeParams& params,
-                const Placement& placement, int q_dim, int kv_dim, Phase phase,
-                double block_compute_s, Traffic& traffic) {
+                const Placement& placement, Phase phase, Traffic& traffic) {
+  const int q_dim = mesh::QDim(params), kv_dim = mesh::KvDim(params);
   const int64_t a = placement.DimSize(q_dim), b = placement.DimSize(kv_dim);
-  const ShardBytes& s = ctx.shard;
   const bool fwd = phase == Phase::kForward;
-  const bool cache = params.cache_forward;
-  const double q_msg = fwd ? s.q : (cache ? s.q : 2 * s.q) + 2 * s.lse;
-  const double kv_msg = fwd ? s.kv : (cache ? 0.0 : s.kv);
-  const double qp_msg = fwd ? s.o_partial + s.lse : s.dq_partial;
-  const double kvp_msg = fwd ? 0.0 : s.dkv_partial;
+  const mesh::MessageBytes m = mesh::PhaseMessageBytes(ctx.shard, phase, params.cache_forward);
   const int64_t ca = ChainHops(params.reduce_chain, a);
   const int64_t cb = fwd ? 0 : ChainHops(params.reduce_chain, b);
-
+  // Per-level bytes of every message the pass sends.
   CommModel& comm = *ctx.comm;
-  const double t_q = comm.RingShift(placement, q_dim, q_msg, a - 1, &traffic);
-  const double t_kv = kv_msg > 0 ? comm.RingShift(placement, kv_dim, kv_msg, b - 1, &traffic) : 0.0;
-  const double t_qp = comm.RingShift(placement, q_dim, qp_msg, ca, &traffic);
-  const double t_kvp = kvp_msg > 0 ? comm.RingShift(placement, kv_dim, kvp_msg, cb, &traffic) : 0.0;
-  const bool shared = a > 1 && b > 1 &&
-                      comm.BottleneckLevel(placement, q_dim, q_msg) ==
-                          comm.BottleneckLevel(placement, kv_dim, std::max(kv_msg, kvp_msg));
+  comm.RingShift(placement, q_dim, m.q_shift, a - 1, &traffic);
+  comm.RingShift(placement, kv_dim, m.kv_shift, b - 1, &traffic);
+  comm.RingShift(placement, q_dim, m.q_partial, ca, &traffic);
+  comm.RingShift(placement, kv_dim, m.kv_partial, cb, &traffic);
 
+  // The same step table the schedule expansion replays (planner/mesh/step_costs.h).
+  const mesh::StepTimes t = mesh::PhaseStepTimes(ctx, params, phase);
   mesh::GreedyOptions options;
   options.a = a;
   options.b = b;
   options.phase = phase;
   options.chain = params.reduce_chain;
-  options.kv_present = !fwd && cache;
-  const double block_s = block_compute_s * (fwd ? 1.0 : kBackwardFlopsFactor);
-  // Costs steer the greedy's hold-back decisions; tiny positive floors keep ratios defined.
-  options.costs = {std::max(block_s, 1e-12), std::max(t_q, 1e-12), std::max(t_kv, 1e-12),
-                   std::max(t_qp, 1e-12), std::max(t_kvp, 1e-12)};
+  options.kv_present = !fwd && params.cache_forward;
+  options.costs = t.Costs();
   const std::vector<mesh::MeshStep> steps = mesh::GreedySchedule(options);
 
   const std::string label = std::string(PhaseLabel(phase)) + " mesh step";
-  for (size_t i = 0; i < steps.size(); ++i) {
-    const mesh::MeshStep& step = steps[i];
-    const double compute = static_cast<double>(step.compute.size()) * block_s;
-    const double q_comm = (step.shift == mesh::ShiftKind::kQ ? t_q : 0.0) +
-                          static_cast<double>(step.q_partial_sends.size()) * t_qp;
-    const double kv_comm = (step.shift == mesh::ShiftKind::kKV ? t_kv : 0.0) +
-                           static_cast<double>(step.kv_partial_sends.size()) * t_kvp;
-    const double comm_s = shared ? q_comm + kv_comm : std::max(q_comm, kv_comm);
+  for (const mesh::MeshStep& step : steps) {
+    const double compute = static_cast<double>(step.compute.size()) * t.block;
+    const double q_comm = (step.shift == mesh::ShiftKind::kQ ? t.q_shift : 0.0) +
+                          static_cast<double>(step.q_partial_sends.size()) * t.q_partial;
+    const double kv_comm = (step.shift == mesh::ShiftKind::kKV ? t.kv_shift : 0.0) +
+                           static_cast<double>(step.kv_partial_sends.size()) * t.kv_partial;
+    const double comm_s = t.shared_link ? q_comm + kv_comm : std::max(q_comm, kv_comm);
     if (!e.stages.empty() && e.stages.back().label == label && e.stages.back().compute_s == compute &&
         e.stages.back().comm_s == comm_s) {
       ++e.stages.back().count;  // fold identical consecutive steps
@@ -146,8 +124,8 @@ double MeshPass(Estimate& e, const PlanContext& ctx, const SchemeParams& params,
       e.stages.push_back({label, compute, comm_s, true, 1});
     }
   }
-  return static_cast<double>(a - 1) * q_msg + static_cast<double>(b - 1) * kv_msg +
-         static_cast<double>(ca) * qp_msg + static_cast<double>(cb) * kvp_msg;
+  return static_cast<double>(a - 1) * m.q_shift + static_cast<double>(b - 1) * m.kv_shift +
+         static_cast<double>(ca) * m.q_partial + static_cast<double>(cb) * m.kv_partial;
 }
 
 double Attention2DPass(Estimate& e, const PlanContext& ctx, const Placement& placement, int q_dim,

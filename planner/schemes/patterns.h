@@ -27,11 +27,10 @@ double RingPass(Estimate& e, const PlanContext& ctx, const Placement& placement,
 double DoubleRingPass(Estimate& e, const PlanContext& ctx, const Placement& placement, int inner_dim,
                       int outer_dim, Phase phase, bool cache, double step_compute_s, Traffic& traffic);
 
-// One Mesh-Attention tile pass over dims q (size a) and kv (size b) following the greedy step
-// schedule; `block_compute_s` is one forward block's kernel time.
+// One Mesh-Attention tile pass (mesh or mesh-ulysses plan) following the greedy step schedule
+// with this plan's step costs (planner/mesh/step_costs.h).
 double MeshPass(Estimate& e, const PlanContext& ctx, const SchemeParams& params,
-                const Placement& placement, int q_dim, int kv_dim, Phase phase,
-                double block_compute_s, Traffic& traffic);
+                const Placement& placement, Phase phase, Traffic& traffic);
 
 // ATTENTION2D pass: collectives over dims q and kv, not overlapped with the compute.
 double Attention2DPass(Estimate& e, const PlanContext& ctx, const Placement& placement, int q_dim,

@@ -104,6 +104,7 @@ void Build(const Config& c, Built& out) {
   out.params.tile_b = c.b;
   out.params.cache_forward = c.cache;
   out.params.reduce_chain = c.chain;
+  out.params.placement = CanonicalPlacement(out.params.RankDims());
   const PlanContext ctx(out.w, out.topo);
   out.sched = c.U > 1 ? ExpandMeshUlysses(ctx, out.params) : ExpandMesh(ctx, out.params);
 }
@@ -415,7 +416,12 @@ TEST(MeshSchedule, RejectsBadShapes) {
   u.ulysses = 4;
   u.tile_a = 1;
   u.tile_b = 1;
+  u.placement = CanonicalPlacement(u.RankDims());
   EXPECT_FALSE(ExpandMeshUlysses(ctx, u).ok());
+  // A placement that does not name the rank grid's dimensions.
+  SchemeParams bad_placement = built.params;
+  bad_placement.placement = {"q"};
+  EXPECT_FALSE(ExpandMesh(ctx, bad_placement).ok());
 }
 
 }  // namespace

@@ -1,0 +1,57 @@
+#include "planner/mesh/step_costs.h"
+
+#include <algorithm>
+
+#include "planner/compute_model.h"
+
+namespace meshplan::planner::mesh {
+
+MessageBytes PhaseMessageBytes(const ShardBytes& s, Phase phase, bool cache) {
+  MessageBytes m;
+  if (phase == Phase::kForward) {
+    m.q_shift = s.q;
+    m.kv_shift = s.kv;
+    m.q_partial = s.o_partial + s.lse;
+    return m;
+  }
+  m.q_shift = (cache ? 1.0 : 2.0) * s.q + 2.0 * s.lse;
+  m.kv_shift = cache ? 0.0 : s.kv;
+  m.q_partial = s.dq_partial;
+  m.kv_partial = s.dkv_partial;
+  return m;
+}
+
+int QDim(const SchemeParams& params) { return params.scheme == Scheme::kMeshUlysses ? 1 : 0; }
+int KvDim(const SchemeParams& params) { return QDim(params) + 1; }
+
+StepCosts StepTimes::Costs() const {
+  auto floor = [](double x) { return std::max(x, 1e-12); };
+  return {floor(block), floor(q_shift), floor(kv_shift), floor(q_partial), floor(kv_partial)};
+}
+
+StepTimes PhaseStepTimes(const PlanContext& ctx, const SchemeParams& p, Phase phase) {
+  const Workload& w = ctx.workload;
+  const int64_t u = p.scheme == Scheme::kMeshUlysses ? p.ulysses : 1;
+  const ShardLayout layout{p.layout, w.seq_len, ctx.num_ranks / u, u};
+  // Block time: the busiest rank's forward work spread over its a*b blocks.
+  const std::vector<int64_t>& pairs = ctx.TilePairsFor(layout, p.tile_a);
+  const int64_t max_pairs = pairs.empty() ? 0 : *std::max_element(pairs.begin(), pairs.end());
+  const double block_flops = ctx.ForwardFlops(max_pairs, w.q_heads / u) / static_cast<double>(p.tile_a * p.tile_b);
+  StepTimes t;
+  t.block = KernelSeconds(ctx.topology.gpu, w.dtype, block_flops, layout.KernelBlockTokens(), 1) *
+            (phase == Phase::kForward ? 1.0 : kBackwardFlopsFactor);
+  const Placement placement(p.RankDims(), p.placement);
+  const MessageBytes m = PhaseMessageBytes(ctx.shard, phase, p.cache_forward);
+  const int q_dim = QDim(p), kv_dim = KvDim(p);
+  CommModel& comm = *ctx.comm;
+  t.q_shift = comm.RingShift(placement, q_dim, m.q_shift, 1, nullptr);
+  t.kv_shift = m.kv_shift > 0 ? comm.RingShift(placement, kv_dim, m.kv_shift, 1, nullptr) : 0.0;
+  t.q_partial = comm.RingShift(placement, q_dim, m.q_partial, 1, nullptr);
+  t.kv_partial = m.kv_partial > 0 ? comm.RingShift(placement, kv_dim, m.kv_partial, 1, nullptr) : 0.0;
+  t.shared_link = p.tile_a > 1 && p.tile_b > 1 &&
+                  comm.BottleneckLevel(placement, q_dim, m.q_shift) ==
+                      comm.BottleneckLevel(placement, kv_dim, std::max(m.kv_shift, m.kv_partial));
+  return t;
+}
+
+}  // namespace meshplan::planner::mesh
