@@ -67,6 +67,21 @@ TEST(PlanScheduleAgreement, EveryCandidateExpandsToWhatItsEstimateSays) {
           }
           ASSERT_NEAR(MaxOf(sum.flops), e.flops_max, 1e-9 * e.flops_max) << what;
           ASSERT_NEAR(MeanOf(sum.flops), e.flops_mean, 1e-9 * e.flops_mean) << what;
+          // Mesh: the estimate times the very step table the schedule runs (same step count).
+          if (scheme == Scheme::kMesh || scheme == Scheme::kMeshUlysses) {
+            for (Phase phase : {Phase::kForward, Phase::kBackward}) {
+              const std::string label = phase == Phase::kForward ? "fwd mesh step" : "bwd mesh step";
+              int64_t estimate_steps = 0;
+              for (const TimeStage& stage : e.stages) estimate_steps += stage.label == label ? stage.count : 0;
+              int32_t last_step = -1;
+              for (const RankProgram& prog : schedule->ranks) {
+                for (const Op& op : prog.ops) {
+                  if (op.phase == phase) last_step = std::max(last_step, op.step);
+                }
+              }
+              ASSERT_EQ(estimate_steps, last_step + 1) << what << " phase " << static_cast<int>(phase);
+            }
+          }
           // Zigzag balances causal work: every rank within 1% of the mean.
           if (c.mask.kind == MaskKind::kCausal && p.layout == Layout::kZigzag) {
             ASSERT_LE(FlopsImbalance(sum), 1.01) << what;
