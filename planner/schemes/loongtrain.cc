@@ -1,9 +1,8 @@
 // LoongTrain: head parallelism hp x double-ring context parallelism cp with windows of w ranks
 // (docs/schemes.md).
-#include "planner/compute_model.h"
 #include "planner/schedules/expand.h"
 #include "planner/schemes/common.h"
-#include "planner/schemes/patterns.h"
+#include "planner/schemes/head_ring.h"
 #include "planner/schemes/strategies.h"
 
 namespace meshplan::planner::schemes {
@@ -67,32 +66,7 @@ Estimate LoongTrainStrategy::Evaluate(const PlanContext& ctx, const SchemeParams
   const ShardLayout layout{p.layout, w.seq_len, p.ring, p.ulysses};
   if (std::string why = LayoutOrPlacementProblem(p, layout, w.mask); !why.empty()) return Invalid(p, why);
 
-  Estimate e = ValidEstimate(p);
-  const ShardBytes& s = ctx.shard;
-  const Placement placement(p.RankDims(), p.placement);
-  SetFlops(e, ctx, ctx.RowPairsFor(layout), HeadsPerRank(w, p.ulysses));
-  const double step_s = KernelSeconds(ctx.topology.gpu, w.dtype,
-                                      e.flops_max / PassFlopsFactor(w.pass) / p.ring,
-                                      layout.KernelBlockTokens(), 1);
-  Traffic traffic(ranks, ctx.topology.num_levels());
-  double fwd_bytes = 0, bwd_bytes = 0;
-  if (HasForward(w.pass)) {
-    fwd_bytes += UlyssesIn(e, ctx, placement, 0, Phase::kForward, false, traffic);
-    fwd_bytes += DoubleRingPass(e, ctx, placement, 1, 2, Phase::kForward, false, step_s, traffic);
-    fwd_bytes += UlyssesOut(e, ctx, placement, 0, Phase::kForward, traffic);
-  }
-  if (HasBackward(w.pass)) {
-    bwd_bytes += UlyssesIn(e, ctx, placement, 0, Phase::kBackward, p.cache_forward, traffic);
-    bwd_bytes += DoubleRingPass(e, ctx, placement, 1, 2, Phase::kBackward, p.cache_forward, step_s, traffic);
-    bwd_bytes += UlyssesOut(e, ctx, placement, 0, Phase::kBackward, traffic);
-  }
-  SetTraffic(e, traffic, fwd_bytes, bwd_bytes);
-  // As USP, plus one more KV buffer (and dK,dV) for the outer ring's round-start shard.
-  SetMemory(e, ctx, 2 * s.q + s.kv + s.o_partial + s.lse + 3 * s.kv,
-            (p.cache_forward ? 0.0 : s.q + 4 * s.kv) + s.q + s.lse + s.dq_partial + 4 * s.dkv_partial + s.q + s.kv,
-            2 * s.q + s.kv + s.lse + (p.ring - 1) * s.kv);
-  FinishTime(e);
-  return e;
+  return HeadRingEstimate(ctx, p, layout);
 }
 
 Result<Schedule> LoongTrainStrategy::Expand(const PlanContext& ctx, const SchemeParams& p) const {

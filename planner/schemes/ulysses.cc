@@ -1,9 +1,8 @@
 // DeepSpeed-Ulysses: all-to-all from sequence shards to head shards, full-sequence attention on
 // Hq/P heads, all-to-all back (docs/schemes.md).
-#include "planner/compute_model.h"
 #include "planner/schedules/expand.h"
 #include "planner/schemes/common.h"
-#include "planner/schemes/patterns.h"
+#include "planner/schemes/head_ring.h"
 #include "planner/schemes/strategies.h"
 
 namespace meshplan::planner::schemes {
@@ -29,34 +28,7 @@ Estimate UlyssesStrategy::Evaluate(const PlanContext& ctx, const SchemeParams& p
   const ShardLayout layout{Layout::kContiguous, w.seq_len, 1, ranks};
   if (std::string why = LayoutOrPlacementProblem(p, layout, w.mask); !why.empty()) return Invalid(p, why);
 
-  Estimate e = ValidEstimate(p);
-  const ShardBytes& s = ctx.shard;
-  const Placement placement(p.RankDims(), p.placement);
-  const int64_t heads = HeadsPerRank(w, ranks);
-  // Every rank attends over the whole sequence for its heads: perfectly balanced.
-  SetFlops(e, ctx, std::vector<int64_t>(ranks, ctx.counter.Total()), heads);
-  const double compute_s = KernelSeconds(ctx.topology.gpu, w.dtype, e.flops_max / PassFlopsFactor(w.pass),
-                                         w.seq_len, 1);
-  Traffic traffic(ranks, ctx.topology.num_levels());
-  double fwd_bytes = 0, bwd_bytes = 0;
-  if (HasForward(w.pass)) {
-    fwd_bytes += UlyssesIn(e, ctx, placement, 0, Phase::kForward, false, traffic);
-    AddCompute(e, "fwd attention (Hq/P heads, full sequence)", compute_s);
-    fwd_bytes += UlyssesOut(e, ctx, placement, 0, Phase::kForward, traffic);
-  }
-  if (HasBackward(w.pass)) {
-    bwd_bytes += UlyssesIn(e, ctx, placement, 0, Phase::kBackward, p.cache_forward, traffic);
-    AddCompute(e, "bwd attention", compute_s * kBackwardFlopsFactor);
-    bwd_bytes += UlyssesOut(e, ctx, placement, 0, Phase::kBackward, traffic);
-  }
-  SetTraffic(e, traffic, fwd_bytes, bwd_bytes);
-  // Head-layout copies: forward Q', K', V', O' and the fp32 accumulator; backward adds dO', D
-  // and partial dQ', dK', dV' plus their final copies before the all-to-all back.
-  SetMemory(e, ctx, 2 * s.q + s.kv + s.o_partial + s.lse,
-            (p.cache_forward ? 0.0 : s.q + s.kv) + s.q + s.lse + s.dq_partial + s.dkv_partial + s.q + s.kv,
-            2 * s.q + s.kv + s.lse);
-  FinishTime(e);
-  return e;
+  return HeadRingEstimate(ctx, p, layout);
 }
 
 Result<Schedule> UlyssesStrategy::Expand(const PlanContext& ctx, const SchemeParams& p) const {
