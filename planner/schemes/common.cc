@@ -99,10 +99,16 @@ std::vector<std::vector<std::string>> AllPlacements(const std::vector<RankDim>& 
 }
 
 std::vector<Layout> SearchLayouts(const Mask& mask, bool every_layout) {
-  if (mask.kind == MaskKind::kFull) return {Layout::kContiguous};
-  if (!every_layout) return {Layout::kZigzag};
-  if (mask.kind == MaskKind::kCausal) return {Layout::kZigzag, Layout::kContiguous, Layout::kStriped};
-  return {Layout::kZigzag, Layout::kContiguous};
+  switch (mask.kind) {
+    case MaskKind::kFull:
+      return {Layout::kContiguous};  // every layout balances a full mask
+    case MaskKind::kCausal:
+      if (every_layout) return {Layout::kZigzag, Layout::kContiguous, Layout::kStriped};
+      return {Layout::kZigzag};  // zigzag balances causal work exactly
+    default:
+      // Which layout balances a window or a set of documents depends on them: try both.
+      return {Layout::kZigzag, Layout::kContiguous};
+  }
 }
 
 std::vector<int64_t> Divisors(int64_t n) {

@@ -42,8 +42,9 @@ void AddCompute(Estimate& e, const std::string& label, double compute_s);
 
 // All orders of the dimensions (placements), canonical first.
 std::vector<std::vector<std::string>> AllPlacements(const std::vector<RankDim>& dims);
-// Layouts the search tries: ring-like schemes get every layout the mask allows; others the
-// balanced one (zigzag for causal-family masks, contiguous for full).
+// Layouts the search tries: contiguous for full masks; for causal masks zigzag (which balances
+// the work exactly), or all three layouts when every_layout (Ring); for window and document
+// masks zigzag and contiguous, since which one balances them depends on the mask.
 std::vector<Layout> SearchLayouts(const Mask& mask, bool every_layout);
 std::vector<int64_t> Divisors(int64_t n);
 
