@@ -6,9 +6,8 @@ namespace meshplan::planner {
 
 std::vector<double> Traffic::MaxPerLevel() const {
   std::vector<double> out(levels_, 0.0);
-  for (size_t i = 0; i < bytes_.size(); ++i) {
-    double& m = out[i % levels_];
-    m = std::max(m, bytes_[i]);
+  for (size_t g = 0; g < bytes_.size(); g += levels_) {
+    for (int l = 0; l < levels_; ++l) out[l] = std::max(out[l], bytes_[g + l]);
   }
   return out;
 }
@@ -45,12 +44,14 @@ const PatternRoute& CommModel::Route(int64_t stride, int64_t size, bool all_to_a
   if (!all_to_all) {
     route->level.resize(gpus);
     route->hops.resize(gpus);
+    route->shift_entry.assign(static_cast<size_t>(gpus * levels), 0.0);
     for (int64_t g = 0; g < gpus; ++g) {
       const int64_t coord = (g / stride) % size;
       const int64_t peer = coord > 0 ? g - stride : g + (size - 1) * stride;
       const int level = topology_.LevelOf(g, peer);
       route->level[g] = static_cast<int8_t>(level);
       route->hops[g] = level < 0 ? 0 : static_cast<int32_t>(topology_.Hops(level, g, peer));
+      if (level >= 0) route->shift_entry[g * levels + level] = 1.0;
       std::pair<int, int32_t> lh{level, route->hops[g]};
       if (level >= 0 && std::find(route->distinct.begin(), route->distinct.end(), lh) == route->distinct.end()) {
         route->distinct.push_back(lh);
@@ -93,12 +94,7 @@ double CommModel::RingShift(const Placement& placement, int dim, double bytes, i
   GpuStrideAndSize(placement, dim, &stride, &size);
   if (size <= 1 || bytes <= 0 || count <= 0) return 0.0;
   const PatternRoute& route = Route(stride, size, false);
-  if (traffic != nullptr) {
-    const double total = bytes * static_cast<double>(count);
-    for (size_t g = 0; g < route.level.size(); ++g) {
-      if (route.level[g] >= 0) traffic->Add(static_cast<int64_t>(g), route.level[g], total);
-    }
-  }
+  if (traffic != nullptr) traffic->AddScaled(route.shift_entry, bytes * static_cast<double>(count));
   double worst = 0;
   for (const auto& [level, hops] : route.distinct) worst = std::max(worst, LinkSeconds(level, hops, bytes));
   return worst;

@@ -46,6 +46,8 @@ struct PatternRoute {
   // Ring shift: per GPU, the level and hops of its send to the neighbour at coordinate - 1.
   std::vector<int8_t> level;
   std::vector<int32_t> hops;
+  // 1 at [gpu * levels + level of its send], else 0: a shift's traffic is one scaled add.
+  std::vector<double> shift_entry;
   // Distinct (level, hops) pairs present, for the time of one shift.
   std::vector<std::pair<int, int32_t>> distinct;
   // All-to-all: per GPU and level, the number of the other members reached over that level

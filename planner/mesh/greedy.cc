@@ -159,9 +159,13 @@ class Builder {
     }
     usable_q_ = nq;
     usable_kv_ = nkv;
-    std::sort(available_.begin(), available_.end(), [this](const LocalBlock& x, const LocalBlock& y) {
+    const auto priority = [this](const LocalBlock& x, const LocalBlock& y) {
       return rows_primary_ ? (x.q != y.q ? x.q < y.q : x.kv < y.kv) : (x.kv != y.kv ? x.kv < y.kv : x.q < y.q);
-    });
+    };
+    // Usually a single new line arrives in order; sort only when needed.
+    if (!std::is_sorted(available_.begin(), available_.end(), priority)) {
+      std::sort(available_.begin(), available_.end(), priority);
+    }
     const int32_t m = static_cast<int32_t>(available_.size());
     int32_t hold = 0;
     if (m > 1) hold = HoldBack(s, comm_now);
