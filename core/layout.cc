@@ -27,11 +27,14 @@ Result<Layout> ParseLayout(std::string_view text) {
 Status ShardLayout::Validate(const Mask& mask) const {
   const int64_t pieces = kind == Layout::kZigzag ? 2 * num_shards : num_shards;
   if (num_shards < 1 || subdivide < 1) return Status::Invalid("layout needs at least one shard");
-  if (seq_len % (pieces * subdivide) != 0) {
+  const int64_t unit = pieces * subdivide;
+  if (seq_len % unit != 0) {
+    const int64_t below = seq_len / unit * unit, above = below + unit;
     return Status::Invalid("sequence length " + std::to_string(seq_len) + " is not divisible by " +
-                           std::to_string(pieces * subdivide) + " (" + std::string(LayoutName(kind)) +
+                           std::to_string(unit) + " (" + std::string(LayoutName(kind)) +
                            " layout: " + std::to_string(pieces) + " chunks x " +
-                           std::to_string(subdivide) + " sub-shards)");
+                           std::to_string(subdivide) + " sub-shards); nearest multiples: " +
+                           (below > 0 ? std::to_string(below) + " and " : "") + std::to_string(above));
   }
   if (kind == Layout::kStriped && mask.kind != MaskKind::kFull && mask.kind != MaskKind::kCausal) {
     return Status::Invalid("the striped layout supports only full and causal masks");

@@ -48,6 +48,14 @@ int RunPlan(const PlanFlags& flags) {
   const planner::SearchResult result = planner::Search(ctx, options);
 
   const int count = static_cast<int>(result.ranked.size());
+  if (count == 0) {
+    std::string reasons;
+    for (const planner::Estimate& e : result.rejected) {
+      reasons += (reasons.empty() ? "" : "; ") + std::string(SchemeName(e.params.scheme)) + ": " + e.reason;
+    }
+    return ReportError(Status::Invalid("no scheme has a valid plan for " + ctx.workload.Describe() + " on " +
+                                       std::to_string(ctx.num_ranks) + " GPUs (" + reasons + ")"));
+  }
   if ((flags.pick < 1 || flags.pick > count) && (!flags.out.empty() || flags.pick != 1)) {
     return ReportError(Status::Invalid("--pick: " + std::to_string(flags.pick) + " is not a plan number (1.." +
                                        std::to_string(count) + ")"));
@@ -63,14 +71,6 @@ int RunPlan(const PlanFlags& flags) {
   } else {
     std::fputs(RenderTable(ctx, result, flags.top).c_str(), stdout);
   }
-  if (count == 0) {
-    std::string reasons;
-    for (const planner::Estimate& e : result.rejected) {
-      reasons += (reasons.empty() ? "" : "; ") + std::string(SchemeName(e.params.scheme)) + ": " + e.reason;
-    }
-    return ReportError(Status::Invalid("no scheme has a valid plan for " + ctx.workload.Describe() + " on " +
-                                       std::to_string(ctx.num_ranks) + " GPUs (" + reasons + ")"));
-  }
   if (flags.explain > 0) {
     const planner::Estimate& e = result.ranked[flags.explain - 1];
     std::unique_ptr<Schedule> schedule;
@@ -82,7 +82,6 @@ int RunPlan(const PlanFlags& flags) {
     std::fputs(("\n" + RenderExplain(ctx, e, flags.explain, schedule.get())).c_str(), stdout);
   }
   if (!flags.out.empty()) {
-    if (count == 0) return ReportError(Status::Invalid("--out: no valid plan to write"));
     const planner::Estimate& e = result.ranked[flags.pick - 1];
     const std::string text = PlanToToml(planner::MakePlan(ctx, e.params), EstimateToml(e));
     if (Status st = WriteFileAtomically(flags.out, text); !st.ok()) return ReportError(st);

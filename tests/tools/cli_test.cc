@@ -169,7 +169,8 @@ TEST_F(Cli, BadPlanRequests) {
   ExpectInvalid("plan --heads 16 --kv-heads 1 --schemes usp,mesh-ulysses",
                 {"usp: head-parallel degree 2 exceeds the 1 KV heads", "mesh-ulysses: "});
   // 1000 tokens cannot be cut into 256 (or 512 zigzag) equal shards.
-  ExpectInvalid("plan --seq 1000", {"no scheme has a valid plan", "ring: sequence length 1000 is not divisible by 512"});
+  ExpectInvalid("plan --seq 1000", {"no scheme has a valid plan", "ring: sequence length 1000 is not divisible by 512",
+                                    "nearest multiples: 512 and 1024"});
   ExpectInvalid("plan --frobnicate", {"frobnicate"});
 }
 
