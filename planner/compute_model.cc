@@ -114,10 +114,4 @@ std::vector<int64_t> TilePairs(const ShardLayout& layout, const PairCounter& cou
   return out;
 }
 
-double KernelSeconds(const GpuSpec& gpu, DType dtype, double flops, int64_t block_tokens,
-                     int64_t launches) {
-  const double rate = gpu.PeakFlopsPerSecond(dtype) * gpu.Efficiency(block_tokens);
-  return (rate > 0 ? flops / rate : 0.0) + static_cast<double>(launches) * gpu.launch_overhead_s;
-}
-
 }  // namespace meshplan::planner

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/kernel_time.h"
 #include "core/layout.h"
 #include "core/mask.h"
 #include "core/topology.h"
@@ -21,9 +22,7 @@ std::vector<int64_t> RowPairs(const ShardLayout& layout, const PairCounter& coun
 // window and document masks enumerate only the key chunks a query range can reach.
 std::vector<int64_t> TilePairs(const ShardLayout& layout, const PairCounter& counter, int64_t a);
 
-// Seconds to run `flops` of attention as `launches` kernels whose blocks have `block_tokens`
-// tokens on their shorter side: flops / (peak * efficiency) + launches * launch overhead.
-double KernelSeconds(const GpuSpec& gpu, DType dtype, double flops, int64_t block_tokens,
-                     int64_t launches);
+// The kernel time model lives in core so the simulator shares it.
+using meshplan::KernelSeconds;
 
 }  // namespace meshplan::planner
