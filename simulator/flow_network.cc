@@ -1,0 +1,185 @@
+#include "simulator/flow_network.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace meshplan::sim {
+
+FlowNetwork::FlowNetwork(const Topology& topology)
+    : topology_(topology), levels_(topology.num_levels()) {
+  const int64_t gpus = topology.num_gpus();
+  // Per-GPU egress (even ids) and ingress (odd ids) per level.
+  capacity_.assign(static_cast<size_t>(gpus * levels_ * 2), 0.0);
+  for (int64_t g = 0; g < gpus; ++g) {
+    for (int l = 0; l < levels_; ++l) {
+      const double bytes_per_ns = topology.levels[l].bandwidth_bytes_per_s / kNanosecondsPerSecond;
+      capacity_[(g * levels_ + l) * 2] = bytes_per_ns;
+      capacity_[(g * levels_ + l) * 2 + 1] = bytes_per_ns;
+    }
+  }
+  // Shared uplink/downlink per group of the level below, for oversubscribed levels >= 1.
+  uplink_base_.assign(static_cast<size_t>(levels_), -1);
+  for (int l = 1; l < levels_; ++l) {
+    const NetworkLevel& level = topology.levels[l];
+    if (level.oversubscription <= 1.0) continue;
+    const int64_t below = topology.Span(l - 1);
+    const int64_t groups = gpus / below;
+    uplink_base_[l] = static_cast<int64_t>(capacity_.size());
+    const double shared = static_cast<double>(below) * level.bandwidth_bytes_per_s / level.oversubscription /
+                          kNanosecondsPerSecond;
+    capacity_.insert(capacity_.end(), static_cast<size_t>(groups * 2), shared);
+  }
+  on_link_.resize(capacity_.size());
+  link_mark_.assign(capacity_.size(), 0);
+  residual_.assign(capacity_.size(), 0.0);
+  unfrozen_.assign(capacity_.size(), 0);
+}
+
+void FlowNetwork::Advance(Flow& f, SimTime now) const {
+  if (now > f.updated) {
+    f.remaining = std::max(0.0, f.remaining - f.rate * static_cast<double>(now - f.updated));
+    f.updated = now;
+  }
+}
+
+int32_t FlowNetwork::Add(SimTime now, int64_t src, int64_t dst, double bytes) {
+  int32_t id;
+  if (!free_flows_.empty()) {
+    id = free_flows_.back();
+    free_flows_.pop_back();
+  } else {
+    id = static_cast<int32_t>(flows_.size());
+    flows_.emplace_back();
+    flow_mark_.push_back(0);
+    frozen_.push_back(0);
+  }
+  Flow& f = flows_[id];
+  const int level = std::max(0, topology_.LevelOf(src, dst));
+  f.level = static_cast<int8_t>(level);
+  f.num_links = 0;
+  f.links[f.num_links++] = static_cast<int32_t>((src * levels_ + level) * 2);
+  f.links[f.num_links++] = static_cast<int32_t>((dst * levels_ + level) * 2 + 1);
+  if (uplink_base_[level] >= 0) {
+    const int64_t below = topology_.Span(level - 1);
+    f.links[f.num_links++] = static_cast<int32_t>(uplink_base_[level] + (src / below) * 2);
+    f.links[f.num_links++] = static_cast<int32_t>(uplink_base_[level] + (dst / below) * 2 + 1);
+  }
+  f.active = true;
+  f.remaining = bytes * static_cast<double>(topology_.Hops(level, src, dst));
+  f.rate = 0;
+  f.updated = now;
+  ++f.version;
+  for (int i = 0; i < f.num_links; ++i) on_link_[f.links[i]].push_back(id);
+  std::vector<int32_t> seeds(f.links, f.links + f.num_links);
+  Recompute(now, seeds);
+  return id;
+}
+
+void FlowNetwork::Remove(SimTime now, int32_t id) {
+  Flow& f = flows_[id];
+  f.active = false;
+  ++f.version;
+  std::vector<int32_t> seeds(f.links, f.links + f.num_links);
+  for (int i = 0; i < f.num_links; ++i) {
+    auto& v = on_link_[f.links[i]];
+    auto it = std::find(v.begin(), v.end(), id);
+    if (it != v.end()) {
+      *it = v.back();
+      v.pop_back();
+    }
+  }
+  free_flows_.push_back(id);
+  Recompute(now, seeds);
+}
+
+std::vector<int32_t> FlowNetwork::TakeChanged() {
+  std::vector<int32_t> out;
+  out.swap(changed_);
+  return out;
+}
+
+SimTime FlowNetwork::FinishTime(int32_t id, SimTime now) const {
+  const Flow& f = flows_[id];
+  const double remaining = std::max(0.0, f.remaining - f.rate * static_cast<double>(now - f.updated));
+  if (remaining <= 0) return now;
+  if (!(f.rate > 0)) return std::numeric_limits<SimTime>::max() / 4;
+  return now + static_cast<SimTime>(std::ceil(remaining / f.rate));
+}
+
+// Max-min fair rates for the connected component of the seed links: progressive filling.
+void FlowNetwork::Recompute(SimTime now, const std::vector<int32_t>& seeds) {
+  if (++mark_ == 0) {  // wrapped: clear the marks
+    std::fill(link_mark_.begin(), link_mark_.end(), 0);
+    std::fill(flow_mark_.begin(), flow_mark_.end(), 0);
+    mark_ = 1;
+  }
+  comp_links_.clear();
+  comp_flows_.clear();
+  stack_.clear();
+  for (int32_t l : seeds) {
+    if (link_mark_[l] != mark_) {
+      link_mark_[l] = mark_;
+      stack_.push_back(l);
+    }
+  }
+  while (!stack_.empty()) {
+    const int32_t l = stack_.back();
+    stack_.pop_back();
+    comp_links_.push_back(l);
+    for (int32_t id : on_link_[l]) {
+      if (flow_mark_[id] == mark_) continue;
+      flow_mark_[id] = mark_;
+      comp_flows_.push_back(id);
+      const Flow& f = flows_[id];
+      for (int i = 0; i < f.num_links; ++i) {
+        if (link_mark_[f.links[i]] != mark_) {
+          link_mark_[f.links[i]] = mark_;
+          stack_.push_back(f.links[i]);
+        }
+      }
+    }
+  }
+  if (comp_flows_.empty()) return;
+  for (int32_t id : comp_flows_) {
+    Advance(flows_[id], now);
+    frozen_[id] = 0;
+  }
+  for (int32_t l : comp_links_) {
+    residual_[l] = capacity_[l];
+    unfrozen_[l] = static_cast<int32_t>(on_link_[l].size());
+  }
+  size_t left = comp_flows_.size();
+  while (left > 0) {
+    // The bottleneck: the link offering the smallest equal share to its unfrozen flows.
+    int32_t bottleneck = -1;
+    double share = std::numeric_limits<double>::infinity();
+    for (int32_t l : comp_links_) {
+      if (unfrozen_[l] == 0) continue;
+      const double s = residual_[l] / unfrozen_[l];
+      if (s < share) {
+        share = s;
+        bottleneck = l;
+      }
+    }
+    if (bottleneck < 0) break;
+    share = std::max(share, 0.0);
+    for (int32_t id : on_link_[bottleneck]) {
+      if (frozen_[id]) continue;
+      frozen_[id] = 1;
+      --left;
+      Flow& f = flows_[id];
+      if (f.rate != share) {
+        f.rate = share;
+        ++f.version;
+        changed_.push_back(id);
+      }
+      for (int i = 0; i < f.num_links; ++i) {
+        residual_[f.links[i]] -= share;
+        --unfrozen_[f.links[i]];
+      }
+    }
+  }
+}
+
+}  // namespace meshplan::sim

@@ -1,0 +1,615 @@
+#include "simulator/simulate.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "core/kernel_time.h"
+#include "simulator/event_queue.h"
+#include "simulator/flow_network.h"
+
+namespace meshplan::sim {
+namespace {
+
+constexpr int kStreams = 4;
+constexpr int64_t kNone = -1;
+
+int64_t Pack(int32_t rank, int32_t op) { return (static_cast<int64_t>(rank) << 32) | static_cast<uint32_t>(op); }
+int32_t RankOf(int64_t packed) { return static_cast<int32_t>(packed >> 32); }
+int32_t OpOf(int64_t packed) { return static_cast<int32_t>(packed & 0xFFFFFFFF); }
+
+bool IsCollective(OpKind k) {
+  return k == OpKind::kAllGather || k == OpKind::kReduceScatter || k == OpKind::kAllToAll;
+}
+
+// Messages from one peer to this rank, in order.
+struct Inbox {
+  int32_t peer = 0;
+  std::vector<SimTime> arrival;  // per message; -1 until it arrived
+  std::vector<int32_t> waiting;  // per message; the recv op waiting for it, or -1
+  std::vector<int64_t> sender;   // per message; packed (rank, send op)
+  int64_t next_recv = 0;
+};
+
+// Everything the replay tracks per op, together so that one event touches one cache line.
+struct OpState {
+  SimTime start = 0;
+  SimTime end = 0;
+  int64_t cause = kNone;   // packed op whose completion set this op's end, or kNone
+  int32_t deps_left = 0;
+  uint32_t position = 0;   // index in its stream's program order
+  uint8_t stream = 0;
+  uint8_t done = 0;
+};
+
+struct RankState {
+  std::vector<OpState> op;
+  std::vector<int32_t> dependents_begin, dependents;  // CSR: ops that list op i as a dep
+  std::vector<int32_t> stream_ops[kStreams];
+  size_t head[kStreams] = {0, 0, 0, 0};
+  bool busy[kStreams] = {false, false, false, false};
+  std::vector<Inbox> inboxes;
+  std::vector<std::pair<int32_t, int64_t>> sends_to;     // peer -> messages sent so far
+  std::vector<std::pair<int32_t, int64_t>> collectives;  // group -> collectives issued so far
+  int64_t remaining = 0;
+  SimTime compute_busy = 0;
+  double bytes_sent = 0;
+};
+
+// One collective call of a group, decomposed into point-to-point flows.
+struct Collective {
+  OpKind kind = OpKind::kAllGather;
+  int32_t group = 0;
+  std::vector<int32_t> ops;  // per member, the op index on that member's rank (-1 until arrived)
+  int32_t arrived = 0;
+  std::vector<int32_t> received, sent;
+  int64_t last_arrival = kNone;
+};
+
+struct FlowOwner {
+  bool collective = false;
+  int32_t src_rank = 0, dst_rank = 0;
+  int32_t send_op = 0;       // p2p
+  int64_t message = 0;       // p2p: index in the receiver's inbox
+  int32_t instance = 0;      // collective
+  int32_t from = 0, to = 0;  // collective: member indices
+  int32_t step = 0;          // collective ring step
+};
+
+struct PendingFlow {
+  int64_t src_gpu = 0, dst_gpu = 0;
+  double bytes = 0;
+  FlowOwner owner;
+};
+
+class Replayer {
+ public:
+  Replayer(const Schedule& s, const Topology& t, const std::vector<int64_t>& gpu, DType dtype, const SimOptions& o)
+      : s_(s), t_(t), gpu_(gpu), dtype_(dtype), options_(o), net_(t) {}
+
+  Result<SimResult> Run() {
+    MESHPLAN_RETURN_IF_ERROR(Prepare());
+    for (int32_t r = 0; r < static_cast<int32_t>(ranks_.size()); ++r) {
+      for (int st = 0; st < kStreams; ++st) TryStart(r, st, kNone);
+    }
+    while (!queue_.empty()) {
+      const Event e = queue_.Pop();
+      now_ = e.time;
+      ++events_;
+      switch (e.kind) {
+        case EventKind::kOpDone:
+          Complete(e.a, e.b);
+          break;
+        case EventKind::kFlowStart: {
+          const PendingFlow& p = pending_[e.a];
+          const int32_t id = net_.Add(now_, p.src_gpu, p.dst_gpu, p.bytes);
+          if (static_cast<size_t>(id) >= owners_.size()) owners_.resize(id + 1);
+          owners_[id] = p.owner;
+          free_pending_.push_back(e.a);
+          ScheduleChangedFlows();
+          break;
+        }
+        case EventKind::kFlowDone: {
+          if (!net_.active(e.a) || net_.version(e.a) != e.version) break;  // stale
+          const FlowOwner owner = owners_[e.a];
+          net_.Remove(now_, e.a);
+          ScheduleChangedFlows();
+          FlowDone(owner);
+          break;
+        }
+      }
+    }
+    return Finish();
+  }
+
+ private:
+  Status Prepare() {
+    const int64_t n = s_.num_ranks;
+    if (static_cast<int64_t>(s_.ranks.size()) != n) return Status::Invalid("schedule has a program per rank missing");
+    if (static_cast<int64_t>(gpu_.size()) != n) {
+      return Status::Invalid("rank-to-GPU map has " + std::to_string(gpu_.size()) + " entries for " +
+                             std::to_string(n) + " ranks");
+    }
+    if (n != t_.num_gpus()) {
+      return Status::Invalid("schedule has " + std::to_string(n) + " ranks but " + t_.source + " has " +
+                             std::to_string(t_.num_gpus()) + " GPUs");
+    }
+    MESHPLAN_RETURN_IF_ERROR(t_.SupportsDType(dtype_));
+    block_tokens_ = s_.layout.num_shards > 0 ? s_.layout.KernelBlockTokens() : 1;
+    ranks_.resize(n);
+    for (int64_t r = 0; r < n; ++r) {
+      const RankProgram& prog = s_.ranks[r];
+      RankState& st = ranks_[r];
+      const size_t ops = prog.ops.size();
+      st.op.assign(ops, OpState{});
+      st.remaining = static_cast<int64_t>(ops);
+      std::vector<int32_t> count(ops + 1, 0);
+      for (size_t i = 0; i < ops; ++i) {
+        const Op& op = prog.ops[i];
+        if (op.dep_begin + op.dep_count > prog.deps.size()) {
+          return Status::Invalid("rank " + std::to_string(r) + " op " + std::to_string(i) + ": deps out of range");
+        }
+        st.op[i].deps_left = static_cast<int32_t>(op.dep_count);
+        for (uint32_t d = 0; d < op.dep_count; ++d) {
+          const uint32_t dep = prog.deps[op.dep_begin + d];
+          if (dep >= i) return Status::Invalid("rank " + std::to_string(r) + " op " + std::to_string(i) + ": dep does not point back");
+          ++count[dep + 1];
+        }
+        if ((op.kind == OpKind::kSend || op.kind == OpKind::kRecv) && (op.peer < 0 || op.peer >= n)) {
+          return Status::Invalid("rank " + std::to_string(r) + " op " + std::to_string(i) + ": peer out of range");
+        }
+        if (IsCollective(op.kind) && (op.group < 0 || op.group >= static_cast<int32_t>(s_.groups.size()))) {
+          return Status::Invalid("rank " + std::to_string(r) + " op " + std::to_string(i) + ": group out of range");
+        }
+        auto& stream_list = st.stream_ops[static_cast<int>(op.stream)];
+        st.op[i].stream = static_cast<uint8_t>(op.stream);
+        st.op[i].position = static_cast<uint32_t>(stream_list.size());
+        stream_list.push_back(static_cast<int32_t>(i));
+      }
+      for (size_t i = 1; i <= ops; ++i) count[i] += count[i - 1];
+      st.dependents_begin = count;
+      st.dependents.assign(static_cast<size_t>(count[ops]), 0);
+      std::vector<int32_t> fill(count.begin(), count.end() - 1);
+      for (size_t i = 0; i < ops; ++i) {
+        const Op& op = prog.ops[i];
+        for (uint32_t d = 0; d < op.dep_count; ++d) {
+          st.dependents[fill[prog.deps[op.dep_begin + d]]++] = static_cast<int32_t>(i);
+        }
+      }
+    }
+    level_bytes_.assign(static_cast<size_t>(t_.num_levels()), 0.0);
+    return Status::Ok();
+  }
+
+  void ScheduleChangedFlows() {
+    for (int32_t id : net_.TakeChanged()) {
+      if (net_.active(id)) queue_.Push(net_.FinishTime(id, now_), EventKind::kFlowDone, id, 0, net_.version(id));
+    }
+  }
+
+  void TryStart(int32_t r, int stream, int64_t cause) {
+    RankState& st = ranks_[r];
+    if (st.busy[stream] || st.head[stream] >= st.stream_ops[stream].size()) return;
+    const int32_t op = st.stream_ops[stream][st.head[stream]];
+    if (st.op[op].deps_left > 0) return;
+    Start(r, op, cause);
+  }
+
+  void Start(int32_t r, int32_t i, int64_t cause) {
+    RankState& st = ranks_[r];
+    const Op& op = s_.ranks[r].ops[i];
+    st.busy[static_cast<int>(op.stream)] = true;
+    st.op[i].start = now_;
+    st.op[i].cause = cause;
+    switch (op.kind) {
+      case OpKind::kCompute: {
+        const double seconds = KernelSeconds(t_.gpu, dtype_, op.flops, block_tokens_, 1);
+        queue_.Push(now_ + FromSeconds(seconds), EventKind::kOpDone, r, i);
+        break;
+      }
+      case OpKind::kMerge: {
+        // Read both partials, write one, at HBM speed; the partial's size is its message's.
+        double bytes = 0;
+        const RankProgram& prog = s_.ranks[r];
+        for (uint32_t d = 0; d < op.dep_count; ++d) {
+          const Op& dep = prog.ops[prog.deps[op.dep_begin + d]];
+          if (dep.kind == OpKind::kRecv) bytes = std::max(bytes, static_cast<double>(dep.bytes));
+        }
+        const double seconds = t_.gpu.launch_overhead_s + 3.0 * bytes / t_.gpu.hbm_bytes_per_s;
+        queue_.Push(now_ + FromSeconds(seconds), EventKind::kOpDone, r, i);
+        break;
+      }
+      case OpKind::kSend:
+        StartSend(r, i, op);
+        break;
+      case OpKind::kRecv:
+        StartRecv(r, i, op);
+        break;
+      default:
+        ArriveAtCollective(r, i, op);
+        break;
+    }
+  }
+
+  void Complete(int32_t r, int32_t i) {
+    RankState& st = ranks_[r];
+    OpState& self_state = st.op[i];
+    self_state.done = 1;
+    self_state.end = now_;
+    --st.remaining;
+    const int stream = self_state.stream;
+    if (stream == static_cast<int>(StreamId::kCompute)) st.compute_busy += now_ - self_state.start;
+    st.busy[stream] = false;
+    ++st.head[stream];
+    const int64_t self = Pack(r, i);
+    for (int32_t k = st.dependents_begin[i]; k < st.dependents_begin[i + 1]; ++k) {
+      const int32_t d = st.dependents[k];
+      OpState& dep = st.op[d];
+      if (--dep.deps_left == 0 && !st.busy[dep.stream] && st.head[dep.stream] == dep.position) {
+        Start(r, d, self);
+      }
+    }
+    TryStart(r, stream, self);
+  }
+
+  Inbox& InboxOf(int32_t r, int32_t peer) {
+    for (Inbox& in : ranks_[r].inboxes) {
+      if (in.peer == peer) return in;
+    }
+    ranks_[r].inboxes.push_back(Inbox{peer, {}, {}, {}, 0});
+    return ranks_[r].inboxes.back();
+  }
+
+  static int64_t NextIndex(std::vector<std::pair<int32_t, int64_t>>& counters, int32_t key) {
+    for (auto& [k, n] : counters) {
+      if (k == key) return n++;
+    }
+    counters.emplace_back(key, 1);
+    return 0;
+  }
+
+  void LaunchFlow(int64_t src_gpu, int64_t dst_gpu, double bytes, const FlowOwner& owner) {
+    int level = t_.LevelOf(src_gpu, dst_gpu);
+    if (level < 0) level = 0;
+    level_bytes_[level] += bytes;
+    ++flows_;
+    int32_t slot;
+    if (!free_pending_.empty()) {
+      slot = free_pending_.back();
+      free_pending_.pop_back();
+    } else {
+      slot = static_cast<int32_t>(pending_.size());
+      pending_.emplace_back();
+    }
+    pending_[slot] = PendingFlow{src_gpu, dst_gpu, bytes, owner};
+    queue_.Push(now_ + FromSeconds(t_.levels[level].latency_s), EventKind::kFlowStart, slot);
+  }
+
+  void StartSend(int32_t r, int32_t i, const Op& op) {
+    const int32_t dst = op.peer;
+    FlowOwner owner;
+    owner.src_rank = r;
+    owner.dst_rank = dst;
+    owner.send_op = i;
+    owner.message = NextIndex(ranks_[r].sends_to, dst);
+    ranks_[r].bytes_sent += static_cast<double>(op.bytes);
+    if (gpu_[r] == gpu_[dst]) {  // same GPU: a local copy, delivered at once
+      Deliver(owner);
+      queue_.Push(now_, EventKind::kOpDone, r, i);
+      return;
+    }
+    LaunchFlow(gpu_[r], gpu_[dst], static_cast<double>(op.bytes), owner);
+  }
+
+  void StartRecv(int32_t r, int32_t i, const Op& op) {
+    Inbox& in = InboxOf(r, op.peer);
+    const int64_t k = in.next_recv++;
+    if (static_cast<int64_t>(in.arrival.size()) <= k) {
+      in.arrival.resize(k + 1, -1);
+      in.waiting.resize(k + 1, -1);
+      in.sender.resize(k + 1, kNone);
+    }
+    if (in.arrival[k] >= 0) {
+      queue_.Push(now_, EventKind::kOpDone, r, i);  // data already here
+    } else {
+      in.waiting[k] = i;
+    }
+  }
+
+  // The message `owner` describes has arrived at its receiver.
+  void Deliver(const FlowOwner& owner) {
+    Inbox& in = InboxOf(owner.dst_rank, owner.src_rank);
+    const int64_t k = owner.message;
+    if (static_cast<int64_t>(in.arrival.size()) <= k) {
+      in.arrival.resize(k + 1, -1);
+      in.waiting.resize(k + 1, -1);
+      in.sender.resize(k + 1, kNone);
+    }
+    in.arrival[k] = now_;
+    in.sender[k] = Pack(owner.src_rank, owner.send_op);
+    if (in.waiting[k] >= 0) {
+      const int32_t recv = in.waiting[k];
+      in.waiting[k] = -1;
+      ranks_[owner.dst_rank].op[recv].cause = in.sender[k];
+      Complete(owner.dst_rank, recv);
+    }
+  }
+
+  void ArriveAtCollective(int32_t r, int32_t i, const Op& op) {
+    const auto& members = s_.groups[op.group];
+    const int64_t seq = NextIndex(ranks_[r].collectives, op.group);
+    const int64_t key = (static_cast<int64_t>(op.group) << 32) | seq;
+    auto it = open_collectives_.find(key);
+    int32_t id;
+    if (it == open_collectives_.end()) {
+      id = static_cast<int32_t>(collectives_.size());
+      collectives_.emplace_back();
+      Collective& c = collectives_.back();
+      c.kind = op.kind;
+      c.group = op.group;
+      c.ops.assign(members.size(), -1);
+      c.received.assign(members.size(), 0);
+      c.sent.assign(members.size(), 0);
+      open_collectives_.emplace(key, id);
+    } else {
+      id = it->second;
+    }
+    Collective& c = collectives_[id];
+    const int32_t member = static_cast<int32_t>(std::find(members.begin(), members.end(), r) - members.begin());
+    if (member >= static_cast<int32_t>(members.size())) {
+      error_ = "rank " + std::to_string(r) + " op " + std::to_string(i) + " is not a member of its collective's group";
+      return;
+    }
+    c.ops[member] = i;
+    ++c.arrived;
+    c.last_arrival = Pack(r, i);
+    ranks_[r].bytes_sent += static_cast<double>(op.bytes);
+    if (c.arrived == static_cast<int32_t>(members.size())) {
+      open_collectives_.erase(key);
+      LaunchCollective(id);
+    }
+  }
+
+  // Ring collectives: p-1 steps, member m sends to m+1 and forwards each chunk once it has it.
+  // All-to-all: every member sends its share to every other member at once.
+  void LaunchCollective(int32_t id) {
+    Collective& c = collectives_[id];
+    const auto& members = s_.groups[c.group];
+    const int32_t p = static_cast<int32_t>(members.size());
+    if (p <= 1) {
+      for (int32_t m = 0; m < p; ++m) CompleteMember(id, m);
+      return;
+    }
+    for (int32_t m = 0; m < p; ++m) {
+      const Op& op = s_.ranks[members[m]].ops[c.ops[m]];
+      const double chunk = static_cast<double>(op.bytes) / static_cast<double>(p - 1);
+      if (c.kind == OpKind::kAllToAll) {
+        for (int32_t to = 0; to < p; ++to) {
+          if (to != m) SendChunk(id, m, to, 0, chunk);
+        }
+      } else {
+        SendChunk(id, m, (m + 1) % p, 0, chunk);
+      }
+    }
+  }
+
+  void SendChunk(int32_t id, int32_t from, int32_t to, int32_t step, double bytes) {
+    const auto& members = s_.groups[collectives_[id].group];
+    FlowOwner owner;
+    owner.collective = true;
+    owner.instance = id;
+    owner.from = from;
+    owner.to = to;
+    owner.step = step;
+    owner.src_rank = members[from];
+    owner.dst_rank = members[to];
+    if (gpu_[members[from]] == gpu_[members[to]]) {
+      ChunkArrived(owner, bytes);
+      return;
+    }
+    LaunchFlow(gpu_[members[from]], gpu_[members[to]], bytes, owner);
+  }
+
+  void ChunkArrived(const FlowOwner& owner, double bytes) {
+    Collective& c = collectives_[owner.instance];
+    const int32_t p = static_cast<int32_t>(c.ops.size());
+    ++c.sent[owner.from];
+    ++c.received[owner.to];
+    if (c.kind != OpKind::kAllToAll && owner.step + 1 < p - 1) {
+      SendChunk(owner.instance, owner.to, (owner.to + 1) % p, owner.step + 1, bytes);
+    }
+    for (int32_t m : {owner.from, owner.to}) {
+      if (c.sent[m] == p - 1 && c.received[m] == p - 1) CompleteMember(owner.instance, m);
+    }
+  }
+
+  void CompleteMember(int32_t id, int32_t m) {
+    Collective& c = collectives_[id];
+    const int32_t rank = s_.groups[c.group][m];
+    // The member that arrived last waited for no one: its end follows from its own start.
+    if (c.last_arrival != Pack(rank, c.ops[m])) ranks_[rank].op[c.ops[m]].cause = c.last_arrival;
+    c.sent[m] = -1;  // completed once
+    Complete(rank, c.ops[m]);
+  }
+
+  void FlowDone(const FlowOwner& owner) {
+    if (owner.collective) {
+      const Collective& c = collectives_[owner.instance];
+      const Op& op = s_.ranks[owner.src_rank].ops[c.ops[owner.from]];
+      const int32_t p = static_cast<int32_t>(c.ops.size());
+      ChunkArrived(owner, static_cast<double>(op.bytes) / static_cast<double>(p - 1));
+      return;
+    }
+    Complete(owner.src_rank, owner.send_op);
+    Deliver(owner);
+  }
+
+  Result<SimResult> Finish() {
+    if (!error_.empty()) return Status::Invalid(error_);
+    SimResult out;
+    out.events = events_;
+    out.flows = flows_;
+    SimTime total = 0;
+    std::vector<SimTime> last(ranks_.size(), 0);
+    bool stuck = false;
+    std::string stuck_text;
+    int stuck_ranks = 0;
+    for (size_t r = 0; r < ranks_.size(); ++r) {
+      const RankState& st = ranks_[r];
+      for (const OpState& o : st.op) last[r] = std::max(last[r], o.end);
+      total = std::max(total, last[r]);
+      if (st.remaining > 0) {
+        stuck = true;
+        if (stuck_ranks++ < 3) stuck_text += DescribeStuck(static_cast<int32_t>(r));
+      }
+    }
+    if (stuck) return Status::Invalid("schedule deadlocks in the simulator:" + stuck_text);
+    out.total_s = ToSeconds(total);
+    out.ranks.resize(ranks_.size());
+    for (size_t r = 0; r < ranks_.size(); ++r) {
+      RankStats& rs = out.ranks[r];
+      rs.compute_s = ToSeconds(ranks_[r].compute_busy);
+      rs.exposed_comm_s = ToSeconds(last[r]) - rs.compute_s;
+      rs.idle_s = out.total_s - ToSeconds(last[r]);
+      rs.bytes_sent = ranks_[r].bytes_sent;
+    }
+    for (int l = 0; l < t_.num_levels(); ++l) {
+      LevelStats ls;
+      ls.name = t_.levels[l].name;
+      ls.bytes = level_bytes_[l];
+      const double capacity = static_cast<double>(t_.num_gpus()) * t_.levels[l].bandwidth_bytes_per_s * out.total_s;
+      ls.utilization = capacity > 0 ? ls.bytes / capacity : 0.0;
+      out.levels.push_back(ls);
+    }
+    out.critical_path = CriticalPath(total);
+    if (options_.record_op_times) {
+      out.op_times.resize(ranks_.size());
+      for (size_t r = 0; r < ranks_.size(); ++r) {
+        auto& times = out.op_times[r];
+        times.resize(ranks_[r].op.size());
+        for (size_t i = 0; i < times.size(); ++i) times[i] = {ranks_[r].op[i].start, ranks_[r].op[i].end};
+      }
+    }
+    return out;
+  }
+
+  std::string DescribeStuck(int32_t r) const {
+    const RankState& st = ranks_[r];
+    std::string text = " rank " + std::to_string(r) + ":";
+    for (int stream = 0; stream < kStreams; ++stream) {
+      if (st.head[stream] >= st.stream_ops[stream].size()) continue;
+      const int32_t i = st.stream_ops[stream][st.head[stream]];
+      const Op& op = s_.ranks[r].ops[i];
+      text += " op " + std::to_string(i) + " (" + std::string(OpKindName(op.kind)) + " on " +
+              std::string(StreamName(op.stream)) + ")";
+      if (st.op[i].deps_left > 0) {
+        text += " waits for " + std::to_string(st.op[i].deps_left) + " deps;";
+      } else if (op.kind == OpKind::kRecv) {
+        text += " waits for a message from rank " + std::to_string(op.peer) + ";";
+      } else if (IsCollective(op.kind)) {
+        text += " waits for group " + std::to_string(op.group) + ";";
+      } else {
+        text += " running;";
+      }
+    }
+    return text;
+  }
+
+  // Follows, from the op that ends last, the chain of ops whose completion set each op's end.
+  std::string CriticalPath(SimTime total) const {
+    int64_t cur = kNone;
+    for (size_t r = 0; r < ranks_.size() && cur == kNone; ++r) {
+      for (size_t i = 0; i < ranks_[r].op.size(); ++i) {
+        if (ranks_[r].op[i].end == total) {
+          cur = Pack(static_cast<int32_t>(r), static_cast<int32_t>(i));
+          break;
+        }
+      }
+    }
+    if (cur == kNone) return "empty schedule";
+    const int64_t last = cur;
+    double compute_s = 0, merge_s = 0, collective_s = 0;
+    int64_t computes = 0, merges = 0, collectives = 0, ops = 0;
+    std::vector<double> p2p_s(static_cast<size_t>(t_.num_levels()), 0.0);
+    std::vector<int64_t> p2p(static_cast<size_t>(t_.num_levels()), 0);
+    int64_t first = cur;
+    int64_t total_ops = 0;
+    for (const RankState& st : ranks_) total_ops += static_cast<int64_t>(st.op.size());
+    // Causes point to ops that ended no later; the bound only guards against a malformed chain.
+    while (cur != kNone && ops <= total_ops) {
+      const int32_t r = RankOf(cur), i = OpOf(cur);
+      const Op& op = s_.ranks[r].ops[i];
+      const double d = ToSeconds(ranks_[r].op[i].end - ranks_[r].op[i].start);
+      ++ops;
+      if (op.kind == OpKind::kCompute) {
+        compute_s += d;
+        ++computes;
+      } else if (op.kind == OpKind::kMerge) {
+        merge_s += d;
+        ++merges;
+      } else if (IsCollective(op.kind)) {
+        collective_s += d;
+        ++collectives;
+      } else {
+        const int level = std::max(0, t_.LevelOf(gpu_[r], gpu_[op.peer]));
+        p2p_s[level] += d;
+        ++p2p[level];
+      }
+      first = cur;
+      cur = ranks_[r].op[i].cause;
+    }
+    auto describe = [&](int64_t packed) {
+      const Op& op = s_.ranks[RankOf(packed)].ops[OpOf(packed)];
+      return "rank " + std::to_string(RankOf(packed)) + " op " + std::to_string(OpOf(packed)) + " (" +
+             std::string(op.phase == Phase::kForward ? "fwd " : "bwd ") + std::string(OpKindName(op.kind)) + ")";
+    };
+    char buffer[128];
+    std::string text = std::to_string(ops) + " ops from " + describe(first) + " to " + describe(last) + ": ";
+    std::snprintf(buffer, sizeof buffer, "compute %.3f ms (%lld blocks)", compute_s * 1e3, static_cast<long long>(computes));
+    text += buffer;
+    if (merges > 0) {
+      std::snprintf(buffer, sizeof buffer, ", merges %.3f ms (%lld)", merge_s * 1e3, static_cast<long long>(merges));
+      text += buffer;
+    }
+    for (int l = 0; l < t_.num_levels(); ++l) {
+      if (p2p[l] == 0) continue;
+      std::snprintf(buffer, sizeof buffer, ", transfers over %s %.3f ms (%lld)", t_.levels[l].name.c_str(),
+                    p2p_s[l] * 1e3, static_cast<long long>(p2p[l]));
+      text += buffer;
+    }
+    if (collectives > 0) {
+      std::snprintf(buffer, sizeof buffer, ", collectives %.3f ms (%lld)", collective_s * 1e3,
+                    static_cast<long long>(collectives));
+      text += buffer;
+    }
+    return text;
+  }
+
+  const Schedule& s_;
+  const Topology& t_;
+  const std::vector<int64_t>& gpu_;
+  DType dtype_;
+  SimOptions options_;
+  FlowNetwork net_;
+  EventQueue queue_;
+  SimTime now_ = 0;
+  int64_t events_ = 0, flows_ = 0;
+  int64_t block_tokens_ = 1;
+  std::vector<RankState> ranks_;
+  std::vector<PendingFlow> pending_;
+  std::vector<int32_t> free_pending_;
+  std::vector<FlowOwner> owners_;
+  std::vector<Collective> collectives_;
+  std::unordered_map<int64_t, int32_t> open_collectives_;
+  std::vector<double> level_bytes_;
+  std::string error_;
+};
+
+}  // namespace
+
+Result<SimResult> Simulate(const Schedule& schedule, const Topology& topology,
+                           const std::vector<int64_t>& rank_to_gpu, DType dtype, const SimOptions& options) {
+  Replayer replayer(schedule, topology, rank_to_gpu, dtype, options);
+  return replayer.Run();
+}
+
+}  // namespace meshplan::sim

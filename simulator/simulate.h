@@ -1,0 +1,57 @@
+// Discrete-event replay of a schedule on a topology: flow-level network with max-min fair
+// sharing, compute and communication streams per GPU, collectives decomposed into point-to-point
+// flows the way NCCL's ring algorithm (and direct all-to-all) runs them. docs/simulator.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/schedule.h"
+#include "core/status.h"
+#include "core/topology.h"
+#include "simulator/sim_time.h"
+
+namespace meshplan::sim {
+
+struct SimOptions {
+  bool record_op_times = true;  // keep every op's start and end (needed for traces)
+};
+
+struct OpTime {
+  SimTime start = 0;
+  SimTime end = 0;
+};
+
+struct RankStats {
+  double compute_s = 0;        // compute-stream busy time (computes and merges)
+  double exposed_comm_s = 0;   // rank's last op end - compute_s: time its compute stream waited
+  double idle_s = 0;           // total - rank's last op end: waiting for the slowest rank
+  double bytes_sent = 0;
+};
+
+struct LevelStats {
+  std::string name;
+  double bytes = 0;        // bytes carried over this level, all GPUs (sent side)
+  double utilization = 0;  // bytes / (GPUs * per-GPU bandwidth * total time)
+};
+
+struct SimResult {
+  double total_s = 0;
+  std::vector<RankStats> ranks;
+  std::vector<LevelStats> levels;
+  std::string critical_path;   // the chain of ops that set the end time, summarised in words
+  int64_t events = 0;          // events processed
+  int64_t flows = 0;           // point-to-point flows simulated (collectives decomposed)
+  std::vector<std::vector<OpTime>> op_times;  // [rank][op], when options.record_op_times
+};
+
+// Replays `schedule`. rank_to_gpu[r] is the GPU of rank r (a permutation of the topology's GPUs);
+// dtype selects the GPU's peak rate. Errors (one line): a schedule that does not fit the topology,
+// an unknown dtype, or a deadlock (names the stuck ops).
+Result<SimResult> Simulate(const Schedule& schedule, const Topology& topology,
+                           const std::vector<int64_t>& rank_to_gpu, DType dtype,
+                           const SimOptions& options = {});
+
+}  // namespace meshplan::sim
