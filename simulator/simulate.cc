@@ -1,6 +1,7 @@
 #include "simulator/simulate.h"
 
 #include <algorithm>
+#include <deque>
 #include <unordered_map>
 
 #include "core/kernel_time.h"
@@ -598,7 +599,8 @@ class Replayer {
   std::vector<PendingFlow> pending_;
   std::vector<int32_t> free_pending_;
   std::vector<FlowOwner> owners_;
-  std::vector<Collective> collectives_;
+  std::deque<Collective> collectives_;  // a deque: completing a member can open a new collective
+                                        // while references to earlier ones are in use
   std::unordered_map<int64_t, int32_t> open_collectives_;
   std::vector<double> level_bytes_;
   std::string error_;
