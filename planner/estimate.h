@@ -46,6 +46,9 @@ struct Estimate {
   double time_s = 0;
   double compute_s = 0;        // busiest rank's compute
   double exposed_comm_s = 0;   // time_s - compute_s
+
+  // Replayed time (RerankBySimulation, planner/search.h); -1: not simulated.
+  double simulated_s = -1;
 };
 
 // Fills time_s, compute_s and exposed_comm_s from stages.

@@ -1,6 +1,9 @@
 #include "planner/search.h"
 
 #include <algorithm>
+#include <filesystem>
+#include <string>
+#include <vector>
 
 #include "planner/strategy.h"
 
@@ -40,12 +43,40 @@ SearchResult Search(const PlanContext& ctx, const SearchOptions& options) {
   return result;
 }
 
+Status RerankBySimulation(const PlanContext& ctx, PlanTimer& timer, int k, SearchResult* result) {
+  if (k <= 0 || result == nullptr) return Status::Ok();
+  const size_t n = std::min(static_cast<size_t>(k), result->ranked.size());
+  std::vector<double> seconds(n);
+  for (size_t i = 0; i < n; ++i) {
+    const Estimate& e = result->ranked[i];
+    auto s = timer.Seconds(ctx, e.params);
+    if (!s.ok()) {
+      return s.status().WithContext("simulating plan #" + std::to_string(i + 1) + " (" +
+                                    std::string(SchemeName(e.params.scheme)) + " " + e.params.Describe() + ")");
+    }
+    seconds[i] = *s;
+  }
+  for (size_t i = 0; i < n; ++i) result->ranked[i].simulated_s = seconds[i];
+  const auto first = result->ranked.begin();
+  std::stable_sort(first, first + static_cast<std::ptrdiff_t>(n), [](const Estimate& x, const Estimate& y) {
+    if (x.fits != y.fits) return x.fits;
+    return x.simulated_s < y.simulated_s;
+  });
+  return Status::Ok();
+}
+
 Plan MakePlan(const PlanContext& ctx, const SchemeParams& params) {
   Plan plan;
   plan.params = params;
   plan.workload = ctx.workload;
   plan.topology_name = ctx.topology.name;
+  // A file is stored as an absolute path so the plan can be simulated from any directory.
   plan.topology_source = ctx.topology.source;
+  if (!plan.topology_source.empty() && plan.topology_source != "built-in") {
+    std::error_code error;
+    const auto absolute = std::filesystem::absolute(plan.topology_source, error);
+    if (!error) plan.topology_source = absolute.lexically_normal().string();
+  }
   plan.num_gpus = ctx.topology.num_gpus();
   return plan;
 }

@@ -6,6 +6,7 @@
 #include "core/plan.h"
 #include "planner/context.h"
 #include "planner/estimate.h"
+#include "planner/plan_timer.h"
 
 namespace meshplan::planner {
 
@@ -22,6 +23,12 @@ struct SearchResult {
 };
 
 SearchResult Search(const PlanContext& ctx, const SearchOptions& options);
+
+// Times the first min(k, ranked.size()) plans of result->ranked with `timer`, stores each time in
+// Estimate::simulated_s and re-sorts those plans (fitting plans first, then by simulated time;
+// ties keep their estimated order); the plans after them keep their places. k <= 0 does nothing.
+// An error from the timer is returned with the plan named, and result is left unchanged.
+Status RerankBySimulation(const PlanContext& ctx, PlanTimer& timer, int k, SearchResult* result);
 
 // The plan file contents for an estimate.
 Plan MakePlan(const PlanContext& ctx, const SchemeParams& params);

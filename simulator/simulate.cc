@@ -539,7 +539,11 @@ class Replayer {
     while (cur != kNone && ops <= total_ops) {
       const int32_t r = RankOf(cur), i = OpOf(cur);
       const Op& op = s_.ranks[r].ops[i];
-      const double d = ToSeconds(ranks_[r].op[i].end - ranks_[r].op[i].start);
+      // Each op on the path is charged from its cause's end to its own end, so the charges
+      // partition the total time (a recv whose data arrived as its send finished costs 0).
+      const int64_t cause = ranks_[r].op[i].cause;
+      const SimTime from = cause == kNone ? 0 : ranks_[RankOf(cause)].op[OpOf(cause)].end;
+      const double d = ToSeconds(ranks_[r].op[i].end - from);
       ++ops;
       if (op.kind == OpKind::kCompute) {
         compute_s += d;

@@ -12,5 +12,6 @@ using Runner = std::function<int()>;
 
 Runner RegisterPlanCommand(CLI::App& app);
 Runner RegisterTopoCommand(CLI::App& app);
+Runner RegisterSimulateCommand(CLI::App& app);
 
 }  // namespace meshplan::tools

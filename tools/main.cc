@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("meshplan ") + MESHPLAN_VERSION);
   app.require_subcommand(1);
   const Runner plan = RegisterPlanCommand(app);
+  const Runner simulate = RegisterSimulateCommand(app);
   const Runner topo = RegisterTopoCommand(app);
   try {
     app.parse(argc, argv);
@@ -27,6 +28,7 @@ int main(int argc, char** argv) {
   }
   for (CLI::App* sub : app.get_subcommands()) {
     if (sub->get_name() == "plan") return plan();
+    if (sub->get_name() == "simulate") return simulate();
     if (sub->get_name() == "topo") return topo();
   }
   return kExitInvalidInput;

@@ -1,4 +1,5 @@
 // `meshplan plan`: rank every context-parallel scheme for a workload on a cluster.
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 
@@ -10,6 +11,7 @@
 #include "tools/cli_common.h"
 #include "tools/commands.h"
 #include "tools/plan_report.h"
+#include "tools/simulation_timer.h"
 
 namespace meshplan::tools {
 namespace {
@@ -24,6 +26,8 @@ struct PlanFlags {
   int explain = 0;
   int top = 20;
   double reserve_gib = 0;
+  int simulate = 0;    // re-rank the top K plans by simulated time
+  bool quiet = false;  // no progress on stderr
 };
 
 // --explain expands the whole schedule to show rank 0's first ops; ring-like schedules grow as
@@ -38,6 +42,7 @@ int RunPlan(const PlanFlags& flags) {
   if (Status st = topology->SupportsDType(workload->dtype); !st.ok()) return ReportError(st);
   if (Status st = CheckFormat(flags.format, {"table", "json", "csv"}); !st.ok()) return ReportError(st);
   if (flags.reserve_gib < 0) return ReportError(Status::Invalid("--reserve-gib: must not be negative"));
+  if (flags.simulate < 0) return ReportError(Status::Invalid("--simulate: must not be negative"));
   planner::SearchOptions options;
   for (const std::string& name : SplitList(flags.schemes)) {
     auto scheme = ParseScheme(name);
@@ -45,7 +50,7 @@ int RunPlan(const PlanFlags& flags) {
     options.schemes.push_back(*scheme);
   }
   const planner::PlanContext ctx(*workload, *topology, flags.reserve_gib * kGiB);
-  const planner::SearchResult result = planner::Search(ctx, options);
+  planner::SearchResult result = planner::Search(ctx, options);
 
   const int count = static_cast<int>(result.ranked.size());
   if (count == 0) {
@@ -63,6 +68,13 @@ int RunPlan(const PlanFlags& flags) {
   if (flags.explain < 0 || flags.explain > count) {
     return ReportError(Status::Invalid("--explain: " + std::to_string(flags.explain) +
                                        " is not a plan number (1.." + std::to_string(count) + ")"));
+  }
+  // After the flag checks, so that a bad flag does not wait for the replays.
+  if (flags.simulate > 0) {
+    SimulationTimer timer(std::min(flags.simulate, count), !flags.quiet);
+    if (Status st = planner::RerankBySimulation(ctx, timer, flags.simulate, &result); !st.ok()) {
+      return ReportError(st);
+    }
   }
   if (flags.format == "json") {
     std::fputs(RenderJson(ctx, result, flags.top).c_str(), stdout);
@@ -113,6 +125,10 @@ Runner RegisterPlanCommand(CLI::App& app) {
   cmd->add_option("--reserve-gib", flags->reserve_gib,
                   "GPU memory (GiB) held back for weights, optimizer state and other activations")
       ->capture_default_str();
+  cmd->add_option("--simulate", flags->simulate,
+                  "Replay the top K plans in the simulator and re-rank them by simulated time")
+      ->capture_default_str();
+  cmd->add_flag("--quiet,-q", flags->quiet, "No progress messages on stderr");
   return [cmd, flags] {
     PlanFlags f = *flags;
     if (cmd->count("--explain") > 0 && f.explain == 0) f.explain = 1;

@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "core/units.h"
-#include "tools/json_writer.h"
+#include "core/json_writer.h"
 
 namespace meshplan::tools {
 namespace {
@@ -52,6 +52,12 @@ std::string ClusterLine(const planner::PlanContext& ctx) {
   return std::to_string(t.num_gpus()) + " x " + t.gpu.model + " (" + t.name + ": " + levels + ")";
 }
 
+// Whether any plan was re-ranked by simulation (then reports show a "simulated" column).
+bool AnySimulated(const planner::SearchResult& result) {
+  return std::any_of(result.ranked.begin(), result.ranked.end(),
+                     [](const planner::Estimate& e) { return e.simulated_s >= 0; });
+}
+
 size_t Rows(const planner::SearchResult& result, int top) {
   return top <= 0 ? result.ranked.size() : std::min<size_t>(result.ranked.size(), static_cast<size_t>(top));
 }
@@ -66,7 +72,10 @@ std::string RenderTable(const planner::PlanContext& ctx, const planner::SearchRe
   }
   out += "\n";
   std::vector<std::vector<std::string>> rows;
-  std::vector<std::string> header = {"#", "scheme", "parameters", "time", "compute", "exposed comm"};
+  const bool simulated = AnySimulated(result);
+  std::vector<std::string> header = {"#", "scheme", "parameters", "time"};
+  if (simulated) header.push_back("simulated");
+  header.insert(header.end(), {"compute", "exposed comm"});
   for (const NetworkLevel& l : ctx.topology.levels) header.push_back("bytes/GPU " + l.name);
   header.insert(header.end(), {"imbalance", "peak mem", "fits"});
   rows.push_back(header);
@@ -74,8 +83,9 @@ std::string RenderTable(const planner::PlanContext& ctx, const planner::SearchRe
   for (size_t i = 0; i < n; ++i) {
     const planner::Estimate& e = result.ranked[i];
     std::vector<std::string> row = {std::to_string(i + 1), std::string(SchemeName(e.params.scheme)),
-                                    e.params.Describe(), FormatSeconds(e.time_s), FormatSeconds(e.compute_s),
-                                    FormatSeconds(e.exposed_comm_s)};
+                                    e.params.Describe(), FormatSeconds(e.time_s)};
+    if (simulated) row.push_back(e.simulated_s >= 0 ? FormatSeconds(e.simulated_s) : "-");
+    row.insert(row.end(), {FormatSeconds(e.compute_s), FormatSeconds(e.exposed_comm_s)});
     for (size_t l = 0; l < ctx.topology.levels.size(); ++l) {
       row.push_back(l < e.level_bytes.size() ? FormatBytes(e.level_bytes[l]) : "-");
     }
@@ -129,6 +139,7 @@ std::string RenderJson(const planner::PlanContext& ctx, const planner::SearchRes
   j.Int(result.evaluated);
   j.Key("plans");
   j.BeginArray();
+  const bool simulated = AnySimulated(result);
   const size_t n = Rows(result, top);
   for (size_t i = 0; i < n; ++i) {
     const planner::Estimate& e = result.ranked[i];
@@ -159,6 +170,14 @@ std::string RenderJson(const planner::PlanContext& ctx, const planner::SearchRes
     j.EndArray();
     j.Key("time_s");
     j.Number(e.time_s);
+    if (simulated) {
+      j.Key("simulated_s");
+      if (e.simulated_s >= 0) {
+        j.Number(e.simulated_s);
+      } else {
+        j.Raw("null");
+      }
+    }
     j.Key("compute_s");
     j.Number(e.compute_s);
     j.Key("exposed_comm_s");
@@ -201,16 +220,28 @@ std::string RenderJson(const planner::PlanContext& ctx, const planner::SearchRes
 }
 
 std::string RenderCsv(const planner::PlanContext& ctx, const planner::SearchResult& result, int top) {
-  std::string out = "rank,scheme,parameters,time_s,compute_s,exposed_comm_s,bytes_per_gpu";
+  const bool simulated = AnySimulated(result);
+  std::string out = "rank,scheme,parameters,time_s,";
+  if (simulated) out += "simulated_s,";
+  out += "compute_s,exposed_comm_s,bytes_per_gpu";
   for (const NetworkLevel& l : ctx.topology.levels) out += ",bytes_" + l.name;
   out += ",flops_max,imbalance,peak_memory_bytes,fits\n";
   const size_t n = Rows(result, top);
   for (size_t i = 0; i < n; ++i) {
     const planner::Estimate& e = result.ranked[i];
     char buffer[256];
-    std::snprintf(buffer, sizeof buffer, "%zu,%s,\"%s\",%.9g,%.9g,%.9g,%.0f", i + 1,
-                  std::string(SchemeName(e.params.scheme)).c_str(), e.params.Describe().c_str(), e.time_s,
-                  e.compute_s, e.exposed_comm_s, e.bytes_per_rank);
+    std::snprintf(buffer, sizeof buffer, "%zu,%s,\"%s\",%.9g,", i + 1, std::string(SchemeName(e.params.scheme)).c_str(),
+                  e.params.Describe().c_str(), e.time_s);
+    out += buffer;
+    if (simulated) {
+      // Empty field: not simulated.
+      if (e.simulated_s >= 0) {
+        std::snprintf(buffer, sizeof buffer, "%.9g", e.simulated_s);
+        out += buffer;
+      }
+      out += ",";
+    }
+    std::snprintf(buffer, sizeof buffer, "%.9g,%.9g,%.0f", e.compute_s, e.exposed_comm_s, e.bytes_per_rank);
     out += buffer;
     for (size_t l = 0; l < ctx.topology.levels.size(); ++l) {
       std::snprintf(buffer, sizeof buffer, ",%.0f", l < e.level_bytes.size() ? e.level_bytes[l] : 0.0);
@@ -287,7 +318,12 @@ std::string EstimateToml(const planner::Estimate& e) {
                 "peak_memory_bytes = %.0f\nfits = %s\n",
                 e.time_s, e.compute_s, e.exposed_comm_s, e.bytes_per_rank, e.peak_memory_bytes,
                 e.fits ? "true" : "false");
-  return buffer;
+  std::string out = buffer;
+  if (e.simulated_s >= 0) {
+    std::snprintf(buffer, sizeof buffer, "simulated_s = %.9g\n", e.simulated_s);
+    out += buffer;
+  }
+  return out;
 }
 
 }  // namespace meshplan::tools

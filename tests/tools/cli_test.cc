@@ -69,7 +69,8 @@ TEST_F(Cli, VersionAndHelp) {
   RunResult r = Run("--version");
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.out.find("meshplan 0."), std::string::npos) << r.out;
-  for (const char* args : {"--help", "plan --help", "topo --help", "topo show --help", "topo validate --help"}) {
+  for (const char* args : {"--help", "plan --help", "simulate --help", "topo --help", "topo show --help",
+                           "topo validate --help"}) {
     r = Run(args);
     EXPECT_EQ(r.exit_code, 0) << args;
     EXPECT_NE(r.out.find("Usage"), std::string::npos) << args << r.out;
@@ -201,6 +202,107 @@ TEST_F(Cli, TopoShowAndValidate) {
   r = Run("topo validate " + round_trip);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("ok (256 GPUs, 2 levels)"), std::string::npos) << r.out;
+}
+
+
+// ---- meshplan simulate ----------------------------------------------------------------------------
+
+std::string FourNode() { return std::string(MESHPLAN_SOURCE_DIR) + "/topologies/dgx-h100-4node.toml"; }
+
+TEST_F(Cli, SimulateAPlanFileFromPlanOut) {
+  const std::string plan = (dir_ / "plan.toml").string();
+  RunResult r = Run("plan -t " + FourNode() + " --seq 256K --quiet --out " + plan);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // No --topology: the plan names its (existing) topology file.
+  r = Run("simulate " + plan);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("simulated"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("estimated"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("32 x H100"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("critical path"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("events"), std::string::npos) << r.out;
+  // --ranks limits the slowest-ranks listing: its header plus 3 rows before the next blank line.
+  r = Run("simulate " + plan + " --ranks 3");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const size_t at = r.out.find("slowest ranks:\n");
+  ASSERT_NE(at, std::string::npos);
+  const std::string listing = r.out.substr(at, r.out.find("\n\n", at) + 1 - at);
+  EXPECT_EQ(std::count(listing.begin(), listing.end(), '\n'), 1 + 1 + 3) << listing;
+
+  r = Run("simulate " + plan + " --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.front(), '{');
+  EXPECT_NE(r.out.find("\"simulated_s\":"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"estimated_s\":"), std::string::npos) << r.out;
+  r = Run("simulate " + plan + " --format csv");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("metric,value\n", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("\nsimulated_s,"), std::string::npos) << r.out;
+}
+
+TEST_F(Cli, SimulateWritesATrace) {
+  const std::string plan = (dir_ / "plan.toml").string();
+  ASSERT_EQ(Run("plan -t " + FourNode() + " --seq 256K --schemes ring -q --out " + plan).exit_code, 0);
+  const std::string trace = (dir_ / "trace.json").string();
+  const RunResult r = Run("simulate " + plan + " --topology " + FourNode() + " --trace " + trace);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_TRUE(fs::exists(trace));
+  const std::string text = Read(trace);
+  EXPECT_EQ(text.rfind("{\"traceEvents\":[", 0), 0u) << text.substr(0, 80);
+  EXPECT_NE(text.find("\"ph\":\"X\""), std::string::npos);
+  EXPECT_NE(text.find("\"displayTimeUnit\":\"ns\""), std::string::npos);
+}
+
+TEST_F(Cli, SimulateTraceIntoAMissingDirectoryIsAnIoFailure) {
+  const std::string plan = (dir_ / "plan.toml").string();
+  ASSERT_EQ(Run("plan -t " + FourNode() + " --seq 256K --schemes ring -q --out " + plan).exit_code, 0);
+  const std::string trace = (dir_ / "no/such/dir/trace.json").string();
+  const RunResult r = Run("simulate " + plan + " --trace " + trace);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("no/such/dir/trace.json"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_FALSE(fs::exists(dir_ / "no"));
+}
+
+TEST_F(Cli, SimulateRejectsBadPlansAndFlags) {
+  const std::string plan = (dir_ / "plan.toml").string();
+  ASSERT_EQ(Run("plan --seq 256K -q --out " + plan).exit_code, 0);  // the built-in 256-GPU cluster
+  // A 256-GPU plan on the 32-GPU cluster.
+  ExpectInvalid("simulate " + plan + " --topology " + FourNode(), {"plan.toml", "256", "32", "dgx-h100-4node.toml"});
+  ExpectInvalid("simulate " + (dir_ / "missing.toml").string(), {"missing.toml"});
+  ExpectInvalid("simulate " + plan + " --format xml", {"--format", "xml"});
+  ExpectInvalid("simulate " + plan + " --ranks=-1", {"--ranks"});
+  ExpectInvalid("simulate", {"plan"});
+
+  const std::string text = Read(plan);
+  const std::string syntax = Write("syntax.toml", "schema_version = 1\n[workload\n");
+  ExpectInvalid("simulate " + syntax, {"syntax.toml"});
+  const std::string unknown = Write("unknown.toml", "colour = \"blue\"\n" + text);
+  ExpectInvalid("simulate " + unknown, {"unknown.toml", "colour"});
+  // A plan whose topology file is gone needs --topology.
+  const std::string source = "source = \"built-in\"";
+  const size_t at = text.find(source);
+  ASSERT_NE(at, std::string::npos) << text;
+  std::string moved = text;
+  moved.replace(at, source.size(), "source = \"" + (dir_ / "gone.toml").string() + "\"");
+  ExpectInvalid("simulate " + Write("moved.toml", moved), {"moved.toml", "gone.toml", "--topology"});
+}
+
+TEST_F(Cli, PlanSimulateReranksTheTopPlans) {
+  RunResult r = Run("plan --simulate 3 --seq 256K --quiet --top 5");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(r.err.empty()) << r.err;
+  const std::string header = r.out.substr(r.out.find("#  scheme"));
+  EXPECT_NE(header.substr(0, header.find('\n')).find("simulated"), std::string::npos) << r.out;
+  r = Run("plan --simulate 2 --seq 256K --top 3 --schemes ring,usp");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("simulating plan 1/2"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("simulating plan 2/2"), std::string::npos) << r.err;
+  r = Run("plan --simulate 2 --seq 256K --top 3 --schemes ring,usp -q --format csv");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("rank,scheme,parameters,time_s,simulated_s,", 0), 0u) << r.out;
+  ExpectInvalid("plan --simulate=-1", {"--simulate"});
 }
 
 }  // namespace

@@ -1,13 +1,16 @@
-// A minimal JSON writer for machine-readable output (objects, arrays, strings, numbers).
+// A minimal JSON writer for machine-readable output (objects, arrays, strings, numbers), shared by
+// the CLI's reports and the simulator's trace writer.
 #pragma once
 
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
-namespace meshplan::tools {
+namespace meshplan {
 
 class JsonWriter {
  public:
@@ -31,19 +34,31 @@ class JsonWriter {
       out_ += "null";
       return;
     }
+    // Shortest text that reads back as the same double.
     char buffer[32];
-    std::snprintf(buffer, sizeof buffer, "%.17g", value);
-    out_ += buffer;
+    const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
+    out_.append(buffer, result.ptr);
   }
   void Int(long long value) {
     Separate();
-    out_ += std::to_string(value);
+    char buffer[24];
+    const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
+    out_.append(buffer, result.ptr);
   }
   void Bool(bool value) {
     Separate();
     out_ += value ? "true" : "false";
   }
+  // Appends a value that is already valid JSON text (e.g. a number in a chosen format).
+  void Raw(std::string_view json) {
+    Separate();
+    out_ += json;
+  }
+  // Reserves capacity for large documents.
+  void Reserve(size_t bytes) { out_.reserve(bytes); }
   const std::string& str() const { return out_; }
+  // Moves the document out (the writer is left empty).
+  std::string Take() { return std::move(out_); }
 
  private:
   void Open(char c) {
@@ -67,7 +82,12 @@ class JsonWriter {
   }
   void AppendString(std::string_view s) {
     out_ += '"';
-    for (char c : s) {
+    size_t plain = 0;  // start of the run of characters that need no escape
+    for (size_t i = 0; i < s.size(); ++i) {
+      const char c = s[i];
+      if (c != '"' && c != '\\' && static_cast<unsigned char>(c) >= 0x20) continue;
+      out_.append(s.data() + plain, i - plain);
+      plain = i + 1;
       switch (c) {
         case '"':
           out_ += "\\\"";
@@ -86,11 +106,10 @@ class JsonWriter {
             char buffer[8];
             std::snprintf(buffer, sizeof buffer, "\\u%04x", c);
             out_ += buffer;
-          } else {
-            out_ += c;
           }
       }
     }
+    out_.append(s.data() + plain, s.size() - plain);
     out_ += '"';
   }
   std::string out_;
@@ -98,4 +117,4 @@ class JsonWriter {
   bool after_key_ = false;
 };
 
-}  // namespace meshplan::tools
+}  // namespace meshplan

@@ -1,0 +1,35 @@
+// A plan file's recipe, checked against a topology, expanded and replayed: the glue between
+// `meshplan simulate` (and the tests) and the simulator engine.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/plan.h"
+#include "core/schedule.h"
+#include "core/status.h"
+#include "core/topology.h"
+#include "planner/estimate.h"
+#include "simulator/simulate.h"
+
+namespace meshplan::sim {
+
+struct PlanSimulation {
+  Schedule schedule;                 // the plan's expanded per-rank program (what was replayed)
+  planner::Estimate estimate;        // the planner's analytic verdict on the same plan and topology
+  SimResult result;                  // the replay
+  std::vector<int64_t> rank_to_gpu;  // rank r ran on GPU rank_to_gpu[r] (the plan's placement)
+  double replay_wall_s = 0;          // wall-clock seconds spent in sim::Simulate alone
+};
+
+// Checks `plan` against `topology`, evaluates it with its scheme's strategy, expands the schedule
+// and replays it with ranks placed on GPUs by the plan's placement. Errors (one line):
+//   - GPU-count mismatch: names both counts and the topology's source;
+//   - a dtype the topology's GPU has no peak rate for (Topology::SupportsDType);
+//   - parameters the strategy rejects: the strategy's reason;
+//   - errors from expansion or from sim::Simulate, passed through.
+// REQUIRES: plan came from ParsePlanToml/LoadPlanFile (validated workload) and topology is valid.
+Result<PlanSimulation> SimulatePlan(const Plan& plan, const Topology& topology,
+                                    const SimOptions& options = {});
+
+}  // namespace meshplan::sim

@@ -1,0 +1,142 @@
+// SimulatePlan: a plan is checked against the topology before anything is expanded, invalid
+// parameters come back with the strategy's reason, and a valid plan replays on every GPU.
+#include "simulator/plan_simulation.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "planner/context.h"
+#include "planner/search.h"
+#include "planner/strategy.h"
+#include "tests/planner/test_cluster.h"
+
+namespace meshplan::sim {
+namespace {
+
+Workload SmallWorkload() {
+  Workload w;
+  w.batch = 1;
+  w.seq_len = 4096;
+  w.q_heads = 8;
+  w.kv_heads = 4;
+  w.head_dim = 64;
+  w.mask = Mask::Causal();
+  w.pass = Pass::kForwardBackward;
+  return w;
+}
+
+SchemeParams MeshParams(int64_t a, int64_t b) {
+  SchemeParams p;
+  p.scheme = Scheme::kMesh;
+  p.tile_a = a;
+  p.tile_b = b;
+  p.layout = Layout::kZigzag;
+  p.placement = {"kv", "q"};
+  return p;
+}
+
+// A plan made by the planner for `topology`.
+Plan PlanFor(const Workload& w, const Topology& topology, const SchemeParams& params) {
+  const planner::PlanContext ctx(w, topology);
+  return planner::MakePlan(ctx, params);
+}
+
+bool Contains(const std::string& text, const std::string& needle) {
+  return text.find(needle) != std::string::npos;
+}
+
+TEST(SimulatePlanTest, GpuCountMismatchNamesBothCountsAndTheTopology) {
+  const Workload w = SmallWorkload();
+  const Plan plan = PlanFor(w, testing::SmallCluster(4, 2), MeshParams(2, 4));  // 8 GPUs
+  Topology bigger = testing::SmallCluster(4, 4);                                // 16 GPUs
+  bigger.source = "sixteen.toml";
+  const auto r = SimulatePlan(plan, bigger);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kInvalidInput);
+  const std::string& m = r.status().message();
+  EXPECT_TRUE(Contains(m, "8 GPUs")) << m;
+  EXPECT_TRUE(Contains(m, "16 GPUs")) << m;
+  EXPECT_TRUE(Contains(m, "sixteen.toml")) << m;
+  EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+}
+
+TEST(SimulatePlanTest, DTypeTheGpuLacksNamesTheDTypeAndTheTopology) {
+  Topology topology = testing::SmallCluster(4, 2);  // peaks for bf16, fp16, fp32 only
+  topology.source = "no-fp8.toml";
+  ASSERT_EQ(topology.gpu.peak_tflops.count(DType::kFp8), 0u);
+  Workload w = SmallWorkload();
+  w.dtype = DType::kFp8;
+  const Plan plan = PlanFor(w, topology, MeshParams(2, 4));
+  const auto r = SimulatePlan(plan, topology);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kInvalidInput);
+  EXPECT_TRUE(Contains(r.status().message(), "fp8")) << r.status().message();
+  EXPECT_TRUE(Contains(r.status().message(), "no-fp8.toml")) << r.status().message();
+}
+
+TEST(SimulatePlanTest, InvalidParametersGiveTheStrategysReason) {
+  const Topology topology = testing::SmallCluster(4, 2);
+  const Workload w = SmallWorkload();
+  // A 3 x 3 tile does not cover 8 ranks.
+  const SchemeParams bad = MeshParams(3, 3);
+  const Plan plan = PlanFor(w, topology, bad);
+  const planner::PlanContext ctx(w, topology);
+  const planner::Estimate verdict = planner::MakeStrategy(Scheme::kMesh)->Evaluate(ctx, bad);
+  ASSERT_FALSE(verdict.valid);
+  ASSERT_FALSE(verdict.reason.empty());
+  const auto r = SimulatePlan(plan, topology);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kInvalidInput);
+  EXPECT_TRUE(Contains(r.status().message(), verdict.reason)) << r.status().message();
+}
+
+TEST(SimulatePlanTest, ValidPlanReplaysOnEveryGpu) {
+  const Topology topology = testing::SmallCluster(4, 2);
+  const Workload w = SmallWorkload();
+  const SchemeParams params = MeshParams(2, 4);
+  const Plan plan = PlanFor(w, topology, params);
+  const auto r = SimulatePlan(plan, topology);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(static_cast<int64_t>(r->result.ranks.size()), topology.num_gpus());
+  EXPECT_EQ(r->schedule.num_ranks, topology.num_gpus());
+  EXPECT_GT(r->result.total_s, 0);
+  // The estimate is the strategy's own verdict on the same plan.
+  const planner::PlanContext ctx(w, topology);
+  const planner::Estimate direct = planner::MakeStrategy(Scheme::kMesh)->Evaluate(ctx, params);
+  EXPECT_TRUE(r->estimate.valid);
+  EXPECT_EQ(r->estimate.time_s, direct.time_s);
+  // Ranks sit where the plan's placement puts them, each GPU once.
+  const Placement placement(params.RankDims(), params.placement);
+  ASSERT_EQ(static_cast<int64_t>(r->rank_to_gpu.size()), topology.num_gpus());
+  for (int64_t rank = 0; rank < topology.num_gpus(); ++rank)
+    EXPECT_EQ(r->rank_to_gpu[rank], placement.GpuOf(rank));
+  std::vector<int64_t> sorted = r->rank_to_gpu;
+  std::sort(sorted.begin(), sorted.end());
+  for (int64_t g = 0; g < topology.num_gpus(); ++g) EXPECT_EQ(sorted[g], g);
+  // Default options keep every op's times (for traces); no rank is busier than the end time.
+  ASSERT_EQ(r->result.op_times.size(), r->schedule.ranks.size());
+  for (size_t rank = 0; rank < r->schedule.ranks.size(); ++rank) {
+    EXPECT_EQ(r->result.op_times[rank].size(), r->schedule.ranks[rank].ops.size());
+    EXPECT_LE(r->result.ranks[rank].compute_s, r->result.total_s * (1 + 1e-9));
+  }
+}
+
+TEST(SimulatePlanTest, OpTimesCanBeLeftOut) {
+  const Topology topology = testing::SmallCluster(4, 2);
+  const Plan plan = PlanFor(SmallWorkload(), topology, MeshParams(2, 4));
+  SimOptions options;
+  options.record_op_times = false;
+  const auto r = SimulatePlan(plan, topology, options);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  size_t recorded = 0;
+  for (const auto& times : r->result.op_times) recorded += times.size();
+  EXPECT_EQ(recorded, 0u);
+  EXPECT_GT(r->result.total_s, 0);
+}
+
+}  // namespace
+}  // namespace meshplan::sim
