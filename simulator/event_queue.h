@@ -31,6 +31,8 @@ class EventQueue {
     heap_.push(Event{time, next_seq_++, kind, a, b, version});
   }
   bool empty() const { return heap_.empty(); }
+  // REQUIRES: !empty()
+  const Event& Top() const { return heap_.top(); }
   Event Pop() {
     Event e = heap_.top();
     heap_.pop();

@@ -31,16 +31,18 @@ struct Inbox {
   int64_t next_recv = 0;
 };
 
-// Everything the replay tracks per op, together so that one event touches one cache line.
-struct OpState {
+// Everything the replay tracks per op, packed into 32 aligned bytes so that one event touches
+// one cache line of it (the replay is bound by cache misses across ranks).
+struct alignas(32) OpState {
   SimTime start = 0;
   SimTime end = 0;
   int64_t cause = kNone;   // packed op whose completion set this op's end, or kNone
   int32_t deps_left = 0;
-  uint32_t position = 0;   // index in its stream's program order
-  uint8_t stream = 0;
-  uint8_t done = 0;
+  uint32_t stream_position = 0;  // stream in the top 8 bits, index in its stream below
+  int stream() const { return static_cast<int>(stream_position >> 24); }
+  uint32_t position() const { return stream_position & 0xFFFFFF; }
 };
+static_assert(sizeof(OpState) == 32);
 
 struct RankState {
   std::vector<OpState> op;
@@ -94,6 +96,7 @@ class Replayer {
     }
     while (!queue_.empty()) {
       const Event e = queue_.Pop();
+      Prefetch();
       now_ = e.time;
       ++events_;
       switch (e.kind) {
@@ -136,6 +139,10 @@ class Replayer {
     }
     MESHPLAN_RETURN_IF_ERROR(t_.SupportsDType(dtype_));
     block_tokens_ = s_.layout.num_shards > 0 ? s_.layout.KernelBlockTokens() : 1;
+    // KernelSeconds(flops) = flops / rate + launch overhead, as nanoseconds per FLOP + constant.
+    const double rate = t_.gpu.PeakFlopsPerSecond(dtype_) * t_.gpu.Efficiency(block_tokens_);
+    ns_per_flop_ = rate > 0 ? kNanosecondsPerSecond / rate : 0.0;
+    launch_ns_ = t_.gpu.launch_overhead_s * kNanosecondsPerSecond;
     ranks_.resize(n);
     for (int64_t r = 0; r < n; ++r) {
       const RankProgram& prog = s_.ranks[r];
@@ -162,8 +169,10 @@ class Replayer {
           return Status::Invalid("rank " + std::to_string(r) + " op " + std::to_string(i) + ": group out of range");
         }
         auto& stream_list = st.stream_ops[static_cast<int>(op.stream)];
-        st.op[i].stream = static_cast<uint8_t>(op.stream);
-        st.op[i].position = static_cast<uint32_t>(stream_list.size());
+        if (stream_list.size() >= (1u << 24)) {
+          return Status::Invalid("rank " + std::to_string(r) + ": more than 2^24 ops on one stream");
+        }
+        st.op[i].stream_position = (static_cast<uint32_t>(op.stream) << 24) | static_cast<uint32_t>(stream_list.size());
         stream_list.push_back(static_cast<int32_t>(i));
       }
       for (size_t i = 1; i <= ops; ++i) count[i] += count[i - 1];
@@ -179,6 +188,17 @@ class Replayer {
     }
     level_bytes_.assign(static_cast<size_t>(t_.num_levels()), 0.0);
     return Status::Ok();
+  }
+
+  // Starts loading the state the next op completion will touch while this event is handled.
+  void Prefetch() const {
+    if (queue_.empty()) return;
+    const Event& next = queue_.Top();
+    if (next.kind != EventKind::kOpDone) return;
+    const RankState& st = ranks_[next.a];
+    __builtin_prefetch(&st.op[next.b]);
+    __builtin_prefetch(&s_.ranks[next.a].ops[next.b]);
+    __builtin_prefetch(&st.dependents[st.dependents_begin[next.b]]);
   }
 
   void ScheduleChangedFlows() {
@@ -203,8 +223,10 @@ class Replayer {
     st.op[i].cause = cause;
     switch (op.kind) {
       case OpKind::kCompute: {
-        const double seconds = KernelSeconds(t_.gpu, dtype_, op.flops, block_tokens_, 1);
-        queue_.Push(now_ + FromSeconds(seconds), EventKind::kOpDone, r, i);
+        // KernelSeconds (core/kernel_time.h) with the rate precomputed: every block of a
+        // schedule has the layout's block size.
+        const double ns = op.flops * ns_per_flop_ + launch_ns_;
+        queue_.Push(now_ + static_cast<SimTime>(ns + 0.5), EventKind::kOpDone, r, i);
         break;
       }
       case OpKind::kMerge: {
@@ -234,10 +256,9 @@ class Replayer {
   void Complete(int32_t r, int32_t i) {
     RankState& st = ranks_[r];
     OpState& self_state = st.op[i];
-    self_state.done = 1;
     self_state.end = now_;
     --st.remaining;
-    const int stream = self_state.stream;
+    const int stream = self_state.stream();
     if (stream == static_cast<int>(StreamId::kCompute)) st.compute_busy += now_ - self_state.start;
     st.busy[stream] = false;
     ++st.head[stream];
@@ -245,7 +266,7 @@ class Replayer {
     for (int32_t k = st.dependents_begin[i]; k < st.dependents_begin[i + 1]; ++k) {
       const int32_t d = st.dependents[k];
       OpState& dep = st.op[d];
-      if (--dep.deps_left == 0 && !st.busy[dep.stream] && st.head[dep.stream] == dep.position) {
+      if (--dep.deps_left == 0 && !st.busy[dep.stream()] && st.head[dep.stream()] == dep.position()) {
         Start(r, d, self);
       }
     }
@@ -599,6 +620,7 @@ class Replayer {
   SimTime now_ = 0;
   int64_t events_ = 0, flows_ = 0;
   int64_t block_tokens_ = 1;
+  double ns_per_flop_ = 0, launch_ns_ = 0;
   std::vector<RankState> ranks_;
   std::vector<PendingFlow> pending_;
   std::vector<int32_t> free_pending_;
