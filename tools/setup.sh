@@ -5,7 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir="${1:-build}"
 
-packages=(cmake g++ make libtomlplusplus-dev libcli11-dev libeigen3-dev libgtest-dev libbenchmark-dev)
+packages=(cmake g++ make libtomlplusplus-dev libcli11-dev libeigen3-dev libgtest-dev libbenchmark-dev
+          libopenmpi-dev openmpi-bin)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -9,10 +9,14 @@
 namespace meshplan::planner {
 namespace {
 
-// Own block first (no gathered data needed), then the rest of the tile in ring order.
+// Own block first, then the rest of the tile in ring order. In the forward the own block needs
+// no gathered data. In the backward every block waits for the Q-side gather: it follows the
+// forward's reduce-scatter on the collective stream, which is what makes the own shard's O and
+// LSE final (D = rowsum(dO * O) and the backward's P = exp(S - LSE) need the final values).
 void EmitTile(RankProgram& prog, const PlanContext& ctx, const ShardLayout& layout, Phase phase,
               int64_t a, int64_t b, int64_t rank, std::optional<uint32_t> q_gather,
               std::optional<uint32_t> kv_gather) {
+  const bool backward = phase == Phase::kBackward;
   const int64_t n = a * b, x = rank % a, base = rank - x;
   for (int64_t dy = 0; dy < b; ++dy) {
     const int64_t j = (rank + dy * a) % n;  // KV group member shards, own first
@@ -20,7 +24,7 @@ void EmitTile(RankProgram& prog, const PlanContext& ctx, const ShardLayout& layo
       const int64_t i = base + (x + dx) % a;  // Q group member shards, own first
       sched::EmitCompute(
           prog, ctx, layout, phase, i, j, 0, ctx.workload.q_heads, -1,
-          sched::Deps({dx > 0 ? q_gather : std::nullopt, dy > 0 ? kv_gather : std::nullopt}));
+          sched::Deps({dx > 0 || backward ? q_gather : std::nullopt, dy > 0 ? kv_gather : std::nullopt}));
     }
   }
 }

@@ -1,0 +1,70 @@
+// CPU block-attention kernels (float, Eigen). One call handles one (batch, head) pair of a
+// block: n_q query rows against n_k key/value rows, each row with its token position so that
+// the mask piece of the block follows from the positions (full, causal, window, documents).
+// Matrices are row-major [rows x d] with an explicit row stride (elements between rows).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/mask.h"
+
+namespace meshplan::exec {
+
+// Decides visibility of (query position, key position) pairs for a mask.
+class MaskRule {
+ public:
+  explicit MaskRule(const Mask& mask);
+  bool Visible(int64_t q, int64_t k) const {
+    switch (kind_) {
+      case MaskKind::kFull:
+        return true;
+      case MaskKind::kCausal:
+        return k <= q;
+      case MaskKind::kWindow:
+        return k <= q && q - k < window_;
+      case MaskKind::kDocuments:
+        return k <= q && DocOf(q) == DocOf(k);
+    }
+    return false;
+  }
+  bool full() const { return kind_ == MaskKind::kFull; }
+
+ private:
+  int64_t DocOf(int64_t token) const;
+  MaskKind kind_;
+  int64_t window_ = 0;
+  std::vector<int64_t> doc_starts_;
+};
+
+struct RowsView {
+  const float* data = nullptr;
+  int64_t rows = 0;
+  int64_t stride = 0;  // elements between consecutive rows
+  const int64_t* positions = nullptr;  // token position of each row
+};
+
+struct MutableRows {
+  float* data = nullptr;
+  int64_t rows = 0;
+  int64_t stride = 0;
+};
+
+// Forward block: o = softmax(scale * q k^T restricted to visible pairs) v, normalised within the
+// block, and lse = log-sum-exp of the visible scaled scores of each row (-inf for a row with no
+// visible key, whose o row is 0). `o` and `lse` are overwritten.
+void BlockForward(const RowsView& q, const RowsView& k, const RowsView& v, int64_t d, float scale,
+                  const MaskRule& mask, MutableRows o, float* lse);
+
+// Folds a partial (o_in, lse_in) of the same rows into the accumulator (o, lse), in fp32:
+// lse' = log(exp(lse) + exp(lse_in)); o = exp(lse - lse') o + exp(lse_in - lse') o_in.
+void MergePartial(MutableRows o, float* lse, const float* o_in, int64_t o_in_stride, const float* lse_in,
+                  int64_t d);
+
+// Backward block with the final lse and delta = rowsum(dO * O) of the query rows: adds this
+// block's contributions into dq, dk, dv (P = exp(scale s - lse) on visible pairs).
+void BlockBackward(const RowsView& q, const RowsView& k, const RowsView& v, const RowsView& d_o,
+                   const float* lse, const float* delta, int64_t d, float scale, const MaskRule& mask,
+                   MutableRows dq, MutableRows dk, MutableRows dv);
+
+}  // namespace meshplan::exec

@@ -1,0 +1,169 @@
+#include "executor/reference.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <vector>
+
+namespace meshplan::exec {
+namespace {
+
+// Answers "may query position q see key position k?" for a mask, in O(1).
+class Visibility {
+ public:
+  Visibility(const Mask& mask, int64_t seq_len) : mask_(mask) {
+    if (mask.kind == MaskKind::kDocuments) {
+      // doc_of_[t] = index of the document holding token t.
+      doc_of_.resize(static_cast<size_t>(seq_len));
+      int64_t t = 0;
+      for (size_t i = 0; i < mask.document_lengths.size(); ++i) {
+        for (int64_t j = 0; j < mask.document_lengths[i] && t < seq_len; ++j, ++t) {
+          doc_of_[static_cast<size_t>(t)] = static_cast<int64_t>(i);
+        }
+      }
+    }
+  }
+
+  bool operator()(int64_t q, int64_t k) const {
+    switch (mask_.kind) {
+      case MaskKind::kFull:
+        return true;
+      case MaskKind::kCausal:
+        return k <= q;
+      case MaskKind::kWindow:
+        return k <= q && q - mask_.window < k;
+      case MaskKind::kDocuments:
+        return k <= q && doc_of_[static_cast<size_t>(q)] == doc_of_[static_cast<size_t>(k)];
+    }
+    return false;
+  }
+
+ private:
+  const Mask& mask_;
+  std::vector<int64_t> doc_of_;
+};
+
+double Dot(const double* a, const double* b, int64_t n) {
+  double s = 0.0;
+  for (int64_t e = 0; e < n; ++e) s += a[e] * b[e];
+  return s;
+}
+
+// Uniform in [-1, 1) from the top 53 bits of one draw; unlike std::uniform_real_distribution this
+// is the same on every standard library, so a seed names the same inputs everywhere.
+double UniformMinusOneToOne(std::mt19937_64& rng) {
+  const double unit = static_cast<double>(rng() >> 11) * 0x1.0p-53;  // [0, 1)
+  return 2.0 * unit - 1.0;
+}
+
+void FillUniform(Tensor<double>& t, std::mt19937_64& rng) {
+  for (double& x : t.data) x = UniformMinusOneToOne(rng);
+}
+
+}  // namespace
+
+void ReferenceForward(const Workload& w, AttentionTensors<double>& t) {
+  const int64_t B = w.batch, S = w.seq_len, Hq = w.q_heads, d = w.head_dim;
+  const int64_t group = w.group_size();
+  const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+  const double neg_inf = -std::numeric_limits<double>::infinity();
+  const Visibility visible(w.mask, S);
+
+  t.o = Tensor<double>(B, S, Hq, d);
+  t.lse = Tensor<double>(B, S, Hq, 1);
+  std::vector<double> scores(static_cast<size_t>(S));
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t h = 0; h < Hq; ++h) {
+      const int64_t kvh = h / group;
+      for (int64_t i = 0; i < S; ++i) {
+        const double* qi = &t.q.at(b, i, h, 0);
+        double max_score = neg_inf;
+        for (int64_t j = 0; j < S; ++j) {
+          if (!visible(i, j)) continue;
+          scores[static_cast<size_t>(j)] = scale * Dot(qi, &t.k.at(b, j, kvh, 0), d);
+          max_score = std::max(max_score, scores[static_cast<size_t>(j)]);
+        }
+        double* oi = &t.o.at(b, i, h, 0);
+        if (max_score == neg_inf) {  // no visible key: O stays 0
+          t.lse.at(b, i, h, 0) = neg_inf;
+          continue;
+        }
+        double sum = 0.0;
+        for (int64_t j = 0; j < S; ++j) {
+          if (!visible(i, j)) continue;
+          const double p = std::exp(scores[static_cast<size_t>(j)] - max_score);
+          sum += p;
+          const double* vj = &t.v.at(b, j, kvh, 0);
+          for (int64_t e = 0; e < d; ++e) oi[e] += p * vj[e];
+        }
+        for (int64_t e = 0; e < d; ++e) oi[e] /= sum;
+        t.lse.at(b, i, h, 0) = max_score + std::log(sum);
+      }
+    }
+  }
+}
+
+void ReferenceBackward(const Workload& w, AttentionTensors<double>& t) {
+  const int64_t B = w.batch, S = w.seq_len, Hq = w.q_heads, Hkv = w.kv_heads, d = w.head_dim;
+  const int64_t group = w.group_size();
+  const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+  const double neg_inf = -std::numeric_limits<double>::infinity();
+  const Visibility visible(w.mask, S);
+
+  t.dq = Tensor<double>(B, S, Hq, d);
+  t.dk = Tensor<double>(B, S, Hkv, d);
+  t.dv = Tensor<double>(B, S, Hkv, d);
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t h = 0; h < Hq; ++h) {
+      const int64_t kvh = h / group;
+      for (int64_t i = 0; i < S; ++i) {
+        const double lse = t.lse.at(b, i, h, 0);
+        if (lse == neg_inf) continue;  // fully masked row: P = 0, no gradient flows
+        const double* qi = &t.q.at(b, i, h, 0);
+        const double* doi = &t.d_o.at(b, i, h, 0);
+        const double big_d = Dot(doi, &t.o.at(b, i, h, 0), d);  // D_i = rowsum(dO * O)
+        double* dqi = &t.dq.at(b, i, h, 0);
+        for (int64_t j = 0; j < S; ++j) {
+          if (!visible(i, j)) continue;
+          const double* kj = &t.k.at(b, j, kvh, 0);
+          const double* vj = &t.v.at(b, j, kvh, 0);
+          const double p = std::exp(scale * Dot(qi, kj, d) - lse);
+          const double dp = Dot(doi, vj, d);
+          const double ds = p * (dp - big_d);
+          double* dkj = &t.dk.at(b, j, kvh, 0);
+          double* dvj = &t.dv.at(b, j, kvh, 0);
+          for (int64_t e = 0; e < d; ++e) {
+            dvj[e] += p * doi[e];
+            dqi[e] += scale * ds * kj[e];
+            dkj[e] += scale * ds * qi[e];
+          }
+        }
+      }
+    }
+  }
+}
+
+AttentionTensors<double> RandomInputs(const Workload& w, uint64_t seed) {
+  const int64_t B = w.batch, S = w.seq_len, Hq = w.q_heads, Hkv = w.kv_heads, d = w.head_dim;
+  AttentionTensors<double> t;
+  t.q = Tensor<double>(B, S, Hq, d);
+  t.k = Tensor<double>(B, S, Hkv, d);
+  t.v = Tensor<double>(B, S, Hkv, d);
+  t.d_o = Tensor<double>(B, S, Hq, d);
+  t.o = Tensor<double>(B, S, Hq, d);
+  t.lse = Tensor<double>(B, S, Hq, 1);
+  t.dq = Tensor<double>(B, S, Hq, d);
+  t.dk = Tensor<double>(B, S, Hkv, d);
+  t.dv = Tensor<double>(B, S, Hkv, d);
+  std::mt19937_64 rng(seed);
+  // Fixed order, so a seed always means the same q, k, v and dO.
+  FillUniform(t.q, rng);
+  FillUniform(t.k, rng);
+  FillUniform(t.v, rng);
+  FillUniform(t.d_o, rng);
+  return t;
+}
+
+}  // namespace meshplan::exec

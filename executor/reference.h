@@ -1,0 +1,20 @@
+// Plain attention in double precision: the reference every distributed run is checked against.
+// Scores are scale * q.k with scale = 1/sqrt(d); masked pairs are excluded (a row with no
+// visible key gets O = 0 and LSE = -inf). GQA: query head h reads KV head h / (Hq / Hkv).
+#pragma once
+
+#include "core/workload.h"
+#include "executor/tensor.h"
+
+namespace meshplan::exec {
+
+// Fills t.o and t.lse from t.q, t.k, t.v (shapes per executor/tensor.h, from the workload).
+// REQUIRES: w.Validate().ok(); tensors sized for w.
+void ReferenceForward(const Workload& w, AttentionTensors<double>& t);
+// Fills t.dq, t.dk, t.dv from t.q, t.k, t.v, t.o, t.lse and t.d_o (D = rowsum(dO * O)).
+void ReferenceBackward(const Workload& w, AttentionTensors<double>& t);
+
+// Random inputs (uniform in [-1, 1), never all zero) for the workload, reproducible by seed.
+AttentionTensors<double> RandomInputs(const Workload& w, uint64_t seed);
+
+}  // namespace meshplan::exec
