@@ -140,10 +140,17 @@ void RankRunner::StreamLoop(int stream) {
       if (failed_) return;
     }
     timings_[i].start_s = std::chrono::duration<double>(Clock::now() - start_).count();
-    Status st = Execute(i);
+    Status st = rank_ == options_.fail_rank && static_cast<int64_t>(i) == options_.fail_op
+                    ? Status::Internal("injected failure")
+                    : Execute(i);
     timings_[i].end_s = std::chrono::duration<double>(Clock::now() - start_).count();
     if (!st.ok()) {
-      Fail(st.message().rfind("rank ", 0) == 0 ? st : st.WithContext(OpName(rank_, i, op)));
+      // Name the op; a transport error already starting with "rank R: " loses that prefix.
+      const std::string own = "rank " + std::to_string(rank_) + ": ";
+      std::string why = st.message();
+      if (why.rfind(own, 0) == 0) why = why.substr(own.size());
+      Fail((st.code() == ErrorCode::kInvalidInput ? Status::Invalid(why) : Status::Internal(why))
+               .WithContext(OpName(rank_, i, op)));
       return;
     }
     {
@@ -205,6 +212,11 @@ std::optional<Entry> RankRunner::ZeroPartial(uint16_t tensor, int32_t id) {
 std::optional<Entry> RankRunner::TakePartial(uint16_t tensor, int32_t id) {
   std::optional<Entry> e = store_.Take({tensor, id, EntryKind::kShard});
   return e ? e : ZeroPartial(tensor, id);
+}
+
+Status RankRunner::Post(int peer, int64_t tag, const std::vector<float>& payload) {
+  if (rank_ == options_.silent_rank) return Status::Ok();  // injected fault: the message is lost
+  return transport_.Send(peer, tag, payload);
 }
 
 Status RankRunner::Execute(uint32_t index) {
@@ -361,7 +373,7 @@ Status RankRunner::Send(const Op& op) {
   }
   std::vector<const Piece*> refs;
   for (const Piece& p : pieces) refs.push_back(&p);
-  return transport_.Send(op.peer, op.tag, Pack(refs));
+  return Post(op.peer, op.tag, Pack(refs));
 }
 
 Status RankRunner::Recv(const Op& op) {
@@ -399,7 +411,7 @@ Status RankRunner::AllGather(const Op& op) {
     const std::vector<float> payload = Pack({&piece});
     const int b = __builtin_ctz(bit);
     for (int m = 0; m < static_cast<int>(members.size()); ++m) {
-      if (m != me) MESHPLAN_RETURN_IF_ERROR(transport_.Send(members[m], CollectiveTag(op, b, me), payload));
+      if (m != me) MESHPLAN_RETURN_IF_ERROR(Post(members[m], CollectiveTag(op, b, me), payload));
     }
     for (int m = 0; m < static_cast<int>(members.size()); ++m) {
       if (m == me) continue;
@@ -427,7 +439,7 @@ Status RankRunner::ReduceScatter(const Op& op) {
     Piece id_piece{0, own, Entry{}};
     const std::vector<float> payload = Pack({&id_piece});
     for (int m = 0; m < p; ++m) {
-      if (m != me) MESHPLAN_RETURN_IF_ERROR(transport_.Send(members[m], CollectiveTag(op, 15, me), payload));
+      if (m != me) MESHPLAN_RETURN_IF_ERROR(Post(members[m], CollectiveTag(op, 15, me), payload));
     }
     for (int m = 0; m < p; ++m) {
       if (m == me) continue;
@@ -450,7 +462,7 @@ Status RankRunner::ReduceScatter(const Op& op) {
     }
     std::vector<const Piece*> refs;
     for (const Piece& piece : pieces) refs.push_back(&piece);
-    MESHPLAN_RETURN_IF_ERROR(transport_.Send(members[m], CollectiveTag(op, 14, me), Pack(refs)));
+    MESHPLAN_RETURN_IF_ERROR(Post(members[m], CollectiveTag(op, 14, me), Pack(refs)));
   }
   for (int m = 0; m < p; ++m) {
     if (m == me) continue;
@@ -502,7 +514,7 @@ Status RankRunner::AllToAll(const Op& op) {
         if (m == me) {
           received[m] = std::move(piece.entry);
         } else {
-          MESHPLAN_RETURN_IF_ERROR(transport_.Send(members[m], CollectiveTag(op, b, me), Pack({&piece})));
+          MESHPLAN_RETURN_IF_ERROR(Post(members[m], CollectiveTag(op, b, me), Pack({&piece})));
         }
       }
     } else {
@@ -517,7 +529,7 @@ Status RankRunner::AllToAll(const Op& op) {
         if (m == me) {
           received[m] = std::move(piece.entry);
         } else {
-          MESHPLAN_RETURN_IF_ERROR(transport_.Send(members[m], CollectiveTag(op, b, me), Pack({&piece})));
+          MESHPLAN_RETURN_IF_ERROR(Post(members[m], CollectiveTag(op, b, me), Pack({&piece})));
         }
       }
       // Final gradients are not needed in the head layout afterwards; the output O is kept

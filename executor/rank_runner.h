@@ -25,6 +25,12 @@ namespace meshplan::exec {
 struct RunOptions {
   // A receive (or collective) that waits longer than this fails, naming the rank, op and peer.
   std::chrono::milliseconds recv_timeout{30000};
+  // Fault injection (tests and `meshplan execute --inject-*`): rank `fail_rank` fails at its op
+  // `fail_op` as if that op had failed; rank `silent_rank` drops every message it sends, like a
+  // peer that never answers. -1 disables.
+  int fail_rank = -1;
+  int64_t fail_op = -1;
+  int silent_rank = -1;
 };
 
 struct OpTiming {
@@ -63,6 +69,8 @@ class RankRunner {
   int32_t IdFor(const Op& op, uint16_t tensor) const;
   int32_t HeadsOf(uint16_t tensor) const;
   int64_t CollectiveTag(const Op& op, int bit, int from);
+  // Every message this rank sends goes through here (fault injection drops them).
+  Status Post(int peer, int64_t tag, const std::vector<float>& payload);
   void Fail(const Status& status);
 
   const Schedule& schedule_;

@@ -1,0 +1,104 @@
+// Faults end the whole run within a bounded time, with an error naming the rank and the op:
+// a rank that fails, and a peer that never answers.
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+#include "executor/execute.h"
+#include "executor/reference.h"
+#include "planner/strategy.h"
+
+namespace meshplan::exec {
+namespace {
+
+struct Fixture {
+  Workload w;
+  Topology t;
+  Schedule schedule;
+  AttentionTensors<float> inputs;
+};
+
+Fixture Make(Scheme scheme) {
+  Fixture f;
+  f.w.seq_len = 128;
+  f.w.q_heads = 4;
+  f.w.kv_heads = 2;
+  f.w.head_dim = 8;
+  f.w.dtype = DType::kFp32;
+  f.w.pass = Pass::kForwardBackward;
+  f.t.name = "four";
+  f.t.source = "test";
+  f.t.gpu.model = "cpu";
+  f.t.gpu.memory_bytes = 1e12;
+  f.t.gpu.hbm_bytes_per_s = 1e12;
+  f.t.gpu.peak_tflops = {{DType::kFp32, 10}};
+  f.t.gpu.attention_efficiency = {{1, 1.0}};
+  f.t.levels.push_back({"link", LinkKind::kSwitch, 4, 1e10, 1e-6, 1.0, {}});
+  const planner::PlanContext ctx(f.w, f.t);
+  SchemeParams p;
+  p.scheme = scheme;
+  p.layout = Layout::kZigzag;
+  p.ring = 4;
+  p.tile_a = 2;
+  p.tile_b = 2;
+  p.placement = CanonicalPlacement(p.RankDims());
+  f.schedule = *planner::MakeStrategy(scheme)->Expand(ctx, p);
+  const AttentionTensors<double> d = RandomInputs(f.w, 5);
+  auto to_float = [](const TensorD& x) {
+    TensorF y(x.batch, x.tokens, x.heads, x.dim);
+    for (size_t i = 0; i < x.data.size(); ++i) y.data[i] = static_cast<float>(x.data[i]);
+    return y;
+  };
+  f.inputs.q = to_float(d.q);
+  f.inputs.k = to_float(d.k);
+  f.inputs.v = to_float(d.v);
+  f.inputs.d_o = to_float(d.d_o);
+  return f;
+}
+
+double SecondsOf(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+TEST(ExecutorFaults, AFailingRankStopsEveryRankAndIsNamed) {
+  for (Scheme scheme : {Scheme::kRing, Scheme::kMesh, Scheme::kAttention2D}) {
+    Fixture f = Make(scheme);
+    RunOptions options;
+    options.recv_timeout = std::chrono::milliseconds(20000);  // the abort, not the timeout, must end it
+    options.fail_rank = 2;
+    options.fail_op = 3;
+    const auto start = Clock::now();
+    auto r = ExecuteOnThreads(f.schedule, f.w, f.inputs, options);
+    ASSERT_FALSE(r.ok()) << SchemeName(scheme);
+    EXPECT_NE(r.status().message().find("rank 2 op 3"), std::string::npos) << r.status().message();
+    EXPECT_NE(r.status().message().find("injected failure"), std::string::npos) << r.status().message();
+    EXPECT_LT(SecondsOf(start), 5.0) << SchemeName(scheme);
+  }
+}
+
+TEST(ExecutorFaults, APeerThatNeverAnswersEndsTheRunAtTheDeadline) {
+  for (Scheme scheme : {Scheme::kRing, Scheme::kAllGatherKV}) {
+    Fixture f = Make(scheme);
+    RunOptions options;
+    options.recv_timeout = std::chrono::milliseconds(300);
+    options.silent_rank = 1;
+    const auto start = Clock::now();
+    auto r = ExecuteOnThreads(f.schedule, f.w, f.inputs, options);
+    ASSERT_FALSE(r.ok()) << SchemeName(scheme);
+    // Someone waited for rank 1 and says which op of which rank it was.
+    const std::string& m = r.status().message();
+    EXPECT_NE(m.find("from rank 1"), std::string::npos) << m;
+    EXPECT_NE(m.find(" op "), std::string::npos) << m;
+    EXPECT_EQ(m.rfind("rank ", 0), 0u) << m;
+    EXPECT_LT(SecondsOf(start), 5.0) << SchemeName(scheme);
+  }
+}
+
+TEST(ExecutorFaults, WithoutFaultsTheSameRunsSucceed) {
+  for (Scheme scheme : {Scheme::kRing, Scheme::kMesh, Scheme::kAttention2D, Scheme::kAllGatherKV}) {
+    Fixture f = Make(scheme);
+    auto r = ExecuteOnThreads(f.schedule, f.w, f.inputs, {});
+    EXPECT_TRUE(r.ok()) << SchemeName(scheme) << ": " << r.status().message();
+  }
+}
+
+}  // namespace
+}  // namespace meshplan::exec
