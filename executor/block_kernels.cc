@@ -12,23 +12,67 @@ namespace {
 using RowMajor = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using ConstView = Eigen::Map<const RowMajor, 0, Eigen::OuterStride<>>;
 using View = Eigen::Map<RowMajor, 0, Eigen::OuterStride<>>;
+using Dense = Eigen::Map<RowMajor>;  // contiguous scratch matrix
 
 ConstView Map(const RowsView& r, int64_t d) { return ConstView(r.data, r.rows, d, Eigen::OuterStride<>(r.stride)); }
 View Map(MutableRows r, int64_t d) { return View(r.data, r.rows, d, Eigen::OuterStride<>(r.stride)); }
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-// scale * q k^T with masked pairs set to -inf.
-RowMajor Scores(const RowsView& q, const RowsView& k, int64_t d, float scale, const MaskRule& mask) {
-  RowMajor s = (Map(q, d) * Map(k, d).transpose()) * scale;
-  if (!mask.full()) {
-    for (int64_t i = 0; i < q.rows; ++i) {
-      for (int64_t j = 0; j < k.rows; ++j) {
-        if (!mask.Visible(q.positions[i], k.positions[j])) s(i, j) = kNegInf;
-      }
+// Per-thread scratch, reused across calls (each rank runs on its own thread): no allocation or
+// fresh page faults per block.
+struct Scratch {
+  std::vector<float> scores, ds, row, inv_sum;
+};
+thread_local Scratch scratch;
+
+float* Buffer(std::vector<float>& v, int64_t n) {
+  if (v.size() < static_cast<size_t>(n)) v.resize(static_cast<size_t>(n));
+  return v.data();
+}
+
+// How much of a block the mask leaves visible, decided from the position ranges alone.
+enum class Visibility { kNone, kAll, kPartial };
+
+Visibility Classify(const RowsView& q, const RowsView& k, const MaskRule& mask) {
+  if (mask.full()) return Visibility::kAll;
+  const auto [q_lo, q_hi] = std::minmax_element(q.positions, q.positions + q.rows);
+  const auto [k_lo, k_hi] = std::minmax_element(k.positions, k.positions + k.rows);
+  // Every non-full mask is causal: a key after every query is never visible.
+  if (*k_lo > *q_hi) return Visibility::kNone;
+  // Every key at or before every query, and the farthest pair (latest query, earliest key) is
+  // visible: then every pair is (window: every distance is at most that pair's; documents:
+  // documents are contiguous, so [earliest key, latest query] lies in one document).
+  if (*k_hi <= *q_lo && mask.Visible(*q_hi, *k_lo)) return Visibility::kAll;
+  return Visibility::kPartial;
+}
+
+// s = scale * q k^T (the scale is applied as the GEMM's alpha), masked pairs set to -inf.
+void Scores(Dense& s, const RowsView& q, const RowsView& k, int64_t d, float scale, const MaskRule& mask,
+            Visibility visibility) {
+  s.noalias() = scale * Map(q, d) * Map(k, d).transpose();
+  if (visibility != Visibility::kPartial) return;
+  for (int64_t i = 0; i < q.rows; ++i) {
+    const int64_t qp = q.positions[i];
+    float* row = s.data() + i * k.rows;
+    for (int64_t j = 0; j < k.rows; ++j) {
+      if (!mask.Visible(qp, k.positions[j])) row[j] = kNegInf;
     }
   }
-  return s;
+}
+
+// row[j] = exp(row[j] - shift), with exactly 0 where row[j] is -inf (masked). Eigen's vectorised
+// exp clamps its argument at about -88.7 and so returns a denormal (~1e-39), not 0, for -inf;
+// denormals then slow every following product by an order of magnitude.
+void ExpShifted(float* row, int64_t n, float shift, bool masked, float* tmp) {
+  Eigen::Map<Eigen::ArrayXf> r(row, n);
+  if (!masked) {
+    r = (r - shift).exp();
+    return;
+  }
+  Eigen::Map<Eigen::ArrayXf> t(tmp, n);
+  t = (r - shift).exp();
+  for (int64_t j = 0; j < n; ++j) row[j] = row[j] == kNegInf ? 0.0f : tmp[j];
 }
 
 }  // namespace
@@ -49,20 +93,36 @@ int64_t MaskRule::DocOf(int64_t token) const {
 
 void BlockForward(const RowsView& q, const RowsView& k, const RowsView& v, int64_t d, float scale,
                   const MaskRule& mask, MutableRows o, float* lse) {
-  RowMajor s = Scores(q, k, d, scale, mask);
-  for (int64_t i = 0; i < s.rows(); ++i) {
+  const int64_t nq = q.rows, nk = k.rows;
+  View out = Map(o, d);
+  const Visibility visibility = nq == 0 || nk == 0 ? Visibility::kNone : Classify(q, k, mask);
+  if (visibility == Visibility::kNone) {  // no visible key in any row
+    out.setZero();
+    std::fill(lse, lse + nq, kNegInf);
+    return;
+  }
+  const bool partial = visibility == Visibility::kPartial;
+  Dense s(Buffer(scratch.scores, nq * nk), nq, nk);
+  Scores(s, q, k, d, scale, mask, visibility);
+  float* tmp = Buffer(scratch.row, nk);
+  float* inv_sum = Buffer(scratch.inv_sum, nq);
+  for (int64_t i = 0; i < nq; ++i) {
+    float* row = s.data() + i * nk;
     const float m = s.row(i).maxCoeff();
     if (m == kNegInf) {  // no visible key
       s.row(i).setZero();
       lse[i] = kNegInf;
+      inv_sum[i] = 0;
       continue;
     }
-    s.row(i) = (s.row(i).array() - m).exp().matrix();
+    ExpShifted(row, nk, m, partial, tmp);
     const float l = s.row(i).sum();
     lse[i] = m + std::log(l);
-    s.row(i) /= l;
+    inv_sum[i] = 1.0f / l;
   }
-  Map(o, d).noalias() = s * Map(v, d);
+  // Normalise the [nq x d] output instead of the [nq x nk] probabilities.
+  out.noalias() = s * Map(v, d);
+  for (int64_t i = 0; i < nq; ++i) out.row(i) *= inv_sum[i];
 }
 
 void MergePartial(MutableRows o, float* lse, const float* o_in, int64_t o_in_stride, const float* lse_in, int64_t d) {
@@ -86,20 +146,28 @@ void MergePartial(MutableRows o, float* lse, const float* o_in, int64_t o_in_str
 void BlockBackward(const RowsView& q, const RowsView& k, const RowsView& v, const RowsView& d_o,
                    const float* lse, const float* delta, int64_t d, float scale, const MaskRule& mask,
                    MutableRows dq, MutableRows dk, MutableRows dv) {
-  RowMajor p = Scores(q, k, d, scale, mask);
-  for (int64_t i = 0; i < p.rows(); ++i) {
+  const int64_t nq = q.rows, nk = k.rows;
+  const Visibility visibility = nq == 0 || nk == 0 ? Visibility::kNone : Classify(q, k, mask);
+  if (visibility == Visibility::kNone) return;  // P = 0: nothing to add
+  const bool partial = visibility == Visibility::kPartial;
+  Dense p(Buffer(scratch.scores, nq * nk), nq, nk);
+  Scores(p, q, k, d, scale, mask, visibility);
+  float* tmp = Buffer(scratch.row, nk);
+  for (int64_t i = 0; i < nq; ++i) {
     if (lse[i] == kNegInf) {
       p.row(i).setZero();
     } else {
-      p.row(i) = (p.row(i).array() - lse[i]).exp().matrix();  // masked: exp(-inf) = 0
+      ExpShifted(p.data() + i * nk, nk, lse[i], partial, tmp);  // masked: exactly 0
     }
   }
   const ConstView dov = Map(d_o, d);
   Map(dv, d).noalias() += p.transpose() * dov;
-  RowMajor ds = dov * Map(v, d).transpose();  // dP
-  for (int64_t i = 0; i < ds.rows(); ++i) ds.row(i) = (p.row(i).array() * (ds.row(i).array() - delta[i])).matrix();
-  Map(dq, d).noalias() += (ds * Map(k, d)) * scale;
-  Map(dk, d).noalias() += (ds.transpose() * Map(q, d)) * scale;
+  Dense ds(Buffer(scratch.ds, nq * nk), nq, nk);
+  ds.noalias() = dov * Map(v, d).transpose();  // dP
+  for (int64_t i = 0; i < nq; ++i) ds.row(i) = (p.row(i).array() * (ds.row(i).array() - delta[i])).matrix();
+  // The scale is applied as the GEMMs' alpha.
+  Map(dq, d).noalias() += scale * ds * Map(k, d);
+  Map(dk, d).noalias() += scale * ds.transpose() * Map(q, d);
 }
 
 }  // namespace meshplan::exec
