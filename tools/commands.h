@@ -13,5 +13,6 @@ using Runner = std::function<int()>;
 Runner RegisterPlanCommand(CLI::App& app);
 Runner RegisterTopoCommand(CLI::App& app);
 Runner RegisterSimulateCommand(CLI::App& app);
+Runner RegisterExecuteCommand(CLI::App& app);
 
 }  // namespace meshplan::tools

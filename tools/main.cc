@@ -8,12 +8,13 @@
 
 int main(int argc, char** argv) {
   using namespace meshplan::tools;
-  CLI::App app{"meshplan: plan, simulate and validate context-parallel attention on GPU clusters"};
+  CLI::App app{"meshplan: plan, simulate, execute and validate context-parallel attention on GPU clusters"};
   app.set_version_flag("--version", std::string("meshplan ") + MESHPLAN_VERSION);
   app.require_subcommand(1);
   const Runner plan = RegisterPlanCommand(app);
   const Runner simulate = RegisterSimulateCommand(app);
   const Runner topo = RegisterTopoCommand(app);
+  const Runner execute = RegisterExecuteCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -30,6 +31,7 @@ int main(int argc, char** argv) {
     if (sub->get_name() == "plan") return plan();
     if (sub->get_name() == "simulate") return simulate();
     if (sub->get_name() == "topo") return topo();
+    if (sub->get_name() == "execute") return execute();
   }
   return kExitInvalidInput;
 }

@@ -4,14 +4,20 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "core/plan_io.h"
+#include "executor/npy.h"
+#include "executor/reference.h"
 
 namespace meshplan {
 namespace {
@@ -70,12 +76,13 @@ TEST_F(Cli, VersionAndHelp) {
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.out.find("meshplan 0."), std::string::npos) << r.out;
   for (const char* args : {"--help", "plan --help", "simulate --help", "topo --help", "topo show --help",
-                           "topo validate --help"}) {
+                           "topo validate --help", "execute --help"}) {
     r = Run(args);
     EXPECT_EQ(r.exit_code, 0) << args;
     EXPECT_NE(r.out.find("Usage"), std::string::npos) << args << r.out;
   }
   EXPECT_NE(Run("plan --help").out.find("--kv-heads"), std::string::npos);
+  EXPECT_NE(Run("execute --help").out.find("1e-4"), std::string::npos);  // the check's tolerance
 }
 
 TEST_F(Cli, DefaultPlanRanksSchemesAndNamesTheBest) {
@@ -303,6 +310,221 @@ TEST_F(Cli, PlanSimulateReranksTheTopPlans) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out.rfind("rank,scheme,parameters,time_s,simulated_s,", 0), 0u) << r.out;
   ExpectInvalid("plan --simulate=-1", {"--simulate"});
+}
+
+// ---- meshplan execute
+// ----------------------------------------------------------------------------
+
+// 4 GPUs on one switch: small enough that every plan runs in milliseconds on the CPU.
+constexpr char kFourGpus[] = R"toml(name = "four-gpus"
+description = "4 GPUs on one switch (test)"
+[gpu]
+model = "H100 SXM5 80GB"
+memory_GB = 80
+hbm_GBps = 3350
+launch_overhead_us = 4
+peak_tflops = { bf16 = 989, fp16 = 989, fp8 = 1979, fp32 = 494 }
+attention_efficiency = [[512, 0.30], [16384, 0.62]]
+[[level]]
+name = "nvlink"
+kind = "switch"
+group_size = 4
+bandwidth_GBps = 450
+latency_us = 0.94
+)toml";
+
+class Execute : public Cli {
+ protected:
+  // Makes a 4-rank plan (S=256, Hq=4, Hkv=2, d=16) with `extra` plan flags; returns its path.
+  std::string MakePlan(const std::string& extra = "--schemes mesh") {
+    const std::string topology = Write("four.toml", kFourGpus);
+    const std::string plan = (dir_ / "p.toml").string();
+    const RunResult r =
+        Run("plan -t " + topology + " --seq 256 --heads 4 --kv-heads 2 --head-dim 16 -q " + extra +
+            " --out " + plan);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return plan;
+  }
+  static Workload SmallWorkload() {
+    Workload w;
+    w.seq_len = 256;
+    w.q_heads = 4;
+    w.kv_heads = 2;
+    w.head_dim = 16;
+    return w;
+  }
+  // Writes q.npy, k.npy, v.npy, d_o.npy of RandomInputs(seed), as float32, into `dir`; each
+  // value is multiplied by `scale` for the named tensors.
+  void WriteInputs(const fs::path& dir, uint64_t seed, double scale = 1.0,
+                   const std::string& scaled = "") {
+    fs::create_directories(dir);
+    const Workload w = SmallWorkload();
+    const exec::AttentionTensors<double> in = exec::RandomInputs(w, seed);
+    auto write = [&](const char* name, const exec::TensorD& t) {
+      std::vector<float> values(t.data.size());
+      const double factor = scaled.find(name) != std::string::npos ? scale : 1.0;
+      for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(t.data[i] * factor);
+      const Status st = exec::WriteNpyFloat32((dir / (std::string(name) + ".npy")).string(),
+                                              {t.batch, t.tokens, t.heads, t.dim}, values);
+      ASSERT_TRUE(st.ok()) << st.message();
+    };
+    write("q", in.q);
+    write("k", in.k);
+    write("v", in.v);
+    write("d_o", in.d_o);
+  }
+  static exec::NpyArray MustRead(const fs::path& path) {
+    auto a = exec::ReadNpy(path.string());
+    EXPECT_TRUE(a.ok()) << a.status().message();
+    return a.ok() ? *a : exec::NpyArray{};
+  }
+};
+
+TEST_F(Execute, ChecksAgainstTheReferenceAndReportsTheTimeline) {
+  const std::string plan = MakePlan();
+  RunResult r = Run("execute " + plan + " --backend cpu --check");
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_TRUE(r.err.empty()) << r.err;
+  for (const char* needle :
+       {"mesh", "transport threads, 4 ranks", "random, seed 1", "exposed comm", "idle",
+        "predicted vs measured", "the CPU executor's speed is not the cluster's",
+        "tolerance 1.00e-04", "check passed"}) {
+    EXPECT_NE(r.out.find(needle), std::string::npos) << needle << "\n" << r.out;
+  }
+  // One line per tensor, each error printed and below the tolerance.
+  for (const char* tensor : {"\n  O ", "\n  LSE ", "\n  dQ ", "\n  dK ", "\n  dV "}) {
+    const size_t at = r.out.find(tensor);
+    ASSERT_NE(at, std::string::npos) << tensor << "\n" << r.out;
+    const std::string line = r.out.substr(at + 1, r.out.find('\n', at + 1) - at - 1);
+    EXPECT_NE(line.find("ok"), std::string::npos) << line;
+    EXPECT_LT(std::stod(line.substr(line.find_first_of("0123456789"))), 1e-4) << line;
+  }
+
+  r = Run("execute " + plan + " --check --seed 5 --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.front(), '{');
+  for (const char* needle :
+       {"\"seed\":5", "\"passed\":true", "\"tolerance\":1e-04", "\"measured\":{\"time_s\":",
+        "\"predicted\":{\"time_s\":", "\"exposed_comm_fraction\":", "\"dV\":"}) {
+    EXPECT_NE(r.out.find(needle), std::string::npos) << needle << "\n" << r.out;
+  }
+}
+
+TEST_F(Execute, WritesOutputsAndReadsInputs) {
+  const std::string plan = MakePlan();
+  const fs::path out = dir_ / "new" / "out";  // created, parents included
+  RunResult r = Run("execute " + plan + " --seed 7 --outputs " + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("o.npy, lse.npy, dq.npy, dk.npy, dv.npy"), std::string::npos) << r.out;
+  EXPECT_EQ(MustRead(out / "o.npy").shape, (std::vector<int64_t>{1, 256, 4, 16}));
+  EXPECT_EQ(MustRead(out / "lse.npy").shape, (std::vector<int64_t>{1, 256, 4}));
+  EXPECT_EQ(MustRead(out / "dq.npy").shape, (std::vector<int64_t>{1, 256, 4, 16}));
+  EXPECT_EQ(MustRead(out / "dk.npy").shape, (std::vector<int64_t>{1, 256, 2, 16}));
+  EXPECT_EQ(MustRead(out / "dv.npy").shape, (std::vector<int64_t>{1, 256, 2, 16}));
+
+  // The same inputs from files give the same outputs (up to the order of merges); others differ.
+  WriteInputs(dir_ / "in", 7);
+  const fs::path again = dir_ / "again";
+  r = Run("execute " + plan + " --check --inputs " + (dir_ / "in").string() + " --outputs " +
+          again.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("check passed"), std::string::npos);
+  EXPECT_NE(r.out.find("inputs:    from " + (dir_ / "in").string()), std::string::npos) << r.out;
+  for (const char* name : {"o.npy", "dq.npy", "dv.npy"}) {
+    const exec::NpyArray a = MustRead(out / name), b = MustRead(again / name);
+    ASSERT_EQ(a.values.size(), b.values.size());
+    double worst = 0, scale = 0;
+    for (size_t i = 0; i < a.values.size(); ++i) {
+      worst = std::max(worst, std::abs(a.values[i] - b.values[i]));
+      scale = std::max(scale, std::abs(a.values[i]));
+    }
+    EXPECT_GT(scale, 0) << name;
+    EXPECT_LE(worst, 1e-5 * scale) << name;
+  }
+  WriteInputs(dir_ / "other", 8);
+  r = Run("execute " + plan + " --inputs " + (dir_ / "other").string() + " --outputs " +
+          (dir_ / "o8").string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(MustRead(out / "o.npy").values, MustRead(dir_ / "o8" / "o.npy").values);
+}
+
+TEST_F(Execute, RejectsBadInputsAndFlags) {
+  const std::string plan = MakePlan();
+  const fs::path in = dir_ / "in";
+  WriteInputs(in, 3);
+  // k.npy shaped like q.
+  ASSERT_TRUE(exec::WriteNpyFloat32((in / "k.npy").string(), {1, 256, 4, 16},
+                                    std::vector<float>(256 * 64, 1.0f))
+                  .ok());
+  ExpectInvalid("execute " + plan + " --inputs " + in.string(),
+                {"k.npy", "(1, 256, 2, 16)", "(1, 256, 4, 16)"});
+  WriteInputs(in, 3);
+  fs::remove(in / "d_o.npy");  // the plan has a backward
+  ExpectInvalid(
+      "execute " + plan + " --inputs " + in.string() + " --outputs " + (dir_ / "out").string(),
+      {"d_o.npy"});
+  EXPECT_FALSE(fs::exists(dir_ / "out"));
+  ExpectInvalid("execute " + plan + " --inputs " + (dir_ / "nowhere").string(), {"q.npy"});
+  ExpectInvalid("execute " + plan + " --backend cuda", {"--backend", "cuda", "not built"});
+  ExpectInvalid("execute " + plan + " --transport carrier-pigeon",
+                {"--transport", "carrier-pigeon"});
+  ExpectInvalid("execute " + plan + " --format csv", {"--format", "csv"});
+  ExpectInvalid("execute " + plan + " --timeout-s 0", {"--timeout-s"});
+  ExpectInvalid("execute " + (dir_ / "missing.toml").string(), {"missing.toml"});
+  ExpectInvalid("execute", {"plan"});
+}
+
+TEST_F(Execute, AFailedCheckLeavesNoOutputFiles) {
+  const std::string plan = MakePlan();
+  // Scores of 1e40 overflow float (the executor) but not double (the reference): O and LSE come
+  // out wrong, so the check must fail, with exit 1 and nothing written.
+  const fs::path in = dir_ / "huge";
+  WriteInputs(in, 4, 1e20, "q k");
+  const fs::path out = dir_ / "out";
+  const RunResult r =
+      Run("execute " + plan + " --check --inputs " + in.string() + " --outputs " + out.string());
+  EXPECT_EQ(r.exit_code, 1) << r.err << r.out;
+  EXPECT_NE(r.out.find("check FAILED"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("meshplan: error: check failed"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("no outputs written"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_FALSE(fs::exists(out));
+}
+
+TEST_F(Execute, AFailingRankOrASilentPeerFailsTheRunWithoutOutputs) {
+  const std::string plan = MakePlan();
+  const fs::path out = dir_ / "out";
+  RunResult r = Run("execute " + plan + " --check --inject-fail 2:3 --outputs " + out.string());
+  EXPECT_EQ(r.exit_code, 1) << r.err << r.out;
+  EXPECT_NE(r.err.find("meshplan: error: run failed: rank 2 op 3"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("injected failure"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_FALSE(fs::exists(out));
+
+  const auto start = std::chrono::steady_clock::now();
+  r = Run("execute " + plan + " --inject-silent 1 --timeout-s 1 --outputs " + out.string());
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(r.exit_code, 1) << r.err << r.out;
+  EXPECT_NE(r.err.find("no message within the deadline"), std::string::npos) << r.err;
+  EXPECT_LT(seconds, 10.0);
+  EXPECT_FALSE(fs::exists(out));
+
+  ExpectInvalid("execute " + plan + " --inject-fail 4:0", {"--inject-fail", "4:0"});
+  ExpectInvalid("execute " + plan + " --inject-silent 7", {"--inject-silent", "7"});
+}
+
+TEST_F(Execute, ABackwardOnlyPlanRunsWithItsForward) {
+  const std::string plan = MakePlan("--schemes ring --pass bwd");
+  const fs::path out = dir_ / "out";
+  const RunResult r = Run("execute " + plan + " --check --outputs " + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_NE(r.err.find("running fwd+bwd"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.out.find("check passed"), std::string::npos) << r.out;
+  EXPECT_TRUE(fs::exists(out / "o.npy"));
+  EXPECT_TRUE(fs::exists(out / "dk.npy"));
 }
 
 }  // namespace

@@ -1,0 +1,52 @@
+#!/bin/sh
+# `meshplan execute --transport mpi` under mpirun: a 4-rank plan runs with one process per rank,
+# rank 0 gathers the outputs and the check against plain attention passes; a wrong process count
+# is refused and a failing rank ends the job.
+# Usage: execute_mpi.sh MESHPLAN SOURCE_DIR [MPIEXEC]   (CTest label mpi, tests/CMakeLists.txt)
+set -u
+meshplan=$1
+source_dir=$2
+mpiexec=${3:-mpirun}
+work=$(mktemp -d "${TMPDIR:-/tmp}/meshplan_execute_mpi.XXXXXX") || exit 1
+trap 'rm -rf "$work"' EXIT
+
+fail() {
+  echo "execute_mpi: FAILED: $*"
+  echo "--- stdout"; cat "$work/out" 2>/dev/null
+  echo "--- stderr"; cat "$work/err" 2>/dev/null
+  exit 1
+}
+
+"$meshplan" plan -t "$source_dir/tests/mpi/four_gpus.toml" --seq 256 --heads 4 --kv-heads 2 \
+  --head-dim 16 --schemes mesh -q --out "$work/plan.toml" >"$work/out" 2>"$work/err" ||
+  fail "meshplan plan"
+
+"$mpiexec" -np 4 --oversubscribe --allow-run-as-root "$meshplan" execute "$work/plan.toml" \
+  --transport mpi --check --outputs "$work/outputs" >"$work/out" 2>"$work/err"
+rc=$?
+[ "$rc" -eq 0 ] || fail "mpirun exited $rc"
+grep -q "transport mpi, 4 ranks" "$work/out" || fail "no 'transport mpi, 4 ranks' line"
+grep -q "^check passed$" "$work/out" || fail "no 'check passed' line"
+# Only rank 0 prints: one report, one check line.
+[ "$(grep -c '^check passed$' "$work/out")" -eq 1 ] || fail "more than one rank printed"
+for f in o lse dq dk dv; do
+  [ -s "$work/outputs/$f.npy" ] || fail "missing output $f.npy"
+done
+
+# A job with fewer processes than the plan's ranks is refused (exit 2, one clear line).
+"$mpiexec" -np 2 --oversubscribe --allow-run-as-root "$meshplan" execute "$work/plan.toml" \
+  --transport mpi >"$work/out" 2>"$work/err"
+rc=$?
+[ "$rc" -ne 0 ] || fail "a 2-process job for a 4-rank plan succeeded"
+grep -q "the plan has 4 ranks but this MPI job has 2 processes" "$work/err" ||
+  fail "no process-count error"
+# A rank that fails mid-run ends the whole job with one line naming the rank and the op, and no
+# output files.
+"$mpiexec" -np 4 --oversubscribe --allow-run-as-root "$meshplan" execute "$work/plan.toml" \
+  --transport mpi --inject-fail 2:3 --outputs "$work/failed" >"$work/out" 2>"$work/err"
+rc=$?
+[ "$rc" -ne 0 ] || fail "a run with a failing rank succeeded"
+grep -q "meshplan: rank 2: aborting the MPI job: rank 2 op 3 .*injected failure" "$work/err" ||
+  fail "no abort line naming rank 2 op 3"
+[ ! -e "$work/failed" ] || fail "a failed run left outputs"
+echo "execute_mpi: passed"
