@@ -1,6 +1,7 @@
 #include "tools/cli_common.h"
 
 #include <cstdio>
+#include <filesystem>
 #include <sstream>
 
 #include "core/topology_toml.h"
@@ -72,6 +73,17 @@ void TopologyFlag::Register(CLI::App& app) {
 Result<Topology> TopologyFlag::Load() const {
   if (path.empty()) return DefaultTopology();
   return LoadTopologyFile(path);
+}
+
+Result<Topology> PlanTopology(const std::string& plan_file, const std::string& topology_flag, const Plan& plan) {
+  if (!topology_flag.empty()) return LoadTopologyFile(topology_flag);
+  if (plan.topology_source == "built-in") return DefaultTopology();
+  std::error_code error;
+  if (!plan.topology_source.empty() && std::filesystem::is_regular_file(plan.topology_source, error)) {
+    return LoadTopologyFile(plan.topology_source);
+  }
+  return Status::Invalid(plan_file + ": made for topology '" + plan.topology_name + "' from '" +
+                         plan.topology_source + "', which is not a file here; pass --topology FILE");
 }
 
 Status CheckFormat(const std::string& format, const std::vector<std::string>& allowed) {

@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "core/plan.h"
 #include "core/status.h"
 #include "core/topology.h"
 #include "core/workload.h"
@@ -42,6 +43,11 @@ struct TopologyFlag {
   void Register(CLI::App& app);
   Result<Topology> Load() const;
 };
+
+// The topology a plan file runs on: `topology_flag` when given, else the plan's own source when
+// it is the built-in cluster or a file that exists here; otherwise an error asking for
+// --topology (naming plan_file).
+Result<Topology> PlanTopology(const std::string& plan_file, const std::string& topology_flag, const Plan& plan);
 
 // --format table|json|csv
 Status CheckFormat(const std::string& format, const std::vector<std::string>& allowed);

@@ -24,6 +24,7 @@
 #include "planner/strategy.h"
 #include "simulator/plan_simulation.h"
 #include "tools/cli_common.h"
+#include "tools/text_format.h"
 #include "tools/commands.h"
 #if MESHPLAN_HAVE_MPI
 #include "executor/mpi_transport.h"
@@ -122,20 +123,6 @@ Result<exec::RunOptions> MakeRunOptions(const ExecuteFlags& flags, int64_t ranks
   return options;
 }
 
-// As in `meshplan simulate`: --topology, else the plan's own source when it is the built-in
-// cluster or a file that exists.
-Result<Topology> ChooseTopology(const ExecuteFlags& flags, const Plan& plan) {
-  if (!flags.topology.empty()) return LoadTopologyFile(flags.topology);
-  if (plan.topology_source == "built-in") return DefaultTopology();
-  std::error_code error;
-  if (!plan.topology_source.empty() && fs::is_regular_file(plan.topology_source, error)) {
-    return LoadTopologyFile(plan.topology_source);
-  }
-  return Status::Invalid(flags.plan + ": made for topology '" + plan.topology_name + "' from '" +
-                         plan.topology_source +
-                         "', which is not a file here; pass --topology FILE");
-}
-
 // Checks the plan against the topology with its strategy and expands the schedule.
 Result<Schedule> ExpandPlan(const Plan& plan, const Topology& topology, bool widened) {
   const std::string scheme(SchemeName(plan.params.scheme));
@@ -208,7 +195,7 @@ Result<Prepared> Prepare(const ExecuteFlags& flags) {
   auto plan = LoadPlanFile(flags.plan);
   if (!plan.ok()) return plan.status();
   p.plan = std::move(plan).value();
-  auto topology = ChooseTopology(flags, p.plan);
+  auto topology = PlanTopology(flags.plan, flags.topology, p.plan);
   if (!topology.ok()) return topology.status();
   p.topology = std::move(topology).value();
   {
@@ -418,37 +405,10 @@ struct Report {
   std::vector<std::string> written;  // output files (names in flags->outputs)
 };
 
-std::string Fixed(double value, int digits) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.*f", digits, value);
-  return buffer;
-}
-
 std::string Scientific(double value) {
   char buffer[64];
   std::snprintf(buffer, sizeof buffer, "%.2e", value);
   return buffer;
-}
-
-// Aligned columns, first row the header.
-std::string Columns(const std::vector<std::vector<std::string>>& rows, const std::string& indent) {
-  std::vector<size_t> width;
-  for (const auto& row : rows) {
-    if (width.size() < row.size()) width.resize(row.size(), 0);
-    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
-  }
-  std::string out;
-  for (const auto& row : rows) {
-    std::string line = indent;
-    for (size_t i = 0; i < row.size(); ++i) {
-      std::string cell = row[i];
-      cell.resize(width[i], ' ');
-      line += (i ? "  " : "") + cell;
-    }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    out += line + "\n";
-  }
-  return out;
 }
 
 std::string InputsDescription(const ExecuteFlags& flags, const Workload& w) {

@@ -5,42 +5,11 @@
 #include <sstream>
 
 #include "core/units.h"
+#include "tools/text_format.h"
 #include "core/json_writer.h"
 
 namespace meshplan::tools {
 namespace {
-
-std::string Fixed(double value, int digits) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.*f", digits, value);
-  return buffer;
-}
-
-// Lays out rows as aligned columns; the first row is the header.
-std::string Columns(const std::vector<std::vector<std::string>>& rows) {
-  std::vector<size_t> width;
-  for (const auto& row : rows) {
-    if (width.size() < row.size()) width.resize(row.size(), 0);
-    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
-  }
-  std::string out;
-  for (size_t r = 0; r < rows.size(); ++r) {
-    std::string line;
-    for (size_t i = 0; i < rows[r].size(); ++i) {
-      std::string cell = rows[r][i];
-      cell.resize(width[i], ' ');
-      line += (i ? "  " : "") + cell;
-    }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    out += line + "\n";
-    if (r == 0) {
-      size_t total = 0;
-      for (size_t w : width) total += w + 2;
-      out += std::string(total > 2 ? total - 2 : 0, '-') + "\n";
-    }
-  }
-  return out;
-}
 
 std::string ClusterLine(const planner::PlanContext& ctx) {
   const Topology& t = ctx.topology;
@@ -94,7 +63,7 @@ std::string RenderTable(const planner::PlanContext& ctx, const planner::SearchRe
     row.push_back(e.fits ? "yes" : "NO");
     rows.push_back(row);
   }
-  out += Columns(rows);
+  out += Columns(rows, "", /*rule=*/true);
   if (n < result.ranked.size()) {
     out += "... " + std::to_string(result.ranked.size() - n) + " more plans (--top 0 shows all)\n";
   }

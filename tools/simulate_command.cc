@@ -17,6 +17,7 @@
 #include "simulator/plan_simulation.h"
 #include "simulator/trace.h"
 #include "tools/cli_common.h"
+#include "tools/text_format.h"
 #include "tools/commands.h"
 
 namespace meshplan::tools {
@@ -29,21 +30,6 @@ struct SimulateFlags {
   std::string format = "table";
   int ranks = 8;
 };
-
-// The topology to replay on: --topology, else the plan's own source when it is the built-in
-// cluster or a file that exists (relative paths: from the current directory).
-Result<Topology> ChooseTopology(const SimulateFlags& flags, const Plan& plan) {
-  if (!flags.topology.empty()) return LoadTopologyFile(flags.topology);
-  if (plan.topology_source == "built-in") return DefaultTopology();
-  std::error_code error;
-  if (!plan.topology_source.empty() &&
-      std::filesystem::is_regular_file(plan.topology_source, error)) {
-    return LoadTopologyFile(plan.topology_source);
-  }
-  return Status::Invalid(flags.plan + ": made for topology '" + plan.topology_name + "' from '" +
-                         plan.topology_source +
-                         "', which is not a file here; pass --topology FILE");
-}
 
 struct Spread {
   double min = 0, mean = 0, max = 0;
@@ -114,34 +100,7 @@ Report MakeReport(const Plan& plan, const Topology& topology, const sim::PlanSim
   return r;
 }
 
-std::string Fixed(double value, int digits) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.*f", digits, value);
-  return buffer;
-}
-
 std::string SignedPercent(double pct) { return (pct >= 0 ? "+" : "") + Fixed(pct, 1) + "%"; }
-
-// Aligned columns, first row the header.
-std::string Columns(const std::vector<std::vector<std::string>>& rows, const std::string& indent) {
-  std::vector<size_t> width;
-  for (const auto& row : rows) {
-    if (width.size() < row.size()) width.resize(row.size(), 0);
-    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
-  }
-  std::string out;
-  for (const auto& row : rows) {
-    std::string line = indent;
-    for (size_t i = 0; i < row.size(); ++i) {
-      std::string cell = row[i];
-      cell.resize(width[i], ' ');
-      line += (i ? "  " : "") + cell;
-    }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    out += line + "\n";
-  }
-  return out;
-}
 
 std::string RenderTable(const Report& r) {
   const sim::SimResult& res = r.sim->result;
@@ -354,7 +313,7 @@ int RunSimulate(const SimulateFlags& flags) {
   if (flags.ranks < 0) return ReportError(Status::Invalid("--ranks: must not be negative"));
   auto plan = LoadPlanFile(flags.plan);
   if (!plan.ok()) return ReportError(plan.status());
-  auto topology = ChooseTopology(flags, *plan);
+  auto topology = PlanTopology(flags.plan, flags.topology, *plan);
   if (!topology.ok()) return ReportError(topology.status());
 
   sim::SimOptions options;
