@@ -14,5 +14,7 @@ Runner RegisterPlanCommand(CLI::App& app);
 Runner RegisterTopoCommand(CLI::App& app);
 Runner RegisterSimulateCommand(CLI::App& app);
 Runner RegisterExecuteCommand(CLI::App& app);
+Runner RegisterSweepCommand(CLI::App& app);
+Runner RegisterFitCommand(CLI::App& app);
 
 }  // namespace meshplan::tools

@@ -15,6 +15,8 @@ int main(int argc, char** argv) {
   const Runner simulate = RegisterSimulateCommand(app);
   const Runner topo = RegisterTopoCommand(app);
   const Runner execute = RegisterExecuteCommand(app);
+  const Runner sweep = RegisterSweepCommand(app);
+  const Runner fit = RegisterFitCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -32,6 +34,8 @@ int main(int argc, char** argv) {
     if (sub->get_name() == "simulate") return simulate();
     if (sub->get_name() == "topo") return topo();
     if (sub->get_name() == "execute") return execute();
+    if (sub->get_name() == "sweep") return sweep();
+    if (sub->get_name() == "fit") return fit();
   }
   return kExitInvalidInput;
 }

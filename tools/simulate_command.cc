@@ -1,5 +1,6 @@
 // `meshplan simulate PLAN`: replay a plan file on a topology with the simulator and report the
-// predicted timeline against the planner's estimate; optionally write a Chrome trace.
+// predicted timeline against the planner's estimate; optionally write a Chrome trace and an SVG
+// timeline of the first ranks.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -14,6 +15,8 @@
 #include "core/plan_io.h"
 #include "core/topology_toml.h"
 #include "core/units.h"
+#include "report/charts.h"
+#include "report/svg_plot.h"
 #include "simulator/plan_simulation.h"
 #include "simulator/trace.h"
 #include "tools/cli_common.h"
@@ -27,9 +30,13 @@ struct SimulateFlags {
   std::string plan;
   std::string topology;
   std::string trace;
+  std::string timeline;
   std::string format = "table";
   int ranks = 8;
 };
+
+// Ranks drawn in the --timeline picture (one lane each); more stay readable only in the trace.
+constexpr int kTimelineLanes = 32;
 
 struct Spread {
   double min = 0, mean = 0, max = 0;
@@ -317,7 +324,7 @@ int RunSimulate(const SimulateFlags& flags) {
   if (!topology.ok()) return ReportError(topology.status());
 
   sim::SimOptions options;
-  options.record_op_times = !flags.trace.empty();
+  options.record_op_times = !flags.trace.empty() || !flags.timeline.empty();
   const auto start = std::chrono::steady_clock::now();
   auto sim = sim::SimulatePlan(*plan, *topology, options);
   const double wall_s =
@@ -328,6 +335,11 @@ int RunSimulate(const SimulateFlags& flags) {
   if (!flags.trace.empty()) {
     const std::string trace = sim::ChromeTrace(sim->schedule, sim->result, sim->rank_to_gpu);
     if (Status st = WriteFileAtomically(flags.trace, trace); !st.ok()) return ReportError(st);
+  }
+  if (!flags.timeline.empty()) {
+    const std::string svg = plot::RenderTimeline(
+        report::SimulatedTimeline(sim->schedule, sim->result, kTimelineLanes));
+    if (Status st = WriteFileAtomically(flags.timeline, svg); !st.ok()) return ReportError(st);
   }
   const Report report = MakeReport(*plan, *topology, *sim, flags.plan, wall_s, flags.ranks);
   if (flags.format == "json") {
@@ -340,6 +352,12 @@ int RunSimulate(const SimulateFlags& flags) {
   if (!flags.trace.empty()) {
     std::fprintf(stderr, "meshplan: wrote trace (%lld ops) to %s\n",
                  static_cast<long long>(sim->schedule.TotalOps()), flags.trace.c_str());
+  }
+  if (!flags.timeline.empty()) {
+    const int64_t ranks = sim->schedule.num_ranks;
+    std::fprintf(stderr, "meshplan: wrote timeline (%lld of %lld ranks) to %s\n",
+                 static_cast<long long>(std::min<int64_t>(ranks, kTimelineLanes)),
+                 static_cast<long long>(ranks), flags.timeline.c_str());
   }
   return kExitOk;
 }
@@ -356,6 +374,8 @@ Runner RegisterSimulateCommand(CLI::App& app) {
       "Cluster TOML file (default: the plan's own topology, when built-in or an existing file)");
   cmd->add_option("--trace", flags->trace,
                   "Write a Chrome trace (JSON; opens in Perfetto) to this file");
+  cmd->add_option("--timeline", flags->timeline,
+                  "Write an SVG timeline (one lane per rank, first 32 ranks) to this file");
   cmd->add_option("--format", flags->format, "Output: table, json or csv")->capture_default_str();
   cmd->add_option("--ranks", flags->ranks, "Slowest ranks to list (0: all)")->capture_default_str();
   return [flags] { return RunSimulate(*flags); };

@@ -76,7 +76,7 @@ TEST_F(Cli, VersionAndHelp) {
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.out.find("meshplan 0."), std::string::npos) << r.out;
   for (const char* args : {"--help", "plan --help", "simulate --help", "topo --help", "topo show --help",
-                           "topo validate --help", "execute --help"}) {
+                           "topo validate --help", "execute --help", "sweep --help", "fit --help"}) {
     r = Run(args);
     EXPECT_EQ(r.exit_code, 0) << args;
     EXPECT_NE(r.out.find("Usage"), std::string::npos) << args << r.out;
@@ -525,6 +525,170 @@ TEST_F(Execute, ABackwardOnlyPlanRunsWithItsForward) {
   EXPECT_NE(r.out.find("check passed"), std::string::npos) << r.out;
   EXPECT_TRUE(fs::exists(out / "o.npy"));
   EXPECT_TRUE(fs::exists(out / "dk.npy"));
+}
+
+// ---- capacity planning: sweep and fit ----
+
+TEST_F(Cli, SweepWritesOneCsvRowPerPointAndSchemeWithProgress) {
+  RunResult r = Run("sweep --gpus 8,16 --seq 64K..128K --schemes ring,mesh");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("topology,gpus,seq_len,scheme,valid,parameters,time_s", 0), 0u) << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1 + 2 * 2 * 2) << r.out;
+  EXPECT_NE(r.out.find("\ndgx-h100-32node,16,131072,mesh,true,"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("sweep: point 1/4"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("sweep: point 4/4"), std::string::npos) << r.err;
+  r = Run("sweep --gpus 8,16 --seq 64K..128K --schemes ring,mesh --quiet");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(r.err.empty()) << r.err;
+}
+
+TEST_F(Cli, SweepJsonToAFileAndSeveralTopologies) {
+  const std::string topo = std::string(MESHPLAN_SOURCE_DIR) + "/topologies/";
+  const std::string out = (dir_ / "rows.json").string();
+  const RunResult r = Run("sweep -t " + topo + "dgx-h100-4node.toml," + topo + "dgx-a100-16node.toml -t " + topo +
+                          "dgx-h100-1node.toml --seq 32K --schemes ring,ulysses --format json -q --out " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(r.out.empty());
+  const std::string json = Read(out);
+  EXPECT_EQ(json.rfind("{\"rows\":[", 0), 0u) << json;
+  for (const char* name : {"\"dgx-h100-4node\"", "\"dgx-a100-16node\"", "\"dgx-h100-1node\""}) {
+    EXPECT_NE(json.find(name), std::string::npos) << name;
+  }
+  size_t rows = 0;
+  for (size_t at = json.find("\"scheme\":"); at != std::string::npos; at = json.find("\"scheme\":", at + 1)) ++rows;
+  EXPECT_EQ(rows, 6u);
+}
+
+TEST_F(Cli, SweepFileWithFlagsOverridingIt) {
+  fs::create_directories(dir_ / "sub");
+  fs::copy_file(std::string(MESHPLAN_SOURCE_DIR) + "/topologies/dgx-h100-4node.toml", dir_ / "sub" / "four.toml");
+  const std::string file = Write("sub/sweep.toml", R"(topologies = ["four.toml"]   # relative to this file
+gpus = "8..32"
+seq = [65536, "128K"]
+schemes = ["ring", "mesh", "usp"]
+heads = 32
+kv_heads = "8"
+pass = "fwd"
+)");
+  RunResult r = Run("sweep -q --sweep-file " + file);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1 + 3 * 2 * 3) << r.out;
+  EXPECT_NE(r.out.find("\ndgx-h100-4node,32,131072,usp,"), std::string::npos) << r.out;
+  // Flags win over the file.
+  r = Run("sweep -q --sweep-file " + file + " --schemes ring --gpus 16");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1 + 1 * 2 * 1) << r.out;
+  EXPECT_NE(r.out.find("\ndgx-h100-4node,16,65536,ring,"), std::string::npos) << r.out;
+
+  const std::string unknown = Write("unknown.toml", "gpus = \"8..32\"\ncolour = \"blue\"\n");
+  ExpectInvalid("sweep --sweep-file " + unknown, {"unknown.toml", "unknown key 'colour'"});
+  const std::string bad_range = Write("bad_range.toml", "gpus = \"32..8\"\n");
+  ExpectInvalid("sweep --sweep-file " + bad_range, {"bad_range.toml", "gpus", "reversed"});
+  const std::string bad_scheme = Write("bad_scheme.toml", "schemes = [\"ring\", \"spiral\"]\n");
+  ExpectInvalid("sweep --sweep-file " + bad_scheme, {"bad_scheme.toml", "schemes", "unknown scheme 'spiral'"});
+  const std::string bad_type = Write("bad_type.toml", "heads = 1.5\n");
+  ExpectInvalid("sweep --sweep-file " + bad_type, {"bad_type.toml", "heads", "expected a count"});
+  ExpectInvalid("sweep --sweep-file " + (dir_ / "missing.toml").string(), {"missing.toml", "cannot open"});
+}
+
+TEST_F(Cli, SweepBadListsAndSchemes) {
+  ExpectInvalid("sweep --gpus 8..4", {"--gpus", "'8..4'", "reversed"});
+  ExpectInvalid("sweep --gpus 0..8", {"--gpus", "'0'", "must be positive"});
+  ExpectInvalid("sweep --gpus 8..", {"--gpus", "'8..'", "needs both ends"});
+  ExpectInvalid("sweep --gpus ..8", {"--gpus", "needs both ends"});
+  ExpectInvalid("sweep --gpus abc", {"--gpus", "'abc' is not a valid count"});
+  ExpectInvalid("sweep --gpus 8..64:+0", {"--gpus", "'8..64:+0'", "step", "must be positive"});
+  ExpectInvalid("sweep --gpus 8..64:x", {"--gpus", "step must be"});
+  ExpectInvalid("sweep --gpus 8..64:*1", {"--gpus", "factor must be at least 2"});
+  ExpectInvalid("sweep --gpus 8,,16", {"--gpus", "empty item"});
+  ExpectInvalid("sweep --gpus 0", {"--gpus", "must be positive"});
+  ExpectInvalid("sweep --gpus 1..1G:+1", {"--gpus", "more than 100000 values"});
+  ExpectInvalid("sweep --seq 1M..128K", {"--seq", "reversed"});
+  ExpectInvalid("sweep --gpus 12", {"cannot scale to 12 GPUs", "multiple of the 8 GPUs"});
+  ExpectInvalid("sweep --schemes ring,spiral", {"--schemes", "unknown scheme 'spiral'"});
+  ExpectInvalid("sweep --format xml", {"--format", "xml"});
+  ExpectInvalid("sweep --heads 60", {"heads (60) must be a multiple of kv-heads (8)"});
+}
+
+TEST_F(Cli, SweepListSyntaxExpandsRanges) {
+  const RunResult r = Run("sweep -q --gpus 8..64:+8,128..512,2048..4096:*2 --seq 64K --schemes ring");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<std::string> gpus;
+  std::stringstream in(r.out);
+  std::string line;
+  std::getline(in, line);  // header
+  while (std::getline(in, line)) {
+    const size_t first = line.find(',') + 1;  // the second field is the GPU count
+    gpus.push_back(line.substr(first, line.find(',', first) - first));
+  }
+  const std::vector<std::string> expected = {"8",  "16",  "24",  "32",  "40",   "48",  "56",
+                                             "64", "128", "256", "512", "2048", "4096"};
+  EXPECT_EQ(gpus, expected) << r.out;
+}
+
+TEST_F(Cli, FitPrintsTheLongestSequencePerScheme) {
+  RunResult r = Run("fit -t " + std::string(MESHPLAN_SOURCE_DIR) +
+                    "/topologies/dgx-h100-4node.toml --schemes ring,ulysses,mesh --reserve-gib 40");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("multiples of 64 tokens = 2 x 32 GPUs"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("reserved: 40.00 GiB"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\n  ring "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\n  mesh "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("ulysses: head-parallel degree 32 exceeds the 8 KV heads"), std::string::npos) << r.out;
+
+  r = Run("fit --schemes ring --format json --max-seq 1M");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"scheme\":\"ring\",\"found\":true,\"seq_len\":1048576,\"at_limit\":true"), std::string::npos)
+      << r.out;
+}
+
+TEST_F(Cli, FitWithABudgetFindsTheSmallestCluster) {
+  RunResult r = Run("fit --seq 2M --budget-s 10");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("smallest cluster: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("budget:   10.000 s per step"), std::string::npos) << r.out;
+  r = Run("fit --seq 2M --budget-s 10 --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"budget_s\":10"), std::string::npos) << r.out;
+
+  ExpectInvalid("fit --seq 1M --budget-s 0.001 --max-gpus 64 --schemes ring",
+                {"no cluster of up to 64 GPUs", "fastest fitting plan takes"});
+  ExpectInvalid("fit --budget-s 0", {"--budget-s", "must be positive"});
+  ExpectInvalid("fit --max-gpus 64", {"--max-gpus", "--budget-s"});
+  ExpectInvalid("fit --budget-s 5", {"--budget-s", "needs --seq"});
+  ExpectInvalid("fit --seq 1M", {"--seq", "only applies with --budget-s"});
+  ExpectInvalid("fit --seq 1M --budget-s 5 --max-seq 2M", {"--max-seq", "does not apply"});
+  ExpectInvalid("fit --max-seq 0", {"--max-seq", "must be positive"});
+  ExpectInvalid("fit --schemes spiral", {"--schemes", "unknown scheme 'spiral'"});
+  ExpectInvalid("fit --format csv", {"--format", "csv"});
+}
+
+// ---- meshplan simulate --timeline ----------------------------------------------------------------
+
+TEST_F(Cli, SimulateWritesAnSvgTimeline) {
+  const std::string plan = (dir_ / "plan.toml").string();
+  ASSERT_EQ(Run("plan -t " + FourNode() + " --seq 256K --schemes ring -q --out " + plan).exit_code, 0);
+  const std::string svg = (dir_ / "t.svg").string();
+  RunResult r = Run("simulate " + plan + " --timeline " + svg);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_TRUE(fs::exists(svg));
+  const std::string text = Read(svg);
+  EXPECT_TRUE(text.rfind("<svg", 0) == 0 || text.rfind("<?xml", 0) == 0) << text.substr(0, 80);
+  EXPECT_NE(text.find("<svg xmlns=\"http://www.w3.org/2000/svg\""), std::string::npos);
+  EXPECT_NE(text.find(">rank 0</text>"), std::string::npos);
+  EXPECT_NE(text.find("class=\"bar\""), std::string::npos);
+  EXPECT_NE(text.find("time (ms)"), std::string::npos);
+  EXPECT_NE(text.find("</svg>"), std::string::npos);
+  EXPECT_NE(r.err.find("wrote timeline"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("simulated"), std::string::npos) << r.out;  // the report still prints
+
+  // An unwritable path fails as I/O, with nothing on stdout and nothing created.
+  const std::string bad = (dir_ / "no/such/dir/t.svg").string();
+  r = Run("simulate " + plan + " --timeline " + bad);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("no/such/dir/t.svg"), std::string::npos) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_FALSE(fs::exists(dir_ / "no"));
 }
 
 }  // namespace

@@ -1,0 +1,160 @@
+#include "report/fit.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "core/units.h"
+#include "planner/context.h"
+#include "planner/search.h"
+#include "report/sweep.h"
+
+namespace meshplan::report {
+namespace {
+
+// The outcome of planning one scheme at one sequence length.
+struct Probe {
+  bool valid = false;       // the scheme has a valid plan
+  std::string reason;       // when !valid
+  bool fits = false;        // its best plan fits (ranked is fits-first, so any plan fitting means this)
+  planner::Estimate best;   // when valid
+};
+
+Probe PlanAt(const Topology& topology, const Workload& base, Scheme scheme, double reserved_bytes,
+             int64_t seq_len) {
+  Workload w = base;
+  w.seq_len = seq_len;
+  const planner::PlanContext ctx(w, topology, reserved_bytes);
+  planner::SearchOptions options;
+  options.schemes = {scheme};
+  planner::SearchResult result = planner::Search(ctx, options);
+  Probe probe;
+  if (result.ranked.empty()) {
+    probe.reason = result.rejected.empty() ? "no valid plan" : result.rejected.front().reason;
+    return probe;
+  }
+  probe.valid = true;
+  probe.best = std::move(result.ranked.front());
+  probe.fits = probe.best.fits;
+  return probe;
+}
+
+}  // namespace
+
+int64_t FitGranularity(int64_t num_gpus) { return 2 * num_gpus; }
+
+Result<std::vector<LongestFit>> LongestFittingSequence(const Topology& topology, const Workload& base,
+                                                       const std::vector<Scheme>& schemes,
+                                                       double reserved_bytes, int64_t max_seq) {
+  if (base.mask.kind == MaskKind::kDocuments) {
+    return Status::Invalid("fit: a document mask fixes the sequence length; use causal, full or window");
+  }
+  MESHPLAN_RETURN_IF_ERROR(topology.SupportsDType(base.dtype));
+  const int64_t unit = FitGranularity(topology.num_gpus());
+  const int64_t limit = std::min(max_seq, kMaxSeqLen);
+  const int64_t k_max = limit / unit;
+  if (k_max < 1) {
+    return Status::Invalid("fit: the longest sequence to try (" + std::to_string(limit) +
+                           ") is below the granularity of " + std::to_string(unit) + " tokens (2 x " +
+                           std::to_string(topology.num_gpus()) + " GPUs)");
+  }
+  {
+    Workload w = base;
+    w.seq_len = unit;
+    if (Status st = w.Validate(); !st.ok()) return st.WithContext("workload");
+  }
+  std::vector<Scheme> list = schemes;
+  if (list.empty()) list.assign(std::begin(kAllSchemes), std::end(kAllSchemes));
+
+  std::vector<LongestFit> out;
+  for (Scheme scheme : list) {
+    LongestFit fit;
+    fit.scheme = scheme;
+    fit.granularity = unit;
+    Probe low = PlanAt(topology, base, scheme, reserved_bytes, unit);
+    if (!low.valid) {
+      fit.reason = low.reason;
+      out.push_back(std::move(fit));
+      continue;
+    }
+    if (!low.fits) {
+      fit.reason = "does not fit even at " + FormatCount(unit) + " tokens (peak " +
+                   FormatBytes(low.best.peak_memory_bytes) + " + reserved " + FormatBytes(reserved_bytes) +
+                   " > " + FormatBytes(topology.gpu.memory_bytes) + ")";
+      out.push_back(std::move(fit));
+      continue;
+    }
+    // Monotonicity: every shard, buffer and cache a plan holds is a fixed multiple of S/P, so each
+    // plan's peak memory grows with S, and so does the smallest peak over the scheme's plans. The
+    // set of S where some plan fits is therefore a prefix of the candidates, and binary search
+    // finds its end. (Validity does not depend on S here: every candidate divides evenly.)
+    int64_t good = 1, bad = k_max + 1;  // fits(good); bad is past the end or does not fit
+    Probe best = std::move(low);
+    while (bad - good > 1) {
+      const int64_t mid = good + (bad - good) / 2;
+      Probe probe = PlanAt(topology, base, scheme, reserved_bytes, mid * unit);
+      if (probe.valid && probe.fits) {
+        good = mid;
+        best = std::move(probe);
+      } else {
+        bad = mid;
+      }
+    }
+    fit.found = true;
+    fit.seq_len = good * unit;
+    fit.at_limit = good == k_max;
+    fit.params = best.best.params;
+    fit.peak_memory_bytes = best.best.peak_memory_bytes;
+    fit.time_s = best.best.time_s;
+    out.push_back(std::move(fit));
+  }
+  return out;
+}
+
+Result<SmallestCluster> SmallestClusterFor(const Topology& topology, const Workload& w, double budget_s,
+                                           const std::vector<Scheme>& schemes, double reserved_bytes,
+                                           int64_t max_gpus) {
+  if (!(budget_s > 0)) return Status::Invalid("fit: the time budget must be positive");
+  if (topology.levels.empty()) return Status::Invalid(topology.name + ": topology has no network level");
+  MESHPLAN_RETURN_IF_ERROR(w.Validate().WithContext("workload"));
+  MESHPLAN_RETURN_IF_ERROR(topology.SupportsDType(w.dtype));
+  const int outer = topology.num_levels() - 1;
+  const int64_t step = outer > 0 ? topology.Span(outer - 1) : 1;
+  if (max_gpus < step) {
+    return Status::Invalid("fit: --max-gpus " + std::to_string(max_gpus) + " is below the " + std::to_string(step) +
+                           " GPUs of one group of " + topology.name);
+  }
+  planner::SearchOptions options;
+  options.schemes = schemes;
+  std::optional<SmallestCluster> fastest;  // the fastest fitting plan seen, for the error
+  int64_t tried = 0;
+  for (int64_t gpus = step; gpus <= max_gpus; gpus += step) {
+    auto scaled = ScaleTopology(topology, gpus);
+    if (!scaled.ok()) return scaled.status();
+    ++tried;
+    const planner::PlanContext ctx(w, *scaled, reserved_bytes);
+    const planner::SearchResult result = planner::Search(ctx, options);
+    if (result.ranked.empty() || !result.ranked.front().fits) continue;
+    const planner::Estimate& best = result.ranked.front();
+    SmallestCluster found;
+    found.gpus = gpus;
+    found.topology = scaled->name;
+    found.params = best.params;
+    found.time_s = best.time_s;
+    found.peak_memory_bytes = best.peak_memory_bytes;
+    found.sizes_tried = tried;
+    if (best.time_s <= budget_s) return found;
+    if (!fastest || best.time_s < fastest->time_s) fastest = std::move(found);
+  }
+  std::string message = "fit: no cluster of up to " + std::to_string(max_gpus) + " GPUs runs " + w.Describe() +
+                        " within " + FormatSeconds(budget_s) + " per step";
+  if (fastest) {
+    message += ": the fastest fitting plan takes " + FormatSeconds(fastest->time_s) + " (" +
+               std::string(SchemeName(fastest->params.scheme)) + " " + fastest->params.Describe() + " on " +
+               std::to_string(fastest->gpus) + " GPUs)";
+  } else {
+    message += ": no plan fits in memory at any of those sizes";
+  }
+  return Status::Invalid(message);
+}
+
+}  // namespace meshplan::report

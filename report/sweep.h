@@ -1,0 +1,61 @@
+// Capacity planning: sweeps of the planner (and optionally the simulator) over clusters of
+// several sizes, sequence lengths and schemes, and the "what fits" questions.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/plan.h"
+#include "core/status.h"
+#include "core/topology.h"
+#include "core/workload.h"
+
+namespace meshplan::report {
+
+// The topology grown or shrunk to `gpus` GPUs by changing the outermost level's group size
+// (inner levels, e.g. the 8 GPUs of a node, stay). Error when gpus is not a positive multiple of
+// the inner levels' span. The name gets a "@<gpus>" suffix when it changes.
+Result<Topology> ScaleTopology(const Topology& topology, int64_t gpus);
+
+struct SweepSpec {
+  std::vector<Topology> topologies;  // at least one
+  std::vector<int64_t> gpus;         // empty: each topology's own size
+  std::vector<int64_t> seq_lens;     // at least one
+  std::vector<Scheme> schemes;       // empty: every scheme
+  Workload base;                     // everything but seq_len
+  double reserved_memory_bytes = 0;
+  bool simulate = false;             // also replay each point's best plan per scheme
+};
+
+// One point x scheme: the best plan of that scheme (fits first, then time), or why none.
+struct SweepRow {
+  std::string topology;
+  int64_t gpus = 0;
+  int64_t seq_len = 0;
+  Scheme scheme = Scheme::kRing;
+  bool valid = false;
+  std::string reason;       // when !valid
+  SchemeParams params;      // when valid
+  double time_s = 0;        // planner estimate
+  double compute_s = 0;
+  double exposed_comm_s = 0;
+  double comm_share = 0;    // exposed_comm_s / time_s
+  double bytes_per_gpu = 0;
+  double peak_memory_bytes = 0;
+  bool fits = false;
+  double simulated_s = -1;  // when simulated
+};
+
+// Called after each point (topology x gpus x seq) with (done, total).
+using Progress = std::function<void(int64_t, int64_t)>;
+
+// Rows in order topology, gpus, seq_len, scheme. Errors: empty lists, a GPU count a topology
+// cannot be scaled to, an invalid workload (named by the point).
+Result<std::vector<SweepRow>> RunSweep(const SweepSpec& spec, const Progress& progress = {});
+
+std::string SweepCsv(const std::vector<SweepRow>& rows);
+std::string SweepJson(const std::vector<SweepRow>& rows);
+
+}  // namespace meshplan::report

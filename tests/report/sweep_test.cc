@@ -1,0 +1,207 @@
+// Sweeps: scaling a topology, rows equal to the planner's single-point results, CSV/JSON shape.
+#include "report/sweep.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "core/topology_toml.h"
+#include "planner/context.h"
+#include "planner/search.h"
+
+namespace meshplan::report {
+namespace {
+
+TEST(ScaleTopology, ChangesTheOutermostLevelOnly) {
+  const Topology dgx = DefaultTopology();  // 32 nodes x 8 GPUs
+  ASSERT_EQ(dgx.num_gpus(), 256);
+  auto scaled = ScaleTopology(dgx, 64);
+  ASSERT_TRUE(scaled.ok()) << scaled.status().message();
+  EXPECT_EQ(scaled->num_gpus(), 64);
+  EXPECT_EQ(scaled->levels[0].group_size, 8);  // GPUs per node unchanged
+  EXPECT_EQ(scaled->levels[1].group_size, 8);  // 8 nodes
+  EXPECT_EQ(scaled->name, "dgx-h100-32node@64");
+  EXPECT_DOUBLE_EQ(scaled->levels[1].bandwidth_bytes_per_s, dgx.levels[1].bandwidth_bytes_per_s);
+
+  auto same = ScaleTopology(dgx, 256);
+  ASSERT_TRUE(same.ok());
+  EXPECT_EQ(same->name, dgx.name);
+
+  auto bigger = ScaleTopology(dgx, 1024);
+  ASSERT_TRUE(bigger.ok());
+  EXPECT_EQ(bigger->levels[1].group_size, 128);
+}
+
+TEST(ScaleTopology, RejectsCountsThatAreNotWholeNodes) {
+  const Topology dgx = DefaultTopology();
+  for (int64_t gpus : {12, 0, -8, 4}) {
+    auto scaled = ScaleTopology(dgx, gpus);
+    ASSERT_FALSE(scaled.ok()) << gpus;
+    EXPECT_NE(scaled.status().message().find("multiple of the 8 GPUs"), std::string::npos)
+        << scaled.status().message();
+    EXPECT_NE(scaled.status().message().find(std::to_string(gpus)), std::string::npos);
+  }
+}
+
+TEST(ScaleTopology, TorusKeepsItsOtherDimensions) {
+  auto torus = LoadTopologyFile(std::string(MESHPLAN_SOURCE_DIR) + "/topologies/hypothetical-torus-16x16.toml");
+  ASSERT_TRUE(torus.ok()) << torus.status().message();
+  const NetworkLevel& outer = torus->levels.back();
+  ASSERT_EQ(outer.kind, LinkKind::kTorus);
+  const int64_t inner = torus->num_gpus() / outer.group_size;
+  int64_t others = 1;
+  for (size_t i = 0; i + 1 < outer.torus_dims.size(); ++i) others *= outer.torus_dims[i];
+  auto scaled = ScaleTopology(*torus, inner * others * 2);
+  ASSERT_TRUE(scaled.ok()) << scaled.status().message();
+  EXPECT_EQ(scaled->levels.back().torus_dims.back(), 2);
+  if (others > 1) {
+    EXPECT_FALSE(ScaleTopology(*torus, inner * (others + 1)).ok());
+  }
+}
+
+// The best plan of `scheme` in a single-point search (first ranked: fits first, then time).
+const planner::Estimate* BestOf(const planner::SearchResult& result, Scheme scheme) {
+  for (const planner::Estimate& e : result.ranked) {
+    if (e.params.scheme == scheme) return &e;
+  }
+  return nullptr;
+}
+
+TEST(RunSweep, RowsEqualThePlannersSinglePointResults) {
+  SweepSpec spec;
+  spec.topologies = {DefaultTopology()};
+  spec.gpus = {8, 32, 128};
+  spec.seq_lens = {int64_t{128} << 10, int64_t{1} << 20};
+  spec.schemes = {Scheme::kRing, Scheme::kUlysses, Scheme::kMesh, Scheme::kUsp};
+  spec.reserved_memory_bytes = 60 * 1024.0 * 1024 * 1024;  // some plans stop fitting
+  int64_t calls = 0, last_done = 0, last_total = 0;
+  auto rows = RunSweep(spec, [&](int64_t done, int64_t total) {
+    ++calls;
+    EXPECT_EQ(done, last_done + 1);
+    last_done = done;
+    last_total = total;
+  });
+  ASSERT_TRUE(rows.ok()) << rows.status().message();
+  EXPECT_EQ(calls, 6);
+  EXPECT_EQ(last_total, 6);
+  ASSERT_EQ(rows->size(), 6u * 4u);
+
+  size_t i = 0;
+  bool saw_not_fitting = false, saw_invalid = false;
+  for (int64_t gpus : spec.gpus) {
+    auto topology = ScaleTopology(spec.topologies[0], gpus);
+    ASSERT_TRUE(topology.ok());
+    for (int64_t seq : spec.seq_lens) {
+      Workload w = spec.base;
+      w.seq_len = seq;
+      const planner::PlanContext ctx(w, *topology, spec.reserved_memory_bytes);
+      // Each scheme on its own, as `meshplan plan --schemes X` would.
+      for (Scheme scheme : spec.schemes) {
+        const SweepRow& row = (*rows)[i++];
+        EXPECT_EQ(row.topology, "dgx-h100-32node");
+        EXPECT_EQ(row.gpus, gpus);
+        EXPECT_EQ(row.seq_len, seq);
+        ASSERT_EQ(row.scheme, scheme);
+        planner::SearchOptions options;
+        options.schemes = {scheme};
+        const planner::SearchResult single = planner::Search(ctx, options);
+        const planner::Estimate* best = BestOf(single, scheme);
+        ASSERT_EQ(row.valid, best != nullptr) << SchemeName(scheme) << " " << gpus;
+        if (best == nullptr) {
+          saw_invalid = true;
+          ASSERT_EQ(single.rejected.size(), 1u);
+          EXPECT_EQ(row.reason, single.rejected[0].reason);
+          continue;
+        }
+        saw_not_fitting = saw_not_fitting || !best->fits;
+        EXPECT_EQ(row.params.Describe(), best->params.Describe());
+        EXPECT_EQ(row.time_s, best->time_s);
+        EXPECT_EQ(row.compute_s, best->compute_s);
+        EXPECT_EQ(row.exposed_comm_s, best->exposed_comm_s);
+        EXPECT_EQ(row.bytes_per_gpu, best->bytes_per_rank);
+        EXPECT_EQ(row.peak_memory_bytes, best->peak_memory_bytes);
+        EXPECT_EQ(row.fits, best->fits);
+        EXPECT_DOUBLE_EQ(row.comm_share, best->exposed_comm_s / best->time_s);
+        EXPECT_EQ(row.simulated_s, -1);
+      }
+    }
+  }
+  EXPECT_TRUE(saw_invalid);      // Ulysses beyond 8 KV heads
+  EXPECT_TRUE(saw_not_fitting);  // 1M tokens on 8 GPUs with 60 GiB reserved
+}
+
+TEST(RunSweep, SimulateFillsTheSimulatedTime) {
+  SweepSpec spec;
+  spec.topologies = {DefaultTopology()};
+  spec.gpus = {16};
+  spec.seq_lens = {int64_t{64} << 10};
+  spec.schemes = {Scheme::kRing, Scheme::kMesh};
+  spec.simulate = true;
+  auto rows = RunSweep(spec);
+  ASSERT_TRUE(rows.ok()) << rows.status().message();
+  ASSERT_EQ(rows->size(), 2u);
+  for (const SweepRow& row : *rows) {
+    ASSERT_TRUE(row.valid);
+    EXPECT_GT(row.simulated_s, 0);
+    // The simulator and the estimate agree within the project's tolerance (docs/simulator.md).
+    EXPECT_NEAR(row.simulated_s / row.time_s, 1.0, 0.25) << SchemeName(row.scheme);
+  }
+}
+
+TEST(RunSweep, Errors) {
+  SweepSpec spec;
+  spec.seq_lens = {4096};
+  EXPECT_FALSE(RunSweep(spec).ok());  // no topology
+  spec.topologies = {DefaultTopology()};
+  spec.seq_lens.clear();
+  EXPECT_FALSE(RunSweep(spec).ok());  // no sequence
+  spec.seq_lens = {4096};
+  spec.gpus = {8, 12};
+  auto bad_gpus = RunSweep(spec);
+  ASSERT_FALSE(bad_gpus.ok());
+  EXPECT_NE(bad_gpus.status().message().find("12 GPUs"), std::string::npos) << bad_gpus.status().message();
+  spec.gpus = {8};
+  spec.base.q_heads = 60;
+  auto bad_workload = RunSweep(spec);
+  ASSERT_FALSE(bad_workload.ok());
+  EXPECT_NE(bad_workload.status().message().find("S=4K"), std::string::npos) << bad_workload.status().message();
+}
+
+TEST(SweepOutput, CsvAndJsonHaveOneRowPerPointAndScheme) {
+  SweepSpec spec;
+  spec.topologies = {DefaultTopology()};
+  spec.gpus = {8, 16};
+  spec.seq_lens = {int64_t{64} << 10};
+  spec.schemes = {Scheme::kRing, Scheme::kUlysses};
+  auto rows = RunSweep(spec);
+  ASSERT_TRUE(rows.ok());
+  const std::string csv = SweepCsv(*rows);
+  EXPECT_EQ(csv.rfind("topology,gpus,seq_len,scheme,valid,parameters,time_s", 0), 0u) << csv;
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 5);
+  // Every line has the header's number of fields (reasons and parameters hold no commas here).
+  const size_t header_commas = std::count(csv.begin(), csv.begin() + csv.find('\n'), ',');
+  size_t start = 0;
+  while (start < csv.size()) {
+    const size_t end = csv.find('\n', start);
+    EXPECT_EQ(static_cast<size_t>(std::count(csv.begin() + start, csv.begin() + end, ',')), header_commas)
+        << csv.substr(start, end - start);
+    start = end + 1;
+  }
+  EXPECT_NE(csv.find("dgx-h100-32node,16,65536,ulysses,false,,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("head-parallel degree 16 exceeds the 8 KV heads"), std::string::npos);
+
+  const std::string json = SweepJson(*rows);
+  EXPECT_EQ(json.rfind("{\"rows\":[{\"topology\":\"dgx-h100-32node\",\"gpus\":8,\"seq_len\":65536,\"scheme\":\"ring\","
+                       "\"valid\":true,",
+                       0),
+            0u)
+      << json;
+  size_t objects = 0;
+  for (size_t at = json.find("\"scheme\":"); at != std::string::npos; at = json.find("\"scheme\":", at + 1)) ++objects;
+  EXPECT_EQ(objects, 4u);
+  EXPECT_NE(json.find("\"valid\":false,\"reason\":\"head-parallel degree 16"), std::string::npos) << json;
+}
+
+}  // namespace
+}  // namespace meshplan::report
