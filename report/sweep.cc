@@ -4,6 +4,7 @@
 #include <memory>
 #include <utility>
 
+#include "core/csv.h"
 #include "core/json_writer.h"
 #include "core/units.h"
 #include "planner/context.h"
@@ -19,17 +20,6 @@ std::string ShortNumber(double value) {
   char buffer[32];
   const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
   return std::string(buffer, result.ptr);
-}
-
-// A CSV field, quoted when it holds a comma, a quote or a line break.
-std::string CsvField(const std::string& text) {
-  if (text.find_first_of(",\"\n\r") == std::string::npos) return text;
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
 }
 
 std::string PointName(const std::string& topology, int64_t gpus, int64_t seq_len) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/atomic_file.h"
+#include "core/csv.h"
 #include "core/json_writer.h"
 #include "core/plan_io.h"
 #include "core/topology_toml.h"
@@ -258,17 +259,6 @@ std::string RenderJson(const Report& r, const std::string& trace_file) {
   }
   j.EndObject();
   return j.Take() + "\n";
-}
-
-// RFC 4180 field: quoted when it holds a comma, quote or line break.
-std::string CsvField(const std::string& text) {
-  if (text.find_first_of(",\"\n\r") == std::string::npos) return text;
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
 }
 
 std::string Number(double value) {
