@@ -12,11 +12,7 @@ std::vector<SchemeParams> Attention2DStrategy::Enumerate(const PlanContext& ctx)
   std::vector<SchemeParams> out;
   SchemeParams p;
   p.scheme = Scheme::kAttention2D;
-  for (int64_t a : Divisors(ctx.num_ranks)) {
-    p.tile_a = a;
-    p.tile_b = ctx.num_ranks / a;
-    AddVariants(ctx, p, SearchLayouts(ctx.workload.mask, false), Placements::kAll, &out);
-  }
+  AddTileCandidates(ctx, p, ctx.num_ranks, &out);
   return out;
 }
 

@@ -141,6 +141,14 @@ void AddVariants(const PlanContext& ctx, SchemeParams base, const std::vector<La
   }
 }
 
+void AddTileCandidates(const PlanContext& ctx, SchemeParams base, int64_t ranks, std::vector<SchemeParams>* out) {
+  for (int64_t a : Divisors(ranks)) {
+    base.tile_a = a;
+    base.tile_b = ranks / a;
+    AddVariants(ctx, base, SearchLayouts(ctx.workload.mask, false), Placements::kAll, out);
+  }
+}
+
 std::string LayoutOrPlacementProblem(const SchemeParams& params, const ShardLayout& layout, const Mask& mask) {
   if (Status st = layout.Validate(mask); !st.ok()) return st.message();
   if (Status st = ValidatePlacement(params.RankDims(), params.placement); !st.ok()) return st.message();

@@ -54,6 +54,11 @@ enum class Placements { kCanonical, kAll };
 // a backward) and per placement of its rank grid.
 void AddVariants(const PlanContext& ctx, SchemeParams base, const std::vector<Layout>& layouts,
                  Placements placements, std::vector<SchemeParams>* out);
+
+// Every tile a x b = ranks of `base` (a 2-D scheme; base.ulysses is kept), with the balanced
+// layouts, cache choices and all placements (AddVariants), appended to `out`.
+void AddTileCandidates(const PlanContext& ctx, SchemeParams base, int64_t ranks, std::vector<SchemeParams>* out);
+
 // Checks every scheme shares: the layout fits the sequence and mask, the placement names the
 // rank grid's dimensions. Empty when fine, else the reason.
 std::string LayoutOrPlacementProblem(const SchemeParams& params, const ShardLayout& layout, const Mask& mask);

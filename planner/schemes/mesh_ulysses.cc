@@ -15,11 +15,7 @@ std::vector<SchemeParams> MeshUlyssesStrategy::Enumerate(const PlanContext& ctx)
     if (u == 1 || !UlyssesProblem(ctx.workload, u).empty()) continue;
     const int64_t mesh_ranks = ctx.num_ranks / u;
     p.ulysses = u;
-    for (int64_t a : Divisors(mesh_ranks)) {
-      p.tile_a = a;
-      p.tile_b = mesh_ranks / a;
-      AddVariants(ctx, p, SearchLayouts(ctx.workload.mask, false), Placements::kAll, &out);
-    }
+    AddTileCandidates(ctx, p, mesh_ranks, &out);
   }
   if (out.empty()) {  // keep one candidate so the reason is shown
     p.ulysses = 2;
