@@ -18,12 +18,8 @@ std::vector<SchemeParams> AllGatherKVStrategy::Enumerate(const PlanContext& ctx)
 
 Estimate AllGatherKVStrategy::Evaluate(const PlanContext& ctx, const SchemeParams& p) const {
   const int64_t ranks = ctx.num_ranks;
-  if (p.ring != ranks) {
-    return Invalid(p, "all-gather degree " + std::to_string(p.ring) + " must equal the " +
-                          std::to_string(ranks) + " GPUs");
-  }
+  if (std::string why = WholeClusterProblem(ctx, p, "all-gather"); !why.empty()) return Invalid(p, why);
   const ShardLayout layout{p.layout, ctx.workload.seq_len, ranks, 1};
-  if (std::string why = LayoutOrPlacementProblem(p, layout, ctx.workload.mask); !why.empty()) return Invalid(p, why);
 
   Estimate e = ValidEstimate(p);
   const Workload& w = ctx.workload;

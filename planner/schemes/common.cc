@@ -155,6 +155,15 @@ std::string LayoutOrPlacementProblem(const SchemeParams& params, const ShardLayo
   return "";
 }
 
+std::string WholeClusterProblem(const PlanContext& ctx, const SchemeParams& p, const std::string& degree_name) {
+  if (p.ring != ctx.num_ranks) {
+    return degree_name + " degree " + std::to_string(p.ring) + " must equal the " + std::to_string(ctx.num_ranks) +
+           " GPUs";
+  }
+  const ShardLayout layout{p.layout, ctx.workload.seq_len, ctx.num_ranks, 1};
+  return LayoutOrPlacementProblem(p, layout, ctx.workload.mask);
+}
+
 Estimate ValidEstimate(const SchemeParams& params) {
   Estimate e;
   e.params = params;

@@ -62,6 +62,10 @@ void AddTileCandidates(const PlanContext& ctx, SchemeParams base, int64_t ranks,
 // Checks every scheme shares: the layout fits the sequence and mask, the placement names the
 // rank grid's dimensions. Empty when fine, else the reason.
 std::string LayoutOrPlacementProblem(const SchemeParams& params, const ShardLayout& layout, const Mask& mask);
+// The checks of the schemes whose one rank dimension spans every GPU (ring, all-gather KV):
+// `degree_name` degree p.ring equals the GPU count, then LayoutOrPlacementProblem over P shards.
+std::string WholeClusterProblem(const PlanContext& ctx, const SchemeParams& params, const std::string& degree_name);
+
 // A valid estimate for params, to be filled by the strategy.
 Estimate ValidEstimate(const SchemeParams& params);
 
