@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "executor/gather.h"
 #include "executor/thread_transport.h"
 
 namespace meshplan::exec {
@@ -28,7 +29,17 @@ void LoadInputs(const Schedule& s, const Workload& w, const AttentionTensors<flo
   if (HasBackward(w.pass)) load(kTensorDO, in.d_o);
 }
 
-TensorF* OutputFor(uint16_t bit, AttentionTensors<float>& out) {
+// Writes this rank's final O, LSE, dQ, dK, dV entries into the global outputs.
+void StoreOutputs(ShardStore& store, const Workload& w, AttentionTensors<float>* out, std::vector<uint8_t>* covered) {
+  for (auto& [key, entry] : store.All()) {
+    if (key.kind == EntryKind::kIncoming) continue;
+    WriteOutputEntry(key.tensor, *entry, w, out, covered);
+  }
+}
+
+}  // namespace
+
+static TensorF* OutputFor(uint16_t bit, AttentionTensors<float>& out) {
   switch (bit) {
     case kTensorO:
       return &out.o;
@@ -45,50 +56,25 @@ TensorF* OutputFor(uint16_t bit, AttentionTensors<float>& out) {
   }
 }
 
-// Writes this rank's final O, LSE, dQ, dK, dV entries into the global outputs.
-void StoreOutputs(ShardStore& store, const Workload& w, AttentionTensors<float>* out, std::vector<uint8_t>* covered) {
-  for (auto& [key, entry] : store.All()) {
-    if (key.kind == EntryKind::kIncoming) continue;
-    if ((key.tensor == kTensorO || key.tensor == kTensorLse) && !HasForward(w.pass)) continue;
-    if ((key.tensor == kTensorDQ || key.tensor == kTensorDK || key.tensor == kTensorDV) && !HasBackward(w.pass)) continue;
-    TensorF* t = OutputFor(key.tensor, *out);
-    if (t == nullptr) continue;
-    const size_t base = key.tensor == kTensorO ? 0 : key.tensor == kTensorLse ? 1 : key.tensor == kTensorDQ ? 2 : key.tensor == kTensorDK ? 3 : 4;
-    for (int64_t b = 0; b < entry->batch; ++b) {
-      for (int64_t r = 0; r < entry->rows(); ++r) {
-        for (int32_t h = entry->head_begin; h < entry->head_begin + entry->heads; ++h) {
-          std::copy_n(entry->At(b, r, h), static_cast<size_t>(entry->dim), &t->at(b, entry->positions[r], h, 0));
-          if (covered != nullptr) {
-            const int64_t cell = ((b * w.seq_len + entry->positions[r]) * w.q_heads + h);
-            (*covered)[base * static_cast<size_t>(w.batch * w.seq_len * w.q_heads) + static_cast<size_t>(cell)] = 1;
-          }
+void WriteOutputEntry(uint16_t tensor, const Entry& entry, const Workload& w, AttentionTensors<float>* out,
+                      std::vector<uint8_t>* covered) {
+  if ((tensor == kTensorO || tensor == kTensorLse) && !HasForward(w.pass)) return;
+  if ((tensor == kTensorDQ || tensor == kTensorDK || tensor == kTensorDV) && !HasBackward(w.pass)) return;
+  TensorF* t = OutputFor(tensor, *out);
+  if (t == nullptr) return;
+  const size_t base = tensor == kTensorO ? 0 : tensor == kTensorLse ? 1 : tensor == kTensorDQ ? 2 : tensor == kTensorDK ? 3 : 4;
+  for (int64_t b = 0; b < entry.batch; ++b) {
+    for (int64_t r = 0; r < entry.rows(); ++r) {
+      for (int32_t h = entry.head_begin; h < entry.head_begin + entry.heads; ++h) {
+        std::copy_n(entry.At(b, r, h), static_cast<size_t>(entry.dim), &t->at(b, entry.positions[r], h, 0));
+        if (covered != nullptr) {
+          const int64_t cell = ((b * w.seq_len + entry.positions[r]) * w.q_heads + h);
+          (*covered)[base * static_cast<size_t>(w.batch * w.seq_len * w.q_heads) + static_cast<size_t>(cell)] = 1;
         }
       }
     }
   }
 }
-
-Status CheckCoverage(const Workload& w, const std::vector<uint8_t>& covered) {
-  const size_t cells = static_cast<size_t>(w.batch * w.seq_len * w.q_heads);
-  const char* names[] = {"O", "LSE", "dQ", "dK", "dV"};
-  for (size_t t = 0; t < 5; ++t) {
-    if (t < 2 && !HasForward(w.pass)) continue;
-    if (t >= 2 && !HasBackward(w.pass)) continue;
-    const size_t heads = t >= 3 ? static_cast<size_t>(w.kv_heads) : static_cast<size_t>(w.q_heads);
-    for (size_t cell = 0; cell < cells; ++cell) {
-      const size_t h = cell % static_cast<size_t>(w.q_heads);
-      if (h >= heads) continue;
-      if (!covered[t * cells + cell]) {
-        const size_t token = (cell / static_cast<size_t>(w.q_heads)) % static_cast<size_t>(w.seq_len);
-        return Status::Internal(std::string("no rank produced ") + names[t] + " for token " + std::to_string(token) +
-                                ", head " + std::to_string(h));
-      }
-    }
-  }
-  return Status::Ok();
-}
-
-}  // namespace
 
 AttentionTensors<float> OutputTensors(const Workload& w) {
   AttentionTensors<float> t;

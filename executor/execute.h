@@ -35,6 +35,12 @@ Status ExecuteRank(const Schedule& schedule, const Workload& workload, const Att
                    Transport& transport, const RunOptions& options, AttentionTensors<float>* outputs,
                    std::vector<uint8_t>* covered, std::vector<OpTiming>* timings);
 
+// Writes a rank's final entry of `tensor` (O, LSE, dQ, dK or dV; others are ignored, as are
+// tensors outside w.pass) into the global outputs and marks its elements in `covered`
+// (CoverageSize(w) elements, may be null).
+void WriteOutputEntry(uint16_t tensor, const Entry& entry, const Workload& w, AttentionTensors<float>* outputs,
+                      std::vector<uint8_t>* covered);
+
 // Output tensors sized for the workload (zeros).
 AttentionTensors<float> OutputTensors(const Workload& workload);
 

@@ -1,0 +1,115 @@
+// Runs a schedule on devices: the GPU executor's interpreter. It walks the launch order
+// (launch_order.h) and, for every op, decides on the host which buffers the op reads and writes
+// and enqueues the op's kernels and transfers through DeviceOps. Data placement therefore follows
+// host issue order; the device follows the same order through stream order and events.
+//
+// Semantics of every op are those of the CPU executor (executor/rank_runner.h,
+// docs/executor-internals.md): shard entries, hand-over of partials, zero partials for blocks a
+// rank never computed, queued incoming partials, Ulysses all-to-alls in both directions.
+// Inputs Q, K, V, dO are held in bf16 or fp16; O, LSE, D and the gradients in fp32.
+//
+// Every process runs the engine for all ranks but enqueues device work only for the ranks it
+// runs (`local`): the metadata of remote ranks (shapes, positions, heads) is tracked on the host,
+// so NCCL receives know their sizes without a message.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "core/schedule.h"
+#include "core/status.h"
+#include "core/workload.h"
+#include "executor/device/device_ops.h"
+#include "executor/device/launch_order.h"
+#include "executor/shard_store.h"
+#include "executor/tensor.h"
+
+namespace meshplan::exec {
+
+struct DeviceRunOptions {
+  InputType type = InputType::kBf16;
+  KernelPath path = KernelPath::kAuto;
+  double timeout_s = 120;  // for the whole run to complete on the device
+};
+
+struct DeviceRunResult {
+  std::vector<std::vector<OpTimes>> times;  // [rank][op]; empty for ranks not run here
+  std::vector<int64_t> peak_bytes;          // per local rank: most memory the engine held at once
+};
+
+class DeviceEngine {
+ public:
+  // REQUIRES: schedule expanded for workload; HasForward(workload.pass) when it has a backward.
+  DeviceEngine(const Schedule& schedule, const Workload& workload, const DeviceRunOptions& options,
+               DeviceOps& ops, std::vector<uint8_t> local);
+  ~DeviceEngine();
+
+  // Rounds and uploads every local rank's input sub-shard of Q, K, V (and dO for a backward).
+  Status LoadInputs(const AttentionTensors<float>& inputs);
+  // Issues every op in launch order and waits for the device.
+  Result<DeviceRunResult> Run();
+  // Writes the outputs the local ranks produced into `outputs` (sized by OutputTensors), marking
+  // them in `covered` (CoverageSize elements).
+  Status CollectOutputs(AttentionTensors<float>* outputs, std::vector<uint8_t>* covered);
+
+  struct Block;
+  struct Entry;
+  using EntryRef = std::shared_ptr<Entry>;
+
+ private:
+  struct RankState;
+
+  bool Local(int32_t rank) const { return local_[rank] != 0; }
+  Status Issue(const LaunchStep& step);
+  Status IssueLocal(int32_t rank, uint32_t index);
+  Status IssueExchange(const LaunchStep& step);
+  Status ComputeForward(int32_t rank, uint32_t index);
+  Status ComputeBackward(int32_t rank, uint32_t index);
+  Status Merge(int32_t rank, uint32_t index);
+  Status PreparePair(const PairLaunch& pair, std::vector<Transfer>* transfers, std::vector<std::function<Status()>>* after);
+  Status PrepareAllGather(const CollectiveLaunch& c, std::vector<Transfer>* transfers,
+                          std::vector<std::function<Status()>>* after);
+  Status PrepareReduceScatter(const CollectiveLaunch& c, std::vector<Transfer>* transfers,
+                              std::vector<std::function<Status()>>* after);
+  Status PrepareAllToAll(const CollectiveLaunch& c, std::vector<Transfer>* transfers,
+                         std::vector<std::function<Status()>>* after);
+
+  // Entries.
+  Result<EntryRef> NewEntry(int32_t rank, uint32_t op, StreamId stream, int64_t batch, std::vector<int64_t> positions,
+                            int32_t head_begin, int32_t heads, int32_t dim, int32_t elem_bytes,
+                            void* adopt = nullptr);
+  Result<EntryRef> Need(int32_t rank, uint16_t tensor, int32_t id, EntryKind kind);
+  Result<EntryRef> EnsureDelta(int32_t rank, uint32_t op, StreamId stream, int32_t id, EntryKind kind);
+  Result<EntryRef> ZeroPartial(int32_t rank, uint32_t op, StreamId stream, uint16_t tensor, int32_t id);
+  Result<EntryRef> TakePartial(int32_t rank, uint32_t op, StreamId stream, uint16_t tensor, int32_t id);
+  // A fresh entry on `dst` shaped like `src` and a transfer of src's data into it.
+  Result<EntryRef> TransferTo(int32_t src_rank, uint32_t src_op, StreamId src_stream, const EntryRef& src,
+                              int32_t dst_rank, uint32_t dst_op, StreamId dst_stream, std::vector<Transfer>* transfers);
+  Status MergeInto(int32_t rank, uint32_t op, StreamId stream, const EntryRef& acc, const EntryRef& acc_lse,
+                   const EntryRef& in, const EntryRef& in_lse);
+  void Use(const EntryRef& e, uint32_t op, StreamId stream);
+  Result<TensorView> InputView(int32_t rank, const EntryRef& e, int32_t shard);
+  TensorView AccView(const EntryRef& e) const;
+  Status ReleaseDead();
+
+  int32_t IdFor(const Op& op, uint16_t tensor) const;
+  int32_t HeadsOf(uint16_t tensor) const;
+  int32_t ElemBytes(uint16_t tensor) const;
+  BlockProblem Problem(const Op& op) const;
+
+  const Schedule& schedule_;
+  const Workload& workload_;
+  DeviceRunOptions options_;
+  DeviceOps& ops_;
+  std::vector<uint8_t> local_;
+  std::vector<std::unique_ptr<RankState>> ranks_;
+  // Buffers whose last entry went away, freed after the step that dropped them ended.
+  std::shared_ptr<std::vector<std::unique_ptr<Block>>> dead_;
+  Status release_error_;
+};
+
+}  // namespace meshplan::exec

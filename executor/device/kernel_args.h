@@ -1,0 +1,69 @@
+// Arguments of the block-attention and copy kernels, shared by the CUDA kernels
+// (executor/cuda/attention_kernels.h) and their host emulation (executor/device/host_kernels.h).
+// Plain C++: no CUDA types, so host-only code can build and test the GPU executor's logic.
+//
+// Layout of every tensor view: memory [batch][rows][heads][dim], row-major (dim fastest),
+// holding the global heads [head_begin, head_begin + heads). LSE and D views use dim = 1.
+// Inputs Q, K, V, dO are bf16 or fp16 (InputType); accumulators O, LSE, D, dQ, dK, dV are fp32.
+#pragma once
+
+#include <cstdint>
+
+namespace meshplan::exec {
+
+enum class InputType : uint8_t { kBf16, kFp16 };
+
+// Which kernel family runs a block. kAuto picks tensor cores (WMMA, sm_80+, dim 64 or 128) and
+// falls back to the portable SIMT kernels otherwise.
+enum class KernelPath : uint8_t { kAuto, kTensorCore, kSimt };
+
+// Visibility of (query position q, key position k), evaluated on token positions, as MaskRule:
+//   kind 0 full: always; 1 causal: k <= q; 2 window: k <= q && q - k < window;
+//   3 documents: k <= q && doc(q) == doc(k), doc(t) = index of the last doc_starts[i] <= t.
+struct DeviceMask {
+  int32_t kind = 0;
+  int64_t window = 0;
+  const int64_t* doc_starts = nullptr;  // device memory, ascending, doc_starts[0] == 0
+  int32_t num_docs = 0;
+};
+
+struct TensorView {
+  void* data = nullptr;
+  int64_t rows = 0;
+  int32_t head_begin = 0;
+  int32_t heads = 0;
+  const int64_t* positions = nullptr;  // device memory, one token position per row (Q, K, V only)
+};
+
+// One block of work: every batch element, query heads [head_begin, head_begin + head_count).
+struct BlockProblem {
+  InputType type = InputType::kBf16;
+  int64_t batch = 1;
+  int32_t dim = 128;
+  float scale = 0;
+  int32_t head_begin = 0;
+  int32_t head_count = 0;
+  int32_t group_size = 1;  // query heads per KV head
+  DeviceMask mask;
+};
+
+// Copies rows and a head range between [batch][rows][heads][dim] tensors of element size
+// `elem_bytes` (2 or 4): for b < batch, i < count, h < copy_heads:
+//   dst[b][dst_row0 + i][dst_head0 + h][:] = src[b][src_rows[i]][src_head0 + h][:]
+// where src_rows is a device array of `count` row indices (nullptr: rows src_row0 + i).
+// src_rows_total / dst_rows_total and src_heads / dst_heads give the tensors' full shapes.
+struct RowCopy {
+  const void* src = nullptr;
+  void* dst = nullptr;
+  int32_t elem_bytes = 2;
+  int64_t batch = 1;
+  int32_t dim = 0;
+  int64_t count = 0;
+  const int64_t* src_rows = nullptr;
+  int64_t src_row0 = 0, src_rows_total = 0;
+  int64_t dst_row0 = 0, dst_rows_total = 0;
+  int32_t src_head0 = 0, src_heads = 0;
+  int32_t dst_head0 = 0, dst_heads = 0;
+  int32_t copy_heads = 0;
+};
+}  // namespace meshplan::exec

@@ -1,0 +1,128 @@
+// The scheme configurations every executor numerics test runs (CPU executor, device engine):
+// every scheme, every layout a mask allows, every tile shape of the 2-D schemes, both Mesh reduce
+// chains, cache on and off, MHA and GQA, for P ranks and a 192-token sequence.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "core/mask.h"
+#include "core/plan.h"
+#include "core/topology.h"
+#include "executor/tensor.h"
+
+namespace meshplan::exec {
+
+inline Topology Cluster(int64_t gpus) {
+  Topology t;
+  t.name = "test";
+  t.source = "test";
+  t.gpu.model = "cpu";
+  t.gpu.memory_bytes = 1e12;
+  t.gpu.hbm_bytes_per_s = 1e12;
+  t.gpu.peak_tflops = {{DType::kBf16, 100}, {DType::kFp32, 100}};
+  t.gpu.attention_efficiency = {{1, 1.0}};
+  t.levels.push_back({"link", LinkKind::kSwitch, gpus, 1e11, 1e-6, 1.0, {}});
+  return t;
+}
+
+// max |x - ref| / max |ref|; an LSE of -inf (a row with nothing visible) must be -inf exactly.
+inline double MaxRelativeError(const TensorF& got, const TensorD& want) {
+  double worst = 0, scale = 0;
+  for (size_t i = 0; i < want.data.size(); ++i) {
+    if (std::isnan(got.data[i])) return INFINITY;  // a poisoned or broken output
+    if (std::isinf(want.data[i])) {  // LSE of a row with nothing visible
+      if (!(std::isinf(got.data[i]) && got.data[i] < 0)) return INFINITY;
+      continue;
+    }
+    worst = std::max(worst, std::abs(static_cast<double>(got.data[i]) - want.data[i]));
+    scale = std::max(scale, std::abs(want.data[i]));
+  }
+  return scale > 0 ? worst / scale : worst;
+}
+
+inline TensorF ToFloat(const TensorD& t) {
+  TensorF f(t.batch, t.tokens, t.heads, t.dim);
+  for (size_t i = 0; i < t.data.size(); ++i) f.data[i] = static_cast<float>(t.data[i]);
+  return f;
+}
+
+struct Case {
+  int64_t gpus;
+  SchemeParams params;
+  Mask mask;
+  int64_t hq, hkv, batch;
+};
+
+inline std::vector<Mask> Masks() {
+  return {Mask::Full(), Mask::Causal(), Mask::Window(40), Mask::Documents({30, 5, 97, 60})};  // sums to 192
+}
+
+inline SchemeParams Params(Scheme s, Layout layout) {
+  SchemeParams p;
+  p.scheme = s;
+  p.layout = layout;
+  return p;
+}
+
+inline std::vector<Case> SchemeCases(int64_t P, const Mask& mask) {
+  const Layout balanced = mask.kind == MaskKind::kFull ? Layout::kContiguous : Layout::kZigzag;
+  std::vector<Case> cases;
+  for (auto [hq, hkv] : {std::pair<int64_t, int64_t>{4, 4}, {8, 2}}) {  // MHA and GQA (g = 4)
+    // Ring in every layout the mask allows, with and without the forward cache.
+    for (Layout layout : {Layout::kContiguous, Layout::kZigzag, Layout::kStriped}) {
+      if (layout == Layout::kStriped && mask.kind != MaskKind::kFull && mask.kind != MaskKind::kCausal) continue;
+      SchemeParams p = Params(Scheme::kRing, layout);
+      p.ring = P;
+      cases.push_back({P, p, mask, hq, hkv, 1});
+    }
+    SchemeParams ag = Params(Scheme::kAllGatherKV, balanced);
+    ag.ring = P;
+    ag.cache_forward = true;
+    cases.push_back({P, ag, mask, hq, hkv, 2});
+    if (hkv % P == 0) {
+      SchemeParams u = Params(Scheme::kUlysses, Layout::kContiguous);
+      u.ulysses = P;
+      cases.push_back({P, u, mask, hq, hkv, 1});
+    }
+    if (P % 2 == 0 && hkv % 2 == 0) {
+      SchemeParams usp = Params(Scheme::kUsp, balanced);
+      usp.ulysses = 2;
+      usp.ring = P / 2;
+      cases.push_back({P, usp, mask, hq, hkv, 1});
+      SchemeParams hybrid = Params(Scheme::kMeshUlysses, balanced);
+      hybrid.ulysses = 2;
+      hybrid.tile_a = (P / 2) % 2 == 0 ? 2 : 1;
+      hybrid.tile_b = (P / 2) / hybrid.tile_a;
+      hybrid.cache_forward = true;
+      cases.push_back({P, hybrid, mask, hq, hkv, 1});
+      if (P / 2 >= 4) {
+        SchemeParams lt = Params(Scheme::kLoongTrain, balanced);
+        lt.ulysses = 2;
+        lt.ring = P / 2;
+        lt.window = 2;
+        cases.push_back({P, lt, mask, hq, hkv, 1});
+      }
+    }
+    // Every tile shape of the 2-D schemes, both reduce chains for Mesh.
+    for (int64_t a = 1; a <= P; ++a) {
+      if (P % a) continue;
+      SchemeParams a2d = Params(Scheme::kAttention2D, balanced);
+      a2d.tile_a = a;
+      a2d.tile_b = P / a;
+      a2d.cache_forward = a % 2 == 0;
+      cases.push_back({P, a2d, mask, hq, hkv, 1});
+      SchemeParams mesh = Params(Scheme::kMesh, balanced);
+      mesh.tile_a = a;
+      mesh.tile_b = P / a;
+      mesh.reduce_chain = a % 2 == 0 ? ReduceChain::kOwnerFirst : ReduceChain::kOwnerLast;
+      mesh.cache_forward = (P / a) % 2 == 0;
+      cases.push_back({P, mesh, mask, hq, hkv, 1});
+    }
+  }
+  return cases;
+}
+
+}  // namespace meshplan::exec
