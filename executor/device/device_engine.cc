@@ -26,7 +26,10 @@ struct DeviceEngine::Entry {
   int32_t head_begin = 0, heads = 0, dim = 0;
   int32_t elem_bytes = 4;
   std::shared_ptr<Block> block;
-  bool positions_checked = false;  // positions equal the layout's for the shard it is used as
+  const int64_t* device_positions = nullptr;  // positions on the device, once used as a kernel input
+  // Every element holds the same value (a zero partial: O = 0 with LSE = -inf, or zero gradients),
+  // so its row order carries no information and may be relabelled.
+  bool uniform = false;
 
   int64_t rows() const { return static_cast<int64_t>(positions.size()); }
   int64_t elements() const { return batch * rows() * heads * dim; }
@@ -42,7 +45,8 @@ struct DeviceEngine::RankState {
   std::map<EntryKey, EntryRef> store;
   std::map<std::pair<uint16_t, int32_t>, std::deque<EntryRef>> incoming;
   std::vector<const int64_t*> shard_positions;  // device positions of each compute-layout shard
-  std::vector<void*> static_buffers;            // uploaded before the run, freed at the end
+  std::vector<void*> static_buffers;            // uploaded before or during the run, freed at the end
+  std::map<std::vector<int64_t>, const int64_t*> positions_cache;  // row orders uploaded during the run
   const int64_t* doc_starts = nullptr;
   int32_t head_begin = 0, head_count = 0;       // query heads this rank computes
   int64_t live_bytes = 0, peak_bytes = 0;
@@ -249,18 +253,67 @@ Status DeviceEngine::LoadInputs(const AttentionTensors<float>& inputs) {
   return Status::Ok();
 }
 
+// Input tensors (Q, K, V, dO) of compute-layout shards an op reads or sends.
+void DeviceEngine::ForEachInputKey(const Op& op, const std::function<void(uint16_t, int32_t)>& fn) const {
+  if (op.kind == OpKind::kCompute) {
+    fn(kTensorQ, op.q_shard);
+    fn(kTensorK, op.kv_shard);
+    fn(kTensorV, op.kv_shard);
+    if (op.phase == Phase::kBackward) fn(kTensorDO, op.q_shard);
+    return;
+  }
+  if (op.kind == OpKind::kSend || op.kind == OpKind::kAllGather) {
+    for (uint16_t bit : Bits(op.tensors)) {
+      if (IsInput(bit)) fn(bit, IdFor(op, bit));
+    }
+  }
+}
+
 Result<DeviceRunResult> DeviceEngine::Run() {
   auto order = BuildLaunchOrder(schedule_);
   if (!order.ok()) return order.status();
+  // Liveness of input shards: after the step of its last reader, a rank drops its copy of an input
+  // shard (a ring passes every K,V shard through every rank; keeping them all would hold the
+  // whole sequence). Accumulators and outputs are never dropped here.
+  std::vector<std::vector<std::pair<int32_t, EntryKey>>> drop(order->steps.size());
+  {
+    std::vector<std::map<EntryKey, size_t>> last(ranks_.size());
+    for (size_t k = 0; k < order->steps.size(); ++k) {
+      ForEachStepOp(order->steps[k], [&](int32_t rank, uint32_t index) {
+        ForEachInputKey(schedule_.ranks[rank].ops[index], [&](uint16_t tensor, int32_t id) {
+          last[rank][{tensor, id, EntryKind::kShard}] = k;
+        });
+      });
+    }
+    for (size_t r = 0; r < last.size(); ++r) {
+      for (const auto& [key, k] : last[r]) drop[k].push_back({static_cast<int32_t>(r), key});
+    }
+  }
   MESHPLAN_RETURN_IF_ERROR(ops_.Start());
-  for (const LaunchStep& step : order->steps) {
-    MESHPLAN_RETURN_IF_ERROR(Issue(step));
+  for (size_t k = 0; k < order->steps.size(); ++k) {
+    MESHPLAN_RETURN_IF_ERROR(Issue(order->steps[k]));
+    for (const auto& [rank, key] : drop[k]) ranks_[rank]->store.erase(key);
     MESHPLAN_RETURN_IF_ERROR(ReleaseDead());
   }
   DeviceRunResult result;
   MESHPLAN_RETURN_IF_ERROR(ops_.Finish(options_.timeout_s, &result.times));
   for (const auto& state : ranks_) result.peak_bytes.push_back(state->peak_bytes);
   return result;
+}
+
+void DeviceEngine::ForEachStepOp(const LaunchStep& step, const std::function<void(int32_t, uint32_t)>& fn) const {
+  if (step.local()) {
+    fn(step.rank, step.op);
+    return;
+  }
+  for (const PairLaunch& p : step.pairs) {
+    fn(p.src, p.send_op);
+    fn(p.dst, p.recv_op);
+  }
+  for (const CollectiveLaunch& c : step.collectives) {
+    const auto& members = schedule_.groups[c.group];
+    for (size_t m = 0; m < members.size(); ++m) fn(members[m], c.ops[m]);
+  }
 }
 
 Status DeviceEngine::Issue(const LaunchStep& step) {
@@ -298,20 +351,38 @@ Result<DeviceEngine::EntryRef> DeviceEngine::Need(int32_t rank, uint16_t tensor,
   return it->second;
 }
 
-// Q, K or V of compute-layout shard `shard` as a kernel input, with the shard's device positions.
+// As Need, but D = rowsum(dO * O) is computed on first use.
+Result<DeviceEngine::EntryRef> DeviceEngine::NeedData(int32_t rank, uint32_t op, StreamId stream, uint16_t tensor,
+                                                      int32_t id, EntryKind kind) {
+  if (tensor == kTensorD) return EnsureDelta(rank, op, stream, id, kind);
+  return Need(rank, tensor, id, kind);
+}
+
+// Q, K, V or dO of compute-layout shard `shard` as a kernel input, with the device positions of
+// its rows: the shard's layout order when the rows are in it (the usual case), else the entry's
+// own order (Ulysses sub-shards of zigzag shards arrive in another order), uploaded once.
 Result<TensorView> DeviceEngine::InputView(int32_t rank, const EntryRef& e, int32_t shard) {
-  if (!e->positions_checked) {
-    if (e->positions != ShardPositions(schedule_.layout, shard)) {
-      return Status::Internal("rows of shard " + std::to_string(shard) + " are not in layout order");
-    }
-    e->positions_checked = true;
-  }
   TensorView v;
   v.data = e->data();
   v.rows = e->rows();
   v.head_begin = e->head_begin;
   v.heads = e->heads;
-  if (Local(rank)) v.positions = ranks_[rank]->shard_positions[static_cast<size_t>(shard)];
+  if (!Local(rank)) return v;
+  if (e->device_positions == nullptr) {
+    RankState& state = *ranks_[rank];
+    if (e->positions == ShardPositions(schedule_.layout, shard)) {
+      e->device_positions = state.shard_positions[static_cast<size_t>(shard)];
+    } else if (auto it = state.positions_cache.find(e->positions); it != state.positions_cache.end()) {
+      e->device_positions = it->second;
+    } else {
+      auto ptr = ops_.Upload(rank, e->positions.data(), static_cast<int64_t>(e->positions.size() * sizeof(int64_t)));
+      if (!ptr.ok()) return ptr.status();
+      state.static_buffers.push_back(*ptr);
+      e->device_positions = static_cast<const int64_t*>(*ptr);
+      state.positions_cache[e->positions] = e->device_positions;
+    }
+  }
+  v.positions = e->device_positions;
   return v;
 }
 
@@ -358,6 +429,7 @@ Status DeviceEngine::ComputeForward(int32_t rank, uint32_t index) {
   for (auto* view : {&qv, &kv, &vv}) {
     if (!view->ok()) return view->status();
   }
+  o->uniform = lse->uniform = false;
   if (!Local(rank)) return Status::Ok();
   for (const EntryRef& e : {*q, *k, *v, o, lse}) Use(e, index, op.stream);
   BlockProblem p = Problem(op);
@@ -420,7 +492,7 @@ Status DeviceEngine::ComputeBackward(int32_t rank, uint32_t index) {
   for (auto* e : {&q, &k, &v, &d_o, &lse}) {
     if (!e->ok()) return e->status();
   }
-  auto delta = EnsureDelta(rank, index, op.stream, op.q_shard, EntryKind::kShard);
+  auto delta = NeedData(rank, index, op.stream, kTensorD, op.q_shard, EntryKind::kShard);
   if (!delta.ok()) return delta.status();
   const int32_t g = static_cast<int32_t>(workload_.group_size());
   const int32_t kv_begin = op.head_begin / g, kv_count = op.head_count / g;
@@ -452,6 +524,7 @@ Status DeviceEngine::ComputeBackward(int32_t rank, uint32_t index) {
   for (auto* view : {&qv, &kv, &vv, &dov}) {
     if (!view->ok()) return view->status();
   }
+  dq->uniform = dk->uniform = dv->uniform = false;
   if (!Local(rank)) return Status::Ok();
   for (const EntryRef& e : {*q, *k, *v, *d_o, *lse, *delta, dq, dk, dv}) Use(e, index, op.stream);
   BlockProblem p = Problem(op);
@@ -469,6 +542,7 @@ Result<DeviceEngine::EntryRef> DeviceEngine::ZeroPartial(int32_t rank, uint32_t 
                     kv ? state.head_begin / g : state.head_begin, kv ? state.head_count / g : state.head_count,
                     Dim(tensor, static_cast<int32_t>(workload_.head_dim)), 4);
   if (!e.ok()) return e.status();
+  (*e)->uniform = true;
   if (Local(rank)) {
     MESHPLAN_RETURN_IF_ERROR(ops_.Fill(rank, stream, (*e)->f32(), tensor == kTensorLse ? kNegInf : 0.0f, (*e)->elements()));
   }
@@ -487,9 +561,20 @@ Result<DeviceEngine::EntryRef> DeviceEngine::TakePartial(int32_t rank, uint32_t 
 
 Status DeviceEngine::MergeInto(int32_t rank, uint32_t op, StreamId stream, const EntryRef& acc,
                                const EntryRef& acc_lse, const EntryRef& in, const EntryRef& in_lse) {
-  if (acc->elements() != in->elements() || acc->head_begin != in->head_begin || acc->positions != in->positions) {
+  if (acc->elements() != in->elements() || acc->head_begin != in->head_begin || acc->heads != in->heads) {
     return Status::Internal("merged partial has another shape");
   }
+  if (acc->positions != in->positions) {
+    // Partials of one shard built on different ranks may list its rows in different orders
+    // (zigzag shards assembled from Ulysses sub-shards); only a zero partial may differ.
+    if (in->uniform) return Status::Ok();  // folding zeros in changes nothing
+    if (!acc->uniform) return Status::Internal("merged partials list the shard's rows in different orders");
+    acc->positions = in->positions;
+    if (acc_lse) acc_lse->positions = in->positions;
+    acc->device_positions = nullptr;
+  }
+  acc->uniform = acc->uniform && in->uniform;
+  if (acc_lse) acc_lse->uniform = acc->uniform;
   if (!Local(rank)) return Status::Ok();
   for (const EntryRef& e : {acc, in}) Use(e, op, stream);
   if (!acc_lse) return ops_.AddInto(rank, stream, acc->f32(), in->f32(), acc->elements());
@@ -542,7 +627,7 @@ Result<DeviceEngine::EntryRef> DeviceEngine::TransferTo(int32_t src_rank, uint32
   auto dst = NewEntry(dst_rank, dst_op, dst_stream, src->batch, src->positions, src->head_begin, src->heads, src->dim,
                       src->elem_bytes);
   if (!dst.ok()) return dst.status();
-  (*dst)->positions_checked = src->positions_checked;
+  (*dst)->uniform = src->uniform;
   Use(src, src_op, src_stream);
   if (Local(src_rank) || Local(dst_rank)) {
     Transfer t;
@@ -564,14 +649,7 @@ Status DeviceEngine::IssueExchange(const LaunchStep& step) {
   // Every op of the step begins (its stream waits for its deps), then all transfers are posted
   // together, then the work that consumes what arrived, then every op ends.
   std::vector<std::pair<int32_t, uint32_t>> members;
-  for (const PairLaunch& p : step.pairs) {
-    members.push_back({p.src, p.send_op});
-    members.push_back({p.dst, p.recv_op});
-  }
-  for (const CollectiveLaunch& c : step.collectives) {
-    const auto& group = schedule_.groups[c.group];
-    for (size_t m = 0; m < group.size(); ++m) members.push_back({group[m], c.ops[m]});
-  }
+  ForEachStepOp(step, [&members](int32_t rank, uint32_t index) { members.push_back({rank, index}); });
   for (const auto& [rank, index] : members) {
     if (!Local(rank)) continue;
     const RankProgram& program = schedule_.ranks[rank];
@@ -628,7 +706,7 @@ Status DeviceEngine::PreparePair(const PairLaunch& pair, std::vector<Transfer>* 
       if (!taken.ok()) return taken.status().WithContext(OpName(pair.src, pair.send_op, send));
       src = *taken;
     } else {
-      auto found = Need(pair.src, bit, id, EntryKind::kShard);
+      auto found = NeedData(pair.src, pair.send_op, send.stream, bit, id, EntryKind::kShard);
       if (!found.ok()) return found.status().WithContext(OpName(pair.src, pair.send_op, send));
       src = *found;
     }
@@ -652,7 +730,7 @@ Status DeviceEngine::PrepareAllGather(const CollectiveLaunch& c, std::vector<Tra
     const Op& op = schedule_.ranks[rank].ops[c.ops[m]];
     for (uint16_t bit : Bits(op.tensors)) {
       const int32_t id = IdFor(op, bit);
-      auto own = Need(rank, bit, id, EntryKind::kShard);
+      auto own = NeedData(rank, c.ops[m], op.stream, bit, id, EntryKind::kShard);
       if (!own.ok()) return own.status();
       for (int to = 0; to < p; ++to) {
         if (to == m) continue;
@@ -757,7 +835,7 @@ Status DeviceEngine::PrepareAllToAll(const CollectiveLaunch& c, std::vector<Tran
       const int32_t shard = static_cast<int32_t>(rank / schedule_.layout.subdivide);
       EntryRef mine;
       if (to_heads) {
-        auto found = Need(rank, bit, rank, EntryKind::kSubShard);
+        auto found = NeedData(rank, index, stream, bit, rank, EntryKind::kSubShard);
         if (!found.ok()) return found.status();
         mine = *found;
       } else {

@@ -83,6 +83,7 @@ class DeviceEngine {
                             int32_t head_begin, int32_t heads, int32_t dim, int32_t elem_bytes,
                             void* adopt = nullptr);
   Result<EntryRef> Need(int32_t rank, uint16_t tensor, int32_t id, EntryKind kind);
+  Result<EntryRef> NeedData(int32_t rank, uint32_t op, StreamId stream, uint16_t tensor, int32_t id, EntryKind kind);
   Result<EntryRef> EnsureDelta(int32_t rank, uint32_t op, StreamId stream, int32_t id, EntryKind kind);
   Result<EntryRef> ZeroPartial(int32_t rank, uint32_t op, StreamId stream, uint16_t tensor, int32_t id);
   Result<EntryRef> TakePartial(int32_t rank, uint32_t op, StreamId stream, uint16_t tensor, int32_t id);
@@ -96,6 +97,8 @@ class DeviceEngine {
   TensorView AccView(const EntryRef& e) const;
   Status ReleaseDead();
 
+  void ForEachStepOp(const LaunchStep& step, const std::function<void(int32_t, uint32_t)>& fn) const;
+  void ForEachInputKey(const Op& op, const std::function<void(uint16_t, int32_t)>& fn) const;
   int32_t IdFor(const Op& op, uint16_t tensor) const;
   int32_t HeadsOf(uint16_t tensor) const;
   int32_t ElemBytes(uint16_t tensor) const;
