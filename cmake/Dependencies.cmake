@@ -11,9 +11,9 @@ if(MESHPLAN_BUILD_BENCH AND NOT benchmark_FOUND)
   message(STATUS "Google Benchmark not found: bench/ is skipped")
 endif()
 
-# CUDA and NCCL are optional until the executor's GPU backend needs them; they come from
-# /usr/local/cuda when present.
-if(EXISTS "/usr/local/cuda/bin/nvcc" AND NOT CMAKE_CUDA_COMPILER)
+# CUDA and NCCL are optional (the GPU backend, cmake/Cuda.cmake); they come from /usr/local/cuda
+# when present.
+if(EXISTS "/usr/local/cuda/bin/nvcc")
   set(MESHPLAN_CUDA_FOUND ON)
   message(STATUS "CUDA toolkit found in /usr/local/cuda")
 else()

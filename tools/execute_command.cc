@@ -1,5 +1,5 @@
-// `meshplan execute PLAN --backend cpu`: run a plan's schedule for real on the CPU, one rank per
-// thread (--transport threads) or one rank per MPI process (--transport mpi, under mpirun);
+// `meshplan execute PLAN --backend cpu|cuda`: run a plan's schedule for real, on the CPU (one rank
+// per thread, or one rank per MPI process under mpirun) or on CUDA GPUs (tools/execute_cuda.cc);
 // optionally check the result against plain attention in double precision, write the outputs as
 // .npy files, and report the measured timeline next to the simulator's prediction.
 #include <algorithm>
@@ -42,12 +42,27 @@ using exec::TensorF;
 
 
 Status CheckFlags(const ExecuteFlags& flags) {
-  if (flags.backend != "cpu") {
-    return Status::Invalid("--backend: backend '" + flags.backend +
-                           "' is not built in this binary (available: cpu)");
-  }
-  if (flags.transport != "threads" && flags.transport != "mpi") {
-    return Status::Invalid("--transport: '" + flags.transport + "' is not one of threads, mpi");
+  if (flags.backend == "cuda") {
+    if (!CudaBackendBuilt()) {
+      return Status::Invalid("--backend: backend 'cuda' is not built in this binary (it was built without the "
+                             "CUDA toolkit in /usr/local/cuda; available: cpu)");
+    }
+    if (flags.transport != "local" && flags.transport != "nccl" && flags.transport != "mpi") {
+      return Status::Invalid("--transport: '" + flags.transport + "' is not one of local, nccl, mpi (backend cuda)");
+    }
+    if (!flags.inject_fail.empty() && flags.transport == "mpi") {
+      return Status::Invalid("--inject-fail: not supported with --backend cuda --transport mpi");
+    }
+    if (flags.inject_silent != -1) return Status::Invalid("--inject-silent: not supported with --backend cuda");
+  } else if (flags.backend == "cpu") {
+    if (flags.transport != "threads" && flags.transport != "mpi") {
+      return Status::Invalid("--transport: '" + flags.transport + "' is not one of threads, mpi (backend cpu)");
+    }
+    if (!flags.dtype.empty() || flags.kernels != "auto" || flags.devices != 1) {
+      return Status::Invalid("--dtype, --kernels and --devices apply to --backend cuda only");
+    }
+  } else {
+    return Status::Invalid("--backend: '" + flags.backend + "' is not one of cpu, cuda");
   }
   if (!(flags.timeout_s > 0) || !std::isfinite(flags.timeout_s) || flags.timeout_s > 1e6) {
     return Status::Invalid("--timeout-s: must be a number of seconds in (0, 1e6]");
@@ -185,6 +200,7 @@ Result<Prepared> Prepare(const ExecuteFlags& flags) {
   auto options = MakeRunOptions(flags, p.schedule.num_ranks);
   if (!options.ok()) return options.status();
   p.options = *options;
+  const bool cuda = flags.backend == "cuda";
   const Workload& w = p.plan.workload;
   if (!flags.inputs.empty()) {
     auto in = LoadInputs(flags.inputs, w);
@@ -197,6 +213,7 @@ Result<Prepared> Prepare(const ExecuteFlags& flags) {
     p.inputs.v = ToFloat(random.v);
     if (HasBackward(w.pass)) p.inputs.d_o = ToFloat(random.d_o);
   }
+  if (cuda) MESHPLAN_RETURN_IF_ERROR(PrepareCuda(flags, &p));
   return p;
 }
 
@@ -220,7 +237,9 @@ int RunOnThreads(const ExecuteFlags& flags) {
     std::fprintf(stderr, "meshplan: error: run failed: %s\n", run.status().message().c_str());
     return kExitFailure;
   }
-  return FinishExecution(flags, p, run->outputs, run->timings, run->wall_s);
+  return FinishExecution(flags, p, run->outputs, run->timings, run->wall_s,
+                         "backend cpu, transport threads, " + std::to_string(p.schedule.num_ranks) +
+                             " ranks (one thread per rank and stream)");
 }
 
 #if MESHPLAN_HAVE_MPI
@@ -271,12 +290,13 @@ int RunMpi(const ExecuteFlags& flags, exec::MpiTransport& transport) {
   std::vector<uint8_t> covered(exec::CoverageSize(p.plan.workload), 0);
   std::vector<OpTiming> timings;
   const exec::Clock::time_point start = exec::Clock::now();
+  std::string device;
   // A failing rank aborts the whole job from inside the runner; this is the backstop.
-  if (Status st = exec::ExecuteRank(p.schedule, p.plan.workload, p.inputs, transport, p.options,
-                                    &outputs, &covered, &timings);
-      !st.ok()) {
-    transport.Abort(st.message());
-  }
+  const Status st = flags.backend == "cuda"
+                        ? RunRankOnCuda(flags, p, transport, &outputs, &covered, &timings, &device)
+                        : exec::ExecuteRank(p.schedule, p.plan.workload, p.inputs, transport, p.options,
+                                            &outputs, &covered, &timings);
+  if (!st.ok()) transport.Abort(st.message());
   auto gathered = exec::GatherOutputs(transport, p.plan.workload, outputs, covered, timings,
                                       exec::Clock::now() + Timeout(flags));
   if (!gathered.ok()) {
@@ -295,12 +315,24 @@ int RunMpi(const ExecuteFlags& flags, exec::MpiTransport& transport) {
     }
     return kExitOk;
   }
-  return FinishExecution(flags, p, gathered->outputs, gathered->timings, wall_s);
+  const std::string run =
+      flags.backend == "cuda"
+          ? "backend cuda, transport mpi (NCCL between processes), " + std::to_string(p.schedule.num_ranks) +
+                " ranks (one process per rank); rank 0: " + device
+          : "backend cpu, transport mpi, " + std::to_string(p.schedule.num_ranks) + " ranks (one process per rank)";
+  return FinishExecution(flags, p, gathered->outputs, gathered->timings, wall_s, run);
 }
 #endif  // MESHPLAN_HAVE_MPI
 
-int RunExecute(const ExecuteFlags& flags) {
-  if (flags.transport != "mpi") return RunOnThreads(flags);
+int RunExecute(ExecuteFlags flags) {
+  if (flags.transport.empty()) flags.transport = flags.backend == "cuda" ? "local" : "threads";
+  if (flags.transport != "mpi") {
+    if (flags.backend != "cuda") return RunOnThreads(flags);
+    auto prepared = Prepare(flags);
+    if (!prepared.ok()) return ReportError(prepared.status());
+    NoteWidenedPass(*prepared);
+    return RunOnCuda(flags, *prepared);
+  }
 #if MESHPLAN_HAVE_MPI
   // Flags first, so a bad flag needs no MPI; then MPI is initialised only for --transport mpi.
   if (Status st = CheckFlags(flags); !st.ok()) return ReportError(st);
@@ -325,19 +357,31 @@ Runner RegisterExecuteCommand(CLI::App& app) {
   auto flags = std::make_shared<ExecuteFlags>();
   CLI::App* cmd = app.add_subcommand("execute",
                                      "Run a plan file for real (CPU: one rank per thread or MPI "
-                                     "process), check it against plain attention, "
-                                     "and compare the measured timeline with the simulator's");
+                                     "process; CUDA: GPU kernels with device copies or NCCL), check it "
+                                     "against plain attention, and compare the measured timeline with "
+                                     "the simulator's");
   cmd->add_option("plan", flags->plan, "Plan file (TOML, from meshplan plan --out)")->required();
-  cmd->add_option("--backend", flags->backend, "Compute backend: cpu (the only one built)")
+  cmd->add_option("--backend", flags->backend,
+                  std::string("Compute backend: cpu, or cuda (GPU kernels") +
+                      (CudaBackendBuilt() ? ")" : "; not built in this binary)"))
       ->capture_default_str();
-  cmd->add_option(
-         "--transport", flags->transport,
-         "threads (one process) or mpi (one process per rank: mpirun -np P meshplan execute ...)")
+  cmd->add_option("--transport", flags->transport,
+                  "cpu: threads (default) or mpi; cuda: local (default: every rank in this process, "
+                  "device-to-device copies, any number of ranks per GPU), nccl (this process, one GPU per "
+                  "rank) or mpi (one process per rank, NCCL: mpirun -np P meshplan execute ...)");
+  cmd->add_option("--dtype", flags->dtype,
+                  "cuda: input type bf16 or fp16 (default: the plan's dtype when 16-bit, else bf16); "
+                  "accumulation is fp32");
+  cmd->add_option("--kernels", flags->kernels,
+                  "cuda: auto (tensor cores where supported), tensor (require them) or simt (portable)")
+      ->capture_default_str();
+  cmd->add_option("--devices", flags->devices,
+                  "cuda, transport local: GPUs the ranks spread over round-robin (0: every visible GPU)")
       ->capture_default_str();
   cmd->add_flag("--check", flags->check,
                 "Compare O, LSE, dQ, dK, dV with plain attention in float64; fails (exit 1) when a "
-                "max relative "
-                "error (max |x - ref| / max |ref|) exceeds 1e-4");
+                "max relative error (max |x - ref| / max |ref|) exceeds 1e-4 (cpu), 2e-2 (cuda bf16) "
+                "or 5e-3 (cuda fp16)");
   cmd->add_option("--seed", flags->seed, "Seed of the random inputs (when no --inputs)")
       ->capture_default_str();
   cmd->add_option(

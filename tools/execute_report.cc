@@ -120,10 +120,11 @@ double MaxRelativeError(const TensorF& got, const TensorD& want) {
 }
 
 struct CheckResult {
+  double tolerance = kCheckTolerance;
   std::vector<std::pair<std::string, double>> errors;  // tensor name, max relative error
   bool passed() const {
     for (const auto& [name, error] : errors) {
-      if (!(error <= kCheckTolerance)) return false;
+      if (!(error <= tolerance)) return false;
     }
     return true;
   }
@@ -204,6 +205,7 @@ struct Report {
   bool checked = false;
   CheckResult check;
   std::vector<std::string> written;  // output files (names in flags->outputs)
+  std::string run;                    // what ran where
 };
 
 std::string Scientific(double value) {
@@ -224,11 +226,8 @@ std::string RenderTable(const Report& r) {
   std::string out = "plan:      " + std::string(SchemeName(plan.params.scheme)) + " " +
                     plan.params.Describe() + " (" + r.flags->plan + ")\n";
   out += "workload:  " + plan.workload.Describe() +
-         (r.prepared->widened ? " (the plan's pass is bwd)" : "") + "; computed in fp32\n";
-  out += "run:       backend cpu, transport " + r.flags->transport + ", " +
-         std::to_string(r.ranks) + " ranks (" +
-         (r.flags->transport == "mpi" ? "one process per rank" : "one thread per rank and stream") +
-         ")\n";
+         (r.prepared->widened ? " (the plan's pass is bwd)" : "") + "; " + r.prepared->precision + "\n";
+  out += "run:       " + r.run + "\n";
   out += "inputs:    " + InputsDescription(*r.flags, plan.workload) + "\n\n";
   out += "measured:  " + FormatSeconds(r.wall_s) + " wall; last op ends at " +
          FormatSeconds(r.measured.run_s) + "\n";
@@ -258,9 +257,10 @@ std::string RenderTable(const Report& r) {
          {"exposed comm / time", pct(p.exposed.mean, p.run_s), pct(m.exposed.mean, m.run_s)},
          {"compute / time", pct(p.compute.mean, p.run_s), pct(m.compute.mean, m.run_s)}},
         "  ");
-    out +=
-        "  (the CPU executor's speed is not the cluster's: compare the schedule's shape, the "
-        "ratios, not the times)\n";
+    out += r.flags->backend == "cpu"
+               ? "  (the CPU executor's speed is not the cluster's: compare the schedule's shape, the "
+                 "ratios, not the times)\n"
+               : "  (measured on this machine's GPUs; the prediction is for the plan's cluster)\n";
   } else {
     out += "  unavailable: " + r.prediction_error + "\n";
   }
@@ -268,11 +268,11 @@ std::string RenderTable(const Report& r) {
     out +=
         "\ncheck: max relative error (max |x - ref| / max |ref|) against float64 attention, "
         "tolerance " +
-        Scientific(kCheckTolerance) + ":\n";
+        Scientific(r.check.tolerance) + ":\n";
     std::vector<std::vector<std::string>> rows;
     for (const auto& [name, error] : r.check.errors) {
       rows.push_back(
-          {name, Scientific(error), error <= kCheckTolerance ? "ok" : "EXCEEDS TOLERANCE"});
+          {name, Scientific(error), error <= r.check.tolerance ? "ok" : "EXCEEDS TOLERANCE"});
     }
     out += Columns(rows, "  ");
     out += r.check.passed() ? "check passed\n" : "check FAILED\n";
@@ -328,6 +328,10 @@ std::string RenderJson(const Report& r) {
   j.String(r.flags->backend);
   j.Key("transport");
   j.String(r.flags->transport);
+  j.Key("run");
+  j.String(r.run);
+  j.Key("precision");
+  j.String(r.prepared->precision);
   j.Key("ranks");
   j.Int(r.ranks);
   j.Key("inputs");
@@ -357,7 +361,7 @@ std::string RenderJson(const Report& r) {
     j.Key("check");
     j.BeginObject();
     j.Key("tolerance");
-    j.Number(kCheckTolerance);
+    j.Number(r.check.tolerance);
     j.Key("passed");
     j.Bool(r.check.passed());
     j.Key("max_relative_error");
@@ -392,8 +396,9 @@ std::string RenderJson(const Report& r) {
 
 // After a successful run (on rank 0 for MPI): check, write outputs, print. Returns the exit code.
 int FinishExecution(const ExecuteFlags& flags, const Prepared& p, const AttentionTensors<float>& outputs,
-           const std::vector<std::vector<OpTiming>>& timings, double wall_s) {
+                    const std::vector<std::vector<OpTiming>>& timings, double wall_s, const std::string& run) {
   Report r;
+  r.run = run;
   r.flags = &flags;
   r.prepared = &p;
   r.ranks = static_cast<int>(p.schedule.num_ranks);
@@ -411,6 +416,7 @@ int FinishExecution(const ExecuteFlags& flags, const Prepared& p, const Attentio
   if (flags.check) {
     r.checked = true;
     r.check = Check(p.plan.workload, p.inputs, outputs);
+    r.check.tolerance = p.tolerance;
   }
   const bool passed = !r.checked || r.check.passed();
   if (passed && !flags.outputs.empty()) {
@@ -423,11 +429,11 @@ int FinishExecution(const ExecuteFlags& flags, const Prepared& p, const Attentio
   if (!passed) {
     std::string worst;
     for (const auto& [name, error] : r.check.errors) {
-      if (!(error <= kCheckTolerance))
+      if (!(error <= r.check.tolerance))
         worst += (worst.empty() ? "" : ", ") + name + " " + Scientific(error);
     }
     std::fprintf(stderr, "meshplan: error: check failed: max relative error above %s: %s%s\n",
-                 Scientific(kCheckTolerance).c_str(), worst.c_str(),
+                 Scientific(r.check.tolerance).c_str(), worst.c_str(),
                  flags.outputs.empty() ? "" : "; no outputs written");
     return kExitFailure;
   }

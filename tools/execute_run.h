@@ -11,17 +11,28 @@
 #include "core/topology.h"
 #include "executor/rank_runner.h"
 #include "executor/tensor.h"
+#include "executor/transport.h"
 
 namespace meshplan::tools {
 
-// --check fails when any output's max relative error exceeds this.
+// --check fails when any output's max relative error exceeds the run's tolerance: 1e-4 for the
+// CPU backend (fp32 arithmetic on the float inputs). The CUDA backend rounds the inputs to its
+// input type before the run and the reference sees the same rounded values, so what remains is
+// the kernels' rounding of P and dS to that type before the tensor-core products and fp32
+// accumulation: bf16 keeps 8 significant bits (unit roundoff 2^-9 = 2e-3), allowed 10x that;
+// fp16 keeps 11 (2^-12 = 2.4e-4), allowed about 20x.
 constexpr double kCheckTolerance = 1e-4;
+constexpr double kCheckToleranceBf16 = 2e-2;
+constexpr double kCheckToleranceFp16 = 5e-3;
 
 struct ExecuteFlags {
   std::string plan;
   std::string topology;
   std::string backend = "cpu";
-  std::string transport = "threads";
+  std::string transport;  // cpu: threads (default) or mpi; cuda: local (default), nccl or mpi
+  std::string dtype;      // cuda: bf16 or fp16 (default: the plan's dtype when 16-bit, else bf16)
+  std::string kernels = "auto";  // cuda: auto, tensor or simt
+  int devices = 1;        // cuda, transport local: GPUs the virtual ranks spread over (0: all)
   bool check = false;
   uint64_t seed = 1;
   std::string inputs;
@@ -40,11 +51,26 @@ struct Prepared {
   Schedule schedule;
   exec::AttentionTensors<float> inputs;
   exec::RunOptions options;
+  double tolerance = kCheckTolerance;
+  std::string precision = "computed in fp32";  // how the run treats numbers, for the report
 };
 
 // After a successful run (on rank 0 for MPI): check against the reference, write the outputs,
-// print the report. Returns the exit code.
+// print the report. `run` says what ran where ("backend cpu, transport threads, 4 ranks (...)").
+// Returns the exit code.
 int FinishExecution(const ExecuteFlags& flags, const Prepared& p, const exec::AttentionTensors<float>& outputs,
-                    const std::vector<std::vector<exec::OpTiming>>& timings, double wall_s);
+                    const std::vector<std::vector<exec::OpTiming>>& timings, double wall_s, const std::string& run);
+
+// --backend cuda (tools/execute_cuda.cc). Without CUDA in the build these return an error.
+bool CudaBackendBuilt();
+// Checks --dtype, --kernels and --devices; rounds p->inputs to the input type (so the check's
+// reference sees what the GPU sees) and sets the tolerance and precision note.
+Status PrepareCuda(const ExecuteFlags& flags, Prepared* p);
+// Every rank in this process (transport local or nccl). Returns the exit code.
+int RunOnCuda(const ExecuteFlags& flags, const Prepared& p);
+// This process's rank of an mpirun job (transport mpi: NCCL between the processes).
+Status RunRankOnCuda(const ExecuteFlags& flags, const Prepared& p, exec::Transport& transport,
+                     exec::AttentionTensors<float>* outputs, std::vector<uint8_t>* covered,
+                     std::vector<exec::OpTiming>* timings, std::string* device);
 
 }  // namespace meshplan::tools

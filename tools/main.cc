@@ -5,11 +5,13 @@
 
 #include "tools/cli_common.h"
 #include "tools/commands.h"
+#include "tools/execute_run.h"
 
 int main(int argc, char** argv) {
   using namespace meshplan::tools;
   CLI::App app{"meshplan: plan, simulate, execute and validate context-parallel attention on GPU clusters"};
-  app.set_version_flag("--version", std::string("meshplan ") + MESHPLAN_VERSION);
+  app.set_version_flag("--version", std::string("meshplan ") + MESHPLAN_VERSION + " (execute backends: cpu" +
+                                        (CudaBackendBuilt() ? ", cuda" : "") + ")");
   app.require_subcommand(1);
   const Runner plan = RegisterPlanCommand(app);
   const Runner simulate = RegisterSimulateCommand(app);

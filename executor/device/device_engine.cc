@@ -321,9 +321,15 @@ Status DeviceEngine::Issue(const LaunchStep& step) {
   return IssueExchange(step);
 }
 
+Status DeviceEngine::Injected(int32_t rank, uint32_t index) const {
+  if (rank != options_.fail_rank || static_cast<int64_t>(index) != options_.fail_op) return Status::Ok();
+  return Status::Internal("injected failure").WithContext(OpName(rank, index, schedule_.ranks[rank].ops[index]));
+}
+
 Status DeviceEngine::IssueLocal(int32_t rank, uint32_t index) {
   const RankProgram& program = schedule_.ranks[rank];
   const Op& op = program.ops[index];
+  MESHPLAN_RETURN_IF_ERROR(Injected(rank, index));
   if (Local(rank)) {
     std::vector<uint32_t> deps(program.deps.begin() + op.dep_begin, program.deps.begin() + op.dep_begin + op.dep_count);
     MESHPLAN_RETURN_IF_ERROR(ops_.BeginOp(rank, index, op.stream, deps).WithContext(OpName(rank, index, op)));
@@ -650,6 +656,7 @@ Status DeviceEngine::IssueExchange(const LaunchStep& step) {
   // together, then the work that consumes what arrived, then every op ends.
   std::vector<std::pair<int32_t, uint32_t>> members;
   ForEachStepOp(step, [&members](int32_t rank, uint32_t index) { members.push_back({rank, index}); });
+  for (const auto& [rank, index] : members) MESHPLAN_RETURN_IF_ERROR(Injected(rank, index));
   for (const auto& [rank, index] : members) {
     if (!Local(rank)) continue;
     const RankProgram& program = schedule_.ranks[rank];

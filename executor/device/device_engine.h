@@ -34,6 +34,10 @@ struct DeviceRunOptions {
   InputType type = InputType::kBf16;
   KernelPath path = KernelPath::kAuto;
   double timeout_s = 120;  // for the whole run to complete on the device
+  // Fault injection (`meshplan execute --inject-fail`): rank fail_rank's op fail_op fails when it
+  // is issued, as a failing launch would. -1 disables.
+  int fail_rank = -1;
+  int64_t fail_op = -1;
 };
 
 struct DeviceRunResult {
@@ -65,6 +69,7 @@ class DeviceEngine {
 
   bool Local(int32_t rank) const { return local_[rank] != 0; }
   Status Issue(const LaunchStep& step);
+  Status Injected(int32_t rank, uint32_t index) const;
   Status IssueLocal(int32_t rank, uint32_t index);
   Status IssueExchange(const LaunchStep& step);
   Status ComputeForward(int32_t rank, uint32_t index);

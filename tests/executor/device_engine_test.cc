@@ -221,3 +221,36 @@ TEST(DeviceEngine, OneRankPerProcessTracksRemoteRanksAndMatches) {
 
 }  // namespace
 }  // namespace meshplan::exec
+
+namespace meshplan::exec {
+namespace {
+
+TEST(DeviceEngine, InjectedFailureNamesTheRankAndOp) {
+  Case c{4, Params(Scheme::kMesh, Layout::kZigzag), Mask::Causal(), 4, 4, 1};
+  c.params.tile_a = 2;
+  c.params.tile_b = 2;
+  auto p = Prepare(c, Pass::kForward, 3, InputType::kBf16);
+  ASSERT_TRUE(p.has_value());
+  // Fail a compute op (local step) and a message (exchange step) of rank 2.
+  for (OpKind kind : {OpKind::kCompute, OpKind::kSend}) {
+    int64_t index = -1;
+    for (size_t i = 0; i < p->schedule.ranks[2].ops.size() && index < 0; ++i) {
+      if (p->schedule.ranks[2].ops[i].kind == kind) index = static_cast<int64_t>(i);
+    }
+    ASSERT_GE(index, 0);
+    HostDeviceOps ops(p->w);
+    DeviceRunOptions options;
+    options.fail_rank = 2;
+    options.fail_op = index;
+    DeviceEngine engine(p->schedule, p->w, options, ops, std::vector<uint8_t>(4, 1));
+    ASSERT_TRUE(engine.LoadInputs(p->in).ok());
+    auto run = engine.Run();
+    ASSERT_FALSE(run.ok());
+    const std::string expected = "rank 2 op " + std::to_string(index) + " (fwd " + std::string(OpKindName(kind)) + ")";
+    EXPECT_NE(run.status().message().find(expected), std::string::npos) << run.status().message();
+    EXPECT_NE(run.status().message().find("injected failure"), std::string::npos) << run.status().message();
+  }
+}
+
+}  // namespace
+}  // namespace meshplan::exec

@@ -465,13 +465,42 @@ TEST_F(Execute, RejectsBadInputsAndFlags) {
       {"d_o.npy"});
   EXPECT_FALSE(fs::exists(dir_ / "out"));
   ExpectInvalid("execute " + plan + " --inputs " + (dir_ / "nowhere").string(), {"q.npy"});
-  ExpectInvalid("execute " + plan + " --backend cuda", {"--backend", "cuda", "not built"});
+  ExpectInvalid("execute " + plan + " --dtype bf16", {"--dtype", "--backend cuda only"});
+  ExpectInvalid("execute " + plan + " --backend tpu", {"--backend", "tpu", "cpu, cuda"});
   ExpectInvalid("execute " + plan + " --transport carrier-pigeon",
                 {"--transport", "carrier-pigeon"});
   ExpectInvalid("execute " + plan + " --format csv", {"--format", "csv"});
   ExpectInvalid("execute " + plan + " --timeout-s 0", {"--timeout-s"});
   ExpectInvalid("execute " + (dir_ / "missing.toml").string(), {"missing.toml"});
   ExpectInvalid("execute", {"plan"});
+}
+
+// --backend cuda as the binary was built: refused when CUDA was not built; with CUDA but no usable
+// GPU (CI), refused with the reason; with a GPU, the run checks within the bf16 tolerance.
+TEST_F(Execute, CudaBackendRunsOrSaysWhyNot) {
+  const std::string plan = MakePlan();
+  const bool built = Run("--version").out.find("cuda") != std::string::npos;
+  if (!built) {
+    ExpectInvalid("execute " + plan + " --backend cuda", {"--backend", "cuda", "not built"});
+    return;
+  }
+  ExpectInvalid("execute " + plan + " --backend cuda --transport threads", {"--transport", "threads", "local, nccl, mpi"});
+  ExpectInvalid("execute " + plan + " --backend cuda --dtype fp8", {"--dtype", "fp8"});
+  ExpectInvalid("execute " + plan + " --backend cuda --kernels fast", {"--kernels", "fast"});
+  ExpectInvalid("execute " + plan + " --backend cuda --inject-silent 1", {"--inject-silent", "cuda"});
+  const fs::path out = dir_ / "cuda-out";
+  const RunResult r = Run("execute " + plan + " --backend cuda --check --outputs " + out.string());
+  if (r.exit_code == 0) {
+    EXPECT_NE(r.out.find("check passed"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("bf16 inputs"), std::string::npos) << r.out;
+    EXPECT_TRUE(fs::exists(out / "o.npy"));
+    return;
+  }
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--backend cuda"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("CUDA device"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_FALSE(fs::exists(out));
 }
 
 TEST_F(Execute, AFailedCheckLeavesNoOutputFiles) {

@@ -1,0 +1,65 @@
+# Optional CUDA build of the GPU block kernels (executor/cuda/kernels) and NCCL discovery, from the
+# toolkit in /usr/local/cuda (cmake/Dependencies.cmake sets MESHPLAN_CUDA_FOUND when its nvcc
+# exists). Include after Dependencies.cmake.
+#
+# Sets MESHPLAN_HAVE_CUDA (ON/OFF; when ON the CUDA language is enabled and CUDA::cudart and
+# CUDA::cublas exist) and MESHPLAN_HAVE_NCCL (ON/OFF; when ON the imported target meshplan::nccl
+# exists). Device code is compiled for sm_90a (SASS) plus compute_80 PTX (JIT for every other
+# arch >= sm_80); -DMESHPLAN_CUDA_GENCODE="-gencode=...;-gencode=..." replaces those flags.
+option(MESHPLAN_ENABLE_CUDA "Build the CUDA kernels when the CUDA toolkit is found" ON)
+set(MESHPLAN_CUDA_GENCODE
+    "-gencode=arch=compute_90a,code=sm_90a;-gencode=arch=compute_80,code=compute_80"
+    CACHE STRING "nvcc -gencode flags of the CUDA kernels (a ;-list)")
+
+set(MESHPLAN_HAVE_CUDA OFF)
+set(MESHPLAN_HAVE_NCCL OFF)
+
+# Dependencies.cmake reports the toolkit only while CMAKE_CUDA_COMPILER is unset; after the first
+# configure enable_language(CUDA) has cached it, so an existing cached nvcc counts as found too.
+set(meshplan_cuda_available OFF)
+if(MESHPLAN_CUDA_FOUND)
+  set(meshplan_cuda_available ON)
+elseif(CMAKE_CUDA_COMPILER AND EXISTS "${CMAKE_CUDA_COMPILER}")
+  set(meshplan_cuda_available ON)
+endif()
+
+if(NOT MESHPLAN_ENABLE_CUDA)
+  message(STATUS "CUDA: disabled (MESHPLAN_ENABLE_CUDA=OFF)")
+elseif(NOT meshplan_cuda_available)
+  message(STATUS "CUDA: toolkit not found, CUDA kernels not built")
+else()
+  if(NOT CMAKE_CUDA_COMPILER)
+    set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
+  endif()
+  # Explicit -gencode flags instead of CMake's architecture handling.
+  set(CMAKE_CUDA_ARCHITECTURES OFF)
+  set(CMAKE_CUDA_STANDARD 17)
+  set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+  set(CMAKE_CUDA_EXTENSIONS OFF)
+  # One CUDA runtime in every program: the shared libcudart that CUDA::cudart names.
+  set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
+  enable_language(CUDA)
+  find_package(CUDAToolkit REQUIRED)
+  set(MESHPLAN_HAVE_CUDA ON)
+  message(STATUS "CUDA: ${CMAKE_CUDA_COMPILER} (CUDA ${CUDAToolkit_VERSION}), "
+                 "flags ${MESHPLAN_CUDA_GENCODE}")
+
+  # NCCL from the toolkit directory (include/nccl.h, lib64/libnccl.so).
+  find_path(MESHPLAN_NCCL_INCLUDE_DIR nccl.h
+            HINTS /usr/local/cuda/include ${CUDAToolkit_INCLUDE_DIRS} NO_DEFAULT_PATH)
+  find_library(MESHPLAN_NCCL_LIBRARY nccl
+               HINTS /usr/local/cuda/lib64 ${CUDAToolkit_LIBRARY_DIR} NO_DEFAULT_PATH)
+  if(MESHPLAN_NCCL_INCLUDE_DIR AND MESHPLAN_NCCL_LIBRARY)
+    if(NOT TARGET meshplan::nccl)
+      add_library(meshplan::nccl UNKNOWN IMPORTED GLOBAL)
+      set_target_properties(meshplan::nccl PROPERTIES
+        IMPORTED_LOCATION "${MESHPLAN_NCCL_LIBRARY}"
+        INTERFACE_INCLUDE_DIRECTORIES "${MESHPLAN_NCCL_INCLUDE_DIR}"
+        INTERFACE_LINK_LIBRARIES CUDA::cudart)
+    endif()
+    set(MESHPLAN_HAVE_NCCL ON)
+    message(STATUS "NCCL: ${MESHPLAN_NCCL_LIBRARY}")
+  else()
+    message(STATUS "NCCL: not found in the CUDA toolkit directory")
+  endif()
+endif()

@@ -1,0 +1,82 @@
+// DeviceOps on CUDA devices (executor/device/device_ops.h). Every rank this process runs has a
+// device and five non-blocking streams: compute, send, recv and collective (the schedule's four)
+// plus one for frees. Each op records a start and an end event: BeginOp makes the op's stream wait
+// for its deps' end events, and the events give the per-op timeline. Memory comes from each
+// device's stream-ordered pool (cudaMallocAsync), freed once the last ops using a buffer ended.
+//
+// Transfers: kLocalCopies copies device to device (cudaMemcpyPeerAsync; any number of virtual
+// ranks per GPU); kNccl posts ncclSend/ncclRecv, one NCCL group per exchange step, on
+// communicators the caller made (one per local rank, one GPU each).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "executor/device/device_ops.h"
+
+namespace meshplan::exec::cuda {
+
+enum class TransferKind : uint8_t { kLocalCopies, kNccl };
+
+struct CudaOpsConfig {
+  KernelPath path = KernelPath::kAuto;
+  TransferKind transfers = TransferKind::kLocalCopies;
+  std::vector<int> device_of_rank;  // for every rank (entries of ranks not run here are ignored)
+  // kNccl: the communicator of each rank run here (ncclComm_t, type-erased so this header needs
+  // no NCCL), indexed by rank; null for ranks not run here. CudaDeviceOps owns them from its
+  // construction: it destroys them at the end, or aborts them when the run fails or hangs.
+  std::vector<void*> nccl_comms;
+  // Fill every fresh allocation with all-ones bytes (NaN in bf16, fp16 and fp32), so a kernel that
+  // reads memory nobody wrote shows up as NaN in the outputs. For validation runs.
+  bool poison_allocations = false;
+};
+
+class CudaDeviceOps : public DeviceOps {
+ public:
+  explicit CudaDeviceOps(CudaOpsConfig config);
+  ~CudaDeviceOps() override;
+
+  std::string Describe() const override;
+  Status Prepare(const Schedule& schedule, const std::vector<uint8_t>& local) override;
+  Result<void*> Allocate(int32_t rank, int64_t bytes, StreamId stream) override;
+  Status Free(int32_t rank, void* ptr, const StreamUses& uses) override;
+  Result<void*> Upload(int32_t rank, const void* host, int64_t bytes) override;
+  Status Download(int32_t rank, void* host, const void* device, int64_t bytes) override;
+  Status Start() override;
+  Status BeginOp(int32_t rank, uint32_t op, StreamId stream, const std::vector<uint32_t>& deps) override;
+  Status EndOp(int32_t rank, uint32_t op, StreamId stream) override;
+  Status Forward(int32_t rank, StreamId stream, const BlockProblem& p, const TensorView& q, const TensorView& k,
+                 const TensorView& v, const TensorView& o, const TensorView& lse) override;
+  Status Backward(int32_t rank, StreamId stream, const BlockProblem& p, const TensorView& q, const TensorView& k,
+                  const TensorView& v, const TensorView& d_o, const TensorView& lse, const TensorView& delta,
+                  const TensorView& dq, const TensorView& dk, const TensorView& dv) override;
+  Status MergePartial(int32_t rank, StreamId stream, float* o, float* lse, const float* o_in, const float* lse_in,
+                      int64_t count, int32_t dim) override;
+  Status AddInto(int32_t rank, StreamId stream, float* acc, const float* in, int64_t n) override;
+  Status Delta(int32_t rank, StreamId stream, InputType type, const float* o, const void* d_o, float* delta,
+               int64_t batch, int64_t rows, int32_t heads, int32_t dim) override;
+  Status Fill(int32_t rank, StreamId stream, float* data, float value, int64_t n) override;
+  Status RowCopy(int32_t rank, StreamId stream, const exec::RowCopy& copy) override;
+  Status Exchange(const std::vector<Transfer>& transfers) override;
+  Status Finish(double timeout_s, std::vector<std::vector<OpTimes>>* times) override;
+
+ private:
+  struct RankDevice;
+  Status Use(int32_t rank);  // makes the rank's device current
+  RankDevice& At(int32_t rank) { return *ranks_[static_cast<size_t>(rank)]; }
+  void AbortCommunicators();
+
+  CudaOpsConfig config_;
+  std::vector<std::unique_ptr<RankDevice>> ranks_;  // null for ranks not run here
+  bool finished_ = false;
+};
+
+// Number of visible CUDA devices, or an error saying why there are none (no driver, no device).
+Result<int> CudaDeviceCount();
+// "NVIDIA H200 (sm_90, 139.8 GiB)"
+std::string CudaDeviceName(int device);
+
+}  // namespace meshplan::exec::cuda

@@ -1,0 +1,155 @@
+#include "executor/cuda/cuda_execute.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+
+#if MESHPLAN_HAVE_NCCL
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+#endif
+
+#include "executor/device/device_engine.h"
+#include "executor/execute.h"
+#include "executor/gather.h"
+
+namespace meshplan::exec::cuda {
+namespace {
+
+DeviceRunOptions EngineOptions(const CudaRunConfig& config) {
+  DeviceRunOptions options;
+  options.type = config.type;
+  options.path = config.path;
+  options.timeout_s = config.timeout_s;
+  options.fail_rank = config.fail_rank;
+  options.fail_op = config.fail_op;
+  return options;
+}
+
+std::vector<OpTiming> ToTimings(const std::vector<OpTimes>& times) {
+  std::vector<OpTiming> out(times.size());
+  for (size_t i = 0; i < times.size(); ++i) out[i] = {times[i].start_s, times[i].end_s};
+  return out;
+}
+
+#if MESHPLAN_HAVE_NCCL
+Status Nccl(ncclResult_t result, const std::string& what) {
+  if (result == ncclSuccess) return Status::Ok();
+  return Status::Internal(what + " failed: " + ncclGetErrorString(result));
+}
+#endif
+
+// This process's GPU in a job with one rank per process: the node-local rank that mpirun sets,
+// else the global rank, modulo the visible GPUs.
+int ProcessDevice(int rank, int count) {
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID", "LOCAL_RANK"}) {
+    if (const char* value = std::getenv(name)) return std::atoi(value) % count;
+  }
+  return rank % count;
+}
+
+}  // namespace
+
+Result<CudaExecution> ExecuteOnCuda(const Schedule& schedule, const Workload& workload,
+                                    const AttentionTensors<float>& inputs, const CudaRunConfig& config) {
+  auto count = CudaDeviceCount();
+  if (!count.ok()) return count.status();
+  const int ranks = static_cast<int>(schedule.num_ranks);
+  CudaOpsConfig ops_config;
+  ops_config.path = config.path;
+  ops_config.transfers = config.transfers;
+  ops_config.poison_allocations = config.poison;
+  if (config.transfers == TransferKind::kNccl) {
+#if MESHPLAN_HAVE_NCCL
+    if (ranks > *count) {
+      return Status::Invalid("--transport nccl runs one rank per GPU: the plan has " + std::to_string(ranks) +
+                             " ranks but " + std::to_string(*count) +
+                             " GPUs are visible (use --transport local for virtual ranks)");
+    }
+    std::vector<int> devices(ranks);
+    for (int r = 0; r < ranks; ++r) devices[r] = r;
+    std::vector<ncclComm_t> comms(ranks, nullptr);
+    MESHPLAN_RETURN_IF_ERROR(Nccl(ncclCommInitAll(comms.data(), ranks, devices.data()), "ncclCommInitAll"));
+    ops_config.device_of_rank = devices;
+    for (ncclComm_t c : comms) ops_config.nccl_comms.push_back(c);
+#else
+    return Status::Invalid("--transport nccl: this binary was built without NCCL");
+#endif
+  } else {
+    const int devices = config.devices <= 0 ? *count : config.devices;
+    if (devices > *count) {
+      return Status::Invalid("--devices " + std::to_string(devices) + ": only " + std::to_string(*count) +
+                             " GPUs are visible");
+    }
+    for (int r = 0; r < ranks; ++r) ops_config.device_of_rank.push_back(r % devices);
+  }
+  CudaDeviceOps ops(std::move(ops_config));
+  CudaExecution result;
+  {
+    DeviceEngine engine(schedule, workload, EngineOptions(config), ops, std::vector<uint8_t>(ranks, 1));
+    MESHPLAN_RETURN_IF_ERROR(engine.LoadInputs(inputs));
+    const auto start = std::chrono::steady_clock::now();
+    auto run = engine.Run();
+    if (!run.ok()) return run.status();
+    result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    result.device = ops.Describe();
+    result.peak_bytes = run->peak_bytes;
+    for (const auto& t : run->times) result.timings.push_back(ToTimings(t));
+    result.outputs = OutputTensors(workload);
+    std::vector<uint8_t> covered(CoverageSize(workload), 0);
+    MESHPLAN_RETURN_IF_ERROR(engine.CollectOutputs(&result.outputs, &covered));
+    MESHPLAN_RETURN_IF_ERROR(CheckCoverage(workload, covered));
+  }
+  return result;
+}
+
+Status ExecuteRankOnCuda(const Schedule& schedule, const Workload& workload, const AttentionTensors<float>& inputs,
+                         const CudaRunConfig& config, Transport& transport, AttentionTensors<float>* outputs,
+                         std::vector<uint8_t>* covered, std::vector<OpTiming>* timings, std::string* device) {
+#if MESHPLAN_HAVE_NCCL
+  auto count = CudaDeviceCount();
+  if (!count.ok()) return count.status();
+  const int rank = transport.rank(), ranks = transport.size();
+  // The unique id travels as 32 floats holding its 128 bytes.
+  ncclUniqueId id;
+  static_assert(sizeof(id) % sizeof(float) == 0);
+  std::vector<float> payload(sizeof(id) / sizeof(float));
+  const int64_t tag = int64_t{1} << 52;  // above every schedule and gather tag
+  if (rank == 0) {
+    MESHPLAN_RETURN_IF_ERROR(Nccl(ncclGetUniqueId(&id), "ncclGetUniqueId"));
+    std::memcpy(payload.data(), &id, sizeof(id));
+    for (int r = 1; r < ranks; ++r) MESHPLAN_RETURN_IF_ERROR(transport.Send(r, tag, payload));
+  } else {
+    const auto deadline = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(config.timeout_s * 1000));
+    MESHPLAN_RETURN_IF_ERROR(transport.Recv(0, tag, &payload, deadline));
+    if (payload.size() * sizeof(float) != sizeof(id)) return Status::Internal("malformed NCCL unique id");
+    std::memcpy(&id, payload.data(), sizeof(id));
+  }
+  const int gpu = ProcessDevice(rank, *count);
+  if (cudaSetDevice(gpu) != cudaSuccess) return Status::Internal("rank " + std::to_string(rank) + ": cudaSetDevice failed");
+  ncclComm_t comm = nullptr;
+  MESHPLAN_RETURN_IF_ERROR(Nccl(ncclCommInitRank(&comm, ranks, id, rank), "rank " + std::to_string(rank) + ": ncclCommInitRank"));
+  CudaOpsConfig ops_config;
+  ops_config.path = config.path;
+  ops_config.poison_allocations = config.poison;
+  ops_config.transfers = TransferKind::kNccl;
+  ops_config.device_of_rank.assign(ranks, 0);
+  ops_config.device_of_rank[rank] = gpu;
+  ops_config.nccl_comms.assign(ranks, nullptr);
+  ops_config.nccl_comms[rank] = comm;
+  CudaDeviceOps ops(std::move(ops_config));
+  std::vector<uint8_t> local(ranks, 0);
+  local[rank] = 1;
+  DeviceEngine engine(schedule, workload, EngineOptions(config), ops, local);
+  MESHPLAN_RETURN_IF_ERROR(engine.LoadInputs(inputs));
+  auto run = engine.Run();
+  if (!run.ok()) return run.status();
+  if (timings != nullptr) *timings = ToTimings(run->times[rank]);
+  if (device != nullptr) *device = ops.Describe();
+  return engine.CollectOutputs(outputs, covered);
+#else
+  return Status::Invalid("--transport nccl: this binary was built without NCCL");
+#endif
+}
+
+}  // namespace meshplan::exec::cuda

@@ -1,0 +1,154 @@
+// The GPU executor end to end on one GPU (CTest label gpu; skipped without a usable device):
+// every scheme's schedule, run as P virtual ranks with device-to-device copies, matches plain
+// double-precision attention computed on the same bf16-rounded inputs with a max relative error
+// below 2e-2 (bf16 keeps 8 significant bits, unit roundoff 2^-9 = 2e-3; the kernels round P and
+// dS to bf16 before the tensor-core products; 10x the roundoff is allowed). Every fresh device
+// allocation is poisoned with NaN bytes, and outputs must be produced everywhere (coverage).
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "executor/cuda/cuda_execute.h"
+#include "executor/device/half_float.h"
+#include "executor/reference.h"
+#include "planner/strategy.h"
+#include "tests/executor/scheme_cases.h"
+
+namespace meshplan::exec {
+namespace {
+
+bool HaveGpu(std::string* why) {
+  auto count = cuda::CudaDeviceCount();
+  if (!count.ok()) *why = count.status().message();
+  return count.ok();
+}
+
+struct GpuCase {
+  Workload w;
+  Schedule schedule;
+  AttentionTensors<double> ref;
+  AttentionTensors<float> in;
+  std::string what;
+};
+
+GpuCase Build(const Case& c, Pass pass, uint64_t seed, InputType type, int64_t seq, int64_t dim) {
+  GpuCase g;
+  g.w.batch = c.batch;
+  g.w.seq_len = seq;
+  g.w.q_heads = c.hq;
+  g.w.kv_heads = c.hkv;
+  g.w.head_dim = dim;
+  g.w.mask = c.mask;
+  g.w.pass = pass;
+  EXPECT_TRUE(g.w.Validate().ok());
+  const Topology topology = Cluster(c.gpus);
+  const planner::PlanContext ctx(g.w, topology);
+  SchemeParams p = c.params;
+  if (p.placement.empty()) p.placement = CanonicalPlacement(p.RankDims());
+  const auto strategy = planner::MakeStrategy(p.scheme);
+  g.what = std::string(SchemeName(p.scheme)) + " " + p.Describe() + " P=" + std::to_string(c.gpus) + " " +
+           g.w.Describe() + " " + InputTypeName(type) + " seed=" + std::to_string(seed);
+  auto schedule = strategy->Expand(ctx, p);
+  EXPECT_TRUE(schedule.ok()) << g.what;
+  if (schedule.ok()) g.schedule = std::move(*schedule);
+  g.ref = RandomInputs(g.w, seed);
+  for (TensorD* t : {&g.ref.q, &g.ref.k, &g.ref.v, &g.ref.d_o}) {
+    for (double& x : t->data) x = RoundToInput(type, static_cast<float>(x));
+  }
+  ReferenceForward(g.w, g.ref);
+  if (HasBackward(pass)) ReferenceBackward(g.w, g.ref);
+  g.in.q = ToFloat(g.ref.q);
+  g.in.k = ToFloat(g.ref.k);
+  g.in.v = ToFloat(g.ref.v);
+  g.in.d_o = ToFloat(g.ref.d_o);
+  return g;
+}
+
+void RunAndCheck(const GpuCase& g, cuda::CudaRunConfig config, double tolerance) {
+  config.poison = true;
+  auto run = cuda::ExecuteOnCuda(g.schedule, g.w, g.in, config);
+  ASSERT_TRUE(run.ok()) << g.what << ": " << run.status().message();
+  EXPECT_LT(MaxRelativeError(run->outputs.o, g.ref.o), tolerance) << "O " << g.what;
+  EXPECT_LT(MaxRelativeError(run->outputs.lse, g.ref.lse), tolerance) << "LSE " << g.what;
+  if (HasBackward(g.w.pass)) {
+    EXPECT_LT(MaxRelativeError(run->outputs.dq, g.ref.dq), tolerance) << "dQ " << g.what;
+    EXPECT_LT(MaxRelativeError(run->outputs.dk, g.ref.dk), tolerance) << "dK " << g.what;
+    EXPECT_LT(MaxRelativeError(run->outputs.dv, g.ref.dv), tolerance) << "dV " << g.what;
+  }
+  ASSERT_EQ(run->timings.size(), static_cast<size_t>(g.schedule.num_ranks));
+  for (const auto& rank : run->timings) {
+    for (const OpTiming& t : rank) EXPECT_LE(t.start_s, t.end_s) << g.what;
+  }
+}
+
+class GpuEngine : public ::testing::TestWithParam<int64_t> {};
+
+// Head dim 64 and a 192-token sequence: shards of 192/P rows, so the tensor-core kernels see
+// partial tiles everywhere.
+TEST_P(GpuEngine, EverySchemeOnVirtualRanksMatchesPlainAttention) {
+  std::string why;
+  if (!HaveGpu(&why)) GTEST_SKIP() << "no CUDA device: " << why;
+  const int64_t P = GetParam();
+  std::mt19937_64 seeds(2024 + P);
+  for (const Mask& mask : Masks()) {
+    for (const Case& c : SchemeCases(P, mask)) {
+      for (Pass pass : {Pass::kForward, Pass::kForwardBackward}) {
+        const GpuCase g = Build(c, pass, seeds(), InputType::kBf16, 192, 64);
+        RunAndCheck(g, {}, 2e-2);
+        if (HasFailure()) return;
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, GpuEngine, ::testing::Values(1, 2, 4, 8));
+
+// The portable SIMT kernels and fp16 inputs, on a few schemes with head dim 128 and longer shards.
+TEST(GpuEngineVariants, SimtKernelsAndFp16) {
+  std::string why;
+  if (!HaveGpu(&why)) GTEST_SKIP() << "no CUDA device: " << why;
+  std::mt19937_64 seeds(77);
+  for (const Case& c : SchemeCases(4, Mask::Causal())) {
+    if (c.params.scheme != Scheme::kRing && c.params.scheme != Scheme::kMesh && c.params.scheme != Scheme::kUsp) continue;
+    cuda::CudaRunConfig simt;
+    simt.path = KernelPath::kSimt;
+    RunAndCheck(Build(c, Pass::kForwardBackward, seeds(), InputType::kBf16, 1024, 128), simt, 2e-2);
+    cuda::CudaRunConfig fp16;
+    fp16.type = InputType::kFp16;
+    // fp16 keeps 11 significant bits (unit roundoff 2^-12 = 2.4e-4): about 20x that.
+    RunAndCheck(Build(c, Pass::kForwardBackward, seeds(), InputType::kFp16, 1024, 128), fp16, 5e-3);
+    if (HasFailure()) return;
+  }
+}
+
+// NCCL between GPUs of this process, when there are at least 4.
+TEST(GpuEngineVariants, NcclAcrossGpusOfOneProcess) {
+  std::string why;
+  if (!HaveGpu(&why)) GTEST_SKIP() << "no CUDA device: " << why;
+  auto count = cuda::CudaDeviceCount();
+  if (*count < 4) GTEST_SKIP() << "needs 4 GPUs, " << *count << " visible";
+  std::mt19937_64 seeds(5);
+  for (const Case& c : SchemeCases(4, Mask::Causal())) {
+    cuda::CudaRunConfig nccl;
+    nccl.transfers = cuda::TransferKind::kNccl;
+    RunAndCheck(Build(c, Pass::kForwardBackward, seeds(), InputType::kBf16, 512, 128), nccl, 2e-2);
+    if (HasFailure()) return;
+  }
+}
+
+TEST(GpuEngineVariants, InjectedFailureNamesRankAndOp) {
+  std::string why;
+  if (!HaveGpu(&why)) GTEST_SKIP() << "no CUDA device: " << why;
+  Case c{4, Params(Scheme::kRing, Layout::kZigzag), Mask::Causal(), 4, 4, 1};
+  c.params.ring = 4;
+  const GpuCase g = Build(c, Pass::kForward, 1, InputType::kBf16, 256, 64);
+  cuda::CudaRunConfig config;
+  config.fail_rank = 1;
+  config.fail_op = 2;
+  auto run = cuda::ExecuteOnCuda(g.schedule, g.w, g.in, config);
+  ASSERT_FALSE(run.ok());
+  EXPECT_NE(run.status().message().find("rank 1 op 2"), std::string::npos) << run.status().message();
+}
+
+}  // namespace
+}  // namespace meshplan::exec
