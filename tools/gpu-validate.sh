@@ -9,9 +9,11 @@
 #                                           libraries they need into DIR (to run on another machine)
 #   bash tools/gpu-validate.sh --run DIR    run from a bundle (no build)
 #   QUICK=1 ...                             fewer benchmark sizes (1K..8K, no 16K)
+#   BUILD_DIR=dir ...                       build directory (default build-gpu)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root="$(pwd)"
+build_dir="${BUILD_DIR:-build-gpu}"
 mode="all"
 bundle=""
 case "${1:-}" in
@@ -25,11 +27,11 @@ programs=(tools/meshplan tests/cuda/meshplan_cuda_kernel_tests tests/cuda/meshpl
 
 build() {
   local gencode="${MESHPLAN_CUDA_GENCODE:--gencode=arch=compute_90a,code=sm_90a;-gencode=arch=compute_80,code=compute_80}"
-  cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DMESHPLAN_ENABLE_CUDA=ON \
+  cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DMESHPLAN_ENABLE_CUDA=ON \
         "-DMESHPLAN_CUDA_GENCODE=$gencode" >/dev/null || return 1
-  cmake --build build-gpu -j "$(nproc)" || return 1
+  cmake --build "$build_dir" -j "$(nproc)" || return 1
   for p in "${programs[@]}"; do
-    [ -x "build-gpu/$p" ] || { echo "gpu-validate: build-gpu/$p was not built (is CUDA in /usr/local/cuda?)" >&2; return 1; }
+    [ -x "$build_dir/$p" ] || { echo "gpu-validate: $build_dir/$p was not built (is CUDA in /usr/local/cuda?)" >&2; return 1; }
   done
 }
 
@@ -38,11 +40,11 @@ if [ "$mode" = "all" ] || [ "$mode" = "bundle" ]; then
 fi
 if [ "$mode" = "bundle" ]; then
   rm -rf "$bundle"; mkdir -p "$bundle/bin" "$bundle/lib"
-  for p in "${programs[@]}"; do cp "build-gpu/$p" "$bundle/bin/"; done
+  for p in "${programs[@]}"; do cp "$build_dir/$p" "$bundle/bin/"; done
   # Shared libraries outside the C runtime and the CUDA driver/toolkit (those come from the GPU
   # machine's own /usr/local/cuda); OpenMPI's plugins are not needed by these runs.
   for p in "${programs[@]}"; do
-    ldd "build-gpu/$p" | awk '/=> \// {print $3}' | while read -r lib; do
+    ldd "$build_dir/$p" | awk '/=> \// {print $3}' | while read -r lib; do
       case "$(basename "$lib")" in
         libc.so*|libm.so*|libdl.so*|libpthread.so*|librt.so*|ld-linux*|libgcc_s.so*|libcuda.so*) ;;
         libcudart.so*|libcublas*|libnccl.so*|libnvidia*) ;;
@@ -61,8 +63,8 @@ if [ "$mode" = "run" ]; then
   kernel_tests="$bin/meshplan_cuda_kernel_tests"; engine_tests="$bin/meshplan_cuda_engine_tests"
   bench="$bin/cuda_kernel_bench"; meshplan="$bin/meshplan"
 else
-  kernel_tests="build-gpu/tests/cuda/meshplan_cuda_kernel_tests"; engine_tests="build-gpu/tests/cuda/meshplan_cuda_engine_tests"
-  bench="build-gpu/bench/cuda_kernel_bench"; meshplan="build-gpu/tools/meshplan"
+  kernel_tests="$build_dir/tests/cuda/meshplan_cuda_kernel_tests"; engine_tests="$build_dir/tests/cuda/meshplan_cuda_engine_tests"
+  bench="$build_dir/bench/cuda_kernel_bench"; meshplan="$build_dir/tools/meshplan"
 fi
 # CUDA libraries: the toolkit's, and NCCL wherever this machine has it (toolkit, system, or the
 # nvidia-nccl Python wheel).

@@ -380,7 +380,11 @@ void CudaDeviceOps::AbortCommunicators() {
 
 Status CudaDeviceOps::Finish(double timeout_s, std::vector<std::vector<OpTimes>>* times) {
   finished_ = true;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  // The deadline is for progress, as the CPU executor's receive timeout: it moves whenever another
+  // op of some rank has completed (a cursor per rank over its ops' end events).
+  const auto window = std::chrono::duration<double>(timeout_s);
+  auto deadline = std::chrono::steady_clock::now() + window;
+  std::vector<size_t> cursor(ranks_.size(), 0);
   while (true) {
     bool busy = false;
     std::string where;
@@ -389,10 +393,16 @@ Status CudaDeviceOps::Finish(double timeout_s, std::vector<std::vector<OpTimes>>
       if (d == nullptr) continue;
       const int32_t rank = static_cast<int32_t>(r);
       cudaSetDevice(d->device);
+      const size_t before = cursor[r];
+      while (cursor[r] < d->end.size() &&
+             (d->end[cursor[r]] == nullptr || cudaEventQuery(d->end[cursor[r]]) == cudaSuccess)) {
+        ++cursor[r];
+      }
+      if (cursor[r] != before) deadline = std::chrono::steady_clock::now() + window;
       for (int s = 0; s < kScheduleStreams; ++s) {
         const cudaError_t q = cudaStreamQuery(d->streams[s]);
         if (q == cudaErrorNotReady) {
-          if (!busy) where = "rank " + std::to_string(r) + " " + kStreamNames[s] + " stream";
+          if (!busy) where = "rank " + std::to_string(r) + " " + kStreamNames[s] + " stream, op " + std::to_string(cursor[r]);
           busy = true;
         } else if (q != cudaSuccess) {
           AbortCommunicators();
@@ -418,7 +428,7 @@ Status CudaDeviceOps::Finish(double timeout_s, std::vector<std::vector<OpTimes>>
       AbortCommunicators();
       char limit[32];
       std::snprintf(limit, sizeof limit, "%g", timeout_s);
-      return Status::Internal("device work did not finish within " + std::string(limit) + " s (" + where +
+      return Status::Internal("no device progress for " + std::string(limit) + " s (" + where +
                               " still busy); NCCL communicators aborted");
     }
     std::this_thread::sleep_for(std::chrono::microseconds(200));
