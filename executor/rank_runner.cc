@@ -7,31 +7,12 @@
 #include <unordered_map>
 
 #include "executor/messages.h"
+#include "executor/op_tensors.h"
 
 namespace meshplan::exec {
 namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-constexpr uint16_t kQSide = kTensorQ | kTensorO | kTensorLse | kTensorDO | kTensorD | kTensorDQ;
-
-// Tensors a message hands over (partials still to be reduced) rather than copies: O with its
-// LSE (forward chains and reduce-scatters) and the gradients dQ, dK, dV.
-bool HandsOver(uint16_t tensor, uint16_t message) {
-  if (tensor == kTensorO || tensor == kTensorDQ || tensor == kTensorDK || tensor == kTensorDV) return true;
-  return tensor == kTensorLse && (message & kTensorO) != 0;
-}
-
-std::vector<uint16_t> Bits(uint16_t tensors) {
-  std::vector<uint16_t> out;
-  for (int bit = 0; bit < 10; ++bit) {
-    if (tensors & (1u << bit)) out.push_back(static_cast<uint16_t>(1u << bit));
-  }
-  return out;
-}
-
-int32_t Dim(uint16_t tensor, int32_t head_dim) {
-  return tensor == kTensorLse || tensor == kTensorD ? 1 : head_dim;
-}
 
 std::string OpName(int rank, uint32_t index, const Op& op) {
   return "rank " + std::to_string(rank) + " op " + std::to_string(index) + " (" +
@@ -162,7 +143,7 @@ void RankRunner::StreamLoop(int stream) {
 }
 
 int32_t RankRunner::IdFor(const Op& op, uint16_t tensor) const {
-  return (tensor & kQSide) ? op.q_shard : op.kv_shard;
+  return ShardOf(op, tensor);
 }
 
 int32_t RankRunner::HeadsOf(uint16_t tensor) const {
@@ -206,7 +187,7 @@ std::optional<Entry> RankRunner::ZeroPartial(uint16_t tensor, int32_t id) {
   const int32_t g = static_cast<int32_t>(workload_.group_size());
   const float fill = tensor == kTensorLse ? -std::numeric_limits<float>::infinity() : 0.0f;
   return Entry::Zeros(workload_.batch, ShardPositions(schedule_.layout, id), kv ? head_begin_ / g : head_begin_,
-                      kv ? head_count_ / g : head_count_, Dim(tensor, static_cast<int32_t>(workload_.head_dim)), fill);
+                      kv ? head_count_ / g : head_count_, TensorDim(tensor, static_cast<int32_t>(workload_.head_dim)), fill);
 }
 
 std::optional<Entry> RankRunner::TakePartial(uint16_t tensor, int32_t id) {
@@ -321,7 +302,7 @@ Status RankRunner::ComputeBackward(const Op& op) {
 }
 
 Status RankRunner::Merge(const Op& op) {
-  for (uint16_t bit : Bits(op.tensors)) {
+  for (uint16_t bit : TensorBitsOf(op.tensors)) {
     if (bit == kTensorLse) continue;  // merged with O
     const int32_t id = IdFor(op, bit);
     auto pop = [this](uint16_t tensor, int32_t shard) -> std::optional<Entry> {
@@ -354,7 +335,7 @@ Status RankRunner::Merge(const Op& op) {
 
 Status RankRunner::Send(const Op& op) {
   std::vector<Piece> pieces;
-  for (uint16_t bit : Bits(op.tensors)) {
+  for (uint16_t bit : TensorBitsOf(op.tensors)) {
     const int32_t id = IdFor(op, bit);
     Piece piece;
     piece.tensor = bit;
@@ -402,7 +383,7 @@ int64_t RankRunner::CollectiveTag(const Op& op, int bit, int from) {
 Status RankRunner::AllGather(const Op& op) {
   const auto& members = schedule_.groups[op.group];
   const int me = static_cast<int>(std::find(members.begin(), members.end(), rank_) - members.begin());
-  for (uint16_t bit : Bits(op.tensors)) {
+  for (uint16_t bit : TensorBitsOf(op.tensors)) {
     const int32_t id = IdFor(op, bit);
     Status error;
     ShardStore::Ref own = Need(bit, id, EntryKind::kShard, op, &error);
@@ -451,7 +432,7 @@ Status RankRunner::ReduceScatter(const Op& op) {
     }
   }
   // Round 2: hand each member the partials of its shard, then merge what arrives for ours.
-  const std::vector<uint16_t> bits = Bits(op.tensors);
+  const std::vector<uint16_t> bits = TensorBitsOf(op.tensors);
   for (int m = 0; m < p; ++m) {
     if (m == me) continue;
     std::vector<Piece> pieces;
@@ -501,7 +482,7 @@ Status RankRunner::AllToAll(const Op& op) {
   const int u = static_cast<int>(members.size());
   const int me = static_cast<int>(std::find(members.begin(), members.end(), rank_) - members.begin());
   const int32_t shard = static_cast<int32_t>(rank_ / schedule_.layout.subdivide);
-  for (uint16_t bit : Bits(op.tensors)) {
+  for (uint16_t bit : TensorBitsOf(op.tensors)) {
     const int b = __builtin_ctz(bit);
     const int32_t heads = HeadsOf(bit), slice = heads / u;
     std::vector<Entry> received(u);
@@ -544,7 +525,7 @@ Status RankRunner::AllToAll(const Op& op) {
       if (!pieces.ok() || pieces->size() != 1) return Status::Internal("malformed all-to-all message");
       received[m] = std::move((*pieces)[0].entry);
     }
-    const int32_t dim = Dim(bit, static_cast<int32_t>(workload_.head_dim));
+    const int32_t dim = TensorDim(bit, static_cast<int32_t>(workload_.head_dim));
     if (op.a2a == A2ADirection::kSeqToHeads) {
       // Rows of every member's sub-shard, my heads.
       std::vector<int64_t> positions;

@@ -9,6 +9,7 @@
 
 #include "executor/device/half_float.h"
 #include "executor/execute.h"
+#include "executor/op_tensors.h"
 
 namespace meshplan::exec {
 
@@ -55,22 +56,6 @@ struct DeviceEngine::RankState {
 namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-constexpr uint16_t kQSide = kTensorQ | kTensorO | kTensorLse | kTensorDO | kTensorD | kTensorDQ;
-
-bool HandsOver(uint16_t tensor, uint16_t message) {
-  if (tensor == kTensorO || tensor == kTensorDQ || tensor == kTensorDK || tensor == kTensorDV) return true;
-  return tensor == kTensorLse && (message & kTensorO) != 0;
-}
-
-std::vector<uint16_t> Bits(uint16_t tensors) {
-  std::vector<uint16_t> out;
-  for (int bit = 0; bit < 10; ++bit) {
-    if (tensors & (1u << bit)) out.push_back(static_cast<uint16_t>(1u << bit));
-  }
-  return out;
-}
-
-int32_t Dim(uint16_t tensor, int32_t head_dim) { return tensor == kTensorLse || tensor == kTensorD ? 1 : head_dim; }
 
 bool IsInput(uint16_t tensor) {
   return tensor == kTensorQ || tensor == kTensorK || tensor == kTensorV || tensor == kTensorDO;
@@ -119,7 +104,7 @@ DeviceEngine::~DeviceEngine() {
 }
 
 int32_t DeviceEngine::IdFor(const Op& op, uint16_t tensor) const {
-  return (tensor & kQSide) ? op.q_shard : op.kv_shard;
+  return ShardOf(op, tensor);
 }
 
 int32_t DeviceEngine::HeadsOf(uint16_t tensor) const {
@@ -263,7 +248,7 @@ void DeviceEngine::ForEachInputKey(const Op& op, const std::function<void(uint16
     return;
   }
   if (op.kind == OpKind::kSend || op.kind == OpKind::kAllGather) {
-    for (uint16_t bit : Bits(op.tensors)) {
+    for (uint16_t bit : TensorBitsOf(op.tensors)) {
       if (IsInput(bit)) fn(bit, IdFor(op, bit));
     }
   }
@@ -546,7 +531,7 @@ Result<DeviceEngine::EntryRef> DeviceEngine::ZeroPartial(int32_t rank, uint32_t 
   const int32_t g = static_cast<int32_t>(workload_.group_size());
   auto e = NewEntry(rank, op, stream, workload_.batch, ShardPositions(schedule_.layout, id),
                     kv ? state.head_begin / g : state.head_begin, kv ? state.head_count / g : state.head_count,
-                    Dim(tensor, static_cast<int32_t>(workload_.head_dim)), 4);
+                    TensorDim(tensor, static_cast<int32_t>(workload_.head_dim)), 4);
   if (!e.ok()) return e.status();
   (*e)->uniform = true;
   if (Local(rank)) {
@@ -593,7 +578,7 @@ Status DeviceEngine::MergeInto(int32_t rank, uint32_t op, StreamId stream, const
 Status DeviceEngine::Merge(int32_t rank, uint32_t index) {
   const Op& op = schedule_.ranks[rank].ops[index];
   RankState& state = *ranks_[rank];
-  for (uint16_t bit : Bits(op.tensors)) {
+  for (uint16_t bit : TensorBitsOf(op.tensors)) {
     if (bit == kTensorLse) continue;  // merged with O
     const int32_t id = IdFor(op, bit);
     auto pop = [&state](uint16_t tensor, int32_t shard) -> EntryRef {
@@ -705,7 +690,7 @@ Status DeviceEngine::PreparePair(const PairLaunch& pair, std::vector<Transfer>* 
                             OpName(pair.dst, pair.recv_op, recv) + " expects " + TensorNames(recv.tensors));
   }
   RankState& dst_state = *ranks_[pair.dst];
-  for (uint16_t bit : Bits(send.tensors)) {
+  for (uint16_t bit : TensorBitsOf(send.tensors)) {
     const int32_t id = IdFor(send, bit);
     EntryRef src;
     if (HandsOver(bit, send.tensors)) {
@@ -735,7 +720,7 @@ Status DeviceEngine::PrepareAllGather(const CollectiveLaunch& c, std::vector<Tra
   for (int m = 0; m < p; ++m) {
     const int32_t rank = members[m];
     const Op& op = schedule_.ranks[rank].ops[c.ops[m]];
-    for (uint16_t bit : Bits(op.tensors)) {
+    for (uint16_t bit : TensorBitsOf(op.tensors)) {
       const int32_t id = IdFor(op, bit);
       auto own = NeedData(rank, c.ops[m], op.stream, bit, id, EntryKind::kShard);
       if (!own.ok()) return own.status();
@@ -772,7 +757,7 @@ Status DeviceEngine::PrepareReduceScatter(const CollectiveLaunch& c, std::vector
       if (to == m) continue;
       const int32_t dst_rank = members[to];
       const Op& dst_op = schedule_.ranks[dst_rank].ops[c.ops[to]];
-      for (uint16_t bit : Bits(op.tensors)) {
+      for (uint16_t bit : TensorBitsOf(op.tensors)) {
         auto part = TakePartial(rank, c.ops[m], op.stream, bit, own[to]);
         if (!part.ok()) return part.status();
         auto dst = TransferTo(rank, c.ops[m], op.stream, *part, dst_rank, c.ops[to], dst_op.stream, transfers);
@@ -829,9 +814,9 @@ Status DeviceEngine::PrepareAllToAll(const CollectiveLaunch& c, std::vector<Tran
   const int u = static_cast<int>(members.size());
   const Op& first = schedule_.ranks[members[0]].ops[c.ops[0]];
   const bool to_heads = first.a2a == A2ADirection::kSeqToHeads;
-  for (uint16_t bit : Bits(first.tensors)) {
+  for (uint16_t bit : TensorBitsOf(first.tensors)) {
     const int32_t heads = HeadsOf(bit), slice = heads / u;
-    const int32_t dim = Dim(bit, static_cast<int32_t>(workload_.head_dim));
+    const int32_t dim = TensorDim(bit, static_cast<int32_t>(workload_.head_dim));
     const int32_t elem = ElemBytes(bit);
     // received[to][from]: the piece member `from` contributes to member `to`.
     std::vector<std::vector<EntryRef>> received(u, std::vector<EntryRef>(u));
