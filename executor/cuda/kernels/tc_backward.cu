@@ -235,7 +235,9 @@ __global__ void __launch_bounds__(BwdCfg<D>::kThreads) TcBackwardKernel(const Bw
       for (int e = lane; e < 16 * C::kBM; e += 32) {
         const int j = kr0 + e / C::kBM;
         const int c = e % C::kBM;
-        const float ds = sS[j * C::kLdS + c] * (sDp[j * C::kLdS + c] - sDelta[c]);
+        // Masked pairs (P = 0) contribute exactly 0, even where dP - delta is not finite.
+        const float pr = sS[j * C::kLdS + c];
+        const float ds = pr == 0.0f ? 0.0f : pr * (sDp[j * C::kLdS + c] - sDelta[c]);
         sP[j * C::kLdP + c] = FromFloat<T>(ds);
       }
       __syncwarp();
