@@ -48,6 +48,7 @@ if [ "$mode" = "bundle" ]; then
       case "$(basename "$lib")" in
         libc.so*|libm.so*|libdl.so*|libpthread.so*|librt.so*|ld-linux*|libgcc_s.so*|libcuda.so*) ;;
         libcudart.so*|libcublas*|libnccl.so*|libnvidia*) ;;
+        libstdc++.so*|libz.so*|libudev.so*) ;;  # the GPU machine has its own (newer ones)
         *) cp -L -n "$lib" "$bundle/lib/" ;;
       esac
     done
@@ -111,7 +112,8 @@ try:
     worst = max(j["check"]["max_relative_error"].values()) if "check" in j else float("nan")
     print(f"{scheme}\t{result}\t{worst:.2e}\t{j['measured']['time_s']*1e3:.2f} ms")
 except Exception as e:
-    print(f"{scheme}\t{result}\t-\t-")
+    err = open(path[:-len(".json")] + ".err").read().strip().splitlines()
+    print(f"{scheme}\t{result}\t-\t-\t{err[0] if err else ''}")
 PY
 done
 
@@ -126,7 +128,8 @@ out = sys.argv[1]
 print("\n================ meshplan GPU validation ================")
 print(open(os.path.join(out, "gpu.txt")).read().strip())
 for name in ("kernel_tests", "engine_tests"):
-    lines = [l for l in open(os.path.join(out, name + ".log")) if l.startswith("[  PASSED") or l.startswith("[  FAILED") or "tests ran" in l]
+    lines = [l for l in open(os.path.join(out, name + ".log"))
+             if l.startswith(("[  PASSED", "[  FAILED", "[  SKIPPED")) or "tests ran" in l]
     print(f"{name:14s} " + " | ".join(l.strip() for l in lines[-3:]))
 print("\nexecute --backend cuda --check (scheme, result, max relative error, measured time)")
 print(open(os.path.join(out, "execute.tsv")).read().rstrip())
