@@ -6,6 +6,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstdint>
 
 #include "executor/cuda/attention_kernels.h"
@@ -13,6 +14,26 @@
 namespace meshplan::exec::cuda::kern {
 
 constexpr unsigned kFullMask = 0xffffffffu;
+
+// Launches `kernel(args)` with `bytes` of dynamic shared memory on `stream`. Above 48 KB a kernel
+// needs the opt-in attribute, set once per kernel and device (it is per-function state, so block
+// launches on the hot path skip the driver call after the first).
+template <typename Args>
+cudaError_t LaunchWithSharedMemory(void (*kernel)(Args), int64_t blocks, int threads, size_t bytes,
+                                   cudaStream_t stream, const Args& args) {
+  static std::atomic<uint64_t> opted_in{0};  // bit d: done on device d (< 64)
+  int device = 0;
+  cudaError_t err = cudaGetDevice(&device);
+  if (err != cudaSuccess) return err;
+  const uint64_t bit = device < 64 ? uint64_t{1} << device : 0;
+  if (bit == 0 || (opted_in.load(std::memory_order_relaxed) & bit) == 0) {
+    err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
+    if (err != cudaSuccess) return err;
+    opted_in.fetch_or(bit, std::memory_order_relaxed);
+  }
+  kernel<<<static_cast<unsigned>(blocks), threads, bytes, stream>>>(args);
+  return cudaGetLastError();
+}
 
 __device__ __forceinline__ float NegInf() { return __int_as_float(0xff800000); }
 

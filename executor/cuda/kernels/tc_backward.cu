@@ -322,12 +322,7 @@ __global__ void __launch_bounds__(BwdCfg<D>::kThreads) TcBackwardKernel(const Bw
 template <typename T, int D>
 cudaError_t Launch(const BwdArgs& a, int64_t blocks, cudaStream_t stream) {
   using C = BwdCfg<D>;
-  const cudaError_t err =
-      cudaFuncSetAttribute(TcBackwardKernel<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           static_cast<int>(C::kBytes));
-  if (err != cudaSuccess) return err;
-  TcBackwardKernel<T, D><<<static_cast<unsigned>(blocks), C::kThreads, C::kBytes, stream>>>(a);
-  return cudaGetLastError();
+  return LaunchWithSharedMemory(TcBackwardKernel<T, D>, blocks, C::kThreads, C::kBytes, stream, a);
 }
 
 }  // namespace

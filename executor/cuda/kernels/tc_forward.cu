@@ -262,12 +262,7 @@ __global__ void __launch_bounds__(FwdCfg<D>::kThreads) TcForwardKernel(const Fwd
 template <typename T, int D>
 cudaError_t Launch(const FwdArgs& a, int64_t blocks, cudaStream_t stream) {
   using C = FwdCfg<D>;
-  const cudaError_t err =
-      cudaFuncSetAttribute(TcForwardKernel<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           static_cast<int>(C::kBytes));
-  if (err != cudaSuccess) return err;
-  TcForwardKernel<T, D><<<static_cast<unsigned>(blocks), C::kThreads, C::kBytes, stream>>>(a);
-  return cudaGetLastError();
+  return LaunchWithSharedMemory(TcForwardKernel<T, D>, blocks, C::kThreads, C::kBytes, stream, a);
 }
 
 }  // namespace
