@@ -1,45 +1,21 @@
 #include "executor/execute.h"
 
 #include <algorithm>
+#include <mutex>
 #include <thread>
 
+#include "executor/device/device_engine.h"
+#include "executor/device/host_device_ops.h"
 #include "executor/gather.h"
 #include "executor/thread_transport.h"
+#if MESHPLAN_HAVE_CUDA
+#include "executor/cuda/cuda_execute.h"
+#endif
 
 namespace meshplan::exec {
 namespace {
 
-// Puts rank r's input sub-shard (all heads) into its store.
-void LoadInputs(const Schedule& s, const Workload& w, const AttentionTensors<float>& in, int rank, ShardStore& store) {
-  const std::vector<int64_t> positions = SubShardPositions(s.layout, rank);
-  const EntryKind kind = s.layout.subdivide > 1 ? EntryKind::kSubShard : EntryKind::kShard;
-  auto load = [&](uint16_t bit, const TensorF& t) {
-    Entry e = Entry::Zeros(w.batch, positions, 0, static_cast<int32_t>(t.heads), static_cast<int32_t>(t.dim));
-    for (int64_t b = 0; b < w.batch; ++b) {
-      for (size_t r = 0; r < positions.size(); ++r) {
-        std::copy_n(&t.at(b, positions[r], 0, 0), static_cast<size_t>(t.heads * t.dim),
-                    e.At(b, static_cast<int64_t>(r), 0));
-      }
-    }
-    store.Put({bit, rank, kind}, std::move(e));
-  };
-  load(kTensorQ, in.q);
-  load(kTensorK, in.k);
-  load(kTensorV, in.v);
-  if (HasBackward(w.pass)) load(kTensorDO, in.d_o);
-}
-
-// Writes this rank's final O, LSE, dQ, dK, dV entries into the global outputs.
-void StoreOutputs(ShardStore& store, const Workload& w, AttentionTensors<float>* out, std::vector<uint8_t>* covered) {
-  for (auto& [key, entry] : store.All()) {
-    if (key.kind == EntryKind::kIncoming) continue;
-    WriteOutputEntry(key.tensor, *entry, w, out, covered);
-  }
-}
-
-}  // namespace
-
-static TensorF* OutputFor(uint16_t bit, AttentionTensors<float>& out) {
+TensorF* OutputFor(uint16_t bit, AttentionTensors<float>& out) {
   switch (bit) {
     case kTensorO:
       return &out.o;
@@ -55,6 +31,62 @@ static TensorF* OutputFor(uint16_t bit, AttentionTensors<float>& out) {
       return nullptr;
   }
 }
+
+Status CheckPass(const Workload& w) {
+  if (HasBackward(w.pass) && !HasForward(w.pass)) {
+    return Status::Invalid("execute a backward together with its forward (pass fwd+bwd)");
+  }
+  return Status::Ok();
+}
+
+[[maybe_unused]] Status CudaNotBuilt() { return Status::Invalid("the CUDA backend is not built in this binary"); }
+
+// The root cause among ranks' failures: the first that is not another rank's abort.
+Status RootCause(const std::vector<Status>& status) {
+  const Status* first = nullptr;
+  for (const Status& st : status) {
+    if (st.ok()) continue;
+    if (first == nullptr || (first->message().find("aborted") != std::string::npos &&
+                             st.message().find("aborted") == std::string::npos)) {
+      first = &st;
+    }
+  }
+  return first == nullptr ? Status::Ok() : *first;
+}
+
+// Every rank in this process on the host backend, one engine per rank on its own thread, joined
+// by in-process transports as processes would be.
+Status RunHostThreads(const Schedule& schedule, const Workload& workload, const AttentionTensors<float>& inputs,
+                      const RunOptions& options, ExecutionResult* result, std::vector<uint8_t>* covered) {
+  const int ranks = static_cast<int>(schedule.num_ranks);
+  auto transports = MakeThreadTransports(ranks);
+  std::vector<Status> status(static_cast<size_t>(ranks));
+  result->timings.assign(static_cast<size_t>(ranks), {});
+  result->peak_bytes.assign(static_cast<size_t>(ranks), 0);
+  std::mutex collect;
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r) {
+    threads.emplace_back([&, r] {
+      HostDeviceOps ops(workload, {transports[r].get(), options.recv_timeout});
+      std::vector<uint8_t> local(static_cast<size_t>(ranks), 0);
+      local[r] = 1;
+      auto run = RunEngine(schedule, workload, inputs, options, ops, std::move(local), &result->outputs, covered,
+                           &collect);
+      if (!run.ok()) {
+        status[r] = run.status();
+        transports[r]->Abort(run.status().message());
+        return;
+      }
+      result->timings[r] = run->times[r];
+      result->peak_bytes[r] = run->peak_bytes[r];
+    });
+  }
+  for (auto& t : threads) t.join();
+  result->device = "host, one engine per rank on its own thread (a worker thread per stream)";
+  return RootCause(status);
+}
+
+}  // namespace
 
 void WriteOutputEntry(uint16_t tensor, const Entry& entry, const Workload& w, AttentionTensors<float>* out,
                       std::vector<uint8_t>* covered) {
@@ -86,56 +118,57 @@ AttentionTensors<float> OutputTensors(const Workload& w) {
   return t;
 }
 
-Status ExecuteRank(const Schedule& schedule, const Workload& workload, const AttentionTensors<float>& inputs,
-                   Transport& transport, const RunOptions& options, AttentionTensors<float>* outputs,
-                   std::vector<uint8_t>* covered, std::vector<OpTiming>* timings) {
-  ShardStore store;
-  LoadInputs(schedule, workload, inputs, transport.rank(), store);
-  RankRunner runner(schedule, transport.rank(), workload, transport, store, options, Clock::now());
-  MESHPLAN_RETURN_IF_ERROR(runner.Run());
-  StoreOutputs(store, workload, outputs, covered);
-  if (timings != nullptr) *timings = runner.timings();
-  return Status::Ok();
-}
-
-Result<ExecutionResult> ExecuteOnThreads(const Schedule& schedule, const Workload& workload,
-                                         const AttentionTensors<float>& inputs, const RunOptions& options) {
-  if (HasBackward(workload.pass) && !HasForward(workload.pass)) {
-    return Status::Invalid("execute a backward together with its forward (pass fwd+bwd)");
+Result<ExecutionResult> Execute(const Schedule& schedule, const Workload& workload,
+                                const AttentionTensors<float>& inputs, const ExecuteConfig& config) {
+  MESHPLAN_RETURN_IF_ERROR(CheckPass(workload));
+  if (config.backend == Backend::kCuda) {
+#if MESHPLAN_HAVE_CUDA
+    return cuda::ExecuteOnCuda(schedule, workload, inputs, config);
+#else
+    return CudaNotBuilt();
+#endif
   }
-  const int ranks = static_cast<int>(schedule.num_ranks);
-  auto transports = MakeThreadTransports(ranks);
-  std::vector<ShardStore> stores(static_cast<size_t>(ranks));
-  std::vector<std::unique_ptr<RankRunner>> runners;
-  const Clock::time_point start = Clock::now();
-  for (int r = 0; r < ranks; ++r) {
-    LoadInputs(schedule, workload, inputs, r, stores[r]);
-    runners.push_back(std::make_unique<RankRunner>(schedule, r, workload, *transports[r], stores[r], options, start));
-  }
-  std::vector<Status> status(static_cast<size_t>(ranks));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < ranks; ++r) threads.emplace_back([&, r] { status[r] = runners[r]->Run(); });
-  for (auto& t : threads) t.join();
+  if (config.transport == TransportKind::kNccl) return Status::Invalid("transport nccl needs the cuda backend");
   ExecutionResult result;
-  result.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
-  // Report the root cause: the first failure that is not another rank's abort.
-  const Status* first = nullptr;
-  for (const Status& st : status) {
-    if (st.ok()) continue;
-    if (first == nullptr || (first->message().find("aborted") != std::string::npos &&
-                             st.message().find("aborted") == std::string::npos)) {
-      first = &st;
-    }
-  }
-  if (first != nullptr) return *first;
   result.outputs = OutputTensors(workload);
-  std::vector<uint8_t> covered(static_cast<size_t>(5 * workload.batch * workload.seq_len * workload.q_heads), 0);
-  for (int r = 0; r < ranks; ++r) {
-    StoreOutputs(stores[r], workload, &result.outputs, &covered);
-    result.timings.push_back(runners[r]->timings());
+  std::vector<uint8_t> covered(CoverageSize(workload), 0);
+  const Clock::time_point start = Clock::now();
+  if (config.transport == TransportKind::kThreads) {
+    MESHPLAN_RETURN_IF_ERROR(RunHostThreads(schedule, workload, inputs, config.run, &result, &covered));
+  } else {
+    HostDeviceOps ops(workload, {nullptr, config.run.recv_timeout});
+    auto run = RunEngine(schedule, workload, inputs, config.run, ops,
+                         std::vector<uint8_t>(static_cast<size_t>(schedule.num_ranks), 1), &result.outputs, &covered);
+    if (!run.ok()) return run.status();
+    result.timings = std::move(run->times);
+    result.peak_bytes = std::move(run->peak_bytes);
+    result.device = "host, one engine for every rank (a worker thread per rank and stream)";
   }
+  result.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
   MESHPLAN_RETURN_IF_ERROR(CheckCoverage(workload, covered));
   return result;
+}
+
+Status ExecuteRank(const Schedule& schedule, const Workload& workload, const AttentionTensors<float>& inputs,
+                   const ExecuteConfig& config, Transport& transport, AttentionTensors<float>* outputs,
+                   std::vector<uint8_t>* covered, std::vector<OpTiming>* timings, std::string* device) {
+  MESHPLAN_RETURN_IF_ERROR(CheckPass(workload));
+  if (config.backend == Backend::kCuda) {
+#if MESHPLAN_HAVE_CUDA
+    return cuda::ExecuteRankOnCuda(schedule, workload, inputs, config, transport, outputs, covered, timings, device);
+#else
+    return CudaNotBuilt();
+#endif
+  }
+  const int rank = transport.rank();
+  HostDeviceOps ops(workload, {&transport, config.run.recv_timeout});
+  std::vector<uint8_t> local(static_cast<size_t>(schedule.num_ranks), 0);
+  local[rank] = 1;
+  auto run = RunEngine(schedule, workload, inputs, config.run, ops, std::move(local), outputs, covered);
+  if (!run.ok()) return run.status();
+  if (timings != nullptr) *timings = run->times[rank];
+  if (device != nullptr) *device = ops.Describe();
+  return Status::Ok();
 }
 
 }  // namespace meshplan::exec

@@ -1,39 +1,66 @@
-// Runs a schedule for real on P ranks and assembles the global outputs, so they can be compared
-// with plain attention (executor/reference.h).
+// Runs a schedule for real and assembles the global outputs, so they can be compared with plain
+// attention (executor/reference.h). Every backend and transport runs the one execution engine
+// (executor/device/device_engine.h) over a DeviceOps: the host streams (CPU) or CUDA.
 #pragma once
 
-#include <memory>
+#include <string>
 #include <vector>
 
 #include "core/schedule.h"
 #include "core/status.h"
 #include "core/workload.h"
-#include "executor/rank_runner.h"
+#include "executor/run_options.h"
+#include "executor/shard_store.h"
 #include "executor/tensor.h"
 #include "executor/transport.h"
 
 namespace meshplan::exec {
+
+enum class Backend : uint8_t { kCpu, kCuda };
+
+// How the ranks of one process exchange data.
+enum class TransportKind : uint8_t {
+  // cpu: one engine per rank, each on its own thread, messages through in-process mailboxes
+  // (ThreadFabric) exactly as between processes.
+  kThreads,
+  // One engine for every rank: host copies (cpu) or device-to-device copies (cuda, any number of
+  // ranks per GPU).
+  kLocal,
+  // cuda: one engine, NCCL between the GPUs of this process (one rank per GPU).
+  kNccl,
+};
+
+struct ExecuteConfig {
+  Backend backend = Backend::kCpu;
+  TransportKind transport = TransportKind::kThreads;
+  RunOptions run;
+  int devices = 1;     // cuda, kLocal: GPUs the ranks spread over round-robin (0: every visible GPU)
+  bool poison = false; // cuda: fill fresh allocations with NaN bytes (validation runs)
+};
 
 struct ExecutionResult {
   // o, lse (forward) and dq, dk, dv (backward) in the global layout; inputs are not copied.
   AttentionTensors<float> outputs;
   std::vector<std::vector<OpTiming>> timings;  // [rank][op]
   double wall_s = 0;
+  std::string device;               // what ran it ("host (...)", "CUDA (NVIDIA H100 ...)")
+  std::vector<int64_t> peak_bytes;  // per rank: most engine memory held at once
 };
 
 // Executes `schedule` (expanded for `workload`, whose pass must include the forward when it
-// includes the backward) with one thread per rank over in-process transports. `inputs` holds q,
-// k, v and, for a backward, d_o. Every output element must be produced by some rank; a missing
-// one is an error. Failures name the rank and op.
-Result<ExecutionResult> ExecuteOnThreads(const Schedule& schedule, const Workload& workload,
-                                         const AttentionTensors<float>& inputs, const RunOptions& options = {});
+// includes the backward) with every rank in this process. `inputs` holds q, k, v and, for a
+// backward, d_o. Every output element must be produced by some rank; a missing one is an error.
+// Failures name the rank and op.
+Result<ExecutionResult> Execute(const Schedule& schedule, const Workload& workload,
+                                const AttentionTensors<float>& inputs, const ExecuteConfig& config);
 
-// One rank of an execution over an external transport (MPI: one process per rank). Returns the
-// entries this rank ends with, written into `outputs` where this rank produced them
-// (`covered` marks those elements), for the caller to gather.
+// This process's rank (transport.rank()) of a job with one process per rank (MPI): the host
+// backend exchanges over `transport`; cuda sets NCCL up over it. Writes what this rank produced
+// into `outputs` (sized by OutputTensors) and marks it in `covered` (CoverageSize elements), for
+// GatherOutputs (executor/gather.h).
 Status ExecuteRank(const Schedule& schedule, const Workload& workload, const AttentionTensors<float>& inputs,
-                   Transport& transport, const RunOptions& options, AttentionTensors<float>* outputs,
-                   std::vector<uint8_t>* covered, std::vector<OpTiming>* timings);
+                   const ExecuteConfig& config, Transport& transport, AttentionTensors<float>* outputs,
+                   std::vector<uint8_t>* covered, std::vector<OpTiming>* timings, std::string* device = nullptr);
 
 // Writes a rank's final entry of `tensor` (O, LSE, dQ, dK or dV; others are ignored, as are
 // tensors outside w.pass) into the global outputs and marks its elements in `covered`

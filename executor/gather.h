@@ -3,8 +3,8 @@
 // brings the outputs each rank produced (and its op timings) to rank 0, which checks that every
 // output element was produced by some rank. ExchangeCodes is the start barrier before the run.
 //
-// Messages use tags from kGatherTagBase up, far above the rank runner's tags (p2p tags fit in 31
-// bits; collectives use bit 40 and below), so they never mix with a schedule's messages.
+// Messages use tags from kGatherTagBase up, above every transfer tag of the host backend
+// (host_device_ops.cc: below 2^50), so they never mix with a schedule's messages.
 #pragma once
 
 #include <cstdint>
@@ -12,7 +12,7 @@
 
 #include "core/status.h"
 #include "core/workload.h"
-#include "executor/rank_runner.h"
+#include "executor/run_options.h"
 #include "executor/tensor.h"
 #include "executor/transport.h"
 

@@ -14,37 +14,6 @@ Entry Entry::Zeros(int64_t batch, std::vector<int64_t> positions, int32_t head_b
   return e;
 }
 
-ShardStore::Ref ShardStore::Find(const EntryKey& key) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto it = entries_.find(key);
-  return it == entries_.end() ? nullptr : it->second;
-}
-
-ShardStore::Ref ShardStore::Put(const EntryKey& key, Entry entry) {
-  auto ref = std::make_shared<Entry>(std::move(entry));
-  std::lock_guard<std::mutex> lock(mutex_);
-  entries_[key] = ref;
-  return ref;
-}
-
-std::optional<Entry> ShardStore::Take(const EntryKey& key) {
-  Ref ref;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = entries_.find(key);
-    if (it == entries_.end()) return std::nullopt;
-    ref = std::move(it->second);
-    entries_.erase(it);
-  }
-  if (ref.use_count() == 1) return std::move(*ref);
-  return *ref;  // someone still reads it: hand over a copy
-}
-
-std::vector<std::pair<EntryKey, ShardStore::Ref>> ShardStore::All() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return {entries_.begin(), entries_.end()};
-}
-
 std::vector<int64_t> ShardPositions(const ShardLayout& layout, int64_t shard) {
   std::vector<int64_t> out;
   if (layout.kind == Layout::kStriped) {

@@ -1,5 +1,6 @@
 // What one rank holds while it runs a schedule: pieces of tensors ("entries") keyed by tensor,
-// shard and kind. An entry covers some token rows (with their positions in the sequence) and a
+// shard and kind (the execution engine keeps its own device-side entries with these keys; this
+// host Entry carries outputs back). An entry covers some token rows (with their positions in the sequence) and a
 // contiguous range of heads, for every batch element: data[b][row][head][e].
 #pragma once
 
@@ -51,22 +52,6 @@ struct EntryKey {
   bool operator<(const EntryKey& o) const {
     return std::tie(tensor, id, kind) < std::tie(o.tensor, o.id, o.kind);
   }
-};
-
-// Thread-safe map of entries. Entries are shared: replacing or taking a key never disturbs an op
-// that still reads the old entry (a backward may re-gather K,V while the forward's last block
-// still reads them), because that op holds its own reference.
-class ShardStore {
- public:
-  using Ref = std::shared_ptr<Entry>;
-  Ref Find(const EntryKey& key);
-  Ref Put(const EntryKey& key, Entry entry);  // replaces the key's entry with a new one
-  std::optional<Entry> Take(const EntryKey& key);  // removes the key, returns (a copy of) its entry
-  std::vector<std::pair<EntryKey, Ref>> All();
-
- private:
-  std::mutex mutex_;
-  std::map<EntryKey, Ref> entries_;
 };
 
 // Token positions of a compute-layout shard and of an input sub-shard (any layout, striped too).

@@ -199,7 +199,7 @@ Result<Prepared> Prepare(const ExecuteFlags& flags) {
   }
   auto options = MakeRunOptions(flags, p.schedule.num_ranks);
   if (!options.ok()) return options.status();
-  p.options = *options;
+  p.config.run = *options;
   const bool cuda = flags.backend == "cuda";
   const Workload& w = p.plan.workload;
   if (!flags.inputs.empty()) {
@@ -227,19 +227,25 @@ void NoteWidenedPass(const Prepared& p) {
 }
 
 
-int RunOnThreads(const ExecuteFlags& flags) {
+// Every rank in this process, on either backend.
+int RunInProcess(const ExecuteFlags& flags) {
   auto prepared = Prepare(flags);
   if (!prepared.ok()) return ReportError(prepared.status());
   const Prepared& p = *prepared;
   NoteWidenedPass(p);
-  auto run = exec::ExecuteOnThreads(p.schedule, p.plan.workload, p.inputs, p.options);
+  auto run = exec::Execute(p.schedule, p.plan.workload, p.inputs, p.config);
   if (!run.ok()) {
+    if (run.status().code() == ErrorCode::kInvalidInput) {
+      return ReportError(run.status().WithContext("--backend " + flags.backend));
+    }
     std::fprintf(stderr, "meshplan: error: run failed: %s\n", run.status().message().c_str());
     return kExitFailure;
   }
-  return FinishExecution(flags, p, run->outputs, run->timings, run->wall_s,
-                         "backend cpu, transport threads, " + std::to_string(p.schedule.num_ranks) +
-                             " ranks (one thread per rank and stream)");
+  const std::string line = flags.backend == "cuda"
+                               ? CudaRunLine(flags, p, run->device)
+                               : "backend cpu, transport threads, " + std::to_string(p.schedule.num_ranks) +
+                                     " ranks (one engine per rank, a worker thread per stream)";
+  return FinishExecution(flags, p, run->outputs, run->timings, run->wall_s, line);
 }
 
 #if MESHPLAN_HAVE_MPI
@@ -291,11 +297,9 @@ int RunMpi(const ExecuteFlags& flags, exec::MpiTransport& transport) {
   std::vector<OpTiming> timings;
   const exec::Clock::time_point start = exec::Clock::now();
   std::string device;
-  // A failing rank aborts the whole job from inside the runner; this is the backstop.
-  const Status st = flags.backend == "cuda"
-                        ? RunRankOnCuda(flags, p, transport, &outputs, &covered, &timings, &device)
-                        : exec::ExecuteRank(p.schedule, p.plan.workload, p.inputs, transport, p.options,
-                                            &outputs, &covered, &timings);
+  // A failing rank aborts the whole job from inside the engine; this is the backstop.
+  const Status st = exec::ExecuteRank(p.schedule, p.plan.workload, p.inputs, p.config, transport, &outputs,
+                                      &covered, &timings, &device);
   if (!st.ok()) transport.Abort(st.message());
   auto gathered = exec::GatherOutputs(transport, p.plan.workload, outputs, covered, timings,
                                       exec::Clock::now() + Timeout(flags));
@@ -326,13 +330,7 @@ int RunMpi(const ExecuteFlags& flags, exec::MpiTransport& transport) {
 
 int RunExecute(ExecuteFlags flags) {
   if (flags.transport.empty()) flags.transport = flags.backend == "cuda" ? "local" : "threads";
-  if (flags.transport != "mpi") {
-    if (flags.backend != "cuda") return RunOnThreads(flags);
-    auto prepared = Prepare(flags);
-    if (!prepared.ok()) return ReportError(prepared.status());
-    NoteWidenedPass(*prepared);
-    return RunOnCuda(flags, *prepared);
-  }
+  if (flags.transport != "mpi") return RunInProcess(flags);
 #if MESHPLAN_HAVE_MPI
   // Flags first, so a bad flag needs no MPI; then MPI is initialised only for --transport mpi.
   if (Status st = CheckFlags(flags); !st.ok()) return ReportError(st);

@@ -9,7 +9,7 @@
 #include "core/plan.h"
 #include "core/schedule.h"
 #include "core/topology.h"
-#include "executor/rank_runner.h"
+#include "executor/execute.h"
 #include "executor/tensor.h"
 #include "executor/transport.h"
 
@@ -50,7 +50,7 @@ struct Prepared {
   bool widened = false;
   Schedule schedule;
   exec::AttentionTensors<float> inputs;
-  exec::RunOptions options;
+  exec::ExecuteConfig config;  // backend, transport, run options (inputs' type, timeouts, faults)
   double tolerance = kCheckTolerance;
   std::string precision = "computed in fp32";  // how the run treats numbers, for the report
 };
@@ -63,14 +63,11 @@ int FinishExecution(const ExecuteFlags& flags, const Prepared& p, const exec::At
 
 // --backend cuda (tools/execute_cuda.cc). Without CUDA in the build these return an error.
 bool CudaBackendBuilt();
-// Checks --dtype, --kernels and --devices; rounds p->inputs to the input type (so the check's
-// reference sees what the GPU sees) and sets the tolerance and precision note.
+// Checks --dtype, --kernels and --devices; sets the CUDA part of p->config, rounds p->inputs to
+// the input type (so the check's reference sees what the GPU sees) and sets the tolerance and
+// precision note.
 Status PrepareCuda(const ExecuteFlags& flags, Prepared* p);
-// Every rank in this process (transport local or nccl). Returns the exit code.
-int RunOnCuda(const ExecuteFlags& flags, const Prepared& p);
-// This process's rank of an mpirun job (transport mpi: NCCL between the processes).
-Status RunRankOnCuda(const ExecuteFlags& flags, const Prepared& p, exec::Transport& transport,
-                     exec::AttentionTensors<float>* outputs, std::vector<uint8_t>* covered,
-                     std::vector<exec::OpTiming>* timings, std::string* device);
+// The run line of the report for a CUDA run ("backend cuda (device), kernels, transport, ranks").
+std::string CudaRunLine(const ExecuteFlags& flags, const Prepared& p, const std::string& device);
 
 }  // namespace meshplan::tools

@@ -285,6 +285,7 @@ Status CudaDeviceOps::AddInto(int32_t rank, StreamId stream, float* acc, const f
 
 Status CudaDeviceOps::Delta(int32_t rank, StreamId stream, InputType type, const float* o, const void* d_o,
                             float* delta, int64_t batch, int64_t rows, int32_t heads, int32_t dim) {
+  if (type == InputType::kFp32) return Status::Invalid("the CUDA kernels take bf16 or fp16 inputs, not fp32");
   MESHPLAN_RETURN_IF_ERROR(Use(rank));
   MESHPLAN_CUDA_CHECK(rank, LaunchDelta(type, o, d_o, delta, batch, rows, heads, dim, At(rank).Stream(stream)));
   return Status::Ok();
@@ -303,6 +304,15 @@ Status CudaDeviceOps::RowCopy(int32_t rank, StreamId stream, const exec::RowCopy
 }
 
 Status CudaDeviceOps::Exchange(const std::vector<Transfer>& transfers) {
+  for (const Transfer& t : transfers) {
+    // A device cannot wait for a message with a deadline, so an injected silent peer fails at
+    // issue, naming the receiving op as the host backend does at its deadline.
+    if (t.silent) {
+      return Status::Io("rank " + std::to_string(t.dst_rank) + " op " + std::to_string(t.dst_op) +
+                        ": recv from rank " + std::to_string(t.src_rank) +
+                        ": nothing will arrive (silent peer injected)");
+    }
+  }
   if (config_.transfers == TransferKind::kLocalCopies) {
     for (const Transfer& t : transfers) {
       // The destination's stream copies once the source's stream has produced the data; the
@@ -378,7 +388,12 @@ void CudaDeviceOps::AbortCommunicators() {
 #endif
 }
 
-Status CudaDeviceOps::Finish(double timeout_s, std::vector<std::vector<OpTimes>>* times) {
+void CudaDeviceOps::Abort(const Status&) {
+  AbortCommunicators();
+  (void)Finish(10.0, nullptr);
+}
+
+Status CudaDeviceOps::Finish(double timeout_s, std::vector<std::vector<OpTiming>>* times) {
   finished_ = true;
   // The deadline is for progress, as the CPU executor's receive timeout: it moves whenever another
   // op of some rank has completed (a cursor per rank over its ops' end events).

@@ -61,7 +61,9 @@ class CudaDeviceOps : public DeviceOps {
   Status Fill(int32_t rank, StreamId stream, float* data, float value, int64_t n) override;
   Status RowCopy(int32_t rank, StreamId stream, const exec::RowCopy& copy) override;
   Status Exchange(const std::vector<Transfer>& transfers) override;
-  Status Finish(double timeout_s, std::vector<std::vector<OpTimes>>* times) override;
+  Status Finish(double timeout_s, std::vector<std::vector<OpTiming>>* times) override;
+  // Aborts the NCCL communicators (peers' pending transfers fail) and drains the streams.
+  void Abort(const Status& why) override;
 
  private:
   struct RankDevice;

@@ -16,20 +16,9 @@
 namespace meshplan::exec::cuda {
 namespace {
 
-DeviceRunOptions EngineOptions(const CudaRunConfig& config) {
-  DeviceRunOptions options;
-  options.type = config.type;
-  options.path = config.path;
-  options.timeout_s = config.timeout_s;
-  options.fail_rank = config.fail_rank;
-  options.fail_op = config.fail_op;
-  return options;
-}
-
-std::vector<OpTiming> ToTimings(const std::vector<OpTimes>& times) {
-  std::vector<OpTiming> out(times.size());
-  for (size_t i = 0; i < times.size(); ++i) out[i] = {times[i].start_s, times[i].end_s};
-  return out;
+Status CheckType(const ExecuteConfig& config) {
+  if (config.run.type == InputType::kFp32) return Status::Invalid("the CUDA kernels take bf16 or fp16 inputs, not fp32");
+  return Status::Ok();
 }
 
 #if MESHPLAN_HAVE_NCCL
@@ -50,16 +39,17 @@ int ProcessDevice(int rank, int count) {
 
 }  // namespace
 
-Result<CudaExecution> ExecuteOnCuda(const Schedule& schedule, const Workload& workload,
-                                    const AttentionTensors<float>& inputs, const CudaRunConfig& config) {
+Result<ExecutionResult> ExecuteOnCuda(const Schedule& schedule, const Workload& workload,
+                                      const AttentionTensors<float>& inputs, const ExecuteConfig& config) {
+  MESHPLAN_RETURN_IF_ERROR(CheckType(config));
   auto count = CudaDeviceCount();
   if (!count.ok()) return count.status();
   const int ranks = static_cast<int>(schedule.num_ranks);
   CudaOpsConfig ops_config;
-  ops_config.path = config.path;
-  ops_config.transfers = config.transfers;
+  ops_config.path = config.run.path;
+  ops_config.transfers = config.transport == TransportKind::kNccl ? TransferKind::kNccl : TransferKind::kLocalCopies;
   ops_config.poison_allocations = config.poison;
-  if (config.transfers == TransferKind::kNccl) {
+  if (config.transport == TransportKind::kNccl) {
 #if MESHPLAN_HAVE_NCCL
     if (ranks > *count) {
       return Status::Invalid("--transport nccl runs one rank per GPU: the plan has " + std::to_string(ranks) +
@@ -84,28 +74,25 @@ Result<CudaExecution> ExecuteOnCuda(const Schedule& schedule, const Workload& wo
     for (int r = 0; r < ranks; ++r) ops_config.device_of_rank.push_back(r % devices);
   }
   CudaDeviceOps ops(std::move(ops_config));
-  CudaExecution result;
-  {
-    DeviceEngine engine(schedule, workload, EngineOptions(config), ops, std::vector<uint8_t>(ranks, 1));
-    MESHPLAN_RETURN_IF_ERROR(engine.LoadInputs(inputs));
-    const auto start = std::chrono::steady_clock::now();
-    auto run = engine.Run();
-    if (!run.ok()) return run.status();
-    result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    result.device = ops.Describe();
-    result.peak_bytes = run->peak_bytes;
-    for (const auto& t : run->times) result.timings.push_back(ToTimings(t));
-    result.outputs = OutputTensors(workload);
-    std::vector<uint8_t> covered(CoverageSize(workload), 0);
-    MESHPLAN_RETURN_IF_ERROR(engine.CollectOutputs(&result.outputs, &covered));
-    MESHPLAN_RETURN_IF_ERROR(CheckCoverage(workload, covered));
-  }
+  ExecutionResult result;
+  result.outputs = OutputTensors(workload);
+  std::vector<uint8_t> covered(CoverageSize(workload), 0);
+  const auto start = std::chrono::steady_clock::now();
+  auto run = RunEngine(schedule, workload, inputs, config.run, ops, std::vector<uint8_t>(ranks, 1), &result.outputs,
+                       &covered);
+  if (!run.ok()) return run.status();
+  result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.device = ops.Describe();
+  result.peak_bytes = std::move(run->peak_bytes);
+  result.timings = std::move(run->times);
+  MESHPLAN_RETURN_IF_ERROR(CheckCoverage(workload, covered));
   return result;
 }
 
 Status ExecuteRankOnCuda(const Schedule& schedule, const Workload& workload, const AttentionTensors<float>& inputs,
-                         const CudaRunConfig& config, Transport& transport, AttentionTensors<float>* outputs,
+                         const ExecuteConfig& config, Transport& transport, AttentionTensors<float>* outputs,
                          std::vector<uint8_t>* covered, std::vector<OpTiming>* timings, std::string* device) {
+  MESHPLAN_RETURN_IF_ERROR(CheckType(config));
 #if MESHPLAN_HAVE_NCCL
   auto count = CudaDeviceCount();
   if (!count.ok()) return count.status();
@@ -120,7 +107,7 @@ Status ExecuteRankOnCuda(const Schedule& schedule, const Workload& workload, con
     std::memcpy(payload.data(), &id, sizeof(id));
     for (int r = 1; r < ranks; ++r) MESHPLAN_RETURN_IF_ERROR(transport.Send(r, tag, payload));
   } else {
-    const auto deadline = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(config.timeout_s * 1000));
+    const auto deadline = Clock::now() + config.run.recv_timeout;
     MESHPLAN_RETURN_IF_ERROR(transport.Recv(0, tag, &payload, deadline));
     if (payload.size() * sizeof(float) != sizeof(id)) return Status::Internal("malformed NCCL unique id");
     std::memcpy(&id, payload.data(), sizeof(id));
@@ -130,7 +117,7 @@ Status ExecuteRankOnCuda(const Schedule& schedule, const Workload& workload, con
   ncclComm_t comm = nullptr;
   MESHPLAN_RETURN_IF_ERROR(Nccl(ncclCommInitRank(&comm, ranks, id, rank), "rank " + std::to_string(rank) + ": ncclCommInitRank"));
   CudaOpsConfig ops_config;
-  ops_config.path = config.path;
+  ops_config.path = config.run.path;
   ops_config.poison_allocations = config.poison;
   ops_config.transfers = TransferKind::kNccl;
   ops_config.device_of_rank.assign(ranks, 0);
@@ -140,13 +127,11 @@ Status ExecuteRankOnCuda(const Schedule& schedule, const Workload& workload, con
   CudaDeviceOps ops(std::move(ops_config));
   std::vector<uint8_t> local(ranks, 0);
   local[rank] = 1;
-  DeviceEngine engine(schedule, workload, EngineOptions(config), ops, local);
-  MESHPLAN_RETURN_IF_ERROR(engine.LoadInputs(inputs));
-  auto run = engine.Run();
+  auto run = RunEngine(schedule, workload, inputs, config.run, ops, local, outputs, covered);
   if (!run.ok()) return run.status();
-  if (timings != nullptr) *timings = ToTimings(run->times[rank]);
+  if (timings != nullptr) *timings = std::move(run->times[rank]);
   if (device != nullptr) *device = ops.Describe();
-  return engine.CollectOutputs(outputs, covered);
+  return Status::Ok();
 #else
   return Status::Invalid("--transport nccl: this binary was built without NCCL");
 #endif

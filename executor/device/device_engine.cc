@@ -5,6 +5,7 @@
 #include <functional>
 #include <limits>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 
 #include "executor/device/half_float.h"
@@ -17,6 +18,7 @@ struct DeviceEngine::Block {
   int32_t rank = 0;
   void* ptr = nullptr;
   StreamUses uses{-1, -1, -1, -1};
+  int64_t writer = -1;  // the last op of the rank that wrote the buffer (-1: loaded before the run)
 };
 
 // An entry as in the CPU executor (shard_store.h), with its data in a device buffer of the rank
@@ -31,6 +33,7 @@ struct DeviceEngine::Entry {
   // Every element holds the same value (a zero partial: O = 0 with LSE = -inf, or zero gradients),
   // so its row order carries no information and may be relabelled.
   bool uniform = false;
+  int64_t producer = -1;  // the op of the holding rank that received it (-1: made there)
 
   int64_t rows() const { return static_cast<int64_t>(positions.size()); }
   int64_t elements() const { return batch * rows() * heads * dim; }
@@ -45,6 +48,9 @@ struct DeviceEngine::Entry {
 struct DeviceEngine::RankState {
   std::map<EntryKey, EntryRef> store;
   std::map<std::pair<uint16_t, int32_t>, std::deque<EntryRef>> incoming;
+  // D computed here, per (shard, kind, stream): a D computed by an op of one stream is ordered
+  // before later ops of that stream only, so each stream that needs it computes its own.
+  std::map<std::tuple<int32_t, EntryKind, StreamId>, EntryRef> local_deltas;
   std::vector<const int64_t*> shard_positions;  // device positions of each compute-layout shard
   std::vector<void*> static_buffers;            // uploaded before or during the run, freed at the end
   std::map<std::vector<int64_t>, const int64_t*> positions_cache;  // row orders uploaded during the run
@@ -61,6 +67,16 @@ bool IsInput(uint16_t tensor) {
   return tensor == kTensorQ || tensor == kTensorK || tensor == kTensorV || tensor == kTensorDO;
 }
 
+// Places a received copy of a shard's data. Inputs (Q, K, V, dO) and D never change, so a copy the
+// rank already holds stays: ops issued later but earlier in program order may still read it, and
+// they are not ordered after the new copy's receive.
+template <typename Store, typename Ref>
+void KeepCopy(Store& store, const EntryKey& key, const Ref& received) {
+  const bool immutable = IsInput(key.tensor) || key.tensor == kTensorD;
+  auto [it, inserted] = store.try_emplace(key, received);
+  if (!inserted && !immutable) it->second = received;
+}
+
 std::string OpName(int32_t rank, uint32_t index, const Op& op) {
   return "rank " + std::to_string(rank) + " op " + std::to_string(index) + " (" +
          std::string(op.phase == Phase::kForward ? "fwd " : "bwd ") + std::string(OpKindName(op.kind)) + ")";
@@ -69,7 +85,7 @@ std::string OpName(int32_t rank, uint32_t index, const Op& op) {
 
 }  // namespace
 
-DeviceEngine::DeviceEngine(const Schedule& schedule, const Workload& workload, const DeviceRunOptions& options,
+DeviceEngine::DeviceEngine(const Schedule& schedule, const Workload& workload, const RunOptions& options,
                            DeviceOps& ops, std::vector<uint8_t> local)
     : schedule_(schedule),
       workload_(workload),
@@ -96,6 +112,7 @@ DeviceEngine::~DeviceEngine() {
   for (auto& state : ranks_) {
     state->store.clear();
     state->incoming.clear();
+    state->local_deltas.clear();
   }
   (void)ReleaseDead();
   for (size_t r = 0; r < ranks_.size(); ++r) {
@@ -112,7 +129,7 @@ int32_t DeviceEngine::HeadsOf(uint16_t tensor) const {
   return static_cast<int32_t>(kv ? workload_.kv_heads : workload_.q_heads);
 }
 
-int32_t DeviceEngine::ElemBytes(uint16_t tensor) const { return IsInput(tensor) ? 2 : 4; }
+int32_t DeviceEngine::ElemBytes(uint16_t tensor) const { return IsInput(tensor) ? InputBytes(options_.type) : 4; }
 
 BlockProblem DeviceEngine::Problem(const Op& op) const {
   BlockProblem p;
@@ -165,7 +182,10 @@ Result<DeviceEngine::EntryRef> DeviceEngine::NewEntry(int32_t rank, uint32_t op,
       delete b;
     }
   });
-  if (adopt == nullptr) Use(e, op, stream);
+  if (adopt == nullptr) {
+    Use(e, op, stream);
+    e->block->writer = op;
+  }
   return e;
 }
 
@@ -173,6 +193,57 @@ void DeviceEngine::Use(const EntryRef& e, uint32_t op, StreamId stream) {
   if (!e || !e->block) return;
   int64_t& last = e->block->uses[static_cast<int>(stream)];
   last = std::max(last, static_cast<int64_t>(op));
+}
+
+void DeviceEngine::Touch(const EntryRef& e, int32_t rank, uint32_t op, StreamId stream, Access access,
+                         uint16_t tensor, int32_t id) {
+  if (!e || !e->block) return;
+  Use(e, op, stream);
+  if (!options_.check_dependencies) return;
+  Block& b = *e->block;
+  if (b.writer >= 0 && order_error_.ok() && !OrderedBefore(rank, b.writer, op)) {
+    const Op& reader = schedule_.ranks[rank].ops[op];
+    const Op& writer = schedule_.ranks[rank].ops[static_cast<size_t>(b.writer)];
+    order_error_ = Status::Internal(
+        "dependency check: " + OpName(rank, op, reader) + " reads " + TensorNames(tensor) + " of shard " +
+        std::to_string(id) + ", written by op " + std::to_string(b.writer) + " (" +
+        std::string(OpKindName(writer.kind)) + " on the " + std::string(StreamName(writer.stream)) +
+        " stream), but no chain of deps and stream order puts that write before this op");
+  }
+  if (access == Access::kReadWrite) b.writer = op;
+}
+
+bool DeviceEngine::OrderedBefore(int32_t rank, int64_t before, uint32_t after) const {
+  if (before == after) return true;
+  const StreamId stream = schedule_.ranks[rank].ops[static_cast<size_t>(before)].stream;
+  return order_clocks_[rank][after][static_cast<int>(stream)] >= before;
+}
+
+// clock[i][s]: the last op on stream s that ends before op i starts. Ops of a stream run in
+// program order, and deps point to earlier ops, so one pass in program order suffices.
+void DeviceEngine::BuildOrderClocks() {
+  order_clocks_.assign(ranks_.size(), {});
+  for (size_t r = 0; r < ranks_.size(); ++r) {
+    if (!Local(static_cast<int32_t>(r))) continue;
+    const RankProgram& program = schedule_.ranks[r];
+    auto& clocks = order_clocks_[r];
+    clocks.resize(program.ops.size());
+    std::array<int64_t, 4> last{-1, -1, -1, -1};
+    auto join = [&clocks, &program](std::array<int64_t, 4>& into, int64_t op) {
+      for (int s = 0; s < 4; ++s) into[s] = std::max(into[s], clocks[op][s]);
+      const int s = static_cast<int>(program.ops[op].stream);
+      into[s] = std::max(into[s], op);
+    };
+    for (size_t i = 0; i < program.ops.size(); ++i) {
+      const Op& op = program.ops[i];
+      std::array<int64_t, 4> clock{-1, -1, -1, -1};
+      const int s = static_cast<int>(op.stream);
+      if (last[s] >= 0) join(clock, last[s]);
+      for (uint32_t k = op.dep_begin; k < op.dep_begin + op.dep_count; ++k) join(clock, program.deps[k]);
+      clocks[i] = clock;
+      last[s] = static_cast<int64_t>(i);
+    }
+  }
 }
 
 Status DeviceEngine::ReleaseDead() {
@@ -199,19 +270,21 @@ Status DeviceEngine::LoadInputs(const AttentionTensors<float>& inputs) {
       const int32_t heads = static_cast<int32_t>(t.heads), dim = static_cast<int32_t>(t.dim);
       void* uploaded = nullptr;
       if (Local(r)) {
-        std::vector<uint16_t> host;
-        host.reserve(static_cast<size_t>(workload_.batch) * positions.size() * static_cast<size_t>(heads * dim));
+        const int64_t row_elems = t.heads * t.dim, elem = InputBytes(options_.type);
+        std::vector<char> host(static_cast<size_t>(workload_.batch) * positions.size() *
+                               static_cast<size_t>(row_elems * elem));
+        char* out = host.data();
         for (int64_t b = 0; b < workload_.batch; ++b) {
           for (int64_t pos : positions) {
-            const float* row = &t.at(b, pos, 0, 0);
-            for (int64_t i = 0; i < t.heads * t.dim; ++i) host.push_back(EncodeInput(options_.type, row[i]));
+            EncodeInputs(options_.type, &t.at(b, pos, 0, 0), row_elems, out);
+            out += row_elems * elem;
           }
         }
-        auto ptr = ops_.Upload(r, host.data(), static_cast<int64_t>(host.size() * sizeof(uint16_t)));
+        auto ptr = ops_.Upload(r, host.data(), static_cast<int64_t>(host.size()));
         if (!ptr.ok()) return ptr.status();
         uploaded = *ptr;
       }
-      auto e = NewEntry(r, 0, StreamId::kCompute, workload_.batch, positions, 0, heads, dim, 2, uploaded);
+      auto e = NewEntry(r, 0, StreamId::kCompute, workload_.batch, positions, 0, heads, dim, ElemBytes(bit), uploaded);
       if (!e.ok()) return e.status();
       state.store[{bit, r, kind}] = *e;
       return Status::Ok();
@@ -274,14 +347,20 @@ Result<DeviceRunResult> DeviceEngine::Run() {
       for (const auto& [key, k] : last[r]) drop[k].push_back({static_cast<int32_t>(r), key});
     }
   }
+  if (options_.check_dependencies) BuildOrderClocks();
   MESHPLAN_RETURN_IF_ERROR(ops_.Start());
   for (size_t k = 0; k < order->steps.size(); ++k) {
-    MESHPLAN_RETURN_IF_ERROR(Issue(order->steps[k]));
+    Status st = Issue(order->steps[k]);
+    if (st.ok()) st = order_error_;
     for (const auto& [rank, key] : drop[k]) ranks_[rank]->store.erase(key);
-    MESHPLAN_RETURN_IF_ERROR(ReleaseDead());
+    if (st.ok()) st = ReleaseDead();
+    if (!st.ok()) {
+      ops_.Abort(st);  // stops the device (and peers) before anything is freed
+      return st;
+    }
   }
   DeviceRunResult result;
-  MESHPLAN_RETURN_IF_ERROR(ops_.Finish(options_.timeout_s, &result.times));
+  MESHPLAN_RETURN_IF_ERROR(ops_.Finish(options_.progress_timeout_s, &result.times));
   for (const auto& state : ranks_) result.peak_bytes.push_back(state->peak_bytes);
   return result;
 }
@@ -422,17 +501,24 @@ Status DeviceEngine::ComputeForward(int32_t rank, uint32_t index) {
   }
   o->uniform = lse->uniform = false;
   if (!Local(rank)) return Status::Ok();
-  for (const EntryRef& e : {*q, *k, *v, o, lse}) Use(e, index, op.stream);
+  Touch(*q, rank, index, op.stream, Access::kRead, kTensorQ, op.q_shard);
+  Touch(*k, rank, index, op.stream, Access::kRead, kTensorK, op.kv_shard);
+  Touch(*v, rank, index, op.stream, Access::kRead, kTensorV, op.kv_shard);
+  Touch(o, rank, index, op.stream, Access::kReadWrite, kTensorO, op.q_shard);
+  Touch(lse, rank, index, op.stream, Access::kReadWrite, kTensorLse, op.q_shard);
   BlockProblem p = Problem(op);
   p.mask.doc_starts = state.doc_starts;
   return ops_.Forward(rank, op.stream, p, *qv, *kv, *vv, AccView(o), AccView(lse));
 }
 
-// D = rowsum(dO * O) of a shard, computed where both live, on first use.
+// D = rowsum(dO * O) of a shard, computed where both live, on first use by each stream (an op
+// of another stream would read it with no dependency on the op that computed it).
 Result<DeviceEngine::EntryRef> DeviceEngine::EnsureDelta(int32_t rank, uint32_t op, StreamId stream, int32_t id,
                                                          EntryKind kind) {
   auto& store = ranks_[rank]->store;
-  if (auto it = store.find({kTensorD, id, kind}); it != store.end()) return it->second;
+  if (auto it = store.find({kTensorD, id, kind}); it != store.end()) return it->second;  // received
+  auto& local = ranks_[rank]->local_deltas;
+  if (auto it = local.find({id, kind, stream}); it != local.end()) return it->second;
   auto o = Need(rank, kTensorO, id, kind);
   if (!o.ok()) return o.status();
   auto d_o = Need(rank, kTensorDO, id, kind);
@@ -445,12 +531,13 @@ Result<DeviceEngine::EntryRef> DeviceEngine::EnsureDelta(int32_t rank, uint32_t 
   if (Local(rank)) {
     EntryRef grad = *d_o;
     if ((*d_o)->heads != (*o)->heads) {  // dO holds more heads: take O's slice first
-      auto slice = NewEntry(rank, op, stream, (*o)->batch, (*o)->positions, (*o)->head_begin, (*o)->heads, (*o)->dim, 2);
+      auto slice = NewEntry(rank, op, stream, (*o)->batch, (*o)->positions, (*o)->head_begin, (*o)->heads, (*o)->dim,
+                            ElemBytes(kTensorDO));
       if (!slice.ok()) return slice.status();
       RowCopy c;
       c.src = (*d_o)->data();
       c.dst = (*slice)->data();
-      c.elem_bytes = 2;
+      c.elem_bytes = ElemBytes(kTensorDO);
       c.batch = (*o)->batch;
       c.dim = (*o)->dim;
       c.count = (*o)->rows();
@@ -460,15 +547,16 @@ Result<DeviceEngine::EntryRef> DeviceEngine::EnsureDelta(int32_t rank, uint32_t 
       c.src_heads = (*d_o)->heads;
       c.dst_heads = (*o)->heads;
       c.copy_heads = (*o)->heads;
-      Use(*d_o, op, stream);
+      Touch(*d_o, rank, op, stream, Access::kRead, kTensorDO, id);
       MESHPLAN_RETURN_IF_ERROR(ops_.RowCopy(rank, stream, c));
       grad = *slice;
     }
-    for (const EntryRef& e : {*o, grad, *delta}) Use(e, op, stream);
+    Touch(*o, rank, op, stream, Access::kRead, kTensorO, id);
+    Touch(grad, rank, op, stream, Access::kRead, kTensorDO, id);
     MESHPLAN_RETURN_IF_ERROR(ops_.Delta(rank, stream, options_.type, (*o)->f32(), grad->data(), (*delta)->f32(),
                                         (*o)->batch, (*o)->rows(), (*o)->heads, (*o)->dim));
   }
-  store[{kTensorD, id, kind}] = *delta;
+  local[{id, kind, stream}] = *delta;
   return *delta;
 }
 
@@ -517,7 +605,14 @@ Status DeviceEngine::ComputeBackward(int32_t rank, uint32_t index) {
   }
   dq->uniform = dk->uniform = dv->uniform = false;
   if (!Local(rank)) return Status::Ok();
-  for (const EntryRef& e : {*q, *k, *v, *d_o, *lse, *delta, dq, dk, dv}) Use(e, index, op.stream);
+  for (const auto& [e, tensor] : {std::pair{*q, kTensorQ}, {*d_o, kTensorDO}, {*lse, kTensorLse}, {*delta, kTensorD}}) {
+    Touch(e, rank, index, op.stream, Access::kRead, tensor, op.q_shard);
+  }
+  Touch(*k, rank, index, op.stream, Access::kRead, kTensorK, op.kv_shard);
+  Touch(*v, rank, index, op.stream, Access::kRead, kTensorV, op.kv_shard);
+  Touch(dq, rank, index, op.stream, Access::kReadWrite, kTensorDQ, op.q_shard);
+  Touch(dk, rank, index, op.stream, Access::kReadWrite, kTensorDK, op.kv_shard);
+  Touch(dv, rank, index, op.stream, Access::kReadWrite, kTensorDV, op.kv_shard);
   BlockProblem p = Problem(op);
   p.mask.doc_starts = state.doc_starts;
   return ops_.Backward(rank, op.stream, p, *qv, *kv, *vv, *dov, AccView(*lse), AccView(*delta), AccView(dq), AccView(dk),
@@ -550,8 +645,9 @@ Result<DeviceEngine::EntryRef> DeviceEngine::TakePartial(int32_t rank, uint32_t 
   return e;
 }
 
-Status DeviceEngine::MergeInto(int32_t rank, uint32_t op, StreamId stream, const EntryRef& acc,
-                               const EntryRef& acc_lse, const EntryRef& in, const EntryRef& in_lse) {
+Status DeviceEngine::MergeInto(int32_t rank, uint32_t op, StreamId stream, uint16_t tensor, int32_t id,
+                               const EntryRef& acc, const EntryRef& acc_lse, const EntryRef& in,
+                               const EntryRef& in_lse) {
   if (acc->elements() != in->elements() || acc->head_begin != in->head_begin || acc->heads != in->heads) {
     return Status::Internal("merged partial has another shape");
   }
@@ -567,10 +663,11 @@ Status DeviceEngine::MergeInto(int32_t rank, uint32_t op, StreamId stream, const
   acc->uniform = acc->uniform && in->uniform;
   if (acc_lse) acc_lse->uniform = acc->uniform;
   if (!Local(rank)) return Status::Ok();
-  for (const EntryRef& e : {acc, in}) Use(e, op, stream);
+  Touch(acc, rank, op, stream, Access::kReadWrite, tensor, id);
+  Touch(in, rank, op, stream, Access::kRead, tensor, id);
   if (!acc_lse) return ops_.AddInto(rank, stream, acc->f32(), in->f32(), acc->elements());
-  Use(acc_lse, op, stream);
-  Use(in_lse, op, stream);
+  Touch(acc_lse, rank, op, stream, Access::kReadWrite, kTensorLse, id);
+  Touch(in_lse, rank, op, stream, Access::kRead, kTensorLse, id);
   return ops_.MergePartial(rank, stream, acc->f32(), acc_lse->f32(), in->f32(), in_lse->f32(),
                            acc->batch * acc->rows() * acc->heads, acc->dim);
 }
@@ -581,18 +678,36 @@ Status DeviceEngine::Merge(int32_t rank, uint32_t index) {
   for (uint16_t bit : TensorBitsOf(op.tensors)) {
     if (bit == kTensorLse) continue;  // merged with O
     const int32_t id = IdFor(op, bit);
-    auto pop = [&state](uint16_t tensor, int32_t shard) -> EntryRef {
+    // Several partials of one shard may wait (LoongTrain's window and outer chains), received by
+    // ops issued in an order other than program order: take the one received by an op this merge
+    // depends on, whose data the merge is ordered after.
+    const RankProgram& program = schedule_.ranks[rank];
+    auto is_dep = [&](int64_t producer) {
+      for (uint32_t k = op.dep_begin; k < op.dep_begin + op.dep_count; ++k) {
+        if (program.deps[k] == producer) return true;
+      }
+      return false;
+    };
+    auto pop = [&](uint16_t tensor, int32_t shard, int64_t producer) -> EntryRef {
       auto it = state.incoming.find({tensor, shard});
       if (it == state.incoming.end() || it->second.empty()) return nullptr;
-      EntryRef e = it->second.front();
-      it->second.pop_front();
+      auto& queue = it->second;
+      auto pick = queue.begin();
+      for (auto e = queue.begin(); e != queue.end(); ++e) {
+        if (producer >= 0 ? (*e)->producer == producer : is_dep((*e)->producer)) {
+          pick = e;
+          break;
+        }
+      }
+      EntryRef e = *pick;
+      queue.erase(pick);
       return e;
     };
-    EntryRef in = pop(bit, id);
+    EntryRef in = pop(bit, id, -1);
     if (!in) return Status::Internal("no received " + TensorNames(bit) + " of shard " + std::to_string(id) + " to merge");
     EntryRef in_lse;
     if (bit == kTensorO) {
-      in_lse = pop(kTensorLse, id);
+      in_lse = pop(kTensorLse, id, in->producer);
       if (!in_lse) return Status::Internal("received O without its LSE");
     }
     auto acc_it = state.store.find({bit, id, EntryKind::kShard});
@@ -607,19 +722,21 @@ Status DeviceEngine::Merge(int32_t rank, uint32_t index) {
       if (lse_it == state.store.end()) return Status::Internal("O accumulator without its LSE");
       acc_lse = lse_it->second;
     }
-    MESHPLAN_RETURN_IF_ERROR(MergeInto(rank, index, op.stream, acc_it->second, acc_lse, in, in_lse));
+    MESHPLAN_RETURN_IF_ERROR(MergeInto(rank, index, op.stream, bit, id, acc_it->second, acc_lse, in, in_lse));
   }
   return Status::Ok();
 }
 
 Result<DeviceEngine::EntryRef> DeviceEngine::TransferTo(int32_t src_rank, uint32_t src_op, StreamId src_stream,
-                                                        const EntryRef& src, int32_t dst_rank, uint32_t dst_op,
-                                                        StreamId dst_stream, std::vector<Transfer>* transfers) {
+                                                        const EntryRef& src, uint16_t tensor, int32_t id,
+                                                        int32_t dst_rank, uint32_t dst_op, StreamId dst_stream,
+                                                        std::vector<Transfer>* transfers) {
   auto dst = NewEntry(dst_rank, dst_op, dst_stream, src->batch, src->positions, src->head_begin, src->heads, src->dim,
                       src->elem_bytes);
   if (!dst.ok()) return dst.status();
   (*dst)->uniform = src->uniform;
-  Use(src, src_op, src_stream);
+  (*dst)->producer = dst_op;
+  Touch(src, src_rank, src_op, src_stream, Access::kRead, tensor, id);
   if (Local(src_rank) || Local(dst_rank)) {
     Transfer t;
     t.src_rank = src_rank;
@@ -631,6 +748,7 @@ Result<DeviceEngine::EntryRef> DeviceEngine::TransferTo(int32_t src_rank, uint32
     t.src = src->data();
     t.dst = (*dst)->data();
     t.bytes = src->bytes();
+    t.silent = src_rank == options_.silent_rank;
     transfers->push_back(t);
   }
   return dst;
@@ -702,12 +820,13 @@ Status DeviceEngine::PreparePair(const PairLaunch& pair, std::vector<Transfer>* 
       if (!found.ok()) return found.status().WithContext(OpName(pair.src, pair.send_op, send));
       src = *found;
     }
-    auto dst = TransferTo(pair.src, pair.send_op, send.stream, src, pair.dst, pair.recv_op, recv.stream, transfers);
+    auto dst = TransferTo(pair.src, pair.send_op, send.stream, src, bit, id, pair.dst, pair.recv_op, recv.stream,
+                          transfers);
     if (!dst.ok()) return dst.status().WithContext(OpName(pair.dst, pair.recv_op, recv));
     if (HandsOver(bit, recv.tensors)) {
       dst_state.incoming[{bit, id}].push_back(*dst);
     } else {
-      dst_state.store[{bit, id, EntryKind::kShard}] = *dst;
+      KeepCopy(dst_state.store, {bit, id, EntryKind::kShard}, *dst);
     }
   }
   return Status::Ok();
@@ -728,9 +847,10 @@ Status DeviceEngine::PrepareAllGather(const CollectiveLaunch& c, std::vector<Tra
         if (to == m) continue;
         const int32_t dst_rank = members[to];
         const Op& dst_op = schedule_.ranks[dst_rank].ops[c.ops[to]];
-        auto dst = TransferTo(rank, c.ops[m], op.stream, *own, dst_rank, c.ops[to], dst_op.stream, transfers);
+        auto dst =
+            TransferTo(rank, c.ops[m], op.stream, *own, bit, id, dst_rank, c.ops[to], dst_op.stream, transfers);
         if (!dst.ok()) return dst.status();
-        ranks_[dst_rank]->store[{bit, id, EntryKind::kShard}] = *dst;
+        KeepCopy(ranks_[dst_rank]->store, {bit, id, EntryKind::kShard}, *dst);
       }
     }
   }
@@ -760,7 +880,8 @@ Status DeviceEngine::PrepareReduceScatter(const CollectiveLaunch& c, std::vector
       for (uint16_t bit : TensorBitsOf(op.tensors)) {
         auto part = TakePartial(rank, c.ops[m], op.stream, bit, own[to]);
         if (!part.ok()) return part.status();
-        auto dst = TransferTo(rank, c.ops[m], op.stream, *part, dst_rank, c.ops[to], dst_op.stream, transfers);
+        auto dst = TransferTo(rank, c.ops[m], op.stream, *part, bit, own[to], dst_rank, c.ops[to], dst_op.stream,
+                              transfers);
         if (!dst.ok()) return dst.status();
         arrived[to].push_back({bit, *dst});
       }
@@ -796,7 +917,7 @@ Status DeviceEngine::PrepareReduceScatter(const CollectiveLaunch& c, std::vector
         }
         EntryRef acc_lse;
         if (bit == kTensorO) acc_lse = state.store[{kTensorLse, own[to], EntryKind::kShard}];
-        MESHPLAN_RETURN_IF_ERROR(MergeInto(rank, index, op.stream, acc, acc_lse, in, in_lse));
+        MESHPLAN_RETURN_IF_ERROR(MergeInto(rank, index, op.stream, bit, own[to], acc, acc_lse, in, in_lse));
       }
       return Status::Ok();
     });
@@ -878,7 +999,7 @@ Status DeviceEngine::PrepareAllToAll(const CollectiveLaunch& c, std::vector<Tran
             ranks_[rank]->static_buffers.push_back(*index_array);
             copy.src_rows = static_cast<const int64_t*>(*index_array);
           }
-          Use(mine, index, stream);
+          Touch(mine, rank, index, stream, Access::kRead, bit, to_heads ? rank : shard);
           MESHPLAN_RETURN_IF_ERROR(ops_.RowCopy(rank, stream, copy));
         }
         if (to == m) {
@@ -886,7 +1007,7 @@ Status DeviceEngine::PrepareAllToAll(const CollectiveLaunch& c, std::vector<Tran
         } else {
           const int32_t dst_rank = members[to];
           const StreamId dst_stream = schedule_.ranks[dst_rank].ops[c.ops[to]].stream;
-          auto dst = TransferTo(rank, index, stream, *piece, dst_rank, c.ops[to], dst_stream, transfers);
+          auto dst = TransferTo(rank, index, stream, *piece, bit, shard, dst_rank, c.ops[to], dst_stream, transfers);
           if (!dst.ok()) return dst.status();
           received[to][m] = *dst;
         }
@@ -925,7 +1046,7 @@ Status DeviceEngine::PrepareAllToAll(const CollectiveLaunch& c, std::vector<Tran
             copy.dst_head0 = e->head_begin - (*whole)->head_begin;
             copy.dst_heads = (*whole)->heads;
             copy.copy_heads = e->heads;
-            Use(e, index, stream);
+            Touch(e, rank, index, stream, Access::kRead, bit, rank);
             MESHPLAN_RETURN_IF_ERROR(ops_.RowCopy(rank, stream, copy));
           }
           offset += e->rows();
@@ -955,6 +1076,20 @@ Status DeviceEngine::CollectOutputs(AttentionTensors<float>* outputs, std::vecto
     }
   }
   return Status::Ok();
+}
+
+Result<DeviceRunResult> RunEngine(const Schedule& schedule, const Workload& workload,
+                                  const AttentionTensors<float>& inputs, const RunOptions& options, DeviceOps& ops,
+                                  std::vector<uint8_t> local, AttentionTensors<float>* outputs,
+                                  std::vector<uint8_t>* covered, std::mutex* collect_lock) {
+  DeviceEngine engine(schedule, workload, options, ops, std::move(local));
+  MESHPLAN_RETURN_IF_ERROR(engine.LoadInputs(inputs));
+  auto run = engine.Run();
+  if (!run.ok()) return run.status();
+  std::unique_lock<std::mutex> lock;
+  if (collect_lock != nullptr) lock = std::unique_lock<std::mutex>(*collect_lock);
+  MESHPLAN_RETURN_IF_ERROR(engine.CollectOutputs(outputs, covered));
+  return run;
 }
 
 }  // namespace meshplan::exec

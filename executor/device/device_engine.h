@@ -1,23 +1,27 @@
-// Runs a schedule on devices: the GPU executor's interpreter. It walks the launch order
+// The execution engine: the one interpreter of a Schedule, for every backend (DeviceOps: the host
+// streams of host_device_ops.h or CUDA) and every transport. It walks the launch order
 // (launch_order.h) and, for every op, decides on the host which buffers the op reads and writes
 // and enqueues the op's kernels and transfers through DeviceOps. Data placement therefore follows
-// host issue order; the device follows the same order through stream order and events.
+// host issue order; the device follows the schedule's order through stream order and events, so
+// a dependency the schedule lacks is a race on every backend (RunOptions::check_dependencies
+// names it).
 //
-// Semantics of every op are those of the CPU executor (executor/rank_runner.h,
-// docs/executor-internals.md): shard entries, hand-over of partials, zero partials for blocks a
-// rank never computed, queued incoming partials, Ulysses all-to-alls in both directions.
-// Inputs Q, K, V, dO are held in bf16 or fp16; O, LSE, D and the gradients in fp32.
+// Semantics of every op (docs/executor-internals.md): shard entries, hand-over of partials, zero
+// partials for blocks a rank never computed, queued incoming partials, Ulysses all-to-alls in both
+// directions. Inputs Q, K, V, dO are held in RunOptions::type; O, LSE, D and the gradients in fp32.
 //
 // Every process runs the engine for all ranks but enqueues device work only for the ranks it
 // runs (`local`): the metadata of remote ranks (shapes, positions, heads) is tracked on the host,
 // so NCCL receives know their sizes without a message.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "core/schedule.h"
@@ -25,34 +29,26 @@
 #include "core/workload.h"
 #include "executor/device/device_ops.h"
 #include "executor/device/launch_order.h"
+#include "executor/run_options.h"
 #include "executor/shard_store.h"
 #include "executor/tensor.h"
 
 namespace meshplan::exec {
 
-struct DeviceRunOptions {
-  InputType type = InputType::kBf16;
-  KernelPath path = KernelPath::kAuto;
-  double timeout_s = 120;  // for the whole run to complete on the device
-  // Fault injection (`meshplan execute --inject-fail`): rank fail_rank's op fail_op fails when it
-  // is issued, as a failing launch would. -1 disables.
-  int fail_rank = -1;
-  int64_t fail_op = -1;
-};
-
 struct DeviceRunResult {
-  std::vector<std::vector<OpTimes>> times;  // [rank][op]; empty for ranks not run here
+  std::vector<std::vector<OpTiming>> times;  // [rank][op]; empty for ranks not run here
   std::vector<int64_t> peak_bytes;          // per local rank: most memory the engine held at once
 };
 
 class DeviceEngine {
  public:
   // REQUIRES: schedule expanded for workload; HasForward(workload.pass) when it has a backward.
-  DeviceEngine(const Schedule& schedule, const Workload& workload, const DeviceRunOptions& options,
+  DeviceEngine(const Schedule& schedule, const Workload& workload, const RunOptions& options,
                DeviceOps& ops, std::vector<uint8_t> local);
   ~DeviceEngine();
 
-  // Rounds and uploads every local rank's input sub-shard of Q, K, V (and dO for a backward).
+  // Rounds to options.type and uploads every local rank's input sub-shard of Q, K, V (and dO for
+  // a backward).
   Status LoadInputs(const AttentionTensors<float>& inputs);
   // Issues every op in launch order and waits for the device.
   Result<DeviceRunResult> Run();
@@ -94,10 +90,19 @@ class DeviceEngine {
   Result<EntryRef> TakePartial(int32_t rank, uint32_t op, StreamId stream, uint16_t tensor, int32_t id);
   // A fresh entry on `dst` shaped like `src` and a transfer of src's data into it.
   Result<EntryRef> TransferTo(int32_t src_rank, uint32_t src_op, StreamId src_stream, const EntryRef& src,
-                              int32_t dst_rank, uint32_t dst_op, StreamId dst_stream, std::vector<Transfer>* transfers);
-  Status MergeInto(int32_t rank, uint32_t op, StreamId stream, const EntryRef& acc, const EntryRef& acc_lse,
-                   const EntryRef& in, const EntryRef& in_lse);
+                              uint16_t tensor, int32_t id, int32_t dst_rank, uint32_t dst_op, StreamId dst_stream,
+                              std::vector<Transfer>* transfers);
+  Status MergeInto(int32_t rank, uint32_t op, StreamId stream, uint16_t tensor, int32_t id, const EntryRef& acc,
+                   const EntryRef& acc_lse, const EntryRef& in, const EntryRef& in_lse);
   void Use(const EntryRef& e, uint32_t op, StreamId stream);
+  // Records that `op` of `rank` reads (or reads and writes) the entry's buffer, holding `tensor`
+  // of shard `id`: for freeing (Use) and, when checking, for the happens-before check.
+  enum class Access : uint8_t { kRead, kReadWrite };
+  void Touch(const EntryRef& e, int32_t rank, uint32_t op, StreamId stream, Access access, uint16_t tensor,
+             int32_t id);
+  // Whether op `before` of `rank` ends before op `after` starts, by stream order and deps.
+  bool OrderedBefore(int32_t rank, int64_t before, uint32_t after) const;
+  void BuildOrderClocks();
   Result<TensorView> InputView(int32_t rank, const EntryRef& e, int32_t shard);
   TensorView AccView(const EntryRef& e) const;
   Status ReleaseDead();
@@ -111,13 +116,25 @@ class DeviceEngine {
 
   const Schedule& schedule_;
   const Workload& workload_;
-  DeviceRunOptions options_;
+  RunOptions options_;
   DeviceOps& ops_;
   std::vector<uint8_t> local_;
   std::vector<std::unique_ptr<RankState>> ranks_;
   // Buffers whose last entry went away, freed after the step that dropped them ended.
   std::shared_ptr<std::vector<std::unique_ptr<Block>>> dead_;
   Status release_error_;
+  // Happens-before checker: per local rank and op, the last op of each stream that ends before it
+  // starts (by deps and stream order); the first violation found.
+  std::vector<std::vector<std::array<int64_t, 4>>> order_clocks_;
+  Status order_error_;
 };
+
+// One engine over `ops` for the ranks marked in `local`: loads the inputs, runs, and writes what
+// the local ranks produced into `outputs` (sized by OutputTensors) and `covered` (CoverageSize),
+// holding `collect_lock` (if any) while it writes them.
+Result<DeviceRunResult> RunEngine(const Schedule& schedule, const Workload& workload,
+                                  const AttentionTensors<float>& inputs, const RunOptions& options, DeviceOps& ops,
+                                  std::vector<uint8_t> local, AttentionTensors<float>* outputs,
+                                  std::vector<uint8_t>* covered, std::mutex* collect_lock = nullptr);
 
 }  // namespace meshplan::exec

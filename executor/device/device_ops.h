@@ -1,8 +1,9 @@
-// What the device engine (executor/device/device_engine.h) needs from a device: memory, the four
-// streams of every rank it runs, op brackets that carry dependencies and timing, the attention
-// kernels, and transfers. Two implementations: CUDA (executor/cuda/cuda_device_ops.h: streams,
-// events, NCCL or device-to-device copies) and the host emulation (host_device_ops.h), which runs
-// everything at once in host memory so the engine can be tested without a GPU.
+// What the execution engine (executor/device/device_engine.h) needs from a device: memory, the
+// four streams of every rank it runs, op brackets that carry dependencies and timing, the
+// attention kernels, and transfers. Two backends: CUDA (executor/cuda/cuda_device_ops.h: streams,
+// events, NCCL or device-to-device copies) and the host (host_device_ops.h: a worker thread per
+// stream, host memory, copies or a Transport between processes). Work is asynchronous on both:
+// a call enqueues it on a stream and returns.
 //
 // Contract: the engine calls BeginOp before enqueuing an op's work and EndOp after it; work of an
 // op goes to the stream named in BeginOp. BeginOp makes that stream wait for the ops in `deps`
@@ -18,6 +19,7 @@
 #include "core/schedule.h"
 #include "core/status.h"
 #include "executor/device/kernel_args.h"
+#include "executor/run_options.h"
 
 namespace meshplan::exec {
 
@@ -31,15 +33,14 @@ struct Transfer {
   const void* src = nullptr;
   void* dst = nullptr;
   int64_t bytes = 0;
+  // Fault injection: the source is a silent peer, so nothing arrives; the receiving side fails
+  // (at its receive deadline where the backend can wait for one).
+  bool silent = false;
 };
 
 // Last op of each stream of a rank that used a buffer (-1: none); a buffer is freed only after
 // all of them completed.
 using StreamUses = std::array<int64_t, 4>;
-
-struct OpTimes {
-  double start_s = 0, end_s = 0;  // since the rank's start, measured on the device
-};
 
 class DeviceOps {
  public:
@@ -84,7 +85,11 @@ class DeviceOps {
   // Waits for all issued work, up to `timeout_s` (then aborts: NCCL communicators are aborted,
   // never left hanging), and reports errors naming the rank. Fills per-rank per-op times
   // (ranks not run here stay empty).
-  virtual Status Finish(double timeout_s, std::vector<std::vector<OpTimes>>* times) = 0;
+  virtual Status Finish(double timeout_s, std::vector<std::vector<OpTiming>>* times) = 0;
+  // After a failure on the host side (the engine could not issue an op): stops the run. Work not
+  // yet started is dropped, waits end, peers in other processes are told; returns when no work of
+  // this object runs any more, so buffers may be freed.
+  virtual void Abort(const Status& why) = 0;
 };
 
 }  // namespace meshplan::exec

@@ -78,6 +78,30 @@ float DecodeInput(InputType type, uint16_t bits) {
   return type == InputType::kBf16 ? Bf16ToFloat(bits) : Fp16ToFloat(bits);
 }
 
-const char* InputTypeName(InputType type) { return type == InputType::kBf16 ? "bf16" : "fp16"; }
+void EncodeInputs(InputType type, const float* src, int64_t n, void* dst) {
+  if (type == InputType::kFp32) {
+    std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+    return;
+  }
+  auto* out = static_cast<uint16_t*>(dst);
+  for (int64_t i = 0; i < n; ++i) out[i] = EncodeInput(type, src[i]);
+}
+
+float InputAt(InputType type, const void* data, int64_t i) {
+  if (type == InputType::kFp32) return static_cast<const float*>(data)[i];
+  return DecodeInput(type, static_cast<const uint16_t*>(data)[i]);
+}
+
+const char* InputTypeName(InputType type) {
+  switch (type) {
+    case InputType::kBf16:
+      return "bf16";
+    case InputType::kFp16:
+      return "fp16";
+    case InputType::kFp32:
+      return "fp32";
+  }
+  return "?";
+}
 
 }  // namespace meshplan::exec

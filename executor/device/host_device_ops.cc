@@ -1,46 +1,169 @@
 #include "executor/device/host_device_ops.h"
 
+#include <cstdio>
+#include <algorithm>
 #include <cstring>
 
 #include "executor/device/host_kernels.h"
 
 namespace meshplan::exec {
 
-void HostMailbox::Post(const Transfer& t, const void* data) {
-  const char* bytes = static_cast<const char*>(data);
+namespace {
+
+constexpr int kStreams = 4;
+constexpr auto kNoDeadline = std::chrono::steady_clock::time_point::max();
+
+// The transport tag of a transfer: its two ops identify it (a pair of ops moves its tensors in
+// one fixed order, and per (peer, tag) messages arrive in order). Below 2^50, where the tags of
+// gather (executor/gather.h) begin.
+constexpr uint32_t kMaxTaggedOps = uint32_t{1} << 25;
+int64_t TransferTag(const Transfer& t) { return (static_cast<int64_t>(t.src_op) << 25) | t.dst_op; }
+
+}  // namespace
+
+struct HostDeviceOps::Worker {
+  int32_t rank = 0;
+  StreamId stream = StreamId::kCompute;
+  std::deque<Task> queue;
+  std::thread thread;
+};
+
+// One local-to-local transfer: the source stream reached it (ready), the copy is done (copied).
+struct HostDeviceOps::Rendezvous {
+  bool ready = false;
+  bool copied = false;
+};
+
+HostDeviceOps::HostDeviceOps(const Workload& workload, HostOpsConfig config)
+    : mask_(workload.mask), config_(config) {}
+
+HostDeviceOps::~HostDeviceOps() {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
-    messages_[{t.src_rank, t.dst_rank, t.src_op, t.dst_op}].emplace_back(bytes, bytes + t.bytes);
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (failure_.ok() && busy_ > 0) Fail(Status::Internal("host device destroyed while work was queued"));
+    stopping_ = true;
   }
   cv_.notify_all();
+  for (auto& w : workers_) {
+    if (w && w->thread.joinable()) w->thread.join();
+  }
 }
 
-Status HostMailbox::Take(const Transfer& t, void* data, std::chrono::milliseconds timeout) {
-  std::unique_lock<std::mutex> lock(mutex_);
-  auto& queue = messages_[{t.src_rank, t.dst_rank, t.src_op, t.dst_op}];
-  if (!cv_.wait_for(lock, timeout, [&] { return !queue.empty(); })) {
-    return Status::Internal("rank " + std::to_string(t.dst_rank) + " op " + std::to_string(t.dst_op) +
-                            ": nothing arrived from rank " + std::to_string(t.src_rank));
-  }
-  if (static_cast<int64_t>(queue.front().size()) != t.bytes) return Status::Internal("transfer size mismatch");
-  std::memcpy(data, queue.front().data(), queue.front().size());
-  queue.pop_front();
-  return Status::Ok();
+std::string HostDeviceOps::OpName(int32_t rank, uint32_t index) const {
+  const Op& op = schedule_->ranks[rank].ops[index];
+  return "rank " + std::to_string(rank) + " op " + std::to_string(index) + " (" +
+         std::string(op.phase == Phase::kForward ? "fwd " : "bwd ") + std::string(OpKindName(op.kind)) + ")";
+}
+
+double HostDeviceOps::Now() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
 }
 
 Status HostDeviceOps::Prepare(const Schedule& schedule, const std::vector<uint8_t>& local) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!workers_.empty()) return Status::Internal("host device prepared twice");
+  schedule_ = &schedule;
   const size_t n = static_cast<size_t>(schedule.num_ranks);
   local_ = local;
-  memory_.clear();
   memory_.resize(n);
   sizes_.assign(n, {});
   live_.assign(n, 0);
   peak_.assign(n, 0);
   times_.assign(n, {});
+  ended_.assign(n, {});
+  workers_.resize(n * kStreams);
   for (size_t r = 0; r < n; ++r) {
-    if (local_[r]) times_[r].assign(schedule.ranks[r].ops.size(), {});
+    if (!local_[r]) continue;
+    times_[r].assign(schedule.ranks[r].ops.size(), {});
+    ended_[r].assign(schedule.ranks[r].ops.size(), 0);
+    for (int s = 0; s < kStreams; ++s) {
+      auto w = std::make_unique<Worker>();
+      w->rank = static_cast<int32_t>(r);
+      w->stream = static_cast<StreamId>(s);
+      Worker* raw = w.get();
+      w->thread = std::thread([this, raw] { WorkerLoop(raw); });
+      workers_[r * kStreams + s] = std::move(w);
+    }
   }
+  start_ = std::chrono::steady_clock::now();
   return Status::Ok();
+}
+
+void HostDeviceOps::WorkerLoop(Worker* w) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (true) {
+    cv_.wait(lock, [&] { return stopping_ || !w->queue.empty(); });
+    if (w->queue.empty()) return;  // stopping
+    Task task = std::move(w->queue.front());
+    w->queue.pop_front();
+    if (failure_.ok()) {  // after a failure, queued work is dropped
+      ++running_;
+      lock.unlock();
+      Status st = task();
+      lock.lock();
+      --running_;
+      ++completed_;
+      if (!st.ok()) Fail(st);
+    }
+    --busy_;
+    cv_.notify_all();
+  }
+}
+
+void HostDeviceOps::Enqueue(int32_t rank, StreamId stream, Task task) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!failure_.ok()) return;
+    workers_[static_cast<size_t>(rank) * kStreams + static_cast<int>(stream)]->queue.push_back(std::move(task));
+    ++busy_;
+  }
+  cv_.notify_all();
+}
+
+Status HostDeviceOps::WaitUntil(std::unique_lock<std::mutex>& lock, const std::function<bool()>& ready,
+                                std::chrono::steady_clock::time_point deadline, const std::string& what) {
+  ++waiting_;
+  const bool ok = cv_.wait_until(lock, deadline, [&] { return !failure_.ok() || ready(); });
+  --waiting_;
+  if (!failure_.ok()) return Status::Io(what + ": aborted: " + failure_.message());
+  if (!ok) return Status::Io(what);
+  return Status::Ok();
+}
+
+void HostDeviceOps::Fail(const Status& status) {
+  if (!failure_.ok()) return;
+  failure_ = status;
+  cv_.notify_all();
+  // Peers in other processes stop too instead of waiting for this one.
+  if (config_.transport != nullptr) config_.transport->Abort(status.message());
+}
+
+void HostDeviceOps::Abort(const Status& why) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  Fail(why);
+  cv_.wait(lock, [&] { return busy_ == 0; });  // running tasks end: every wait ends on failure
+}
+
+bool HostDeviceOps::Ended(int32_t rank, const StreamUses& uses) const {
+  for (int64_t op : uses) {
+    if (op >= 0 && !ended_[rank][static_cast<size_t>(op)]) return false;
+  }
+  return true;
+}
+
+void HostDeviceOps::ReleasePending() {
+  size_t kept = 0;
+  for (size_t i = 0; i < pending_.size(); ++i) {
+    PendingFree& f = pending_[i];
+    if (Ended(f.rank, f.uses)) {
+      live_[f.rank] -= sizes_[f.rank][f.ptr];
+      sizes_[f.rank].erase(f.ptr);
+      memory_[f.rank].erase(f.ptr);
+    } else {
+      pending_[kept++] = f;
+    }
+  }
+  pending_.resize(kept);
 }
 
 Status HostDeviceOps::CheckPointer(int32_t rank, const void* ptr) const {
@@ -54,8 +177,13 @@ Status HostDeviceOps::CheckPointer(int32_t rank, const void* ptr) const {
 }
 
 Result<void*> HostDeviceOps::Allocate(int32_t rank, int64_t bytes, StreamId) {
+  std::lock_guard<std::mutex> lock(mutex_);
   MESHPLAN_RETURN_IF_ERROR(CheckPointer(rank, nullptr));
-  auto block = std::make_unique<char[]>(static_cast<size_t>(std::max<int64_t>(bytes, 1)));
+  std::unique_ptr<char[]> block(new (std::nothrow) char[static_cast<size_t>(std::max<int64_t>(bytes, 1))]);
+  if (block == nullptr) {
+    return Status::Internal("rank " + std::to_string(rank) + ": out of host memory allocating " +
+                            std::to_string(bytes) + " bytes");
+  }
   void* ptr = block.get();
   memory_[rank][ptr] = std::move(block);
   sizes_[rank][ptr] = bytes;
@@ -64,11 +192,11 @@ Result<void*> HostDeviceOps::Allocate(int32_t rank, int64_t bytes, StreamId) {
   return ptr;
 }
 
-Status HostDeviceOps::Free(int32_t rank, void* ptr, const StreamUses&) {
+Status HostDeviceOps::Free(int32_t rank, void* ptr, const StreamUses& uses) {
+  std::lock_guard<std::mutex> lock(mutex_);
   MESHPLAN_RETURN_IF_ERROR(CheckPointer(rank, ptr));
-  live_[rank] -= sizes_[rank][ptr];
-  sizes_[rank].erase(ptr);
-  memory_[rank].erase(ptr);
+  pending_.push_back({rank, ptr, uses});
+  ReleasePending();
   return Status::Ok();
 }
 
@@ -80,110 +208,273 @@ Result<void*> HostDeviceOps::Upload(int32_t rank, const void* host, int64_t byte
 }
 
 Status HostDeviceOps::Download(int32_t rank, void* host, const void* device, int64_t bytes) {
-  MESHPLAN_RETURN_IF_ERROR(CheckPointer(rank, device));
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    MESHPLAN_RETURN_IF_ERROR(CheckPointer(rank, device));
+  }
   if (bytes > 0) std::memcpy(host, device, static_cast<size_t>(bytes));
   return Status::Ok();
 }
 
 Status HostDeviceOps::Start() {
+  std::lock_guard<std::mutex> lock(mutex_);
   start_ = std::chrono::steady_clock::now();
   return Status::Ok();
 }
 
-Status HostDeviceOps::BeginOp(int32_t rank, uint32_t op, StreamId, const std::vector<uint32_t>&) {
-  MESHPLAN_RETURN_IF_ERROR(CheckPointer(rank, nullptr));
-  times_[rank][op].start_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+Status HostDeviceOps::BeginOp(int32_t rank, uint32_t op, StreamId stream, const std::vector<uint32_t>& deps) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    MESHPLAN_RETURN_IF_ERROR(CheckPointer(rank, nullptr));
+  }
+  Enqueue(rank, stream, [this, rank, op, deps]() -> Status {
+    std::unique_lock<std::mutex> lock(mutex_);
+    MESHPLAN_RETURN_IF_ERROR(WaitUntil(
+        lock,
+        [&] {
+          for (uint32_t d : deps) {
+            if (!ended_[rank][d]) return false;
+          }
+          return true;
+        },
+        kNoDeadline, OpName(rank, op) + ": waiting for its dependencies"));
+    times_[rank][op].start_s = Now();
+    return Status::Ok();
+  });
   return Status::Ok();
 }
 
-Status HostDeviceOps::EndOp(int32_t rank, uint32_t op, StreamId) {
-  MESHPLAN_RETURN_IF_ERROR(CheckPointer(rank, nullptr));
-  times_[rank][op].end_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+Status HostDeviceOps::EndOp(int32_t rank, uint32_t op, StreamId stream) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    MESHPLAN_RETURN_IF_ERROR(CheckPointer(rank, nullptr));
+  }
+  Enqueue(rank, stream, [this, rank, op]() -> Status {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      times_[rank][op].end_s = Now();
+      ended_[rank][op] = 1;
+      ReleasePending();
+    }
+    cv_.notify_all();
+    return Status::Ok();
+  });
   return Status::Ok();
 }
 
-Status HostDeviceOps::Forward(int32_t rank, StreamId, const BlockProblem& p, const TensorView& q, const TensorView& k,
-                              const TensorView& v, const TensorView& o, const TensorView& lse) {
-  for (const TensorView* t : {&q, &k, &v, &o, &lse}) MESHPLAN_RETURN_IF_ERROR(CheckPointer(rank, t->data));
-  HostBlockForward(p, mask_, q, k, v, o, lse);
+Status HostDeviceOps::Forward(int32_t rank, StreamId stream, const BlockProblem& p, const TensorView& q,
+                              const TensorView& k, const TensorView& v, const TensorView& o, const TensorView& lse) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const TensorView* t : {&q, &k, &v, &o, &lse}) MESHPLAN_RETURN_IF_ERROR(CheckPointer(rank, t->data));
+  }
+  Enqueue(rank, stream, [this, p, q, k, v, o, lse] {
+    HostBlockForward(p, mask_, q, k, v, o, lse);
+    return Status::Ok();
+  });
   return Status::Ok();
 }
 
-Status HostDeviceOps::Backward(int32_t rank, StreamId, const BlockProblem& p, const TensorView& q, const TensorView& k,
-                               const TensorView& v, const TensorView& d_o, const TensorView& lse,
+Status HostDeviceOps::Backward(int32_t rank, StreamId stream, const BlockProblem& p, const TensorView& q,
+                               const TensorView& k, const TensorView& v, const TensorView& d_o, const TensorView& lse,
                                const TensorView& delta, const TensorView& dq, const TensorView& dk,
                                const TensorView& dv) {
-  for (const TensorView* t : {&q, &k, &v, &d_o, &lse, &delta, &dq, &dk, &dv}) {
-    MESHPLAN_RETURN_IF_ERROR(CheckPointer(rank, t->data));
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const TensorView* t : {&q, &k, &v, &d_o, &lse, &delta, &dq, &dk, &dv}) {
+      MESHPLAN_RETURN_IF_ERROR(CheckPointer(rank, t->data));
+    }
   }
-  HostBlockBackward(p, mask_, q, k, v, d_o, lse, delta, dq, dk, dv);
+  Enqueue(rank, stream, [this, p, q, k, v, d_o, lse, delta, dq, dk, dv] {
+    HostBlockBackward(p, mask_, q, k, v, d_o, lse, delta, dq, dk, dv);
+    return Status::Ok();
+  });
   return Status::Ok();
 }
 
-Status HostDeviceOps::MergePartial(int32_t rank, StreamId, float* o, float* lse, const float* o_in,
+Status HostDeviceOps::MergePartial(int32_t rank, StreamId stream, float* o, float* lse, const float* o_in,
                                    const float* lse_in, int64_t count, int32_t dim) {
-  for (const void* ptr : {static_cast<const void*>(o), static_cast<const void*>(lse), static_cast<const void*>(o_in),
-                          static_cast<const void*>(lse_in)}) {
-    MESHPLAN_RETURN_IF_ERROR(CheckPointer(rank, ptr));
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const void* ptr : {static_cast<const void*>(o), static_cast<const void*>(lse),
+                            static_cast<const void*>(o_in), static_cast<const void*>(lse_in)}) {
+      MESHPLAN_RETURN_IF_ERROR(CheckPointer(rank, ptr));
+    }
   }
-  HostMergePartial(o, lse, o_in, lse_in, count, dim);
+  Enqueue(rank, stream, [=] {
+    HostMergePartial(o, lse, o_in, lse_in, count, dim);
+    return Status::Ok();
+  });
   return Status::Ok();
 }
 
-Status HostDeviceOps::AddInto(int32_t rank, StreamId, float* acc, const float* in, int64_t n) {
-  MESHPLAN_RETURN_IF_ERROR(CheckPointer(rank, acc));
-  MESHPLAN_RETURN_IF_ERROR(CheckPointer(rank, in));
-  HostAddInto(acc, in, n);
+Status HostDeviceOps::AddInto(int32_t rank, StreamId stream, float* acc, const float* in, int64_t n) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    MESHPLAN_RETURN_IF_ERROR(CheckPointer(rank, acc));
+    MESHPLAN_RETURN_IF_ERROR(CheckPointer(rank, in));
+  }
+  Enqueue(rank, stream, [=] {
+    HostAddInto(acc, in, n);
+    return Status::Ok();
+  });
   return Status::Ok();
 }
 
-Status HostDeviceOps::Delta(int32_t rank, StreamId, InputType type, const float* o, const void* d_o, float* delta,
-                            int64_t batch, int64_t rows, int32_t heads, int32_t dim) {
-  MESHPLAN_RETURN_IF_ERROR(CheckPointer(rank, o));
-  MESHPLAN_RETURN_IF_ERROR(CheckPointer(rank, d_o));
-  MESHPLAN_RETURN_IF_ERROR(CheckPointer(rank, delta));
-  HostDelta(type, o, d_o, delta, batch, rows, heads, dim);
+Status HostDeviceOps::Delta(int32_t rank, StreamId stream, InputType type, const float* o, const void* d_o,
+                            float* delta, int64_t batch, int64_t rows, int32_t heads, int32_t dim) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    MESHPLAN_RETURN_IF_ERROR(CheckPointer(rank, o));
+    MESHPLAN_RETURN_IF_ERROR(CheckPointer(rank, d_o));
+    MESHPLAN_RETURN_IF_ERROR(CheckPointer(rank, delta));
+  }
+  Enqueue(rank, stream, [=] {
+    HostDelta(type, o, d_o, delta, batch, rows, heads, dim);
+    return Status::Ok();
+  });
   return Status::Ok();
 }
 
-Status HostDeviceOps::Fill(int32_t rank, StreamId, float* data, float value, int64_t n) {
-  MESHPLAN_RETURN_IF_ERROR(CheckPointer(rank, data));
-  HostFill(data, value, n);
+Status HostDeviceOps::Fill(int32_t rank, StreamId stream, float* data, float value, int64_t n) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    MESHPLAN_RETURN_IF_ERROR(CheckPointer(rank, data));
+  }
+  Enqueue(rank, stream, [=] {
+    HostFill(data, value, n);
+    return Status::Ok();
+  });
   return Status::Ok();
 }
 
-Status HostDeviceOps::RowCopy(int32_t rank, StreamId, const exec::RowCopy& copy) {
-  MESHPLAN_RETURN_IF_ERROR(CheckPointer(rank, copy.src));
-  MESHPLAN_RETURN_IF_ERROR(CheckPointer(rank, copy.dst));
-  HostRowCopy(copy);
+Status HostDeviceOps::RowCopy(int32_t rank, StreamId stream, const exec::RowCopy& copy) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    MESHPLAN_RETURN_IF_ERROR(CheckPointer(rank, copy.src));
+    MESHPLAN_RETURN_IF_ERROR(CheckPointer(rank, copy.dst));
+  }
+  Enqueue(rank, stream, [copy] {
+    HostRowCopy(copy);
+    return Status::Ok();
+  });
   return Status::Ok();
 }
 
 Status HostDeviceOps::Exchange(const std::vector<Transfer>& transfers) {
-  // Sends first, as NCCL posts a whole group before any of it must complete.
   for (const Transfer& t : transfers) {
     const bool src_here = local_[t.src_rank] != 0, dst_here = local_[t.dst_rank] != 0;
-    if (src_here) MESHPLAN_RETURN_IF_ERROR(CheckPointer(t.src_rank, t.src));
-    if (dst_here) MESHPLAN_RETURN_IF_ERROR(CheckPointer(t.dst_rank, t.dst));
-    if (src_here && dst_here) {
-      if (t.bytes > 0) std::memcpy(t.dst, t.src, static_cast<size_t>(t.bytes));
-    } else if (src_here) {
-      if (mailbox_ == nullptr) return Status::Internal("transfer to another process without a mailbox");
-      mailbox_->Post(t, t.src);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (src_here) MESHPLAN_RETURN_IF_ERROR(CheckPointer(t.src_rank, t.src));
+      if (dst_here) MESHPLAN_RETURN_IF_ERROR(CheckPointer(t.dst_rank, t.dst));
     }
-  }
-  for (const Transfer& t : transfers) {
-    if (local_[t.dst_rank] && !local_[t.src_rank]) {
-      if (mailbox_ == nullptr) return Status::Internal("transfer from another process without a mailbox");
-      MESHPLAN_RETURN_IF_ERROR(mailbox_->Take(t, t.dst, std::chrono::milliseconds(20000)));
+    if ((!src_here || !dst_here) && (t.src_op >= kMaxTaggedOps || t.dst_op >= kMaxTaggedOps)) {
+      return Status::Invalid("ranks with more than 2^25 ops cannot exchange over a transport");
+    }
+    if ((!src_here || !dst_here) && config_.transport == nullptr) {
+      return Status::Internal("transfer between rank " + std::to_string(t.src_rank) + " and rank " +
+                              std::to_string(t.dst_rank) + " of another process without a transport");
+    }
+    const std::string recv_what = OpName(t.dst_rank, t.dst_op) + ": recv from rank " + std::to_string(t.src_rank);
+    const std::chrono::milliseconds timeout = config_.recv_timeout;
+    if (src_here && dst_here) {
+      // As CUDA device copies: the destination stream copies once the source stream reached the
+      // transfer; the source stream waits for the copy (its op may free the source after it).
+      auto rv = std::make_shared<Rendezvous>();
+      if (!t.silent) {
+        Enqueue(t.src_rank, t.src_stream, [this, rv, t]() -> Status {
+          std::unique_lock<std::mutex> lock(mutex_);
+          rv->ready = true;
+          cv_.notify_all();
+          return WaitUntil(lock, [&] { return rv->copied; }, kNoDeadline,
+                           OpName(t.src_rank, t.src_op) + ": send to rank " + std::to_string(t.dst_rank));
+        });
+      }
+      Enqueue(t.dst_rank, t.dst_stream, [this, rv, t, recv_what, timeout]() -> Status {
+        {
+          std::unique_lock<std::mutex> lock(mutex_);
+          MESHPLAN_RETURN_IF_ERROR(WaitUntil(lock, [&] { return rv->ready; },
+                                             std::chrono::steady_clock::now() + timeout,
+                                             recv_what + ": no message within the deadline (" +
+                                                 std::to_string(timeout.count()) + " ms)"));
+        }
+        if (t.bytes > 0) std::memcpy(t.dst, t.src, static_cast<size_t>(t.bytes));
+        {
+          std::lock_guard<std::mutex> lock(mutex_);
+          rv->copied = true;
+        }
+        cv_.notify_all();
+        return Status::Ok();
+      });
+    } else if (src_here) {
+      if (t.silent) continue;  // a silent peer drops what it sends
+      Enqueue(t.src_rank, t.src_stream, [this, t]() -> Status {
+        std::vector<float> payload(static_cast<size_t>((t.bytes + 3) / 4));
+        if (t.bytes > 0) std::memcpy(payload.data(), t.src, static_cast<size_t>(t.bytes));
+        return config_.transport->Send(t.dst_rank, TransferTag(t), payload).WithContext(OpName(t.src_rank, t.src_op));
+      });
+    } else {
+      Enqueue(t.dst_rank, t.dst_stream, [this, t, timeout]() -> Status {
+        std::vector<float> payload;
+        {
+          std::lock_guard<std::mutex> lock(mutex_);
+          ++waiting_;
+        }
+        Status received =
+            config_.transport->Recv(t.src_rank, TransferTag(t), &payload, Clock::now() + timeout);
+        {
+          std::lock_guard<std::mutex> lock(mutex_);
+          --waiting_;
+        }
+        MESHPLAN_RETURN_IF_ERROR(received.WithContext(OpName(t.dst_rank, t.dst_op)));
+        if (static_cast<int64_t>(payload.size()) != (t.bytes + 3) / 4) {
+          return Status::Internal(OpName(t.dst_rank, t.dst_op) + ": received " + std::to_string(payload.size() * 4) +
+                                  " bytes from rank " + std::to_string(t.src_rank) + ", expected " +
+                                  std::to_string(t.bytes));
+        }
+        if (t.bytes > 0) std::memcpy(t.dst, payload.data(), static_cast<size_t>(t.bytes));
+        return Status::Ok();
+      });
     }
   }
   return Status::Ok();
 }
 
-Status HostDeviceOps::Finish(double, std::vector<std::vector<OpTimes>>* times) {
+Status HostDeviceOps::Finish(double timeout_s, std::vector<std::vector<OpTiming>>* times) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  // The timeout is for progress, as on CUDA: it restarts whenever a task ends.
+  const auto window = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(timeout_s));
+  while (busy_ > 0 && failure_.ok()) {
+    const int64_t before = completed_;
+    if (!cv_.wait_for(lock, window, [&] { return completed_ != before || !failure_.ok(); }) && !Computing()) {
+      char limit[32];
+      std::snprintf(limit, sizeof limit, "%g", timeout_s);
+      Fail(Status::Internal("no progress on the host streams for " + std::string(limit) + " s (" +
+                            std::to_string(busy_) + " tasks still queued or running)"));
+    }
+  }
+  cv_.wait(lock, [&] { return busy_ == 0; });
+  if (!failure_.ok()) return failure_;
   if (times != nullptr) *times = times_;
   return Status::Ok();
+}
+
+bool HostDeviceOps::Computing() const {
+  // A worker that runs a task without waiting in it (a kernel or a copy) is making progress, however
+  // long it takes; only workers that all wait (for deps, peers, messages) can be stuck.
+  return running_ > waiting_;
+}
+
+int64_t HostDeviceOps::live_bytes(int32_t rank) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return live_[rank];
+}
+
+int64_t HostDeviceOps::peak_bytes(int32_t rank) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return peak_[rank];
 }
 
 }  // namespace meshplan::exec

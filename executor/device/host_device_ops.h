@@ -1,46 +1,51 @@
-// DeviceOps emulated on the host: memory is host memory, every kernel and transfer runs the moment
-// it is enqueued (the launch order issues an op only after everything it waits for, so running at
-// issue time is a valid execution), and op times are host wall-clock times. Tests use it to run
-// the device engine on machines without a GPU.
+// DeviceOps on the host: the CPU backend of the one execution engine (device_engine.h).
+//
+// It behaves like a device, not like an interpreter: every (rank, stream) has a worker thread
+// that runs the work enqueued on that stream in order, and nothing runs at issue time. BeginOp
+// enqueues a wait for the op's dependencies (events: the ends of earlier ops of the rank), EndOp
+// records the op's end; kernels and copies run on the worker of their stream. So compute and
+// communication overlap as on a GPU, and a schedule that lacks a dependency between streams
+// races here as it would there (the engine's happens-before checker names it; see
+// RunOptions::check_dependencies).
+//
+// Transfers between ranks of this object (one engine for every rank) are copies with the same
+// rendezvous as CUDA device copies: the destination stream waits until the source stream reached
+// the transfer, copies, and the source stream waits for the copy. Transfers to or from ranks of
+// another process (one engine per process: threads joined by a ThreadFabric, or MPI) go through a
+// Transport: the source stream sends (buffered), the destination stream receives with the run's
+// receive timeout. Memory is host memory, freed when every op that used it has ended.
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
 #include <deque>
-#include <mutex>
-#include <tuple>
+#include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 #include "core/workload.h"
 #include "executor/block_kernels.h"
 #include "executor/device/device_ops.h"
+#include "executor/transport.h"
 
 namespace meshplan::exec {
 
-// Carries transfers between HostDeviceOps of different engines (one per emulated process, each
-// on its own thread), as NCCL carries them between processes: the sending side posts, the
-// receiving side waits for the post. Both sides enumerate a step's transfers in the same order.
-class HostMailbox {
- public:
-  void Post(const Transfer& t, const void* data);
-  // Fails when nothing arrives within `timeout`.
-  Status Take(const Transfer& t, void* data, std::chrono::milliseconds timeout);
-
- private:
-  using Key = std::tuple<int32_t, int32_t, uint32_t, uint32_t>;  // src, dst, src op, dst op
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  std::map<Key, std::deque<std::vector<char>>> messages_;
+struct HostOpsConfig {
+  // Carries transfers to and from ranks this object does not run (null: every rank is local).
+  Transport* transport = nullptr;
+  // A receive or rendezvous waiting longer than this fails, naming the rank, op and peer.
+  std::chrono::milliseconds recv_timeout{30000};
 };
 
 class HostDeviceOps : public DeviceOps {
  public:
-  explicit HostDeviceOps(const Workload& workload, std::shared_ptr<HostMailbox> mailbox = nullptr)
-      : mask_(workload.mask), mailbox_(std::move(mailbox)) {}
+  HostDeviceOps(const Workload& workload, HostOpsConfig config = {});
+  ~HostDeviceOps() override;  // aborts what is still queued and joins the workers
 
-  std::string Describe() const override { return "host emulation"; }
+  std::string Describe() const override { return "host (a worker thread per rank and stream)"; }
   Status Prepare(const Schedule& schedule, const std::vector<uint8_t>& local) override;
   Result<void*> Allocate(int32_t rank, int64_t bytes, StreamId stream) override;
   Status Free(int32_t rank, void* ptr, const StreamUses& uses) override;
@@ -62,24 +67,59 @@ class HostDeviceOps : public DeviceOps {
   Status Fill(int32_t rank, StreamId stream, float* data, float value, int64_t n) override;
   Status RowCopy(int32_t rank, StreamId stream, const exec::RowCopy& copy) override;
   Status Exchange(const std::vector<Transfer>& transfers) override;
-  Status Finish(double timeout_s, std::vector<std::vector<OpTimes>>* times) override;
+  Status Finish(double timeout_s, std::vector<std::vector<OpTiming>>* times) override;
+  void Abort(const Status& why) override;
 
   // Bytes currently allocated and the most ever allocated at once, per rank (tests check that
   // buffers are released during the run).
-  int64_t live_bytes(int32_t rank) const { return live_[rank]; }
-  int64_t peak_bytes(int32_t rank) const { return peak_[rank]; }
+  int64_t live_bytes(int32_t rank) const;
+  int64_t peak_bytes(int32_t rank) const;
 
  private:
-  Status CheckPointer(int32_t rank, const void* ptr) const;
+  using Task = std::function<Status()>;
+  struct Worker;
+  struct Rendezvous;
+
+  // Queues `task` on (rank, stream); it runs after everything queued there before it.
+  void Enqueue(int32_t rank, StreamId stream, Task task);
+  void WorkerLoop(Worker* worker);
+  // Waits (lock held) until `ready` or the run is aborted or `deadline` passes.
+  Status WaitUntil(std::unique_lock<std::mutex>& lock, const std::function<bool()>& ready,
+                   std::chrono::steady_clock::time_point deadline, const std::string& what);
+  void Fail(const Status& status);  // lock held
+  void ReleasePending();            // lock held: frees buffers whose last users ended
+  bool Ended(int32_t rank, const StreamUses& uses) const;  // lock held
+  Status CheckPointer(int32_t rank, const void* ptr) const;  // lock held
+  std::string OpName(int32_t rank, uint32_t op) const;
+  double Now() const;
 
   MaskRule mask_;
-  std::shared_ptr<HostMailbox> mailbox_;
+  HostOpsConfig config_;
+  const Schedule* schedule_ = nullptr;
   std::vector<uint8_t> local_;
+  std::chrono::steady_clock::time_point start_;
+
+  mutable std::mutex mutex_;
+  std::condition_variable cv_;  // any change: queued work, ended ops, rendezvous, abort
+  std::vector<std::unique_ptr<Worker>> workers_;  // [rank * 4 + stream], local ranks only
+  std::vector<std::vector<uint8_t>> ended_;       // [rank][op]: the op's end was reached
+  std::vector<std::vector<OpTiming>> times_;
   std::vector<std::map<const void*, std::unique_ptr<char[]>>> memory_;
   std::vector<std::map<const void*, int64_t>> sizes_;
+  struct PendingFree {
+    int32_t rank;
+    void* ptr;
+    StreamUses uses;
+  };
+  std::vector<PendingFree> pending_;
   std::vector<int64_t> live_, peak_;
-  std::vector<std::vector<OpTimes>> times_;
-  std::chrono::steady_clock::time_point start_;
+  bool Computing() const;  // lock held
+  int busy_ = 0;            // tasks queued or running on any worker
+  int running_ = 0;         // tasks running
+  int waiting_ = 0;         // running tasks that wait (deps, peers, messages)
+  int64_t completed_ = 0;   // tasks that ended
+  bool stopping_ = false;
+  Status failure_;  // the first failure; set, every queued task is dropped and every wait ends
 };
 
 }  // namespace meshplan::exec

@@ -2,7 +2,7 @@
 // host memory with the same argument types and semantics. They let the device engine's logic
 // (placement, transfers, all-to-all assembly, merges) run and be checked on a machine without a
 // GPU; the block math is the CPU kernels' (executor/block_kernels.h) on inputs decoded from
-// bf16/fp16. The mask comes from the MaskRule, not from BlockProblem::mask (host pointers only).
+// bf16/fp16 (fp32 inputs are read in place). The mask comes from the MaskRule, not from BlockProblem::mask (host pointers only).
 #pragma once
 
 #include <cstdint>

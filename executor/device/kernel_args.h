@@ -4,14 +4,18 @@
 //
 // Layout of every tensor view: memory [batch][rows][heads][dim], row-major (dim fastest),
 // holding the global heads [head_begin, head_begin + heads). LSE and D views use dim = 1.
-// Inputs Q, K, V, dO are bf16 or fp16 (InputType); accumulators O, LSE, D, dQ, dK, dV are fp32.
+// Inputs Q, K, V, dO are bf16, fp16 or fp32 (InputType; the CUDA kernels take bf16 and fp16, the
+// host backend all three); accumulators O, LSE, D, dQ, dK, dV are fp32.
 #pragma once
 
 #include <cstdint>
 
 namespace meshplan::exec {
 
-enum class InputType : uint8_t { kBf16, kFp16 };
+enum class InputType : uint8_t { kBf16, kFp16, kFp32 };
+
+// Bytes of one input element.
+inline int32_t InputBytes(InputType type) { return type == InputType::kFp32 ? 4 : 2; }
 
 // Which kernel family runs a block. kAuto picks tensor cores (WMMA, sm_80+, dim 64 or 128) and
 // falls back to the portable SIMT kernels otherwise.

@@ -64,9 +64,18 @@ GpuCase Build(const Case& c, Pass pass, uint64_t seed, InputType type, int64_t s
   return g;
 }
 
-void RunAndCheck(const GpuCase& g, cuda::CudaRunConfig config, double tolerance) {
+// The CUDA backend with device copies between the ranks of this process.
+ExecuteConfig CudaConfig(InputType type = InputType::kBf16) {
+  ExecuteConfig c;
+  c.backend = Backend::kCuda;
+  c.transport = TransportKind::kLocal;
+  c.run.type = type;
+  return c;
+}
+
+void RunAndCheck(const GpuCase& g, ExecuteConfig config, double tolerance) {
   config.poison = true;
-  auto run = cuda::ExecuteOnCuda(g.schedule, g.w, g.in, config);
+  auto run = Execute(g.schedule, g.w, g.in, config);
   ASSERT_TRUE(run.ok()) << g.what << ": " << run.status().message();
   EXPECT_LT(MaxRelativeError(run->outputs.o, g.ref.o), tolerance) << "O " << g.what;
   EXPECT_LT(MaxRelativeError(run->outputs.lse, g.ref.lse), tolerance) << "LSE " << g.what;
@@ -94,7 +103,7 @@ TEST_P(GpuEngine, EverySchemeOnVirtualRanksMatchesPlainAttention) {
     for (const Case& c : SchemeCases(P, mask)) {
       for (Pass pass : {Pass::kForward, Pass::kForwardBackward}) {
         const GpuCase g = Build(c, pass, seeds(), InputType::kBf16, 192, 64);
-        RunAndCheck(g, {}, 2e-2);
+        RunAndCheck(g, CudaConfig(), 2e-2);
         if (HasFailure()) return;
       }
     }
@@ -110,11 +119,10 @@ TEST(GpuEngineVariants, SimtKernelsAndFp16) {
   std::mt19937_64 seeds(77);
   for (const Case& c : SchemeCases(4, Mask::Causal())) {
     if (c.params.scheme != Scheme::kRing && c.params.scheme != Scheme::kMesh && c.params.scheme != Scheme::kUsp) continue;
-    cuda::CudaRunConfig simt;
-    simt.path = KernelPath::kSimt;
+    ExecuteConfig simt = CudaConfig();
+    simt.run.path = KernelPath::kSimt;
     RunAndCheck(Build(c, Pass::kForwardBackward, seeds(), InputType::kBf16, 1024, 128), simt, 2e-2);
-    cuda::CudaRunConfig fp16;
-    fp16.type = InputType::kFp16;
+    ExecuteConfig fp16 = CudaConfig(InputType::kFp16);
     // fp16 keeps 11 significant bits (unit roundoff 2^-12 = 2.4e-4): about 20x that.
     RunAndCheck(Build(c, Pass::kForwardBackward, seeds(), InputType::kFp16, 1024, 128), fp16, 5e-3);
     if (HasFailure()) return;
@@ -129,8 +137,8 @@ TEST(GpuEngineVariants, NcclAcrossGpusOfOneProcess) {
   if (*count < 4) GTEST_SKIP() << "needs 4 GPUs, " << *count << " visible";
   std::mt19937_64 seeds(5);
   for (const Case& c : SchemeCases(4, Mask::Causal())) {
-    cuda::CudaRunConfig nccl;
-    nccl.transfers = cuda::TransferKind::kNccl;
+    ExecuteConfig nccl = CudaConfig();
+    nccl.transport = TransportKind::kNccl;
     RunAndCheck(Build(c, Pass::kForwardBackward, seeds(), InputType::kBf16, 512, 128), nccl, 2e-2);
     if (HasFailure()) return;
   }
@@ -142,10 +150,10 @@ TEST(GpuEngineVariants, InjectedFailureNamesRankAndOp) {
   Case c{4, Params(Scheme::kRing, Layout::kZigzag), Mask::Causal(), 4, 4, 1};
   c.params.ring = 4;
   const GpuCase g = Build(c, Pass::kForward, 1, InputType::kBf16, 256, 64);
-  cuda::CudaRunConfig config;
-  config.fail_rank = 1;
-  config.fail_op = 2;
-  auto run = cuda::ExecuteOnCuda(g.schedule, g.w, g.in, config);
+  ExecuteConfig config = CudaConfig();
+  config.run.fail_rank = 1;
+  config.run.fail_op = 2;
+  auto run = Execute(g.schedule, g.w, g.in, config);
   ASSERT_FALSE(run.ok());
   EXPECT_NE(run.status().message().find("rank 1 op 2"), std::string::npos) << run.status().message();
 }

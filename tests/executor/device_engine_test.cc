@@ -1,10 +1,11 @@
-// The GPU executor's engine (executor/device/device_engine.h) on its host emulation
-// (host_device_ops.h): every scheme's schedule, issued in launch order with bf16 inputs, computes
+// The execution engine (executor/device/device_engine.h) on the host backend (host_device_ops.h,
+// real asynchronous streams): every scheme's schedule, issued in launch order with bf16 inputs, computes
 // exact attention. Expected values: plain double-precision attention (executor/reference.h) on the
 // same bf16-rounded inputs, so the only error left is fp32 arithmetic: max relative error below
 // 1e-5, as for the CPU executor. Outputs start as NaN so an element no rank wrote fails the check.
-// The same engine then runs with one engine per emulated process (threads joined by a mailbox, as
-// NCCL joins processes), which exercises the host-side tracking of remote ranks.
+// The same engine then runs with one engine per emulated process (threads joined by in-process
+// transports, as MPI or NCCL join processes), which exercises the host-side tracking of remote
+// ranks. Every run checks happens-before (RunOptions::check_dependencies).
 #include <gtest/gtest.h>
 
 #include <random>
@@ -16,6 +17,7 @@
 #include "executor/execute.h"
 #include "executor/gather.h"
 #include "executor/reference.h"
+#include "executor/thread_transport.h"
 #include "planner/strategy.h"
 #include "tests/executor/scheme_cases.h"
 
@@ -88,8 +90,9 @@ void ExpectMatches(const Prepared& p, const AttentionTensors<float>& got, double
 void RunAllLocal(const Prepared& p, InputType type) {
   HostDeviceOps ops(p.w);
   {
-    DeviceRunOptions options;
+    RunOptions options;
     options.type = type;
+    options.check_dependencies = true;
     DeviceEngine engine(p.schedule, p.w, options, ops, std::vector<uint8_t>(p.schedule.num_ranks, 1));
     ASSERT_TRUE(engine.LoadInputs(p.in).ok()) << p.what;
     auto run = engine.Run();
@@ -97,7 +100,7 @@ void RunAllLocal(const Prepared& p, InputType type) {
     ASSERT_EQ(run->times.size(), static_cast<size_t>(p.schedule.num_ranks));
     for (int64_t r = 0; r < p.schedule.num_ranks; ++r) {
       ASSERT_EQ(run->times[r].size(), p.schedule.ranks[r].ops.size()) << p.what;
-      for (const OpTimes& t : run->times[r]) ASSERT_LE(t.start_s, t.end_s) << p.what;
+      for (const OpTiming& t : run->times[r]) ASSERT_LE(t.start_s, t.end_s) << p.what;
     }
     AttentionTensors<float> out = PoisonedOutputs(p.w);
     std::vector<uint8_t> covered(CoverageSize(p.w), 0);
@@ -147,7 +150,9 @@ TEST(DeviceEngine, ReleasesBuffersDuringTheRun) {
   auto p = Prepare(c, Pass::kForward, 7, InputType::kBf16);
   ASSERT_TRUE(p.has_value());
   HostDeviceOps ops(p->w);
-  DeviceEngine engine(p->schedule, p->w, {}, ops, std::vector<uint8_t>(8, 1));
+  RunOptions bf16;
+  bf16.type = InputType::kBf16;
+  DeviceEngine engine(p->schedule, p->w, bf16, ops, std::vector<uint8_t>(8, 1));
   ASSERT_TRUE(engine.LoadInputs(p->in).ok());
   auto run = engine.Run();
   ASSERT_TRUE(run.ok()) << run.status().message();
@@ -160,22 +165,26 @@ TEST(DeviceEngine, ReleasesBuffersDuringTheRun) {
 // One engine per emulated process, each running one rank and tracking the others' metadata.
 void RunOneRankPerProcess(const Prepared& p) {
   const int ranks = static_cast<int>(p.schedule.num_ranks);
-  auto mailbox = std::make_shared<HostMailbox>();
+  auto transports = MakeThreadTransports(ranks);
   std::vector<AttentionTensors<float>> outs(ranks);
   std::vector<std::vector<uint8_t>> covered(ranks, std::vector<uint8_t>(CoverageSize(p.w), 0));
   std::vector<Status> status(ranks);
   std::vector<std::thread> threads;
   for (int r = 0; r < ranks; ++r) {
     threads.emplace_back([&, r] {
-      HostDeviceOps ops(p.w, mailbox);
+      HostDeviceOps ops(p.w, {transports[r].get()});
       std::vector<uint8_t> local(ranks, 0);
       local[r] = 1;
-      DeviceEngine engine(p.schedule, p.w, {}, ops, local);
+      RunOptions options;
+      options.type = InputType::kBf16;
+      options.check_dependencies = true;
+      DeviceEngine engine(p.schedule, p.w, options, ops, local);
       status[r] = engine.LoadInputs(p.in);
       if (!status[r].ok()) return;
       auto run = engine.Run();
       if (!run.ok()) {
         status[r] = run.status();
+        transports[r]->Abort(status[r].message());
         return;
       }
       outs[r] = OutputTensors(p.w);
@@ -239,7 +248,8 @@ TEST(DeviceEngine, InjectedFailureNamesTheRankAndOp) {
     }
     ASSERT_GE(index, 0);
     HostDeviceOps ops(p->w);
-    DeviceRunOptions options;
+    RunOptions options;
+    options.type = InputType::kBf16;
     options.fail_rank = 2;
     options.fail_op = index;
     DeviceEngine engine(p->schedule, p->w, options, ops, std::vector<uint8_t>(4, 1));

@@ -1,4 +1,5 @@
-// Every scheme's schedule, run for real on P in-process ranks, computes exact attention: O, LSE,
+// Every scheme's schedule, run for real on P in-process ranks (host backend, one engine per rank
+// on its own thread, fp32 inputs, happens-before checked), computes exact attention: O, LSE,
 // dQ, dK and dV match plain double-precision attention (executor/reference.h) with a maximum
 // relative error (max |x - ref| / max |ref| per tensor) below 1e-5. Inputs are random with a
 // fresh seed per case, printed on failure.
@@ -48,9 +49,10 @@ void Check(const Case& c, uint64_t seed) {
     in.k = ToFloat(ref.k);
     in.v = ToFloat(ref.v);
     in.d_o = ToFloat(ref.d_o);
-    RunOptions options;
-    options.recv_timeout = std::chrono::milliseconds(20000);
-    auto run = ExecuteOnThreads(*schedule, w, in, options);
+    ExecuteConfig config;
+    config.run.recv_timeout = std::chrono::milliseconds(20000);
+    config.run.check_dependencies = true;
+    auto run = Execute(*schedule, w, in, config);
     ASSERT_TRUE(run.ok()) << what << ": " << run.status().message();
     EXPECT_LT(MaxRelativeError(run->outputs.o, ref.o), 1e-5) << "O " << what;
     EXPECT_LT(MaxRelativeError(run->outputs.lse, ref.lse), 1e-5) << "LSE " << what;

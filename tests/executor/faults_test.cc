@@ -61,12 +61,12 @@ double SecondsOf(Clock::time_point start) { return std::chrono::duration<double>
 TEST(ExecutorFaults, AFailingRankStopsEveryRankAndIsNamed) {
   for (Scheme scheme : {Scheme::kRing, Scheme::kMesh, Scheme::kAttention2D}) {
     Fixture f = Make(scheme);
-    RunOptions options;
-    options.recv_timeout = std::chrono::milliseconds(20000);  // the abort, not the timeout, must end it
-    options.fail_rank = 2;
-    options.fail_op = 3;
+    ExecuteConfig config;
+    config.run.recv_timeout = std::chrono::milliseconds(20000);  // the abort, not the timeout, must end it
+    config.run.fail_rank = 2;
+    config.run.fail_op = 3;
     const auto start = Clock::now();
-    auto r = ExecuteOnThreads(f.schedule, f.w, f.inputs, options);
+    auto r = Execute(f.schedule, f.w, f.inputs, config);
     ASSERT_FALSE(r.ok()) << SchemeName(scheme);
     EXPECT_NE(r.status().message().find("rank 2 op 3"), std::string::npos) << r.status().message();
     EXPECT_NE(r.status().message().find("injected failure"), std::string::npos) << r.status().message();
@@ -77,11 +77,11 @@ TEST(ExecutorFaults, AFailingRankStopsEveryRankAndIsNamed) {
 TEST(ExecutorFaults, APeerThatNeverAnswersEndsTheRunAtTheDeadline) {
   for (Scheme scheme : {Scheme::kRing, Scheme::kAllGatherKV}) {
     Fixture f = Make(scheme);
-    RunOptions options;
-    options.recv_timeout = std::chrono::milliseconds(300);
-    options.silent_rank = 1;
+    ExecuteConfig config;
+    config.run.recv_timeout = std::chrono::milliseconds(300);
+    config.run.silent_rank = 1;
     const auto start = Clock::now();
-    auto r = ExecuteOnThreads(f.schedule, f.w, f.inputs, options);
+    auto r = Execute(f.schedule, f.w, f.inputs, config);
     ASSERT_FALSE(r.ok()) << SchemeName(scheme);
     // Some rank's receive timed out (which one first depends on thread timing: rank 1 itself may
     // be waiting for a peer that waits for it); the error names that rank, its op and the peer.
@@ -97,7 +97,7 @@ TEST(ExecutorFaults, APeerThatNeverAnswersEndsTheRunAtTheDeadline) {
 TEST(ExecutorFaults, WithoutFaultsTheSameRunsSucceed) {
   for (Scheme scheme : {Scheme::kRing, Scheme::kMesh, Scheme::kAttention2D, Scheme::kAllGatherKV}) {
     Fixture f = Make(scheme);
-    auto r = ExecuteOnThreads(f.schedule, f.w, f.inputs, {});
+    auto r = Execute(f.schedule, f.w, f.inputs, {});
     EXPECT_TRUE(r.ok()) << SchemeName(scheme) << ": " << r.status().message();
   }
 }

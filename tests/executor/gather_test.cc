@@ -77,7 +77,7 @@ TEST(Gather, RankOutputsGatheredAtRankZeroEqualTheThreadedRun) {
     in.v = ToFloat(d.v);
     in.d_o = ToFloat(d.d_o);
 
-    auto expected = ExecuteOnThreads(*schedule, w, in);
+    auto expected = Execute(*schedule, w, in, {});
     ASSERT_TRUE(expected.ok()) << expected.status().message();
 
     auto transports = MakeThreadTransports(4);
@@ -96,7 +96,7 @@ TEST(Gather, RankOutputsGatheredAtRankZeroEqualTheThreadedRun) {
         AttentionTensors<float> out = OutputTensors(w);
         std::vector<uint8_t> covered(CoverageSize(w), 0);
         std::vector<OpTiming> timings;
-        status[r] = ExecuteRank(*schedule, w, in, t, RunOptions{}, &out, &covered, &timings);
+        status[r] = ExecuteRank(*schedule, w, in, ExecuteConfig{}, t, &out, &covered, &timings);
         if (!status[r].ok()) return;
         auto gathered = GatherOutputs(t, w, out, covered, timings, deadline);
         if (r == 0) {
