@@ -18,8 +18,7 @@
 #include "core/units.h"
 #include "executor/execute.h"
 #include "executor/gather.h"
-#include "executor/npy.h"
-#include "executor/reference.h"
+#include "executor/run_files.h"
 #include "planner/context.h"
 #include "planner/strategy.h"
 #include "simulator/plan_simulation.h"
@@ -134,44 +133,6 @@ Result<Schedule> ExpandPlan(const Plan& plan, const Topology& topology, bool wid
   return strategy->Expand(ctx, plan.params);
 }
 
-TensorF FromNpy(const exec::NpyArray& array) {
-  TensorF t(array.shape[0], array.shape[1], array.shape[2], array.shape[3]);
-  for (size_t i = 0; i < array.values.size(); ++i) t.data[i] = static_cast<float>(array.values[i]);
-  return t;
-}
-
-TensorF ToFloat(const TensorD& t) {
-  TensorF f(t.batch, t.tokens, t.heads, t.dim);
-  for (size_t i = 0; i < t.data.size(); ++i) f.data[i] = static_cast<float>(t.data[i]);
-  return f;
-}
-
-
-Result<AttentionTensors<float>> LoadInputs(const std::string& dir, const Workload& w) {
-  AttentionTensors<float> in;
-  const std::vector<int64_t> q_shape = {w.batch, w.seq_len, w.q_heads, w.head_dim};
-  const std::vector<int64_t> kv_shape = {w.batch, w.seq_len, w.kv_heads, w.head_dim};
-  struct File {
-    const char* name;
-    const std::vector<int64_t>* shape;
-    TensorF* tensor;
-  };
-  std::vector<File> files = {
-      {"q.npy", &q_shape, &in.q}, {"k.npy", &kv_shape, &in.k}, {"v.npy", &kv_shape, &in.v}};
-  if (HasBackward(w.pass)) files.push_back({"d_o.npy", &q_shape, &in.d_o});
-  for (const File& f : files) {
-    auto array = exec::ReadNpyWithShape((fs::path(dir) / f.name).string(), *f.shape);
-    if (!array.ok()) {
-      // Every problem with an input file is the user's to fix (exit 2), I/O errors included.
-      return array.status().code() == ErrorCode::kNotFound
-                 ? array.status()
-                 : Status::Invalid(array.status().message());
-    }
-    *f.tensor = FromNpy(*array);
-  }
-  return in;
-}
-
 Result<Prepared> Prepare(const ExecuteFlags& flags) {
   MESHPLAN_RETURN_IF_ERROR(CheckFlags(flags));
   Prepared p;
@@ -203,15 +164,11 @@ Result<Prepared> Prepare(const ExecuteFlags& flags) {
   const bool cuda = flags.backend == "cuda";
   const Workload& w = p.plan.workload;
   if (!flags.inputs.empty()) {
-    auto in = LoadInputs(flags.inputs, w);
+    auto in = exec::ReadInputFiles(flags.inputs, w);
     if (!in.ok()) return in.status();
     p.inputs = std::move(in).value();
   } else {
-    const AttentionTensors<double> random = exec::RandomInputs(w, flags.seed);
-    p.inputs.q = ToFloat(random.q);
-    p.inputs.k = ToFloat(random.k);
-    p.inputs.v = ToFloat(random.v);
-    if (HasBackward(w.pass)) p.inputs.d_o = ToFloat(random.d_o);
+    p.inputs = exec::RandomRunInputs(w, flags.seed);
   }
   if (cuda) MESHPLAN_RETURN_IF_ERROR(PrepareCuda(flags, &p));
   return p;

@@ -8,6 +8,7 @@
 #include "tools/execute_run.h"
 #if MESHPLAN_HAVE_CUDA
 #include "executor/device/half_float.h"
+#include "executor/output_check.h"
 #endif
 
 namespace meshplan::tools {
@@ -51,7 +52,7 @@ Status PrepareCuda(const ExecuteFlags& flags, Prepared* p) {
   p->config.run.path = PathOf(flags);
   p->config.run.progress_timeout_s = flags.timeout_s;
   for (exec::TensorF* t : {&p->inputs.q, &p->inputs.k, &p->inputs.v, &p->inputs.d_o}) Round(type, *t);
-  p->tolerance = type == exec::InputType::kBf16 ? kCheckToleranceBf16 : kCheckToleranceFp16;
+  p->tolerance = exec::CheckTolerance(type);
   p->precision = std::string(exec::InputTypeName(type)) +
                  " inputs (the check's reference uses the same rounded values), fp32 accumulation";
   return Status::Ok();

@@ -12,8 +12,9 @@
 
 #include "core/json_writer.h"
 #include "core/units.h"
-#include "executor/npy.h"
-#include "executor/reference.h"
+#include "executor/output_check.h"
+#include "executor/run_files.h"
+#include "executor/timeline.h"
 #include "simulator/plan_simulation.h"
 #include "tools/cli_common.h"
 #include "tools/text_format.h"
@@ -27,183 +28,36 @@ using exec::OpTiming;
 using exec::TensorD;
 using exec::TensorF;
 
-TensorD ToDouble(const TensorF& t) {
-  TensorD d(t.batch, t.tokens, t.heads, t.dim);
-  for (size_t i = 0; i < t.data.size(); ++i) d.data[i] = t.data[i];
-  return d;
-}
-
 // ---- what a run produced, and the report --------------------------------------------------------
 
-struct Spread {
-  double min = 0, mean = 0, max = 0;
-};
-
-Spread SpreadOf(const std::vector<double>& values) {
-  Spread s;
-  if (values.empty()) return s;
-  s.min = *std::min_element(values.begin(), values.end());
-  s.max = *std::max_element(values.begin(), values.end());
-  double sum = 0;
-  for (double v : values) sum += v;
-  s.mean = sum / static_cast<double>(values.size());
-  return s;
-}
-
-// Per-rank timeline, defined as the simulator's (sim::RankStats): compute = compute-stream busy
-// time (computes and merges), exposed communication = the rank's last op end - compute, idle =
-// the run's end (the latest last op end) - the rank's last op end.
-struct Timeline {
-  double run_s = 0;  // latest op end over all ranks, from the run's start
-  Spread compute, exposed, idle;
-};
-
-Timeline MeasureTimeline(const Schedule& schedule,
-                         const std::vector<std::vector<OpTiming>>& timings) {
-  std::vector<double> compute, last_end;
-  for (size_t r = 0; r < timings.size(); ++r) {
-    const std::vector<Op>& ops = schedule.ranks[r].ops;
-    double busy = 0, end = 0;
-    for (size_t i = 0; i < timings[r].size() && i < ops.size(); ++i) {
-      if (ops[i].stream == StreamId::kCompute) busy += timings[r][i].end_s - timings[r][i].start_s;
-      end = std::max(end, timings[r][i].end_s);
-    }
-    compute.push_back(busy);
-    last_end.push_back(end);
-  }
-  Timeline t;
-  t.run_s = last_end.empty() ? 0 : *std::max_element(last_end.begin(), last_end.end());
-  std::vector<double> exposed, idle;
-  for (size_t r = 0; r < last_end.size(); ++r) {
-    exposed.push_back(std::max(0.0, last_end[r] - compute[r]));
-    idle.push_back(t.run_s - last_end[r]);
-  }
-  t.compute = SpreadOf(compute);
-  t.exposed = SpreadOf(exposed);
-  t.idle = SpreadOf(idle);
-  return t;
-}
-
-Timeline PredictedTimeline(const sim::SimResult& result) {
+exec::RunTimeline PredictedTimeline(const sim::SimResult& result) {
   std::vector<double> compute, exposed, idle;
   for (const sim::RankStats& s : result.ranks) {
     compute.push_back(s.compute_s);
     exposed.push_back(s.exposed_comm_s);
     idle.push_back(s.idle_s);
   }
-  Timeline t;
+  exec::RunTimeline t;
   t.run_s = result.total_s;
-  t.compute = SpreadOf(compute);
-  t.exposed = SpreadOf(exposed);
-  t.idle = SpreadOf(idle);
+  t.compute = exec::SpreadOf(compute);
+  t.exposed = exec::SpreadOf(exposed);
+  t.idle = exec::SpreadOf(idle);
   return t;
 }
 
 double Fraction(double part, double whole) { return whole > 0 ? part / whole : 0; }
-
-// max |x - ref| / max |ref| over the finite reference values; a non-finite result where the
-// reference is finite (or an LSE of -inf where the reference has one, the other way round) is an
-// infinite error, so NaNs never pass.
-double MaxRelativeError(const TensorF& got, const TensorD& want) {
-  double worst = 0, scale = 0;
-  for (size_t i = 0; i < want.data.size(); ++i) {
-    const double x = got.data[i], ref = want.data[i];
-    if (!std::isfinite(ref)) {
-      if (!(x == ref)) return INFINITY;
-      continue;
-    }
-    if (!std::isfinite(x)) return INFINITY;
-    worst = std::max(worst, std::abs(x - ref));
-    scale = std::max(scale, std::abs(ref));
-  }
-  return scale > 0 ? worst / scale : worst;
-}
-
-struct CheckResult {
-  double tolerance = kCheckTolerance;
-  std::vector<std::pair<std::string, double>> errors;  // tensor name, max relative error
-  bool passed() const {
-    for (const auto& [name, error] : errors) {
-      if (!(error <= tolerance)) return false;
-    }
-    return true;
-  }
-};
-
-CheckResult Check(const Workload& w, const AttentionTensors<float>& in,
-                  const AttentionTensors<float>& out) {
-  // The reference sees exactly the float inputs the executor saw, in double.
-  AttentionTensors<double> ref;
-  ref.q = ToDouble(in.q);
-  ref.k = ToDouble(in.k);
-  ref.v = ToDouble(in.v);
-  ref.o = TensorD(w.batch, w.seq_len, w.q_heads, w.head_dim);
-  ref.lse = TensorD(w.batch, w.seq_len, w.q_heads, 1);
-  exec::ReferenceForward(w, ref);
-  CheckResult c;
-  c.errors.push_back({"O", MaxRelativeError(out.o, ref.o)});
-  c.errors.push_back({"LSE", MaxRelativeError(out.lse, ref.lse)});
-  if (HasBackward(w.pass)) {
-    ref.d_o = ToDouble(in.d_o);
-    ref.dq = TensorD(w.batch, w.seq_len, w.q_heads, w.head_dim);
-    ref.dk = TensorD(w.batch, w.seq_len, w.kv_heads, w.head_dim);
-    ref.dv = TensorD(w.batch, w.seq_len, w.kv_heads, w.head_dim);
-    exec::ReferenceBackward(w, ref);
-    c.errors.push_back({"dQ", MaxRelativeError(out.dq, ref.dq)});
-    c.errors.push_back({"dK", MaxRelativeError(out.dk, ref.dk)});
-    c.errors.push_back({"dV", MaxRelativeError(out.dv, ref.dv)});
-  }
-  return c;
-}
-
-// Writes the outputs the pass produced into `dir` (created when missing). On failure removes the
-// files this call wrote, so a failed run leaves no output files. Returns the file names.
-Result<std::vector<std::string>> WriteOutputs(const std::string& dir, const Workload& w,
-                                              const AttentionTensors<float>& out) {
-  std::error_code error;
-  fs::create_directories(dir, error);
-  if (error)
-    return Status::Io(dir + ": cannot create the output directory (" + error.message() + ")");
-  struct File {
-    const char* name;
-    std::vector<int64_t> shape;
-    const TensorF* tensor;
-  };
-  const std::vector<int64_t> q_shape = {w.batch, w.seq_len, w.q_heads, w.head_dim};
-  const std::vector<int64_t> kv_shape = {w.batch, w.seq_len, w.kv_heads, w.head_dim};
-  std::vector<File> files;
-  if (HasForward(w.pass)) {
-    files.push_back({"o.npy", q_shape, &out.o});
-    files.push_back({"lse.npy", {w.batch, w.seq_len, w.q_heads}, &out.lse});
-  }
-  if (HasBackward(w.pass)) {
-    files.push_back({"dq.npy", q_shape, &out.dq});
-    files.push_back({"dk.npy", kv_shape, &out.dk});
-    files.push_back({"dv.npy", kv_shape, &out.dv});
-  }
-  std::vector<std::string> written;
-  for (const File& f : files) {
-    const std::string path = (fs::path(dir) / f.name).string();
-    if (Status st = exec::WriteNpyFloat32(path, f.shape, f.tensor->data); !st.ok()) {
-      for (const std::string& name : written) fs::remove(fs::path(dir) / name, error);
-      return st.code() == ErrorCode::kInvalidInput ? Status::Io(st.message()) : st;
-    }
-    written.push_back(f.name);
-  }
-  return written;
-}
 
 struct Report {
   const ExecuteFlags* flags = nullptr;
   const Prepared* prepared = nullptr;
   int ranks = 0;
   double wall_s = 0;
-  Timeline measured;
+  exec::RunTimeline measured;
   bool have_prediction = false;
-  Timeline predicted;
+  exec::RunTimeline predicted;
   std::string prediction_error;  // why there is no prediction
   bool checked = false;
-  CheckResult check;
+  exec::OutputCheck check;
   std::vector<std::string> written;  // output files (names in flags->outputs)
   std::string run;                    // what ran where
 };
@@ -232,7 +86,7 @@ std::string RenderTable(const Report& r) {
   out += "measured:  " + FormatSeconds(r.wall_s) + " wall; last op ends at " +
          FormatSeconds(r.measured.run_s) + "\n";
   out += "per rank over " + std::to_string(r.ranks) + " ranks (measured):\n";
-  const Timeline& m = r.measured;
+  const exec::RunTimeline& m = r.measured;
   out += Columns(
       {{"", "min", "mean", "max"},
        {"compute", FormatSeconds(m.compute.min), FormatSeconds(m.compute.mean),
@@ -244,7 +98,7 @@ std::string RenderTable(const Report& r) {
   out += "\npredicted vs measured (simulated on " + std::to_string(topology.num_gpus()) + " x " +
          topology.gpu.model + ", " + topology.name + "):\n";
   if (r.have_prediction) {
-    const Timeline& p = r.predicted;
+    const exec::RunTimeline& p = r.predicted;
     auto pct = [](double part, double whole) {
       return Fixed(Fraction(part, whole) * 100, 1) + "%";
     };
@@ -285,11 +139,11 @@ std::string RenderTable(const Report& r) {
   return out;
 }
 
-void TimelineJson(JsonWriter& j, const Timeline& t) {
+void TimelineJson(JsonWriter& j, const exec::RunTimeline& t) {
   j.BeginObject();
   j.Key("time_s");
   j.Number(t.run_s);
-  for (const auto& [key, s] : {std::pair<const char*, const Spread*>{"compute_s", &t.compute},
+  for (const auto& [key, s] : {std::pair<const char*, const exec::Spread*>{"compute_s", &t.compute},
                                {"exposed_comm_s", &t.exposed},
                                {"idle_s", &t.idle}}) {
     j.Key(key);
@@ -403,7 +257,7 @@ int FinishExecution(const ExecuteFlags& flags, const Prepared& p, const Attentio
   r.prepared = &p;
   r.ranks = static_cast<int>(p.schedule.num_ranks);
   r.wall_s = wall_s;
-  r.measured = MeasureTimeline(p.schedule, timings);
+  r.measured = exec::MeasureTimeline(p.schedule, timings);
   sim::SimOptions options;
   options.record_op_times = false;
   auto sim = sim::SimulatePlan(p.plan, p.topology, options);
@@ -415,12 +269,12 @@ int FinishExecution(const ExecuteFlags& flags, const Prepared& p, const Attentio
   }
   if (flags.check) {
     r.checked = true;
-    r.check = Check(p.plan.workload, p.inputs, outputs);
+    r.check = exec::CheckOutputs(p.plan.workload, p.inputs, outputs, p.tolerance);
     r.check.tolerance = p.tolerance;
   }
   const bool passed = !r.checked || r.check.passed();
   if (passed && !flags.outputs.empty()) {
-    auto written = WriteOutputs(flags.outputs, p.plan.workload, outputs);
+    auto written = exec::WriteOutputFiles(flags.outputs, p.plan.workload, outputs);
     if (!written.ok()) return ReportError(written.status());
     r.written = std::move(written).value();
   }

@@ -10,20 +10,11 @@
 #include "core/schedule.h"
 #include "core/topology.h"
 #include "executor/execute.h"
+#include "executor/output_check.h"
 #include "executor/tensor.h"
 #include "executor/transport.h"
 
 namespace meshplan::tools {
-
-// --check fails when any output's max relative error exceeds the run's tolerance: 1e-4 for the
-// CPU backend (fp32 arithmetic on the float inputs). The CUDA backend rounds the inputs to its
-// input type before the run and the reference sees the same rounded values, so what remains is
-// the kernels' rounding of P and dS to that type before the tensor-core products and fp32
-// accumulation: bf16 keeps 8 significant bits (unit roundoff 2^-9 = 2e-3), allowed 10x that;
-// fp16 keeps 11 (2^-12 = 2.4e-4), allowed about 20x.
-constexpr double kCheckTolerance = 1e-4;
-constexpr double kCheckToleranceBf16 = 2e-2;
-constexpr double kCheckToleranceFp16 = 5e-3;
 
 struct ExecuteFlags {
   std::string plan;
@@ -51,7 +42,7 @@ struct Prepared {
   Schedule schedule;
   exec::AttentionTensors<float> inputs;
   exec::ExecuteConfig config;  // backend, transport, run options (inputs' type, timeouts, faults)
-  double tolerance = kCheckTolerance;
+  double tolerance = exec::CheckTolerance(exec::InputType::kFp32);  // --check (executor/output_check.h)
   std::string precision = "computed in fp32";  // how the run treats numbers, for the report
 };
 

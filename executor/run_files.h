@@ -1,0 +1,27 @@
+// The inputs and outputs of a run as files and seeds: q.npy, k.npy, v.npy ([B,S,Hq,d],
+// [B,S,Hkv,d]) and d_o.npy for a backward in; o.npy, lse.npy ([B,S,Hq]), dq.npy, dk.npy, dv.npy out.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "core/workload.h"
+#include "executor/tensor.h"
+
+namespace meshplan::exec {
+
+// Reads the inputs of `w` from `dir`; every problem with a file is the user's (kInvalidInput or
+// kNotFound), naming the file.
+Result<AttentionTensors<float>> ReadInputFiles(const std::string& dir, const Workload& w);
+
+// Random inputs of `w` from `seed` (executor/reference.h RandomInputs, as floats).
+AttentionTensors<float> RandomRunInputs(const Workload& w, uint64_t seed);
+
+// Writes the outputs the pass produced into `dir` (created when missing). On failure removes the
+// files this call wrote, so a failed run leaves no output files. Returns the file names.
+Result<std::vector<std::string>> WriteOutputFiles(const std::string& dir, const Workload& w,
+                                                  const AttentionTensors<float>& out);
+
+}  // namespace meshplan::exec
