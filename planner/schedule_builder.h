@@ -1,7 +1,7 @@
 // Building blocks shared by the schemes' schedule expansions (docs/schedules.md): block
 // computes, ring passes (KV shifts plus an owner-last dK+dV chain), collectives, tags, the
-// rank-grid check. Nothing scheme-specific: each scheme's expansion lives in its file in
-// planner/schemes/.
+// rank-grid check. Each scheme's expansion lives in its own file in planner/schemes/ and builds
+// on these; the channels of every tag stay listed here so that they remain distinct.
 #pragma once
 
 #include <cstdint>
