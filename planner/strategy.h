@@ -1,6 +1,7 @@
 // One strategy per scheme. A strategy knows its scheme's rules and nothing about timing engines
 // or GPUs: it enumerates parameter choices, evaluates them analytically and expands them into
-// the per-rank schedule that the simulator and the executor consume.
+// the per-rank schedule that the simulator and the executor consume. Each scheme's strategy is
+// one file, planner/schemes/<name>.cc, listed in planner/schemes/registry.cc.
 #pragma once
 
 #include <memory>
@@ -26,6 +27,7 @@ class Strategy {
   virtual Result<Schedule> Expand(const PlanContext& ctx, const SchemeParams& params) const = 0;
 };
 
+// The strategy of `scheme`, from the registry; nullptr for a scheme the registry lacks.
 std::unique_ptr<Strategy> MakeStrategy(Scheme scheme);
 
 }  // namespace meshplan::planner

@@ -1,12 +1,26 @@
 // ATTENTION2D: each rank computes an a x b tile of the attention matrix (the Mesh assignment),
 // moving Q and K,V with all-gathers and partial outputs with reduce-scatters (docs/schemes.md).
+// Expansion (docs/schedules.md): rank g = x + a*y (x: q coordinate, y: kv coordinate) computes
+// the a x b blocks (Q_i, KV_j) with i in its Q group {a*y .. a*y+a-1} and j = x (mod a), i.e. the
+// Mesh assignment AM[i][j] = a*floor(i/a) + (j mod a). Data moves only in ring collectives:
+// all-gather Q over the Q group and KV over the KV group, reduce-scatter O+LSE (forward) or dQ
+// and dK+dV (backward) back to the owners.
 #include "planner/compute_model.h"
-#include "planner/schedules/expand.h"
+#include "planner/schedule_builder.h"
 #include "planner/schemes/common.h"
 #include "planner/schemes/patterns.h"
-#include "planner/schemes/strategies.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::planner::schemes {
+namespace {
+
+class Attention2DStrategy final : public Strategy {
+ public:
+  Scheme scheme() const override { return Scheme::kAttention2D; }
+  std::vector<SchemeParams> Enumerate(const PlanContext& ctx) const override;
+  Estimate Evaluate(const PlanContext& ctx, const SchemeParams& params) const override;
+  Result<Schedule> Expand(const PlanContext& ctx, const SchemeParams& params) const override;
+};
 
 std::vector<SchemeParams> Attention2DStrategy::Enumerate(const PlanContext& ctx) const {
   std::vector<SchemeParams> out;
@@ -52,8 +66,92 @@ Estimate Attention2DStrategy::Evaluate(const PlanContext& ctx, const SchemeParam
   return e;
 }
 
-Result<Schedule> Attention2DStrategy::Expand(const PlanContext& ctx, const SchemeParams& p) const {
-  return ExpandAttention2D(ctx, p);
+// Own block first, then the rest of the tile in ring order. In the forward the own block needs
+// no gathered data. In the backward every block waits for the Q-side gather: it follows the
+// forward's reduce-scatter on the collective stream, which is what makes the own shard's O and
+// LSE final (D = rowsum(dO * O) and the backward's P = exp(S - LSE) need the final values).
+void EmitTile(RankProgram& prog, const PlanContext& ctx, const ShardLayout& layout, Phase phase,
+              int64_t a, int64_t b, int64_t rank, std::optional<uint32_t> q_gather,
+              std::optional<uint32_t> kv_gather) {
+  const bool backward = phase == Phase::kBackward;
+  const int64_t n = a * b, x = rank % a, base = rank - x;
+  for (int64_t dy = 0; dy < b; ++dy) {
+    const int64_t j = (rank + dy * a) % n;  // KV group member shards, own first
+    for (int64_t dx = 0; dx < a; ++dx) {
+      const int64_t i = base + (x + dx) % a;  // Q group member shards, own first
+      sched::EmitCompute(
+          prog, ctx, layout, phase, i, j, 0, ctx.workload.q_heads, -1,
+          sched::Deps({dx > 0 || backward ? q_gather : std::nullopt, dy > 0 ? kv_gather : std::nullopt}));
+    }
+  }
+}
+
+Result<Schedule> Attention2DStrategy::Expand(const PlanContext& ctx,
+                                             const SchemeParams& params) const {
+  const int64_t a = params.tile_a, b = params.tile_b, p = ctx.num_ranks;
+  const Workload& w = ctx.workload;
+  const ShardLayout layout{params.layout, w.seq_len, p, 1};
+  MESHPLAN_RETURN_IF_ERROR(sched::CheckGrid(ctx, params, layout, 1));
+  const ShardBytes& sb = ctx.shard;
+  const auto times = [](int64_t k, double bytes) {
+    return sched::WholeBytes(static_cast<double>(k) * bytes);
+  };
+  // Per-rank bytes (docs/schemes.md, attention2d row): all-gather and reduce-scatter over g ranks
+  // of a shard x both send (g-1)*x.
+  const int64_t fwd_q = times(a - 1, sb.q), kv = times(b - 1, sb.kv);
+  const int64_t fwd_o = times(a - 1, sb.o_partial + sb.lse);
+  const int64_t bwd_q =
+      params.cache_forward ? times(a - 1, sb.q + 2 * sb.lse) : times(a - 1, 2 * sb.q + 2 * sb.lse);
+  const uint16_t bwd_q_tensors = static_cast<uint16_t>((params.cache_forward ? 0 : kTensorQ) |
+                                                       kTensorDO | kTensorLse | kTensorD);
+  const int64_t bwd_dq = times(a - 1, sb.dq_partial), bwd_dkv = times(b - 1, sb.dkv_partial);
+
+  Schedule s = sched::NewSchedule(ctx, params, layout, static_cast<size_t>(2 * a * b + 8));
+  // Groups 0..b-1: Q groups (by kv coordinate y); b..b+a-1: KV groups (by q coordinate x).
+  s.groups.resize(static_cast<size_t>(a + b));
+  for (int64_t y = 0; y < b; ++y) {
+    for (int64_t x = 0; x < a; ++x) s.groups[y].push_back(static_cast<int32_t>(x + a * y));
+  }
+  for (int64_t x = 0; x < a; ++x) {
+    for (int64_t y = 0; y < b; ++y) s.groups[b + x].push_back(static_cast<int32_t>(x + a * y));
+  }
+  for (int64_t g = 0; g < p; ++g) {
+    RankProgram& prog = s.ranks[g];
+    const int32_t qg = static_cast<int32_t>(g / a), kvg = static_cast<int32_t>(b + g % a);
+    auto collective = [&](OpKind kind, Phase phase, int32_t group, uint16_t tensors, int64_t bytes,
+                          const std::vector<uint32_t>& deps) {
+      auto op = sched::EmitCollective(prog, s, kind, phase, group, tensors, bytes, deps);
+      if (op) {
+        const bool q_side = group < b;
+        (q_side ? prog.ops[*op].q_shard : prog.ops[*op].kv_shard) = static_cast<int32_t>(g);
+      }
+      return op;
+    };
+    if (HasForward(w.pass)) {
+      auto q = collective(OpKind::kAllGather, Phase::kForward, qg, kTensorQ, fwd_q, {});
+      auto k = collective(OpKind::kAllGather, Phase::kForward, kvg, kTensorKV, kv, {});
+      EmitTile(prog, ctx, layout, Phase::kForward, a, b, g, q, k);
+      collective(OpKind::kReduceScatter, Phase::kForward, qg, kTensorO | kTensorLse, fwd_o,
+                 sched::Deps({sched::LastOnStream(prog, StreamId::kCompute)}));
+    }
+    if (HasBackward(w.pass)) {
+      auto q = collective(OpKind::kAllGather, Phase::kBackward, qg, bwd_q_tensors, bwd_q, {});
+      std::optional<uint32_t> k;
+      if (!params.cache_forward)
+        k = collective(OpKind::kAllGather, Phase::kBackward, kvg, kTensorKV, kv, {});
+      EmitTile(prog, ctx, layout, Phase::kBackward, a, b, g, q, k);
+      const auto done = sched::Deps({sched::LastOnStream(prog, StreamId::kCompute)});
+      collective(OpKind::kReduceScatter, Phase::kBackward, qg, kTensorDQ, bwd_dq, done);
+      collective(OpKind::kReduceScatter, Phase::kBackward, kvg, kTensorDKV, bwd_dkv, done);
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
+std::unique_ptr<Strategy> NewAttention2DStrategy() {
+  return std::make_unique<Attention2DStrategy>();
 }
 
 }  // namespace meshplan::planner::schemes

@@ -1,11 +1,14 @@
 // The head-parallel ring family: Ulysses, USP and LoongTrain are one pattern with different
 // ring shapes (an all-to-all over U ranks around no ring, a ring of R, or a double ring of
-// cp/w windows of w). Their strategies validate their own parameters and share this estimate,
-// as their expansions share one engine (planner/schedules/common.h, ExpandHeadRing).
+// cp/w windows of w). Their strategies validate their own parameters and share this estimate
+// and this expansion, so that the family's model and schedule cannot fork.
 #pragma once
+
+#include <cstdint>
 
 #include "core/layout.h"
 #include "core/plan.h"
+#include "core/schedule.h"
 #include "planner/context.h"
 #include "planner/estimate.h"
 
@@ -14,5 +17,14 @@ namespace meshplan::planner::schemes {
 // REQUIRES: p is a valid ulysses, usp or loongtrain plan and layout its compute layout
 // (R shards of the sequence, subdivided U ways).
 Estimate HeadRingEstimate(const PlanContext& ctx, const SchemeParams& p, const ShardLayout& layout);
+
+// Head-parallel (Ulysses degree u) x double-ring (r ring ranks in r/w windows of w) schedule:
+// Ulysses is r = 1, USP w = r. Rank = h + u*rho with ring rank rho = i + w*o (inner position i,
+// window o); `layout` has r shards subdivided u times. Per pass: all-to-all in (group: the u
+// ranks of rho), the double ring over the r ranks of one head index, all-to-all out.
+// docs/schedules.md describes every op.
+// REQUIRES: sched::CheckGrid passed; w >= 1 divides r.
+Schedule ExpandHeadRing(const PlanContext& ctx, const SchemeParams& params,
+                        const ShardLayout& layout, int64_t u, int64_t r, int64_t w);
 
 }  // namespace meshplan::planner::schemes

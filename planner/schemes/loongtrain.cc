@@ -1,11 +1,34 @@
 // LoongTrain: head parallelism hp x double-ring context parallelism cp with windows of w ranks
-// (docs/schemes.md).
-#include "planner/schedules/expand.h"
+// (docs/schemes.md). Expansion (docs/schedules.md): like USP, but the ring is a double ring:
+// cp/w rounds of w-1 inner shifts each, with the outer shift of the next round's KV overlapped
+// with the inner rotation.
+#include "planner/schedule_builder.h"
 #include "planner/schemes/common.h"
 #include "planner/schemes/head_ring.h"
-#include "planner/schemes/strategies.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::planner::schemes {
+namespace {
+
+class LoongTrainStrategy final : public Strategy {
+ public:
+  Scheme scheme() const override { return Scheme::kLoongTrain; }
+  std::vector<SchemeParams> Enumerate(const PlanContext& ctx) const override;
+  Estimate Evaluate(const PlanContext& ctx, const SchemeParams& params) const override;
+  Result<Schedule> Expand(const PlanContext& ctx, const SchemeParams& params) const override;
+};
+
+// The window rule, the one place enumeration, validity and expansion read it. Windows of w ring
+// ranks must tile the cp ring ranks: w >= 1 divides cp. A double ring proper has 1 < w < cp;
+// w = 1 (windows of one rank) or w = cp (one window) is a plain ring, which usp and ring already
+// offer, so the search skips it and Evaluate rejects it; Expand still builds it (the schedule is
+// well formed, and the expansion tests cover these edge cases).
+enum class Window { kNotDividing, kPlainRing, kDoubleRing };
+Window ClassifyWindow(int64_t cp, int64_t w) {
+  if (w < 1 || cp < 1 || cp % w != 0) return Window::kNotDividing;
+  if (w == 1 || w == cp) return Window::kPlainRing;
+  return Window::kDoubleRing;
+}
 
 std::vector<SchemeParams> LoongTrainStrategy::Enumerate(const PlanContext& ctx) const {
   std::vector<SchemeParams> out;
@@ -14,7 +37,7 @@ std::vector<SchemeParams> LoongTrainStrategy::Enumerate(const PlanContext& ctx) 
     if (!UlyssesProblem(w, hp).empty()) continue;
     const int64_t cp = ctx.num_ranks / hp;
     for (int64_t window : Divisors(cp)) {
-      if (window == 1 || window == cp) continue;  // one window or windows of one: a plain ring
+      if (ClassifyWindow(cp, window) != Window::kDoubleRing) continue;
       for (Layout layout : SearchLayouts(w.mask, false)) {
         for (bool cache : {false, true}) {
           if (cache && !HasBackward(w.pass)) continue;
@@ -55,12 +78,15 @@ Estimate LoongTrainStrategy::Evaluate(const PlanContext& ctx, const SchemeParams
     return Invalid(p, "hp x cp = " + std::to_string(p.ulysses) + " x " + std::to_string(p.ring) +
                           " must equal the " + std::to_string(ranks) + " GPUs");
   }
-  if (p.window < 1 || p.ring % p.window != 0) {
-    return Invalid(p, "window " + std::to_string(p.window) + " must divide cp = " + std::to_string(p.ring));
-  }
-  if (p.window == 1 || p.window == p.ring) {
-    return Invalid(p, "a double ring needs 1 < w < cp (cp = " + std::to_string(p.ring) +
-                          "); with w = 1 or w = cp it is a plain ring (use usp or ring)");
+  switch (ClassifyWindow(p.ring, p.window)) {
+    case Window::kNotDividing:
+      return Invalid(
+          p, "window " + std::to_string(p.window) + " must divide cp = " + std::to_string(p.ring));
+    case Window::kPlainRing:
+      return Invalid(p, "a double ring needs 1 < w < cp (cp = " + std::to_string(p.ring) +
+                            "); with w = 1 or w = cp it is a plain ring (use usp or ring)");
+    case Window::kDoubleRing:
+      break;
   }
   if (std::string why = UlyssesProblem(w, p.ulysses); !why.empty()) return Invalid(p, why);
   const ShardLayout layout{p.layout, w.seq_len, p.ring, p.ulysses};
@@ -69,8 +95,21 @@ Estimate LoongTrainStrategy::Evaluate(const PlanContext& ctx, const SchemeParams
   return HeadRingEstimate(ctx, p, layout);
 }
 
-Result<Schedule> LoongTrainStrategy::Expand(const PlanContext& ctx, const SchemeParams& p) const {
-  return ExpandLoongTrain(ctx, p);
+Result<Schedule> LoongTrainStrategy::Expand(const PlanContext& ctx,
+                                            const SchemeParams& params) const {
+  const int64_t u = params.ulysses, cp = params.ring, w = params.window;
+  if (u < 1 || cp < 1 || w < 1) return Status::Invalid("loongtrain needs head, cp and window >= 1");
+  if (ClassifyWindow(cp, w) == Window::kNotDividing) {
+    return Status::Invalid("loongtrain window " + std::to_string(w) + " does not divide cp " +
+                           std::to_string(cp));
+  }
+  const ShardLayout layout{params.layout, ctx.workload.seq_len, cp, u};
+  MESHPLAN_RETURN_IF_ERROR(sched::CheckGrid(ctx, params, layout, u));
+  return ExpandHeadRing(ctx, params, layout, u, cp, w);
 }
+
+}  // namespace
+
+std::unique_ptr<Strategy> NewLoongTrainStrategy() { return std::make_unique<LoongTrainStrategy>(); }
 
 }  // namespace meshplan::planner::schemes

@@ -1,11 +1,22 @@
 // Mesh x Ulysses hybrid: head parallelism of degree U, Mesh-Attention over the other P/U ranks
-// (docs/schemes.md). None of the published systems offers it.
-#include "planner/schedules/expand.h"
+// (docs/schemes.md). None of the published systems offers it. Its estimate and expansion are
+// the tile pass it shares with Mesh (mesh_tile.h), wrapped in the Ulysses all-to-alls.
+#include <algorithm>
+
 #include "planner/schemes/common.h"
-#include "planner/schemes/mesh_common.h"
-#include "planner/schemes/strategies.h"
+#include "planner/schemes/mesh_tile.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::planner::schemes {
+namespace {
+
+class MeshUlyssesStrategy final : public Strategy {
+ public:
+  Scheme scheme() const override { return Scheme::kMeshUlysses; }
+  std::vector<SchemeParams> Enumerate(const PlanContext& ctx) const override;
+  Estimate Evaluate(const PlanContext& ctx, const SchemeParams& params) const override;
+  Result<Schedule> Expand(const PlanContext& ctx, const SchemeParams& params) const override;
+};
 
 std::vector<SchemeParams> MeshUlyssesStrategy::Enumerate(const PlanContext& ctx) const {
   std::vector<SchemeParams> out;
@@ -46,8 +57,15 @@ Estimate MeshUlyssesStrategy::Evaluate(const PlanContext& ctx, const SchemeParam
   return e;
 }
 
-Result<Schedule> MeshUlyssesStrategy::Expand(const PlanContext& ctx, const SchemeParams& p) const {
-  return ExpandMeshUlysses(ctx, p);
+Result<Schedule> MeshUlyssesStrategy::Expand(const PlanContext& ctx,
+                                             const SchemeParams& params) const {
+  return ExpandMeshTiles(ctx, params, params.ulysses);
+}
+
+}  // namespace
+
+std::unique_ptr<Strategy> NewMeshUlyssesStrategy() {
+  return std::make_unique<MeshUlyssesStrategy>();
 }
 
 }  // namespace meshplan::planner::schemes

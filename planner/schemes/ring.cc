@@ -1,11 +1,24 @@
-// Ring-Attention: KV shards travel a ring of all P ranks (docs/schemes.md).
+// Ring-Attention: KV shards travel a ring of all P ranks (docs/schemes.md). Expansion
+// (docs/schedules.md, "Ring"): P steps per pass; KV moves rank r -> r-1, so rank r holds KV shard
+// (r + s) mod P at step s; the backward adds the owner-last dK+dV chain.
+#include <numeric>
+
 #include "planner/compute_model.h"
+#include "planner/schedule_builder.h"
 #include "planner/schemes/common.h"
 #include "planner/schemes/patterns.h"
-#include "planner/schemes/strategies.h"
-#include "planner/schedules/expand.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::planner::schemes {
+namespace {
+
+class RingStrategy final : public Strategy {
+ public:
+  Scheme scheme() const override { return Scheme::kRing; }
+  std::vector<SchemeParams> Enumerate(const PlanContext& ctx) const override;
+  Estimate Evaluate(const PlanContext& ctx, const SchemeParams& params) const override;
+  Result<Schedule> Expand(const PlanContext& ctx, const SchemeParams& params) const override;
+};
 
 std::vector<SchemeParams> RingStrategy::Enumerate(const PlanContext& ctx) const {
   SchemeParams p;
@@ -49,8 +62,43 @@ Estimate RingStrategy::Evaluate(const PlanContext& ctx, const SchemeParams& p) c
   return e;
 }
 
-Result<Schedule> RingStrategy::Expand(const PlanContext& ctx, const SchemeParams& p) const {
-  return ExpandRing(ctx, p);
+Result<Schedule> RingStrategy::Expand(const PlanContext& ctx, const SchemeParams& params) const {
+  const int64_t p = ctx.num_ranks;
+  const Workload& w = ctx.workload;
+  const ShardLayout layout{params.layout, w.seq_len, p, 1};
+  MESHPLAN_RETURN_IF_ERROR(sched::CheckGrid(ctx, params, layout, 1));
+
+  Schedule s = sched::NewSchedule(ctx, params, layout, static_cast<size_t>(7 * p));
+  std::vector<int32_t> ring(static_cast<size_t>(p));
+  std::iota(ring.begin(), ring.end(), 0);
+  std::vector<int64_t> shards(ring.begin(), ring.end());
+  for (int64_t r = 0; r < p; ++r) {
+    sched::RingPass pass;
+    pass.n = p;
+    pass.pos = r;
+    pass.rank_of = ring;
+    pass.kv_shard_of = shards;
+    pass.q_shard = r;
+    pass.head_begin = 0;
+    pass.head_count = w.q_heads;
+    pass.kv_bytes = sched::WholeBytes(ctx.shard.kv);
+    pass.dkv_bytes = sched::WholeBytes(ctx.shard.dkv_partial);
+    if (HasForward(w.pass)) {
+      pass.phase = Phase::kForward;
+      sched::EmitRingPass(s.ranks[r], ctx, layout, pass);
+    }
+    if (HasBackward(w.pass)) {
+      pass.phase = Phase::kBackward;
+      pass.move_kv = !params.cache_forward;  // cache: the forward left every KV shard here
+      pass.dkv_chain = true;
+      sched::EmitRingPass(s.ranks[r], ctx, layout, pass);
+    }
+  }
+  return s;
 }
+
+}  // namespace
+
+std::unique_ptr<Strategy> NewRingStrategy() { return std::make_unique<RingStrategy>(); }
 
 }  // namespace meshplan::planner::schemes

@@ -1,11 +1,22 @@
 // DeepSpeed-Ulysses: all-to-all from sequence shards to head shards, full-sequence attention on
-// Hq/P heads, all-to-all back (docs/schemes.md).
-#include "planner/schedules/expand.h"
+// Hq/P heads, all-to-all back (docs/schemes.md). Expansion (docs/schedules.md): the head-ring
+// schedule with a ring of one rank; the compute layout is one contiguous shard cut into U
+// sub-shards.
+#include "planner/schedule_builder.h"
 #include "planner/schemes/common.h"
 #include "planner/schemes/head_ring.h"
-#include "planner/schemes/strategies.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::planner::schemes {
+namespace {
+
+class UlyssesStrategy final : public Strategy {
+ public:
+  Scheme scheme() const override { return Scheme::kUlysses; }
+  std::vector<SchemeParams> Enumerate(const PlanContext& ctx) const override;
+  Estimate Evaluate(const PlanContext& ctx, const SchemeParams& params) const override;
+  Result<Schedule> Expand(const PlanContext& ctx, const SchemeParams& params) const override;
+};
 
 std::vector<SchemeParams> UlyssesStrategy::Enumerate(const PlanContext& ctx) const {
   SchemeParams p;
@@ -31,8 +42,15 @@ Estimate UlyssesStrategy::Evaluate(const PlanContext& ctx, const SchemeParams& p
   return HeadRingEstimate(ctx, p, layout);
 }
 
-Result<Schedule> UlyssesStrategy::Expand(const PlanContext& ctx, const SchemeParams& p) const {
-  return ExpandUlysses(ctx, p);
+Result<Schedule> UlyssesStrategy::Expand(const PlanContext& ctx, const SchemeParams& params) const {
+  const int64_t u = params.ulysses;
+  const ShardLayout layout{Layout::kContiguous, ctx.workload.seq_len, 1, u};
+  MESHPLAN_RETURN_IF_ERROR(sched::CheckGrid(ctx, params, layout, u));
+  return ExpandHeadRing(ctx, params, layout, u, /*r=*/1, /*w=*/1);
 }
+
+}  // namespace
+
+std::unique_ptr<Strategy> NewUlyssesStrategy() { return std::make_unique<UlyssesStrategy>(); }
 
 }  // namespace meshplan::planner::schemes

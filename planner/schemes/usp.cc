@@ -1,10 +1,22 @@
-// USP: Ulysses over U ranks x Ring over R ranks, P = U*R (docs/schemes.md).
-#include "planner/schedules/expand.h"
+// USP: Ulysses over U ranks x Ring over R ranks, P = U*R (docs/schemes.md). Expansion
+// (docs/schedules.md): all-to-all over the U ranks sharing a ring coordinate, then a ring over the
+// R ranks sharing a Ulysses index (heads [u*Hq/U, (u+1)*Hq/U)), then all-to-all back: the
+// head-ring schedule with a single window (w = R).
+#include "planner/schedule_builder.h"
 #include "planner/schemes/common.h"
 #include "planner/schemes/head_ring.h"
-#include "planner/schemes/strategies.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::planner::schemes {
+namespace {
+
+class UspStrategy final : public Strategy {
+ public:
+  Scheme scheme() const override { return Scheme::kUsp; }
+  std::vector<SchemeParams> Enumerate(const PlanContext& ctx) const override;
+  Estimate Evaluate(const PlanContext& ctx, const SchemeParams& params) const override;
+  Result<Schedule> Expand(const PlanContext& ctx, const SchemeParams& params) const override;
+};
 
 std::vector<SchemeParams> UspStrategy::Enumerate(const PlanContext& ctx) const {
   std::vector<SchemeParams> out;
@@ -40,8 +52,16 @@ Estimate UspStrategy::Evaluate(const PlanContext& ctx, const SchemeParams& p) co
   return HeadRingEstimate(ctx, p, layout);
 }
 
-Result<Schedule> UspStrategy::Expand(const PlanContext& ctx, const SchemeParams& p) const {
-  return ExpandUsp(ctx, p);
+Result<Schedule> UspStrategy::Expand(const PlanContext& ctx, const SchemeParams& params) const {
+  const int64_t u = params.ulysses, r = params.ring;
+  if (u < 1 || r < 1) return Status::Invalid("usp needs ulysses >= 1 and ring >= 1");
+  const ShardLayout layout{params.layout, ctx.workload.seq_len, r, u};
+  MESHPLAN_RETURN_IF_ERROR(sched::CheckGrid(ctx, params, layout, u));
+  return ExpandHeadRing(ctx, params, layout, u, r, /*w=*/r);
 }
+
+}  // namespace
+
+std::unique_ptr<Strategy> NewUspStrategy() { return std::make_unique<UspStrategy>(); }
 
 }  // namespace meshplan::planner::schemes

@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "core/kernel_time.h"
-#include "planner/schedules/expand.h"
+#include "planner/strategy.h"
 #include "simulator/simulate.h"
 
 namespace meshplan::sim {
@@ -156,7 +156,7 @@ TEST(SimulateGolden, RingForwardMatchesThePipelineFormula) {
     params.layout = Layout::kContiguous;
     params.ring = p;
     params.placement = {"cp"};
-    auto schedule = planner::ExpandRing(ctx, params);
+    auto schedule = planner::MakeStrategy(Scheme::kRing)->Expand(ctx, params);
     ASSERT_TRUE(schedule.ok()) << schedule.status().message();
     auto r = Simulate(*schedule, t, Identity(p), DType::kBf16);
     ASSERT_TRUE(r.ok()) << r.status().message();

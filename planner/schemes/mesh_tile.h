@@ -1,10 +1,13 @@
-// The Mesh-Attention evaluation shared by mesh and mesh-ulysses.
+// The Mesh-Attention tile pass shared by mesh and mesh-ulysses: its validity, its analytic
+// estimate and its schedule expansion, in one place so that the two cannot fork.
 #pragma once
 
 #include <string>
 
 #include "core/layout.h"
 #include "core/plan.h"
+#include "core/schedule.h"
+#include "core/status.h"
 #include "planner/comm_model.h"
 #include "planner/context.h"
 #include "planner/estimate.h"
@@ -18,5 +21,12 @@ std::string MeshTileProblem(const SchemeParams& params, int64_t mesh_ranks);
 // (mesh-ulysses only) around the tile pass, `heads` query heads per rank.
 void MeshTilePass(Estimate& e, const PlanContext& ctx, const SchemeParams& params,
                   const Placement& placement, const ShardLayout& layout, int64_t heads, Traffic& traffic);
+
+// The schedule of a mesh (u_degree = 1) or mesh-ulysses (u_degree = params.ulysses) plan: the
+// greedy step schedule of the a x b tile over M = P/U ranks, replayed for every rank, with the
+// Ulysses all-to-alls around it when U > 1 (docs/mesh-attention.md). Rank = u + U*m.
+// Invalid sizes, layouts and placements are errors.
+Result<Schedule> ExpandMeshTiles(const PlanContext& ctx, const SchemeParams& params,
+                                 int64_t u_degree);
 
 }  // namespace meshplan::planner::schemes

@@ -1,5 +1,7 @@
-// Building blocks shared by the schedule expansions of the non-Mesh schemes (docs/schedules.md):
-// block computes, ring passes (KV shifts plus an owner-last dK+dV chain), collectives, tags.
+// Building blocks shared by the schemes' schedule expansions (docs/schedules.md): block
+// computes, ring passes (KV shifts plus an owner-last dK+dV chain), collectives, tags, the
+// rank-grid check. Each scheme's expansion lives in its own file in planner/schemes/ and builds
+// on these; the channels of every tag stay listed here so that they remain distinct.
 #pragma once
 
 #include <cstdint>
@@ -81,15 +83,6 @@ struct RingPassResult {
 };
 RingPassResult EmitRingPass(RankProgram& prog, const PlanContext& ctx, const ShardLayout& layout,
                             const RingPass& pass);
-
-// Head-parallel (Ulysses degree u) x double-ring (r ring ranks in r/w windows of w) schedule,
-// shared by Ulysses (r = 1), USP (w = r) and LoongTrain. Rank = h + u*rho with ring rank
-// rho = i + w*o (inner position i, window o); `layout` has r shards subdivided u times. Per pass:
-// all-to-all in (group: the u ranks of rho), the double ring over the r ranks of one head
-// index, all-to-all out. docs/schedules.md describes every op.
-// REQUIRES: CheckGrid passed; w divides r.
-Schedule ExpandHeadRing(const PlanContext& ctx, const SchemeParams& params,
-                        const ShardLayout& layout, int64_t u, int64_t r, int64_t w);
 
 // Common checks: the rank grid has ctx.num_ranks ranks, the layout suits the mask, and the
 // Ulysses degree u divides the KV heads (and so the query heads).

@@ -1,5 +1,6 @@
-// Mesh-Attention and Mesh-Ulysses schedule expansion: bytes against docs/schemes.md's closed
-// forms, send/recv pairing, exactly-once block coverage, dependencies, zigzag balance.
+// Mesh-Attention and Mesh-Ulysses schedule expansion (planner/schemes/mesh_tile.cc, through the
+// mesh and mesh-ulysses strategies): bytes against docs/schemes.md's closed forms, send/recv
+// pairing, exactly-once block coverage, dependencies, zigzag balance.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,10 +14,15 @@
 #include "core/schedule.h"
 #include "core/topology.h"
 #include "planner/context.h"
-#include "planner/schedules/expand.h"
+#include "planner/strategy.h"
 
 namespace meshplan::planner {
 namespace {
+
+// The schedule of `params` from its scheme's strategy (mesh or mesh-ulysses).
+Result<Schedule> Expand(const PlanContext& ctx, const SchemeParams& params) {
+  return MakeStrategy(params.scheme)->Expand(ctx, params);
+}
 
 Topology FlatTopology(int64_t gpus) {
   Topology t;
@@ -106,7 +112,7 @@ void Build(const Config& c, Built& out) {
   out.params.reduce_chain = c.chain;
   out.params.placement = CanonicalPlacement(out.params.RankDims());
   const PlanContext ctx(out.w, out.topo);
-  out.sched = c.U > 1 ? ExpandMeshUlysses(ctx, out.params) : ExpandMesh(ctx, out.params);
+  out.sched = Expand(ctx, out.params);
 }
 
 // Home shard of canonical rank r: mesh rank r / U (rank u + U*m holds sub-shard u of shard m).
@@ -404,12 +410,12 @@ TEST(MeshSchedule, RejectsBadShapes) {
   SchemeParams p = built.params;
   p.tile_b = 3;
   const PlanContext ctx(built.w, built.topo);
-  EXPECT_FALSE(ExpandMesh(ctx, p).ok());
+  EXPECT_FALSE(Expand(ctx, p).ok());
   // Sequence not divisible by 2 x 4 zigzag chunks.
   Workload w = built.w;
   w.seq_len = 2 * 4 * 8 + 4;
   const PlanContext ctx2(w, built.topo);
-  EXPECT_FALSE(ExpandMesh(ctx2, built.params).ok());
+  EXPECT_FALSE(Expand(ctx2, built.params).ok());
   // Ulysses degree not dividing the KV heads (Hkv = 2).
   SchemeParams u = built.params;
   u.scheme = Scheme::kMeshUlysses;
@@ -417,11 +423,11 @@ TEST(MeshSchedule, RejectsBadShapes) {
   u.tile_a = 1;
   u.tile_b = 1;
   u.placement = CanonicalPlacement(u.RankDims());
-  EXPECT_FALSE(ExpandMeshUlysses(ctx, u).ok());
+  EXPECT_FALSE(Expand(ctx, u).ok());
   // A placement that does not name the rank grid's dimensions.
   SchemeParams bad_placement = built.params;
   bad_placement.placement = {"q"};
-  EXPECT_FALSE(ExpandMesh(ctx, bad_placement).ok());
+  EXPECT_FALSE(Expand(ctx, bad_placement).ok());
 }
 
 }  // namespace

@@ -1,9 +1,12 @@
-// Schedule expansion of Mesh-Attention (a x b tile, p2p ring shifts, greedy step schedule) and of
-// Mesh-Ulysses (Ulysses all-to-all over U ranks around a Mesh over M = P/U ranks).
-// docs/mesh-attention.md explains the design; docs/schemes.md fixes the bytes of every message.
+// The Mesh-Attention tile pass (mesh_tile.h): validity and estimate first, then the expansion of
+// Mesh-Attention (a x b tile, p2p ring shifts, greedy step schedule) and of Mesh-Ulysses (Ulysses
+// all-to-all over U ranks around a Mesh over M = P/U ranks). docs/mesh-attention.md explains the
+// design; docs/schemes.md fixes the bytes of every message.
 //
 // The greedy step schedule is computed once per phase in local indices and replayed for every
 // rank, translating slots to global shards with the maps of planner/mesh/assignment.h.
+#include "planner/schemes/mesh_tile.h"
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -14,10 +17,54 @@
 #include "planner/mesh/assignment.h"
 #include "planner/mesh/greedy.h"
 #include "planner/mesh/step_costs.h"
+#include "planner/schemes/common.h"
+#include "planner/schemes/patterns.h"
 #include "planner/ulysses_payload.h"
-#include "planner/schedules/expand.h"
 
-namespace meshplan::planner {
+namespace meshplan::planner::schemes {
+
+std::string MeshTileProblem(const SchemeParams& p, int64_t mesh_ranks) {
+  if (p.tile_a < 1 || p.tile_b < 1 || p.tile_a * p.tile_b != mesh_ranks) {
+    return "tile " + std::to_string(p.tile_a) + " x " + std::to_string(p.tile_b) + " does not cover the " +
+           std::to_string(mesh_ranks) + " mesh ranks (a*b must equal them)";
+  }
+  return "";
+}
+
+void MeshTilePass(Estimate& e, const PlanContext& ctx, const SchemeParams& p, const Placement& placement,
+                  const ShardLayout& layout, int64_t heads, Traffic& traffic) {
+  const int ulysses_dim = p.scheme == Scheme::kMeshUlysses ? 0 : -1;
+  const Workload& w = ctx.workload;
+  const int64_t a = p.tile_a, b = p.tile_b;
+  SetFlops(e, ctx, ctx.TilePairsFor(layout, a), heads);
+  double fwd_bytes = 0, bwd_bytes = 0;
+  if (HasForward(w.pass)) {
+    if (ulysses_dim >= 0) fwd_bytes += UlyssesIn(e, ctx, placement, ulysses_dim, Phase::kForward, false, traffic);
+    fwd_bytes += MeshPass(e, ctx, p, placement, Phase::kForward, traffic);
+    if (ulysses_dim >= 0) fwd_bytes += UlyssesOut(e, ctx, placement, ulysses_dim, Phase::kForward, traffic);
+  }
+  if (HasBackward(w.pass)) {
+    if (ulysses_dim >= 0) {
+      bwd_bytes += UlyssesIn(e, ctx, placement, ulysses_dim, Phase::kBackward, p.cache_forward, traffic);
+    }
+    bwd_bytes += MeshPass(e, ctx, p, placement, Phase::kBackward, traffic);
+    if (ulysses_dim >= 0) bwd_bytes += UlyssesOut(e, ctx, placement, ulysses_dim, Phase::kBackward, traffic);
+  }
+  SetTraffic(e, traffic, fwd_bytes, bwd_bytes);
+  const ShardBytes& s = ctx.shard;
+  // Mesh keeps every Q and KV slot it receives (the paper's chunk cache), a partial accumulator
+  // per Q slot plus one incoming partial; the backward adds dO, LSE, D per Q slot and partial
+  // dQ per Q slot, dK,dV per KV slot. Ulysses adds head-layout copies.
+  const double ulysses_fwd = ulysses_dim >= 0 ? 2 * s.q + s.kv : 0.0;
+  const double ulysses_bwd = ulysses_dim >= 0 ? 2 * s.q + s.kv + s.lse : 0.0;
+  SetMemory(e, ctx,
+            ulysses_fwd + (a - 1) * s.q + (b - 1) * s.kv + (a + 1) * (s.o_partial + s.lse),
+            ulysses_bwd + (a - 1) * ((p.cache_forward ? 0.0 : s.q) + s.q + 2 * s.lse) +
+                (p.cache_forward ? 0.0 : (b - 1) * s.kv) + (a + 1) * s.dq_partial + (b + 1) * s.dkv_partial,
+            ulysses_bwd + (a - 1) * s.q + (b - 1) * s.kv);
+  FinishTime(e);
+}
+
 namespace {
 
 using mesh::MeshShape;
@@ -415,12 +462,9 @@ class MeshExpander {
 
 }  // namespace
 
-Result<Schedule> ExpandMesh(const PlanContext& ctx, const SchemeParams& params) {
-  return MeshExpander(ctx, params, 1).Run();
+Result<Schedule> ExpandMeshTiles(const PlanContext& ctx, const SchemeParams& params,
+                                 int64_t u_degree) {
+  return MeshExpander(ctx, params, u_degree).Run();
 }
 
-Result<Schedule> ExpandMeshUlysses(const PlanContext& ctx, const SchemeParams& params) {
-  return MeshExpander(ctx, params, params.ulysses).Run();
-}
-
-}  // namespace meshplan::planner
+}  // namespace meshplan::planner::schemes

@@ -1,0 +1,48 @@
+#include "planner/plan_schedule.h"
+
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "planner/context.h"
+#include "planner/strategy.h"
+
+namespace meshplan::planner {
+
+Result<PlanSchedule> ExpandPlan(const Plan& plan, const Topology& topology) {
+  const std::string scheme(SchemeName(plan.params.scheme));
+  if (plan.num_gpus != topology.num_gpus()) {
+    return Status::Invalid("plan for " + std::to_string(plan.num_gpus) + " GPUs (made for '" +
+                           plan.topology_name + "') does not match topology '" + topology.name +
+                           "' (" + topology.source + ") with " +
+                           std::to_string(topology.num_gpus()) + " GPUs");
+  }
+  MESHPLAN_RETURN_IF_ERROR(topology.SupportsDType(plan.workload.dtype));
+
+  const PlanContext ctx(plan.workload, topology);
+  const std::unique_ptr<Strategy> strategy = MakeStrategy(plan.params.scheme);
+  if (strategy == nullptr) return Status::Internal("no strategy for scheme '" + scheme + "'");
+  PlanSchedule out;
+  out.estimate = strategy->Evaluate(ctx, plan.params);
+  if (!out.estimate.valid) {
+    return Status::Invalid("plan " + scheme + " " + plan.params.Describe() +
+                           " is not valid on topology '" + topology.name +
+                           "': " + out.estimate.reason);
+  }
+  // Evaluate checks the placement; check again because Placement's constructor requires it.
+  const std::vector<RankDim> dims = plan.params.RankDims();
+  MESHPLAN_RETURN_IF_ERROR(
+      ValidatePlacement(dims, plan.params.placement).WithContext("scheme.placement"));
+
+  auto schedule = strategy->Expand(ctx, plan.params);
+  if (!schedule.ok()) return schedule.status();
+  out.schedule = std::move(schedule).value();
+
+  const Placement placement(dims, plan.params.placement);
+  out.rank_to_gpu.resize(static_cast<size_t>(out.schedule.num_ranks));
+  for (int64_t r = 0; r < out.schedule.num_ranks; ++r)
+    out.rank_to_gpu[static_cast<size_t>(r)] = placement.GpuOf(r);
+  return out;
+}
+
+}  // namespace meshplan::planner

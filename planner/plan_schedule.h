@@ -1,0 +1,36 @@
+// A plan file's recipe, checked against a topology and expanded: the one path from a Plan to the
+// Schedule it stands for (core/plan.h, core/schedule.h), for every consumer that replays or runs
+// plans. SimulatePlan uses it; tools/execute_command.cc still has its own copy, to be switched.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/plan.h"
+#include "core/schedule.h"
+#include "core/status.h"
+#include "core/topology.h"
+#include "planner/estimate.h"
+
+namespace meshplan::planner {
+
+struct PlanSchedule {
+  Estimate estimate;                 // the strategy's analytic verdict (valid) on plan and topology
+  Schedule schedule;                 // the plan's expanded per-rank programs
+  std::vector<int64_t> rank_to_gpu;  // rank r runs on GPU rank_to_gpu[r] (the plan's placement)
+};
+
+// Checks `plan` against `topology` and expands it with its scheme's strategy. Errors, one line
+// each and in this order:
+//   - GPU-count mismatch (kInvalidInput): names both counts, the topology and its source;
+//   - a dtype the topology's GPU has no peak rate for (Topology::SupportsDType);
+//   - no strategy for the scheme (kInternal);
+//   - parameters the strategy rejects (kInvalidInput):
+//     "plan <scheme> <params> is not valid on topology '<name>': <reason>";
+//   - a placement that is not a permutation of the rank grid ("scheme.placement: ...");
+//   - errors from Strategy::Expand, passed through.
+// The schedule is not run through CheckSchedule (planner/schedule_check.h says why).
+// REQUIRES: plan came from ParsePlanToml/LoadPlanFile (validated workload) and topology is valid.
+Result<PlanSchedule> ExpandPlan(const Plan& plan, const Topology& topology);
+
+}  // namespace meshplan::planner

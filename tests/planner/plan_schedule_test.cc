@@ -1,0 +1,89 @@
+// ExpandPlan (planner/plan_schedule.h): the refusals, with messages derived here by hand, and a
+// valid plan's estimate, schedule and rank -> GPU map.
+#include "planner/plan_schedule.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "tests/planner/test_cluster.h"
+
+namespace meshplan::planner {
+namespace {
+
+// A mesh plan for 2 nodes x 4 GPUs: tile a x b, zigzag, KV group innermost.
+Plan MeshPlan(int64_t a, int64_t b) {
+  Plan plan;
+  plan.params.scheme = Scheme::kMesh;
+  plan.params.layout = Layout::kZigzag;
+  plan.params.tile_a = a;
+  plan.params.tile_b = b;
+  plan.params.placement = {"kv", "q"};
+  plan.workload.batch = 1;
+  plan.workload.seq_len = 4096;
+  plan.workload.q_heads = 8;
+  plan.workload.kv_heads = 4;
+  plan.workload.head_dim = 64;
+  plan.workload.mask = Mask::Causal();
+  plan.workload.pass = Pass::kForwardBackward;
+  plan.topology_name = "made-for";
+  plan.num_gpus = 8;
+  return plan;
+}
+
+Topology Cluster(int64_t nodes) {
+  Topology t = testing::SmallCluster(4, nodes);  // name "test-cluster", source "test"
+  t.source = "cluster.toml";
+  return t;
+}
+
+// `r` is a refusal: kInvalidInput with exactly `message`.
+void ExpectRefusal(const Result<PlanSchedule>& r, const std::string& message) {
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kInvalidInput);
+  EXPECT_EQ(r.status().message(), message);
+}
+
+TEST(ExpandPlanTest, RefusesAGpuCountMismatch) {
+  ExpectRefusal(ExpandPlan(MeshPlan(2, 4), Cluster(4)),  // 8-GPU plan, 16 GPUs
+                "plan for 8 GPUs (made for 'made-for') does not match topology 'test-cluster' "
+                "(cluster.toml) with 16 GPUs");
+}
+
+TEST(ExpandPlanTest, RefusesADTypeTheGpuHasNoPeakFor) {
+  Plan plan = MeshPlan(2, 4);
+  plan.workload.dtype = DType::kFp8;  // SmallCluster has bf16, fp16 and fp32 peaks only
+  ExpectRefusal(ExpandPlan(plan, Cluster(2)),
+                "cluster.toml: gpu.peak_tflops: no entry for fp8, the workload's dtype");
+}
+
+TEST(ExpandPlanTest, RefusesParametersTheStrategyRejects) {
+  ExpectRefusal(ExpandPlan(MeshPlan(2, 2), Cluster(2)),  // a 2 x 2 tile on 8 GPUs
+                "plan mesh a=2 b=2 zigzag place=kv>q is not valid on topology 'test-cluster': "
+                "tile 2 x 2 does not cover the 8 mesh ranks (a*b must equal them)");
+}
+
+TEST(ExpandPlanTest, RefusesAPlacementThatIsNotTheRankGrid) {
+  Plan plan = MeshPlan(2, 4);
+  plan.params.placement = {"q"};  // Describe shows no placement unless it names every dimension
+  ExpectRefusal(ExpandPlan(plan, Cluster(2)),
+                "plan mesh a=2 b=4 zigzag is not valid on topology 'test-cluster': "
+                "placement must list each of [q, kv] once");
+}
+
+// Rank = q + 2*kv (canonical order q, kv); placement kv>q puts kv innermost on GPUs, so
+// GPU = kv + 4*q: rank 1 (q=1, kv=0) -> GPU 4, rank 2 (q=0, kv=1) -> GPU 1.
+TEST(ExpandPlanTest, ValidPlanComesWithItsEstimateScheduleAndGpus) {
+  const auto r = ExpandPlan(MeshPlan(2, 4), Cluster(2));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->estimate.valid);
+  EXPECT_EQ(r->schedule.num_ranks, 8);
+  EXPECT_EQ(r->schedule.scheme, Scheme::kMesh);
+  const std::vector<int64_t> want = {0, 4, 1, 5, 2, 6, 3, 7};
+  EXPECT_EQ(r->rank_to_gpu, want);
+}
+
+}  // namespace
+}  // namespace meshplan::planner
