@@ -19,8 +19,7 @@
 #include "executor/execute.h"
 #include "executor/gather.h"
 #include "executor/run_files.h"
-#include "planner/context.h"
-#include "planner/strategy.h"
+#include "planner/plan_schedule.h"
 #include "simulator/plan_simulation.h"
 #include "tools/cli_common.h"
 #include "tools/text_format.h"
@@ -110,27 +109,17 @@ Result<exec::RunOptions> MakeRunOptions(const ExecuteFlags& flags, int64_t ranks
   return options;
 }
 
-// Checks the plan against the topology with its strategy and expands the schedule.
+// The plan's schedule (planner::ExpandPlan, as the simulator gets it); a plan made valid only by
+// widening its pass says so.
 Result<Schedule> ExpandPlan(const Plan& plan, const Topology& topology, bool widened) {
-  const std::string scheme(SchemeName(plan.params.scheme));
-  if (plan.num_gpus != topology.num_gpus()) {
-    return Status::Invalid("plan for " + std::to_string(plan.num_gpus) + " GPUs (made for '" +
-                           plan.topology_name + "') does not match topology '" + topology.name +
-                           "' (" + topology.source + ") with " +
-                           std::to_string(topology.num_gpus()) + " GPUs");
+  auto expanded = planner::ExpandPlan(plan, topology);
+  if (expanded.ok()) return std::move(expanded->schedule);
+  std::string message = expanded.status().message();
+  const std::string invalid = "is not valid on topology '" + topology.name + "'";
+  if (const size_t at = message.find(invalid); widened && at != std::string::npos) {
+    message.insert(at + invalid.size(), " with pass fwd+bwd");
   }
-  const std::unique_ptr<planner::Strategy> strategy = planner::MakeStrategy(plan.params.scheme);
-  if (strategy == nullptr) return Status::Internal("no strategy for scheme '" + scheme + "'");
-  const planner::PlanContext ctx(plan.workload, topology);
-  const planner::Estimate estimate = strategy->Evaluate(ctx, plan.params);
-  if (!estimate.valid) {
-    return Status::Invalid("plan " + scheme + " " + plan.params.Describe() +
-                           " is not valid on topology '" + topology.name + "'" +
-                           (widened ? " with pass fwd+bwd" : "") + ": " + estimate.reason);
-  }
-  MESHPLAN_RETURN_IF_ERROR(ValidatePlacement(plan.params.RankDims(), plan.params.placement)
-                               .WithContext("scheme.placement"));
-  return strategy->Expand(ctx, plan.params);
+  return expanded.status().code() == ErrorCode::kInvalidInput ? Status::Invalid(message) : Status::Internal(message);
 }
 
 Result<Prepared> Prepare(const ExecuteFlags& flags) {
