@@ -18,8 +18,7 @@
 #include "core/units.h"
 #include "executor/execute.h"
 #include "executor/gather.h"
-#include "executor/run_files.h"
-#include "planner/plan_schedule.h"
+#include "executor/plan_run.h"
 #include "simulator/plan_simulation.h"
 #include "tools/cli_common.h"
 #include "tools/text_format.h"
@@ -72,10 +71,9 @@ std::chrono::milliseconds Timeout(const ExecuteFlags& flags) {
   return std::chrono::milliseconds(static_cast<int64_t>(std::ceil(flags.timeout_s * 1000)));
 }
 
-// RunOptions with --timeout-s and the fault injection flags; ranks checked against `ranks`.
-Result<exec::RunOptions> MakeRunOptions(const ExecuteFlags& flags, int64_t ranks) {
-  exec::RunOptions options;
-  options.recv_timeout = Timeout(flags);
+// --timeout-s and the fault injection flags; ranks checked against `ranks`.
+Status SetRunOptions(const ExecuteFlags& flags, int64_t ranks, exec::RunOptions* options) {
+  options->recv_timeout = Timeout(flags);
   if (!flags.inject_fail.empty()) {
     const size_t colon = flags.inject_fail.find(':');
     int64_t rank = -1, op = -1;
@@ -96,30 +94,17 @@ Result<exec::RunOptions> MakeRunOptions(const ExecuteFlags& flags, int64_t ranks
                              "' is not RANK:OP with 0 <= RANK < " + std::to_string(ranks) +
                              " and OP >= 0");
     }
-    options.fail_rank = static_cast<int>(rank);
-    options.fail_op = op;
+    options->fail_rank = static_cast<int>(rank);
+    options->fail_op = op;
   }
   if (flags.inject_silent != -1) {
     if (flags.inject_silent < 0 || flags.inject_silent >= ranks) {
       return Status::Invalid("--inject-silent: rank " + std::to_string(flags.inject_silent) +
                              " is not in [0, " + std::to_string(ranks) + ")");
     }
-    options.silent_rank = flags.inject_silent;
+    options->silent_rank = flags.inject_silent;
   }
-  return options;
-}
-
-// The plan's schedule (planner::ExpandPlan, as the simulator gets it); a plan made valid only by
-// widening its pass says so.
-Result<Schedule> ExpandPlan(const Plan& plan, const Topology& topology, bool widened) {
-  auto expanded = planner::ExpandPlan(plan, topology);
-  if (expanded.ok()) return std::move(expanded->schedule);
-  std::string message = expanded.status().message();
-  const std::string invalid = "is not valid on topology '" + topology.name + "'";
-  if (const size_t at = message.find(invalid); widened && at != std::string::npos) {
-    message.insert(at + invalid.size(), " with pass fwd+bwd");
-  }
-  return expanded.status().code() == ErrorCode::kInvalidInput ? Status::Invalid(message) : Status::Internal(message);
+  return Status::Ok();
 }
 
 Result<Prepared> Prepare(const ExecuteFlags& flags) {
@@ -127,44 +112,19 @@ Result<Prepared> Prepare(const ExecuteFlags& flags) {
   Prepared p;
   auto plan = LoadPlanFile(flags.plan);
   if (!plan.ok()) return plan.status();
-  p.plan = std::move(plan).value();
-  auto topology = PlanTopology(flags.plan, flags.topology, p.plan);
+  auto topology = PlanTopology(flags.plan, flags.topology, *plan);
   if (!topology.ok()) return topology.status();
   p.topology = std::move(topology).value();
-  {
-    // The plan as written must be valid; then the one that runs.
-    auto as_written = ExpandPlan(p.plan, p.topology, false);
-    if (!as_written.ok()) return as_written.status().WithContext(flags.plan);
-    if (p.plan.workload.pass == Pass::kBackward) {
-      p.widened = true;
-      p.plan.workload.pass = Pass::kForwardBackward;
-    } else {
-      p.schedule = std::move(as_written).value();
-    }
-  }
-  if (p.widened) {
-    auto schedule = ExpandPlan(p.plan, p.topology, true);
-    if (!schedule.ok()) return schedule.status().WithContext(flags.plan);
-    p.schedule = std::move(schedule).value();
-  }
-  auto options = MakeRunOptions(flags, p.schedule.num_ranks);
-  if (!options.ok()) return options.status();
-  p.config.run = *options;
-  const bool cuda = flags.backend == "cuda";
-  const Workload& w = p.plan.workload;
-  if (!flags.inputs.empty()) {
-    auto in = exec::ReadInputFiles(flags.inputs, w);
-    if (!in.ok()) return in.status();
-    p.inputs = std::move(in).value();
-  } else {
-    p.inputs = exec::RandomRunInputs(w, flags.seed);
-  }
-  if (cuda) MESHPLAN_RETURN_IF_ERROR(PrepareCuda(flags, &p));
+  if (flags.backend == "cuda") MESHPLAN_RETURN_IF_ERROR(PrepareCuda(flags, *plan, &p));
+  auto run = exec::PreparePlanRun(*plan, flags.plan, p.topology, {flags.inputs, flags.seed}, p.config.run.type);
+  if (!run.ok()) return run.status();
+  p.run = std::move(run).value();
+  MESHPLAN_RETURN_IF_ERROR(SetRunOptions(flags, p.run.schedule.num_ranks, &p.config.run));
   return p;
 }
 
 void NoteWidenedPass(const Prepared& p) {
-  if (p.widened) {
+  if (p.run.widened) {
     std::fprintf(stderr,
                  "meshplan: note: the plan's pass is bwd; running fwd+bwd (the backward needs the "
                  "forward's O and "
@@ -179,7 +139,7 @@ int RunInProcess(const ExecuteFlags& flags) {
   if (!prepared.ok()) return ReportError(prepared.status());
   const Prepared& p = *prepared;
   NoteWidenedPass(p);
-  auto run = exec::Execute(p.schedule, p.plan.workload, p.inputs, p.config);
+  auto run = exec::Execute(p.run.schedule, p.run.plan.workload, p.run.inputs, p.config);
   if (!run.ok()) {
     if (run.status().code() == ErrorCode::kInvalidInput) {
       return ReportError(run.status().WithContext("--backend " + flags.backend));
@@ -189,7 +149,7 @@ int RunInProcess(const ExecuteFlags& flags) {
   }
   const std::string line = flags.backend == "cuda"
                                ? CudaRunLine(flags, p, run->device)
-                               : "backend cpu, transport threads, " + std::to_string(p.schedule.num_ranks) +
+                               : "backend cpu, transport threads, " + std::to_string(p.run.schedule.num_ranks) +
                                      " ranks (one engine per rank, a worker thread per stream)";
   return FinishExecution(flags, p, run->outputs, run->timings, run->wall_s, line);
 }
@@ -201,76 +161,48 @@ int ExitCodeOf(const Status& status) {
              : kExitFailure;
 }
 
-// One process per rank. Every rank prepares (plan, schedule, inputs) itself; a start barrier
-// agrees that all are ready (else the first failing rank, rank 0 first, prints its error and
-// every rank exits with its code); each runs its rank; rank 0 gathers, checks and prints.
+// One process per rank. Every rank prepares (plan, schedule, inputs) itself; the job agrees that
+// all are ready (else the first failing rank, rank 0 first, prints its error and every rank exits
+// with its code); each runs its rank; rank 0 gathers, checks and prints.
 int RunMpi(const ExecuteFlags& flags, exec::MpiTransport& transport) {
   const int rank = transport.rank();
-  const exec::Clock::time_point setup_deadline =
-      exec::Clock::now() + Timeout(flags) + std::chrono::seconds(30);
   auto prepared = Prepare(flags);
   Status setup = prepared.ok() ? Status::Ok() : prepared.status();
-  if (setup.ok() && prepared->schedule.num_ranks != transport.size()) {
-    setup = Status::Invalid(
-        "--transport mpi: the plan has " + std::to_string(prepared->schedule.num_ranks) +
-        " ranks but this MPI job has " + std::to_string(transport.size()) +
-        (transport.size() == 1 ? " process" : " processes") + "; run it as mpirun -np " +
-        std::to_string(prepared->schedule.num_ranks) + " meshplan execute ...");
+  if (setup.ok() && prepared->run.schedule.num_ranks != transport.size()) {
+    const int64_t ranks = prepared->run.schedule.num_ranks;
+    setup = Status::Invalid("--transport mpi: the plan has " + std::to_string(ranks) + " ranks but this MPI job has " +
+                            std::to_string(transport.size()) + (transport.size() == 1 ? " process" : " processes") +
+                            "; run it as mpirun -np " + std::to_string(ranks) + " meshplan execute ...");
   }
-  auto codes = exec::ExchangeCodes(transport, setup.ok() ? 0 : ExitCodeOf(setup), setup_deadline);
-  if (!codes.ok())
-    transport.Abort("rank " + std::to_string(rank) + ": start: " + codes.status().message());
-  int reporter = -1;
-  for (int r = 0; r < static_cast<int>(codes->size()); ++r) {
-    if ((*codes)[r] != 0) {
-      reporter = r;
-      break;
-    }
-  }
-  if (reporter >= 0) {
-    if (rank == reporter) {
-      std::fprintf(stderr, "meshplan: error: %s%s\n",
-                   rank == 0 ? "" : ("rank " + std::to_string(rank) + ": ").c_str(),
-                   setup.message().c_str());
-    }
-    return (*codes)[reporter];
-  }
-  const Prepared& p = *prepared;
-  if (rank == 0) NoteWidenedPass(p);
-
-  AttentionTensors<float> outputs = exec::OutputTensors(p.plan.workload);
-  std::vector<uint8_t> covered(exec::CoverageSize(p.plan.workload), 0);
-  std::vector<OpTiming> timings;
-  const exec::Clock::time_point start = exec::Clock::now();
-  std::string device;
-  // A failing rank aborts the whole job from inside the engine; this is the backstop.
-  const Status st = exec::ExecuteRank(p.schedule, p.plan.workload, p.inputs, p.config, transport, &outputs,
-                                      &covered, &timings, &device);
-  if (!st.ok()) transport.Abort(st.message());
-  auto gathered = exec::GatherOutputs(transport, p.plan.workload, outputs, covered, timings,
-                                      exec::Clock::now() + Timeout(flags));
-  if (!gathered.ok()) {
-    // A message that never came: the job may hang elsewhere, so end it. A gathered result that
-    // is incomplete (no rank produced some element) is rank 0's to report.
-    if (gathered.status().code() == ErrorCode::kIo || rank != 0) {
-      transport.Abort("rank " + std::to_string(rank) + ": gather: " + gathered.status().message());
-    }
-    std::fprintf(stderr, "meshplan: error: run failed: %s\n", gathered.status().message().c_str());
+  const exec::ExecuteConfig config = prepared.ok() ? prepared->config : exec::ExecuteConfig{};
+  auto job = exec::RunJobRank(transport, setup.ok() ? &prepared->run : nullptr, setup, setup.ok() ? 0 : ExitCodeOf(setup),
+                              config, Timeout(flags));
+  if (!job.ok()) {
+    std::fprintf(stderr, "meshplan: error: run failed: %s\n", job.status().message().c_str());
     return kExitFailure;
   }
-  const double wall_s = std::chrono::duration<double>(exec::Clock::now() - start).count();
+  if (job->failed_rank >= 0) {
+    if (rank == job->failed_rank) {
+      std::fprintf(stderr, "meshplan: error: %s%s\n", rank == 0 ? "" : ("rank " + std::to_string(rank) + ": ").c_str(),
+                   job->failure.message().c_str());
+    }
+    return job->failure_code;
+  }
+  const Prepared& p = *prepared;
   if (rank != 0) {
     if (Status st = transport.Flush(exec::Clock::now() + Timeout(flags)); !st.ok()) {
       transport.Abort("rank " + std::to_string(rank) + ": gather: " + st.message());
     }
     return kExitOk;
   }
-  const std::string run =
+  NoteWidenedPass(p);
+  const std::string ranks = std::to_string(p.run.schedule.num_ranks);
+  const std::string line =
       flags.backend == "cuda"
-          ? "backend cuda, transport mpi (NCCL between processes), " + std::to_string(p.schedule.num_ranks) +
-                " ranks (one process per rank); rank 0: " + device
-          : "backend cpu, transport mpi, " + std::to_string(p.schedule.num_ranks) + " ranks (one process per rank)";
-  return FinishExecution(flags, p, gathered->outputs, gathered->timings, wall_s, run);
+          ? "backend cuda, transport mpi (NCCL between processes), " + ranks + " ranks (one process per rank); rank 0: " +
+                job->device
+          : "backend cpu, transport mpi, " + ranks + " ranks (one process per rank)";
+  return FinishExecution(flags, p, job->gathered->outputs, job->gathered->timings, job->wall_s, line);
 }
 #endif  // MESHPLAN_HAVE_MPI
 

@@ -28,15 +28,12 @@ exec::KernelPath PathOf(const ExecuteFlags& flags) {
   return exec::KernelPath::kAuto;
 }
 
-void Round(exec::InputType type, exec::TensorF& t) {
-  for (float& x : t.data) x = exec::RoundToInput(type, x);
-}
 
 }  // namespace
 
 bool CudaBackendBuilt() { return true; }
 
-Status PrepareCuda(const ExecuteFlags& flags, Prepared* p) {
+Status PrepareCuda(const ExecuteFlags& flags, const Plan& plan, Prepared* p) {
   if (!flags.dtype.empty() && flags.dtype != "bf16" && flags.dtype != "fp16") {
     return Status::Invalid("--dtype: '" + flags.dtype + "' is not one of bf16, fp16");
   }
@@ -44,15 +41,13 @@ Status PrepareCuda(const ExecuteFlags& flags, Prepared* p) {
     return Status::Invalid("--kernels: '" + flags.kernels + "' is not one of auto, tensor, simt");
   }
   if (flags.devices < 0) return Status::Invalid("--devices: must be 0 (every GPU) or a positive count");
-  const exec::InputType type = TypeOf(flags, p->plan.workload);
+  const exec::InputType type = TypeOf(flags, plan.workload);
   p->config.backend = exec::Backend::kCuda;
   p->config.transport = flags.transport == "local" ? exec::TransportKind::kLocal : exec::TransportKind::kNccl;
   p->config.devices = flags.devices;
   p->config.run.type = type;
   p->config.run.path = PathOf(flags);
   p->config.run.progress_timeout_s = flags.timeout_s;
-  for (exec::TensorF* t : {&p->inputs.q, &p->inputs.k, &p->inputs.v, &p->inputs.d_o}) Round(type, *t);
-  p->tolerance = exec::CheckTolerance(type);
   p->precision = std::string(exec::InputTypeName(type)) +
                  " inputs (the check's reference uses the same rounded values), fp32 accumulation";
   return Status::Ok();
@@ -61,7 +56,7 @@ Status PrepareCuda(const ExecuteFlags& flags, Prepared* p) {
 std::string CudaRunLine(const ExecuteFlags& flags, const Prepared& p, const std::string& device) {
   const std::string kernels = flags.kernels == "auto" ? "tensor-core kernels where supported" : flags.kernels + " kernels";
   return "backend cuda (" + device + "), " + kernels + ", transport " + flags.transport + ", " +
-         std::to_string(p.schedule.num_ranks) + " ranks";
+         std::to_string(p.run.schedule.num_ranks) + " ranks";
 }
 
 #else  // built without CUDA
@@ -72,7 +67,7 @@ namespace {
 Status NotBuilt() { return Status::Invalid("--backend cuda: this binary was built without CUDA"); }
 }  // namespace
 
-Status PrepareCuda(const ExecuteFlags&, Prepared*) { return NotBuilt(); }
+Status PrepareCuda(const ExecuteFlags&, const Plan&, Prepared*) { return NotBuilt(); }
 std::string CudaRunLine(const ExecuteFlags&, const Prepared&, const std::string&) { return "backend cuda"; }
 #endif
 

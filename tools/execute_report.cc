@@ -75,12 +75,12 @@ std::string InputsDescription(const ExecuteFlags& flags, const Workload& w) {
 }
 
 std::string RenderTable(const Report& r) {
-  const Plan& plan = r.prepared->plan;
+  const Plan& plan = r.prepared->run.plan;
   const Topology& topology = r.prepared->topology;
   std::string out = "plan:      " + std::string(SchemeName(plan.params.scheme)) + " " +
                     plan.params.Describe() + " (" + r.flags->plan + ")\n";
   out += "workload:  " + plan.workload.Describe() +
-         (r.prepared->widened ? " (the plan's pass is bwd)" : "") + "; " + r.prepared->precision + "\n";
+         (r.prepared->run.widened ? " (the plan's pass is bwd)" : "") + "; " + r.prepared->precision + "\n";
   out += "run:       " + r.run + "\n";
   out += "inputs:    " + InputsDescription(*r.flags, plan.workload) + "\n\n";
   out += "measured:  " + FormatSeconds(r.wall_s) + " wall; last op ends at " +
@@ -162,7 +162,7 @@ void TimelineJson(JsonWriter& j, const exec::RunTimeline& t) {
 }
 
 std::string RenderJson(const Report& r) {
-  const Plan& plan = r.prepared->plan;
+  const Plan& plan = r.prepared->run.plan;
   JsonWriter j;
   j.BeginObject();
   j.Key("plan");
@@ -176,7 +176,7 @@ std::string RenderJson(const Report& r) {
   j.Key("workload");
   j.String(plan.workload.Describe());
   j.Key("pass_widened");
-  j.Bool(r.prepared->widened);
+  j.Bool(r.prepared->run.widened);
   j.EndObject();
   j.Key("backend");
   j.String(r.flags->backend);
@@ -255,12 +255,12 @@ int FinishExecution(const ExecuteFlags& flags, const Prepared& p, const Attentio
   r.run = run;
   r.flags = &flags;
   r.prepared = &p;
-  r.ranks = static_cast<int>(p.schedule.num_ranks);
+  r.ranks = static_cast<int>(p.run.schedule.num_ranks);
   r.wall_s = wall_s;
-  r.measured = exec::MeasureTimeline(p.schedule, timings);
+  r.measured = exec::MeasureTimeline(p.run.schedule, timings);
   sim::SimOptions options;
   options.record_op_times = false;
-  auto sim = sim::SimulatePlan(p.plan, p.topology, options);
+  auto sim = sim::SimulatePlan(p.run.plan, p.topology, options);
   if (sim.ok()) {
     r.have_prediction = true;
     r.predicted = PredictedTimeline(sim->result);
@@ -269,12 +269,11 @@ int FinishExecution(const ExecuteFlags& flags, const Prepared& p, const Attentio
   }
   if (flags.check) {
     r.checked = true;
-    r.check = exec::CheckOutputs(p.plan.workload, p.inputs, outputs, p.tolerance);
-    r.check.tolerance = p.tolerance;
+    r.check = exec::CheckOutputs(p.run.plan.workload, p.run.inputs, outputs, p.run.tolerance);
   }
   const bool passed = !r.checked || r.check.passed();
   if (passed && !flags.outputs.empty()) {
-    auto written = exec::WriteOutputFiles(flags.outputs, p.plan.workload, outputs);
+    auto written = exec::WriteOutputFiles(flags.outputs, p.run.plan.workload, outputs);
     if (!written.ok()) return ReportError(written.status());
     r.written = std::move(written).value();
   }

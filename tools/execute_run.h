@@ -11,6 +11,7 @@
 #include "core/topology.h"
 #include "executor/execute.h"
 #include "executor/output_check.h"
+#include "executor/plan_run.h"
 #include "executor/tensor.h"
 #include "executor/transport.h"
 
@@ -36,13 +37,9 @@ struct ExecuteFlags {
 
 // A run ready to go: everything a user can get wrong has been checked before it is built.
 struct Prepared {
-  Plan plan;  // as run: the pass widened to fwd+bwd when the file says bwd
+  exec::PlanRun run;  // the plan as run, its schedule, inputs and check tolerance
   Topology topology;
-  bool widened = false;
-  Schedule schedule;
-  exec::AttentionTensors<float> inputs;
   exec::ExecuteConfig config;  // backend, transport, run options (inputs' type, timeouts, faults)
-  double tolerance = exec::CheckTolerance(exec::InputType::kFp32);  // --check (executor/output_check.h)
   std::string precision = "computed in fp32";  // how the run treats numbers, for the report
 };
 
@@ -54,10 +51,9 @@ int FinishExecution(const ExecuteFlags& flags, const Prepared& p, const exec::At
 
 // --backend cuda (tools/execute_cuda.cc). Without CUDA in the build these return an error.
 bool CudaBackendBuilt();
-// Checks --dtype, --kernels and --devices; sets the CUDA part of p->config, rounds p->inputs to
-// the input type (so the check's reference sees what the GPU sees) and sets the tolerance and
-// precision note.
-Status PrepareCuda(const ExecuteFlags& flags, Prepared* p);
+// Checks --dtype, --kernels and --devices and sets the CUDA part of p->config (the input type
+// follows --dtype, else the plan's dtype when 16-bit, else bf16) and the precision note.
+Status PrepareCuda(const ExecuteFlags& flags, const Plan& plan, Prepared* p);
 // The run line of the report for a CUDA run ("backend cuda (device), kernels, transport, ranks").
 std::string CudaRunLine(const ExecuteFlags& flags, const Prepared& p, const std::string& device);
 

@@ -1,0 +1,99 @@
+#include "executor/plan_run.h"
+
+#include "executor/device/half_float.h"
+#include "executor/output_check.h"
+#include "executor/run_files.h"
+#include "planner/plan_schedule.h"
+
+namespace meshplan::exec {
+namespace {
+
+// The plan's schedule; a plan made valid only by widening its pass says so.
+Result<Schedule> ExpandFor(const Plan& plan, const Topology& topology, bool widened) {
+  auto expanded = planner::ExpandPlan(plan, topology);
+  if (expanded.ok()) return std::move(expanded->schedule);
+  std::string message = expanded.status().message();
+  const std::string invalid = "is not valid on topology '" + topology.name + "'";
+  if (const size_t at = message.find(invalid); widened && at != std::string::npos) {
+    message.insert(at + invalid.size(), " with pass fwd+bwd");
+  }
+  return expanded.status().code() == ErrorCode::kInvalidInput ? Status::Invalid(message) : Status::Internal(message);
+}
+
+void Round(InputType type, TensorF& t) {
+  if (type == InputType::kFp32) return;
+  for (float& x : t.data) x = RoundToInput(type, x);
+}
+
+}  // namespace
+
+Result<PlanRun> PreparePlanRun(const Plan& plan, const std::string& plan_path, const Topology& topology,
+                               const PlanInputs& inputs, InputType type) {
+  PlanRun run;
+  run.plan = plan;
+  auto as_written = ExpandFor(run.plan, topology, false);
+  if (!as_written.ok()) return as_written.status().WithContext(plan_path);
+  if (run.plan.workload.pass == Pass::kBackward) {
+    run.widened = true;
+    run.plan.workload.pass = Pass::kForwardBackward;
+    auto widened = ExpandFor(run.plan, topology, true);
+    if (!widened.ok()) return widened.status().WithContext(plan_path);
+    run.schedule = std::move(widened).value();
+  } else {
+    run.schedule = std::move(as_written).value();
+  }
+  const Workload& w = run.plan.workload;
+  if (!inputs.dir.empty()) {
+    auto in = ReadInputFiles(inputs.dir, w);
+    if (!in.ok()) return in.status();
+    run.inputs = std::move(in).value();
+  } else {
+    run.inputs = RandomRunInputs(w, inputs.seed);
+  }
+  for (TensorF* t : {&run.inputs.q, &run.inputs.k, &run.inputs.v, &run.inputs.d_o}) Round(type, *t);
+  run.tolerance = CheckTolerance(type);
+  return run;
+}
+
+Result<JobRank> RunJobRank(Transport& transport, const PlanRun* run, const Status& setup, int code,
+                           const ExecuteConfig& config, std::chrono::milliseconds timeout) {
+  const int rank = transport.rank();
+  JobRank out;
+  const Clock::time_point setup_deadline = Clock::now() + timeout + std::chrono::seconds(30);
+  auto codes = ExchangeCodes(transport, run != nullptr ? 0 : code, setup_deadline);
+  if (!codes.ok()) {
+    transport.Abort("rank " + std::to_string(rank) + ": start: " + codes.status().message());
+    return codes.status();
+  }
+  for (int r = 0; r < static_cast<int>(codes->size()); ++r) {
+    if ((*codes)[r] != 0) {
+      out.failed_rank = r;
+      out.failure_code = (*codes)[r];
+      if (r == rank) out.failure = setup;
+      return out;
+    }
+  }
+  const PlanRun& p = *run;
+  AttentionTensors<float> outputs = OutputTensors(p.plan.workload);
+  std::vector<uint8_t> covered(CoverageSize(p.plan.workload), 0);
+  std::vector<OpTiming> timings;
+  const Clock::time_point start = Clock::now();
+  // A failing rank aborts the whole job from inside the engine; this is the backstop.
+  const Status st =
+      ExecuteRank(p.schedule, p.plan.workload, p.inputs, config, transport, &outputs, &covered, &timings, &out.device);
+  if (!st.ok()) transport.Abort(st.message());
+  auto gathered = GatherOutputs(transport, p.plan.workload, outputs, covered, timings, Clock::now() + timeout);
+  if (!gathered.ok()) {
+    // A message that never came: the job may hang elsewhere, so end it. A gathered result that
+    // is incomplete (no rank produced some element) is rank 0's to report.
+    if (gathered.status().code() == ErrorCode::kIo || rank != 0) {
+      transport.Abort("rank " + std::to_string(rank) + ": gather: " + gathered.status().message());
+    }
+    return gathered.status();
+  }
+  out.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
+  if (rank == 0) out.gathered = std::move(gathered).value();
+  return out;
+}
+
+}  // namespace meshplan::exec

@@ -1,0 +1,58 @@
+// A plan file's run, from plan to outputs: the library side of `meshplan execute`. The plan is
+// expanded by planner::ExpandPlan (as for the simulator), inputs come from files or a seed, and a
+// job with one process per rank agrees on its start, runs and gathers at rank 0.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "core/plan.h"
+#include "core/schedule.h"
+#include "core/status.h"
+#include "core/topology.h"
+#include "executor/execute.h"
+#include "executor/gather.h"
+#include "executor/tensor.h"
+#include "executor/transport.h"
+
+namespace meshplan::exec {
+
+struct PlanInputs {
+  std::string dir;    // q.npy, k.npy, v.npy, d_o.npy (executor/run_files.h); empty: random
+  uint64_t seed = 1;  // of the random inputs
+};
+
+// A run ready to go: everything a user can get wrong has been checked before it is built.
+struct PlanRun {
+  Plan plan;             // as run: the pass widened to fwd+bwd when the plan says bwd
+  bool widened = false;  // the backward needs the forward's O and LSE
+  Schedule schedule;
+  AttentionTensors<float> inputs;  // rounded to the run's input type, so a check sees what ran
+  double tolerance = 0;            // of CheckOutputs for that input type (executor/output_check.h)
+};
+
+// Expands `plan` (read from `plan_path`, which errors about the plan name) on `topology` (the
+// plan as written must be valid, then the one that runs) and prepares its inputs for `type`.
+// Errors name the file or key (kInvalidInput, kNotFound).
+Result<PlanRun> PreparePlanRun(const Plan& plan, const std::string& plan_path, const Topology& topology,
+                               const PlanInputs& inputs, InputType type);
+
+// What one rank of a job with one process per rank ends with.
+struct JobRank {
+  int failed_rank = -1;   // >= 0: that rank could not prepare; nothing ran
+  Status failure;         // its reason (on that rank; elsewhere empty)
+  int failure_code = 0;   // every rank learns the failing rank's code (start barrier)
+  std::optional<GatheredRun> gathered;  // rank 0, after a successful run
+  double wall_s = 0;
+  std::string device;     // this rank's
+};
+
+// One rank of a job: a start barrier agrees that every rank prepared (`run`, or null with the
+// reason `setup` and `code`, the exit code the caller wants for that failure); then this rank
+// runs, and rank 0 gathers every rank's outputs and timings. A failing run aborts the transport
+// (the whole job ends) and is returned as an error; so is a failed gather.
+Result<JobRank> RunJobRank(Transport& transport, const PlanRun* run, const Status& setup, int code,
+                           const ExecuteConfig& config, std::chrono::milliseconds timeout);
+
+}  // namespace meshplan::exec
