@@ -1,16 +1,13 @@
-// Small text-formatting helpers shared by the CLI's reports.
+// The text helpers the execute subcommand's reports use, now in report/text_table.h.
+// TODO(issue 10): tools/execute_*.cc include this header and are being rewritten on another
+// branch; once they include report/text_table.h, delete this file.
 #pragma once
 
-#include <string>
-#include <vector>
+#include "report/text_table.h"
 
 namespace meshplan::tools {
 
-// "%.*f"
-std::string Fixed(double value, int digits);
-// Rows laid out as aligned columns (two spaces apart), each line prefixed by `indent`; with
-// `rule`, a line of dashes follows the first (header) row.
-std::string Columns(const std::vector<std::vector<std::string>>& rows, const std::string& indent = "",
-                    bool rule = false);
+using report::Columns;
+using report::Fixed;
 
 }  // namespace meshplan::tools
