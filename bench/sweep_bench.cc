@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "core/topology_toml.h"
-#include "report/sweep.h"
+#include "capacity/sweep.h"
 
-namespace meshplan::report {
+namespace meshplan::capacity {
 namespace {
 
 void SweepBench(benchmark::State& state, std::vector<Scheme> schemes) {
@@ -41,6 +41,6 @@ BENCHMARK(BM_Sweep5Schemes8Gpus8Seqs)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_SweepAllSchemes8Gpus8Seqs)->Unit(benchmark::kMillisecond);
 
 }  // namespace
-}  // namespace meshplan::report
+}  // namespace meshplan::capacity
 
 BENCHMARK_MAIN();

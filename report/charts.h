@@ -6,13 +6,16 @@
 #include <string>
 #include <vector>
 
+#include "capacity/sweep.h"
 #include "core/schedule.h"
 #include "core/status.h"
 #include "report/svg_plot.h"
-#include "report/sweep.h"
 #include "simulator/simulate.h"
 
 namespace meshplan::report {
+
+// The charts draw the rows of a capacity-planning sweep.
+using capacity::SweepRow;
 
 // The time a row's plan takes per step: the simulated time when the sweep replayed it, else the
 // planner's estimate.

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <sstream>
+#include <utility>
 
 #include "core/topology_toml.h"
 #include "core/units.h"
@@ -37,31 +38,31 @@ void WorkloadFlags::Register(CLI::App& app) {
   app.add_option("--pass", pass, "fwd, bwd or fwd+bwd")->capture_default_str();
 }
 
-Result<Workload> WorkloadFlags::Build() const {
-  Workload w;
-  auto count = [](const std::string& flag, const std::string& text, int64_t* out) -> Status {
-    auto value = ParseCount(text);
+Result<WorkloadFields> WorkloadFlags::Fields(const std::function<bool(const std::string& flag)>& given) const {
+  WorkloadFields fields;
+  auto parse = [&](const char* flag, const std::string& text, auto parser, auto* out) -> Status {
+    if (!given(flag)) return Status::Ok();
+    auto value = parser(text);
     if (!value.ok()) return value.status().WithContext(flag);
-    *out = *value;
+    *out = std::move(value).value();
     return Status::Ok();
   };
-  MESHPLAN_RETURN_IF_ERROR(count("--batch", batch, &w.batch));
-  MESHPLAN_RETURN_IF_ERROR(count("--seq", seq, &w.seq_len));
-  MESHPLAN_RETURN_IF_ERROR(count("--heads", heads, &w.q_heads));
-  MESHPLAN_RETURN_IF_ERROR(count("--kv-heads", kv_heads, &w.kv_heads));
-  MESHPLAN_RETURN_IF_ERROR(count("--head-dim", head_dim, &w.head_dim));
-  auto d = ParseDType(dtype);
-  if (!d.ok()) return d.status().WithContext("--dtype");
-  w.dtype = *d;
-  auto pd = ParseDType(partial_dtype);
-  if (!pd.ok()) return pd.status().WithContext("--partial-dtype");
-  w.partial_dtype = *pd;
-  auto m = ParseMask(mask);
-  if (!m.ok()) return m.status().WithContext("--mask");
-  w.mask = std::move(m).value();
-  auto p = ParsePass(pass);
-  if (!p.ok()) return p.status().WithContext("--pass");
-  w.pass = *p;
+  MESHPLAN_RETURN_IF_ERROR(parse("--batch", batch, ParseCount, &fields.batch));
+  MESHPLAN_RETURN_IF_ERROR(parse("--seq", seq, ParseCount, &fields.seq_len));
+  MESHPLAN_RETURN_IF_ERROR(parse("--heads", heads, ParseCount, &fields.q_heads));
+  MESHPLAN_RETURN_IF_ERROR(parse("--kv-heads", kv_heads, ParseCount, &fields.kv_heads));
+  MESHPLAN_RETURN_IF_ERROR(parse("--head-dim", head_dim, ParseCount, &fields.head_dim));
+  MESHPLAN_RETURN_IF_ERROR(parse("--dtype", dtype, ParseDType, &fields.dtype));
+  MESHPLAN_RETURN_IF_ERROR(parse("--partial-dtype", partial_dtype, ParseDType, &fields.partial_dtype));
+  MESHPLAN_RETURN_IF_ERROR(parse("--mask", mask, ParseMask, &fields.mask));
+  MESHPLAN_RETURN_IF_ERROR(parse("--pass", pass, ParsePass, &fields.pass));
+  return fields;
+}
+
+Result<Workload> WorkloadFlags::Build() const {
+  auto fields = Fields([](const std::string&) { return true; });
+  if (!fields.ok()) return fields.status();
+  const Workload w = fields->ApplyTo(Workload::Default());
   if (Status st = w.Validate(); !st.ok()) return st.WithContext("workload");
   return w;
 }

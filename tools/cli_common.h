@@ -1,6 +1,7 @@
 // Flags and helpers shared by the meshplan subcommands.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,7 @@
 #include "core/status.h"
 #include "core/topology.h"
 #include "core/workload.h"
+#include "core/workload_fields.h"
 
 namespace meshplan::tools {
 
@@ -34,6 +36,10 @@ struct WorkloadFlags {
   std::string pass = "fwd+bwd";
 
   void Register(CLI::App& app);
+  // The fields of the flags for which `given(flag)` is true (flag names as "--batch"), parsed but
+  // not validated; errors name the flag.
+  Result<WorkloadFields> Fields(const std::function<bool(const std::string& flag)>& given) const;
+  // Every flag (given or default), validated ("workload: ..." when inconsistent).
   Result<Workload> Build() const;
 };
 

@@ -21,7 +21,6 @@
 #include "executor/plan_run.h"
 #include "simulator/plan_simulation.h"
 #include "tools/cli_common.h"
-#include "tools/text_format.h"
 #include "tools/commands.h"
 #include "tools/execute_run.h"
 #if MESHPLAN_HAVE_MPI

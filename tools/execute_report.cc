@@ -17,7 +17,7 @@
 #include "executor/timeline.h"
 #include "simulator/plan_simulation.h"
 #include "tools/cli_common.h"
-#include "tools/text_format.h"
+#include "report/text_table.h"
 
 namespace meshplan::tools {
 namespace {
@@ -87,7 +87,7 @@ std::string RenderTable(const Report& r) {
          FormatSeconds(r.measured.run_s) + "\n";
   out += "per rank over " + std::to_string(r.ranks) + " ranks (measured):\n";
   const exec::RunTimeline& m = r.measured;
-  out += Columns(
+  out += report::Columns(
       {{"", "min", "mean", "max"},
        {"compute", FormatSeconds(m.compute.min), FormatSeconds(m.compute.mean),
         FormatSeconds(m.compute.max)},
@@ -100,9 +100,9 @@ std::string RenderTable(const Report& r) {
   if (r.have_prediction) {
     const exec::RunTimeline& p = r.predicted;
     auto pct = [](double part, double whole) {
-      return Fixed(Fraction(part, whole) * 100, 1) + "%";
+      return report::Fixed(Fraction(part, whole) * 100, 1) + "%";
     };
-    out += Columns(
+    out += report::Columns(
         {{"", "predicted", "measured"},
          {"time", FormatSeconds(p.run_s), FormatSeconds(m.run_s)},
          {"compute (mean)", FormatSeconds(p.compute.mean), FormatSeconds(m.compute.mean)},
@@ -128,7 +128,7 @@ std::string RenderTable(const Report& r) {
       rows.push_back(
           {name, Scientific(error), error <= r.check.tolerance ? "ok" : "EXCEEDS TOLERANCE"});
     }
-    out += Columns(rows, "  ");
+    out += report::Columns(rows, "  ");
     out += r.check.passed() ? "check passed\n" : "check FAILED\n";
   }
   if (!r.written.empty()) {

@@ -8,10 +8,10 @@
 #include "core/units.h"
 #include "planner/search.h"
 #include "planner/strategy.h"
+#include "report/plan_report.h"
+#include "simulator/simulation_timer.h"
 #include "tools/cli_common.h"
 #include "tools/commands.h"
-#include "tools/plan_report.h"
-#include "tools/simulation_timer.h"
 
 namespace meshplan::tools {
 namespace {
@@ -71,17 +71,25 @@ int RunPlan(const PlanFlags& flags) {
   }
   // After the flag checks, so that a bad flag does not wait for the replays.
   if (flags.simulate > 0) {
-    SimulationTimer timer(std::min(flags.simulate, count), !flags.quiet);
+    const int total = std::min(flags.simulate, count);
+    sim::SimulationTimer::BeforeReplay progress;
+    if (!flags.quiet) {
+      progress = [total](int call) {
+        std::fprintf(stderr, "meshplan: simulating plan %d/%d...\n", call, total);
+        std::fflush(stderr);
+      };
+    }
+    sim::SimulationTimer timer(progress);
     if (Status st = planner::RerankBySimulation(ctx, timer, flags.simulate, &result); !st.ok()) {
       return ReportError(st);
     }
   }
   if (flags.format == "json") {
-    std::fputs(RenderJson(ctx, result, flags.top).c_str(), stdout);
+    std::fputs(report::PlanJson(ctx, result, flags.top).c_str(), stdout);
   } else if (flags.format == "csv") {
-    std::fputs(RenderCsv(ctx, result, flags.top).c_str(), stdout);
+    std::fputs(report::PlanCsv(ctx, result, flags.top).c_str(), stdout);
   } else {
-    std::fputs(RenderTable(ctx, result, flags.top).c_str(), stdout);
+    std::fputs(report::PlanTable(ctx, result, flags.top).c_str(), stdout);
   }
   if (flags.explain > 0) {
     const planner::Estimate& e = result.ranked[flags.explain - 1];
@@ -91,11 +99,11 @@ int RunPlan(const PlanFlags& flags) {
       if (!expanded.ok()) return ReportError(expanded.status());
       schedule = std::make_unique<Schedule>(std::move(expanded).value());
     }
-    std::fputs(("\n" + RenderExplain(ctx, e, flags.explain, schedule.get())).c_str(), stdout);
+    std::fputs(("\n" + report::PlanExplain(ctx, e, flags.explain, schedule.get())).c_str(), stdout);
   }
   if (!flags.out.empty()) {
     const planner::Estimate& e = result.ranked[flags.pick - 1];
-    const std::string text = PlanToToml(planner::MakePlan(ctx, e.params), EstimateToml(e));
+    const std::string text = PlanToToml(planner::MakePlan(ctx, e.params), report::EstimateToml(e));
     if (Status st = WriteFileAtomically(flags.out, text); !st.ok()) return ReportError(st);
     std::fprintf(stderr, "meshplan: wrote plan #%d (%s %s) to %s\n", flags.pick,
                  std::string(SchemeName(e.params.scheme)).c_str(), e.params.Describe().c_str(),

@@ -4,24 +4,17 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <memory>
-#include <numeric>
 #include <string>
-#include <vector>
 
 #include "core/atomic_file.h"
-#include "core/csv.h"
-#include "core/json_writer.h"
 #include "core/plan_io.h"
-#include "core/topology_toml.h"
-#include "core/units.h"
 #include "report/charts.h"
+#include "report/simulation_report.h"
 #include "report/svg_plot.h"
 #include "simulator/plan_simulation.h"
 #include "simulator/trace.h"
 #include "tools/cli_common.h"
-#include "tools/text_format.h"
 #include "tools/commands.h"
 
 namespace meshplan::tools {
@@ -38,271 +31,6 @@ struct SimulateFlags {
 
 // Ranks drawn in the --timeline picture (one lane each); more stay readable only in the trace.
 constexpr int kTimelineLanes = 32;
-
-struct Spread {
-  double min = 0, mean = 0, max = 0;
-};
-
-template <typename Field>
-Spread SpreadOf(const std::vector<sim::RankStats>& ranks, Field field) {
-  Spread s;
-  if (ranks.empty()) return s;
-  s.min = s.max = field(ranks[0]);
-  double sum = 0;
-  for (const sim::RankStats& r : ranks) {
-    const double v = field(r);
-    s.min = std::min(s.min, v);
-    s.max = std::max(s.max, v);
-    sum += v;
-  }
-  s.mean = sum / static_cast<double>(ranks.size());
-  return s;
-}
-
-// Everything the three output formats show.
-struct Report {
-  const Plan* plan = nullptr;
-  const Topology* topology = nullptr;
-  const sim::PlanSimulation* sim = nullptr;
-  std::string plan_file;
-  double wall_s = 0;  // whole command: evaluate, expand, replay
-  Spread compute, exposed, idle, bytes;
-  std::vector<int64_t> slowest;  // ranks, latest finish first
-
-  double simulated_s() const { return sim->result.total_s; }
-  double estimated_s() const { return sim->estimate.time_s; }
-  double difference_pct() const {
-    return estimated_s() > 0 ? (simulated_s() - estimated_s()) / estimated_s() * 100.0 : 0.0;
-  }
-  double finish_s(int64_t rank) const {
-    return simulated_s() - sim->result.ranks[static_cast<size_t>(rank)].idle_s;
-  }
-  double events_per_s() const {
-    return sim->replay_wall_s > 0 ? static_cast<double>(sim->result.events) / sim->replay_wall_s
-                                  : 0.0;
-  }
-};
-
-Report MakeReport(const Plan& plan, const Topology& topology, const sim::PlanSimulation& sim,
-                  const std::string& plan_file, double wall_s, int ranks_shown) {
-  Report r;
-  r.plan = &plan;
-  r.topology = &topology;
-  r.sim = &sim;
-  r.plan_file = plan_file;
-  r.wall_s = wall_s;
-  const auto& ranks = sim.result.ranks;
-  r.compute = SpreadOf(ranks, [](const sim::RankStats& s) { return s.compute_s; });
-  r.exposed = SpreadOf(ranks, [](const sim::RankStats& s) { return s.exposed_comm_s; });
-  r.idle = SpreadOf(ranks, [](const sim::RankStats& s) { return s.idle_s; });
-  r.bytes = SpreadOf(ranks, [](const sim::RankStats& s) { return s.bytes_sent; });
-  std::vector<int64_t> order(ranks.size());
-  std::iota(order.begin(), order.end(), int64_t{0});
-  // Latest finish = least idle; ties by rank number.
-  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-    return ranks[static_cast<size_t>(a)].idle_s < ranks[static_cast<size_t>(b)].idle_s;
-  });
-  if (ranks_shown > 0 && order.size() > static_cast<size_t>(ranks_shown))
-    order.resize(static_cast<size_t>(ranks_shown));
-  r.slowest = std::move(order);
-  return r;
-}
-
-std::string SignedPercent(double pct) { return (pct >= 0 ? "+" : "") + Fixed(pct, 1) + "%"; }
-
-std::string RenderTable(const Report& r) {
-  const sim::SimResult& res = r.sim->result;
-  const Topology& t = *r.topology;
-  std::string out = "plan:      " + std::string(SchemeName(r.plan->params.scheme)) + " " +
-                    r.plan->params.Describe() + " (" + r.plan_file + ")\n";
-  out += "workload:  " + r.plan->workload.Describe() + "\n";
-  out += "cluster:   " + std::to_string(t.num_gpus()) + " x " + t.gpu.model + " (" + t.name + ", " +
-         t.source + ")\n\n";
-  out += "simulated: " + FormatSeconds(r.simulated_s()) + "\n";
-  out += "estimated: " + FormatSeconds(r.estimated_s()) + " (planner); simulated is " +
-         SignedPercent(r.difference_pct()) + "\n\n";
-  out += "per rank over " + std::to_string(res.ranks.size()) + " ranks:\n";
-  out += Columns(
-      {{"", "min", "mean", "max"},
-       {"compute", FormatSeconds(r.compute.min), FormatSeconds(r.compute.mean),
-        FormatSeconds(r.compute.max)},
-       {"exposed comm", FormatSeconds(r.exposed.min), FormatSeconds(r.exposed.mean),
-        FormatSeconds(r.exposed.max)},
-       {"idle", FormatSeconds(r.idle.min), FormatSeconds(r.idle.mean), FormatSeconds(r.idle.max)},
-       {"bytes sent", FormatBytes(r.bytes.min), FormatBytes(r.bytes.mean),
-        FormatBytes(r.bytes.max)}},
-      "  ");
-  out += "\nslowest ranks:\n";
-  std::vector<std::vector<std::string>> rows = {
-      {"rank", "GPU", "finish", "compute", "exposed comm", "idle", "bytes sent"}};
-  for (int64_t rank : r.slowest) {
-    const sim::RankStats& s = res.ranks[static_cast<size_t>(rank)];
-    rows.push_back(
-        {std::to_string(rank), std::to_string(r.sim->rank_to_gpu[static_cast<size_t>(rank)]),
-         FormatSeconds(r.finish_s(rank)), FormatSeconds(s.compute_s),
-         FormatSeconds(s.exposed_comm_s), FormatSeconds(s.idle_s), FormatBytes(s.bytes_sent)});
-  }
-  out += Columns(rows, "  ");
-  out += "\nnetwork levels:\n";
-  rows = {{"level", "bytes", "utilisation"}};
-  for (const sim::LevelStats& l : res.levels) {
-    rows.push_back({l.name, FormatBytes(l.bytes), Fixed(l.utilization * 100, 1) + "%"});
-  }
-  out += Columns(rows, "  ");
-  out += "\ncritical path: " + res.critical_path + "\n";
-  out += "replay: " + std::to_string(res.events) + " events, " + std::to_string(res.flows) +
-         " flows in " + FormatSeconds(r.sim->replay_wall_s) + " (" +
-         Fixed(r.events_per_s() / 1e6, 2) + "M events/s); " + FormatSeconds(r.wall_s) +
-         " with evaluation and expansion\n";
-  return out;
-}
-
-void SpreadJson(JsonWriter& j, const char* key, const Spread& s) {
-  j.Key(key);
-  j.BeginObject();
-  j.Key("min");
-  j.Number(s.min);
-  j.Key("mean");
-  j.Number(s.mean);
-  j.Key("max");
-  j.Number(s.max);
-  j.EndObject();
-}
-
-std::string RenderJson(const Report& r, const std::string& trace_file) {
-  const sim::SimResult& res = r.sim->result;
-  JsonWriter j;
-  j.BeginObject();
-  j.Key("plan");
-  j.BeginObject();
-  j.Key("file");
-  j.String(r.plan_file);
-  j.Key("scheme");
-  j.String(SchemeName(r.plan->params.scheme));
-  j.Key("parameters");
-  j.String(r.plan->params.Describe());
-  j.Key("workload");
-  j.String(r.plan->workload.Describe());
-  j.EndObject();
-  j.Key("topology");
-  j.BeginObject();
-  j.Key("name");
-  j.String(r.topology->name);
-  j.Key("source");
-  j.String(r.topology->source);
-  j.Key("gpus");
-  j.Int(r.topology->num_gpus());
-  j.EndObject();
-  j.Key("simulated_s");
-  j.Number(r.simulated_s());
-  j.Key("estimated_s");
-  j.Number(r.estimated_s());
-  j.Key("difference_pct");
-  j.Number(r.difference_pct());
-  j.Key("per_rank");
-  j.BeginObject();
-  SpreadJson(j, "compute_s", r.compute);
-  SpreadJson(j, "exposed_comm_s", r.exposed);
-  SpreadJson(j, "idle_s", r.idle);
-  SpreadJson(j, "bytes_sent", r.bytes);
-  j.EndObject();
-  j.Key("slowest_ranks");
-  j.BeginArray();
-  for (int64_t rank : r.slowest) {
-    const sim::RankStats& s = res.ranks[static_cast<size_t>(rank)];
-    j.BeginObject();
-    j.Key("rank");
-    j.Int(rank);
-    j.Key("gpu");
-    j.Int(r.sim->rank_to_gpu[static_cast<size_t>(rank)]);
-    j.Key("finish_s");
-    j.Number(r.finish_s(rank));
-    j.Key("compute_s");
-    j.Number(s.compute_s);
-    j.Key("exposed_comm_s");
-    j.Number(s.exposed_comm_s);
-    j.Key("idle_s");
-    j.Number(s.idle_s);
-    j.Key("bytes_sent");
-    j.Number(s.bytes_sent);
-    j.EndObject();
-  }
-  j.EndArray();
-  j.Key("levels");
-  j.BeginArray();
-  for (const sim::LevelStats& l : res.levels) {
-    j.BeginObject();
-    j.Key("name");
-    j.String(l.name);
-    j.Key("bytes");
-    j.Number(l.bytes);
-    j.Key("utilization");
-    j.Number(l.utilization);
-    j.EndObject();
-  }
-  j.EndArray();
-  j.Key("critical_path");
-  j.String(res.critical_path);
-  j.Key("events");
-  j.Int(res.events);
-  j.Key("flows");
-  j.Int(res.flows);
-  j.Key("replay_wall_s");
-  j.Number(r.sim->replay_wall_s);
-  j.Key("events_per_s");
-  j.Number(r.events_per_s());
-  j.Key("wall_s");
-  j.Number(r.wall_s);
-  if (!trace_file.empty()) {
-    j.Key("trace");
-    j.String(trace_file);
-  }
-  j.EndObject();
-  return j.Take() + "\n";
-}
-
-std::string Number(double value) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.9g", value);
-  return buffer;
-}
-
-// One metric per row: metric,value.
-std::string RenderCsv(const Report& r) {
-  const sim::SimResult& res = r.sim->result;
-  std::vector<std::pair<std::string, std::string>> rows = {
-      {"plan", r.plan_file},
-      {"scheme", std::string(SchemeName(r.plan->params.scheme))},
-      {"parameters", r.plan->params.Describe()},
-      {"topology", r.topology->name},
-      {"gpus", std::to_string(r.topology->num_gpus())},
-      {"simulated_s", Number(r.simulated_s())},
-      {"estimated_s", Number(r.estimated_s())},
-      {"difference_pct", Number(r.difference_pct())},
-  };
-  auto spread = [&rows](const std::string& name, const Spread& s) {
-    rows.push_back({name + "_min", Number(s.min)});
-    rows.push_back({name + "_mean", Number(s.mean)});
-    rows.push_back({name + "_max", Number(s.max)});
-  };
-  spread("compute_s", r.compute);
-  spread("exposed_comm_s", r.exposed);
-  spread("idle_s", r.idle);
-  spread("bytes_sent", r.bytes);
-  for (const sim::LevelStats& l : res.levels) {
-    rows.push_back({"bytes_" + l.name, Number(l.bytes)});
-    rows.push_back({"utilization_" + l.name, Number(l.utilization)});
-  }
-  rows.push_back({"critical_path", res.critical_path});
-  rows.push_back({"events", std::to_string(res.events)});
-  rows.push_back({"flows", std::to_string(res.flows)});
-  rows.push_back({"replay_wall_s", Number(r.sim->replay_wall_s)});
-  rows.push_back({"events_per_s", Number(r.events_per_s())});
-  rows.push_back({"wall_s", Number(r.wall_s)});
-  std::string out = "metric,value\n";
-  for (const auto& [key, value] : rows) out += CsvField(key) + "," + CsvField(value) + "\n";
-  return out;
-}
 
 int RunSimulate(const SimulateFlags& flags) {
   if (Status st = CheckFormat(flags.format, {"table", "json", "csv"}); !st.ok())
@@ -331,13 +59,14 @@ int RunSimulate(const SimulateFlags& flags) {
         report::SimulatedTimeline(sim->schedule, sim->result, kTimelineLanes));
     if (Status st = WriteFileAtomically(flags.timeline, svg); !st.ok()) return ReportError(st);
   }
-  const Report report = MakeReport(*plan, *topology, *sim, flags.plan, wall_s, flags.ranks);
+  const report::SimulationReport summary =
+      report::MakeSimulationReport(*plan, *topology, *sim, flags.plan, wall_s, flags.ranks);
   if (flags.format == "json") {
-    std::fputs(RenderJson(report, flags.trace).c_str(), stdout);
+    std::fputs(report::SimulationJson(summary, flags.trace).c_str(), stdout);
   } else if (flags.format == "csv") {
-    std::fputs(RenderCsv(report).c_str(), stdout);
+    std::fputs(report::SimulationCsv(summary).c_str(), stdout);
   } else {
-    std::fputs(RenderTable(report).c_str(), stdout);
+    std::fputs(report::SimulationTable(summary).c_str(), stdout);
   }
   if (!flags.trace.empty()) {
     std::fprintf(stderr, "meshplan: wrote trace (%lld ops) to %s\n",

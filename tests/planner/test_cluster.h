@@ -1,7 +1,8 @@
-// Small clusters built in code for planner tests.
+// Small clusters (and a workload that suits them) built in code for tests.
 #pragma once
 
 #include "core/topology.h"
+#include "core/workload.h"
 
 namespace meshplan::testing {
 
@@ -20,6 +21,17 @@ inline Topology SmallCluster(int64_t gpus_per_node, int64_t nodes, double nvlink
   t.levels.push_back({"nvlink", LinkKind::kSwitch, gpus_per_node, nvlink_gbps * 1e9, nvlink_us * 1e-6, 1.0, {}});
   t.levels.push_back({"ib", LinkKind::kFatTree, nodes, ib_gbps * 1e9, ib_us * 1e-6, 1.0, {}});
   return t;
+}
+
+// 4K tokens, 8 query and 4 KV heads of dimension 64, the default dtype, mask and pass: every
+// scheme has valid plans for it on a SmallCluster of a few GPUs, and replays take milliseconds.
+inline Workload SmallWorkload() {
+  Workload w;
+  w.seq_len = 4096;
+  w.q_heads = 8;
+  w.kv_heads = 4;
+  w.head_dim = 64;
+  return w;
 }
 
 }  // namespace meshplan::testing

@@ -1,64 +1,18 @@
-// Sweeps: scaling a topology, rows equal to the planner's single-point results, CSV/JSON shape.
-#include "report/sweep.h"
+// Sweeps: rows equal to the planner's single-point results, simulated times, errors.
+#include "capacity/sweep.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <string>
 
+#include "capacity/scale_topology.h"
 #include "core/topology_toml.h"
 #include "planner/context.h"
 #include "planner/search.h"
 
-namespace meshplan::report {
+namespace meshplan::capacity {
 namespace {
-
-TEST(ScaleTopology, ChangesTheOutermostLevelOnly) {
-  const Topology dgx = DefaultTopology();  // 32 nodes x 8 GPUs
-  ASSERT_EQ(dgx.num_gpus(), 256);
-  auto scaled = ScaleTopology(dgx, 64);
-  ASSERT_TRUE(scaled.ok()) << scaled.status().message();
-  EXPECT_EQ(scaled->num_gpus(), 64);
-  EXPECT_EQ(scaled->levels[0].group_size, 8);  // GPUs per node unchanged
-  EXPECT_EQ(scaled->levels[1].group_size, 8);  // 8 nodes
-  EXPECT_EQ(scaled->name, "dgx-h100-32node@64");
-  EXPECT_DOUBLE_EQ(scaled->levels[1].bandwidth_bytes_per_s, dgx.levels[1].bandwidth_bytes_per_s);
-
-  auto same = ScaleTopology(dgx, 256);
-  ASSERT_TRUE(same.ok());
-  EXPECT_EQ(same->name, dgx.name);
-
-  auto bigger = ScaleTopology(dgx, 1024);
-  ASSERT_TRUE(bigger.ok());
-  EXPECT_EQ(bigger->levels[1].group_size, 128);
-}
-
-TEST(ScaleTopology, RejectsCountsThatAreNotWholeNodes) {
-  const Topology dgx = DefaultTopology();
-  for (int64_t gpus : {12, 0, -8, 4}) {
-    auto scaled = ScaleTopology(dgx, gpus);
-    ASSERT_FALSE(scaled.ok()) << gpus;
-    EXPECT_NE(scaled.status().message().find("multiple of the 8 GPUs"), std::string::npos)
-        << scaled.status().message();
-    EXPECT_NE(scaled.status().message().find(std::to_string(gpus)), std::string::npos);
-  }
-}
-
-TEST(ScaleTopology, TorusKeepsItsOtherDimensions) {
-  auto torus = LoadTopologyFile(std::string(MESHPLAN_SOURCE_DIR) + "/topologies/hypothetical-torus-16x16.toml");
-  ASSERT_TRUE(torus.ok()) << torus.status().message();
-  const NetworkLevel& outer = torus->levels.back();
-  ASSERT_EQ(outer.kind, LinkKind::kTorus);
-  const int64_t inner = torus->num_gpus() / outer.group_size;
-  int64_t others = 1;
-  for (size_t i = 0; i + 1 < outer.torus_dims.size(); ++i) others *= outer.torus_dims[i];
-  auto scaled = ScaleTopology(*torus, inner * others * 2);
-  ASSERT_TRUE(scaled.ok()) << scaled.status().message();
-  EXPECT_EQ(scaled->levels.back().torus_dims.back(), 2);
-  if (others > 1) {
-    EXPECT_FALSE(ScaleTopology(*torus, inner * (others + 1)).ok());
-  }
-}
 
 // The best plan of `scheme` in a single-point search (first ranked: fits first, then time).
 const planner::Estimate* BestOf(const planner::SearchResult& result, Scheme scheme) {
@@ -168,40 +122,5 @@ TEST(RunSweep, Errors) {
   EXPECT_NE(bad_workload.status().message().find("S=4K"), std::string::npos) << bad_workload.status().message();
 }
 
-TEST(SweepOutput, CsvAndJsonHaveOneRowPerPointAndScheme) {
-  SweepSpec spec;
-  spec.topologies = {DefaultTopology()};
-  spec.gpus = {8, 16};
-  spec.seq_lens = {int64_t{64} << 10};
-  spec.schemes = {Scheme::kRing, Scheme::kUlysses};
-  auto rows = RunSweep(spec);
-  ASSERT_TRUE(rows.ok());
-  const std::string csv = SweepCsv(*rows);
-  EXPECT_EQ(csv.rfind("topology,gpus,seq_len,scheme,valid,parameters,time_s", 0), 0u) << csv;
-  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 5);
-  // Every line has the header's number of fields (reasons and parameters hold no commas here).
-  const size_t header_commas = std::count(csv.begin(), csv.begin() + csv.find('\n'), ',');
-  size_t start = 0;
-  while (start < csv.size()) {
-    const size_t end = csv.find('\n', start);
-    EXPECT_EQ(static_cast<size_t>(std::count(csv.begin() + start, csv.begin() + end, ',')), header_commas)
-        << csv.substr(start, end - start);
-    start = end + 1;
-  }
-  EXPECT_NE(csv.find("dgx-h100-32node,16,65536,ulysses,false,,"), std::string::npos) << csv;
-  EXPECT_NE(csv.find("head-parallel degree 16 exceeds the 8 KV heads"), std::string::npos);
-
-  const std::string json = SweepJson(*rows);
-  EXPECT_EQ(json.rfind("{\"rows\":[{\"topology\":\"dgx-h100-32node\",\"gpus\":8,\"seq_len\":65536,\"scheme\":\"ring\","
-                       "\"valid\":true,",
-                       0),
-            0u)
-      << json;
-  size_t objects = 0;
-  for (size_t at = json.find("\"scheme\":"); at != std::string::npos; at = json.find("\"scheme\":", at + 1)) ++objects;
-  EXPECT_EQ(objects, 4u);
-  EXPECT_NE(json.find("\"valid\":false,\"reason\":\"head-parallel degree 16"), std::string::npos) << json;
-}
-
 }  // namespace
-}  // namespace meshplan::report
+}  // namespace meshplan::capacity

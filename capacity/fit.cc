@@ -1,14 +1,14 @@
-#include "report/fit.h"
+#include "capacity/fit.h"
 
 #include <algorithm>
 #include <optional>
 
+#include "capacity/scale_topology.h"
 #include "core/units.h"
 #include "planner/context.h"
 #include "planner/search.h"
-#include "report/sweep.h"
 
-namespace meshplan::report {
+namespace meshplan::capacity {
 namespace {
 
 // The outcome of planning one scheme at one sequence length.
@@ -157,4 +157,4 @@ Result<SmallestCluster> SmallestClusterFor(const Topology& topology, const Workl
   return Status::Invalid(message);
 }
 
-}  // namespace meshplan::report
+}  // namespace meshplan::capacity

@@ -1,10 +1,10 @@
-// Small text-formatting helpers shared by the CLI's reports.
+// Small text-formatting helpers for plain-text reports: fixed-point numbers, aligned columns.
 #pragma once
 
 #include <string>
 #include <vector>
 
-namespace meshplan::tools {
+namespace meshplan::report {
 
 // "%.*f"
 std::string Fixed(double value, int digits);
@@ -13,4 +13,4 @@ std::string Fixed(double value, int digits);
 std::string Columns(const std::vector<std::vector<std::string>>& rows, const std::string& indent = "",
                     bool rule = false);
 
-}  // namespace meshplan::tools
+}  // namespace meshplan::report

@@ -11,7 +11,7 @@
 #include "core/topology.h"
 #include "core/workload.h"
 
-namespace meshplan::report {
+namespace meshplan::capacity {
 
 // Sequence lengths `fit` tries on P GPUs are the multiples of 2 * P: every layout of every scheme
 // cuts the sequence into pieces x sub-shards that divide 2P (zigzag: 2 chunks per shard), so each
@@ -54,4 +54,4 @@ Result<SmallestCluster> SmallestClusterFor(const Topology& topology, const Workl
                                            const std::vector<Scheme>& schemes, double reserved_bytes,
                                            int64_t max_gpus);
 
-}  // namespace meshplan::report
+}  // namespace meshplan::capacity

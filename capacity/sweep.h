@@ -1,5 +1,5 @@
 // Capacity planning: sweeps of the planner (and optionally the simulator) over clusters of
-// several sizes, sequence lengths and schemes, and the "what fits" questions.
+// several sizes, sequence lengths and schemes. report/sweep_table.h renders the rows.
 #pragma once
 
 #include <cstdint>
@@ -12,12 +12,7 @@
 #include "core/topology.h"
 #include "core/workload.h"
 
-namespace meshplan::report {
-
-// The topology grown or shrunk to `gpus` GPUs by changing the outermost level's group size
-// (inner levels, e.g. the 8 GPUs of a node, stay). Error when gpus is not a positive multiple of
-// the inner levels' span. The name gets a "@<gpus>" suffix when it changes.
-Result<Topology> ScaleTopology(const Topology& topology, int64_t gpus);
+namespace meshplan::capacity {
 
 struct SweepSpec {
   std::vector<Topology> topologies;  // at least one
@@ -55,7 +50,4 @@ using Progress = std::function<void(int64_t, int64_t)>;
 // cannot be scaled to, an invalid workload (named by the point).
 Result<std::vector<SweepRow>> RunSweep(const SweepSpec& spec, const Progress& progress = {});
 
-std::string SweepCsv(const std::vector<SweepRow>& rows);
-std::string SweepJson(const std::vector<SweepRow>& rows);
-
-}  // namespace meshplan::report
+}  // namespace meshplan::capacity

@@ -1,20 +1,20 @@
 // "What fits": the longest sequence against a hand-derived memory bound, the monotonicity the
 // binary search relies on, and the smallest cluster for a step-time budget.
-#include "report/fit.h"
+#include "capacity/fit.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <string>
 
+#include "capacity/scale_topology.h"
 #include "core/topology_toml.h"
 #include "core/units.h"
 #include "planner/context.h"
 #include "planner/search.h"
-#include "report/sweep.h"
 #include "../planner/test_cluster.h"
 
-namespace meshplan::report {
+namespace meshplan::capacity {
 namespace {
 
 using meshplan::testing::SmallCluster;
@@ -197,4 +197,4 @@ TEST(SmallestClusterFor, ImpossibleBudgetNamesTheBestTimeReached) {
 }
 
 }  // namespace
-}  // namespace meshplan::report
+}  // namespace meshplan::capacity

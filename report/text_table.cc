@@ -1,9 +1,9 @@
-#include "tools/text_format.h"
+#include "report/text_table.h"
 
 #include <algorithm>
 #include <cstdio>
 
-namespace meshplan::tools {
+namespace meshplan::report {
 
 std::string Fixed(double value, int digits) {
   char buffer[64];
@@ -36,4 +36,4 @@ std::string Columns(const std::vector<std::vector<std::string>>& rows, const std
   return out;
 }
 
-}  // namespace meshplan::tools
+}  // namespace meshplan::report

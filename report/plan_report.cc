@@ -1,14 +1,14 @@
-#include "tools/plan_report.h"
+#include "report/plan_report.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <sstream>
 
-#include "core/units.h"
-#include "tools/text_format.h"
 #include "core/json_writer.h"
+#include "core/units.h"
+#include "report/text_table.h"
 
-namespace meshplan::tools {
+namespace meshplan::report {
 namespace {
 
 std::string ClusterLine(const planner::PlanContext& ctx) {
@@ -33,7 +33,7 @@ size_t Rows(const planner::SearchResult& result, int top) {
 
 }  // namespace
 
-std::string RenderTable(const planner::PlanContext& ctx, const planner::SearchResult& result, int top) {
+std::string PlanTable(const planner::PlanContext& ctx, const planner::SearchResult& result, int top) {
   std::string out = "cluster:  " + ClusterLine(ctx) + "\n";
   out += "workload: " + ctx.workload.Describe() + "\n";
   if (ctx.reserved_memory_bytes > 0) {
@@ -86,7 +86,7 @@ std::string RenderTable(const planner::PlanContext& ctx, const planner::SearchRe
   return out;
 }
 
-std::string RenderJson(const planner::PlanContext& ctx, const planner::SearchResult& result, int top) {
+std::string PlanJson(const planner::PlanContext& ctx, const planner::SearchResult& result, int top) {
   JsonWriter j;
   j.BeginObject();
   j.Key("cluster");
@@ -188,7 +188,7 @@ std::string RenderJson(const planner::PlanContext& ctx, const planner::SearchRes
   return j.str() + "\n";
 }
 
-std::string RenderCsv(const planner::PlanContext& ctx, const planner::SearchResult& result, int top) {
+std::string PlanCsv(const planner::PlanContext& ctx, const planner::SearchResult& result, int top) {
   const bool simulated = AnySimulated(result);
   std::string out = "rank,scheme,parameters,time_s,";
   if (simulated) out += "simulated_s,";
@@ -223,7 +223,7 @@ std::string RenderCsv(const planner::PlanContext& ctx, const planner::SearchResu
   return out;
 }
 
-std::string RenderExplain(const planner::PlanContext& ctx, const planner::Estimate& e, int rank_in_list,
+std::string PlanExplain(const planner::PlanContext& ctx, const planner::Estimate& e, int rank_in_list,
                           const Schedule* schedule) {
   std::ostringstream out;
   out << "plan #" << rank_in_list << ": " << SchemeName(e.params.scheme) << " " << e.params.Describe() << "\n";
@@ -295,4 +295,4 @@ std::string EstimateToml(const planner::Estimate& e) {
   return out;
 }
 
-}  // namespace meshplan::tools
+}  // namespace meshplan::report

@@ -1,0 +1,110 @@
+#include "capacity/sweep.h"
+
+#include <utility>
+
+#include "capacity/scale_topology.h"
+#include "core/units.h"
+#include "planner/context.h"
+#include "planner/search.h"
+#include "simulator/simulation_timer.h"
+
+namespace meshplan::capacity {
+namespace {
+
+std::string PointName(const std::string& topology, int64_t gpus, int64_t seq_len) {
+  return topology + " @" + std::to_string(gpus) + " GPUs, S=" + FormatCount(seq_len);
+}
+
+}  // namespace
+
+Result<std::vector<SweepRow>> RunSweep(const SweepSpec& spec, const Progress& progress) {
+  if (spec.topologies.empty()) return Status::Invalid("sweep: no topology given");
+  if (spec.seq_lens.empty()) return Status::Invalid("sweep: no sequence length given");
+  std::vector<Scheme> schemes = spec.schemes;
+  if (schemes.empty()) schemes.assign(std::begin(kAllSchemes), std::end(kAllSchemes));
+
+  // Scale every topology first, so that a bad GPU count fails before any search runs.
+  struct Cluster {
+    const Topology* original;
+    Topology scaled;
+  };
+  std::vector<Cluster> clusters;
+  for (const Topology& t : spec.topologies) {
+    if (Status st = t.SupportsDType(spec.base.dtype); !st.ok()) return st;
+    if (spec.gpus.empty()) {
+      clusters.push_back({&t, t});
+      continue;
+    }
+    for (int64_t g : spec.gpus) {
+      auto scaled = ScaleTopology(t, g);
+      if (!scaled.ok()) return scaled.status();
+      clusters.push_back({&t, std::move(scaled).value()});
+    }
+  }
+
+  const int64_t total = static_cast<int64_t>(clusters.size() * spec.seq_lens.size());
+  int64_t done = 0;
+  std::vector<SweepRow> rows;
+  rows.reserve(static_cast<size_t>(total) * schemes.size());
+  planner::SearchOptions options;
+  options.schemes = schemes;
+  for (const Cluster& cluster : clusters) {
+    const int64_t gpus = cluster.scaled.num_gpus();
+    for (int64_t seq : spec.seq_lens) {
+      Workload w = spec.base;
+      w.seq_len = seq;
+      if (Status st = w.Validate(); !st.ok()) {
+        return st.WithContext(PointName(cluster.original->name, gpus, seq) + ": workload");
+      }
+      const planner::PlanContext ctx(w, cluster.scaled, spec.reserved_memory_bytes);
+      // One search over every scheme; ranked is fits-first then time, so a scheme's first
+      // ranked plan is its best.
+      const planner::SearchResult result = planner::Search(ctx, options);
+      for (Scheme scheme : schemes) {
+        SweepRow row;
+        row.topology = cluster.original->name;
+        row.gpus = gpus;
+        row.seq_len = seq;
+        row.scheme = scheme;
+        const planner::Estimate* best = nullptr;
+        for (const planner::Estimate& e : result.ranked) {
+          if (e.params.scheme == scheme) {
+            best = &e;
+            break;
+          }
+        }
+        if (best == nullptr) {
+          row.reason = "no valid plan";
+          for (const planner::Estimate& e : result.rejected) {
+            if (e.params.scheme == scheme) row.reason = e.reason;
+          }
+          rows.push_back(std::move(row));
+          continue;
+        }
+        row.valid = true;
+        row.params = best->params;
+        row.time_s = best->time_s;
+        row.compute_s = best->compute_s;
+        row.exposed_comm_s = best->exposed_comm_s;
+        row.comm_share = best->time_s > 0 ? best->exposed_comm_s / best->time_s : 0.0;
+        row.bytes_per_gpu = best->bytes_per_rank;
+        row.peak_memory_bytes = best->peak_memory_bytes;
+        row.fits = best->fits;
+        if (spec.simulate) {
+          auto simulated = sim::SimulatedSeconds(ctx, best->params);
+          if (!simulated.ok()) {
+            return simulated.status().WithContext(PointName(cluster.original->name, gpus, seq) + ": simulating " +
+                                                  std::string(SchemeName(scheme)) + " " + best->params.Describe());
+          }
+          row.simulated_s = *simulated;
+        }
+        rows.push_back(std::move(row));
+      }
+      ++done;
+      if (progress) progress(done, total);
+    }
+  }
+  return rows;
+}
+
+}  // namespace meshplan::capacity

@@ -1,0 +1,176 @@
+#include "capacity/sweep_file.h"
+
+#include <toml++/toml.h>
+
+#include <filesystem>
+#include <optional>
+#include <sstream>
+#include <utility>
+#include <vector>
+
+#include "capacity/sweep_lists.h"
+#include "core/toml_util.h"
+#include "core/units.h"
+
+namespace meshplan::capacity {
+namespace {
+
+// One of a list key's forms as list text: "8..64", 8, or an array of those.
+Result<std::string> ListText(const toml::node& node, const std::string& key, const std::string& source) {
+  auto one = [&](const toml::node& n) -> Result<std::string> {
+    if (const auto* s = n.as_string()) return s->get();
+    if (const auto* i = n.as_integer()) return std::to_string(i->get());
+    return Status::Invalid(source + ": " + key + ": expected a count, a range string or an array of those, got " +
+                           TomlTypeName(n));
+  };
+  if (const auto* array = node.as_array()) {
+    std::string text;
+    for (const toml::node& element : *array) {
+      auto t = one(element);
+      if (!t.ok()) return t;
+      text += (text.empty() ? "" : ",") + *t;
+    }
+    return text;
+  }
+  return one(node);
+}
+
+// Strings from a comma list string ("a,b") or an array of strings.
+Result<std::vector<std::string>> StringList(const toml::node& node, const std::string& key, const std::string& source) {
+  auto fail = [&](const toml::node& n) {
+    return Status::Invalid(source + ": " + key + ": expected a string or an array of strings, got " + TomlTypeName(n));
+  };
+  std::vector<std::string> out;
+  if (const auto* s = node.as_string()) {
+    std::stringstream in(s->get());
+    std::string item;
+    while (std::getline(in, item, ',')) {
+      if (!item.empty()) out.push_back(item);
+    }
+    return out;
+  }
+  const auto* array = node.as_array();
+  if (array == nullptr) return fail(node);
+  for (const toml::node& element : *array) {
+    const auto* s = element.as_string();
+    if (s == nullptr) return fail(element);
+    out.push_back(s->get());
+  }
+  return out;
+}
+
+// The workload keys of a sweep file, checked so that errors name the file and key.
+Status ReadWorkloadKeys(const toml::table& table, const std::string& path, WorkloadFields* fields) {
+  auto fail = [&](const std::string& key, const std::string& why) {
+    return Status::Invalid(path + ": " + key + ": " + why);
+  };
+  // Counts: an integer or a "64K"-style string.
+  const std::pair<const char*, std::optional<int64_t> WorkloadFields::*> counts[] = {
+      {"batch", &WorkloadFields::batch},
+      {"heads", &WorkloadFields::q_heads},
+      {"kv_heads", &WorkloadFields::kv_heads},
+      {"head_dim", &WorkloadFields::head_dim}};
+  for (const auto& [key, member] : counts) {
+    const toml::node* n = table.get(key);
+    if (n == nullptr) continue;
+    std::string value;
+    if (const auto* i = n->as_integer()) {
+      value = std::to_string(i->get());
+    } else if (const auto* s = n->as_string()) {
+      value = s->get();
+    } else {
+      return fail(key, "expected a count, got " + TomlTypeName(*n));
+    }
+    auto parsed = ParseCount(value);
+    if (!parsed.ok()) return parsed.status().WithContext(path + ": " + key);
+    fields->*member = *parsed;
+  }
+  // Names: strings, parsed as the flags of the same name parse them.
+  auto name = [&](const char* key) -> Result<std::optional<std::string>> {
+    const toml::node* n = table.get(key);
+    if (n == nullptr) return std::optional<std::string>();
+    const auto* s = n->as_string();
+    if (s == nullptr) return fail(key, "expected a string, got " + TomlTypeName(*n));
+    return std::optional<std::string>(s->get());
+  };
+  auto parse = [&](const char* key, auto parser, auto* out) -> Status {
+    auto text = name(key);
+    if (!text.ok()) return text.status();
+    if (!*text) return Status::Ok();
+    auto value = parser(**text);
+    if (!value.ok()) return value.status().WithContext(path + ": " + key);
+    *out = std::move(value).value();
+    return Status::Ok();
+  };
+  MESHPLAN_RETURN_IF_ERROR(parse("dtype", ParseDType, &fields->dtype));
+  MESHPLAN_RETURN_IF_ERROR(parse("partial_dtype", ParseDType, &fields->partial_dtype));
+  MESHPLAN_RETURN_IF_ERROR(parse("mask", ParseMask, &fields->mask));
+  return parse("pass", ParsePass, &fields->pass);
+}
+
+}  // namespace
+
+Result<SweepSettings> ReadSweepFile(const std::string& path) {
+  auto text = ReadTextFile(path);
+  if (!text.ok()) return text.status();
+  auto doc = ParseTomlDocument(*text, path);
+  if (!doc.ok()) return doc.status();
+  const toml::table& table = *doc;
+  MESHPLAN_RETURN_IF_ERROR(CheckTomlKeys(table,
+                                         "",
+                                         {"topologies", "gpus", "seq", "schemes", "batch", "heads", "kv_heads",
+                                          "head_dim", "dtype", "partial_dtype", "mask", "pass", "reserve_gib",
+                                          "simulate"},
+                                         path));
+  auto fail = [&](const std::string& key, const std::string& why) {
+    return Status::Invalid(path + ": " + key + ": " + why);
+  };
+  SweepSettings settings;
+  if (const toml::node* n = table.get("topologies")) {
+    auto names = StringList(*n, "topologies", path);
+    if (!names.ok()) return names.status();
+    const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+    settings.topology_files.emplace();
+    for (const std::string& name : *names) {
+      const std::filesystem::path p(name);
+      settings.topology_files->push_back(p.is_absolute() || dir.empty() ? name : (dir / p).string());
+    }
+  }
+  for (const char* key : {"gpus", "seq"}) {
+    const toml::node* n = table.get(key);
+    if (n == nullptr) continue;
+    auto list_text = ListText(*n, key, path);
+    if (!list_text.ok()) return list_text.status();
+    auto values = ParseCountList(*list_text, path + ": " + key);
+    if (!values.ok()) return values.status();
+    (std::string(key) == "gpus" ? settings.gpus : settings.seq_lens) = *values;
+  }
+  if (const toml::node* n = table.get("schemes")) {
+    auto names = StringList(*n, "schemes", path);
+    if (!names.ok()) return names.status();
+    auto schemes = ParseSchemeList(*names, path + ": schemes");
+    if (!schemes.ok()) return schemes.status();
+    settings.schemes = *schemes;
+  }
+  MESHPLAN_RETURN_IF_ERROR(ReadWorkloadKeys(table, path, &settings.workload));
+  if (const toml::node* n = table.get("reserve_gib")) {
+    double value = 0;
+    if (const auto* i = n->as_integer()) {
+      value = static_cast<double>(i->get());
+    } else if (const auto* f = n->as_floating_point()) {
+      value = f->get();
+    } else {
+      return fail("reserve_gib", "expected a number, got " + TomlTypeName(*n));
+    }
+    if (!(value >= 0)) return fail("reserve_gib", "must not be negative");
+    settings.reserved_memory_bytes = value * kGiB;
+  }
+  if (const toml::node* n = table.get("simulate")) {
+    const auto* b = n->as_boolean();
+    if (b == nullptr) return fail("simulate", "expected true or false, got " + TomlTypeName(*n));
+    settings.simulate = b->get();
+  }
+  return settings;
+}
+
+}  // namespace meshplan::capacity

@@ -1,0 +1,51 @@
+#include "capacity/sweep_settings.h"
+
+#include <utility>
+
+#include "core/topology_toml.h"
+
+namespace meshplan::capacity {
+namespace {
+
+// `top` when set, else `bottom`.
+template <typename T>
+void Replace(std::optional<T>& bottom, const std::optional<T>& top) {
+  if (top) bottom = top;
+}
+
+}  // namespace
+
+void SweepSettings::Overlay(const SweepSettings& top) {
+  Replace(topology_files, top.topology_files);
+  Replace(gpus, top.gpus);
+  Replace(seq_lens, top.seq_lens);
+  Replace(schemes, top.schemes);
+  workload.Overlay(top.workload);
+  Replace(reserved_memory_bytes, top.reserved_memory_bytes);
+  Replace(simulate, top.simulate);
+}
+
+Result<SweepSpec> MakeSweepSpec(const SweepSettings& settings) {
+  SweepSpec spec;
+  spec.seq_lens = settings.seq_lens.value_or(std::vector<int64_t>{Workload::Default().seq_len});
+  if (spec.seq_lens.empty()) return Status::Invalid("sweep: no sequence length given");
+  spec.base = settings.workload.ApplyTo(Workload::Default());
+  spec.base.seq_len = spec.seq_lens.front();  // each point sets its own
+  MESHPLAN_RETURN_IF_ERROR(spec.base.Validate().WithContext("workload"));
+  if (!settings.topology_files || settings.topology_files->empty()) {
+    spec.topologies.push_back(DefaultTopology());
+  } else {
+    for (const std::string& path : *settings.topology_files) {
+      auto topology = LoadTopologyFile(path);
+      if (!topology.ok()) return topology.status();
+      spec.topologies.push_back(std::move(topology).value());
+    }
+  }
+  spec.gpus = settings.gpus.value_or(std::vector<int64_t>{});
+  spec.schemes = settings.schemes.value_or(std::vector<Scheme>{});
+  spec.reserved_memory_bytes = settings.reserved_memory_bytes.value_or(0.0);
+  spec.simulate = settings.simulate.value_or(false);
+  return spec;
+}
+
+}  // namespace meshplan::capacity

@@ -1,0 +1,40 @@
+// What to sweep, as one layer of settings says it: a sweep file (capacity/sweep_file.h) or the
+// flags given on a command line. Layers stack (Overlay); MakeSweepSpec turns the result into the
+// SweepSpec that RunSweep takes.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "capacity/sweep.h"
+#include "core/plan.h"
+#include "core/status.h"
+#include "core/workload_fields.h"
+
+namespace meshplan::capacity {
+
+// Every field is optional: unset leaves the choice to the layer below, and finally to the
+// defaults of MakeSweepSpec.
+struct SweepSettings {
+  std::optional<std::vector<std::string>> topology_files;  // cluster TOML files
+  std::optional<std::vector<int64_t>> gpus;
+  std::optional<std::vector<int64_t>> seq_lens;
+  std::optional<std::vector<Scheme>> schemes;
+  WorkloadFields workload;  // seq_len is not used: seq_lens holds the sweep's lengths
+  std::optional<double> reserved_memory_bytes;
+  std::optional<bool> simulate;
+
+  // Replaces the fields that `top` sets by top's (workload field by field).
+  void Overlay(const SweepSettings& top);
+};
+
+// The sweep `settings` describe, with these defaults for what they leave unset: the built-in
+// cluster, each topology's own size, 1M tokens (Workload::Default's length), every scheme, the
+// other fields of Workload::Default, no memory reserved, no simulation. Loads the topology files.
+// Errors, in this order: the workload at the first sequence length is invalid ("workload: ..."),
+// a topology file cannot be loaded.
+Result<SweepSpec> MakeSweepSpec(const SweepSettings& settings);
+
+}  // namespace meshplan::capacity

@@ -1,0 +1,58 @@
+// What `meshplan simulate` reports about one replayed plan (docs/simulator.md): the simulated
+// time against the planner's estimate, per-rank spreads, the slowest ranks and the network
+// levels, as a table, JSON or CSV.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/plan.h"
+#include "core/topology.h"
+#include "simulator/plan_simulation.h"
+
+namespace meshplan::report {
+
+// The smallest, mean and largest value of one per-rank quantity.
+struct Spread {
+  double min = 0, mean = 0, max = 0;
+};
+
+// Everything the three formats show. Holds pointers: the plan, topology and simulation must
+// outlive it.
+struct SimulationReport {
+  const Plan* plan = nullptr;
+  const Topology* topology = nullptr;
+  const sim::PlanSimulation* sim = nullptr;
+  std::string plan_file;
+  double wall_s = 0;  // whole command: evaluate, expand, replay
+  Spread compute, exposed, idle, bytes;
+  std::vector<int64_t> slowest;  // ranks, latest finish first
+
+  double simulated_s() const { return sim->result.total_s; }
+  double estimated_s() const { return sim->estimate.time_s; }
+  // (simulated - estimated) / estimated in percent; 0 when there is no estimate.
+  double difference_pct() const {
+    return estimated_s() > 0 ? (simulated_s() - estimated_s()) / estimated_s() * 100.0 : 0.0;
+  }
+  double finish_s(int64_t rank) const {
+    return simulated_s() - sim->result.ranks[static_cast<size_t>(rank)].idle_s;
+  }
+  double events_per_s() const {
+    return sim->replay_wall_s > 0 ? static_cast<double>(sim->result.events) / sim->replay_wall_s : 0.0;
+  }
+};
+
+// The report of `sim` (a replay of `plan` from `plan_file` on `topology` that took wall_s in
+// all), listing the `ranks_shown` slowest ranks (0: all; ties by rank number).
+SimulationReport MakeSimulationReport(const Plan& plan, const Topology& topology, const sim::PlanSimulation& sim,
+                                      const std::string& plan_file, double wall_s, int ranks_shown);
+
+// Human-readable summary.
+std::string SimulationTable(const SimulationReport& r);
+// One JSON object (and a newline); "trace" names trace_file when it is not empty.
+std::string SimulationJson(const SimulationReport& r, const std::string& trace_file);
+// One metric per row: "metric,value".
+std::string SimulationCsv(const SimulationReport& r);
+
+}  // namespace meshplan::report

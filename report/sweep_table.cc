@@ -1,0 +1,96 @@
+#include "report/sweep_table.h"
+
+#include <charconv>
+
+#include "core/csv.h"
+#include "core/json_writer.h"
+
+namespace meshplan::report {
+namespace {
+
+using capacity::SweepRow;
+
+// Shortest text that reads back as the same double (as JsonWriter::Number).
+std::string ShortNumber(double value) {
+  char buffer[32];
+  const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
+  return std::string(buffer, result.ptr);
+}
+
+}  // namespace
+
+std::string SweepCsv(const std::vector<SweepRow>& rows) {
+  std::string out =
+      "topology,gpus,seq_len,scheme,valid,parameters,time_s,compute_s,exposed_comm_s,comm_share,bytes_per_gpu,"
+      "peak_memory_bytes,fits,simulated_s,reason\n";
+  for (const SweepRow& r : rows) {
+    out += CsvField(r.topology) + "," + std::to_string(r.gpus) + "," + std::to_string(r.seq_len) + "," +
+           std::string(SchemeName(r.scheme)) + "," + (r.valid ? "true" : "false") + ",";
+    if (r.valid) {
+      out += CsvField(r.params.Describe()) + "," + ShortNumber(r.time_s) + "," + ShortNumber(r.compute_s) + "," +
+             ShortNumber(r.exposed_comm_s) + "," + ShortNumber(r.comm_share) + "," + ShortNumber(r.bytes_per_gpu) +
+             "," + ShortNumber(r.peak_memory_bytes) + "," + (r.fits ? "true" : "false") + ",";
+      // Empty field: not simulated.
+      if (r.simulated_s >= 0) out += ShortNumber(r.simulated_s);
+      out += ",\n";
+    } else {
+      out += ",,,,,,,,," + CsvField(r.reason) + "\n";
+    }
+  }
+  return out;
+}
+
+std::string SweepJson(const std::vector<SweepRow>& rows) {
+  JsonWriter json;
+  json.Reserve(rows.size() * 320 + 16);
+  json.BeginObject();
+  json.Key("rows");
+  json.BeginArray();
+  for (const SweepRow& r : rows) {
+    json.BeginObject();
+    json.Key("topology");
+    json.String(r.topology);
+    json.Key("gpus");
+    json.Int(r.gpus);
+    json.Key("seq_len");
+    json.Int(r.seq_len);
+    json.Key("scheme");
+    json.String(SchemeName(r.scheme));
+    json.Key("valid");
+    json.Bool(r.valid);
+    if (!r.valid) {
+      json.Key("reason");
+      json.String(r.reason);
+      json.EndObject();
+      continue;
+    }
+    json.Key("parameters");
+    json.String(r.params.Describe());
+    json.Key("time_s");
+    json.Number(r.time_s);
+    json.Key("compute_s");
+    json.Number(r.compute_s);
+    json.Key("exposed_comm_s");
+    json.Number(r.exposed_comm_s);
+    json.Key("comm_share");
+    json.Number(r.comm_share);
+    json.Key("bytes_per_gpu");
+    json.Number(r.bytes_per_gpu);
+    json.Key("peak_memory_bytes");
+    json.Number(r.peak_memory_bytes);
+    json.Key("fits");
+    json.Bool(r.fits);
+    if (r.simulated_s >= 0) {
+      json.Key("simulated_s");
+      json.Number(r.simulated_s);
+    }
+    json.EndObject();
+  }
+  json.EndArray();
+  json.EndObject();
+  std::string text = json.Take();
+  text += '\n';
+  return text;
+}
+
+}  // namespace meshplan::report

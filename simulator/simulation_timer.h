@@ -1,0 +1,35 @@
+// Timing one candidate plan by replaying its schedule: what `meshplan plan --simulate K` plugs
+// into the planner (planner::PlanTimer) and what a sweep's --simulate column holds.
+#pragma once
+
+#include <functional>
+#include <utility>
+
+#include "core/plan.h"
+#include "core/status.h"
+#include "planner/context.h"
+#include "planner/plan_timer.h"
+
+namespace meshplan::sim {
+
+// Expands `params` on ctx's workload and topology, places the ranks by params' placement and
+// replays the schedule with sim::Simulate (no op times kept). Returns the simulated step seconds.
+// Errors: expansion errors, an invalid placement, replay errors, passed through.
+// REQUIRES: the plan is valid (its strategy's Evaluate says so).
+Result<double> SimulatedSeconds(const planner::PlanContext& ctx, const SchemeParams& params);
+
+// SimulatedSeconds behind the planner's PlanTimer interface.
+class SimulationTimer : public planner::PlanTimer {
+ public:
+  // Called before each replay with the call's number, counting from 1 (e.g. to show progress).
+  using BeforeReplay = std::function<void(int call)>;
+
+  explicit SimulationTimer(BeforeReplay before_replay = {}) : before_replay_(std::move(before_replay)) {}
+  Result<double> Seconds(const planner::PlanContext& ctx, const SchemeParams& params) override;
+
+ private:
+  BeforeReplay before_replay_;
+  int calls_ = 0;
+};
+
+}  // namespace meshplan::sim

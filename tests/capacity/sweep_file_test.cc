@@ -1,0 +1,123 @@
+// Sweep files: every key read into the settings, keys left out stay unset, topology paths
+// relative to the file, and errors that name the file and the key.
+#include "capacity/sweep_file.h"
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "core/units.h"
+
+namespace meshplan::capacity {
+namespace {
+
+class SweepFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("meshplan_sweep_file_test_" + std::to_string(getpid()));
+    std::filesystem::create_directories(dir_ / "sub");
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::string Write(const std::string& name, const std::string& text) {
+    const std::filesystem::path path = dir_ / name;
+    std::ofstream(path) << text;
+    return path.string();
+  }
+
+  // The message of the error reading `text` gives, checked to name the file.
+  std::string ErrorOf(const std::string& text) {
+    const std::string path = Write("bad.toml", text);
+    auto settings = ReadSweepFile(path);
+    EXPECT_FALSE(settings.ok()) << text;
+    if (settings.ok()) return "";
+    EXPECT_EQ(settings.status().message().rfind(path + ": ", 0), 0u) << settings.status().message();
+    return settings.status().message();
+  }
+
+  std::filesystem::path dir_;
+};
+
+TEST_F(SweepFileTest, ReadsEveryKey) {
+  const std::string path = Write("sub/sweep.toml", R"(
+topologies = ["four.toml", "/abs/two.toml"]
+gpus = "8..32"
+seq = [65536, "128K"]
+schemes = "ring,mesh"
+batch = 2
+heads = "32"
+kv_heads = 8
+head_dim = 64
+dtype = "fp16"
+partial_dtype = "bf16"
+mask = "window:1024"
+pass = "fwd"
+reserve_gib = 1.5
+simulate = true
+)");
+  auto settings = ReadSweepFile(path);
+  ASSERT_TRUE(settings.ok()) << settings.status().message();
+  ASSERT_TRUE(settings->topology_files.has_value());
+  EXPECT_EQ(*settings->topology_files,
+            (std::vector<std::string>{(dir_ / "sub" / "four.toml").string(), "/abs/two.toml"}));
+  EXPECT_EQ(settings->gpus, (std::vector<int64_t>{8, 16, 32}));
+  EXPECT_EQ(settings->seq_lens, (std::vector<int64_t>{65536, 131072}));
+  EXPECT_EQ(settings->schemes, (std::vector<Scheme>{Scheme::kRing, Scheme::kMesh}));
+  const WorkloadFields& w = settings->workload;
+  EXPECT_EQ(w.batch, 2);
+  EXPECT_EQ(w.q_heads, 32);
+  EXPECT_EQ(w.kv_heads, 8);
+  EXPECT_EQ(w.head_dim, 64);
+  EXPECT_EQ(w.dtype, DType::kFp16);
+  EXPECT_EQ(w.partial_dtype, DType::kBf16);
+  ASSERT_TRUE(w.mask.has_value());
+  EXPECT_EQ(w.mask->kind, MaskKind::kWindow);
+  EXPECT_EQ(w.pass, Pass::kForward);
+  EXPECT_FALSE(w.seq_len.has_value());  // the sweep's lengths are seq_lens
+  EXPECT_EQ(settings->reserved_memory_bytes, 1.5 * kGiB);
+  EXPECT_EQ(settings->simulate, true);
+}
+
+TEST_F(SweepFileTest, KeysLeftOutStayUnset) {
+  auto settings = ReadSweepFile(Write("one.toml", "heads = 16\n"));
+  ASSERT_TRUE(settings.ok()) << settings.status().message();
+  EXPECT_EQ(settings->workload.q_heads, 16);
+  EXPECT_FALSE(settings->topology_files || settings->gpus || settings->seq_lens || settings->schemes ||
+               settings->reserved_memory_bytes || settings->simulate);
+  EXPECT_FALSE(settings->workload.batch || settings->workload.kv_heads || settings->workload.dtype ||
+               settings->workload.mask || settings->workload.pass);
+}
+
+TEST_F(SweepFileTest, ErrorsNameTheFileAndTheKey) {
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {"colour = 1\n", {"unknown key 'colour'"}},
+      {"gpus = \"8..4\"\n", {"gpus", "reversed"}},
+      {"gpus = [8, true]\n", {"gpus: expected a count"}},
+      {"schemes = [\"spiral\"]\n", {"schemes", "unknown scheme 'spiral'"}},
+      {"topologies = 3\n", {"topologies: expected a string or an array of strings"}},
+      {"heads = true\n", {"heads: expected a count"}},
+      {"heads = \"x\"\n", {"heads", "not a valid count"}},
+      {"dtype = 16\n", {"dtype: expected a string"}},
+      {"dtype = \"fp7\"\n", {"dtype"}},
+      {"mask = \"bogus\"\n", {"mask: unknown mask 'bogus'"}},
+      {"pass = \"sideways\"\n", {"pass"}},
+      {"reserve_gib = -1\n", {"reserve_gib: must not be negative"}},
+      {"reserve_gib = \"1\"\n", {"reserve_gib: expected a number"}},
+      {"simulate = 1\n", {"simulate: expected true or false"}},
+  };
+  for (const auto& [text, needles] : cases) {
+    const std::string message = ErrorOf(text);
+    for (const std::string& needle : needles) EXPECT_NE(message.find(needle), std::string::npos) << message;
+  }
+  auto missing = ReadSweepFile((dir_ / "missing.toml").string());
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("missing.toml"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace meshplan::capacity
