@@ -1,0 +1,234 @@
+#include "report/execution_report.h"
+
+#include <cmath>
+#include <cstdio>
+
+#include "core/json_writer.h"
+#include "core/units.h"
+#include "report/text_table.h"
+
+namespace meshplan::report {
+
+exec::RunTimeline PredictedTimeline(const sim::SimResult& result) {
+  std::vector<double> compute, exposed, idle;
+  for (const sim::RankStats& s : result.ranks) {
+    compute.push_back(s.compute_s);
+    exposed.push_back(s.exposed_comm_s);
+    idle.push_back(s.idle_s);
+  }
+  exec::RunTimeline t;
+  t.run_s = result.total_s;
+  t.compute = exec::SpreadOf(compute);
+  t.exposed = exec::SpreadOf(exposed);
+  t.idle = exec::SpreadOf(idle);
+  return t;
+}
+
+namespace {
+
+double Fraction(double part, double whole) { return whole > 0 ? part / whole : 0; }
+
+
+}  // namespace
+
+std::string Scientific(double value) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.2e", value);
+  return buffer;
+}
+
+namespace {
+
+std::string InputsDescription(const ExecutionReport& r) {
+  if (r.inputs_dir.empty()) return "random, seed " + std::to_string(r.seed);
+  return std::string("from ") + r.inputs_dir + " (q.npy, k.npy, v.npy" +
+         (HasBackward(r.plan.workload.pass) ? ", d_o.npy" : "") + ")";
+}
+
+}  // namespace
+
+std::string RenderExecutionTable(const ExecutionReport& r) {
+  const Plan& plan = r.plan;
+  const Topology& topology = r.topology;
+  std::string out = "plan:      " + std::string(SchemeName(plan.params.scheme)) + " " +
+                    plan.params.Describe() + " (" + r.plan_file + ")\n";
+  out += "workload:  " + plan.workload.Describe() +
+         (r.widened ? " (the plan's pass is bwd)" : "") + "; " + r.precision + "\n";
+  out += "run:       " + r.run + "\n";
+  out += "inputs:    " + InputsDescription(r) + "\n\n";
+  out += "measured:  " + FormatSeconds(r.wall_s) + " wall; last op ends at " +
+         FormatSeconds(r.measured.run_s) + "\n";
+  out += "per rank over " + std::to_string(r.ranks) + " ranks (measured):\n";
+  const exec::RunTimeline& m = r.measured;
+  out += Columns(
+      {{"", "min", "mean", "max"},
+       {"compute", FormatSeconds(m.compute.min), FormatSeconds(m.compute.mean),
+        FormatSeconds(m.compute.max)},
+       {"exposed comm", FormatSeconds(m.exposed.min), FormatSeconds(m.exposed.mean),
+        FormatSeconds(m.exposed.max)},
+       {"idle", FormatSeconds(m.idle.min), FormatSeconds(m.idle.mean), FormatSeconds(m.idle.max)}},
+      "  ");
+  out += "\npredicted vs measured (simulated on " + std::to_string(topology.num_gpus()) + " x " +
+         topology.gpu.model + ", " + topology.name + "):\n";
+  if (r.have_prediction) {
+    const exec::RunTimeline& p = r.predicted;
+    auto pct = [](double part, double whole) {
+      return Fixed(Fraction(part, whole) * 100, 1) + "%";
+    };
+    out += Columns(
+        {{"", "predicted", "measured"},
+         {"time", FormatSeconds(p.run_s), FormatSeconds(m.run_s)},
+         {"compute (mean)", FormatSeconds(p.compute.mean), FormatSeconds(m.compute.mean)},
+         {"exposed comm (mean)", FormatSeconds(p.exposed.mean), FormatSeconds(m.exposed.mean)},
+         {"idle (mean)", FormatSeconds(p.idle.mean), FormatSeconds(m.idle.mean)},
+         {"exposed comm / time", pct(p.exposed.mean, p.run_s), pct(m.exposed.mean, m.run_s)},
+         {"compute / time", pct(p.compute.mean, p.run_s), pct(m.compute.mean, m.run_s)}},
+        "  ");
+    out += r.backend == "cpu"
+               ? "  (the CPU executor's speed is not the cluster's: compare the schedule's shape, the "
+                 "ratios, not the times)\n"
+               : "  (measured on this machine's GPUs; the prediction is for the plan's cluster)\n";
+  } else {
+    out += "  unavailable: " + r.prediction_error + "\n";
+  }
+  if (r.checked) {
+    out +=
+        "\ncheck: max relative error (max |x - ref| / max |ref|) against float64 attention, "
+        "tolerance " +
+        Scientific(r.check.tolerance) + ":\n";
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& [name, error] : r.check.errors) {
+      rows.push_back(
+          {name, Scientific(error), error <= r.check.tolerance ? "ok" : "EXCEEDS TOLERANCE"});
+    }
+    out += Columns(rows, "  ");
+    out += r.check.passed() ? "check passed\n" : "check FAILED\n";
+  }
+  if (!r.written.empty()) {
+    out += "\noutputs:   ";
+    for (size_t i = 0; i < r.written.size(); ++i) out += (i ? ", " : "") + r.written[i];
+    out += " in " + r.outputs_dir + "\n";
+  }
+  return out;
+}
+
+namespace {
+
+void TimelineJson(JsonWriter& j, const exec::RunTimeline& t) {
+  j.BeginObject();
+  j.Key("time_s");
+  j.Number(t.run_s);
+  for (const auto& [key, s] : {std::pair<const char*, const exec::Spread*>{"compute_s", &t.compute},
+                               {"exposed_comm_s", &t.exposed},
+                               {"idle_s", &t.idle}}) {
+    j.Key(key);
+    j.BeginObject();
+    j.Key("min");
+    j.Number(s->min);
+    j.Key("mean");
+    j.Number(s->mean);
+    j.Key("max");
+    j.Number(s->max);
+    j.EndObject();
+  }
+  j.Key("exposed_comm_fraction");
+  j.Number(Fraction(t.exposed.mean, t.run_s));
+  j.EndObject();
+}
+
+}  // namespace
+
+std::string RenderExecutionJson(const ExecutionReport& r) {
+  const Plan& plan = r.plan;
+  JsonWriter j;
+  j.BeginObject();
+  j.Key("plan");
+  j.BeginObject();
+  j.Key("file");
+  j.String(r.plan_file);
+  j.Key("scheme");
+  j.String(SchemeName(plan.params.scheme));
+  j.Key("parameters");
+  j.String(plan.params.Describe());
+  j.Key("workload");
+  j.String(plan.workload.Describe());
+  j.Key("pass_widened");
+  j.Bool(r.widened);
+  j.EndObject();
+  j.Key("backend");
+  j.String(r.backend);
+  j.Key("transport");
+  j.String(r.transport);
+  j.Key("run");
+  j.String(r.run);
+  j.Key("precision");
+  j.String(r.precision);
+  j.Key("ranks");
+  j.Int(r.ranks);
+  j.Key("inputs");
+  j.BeginObject();
+  j.Key("source");
+  j.String(r.inputs_dir.empty() ? "random" : r.inputs_dir);
+  if (r.inputs_dir.empty()) {
+    j.Key("seed");
+    j.Raw(std::to_string(r.seed));
+  }
+  j.EndObject();
+  j.Key("wall_s");
+  j.Number(r.wall_s);
+  j.Key("measured");
+  TimelineJson(j, r.measured);
+  j.Key("predicted");
+  if (r.have_prediction) {
+    TimelineJson(j, r.predicted);
+  } else {
+    j.Raw("null");
+    j.Key("prediction_error");
+    j.String(r.prediction_error);
+  }
+  j.Key("topology");
+  j.String(r.topology.name);
+  if (r.checked) {
+    j.Key("check");
+    j.BeginObject();
+    j.Key("tolerance");
+    j.Number(r.check.tolerance);
+    j.Key("passed");
+    j.Bool(r.check.passed());
+    j.Key("max_relative_error");
+    j.BeginObject();
+    for (const auto& [name, error] : r.check.errors) {
+      j.Key(name);
+      if (std::isfinite(error)) {
+        j.Number(error);
+      } else {
+        j.String("inf");
+      }
+    }
+    j.EndObject();
+    j.EndObject();
+  }
+  if (!r.written.empty()) {
+    j.Key("outputs");
+    j.BeginObject();
+    j.Key("dir");
+    j.String(r.outputs_dir);
+    j.Key("files");
+    j.BeginArray();
+    for (const std::string& name : r.written) j.String(name);
+    j.EndArray();
+    j.EndObject();
+  }
+  j.EndObject();
+  return j.Take() + "\n";
+}
+
+std::string DescribeCheckFailure(const exec::OutputCheck& check) {
+  std::string worst;
+  for (const auto& [name, error] : check.errors) {
+    if (!(error <= check.tolerance)) worst += (worst.empty() ? "" : ", ") + name + " " + Scientific(error);
+  }
+  return "max relative error above " + Scientific(check.tolerance) + ": " + worst;
+}
+
+}  // namespace meshplan::report

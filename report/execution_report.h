@@ -1,0 +1,51 @@
+// The report of `meshplan execute`: what ran, the measured timeline next to the simulator's
+// prediction for the plan's cluster, the check against plain attention, and the output files; as
+// a table or JSON.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/plan.h"
+#include "core/topology.h"
+#include "executor/output_check.h"
+#include "executor/timeline.h"
+#include "simulator/simulate.h"
+
+namespace meshplan::report {
+
+struct ExecutionReport {
+  std::string plan_file;
+  Plan plan;             // as run
+  bool widened = false;  // the plan's pass was bwd, run as fwd+bwd
+  Topology topology;     // the prediction's cluster
+  std::string precision; // how the run treated numbers
+  std::string backend, transport;
+  std::string run;       // what ran where ("backend cpu, transport threads, 4 ranks (...)")
+  std::string inputs_dir;  // empty: random inputs from `seed`
+  uint64_t seed = 1;
+  int ranks = 0;
+  double wall_s = 0;
+  exec::RunTimeline measured;
+  bool have_prediction = false;
+  exec::RunTimeline predicted;
+  std::string prediction_error;  // why there is no prediction
+  bool checked = false;
+  exec::OutputCheck check;
+  std::string outputs_dir;
+  std::vector<std::string> written;  // output files (names in outputs_dir)
+};
+
+// The simulator's per-rank statistics summarised as a measured run's (exec::RunTimeline).
+exec::RunTimeline PredictedTimeline(const sim::SimResult& result);
+
+std::string RenderExecutionTable(const ExecutionReport& r);
+std::string RenderExecutionJson(const ExecutionReport& r);
+
+// "1.23e-04"
+std::string Scientific(double value);
+// "max relative error above TOL: dQ 3.1e-02, dK ..." (the tensors above the tolerance).
+std::string DescribeCheckFailure(const exec::OutputCheck& check);
+
+}  // namespace meshplan::report
