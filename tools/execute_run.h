@@ -2,6 +2,7 @@
 // report); tools/execute_command.cc handles flags, preparation and the transports.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -42,6 +43,17 @@ struct Prepared {
   exec::ExecuteConfig config;  // backend, transport, run options (inputs' type, timeouts, faults)
   std::string precision = "computed in fp32";  // how the run treats numbers, for the report
 };
+
+// Checks the flags (before anything is loaded, and before MPI starts).
+Status CheckFlags(const ExecuteFlags& flags);
+// --timeout-s as a duration.
+std::chrono::milliseconds Timeout(const ExecuteFlags& flags);
+// --timeout-s and the fault injection flags into `options`; ranks checked against `ranks`.
+Status SetRunOptions(const ExecuteFlags& flags, int64_t ranks, exec::RunOptions* options);
+// Flags, plan file, topology, backend configuration, schedule and inputs.
+Result<Prepared> PrepareExecution(const ExecuteFlags& flags);
+// One line on stderr when the plan's pass bwd runs as fwd+bwd.
+void NoteWidenedPass(const Prepared& p);
 
 // After a successful run (on rank 0 for MPI): check against the reference, write the outputs,
 // print the report. `run` says what ran where ("backend cpu, transport threads, 4 ranks (...)").
