@@ -55,6 +55,10 @@ Result<PlanRun> PreparePlanRun(const Plan& plan, const std::string& plan_path, c
   return run;
 }
 
+Result<ExecutionResult> Execute(const PlanRun& run, const ExecuteConfig& config) {
+  return Execute(run.schedule, run.plan.workload, run.inputs, config);
+}
+
 Result<JobRank> RunJobRank(Transport& transport, const PlanRun* run, const Status& setup, int code,
                            const ExecuteConfig& config, std::chrono::milliseconds timeout) {
   const int rank = transport.rank();

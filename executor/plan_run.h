@@ -38,6 +38,10 @@ struct PlanRun {
 Result<PlanRun> PreparePlanRun(const Plan& plan, const std::string& plan_path, const Topology& topology,
                                const PlanInputs& inputs, InputType type);
 
+// Runs a prepared plan with every rank in this process (Execute on its schedule, workload and
+// inputs).
+Result<ExecutionResult> Execute(const PlanRun& run, const ExecuteConfig& config);
+
 // What one rank of a job with one process per rank ends with.
 struct JobRank {
   int failed_rank = -1;   // >= 0: that rank could not prepare; nothing ran

@@ -29,7 +29,7 @@ int RunInProcess(const ExecuteFlags& flags) {
   if (!prepared.ok()) return ReportError(prepared.status());
   const Prepared& p = *prepared;
   NoteWidenedPass(p);
-  auto run = exec::Execute(p.run.schedule, p.run.plan.workload, p.run.inputs, p.config);
+  auto run = exec::Execute(p.run, p.config);
   if (!run.ok()) {
     if (run.status().code() == ErrorCode::kInvalidInput) {
       return ReportError(run.status().WithContext("--backend " + flags.backend));

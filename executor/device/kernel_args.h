@@ -1,5 +1,5 @@
 // Arguments of the block-attention and copy kernels, shared by the CUDA kernels
-// (executor/cuda/attention_kernels.h) and their host emulation (executor/device/host_kernels.h).
+// (executor/cuda/attention_kernels.h) and their host implementations (executor/device/host_kernels.h).
 // Plain C++: no CUDA types, so host-only code can build and test the GPU executor's logic.
 //
 // Layout of every tensor view: memory [batch][rows][heads][dim], row-major (dim fastest),

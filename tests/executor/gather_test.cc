@@ -1,5 +1,5 @@
 // Gathering a run's outputs at rank 0 (executor/gather.h), as `meshplan execute --transport mpi`
-// does, here over in-process transports: the gathered outputs equal ExecuteOnThreads', missing
+// does, here over in-process transports: the gathered outputs equal Execute's (threads), missing
 // coverage is named, and the start barrier returns every rank's code.
 #include "executor/gather.h"
 
