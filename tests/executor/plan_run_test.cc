@@ -1,0 +1,69 @@
+// A plan file's run prepared in the library (executor/plan_run.h): a backward-only plan runs as
+// fwd+bwd (the backward needs the forward's O and LSE), a plan for another cluster is refused
+// naming the plan file, and inputs are rounded to the run's input type with its tolerance.
+#include "executor/plan_run.h"
+
+#include <gtest/gtest.h>
+
+#include "executor/device/half_float.h"
+#include "tests/executor/scheme_cases.h"
+
+namespace meshplan::exec {
+namespace {
+
+Plan RingPlan(int64_t gpus, Pass pass) {
+  Plan plan;
+  plan.params = Params(Scheme::kRing, Layout::kZigzag);
+  plan.params.ring = gpus;
+  plan.params.placement = CanonicalPlacement(plan.params.RankDims());
+  plan.workload.seq_len = 64;
+  plan.workload.q_heads = 2;
+  plan.workload.kv_heads = 2;
+  plan.workload.head_dim = 8;
+  plan.workload.dtype = DType::kBf16;
+  plan.workload.mask = Mask::Causal();
+  plan.workload.pass = pass;
+  plan.topology_name = "test";
+  plan.num_gpus = gpus;
+  return plan;
+}
+
+TEST(PlanRun, ABackwardPlanRunsWithItsForward) {
+  auto run = PreparePlanRun(RingPlan(4, Pass::kBackward), "p.toml", Cluster(4), {}, InputType::kFp32);
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  EXPECT_TRUE(run->widened);
+  EXPECT_EQ(run->plan.workload.pass, Pass::kForwardBackward);
+  bool forward = false, backward = false;
+  for (const Op& op : run->schedule.ranks[0].ops) {
+    if (op.kind != OpKind::kCompute) continue;
+    forward = forward || op.phase == Phase::kForward;
+    backward = backward || op.phase == Phase::kBackward;
+  }
+  EXPECT_TRUE(forward && backward);
+  EXPECT_EQ(run->inputs.d_o.data.size(), 64u * 2 * 8);  // dO of every token, head and dim
+}
+
+TEST(PlanRun, APlanForAnotherClusterIsRefusedNamingTheFile) {
+  auto run = PreparePlanRun(RingPlan(4, Pass::kForward), "p.toml", Cluster(8), {}, InputType::kFp32);
+  ASSERT_FALSE(run.ok());
+  EXPECT_EQ(run.status().code(), ErrorCode::kInvalidInput);
+  EXPECT_EQ(run.status().message().rfind("p.toml: plan for 4 GPUs", 0), 0u) << run.status().message();
+}
+
+TEST(PlanRun, InputsAreRoundedToTheInputTypeWithItsTolerance) {
+  auto run = PreparePlanRun(RingPlan(4, Pass::kForward), "p.toml", Cluster(4), {"", 5}, InputType::kBf16);
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  EXPECT_DOUBLE_EQ(run->tolerance, 2e-2);
+  int changed_by_rounding = 0;
+  for (float x : run->inputs.q.data) changed_by_rounding += RoundToInput(InputType::kBf16, x) != x;
+  EXPECT_EQ(changed_by_rounding, 0);  // every value already a bf16
+  // The same seed in fp32 keeps values bf16 cannot hold (random floats have 24 significant bits).
+  auto fp32 = PreparePlanRun(RingPlan(4, Pass::kForward), "p.toml", Cluster(4), {"", 5}, InputType::kFp32);
+  ASSERT_TRUE(fp32.ok());
+  int not_bf16 = 0;
+  for (float x : fp32->inputs.q.data) not_bf16 += RoundToInput(InputType::kBf16, x) != x;
+  EXPECT_GT(not_bf16, 0);
+}
+
+}  // namespace
+}  // namespace meshplan::exec
