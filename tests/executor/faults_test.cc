@@ -104,3 +104,38 @@ TEST(ExecutorFaults, WithoutFaultsTheSameRunsSucceed) {
 
 }  // namespace
 }  // namespace meshplan::exec
+
+namespace meshplan::exec {
+namespace {
+
+// The same faults with every rank in one engine (transport local: copies between ranks that
+// rendezvous like CUDA device copies instead of messages).
+TEST(ExecutorFaults, OneEngineForEveryRankNamesAFailingRankAndASilentPeer) {
+  for (Scheme scheme : {Scheme::kRing, Scheme::kMesh}) {
+    Fixture f = Make(scheme);
+    ExecuteConfig config;
+    config.transport = TransportKind::kLocal;
+    config.run.fail_rank = 2;
+    config.run.fail_op = 3;
+    auto failed = Execute(f.schedule, f.w, f.inputs, config);
+    ASSERT_FALSE(failed.ok()) << SchemeName(scheme);
+    EXPECT_NE(failed.status().message().find("rank 2 op 3"), std::string::npos) << failed.status().message();
+    EXPECT_NE(failed.status().message().find("injected failure"), std::string::npos) << failed.status().message();
+
+    config.run.fail_rank = -1;
+    config.run.fail_op = -1;
+    config.run.silent_rank = 1;
+    config.run.recv_timeout = std::chrono::milliseconds(300);
+    const auto start = Clock::now();
+    auto silent = Execute(f.schedule, f.w, f.inputs, config);
+    ASSERT_FALSE(silent.ok()) << SchemeName(scheme);
+    const std::string& m = silent.status().message();
+    EXPECT_EQ(m.rfind("rank ", 0), 0u) << m;
+    EXPECT_NE(m.find("recv from rank 1"), std::string::npos) << m;
+    EXPECT_NE(m.find("no message within the deadline"), std::string::npos) << m;
+    EXPECT_LT(SecondsOf(start), 5.0) << SchemeName(scheme);
+  }
+}
+
+}  // namespace
+}  // namespace meshplan::exec
