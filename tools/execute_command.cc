@@ -165,6 +165,9 @@ Runner RegisterExecuteCommand(CLI::App& app) {
   cmd->add_option("--format", flags->format, "Output: table or json")->capture_default_str();
   cmd->add_option("--inject-fail", flags->inject_fail,
                   "Testing: rank RANK fails at its op OP (RANK:OP), as if that op had failed");
+  cmd->add_flag("--check-dependencies", flags->check_dependencies,
+                "Testing: fail the run, naming the op and the buffer, when an op reads a buffer that no "
+                "chain of the schedule's deps and stream order puts after the op that wrote it");
   cmd->add_option(
       "--inject-silent", flags->inject_silent,
       "Testing: this rank drops every message it sends, like a peer that never answers");

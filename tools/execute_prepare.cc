@@ -47,6 +47,7 @@ std::chrono::milliseconds Timeout(const ExecuteFlags& flags) {
 // --timeout-s and the fault injection flags; ranks checked against `ranks`.
 Status SetRunOptions(const ExecuteFlags& flags, int64_t ranks, exec::RunOptions* options) {
   options->recv_timeout = Timeout(flags);
+  options->check_dependencies = flags.check_dependencies;
   if (!flags.inject_fail.empty()) {
     const size_t colon = flags.inject_fail.find(':');
     int64_t rank = -1, op = -1;

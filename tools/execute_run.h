@@ -34,6 +34,7 @@ struct ExecuteFlags {
   std::string format = "table";
   std::string inject_fail;  // "RANK:OP"
   int inject_silent = -1;
+  bool check_dependencies = false;  // the engine's happens-before checker
 };
 
 // A run ready to go: everything a user can get wrong has been checked before it is built.

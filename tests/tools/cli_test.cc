@@ -556,6 +556,16 @@ TEST_F(Execute, ABackwardOnlyPlanRunsWithItsForward) {
   EXPECT_TRUE(fs::exists(out / "dk.npy"));
 }
 
+// Every plan the planner makes passes the engine's happens-before checker, on both passes.
+TEST_F(Execute, PlansPassTheDependencyCheck) {
+  for (const std::string schemes : {"ring", "mesh", "usp"}) {
+    const std::string plan = MakePlan("--schemes " + schemes);
+    const RunResult r = Run("execute " + plan + " --check --check-dependencies");
+    EXPECT_EQ(r.exit_code, 0) << schemes << ": " << r.err << r.out;
+    EXPECT_NE(r.out.find("check passed"), std::string::npos) << schemes << ": " << r.out;
+  }
+}
+
 // ---- capacity planning: sweep and fit ----
 
 TEST_F(Cli, SweepWritesOneCsvRowPerPointAndSchemeWithProgress) {
