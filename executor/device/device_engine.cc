@@ -385,8 +385,12 @@ Status DeviceEngine::Issue(const LaunchStep& step) {
   return IssueExchange(step);
 }
 
+// Only the process that runs the failing rank fails (as a real failure would); the others learn
+// of it through the transport's abort.
 Status DeviceEngine::Injected(int32_t rank, uint32_t index) const {
-  if (rank != options_.fail_rank || static_cast<int64_t>(index) != options_.fail_op) return Status::Ok();
+  if (!Local(rank) || rank != options_.fail_rank || static_cast<int64_t>(index) != options_.fail_op) {
+    return Status::Ok();
+  }
   return Status::Internal("injected failure").WithContext(OpName(rank, index, schedule_.ranks[rank].ops[index]));
 }
 
