@@ -71,11 +71,13 @@ Status HostDeviceOps::Prepare(const Schedule& schedule, const std::vector<uint8_
   peak_.assign(n, 0);
   times_.assign(n, {});
   ended_.assign(n, {});
+  frees_after_.assign(n, {});
   workers_.resize(n * kStreams);
   for (size_t r = 0; r < n; ++r) {
     if (!local_[r]) continue;
     times_[r].assign(schedule.ranks[r].ops.size(), {});
     ended_[r].assign(schedule.ranks[r].ops.size(), 0);
+    frees_after_[r].resize(schedule.ranks[r].ops.size());
     for (int s = 0; s < kStreams; ++s) {
       auto w = std::make_unique<Worker>();
       w->rank = static_cast<int32_t>(r);
@@ -144,26 +146,18 @@ void HostDeviceOps::Abort(const Status& why) {
   cv_.wait(lock, [&] { return busy_ == 0; });  // running tasks end: every wait ends on failure
 }
 
-bool HostDeviceOps::Ended(int32_t rank, const StreamUses& uses) const {
-  for (int64_t op : uses) {
-    if (op >= 0 && !ended_[rank][static_cast<size_t>(op)]) return false;
-  }
-  return true;
-}
-
-void HostDeviceOps::ReleasePending() {
-  size_t kept = 0;
-  for (size_t i = 0; i < pending_.size(); ++i) {
-    PendingFree& f = pending_[i];
-    if (Ended(f.rank, f.uses)) {
-      live_[f.rank] -= sizes_[f.rank][f.ptr];
-      sizes_[f.rank].erase(f.ptr);
-      memory_[f.rank].erase(f.ptr);
-    } else {
-      pending_[kept++] = f;
+void HostDeviceOps::Release(const PendingFree& f) {
+  // Wait for one use that has not ended; when it ends, this is tried again (at most once per
+  // stream), so each op's end looks only at the frees that wait for it.
+  for (int64_t op : f.uses) {
+    if (op >= 0 && !ended_[f.rank][static_cast<size_t>(op)]) {
+      frees_after_[f.rank][static_cast<size_t>(op)].push_back(f);
+      return;
     }
   }
-  pending_.resize(kept);
+  live_[f.rank] -= sizes_[f.rank][f.ptr];
+  sizes_[f.rank].erase(f.ptr);
+  memory_[f.rank].erase(f.ptr);
 }
 
 Status HostDeviceOps::CheckPointer(int32_t rank, const void* ptr) const {
@@ -195,8 +189,7 @@ Result<void*> HostDeviceOps::Allocate(int32_t rank, int64_t bytes, StreamId) {
 Status HostDeviceOps::Free(int32_t rank, void* ptr, const StreamUses& uses) {
   std::lock_guard<std::mutex> lock(mutex_);
   MESHPLAN_RETURN_IF_ERROR(CheckPointer(rank, ptr));
-  pending_.push_back({rank, ptr, uses});
-  ReleasePending();
+  Release({rank, ptr, uses});
   return Status::Ok();
 }
 
@@ -254,7 +247,9 @@ Status HostDeviceOps::EndOp(int32_t rank, uint32_t op, StreamId stream) {
       std::lock_guard<std::mutex> lock(mutex_);
       times_[rank][op].end_s = Now();
       ended_[rank][op] = 1;
-      ReleasePending();
+      std::vector<PendingFree> waiting;
+      waiting.swap(frees_after_[rank][op]);
+      for (const PendingFree& f : waiting) Release(f);
     }
     cv_.notify_all();
     return Status::Ok();

@@ -87,8 +87,6 @@ class HostDeviceOps : public DeviceOps {
   Status WaitUntil(std::unique_lock<std::mutex>& lock, const std::function<bool()>& ready,
                    std::chrono::steady_clock::time_point deadline, const std::string& what);
   void Fail(const Status& status);  // lock held
-  void ReleasePending();            // lock held: frees buffers whose last users ended
-  bool Ended(int32_t rank, const StreamUses& uses) const;  // lock held
   Status CheckPointer(int32_t rank, const void* ptr) const;  // lock held
   std::string OpName(int32_t rank, uint32_t op) const;
   double Now() const;
@@ -111,7 +109,9 @@ class HostDeviceOps : public DeviceOps {
     void* ptr;
     StreamUses uses;
   };
-  std::vector<PendingFree> pending_;
+  // Lock held: frees the buffer if every use ended, else waits for one that has not.
+  void Release(const PendingFree& f);
+  std::vector<std::vector<std::vector<PendingFree>>> frees_after_;  // [rank][op]: frees waiting for its end
   std::vector<int64_t> live_, peak_;
   bool Computing() const;  // lock held
   int busy_ = 0;            // tasks queued or running on any worker
