@@ -6,15 +6,6 @@
 #include "executor/reference.h"
 
 namespace meshplan::exec {
-namespace {
-
-TensorD ToDouble(const TensorF& t) {
-  TensorD d(t.batch, t.tokens, t.heads, t.dim);
-  for (size_t i = 0; i < t.data.size(); ++i) d.data[i] = t.data[i];
-  return d;
-}
-
-}  // namespace
 
 double CheckTolerance(InputType type) {
   switch (type) {

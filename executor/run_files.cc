@@ -16,12 +16,6 @@ TensorF FromNpy(const NpyArray& array) {
   return t;
 }
 
-TensorF ToFloat(const TensorD& t) {
-  TensorF f(t.batch, t.tokens, t.heads, t.dim);
-  for (size_t i = 0; i < t.data.size(); ++i) f.data[i] = static_cast<float>(t.data[i]);
-  return f;
-}
-
 
 }  // namespace
 

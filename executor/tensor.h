@@ -37,4 +37,14 @@ struct AttentionTensors {
   Tensor<T> dq, dk, dv;  // backward outputs
 };
 
+// The same tensor in another element type (each value converted as static_cast does).
+template <typename To, typename From>
+Tensor<To> Converted(const Tensor<From>& t) {
+  Tensor<To> out(t.batch, t.tokens, t.heads, t.dim);
+  for (size_t i = 0; i < t.data.size(); ++i) out.data[i] = static_cast<To>(t.data[i]);
+  return out;
+}
+inline TensorF ToFloat(const TensorD& t) { return Converted<float>(t); }
+inline TensorD ToDouble(const TensorF& t) { return Converted<double>(t); }
+
 }  // namespace meshplan::exec

@@ -25,12 +25,6 @@ struct Planted {
   uint32_t producer;   // the compute op it depended on
 };
 
-TensorD ToDouble(const TensorF& t) {
-  TensorD d(t.batch, t.tokens, t.heads, t.dim);
-  for (size_t i = 0; i < t.data.size(); ++i) d.data[i] = t.data[i];
-  return d;
-}
-
 // Removes every dep of `send`.
 Schedule Plant(const Schedule& s, const Planted& p) {
   Schedule out = s;

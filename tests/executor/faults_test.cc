@@ -44,15 +44,10 @@ Fixture Make(Scheme scheme) {
   p.placement = CanonicalPlacement(p.RankDims());
   f.schedule = *planner::MakeStrategy(scheme)->Expand(ctx, p);
   const AttentionTensors<double> d = RandomInputs(f.w, 5);
-  auto to_float = [](const TensorD& x) {
-    TensorF y(x.batch, x.tokens, x.heads, x.dim);
-    for (size_t i = 0; i < x.data.size(); ++i) y.data[i] = static_cast<float>(x.data[i]);
-    return y;
-  };
-  f.inputs.q = to_float(d.q);
-  f.inputs.k = to_float(d.k);
-  f.inputs.v = to_float(d.v);
-  f.inputs.d_o = to_float(d.d_o);
+  f.inputs.q = ToFloat(d.q);
+  f.inputs.k = ToFloat(d.k);
+  f.inputs.v = ToFloat(d.v);
+  f.inputs.d_o = ToFloat(d.d_o);
   return f;
 }
 

@@ -29,12 +29,6 @@ Topology FourGpus() {
   return t;
 }
 
-TensorF ToFloat(const TensorD& x) {
-  TensorF y(x.batch, x.tokens, x.heads, x.dim);
-  for (size_t i = 0; i < x.data.size(); ++i) y.data[i] = static_cast<float>(x.data[i]);
-  return y;
-}
-
 double MaxRelativeDifference(const TensorF& a, const TensorF& b) {
   double worst = 0, scale = 0;
   for (size_t i = 0; i < a.data.size(); ++i) {

@@ -38,21 +38,16 @@ TEST(OutputCheck, ExactOutputsPassAndAPerturbedGradientFails) {
   AttentionTensors<double> ref = RandomInputs(w, 9);
   ReferenceForward(w, ref);
   ReferenceBackward(w, ref);
-  auto to_float = [](const TensorD& t) {
-    TensorF f(t.batch, t.tokens, t.heads, t.dim);
-    for (size_t i = 0; i < t.data.size(); ++i) f.data[i] = static_cast<float>(t.data[i]);
-    return f;
-  };
   AttentionTensors<float> in, out;
-  in.q = to_float(ref.q);
-  in.k = to_float(ref.k);
-  in.v = to_float(ref.v);
-  in.d_o = to_float(ref.d_o);
-  out.o = to_float(ref.o);
-  out.lse = to_float(ref.lse);
-  out.dq = to_float(ref.dq);
-  out.dk = to_float(ref.dk);
-  out.dv = to_float(ref.dv);
+  in.q = ToFloat(ref.q);
+  in.k = ToFloat(ref.k);
+  in.v = ToFloat(ref.v);
+  in.d_o = ToFloat(ref.d_o);
+  out.o = ToFloat(ref.o);
+  out.lse = ToFloat(ref.lse);
+  out.dq = ToFloat(ref.dq);
+  out.dk = ToFloat(ref.dk);
+  out.dv = ToFloat(ref.dv);
   const double tolerance = CheckTolerance(InputType::kFp32);
   EXPECT_DOUBLE_EQ(tolerance, 1e-4);
   // The reference recomputed from the float inputs differs from `out` only by float rounding of

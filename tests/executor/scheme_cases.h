@@ -43,12 +43,6 @@ inline double MaxRelativeError(const TensorF& got, const TensorD& want) {
   return scale > 0 ? worst / scale : worst;
 }
 
-inline TensorF ToFloat(const TensorD& t) {
-  TensorF f(t.batch, t.tokens, t.heads, t.dim);
-  for (size_t i = 0; i < t.data.size(); ++i) f.data[i] = static_cast<float>(t.data[i]);
-  return f;
-}
-
 struct Case {
   int64_t gpus;
   SchemeParams params;
