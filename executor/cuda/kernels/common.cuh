@@ -6,7 +6,6 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
-#include <atomic>
 #include <cstdint>
 
 #include "executor/cuda/attention_kernels.h"
@@ -16,20 +15,18 @@ namespace meshplan::exec::cuda::kern {
 constexpr unsigned kFullMask = 0xffffffffu;
 
 // Launches `kernel(args)` with `bytes` of dynamic shared memory on `stream`. Above 48 KB a kernel
-// needs the opt-in attribute, set once per kernel and device (it is per-function state, so block
-// launches on the hot path skip the driver call after the first).
+// needs the opt-in attribute, which is per function and device. It is set at every launch: a
+// cached "done" flag has to be keyed by the kernel itself (one flag per Args type, as before, let
+// the second kernel with the same argument struct launch without it and fail with "invalid
+// argument", seen on an H100), and the call costs about a microsecond against block launches of
+// tens of microseconds and more.
 template <typename Args>
 cudaError_t LaunchWithSharedMemory(void (*kernel)(Args), int64_t blocks, int threads, size_t bytes,
                                    cudaStream_t stream, const Args& args) {
-  static std::atomic<uint64_t> opted_in{0};  // bit d: done on device d (< 64)
-  int device = 0;
-  cudaError_t err = cudaGetDevice(&device);
-  if (err != cudaSuccess) return err;
-  const uint64_t bit = device < 64 ? uint64_t{1} << device : 0;
-  if (bit == 0 || (opted_in.load(std::memory_order_relaxed) & bit) == 0) {
-    err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
+  if (bytes > 48 * 1024) {
+    const cudaError_t err =
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
     if (err != cudaSuccess) return err;
-    opted_in.fetch_or(bit, std::memory_order_relaxed);
   }
   kernel<<<static_cast<unsigned>(blocks), threads, bytes, stream>>>(args);
   return cudaGetLastError();

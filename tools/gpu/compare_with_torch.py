@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""Checks `meshplan execute --backend cuda` against PyTorch on the same GPU and inputs.
+
+For each mask: draws random inputs (bf16 values, stored as float32 .npy), computes the reference
+O, LSE, dQ, dK, dV in float32 with torch (memory-efficient SDPA kernel, TF32 off), then for each
+scheme plans a workload on an 8-GPU node, runs `meshplan execute --backend cuda --inputs ...
+--outputs ...` (8 virtual ranks on this GPU) and reports, per tensor, the max relative error
+max|x - ref| / max|ref| (the project's metric, executor/output_check.h) and the measured time.
+It also times torch's own bf16 SDPA (flash backend) fwd+bwd on the whole sequence, the speed
+anchor for one whole-attention call.
+
+  python3 tools/gpu/compare_with_torch.py --meshplan BIN --topology T --out DIR \
+      [--seq 65536] [--heads 32] [--kv-heads 8] [--dim 128] [--masks causal,full] [--schemes ...]
+Prints one table; writes DIR/compare.json.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+SCHEMES = "ring,allgather-kv,ulysses,usp,loongtrain,attention2d,mesh,mesh-ulysses"
+TENSORS = ("o", "lse", "dq", "dk", "dv")
+
+
+def make_inputs(torch, seq, hq, hkv, d, seed, dir_):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    shapes = {"q": (1, seq, hq, d), "k": (1, seq, hkv, d), "v": (1, seq, hkv, d), "d_o": (1, seq, hq, d)}
+    tensors = {}
+    os.makedirs(dir_, exist_ok=True)
+    for name, shape in shapes.items():
+        t = torch.randn(shape, device="cuda", generator=g, dtype=torch.float32).to(torch.bfloat16).float()
+        tensors[name] = t
+        np.save(os.path.join(dir_, name + ".npy"), t.cpu().numpy())
+    return tensors
+
+
+def reference(torch, t, causal, group):
+    """float32 O, LSE ([B,S,Hq]), dQ, dK, dV in meshplan's [B,S,H,d] layout."""
+    F = torch.nn.functional
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    q = t["q"].transpose(1, 2).contiguous().requires_grad_(True)           # [B,Hq,S,d]
+    k = t["k"].transpose(1, 2).repeat_interleave(group, dim=1).contiguous().requires_grad_(True)
+    v = t["v"].transpose(1, 2).repeat_interleave(group, dim=1).contiguous().requires_grad_(True)
+    out, lse = torch.ops.aten._scaled_dot_product_efficient_attention(
+        q, k, v, None, True, 0.0, causal)[:2]
+    seq = q.shape[2]
+    lse = lse[:, :, :seq]
+    dq, dk, dv = torch.autograd.grad(out, (q, k, v), t["d_o"].transpose(1, 2))
+    b, hq, s, d = dk.shape
+    dk = dk.view(b, hq // group, group, s, d).sum(2)
+    dv = dv.view(b, hq // group, group, s, d).sum(2)
+    return {"o": out.detach().transpose(1, 2), "lse": lse.detach().transpose(1, 2),
+            "dq": dq.transpose(1, 2), "dk": dk.transpose(1, 2), "dv": dv.transpose(1, 2)}
+
+
+def torch_whole_ms(torch, t, causal, group, repeat=5):
+    """Median ms of torch bf16 flash SDPA fwd+bwd over the whole sequence."""
+    F = torch.nn.functional
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    q = t["q"].to(torch.bfloat16).transpose(1, 2).detach().requires_grad_(True)
+    k = t["k"].to(torch.bfloat16).transpose(1, 2).repeat_interleave(group, dim=1).detach().requires_grad_(True)
+    v = t["v"].to(torch.bfloat16).transpose(1, 2).repeat_interleave(group, dim=1).detach().requires_grad_(True)
+    do = t["d_o"].to(torch.bfloat16).transpose(1, 2)
+    times = []
+    with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
+        for i in range(repeat + 2):
+            torch.cuda.synchronize()
+            s = torch.cuda.Event(enable_timing=True)
+            e = torch.cuda.Event(enable_timing=True)
+            s.record()
+            out = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+            torch.autograd.grad(out, (q, k, v), do)
+            e.record()
+            e.synchronize()
+            if i >= 2:
+                times.append(s.elapsed_time(e))
+    times.sort()
+    return times[len(times) // 2]
+
+
+def rel_err(torch, x, ref):
+    x = torch.as_tensor(x, device="cuda", dtype=torch.float32)
+    if x.shape != ref.shape:
+        return float("nan")
+    finite = torch.isfinite(ref)
+    if not torch.equal(finite, torch.isfinite(x)):
+        return float("inf")
+    diff = (x - ref)[finite].abs().max().item()
+    scale = ref[finite].abs().max().item()
+    return diff / scale if scale > 0 else diff
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--meshplan", required=True)
+    ap.add_argument("--topology", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--work", default="/tmp/meshplan-compare")
+    ap.add_argument("--seq", type=int, default=65536)
+    ap.add_argument("--heads", type=int, default=32)
+    ap.add_argument("--kv-heads", type=int, default=8)
+    ap.add_argument("--dim", type=int, default=128)
+    ap.add_argument("--masks", default="causal,full")
+    ap.add_argument("--schemes", default=SCHEMES)
+    ap.add_argument("--kernels", default="auto")
+    args = ap.parse_args()
+    import torch
+
+    os.makedirs(args.out, exist_ok=True)
+    group = args.heads // args.kv_heads
+    results = []
+    for mask in args.masks.split(","):
+        causal = mask == "causal"
+        inputs_dir = os.path.join(args.work, "inputs-" + mask)
+        t0 = time.time()
+        t = make_inputs(torch, args.seq, args.heads, args.kv_heads, args.dim, 7 if causal else 8, inputs_dir)
+        ref = reference(torch, t, causal, group)
+        torch_ms = torch_whole_ms(torch, t, causal, group)
+        print(f"[{mask}] inputs + float32 reference in {time.time() - t0:.1f} s; torch flash bf16 "
+              f"fwd+bwd {torch_ms:.2f} ms", flush=True)
+        for scheme in args.schemes.split(","):
+            rec = {"mask": mask, "scheme": scheme, "torch_flash_ms": torch_ms}
+            plan = os.path.join(args.work, f"plan-{scheme}-{mask}.toml")
+            outputs = os.path.join(args.work, f"out-{scheme}-{mask}")
+            cmd = [args.meshplan, "plan", "-t", args.topology, "--seq", str(args.seq), "--heads",
+                   str(args.heads), "--kv-heads", str(args.kv_heads), "--head-dim", str(args.dim),
+                   "--mask", mask, "--pass", "fwd+bwd", "--schemes", scheme, "--pick", "1",
+                   "--out", plan, "--quiet", "--top", "1"]
+            p = subprocess.run(cmd, capture_output=True, text=True)
+            if p.returncode != 0:
+                rec["error"] = "plan: " + (p.stderr.strip().splitlines() or ["?"])[-1]
+                results.append(rec)
+                print(f"{scheme:13s} {mask:6s} {rec['error']}", flush=True)
+                continue
+            cmd = [args.meshplan, "execute", plan, "--backend", "cuda", "--kernels", args.kernels,
+                   "--inputs", inputs_dir, "--outputs", outputs, "--format", "json", "--timeout-s", "300"]
+            t0 = time.time()
+            p = subprocess.run(cmd, capture_output=True, text=True)
+            rec["wall_s"] = time.time() - t0
+            if p.returncode != 0:
+                rec["error"] = "execute: " + (p.stderr.strip().splitlines() or ["?"])[-1]
+                results.append(rec)
+                print(f"{scheme:13s} {mask:6s} {rec['error']}", flush=True)
+                continue
+            try:
+                rec["measured_ms"] = json.loads(p.stdout)["measured"]["time_s"] * 1e3
+            except Exception:
+                rec["measured_ms"] = float("nan")
+            for name in TENSORS:
+                rec[name] = rel_err(torch, np.load(os.path.join(outputs, name + ".npy")), ref[name])
+            results.append(rec)
+            errs = " ".join(f"{n}={rec[n]:.2e}" for n in TENSORS)
+            print(f"{scheme:13s} {mask:6s} {errs} measured {rec['measured_ms']:.1f} ms "
+                  f"(torch whole {torch_ms:.1f} ms) wall {rec['wall_s']:.0f} s", flush=True)
+        del t, ref
+        torch.cuda.empty_cache()
+    with open(os.path.join(args.out, "compare.json"), "w") as f:
+        json.dump({"device": torch.cuda.get_device_name(), "seq": args.seq, "heads": args.heads,
+                   "kv_heads": args.kv_heads, "dim": args.dim, "results": results}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
