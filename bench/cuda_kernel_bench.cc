@@ -10,6 +10,10 @@
 //   block forward:    4 n_q n_k d per query head (QK^T and PV; softmax not counted)
 //   block backward:   2.5 x forward (QK^T recomputation, dV, dP, dQ, dK: 5 GEMMs against 2)
 //   causal:           half of the above (the useful, visible pairs of the square diagonal block)
+// Kernels: every problem runs on the own kernels ("/own": attention_kernels.h, KernelPath::kAuto,
+// the tensor-core kernels on sm_80+) and on the cuDNN path ("/cudnn": cuDNN's fused attention
+// plus the fold of its output into the fp32 accumulators, executor/cuda/cudnn_attention.h; skipped
+// with the reason where libcudnn.so.9 cannot be opened).
 // Problems: square blocks n_q = n_k in {1K, 2K, 4K, 8K, 16K}, head dim 64 and 128, masks full and
 // causal, bf16, batch 1, GQA with 8 query heads per KV head, and enough query heads that one
 // full-mask launch does at least 1e12 FLOP. Each iteration is one launch timed with CUDA events
@@ -28,6 +32,7 @@
 #include <vector>
 
 #include "executor/cuda/attention_kernels.h"
+#include "executor/cuda/cudnn_attention.h"
 
 namespace meshplan::exec::cuda {
 namespace {
@@ -44,6 +49,7 @@ struct Config {
   bool causal = false;
   bool backward = false;
   int64_t heads = 0;  // query heads
+  bool cudnn = false;  // cuDNN's fused attention (executor/cuda/cudnn_attention.h), else own kernels
 };
 
 int64_t HeadsFor(int64_t n, int32_t dim) {
@@ -181,8 +187,26 @@ void BM_CublasBf16Gemm(benchmark::State& state) {
   cublasDestroy(handle);
 }
 
+// cuDNN for the cudnn benchmarks, opened by the first of them (null with the reason when missing).
+std::unique_ptr<CudnnAttention> g_cudnn;
+std::string g_cudnn_missing;
+
+CudnnAttention* Cudnn() {
+  if (!g_cudnn && g_cudnn_missing.empty()) {
+    auto made = CreateCudnnAttention(0);
+    if (made.ok()) {
+      g_cudnn = std::move(*made);
+    } else {
+      g_cudnn_missing = made.status().message();
+    }
+  }
+  return g_cudnn.get();
+}
+
 void BM_Attention(benchmark::State& state, Config c) {
   if (!g_pool.ok) return state.SkipWithError("device buffers not allocated");
+  CudnnAttention* cudnn = nullptr;
+  if (c.cudnn && (cudnn = Cudnn()) == nullptr) return state.SkipWithError(g_cudnn_missing.c_str());
   BlockProblem p;
   p.type = InputType::kBf16;
   p.batch = 1;
@@ -193,8 +217,10 @@ void BM_Attention(benchmark::State& state, Config c) {
   p.group_size = static_cast<int32_t>(kGroup);
   p.mask.kind = c.causal ? 1 : 0;
   const int32_t hq = static_cast<int32_t>(c.heads), hkv = static_cast<int32_t>(c.heads / kGroup);
-  const TensorView q{g_pool.inputs, c.n, 0, hq, g_pool.positions};
-  const TensorView kv{g_pool.inputs, c.n, 0, hkv, g_pool.positions};
+  std::vector<int64_t> host_positions(static_cast<size_t>(c.n));
+  for (int64_t i = 0; i < c.n; ++i) host_positions[static_cast<size_t>(i)] = i;
+  const TensorView q{g_pool.inputs, c.n, 0, hq, g_pool.positions, host_positions.data()};
+  const TensorView kv{g_pool.inputs, c.n, 0, hkv, g_pool.positions, host_positions.data()};
   const TensorView o{g_pool.o, c.n, 0, hq, nullptr};
   const TensorView lse{g_pool.lse, c.n, 0, hq, nullptr};
   const TensorView delta{g_pool.delta, c.n, 0, hq, nullptr};
@@ -223,7 +249,18 @@ void BM_Attention(benchmark::State& state, Config c) {
   }
   if (!Check(cudaDeviceSynchronize(), state, "set-up")) return;
   state.counters["heads"] = static_cast<double>(c.heads);
+  const auto status_to_error = [&](const Status& st) {
+    if (!st.ok()) state.SkipWithError(st.message().c_str());
+    return st.ok() ? cudaSuccess : cudaErrorUnknown;
+  };
+  if (cudnn != nullptr && !cudnn->Supports(p, q, kv, c.backward)) {
+    return state.SkipWithError("cuDNN cannot compute this block");
+  }
   const double rate = TimeLaunches(state, UsefulFlops(c), [&] {
+    if (cudnn != nullptr) {
+      return status_to_error(c.backward ? cudnn->Backward(p, q, kv, kv, q, lse, delta, dq, dk, dv, nullptr)
+                                        : cudnn->Forward(p, q, kv, kv, o, lse, nullptr));
+    }
     return c.backward ? LaunchBlockBackward(p, q, kv, kv, q, lse, delta, dq, dk, dv,
                                             KernelPath::kAuto, nullptr)
                       : LaunchBlockForward(p, q, kv, kv, o, lse, KernelPath::kAuto, nullptr);
@@ -239,8 +276,9 @@ std::vector<Config> Configs() {
   for (bool backward : {false, true}) {
     for (int32_t dim : {64, 128}) {
       for (bool causal : {false, true}) {
-        for (int64_t n : {1024, 2048, 4096, 8192, 16384})
-          out.push_back({n, dim, causal, backward, HeadsFor(n, dim)});
+        for (int64_t n : {1024, 2048, 4096, 8192, 16384}) {
+          for (bool cudnn : {false, true}) out.push_back({n, dim, causal, backward, HeadsFor(n, dim), cudnn});
+        }
       }
     }
   }
@@ -250,7 +288,7 @@ std::vector<Config> Configs() {
 std::string Name(const Config& c) {
   return std::string(c.backward ? "BM_Backward" : "BM_Forward") +
          "/n:" + std::to_string(c.n / 1024) + "K/d:" + std::to_string(c.dim) +
-         (c.causal ? "/causal" : "/full");
+         (c.causal ? "/causal" : "/full") + (c.cudnn ? "/cudnn" : "/own");
 }
 
 }  // namespace

@@ -13,6 +13,9 @@ set(MESHPLAN_CUDA_GENCODE
 
 set(MESHPLAN_HAVE_CUDA OFF)
 set(MESHPLAN_HAVE_NCCL OFF)
+set(MESHPLAN_HAVE_CUDNN OFF)
+set(MESHPLAN_CUDNN_FRONTEND_INCLUDE_DIR "${CMAKE_SOURCE_DIR}/.deps/cudnn-frontend/include"
+    CACHE PATH "cuDNN frontend headers (tools/fetch-cudnn-frontend.sh puts them there)")
 
 # Dependencies.cmake reports the toolkit only while CMAKE_CUDA_COMPILER is unset; after the first
 # configure enable_language(CUDA) has cached it, so an existing cached nvcc counts as found too.
@@ -61,5 +64,18 @@ else()
     message(STATUS "NCCL: ${MESHPLAN_NCCL_LIBRARY}")
   else()
     message(STATUS "NCCL: not found in the CUDA toolkit directory")
+  endif()
+
+  # cuDNN: its headers from the toolkit and the frontend's header-only C++ API. The library itself
+  # is opened at run time (dlopen), so programs start where it is missing; see
+  # executor/cuda/cudnn_attention.h.
+  find_path(MESHPLAN_CUDNN_INCLUDE_DIR cudnn.h
+            HINTS /usr/local/cuda/include ${CUDAToolkit_INCLUDE_DIRS} NO_DEFAULT_PATH)
+  if(MESHPLAN_CUDNN_INCLUDE_DIR AND EXISTS "${MESHPLAN_CUDNN_FRONTEND_INCLUDE_DIR}/cudnn_frontend.h")
+    set(MESHPLAN_HAVE_CUDNN ON)
+    message(STATUS "cuDNN: ${MESHPLAN_CUDNN_INCLUDE_DIR}, frontend ${MESHPLAN_CUDNN_FRONTEND_INCLUDE_DIR}")
+  else()
+    message(STATUS "cuDNN: no cudnn.h in the toolkit or no frontend headers "
+                   "(bash tools/fetch-cudnn-frontend.sh); the GPU executor uses its own kernels only")
   endif()
 endif()

@@ -139,7 +139,9 @@ Runner RegisterExecuteCommand(CLI::App& app) {
                   "cuda: input type bf16 or fp16 (default: the plan's dtype when 16-bit, else bf16); "
                   "accumulation is fp32");
   cmd->add_option("--kernels", flags->kernels,
-                  "cuda: auto (tensor cores where supported), tensor (require them) or simt (portable)")
+                  "cuda: auto (cuDNN's fused attention where it can compute a block, own tensor-core kernels "
+                  "elsewhere), cudnn (cuDNN for every block), tensor (own tensor-core kernels) or simt (own "
+                  "portable kernels)")
       ->capture_default_str();
   cmd->add_option("--devices", flags->devices,
                   "cuda, transport local: GPUs the ranks spread over round-robin (0: every visible GPU)")

@@ -25,6 +25,7 @@ exec::InputType TypeOf(const ExecuteFlags& flags, const Workload& w) {
 exec::KernelPath PathOf(const ExecuteFlags& flags) {
   if (flags.kernels == "tensor") return exec::KernelPath::kTensorCore;
   if (flags.kernels == "simt") return exec::KernelPath::kSimt;
+  if (flags.kernels == "cudnn") return exec::KernelPath::kCudnn;
   return exec::KernelPath::kAuto;
 }
 
@@ -37,8 +38,8 @@ Status PrepareCuda(const ExecuteFlags& flags, const Plan& plan, Prepared* p) {
   if (!flags.dtype.empty() && flags.dtype != "bf16" && flags.dtype != "fp16") {
     return Status::Invalid("--dtype: '" + flags.dtype + "' is not one of bf16, fp16");
   }
-  if (flags.kernels != "auto" && flags.kernels != "tensor" && flags.kernels != "simt") {
-    return Status::Invalid("--kernels: '" + flags.kernels + "' is not one of auto, tensor, simt");
+  if (flags.kernels != "auto" && flags.kernels != "cudnn" && flags.kernels != "tensor" && flags.kernels != "simt") {
+    return Status::Invalid("--kernels: '" + flags.kernels + "' is not one of auto, cudnn, tensor, simt");
   }
   if (flags.devices < 0) return Status::Invalid("--devices: must be 0 (every GPU) or a positive count");
   const exec::InputType type = TypeOf(flags, plan.workload);

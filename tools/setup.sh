@@ -19,6 +19,12 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
+# With the CUDA toolkit's cuDNN present, the cuDNN path of the GPU executor needs the cuDNN
+# frontend's C++ headers (header-only; no Debian package): taken, pinned, from the PyPI wheel
+# nvidia-cudnn-frontend into .deps/ (docs/gpu-executor.md says why). Without them, or without
+# cuDNN, the build leaves that path out and the GPU executor uses its own kernels.
+bash tools/fetch-cudnn-frontend.sh || echo "meshplan setup: building without the cuDNN path" >&2
+
 cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$build_dir" -j "$(nproc)"
 echo

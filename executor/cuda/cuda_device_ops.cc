@@ -13,6 +13,7 @@
 
 #include "executor/cuda/attention_kernels.h"
 #include "executor/cuda/cuda_check.h"
+#include "executor/cuda/cudnn_attention.h"
 
 namespace meshplan::exec::cuda {
 namespace {
@@ -105,7 +106,23 @@ std::string CudaDeviceOps::Describe() const {
   const std::string name = devices.empty() ? "no device" : CudaDeviceName(*devices.begin());
   return "CUDA " + name + ", " + std::to_string(ranks) + (ranks == 1 ? " rank" : " ranks") + " on " +
          std::to_string(devices.size()) + (devices.size() == 1 ? " GPU" : " GPUs") + ", " +
-         (config_.transfers == TransferKind::kNccl ? "NCCL" : "device-to-device copies");
+         (config_.transfers == TransferKind::kNccl ? "NCCL" : "device-to-device copies") + ", " + KernelsUsed();
+}
+
+std::string CudaDeviceOps::KernelsUsed() const {
+  if (config_.path == KernelPath::kTensorCore) return "own tensor-core kernels";
+  if (config_.path == KernelPath::kSimt) return "own SIMT kernels";
+  if (cudnn_.empty()) {
+    return "own kernels" + (cudnn_missing_.empty() ? std::string() : " (no cuDNN: " + cudnn_missing_ + ")");
+  }
+  int64_t pieces = 0;
+  for (const auto& [device, c] : cudnn_) pieces += c->pieces_run();
+  std::string s = cudnn_.begin()->second->Describe();
+  if (pieces > 0 || own_kernel_blocks_ > 0) {
+    s += ": " + std::to_string(pieces) + " pieces, own kernels for " + std::to_string(own_kernel_blocks_) +
+         (own_kernel_blocks_ == 1 ? " block" : " blocks");
+  }
+  return s;
 }
 
 Status CudaDeviceOps::Use(int32_t rank) {
@@ -143,6 +160,18 @@ Status CudaDeviceOps::Prepare(const Schedule& schedule, const std::vector<uint8_
     }
     auto d = std::make_unique<RankDevice>();
     d->device = device;
+    if ((config_.path == KernelPath::kAuto || config_.path == KernelPath::kCudnn) && cudnn_missing_.empty() &&
+        cudnn_.count(device) == 0) {
+      MESHPLAN_CUDA_CHECK(r, cudaSetDevice(device));
+      auto made = CreateCudnnAttention(device);
+      if (made.ok()) {
+        cudnn_[device] = std::move(*made);
+      } else if (config_.path == KernelPath::kCudnn) {
+        return Status::Invalid("--kernels cudnn: " + made.status().message());
+      } else {
+        cudnn_missing_ = made.status().message();
+      }
+    }
     if (config_.transfers == TransferKind::kNccl) d->comm = config_.nccl_comms[r];
     MESHPLAN_CUDA_CHECK(r, cudaSetDevice(device));
     if (used.insert(device).second) {
@@ -253,9 +282,31 @@ Status CudaDeviceOps::EndOp(int32_t rank, uint32_t op, StreamId stream) {
   return Status::Ok();
 }
 
+CudnnAttention* CudaDeviceOps::CudnnFor(int32_t rank, const BlockProblem& p, const TensorView& q,
+                                        const TensorView& k, bool backward, Status& refusal) {
+  auto it = cudnn_.find(At(rank).device);
+  if (it != cudnn_.end() && it->second->Supports(p, q, k, backward)) return it->second.get();
+  if (config_.path == KernelPath::kCudnn) {
+    refusal = Status::Invalid("rank " + std::to_string(rank) + ": --kernels cudnn: cuDNN cannot compute a " +
+                              (backward ? "backward" : "forward") + " block of " + std::to_string(q.rows) + " x " +
+                              std::to_string(k.rows) + " rows (mask kind " + std::to_string(p.mask.kind) +
+                              ", or positions that are not a few runs, as in striped layouts); use --kernels auto");
+  } else if (config_.path == KernelPath::kAuto) {
+    ++own_kernel_blocks_;
+  }
+  return nullptr;
+}
+
 Status CudaDeviceOps::Forward(int32_t rank, StreamId stream, const BlockProblem& p, const TensorView& q,
                               const TensorView& k, const TensorView& v, const TensorView& o, const TensorView& lse) {
   MESHPLAN_RETURN_IF_ERROR(Use(rank));
+  Status refusal;
+  if (CudnnAttention* c = CudnnFor(rank, p, q, k, false, refusal)) {
+    Status run = c->Forward(p, q, k, v, o, lse, At(rank).Stream(stream));
+    if (!run.ok()) return Status::Internal("rank " + std::to_string(rank) + ": " + run.message());
+    return Status::Ok();
+  }
+  MESHPLAN_RETURN_IF_ERROR(refusal);
   MESHPLAN_CUDA_CHECK(rank, LaunchBlockForward(p, q, k, v, o, lse, config_.path, At(rank).Stream(stream)));
   return Status::Ok();
 }
@@ -265,6 +316,13 @@ Status CudaDeviceOps::Backward(int32_t rank, StreamId stream, const BlockProblem
                                const TensorView& delta, const TensorView& dq, const TensorView& dk,
                                const TensorView& dv) {
   MESHPLAN_RETURN_IF_ERROR(Use(rank));
+  Status refusal;
+  if (CudnnAttention* c = CudnnFor(rank, p, q, k, true, refusal)) {
+    Status run = c->Backward(p, q, k, v, d_o, lse, delta, dq, dk, dv, At(rank).Stream(stream));
+    if (!run.ok()) return Status::Internal("rank " + std::to_string(rank) + ": " + run.message());
+    return Status::Ok();
+  }
+  MESHPLAN_RETURN_IF_ERROR(refusal);
   MESHPLAN_CUDA_CHECK(rank, LaunchBlockBackward(p, q, k, v, d_o, lse, delta, dq, dk, dv, config_.path,
                                                 At(rank).Stream(stream)));
   return Status::Ok();

@@ -11,6 +11,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,9 +20,13 @@
 
 namespace meshplan::exec::cuda {
 
+class CudnnAttention;  // executor/cuda/cudnn_attention.h
+
 enum class TransferKind : uint8_t { kLocalCopies, kNccl };
 
 struct CudaOpsConfig {
+  // kAuto and kCudnn open cuDNN in Prepare (one CudnnAttention per device, shared by its ranks);
+  // kAuto runs on the own kernels when cuDNN is missing, kCudnn fails.
   KernelPath path = KernelPath::kAuto;
   TransferKind transfers = TransferKind::kLocalCopies;
   std::vector<int> device_of_rank;  // for every rank (entries of ranks not run here are ignored)
@@ -68,11 +73,19 @@ class CudaDeviceOps : public DeviceOps {
  private:
   struct RankDevice;
   Status Use(int32_t rank);  // makes the rank's device current
+  // The device's cuDNN path when it can compute this block, else null (own kernels, or an error
+  // in `refusal` under kCudnn).
+  CudnnAttention* CudnnFor(int32_t rank, const BlockProblem& p, const TensorView& q, const TensorView& k,
+                                 bool backward, Status& refusal);
   RankDevice& At(int32_t rank) { return *ranks_[static_cast<size_t>(rank)]; }
   void AbortCommunicators();
+  std::string KernelsUsed() const;  // which kernels ran the blocks, for Describe
 
   CudaOpsConfig config_;
   std::vector<std::unique_ptr<RankDevice>> ranks_;  // null for ranks not run here
+  std::map<int, std::unique_ptr<CudnnAttention>> cudnn_;  // by device, when opened
+  std::string cudnn_missing_;  // why kAuto runs without cuDNN (empty when it has it)
+  int64_t own_kernel_blocks_ = 0;  // blocks kAuto ran on the own kernels
   bool finished_ = false;
 };
 

@@ -457,6 +457,7 @@ Result<TensorView> DeviceEngine::InputView(int32_t rank, const EntryRef& e, int3
     }
   }
   v.positions = e->device_positions;
+  v.host_positions = e->positions.data();  // the entry outlives the op that reads the view
   return v;
 }
 

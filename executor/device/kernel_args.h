@@ -17,9 +17,12 @@ enum class InputType : uint8_t { kBf16, kFp16, kFp32 };
 // Bytes of one input element.
 inline int32_t InputBytes(InputType type) { return type == InputType::kFp32 ? 4 : 2; }
 
-// Which kernel family runs a block. kAuto picks tensor cores (WMMA, sm_80+, dim 64 or 128) and
-// falls back to the portable SIMT kernels otherwise.
-enum class KernelPath : uint8_t { kAuto, kTensorCore, kSimt };
+// Which kernel family runs a block. kAuto: cuDNN's fused attention where it can compute the
+// block and cuDNN is there (executor/cuda/cudnn_attention.h), else the own tensor-core kernels
+// (WMMA, sm_80+, dim 64 or 128), else the portable SIMT kernels. kCudnn: cuDNN for every block,
+// failing the run on a block it cannot express. The own-kernel launchers
+// (attention_kernels.h) treat kCudnn as kAuto.
+enum class KernelPath : uint8_t { kAuto, kTensorCore, kSimt, kCudnn };
 
 // Visibility of (query position q, key position k), evaluated on token positions, as MaskRule:
 //   kind 0 full: always; 1 causal: k <= q; 2 window: k <= q && q - k < window;
@@ -37,6 +40,9 @@ struct TensorView {
   int32_t head_begin = 0;
   int32_t heads = 0;
   const int64_t* positions = nullptr;  // device memory, one token position per row (Q, K, V only)
+  // The same positions in host memory, valid while the call runs, for backends that plan a block
+  // on the host (cuDNN splits it by runs of positions); null when not known. Kernels never read it.
+  const int64_t* host_positions = nullptr;
 };
 
 // One block of work: every batch element, query heads [head_begin, head_begin + head_count).

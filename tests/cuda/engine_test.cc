@@ -7,8 +7,10 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <tuple>
 
 #include "executor/cuda/cuda_execute.h"
+#include "executor/cuda/cudnn_attention.h"
 #include "executor/device/half_float.h"
 #include "executor/reference.h"
 #include "planner/strategy.h"
@@ -77,6 +79,11 @@ void RunAndCheck(const GpuCase& g, ExecuteConfig config, double tolerance) {
   config.poison = true;
   auto run = Execute(g.schedule, g.w, g.in, config);
   ASSERT_TRUE(run.ok()) << g.what << ": " << run.status().message();
+  if (config.run.path == KernelPath::kCudnn) {
+    // Every block ran on cuDNN: the device line counts its pieces and no own-kernel block.
+    EXPECT_NE(run->device.find("cuDNN"), std::string::npos) << run->device;
+    EXPECT_NE(run->device.find("pieces, own kernels for 0 blocks"), std::string::npos) << run->device;
+  }
   EXPECT_LT(MaxRelativeError(run->outputs.o, g.ref.o), tolerance) << "O " << g.what;
   EXPECT_LT(MaxRelativeError(run->outputs.lse, g.ref.lse), tolerance) << "LSE " << g.what;
   if (HasBackward(g.w.pass)) {
@@ -90,27 +97,62 @@ void RunAndCheck(const GpuCase& g, ExecuteConfig config, double tolerance) {
   }
 }
 
-class GpuEngine : public ::testing::TestWithParam<int64_t> {};
+// (ranks P, kernel path): kAuto runs cuDNN's fused attention on the blocks it can express and the
+// own kernels on the rest; kTensorCore keeps the own kernels under test on every block.
+class GpuEngine : public ::testing::TestWithParam<std::tuple<int64_t, KernelPath>> {};
 
 // Head dim 64 and a 192-token sequence: shards of 192/P rows, so the tensor-core kernels see
 // partial tiles everywhere.
 TEST_P(GpuEngine, EverySchemeOnVirtualRanksMatchesPlainAttention) {
   std::string why;
   if (!HaveGpu(&why)) GTEST_SKIP() << "no CUDA device: " << why;
-  const int64_t P = GetParam();
+  const auto [P, path] = GetParam();
   std::mt19937_64 seeds(2024 + P);
+  ExecuteConfig config = CudaConfig();
+  config.run.path = path;
   for (const Mask& mask : Masks()) {
     for (const Case& c : SchemeCases(P, mask)) {
       for (Pass pass : {Pass::kForward, Pass::kForwardBackward}) {
         const GpuCase g = Build(c, pass, seeds(), InputType::kBf16, 192, 64);
-        RunAndCheck(g, CudaConfig(), 2e-2);
+        RunAndCheck(g, config, 2e-2);
         if (HasFailure()) return;
       }
     }
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Ranks, GpuEngine, ::testing::Values(1, 2, 4, 8));
+INSTANTIATE_TEST_SUITE_P(Ranks, GpuEngine,
+                         ::testing::Combine(::testing::Values(1, 2, 4, 8),
+                                            ::testing::Values(KernelPath::kAuto, KernelPath::kTensorCore)));
+
+// --kernels cudnn: every block on cuDNN (a block it cannot express fails the run), for the schemes
+// and layouts whose blocks are runs of consecutive positions (contiguous and zigzag), full and
+// causal, GQA, head dim 128, fp16 and bf16. Skipped where libcudnn.so.9 cannot be opened.
+TEST(GpuEngineVariants, CudnnComputesEveryBlockOfContiguousAndZigzagLayouts) {
+  std::string why;
+  if (!HaveGpu(&why)) GTEST_SKIP() << "no CUDA device: " << why;
+  {
+    auto probe = cuda::CreateCudnnAttention(0);
+    if (!probe.ok()) GTEST_SKIP() << probe.status().message();
+  }
+  std::mt19937_64 seeds(91);
+  int runs = 0;
+  for (const Mask& mask : {Mask::Full(), Mask::Causal()}) {
+    for (const Case& c : SchemeCases(4, mask)) {
+      if (c.params.layout == Layout::kStriped) continue;
+      for (InputType type : {InputType::kBf16, InputType::kFp16}) {
+        ExecuteConfig config = CudaConfig(type);
+        config.run.path = KernelPath::kCudnn;
+        const GpuCase g = Build(c, Pass::kForwardBackward, seeds(), type, 1024, 128);
+        // bf16: 10x its unit roundoff 2^-9; fp16: about 20x its 2^-12 (as the tests above).
+        RunAndCheck(g, config, type == InputType::kBf16 ? 2e-2 : 5e-3);
+        if (HasFailure()) return;
+        ++runs;
+      }
+    }
+  }
+  EXPECT_GT(runs, 0);
+}
 
 // The portable SIMT kernels and fp16 inputs, on a few schemes with head dim 128 and longer shards.
 TEST(GpuEngineVariants, SimtKernelsAndFp16) {

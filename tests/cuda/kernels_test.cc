@@ -212,6 +212,8 @@ const char* PathName(KernelPath path) {
       return "tensor_core";
     case KernelPath::kSimt:
       return "simt";
+    case KernelPath::kCudnn:
+      return "cudnn";
   }
   return "?";
 }

@@ -24,6 +24,11 @@ export OUT="${final_out:+/tmp/meshplan-results}"
 OUT="${OUT:-$root/gpu-results}"
 rm -rf "$OUT"; mkdir -p "$OUT"
 export LD_LIBRARY_PATH="$bundle/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+# cuDNN and NCCL where the machine has them only in PyTorch's environment (the device machines).
+for module in nvidia.cudnn nvidia.nccl; do
+  dir="$(python3 -c "import $module, os; print(os.path.join(list($module.__path__)[0], 'lib'))" 2>/dev/null)" || continue
+  [ -d "$dir" ] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$dir"
+done
 has() { [[ ",$steps," == *",$1,"* ]]; }
 # Packs what is there so far, so a run cut off by a time limit still brings its results back.
 pack() { [ -z "$final_out" ] || tar czf "$final_out/results.tgz" -C "$(dirname "$OUT")" "$(basename "$OUT")"; }

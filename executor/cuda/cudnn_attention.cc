@@ -1,0 +1,387 @@
+// CudnnAttention over the cuDNN frontend's SDPA graphs (header-only C++ API, cuDNN opened with
+// dlopen). See cudnn_attention.h for the contract.
+#include "executor/cuda/cudnn_attention.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include <cudnn_frontend.h>
+
+#include "executor/attention_pieces.h"
+#include "executor/cuda/cudnn_glue.h"
+
+// The frontend's dynamic loading reads the library handle from this variable, which the frontend
+// declares and leaves to the program to define (its one global, by its design): set by
+// CreateCudnnAttention before any frontend call, never changed after.
+namespace cudnn_frontend {
+void* cudnn_dlhandle = nullptr;
+}
+
+namespace meshplan::exec::cuda {
+namespace {
+
+namespace fe = cudnn_frontend;
+
+constexpr int32_t kMaxPieces = 16;  // a zigzag block has at most 2 x 2 run pairs, 2 pieces each
+constexpr int64_t kAlign = 256;     // bytes; cuDNN wants 16-byte aligned operands
+
+enum Uid : int64_t { kQ = 1, kK, kV, kO, kStats, kDo, kDq, kDk, kDv };
+
+int64_t AlignUp(int64_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
+
+// Dims and strides of a [batch][rows][heads][dim] buffer as cuDNN's [B, H, S, D].
+struct Layout {
+  std::vector<int64_t> dim, stride;
+};
+Layout ViewLayout(int64_t batch, int64_t heads, int64_t n, int64_t d, int64_t rows_total, int64_t heads_total) {
+  return {{batch, heads, n, d}, {rows_total * heads_total * d, d, heads_total * d, 1}};
+}
+Layout DenseLayout(int64_t batch, int64_t heads, int64_t n, int64_t d) {
+  return ViewLayout(batch, heads, n, d, n, heads);
+}
+Layout StatsLayout(int64_t batch, int64_t heads, int64_t n) { return {{batch, heads, n, 1}, {heads * n, n, 1, 1}}; }
+
+// Everything a cuDNN graph depends on; data pointers are bound at execution.
+struct GraphKey {
+  bool backward = false;
+  InputType type = InputType::kBf16;
+  int64_t batch = 0, hq = 0, hkv = 0, n = 0, m = 0, d = 0;
+  PieceMask mask = PieceMask::kFull;
+  float scale = 0;
+  int64_t q_rows = 0, q_heads = 0, k_rows = 0, k_heads = 0, v_rows = 0, v_heads = 0, do_rows = 0, do_heads = 0;
+  auto Tie() const {
+    return std::tie(backward, type, batch, hq, hkv, n, m, d, mask, scale, q_rows, q_heads, k_rows, k_heads, v_rows,
+                    v_heads, do_rows, do_heads);
+  }
+  bool operator<(const GraphKey& o) const { return Tie() < o.Tie(); }
+};
+
+struct BuiltGraph {
+  std::shared_ptr<fe::graph::Graph> graph;  // null when cuDNN refused the shape
+  int64_t workspace_bytes = 0;
+  std::string why_not;
+};
+
+// The heads a problem computes, as cuDNN sees them: hq query heads over hkv KV heads, query head
+// i reading KV head i / (hq / hkv), which must equal the engine's h / group_size.
+struct HeadMap {
+  int32_t kv_first = 0, hkv = 0;
+};
+std::optional<HeadMap> MapHeads(const BlockProblem& p) {
+  const int32_t g = p.group_size;
+  const int32_t kv_first = p.head_begin / g;
+  const int32_t kv_last = (p.head_begin + p.head_count - 1) / g;
+  if (kv_first == kv_last) return HeadMap{kv_first, 1};  // every computed head reads one KV head
+  if (p.head_begin % g == 0 && p.head_count % g == 0) return HeadMap{kv_first, p.head_count / g};
+  return std::nullopt;
+}
+
+std::vector<int64_t> HostPositions(const TensorView& t) {
+  std::vector<int64_t> pos(static_cast<size_t>(t.rows));
+  for (int64_t i = 0; i < t.rows; ++i) pos[static_cast<size_t>(i)] = t.host_positions ? t.host_positions[i] : i;
+  return pos;
+}
+
+// Element offset of (row0, global head h0) in a view.
+int64_t Offset(const TensorView& t, int64_t row0, int32_t h0, int32_t d) {
+  return (row0 * t.heads + (h0 - t.head_begin)) * int64_t{d};
+}
+const void* At(const TensorView& t, int64_t row0, int32_t h0, int32_t d) {
+  return static_cast<const char*>(t.data) + Offset(t, row0, h0, d) * 2;
+}
+
+class CudnnAttentionImpl final : public CudnnAttention {
+ public:
+  CudnnAttentionImpl(cudnnHandle_t handle, std::string version) : handle_(handle), version_(std::move(version)) {}
+  ~CudnnAttentionImpl() override {
+    graphs_.clear();
+    fe::detail::destroy_handle(handle_);
+  }
+
+  std::string Describe() const override { return version_; }
+  int64_t pieces_run() const override { return pieces_run_; }
+
+  bool Supports(const BlockProblem& p, const TensorView& q, const TensorView& k, bool backward) override {
+    return Split(p, q, k, backward).has_value();
+  }
+
+  Status Forward(const BlockProblem& p, const TensorView& q, const TensorView& k, const TensorView& v,
+                 const TensorView& o, const TensorView& lse, cudaStream_t stream) override {
+    auto split = Split(p, q, k, false);
+    if (!split) return Status::Invalid("cuDNN cannot compute this block (see CudnnAttention::Supports)");
+    const HeadMap heads = *MapHeads(p);
+    for (size_t i = 0; i < split->pieces.size(); ++i) {
+      const AttentionPiece& piece = split->pieces[i];
+      const BuiltGraph& g = *split->graphs[i];
+      const int64_t o_bytes = AlignUp(p.batch * piece.q_rows * p.head_count * p.dim * 2);
+      const int64_t stats_bytes = AlignUp(p.batch * p.head_count * piece.q_rows * 4);
+      char* temp = nullptr;
+      MESHPLAN_RETURN_IF_ERROR(Allocate(&temp, o_bytes + stats_bytes + g.workspace_bytes, stream));
+      void* piece_o = temp;
+      float* piece_lse = reinterpret_cast<float*>(temp + o_bytes);
+      std::unordered_map<int64_t, void*> pack = {
+          {kQ, const_cast<void*>(At(q, piece.q_row0, p.head_begin, p.dim))},
+          {kK, const_cast<void*>(At(k, piece.k_row0, heads.kv_first, p.dim))},
+          {kV, const_cast<void*>(At(v, piece.k_row0, heads.kv_first, p.dim))},
+          {kO, piece_o},
+          {kStats, piece_lse}};
+      Status run = Execute(g, pack, temp + o_bytes + stats_bytes, stream);
+      if (run.ok()) {
+        const RowSlice s{p.batch, piece.q_row0, piece.q_rows, p.head_begin, p.head_count, p.dim};
+        run = Check(LaunchFoldPiece(p.type, s, o, lse, piece_o, piece_lse, stream), "fold of a cuDNN piece");
+      }
+      MESHPLAN_RETURN_IF_ERROR(Release(temp, stream));
+      MESHPLAN_RETURN_IF_ERROR(run);
+      ++pieces_run_;
+    }
+    return Status::Ok();
+  }
+
+  Status Backward(const BlockProblem& p, const TensorView& q, const TensorView& k, const TensorView& v,
+                  const TensorView& d_o, const TensorView& lse, const TensorView& delta, const TensorView& dq,
+                  const TensorView& dk, const TensorView& dv, cudaStream_t stream) override {
+    auto split = Split(p, q, k, true, &d_o);
+    if (!split) return Status::Invalid("cuDNN cannot compute this block (see CudnnAttention::Supports)");
+    const HeadMap heads = *MapHeads(p);
+    for (size_t i = 0; i < split->pieces.size(); ++i) {
+      const AttentionPiece& piece = split->pieces[i];
+      const BuiltGraph& g = *split->graphs[i];
+      const int64_t q_bytes = AlignUp(p.batch * piece.q_rows * p.head_count * p.dim * 2);
+      const int64_t kv_bytes = AlignUp(p.batch * piece.k_rows * heads.hkv * p.dim * 2);
+      const int64_t stats_bytes = AlignUp(p.batch * p.head_count * piece.q_rows * 4);
+      char* temp = nullptr;
+      MESHPLAN_RETURN_IF_ERROR(Allocate(&temp, 2 * q_bytes + 2 * kv_bytes + stats_bytes + g.workspace_bytes, stream));
+      char* pseudo_o = temp;
+      char* piece_dq = pseudo_o + q_bytes;
+      char* piece_dk = piece_dq + q_bytes;
+      char* piece_dv = piece_dk + kv_bytes;
+      float* stats = reinterpret_cast<float*>(piece_dv + kv_bytes);
+      char* workspace = piece_dv + kv_bytes + stats_bytes;
+      const RowSlice qs{p.batch, piece.q_row0, piece.q_rows, p.head_begin, p.head_count, p.dim};
+      const RowSlice ks{p.batch, piece.k_row0, piece.k_rows, heads.kv_first, heads.hkv, p.dim};
+      Status run = Check(LaunchPrepareBackwardPiece(p.type, qs, d_o, delta, lse, pseudo_o, stats, stream),
+                         "preparation of a cuDNN backward piece");
+      if (run.ok()) {
+        std::unordered_map<int64_t, void*> pack = {
+            {kQ, const_cast<void*>(At(q, piece.q_row0, p.head_begin, p.dim))},
+            {kK, const_cast<void*>(At(k, piece.k_row0, heads.kv_first, p.dim))},
+            {kV, const_cast<void*>(At(v, piece.k_row0, heads.kv_first, p.dim))},
+            {kO, pseudo_o},
+            {kDo, const_cast<void*>(At(d_o, piece.q_row0, p.head_begin, p.dim))},
+            {kStats, stats},
+            {kDq, piece_dq},
+            {kDk, piece_dk},
+            {kDv, piece_dv}};
+        run = Execute(g, pack, workspace, stream);
+      }
+      if (run.ok()) run = Check(LaunchAddPiece(p.type, qs, dq, piece_dq, stream), "dQ of a cuDNN piece");
+      if (run.ok()) run = Check(LaunchAddPiece(p.type, ks, dk, piece_dk, stream), "dK of a cuDNN piece");
+      if (run.ok()) run = Check(LaunchAddPiece(p.type, ks, dv, piece_dv, stream), "dV of a cuDNN piece");
+      MESHPLAN_RETURN_IF_ERROR(Release(temp, stream));
+      MESHPLAN_RETURN_IF_ERROR(run);
+      ++pieces_run_;
+    }
+    return Status::Ok();
+  }
+
+ private:
+  struct Split_ {
+    std::vector<AttentionPiece> pieces;
+    std::vector<const BuiltGraph*> graphs;
+  };
+
+  // The pieces of the block and their graphs, or nullopt when cuDNN cannot compute it.
+  std::optional<Split_> Split(const BlockProblem& p, const TensorView& q, const TensorView& k, bool backward,
+                              const TensorView* d_o = nullptr) {
+    if (p.type != InputType::kBf16 && p.type != InputType::kFp16) return std::nullopt;
+    if (p.dim % 8 != 0 || p.dim > 256 || p.batch < 1 || p.head_count < 1) return std::nullopt;
+    if ((q.positions != nullptr && q.host_positions == nullptr) ||
+        (k.positions != nullptr && k.host_positions == nullptr)) {
+      return std::nullopt;  // device positions the host cannot see
+    }
+    const auto heads = MapHeads(p);
+    if (!heads) return std::nullopt;
+    auto pieces = SplitIntoPieces(HostPositions(q), HostPositions(k), p.mask.kind, kMaxPieces);
+    if (!pieces) return std::nullopt;
+    Split_ split;
+    split.pieces = std::move(*pieces);
+    for (const AttentionPiece& piece : split.pieces) {
+      GraphKey key;
+      key.backward = backward;
+      key.type = p.type;
+      key.batch = p.batch;
+      key.hq = p.head_count;
+      key.hkv = heads->hkv;
+      key.n = piece.q_rows;
+      key.m = piece.k_rows;
+      key.d = p.dim;
+      key.mask = piece.mask;
+      key.scale = p.scale;
+      key.q_rows = q.rows;
+      key.q_heads = q.heads;
+      key.k_rows = k.rows;
+      key.k_heads = k.heads;
+      key.v_rows = k.rows;  // V is laid out as K (CheckProblem: same rows; the engine: same heads)
+      key.v_heads = k.heads;
+      if (d_o != nullptr) {
+        key.do_rows = d_o->rows;
+        key.do_heads = d_o->heads;
+      }
+      const BuiltGraph& g = Graph(key);
+      if (!g.graph) return std::nullopt;
+      split.graphs.push_back(&g);
+    }
+    return split;
+  }
+
+  const BuiltGraph& Graph(const GraphKey& key) {
+    auto it = graphs_.find(key);
+    if (it == graphs_.end()) it = graphs_.emplace(key, Build(key)).first;
+    return it->second;
+  }
+
+  BuiltGraph Build(const GraphKey& key) {
+    BuiltGraph built;
+    try {
+      auto graph = std::make_shared<fe::graph::Graph>();
+      const auto io = key.type == InputType::kBf16 ? fe::DataType_t::BFLOAT16 : fe::DataType_t::HALF;
+      graph->set_io_data_type(io)
+          .set_intermediate_data_type(fe::DataType_t::FLOAT)
+          .set_compute_data_type(fe::DataType_t::FLOAT);
+      auto tensor = [&](const char* name, int64_t uid, const Layout& l) {
+        return graph->tensor(fe::graph::Tensor_attributes().set_name(name).set_uid(uid).set_dim(l.dim).set_stride(
+            l.stride));
+      };
+      const Layout q_layout = ViewLayout(key.batch, key.hq, key.n, key.d, key.q_rows, key.q_heads);
+      auto q = tensor("Q", kQ, q_layout);
+      auto k = tensor("K", kK, ViewLayout(key.batch, key.hkv, key.m, key.d, key.k_rows, key.k_heads));
+      auto v = tensor("V", kV, ViewLayout(key.batch, key.hkv, key.m, key.d, key.v_rows, key.v_heads));
+      auto set_mask = [&](auto& attrs) {
+        if (key.mask == PieceMask::kCausalTopLeft) attrs.set_causal_mask(true);
+        if (key.mask == PieceMask::kCausalBottomRight) attrs.set_causal_mask_bottom_right(true);
+      };
+      if (!key.backward) {
+        auto attrs = fe::graph::SDPA_attributes().set_name("block_forward").set_generate_stats(true).set_attn_scale(
+            key.scale);
+        set_mask(attrs);
+        auto [o, stats] = graph->sdpa(q, k, v, attrs);
+        const Layout ol = DenseLayout(key.batch, key.hq, key.n, key.d);
+        // Dense [batch][n][heads][dim] temporaries: strides of a view of n rows and hq heads.
+        o->set_output(true).set_uid(kO).set_dim(ol.dim).set_stride(
+            ViewLayout(key.batch, key.hq, key.n, key.d, key.n, key.hq).stride);
+        const Layout sl = StatsLayout(key.batch, key.hq, key.n);
+        stats->set_output(true).set_uid(kStats).set_data_type(fe::DataType_t::FLOAT).set_dim(sl.dim).set_stride(
+            sl.stride);
+      } else {
+        const Layout dense_q = ViewLayout(key.batch, key.hq, key.n, key.d, key.n, key.hq);
+        auto o = tensor("O", kO, dense_q);
+        auto d_o = tensor("dO", kDo, ViewLayout(key.batch, key.hq, key.n, key.d, key.do_rows, key.do_heads));
+        const Layout sl = StatsLayout(key.batch, key.hq, key.n);
+        auto stats = graph->tensor(fe::graph::Tensor_attributes()
+                                       .set_name("Stats")
+                                       .set_uid(kStats)
+                                       .set_dim(sl.dim)
+                                       .set_stride(sl.stride)
+                                       .set_data_type(fe::DataType_t::FLOAT));
+        auto attrs = fe::graph::SDPA_backward_attributes().set_name("block_backward").set_attn_scale(key.scale);
+        set_mask(attrs);
+        auto [dq, dk, dv] = graph->sdpa_backward(q, k, v, o, d_o, stats, attrs);
+        const Layout dense_kv = ViewLayout(key.batch, key.hkv, key.m, key.d, key.m, key.hkv);
+        dq->set_output(true).set_uid(kDq).set_dim(dense_q.dim).set_stride(dense_q.stride);
+        dk->set_output(true).set_uid(kDk).set_dim(dense_kv.dim).set_stride(dense_kv.stride);
+        dv->set_output(true).set_uid(kDv).set_dim(dense_kv.dim).set_stride(dense_kv.stride);
+      }
+      auto status = graph->build(handle_, {fe::HeurMode_t::A});
+      if (status.is_bad()) {
+        built.why_not = status.get_message();
+        return built;
+      }
+      int64_t workspace = 0;
+      status = graph->get_workspace_size(workspace);
+      if (status.is_bad()) {
+        built.why_not = status.get_message();
+        return built;
+      }
+      built.graph = std::move(graph);
+      built.workspace_bytes = AlignUp(std::max<int64_t>(workspace, 0));
+    } catch (const std::exception& e) {
+      built.why_not = e.what();
+    }
+    return built;
+  }
+
+  Status Execute(const BuiltGraph& g, std::unordered_map<int64_t, void*>& pack, void* workspace, cudaStream_t stream) {
+    try {
+      const cudnnStatus_t set = fe::detail::set_stream(handle_, stream);
+      if (set != CUDNN_STATUS_SUCCESS) return Status::Internal("cudnnSetStream failed: " + std::to_string(set));
+      auto status = g.graph->execute(handle_, pack, workspace);
+      if (status.is_bad()) return Status::Internal("cuDNN attention failed: " + status.get_message());
+    } catch (const std::exception& e) {
+      return Status::Internal(std::string("cuDNN attention failed: ") + e.what());
+    }
+    return Status::Ok();
+  }
+
+  static Status Check(cudaError_t err, const char* what) {
+    if (err == cudaSuccess) return Status::Ok();
+    return Status::Internal(std::string(what) + ": " + cudaGetErrorString(err));
+  }
+  static Status Allocate(char** ptr, int64_t bytes, cudaStream_t stream) {
+    void* p = nullptr;
+    const cudaError_t err = cudaMallocAsync(&p, static_cast<size_t>(std::max<int64_t>(bytes, kAlign)), stream);
+    if (err != cudaSuccess) {
+      return Status::Internal("cuDNN temporaries of " + std::to_string(bytes) + " bytes: " + cudaGetErrorString(err));
+    }
+    *ptr = static_cast<char*>(p);
+    return Status::Ok();
+  }
+  static Status Release(char* ptr, cudaStream_t stream) {
+    return Check(cudaFreeAsync(ptr, stream), "free of cuDNN temporaries");
+  }
+
+  cudnnHandle_t handle_;
+  std::string version_;
+  std::map<GraphKey, BuiltGraph> graphs_;
+  int64_t pieces_run_ = 0;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<CudnnAttention>> CreateCudnnAttention(int device) {
+  if (fe::cudnn_dlhandle == nullptr) {
+    void* lib = dlopen("libcudnn.so.9", RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr) {
+      const char* why = dlerror();
+      return Status::NotFound(std::string("cuDNN: cannot open libcudnn.so.9 (") + (why ? why : "unknown reason") +
+                              "); add its directory to LD_LIBRARY_PATH, or use --kernels tensor");
+    }
+    fe::cudnn_dlhandle = lib;  // kept open for the process's life: graphs hold its functions
+  }
+  try {
+    const size_t version = fe::detail::get_backend_version();
+    if (version < 90000) {
+      return Status::Invalid("cuDNN " + std::to_string(version) + " is too old: the cuDNN path needs cuDNN 9");
+    }
+    cudnnHandle_t handle = nullptr;
+    const cudnnStatus_t made = fe::detail::create_handle(&handle);
+    if (made != CUDNN_STATUS_SUCCESS) {
+      return Status::Internal("cuDNN: cudnnCreate on device " + std::to_string(device) +
+                              " failed (status " + std::to_string(made) + ")");
+    }
+    const std::string describe = "cuDNN " + std::to_string(version / 10000) + "." +
+                                 std::to_string(version / 100 % 100) + "." + std::to_string(version % 100) +
+                                 " (frontend " + std::to_string(CUDNN_FRONTEND_MAJOR_VERSION) + "." +
+                                 std::to_string(CUDNN_FRONTEND_MINOR_VERSION) + "." +
+                                 std::to_string(CUDNN_FRONTEND_PATCH_VERSION) + ")";
+    return std::unique_ptr<CudnnAttention>(new CudnnAttentionImpl(handle, describe));
+  } catch (const std::exception& e) {
+    return Status::Internal(std::string("cuDNN: ") + e.what());
+  }
+}
+
+}  // namespace meshplan::exec::cuda

@@ -1,0 +1,51 @@
+// Block attention through cuDNN's fused attention (SDPA, FlashAttention-class kernels), behind
+// the same contract as the own kernels (executor/cuda/attention_kernels.h): Forward folds the
+// block's (O, LSE) into the fp32 accumulators, Backward adds the block's dQ, dK, dV into fp32
+// accumulators from the final LSE and delta.
+//
+// A block is split on the host into pieces cuDNN computes exactly (executor/attention_pieces.h):
+// runs of consecutive token positions, full or causal corner-aligned masks. Blocks whose mask is
+// not expressible that way (window, documents, striped layouts) are not Supported and run on the
+// own kernels. Each piece runs cuDNN into 16-bit temporaries that glue kernels fold into the
+// accumulators (executor/cuda/cudnn_glue.h); cuDNN's backward, which derives delta from an O it is
+// given, gets a pseudo-O whose rowsum with dO is the engine's delta.
+//
+// cuDNN is opened at run time (dlopen of libcudnn.so.9 by the frontend), so a program built with
+// this path starts on machines without cuDNN; CreateCudnnAttention then says why it is missing.
+// cuDNN graphs are built once per shape (sizes, strides, mask, pass) and cached for the object's
+// life. One object per device; every call comes from one host thread at a time.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <memory>
+#include <string>
+
+#include "core/status.h"
+#include "executor/device/kernel_args.h"
+
+namespace meshplan::exec::cuda {
+
+class CudnnAttention {
+ public:
+  virtual ~CudnnAttention() = default;
+  // "cuDNN 9.19.0 (frontend 1.32.0)"
+  virtual std::string Describe() const = 0;
+  // Whether Forward/Backward can compute this block: bf16/fp16, a head dim cuDNN takes, heads
+  // that map onto cuDNN's GQA grouping, host positions on q and k (TensorView::host_positions),
+  // an expressible mask, and cuDNN graphs that build for every piece (built and cached here).
+  virtual bool Supports(const BlockProblem& p, const TensorView& q, const TensorView& k, bool backward) = 0;
+  virtual Status Forward(const BlockProblem& p, const TensorView& q, const TensorView& k, const TensorView& v,
+                         const TensorView& o, const TensorView& lse, cudaStream_t stream) = 0;
+  virtual Status Backward(const BlockProblem& p, const TensorView& q, const TensorView& k, const TensorView& v,
+                          const TensorView& d_o, const TensorView& lse, const TensorView& delta,
+                          const TensorView& dq, const TensorView& dk, const TensorView& dv, cudaStream_t stream) = 0;
+  // Pieces computed so far (for reports: how much of a run cuDNN did).
+  virtual int64_t pieces_run() const = 0;
+};
+
+// Opens cuDNN and makes a handle on `device` (made current by the caller). Fails, saying why,
+// when the build left cuDNN out, libcudnn.so.9 cannot be opened, or the handle cannot be made.
+Result<std::unique_ptr<CudnnAttention>> CreateCudnnAttention(int device);
+
+}  // namespace meshplan::exec::cuda

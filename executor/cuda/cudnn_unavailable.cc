@@ -1,0 +1,12 @@
+// CreateCudnnAttention of a build without cuDNN or its frontend headers (cmake/Cuda.cmake).
+#include "executor/cuda/cudnn_attention.h"
+
+namespace meshplan::exec::cuda {
+
+Result<std::unique_ptr<CudnnAttention>> CreateCudnnAttention(int /*device*/) {
+  return Status::Invalid(
+      "this meshplan was built without the cuDNN path (no cudnn.h in the CUDA toolkit, or no cuDNN "
+      "frontend headers: bash tools/fetch-cudnn-frontend.sh, then rebuild)");
+}
+
+}  // namespace meshplan::exec::cuda
