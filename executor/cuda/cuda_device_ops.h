@@ -21,6 +21,8 @@ namespace meshplan::exec::cuda {
 
 enum class TransferKind : uint8_t { kLocalCopies, kNccl };
 
+struct NcclLibrary;  // executor/cuda/nccl_library.h
+
 struct CudaOpsConfig {
   KernelPath path = KernelPath::kAuto;
   TransferKind transfers = TransferKind::kLocalCopies;
@@ -29,6 +31,9 @@ struct CudaOpsConfig {
   // no NCCL), indexed by rank; null for ranks not run here. CudaDeviceOps owns them from its
   // construction: it destroys them at the end, or aborts them when the run fails or hangs.
   std::vector<void*> nccl_comms;
+  // kNccl: the NCCL the communicators were made with (LoadNccl); every NCCL call goes through it,
+  // and CudaDeviceOps holds it until it has destroyed or aborted the communicators.
+  std::shared_ptr<const NcclLibrary> nccl;
   // Fill every fresh allocation with all-ones bytes (NaN in bf16, fp16 and fp32), so a kernel that
   // reads memory nobody wrote shows up as NaN in the outputs. For validation runs.
   bool poison_allocations = false;
