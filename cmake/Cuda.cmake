@@ -3,8 +3,11 @@
 # exists). Include after Dependencies.cmake.
 #
 # Sets MESHPLAN_HAVE_CUDA (ON/OFF; when ON the CUDA language is enabled and CUDA::cudart and
-# CUDA::cublas exist) and MESHPLAN_HAVE_NCCL (ON/OFF; when ON the imported target meshplan::nccl
-# exists). Device code is compiled for sm_90a (SASS) plus compute_80 PTX (JIT for every other
+# CUDA::cublas exist) and MESHPLAN_HAVE_NCCL (ON/OFF: nccl.h was found; when ON the imported
+# target meshplan::nccl_headers exists). NCCL is compiled against but not linked: the binary
+# dlopens libnccl.so.2 when a run asks for it (executor/cuda/nccl_library.h), so it starts on
+# machines without NCCL. MESHPLAN_NCCL_LIBRARY is the libnccl found beside the toolkit, if any,
+# for the tests that load it. Device code is compiled for sm_90a (SASS) plus compute_80 PTX (JIT for every other
 # arch >= sm_80); -DMESHPLAN_CUDA_GENCODE="-gencode=...;-gencode=..." replaces those flags.
 option(MESHPLAN_ENABLE_CUDA "Build the CUDA kernels when the CUDA toolkit is found" ON)
 set(MESHPLAN_CUDA_GENCODE
@@ -47,23 +50,21 @@ else()
   message(STATUS "CUDA: ${CMAKE_CUDA_COMPILER} (CUDA ${CUDAToolkit_VERSION}), "
                  "flags ${MESHPLAN_CUDA_GENCODE}")
 
-  # NCCL from the toolkit directory (include/nccl.h, lib64/libnccl.so).
+  # NCCL's header from the toolkit directory (include/nccl.h); only the tests look for the library.
   find_path(MESHPLAN_NCCL_INCLUDE_DIR nccl.h
             HINTS /usr/local/cuda/include ${CUDAToolkit_INCLUDE_DIRS} NO_DEFAULT_PATH)
   find_library(MESHPLAN_NCCL_LIBRARY nccl
                HINTS /usr/local/cuda/lib64 ${CUDAToolkit_LIBRARY_DIR} NO_DEFAULT_PATH)
-  if(MESHPLAN_NCCL_INCLUDE_DIR AND MESHPLAN_NCCL_LIBRARY)
-    if(NOT TARGET meshplan::nccl)
-      add_library(meshplan::nccl UNKNOWN IMPORTED GLOBAL)
-      set_target_properties(meshplan::nccl PROPERTIES
-        IMPORTED_LOCATION "${MESHPLAN_NCCL_LIBRARY}"
-        INTERFACE_INCLUDE_DIRECTORIES "${MESHPLAN_NCCL_INCLUDE_DIR}"
-        INTERFACE_LINK_LIBRARIES CUDA::cudart)
+  if(MESHPLAN_NCCL_INCLUDE_DIR)
+    if(NOT TARGET meshplan::nccl_headers)
+      add_library(meshplan::nccl_headers INTERFACE IMPORTED GLOBAL)
+      set_target_properties(meshplan::nccl_headers PROPERTIES
+        INTERFACE_INCLUDE_DIRECTORIES "${MESHPLAN_NCCL_INCLUDE_DIR}")
     endif()
     set(MESHPLAN_HAVE_NCCL ON)
-    message(STATUS "NCCL: ${MESHPLAN_NCCL_LIBRARY}")
+    message(STATUS "NCCL: ${MESHPLAN_NCCL_INCLUDE_DIR}/nccl.h (libnccl.so.2 is loaded at run time)")
   else()
-    message(STATUS "NCCL: not found in the CUDA toolkit directory")
+    message(STATUS "NCCL: nccl.h not found in the CUDA toolkit directory")
   endif()
 
   # cuDNN: its headers from the toolkit and the frontend's header-only C++ API. The library itself

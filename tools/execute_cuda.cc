@@ -7,6 +7,7 @@
 #include "tools/cli_common.h"
 #include "tools/execute_run.h"
 #if MESHPLAN_HAVE_CUDA
+#include "executor/cuda/cuda_execute.h"
 #include "executor/device/half_float.h"
 #include "executor/output_check.h"
 #endif
@@ -49,6 +50,9 @@ Status PrepareCuda(const ExecuteFlags& flags, const Plan& plan, Prepared* p) {
   p->config.run.type = type;
   p->config.run.path = PathOf(flags);
   p->config.run.progress_timeout_s = flags.timeout_s;
+  // NCCL is loaded at run time (executor/cuda/nccl_library.h): say here, before any run starts,
+  // when it does not load, so that under mpirun every process learns it at the job's start.
+  MESHPLAN_RETURN_IF_ERROR(exec::cuda::NcclAvailable(p->config).WithContext("--transport " + flags.transport));
   p->precision = std::string(exec::InputTypeName(type)) +
                  " inputs (the check's reference uses the same rounded values), fp32 accumulation";
   return Status::Ok();

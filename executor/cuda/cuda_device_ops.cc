@@ -7,13 +7,13 @@
 #include <thread>
 
 #include <cuda_runtime_api.h>
-#if MESHPLAN_HAVE_NCCL
-#include <nccl.h>
-#endif
 
 #include "executor/cuda/attention_kernels.h"
 #include "executor/cuda/cuda_check.h"
 #include "executor/cuda/cudnn_attention.h"
+#if MESHPLAN_HAVE_NCCL
+#include "executor/cuda/nccl_library.h"
+#endif
 
 namespace meshplan::exec::cuda {
 namespace {
@@ -22,14 +22,14 @@ constexpr int kScheduleStreams = 4;
 const char* kStreamNames[] = {"compute", "send", "recv", "collective"};
 
 #if MESHPLAN_HAVE_NCCL
-Status NcclStatus(ncclResult_t result, int rank, const char* call, const char* file, int line) {
+Status NcclStatus(const NcclLibrary& nccl, ncclResult_t result, int rank, const char* call, const char* file,
+                  int line) {
   if (result == ncclSuccess) return Status::Ok();
   std::string where = file;
   if (const size_t at = where.rfind("executor/"); at != std::string::npos) where = where.substr(at);
-  return Status::Internal("rank " + std::to_string(rank) + ": " + call + " failed: " + ncclGetErrorString(result) +
-                          " (" + where + ":" + std::to_string(line) + ")");
+  return Status::Internal((rank >= 0 ? "rank " + std::to_string(rank) + ": " : std::string()) + call +
+                          " failed: " + nccl.GetErrorString(result) + " (" + where + ":" + std::to_string(line) + ")");
 }
-#define MESHPLAN_NCCL_CHECK(rank, call) MESHPLAN_RETURN_IF_ERROR(NcclStatus((call), (rank), #call, __FILE__, __LINE__))
 #endif
 
 }  // namespace
@@ -73,7 +73,7 @@ CudaDeviceOps::~CudaDeviceOps() {
   for (size_t r = 0; r < config_.nccl_comms.size(); ++r) {
     void* comm = config_.nccl_comms[r];
     const bool aborted = r < ranks_.size() && ranks_[r] != nullptr && ranks_[r]->comm == nullptr;
-    if (comm != nullptr && !aborted) ncclCommDestroy(static_cast<ncclComm_t>(comm));
+    if (comm != nullptr && !aborted && config_.nccl != nullptr) config_.nccl->CommDestroy(static_cast<ncclComm_t>(comm));
   }
 #endif
   for (size_t r = 0; r < ranks_.size(); ++r) {
@@ -104,9 +104,17 @@ std::string CudaDeviceOps::Describe() const {
     ++ranks;
   }
   const std::string name = devices.empty() ? "no device" : CudaDeviceName(*devices.begin());
+  std::string transfers = config_.transfers == TransferKind::kNccl ? "NCCL" : "device-to-device copies";
+#if MESHPLAN_HAVE_NCCL
+  // Which NCCL was loaded at run time (LD_LIBRARY_PATH decides, not the build).
+  int version = 0;
+  if (config_.nccl != nullptr && config_.nccl->GetVersion(&version) == ncclSuccess) {
+    transfers += " " + NcclVersionName(version);
+  }
+#endif
   return "CUDA " + name + ", " + std::to_string(ranks) + (ranks == 1 ? " rank" : " ranks") + " on " +
-         std::to_string(devices.size()) + (devices.size() == 1 ? " GPU" : " GPUs") + ", " +
-         (config_.transfers == TransferKind::kNccl ? "NCCL" : "device-to-device copies") + ", " + KernelsUsed();
+         std::to_string(devices.size()) + (devices.size() == 1 ? " GPU" : " GPUs") + ", " + transfers + ", " +
+         KernelsUsed();
 }
 
 std::string CudaDeviceOps::KernelsUsed() const {
@@ -146,6 +154,7 @@ Status CudaDeviceOps::Prepare(const Schedule& schedule, const std::vector<uint8_
     if (config_.nccl_comms.size() != static_cast<size_t>(schedule.num_ranks)) {
       return Status::Internal("NCCL communicators do not cover every rank");
     }
+    if (config_.nccl == nullptr) return Status::Internal("NCCL transfers without a loaded NCCL library");
 #else
     return Status::Invalid("NCCL transfers: this binary was built without NCCL");
 #endif
@@ -406,13 +415,14 @@ Status CudaDeviceOps::Exchange(const std::vector<Transfer>& transfers) {
 #if MESHPLAN_HAVE_NCCL
   // One group for the whole step: NCCL matches each send with its receive inside it, and ranks
   // of other processes post the same step as their own group.
-  MESHPLAN_NCCL_CHECK(-1, ncclGroupStart());
+  const NcclLibrary& nccl = *config_.nccl;
+  MESHPLAN_RETURN_IF_ERROR(NcclStatus(nccl, nccl.GroupStart(), -1, "ncclGroupStart", __FILE__, __LINE__));
   Status posted;
   for (const Transfer& t : transfers) {
     if (t.src != nullptr) {
       posted = Use(t.src_rank);
       if (!posted.ok()) break;
-      posted = NcclStatus(ncclSend(t.src, static_cast<size_t>(t.bytes), ncclUint8, t.dst_rank,
+      posted = NcclStatus(nccl, nccl.Send(t.src, static_cast<size_t>(t.bytes), ncclUint8, t.dst_rank,
                                    static_cast<ncclComm_t>(At(t.src_rank).comm), At(t.src_rank).Stream(t.src_stream)),
                           t.src_rank, "ncclSend", __FILE__, __LINE__);
       if (!posted.ok()) break;
@@ -420,15 +430,15 @@ Status CudaDeviceOps::Exchange(const std::vector<Transfer>& transfers) {
     if (t.dst != nullptr) {
       posted = Use(t.dst_rank);
       if (!posted.ok()) break;
-      posted = NcclStatus(ncclRecv(t.dst, static_cast<size_t>(t.bytes), ncclUint8, t.src_rank,
+      posted = NcclStatus(nccl, nccl.Recv(t.dst, static_cast<size_t>(t.bytes), ncclUint8, t.src_rank,
                                    static_cast<ncclComm_t>(At(t.dst_rank).comm), At(t.dst_rank).Stream(t.dst_stream)),
                           t.dst_rank, "ncclRecv", __FILE__, __LINE__);
       if (!posted.ok()) break;
     }
   }
-  const ncclResult_t ended = ncclGroupEnd();
+  const ncclResult_t ended = nccl.GroupEnd();
   MESHPLAN_RETURN_IF_ERROR(posted);
-  MESHPLAN_NCCL_CHECK(-1, ended);
+  MESHPLAN_RETURN_IF_ERROR(NcclStatus(nccl, ended, -1, "ncclGroupEnd", __FILE__, __LINE__));
   return Status::Ok();
 #else
   return Status::Internal("NCCL transfers requested in a binary built without NCCL");
@@ -440,7 +450,7 @@ void CudaDeviceOps::AbortCommunicators() {
   for (auto& d : ranks_) {
     if (d == nullptr || d->comm == nullptr) continue;
     cudaSetDevice(d->device);
-    ncclCommAbort(static_cast<ncclComm_t>(d->comm));
+    config_.nccl->CommAbort(static_cast<ncclComm_t>(d->comm));
     d->comm = nullptr;
   }
 #endif
@@ -486,9 +496,9 @@ Status CudaDeviceOps::Finish(double timeout_s, std::vector<std::vector<OpTiming>
 #if MESHPLAN_HAVE_NCCL
       if (d->comm != nullptr) {
         ncclResult_t async = ncclSuccess;
-        ncclCommGetAsyncError(static_cast<ncclComm_t>(d->comm), &async);
+        config_.nccl->CommGetAsyncError(static_cast<ncclComm_t>(d->comm), &async);
         if (async != ncclSuccess && async != ncclInProgress) {
-          const std::string why = ncclGetErrorString(async);
+          const std::string why = config_.nccl->GetErrorString(async);
           AbortCommunicators();
           return Status::Internal("rank " + std::to_string(r) + ": NCCL failed asynchronously: " + why +
                                   " (communicators aborted)");

@@ -24,6 +24,8 @@ class CudnnAttention;  // executor/cuda/cudnn_attention.h
 
 enum class TransferKind : uint8_t { kLocalCopies, kNccl };
 
+struct NcclLibrary;  // executor/cuda/nccl_library.h
+
 struct CudaOpsConfig {
   // kAuto and kCudnn open cuDNN in Prepare (one CudnnAttention per device, shared by its ranks);
   // kAuto runs on the own kernels when cuDNN is missing, kCudnn fails.
@@ -34,6 +36,9 @@ struct CudaOpsConfig {
   // no NCCL), indexed by rank; null for ranks not run here. CudaDeviceOps owns them from its
   // construction: it destroys them at the end, or aborts them when the run fails or hangs.
   std::vector<void*> nccl_comms;
+  // kNccl: the NCCL the communicators were made with (LoadNccl); every NCCL call goes through it,
+  // and CudaDeviceOps holds it until it has destroyed or aborted the communicators.
+  std::shared_ptr<const NcclLibrary> nccl;
   // Fill every fresh allocation with all-ones bytes (NaN in bf16, fp16 and fp32), so a kernel that
   // reads memory nobody wrote shows up as NaN in the outputs. For validation runs.
   bool poison_allocations = false;

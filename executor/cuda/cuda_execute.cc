@@ -6,7 +6,8 @@
 
 #if MESHPLAN_HAVE_NCCL
 #include <cuda_runtime_api.h>
-#include <nccl.h>
+
+#include "executor/cuda/nccl_library.h"
 #endif
 
 #include "executor/device/device_engine.h"
@@ -22,9 +23,9 @@ Status CheckType(const ExecuteConfig& config) {
 }
 
 #if MESHPLAN_HAVE_NCCL
-Status Nccl(ncclResult_t result, const std::string& what) {
+Status Nccl(const NcclLibrary& nccl, ncclResult_t result, const std::string& what) {
   if (result == ncclSuccess) return Status::Ok();
-  return Status::Internal(what + " failed: " + ncclGetErrorString(result));
+  return Status::Internal(what + " failed: " + nccl.GetErrorString(result));
 }
 #endif
 
@@ -38,6 +39,17 @@ int ProcessDevice(int rank, int count) {
 }
 
 }  // namespace
+
+Status NcclAvailable(const ExecuteConfig& config) {
+  if (config.backend != Backend::kCuda || config.transport != TransportKind::kNccl) return Status::Ok();
+#if MESHPLAN_HAVE_NCCL
+  // Loaded only to see that it loads; the run loads it again (dlopen counts references).
+  auto nccl = LoadNccl();
+  return nccl.ok() ? Status::Ok() : nccl.status();
+#else
+  return Status::Invalid("NCCL transfers: this binary was built without NCCL (nccl.h was not found)");
+#endif
+}
 
 Result<ExecutionResult> ExecuteOnCuda(const Schedule& schedule, const Workload& workload,
                                       const AttentionTensors<float>& inputs, const ExecuteConfig& config) {
@@ -58,10 +70,14 @@ Result<ExecutionResult> ExecuteOnCuda(const Schedule& schedule, const Workload& 
     }
     std::vector<int> devices(ranks);
     for (int r = 0; r < ranks; ++r) devices[r] = r;
+    auto nccl = LoadNccl();
+    if (!nccl.ok()) return nccl.status();
     std::vector<ncclComm_t> comms(ranks, nullptr);
-    MESHPLAN_RETURN_IF_ERROR(Nccl(ncclCommInitAll(comms.data(), ranks, devices.data()), "ncclCommInitAll"));
+    MESHPLAN_RETURN_IF_ERROR(
+        Nccl(**nccl, (*nccl)->CommInitAll(comms.data(), ranks, devices.data()), "ncclCommInitAll"));
     ops_config.device_of_rank = devices;
     for (ncclComm_t c : comms) ops_config.nccl_comms.push_back(c);
+    ops_config.nccl = *nccl;
 #else
     return Status::Invalid("--transport nccl: this binary was built without NCCL");
 #endif
@@ -94,6 +110,8 @@ Status ExecuteRankOnCuda(const Schedule& schedule, const Workload& workload, con
                          std::vector<uint8_t>* covered, std::vector<OpTiming>* timings, std::string* device) {
   MESHPLAN_RETURN_IF_ERROR(CheckType(config));
 #if MESHPLAN_HAVE_NCCL
+  auto nccl = LoadNccl();
+  if (!nccl.ok()) return nccl.status();
   auto count = CudaDeviceCount();
   if (!count.ok()) return count.status();
   const int rank = transport.rank(), ranks = transport.size();
@@ -103,7 +121,7 @@ Status ExecuteRankOnCuda(const Schedule& schedule, const Workload& workload, con
   std::vector<float> payload(sizeof(id) / sizeof(float));
   const int64_t tag = int64_t{1} << 52;  // above every schedule and gather tag
   if (rank == 0) {
-    MESHPLAN_RETURN_IF_ERROR(Nccl(ncclGetUniqueId(&id), "ncclGetUniqueId"));
+    MESHPLAN_RETURN_IF_ERROR(Nccl(**nccl, (*nccl)->GetUniqueId(&id), "ncclGetUniqueId"));
     std::memcpy(payload.data(), &id, sizeof(id));
     for (int r = 1; r < ranks; ++r) MESHPLAN_RETURN_IF_ERROR(transport.Send(r, tag, payload));
   } else {
@@ -115,7 +133,8 @@ Status ExecuteRankOnCuda(const Schedule& schedule, const Workload& workload, con
   const int gpu = ProcessDevice(rank, *count);
   if (cudaSetDevice(gpu) != cudaSuccess) return Status::Internal("rank " + std::to_string(rank) + ": cudaSetDevice failed");
   ncclComm_t comm = nullptr;
-  MESHPLAN_RETURN_IF_ERROR(Nccl(ncclCommInitRank(&comm, ranks, id, rank), "rank " + std::to_string(rank) + ": ncclCommInitRank"));
+  MESHPLAN_RETURN_IF_ERROR(
+      Nccl(**nccl, (*nccl)->CommInitRank(&comm, ranks, id, rank), "rank " + std::to_string(rank) + ": ncclCommInitRank"));
   CudaOpsConfig ops_config;
   ops_config.path = config.run.path;
   ops_config.poison_allocations = config.poison;
@@ -124,6 +143,7 @@ Status ExecuteRankOnCuda(const Schedule& schedule, const Workload& workload, con
   ops_config.device_of_rank[rank] = gpu;
   ops_config.nccl_comms.assign(ranks, nullptr);
   ops_config.nccl_comms[rank] = comm;
+  ops_config.nccl = *nccl;
   CudaDeviceOps ops(std::move(ops_config));
   std::vector<uint8_t> local(ranks, 0);
   local[rank] = 1;

@@ -20,6 +20,12 @@
 
 namespace meshplan::exec::cuda {
 
+// Whether the NCCL that `config` needs (backend cuda, transport kNccl) loads on this machine: Ok,
+// or the kInvalidInput error of LoadNccl (executor/cuda/nccl_library.h) naming libnccl.so.2 and
+// the reason. For callers that must fail before a run starts (every process of an MPI job agrees
+// on its setup first); the runs below load NCCL themselves and fail the same way.
+Status NcclAvailable(const ExecuteConfig& config);
+
 // Every rank in this process: config.transport kLocal (device-to-device copies, ranks spread
 // round-robin over config.devices GPUs) or kNccl (one GPU per rank). Every output element must be
 // produced (else kInternal). Inputs are rounded to config.run.type (bf16 or fp16).
