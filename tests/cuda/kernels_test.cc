@@ -34,6 +34,7 @@
 #include "core/mask.h"
 #include "core/workload.h"
 #include "executor/cuda/attention_kernels.h"
+#include "executor/cuda/kernels/internal.h"
 #include "executor/reference.h"
 #include "executor/tensor.h"
 
@@ -557,6 +558,34 @@ TEST_F(CudaKernelTest, TensorCoreAgreesWithSimt) {
     EXPECT_LT(RelError(tc.dq[i], as_double(simt.dq[i])), 2e-2) << "dQ block " << i;
     EXPECT_LT(RelError(tc.dk[i], as_double(simt.dk[i])), 2e-2) << "dK block " << i;
     EXPECT_LT(RelError(tc.dv[i], as_double(simt.dv[i])), 2e-2) << "dV block " << i;
+  }
+}
+
+// The tensor-core backward with its query-head split forced (the automatic choice depends on the
+// SM count and, on a large GPU, gives one head per CTA for these small blocks): 1 is the whole
+// computed part of the group per CTA with plain dK/dV adds; 2 splits the 3-head launch [0, 3)
+// into chunks of 1 and 2 heads and the 4 heads of KV head 1 into 2 + 2, with atomics; 3 and 5
+// leave some chunks empty (the 1-head KV head 0 of launch [3, 8), and 5 > any group).
+TEST_F(CudaKernelTest, BackwardHeadSplitsMatchReference) {
+  struct Restore {
+    ~Restore() { kern::SetTcBackwardHeadSplitForTesting(0); }
+  } restore;
+  for (const Case& c :
+       {MakeCase("split_bf16_d128_causal", InputType::kBf16, 128, Mask::Causal()),
+        MakeCase("split_fp16_d64_docs", InputType::kFp16, 64, Mask::Documents({30, 1, 70, 76}))}) {
+    BlockProblem probe;
+    probe.type = c.type;
+    probe.dim = c.dim;
+    if (!TensorCorePathSupports(probe))
+      GTEST_SKIP() << "tensor-core path unsupported on this device (needs sm_80+)";
+    Problem pr(c);
+    for (const int split : {1, 2, 3, 5}) {
+      kern::SetTcBackwardHeadSplitForTesting(split);
+      Outputs out;
+      ASSERT_NO_FATAL_FAILURE(pr.Run(KernelPath::kTensorCore, out));
+      ExpectMatchesReference(pr, out, OutputTolerance(KernelPath::kTensorCore, c.type),
+                             c.name + " split " + std::to_string(split));
+    }
   }
 }
 

@@ -20,6 +20,12 @@ cudaError_t TcBackward(const BlockProblem& p, const TensorView& q, const TensorV
 // Dynamic shared memory the tensor-core kernels need for head dim `dim` (0 when unsupported).
 size_t TcForwardSharedBytes(int dim);
 size_t TcBackwardSharedBytes(int dim);
+// Testing hook: n >= 1 makes every later TcBackward split each KV head's query heads into n
+// chunks (n CTAs per key tile, KV head and batch; dK/dV added with atomics when n > 1), whatever
+// the device; 0 restores the automatic choice. For tests that must cover the unsplit and the
+// unevenly split launches on any GPU; set it while no other thread launches. Returns the previous
+// value.
+int SetTcBackwardHeadSplitForTesting(int n);
 
 // Portable fp32 SIMT kernels: any dim in [1, kSimtMaxDim].
 constexpr int kSimtMaxDim = 256;

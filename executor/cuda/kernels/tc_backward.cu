@@ -1,21 +1,32 @@
 // Tensor-core (WMMA) backward of a block, FlashAttention-2 style. One CTA of 4 warps per (key tile
-// of 64 rows, KV head, batch element); warp w owns key rows 16w..16w+15 and keeps their dK and dV
-// accumulators in registers (WMMA accumulator fragments). The CTA loops over the query heads of
-// the KV head's group that the problem computes and over all query tiles (kBM rows):
+// of 64 rows, KV head, chunk of that KV head's query heads, batch element); warp w owns key rows
+// 16w..16w+15 and keeps their dK and dV accumulators in registers (WMMA accumulator fragments).
+// The CTA loops over the query heads of its chunk (the heads of the KV head's group that the
+// problem computes, split into n_split contiguous chunks) and over all query tiles (kBM rows):
 //   S^T = K Q^T, P^T = exp(scale S^T - lse) on visible pairs (0 elsewhere and where lse = -inf),
 //   dV += P^T dO, dP^T = V dO^T, dS^T = P^T (dP^T - delta), dK += dS^T Q,
 //   dQ += scale dS K (all four warps, added to global dq with fp32 atomics).
 // P^T and dS^T go through shared memory as 16-bit (the WMMA operand type); P^T is also kept in
-// fp32 for dS. At the end dK (times scale) and dV are added into global dk, dv: this CTA is the
-// only one touching those rows and that head in the launch. Query tiles that the mask hides from
-// the whole key tile are skipped.
+// fp32 for dS. At the end dK (times scale) and dV are added into global dk, dv: with n_split = 1
+// this CTA is the only one touching those rows and that KV head in the launch and adds plainly;
+// with n_split > 1 the n_split CTAs of a (key tile, KV head, batch) add into the same rows, with
+// fp32 atomics. Query tiles that the mask hides from the whole key tile are skipped.
+//
+// n_split (host, TcBackward): 1 when (key tiles x KV heads x batch) already gives at least twice
+// as many CTAs as the device has SMs (two CTAs fit per SM), else the fewest chunks that reach
+// that many CTAs with the shortest longest chunk, capped by the heads a KV head has in the launch
+// (e.g. 1K keys, 1 KV head of 8 query heads, batch 1 on 132 SMs: 16 CTAs -> n_split 8, 128 CTAs).
 //
 // Tiles: 64 key rows; query tiles of 64 rows (D = 64) or 32 rows (D = 128). Shared memory: K, V
 // [64][D+8], Q, dO [kBM][D+8] 16-bit; S/P and dP [64][kBM+4] fp32; P/dS [64][kBM+8] 16-bit; a
 // 16x16 fp32 scratch per warp; positions and row statistics: 85 KB (D = 64), 79.4 KB (D = 128).
 #include <mma.h>
 
+#include <algorithm>
+#include <atomic>
+
 #include "executor/cuda/kernels/common.cuh"
+#include "executor/cuda/kernels/fragment_load.cuh"
 #include "executor/cuda/kernels/internal.h"
 #include "executor/cuda/kernels/tile_load.cuh"
 
@@ -61,6 +72,7 @@ struct BwdArgs {
   int64_t n_kt;      // key tiles
   int32_t kv_first;  // first KV head of the computed query heads
   int32_t n_kv;      // KV heads
+  int32_t n_split;   // CTAs per (key tile, KV head, batch), each a chunk of the KV head's heads
   bool vec;          // 16-byte loads of q, k, v, d_o
 };
 
@@ -100,15 +112,24 @@ __global__ void __launch_bounds__(BwdCfg<D>::kThreads) TcBackwardKernel(const Bw
   const BlockProblem& p = a.p;
   const bool docs = p.mask.kind == 3;
 
-  // blockIdx.x = (b * n_kv + kv head - kv_first) * n_kt + key tile.
+  // blockIdx.x = ((b * n_kv + kv head - kv_first) * n_split + chunk) * n_kt + key tile.
   int64_t idx = blockIdx.x;
   const int64_t kt = idx % a.n_kt;
   idx /= a.n_kt;
+  const int32_t chunk = static_cast<int32_t>(idx % a.n_split);
+  idx /= a.n_split;
   const int32_t kvh = a.kv_first + static_cast<int32_t>(idx % a.n_kv);
   const int64_t b = idx / a.n_kv;
   const int32_t g = p.group_size;
-  const int32_t h_begin = max(p.head_begin, kvh * g);
-  const int32_t h_end = min(p.head_begin + p.head_count, (kvh + 1) * g);
+  // The KV head's computed query heads [kv_h_begin, kv_h_end) (non-empty by the choice of
+  // kv_first and n_kv), and this CTA's contiguous share of them: chunks of floor or ceil of
+  // n_h / n_split heads that together cover the range once; empty when n_h < n_split.
+  const int32_t kv_h_begin = max(p.head_begin, kvh * g);
+  const int32_t kv_h_end = min(p.head_begin + p.head_count, (kvh + 1) * g);
+  const int64_t n_h = kv_h_end - kv_h_begin;
+  const int32_t h_begin = kv_h_begin + static_cast<int32_t>(chunk * n_h / a.n_split);
+  const int32_t h_end = kv_h_begin + static_cast<int32_t>((chunk + 1) * n_h / a.n_split);
+  if (h_begin == h_end) return;  // no head: contributes nothing (uniform, before any barrier)
   const int64_t nq = a.q.rows;
   const int64_t nk = a.k.rows;
   const int64_t k0 = kt * C::kBN;
@@ -172,8 +193,8 @@ __global__ void __launch_bounds__(BwdCfg<D>::kThreads) TcBackwardKernel(const Bw
           wmma::fill_fragment(sf, 0.0f);
 #pragma unroll
           for (int kk = 0; kk < D / 16; ++kk) {
-            wmma::load_matrix_sync(ka, sK + kr0 * C::kLdT + kk * 16, C::kLdT);
-            wmma::load_matrix_sync(qb, sQ + n * 16 * C::kLdT + kk * 16, C::kLdT);
+            LoadShared(ka, sK + kr0 * C::kLdT + kk * 16, C::kLdT);
+            LoadShared(qb, sQ + n * 16 * C::kLdT + kk * 16, C::kLdT);
             wmma::mma_sync(sf, ka, qb, sf);
           }
           wmma::store_matrix_sync(sS + kr0 * C::kLdS + n * 16, sf, C::kLdS, wmma::mem_row_major);
@@ -200,13 +221,13 @@ __global__ void __launch_bounds__(BwdCfg<D>::kThreads) TcBackwardKernel(const Bw
         FragA pa[C::kBM / 16];
 #pragma unroll
         for (int kk = 0; kk < C::kBM / 16; ++kk)
-          wmma::load_matrix_sync(pa[kk], sP + kr0 * C::kLdP + kk * 16, C::kLdP);
+          LoadShared(pa[kk], sP + kr0 * C::kLdP + kk * 16, C::kLdP);
         FragB ob;
 #pragma unroll
         for (int n = 0; n < D / 16; ++n) {
 #pragma unroll
           for (int kk = 0; kk < C::kBM / 16; ++kk) {
-            wmma::load_matrix_sync(ob, sDo + kk * 16 * C::kLdT + n * 16, C::kLdT);
+            LoadShared(ob, sDo + kk * 16 * C::kLdT + n * 16, C::kLdT);
             wmma::mma_sync(dv[n], pa[kk], ob, dv[n]);
           }
         }
@@ -222,8 +243,8 @@ __global__ void __launch_bounds__(BwdCfg<D>::kThreads) TcBackwardKernel(const Bw
           wmma::fill_fragment(pf, 0.0f);
 #pragma unroll
           for (int kk = 0; kk < D / 16; ++kk) {
-            wmma::load_matrix_sync(va, sV + kr0 * C::kLdT + kk * 16, C::kLdT);
-            wmma::load_matrix_sync(ob, sDo + n * 16 * C::kLdT + kk * 16, C::kLdT);
+            LoadShared(va, sV + kr0 * C::kLdT + kk * 16, C::kLdT);
+            LoadShared(ob, sDo + n * 16 * C::kLdT + kk * 16, C::kLdT);
             wmma::mma_sync(pf, va, ob, pf);
           }
           wmma::store_matrix_sync(sDp + kr0 * C::kLdS + n * 16, pf, C::kLdS, wmma::mem_row_major);
@@ -247,13 +268,13 @@ __global__ void __launch_bounds__(BwdCfg<D>::kThreads) TcBackwardKernel(const Bw
         FragA da[C::kBM / 16];
 #pragma unroll
         for (int kk = 0; kk < C::kBM / 16; ++kk)
-          wmma::load_matrix_sync(da[kk], sP + kr0 * C::kLdP + kk * 16, C::kLdP);
+          LoadShared(da[kk], sP + kr0 * C::kLdP + kk * 16, C::kLdP);
         FragB qb;
 #pragma unroll
         for (int n = 0; n < D / 16; ++n) {
 #pragma unroll
           for (int kk = 0; kk < C::kBM / 16; ++kk) {
-            wmma::load_matrix_sync(qb, sQ + kk * 16 * C::kLdT + n * 16, C::kLdT);
+            LoadShared(qb, sQ + kk * 16 * C::kLdT + n * 16, C::kLdT);
             wmma::mma_sync(dk[n], da[kk], qb, dk[n]);
           }
         }
@@ -272,8 +293,8 @@ __global__ void __launch_bounds__(BwdCfg<D>::kThreads) TcBackwardKernel(const Bw
           wmma::fill_fragment(qf, 0.0f);
 #pragma unroll
           for (int kk = 0; kk < C::kBN / 16; ++kk) {
-            wmma::load_matrix_sync(dsa, sP + kk * 16 * C::kLdP + mi * 16, C::kLdP);
-            wmma::load_matrix_sync(kb, sK + kk * 16 * C::kLdT + ni * 16, C::kLdT);
+            LoadShared(dsa, sP + kk * 16 * C::kLdP + mi * 16, C::kLdP);
+            LoadShared(kb, sK + kk * 16 * C::kLdT + ni * 16, C::kLdT);
             wmma::mma_sync(qf, dsa, kb, qf);
           }
           wmma::store_matrix_sync(scratch, qf, 16, wmma::mem_row_major);
@@ -293,8 +314,10 @@ __global__ void __launch_bounds__(BwdCfg<D>::kThreads) TcBackwardKernel(const Bw
   if (!any) return;  // nothing visible: dK = dV = 0
 
   // ---- dk += scale * dK_w, dv += dV_w for this warp's valid key rows ----
+  // With n_split > 1 the other chunks' CTAs add into the same elements during this launch.
   float* const dk_data = static_cast<float*>(a.dk.data);
   float* const dv_data = static_cast<float*>(a.dv.data);
+  const bool shared_rows = a.n_split > 1;
 #pragma unroll
   for (int n = 0; n < D / 16; ++n) {
 #pragma unroll
@@ -303,16 +326,28 @@ __global__ void __launch_bounds__(BwdCfg<D>::kThreads) TcBackwardKernel(const Bw
     __syncwarp();
     for (int e = lane; e < 256; e += 32) {
       const int j = kr0 + (e >> 4);
-      if (j < k_valid)
-        dk_data[RowIndex(a.dk, b, k0 + j, kvh) * D + n * 16 + (e & 15)] += scratch[e];
+      if (j < k_valid) {
+        float* const out = dk_data + RowIndex(a.dk, b, k0 + j, kvh) * D + n * 16 + (e & 15);
+        if (shared_rows) {
+          atomicAdd(out, scratch[e]);
+        } else {
+          *out += scratch[e];
+        }
+      }
     }
     __syncwarp();
     wmma::store_matrix_sync(scratch, dv[n], 16, wmma::mem_row_major);
     __syncwarp();
     for (int e = lane; e < 256; e += 32) {
       const int j = kr0 + (e >> 4);
-      if (j < k_valid)
-        dv_data[RowIndex(a.dv, b, k0 + j, kvh) * D + n * 16 + (e & 15)] += scratch[e];
+      if (j < k_valid) {
+        float* const out = dv_data + RowIndex(a.dv, b, k0 + j, kvh) * D + n * 16 + (e & 15);
+        if (shared_rows) {
+          atomicAdd(out, scratch[e]);
+        } else {
+          *out += scratch[e];
+        }
+      }
     }
     __syncwarp();
   }
@@ -325,7 +360,40 @@ cudaError_t Launch(const BwdArgs& a, int64_t blocks, cudaStream_t stream) {
   return LaunchWithSharedMemory(TcBackwardKernel<T, D>, blocks, C::kThreads, C::kBytes, stream, a);
 }
 
+std::atomic<int> forced_head_split{0};  // SetTcBackwardHeadSplitForTesting; 0: automatic
+
+// CTAs per (key tile, KV head, batch) for a launch of `cells` such triples (see the header
+// comment): 1 when cells >= 2 x SMs or a KV head has one query head in the launch; else the
+// fewest chunks whose longest chunk is as short as with ceil(2 x SMs / cells) chunks, at most the
+// most query heads one KV head has in the launch. 1 (the unsplit launch) when the SM count cannot
+// be read. The testing hook's value instead when one is set.
+int32_t HeadSplit(const BlockProblem& p, int64_t cells, int32_t kv_first, int32_t n_kv) {
+  const int forced = forced_head_split.load(std::memory_order_relaxed);
+  if (forced >= 1) return forced;
+  const int32_t g = p.group_size;
+  const int32_t h_end = p.head_begin + p.head_count;
+  // Query heads of the first, last and any middle KV head of [head_begin, h_end).
+  int64_t max_heads = std::min(h_end, (kv_first + 1) * g) - p.head_begin;
+  if (n_kv > 1) max_heads = std::max<int64_t>(max_heads, h_end - (kv_first + n_kv - 1) * g);
+  if (n_kv > 2) max_heads = g;
+  if (max_heads <= 1) return 1;
+  int device = 0, sms = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+      sms < 1) {
+    (void)cudaGetLastError();  // the failure was this query's; do not leave it to the launch
+    return 1;
+  }
+  const int64_t target = 2 * int64_t{sms};
+  if (cells >= target) return 1;
+  const int64_t want = std::min((target + cells - 1) / cells, max_heads);
+  const int64_t per_chunk = (max_heads + want - 1) / want;  // heads in the longest chunk
+  return static_cast<int32_t>((max_heads + per_chunk - 1) / per_chunk);
+}
+
 }  // namespace
+
+int SetTcBackwardHeadSplitForTesting(int n) { return forced_head_split.exchange(n < 0 ? 0 : n); }
 
 size_t TcBackwardSharedBytes(int dim) {
   if (dim == 64) return BwdCfg<64>::kBytes;
@@ -337,12 +405,13 @@ cudaError_t TcBackward(const BlockProblem& p, const TensorView& q, const TensorV
                        const TensorView& v, const TensorView& d_o, const TensorView& lse,
                        const TensorView& delta, const TensorView& dq, const TensorView& dk,
                        const TensorView& dv, cudaStream_t stream) {
-  BwdArgs a{p, q, k, v, d_o, lse, delta, dq, dk, dv, 0, 0, 0, false};
+  BwdArgs a{p, q, k, v, d_o, lse, delta, dq, dk, dv, 0, 0, 0, 1, false};
   a.n_kt = (k.rows + BwdCfg<64>::kBN - 1) / BwdCfg<64>::kBN;  // kBN is 64 for every D
   a.kv_first = p.head_begin / p.group_size;
   a.n_kv = (p.head_begin + p.head_count - 1) / p.group_size - a.kv_first + 1;
+  a.n_split = HeadSplit(p, a.n_kt * a.n_kv * p.batch, a.kv_first, a.n_kv);
   a.vec = Aligned16(q.data) && Aligned16(k.data) && Aligned16(v.data) && Aligned16(d_o.data);
-  const int64_t blocks = a.n_kt * a.n_kv * p.batch;
+  const int64_t blocks = a.n_kt * a.n_kv * a.n_split * p.batch;
   if (blocks > INT32_MAX) return cudaErrorInvalidConfiguration;
   const bool bf16 = p.type == InputType::kBf16;
   if (p.dim == 64)

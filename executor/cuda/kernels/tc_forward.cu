@@ -14,6 +14,7 @@
 #include <mma.h>
 
 #include "executor/cuda/kernels/common.cuh"
+#include "executor/cuda/kernels/fragment_load.cuh"
 #include "executor/cuda/kernels/internal.h"
 #include "executor/cuda/kernels/tile_load.cuh"
 
@@ -118,7 +119,7 @@ __global__ void __launch_bounds__(FwdCfg<D>::kThreads) TcForwardKernel(const Fwd
   wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> qf[D / 16];
 #pragma unroll
   for (int kk = 0; kk < D / 16; ++kk)
-    wmma::load_matrix_sync(qf[kk], sQ + warp * 16 * C::kLdT + kk * 16, C::kLdT);
+    LoadShared(qf[kk], sQ + warp * 16 * C::kLdT + kk * 16, C::kLdT);
   __syncthreads();  // the Q staging area becomes S and P
 
   // Per-lane roles in the softmax: two lanes per row, interleaved columns.
@@ -158,7 +159,7 @@ __global__ void __launch_bounds__(FwdCfg<D>::kThreads) TcForwardKernel(const Fwd
         wmma::fill_fragment(sf, 0.0f);
 #pragma unroll
         for (int kk = 0; kk < D / 16; ++kk) {
-          wmma::load_matrix_sync(kf, sK + n * 16 * C::kLdT + kk * 16, C::kLdT);
+          LoadShared(kf, sK + n * 16 * C::kLdT + kk * 16, C::kLdT);
           wmma::mma_sync(sf, qf[kk], kf, sf);
         }
         wmma::store_matrix_sync(sS + warp * 16 * C::kLdS + n * 16, sf, C::kLdS,
@@ -213,7 +214,7 @@ __global__ void __launch_bounds__(FwdCfg<D>::kThreads) TcForwardKernel(const Fwd
       wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> pf[C::kBN / 16];
 #pragma unroll
       for (int kk = 0; kk < C::kBN / 16; ++kk) {
-        wmma::load_matrix_sync(pf[kk], sP + warp * 16 * C::kLdP + kk * 16, C::kLdP);
+        LoadShared(pf[kk], sP + warp * 16 * C::kLdP + kk * 16, C::kLdP);
       }
       wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> vf;
       wmma::fragment<wmma::accumulator, 16, 16, 16, float> of;
@@ -223,7 +224,7 @@ __global__ void __launch_bounds__(FwdCfg<D>::kThreads) TcForwardKernel(const Fwd
         wmma::load_matrix_sync(of, optr, C::kLdO, wmma::mem_row_major);
 #pragma unroll
         for (int kk = 0; kk < C::kBN / 16; ++kk) {
-          wmma::load_matrix_sync(vf, sV + kk * 16 * C::kLdT + n * 16, C::kLdT);
+          LoadShared(vf, sV + kk * 16 * C::kLdT + n * 16, C::kLdT);
           wmma::mma_sync(of, pf[kk], vf, of);
         }
         wmma::store_matrix_sync(optr, of, C::kLdO, wmma::mem_row_major);
