@@ -56,16 +56,30 @@ std::optional<std::vector<AttentionPiece>> SplitIntoPieces(const std::vector<int
                                                            const std::vector<int64_t>& k_positions,
                                                            int32_t mask_kind, int32_t max_pieces) {
   if (mask_kind != 0 && mask_kind != 1) return std::nullopt;
+  std::vector<AttentionPiece> pieces;
+  const int64_t n = static_cast<int64_t>(q_positions.size()), m = static_cast<int64_t>(k_positions.size());
+  if (mask_kind == 0) {  // every pair visible: positions do not matter, the block is one rectangle
+    if (n > 0 && m > 0) pieces.push_back({0, n, 0, m, PieceMask::kFull});
+    return pieces;
+  }
   const auto q_runs = Runs(q_positions, max_pieces);
   const auto k_runs = Runs(k_positions, max_pieces);
   if (!q_runs || !k_runs) return std::nullopt;
-  std::vector<AttentionPiece> pieces;
   for (const Run& q : *q_runs) {
     for (const Run& k : *k_runs) {
-      if (mask_kind == 0) {
-        pieces.push_back({q.row0, q.rows, k.row0, k.rows, PieceMask::kFull});
-      } else {
-        CausalPieces(q, k, pieces);
+      const size_t before = pieces.size();
+      CausalPieces(q, k, pieces);
+      // A full piece over the same query rows as the previous one, on the key rows right after
+      // it, extends it: full rectangles need adjacent rows, not consecutive positions (gathered
+      // keys of zigzag shards give many such runs).
+      if (pieces.size() == before + 1 && before > 0) {
+        AttentionPiece& prev = pieces[before - 1];
+        const AttentionPiece& cur = pieces[before];
+        if (prev.mask == PieceMask::kFull && cur.mask == PieceMask::kFull && prev.q_row0 == cur.q_row0 &&
+            prev.q_rows == cur.q_rows && prev.k_row0 + prev.k_rows == cur.k_row0) {
+          prev.k_rows += cur.k_rows;
+          pieces.pop_back();
+        }
       }
       if (static_cast<int32_t>(pieces.size()) > max_pieces) return std::nullopt;
     }

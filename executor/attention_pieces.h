@@ -25,8 +25,9 @@ struct AttentionPiece {
 };
 
 // The pieces of the block, or nullopt when it cannot be split into at most `max_pieces`: a mask
-// other than full (kind 0) or causal (kind 1, key position <= query position), or positions
-// that break into too many runs (striped layouts: every row is its own run). An empty vector
+// other than full (kind 0: one piece, whatever the positions) or causal (kind 1, key position <=
+// query position), or causal positions that break into too many runs (striped layouts: every
+// row is its own run). An empty vector
 // means nothing in the block is visible.
 std::optional<std::vector<AttentionPiece>> SplitIntoPieces(const std::vector<int64_t>& q_positions,
                                                            const std::vector<int64_t>& k_positions,

@@ -47,9 +47,12 @@ void ExpectExactCover(const std::vector<int64_t>& q, const std::vector<int64_t>&
     if (p.mask == PieceMask::kCausalTopLeft) {
       ASSERT_EQ(p.k_rows, p.q_rows);
     }
-    // Inside a piece positions are consecutive, so the mask on row offsets is the mask on tokens.
-    for (int64_t i = 1; i < p.q_rows; ++i) ASSERT_EQ(q[p.q_row0 + i], q[p.q_row0] + i);
-    for (int64_t j = 1; j < p.k_rows; ++j) ASSERT_EQ(k[p.k_row0 + j], k[p.k_row0] + j);
+    // Inside a causal piece positions are consecutive, so the mask on row offsets is the mask on
+    // tokens (a full piece shows every pair of its rows, whatever their positions).
+    if (p.mask != PieceMask::kFull) {
+      for (int64_t i = 1; i < p.q_rows; ++i) ASSERT_EQ(q[p.q_row0 + i], q[p.q_row0] + i);
+      for (int64_t j = 1; j < p.k_rows; ++j) ASSERT_EQ(k[p.k_row0 + j], k[p.k_row0] + j);
+    }
   }
   for (size_t i = 0; i < q.size(); ++i) {
     for (size_t j = 0; j < k.size(); ++j) {
@@ -103,21 +106,46 @@ TEST(AttentionPieces, ZigzagShardsSplitIntoTheirChunkPairs) {
   // 4 ranks, 8 chunks of 4 tokens: rank 0 holds chunks 0 and 7, rank 1 chunks 1 and 6.
   const auto r0 = Concat(Range(0, 4), Range(28, 4));
   const auto r1 = Concat(Range(4, 4), Range(24, 4));
-  // Rank 0's queries against rank 1's keys: chunk 0 vs 1 and 6: nothing; chunk 7 vs both: full.
+  // Rank 0's queries against rank 1's keys: chunk 0 vs 1 and 6: nothing; chunk 7 vs both: full,
+  // one rectangle over all 8 key rows (adjacent rows, though not consecutive positions).
   const auto pieces = SplitIntoPieces(r0, r1, 1, 16);
   ASSERT_TRUE(pieces);
-  ASSERT_EQ(pieces->size(), 2u);
-  for (const AttentionPiece& p : *pieces) {
-    EXPECT_EQ(p.mask, PieceMask::kFull);
-    EXPECT_EQ(p.q_row0, 4);
-  }
+  ASSERT_EQ(pieces->size(), 1u);
+  EXPECT_EQ((*pieces)[0].mask, PieceMask::kFull);
+  EXPECT_EQ((*pieces)[0].q_row0, 4);
+  EXPECT_EQ((*pieces)[0].q_rows, 4);
+  EXPECT_EQ((*pieces)[0].k_row0, 0);
+  EXPECT_EQ((*pieces)[0].k_rows, 8);
   ExpectExactCover(r0, r1, 1, *pieces);
 }
 
-TEST(AttentionPieces, StripedLayoutAndOtherMasksAreNotExpressible) {
+TEST(AttentionPieces, GatheredZigzagKeysNeedFewPieces) {
+  // All-gather of 8 zigzag shards of 16 chunks (4 tokens each): key rows hold c0 c15 c1 c14 ...
+  // c7 c8 (rows 0-3: c0, 4-7: c15, 8-11: c1, ...). Rank 0's queries are c0 and c15.
+  // c0 sees only itself: a triangle over rows 0-3. c15 sees c0 (full, rows 0-3), itself (a
+  // triangle, rows 4-7) and c1..c14 (full, rows 8-63, merged into one rectangle): 4 pieces.
+  std::vector<int64_t> keys;
+  for (int r = 0; r < 8; ++r) keys = Concat(Concat(keys, Range(4 * r, 4)), Range(4 * (15 - r), 4));
+  const auto q = Concat(Range(0, 4), Range(60, 4));
+  const auto pieces = SplitIntoPieces(q, keys, 1, 16);
+  ASSERT_TRUE(pieces);
+  EXPECT_EQ(pieces->size(), 4u);
+  ExpectExactCover(q, keys, 1, *pieces);
+}
+
+TEST(AttentionPieces, AFullMaskIsOneRectangleWhateverThePositions) {
   std::vector<int64_t> striped;
   for (int64_t t = 0; t < 64; t += 4) striped.push_back(t);
-  EXPECT_FALSE(SplitIntoPieces(striped, striped, 1, 16));  // 16 runs of one row each: 256 pairs
+  const auto full = SplitIntoPieces(striped, striped, 0, 16);
+  ASSERT_TRUE(full);
+  ASSERT_EQ(full->size(), 1u);
+  ExpectExactCover(striped, striped, 0, *full);
+}
+
+TEST(AttentionPieces, StripedCausalAndOtherMasksAreNotExpressible) {
+  std::vector<int64_t> striped;
+  for (int64_t t = 0; t < 128; t += 4) striped.push_back(t);
+  EXPECT_FALSE(SplitIntoPieces(striped, striped, 1, 16));  // 32 runs of one row each, past 16
   EXPECT_FALSE(SplitIntoPieces(Range(0, 8), Range(0, 8), 2, 16));  // window
   EXPECT_FALSE(SplitIntoPieces(Range(0, 8), Range(0, 8), 3, 16));  // documents
 }

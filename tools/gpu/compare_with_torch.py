@@ -58,8 +58,8 @@ def reference(torch, t, causal, group):
             "dq": dq.transpose(1, 2), "dk": dk.transpose(1, 2), "dv": dv.transpose(1, 2)}
 
 
-def torch_whole_ms(torch, t, causal, group, repeat=5):
-    """Median ms of torch bf16 flash SDPA fwd+bwd over the whole sequence."""
+def torch_whole_ms(torch, t, causal, group, backend="flash", repeat=5):
+    """Median ms of torch bf16 SDPA (flash or cudnn backend) fwd+bwd over the whole sequence."""
     F = torch.nn.functional
     from torch.nn.attention import SDPBackend, sdpa_kernel
     q = t["q"].to(torch.bfloat16).transpose(1, 2).detach().requires_grad_(True)
@@ -67,7 +67,8 @@ def torch_whole_ms(torch, t, causal, group, repeat=5):
     v = t["v"].to(torch.bfloat16).transpose(1, 2).repeat_interleave(group, dim=1).detach().requires_grad_(True)
     do = t["d_o"].to(torch.bfloat16).transpose(1, 2)
     times = []
-    with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
+    chosen = SDPBackend.FLASH_ATTENTION if backend == "flash" else SDPBackend.CUDNN_ATTENTION
+    with sdpa_kernel([chosen]):
         for i in range(repeat + 2):
             torch.cuda.synchronize()
             s = torch.cuda.Event(enable_timing=True)
@@ -121,10 +122,20 @@ def main():
         t = make_inputs(torch, args.seq, args.heads, args.kv_heads, args.dim, 7 if causal else 8, inputs_dir)
         ref = reference(torch, t, causal, group)
         torch_ms = torch_whole_ms(torch, t, causal, group)
-        print(f"[{mask}] inputs + float32 reference in {time.time() - t0:.1f} s; torch flash bf16 "
-              f"fwd+bwd {torch_ms:.2f} ms", flush=True)
+        try:
+            torch_cudnn_ms = torch_whole_ms(torch, t, causal, group, "cudnn")
+        except Exception as e:  # a torch without the cuDNN SDPA backend for this shape
+            print(f"[{mask}] torch cudnn SDPA unavailable: {str(e).splitlines()[0][:120]}")
+            torch_cudnn_ms = float("nan")
+        # Useful FLOPs of fwd+bwd (LongCA / FlashAttention convention): 3.5 x 4 S^2 Hq d, halved
+        # for causal.
+        flops = 3.5 * 4.0 * args.seq * args.seq * args.heads * args.dim * (0.5 if causal else 1.0)
+        print(f"[{mask}] inputs + float32 reference in {time.time() - t0:.1f} s; whole-sequence bf16 "
+              f"fwd+bwd: torch flash {torch_ms:.2f} ms ({flops / torch_ms / 1e9:.0f} TFLOP/s), torch cudnn "
+              f"{torch_cudnn_ms:.2f} ms ({flops / torch_cudnn_ms / 1e9:.0f} TFLOP/s)", flush=True)
         for scheme in args.schemes.split(","):
-            rec = {"mask": mask, "scheme": scheme, "torch_flash_ms": torch_ms}
+            rec = {"mask": mask, "scheme": scheme, "torch_flash_ms": torch_ms, "torch_cudnn_ms": torch_cudnn_ms,
+                   "flops": flops}
             plan = os.path.join(args.work, f"plan-{scheme}-{mask}.toml")
             outputs = os.path.join(args.work, f"out-{scheme}-{mask}")
             cmd = [args.meshplan, "plan", "-t", args.topology, "--seq", str(args.seq), "--heads",
@@ -148,15 +159,18 @@ def main():
                 print(f"{scheme:13s} {mask:6s} {rec['error']}", flush=True)
                 continue
             try:
-                rec["measured_ms"] = json.loads(p.stdout)["measured"]["time_s"] * 1e3
+                j = json.loads(p.stdout)
+                rec["measured_ms"] = j["measured"]["time_s"] * 1e3
+                rec["run"] = j.get("run", "")
             except Exception:
                 rec["measured_ms"] = float("nan")
             for name in TENSORS:
                 rec[name] = rel_err(torch, np.load(os.path.join(outputs, name + ".npy")), ref[name])
             results.append(rec)
             errs = " ".join(f"{n}={rec[n]:.2e}" for n in TENSORS)
-            print(f"{scheme:13s} {mask:6s} {errs} measured {rec['measured_ms']:.1f} ms "
-                  f"(torch whole {torch_ms:.1f} ms) wall {rec['wall_s']:.0f} s", flush=True)
+            print(f"{scheme:13s} {mask:6s} {errs} measured {rec['measured_ms']:.1f} ms = "
+                  f"{flops / rec['measured_ms'] / 1e9:.0f} TFLOP/s on the GPU, {rec['measured_ms'] / torch_cudnn_ms:.2f}x "
+                  f"torch cudnn whole; wall {rec['wall_s']:.0f} s; {rec.get('run', '')}", flush=True)
         del t, ref
         torch.cuda.empty_cache()
     with open(os.path.join(args.out, "compare.json"), "w") as f:

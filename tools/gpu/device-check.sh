@@ -48,10 +48,14 @@ if has validate; then
   pack
 fi
 if has sanitize; then
+  # memcheck over every kernel test; racecheck (much slower) over a tensor-core subset that
+  # covers both element types, both head dims, the masks with partial tiles and the head splits.
   for tool in memcheck racecheck; do
-    echo "== compute-sanitizer $tool (kernel tests)"
-    timeout 150 compute-sanitizer --tool "$tool" --error-exitcode 9 \
-      "$bundle/bin/meshplan_cuda_kernel_tests" --gtest_brief=1 > "$OUT/sanitizer-$tool.log" 2>&1
+    filter="*"
+    [ "$tool" = racecheck ] && filter="${RACECHECK_FILTER:-*bf16_d64_causal_tensor*:*fp16_d128_window_tensor*:*BackwardHeadSplits*}"
+    echo "== compute-sanitizer $tool (kernel tests: $filter)"
+    timeout 170 compute-sanitizer --tool "$tool" --error-exitcode 9 \
+      "$bundle/bin/meshplan_cuda_kernel_tests" --gtest_brief=1 "--gtest_filter=$filter" > "$OUT/sanitizer-$tool.log" 2>&1
     rc=$?
     [ $rc -ne 0 ] && status=1
     pack
@@ -62,7 +66,7 @@ if has compare; then
   echo "== execute --backend cuda vs torch float32 reference"
   PYTHONUNBUFFERED=1 timeout 420 python3 tools/gpu/compare_with_torch.py --meshplan "$bundle/bin/meshplan" \
     --topology "$bundle/topologies/dgx-h100-1node.toml" --out "$OUT" --seq "${SEQ:-65536}" \
-    --masks "${MASKS:-causal,full}" ${SCHEMES:+--schemes "$SCHEMES"} 2>&1 | tee "$OUT/compare.log" || status=1
+    --masks "${MASKS:-causal,full}" --kernels "${KERNELS:-auto}" ${SCHEMES:+--schemes "$SCHEMES"} 2>&1 | tee "$OUT/compare.log" || status=1
   pack
 fi
 if has torchbench; then
