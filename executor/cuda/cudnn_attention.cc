@@ -41,9 +41,6 @@ struct Layout {
 Layout ViewLayout(int64_t batch, int64_t heads, int64_t n, int64_t d, int64_t rows_total, int64_t heads_total) {
   return {{batch, heads, n, d}, {rows_total * heads_total * d, d, heads_total * d, 1}};
 }
-Layout DenseLayout(int64_t batch, int64_t heads, int64_t n, int64_t d) {
-  return ViewLayout(batch, heads, n, d, n, heads);
-}
 Layout StatsLayout(int64_t batch, int64_t heads, int64_t n) { return {{batch, heads, n, 1}, {heads * n, n, 1, 1}}; }
 
 // Everything a cuDNN graph depends on; data pointers are bound at execution.
@@ -93,6 +90,118 @@ int64_t Offset(const TensorView& t, int64_t row0, int32_t h0, int32_t d) {
 }
 const void* At(const TensorView& t, int64_t row0, int32_t h0, int32_t d) {
   return static_cast<const char*>(t.data) + Offset(t, row0, h0, d) * 2;
+}
+
+// The frontend graph of one piece (not yet built for a device). sm_version > 0 names the target
+// architecture (e.g. 90) instead of asking the current device. Throws what the frontend throws.
+std::shared_ptr<fe::graph::Graph> DescribeGraph(const GraphKey& key, int32_t sm_version = 0) {
+  auto graph = std::make_shared<fe::graph::Graph>();
+  if (sm_version > 0) graph->set_sm_version(sm_version);
+  const auto io = key.type == InputType::kBf16 ? fe::DataType_t::BFLOAT16 : fe::DataType_t::HALF;
+  graph->set_io_data_type(io).set_intermediate_data_type(fe::DataType_t::FLOAT).set_compute_data_type(
+      fe::DataType_t::FLOAT);
+  auto tensor = [&](const char* name, int64_t uid, const Layout& l) {
+    return graph->tensor(
+        fe::graph::Tensor_attributes().set_name(name).set_uid(uid).set_dim(l.dim).set_stride(l.stride));
+  };
+  auto q = tensor("Q", kQ, ViewLayout(key.batch, key.hq, key.n, key.d, key.q_rows, key.q_heads));
+  auto k = tensor("K", kK, ViewLayout(key.batch, key.hkv, key.m, key.d, key.k_rows, key.k_heads));
+  auto v = tensor("V", kV, ViewLayout(key.batch, key.hkv, key.m, key.d, key.v_rows, key.v_heads));
+  auto set_mask = [&](auto& attrs) {
+    if (key.mask == PieceMask::kCausalTopLeft) attrs.set_causal_mask(true);
+    if (key.mask == PieceMask::kCausalBottomRight) attrs.set_causal_mask_bottom_right(true);
+  };
+  // Temporaries are dense [batch][n][heads][dim]: the strides of a view of n rows and its heads.
+  const Layout dense_q = ViewLayout(key.batch, key.hq, key.n, key.d, key.n, key.hq);
+  const Layout dense_kv = ViewLayout(key.batch, key.hkv, key.m, key.d, key.m, key.hkv);
+  const Layout stats_layout = StatsLayout(key.batch, key.hq, key.n);
+  if (!key.backward) {
+    auto attrs =
+        fe::graph::SDPA_attributes().set_name("block_forward").set_generate_stats(true).set_attn_scale(key.scale);
+    set_mask(attrs);
+    auto [o, stats] = graph->sdpa(q, k, v, attrs);
+    o->set_output(true).set_uid(kO).set_dim(dense_q.dim).set_stride(dense_q.stride);
+    stats->set_output(true)
+        .set_uid(kStats)
+        .set_data_type(fe::DataType_t::FLOAT)
+        .set_dim(stats_layout.dim)
+        .set_stride(stats_layout.stride);
+  } else {
+    auto o = tensor("O", kO, dense_q);
+    auto d_o = tensor("dO", kDo, ViewLayout(key.batch, key.hq, key.n, key.d, key.do_rows, key.do_heads));
+    auto stats = graph->tensor(fe::graph::Tensor_attributes()
+                                   .set_name("Stats")
+                                   .set_uid(kStats)
+                                   .set_dim(stats_layout.dim)
+                                   .set_stride(stats_layout.stride)
+                                   .set_data_type(fe::DataType_t::FLOAT));
+    auto attrs = fe::graph::SDPA_backward_attributes().set_name("block_backward").set_attn_scale(key.scale);
+    set_mask(attrs);
+    auto [dq, dk, dv] = graph->sdpa_backward(q, k, v, o, d_o, stats, attrs);
+    dq->set_output(true).set_uid(kDq).set_dim(dense_q.dim).set_stride(dense_q.stride);
+    dk->set_output(true).set_uid(kDk).set_dim(dense_kv.dim).set_stride(dense_kv.stride);
+    dv->set_output(true).set_uid(kDv).set_dim(dense_kv.dim).set_stride(dense_kv.stride);
+  }
+  return graph;
+}
+
+// The pieces of a block and their graph keys, or nullopt when cuDNN cannot express the block.
+struct PieceKeys {
+  std::vector<AttentionPiece> pieces;
+  std::vector<GraphKey> keys;
+};
+std::optional<PieceKeys> KeysOf(const BlockProblem& p, const TensorView& q, const TensorView& k, bool backward,
+                                const TensorView* d_o) {
+  if (p.type != InputType::kBf16 && p.type != InputType::kFp16) return std::nullopt;
+  if (p.dim % 8 != 0 || p.dim > 256 || p.batch < 1 || p.head_count < 1) return std::nullopt;
+  if ((q.positions != nullptr && q.host_positions == nullptr) ||
+      (k.positions != nullptr && k.host_positions == nullptr)) {
+    return std::nullopt;  // device positions the host cannot see
+  }
+  const auto heads = MapHeads(p);
+  if (!heads) return std::nullopt;
+  auto pieces = SplitIntoPieces(HostPositions(q), HostPositions(k), p.mask.kind, kMaxPieces);
+  if (!pieces) return std::nullopt;
+  PieceKeys out;
+  out.pieces = std::move(*pieces);
+  for (const AttentionPiece& piece : out.pieces) {
+    GraphKey key;
+    key.backward = backward;
+    key.type = p.type;
+    key.batch = p.batch;
+    key.hq = p.head_count;
+    key.hkv = heads->hkv;
+    key.n = piece.q_rows;
+    key.m = piece.k_rows;
+    key.d = p.dim;
+    key.mask = piece.mask;
+    key.scale = p.scale;
+    key.q_rows = q.rows;
+    key.q_heads = q.heads;
+    key.k_rows = k.rows;
+    key.k_heads = k.heads;
+    key.v_rows = k.rows;  // V is laid out as K (CheckProblem: same rows; the engine: same heads)
+    key.v_heads = k.heads;
+    if (d_o != nullptr) {
+      key.do_rows = d_o->rows;
+      key.do_heads = d_o->heads;
+    }
+    out.keys.push_back(key);
+  }
+  return out;
+}
+
+// Opens libcudnn.so.9 for the frontend, once per process (kept open: graphs hold its functions).
+Status OpenCudnn() {
+  if (fe::cudnn_dlhandle != nullptr) return Status::Ok();
+  void* lib = dlopen("libcudnn.so.9", RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr) {
+    const char* why = dlerror();
+    return Status::NotFound(std::string("cuDNN: cannot open libcudnn.so.9 (") + (why ? why : "unknown reason") +
+                            "); add its directory to LD_LIBRARY_PATH, or use --kernels tensor");
+  }
+  fe::cudnn_dlhandle = lib;
+  return Status::Ok();
 }
 
 class CudnnAttentionImpl final : public CudnnAttention {
@@ -195,43 +304,14 @@ class CudnnAttentionImpl final : public CudnnAttention {
     std::vector<const BuiltGraph*> graphs;
   };
 
-  // The pieces of the block and their graphs, or nullopt when cuDNN cannot compute it.
+  // The pieces of the block and their built graphs, or nullopt when cuDNN cannot compute it.
   std::optional<Split_> Split(const BlockProblem& p, const TensorView& q, const TensorView& k, bool backward,
                               const TensorView* d_o = nullptr) {
-    if (p.type != InputType::kBf16 && p.type != InputType::kFp16) return std::nullopt;
-    if (p.dim % 8 != 0 || p.dim > 256 || p.batch < 1 || p.head_count < 1) return std::nullopt;
-    if ((q.positions != nullptr && q.host_positions == nullptr) ||
-        (k.positions != nullptr && k.host_positions == nullptr)) {
-      return std::nullopt;  // device positions the host cannot see
-    }
-    const auto heads = MapHeads(p);
-    if (!heads) return std::nullopt;
-    auto pieces = SplitIntoPieces(HostPositions(q), HostPositions(k), p.mask.kind, kMaxPieces);
-    if (!pieces) return std::nullopt;
+    auto keys = KeysOf(p, q, k, backward, d_o);
+    if (!keys) return std::nullopt;
     Split_ split;
-    split.pieces = std::move(*pieces);
-    for (const AttentionPiece& piece : split.pieces) {
-      GraphKey key;
-      key.backward = backward;
-      key.type = p.type;
-      key.batch = p.batch;
-      key.hq = p.head_count;
-      key.hkv = heads->hkv;
-      key.n = piece.q_rows;
-      key.m = piece.k_rows;
-      key.d = p.dim;
-      key.mask = piece.mask;
-      key.scale = p.scale;
-      key.q_rows = q.rows;
-      key.q_heads = q.heads;
-      key.k_rows = k.rows;
-      key.k_heads = k.heads;
-      key.v_rows = k.rows;  // V is laid out as K (CheckProblem: same rows; the engine: same heads)
-      key.v_heads = k.heads;
-      if (d_o != nullptr) {
-        key.do_rows = d_o->rows;
-        key.do_heads = d_o->heads;
-      }
+    split.pieces = std::move(keys->pieces);
+    for (const GraphKey& key : keys->keys) {
       const BuiltGraph& g = Graph(key);
       if (!g.graph) return std::nullopt;
       split.graphs.push_back(&g);
@@ -248,54 +328,7 @@ class CudnnAttentionImpl final : public CudnnAttention {
   BuiltGraph Build(const GraphKey& key) {
     BuiltGraph built;
     try {
-      auto graph = std::make_shared<fe::graph::Graph>();
-      const auto io = key.type == InputType::kBf16 ? fe::DataType_t::BFLOAT16 : fe::DataType_t::HALF;
-      graph->set_io_data_type(io)
-          .set_intermediate_data_type(fe::DataType_t::FLOAT)
-          .set_compute_data_type(fe::DataType_t::FLOAT);
-      auto tensor = [&](const char* name, int64_t uid, const Layout& l) {
-        return graph->tensor(fe::graph::Tensor_attributes().set_name(name).set_uid(uid).set_dim(l.dim).set_stride(
-            l.stride));
-      };
-      const Layout q_layout = ViewLayout(key.batch, key.hq, key.n, key.d, key.q_rows, key.q_heads);
-      auto q = tensor("Q", kQ, q_layout);
-      auto k = tensor("K", kK, ViewLayout(key.batch, key.hkv, key.m, key.d, key.k_rows, key.k_heads));
-      auto v = tensor("V", kV, ViewLayout(key.batch, key.hkv, key.m, key.d, key.v_rows, key.v_heads));
-      auto set_mask = [&](auto& attrs) {
-        if (key.mask == PieceMask::kCausalTopLeft) attrs.set_causal_mask(true);
-        if (key.mask == PieceMask::kCausalBottomRight) attrs.set_causal_mask_bottom_right(true);
-      };
-      if (!key.backward) {
-        auto attrs = fe::graph::SDPA_attributes().set_name("block_forward").set_generate_stats(true).set_attn_scale(
-            key.scale);
-        set_mask(attrs);
-        auto [o, stats] = graph->sdpa(q, k, v, attrs);
-        const Layout ol = DenseLayout(key.batch, key.hq, key.n, key.d);
-        // Dense [batch][n][heads][dim] temporaries: strides of a view of n rows and hq heads.
-        o->set_output(true).set_uid(kO).set_dim(ol.dim).set_stride(
-            ViewLayout(key.batch, key.hq, key.n, key.d, key.n, key.hq).stride);
-        const Layout sl = StatsLayout(key.batch, key.hq, key.n);
-        stats->set_output(true).set_uid(kStats).set_data_type(fe::DataType_t::FLOAT).set_dim(sl.dim).set_stride(
-            sl.stride);
-      } else {
-        const Layout dense_q = ViewLayout(key.batch, key.hq, key.n, key.d, key.n, key.hq);
-        auto o = tensor("O", kO, dense_q);
-        auto d_o = tensor("dO", kDo, ViewLayout(key.batch, key.hq, key.n, key.d, key.do_rows, key.do_heads));
-        const Layout sl = StatsLayout(key.batch, key.hq, key.n);
-        auto stats = graph->tensor(fe::graph::Tensor_attributes()
-                                       .set_name("Stats")
-                                       .set_uid(kStats)
-                                       .set_dim(sl.dim)
-                                       .set_stride(sl.stride)
-                                       .set_data_type(fe::DataType_t::FLOAT));
-        auto attrs = fe::graph::SDPA_backward_attributes().set_name("block_backward").set_attn_scale(key.scale);
-        set_mask(attrs);
-        auto [dq, dk, dv] = graph->sdpa_backward(q, k, v, o, d_o, stats, attrs);
-        const Layout dense_kv = ViewLayout(key.batch, key.hkv, key.m, key.d, key.m, key.hkv);
-        dq->set_output(true).set_uid(kDq).set_dim(dense_q.dim).set_stride(dense_q.stride);
-        dk->set_output(true).set_uid(kDk).set_dim(dense_kv.dim).set_stride(dense_kv.stride);
-        dv->set_output(true).set_uid(kDv).set_dim(dense_kv.dim).set_stride(dense_kv.stride);
-      }
+      auto graph = DescribeGraph(key);
       auto status = graph->build(handle_, {fe::HeurMode_t::A});
       if (status.is_bad()) {
         built.why_not = status.get_message();
@@ -353,15 +386,7 @@ class CudnnAttentionImpl final : public CudnnAttention {
 }  // namespace
 
 Result<std::unique_ptr<CudnnAttention>> CreateCudnnAttention(int device) {
-  if (fe::cudnn_dlhandle == nullptr) {
-    void* lib = dlopen("libcudnn.so.9", RTLD_NOW | RTLD_LOCAL);
-    if (lib == nullptr) {
-      const char* why = dlerror();
-      return Status::NotFound(std::string("cuDNN: cannot open libcudnn.so.9 (") + (why ? why : "unknown reason") +
-                              "); add its directory to LD_LIBRARY_PATH, or use --kernels tensor");
-    }
-    fe::cudnn_dlhandle = lib;  // kept open for the process's life: graphs hold its functions
-  }
+  MESHPLAN_RETURN_IF_ERROR(OpenCudnn());
   try {
     const size_t version = fe::detail::get_backend_version();
     if (version < 90000) {
@@ -382,6 +407,22 @@ Result<std::unique_ptr<CudnnAttention>> CreateCudnnAttention(int device) {
   } catch (const std::exception& e) {
     return Status::Internal(std::string("cuDNN: ") + e.what());
   }
+}
+
+Result<int32_t> ValidateCudnnBlockOnHost(const BlockProblem& p, const TensorView& q, const TensorView& k,
+                                         const TensorView* d_o, bool backward, int32_t sm_version) {
+  MESHPLAN_RETURN_IF_ERROR(OpenCudnn());
+  auto keys = KeysOf(p, q, k, backward, d_o);
+  if (!keys) return Status::Invalid("cuDNN cannot express this block (mask, heads, type or positions)");
+  try {
+    for (const GraphKey& key : keys->keys) {
+      auto status = DescribeGraph(key, sm_version)->validate();
+      if (status.is_bad()) return Status::Invalid("cuDNN graph of a piece: " + status.get_message());
+    }
+  } catch (const std::exception& e) {
+    return Status::Invalid(std::string("cuDNN graph of a piece: ") + e.what());
+  }
+  return static_cast<int32_t>(keys->pieces.size());
 }
 
 }  // namespace meshplan::exec::cuda

@@ -48,4 +48,12 @@ class CudnnAttention {
 // when the build left cuDNN out, libcudnn.so.9 cannot be opened, or the handle cannot be made.
 Result<std::unique_ptr<CudnnAttention>> CreateCudnnAttention(int device);
 
+// Describes the cuDNN graph of every piece of the block and has the frontend validate it on the
+// host (shapes, strides, types, mask attributes) for GPUs of compute capability sm_version (90:
+// Hopper), with no device and no handle: what can be checked of the cuDNN path on a machine
+// without a GPU. Returns the number of pieces. Needs libcudnn.so.9 (to ask its version), and
+// fails saying why when it cannot be opened.
+Result<int32_t> ValidateCudnnBlockOnHost(const BlockProblem& p, const TensorView& q, const TensorView& k,
+                                         const TensorView* d_o, bool backward, int32_t sm_version = 90);
+
 }  // namespace meshplan::exec::cuda

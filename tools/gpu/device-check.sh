@@ -47,6 +47,13 @@ if has validate; then
   sed -n '/meshplan GPU validation/,$p' "$OUT/validate.log"
   pack
 fi
+if has compare; then
+  echo "== execute --backend cuda vs torch float32 reference"
+  PYTHONUNBUFFERED=1 timeout 420 python3 tools/gpu/compare_with_torch.py --meshplan "$bundle/bin/meshplan" \
+    --topology "$bundle/topologies/dgx-h100-1node.toml" --out "$OUT" --seq "${SEQ:-65536}" \
+    --masks "${MASKS:-causal,full}" --kernels "${KERNELS:-auto}" ${SCHEMES:+--schemes "$SCHEMES"} 2>&1 | tee "$OUT/compare.log" || status=1
+  pack
+fi
 if has sanitize; then
   # memcheck over every kernel test; racecheck (much slower) over a tensor-core subset that
   # covers both element types, both head dims, the masks with partial tiles and the head splits.
@@ -61,13 +68,6 @@ if has sanitize; then
     pack
     echo "exit $rc; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|tests ran|PASSED|FAILED' "$OUT/sanitizer-$tool.log" | tail -3 | tr '\n' ' ')"
   done
-fi
-if has compare; then
-  echo "== execute --backend cuda vs torch float32 reference"
-  PYTHONUNBUFFERED=1 timeout 420 python3 tools/gpu/compare_with_torch.py --meshplan "$bundle/bin/meshplan" \
-    --topology "$bundle/topologies/dgx-h100-1node.toml" --out "$OUT" --seq "${SEQ:-65536}" \
-    --masks "${MASKS:-causal,full}" --kernels "${KERNELS:-auto}" ${SCHEMES:+--schemes "$SCHEMES"} 2>&1 | tee "$OUT/compare.log" || status=1
-  pack
 fi
 if has torchbench; then
   echo "== torch SDPA on the kernel benchmark's shapes"
