@@ -11,7 +11,7 @@ anchor for one whole-attention call.
 
   python3 tools/gpu/compare_with_torch.py --meshplan BIN --topology T --out DIR \
       [--seq 65536] [--heads 32] [--kv-heads 8] [--dim 128] [--masks causal,full] [--schemes ...]
-Prints one table; writes DIR/compare.json.
+Prints one table; writes DIR/compare.json (--name NAME: DIR/NAME.json).
 """
 import argparse
 import json
@@ -109,6 +109,7 @@ def main():
     ap.add_argument("--masks", default="causal,full")
     ap.add_argument("--schemes", default=SCHEMES)
     ap.add_argument("--kernels", default="auto")
+    ap.add_argument("--name", default="compare", help="results file: OUT/NAME.json")
     args = ap.parse_args()
     import torch
 
@@ -173,7 +174,7 @@ def main():
                   f"torch cudnn whole; wall {rec['wall_s']:.0f} s; {rec.get('run', '')}", flush=True)
         del t, ref
         torch.cuda.empty_cache()
-    with open(os.path.join(args.out, "compare.json"), "w") as f:
+    with open(os.path.join(args.out, args.name + ".json"), "w") as f:
         json.dump({"device": torch.cuda.get_device_name(), "seq": args.seq, "heads": args.heads,
                    "kv_heads": args.kv_heads, "dim": args.dim, "results": results}, f, indent=1)
     return 0

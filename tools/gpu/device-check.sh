@@ -6,19 +6,22 @@
 #      kernel tests;
 #   2. execute --backend cuda for the 8 schemes on 8 virtual ranks against torch's float32
 #      reference on the same inputs (tools/gpu/compare_with_torch.py);
-#   3. torch SDPA (flash, cuDNN) on the kernel benchmark's shapes (bench/torch_sdpa_bench.py).
+#   3. the executor's efficiency: ring and mesh on 8 virtual ranks at 128K tokens (causal), the
+#      same comparison, TFLOP/s next to one whole-sequence torch call;
+#   4. torch SDPA (flash, cuDNN) on the kernel benchmark's shapes (bench/torch_sdpa_bench.py);
+# then prints one summary table (tools/gpu/summarize.py).
 #
-#   bash tools/gpu/device-check.sh BUNDLE [STEPS]     STEPS: comma list of validate,sanitize,
-#                                                     compare,torchbench (default all)
-# Environment: SEQ (compare, default 65536), MASKS (causal,full), SCHEMES (all 8), SIZES (torch
-# bench, 4096,8192,16384,32768), QUICK=1 (fewer kernel-benchmark sizes).
+#   bash tools/gpu/device-check.sh BUNDLE [STEPS]     STEPS: comma list of validate,compare,
+#                                                     sanitize,efficiency,torchbench (default all)
+# Environment: SEQ (compare, default 65536), MASKS (causal,full), SCHEMES (all 8), KERNELS (auto),
+# SIZES (torch bench, 4096,8192,16384), QUICK=1 (fewer kernel-benchmark sizes).
 # Everything is written to one folder, packed as $OUT/results.tgz when $OUT is set (the device
 # tool brings back few files), else left in ./gpu-results.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 root="$(pwd)"
 bundle="$(cd "${1:?usage: device-check.sh BUNDLE [STEPS]}" && pwd)"
-steps="${2:-validate,sanitize,compare,torchbench}"
+steps="${2:-validate,compare,sanitize,efficiency,torchbench}"
 final_out="${OUT:-}"
 export OUT="${final_out:+/tmp/meshplan-results}"
 OUT="${OUT:-$root/gpu-results}"
@@ -69,10 +72,18 @@ if has sanitize; then
     echo "exit $rc; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|tests ran|PASSED|FAILED' "$OUT/sanitizer-$tool.log" | tail -3 | tr '\n' ' ')"
   done
 fi
+if has efficiency; then
+  echo "== efficiency: ring and mesh at 128K tokens on 8 virtual ranks"
+  PYTHONUNBUFFERED=1 timeout 420 python3 tools/gpu/compare_with_torch.py --meshplan "$bundle/bin/meshplan" \
+    --topology "$bundle/topologies/dgx-h100-1node.toml" --out "$OUT" --name efficiency --seq 131072 \
+    --masks causal --kernels "${KERNELS:-auto}" --schemes ring,mesh 2>&1 | tee "$OUT/efficiency.log" || status=1
+  pack
+fi
 if has torchbench; then
   echo "== torch SDPA on the kernel benchmark's shapes"
-  PYTHONUNBUFFERED=1 timeout 240 python3 bench/torch_sdpa_bench.py --sizes "${SIZES:-4096,8192,16384,32768}" \
+  PYTHONUNBUFFERED=1 timeout 240 python3 bench/torch_sdpa_bench.py --sizes "${SIZES:-4096,8192,16384}" \
     --json "$OUT/torch_sdpa.json" 2>&1 | tee "$OUT/torch_sdpa.log" || status=1
 fi
+python3 tools/gpu/summarize.py "$OUT" | tee "$OUT/summary.txt"
 pack
 exit $status
