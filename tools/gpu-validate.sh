@@ -67,10 +67,12 @@ else
   kernel_tests="$build_dir/tests/cuda/meshplan_cuda_kernel_tests"; engine_tests="$build_dir/tests/cuda/meshplan_cuda_engine_tests"
   bench="$build_dir/bench/cuda_kernel_bench"; meshplan="$build_dir/tools/meshplan"
 fi
-# CUDA libraries: the toolkit's, and NCCL wherever this machine has it (toolkit, system, or the
-# nvidia-nccl Python wheel).
+# CUDA libraries: the toolkit's, and NCCL and cuDNN wherever this machine has them (toolkit,
+# system, or the nvidia-nccl / nvidia-cudnn Python wheels beside PyTorch); both are opened at run
+# time, so a missing one only turns off what needs it.
 for dir in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib \
-           $(python3 -c 'import nvidia.nccl, os; print(os.path.join(nvidia.nccl.__path__[0], "lib"))' 2>/dev/null); do
+           $(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null) \
+           $(python3 -c 'import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.__path__)[0], "lib"))' 2>/dev/null); do
   [ -d "$dir" ] && export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}:$dir"
 done
 

@@ -68,6 +68,11 @@ CudaDeviceOps::CudaDeviceOps(CudaOpsConfig config) : config_(std::move(config)) 
 
 CudaDeviceOps::~CudaDeviceOps() {
   if (!finished_) (void)Finish(10.0, nullptr);  // drain (or abort) whatever an error left in flight
+  // cuDNN handles go first, each with its own device current (its work has drained above).
+  for (auto& [device, cudnn] : cudnn_) {
+    cudaSetDevice(device);
+    cudnn.reset();
+  }
 #if MESHPLAN_HAVE_NCCL
   // Communicators never handed to a rank (Prepare failed early) and those of finished runs.
   for (size_t r = 0; r < config_.nccl_comms.size(); ++r) {

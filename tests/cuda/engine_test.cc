@@ -123,7 +123,11 @@ TEST_P(GpuEngine, EverySchemeOnVirtualRanksMatchesPlainAttention) {
 
 INSTANTIATE_TEST_SUITE_P(Ranks, GpuEngine,
                          ::testing::Combine(::testing::Values(1, 2, 4, 8),
-                                            ::testing::Values(KernelPath::kAuto, KernelPath::kTensorCore)));
+                                            ::testing::Values(KernelPath::kAuto, KernelPath::kTensorCore)),
+                         [](const ::testing::TestParamInfo<std::tuple<int64_t, KernelPath>>& info) {
+                           return "P" + std::to_string(std::get<0>(info.param)) +
+                                  (std::get<1>(info.param) == KernelPath::kAuto ? "_auto" : "_tensor");
+                         });
 
 // --kernels cudnn: every block on cuDNN (a block it cannot express fails the run), for the schemes
 // and layouts whose blocks are runs of consecutive positions (contiguous and zigzag), full and
