@@ -1,5 +1,9 @@
 #include "executor/plan_run.h"
 
+#include <chrono>
+#include <utility>
+#include <vector>
+
 #include "executor/device/half_float.h"
 #include "executor/output_check.h"
 #include "executor/run_files.h"
@@ -59,44 +63,91 @@ Result<ExecutionResult> Execute(const PlanRun& run, const ExecuteConfig& config)
   return Execute(run.schedule, run.plan.workload, run.inputs, config);
 }
 
+Result<RepeatedExecution> ExecuteRepeated(const PlanRun& run, const ExecuteConfig& config, int repeat,
+                                          const RunObserver& observer) {
+  MESHPLAN_RETURN_IF_ERROR(CheckRepeat(repeat).WithContext("repeat"));
+  const int warm_up = WarmUpRuns(repeat);
+  RepeatedExecution out;
+  std::vector<std::vector<std::vector<OpTiming>>> timings;
+  std::vector<double> wall_s;
+  for (int i = 0; i < warm_up + repeat; ++i) {
+    auto result = Execute(run, config);
+    if (!result.ok()) return result.status();
+    const int timed = i - warm_up + 1;  // 0: the warm-up
+    if (observer) observer(timed < 1 ? 0 : timed, repeat, MeasureTimeline(run.schedule, result->timings).run_s);
+    if (timed < 1) continue;
+    timings.push_back(result->timings);
+    wall_s.push_back(result->wall_s);
+    if (timed == 1) out.first = std::move(result).value();
+  }
+  out.runs = SummarizeRuns(run.schedule, warm_up, timings, wall_s);
+  return out;
+}
+
 Result<JobRank> RunJobRank(Transport& transport, const PlanRun* run, const Status& setup, int code,
-                           const ExecuteConfig& config, std::chrono::milliseconds timeout) {
+                           const ExecuteConfig& config, std::chrono::milliseconds timeout, int repeat,
+                           const RunObserver& observer) {
   const int rank = transport.rank();
   JobRank out;
-  const Clock::time_point setup_deadline = Clock::now() + timeout + std::chrono::seconds(30);
-  auto codes = ExchangeCodes(transport, run != nullptr ? 0 : code, setup_deadline);
-  if (!codes.ok()) {
-    transport.Abort("rank " + std::to_string(rank) + ": start: " + codes.status().message());
-    return codes.status();
-  }
-  for (int r = 0; r < static_cast<int>(codes->size()); ++r) {
-    if ((*codes)[r] != 0) {
-      out.failed_rank = r;
-      out.failure_code = (*codes)[r];
-      if (r == rank) out.failure = setup;
-      return out;
+  // Every rank gets the same `repeat` (the same flags); a bad one fails on every rank alike.
+  MESHPLAN_RETURN_IF_ERROR(CheckRepeat(repeat).WithContext("repeat"));
+  const int warm_up = WarmUpRuns(repeat);
+  std::vector<std::vector<std::vector<OpTiming>>> all_timings;  // rank 0: [timed run][rank][op]
+  std::vector<double> wall_s;
+  for (int i = 0; i < warm_up + repeat; ++i) {
+    const int timed = i - warm_up + 1;  // 0 or less: the warm-up
+    // The start barrier of this run: the first also agrees that every rank prepared; later ones
+    // keep a rank from starting a run while another is still in the previous one.
+    const Clock::time_point barrier_deadline = Clock::now() + timeout + std::chrono::seconds(30);
+    auto codes = ExchangeCodes(transport, i > 0 || run != nullptr ? 0 : code, barrier_deadline);
+    if (!codes.ok()) {
+      transport.Abort("rank " + std::to_string(rank) + ": start: " + codes.status().message());
+      return codes.status();
+    }
+    for (int r = 0; r < static_cast<int>(codes->size()); ++r) {
+      if ((*codes)[r] != 0) {
+        out.failed_rank = r;
+        out.failure_code = (*codes)[r];
+        if (r == rank) out.failure = setup;
+        return out;
+      }
+    }
+    const PlanRun& p = *run;
+    AttentionTensors<float> outputs = OutputTensors(p.plan.workload);
+    std::vector<uint8_t> covered(CoverageSize(p.plan.workload), 0);
+    std::vector<OpTiming> timings;
+    const Clock::time_point start = Clock::now();
+    // A failing rank aborts the whole job from inside the engine; this is the backstop.
+    const Status st = ExecuteRank(p.schedule, p.plan.workload, p.inputs, config, transport, &outputs, &covered,
+                                  &timings, &out.device);
+    if (!st.ok()) transport.Abort(st.message());
+    auto gathered = GatherOutputs(transport, p.plan.workload, outputs, covered, timings, Clock::now() + timeout);
+    if (!gathered.ok()) {
+      // A message that never came: the job may hang elsewhere, so end it. A gathered result that
+      // is incomplete (no rank produced some element) is rank 0's to report.
+      if (gathered.status().code() == ErrorCode::kIo || rank != 0) {
+        transport.Abort("rank " + std::to_string(rank) + ": gather: " + gathered.status().message());
+      }
+      return gathered.status();
+    }
+    const double wall = std::chrono::duration<double>(Clock::now() - start).count();
+    if (rank == 0 && observer) {
+      observer(timed < 1 ? 0 : timed, repeat, MeasureTimeline(p.schedule, gathered->timings).run_s);
+    }
+    if (timed < 1) continue;
+    wall_s.push_back(wall);
+    if (rank == 0) all_timings.push_back(gathered->timings);
+    if (timed == 1) {
+      out.wall_s = wall;
+      if (rank == 0) out.gathered = std::move(gathered).value();
     }
   }
-  const PlanRun& p = *run;
-  AttentionTensors<float> outputs = OutputTensors(p.plan.workload);
-  std::vector<uint8_t> covered(CoverageSize(p.plan.workload), 0);
-  std::vector<OpTiming> timings;
-  const Clock::time_point start = Clock::now();
-  // A failing rank aborts the whole job from inside the engine; this is the backstop.
-  const Status st =
-      ExecuteRank(p.schedule, p.plan.workload, p.inputs, config, transport, &outputs, &covered, &timings, &out.device);
-  if (!st.ok()) transport.Abort(st.message());
-  auto gathered = GatherOutputs(transport, p.plan.workload, outputs, covered, timings, Clock::now() + timeout);
-  if (!gathered.ok()) {
-    // A message that never came: the job may hang elsewhere, so end it. A gathered result that
-    // is incomplete (no rank produced some element) is rank 0's to report.
-    if (gathered.status().code() == ErrorCode::kIo || rank != 0) {
-      transport.Abort("rank " + std::to_string(rank) + ": gather: " + gathered.status().message());
-    }
-    return gathered.status();
+  if (rank == 0) {
+    out.runs = SummarizeRuns(run->schedule, warm_up, all_timings, wall_s);
+  } else {
+    out.runs.warm_up = warm_up;
+    out.runs.wall_s = std::move(wall_s);
   }
-  out.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
-  if (rank == 0) out.gathered = std::move(gathered).value();
   return out;
 }
 

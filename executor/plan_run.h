@@ -13,6 +13,7 @@
 #include "core/topology.h"
 #include "executor/execute.h"
 #include "executor/gather.h"
+#include "executor/repeat.h"
 #include "executor/tensor.h"
 #include "executor/transport.h"
 
@@ -42,21 +43,39 @@ Result<PlanRun> PreparePlanRun(const Plan& plan, const std::string& plan_path, c
 // inputs).
 Result<ExecutionResult> Execute(const PlanRun& run, const ExecuteConfig& config);
 
+// `repeat` timed runs of a prepared plan (CheckRepeat), after WarmUpRuns(repeat) untimed ones,
+// every rank in this process. The runs are deterministic in their outputs up to fp32 summation
+// order; `first` is the first timed run (its outputs are the ones to check and write).
+struct RepeatedExecution {
+  ExecutionResult first;
+  RepeatedRuns runs;
+};
+// `observer` (may be empty) is called after every run, the warm-up included. The first failing
+// run ends the repetition with its error.
+Result<RepeatedExecution> ExecuteRepeated(const PlanRun& run, const ExecuteConfig& config, int repeat,
+                                          const RunObserver& observer = {});
+
 // What one rank of a job with one process per rank ends with.
 struct JobRank {
   int failed_rank = -1;   // >= 0: that rank could not prepare; nothing ran
   Status failure;         // its reason (on that rank; elsewhere empty)
   int failure_code = 0;   // every rank learns the failing rank's code (start barrier)
-  std::optional<GatheredRun> gathered;  // rank 0, after a successful run
-  double wall_s = 0;
+  // Rank 0, after a successful job: the first timed run's outputs and timings.
+  std::optional<GatheredRun> gathered;
+  double wall_s = 0;      // the first timed run's on this rank
+  RepeatedRuns runs;      // rank 0: every timed run (other ranks: wall_s only)
   std::string device;     // this rank's
 };
 
 // One rank of a job: a start barrier agrees that every rank prepared (`run`, or null with the
 // reason `setup` and `code`, the exit code the caller wants for that failure); then this rank
-// runs, and rank 0 gathers every rank's outputs and timings. A failing run aborts the transport
-// (the whole job ends) and is returned as an error; so is a failed gather.
+// runs, and rank 0 gathers every rank's outputs and timings. With `repeat` > 1 every rank makes
+// WarmUpRuns(repeat) untimed runs and then `repeat` timed ones (the same number on every rank),
+// each behind its own start barrier, so that no run overlaps another across processes; rank 0
+// gathers after every run and calls `observer` (may be empty) with its time. A failing run aborts
+// the transport (the whole job ends) and is returned as an error; so is a failed gather.
 Result<JobRank> RunJobRank(Transport& transport, const PlanRun* run, const Status& setup, int code,
-                           const ExecuteConfig& config, std::chrono::milliseconds timeout);
+                           const ExecuteConfig& config, std::chrono::milliseconds timeout, int repeat = 1,
+                           const RunObserver& observer = {});
 
 }  // namespace meshplan::exec

@@ -1,5 +1,6 @@
 #include "report/execution_report.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -39,6 +40,14 @@ std::string Scientific(double value) {
 
 namespace {
 
+// The timed runs, at least the one the report describes.
+int TimedRuns(const ExecutionReport& r) { return std::max(1, r.runs.stats.n); }
+
+// The measured time compared with the prediction: the median of the timed runs.
+double MeasuredTime(const ExecutionReport& r) { return r.runs.stats.n > 0 ? r.runs.stats.median_s : r.measured.run_s; }
+
+std::string SignedPercent(double percent) { return (percent >= 0 ? "+" : "") + Fixed(percent, 1) + "%"; }
+
 std::string InputsDescription(const ExecutionReport& r) {
   if (r.inputs_dir.empty()) return "random, seed " + std::to_string(r.seed);
   return std::string("from ") + r.inputs_dir + " (q.npy, k.npy, v.npy" +
@@ -56,9 +65,25 @@ std::string RenderExecutionTable(const ExecutionReport& r) {
          (r.widened ? " (the plan's pass is bwd)" : "") + "; " + r.precision + "\n";
   out += "run:       " + r.run + "\n";
   out += "inputs:    " + InputsDescription(r) + "\n\n";
-  out += "measured:  " + FormatSeconds(r.wall_s) + " wall; last op ends at " +
-         FormatSeconds(r.measured.run_s) + "\n";
-  out += "per rank over " + std::to_string(r.ranks) + " ranks (measured):\n";
+  const int n = TimedRuns(r);
+  if (n > 1) {
+    const exec::RepeatStats& s = r.runs.stats;
+    out += "measured:  " + std::to_string(n) + " timed runs after " + std::to_string(r.runs.warm_up) +
+           " untimed warm-up run" + (r.runs.warm_up == 1 ? "" : "s") + ": median " + FormatSeconds(s.median_s) +
+           ", min " + FormatSeconds(s.min_s) + ", max " + FormatSeconds(s.max_s) + ", spread " +
+           Fixed(s.spread * 100, 1) + "% ((max - min) / median)\n";
+    out += "times:     ";
+    const std::vector<double> times = r.runs.TimesS();
+    for (size_t i = 0; i < times.size(); ++i) out += (i ? ", " : "") + FormatSeconds(times[i]);
+    out += "\n";
+    out += "median run (run " + std::to_string(s.median_run + 1) + "): " + FormatSeconds(r.wall_s) +
+           " wall; last op ends at " + FormatSeconds(r.measured.run_s) + "\n";
+  } else {
+    out += "measured:  " + FormatSeconds(r.wall_s) + " wall; last op ends at " + FormatSeconds(r.measured.run_s) +
+           "\n";
+  }
+  out += "per rank over " + std::to_string(r.ranks) + " ranks (measured" + (n > 1 ? ", the median run" : "") +
+         "):\n";
   const exec::RunTimeline& m = r.measured;
   out += Columns(
       {{"", "min", "mean", "max"},
@@ -75,9 +100,11 @@ std::string RenderExecutionTable(const ExecutionReport& r) {
     auto pct = [](double part, double whole) {
       return Fixed(Fraction(part, whole) * 100, 1) + "%";
     };
+    const double measured = MeasuredTime(r);
     out += Columns(
         {{"", "predicted", "measured"},
-         {"time", FormatSeconds(p.run_s), FormatSeconds(m.run_s)},
+         {n > 1 ? "time (median of " + std::to_string(n) + ")" : "time", FormatSeconds(p.run_s), FormatSeconds(measured)},
+         {"error vs predicted", "", SignedPercent(exec::ErrorPercent(measured, p.run_s))},
          {"compute (mean)", FormatSeconds(p.compute.mean), FormatSeconds(m.compute.mean)},
          {"exposed comm (mean)", FormatSeconds(p.exposed.mean), FormatSeconds(m.exposed.mean)},
          {"idle (mean)", FormatSeconds(p.idle.mean), FormatSeconds(m.idle.mean)},
@@ -93,8 +120,8 @@ std::string RenderExecutionTable(const ExecutionReport& r) {
   }
   if (r.checked) {
     out +=
-        "\ncheck: max relative error (max |x - ref| / max |ref|) against float64 attention, "
-        "tolerance " +
+        "\ncheck" + (n > 1 ? " (outputs of timed run 1 of " + std::to_string(n) + ")" : std::string()) +
+        ": max relative error (max |x - ref| / max |ref|) against float64 attention, tolerance " +
         Scientific(r.check.tolerance) + ":\n";
     std::vector<std::vector<std::string>> rows;
     for (const auto& [name, error] : r.check.errors) {
@@ -136,6 +163,43 @@ void TimelineJson(JsonWriter& j, const exec::RunTimeline& t) {
   j.EndObject();
 }
 
+// The timed runs: "n", "warm_up", "median_s", "min_s", "max_s", "spread", "times_s", the median
+// run (1-based) and the median's signed error against the prediction in percent (null without one).
+void RepeatJson(JsonWriter& j, const ExecutionReport& r) {
+  exec::RepeatStats s = r.runs.stats;
+  std::vector<double> times = r.runs.TimesS();
+  if (s.n == 0) {  // one run, described by `measured`
+    times = {r.measured.run_s};
+    s = exec::RepeatStatsOf(times);
+  }
+  j.BeginObject();
+  j.Key("n");
+  j.Int(s.n);
+  j.Key("warm_up");
+  j.Int(r.runs.warm_up);
+  j.Key("median_s");
+  j.Number(s.median_s);
+  j.Key("min_s");
+  j.Number(s.min_s);
+  j.Key("max_s");
+  j.Number(s.max_s);
+  j.Key("spread");
+  j.Number(s.spread);
+  j.Key("times_s");
+  j.BeginArray();
+  for (double t : times) j.Number(t);
+  j.EndArray();
+  j.Key("median_run");
+  j.Int(static_cast<long long>(s.median_run) + 1);
+  j.Key("median_error_pct");
+  if (r.have_prediction) {
+    j.Number(exec::ErrorPercent(s.median_s, r.predicted.run_s));
+  } else {
+    j.Raw("null");
+  }
+  j.EndObject();
+}
+
 }  // namespace
 
 std::string RenderExecutionJson(const ExecutionReport& r) {
@@ -174,6 +238,8 @@ std::string RenderExecutionJson(const ExecutionReport& r) {
     j.Raw(std::to_string(r.seed));
   }
   j.EndObject();
+  j.Key("repeat");
+  RepeatJson(j, r);
   j.Key("wall_s");
   j.Number(r.wall_s);
   j.Key("measured");
@@ -191,6 +257,8 @@ std::string RenderExecutionJson(const ExecutionReport& r) {
   if (r.checked) {
     j.Key("check");
     j.BeginObject();
+    j.Key("run");
+    j.Int(1);  // the first timed run's outputs
     j.Key("tolerance");
     j.Number(r.check.tolerance);
     j.Key("passed");

@@ -10,6 +10,7 @@
 #include "core/plan.h"
 #include "core/topology.h"
 #include "executor/output_check.h"
+#include "executor/repeat.h"
 #include "executor/timeline.h"
 #include "simulator/simulate.h"
 
@@ -26,13 +27,17 @@ struct ExecutionReport {
   std::string inputs_dir;  // empty: random inputs from `seed`
   uint64_t seed = 1;
   int ranks = 0;
+  // The timed runs (`meshplan execute --repeat N`): their times and median, min, max and spread.
+  // wall_s and measured describe the median run (RepeatStats::median_run); with no runs recorded
+  // the report is of one run.
+  exec::RepeatedRuns runs;
   double wall_s = 0;
   exec::RunTimeline measured;
   bool have_prediction = false;
   exec::RunTimeline predicted;
   std::string prediction_error;  // why there is no prediction
   bool checked = false;
-  exec::OutputCheck check;
+  exec::OutputCheck check;  // of the first timed run's outputs (so are the written files)
   std::string outputs_dir;
   std::vector<std::string> written;  // output files (names in outputs_dir)
 };

@@ -29,7 +29,7 @@ int RunInProcess(const ExecuteFlags& flags) {
   if (!prepared.ok()) return ReportError(prepared.status());
   const Prepared& p = *prepared;
   NoteWidenedPass(p);
-  auto run = exec::Execute(p.run, p.config);
+  auto run = exec::ExecuteRepeated(p.run, p.config, RepeatCount(flags).value(), RunProgress(flags));
   if (!run.ok()) {
     if (run.status().code() == ErrorCode::kInvalidInput) {
       return ReportError(run.status().WithContext("--backend " + flags.backend));
@@ -38,10 +38,10 @@ int RunInProcess(const ExecuteFlags& flags) {
     return kExitFailure;
   }
   const std::string line = flags.backend == "cuda"
-                               ? CudaRunLine(flags, p, run->device)
+                               ? CudaRunLine(flags, p, run->first.device)
                                : "backend cpu, transport threads, " + std::to_string(p.run.schedule.num_ranks) +
                                      " ranks (one engine per rank, a worker thread per stream)";
-  return FinishExecution(flags, p, run->outputs, run->timings, run->wall_s, line);
+  return FinishExecution(flags, p, run->first.outputs, run->runs, line);
 }
 
 #if MESHPLAN_HAVE_MPI
@@ -66,7 +66,7 @@ int RunMpi(const ExecuteFlags& flags, exec::MpiTransport& transport) {
   }
   const exec::ExecuteConfig config = prepared.ok() ? prepared->config : exec::ExecuteConfig{};
   auto job = exec::RunJobRank(transport, setup.ok() ? &prepared->run : nullptr, setup, setup.ok() ? 0 : ExitCodeOf(setup),
-                              config, Timeout(flags));
+                              config, Timeout(flags), RepeatCount(flags).value(), RunProgress(flags));
   if (!job.ok()) {
     std::fprintf(stderr, "meshplan: error: run failed: %s\n", job.status().message().c_str());
     return kExitFailure;
@@ -92,7 +92,7 @@ int RunMpi(const ExecuteFlags& flags, exec::MpiTransport& transport) {
           ? "backend cuda, transport mpi (NCCL between processes), " + ranks + " ranks (one process per rank); rank 0: " +
                 job->device
           : "backend cpu, transport mpi, " + ranks + " ranks (one process per rank)";
-  return FinishExecution(flags, p, job->gathered->outputs, job->gathered->timings, job->wall_s, line);
+  return FinishExecution(flags, p, job->gathered->outputs, job->runs, line);
 }
 #endif  // MESHPLAN_HAVE_MPI
 
@@ -165,6 +165,12 @@ Runner RegisterExecuteCommand(CLI::App& app) {
                   "A receive waiting longer than this fails the run (seconds)")
       ->capture_default_str();
   cmd->add_option("--format", flags->format, "Output: table or json")->capture_default_str();
+  cmd->add_option("--repeat", flags->repeat,
+                  "Benchmark: N timed runs of the same inputs (1 to 1000; one untimed warm-up run first when "
+                  "N > 1); reports the median, min, max and spread of the measured time, the median run's "
+                  "timeline, and its error against the prediction; --check and --outputs use the first timed "
+                  "run; progress on stderr per run")
+      ->capture_default_str();
   cmd->add_option("--inject-fail", flags->inject_fail,
                   "Testing: rank RANK fails at its op OP (RANK:OP), as if that op had failed");
   cmd->add_flag("--check-dependencies", flags->check_dependencies,

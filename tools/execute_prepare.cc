@@ -1,11 +1,15 @@
 // `meshplan execute`: from flags to a run ready to go (tools/execute_run.h).
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <exception>
 #include <string>
 
 #include "core/plan_io.h"
+#include "core/units.h"
 #include "executor/plan_run.h"
+#include "executor/repeat.h"
 #include "tools/cli_common.h"
 #include "tools/execute_run.h"
 
@@ -37,7 +41,42 @@ Status CheckFlags(const ExecuteFlags& flags) {
   if (!(flags.timeout_s > 0) || !std::isfinite(flags.timeout_s) || flags.timeout_s > 1e6) {
     return Status::Invalid("--timeout-s: must be a number of seconds in (0, 1e6]");
   }
+  if (auto repeat = RepeatCount(flags); !repeat.ok()) return repeat.status();
   return CheckFormat(flags.format, {"table", "json"});
+}
+
+Result<int> RepeatCount(const ExecuteFlags& flags) {
+  const std::string& text = flags.repeat;
+  int64_t n = -1;
+  bool number = !text.empty() && text.find_first_not_of("+-0123456789") == std::string::npos;
+  if (number) {
+    try {
+      size_t used = 0;
+      n = std::stoll(text, &used);
+      number = used == text.size();
+    } catch (const std::exception&) {
+      number = false;
+    }
+  }
+  if (!number) {
+    return Status::Invalid("--repeat: '" + text + "' is not a number of runs from 1 to " +
+                           std::to_string(exec::kMaxRepeat));
+  }
+  MESHPLAN_RETURN_IF_ERROR(exec::CheckRepeat(n).WithContext("--repeat"));
+  return static_cast<int>(n);
+}
+
+exec::RunObserver RunProgress(const ExecuteFlags& flags) {
+  auto repeat = RepeatCount(flags);
+  if (!repeat.ok() || *repeat <= 1) return {};
+  return [](int run, int runs, double time_s) {
+    if (run == 0) {
+      std::fprintf(stderr, "warm-up run: %s (not timed)\n", FormatSeconds(time_s).c_str());
+    } else {
+      std::fprintf(stderr, "run %d/%d: %s\n", run, runs, FormatSeconds(time_s).c_str());
+    }
+    std::fflush(stderr);
+  };
 }
 
 std::chrono::milliseconds Timeout(const ExecuteFlags& flags) {

@@ -9,7 +9,7 @@
 
 #include "executor/output_check.h"
 #include "executor/run_files.h"
-#include "executor/timeline.h"
+#include "executor/repeat.h"
 #include "report/execution_report.h"
 #include "simulator/plan_simulation.h"
 #include "tools/cli_common.h"
@@ -17,11 +17,11 @@
 namespace meshplan::tools {
 
 using exec::AttentionTensors;
-using exec::OpTiming;
 
-// After a successful run (on rank 0 for MPI): check, write outputs, print. Returns the exit code.
+// After successful runs (on rank 0 for MPI): check and write the first timed run's outputs, print
+// the report of every timed run. Returns the exit code.
 int FinishExecution(const ExecuteFlags& flags, const Prepared& p, const AttentionTensors<float>& outputs,
-                    const std::vector<std::vector<OpTiming>>& timings, double wall_s, const std::string& run) {
+                    const exec::RepeatedRuns& runs, const std::string& run) {
   report::ExecutionReport r;
   r.plan_file = flags.plan;
   r.plan = p.run.plan;
@@ -35,8 +35,10 @@ int FinishExecution(const ExecuteFlags& flags, const Prepared& p, const Attentio
   r.seed = flags.seed;
   r.outputs_dir = flags.outputs;
   r.ranks = static_cast<int>(p.run.schedule.num_ranks);
-  r.wall_s = wall_s;
-  r.measured = exec::MeasureTimeline(p.run.schedule, timings);
+  if (runs.timelines.empty()) return ReportError(Status::Internal("execute: no timed run"));
+  r.runs = runs;
+  r.wall_s = runs.MedianWallS();
+  r.measured = runs.MedianRun();
   sim::SimOptions options;
   options.record_op_times = false;
   auto sim = sim::SimulatePlan(p.run.plan, p.topology, options);

@@ -13,6 +13,7 @@
 #include "executor/execute.h"
 #include "executor/output_check.h"
 #include "executor/plan_run.h"
+#include "executor/repeat.h"
 #include "executor/tensor.h"
 #include "executor/transport.h"
 
@@ -35,6 +36,7 @@ struct ExecuteFlags {
   std::string inject_fail;  // "RANK:OP"
   int inject_silent = -1;
   bool check_dependencies = false;  // the engine's happens-before checker
+  std::string repeat = "1";  // timed runs (1..1000; a warm-up run first when > 1), parsed by RepeatCount
 };
 
 // A run ready to go: everything a user can get wrong has been checked before it is built.
@@ -47,6 +49,10 @@ struct Prepared {
 
 // Checks the flags (before anything is loaded, and before MPI starts).
 Status CheckFlags(const ExecuteFlags& flags);
+// --repeat as a count of timed runs (checked: 1 <= N <= exec::kMaxRepeat; errors name the flag).
+Result<int> RepeatCount(const ExecuteFlags& flags);
+// Progress of repeated runs on stderr ("run 3/10: 12.3 ms"); empty (no progress) for one run.
+exec::RunObserver RunProgress(const ExecuteFlags& flags);
 // --timeout-s as a duration.
 std::chrono::milliseconds Timeout(const ExecuteFlags& flags);
 // --timeout-s and the fault injection flags into `options`; ranks checked against `ranks`.
@@ -56,11 +62,11 @@ Result<Prepared> PrepareExecution(const ExecuteFlags& flags);
 // One line on stderr when the plan's pass bwd runs as fwd+bwd.
 void NoteWidenedPass(const Prepared& p);
 
-// After a successful run (on rank 0 for MPI): check against the reference, write the outputs,
-// print the report. `run` says what ran where ("backend cpu, transport threads, 4 ranks (...)").
-// Returns the exit code.
+// After successful runs (on rank 0 for MPI): check the first timed run's `outputs` against the
+// reference, write them, print the report of the timed `runs` (the median run's timeline). `run`
+// says what ran where ("backend cpu, transport threads, 4 ranks (...)"). Returns the exit code.
 int FinishExecution(const ExecuteFlags& flags, const Prepared& p, const exec::AttentionTensors<float>& outputs,
-                    const std::vector<std::vector<exec::OpTiming>>& timings, double wall_s, const std::string& run);
+                    const exec::RepeatedRuns& runs, const std::string& run);
 
 // --backend cuda (tools/execute_cuda.cc). Without CUDA in the build these return an error.
 bool CudaBackendBuilt();

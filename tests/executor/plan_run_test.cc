@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include "executor/device/half_float.h"
 #include "tests/executor/scheme_cases.h"
 
@@ -63,6 +65,37 @@ TEST(PlanRun, InputsAreRoundedToTheInputTypeWithItsTolerance) {
   int not_bf16 = 0;
   for (float x : fp32->inputs.q.data) not_bf16 += RoundToInput(InputType::kBf16, x) != x;
   EXPECT_GT(not_bf16, 0);
+}
+
+TEST(PlanRun, RepeatedRunsWarmUpOnceThenTimeEachRun) {
+  auto run = PreparePlanRun(RingPlan(4, Pass::kForwardBackward), "p.toml", Cluster(4), {}, InputType::kFp32);
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  std::vector<int> seen;  // the observer's run numbers: 0 for the warm-up
+  auto repeated = ExecuteRepeated(*run, ExecuteConfig{}, 3, [&](int r, int runs, double time_s) {
+    EXPECT_EQ(runs, 3);
+    EXPECT_GT(time_s, 0);
+    seen.push_back(r);
+  });
+  ASSERT_TRUE(repeated.ok()) << repeated.status().message();
+  EXPECT_EQ(seen, (std::vector<int>{0, 1, 2, 3}));  // 4 runs: the warm-up and 3 timed
+  EXPECT_EQ(repeated->runs.warm_up, 1);
+  EXPECT_EQ(repeated->runs.timelines.size(), 3u);
+  EXPECT_EQ(repeated->runs.wall_s.size(), 3u);
+  EXPECT_EQ(repeated->runs.stats.n, 3);
+  EXPECT_EQ(repeated->first.timings.size(), 4u);  // the first timed run's, per rank
+  EXPECT_EQ(repeated->first.outputs.o.data.size(), 64u * 2 * 8);
+  // The same inputs give the same outputs up to fp32 summation order.
+  auto once = ExecuteRepeated(*run, ExecuteConfig{}, 1, [&](int r, int, double) { seen.push_back(r); });
+  ASSERT_TRUE(once.ok()) << once.status().message();
+  EXPECT_EQ(seen.size(), 5u);  // one run, no warm-up
+  EXPECT_EQ(seen.back(), 1);
+  EXPECT_EQ(once->runs.warm_up, 0);
+  ASSERT_EQ(once->first.outputs.o.data.size(), repeated->first.outputs.o.data.size());
+  for (size_t i = 0; i < once->first.outputs.o.data.size(); ++i) {
+    EXPECT_NEAR(once->first.outputs.o.data[i], repeated->first.outputs.o.data[i], 1e-5) << i;
+  }
+  EXPECT_EQ(ExecuteRepeated(*run, ExecuteConfig{}, 0).status().code(), ErrorCode::kInvalidInput);
+  EXPECT_EQ(ExecuteRepeated(*run, ExecuteConfig{}, 1001).status().code(), ErrorCode::kInvalidInput);
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 #!/bin/sh
 # `meshplan execute --transport mpi` under mpirun: a 4-rank plan runs with one process per rank,
 # rank 0 gathers the outputs and the check against plain attention passes; a wrong process count
-# is refused and a failing rank ends the job.
+# is refused and a failing rank ends the job; --repeat runs every rank the same number of times.
 # Usage: execute_mpi.sh MESHPLAN SOURCE_DIR [MPIEXEC]   (CTest label mpi, tests/CMakeLists.txt)
 set -u
 meshplan=$1
@@ -31,6 +31,20 @@ grep -q "^check passed$" "$work/out" || fail "no 'check passed' line"
 [ "$(grep -c '^check passed$' "$work/out")" -eq 1 ] || fail "more than one rank printed"
 for f in o lse dq dk dv; do
   [ -s "$work/outputs/$f.npy" ] || fail "missing output $f.npy"
+done
+
+# --repeat: every rank makes the warm-up and the timed runs, each behind its own start barrier;
+# rank 0 alone reports them (and checks the first timed run).
+"$mpiexec" -np 4 --oversubscribe --allow-run-as-root "$meshplan" execute "$work/plan.toml" \
+  --transport mpi --check --repeat 3 --format json >"$work/out" 2>"$work/err"
+rc=$?
+[ "$rc" -eq 0 ] || fail "mpirun --repeat 3 exited $rc"
+grep -q '"repeat":{"n":3,"warm_up":1,' "$work/out" || fail "no repeat object with n 3 and one warm-up"
+grep -q '"passed":true' "$work/out" || fail "the check of the first timed run did not pass"
+[ "$(grep -c '^{' "$work/out")" -eq 1 ] || fail "more than one rank printed"
+[ "$(grep -c '^warm-up run: ' "$work/err")" -eq 1 ] || fail "not one warm-up progress line"
+for i in 1 2 3; do
+  [ "$(grep -c "^run $i/3: " "$work/err")" -eq 1 ] || fail "not one progress line for run $i/3"
 done
 
 # A job with fewer processes than the plan's ranks is refused (exit 2, one clear line).

@@ -6,13 +6,16 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cctype>
 #include <cmath>
+#include <exception>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/plan_io.h"
@@ -312,6 +315,134 @@ TEST_F(Cli, PlanSimulateReranksTheTopPlans) {
   ExpectInvalid("plan --simulate=-1", {"--simulate"});
 }
 
+// A minimal JSON reader for the tests: parses all of `text` (one value, whitespace around it) or
+// fails; objects keep their keys in order.
+struct Json {
+  enum Kind { kNull, kBool, kNumber, kString, kArray, kObject } kind = kNull;
+  bool boolean = false;
+  double number = 0;
+  std::string string;
+  std::vector<Json> items;                            // kArray
+  std::vector<std::pair<std::string, Json>> members;  // kObject
+
+  const Json* Find(const std::string& key) const {
+    for (const auto& [k, v] : members) {
+      if (k == key) return &v;
+    }
+    return nullptr;
+  }
+  static bool Parse(const std::string& text, Json* out) {
+    *out = Json{};
+    size_t at = 0;
+    return Value(text, at, out) && (Space(text, at), at == text.size());
+  }
+
+ private:
+  static void Space(const std::string& t, size_t& at) {
+    while (at < t.size() && std::isspace(static_cast<unsigned char>(t[at]))) ++at;
+  }
+  static bool Literal(const std::string& t, size_t& at, const char* word) {
+    const std::string w(word);
+    if (t.compare(at, w.size(), w) != 0) return false;
+    at += w.size();
+    return true;
+  }
+  static bool String(const std::string& t, size_t& at, std::string* out) {
+    if (at >= t.size() || t[at] != '"') return false;
+    for (++at; at < t.size(); ++at) {
+      const char c = t[at];
+      if (c == '"') {
+        ++at;
+        return true;
+      }
+      if (static_cast<unsigned char>(c) < 0x20) return false;
+      if (c == '\\') {
+        if (++at >= t.size()) return false;
+        const char e = t[at];
+        if (e == 'u') {
+          if (at + 4 >= t.size()) return false;
+          out->push_back('?');
+          at += 4;
+        } else if (std::string("\"\\/bfnrt").find(e) != std::string::npos) {
+          out->push_back(e);
+        } else {
+          return false;
+        }
+      } else {
+        out->push_back(c);
+      }
+    }
+    return false;
+  }
+  static bool Value(const std::string& t, size_t& at, Json* out) {
+    Space(t, at);
+    if (at >= t.size()) return false;
+    const char c = t[at];
+    if (c == '{' || c == '[') {
+      out->kind = c == '{' ? kObject : kArray;
+      const char close = c == '{' ? '}' : ']';
+      ++at;
+      Space(t, at);
+      if (at < t.size() && t[at] == close) return ++at, true;
+      while (true) {
+        Space(t, at);
+        Json item;
+        if (out->kind == kObject) {
+          std::string key;
+          if (!String(t, at, &key)) return false;
+          Space(t, at);
+          if (at >= t.size() || t[at++] != ':') return false;
+          if (!Value(t, at, &item)) return false;
+          out->members.emplace_back(std::move(key), std::move(item));
+        } else {
+          if (!Value(t, at, &item)) return false;
+          out->items.push_back(std::move(item));
+        }
+        Space(t, at);
+        if (at >= t.size()) return false;
+        if (t[at] == close) return ++at, true;
+        if (t[at++] != ',') return false;
+      }
+    }
+    if (c == '"') {
+      out->kind = kString;
+      return String(t, at, &out->string);
+    }
+    if (Literal(t, at, "true")) return out->kind = kBool, out->boolean = true, true;
+    if (Literal(t, at, "false")) return out->kind = kBool, true;
+    if (Literal(t, at, "null")) return out->kind = kNull, true;
+    const size_t end = t.find_first_not_of("+-0123456789.eE", at);
+    const std::string number = t.substr(at, end == std::string::npos ? std::string::npos : end - at);
+    if (number.empty()) return false;
+    size_t used = 0;
+    try {
+      out->number = std::stod(number, &used);
+    } catch (const std::exception&) {
+      return false;
+    }
+    if (used != number.size()) return false;
+    out->kind = kNumber;
+    at += used;
+    return true;
+  }
+};
+
+TEST(JsonReader, ParsesWhatTheTestsRead) {
+  Json j;
+  ASSERT_TRUE(Json::Parse(" {\"a\":[1,2.5e-3,-4],\"b\":{\"c\":\"x\\\"y\",\"d\":null,\"e\":true}} ", &j));
+  ASSERT_EQ(j.kind, Json::kObject);
+  ASSERT_NE(j.Find("a"), nullptr);
+  EXPECT_EQ(j.Find("a")->items.size(), 3u);
+  EXPECT_DOUBLE_EQ(j.Find("a")->items[1].number, 2.5e-3);
+  EXPECT_EQ(j.Find("b")->Find("c")->string, "x\"y");
+  EXPECT_EQ(j.Find("b")->Find("d")->kind, Json::kNull);
+  EXPECT_TRUE(j.Find("b")->Find("e")->boolean);
+  for (const char* bad : {"", "{", "{\"a\":}", "[1,]", "{\"a\":1} x", "[1 2]", "nul"}) {
+    Json k;
+    EXPECT_FALSE(Json::Parse(bad, &k)) << bad;
+  }
+}
+
 // ---- meshplan execute
 // ----------------------------------------------------------------------------
 
@@ -408,6 +539,83 @@ TEST_F(Execute, ChecksAgainstTheReferenceAndReportsTheTimeline) {
         "\"predicted\":{\"time_s\":", "\"exposed_comm_fraction\":", "\"dV\":"}) {
     EXPECT_NE(r.out.find(needle), std::string::npos) << needle << "\n" << r.out;
   }
+}
+
+TEST_F(Execute, RepeatTimesNRunsAfterAWarmUpAndReportsTheirMedian) {
+  const std::string plan = MakePlan();
+  RunResult r = Run("execute " + plan + " --repeat 3 --check --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  // 4 runs: the warm-up, then 3 timed, each with one progress line.
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 4) << r.err;
+  EXPECT_EQ(r.err.find("warm-up run: "), 0u) << r.err;
+  for (const char* line : {"\nrun 1/3: ", "\nrun 2/3: ", "\nrun 3/3: "}) {
+    EXPECT_NE(r.err.find(line), std::string::npos) << line << "\n" << r.err;
+  }
+  Json j;
+  ASSERT_TRUE(Json::Parse(r.out, &j)) << r.out;
+  const Json* repeat = j.Find("repeat");
+  ASSERT_NE(repeat, nullptr) << r.out;
+  for (const char* key : {"n", "warm_up", "median_s", "min_s", "max_s", "spread", "times_s", "median_run",
+                          "median_error_pct"}) {
+    ASSERT_NE(repeat->Find(key), nullptr) << key << "\n" << r.out;
+  }
+  EXPECT_EQ(repeat->Find("n")->number, 3);
+  EXPECT_EQ(repeat->Find("warm_up")->number, 1);
+  const std::vector<Json>& times = repeat->Find("times_s")->items;
+  ASSERT_EQ(times.size(), 3u);  // the timed runs, the warm-up not among them
+  std::vector<double> sorted;
+  for (const Json& t : times) sorted.push_back(t.number);
+  std::sort(sorted.begin(), sorted.end());
+  const double median = repeat->Find("median_s")->number;
+  EXPECT_DOUBLE_EQ(median, sorted[1]);
+  EXPECT_DOUBLE_EQ(repeat->Find("min_s")->number, sorted[0]);
+  EXPECT_DOUBLE_EQ(repeat->Find("max_s")->number, sorted[2]);
+  EXPECT_NEAR(repeat->Find("spread")->number, (sorted[2] - sorted[0]) / median, 1e-9);
+  const int median_run = static_cast<int>(repeat->Find("median_run")->number);
+  ASSERT_TRUE(median_run >= 1 && median_run <= 3) << median_run;
+  EXPECT_DOUBLE_EQ(times[median_run - 1].number, median);
+  // The existing fields describe the median run; the error is the median's against the prediction.
+  ASSERT_NE(j.Find("measured"), nullptr);
+  EXPECT_DOUBLE_EQ(j.Find("measured")->Find("time_s")->number, median);
+  ASSERT_NE(j.Find("wall_s"), nullptr);
+  const double predicted = j.Find("predicted")->Find("time_s")->number;
+  EXPECT_NEAR(repeat->Find("median_error_pct")->number, (median - predicted) / predicted * 100,
+              1e-6 * std::abs((median - predicted) / predicted * 100) + 1e-9);
+  // The check is of the first timed run.
+  ASSERT_NE(j.Find("check"), nullptr);
+  EXPECT_EQ(j.Find("check")->Find("run")->number, 1);
+  EXPECT_TRUE(j.Find("check")->Find("passed")->boolean);
+
+  r = Run("execute " + plan + " --repeat 2 --check");
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 3) << r.err;
+  for (const char* needle : {"2 timed runs after 1 untimed warm-up run: median ", ", spread ", "times:     ",
+                             "median run (run ", "measured, the median run", "time (median of 2)",
+                             "error vs predicted", "check (outputs of timed run 1 of 2)",
+                             "check passed"}) {
+    EXPECT_NE(r.out.find(needle), std::string::npos) << needle << "\n" << r.out;
+  }
+
+  // One run (the default): no warm-up, no progress, the same keys.
+  r = Run("execute " + plan + " --repeat 1 --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(r.err.empty()) << r.err;
+  ASSERT_TRUE(Json::Parse(r.out, &j)) << r.out;
+  EXPECT_EQ(j.Find("repeat")->Find("n")->number, 1);
+  EXPECT_EQ(j.Find("repeat")->Find("warm_up")->number, 0);
+  ASSERT_EQ(j.Find("repeat")->Find("times_s")->items.size(), 1u);
+  EXPECT_DOUBLE_EQ(j.Find("repeat")->Find("times_s")->items[0].number, j.Find("measured")->Find("time_s")->number);
+}
+
+TEST_F(Execute, RepeatMustBeACountOfRunsUpToAThousand) {
+  const std::string plan = MakePlan();
+  ExpectInvalid("execute " + plan + " --repeat 0", {"--repeat", "0", "1 to 1000"});
+  ExpectInvalid("execute " + plan + " --repeat -1", {"--repeat", "-1"});
+  ExpectInvalid("execute " + plan + " --repeat=-1", {"--repeat", "-1"});
+  ExpectInvalid("execute " + plan + " --repeat x", {"--repeat", "'x'"});
+  ExpectInvalid("execute " + plan + " --repeat 2.5", {"--repeat", "2.5"});
+  ExpectInvalid("execute " + plan + " --repeat 1001", {"--repeat", "1001", "1 to 1000"});
+  ExpectInvalid("execute " + plan + " --repeat 99999999999999999999", {"--repeat"});
 }
 
 TEST_F(Execute, WritesOutputsAndReadsInputs) {
