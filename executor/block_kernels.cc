@@ -19,10 +19,65 @@ View Map(MutableRows r, int64_t d) { return View(r.data, r.rows, d, Eigen::Outer
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
+// How much of a block the mask leaves visible, decided from the position ranges alone.
+enum class Visibility { kNone, kAll, kPartial };
+
+// Smallest and largest token position of some rows.
+struct PositionRange {
+  int64_t lo = 0, hi = 0;
+};
+
+PositionRange RangeOf(const int64_t* positions, int64_t n) {
+  const auto [lo, hi] = std::minmax_element(positions, positions + n);
+  return {*lo, *hi};
+}
+
+// Visibility of every pair (query in `q`, key in `k`) for a non-full mask. Conservative: kNone
+// and kAll are exact claims, kPartial means "check each pair".
+Visibility Classify(PositionRange q, PositionRange k, const MaskRule& mask) {
+  // Every non-full mask is causal: a key after every query is never visible.
+  if (k.lo > q.hi) return Visibility::kNone;
+  // Every key at or before every query, and the farthest pair (latest query, earliest key) is
+  // visible: then every pair is (window: every distance is at most that pair's; documents:
+  // documents are contiguous, so [earliest key, latest query] lies in one document).
+  if (k.hi <= q.lo && mask.Visible(q.hi, k.lo)) return Visibility::kAll;
+  return Visibility::kPartial;
+}
+
+Visibility Classify(const RowsView& q, const RowsView& k, const MaskRule& mask) {
+  if (mask.full()) return Visibility::kAll;
+  return Classify(RangeOf(q.positions, q.rows), RangeOf(k.positions, k.rows), mask);
+}
+
+// Sub-tiles of a partly masked block, in rows (queries) and keys; chosen by measurement
+// (docs/benchmarks.md, "CPU kernels skip masked sub-tiles"). A block is planned as query tiles
+// of kQueryTile rows; each sees the block's keys in tiles of kKeyTile keys, each key tile skipped
+// (invisible to every row of the query tile), taken whole, or masked per pair.
+constexpr int64_t kQueryTile = 32;
+constexpr int64_t kKeyTile = 32;
+
+// Key rows [begin, end) of the block that a query tile reads with one product per operand;
+// their scores are columns [col, col + end - begin) of the tile's compact score matrix.
+struct KeySpan {
+  int64_t begin = 0, end = 0, col = 0;
+  int64_t size() const { return end - begin; }
+};
+
+// What one query tile computes: rows [row_begin, row_begin + rows) of the block against the keys
+// of `runs` (maximal runs of consecutive visible key tiles, in key order; `cols` keys in all).
+// `masked` lists the key tiles, inside the runs, whose pairs need the per-pair mask; every other
+// pair of the runs is visible. Keys outside the runs are invisible to every row of the tile.
+struct TilePlan {
+  int64_t row_begin = 0, rows = 0, cols = 0;
+  std::vector<KeySpan> runs, masked;
+};
+
 // Per-thread scratch, reused across calls (each rank runs on its own thread): no allocation or
 // fresh page faults per block.
 struct Scratch {
   std::vector<float> scores, ds, row, inv_sum;
+  std::vector<PositionRange> key_tiles;
+  TilePlan plan;
 };
 thread_local Scratch scratch;
 
@@ -31,32 +86,83 @@ float* Buffer(std::vector<float>& v, int64_t n) {
   return v.data();
 }
 
-// How much of a block the mask leaves visible, decided from the position ranges alone.
-enum class Visibility { kNone, kAll, kPartial };
-
-Visibility Classify(const RowsView& q, const RowsView& k, const MaskRule& mask) {
-  if (mask.full()) return Visibility::kAll;
-  const auto [q_lo, q_hi] = std::minmax_element(q.positions, q.positions + q.rows);
-  const auto [k_lo, k_hi] = std::minmax_element(k.positions, k.positions + k.rows);
-  // Every non-full mask is causal: a key after every query is never visible.
-  if (*k_lo > *q_hi) return Visibility::kNone;
-  // Every key at or before every query, and the farthest pair (latest query, earliest key) is
-  // visible: then every pair is (window: every distance is at most that pair's; documents:
-  // documents are contiguous, so [earliest key, latest query] lies in one document).
-  if (*k_hi <= *q_lo && mask.Visible(*q_hi, *k_lo)) return Visibility::kAll;
-  return Visibility::kPartial;
+// Rows [begin, end) of `r` as their own view.
+RowsView Slice(const RowsView& r, int64_t begin, int64_t end) {
+  return {r.data + begin * r.stride, end - begin, r.stride, r.positions == nullptr ? nullptr : r.positions + begin};
 }
 
-// s = scale * q k^T (the scale is applied as the GEMM's alpha), masked pairs set to -inf.
-void Scores(Dense& s, const RowsView& q, const RowsView& k, int64_t d, float scale, const MaskRule& mask,
-            Visibility visibility) {
-  s.noalias() = scale * Map(q, d) * Map(k, d).transpose();
-  if (visibility != Visibility::kPartial) return;
-  for (int64_t i = 0; i < q.rows; ++i) {
-    const int64_t qp = q.positions[i];
-    float* row = s.data() + i * k.rows;
-    for (int64_t j = 0; j < k.rows; ++j) {
-      if (!mask.Visible(qp, k.positions[j])) row[j] = kNegInf;
+// Appends key rows [begin, end) at the end of the plan's columns, extending the last run when
+// the keys follow it.
+void AppendKeys(std::vector<KeySpan>& spans, int64_t begin, int64_t end, int64_t col) {
+  if (!spans.empty() && spans.back().end == begin) {
+    spans.back().end = end;
+  } else {
+    spans.push_back({begin, end, col});
+  }
+}
+
+// Plans query rows [row_begin, row_end) of a partly masked block against the key tiles
+// (`key_tiles[t]`: position range of key rows [t * kKeyTile, min((t + 1) * kKeyTile, n_k))).
+void PlanTile(const RowsView& q, int64_t row_begin, int64_t row_end, const std::vector<PositionRange>& key_tiles,
+              int64_t nk, const MaskRule& mask, TilePlan& plan) {
+  plan.row_begin = row_begin;
+  plan.rows = row_end - row_begin;
+  plan.cols = 0;
+  plan.runs.clear();
+  plan.masked.clear();
+  const PositionRange qr = RangeOf(q.positions + row_begin, plan.rows);
+  for (size_t t = 0; t < key_tiles.size(); ++t) {
+    const Visibility visibility = Classify(qr, key_tiles[t], mask);
+    if (visibility == Visibility::kNone) continue;
+    const int64_t begin = static_cast<int64_t>(t) * kKeyTile, end = std::min(begin + kKeyTile, nk);
+    AppendKeys(plan.runs, begin, end, plan.cols);
+    if (visibility == Visibility::kPartial) AppendKeys(plan.masked, begin, end, plan.cols);
+    plan.cols += end - begin;
+  }
+}
+
+// Calls fn(plan) for each query tile of a block with some visible pair (visibility kAll or
+// kPartial). An entirely visible block is one tile with one unmasked run: the dense products,
+// as large as possible. A partly masked block is split into kQueryTile x kKeyTile sub-tiles;
+// every query row lies in exactly one tile, and the tiles come in row order.
+template <typename Fn>
+void ForEachTile(const RowsView& q, const RowsView& k, const MaskRule& mask, Visibility visibility, Fn&& fn) {
+  TilePlan& plan = scratch.plan;
+  if (visibility == Visibility::kAll) {
+    plan.row_begin = 0;
+    plan.rows = q.rows;
+    plan.cols = k.rows;
+    plan.runs.assign(1, KeySpan{0, k.rows, 0});
+    plan.masked.clear();
+    fn(plan);
+    return;
+  }
+  std::vector<PositionRange>& key_tiles = scratch.key_tiles;
+  key_tiles.clear();
+  for (int64_t begin = 0; begin < k.rows; begin += kKeyTile) {
+    key_tiles.push_back(RangeOf(k.positions + begin, std::min(kKeyTile, k.rows - begin)));
+  }
+  for (int64_t begin = 0; begin < q.rows; begin += kQueryTile) {
+    PlanTile(q, begin, std::min(begin + kQueryTile, q.rows), key_tiles, k.rows, mask, plan);
+    fn(plan);
+  }
+}
+
+// s = scale * q_tile k_runs^T for the plan's columns (the scale is applied as the GEMM's alpha),
+// with the masked pairs of its masked key tiles set to -inf.
+void TileScores(Dense& s, const TilePlan& plan, const RowsView& q, const RowsView& k, int64_t d, float scale,
+                const MaskRule& mask) {
+  const ConstView qt = Map(Slice(q, plan.row_begin, plan.row_begin + plan.rows), d);
+  for (const KeySpan& run : plan.runs) {
+    s.middleCols(run.col, run.size()).noalias() = scale * qt * Map(Slice(k, run.begin, run.end), d).transpose();
+  }
+  for (const KeySpan& span : plan.masked) {
+    for (int64_t i = 0; i < plan.rows; ++i) {
+      const int64_t qp = q.positions[plan.row_begin + i];
+      float* row = s.data() + i * plan.cols + span.col;
+      for (int64_t j = 0; j < span.size(); ++j) {
+        if (!mask.Visible(qp, k.positions[span.begin + j])) row[j] = kNegInf;
+      }
     }
   }
 }
@@ -73,6 +179,79 @@ void ExpShifted(float* row, int64_t n, float shift, bool masked, float* tmp) {
   Eigen::Map<Eigen::ArrayXf> t(tmp, n);
   t = (r - shift).exp();
   for (int64_t j = 0; j < n; ++j) row[j] = row[j] == kNegInf ? 0.0f : tmp[j];
+}
+
+// Forward for the query rows of one tile: their o rows and lse over the tile's visible keys (each
+// row's visible keys all lie in the tile's runs, so the softmax of a row is complete here).
+void TileForward(const TilePlan& plan, const RowsView& q, const RowsView& k, const RowsView& v, int64_t d,
+                 float scale, const MaskRule& mask, View& out, float* lse) {
+  auto out_rows = out.middleRows(plan.row_begin, plan.rows);
+  Dense s(Buffer(scratch.scores, plan.rows * plan.cols), plan.rows, plan.cols);
+  TileScores(s, plan, q, k, d, scale, mask);
+  const bool masked = !plan.masked.empty();
+  float* tmp = Buffer(scratch.row, plan.cols);
+  float* inv_sum = Buffer(scratch.inv_sum, plan.rows);
+  for (int64_t i = 0; i < plan.rows; ++i) {
+    float* row = s.data() + i * plan.cols;
+    const float m = s.row(i).maxCoeff();
+    if (m == kNegInf) {  // no visible key
+      s.row(i).setZero();
+      lse[plan.row_begin + i] = kNegInf;
+      inv_sum[i] = 0;
+      continue;
+    }
+    ExpShifted(row, plan.cols, m, masked, tmp);
+    const float l = s.row(i).sum();
+    lse[plan.row_begin + i] = m + std::log(l);
+    inv_sum[i] = 1.0f / l;
+  }
+  // Normalise the [rows x d] output instead of the [rows x cols] probabilities.
+  for (size_t r = 0; r < plan.runs.size(); ++r) {
+    const KeySpan& run = plan.runs[r];
+    const auto pv = s.middleCols(run.col, run.size()) * Map(Slice(v, run.begin, run.end), d);
+    if (r == 0) {
+      out_rows.noalias() = pv;
+    } else {
+      out_rows.noalias() += pv;
+    }
+  }
+  for (int64_t i = 0; i < plan.rows; ++i) out_rows.row(i) *= inv_sum[i];
+}
+
+// Backward for the query rows of one tile: adds their dq rows and their contributions to the dk
+// and dv rows of the tile's runs (keys outside the runs have P = 0 for these rows).
+void TileBackward(const TilePlan& plan, const RowsView& q, const RowsView& k, const RowsView& v,
+                  const RowsView& d_o, const float* lse, const float* delta, int64_t d, float scale,
+                  const MaskRule& mask, View& dq, View& dk, View& dv) {
+  const int64_t rows = plan.rows, cols = plan.cols, row_begin = plan.row_begin;
+  Dense p(Buffer(scratch.scores, rows * cols), rows, cols);
+  TileScores(p, plan, q, k, d, scale, mask);
+  const bool masked = !plan.masked.empty();
+  float* tmp = Buffer(scratch.row, cols);
+  for (int64_t i = 0; i < rows; ++i) {
+    if (lse[row_begin + i] == kNegInf) {
+      p.row(i).setZero();
+    } else {
+      ExpShifted(p.data() + i * cols, cols, lse[row_begin + i], masked, tmp);  // masked: exactly 0
+    }
+  }
+  const ConstView qt = Map(Slice(q, row_begin, row_begin + rows), d);
+  const ConstView dot = Map(Slice(d_o, row_begin, row_begin + rows), d);
+  Dense ds(Buffer(scratch.ds, rows * cols), rows, cols);
+  for (const KeySpan& run : plan.runs) {
+    dv.middleRows(run.begin, run.size()).noalias() += p.middleCols(run.col, run.size()).transpose() * dot;
+    ds.middleCols(run.col, run.size()).noalias() = dot * Map(Slice(v, run.begin, run.end), d).transpose();  // dP
+  }
+  for (int64_t i = 0; i < rows; ++i) {
+    ds.row(i) = (p.row(i).array() * (ds.row(i).array() - delta[row_begin + i])).matrix();
+  }
+  // The scale is applied as the GEMMs' alpha.
+  auto dq_rows = dq.middleRows(row_begin, rows);
+  for (const KeySpan& run : plan.runs) {
+    const auto ds_run = ds.middleCols(run.col, run.size());
+    dq_rows.noalias() += scale * ds_run * Map(Slice(k, run.begin, run.end), d);
+    dk.middleRows(run.begin, run.size()).noalias() += scale * ds_run.transpose() * qt;
+  }
 }
 
 }  // namespace
@@ -101,28 +280,14 @@ void BlockForward(const RowsView& q, const RowsView& k, const RowsView& v, int64
     std::fill(lse, lse + nq, kNegInf);
     return;
   }
-  const bool partial = visibility == Visibility::kPartial;
-  Dense s(Buffer(scratch.scores, nq * nk), nq, nk);
-  Scores(s, q, k, d, scale, mask, visibility);
-  float* tmp = Buffer(scratch.row, nk);
-  float* inv_sum = Buffer(scratch.inv_sum, nq);
-  for (int64_t i = 0; i < nq; ++i) {
-    float* row = s.data() + i * nk;
-    const float m = s.row(i).maxCoeff();
-    if (m == kNegInf) {  // no visible key
-      s.row(i).setZero();
-      lse[i] = kNegInf;
-      inv_sum[i] = 0;
-      continue;
+  ForEachTile(q, k, mask, visibility, [&](const TilePlan& plan) {
+    if (plan.cols > 0) {
+      TileForward(plan, q, k, v, d, scale, mask, out, lse);
+    } else {  // no visible key in any row of the tile
+      out.middleRows(plan.row_begin, plan.rows).setZero();
+      std::fill(lse + plan.row_begin, lse + plan.row_begin + plan.rows, kNegInf);
     }
-    ExpShifted(row, nk, m, partial, tmp);
-    const float l = s.row(i).sum();
-    lse[i] = m + std::log(l);
-    inv_sum[i] = 1.0f / l;
-  }
-  // Normalise the [nq x d] output instead of the [nq x nk] probabilities.
-  out.noalias() = s * Map(v, d);
-  for (int64_t i = 0; i < nq; ++i) out.row(i) *= inv_sum[i];
+  });
 }
 
 void MergePartial(MutableRows o, float* lse, const float* o_in, int64_t o_in_stride, const float* lse_in, int64_t d) {
@@ -146,28 +311,12 @@ void MergePartial(MutableRows o, float* lse, const float* o_in, int64_t o_in_str
 void BlockBackward(const RowsView& q, const RowsView& k, const RowsView& v, const RowsView& d_o,
                    const float* lse, const float* delta, int64_t d, float scale, const MaskRule& mask,
                    MutableRows dq, MutableRows dk, MutableRows dv) {
-  const int64_t nq = q.rows, nk = k.rows;
-  const Visibility visibility = nq == 0 || nk == 0 ? Visibility::kNone : Classify(q, k, mask);
+  const Visibility visibility = q.rows == 0 || k.rows == 0 ? Visibility::kNone : Classify(q, k, mask);
   if (visibility == Visibility::kNone) return;  // P = 0: nothing to add
-  const bool partial = visibility == Visibility::kPartial;
-  Dense p(Buffer(scratch.scores, nq * nk), nq, nk);
-  Scores(p, q, k, d, scale, mask, visibility);
-  float* tmp = Buffer(scratch.row, nk);
-  for (int64_t i = 0; i < nq; ++i) {
-    if (lse[i] == kNegInf) {
-      p.row(i).setZero();
-    } else {
-      ExpShifted(p.data() + i * nk, nk, lse[i], partial, tmp);  // masked: exactly 0
-    }
-  }
-  const ConstView dov = Map(d_o, d);
-  Map(dv, d).noalias() += p.transpose() * dov;
-  Dense ds(Buffer(scratch.ds, nq * nk), nq, nk);
-  ds.noalias() = dov * Map(v, d).transpose();  // dP
-  for (int64_t i = 0; i < nq; ++i) ds.row(i) = (p.row(i).array() * (ds.row(i).array() - delta[i])).matrix();
-  // The scale is applied as the GEMMs' alpha.
-  Map(dq, d).noalias() += scale * ds * Map(k, d);
-  Map(dk, d).noalias() += scale * ds.transpose() * Map(q, d);
+  View dq_all = Map(dq, d), dk_all = Map(dk, d), dv_all = Map(dv, d);
+  ForEachTile(q, k, mask, visibility, [&](const TilePlan& plan) {
+    if (plan.cols > 0) TileBackward(plan, q, k, v, d_o, lse, delta, d, scale, mask, dq_all, dk_all, dv_all);
+  });
 }
 
 }  // namespace meshplan::exec

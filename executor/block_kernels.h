@@ -2,6 +2,11 @@
 // block: n_q query rows against n_k key/value rows, each row with its token position so that
 // the mask piece of the block follows from the positions (full, causal, window, documents).
 // Matrices are row-major [rows x d] with an explicit row stride (elements between rows).
+// Work follows the mask: a block the mask hides entirely costs nothing, one it shows entirely is
+// computed densely, and a partly masked block (causal diagonal, window edge, document boundary,
+// zigzag shard) is split into sub-tiles of 32 query rows x 32 keys classified from their position
+// ranges: invisible ones are skipped, visible ones computed without the per-pair mask, and only
+// the rest masked pair by pair (like the GPU kernels' 64-key tiles).
 #pragma once
 
 #include <cstdint>
