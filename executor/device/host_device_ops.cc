@@ -1,7 +1,7 @@
 #include "executor/device/host_device_ops.h"
 
-#include <cstdio>
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include "executor/device/host_kernels.h"
@@ -130,6 +130,22 @@ Status HostDeviceOps::WaitUntil(std::unique_lock<std::mutex>& lock, const std::f
   if (!failure_.ok()) return Status::Io(what + ": aborted: " + failure_.message());
   if (!ok) return Status::Io(what);
   return Status::Ok();
+}
+
+std::string HostDeviceOps::RootWait(int32_t src) const {
+  for (const WaitingRecv& w : waiting_recvs_) {
+    if (w.silent) return w.what;
+  }
+  std::string root;
+  // At most one hop per rank: a cycle of waits ends the walk where it began.
+  for (size_t hops = 0; hops <= ended_.size(); ++hops) {
+    const auto next = std::find_if(waiting_recvs_.begin(), waiting_recvs_.end(),
+                                   [&](const WaitingRecv& w) { return w.dst_rank == src; });
+    if (next == waiting_recvs_.end()) break;
+    root = next->what;
+    src = next->src_rank;
+  }
+  return root;
 }
 
 void HostDeviceOps::Fail(const Status& status) {
@@ -389,10 +405,17 @@ Status HostDeviceOps::Exchange(const std::vector<Transfer>& transfers) {
       Enqueue(t.dst_rank, t.dst_stream, [this, rv, t, recv_what, timeout]() -> Status {
         {
           std::unique_lock<std::mutex> lock(mutex_);
-          MESHPLAN_RETURN_IF_ERROR(WaitUntil(lock, [&] { return rv->ready; },
-                                             std::chrono::steady_clock::now() + timeout,
-                                             recv_what + ": no message within the deadline (" +
-                                                 std::to_string(timeout.count()) + " ms)"));
+          const std::string deadline = ": no message within the deadline (" + std::to_string(timeout.count()) + " ms)";
+          const auto me = waiting_recvs_.insert(waiting_recvs_.end(), {t.dst_rank, t.src_rank, recv_what, t.silent});
+          Status waited =
+              WaitUntil(lock, [&] { return rv->ready; }, std::chrono::steady_clock::now() + timeout, recv_what + deadline);
+          waiting_recvs_.erase(me);
+          if (!waited.ok() && failure_.ok()) {
+            // This deadline passed first; if the sender is itself stuck waiting, name the cause.
+            const std::string root = RootWait(t.src_rank);
+            if (!root.empty()) waited = Status::Io(root + deadline + " (" + recv_what + " waited on it)");
+          }
+          MESHPLAN_RETURN_IF_ERROR(waited);
         }
         if (t.bytes > 0) std::memcpy(t.dst, t.src, static_cast<size_t>(t.bytes));
         {

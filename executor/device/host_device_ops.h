@@ -20,6 +20,7 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -120,6 +121,20 @@ class HostDeviceOps : public DeviceOps {
   int64_t completed_ = 0;   // tasks that ended
   bool stopping_ = false;
   Status failure_;  // the first failure; set, every queued task is dropped and every wait ends
+
+  // Receives between local ranks that wait for their sender, so that a timeout names the root
+  // of a chain of waits (rank 3 waits on rank 0, which waits on a silent rank 1: which deadline
+  // passes first depends on thread scheduling, the cause does not).
+  struct WaitingRecv {
+    int32_t dst_rank = 0, src_rank = 0;
+    std::string what;     // "rank R op I (...): recv from rank S"
+    bool silent = false;  // its sender drops the message (injected silent peer)
+  };
+  std::list<WaitingRecv> waiting_recvs_;  // lock held
+  // The cause of a wait on `src` that timed out: a waiting receive whose sender drops it, else the
+  // wait at the end of the chain that starts at `src` waiting for its own sender (empty when `src`
+  // is not waiting for one). Lock held.
+  std::string RootWait(int32_t src) const;
 };
 
 }  // namespace meshplan::exec
