@@ -28,7 +28,7 @@ int RunInProcess(const ExecuteFlags& flags) {
   auto prepared = PrepareExecution(flags);
   if (!prepared.ok()) return ReportError(prepared.status());
   const Prepared& p = *prepared;
-  NoteWidenedPass(p);
+  NoteWidenedPass(flags, p);
   auto run = exec::ExecuteRepeated(p.run, p.config, RepeatCount(flags).value(), RunProgress(flags));
   if (!run.ok()) {
     if (run.status().code() == ErrorCode::kInvalidInput) {
@@ -85,7 +85,7 @@ int RunMpi(const ExecuteFlags& flags, exec::MpiTransport& transport) {
     }
     return kExitOk;
   }
-  NoteWidenedPass(p);
+  NoteWidenedPass(flags, p);
   const std::string ranks = std::to_string(p.run.schedule.num_ranks);
   const std::string line =
       flags.backend == "cuda"
@@ -171,6 +171,7 @@ Runner RegisterExecuteCommand(CLI::App& app) {
                   "timeline, and its error against the prediction; --check and --outputs use the first timed "
                   "run; progress on stderr per run")
       ->capture_default_str();
+  cmd->add_flag("--quiet,-q", flags->quiet, "No progress messages or notes on stderr (errors still go there)");
   cmd->add_option("--inject-fail", flags->inject_fail,
                   "Testing: rank RANK fails at its op OP (RANK:OP), as if that op had failed");
   cmd->add_flag("--check-dependencies", flags->check_dependencies,

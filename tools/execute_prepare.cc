@@ -68,7 +68,7 @@ Result<int> RepeatCount(const ExecuteFlags& flags) {
 
 exec::RunObserver RunProgress(const ExecuteFlags& flags) {
   auto repeat = RepeatCount(flags);
-  if (!repeat.ok() || *repeat <= 1) return {};
+  if (flags.quiet || !repeat.ok() || *repeat <= 1) return {};
   return [](int run, int runs, double time_s) {
     if (run == 0) {
       std::fprintf(stderr, "warm-up run: %s (not timed)\n", FormatSeconds(time_s).c_str());
@@ -136,8 +136,8 @@ Result<Prepared> PrepareExecution(const ExecuteFlags& flags) {
   return p;
 }
 
-void NoteWidenedPass(const Prepared& p) {
-  if (p.run.widened) {
+void NoteWidenedPass(const ExecuteFlags& flags, const Prepared& p) {
+  if (p.run.widened && !flags.quiet) {
     std::fprintf(stderr,
                  "meshplan: note: the plan's pass is bwd; running fwd+bwd (the backward needs the "
                  "forward's O and "

@@ -37,6 +37,7 @@ struct ExecuteFlags {
   int inject_silent = -1;
   bool check_dependencies = false;  // the engine's happens-before checker
   std::string repeat = "1";  // timed runs (1..1000; a warm-up run first when > 1), parsed by RepeatCount
+  bool quiet = false;         // no progress or notes on stderr (errors still go there)
 };
 
 // A run ready to go: everything a user can get wrong has been checked before it is built.
@@ -51,7 +52,8 @@ struct Prepared {
 Status CheckFlags(const ExecuteFlags& flags);
 // --repeat as a count of timed runs (checked: 1 <= N <= exec::kMaxRepeat; errors name the flag).
 Result<int> RepeatCount(const ExecuteFlags& flags);
-// Progress of repeated runs on stderr ("run 3/10: 12.3 ms"); empty (no progress) for one run.
+// Progress of repeated runs on stderr ("run 3/10: 12.3 ms"); empty (no progress) for one run or
+// --quiet.
 exec::RunObserver RunProgress(const ExecuteFlags& flags);
 // --timeout-s as a duration.
 std::chrono::milliseconds Timeout(const ExecuteFlags& flags);
@@ -59,8 +61,8 @@ std::chrono::milliseconds Timeout(const ExecuteFlags& flags);
 Status SetRunOptions(const ExecuteFlags& flags, int64_t ranks, exec::RunOptions* options);
 // Flags, plan file, topology, backend configuration, schedule and inputs.
 Result<Prepared> PrepareExecution(const ExecuteFlags& flags);
-// One line on stderr when the plan's pass bwd runs as fwd+bwd.
-void NoteWidenedPass(const Prepared& p);
+// One line on stderr when the plan's pass bwd runs as fwd+bwd (none with --quiet).
+void NoteWidenedPass(const ExecuteFlags& flags, const Prepared& p);
 
 // After successful runs (on rank 0 for MPI): check the first timed run's `outputs` against the
 // reference, write them, print the report of the timed `runs` (the median run's timeline). `run`

@@ -596,6 +596,12 @@ TEST_F(Execute, RepeatTimesNRunsAfterAWarmUpAndReportsTheirMedian) {
     EXPECT_NE(r.out.find(needle), std::string::npos) << needle << "\n" << r.out;
   }
 
+  // --quiet: the same runs, nothing on stderr.
+  r = Run("execute " + plan + " --repeat 2 --quiet --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_EQ(r.err, "");
+  EXPECT_NE(r.out.find("\"n\":2"), std::string::npos) << r.out;
+
   // One run (the default): no warm-up, no progress, the same keys.
   r = Run("execute " + plan + " --repeat 1 --format json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
