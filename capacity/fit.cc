@@ -79,7 +79,7 @@ Result<std::vector<LongestFit>> LongestFittingSequence(const Topology& topology,
     if (!low.fits) {
       fit.reason = "does not fit even at " + FormatCount(unit) + " tokens (peak " +
                    FormatBytes(low.best.peak_memory_bytes) + " + reserved " + FormatBytes(reserved_bytes) +
-                   " > " + FormatBytes(topology.gpu.memory_bytes) + ")";
+                   " > " + FormatBytes(topology.gpu.MemoryPerRankBytes()) + ")";
       out.push_back(std::move(fit));
       continue;
     }

@@ -30,6 +30,21 @@ Result<LinkKind> ParseLinkKind(std::string_view text) {
                          "' (expected switch, rail-fat-tree, fat-tree, ring or torus)");
 }
 
+std::string_view DeviceSharingName(DeviceSharing sharing) {
+  return sharing == DeviceSharing::kSerial ? "serial" : "processor";
+}
+
+Result<DeviceSharing> ParseDeviceSharing(std::string_view text) {
+  for (DeviceSharing s : {DeviceSharing::kProcessor, DeviceSharing::kSerial}) {
+    if (text == DeviceSharingName(s)) return s;
+  }
+  return Status::Invalid("unknown sharing '" + std::string(text) + "' (expected processor or serial)");
+}
+
+double GpuSpec::SharedComputeSlowdown() const {
+  return std::max(1.0, static_cast<double>(ranks_per_device) / static_cast<double>(concurrent_kernels));
+}
+
 double GpuSpec::PeakFlopsPerSecond(DType dtype) const {
   auto it = peak_tflops.find(dtype);
   return it == peak_tflops.end() ? 0.0 : it->second * 1e12;
@@ -114,6 +129,15 @@ Status Topology::Validate() const {
       return Status::Invalid(key + ": block_tokens must increase");
     }
   }
+  if (!(gpu.backward_rate_ratio > 0 && gpu.backward_rate_ratio <= 100)) {
+    return Status::Invalid("gpu.backward_rate_ratio: must be in (0, 100]");
+  }
+  if (gpu.ranks_per_device < 1 || gpu.ranks_per_device > 4096) {
+    return Status::Invalid("gpu.ranks_per_device: must be in 1..4096");
+  }
+  if (gpu.concurrent_kernels < 1 || gpu.concurrent_kernels > 4096) {
+    return Status::Invalid("gpu.concurrent_kernels: must be in 1..4096");
+  }
   if (levels.empty()) return Status::Invalid("level: at least one network level is required");
   double total = 1;
   for (size_t i = 0; i < levels.size(); ++i) {
@@ -143,6 +167,11 @@ Status Topology::Validate() const {
     }
     total *= static_cast<double>(l.group_size);
     if (total > 1e7) return Status::Invalid(key + ".group_size: more than 10 million GPUs in total");
+  }
+  if (levels[0].group_size % gpu.ranks_per_device != 0) {
+    return Status::Invalid("gpu.ranks_per_device: " + std::to_string(gpu.ranks_per_device) +
+                           " does not divide level[0].group_size " + std::to_string(levels[0].group_size) +
+                           " (the ranks of one device must sit in one group of the innermost level)");
   }
   return Status::Ok();
 }

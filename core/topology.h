@@ -17,6 +17,14 @@
 
 namespace meshplan {
 
+// How the kernels of ranks that share one device divide it (GpuSpec::sharing).
+enum class DeviceSharing {
+  kProcessor,  // every running kernel progresses, at min(1, concurrent_kernels / running) of its rate
+  kSerial,     // the first concurrent_kernels kernels to start run at full rate, later ones wait
+};
+std::string_view DeviceSharingName(DeviceSharing sharing);
+Result<DeviceSharing> ParseDeviceSharing(std::string_view text);
+
 enum class LinkKind {
   kSwitch,        // every GPU pair at full bandwidth (NVSwitch, one IB switch)
   kRailFatTree,   // rail-optimised leaf/spine: GPU i of each node on rail i; full bandwidth
@@ -42,10 +50,29 @@ struct GpuSpec {
   double hbm_bytes_per_s = 0;
   double launch_overhead_s = 0;         // per kernel launch
   std::vector<EfficiencyPoint> attention_efficiency;  // sorted by block_tokens, non-empty
+  // Backward kernels' FLOP rate over the forward's at the same block size (the backward's FLOPs
+  // already count its recomputation, kBackwardFlopsFactor = 2.5x the forward's).
+  double backward_rate_ratio = 1.0;
+
+  // Ranks that share one physical device (a topology's "GPUs" are rank slots: slots
+  // [n*k, n*k + k) are device n). 1: a device per rank. Ranks of one device share its compute
+  // (below), its memory (memory_bytes is the device's) and its memory bandwidth; messages between
+  // them are copies, described by the innermost level.
+  int64_t ranks_per_device = 1;
+  // Kernels the device runs at once at their full rate: 1 for a GPU (a second kernel shares the
+  // SMs), the cores for a CPU whose block kernels are single-threaded.
+  int64_t concurrent_kernels = 1;
+  DeviceSharing sharing = DeviceSharing::kProcessor;
 
   // REQUIRES: peak_tflops has dtype (Topology::Validate checks the dtypes the planner uses).
   double PeakFlopsPerSecond(DType dtype) const;
   double Efficiency(int64_t block_tokens) const;
+  // The planner's steady state, every rank of a device computing at once: kernel time grows by
+  // max(1, ranks_per_device / concurrent_kernels). (The simulator models the sharing op by op.)
+  double SharedComputeSlowdown() const;
+  // Memory one rank may use: the device's shared by its ranks.
+  double MemoryPerRankBytes() const { return memory_bytes / static_cast<double>(ranks_per_device); }
+
 };
 
 struct NetworkLevel {

@@ -111,7 +111,8 @@ Status ReadGpu(const Reader& r, const toml::table& t, GpuSpec* gpu) {
   const std::string p = "gpu";
   MESHPLAN_RETURN_IF_ERROR(r.CheckKeys(t, p,
                                        {"model", "memory_GB", "hbm_GBps", "launch_overhead_us",
-                                        "peak_tflops", "attention_efficiency"}));
+                                        "peak_tflops", "attention_efficiency", "backward_rate_ratio",
+                                        "ranks_per_device", "concurrent_kernels", "sharing"}));
   MESHPLAN_RETURN_IF_ERROR(r.StringAt(t, p, "model", true, &gpu->model));
   double memory_gb = 0, hbm_gbps = 0, launch_us = 0;
   MESHPLAN_RETURN_IF_ERROR(r.NumberAt(t, p, "memory_GB", true, &memory_gb));
@@ -120,6 +121,14 @@ Status ReadGpu(const Reader& r, const toml::table& t, GpuSpec* gpu) {
   gpu->memory_bytes = GbToBytes(memory_gb);
   gpu->hbm_bytes_per_s = GbToBytes(hbm_gbps);
   gpu->launch_overhead_s = UsToSeconds(launch_us);
+  MESHPLAN_RETURN_IF_ERROR(r.NumberAt(t, p, "backward_rate_ratio", false, &gpu->backward_rate_ratio));
+  MESHPLAN_RETURN_IF_ERROR(r.IntegerAt(t, p, "ranks_per_device", false, &gpu->ranks_per_device));
+  MESHPLAN_RETURN_IF_ERROR(r.IntegerAt(t, p, "concurrent_kernels", false, &gpu->concurrent_kernels));
+  std::string sharing(DeviceSharingName(gpu->sharing));
+  MESHPLAN_RETURN_IF_ERROR(r.StringAt(t, p, "sharing", false, &sharing));
+  auto parsed_sharing = ParseDeviceSharing(sharing);
+  if (!parsed_sharing.ok()) return r.Fail("gpu.sharing", parsed_sharing.status().message());
+  gpu->sharing = *parsed_sharing;
 
   auto peak = r.Find(t, p, "peak_tflops", true);
   if (!peak.ok()) return peak.status();
@@ -291,6 +300,18 @@ std::string TopologyToToml(const Topology& t) {
         << FormatNumber(p.efficiency, Identity, 1) << "]";
   }
   out << "]\n";
+  // The device-sharing keys only when they differ from their defaults, so a file without them
+  // writes back as it was.
+  const GpuSpec defaults;
+  if (g.backward_rate_ratio != defaults.backward_rate_ratio) {
+    out << "backward_rate_ratio = " << FormatNumber(g.backward_rate_ratio, Identity, 1) << "\n";
+  }
+  if (g.ranks_per_device != defaults.ranks_per_device || g.concurrent_kernels != defaults.concurrent_kernels ||
+      g.sharing != defaults.sharing) {
+    out << "ranks_per_device = " << g.ranks_per_device << "\n";
+    out << "concurrent_kernels = " << g.concurrent_kernels << "\n";
+    out << "sharing = " << TomlQuote(DeviceSharingName(g.sharing)) << "\n";
+  }
   for (const NetworkLevel& l : t.levels) {
     out << "\n[[level]]\n";
     out << "name = " << TomlQuote(l.name) << "\n";

@@ -52,6 +52,10 @@ struct PlanContext {
            static_cast<double>(heads) * static_cast<double>(workload.head_dim);
   }
 
+  // A backward kernel's time over the forward kernel's on the same block: its FLOPs
+  // (kBackwardFlopsFactor) over its relative rate (GpuSpec::backward_rate_ratio).
+  double BackwardTimeFactor() const;
+
  private:
   using WorkKey = std::tuple<int, int64_t, int64_t>;  // layout kind, shards, a (0 for rows)
   mutable std::map<WorkKey, std::vector<int64_t>> work_cache_;
@@ -59,5 +63,9 @@ struct PlanContext {
 
 // Backward FLOPs are 2.5x forward (recomputation included), the FlashAttention convention.
 inline constexpr double kBackwardFlopsFactor = 2.5;
+
+inline double PlanContext::BackwardTimeFactor() const {
+  return kBackwardFlopsFactor / topology.gpu.backward_rate_ratio;
+}
 
 }  // namespace meshplan::planner

@@ -7,6 +7,7 @@
 #include "core/kernel_time.h"
 #include "simulator/event_queue.h"
 #include "simulator/flow_network.h"
+#include "simulator/shared_device.h"
 
 namespace meshplan::sim {
 namespace {
@@ -103,6 +104,14 @@ class Replayer {
         case EventKind::kOpDone:
           Complete(e.a, e.b);
           break;
+        case EventKind::kSharedDone: {
+          SharedDevice& device = devices_[DeviceOf(e.a)];
+          if (device.epoch() != e.version) break;  // stale: the share changed since
+          device.Finish(now_, e.a, e.b);
+          Complete(e.a, e.b);
+          RescheduleDevice(DeviceOf(e.a));
+          break;
+        }
         case EventKind::kFlowStart: {
           const PendingFlow& p = pending_[e.a];
           const int32_t id = net_.Add(now_, p.src_gpu, p.dst_gpu, p.bytes);
@@ -139,9 +148,16 @@ class Replayer {
     }
     MESHPLAN_RETURN_IF_ERROR(t_.SupportsDType(dtype_));
     block_tokens_ = s_.layout.num_shards > 0 ? s_.layout.KernelBlockTokens() : 1;
-    // KernelSeconds(flops) = flops / rate + launch overhead, as nanoseconds per FLOP + constant.
+    // UnsharedKernelSeconds(flops) = flops / rate + launch overhead, as nanoseconds per FLOP +
+    // constant; a backward kernel runs at backward_rate_ratio of the forward's rate.
     const double rate = t_.gpu.PeakFlopsPerSecond(dtype_) * t_.gpu.Efficiency(block_tokens_);
     ns_per_flop_ = rate > 0 ? kNanosecondsPerSecond / rate : 0.0;
+    ns_per_backward_flop_ = ns_per_flop_ / t_.gpu.backward_rate_ratio;
+    ranks_per_device_ = t_.gpu.ranks_per_device;
+    if (ranks_per_device_ > 1) {
+      devices_.assign(static_cast<size_t>(t_.num_gpus() / ranks_per_device_),
+                      SharedDevice(t_.gpu.concurrent_kernels, t_.gpu.sharing));
+    }
     launch_ns_ = t_.gpu.launch_overhead_s * kNanosecondsPerSecond;
     ranks_.resize(n);
     for (int64_t r = 0; r < n; ++r) {
@@ -223,10 +239,11 @@ class Replayer {
     st.op[i].cause = cause;
     switch (op.kind) {
       case OpKind::kCompute: {
-        // KernelSeconds (core/kernel_time.h) with the rate precomputed: every block of a
+        // UnsharedKernelSeconds (core/kernel_time.h) with the rate precomputed: every block of a
         // schedule has the layout's block size.
-        const double ns = op.flops * ns_per_flop_ + launch_ns_;
-        queue_.Push(now_ + static_cast<SimTime>(ns + 0.5), EventKind::kOpDone, r, i);
+        const double ns =
+            op.flops * (op.phase == Phase::kBackward ? ns_per_backward_flop_ : ns_per_flop_) + launch_ns_;
+        StartKernel(r, i, ns);
         break;
       }
       case OpKind::kMerge: {
@@ -238,7 +255,7 @@ class Replayer {
           if (dep.kind == OpKind::kRecv) bytes = std::max(bytes, static_cast<double>(dep.bytes));
         }
         const double seconds = t_.gpu.launch_overhead_s + 3.0 * bytes / t_.gpu.hbm_bytes_per_s;
-        queue_.Push(now_ + FromSeconds(seconds), EventKind::kOpDone, r, i);
+        StartKernel(r, i, seconds * kNanosecondsPerSecond);
         break;
       }
       case OpKind::kSend:
@@ -251,6 +268,27 @@ class Replayer {
         ArriveAtCollective(r, i, op);
         break;
     }
+  }
+
+  // A compute-stream op of `ns` alone on its device: on a device of its own it ends after `ns`
+  // (FromSeconds rounding); on a shared one the device divides itself among its kernels.
+  void StartKernel(int32_t r, int32_t i, double ns) {
+    if (ranks_per_device_ <= 1) {
+      queue_.Push(now_ + static_cast<SimTime>(ns + 0.5), EventKind::kOpDone, r, i);
+      return;
+    }
+    const int64_t device = DeviceOf(r);
+    devices_[device].Start(now_, r, i, ns);
+    RescheduleDevice(device);
+  }
+
+  int64_t DeviceOf(int32_t r) const { return gpu_[r] / ranks_per_device_; }
+
+  void RescheduleDevice(int64_t device) {
+    SharedDevice& d = devices_[device];
+    d.Reschedule(now_, [&](int32_t rank, int32_t op, SimTime end) {
+      queue_.Push(end, EventKind::kSharedDone, rank, op, d.epoch());
+    });
   }
 
   void Complete(int32_t r, int32_t i) {
@@ -620,7 +658,9 @@ class Replayer {
   SimTime now_ = 0;
   int64_t events_ = 0, flows_ = 0;
   int64_t block_tokens_ = 1;
-  double ns_per_flop_ = 0, launch_ns_ = 0;
+  double ns_per_flop_ = 0, ns_per_backward_flop_ = 0, launch_ns_ = 0;
+  int64_t ranks_per_device_ = 1;
+  std::vector<SharedDevice> devices_;  // when ranks_per_device_ > 1: by device (GPU slot / ranks_per_device_)
   std::vector<RankState> ranks_;
   std::vector<PendingFlow> pending_;
   std::vector<int32_t> free_pending_;

@@ -39,7 +39,7 @@ StepTimes PhaseStepTimes(const PlanContext& ctx, const SchemeParams& p, Phase ph
   const double block_flops = ctx.ForwardFlops(max_pairs, w.q_heads / u) / static_cast<double>(p.tile_a * p.tile_b);
   StepTimes t;
   t.block = KernelSeconds(ctx.topology.gpu, w.dtype, block_flops, layout.KernelBlockTokens(), 1) *
-            (phase == Phase::kForward ? 1.0 : kBackwardFlopsFactor);
+            (phase == Phase::kForward ? 1.0 : ctx.BackwardTimeFactor());
   const Placement placement(p.RankDims(), p.placement);
   const MessageBytes m = PhaseMessageBytes(ctx.shard, phase, p.cache_forward);
   const int q_dim = QDim(p), kv_dim = KvDim(p);

@@ -56,7 +56,7 @@ void SetMemory(Estimate& e, const PlanContext& ctx, double fwd_work, double bwd_
   if (HasForward(pass)) work = std::max(work, fwd_work);
   if (HasBackward(pass)) work = std::max(work, bwd_work);
   e.peak_memory_bytes = BaseMemory(ctx) + (cache ? cache_hold : 0.0) + work;
-  e.fits = e.peak_memory_bytes + ctx.reserved_memory_bytes <= ctx.topology.gpu.memory_bytes;
+  e.fits = e.peak_memory_bytes + ctx.reserved_memory_bytes <= ctx.topology.gpu.MemoryPerRankBytes();
 }
 
 void SetTraffic(Estimate& e, const Traffic& traffic, double fwd_bytes, double bwd_bytes) {

@@ -54,7 +54,7 @@ double RingPass(Estimate& e, const PlanContext& ctx, const Placement& placement,
   const double t_dkv = ctx.comm->RingShift(placement, dim, s.dkv_partial, r - 1, &traffic);
   // The dK,dV chain runs one step behind the KV ring; its last hop follows the last block.
   AddPipeline(e, cache ? "bwd ring step (dK,dV hop)" : "bwd ring step (KV shift + dK,dV hop)", r,
-              step_compute_s * kBackwardFlopsFactor, t_kv + t_dkv);
+              step_compute_s * ctx.BackwardTimeFactor(), t_kv + t_dkv);
   AddExposed(e, "bwd last dK,dV hop", r > 1 ? t_dkv : 0.0);
   return static_cast<double>(r - 1) * ((cache ? 0.0 : s.kv) + s.dkv_partial);
 }
@@ -65,7 +65,7 @@ double DoubleRingPass(Estimate& e, const PlanContext& ctx, const Placement& plac
   const ShardBytes& s = ctx.shard;
   const bool fwd = phase == Phase::kForward;
   const double msg = fwd ? s.kv : (cache ? 0.0 : s.kv) + s.dkv_partial;
-  const double step_s = step_compute_s * (fwd ? 1.0 : kBackwardFlopsFactor);
+  const double step_s = step_compute_s * (fwd ? 1.0 : ctx.BackwardTimeFactor());
   const double t_in = ctx.comm->RingShift(placement, inner_dim, msg, (w - 1) * windows, &traffic);
   const double t_out = ctx.comm->RingShift(placement, outer_dim, msg, windows - 1, &traffic);
   const bool shared = ctx.comm->BottleneckLevel(placement, inner_dim, msg) ==
@@ -145,7 +145,7 @@ double Attention2DPass(Estimate& e, const PlanContext& ctx, const Placement& pla
   AddExposed(e, cache ? "bwd all-gather dO,LSE,D" : "bwd all-gather Q,dO,LSE,D",
              comm.RingCollective(placement, q_dim, q_side, &traffic));
   if (!cache) AddExposed(e, "bwd all-gather K,V", comm.RingCollective(placement, kv_dim, s.kv, &traffic));
-  AddCompute(e, "bwd tile compute", compute_s * kBackwardFlopsFactor);
+  AddCompute(e, "bwd tile compute", compute_s * ctx.BackwardTimeFactor());
   AddExposed(e, "bwd reduce-scatter dQ", comm.RingCollective(placement, q_dim, s.dq_partial, &traffic));
   AddExposed(e, "bwd reduce-scatter dK,dV", comm.RingCollective(placement, kv_dim, s.dkv_partial, &traffic));
   return static_cast<double>(a - 1) * (q_side + s.dq_partial) +

@@ -268,3 +268,51 @@ TEST(TopologyTomlTest, WriterEscapesStrings) {
 
 }  // namespace
 }  // namespace meshplan
+
+namespace meshplan {
+namespace {
+
+TEST(TopologyTomlTest, DeviceSharingKeysDefaultParseAndRoundTrip) {
+  auto plain = ParseTopologyToml(kBase, "t.toml");
+  ASSERT_TRUE(plain.ok()) << plain.status().message();
+  EXPECT_EQ(plain->gpu.ranks_per_device, 1);
+  EXPECT_EQ(plain->gpu.concurrent_kernels, 1);
+  EXPECT_EQ(plain->gpu.sharing, DeviceSharing::kProcessor);
+  EXPECT_EQ(plain->gpu.backward_rate_ratio, 1.0);
+  EXPECT_EQ(TopologyToToml(*plain).find("ranks_per_device"), std::string::npos);  // defaults not written
+
+  const std::string text = Replace(kBase, "attention_efficiency = [[512, 0.3], [4096, 0.6]]",
+                                   "attention_efficiency = [[512, 0.3], [4096, 0.6]]\n"
+                                   "backward_rate_ratio = 1.25\nranks_per_device = 4\n"
+                                   "concurrent_kernels = 2\nsharing = \"serial\"");
+  auto topo = ParseTopologyToml(text, "t.toml");
+  ASSERT_TRUE(topo.ok()) << topo.status().message();
+  EXPECT_EQ(topo->gpu.ranks_per_device, 4);
+  EXPECT_EQ(topo->gpu.concurrent_kernels, 2);
+  EXPECT_EQ(topo->gpu.sharing, DeviceSharing::kSerial);
+  EXPECT_EQ(topo->gpu.backward_rate_ratio, 1.25);
+  // 4 ranks on a device with 2 kernel slots: the planner's kernels take 4 / 2 = 2x as long, and
+  // each rank may use a quarter of the device's 80 GB.
+  EXPECT_EQ(topo->gpu.SharedComputeSlowdown(), 2.0);
+  EXPECT_EQ(topo->gpu.MemoryPerRankBytes(), 20e9);
+  auto again = ParseTopologyToml(TopologyToToml(*topo), "again.toml");
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(again->gpu.ranks_per_device, 4);
+  EXPECT_EQ(again->gpu.concurrent_kernels, 2);
+  EXPECT_EQ(again->gpu.sharing, DeviceSharing::kSerial);
+  EXPECT_EQ(again->gpu.backward_rate_ratio, 1.25);
+}
+
+TEST(TopologyTomlTest, DeviceSharingErrorsNameTheKey) {
+  const std::string at = "attention_efficiency = [[512, 0.3], [4096, 0.6]]";
+  // level[0] groups 8 GPU slots: 3 ranks per device would straddle two nodes.
+  ExpectError(Replace(kBase, at, at + "\nranks_per_device = 3"), {"gpu.ranks_per_device", "does not divide"});
+  ExpectError(Replace(kBase, at, at + "\nranks_per_device = 0"), {"gpu.ranks_per_device", "1..4096"});
+  ExpectError(Replace(kBase, at, at + "\nconcurrent_kernels = 0"), {"gpu.concurrent_kernels"});
+  ExpectError(Replace(kBase, at, at + "\nsharing = \"fifo\""), {"gpu.sharing", "processor or serial"});
+  ExpectError(Replace(kBase, at, at + "\nbackward_rate_ratio = 0"), {"gpu.backward_rate_ratio"});
+  ExpectError(Replace(kBase, at, at + "\nranks_per_device = 2.0"), {"gpu.ranks_per_device", "integer"});
+}
+
+}  // namespace
+}  // namespace meshplan

@@ -153,3 +153,26 @@ TEST(ComputeModel, KernelSecondsIsFlopsOverRatePlusLaunches) {
 
 }  // namespace
 }  // namespace meshplan::planner
+
+namespace meshplan::planner {
+namespace {
+
+TEST(ComputeModel, KernelSecondsOfRanksSharingADeviceGrowsByRanksOverSlots) {
+  // 500 TFLOP/s alone (1000 peak x 0.5), 1 TFLOP: 2 ms alone. 8 ranks on a device that runs 2
+  // kernels at full rate, all busy: each kernel gets 2/8 of the rate, so 8 ms. Fewer ranks than
+  // slots never speed a kernel up.
+  GpuSpec gpu;
+  gpu.peak_tflops = {{DType::kBf16, 1000}};
+  gpu.attention_efficiency = {{1, 0.5}};
+  EXPECT_NEAR(UnsharedKernelSeconds(gpu, DType::kBf16, 1e12, 2048, 0), 2e-3, 1e-12);
+  gpu.ranks_per_device = 8;
+  gpu.concurrent_kernels = 2;
+  EXPECT_NEAR(KernelSeconds(gpu, DType::kBf16, 1e12, 2048, 0), 8e-3, 1e-12);
+  EXPECT_NEAR(UnsharedKernelSeconds(gpu, DType::kBf16, 1e12, 2048, 0), 2e-3, 1e-12);
+  gpu.ranks_per_device = 2;
+  gpu.concurrent_kernels = 4;
+  EXPECT_NEAR(KernelSeconds(gpu, DType::kBf16, 1e12, 2048, 0), 2e-3, 1e-12);
+}
+
+}  // namespace
+}  // namespace meshplan::planner
