@@ -42,7 +42,7 @@ Result<DeviceSharing> ParseDeviceSharing(std::string_view text) {
 }
 
 double GpuSpec::SharedComputeSlowdown() const {
-  return std::max(1.0, static_cast<double>(ranks_per_device) / static_cast<double>(concurrent_kernels));
+  return std::max(1.0, static_cast<double>(ranks_per_device) / concurrent_kernels);
 }
 
 double GpuSpec::PeakFlopsPerSecond(DType dtype) const {
@@ -135,8 +135,8 @@ Status Topology::Validate() const {
   if (gpu.ranks_per_device < 1 || gpu.ranks_per_device > 4096) {
     return Status::Invalid("gpu.ranks_per_device: must be in 1..4096");
   }
-  if (gpu.concurrent_kernels < 1 || gpu.concurrent_kernels > 4096) {
-    return Status::Invalid("gpu.concurrent_kernels: must be in 1..4096");
+  if (!(gpu.concurrent_kernels >= 1 && gpu.concurrent_kernels <= 4096)) {
+    return Status::Invalid("gpu.concurrent_kernels: must be in [1, 4096]");
   }
   if (levels.empty()) return Status::Invalid("level: at least one network level is required");
   double total = 1;

@@ -20,7 +20,8 @@ namespace meshplan {
 // How the kernels of ranks that share one device divide it (GpuSpec::sharing).
 enum class DeviceSharing {
   kProcessor,  // every running kernel progresses, at min(1, concurrent_kernels / running) of its rate
-  kSerial,     // the first concurrent_kernels kernels to start run at full rate, later ones wait
+  kSerial,     // in start order, kernel i (from 0) runs at clamp(concurrent_kernels - i, 0, 1) of
+               // its rate: the first concurrent_kernels at full rate, later ones wait
 };
 std::string_view DeviceSharingName(DeviceSharing sharing);
 Result<DeviceSharing> ParseDeviceSharing(std::string_view text);
@@ -60,8 +61,9 @@ struct GpuSpec {
   // them are copies, described by the innermost level.
   int64_t ranks_per_device = 1;
   // Kernels the device runs at once at their full rate: 1 for a GPU (a second kernel shares the
-  // SMs), the cores for a CPU whose block kernels are single-threaded.
-  int64_t concurrent_kernels = 1;
+  // SMs), the cores for a CPU whose block kernels are single-threaded. A measured value may be
+  // fractional (2 hyper-threads of one core give about 1.2).
+  double concurrent_kernels = 1;
   DeviceSharing sharing = DeviceSharing::kProcessor;
 
   // REQUIRES: peak_tflops has dtype (Topology::Validate checks the dtypes the planner uses).

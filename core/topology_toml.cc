@@ -123,7 +123,7 @@ Status ReadGpu(const Reader& r, const toml::table& t, GpuSpec* gpu) {
   gpu->launch_overhead_s = UsToSeconds(launch_us);
   MESHPLAN_RETURN_IF_ERROR(r.NumberAt(t, p, "backward_rate_ratio", false, &gpu->backward_rate_ratio));
   MESHPLAN_RETURN_IF_ERROR(r.IntegerAt(t, p, "ranks_per_device", false, &gpu->ranks_per_device));
-  MESHPLAN_RETURN_IF_ERROR(r.IntegerAt(t, p, "concurrent_kernels", false, &gpu->concurrent_kernels));
+  MESHPLAN_RETURN_IF_ERROR(r.NumberAt(t, p, "concurrent_kernels", false, &gpu->concurrent_kernels));
   std::string sharing(DeviceSharingName(gpu->sharing));
   MESHPLAN_RETURN_IF_ERROR(r.StringAt(t, p, "sharing", false, &sharing));
   auto parsed_sharing = ParseDeviceSharing(sharing);
@@ -309,7 +309,7 @@ std::string TopologyToToml(const Topology& t) {
   if (g.ranks_per_device != defaults.ranks_per_device || g.concurrent_kernels != defaults.concurrent_kernels ||
       g.sharing != defaults.sharing) {
     out << "ranks_per_device = " << g.ranks_per_device << "\n";
-    out << "concurrent_kernels = " << g.concurrent_kernels << "\n";
+    out << "concurrent_kernels = " << FormatNumber(g.concurrent_kernels, Identity, 1) << "\n";
     out << "sharing = " << TomlQuote(DeviceSharingName(g.sharing)) << "\n";
   }
   for (const NetworkLevel& l : t.levels) {

@@ -6,9 +6,8 @@ namespace meshplan::sim {
 
 double SharedDevice::RateOf(size_t i) const {
   const double m = static_cast<double>(kernels_.size());
-  const double c = static_cast<double>(concurrent_);
-  if (sharing_ == DeviceSharing::kSerial) return static_cast<int64_t>(i) < concurrent_ ? 1.0 : 0.0;
-  return std::min(1.0, c / m);
+  if (sharing_ == DeviceSharing::kSerial) return std::clamp(concurrent_ - static_cast<double>(i), 0.0, 1.0);
+  return std::min(1.0, concurrent_ / m);
 }
 
 void SharedDevice::Advance(SimTime now) {

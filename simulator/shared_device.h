@@ -3,8 +3,8 @@
 //
 //   processor: m running kernels each progress at min(1, concurrent / m) of their full rate
 //              (time-slicing threads on CPU cores; concurrent kernels splitting a GPU's SMs);
-//   serial:    the first `concurrent` kernels to start run at full rate; later ones wait, in
-//              start order, without progressing.
+//   serial:    in start order, kernel i (from 0) runs at clamp(concurrent - i, 0, 1) of its rate:
+//              the first `concurrent` at full rate, later ones wait without progressing.
 //
 // A kernel's work is its duration alone on the device (UnsharedKernelSeconds), in nanoseconds.
 // Every change to the set of running kernels advances their progress to `now` and gives all of them
@@ -21,7 +21,7 @@ namespace meshplan::sim {
 
 class SharedDevice {
  public:
-  SharedDevice(int64_t concurrent, DeviceSharing sharing) : concurrent_(concurrent), sharing_(sharing) {}
+  SharedDevice(double concurrent, DeviceSharing sharing) : concurrent_(concurrent), sharing_(sharing) {}
 
   // A kernel of (rank, op) starts at `now` with `work_ns` of work at full rate.
   void Start(SimTime now, int32_t rank, int32_t op, double work_ns);
@@ -53,7 +53,7 @@ class SharedDevice {
   // Progress of every kernel from updated_ to now.
   void Advance(SimTime now);
 
-  int64_t concurrent_;
+  double concurrent_;
   DeviceSharing sharing_;
   std::vector<Kernel> kernels_;  // in start order
   SimTime updated_ = 0;

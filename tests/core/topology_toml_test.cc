@@ -312,6 +312,7 @@ TEST(TopologyTomlTest, DeviceSharingErrorsNameTheKey) {
   ExpectError(Replace(kBase, at, at + "\nsharing = \"fifo\""), {"gpu.sharing", "processor or serial"});
   ExpectError(Replace(kBase, at, at + "\nbackward_rate_ratio = 0"), {"gpu.backward_rate_ratio"});
   ExpectError(Replace(kBase, at, at + "\nranks_per_device = 2.0"), {"gpu.ranks_per_device", "integer"});
+  ExpectError(Replace(kBase, at, at + "\nconcurrent_kernels = 0.5"), {"gpu.concurrent_kernels", "[1, 4096]"});
 }
 
 }  // namespace

@@ -131,3 +131,27 @@ TEST(SharedDevice, AKernelAddedMidwayGetsItsShareFromThen) {
 
 }  // namespace
 }  // namespace meshplan::sim
+
+namespace meshplan::sim {
+namespace {
+
+TEST(SharedDevice, SerialWithAFractionalSlotCountRunsTheLastKernelAtTheFraction) {
+  // concurrent 1.5, serial: kernel 0 at rate 1, kernel 1 at 0.5, kernel 2 waits (rate 0).
+  // Work 1000 ns each from 0: kernel 0 ends at 1000; kernel 1 did 500, then runs alone at 1:
+  // 500 more -> 1500 (its provisional end at 0 was 0 + 1000 / 0.5 = 2000).
+  SharedDevice d(1.5, DeviceSharing::kSerial);
+  for (int32_t r = 0; r < 3; ++r) d.Start(0, r, 0, 1000);
+  std::vector<SimTime> ends(3, -1);
+  d.Reschedule(0, [&](int32_t rank, int32_t, SimTime end) { ends[rank] = end; });
+  EXPECT_EQ(ends[0], 1000);
+  EXPECT_EQ(ends[1], 2000);
+  EXPECT_EQ(ends[2], -1);  // waiting: no finish time
+  d.Finish(1000, 0, 0);
+  d.Reschedule(1000, [&](int32_t rank, int32_t, SimTime end) { ends[rank] = end; });
+  // Now kernel 1 is first (rate 1): 500 left -> 1500; kernel 2 second at 0.5: 1000 / 0.5 -> 3000.
+  EXPECT_EQ(ends[1], 1500);
+  EXPECT_EQ(ends[2], 3000);
+}
+
+}  // namespace
+}  // namespace meshplan::sim
