@@ -1,5 +1,7 @@
 #include "tools/cli_common.h"
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <sstream>
@@ -104,6 +106,17 @@ std::vector<std::string> SplitList(const std::string& text) {
     if (!item.empty()) out.push_back(item);
   }
   return out;
+}
+
+Status CheckWritableOutput(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) return Status::Invalid(path + ": is a directory, expected a file to write");
+  fs::path dir = fs::path(path).parent_path();
+  if (dir.empty()) dir = ".";
+  if (!fs::is_directory(dir, ec)) return Status::Invalid(path + ": directory " + dir.string() + " does not exist");
+  if (access(dir.c_str(), W_OK) != 0) return Status::Invalid(path + ": directory " + dir.string() + " is not writable");
+  return Status::Ok();
 }
 
 }  // namespace meshplan::tools

@@ -55,6 +55,10 @@ struct TopologyFlag {
 // --topology (naming plan_file).
 Result<Topology> PlanTopology(const std::string& plan_file, const std::string& topology_flag, const Plan& plan);
 
+// An output path a later WriteFileAtomically can use: its directory exists and is writable and the
+// path is not a directory. Lets a long command refuse a bad -o before it starts working.
+Status CheckWritableOutput(const std::string& path);
+
 // --format table|json|csv
 Status CheckFormat(const std::string& format, const std::vector<std::string>& allowed);
 

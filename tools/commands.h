@@ -16,5 +16,6 @@ Runner RegisterSimulateCommand(CLI::App& app);
 Runner RegisterExecuteCommand(CLI::App& app);
 Runner RegisterSweepCommand(CLI::App& app);
 Runner RegisterFitCommand(CLI::App& app);
+Runner RegisterCalibrateCommand(CLI::App& app);
 
 }  // namespace meshplan::tools

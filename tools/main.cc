@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   const Runner execute = RegisterExecuteCommand(app);
   const Runner sweep = RegisterSweepCommand(app);
   const Runner fit = RegisterFitCommand(app);
+  const Runner calibrate = RegisterCalibrateCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -38,6 +39,7 @@ int main(int argc, char** argv) {
     if (sub->get_name() == "execute") return execute();
     if (sub->get_name() == "sweep") return sweep();
     if (sub->get_name() == "fit") return fit();
+    if (sub->get_name() == "calibrate") return calibrate();
   }
   return kExitInvalidInput;
 }

@@ -1,0 +1,277 @@
+#include "executor/calibration.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "core/kernel_time.h"
+#include "planner/context.h"
+
+namespace meshplan::exec {
+namespace {
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+// Rounds to `digits` significant digits, so the written file reads like a hand-made one and does
+// not claim precision the measurement does not have.
+double Significant(double x, int digits) {
+  if (!(x > 0)) return x;
+  const double scale = std::pow(10.0, digits - 1 - static_cast<int>(std::floor(std::log10(x))));
+  return std::round(x * scale) / scale;
+}
+
+// The y > 0 minimising sum_i (a_i y - 1)^2: the scale that makes model / measured = a_i y closest
+// to 1 in relative terms. y = sum a / sum a^2.
+double RelativeScale(const std::vector<double>& a) {
+  double s1 = 0, s2 = 0;
+  for (double x : a) {
+    s1 += x;
+    s2 += x * x;
+  }
+  return s2 > 0 ? s1 / s2 : 1.0;
+}
+
+// t = latency + bytes / bandwidth, with the latency from the smallest message (bandwidth hardly
+// shows there) and the bandwidth the median of bytes / (t - latency) over messages of at least
+// kBandwidthBytes (latency hardly shows there; these are the sizes a run's shards have). A
+// least-squares line would let the small messages' scatter tilt the bandwidth, and copies slow
+// down once a message outgrows the caches, which no line through all sizes follows.
+constexpr int64_t kBandwidthBytes = 1 << 20;
+void FitMessages(const std::vector<MessageSample>& s, double* latency_s, double* bytes_per_s) {
+  const MessageSample& smallest = *std::min_element(
+      s.begin(), s.end(), [](const MessageSample& a, const MessageSample& b) { return a.bytes < b.bytes; });
+  *latency_s = smallest.measured_s;
+  std::vector<double> rates;
+  for (const MessageSample& m : s) {
+    if (m.bytes >= kBandwidthBytes && m.measured_s > *latency_s) {
+      rates.push_back(static_cast<double>(m.bytes) / (m.measured_s - *latency_s));
+    }
+  }
+  if (rates.empty()) {  // no large message, or none slower than the smallest: all latency
+    const MessageSample& largest = *std::max_element(
+        s.begin(), s.end(), [](const MessageSample& a, const MessageSample& b) { return a.bytes < b.bytes; });
+    rates.push_back(static_cast<double>(largest.bytes) / largest.measured_s);
+  }
+  *bytes_per_s = Median(rates);
+}
+
+void Residuals(const std::vector<double>& r, double* median, double* max) {
+  *median = Median(r);
+  *max = r.empty() ? 0 : *std::max_element(r.begin(), r.end());
+}
+
+}  // namespace
+
+Status CheckCalibrationSpec(const CalibrationSpec& s) {
+  if (s.ranks < 1 || s.ranks > kMaxCalibrationRanks) return Status::Invalid("--ranks: must be in 1..256, got " + std::to_string(s.ranks));
+  if (s.head_dim < 1 || s.head_dim > 1024) {
+    return Status::Invalid("--head-dim: must be in 1..1024, got " + std::to_string(s.head_dim));
+  }
+  if (s.heads < 1 || s.heads > 1024) return Status::Invalid("--heads: must be in 1..1024, got " + std::to_string(s.heads));
+  if (!(s.memory_bytes > 0)) return Status::Invalid("calibrate: the device's memory size is unknown");
+  return Status::Ok();
+}
+
+std::string_view BlockPieceName(BlockPiece piece) {
+  switch (piece) {
+    case BlockPiece::kFull:
+      return "full";
+    case BlockPiece::kDiagonal:
+      return "diagonal";
+    case BlockPiece::kPartial:
+      return "partial";
+  }
+  return "full";
+}
+
+int64_t PieceQueryStart(BlockPiece piece, int64_t n) { return piece == BlockPiece::kPartial ? n / 2 : 0; }
+
+int64_t PieceVisiblePairs(BlockPiece piece, int64_t n) {
+  if (piece == BlockPiece::kFull) return n * n;
+  const int64_t q0 = PieceQueryStart(piece, n);
+  int64_t pairs = 0;
+  for (int64_t i = 0; i < n; ++i) pairs += std::min(n, q0 + i + 1);  // keys 0..q (causal), at most n
+  return pairs;
+}
+
+std::vector<int64_t> CalibrationBlockSizes(bool quick) {
+  if (quick) return {128, 512, 2048};
+  return {64, 128, 256, 512, 1024, 2048, 4096};
+}
+
+std::vector<int64_t> CalibrationMessageSizes(bool quick) {
+  if (quick) return {4096, 1 << 20, 4 << 20, 16 << 20};
+  return {4096, 65536, 1 << 20, 2 << 20, 4 << 20, 8 << 20, 16 << 20};
+}
+
+Result<CalibrationResult> Calibrate(CalibrationTarget& target, const CalibrationSpec& spec,
+                                    const CalibrationProgress& progress) {
+  MESHPLAN_RETURN_IF_ERROR(CheckCalibrationSpec(spec));
+  auto say = [&](const std::string& line) {
+    if (progress) progress(line);
+  };
+  CalibrationResult out;
+  const double d = static_cast<double>(spec.head_dim), heads = static_cast<double>(spec.heads);
+
+  // Kernels.
+  const std::vector<int64_t> sizes = CalibrationBlockSizes(spec.quick);
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    const int64_t n = sizes[i];
+    say("kernels: block " + std::to_string(n) + " x " + std::to_string(n) + " (" + std::to_string(i + 1) + "/" +
+        std::to_string(sizes.size()) + "), full, diagonal, partial, forward and backward");
+    for (BlockPiece piece : kBlockPieces) {
+      for (bool backward : {false, true}) {
+        auto seconds = target.KernelSeconds(piece, n, backward);
+        if (!seconds.ok()) {
+          return seconds.status().WithContext("calibrate: " + std::string(BlockPieceName(piece)) + " block " +
+                                              std::to_string(n) + (backward ? " backward" : " forward"));
+        }
+        if (!(*seconds > 0)) return Status::Internal("calibrate: a kernel measured no time");
+        KernelSample k;
+        k.piece = piece;
+        k.n = n;
+        k.backward = backward;
+        k.flops = 4.0 * static_cast<double>(PieceVisiblePairs(piece, n)) * heads * d *
+                  (backward ? planner::kBackwardFlopsFactor : 1.0);
+        k.measured_s = *seconds;
+        out.kernels.push_back(k);
+      }
+    }
+  }
+  double peak = 0;  // FLOP/s: the fastest forward sample
+  for (const KernelSample& k : out.kernels) {
+    if (!k.backward) peak = std::max(peak, k.flops / k.measured_s);
+  }
+  GpuSpec& gpu = out.topology.gpu;
+  const double peak_tflops = Significant(peak / 1e12, 4);
+  peak = peak_tflops * 1e12;
+  for (int64_t n : sizes) {
+    std::vector<double> a;  // measured efficiency of each forward piece
+    for (const KernelSample& k : out.kernels) {
+      if (k.n == n && !k.backward) a.push_back(k.flops / k.measured_s / peak);
+    }
+    const double efficiency = std::clamp(Significant(1.0 / RelativeScale(a), 3), 1e-3, 1.0);
+    gpu.attention_efficiency.push_back({n, efficiency});
+  }
+  gpu.peak_tflops = {{DType::kBf16, peak_tflops}, {DType::kFp16, peak_tflops}, {DType::kFp32, peak_tflops}};
+  {
+    std::vector<double> b;  // each backward sample's implied rate ratio
+    for (const KernelSample& k : out.kernels) {
+      if (k.backward) b.push_back(k.flops / (peak * gpu.Efficiency(k.n) * k.measured_s));
+    }
+    gpu.backward_rate_ratio = std::clamp(Significant(1.0 / RelativeScale(b), 3), 0.01, 100.0);
+  }
+  std::vector<double> kernel_residuals;
+  for (KernelSample& k : out.kernels) {
+    const double rate = peak * gpu.Efficiency(k.n) * (k.backward ? gpu.backward_rate_ratio : 1.0);
+    k.model_s = k.flops / rate;
+    kernel_residuals.push_back(std::abs(k.model_s / k.measured_s - 1.0));
+  }
+  Residuals(kernel_residuals, &out.kernel_median_residual, &out.kernel_max_residual);
+
+  // Merges: the simulator charges 3 x (partial bytes) / hbm bandwidth for one.
+  say("merges: folding partials of 1K and 4K rows");
+  for (int64_t n : {int64_t{1024}, int64_t{4096}}) {
+    auto seconds = target.MergeSeconds(n);
+    if (!seconds.ok()) return seconds.status().WithContext("calibrate: merge of " + std::to_string(n) + " rows");
+    if (!(*seconds > 0)) return Status::Internal("calibrate: a merge measured no time");
+    const double partial_bytes = static_cast<double>(n) * heads * (d + 1) * 4.0;  // O and LSE, fp32
+    out.merge_bandwidths_bytes_per_s.push_back(3.0 * partial_bytes / *seconds);
+  }
+  gpu.hbm_bytes_per_s = Significant(Median(out.merge_bandwidths_bytes_per_s) / 1e9, 3) * 1e9;
+
+  // Sharing.
+  out.sharing.ranks = spec.ranks;
+  gpu.ranks_per_device = spec.ranks;
+  // A block size every mode measures, repeated to about `share_s` alone: scheduler time slices
+  // (milliseconds) must average out, as they do over a run's many kernels.
+  const int64_t share_n = 512;
+  const double share_s = spec.quick ? 0.15 : 0.3;
+  int share_repeats = 1;
+  for (const KernelSample& k : out.kernels) {
+    if (k.n == share_n && k.piece == BlockPiece::kFull && !k.backward) {
+      share_repeats = static_cast<int>(std::clamp(std::ceil(share_s / k.measured_s), 1.0, 10000.0));
+    }
+  }
+  if (spec.ranks > 1) {
+    say("sharing: " + std::to_string(spec.ranks) + " ranks run " + std::to_string(share_repeats) + " blocks of " +
+        std::to_string(share_n) + " at once");
+    std::vector<double> concurrency, spreads, alone, last;
+    std::vector<double> ends;
+    for (int trial = 0; trial < 3; ++trial) {
+      auto one = target.ConcurrentEndsSeconds(1, share_n, share_repeats);
+      if (!one.ok()) return one.status().WithContext("calibrate: one rank alone");
+      auto all = target.ConcurrentEndsSeconds(spec.ranks, share_n, share_repeats);
+      if (!all.ok()) return all.status().WithContext("calibrate: " + std::to_string(spec.ranks) + " ranks at once");
+      if (one->size() != 1 || all->size() != static_cast<size_t>(spec.ranks)) {
+        return Status::Internal("calibrate: sharing measurement returned the wrong number of ranks");
+      }
+      const auto [first, latest] = std::minmax_element(all->begin(), all->end());
+      if (!(*latest > 0) || !((*one)[0] > 0)) return Status::Internal("calibrate: a sharing run measured no time");
+      // Work of `ranks` kernels over the time the last one took: the device's effective
+      // parallelism (exact for either sharing when ranks is a multiple of it).
+      concurrency.push_back(static_cast<double>(spec.ranks) * (*one)[0] / *latest);
+      spreads.push_back((*latest - *first) / *latest);
+      alone.push_back((*one)[0]);
+      if (trial == 0) ends = *all;
+    }
+    out.sharing.alone_s = Median(alone);
+    out.sharing.ends_s = ends;
+    out.sharing.spread = Median(spreads);
+    gpu.concurrent_kernels = std::clamp(Significant(Median(concurrency), 2), 1.0, static_cast<double>(spec.ranks));
+    // Under processor sharing equal kernels end together; served one after another, the last
+    // of ranks >= 2c ends at least twice as late as the first (spread >= 1/2). Halfway between.
+    gpu.sharing = out.sharing.spread > 0.25 ? DeviceSharing::kSerial : DeviceSharing::kProcessor;
+  }
+
+  // Messages.
+  NetworkLevel level;
+  level.name = spec.transport;
+  level.kind = LinkKind::kSwitch;
+  level.group_size = spec.ranks;
+  if (spec.ranks > 1) {
+    say("messages: one-way times over " + spec.transport);
+    for (int64_t bytes : CalibrationMessageSizes(spec.quick)) {
+      auto seconds = target.MessageSeconds(bytes);
+      if (!seconds.ok()) return seconds.status().WithContext("calibrate: message of " + std::to_string(bytes) + " bytes");
+      if (!(*seconds > 0)) return Status::Internal("calibrate: a message measured no time");
+      out.messages.push_back({bytes, *seconds, 0});
+    }
+    double latency_s = 0, bytes_per_s = 0;
+    FitMessages(out.messages, &latency_s, &bytes_per_s);
+    level.latency_s = Significant(latency_s * 1e6, 3) / 1e6;
+    level.bandwidth_bytes_per_s = Significant(bytes_per_s / 1e9, 3) * 1e9;
+    std::vector<double> residuals;
+    for (MessageSample& m : out.messages) {
+      m.model_s = level.latency_s + static_cast<double>(m.bytes) / level.bandwidth_bytes_per_s;
+      residuals.push_back(std::abs(m.model_s / m.measured_s - 1.0));
+    }
+    Residuals(residuals, &out.message_median_residual, &out.message_max_residual);
+  } else {
+    // One rank sends nothing; any valid level will do.
+    level.bandwidth_bytes_per_s = gpu.hbm_bytes_per_s;
+    level.latency_s = 0;
+  }
+
+  Topology& t = out.topology;
+  t.name = spec.name;
+  std::ostringstream description;
+  description << spec.device_model << ": " << spec.ranks << " rank" << (spec.ranks == 1 ? "" : "s")
+              << " on one device over " << spec.transport << ", measured by meshplan calibrate"
+              << (spec.quick ? " --quick" : "") << " (head dim " << spec.head_dim << ")";
+  t.description = description.str();
+  t.source = "calibrate";
+  gpu.model = spec.device_model;
+  gpu.memory_bytes = Significant(spec.memory_bytes / 1e9, 4) * 1e9;
+  gpu.launch_overhead_s = 0;
+  t.levels = {level};
+  MESHPLAN_RETURN_IF_ERROR(t.Validate().WithContext("calibrate: the fitted topology"));
+  return out;
+}
+
+}  // namespace meshplan::exec

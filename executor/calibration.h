@@ -1,0 +1,121 @@
+// `meshplan calibrate`: measure the machine the executor runs on and describe it as a topology
+// (core/topology.h) that plan, simulate and sweep read like any cluster file. docs/fidelity.md
+// says how each number is measured and fitted.
+//
+// The measurements come from a CalibrationTarget (the CPU block kernels and a transport here, a
+// target with known rates in the tests); Calibrate fits them to the planner's model:
+//   - kernels: one peak rate and an efficiency per block size (GpuSpec::attention_efficiency), each
+//     the least-squares fit in relative time over the block's mask pieces (full, causal diagonal,
+//     causal partial); one backward_rate_ratio over every backward sample;
+//   - merges: the memory bandwidth hbm_GBps that the simulator's merge time (3 x partial bytes /
+//     bandwidth) needs to match;
+//   - sharing: `ranks` ranks running the same kernel at once; their end times give the device's
+//     effective parallelism (concurrent_kernels) and whether it time-slices (processor) or queues
+//     (serial);
+//   - messages: one-way times by size: latency from a small message, bandwidth from large ones
+//     (the innermost level).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "core/topology.h"
+
+namespace meshplan::exec {
+
+// The mask pieces a block kernel meets. Positions of an n x n block (queries, keys):
+//   full:     any mask, every pair visible (n^2 pairs; run as a full mask);
+//   diagonal: causal, queries and keys [0, n): n(n+1)/2 pairs (a rank's own causal block);
+//   partial:  causal, queries [n/2, 3n/2), keys [0, n): a triangle cut off one corner, 7n^2/8 +
+//             n/4 pairs for even n (zigzag and shifted blocks, window and document edges).
+enum class BlockPiece { kFull, kDiagonal, kPartial };
+std::string_view BlockPieceName(BlockPiece piece);
+inline constexpr BlockPiece kBlockPieces[] = {BlockPiece::kFull, BlockPiece::kDiagonal, BlockPiece::kPartial};
+// First query position of the piece (keys start at 0).
+int64_t PieceQueryStart(BlockPiece piece, int64_t n);
+// Visible (query, key) pairs of the piece, counted pair by pair over its positions.
+int64_t PieceVisiblePairs(BlockPiece piece, int64_t n);
+
+// What the executor's kernels and transport measure to. Every method returns seconds (a median of
+// repetitions) or an error naming what failed.
+class CalibrationTarget {
+ public:
+  virtual ~CalibrationTarget() = default;
+  // One n x n block of `piece`, all heads, forward or backward.
+  virtual Result<double> KernelSeconds(BlockPiece piece, int64_t n, bool backward) = 0;
+  // Folding one partial (O and LSE of n rows, all heads, fp32) into an accumulator.
+  virtual Result<double> MergeSeconds(int64_t n) = 0;
+  // `ranks` ranks start `repeats` full forward n x n blocks each at once (one after another on
+  // each rank); when each rank ended, from the common start.
+  virtual Result<std::vector<double>> ConcurrentEndsSeconds(int ranks, int64_t n, int repeats) = 0;
+  // One message of `bytes` from one rank to another, one way.
+  virtual Result<double> MessageSeconds(int64_t bytes) = 0;
+};
+
+struct CalibrationSpec {
+  int ranks = 2;            // P: ranks on the device (the topology's GPU slots)
+  int64_t head_dim = 128;   // d of the kernels measured (efficiency depends on it)
+  int64_t heads = 1;        // heads per kernel call
+  bool quick = false;       // fewer sizes and repetitions
+  std::string name = "machine";
+  std::string device_model = "CPU";
+  double memory_bytes = 0;  // the device's (shared by its ranks)
+  std::string transport = "threads";  // names the innermost level
+};
+
+// Block sizes measured: quick 128, 512, 2048; else 64 to 4096 by powers of 2.
+std::vector<int64_t> CalibrationBlockSizes(bool quick);
+// Message sizes measured (bytes): 4 KiB (the latency) and 1 to 16 MiB (the bandwidth), more in full mode.
+std::vector<int64_t> CalibrationMessageSizes(bool quick);
+
+struct KernelSample {
+  BlockPiece piece = BlockPiece::kFull;
+  int64_t n = 0;
+  bool backward = false;
+  double flops = 0;      // the model's: 4 * pairs * heads * d, x 2.5 backward
+  double measured_s = 0;
+  double model_s = 0;    // the fitted topology's time for it (UnsharedKernelSeconds)
+};
+
+struct MessageSample {
+  int64_t bytes = 0;
+  double measured_s = 0;
+  double model_s = 0;  // latency + bytes / bandwidth
+};
+
+struct SharingMeasurement {
+  int ranks = 1;
+  double alone_s = 0;          // one rank alone
+  std::vector<double> ends_s;  // each rank's end, all starting at once
+  double spread = 0;           // (last end - first end) / last end
+};
+
+struct CalibrationResult {
+  Topology topology;
+  std::vector<KernelSample> kernels;
+  std::vector<MessageSample> messages;
+  SharingMeasurement sharing;
+  std::vector<double> merge_bandwidths_bytes_per_s;  // per merge size measured
+  // |model / measured - 1| over the kernel samples (and the message samples).
+  double kernel_median_residual = 0, kernel_max_residual = 0;
+  double message_median_residual = 0, message_max_residual = 0;
+};
+
+// One line per measurement group, for stderr.
+using CalibrationProgress = std::function<void(const std::string& line)>;
+
+inline constexpr int kMaxCalibrationRanks = 256;
+
+// kInvalidInput naming the flag (--ranks, --head-dim, --heads) for a spec out of range.
+Status CheckCalibrationSpec(const CalibrationSpec& spec);
+
+// Measures with `target` and fits. kInvalidInput for a spec out of range (ranks 1..256, head_dim
+// 1..1024, heads 1..1024); a failed measurement is returned as its error, with what was measured.
+Result<CalibrationResult> Calibrate(CalibrationTarget& target, const CalibrationSpec& spec,
+                                    const CalibrationProgress& progress = {});
+
+}  // namespace meshplan::exec

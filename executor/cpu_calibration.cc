@@ -1,0 +1,242 @@
+#include "executor/cpu_calibration.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include "core/mask.h"
+#include "executor/block_kernels.h"
+#include "executor/thread_transport.h"
+
+namespace meshplan::exec {
+namespace {
+
+using Seconds = std::chrono::duration<double>;
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+// Repeats `once` (one untimed run first) until at least `min_reps` runs and `min_total_s` of
+// timed work, at most `max_reps`; the median run time.
+template <class F>
+double MedianSeconds(F&& once, int min_reps, int max_reps, double min_total_s) {
+  once();
+  std::vector<double> times;
+  double total = 0;
+  while (static_cast<int>(times.size()) < max_reps &&
+         (static_cast<int>(times.size()) < min_reps || total < min_total_s)) {
+    const auto start = Clock::now();
+    once();
+    const double t = Seconds(Clock::now() - start).count();
+    times.push_back(t);
+    total += t;
+  }
+  return Median(times);
+}
+
+std::vector<float> RandomValues(size_t count, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(count);
+  for (float& x : v) x = dist(gen);
+  return v;
+}
+
+// One piece's inputs and outputs, one head after another: rows of d floats.
+struct Block {
+  Block(BlockPiece piece, int64_t n, int64_t d, int64_t heads)
+      : n(n), d(d), heads(heads), mask(piece == BlockPiece::kFull ? Mask::Full() : Mask::Causal()),
+        rule(mask) {
+    const size_t size = static_cast<size_t>(n * d * heads);
+    q = RandomValues(size, 1);
+    k = RandomValues(size, 2);
+    v = RandomValues(size, 3);
+    d_o = RandomValues(size, 4);
+    o.assign(size, 0.0f);
+    dq.assign(size, 0.0f);
+    dk.assign(size, 0.0f);
+    dv.assign(size, 0.0f);
+    lse.assign(static_cast<size_t>(n * heads), 0.0f);
+    delta.assign(static_cast<size_t>(n * heads), 0.0f);
+    q_pos.resize(static_cast<size_t>(n));
+    k_pos.resize(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      q_pos[i] = PieceQueryStart(piece, n) + i;
+      k_pos[i] = i;
+    }
+  }
+  RowsView Rows(const std::vector<float>& m, int64_t h, const std::vector<int64_t>& pos) const {
+    return RowsView{m.data() + h * n * d, n, d, pos.data()};
+  }
+  MutableRows Out(std::vector<float>& m, int64_t h) { return MutableRows{m.data() + h * n * d, n, d}; }
+  float Scale() const { return 1.0f / std::sqrt(static_cast<float>(d)); }
+
+  void Forward() {
+    for (int64_t h = 0; h < heads; ++h) {
+      BlockForward(Rows(q, h, q_pos), Rows(k, h, k_pos), Rows(v, h, k_pos), d, Scale(), rule, Out(o, h),
+                   lse.data() + h * n);
+    }
+  }
+  // With the forward's lse, and delta = rowsum(dO * O), as a run has them.
+  void PrepareBackward() {
+    Forward();
+    for (int64_t i = 0; i < n * heads; ++i) {
+      float sum = 0;
+      for (int64_t c = 0; c < d; ++c) sum += d_o[i * d + c] * o[i * d + c];
+      delta[i] = sum;
+    }
+  }
+  void Backward() {
+    for (int64_t h = 0; h < heads; ++h) {
+      BlockBackward(Rows(q, h, q_pos), Rows(k, h, k_pos), Rows(v, h, k_pos), Rows(d_o, h, q_pos),
+                    lse.data() + h * n, delta.data() + h * n, d, Scale(), rule, Out(dq, h), Out(dk, h),
+                    Out(dv, h));
+    }
+  }
+
+  int64_t n, d, heads;
+  Mask mask;
+  MaskRule rule;
+  std::vector<float> q, k, v, d_o, o, dq, dk, dv, lse, delta;
+  std::vector<int64_t> q_pos, k_pos;
+};
+
+// Memory for `count` floats, refused beyond a bound so a bad size cannot exhaust the machine.
+Status CheckFloats(double count, const std::string& what) {
+  constexpr double kMaxFloats = 1 << 28;  // 1 GiB
+  if (count > kMaxFloats) return Status::Invalid("calibrate: " + what + " would need more than 1 GiB");
+  return Status::Ok();
+}
+
+}  // namespace
+
+CpuCalibrationTarget::CpuCalibrationTarget(int64_t head_dim, int64_t heads, bool quick)
+    : d_(head_dim), heads_(heads), quick_(quick) {}
+
+Result<double> CpuCalibrationTarget::KernelSeconds(BlockPiece piece, int64_t n, bool backward) {
+  MESHPLAN_RETURN_IF_ERROR(CheckFloats(11.0 * static_cast<double>(n * d_ * heads_), "a block"));
+  Block block(piece, n, d_, heads_);
+  const int min_reps = quick_ ? 2 : 3, max_reps = quick_ ? 7 : 15;
+  const double min_total_s = quick_ ? 0.05 : 0.2;
+  if (!backward) return MedianSeconds([&] { block.Forward(); }, min_reps, max_reps, min_total_s);
+  block.PrepareBackward();
+  return MedianSeconds([&] { block.Backward(); }, min_reps, max_reps, min_total_s);
+}
+
+Result<double> CpuCalibrationTarget::MergeSeconds(int64_t n) {
+  MESHPLAN_RETURN_IF_ERROR(CheckFloats(4.0 * static_cast<double>(n * (d_ + 1) * heads_), "a merge"));
+  const size_t rows = static_cast<size_t>(n * heads_);
+  std::vector<float> o = RandomValues(rows * d_, 5), o_in = RandomValues(rows * d_, 6);
+  std::vector<float> lse(rows, 0.5f), lse_in(rows, 0.25f);
+  const std::vector<float> lse_start = lse;
+  return MedianSeconds(
+      [&] {
+        lse = lse_start;  // keep the accumulator's scale from drifting over repetitions
+        MergePartial(MutableRows{o.data(), static_cast<int64_t>(rows), d_}, lse.data(), o_in.data(), d_,
+                     lse_in.data(), d_);
+      },
+      quick_ ? 3 : 5, 50, quick_ ? 0.02 : 0.1);
+}
+
+Result<std::vector<double>> CpuCalibrationTarget::ConcurrentEndsSeconds(int ranks, int64_t n, int repeats) {
+  MESHPLAN_RETURN_IF_ERROR(
+      CheckFloats(11.0 * static_cast<double>(n * d_ * heads_) * ranks, std::to_string(ranks) + " blocks"));
+  std::vector<std::unique_ptr<Block>> blocks;
+  for (int r = 0; r < ranks; ++r) {
+    blocks.push_back(std::make_unique<Block>(BlockPiece::kFull, n, d_, heads_));
+    blocks.back()->Forward();  // warm: pages touched, caches as in a run
+  }
+  std::vector<double> ends(static_cast<size_t>(ranks), 0.0);
+  std::atomic<int> ready{0};
+  std::atomic<bool> go{false};
+  Clock::time_point start;
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r) {
+    threads.emplace_back([&, r] {
+      ready.fetch_add(1);
+      while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
+      for (int i = 0; i < repeats; ++i) blocks[r]->Forward();
+      ends[r] = Seconds(Clock::now() - start).count();
+    });
+  }
+  while (ready.load() < ranks) std::this_thread::yield();
+  start = Clock::now();
+  go.store(true, std::memory_order_release);
+  for (std::thread& t : threads) t.join();
+  return ends;
+}
+
+Result<double> CpuCalibrationTarget::MessageSeconds(int64_t bytes) {
+  const size_t floats = static_cast<size_t>(std::max<int64_t>(1, bytes / 4));
+  MESHPLAN_RETURN_IF_ERROR(CheckFloats(4.0 * static_cast<double>(floats), "a message"));
+  auto fabric = std::make_shared<ThreadFabric>(2);
+  const std::vector<float> source = RandomValues(floats, 7);
+  std::vector<float> sink_a(floats), sink_b(floats);
+  const int reps = bytes >= (1 << 20) ? (quick_ ? 5 : 9) : (quick_ ? 21 : 51);
+  Status peer_status;
+  // The peer answers every message with one of the same size (ping-pong).
+  std::thread peer([&] {
+    for (int i = 0; i < reps + 1; ++i) {
+      std::vector<float> in;
+      Status s = fabric->Take(0, 1, i, &in, Clock::now() + std::chrono::seconds(30));
+      if (!s.ok()) {
+        peer_status = s;
+        return;
+      }
+      std::copy(in.begin(), in.end(), sink_b.begin());
+      std::vector<float> out(sink_b.begin(), sink_b.end());
+      s = fabric->Deliver(1, 0, i, out);
+      if (!s.ok()) {
+        peer_status = s;
+        return;
+      }
+    }
+  });
+  std::vector<double> one_way;
+  Status status;
+  for (int i = 0; i < reps + 1 && status.ok(); ++i) {
+    const auto t0 = Clock::now();
+    std::vector<float> out(source.begin(), source.end());
+    status = fabric->Deliver(0, 1, i, out);
+    std::vector<float> in;
+    if (status.ok()) status = fabric->Take(1, 0, i, &in, Clock::now() + std::chrono::seconds(30));
+    if (status.ok()) std::copy(in.begin(), in.end(), sink_a.begin());
+    if (i > 0) one_way.push_back(0.5 * Seconds(Clock::now() - t0).count());  // the first is a warm-up
+  }
+  if (!status.ok()) fabric->Abort(status.message());
+  peer.join();
+  MESHPLAN_RETURN_IF_ERROR(status);
+  MESHPLAN_RETURN_IF_ERROR(peer_status);
+  return Median(one_way);
+}
+
+std::string CpuCalibrationTarget::DeviceModel() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line, model = "CPU";
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const size_t colon = line.find(':');
+      if (colon != std::string::npos) model = line.substr(line.find_first_not_of(" \t", colon + 1));
+      break;
+    }
+  }
+  const unsigned threads = std::thread::hardware_concurrency();
+  if (threads > 0) model += " (" + std::to_string(threads) + " hardware threads)";
+  return model;
+}
+
+double CpuCalibrationTarget::PhysicalMemoryBytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0.0;
+}
+
+}  // namespace meshplan::exec

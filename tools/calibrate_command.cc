@@ -1,0 +1,154 @@
+// `meshplan calibrate`: measure this machine with the executor's kernels and transport and write
+// it as a topology file (executor/calibration.h does the measuring and fitting).
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "core/atomic_file.h"
+#include "core/topology_toml.h"
+#include "core/units.h"
+#include "executor/calibration.h"
+#include "executor/cpu_calibration.h"
+#include "tools/cli_common.h"
+#include "tools/commands.h"
+#include "tools/execute_run.h"
+
+namespace meshplan::tools {
+namespace {
+
+struct CalibrateFlags {
+  std::string backend = "cpu";
+  std::string transport = "threads";
+  int ranks = 0;
+  bool ranks_given = false;  // else: the hardware threads
+  int64_t head_dim = 128;
+  int64_t heads = 1;
+  bool quick = false;
+  bool quiet = false;
+  std::string out;
+  std::string name = "machine";
+};
+
+Status CheckFlags(const CalibrateFlags& f) {
+  if (f.backend == "cuda") {
+    if (!CudaBackendBuilt()) {
+      return Status::Invalid("--backend: backend 'cuda' is not built in this binary (it was built without the CUDA "
+                             "toolkit)");
+    }
+    return Status::Invalid("--backend: calibrate measures the cpu backend only in this version; for a GPU, run "
+                           "`meshplan execute --backend cuda --repeat N` and compare (docs/fidelity.md)");
+  }
+  if (f.backend != "cpu") return Status::Invalid("--backend: expected cpu or cuda, got '" + f.backend + "'");
+  if (f.transport != "threads") {
+    return Status::Invalid("--transport: calibrate measures the threads transport (got '" + f.transport +
+                           "'); an MPI job on one machine shares its cores the same way, see docs/fidelity.md");
+  }
+  if (f.name.empty()) return Status::Invalid("--name: must not be empty");
+  return Status::Ok();
+}
+
+// The file's first lines: what made it and how well the model fits what was measured.
+std::string Header(const exec::CalibrationResult& r) {
+  char when[64] = "";
+  const std::time_t now = std::time(nullptr);
+  std::strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
+  char buffer[512];
+  std::snprintf(buffer, sizeof buffer,
+                "# Written by meshplan calibrate, %s. Kernel model vs measured: median %.1f%%, max %.1f%% "
+                "over %zu samples; messages: median %.1f%%, max %.1f%% over %zu sizes. docs/fidelity.md\n",
+                when, 100 * r.kernel_median_residual, 100 * r.kernel_max_residual, r.kernels.size(),
+                100 * r.message_median_residual, 100 * r.message_max_residual, r.messages.size());
+  return buffer;
+}
+
+void PrintSummary(const exec::CalibrationResult& r) {
+  const GpuSpec& g = r.topology.gpu;
+  std::fprintf(stderr, "calibrate: peak %.4g GFLOP/s per kernel, backward rate ratio %.3g\n",
+               g.PeakFlopsPerSecond(DType::kFp32) / 1e9, g.backward_rate_ratio);
+  std::fprintf(stderr, "calibrate: efficiency by block:");
+  for (const EfficiencyPoint& p : g.attention_efficiency) {
+    std::fprintf(stderr, " %s:%.0f%%", FormatCount(p.block_tokens).c_str(), 100 * p.efficiency);
+  }
+  std::fprintf(stderr, "\ncalibrate: kernel fit residual |model/measured - 1|: median %.1f%%, max %.1f%%\n",
+               100 * r.kernel_median_residual, 100 * r.kernel_max_residual);
+  std::fprintf(stderr, "calibrate: merges at %.3g GB/s\n", g.hbm_bytes_per_s / 1e9);
+  if (r.sharing.ranks > 1) {
+    std::fprintf(stderr,
+                 "calibrate: %d ranks on one device: %.2g kernels at full rate, %s sharing (one alone %.1f ms, "
+                 "all at once end spread %.0f%%)\n",
+                 r.sharing.ranks, g.concurrent_kernels, std::string(DeviceSharingName(g.sharing)).c_str(),
+                 1e3 * r.sharing.alone_s, 100 * r.sharing.spread);
+    const NetworkLevel& l = r.topology.levels[0];
+    std::fprintf(stderr, "calibrate: messages: %.3g us + bytes / %.3g GB/s (residual median %.1f%%, max %.1f%%)\n",
+                 l.latency_s * 1e6, l.bandwidth_bytes_per_s / 1e9, 100 * r.message_median_residual,
+                 100 * r.message_max_residual);
+    std::fprintf(stderr, "calibrate: messages measured (model):");
+    for (const exec::MessageSample& m : r.messages) {
+      std::fprintf(stderr, " %s %.3g us (%.3g)", FormatBytes(static_cast<double>(m.bytes)).c_str(),
+                   m.measured_s * 1e6, m.model_s * 1e6);
+    }
+    std::fprintf(stderr, "\n");
+  }
+}
+
+}  // namespace
+
+Runner RegisterCalibrateCommand(CLI::App& app) {
+  auto f = std::make_shared<CalibrateFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "calibrate",
+      "Measure this machine with the executor's own kernels and transport and write it as a topology file "
+      "(for plan, simulate, sweep and execute -t): kernel rate by block size and mask piece, backward and merge "
+      "rates, how ranks share the device, message latency and bandwidth");
+  cmd->add_option("--backend", f->backend, "Backend to measure: cpu (cuda: not in this version)")->capture_default_str();
+  cmd->add_option("--transport", f->transport, "Transport to measure: threads")->capture_default_str();
+  CLI::Option* ranks = cmd->add_option("--ranks", f->ranks,
+                  "Ranks that will share the machine (the topology's GPU slots, 1 to 256; default: the hardware "
+                  "threads)");
+  cmd->add_option("--head-dim", f->head_dim, "Head dimension of the kernels measured (the plans' d)")
+      ->capture_default_str();
+  cmd->add_option("--heads", f->heads, "Heads per kernel call measured")->capture_default_str();
+  cmd->add_flag("--quick", f->quick, "Fewer block sizes and repetitions: about 30 s instead of up to 2 minutes");
+  cmd->add_option("-o,--out", f->out, "Write the topology here (atomically); default: stdout");
+  cmd->add_option("--name", f->name, "The topology's name")->capture_default_str();
+  cmd->add_flag("-q,--quiet", f->quiet, "No progress or summary on stderr (errors still go there)");
+  return [f, ranks]() -> int {
+    if (Status st = CheckFlags(*f); !st.ok()) return ReportError(st);
+    exec::CalibrationSpec spec;
+    spec.ranks = ranks->count() > 0 ? f->ranks
+                                    : static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u,
+                                                                  static_cast<unsigned>(exec::kMaxCalibrationRanks)));
+    spec.head_dim = f->head_dim;
+    spec.heads = f->heads;
+    spec.quick = f->quick;
+    spec.name = f->name;
+    spec.transport = f->transport;
+    spec.device_model = exec::CpuCalibrationTarget::DeviceModel();
+    spec.memory_bytes = exec::CpuCalibrationTarget::PhysicalMemoryBytes();
+    if (Status st = exec::CheckCalibrationSpec(spec); !st.ok()) return ReportError(st);
+    if (!f->out.empty()) {
+      // Fail on an unwritable output before minutes of measuring, not after.
+      if (Status st = CheckWritableOutput(f->out); !st.ok()) return ReportError(st);
+    }
+    exec::CpuCalibrationTarget target(spec.head_dim, spec.heads, spec.quick);
+    const bool quiet = f->quiet;
+    auto result = exec::Calibrate(target, spec, [quiet](const std::string& line) {
+      if (!quiet) std::fprintf(stderr, "calibrate: %s\n", line.c_str());
+    });
+    if (!result.ok()) return ReportError(result.status());
+    if (!quiet) PrintSummary(*result);
+    const std::string text = Header(*result) + TopologyToToml(result->topology);
+    if (f->out.empty()) {
+      std::fputs(text.c_str(), stdout);
+      return kExitOk;
+    }
+    if (Status st = WriteFileAtomically(f->out, text); !st.ok()) return ReportError(st);
+    if (!quiet) std::fprintf(stderr, "calibrate: wrote %s\n", f->out.c_str());
+    return kExitOk;
+  };
+}
+
+}  // namespace meshplan::tools
