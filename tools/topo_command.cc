@@ -21,12 +21,22 @@ std::string Describe(const Topology& t) {
   out += buffer;
   out += "peak:       ";
   for (const auto& [dtype, tflops] : t.gpu.peak_tflops) {
-    std::snprintf(buffer, sizeof buffer, " %s %.0f TFLOP/s", std::string(DTypeName(dtype)).c_str(), tflops);
+    std::snprintf(buffer, sizeof buffer, " %s %.4g TFLOP/s", std::string(DTypeName(dtype)).c_str(), tflops);
     out += buffer;
   }
   out += "\nattention efficiency:";
   for (const EfficiencyPoint& p : t.gpu.attention_efficiency) {
     std::snprintf(buffer, sizeof buffer, " %s:%.0f%%", FormatCount(p.block_tokens).c_str(), p.efficiency * 100);
+    out += buffer;
+  }
+  if (t.gpu.backward_rate_ratio != 1.0) {
+    std::snprintf(buffer, sizeof buffer, "\nbackward kernels at %.3gx the forward's rate", t.gpu.backward_rate_ratio);
+    out += buffer;
+  }
+  if (t.gpu.ranks_per_device > 1) {
+    std::snprintf(buffer, sizeof buffer, "\nshared device: %lld ranks per device, %.3g kernels at full rate, %s sharing",
+                  static_cast<long long>(t.gpu.ranks_per_device), t.gpu.concurrent_kernels,
+                  std::string(DeviceSharingName(t.gpu.sharing)).c_str());
     out += buffer;
   }
   out += "\nlevels (innermost first):\n";

@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""Predicted vs measured on this machine (issue 11, docs/fidelity.md).
+
+For each rank count P: `meshplan calibrate --ranks P` describes the machine; then for every workload
+(mask full/causal x pass fwd/fwd+bwd) the best plan of each scheme variant (ring per layout, mesh and
+attention2d per tile, the other schemes' best) is executed with `--repeat N` on the calibrated
+topology, and its simulated time is compared with the measured median. The same plans simulated on
+an H100 topology of P GPUs, scaled by one factor (the median measured/predicted), show what the
+calibration buys.
+
+Usage: python3 bench/fidelity.py [--meshplan build/tools/meshplan] [--out DIR] [--ranks 2,4,8]
+       [--seq 4K] [--repeat 3] [--mpi-ranks 4] [--quick]
+Writes DIR/fidelity.md (tables and summary), DIR/fidelity.csv and the calibrated machine-P.toml files.
+"""
+import argparse
+import csv
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run(cmd, **kw):
+    r = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if r.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)}\nexit {r.returncode}: {r.stderr.strip()}")
+    return r.stdout
+
+
+def variant_key(p):
+    if p["scheme"] == "ring":
+        return ("ring", p["layout"])
+    if p["scheme"] in ("mesh", "attention2d"):
+        return (p["scheme"], f"{p['tile_a']}x{p['tile_b']}")
+    return (p["scheme"], "")
+
+
+def h100_topology(path, ranks):
+    text = open(os.path.join(ROOT, "topologies", "dgx-h100-1node.toml")).read()
+    text = re.sub(r'name = "dgx-h100-1node"', f'name = "h100-{ranks}gpu"', text, count=1)
+    text = re.sub(r"group_size = 8 ", f"group_size = {ranks} ", text, count=1)
+    open(path, "w").write(text)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--meshplan", default=os.path.join(ROOT, "build", "tools", "meshplan"))
+    ap.add_argument("--out", default="fidelity-out")
+    ap.add_argument("--ranks", default="2,4,8")
+    ap.add_argument("--mpi-ranks", default="4", help="P for the MPI rows ('' for none)")
+    ap.add_argument("--seq", default="4K")
+    ap.add_argument("--heads", default="8")
+    ap.add_argument("--head-dim", default="64")
+    ap.add_argument("--repeat", default="3")
+    ap.add_argument("--masks", default="full,causal")
+    ap.add_argument("--passes", default="fwd,fwd+bwd")
+    ap.add_argument("--quick", action="store_true", help="calibrate --quick")
+    args = ap.parse_args()
+    mp = args.meshplan
+    os.makedirs(args.out, exist_ok=True)
+    rows = []
+    started = time.time()
+    mpi = shutil.which("mpirun") and args.mpi_ranks
+    runs = [(int(p), "threads") for p in args.ranks.split(",")]
+    if mpi:
+        runs += [(int(p), "mpi") for p in args.mpi_ranks.split(",")]
+    machines = {}
+    for ranks, transport in runs:
+        machine = os.path.join(args.out, f"machine-{ranks}.toml")
+        if ranks not in machines:
+            cal = [mp, "calibrate", "--ranks", str(ranks), "--head-dim", args.head_dim, "-o", machine]
+            if args.quick:
+                cal.append("--quick")
+            print(f"[{time.time() - started:6.0f} s] calibrate --ranks {ranks}", file=sys.stderr, flush=True)
+            subprocess.run(cal, check=True)
+            machines[ranks] = machine
+            h100_topology(os.path.join(args.out, f"h100-{ranks}.toml"), ranks)
+        h100 = os.path.join(args.out, f"h100-{ranks}.toml")
+        for mask in args.masks.split(","):
+            for pss in args.passes.split(","):
+                workload = ["--seq", args.seq, "--heads", args.heads, "--kv-heads", args.heads, "--head-dim",
+                            args.head_dim, "--dtype", "fp32", "--mask", mask, "--pass", pss]
+                plans = json.loads(run([mp, "plan", "-t", machine, *workload, "--format", "json", "--top", "0", "-q"]))
+                chosen = {}
+                for p in plans["plans"]:
+                    if p["fits"] and p["scheme"] != "mesh-ulysses":
+                        chosen.setdefault(variant_key(p), p)
+                for key, p in sorted(chosen.items()):
+                    plan_file = os.path.join(args.out, "plan.toml")
+                    run([mp, "plan", "-t", machine, *workload, "--pick", str(p["rank"]), "--out", plan_file, "-q"])
+                    label = f"{key[0]} {key[1]}".strip() + (" cache" if p["cache_forward"] else "")
+                    print(f"[{time.time() - started:6.0f} s] P={ranks} {transport} {mask} {pss} {label}",
+                          file=sys.stderr, flush=True)
+                    ex = [mp, "execute", plan_file, "-t", machine, "--repeat", args.repeat, "-q", "--format", "json"]
+                    if transport == "mpi":
+                        ex = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(ranks), *ex,
+                              "--transport", "mpi"]
+                    j = json.loads(run(ex))
+                    measured = j["measured"]["time_s"]
+                    predicted = j["predicted"]["time_s"]
+                    spread = j["repeat"]["spread"] if "repeat" in j else 0
+                    h = json.loads(run([mp, "simulate", plan_file, "-t", h100, "--format", "json"]))
+                    rows.append(dict(ranks=ranks, transport=transport, mask=mask, pass_=pss, plan=label,
+                                     predicted_s=predicted, measured_s=measured, spread=spread,
+                                     error_pct=100 * (measured - predicted) / predicted,
+                                     h100_s=h["simulated_s"]))
+    # The uncalibrated H100 prediction, scaled by the one factor that best fits (median ratio).
+    scale = statistics.median(r["measured_s"] / r["h100_s"] for r in rows)
+    for r in rows:
+        r["h100_scaled_error_pct"] = 100 * (r["measured_s"] - scale * r["h100_s"]) / (scale * r["h100_s"])
+    with open(os.path.join(args.out, "fidelity.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
+        w.writeheader()
+        w.writerows(rows)
+    errors = [abs(r["error_pct"]) for r in rows]
+    h100_errors = [abs(r["h100_scaled_error_pct"]) for r in rows]
+    lines = ["| P | transport | mask | pass | plan | predicted | measured (median) | spread | error | "
+             "H100 x scale error |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['ranks']} | {r['transport']} | {r['mask']} | {r['pass_']} | {r['plan']} | "
+                     f"{r['predicted_s'] * 1e3:.1f} ms | {r['measured_s'] * 1e3:.1f} ms | {100 * r['spread']:.0f}% | "
+                     f"{r['error_pct']:+.1f}% | {r['h100_scaled_error_pct']:+.1f}% |")
+    # Ranking: per workload, the simulator's first choice against the fastest measured plan.
+    ranking = []
+    groups = {}
+    for r in rows:
+        groups.setdefault((r["ranks"], r["transport"], r["mask"], r["pass_"]), []).append(r)
+    for key, rs in groups.items():
+        best_sim = min(rs, key=lambda r: r["predicted_s"])
+        fastest = min(rs, key=lambda r: r["measured_s"])
+        ranking.append((key, best_sim["plan"], fastest["plan"], 100 * (best_sim["measured_s"] / fastest["measured_s"] - 1)))
+    summary = [
+        f"{len(rows)} plans, {len(groups)} workloads ({args.seq} tokens, {args.heads} heads, d {args.head_dim}, fp32), "
+        f"--repeat {args.repeat}, {time.time() - started:.0f} s in all.",
+        f"Calibrated: median |error| {statistics.median(errors):.1f}%, max {max(errors):.1f}%.",
+        f"H100 topology x {scale:.4g} (one factor for the table): median |error| {statistics.median(h100_errors):.1f}%, "
+        f"max {max(h100_errors):.1f}%.",
+        f"Ranking: the simulator's first choice is within {max(x[3] for x in ranking):.1f}% of the fastest measured "
+        f"plan in the worst workload (median {statistics.median(x[3] for x in ranking):.1f}%).",
+    ]
+    rank_lines = ["| P | transport | mask | pass | simulator's first | fastest measured | first's excess |",
+                  "|---|---|---|---|---|---|---|"]
+    for key, sim_first, fastest, excess in ranking:
+        rank_lines.append(f"| {key[0]} | {key[1]} | {key[2]} | {key[3]} | {sim_first} | {fastest} | {excess:.1f}% |")
+    with open(os.path.join(args.out, "fidelity.md"), "w") as f:
+        f.write("\n".join(summary) + "\n\n" + "\n".join(lines) + "\n\n" + "\n".join(rank_lines) + "\n")
+    print("\n".join(summary))
+
+
+if __name__ == "__main__":
+    main()
