@@ -7,23 +7,9 @@
 #include "core/json_writer.h"
 #include "core/units.h"
 #include "report/text_table.h"
+#include "report/timeline_comparison.h"
 
 namespace meshplan::report {
-
-exec::RunTimeline PredictedTimeline(const sim::SimResult& result) {
-  std::vector<double> compute, exposed, idle;
-  for (const sim::RankStats& s : result.ranks) {
-    compute.push_back(s.compute_s);
-    exposed.push_back(s.exposed_comm_s);
-    idle.push_back(s.idle_s);
-  }
-  exec::RunTimeline t;
-  t.run_s = result.total_s;
-  t.compute = exec::SpreadOf(compute);
-  t.exposed = exec::SpreadOf(exposed);
-  t.idle = exec::SpreadOf(idle);
-  return t;
-}
 
 namespace {
 
@@ -45,8 +31,6 @@ int TimedRuns(const ExecutionReport& r) { return std::max(1, r.runs.stats.n); }
 
 // The measured time compared with the prediction: the median of the timed runs.
 double MeasuredTime(const ExecutionReport& r) { return r.runs.stats.n > 0 ? r.runs.stats.median_s : r.measured.run_s; }
-
-std::string SignedPercent(double percent) { return (percent >= 0 ? "+" : "") + Fixed(percent, 1) + "%"; }
 
 std::string InputsDescription(const ExecutionReport& r) {
   if (r.inputs_dir.empty()) return "random, seed " + std::to_string(r.seed);
@@ -101,13 +85,19 @@ std::string RenderExecutionTable(const ExecutionReport& r) {
       return Fixed(Fraction(part, whole) * 100, 1) + "%";
     };
     const double measured = MeasuredTime(r);
+    auto error = [](double measured_value, double predicted_value) {
+      return ErrorCell(ErrorPct(measured_value, predicted_value));
+    };
     out += Columns(
-        {{"", "predicted", "measured"},
-         {n > 1 ? "time (median of " + std::to_string(n) + ")" : "time", FormatSeconds(p.run_s), FormatSeconds(measured)},
-         {"error vs predicted", "", SignedPercent(exec::ErrorPercent(measured, p.run_s))},
-         {"compute (mean)", FormatSeconds(p.compute.mean), FormatSeconds(m.compute.mean)},
-         {"exposed comm (mean)", FormatSeconds(p.exposed.mean), FormatSeconds(m.exposed.mean)},
-         {"idle (mean)", FormatSeconds(p.idle.mean), FormatSeconds(m.idle.mean)},
+        {{"", "predicted", "measured", "error vs predicted"},
+         {n > 1 ? "time (median of " + std::to_string(n) + ")" : "time", FormatSeconds(p.run_s),
+          FormatSeconds(measured), error(measured, p.run_s)},
+         {"compute (mean)", FormatSeconds(p.compute.mean), FormatSeconds(m.compute.mean),
+          error(m.compute.mean, p.compute.mean)},
+         {"exposed comm (mean)", FormatSeconds(p.exposed.mean), FormatSeconds(m.exposed.mean),
+          error(m.exposed.mean, p.exposed.mean)},
+         {"idle (mean)", FormatSeconds(p.idle.mean), FormatSeconds(m.idle.mean),
+          error(m.idle.mean, p.idle.mean)},
          {"exposed comm / time", pct(p.exposed.mean, p.run_s), pct(m.exposed.mean, m.run_s)},
          {"compute / time", pct(p.compute.mean, p.run_s), pct(m.compute.mean, m.run_s)}},
         "  ");
@@ -115,6 +105,8 @@ std::string RenderExecutionTable(const ExecutionReport& r) {
                ? "  (the CPU executor's speed is not the cluster's: compare the schedule's shape, the "
                  "ratios, not the times)\n"
                : "  (measured on this machine's GPUs; the prediction is for the plan's cluster)\n";
+    out += "\n" + RenderRankComparison(p, m);
+    out += "\n" + RenderOpClassComparison(p, m);
   } else {
     out += "  unavailable: " + r.prediction_error + "\n";
   }
@@ -160,6 +152,7 @@ void TimelineJson(JsonWriter& j, const exec::RunTimeline& t) {
   }
   j.Key("exposed_comm_fraction");
   j.Number(Fraction(t.exposed.mean, t.run_s));
+  TimelineDetailJson(j, t);
   j.EndObject();
 }
 
@@ -251,6 +244,12 @@ std::string RenderExecutionJson(const ExecutionReport& r) {
     j.Raw("null");
     j.Key("prediction_error");
     j.String(r.prediction_error);
+  }
+  j.Key("error_pct");
+  if (r.have_prediction) {
+    ErrorsJson(j, r.predicted, r.measured, MeasuredTime(r));
+  } else {
+    j.Raw("null");
   }
   j.Key("topology");
   j.String(r.topology.name);

@@ -1,6 +1,7 @@
 // The report of `meshplan execute`: what ran, the measured timeline next to the simulator's
-// prediction for the plan's cluster, the check against plain attention, and the output files; as
-// a table or JSON.
+// prediction for the plan's cluster (total, per rank and per op class, each with its signed error:
+// report/timeline_comparison.h), the check against plain attention, and the output files; as a
+// table or JSON.
 #pragma once
 
 #include <cstdint>
@@ -12,7 +13,6 @@
 #include "executor/output_check.h"
 #include "executor/repeat.h"
 #include "executor/timeline.h"
-#include "simulator/simulate.h"
 
 namespace meshplan::report {
 
@@ -34,16 +34,13 @@ struct ExecutionReport {
   double wall_s = 0;
   exec::RunTimeline measured;
   bool have_prediction = false;
-  exec::RunTimeline predicted;
+  exec::RunTimeline predicted;   // report::PredictedTimeline (report/predicted_timeline.h)
   std::string prediction_error;  // why there is no prediction
   bool checked = false;
   exec::OutputCheck check;  // of the first timed run's outputs (so are the written files)
   std::string outputs_dir;
   std::vector<std::string> written;  // output files (names in outputs_dir)
 };
-
-// The simulator's per-rank statistics summarised as a measured run's (exec::RunTimeline).
-exec::RunTimeline PredictedTimeline(const sim::SimResult& result);
 
 std::string RenderExecutionTable(const ExecutionReport& r);
 std::string RenderExecutionJson(const ExecutionReport& r);

@@ -11,6 +11,7 @@
 #include "executor/run_files.h"
 #include "executor/repeat.h"
 #include "report/execution_report.h"
+#include "report/predicted_timeline.h"
 #include "simulator/plan_simulation.h"
 #include "tools/cli_common.h"
 
@@ -40,11 +41,11 @@ int FinishExecution(const ExecuteFlags& flags, const Prepared& p, const Attentio
   r.wall_s = runs.MedianWallS();
   r.measured = runs.MedianRun();
   sim::SimOptions options;
-  options.record_op_times = false;
+  options.record_op_times = true;  // for the per-op-class comparison
   auto sim = sim::SimulatePlan(p.run.plan, p.topology, options);
   if (sim.ok()) {
     r.have_prediction = true;
-    r.predicted = report::PredictedTimeline(sim->result);
+    r.predicted = report::PredictedTimeline(*sim);
   } else {
     r.prediction_error = sim.status().message();
   }

@@ -519,7 +519,9 @@ TEST_F(Execute, ChecksAgainstTheReferenceAndReportsTheTimeline) {
   for (const char* needle :
        {"mesh", "transport threads, 4 ranks", "random, seed 1", "exposed comm", "idle",
         "predicted vs measured", "the CPU executor's speed is not the cluster's",
-        "tolerance 1.00e-04", "check passed"}) {
+        "tolerance 1.00e-04", "check passed", "error vs predicted",
+        "per rank, predicted vs measured", "per op class, predicted vs measured",
+        "\n  compute fwd ", "\n  compute bwd "}) {
     EXPECT_NE(r.out.find(needle), std::string::npos) << needle << "\n" << r.out;
   }
   // One line per tensor, each error printed and below the tolerance.
@@ -611,6 +613,79 @@ TEST_F(Execute, RepeatTimesNRunsAfterAWarmUpAndReportsTheirMedian) {
   EXPECT_EQ(j.Find("repeat")->Find("warm_up")->number, 0);
   ASSERT_EQ(j.Find("repeat")->Find("times_s")->items.size(), 1u);
   EXPECT_DOUBLE_EQ(j.Find("repeat")->Find("times_s")->items[0].number, j.Find("measured")->Find("time_s")->number);
+}
+
+// The JSON's per-rank and per-op-class objects agree with each other and with the errors: the
+// relations below hold by definition (docs/executor.md), whatever the machine's speed.
+TEST_F(Execute, JsonComparesEveryRankAndOpClassWithThePrediction) {
+  const std::string plan = MakePlan();
+  const RunResult r = Run("execute " + plan + " --repeat 3 --format json -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  Json j;
+  ASSERT_TRUE(Json::Parse(r.out, &j)) << r.out;
+  const Json* measured = j.Find("measured");
+  const Json* predicted = j.Find("predicted");
+  const Json* error = j.Find("error_pct");
+  ASSERT_TRUE(measured && predicted && error) << r.out;
+  auto error_of = [](double m, double p) { return (m - p) / p * 100; };
+  auto near = [](double a, double b) {
+    return std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b)) + 1e-12;
+  };
+  // The total: the median against the predicted time, as repeat.median_error_pct.
+  EXPECT_TRUE(near(error->Find("time")->number, j.Find("repeat")->Find("median_error_pct")->number))
+      << r.out;
+  // Per rank: all 4, each field's error against its prediction; busy = compute + exposed comm.
+  const std::vector<Json>& m_ranks = measured->Find("ranks")->items;
+  const std::vector<Json>& p_ranks = predicted->Find("ranks")->items;
+  const std::vector<Json>& e_ranks = error->Find("ranks")->items;
+  ASSERT_EQ(m_ranks.size(), 4u);
+  ASSERT_EQ(p_ranks.size(), 4u);
+  ASSERT_EQ(e_ranks.size(), 4u);
+  double ranks_compute_s = 0;
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(m_ranks[i].Find("rank")->number, static_cast<double>(i));
+    const double m_busy = m_ranks[i].Find("busy_s")->number,
+                 p_busy = p_ranks[i].Find("busy_s")->number;
+    EXPECT_TRUE(near(
+        m_busy, m_ranks[i].Find("compute_s")->number + m_ranks[i].Find("exposed_comm_s")->number));
+    ASSERT_GT(p_busy, 0);
+    EXPECT_TRUE(near(e_ranks[i].Find("busy")->number, error_of(m_busy, p_busy))) << r.out;
+    const double p_compute = p_ranks[i].Find("compute_s")->number;
+    ASSERT_GT(p_compute, 0);
+    EXPECT_TRUE(near(e_ranks[i].Find("compute")->number,
+                     error_of(m_ranks[i].Find("compute_s")->number, p_compute)));
+    ranks_compute_s += m_ranks[i].Find("compute_s")->number;
+  }
+  // Per op class: all 9, in order, the same op counts (one plan); a fwd+bwd mesh plan has forward
+  // and backward computes and sends; the compute-stream classes add up to the ranks' compute
+  // (the same op durations summed two ways).
+  const std::vector<Json>& m_classes = measured->Find("op_classes")->items;
+  const std::vector<Json>& p_classes = predicted->Find("op_classes")->items;
+  const std::vector<Json>& e_classes = error->Find("op_classes")->items;
+  ASSERT_EQ(m_classes.size(), 9u);
+  ASSERT_EQ(p_classes.size(), 9u);
+  ASSERT_EQ(e_classes.size(), 9u);
+  const char* names[] = {"compute fwd", "compute bwd", "merge fwd",      "merge bwd", "send",
+                         "recv",        "all-gather",  "reduce-scatter", "all-to-all"};
+  double classes_compute_s = 0;
+  for (size_t c = 0; c < 9; ++c) {
+    EXPECT_EQ(m_classes[c].Find("class")->string, names[c]);
+    EXPECT_EQ(e_classes[c].Find("class")->string, names[c]);
+    EXPECT_EQ(m_classes[c].Find("ops")->number, p_classes[c].Find("ops")->number) << names[c];
+    const double m_s = m_classes[c].Find("time_s")->number,
+                 p_s = p_classes[c].Find("time_s")->number;
+    if (p_s > 0) {
+      EXPECT_TRUE(near(e_classes[c].Find("time")->number, error_of(m_s, p_s))) << names[c];
+    } else {
+      EXPECT_EQ(e_classes[c].Find("time")->kind, Json::kNull) << names[c];
+    }
+    if (c < 4) classes_compute_s += m_s;
+  }
+  EXPECT_GT(m_classes[0].Find("ops")->number, 0);  // compute fwd
+  EXPECT_GT(m_classes[1].Find("ops")->number, 0);  // compute bwd
+  EXPECT_GT(m_classes[4].Find("ops")->number, 0);  // send
+  EXPECT_TRUE(near(classes_compute_s, ranks_compute_s))
+      << classes_compute_s << " " << ranks_compute_s;
 }
 
 TEST_F(Execute, RepeatMustBeACountOfRunsUpToAThousand) {

@@ -1,0 +1,76 @@
+// The report of `meshplan execute` (report/execution_report.h) on a hand-made report: predicted vs
+// measured with the signed error of each pair, then per rank and per op class; the same in JSON.
+#include "report/execution_report.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace meshplan::report {
+namespace {
+
+ExecutionReport TwoRanks() {
+  ExecutionReport r;
+  r.plan_file = "p.toml";
+  r.precision = "fp32";
+  r.backend = "cpu";
+  r.transport = "threads";
+  r.run = "backend cpu, transport threads, 2 ranks";
+  r.ranks = 2;
+  exec::OpClassTable predicted{}, measured{};
+  predicted[static_cast<size_t>(exec::OpClass::kComputeForward)] = {3e-3, 4};
+  measured[static_cast<size_t>(exec::OpClass::kComputeForward)] = {6e-3, 4};
+  // Predicted: ranks' compute 1 and 2 ms (mean 1.5), exposed 1 and 0 ms (mean 0.5), idle 0 and
+  // 0 (mean 0); time 2 ms. Measured: compute 2 and 4 ms (mean 3), exposed 1 and 0 (mean 0.5),
+  // idle 1 ms and 0 (mean 0.5); one run of 4 ms.
+  r.predicted = exec::TimelineOfRanks(2e-3, {{1e-3, 1e-3, 0}, {2e-3, 0, 0}}, predicted);
+  r.measured = exec::TimelineOfRanks(4e-3, {{2e-3, 1e-3, 1e-3}, {4e-3, 0, 0}}, measured);
+  r.have_prediction = true;
+  r.wall_s = 5e-3;
+  return r;
+}
+
+bool Has(const std::string& text, const std::string& needle) {
+  return text.find(needle) != std::string::npos;
+}
+
+TEST(ExecutionReport, TableGivesTheErrorOfEveryPairAndThePerRankAndPerClassTables) {
+  const std::string t = RenderExecutionTable(TwoRanks());
+  EXPECT_TRUE(Has(t, "predicted  measured  error vs predicted\n")) << t;
+  // time (4 - 2) / 2 = +100%; compute mean (3 - 1.5) / 1.5 = +100%; exposed mean 0.5 vs 0.5: +0%;
+  // idle mean 0.5 ms against 0 predicted: no relative error.
+  EXPECT_TRUE(Has(t, "  time                 2.00 ms    4.00 ms   +100.0%\n")) << t;
+  EXPECT_TRUE(Has(t, "  compute (mean)       1.50 ms    3.00 ms   +100.0%\n")) << t;
+  EXPECT_TRUE(Has(t, "  exposed comm (mean)  500.0 us   500.0 us  +0.0%\n")) << t;
+  EXPECT_TRUE(Has(t, "  idle (mean)          0.0 us     500.0 us  n/a\n")) << t;
+  EXPECT_TRUE(Has(t, "per rank, predicted vs measured (error vs predicted):\n")) << t;
+  EXPECT_TRUE(Has(t, "per op class, predicted vs measured (sum over ranks of op durations):\n"))
+      << t;
+  // compute fwd: 3 ms predicted, 6 ms measured over 4 ops: +100%.
+  EXPECT_TRUE(Has(t, "  compute fwd  4    3.00 ms    6.00 ms   +100.0%\n")) << t;
+}
+
+TEST(ExecutionReport, JsonHasRanksClassesAndErrors) {
+  const std::string j = RenderExecutionJson(TwoRanks());
+  EXPECT_TRUE(Has(j, "\"measured\":{\"time_s\":0.004,")) << j;
+  // Measured rank 1: busy = 4 + 0 ms.
+  EXPECT_TRUE(
+      Has(j, "{\"rank\":1,\"compute_s\":0.004,\"exposed_comm_s\":0,\"idle_s\":0,\"busy_s\":0.004}"))
+      << j;
+  EXPECT_TRUE(Has(j, "{\"class\":\"compute fwd\",\"ops\":4,\"time_s\":0.003}")) << j;  // predicted
+  // time: the one run (4 ms) against 2 ms: +100%; idle null (0 predicted).
+  EXPECT_TRUE(
+      Has(j, "\"error_pct\":{\"time\":100,\"compute\":100,\"exposed_comm\":0,\"idle\":null,"))
+      << j;
+
+  ExecutionReport none = TwoRanks();
+  none.have_prediction = false;
+  none.prediction_error = "no such GPU";
+  EXPECT_TRUE(Has(RenderExecutionJson(none), "\"error_pct\":null")) << RenderExecutionJson(none);
+  const std::string t = RenderExecutionTable(none);
+  EXPECT_TRUE(Has(t, "unavailable: no such GPU")) << t;
+  EXPECT_FALSE(Has(t, "per op class")) << t;
+}
+
+}  // namespace
+}  // namespace meshplan::report
