@@ -58,6 +58,9 @@ struct Op {
   Phase phase = Phase::kForward;
   StreamId stream = StreamId::kCompute;
   A2ADirection a2a = A2ADirection::kSeqToHeads;  // kAllToAll only
+  // Compute: the mask hides some pairs of the block, so kernels take their masked path (tiles
+  // classified one by one) rather than one dense product: GpuSpec::masked_block_rate_ratio.
+  bool masked = false;
   uint16_t tensors = 0;     // payload of Send/Recv/collectives; what a Merge folds in
   int32_t peer = -1;        // Send/Recv: the other rank
   int32_t group = -1;       // collectives: index into Schedule::groups

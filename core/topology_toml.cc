@@ -111,7 +111,7 @@ Status ReadGpu(const Reader& r, const toml::table& t, GpuSpec* gpu) {
   const std::string p = "gpu";
   MESHPLAN_RETURN_IF_ERROR(r.CheckKeys(t, p,
                                        {"model", "memory_GB", "hbm_GBps", "launch_overhead_us",
-                                        "peak_tflops", "attention_efficiency", "backward_rate_ratio",
+                                        "peak_tflops", "attention_efficiency", "backward_rate_ratio", "masked_block_rate_ratio",
                                         "ranks_per_device", "concurrent_kernels", "sharing"}));
   MESHPLAN_RETURN_IF_ERROR(r.StringAt(t, p, "model", true, &gpu->model));
   double memory_gb = 0, hbm_gbps = 0, launch_us = 0;
@@ -122,6 +122,7 @@ Status ReadGpu(const Reader& r, const toml::table& t, GpuSpec* gpu) {
   gpu->hbm_bytes_per_s = GbToBytes(hbm_gbps);
   gpu->launch_overhead_s = UsToSeconds(launch_us);
   MESHPLAN_RETURN_IF_ERROR(r.NumberAt(t, p, "backward_rate_ratio", false, &gpu->backward_rate_ratio));
+  MESHPLAN_RETURN_IF_ERROR(r.NumberAt(t, p, "masked_block_rate_ratio", false, &gpu->masked_block_rate_ratio));
   MESHPLAN_RETURN_IF_ERROR(r.IntegerAt(t, p, "ranks_per_device", false, &gpu->ranks_per_device));
   MESHPLAN_RETURN_IF_ERROR(r.NumberAt(t, p, "concurrent_kernels", false, &gpu->concurrent_kernels));
   std::string sharing(DeviceSharingName(gpu->sharing));
@@ -305,6 +306,9 @@ std::string TopologyToToml(const Topology& t) {
   const GpuSpec defaults;
   if (g.backward_rate_ratio != defaults.backward_rate_ratio) {
     out << "backward_rate_ratio = " << FormatNumber(g.backward_rate_ratio, Identity, 1) << "\n";
+  }
+  if (g.masked_block_rate_ratio != defaults.masked_block_rate_ratio) {
+    out << "masked_block_rate_ratio = " << FormatNumber(g.masked_block_rate_ratio, Identity, 1) << "\n";
   }
   if (g.ranks_per_device != defaults.ranks_per_device || g.concurrent_kernels != defaults.concurrent_kernels ||
       g.sharing != defaults.sharing) {

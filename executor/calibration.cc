@@ -143,32 +143,46 @@ Result<CalibrationResult> Calibrate(CalibrationTarget& target, const Calibration
       }
     }
   }
-  double peak = 0;  // FLOP/s: the fastest forward sample
+  // The curve from full blocks (one dense product each); the masked pieces' and the backward's
+  // rates relative to it, one ratio each, fitted over every sample of their kind.
+  double peak = 0;  // FLOP/s: the fastest full forward block
   for (const KernelSample& k : out.kernels) {
-    if (!k.backward) peak = std::max(peak, k.flops / k.measured_s);
+    if (!k.backward && k.piece == BlockPiece::kFull) peak = std::max(peak, k.flops / k.measured_s);
   }
   GpuSpec& gpu = out.topology.gpu;
   const double peak_tflops = Significant(peak / 1e12, 4);
   peak = peak_tflops * 1e12;
   for (int64_t n : sizes) {
-    std::vector<double> a;  // measured efficiency of each forward piece
     for (const KernelSample& k : out.kernels) {
-      if (k.n == n && !k.backward) a.push_back(k.flops / k.measured_s / peak);
+      if (k.n == n && !k.backward && k.piece == BlockPiece::kFull) {
+        const double efficiency = std::clamp(Significant(k.flops / k.measured_s / peak, 3), 1e-3, 1.0);
+        gpu.attention_efficiency.push_back({n, efficiency});
+      }
     }
-    const double efficiency = std::clamp(Significant(1.0 / RelativeScale(a), 3), 1e-3, 1.0);
-    gpu.attention_efficiency.push_back({n, efficiency});
   }
   gpu.peak_tflops = {{DType::kBf16, peak_tflops}, {DType::kFp16, peak_tflops}, {DType::kFp32, peak_tflops}};
+  auto masked = [](const KernelSample& k) { return k.piece != BlockPiece::kFull; };
   {
-    std::vector<double> b;  // each backward sample's implied rate ratio
+    std::vector<double> m;  // each masked forward sample's rate over the full block's
     for (const KernelSample& k : out.kernels) {
-      if (k.backward) b.push_back(k.flops / (peak * gpu.Efficiency(k.n) * k.measured_s));
+      if (!k.backward && masked(k)) m.push_back(k.flops / (peak * gpu.Efficiency(k.n) * k.measured_s));
+    }
+    gpu.masked_block_rate_ratio = std::clamp(Significant(1.0 / RelativeScale(m), 3), 0.01, 100.0);
+  }
+  {
+    std::vector<double> b;  // each backward sample's rate over its forward model's
+    for (const KernelSample& k : out.kernels) {
+      if (k.backward) {
+        b.push_back(k.flops / (peak * gpu.Efficiency(k.n) * (masked(k) ? gpu.masked_block_rate_ratio : 1.0) *
+                               k.measured_s));
+      }
     }
     gpu.backward_rate_ratio = std::clamp(Significant(1.0 / RelativeScale(b), 3), 0.01, 100.0);
   }
   std::vector<double> kernel_residuals;
   for (KernelSample& k : out.kernels) {
-    const double rate = peak * gpu.Efficiency(k.n) * (k.backward ? gpu.backward_rate_ratio : 1.0);
+    const double rate = peak * gpu.Efficiency(k.n) * (k.backward ? gpu.backward_rate_ratio : 1.0) *
+                        (masked(k) ? gpu.masked_block_rate_ratio : 1.0);
     k.model_s = k.flops / rate;
     kernel_residuals.push_back(std::abs(k.model_s / k.measured_s - 1.0));
   }

@@ -4,9 +4,10 @@
 //
 // The measurements come from a CalibrationTarget (the CPU block kernels and a transport here, a
 // target with known rates in the tests); Calibrate fits them to the planner's model:
-//   - kernels: one peak rate and an efficiency per block size (GpuSpec::attention_efficiency), each
-//     the least-squares fit in relative time over the block's mask pieces (full, causal diagonal,
-//     causal partial); one backward_rate_ratio over every backward sample;
+//   - kernels: the peak rate (the fastest full block) and an efficiency per block size
+//     (GpuSpec::attention_efficiency) from full blocks; one masked_block_rate_ratio over the masked
+//     pieces (causal diagonal and partial) and one backward_rate_ratio over every backward sample,
+//     each the least-squares fit in relative time;
 //   - merges: the memory bandwidth hbm_GBps that the simulator's merge time (3 x partial bytes /
 //     bandwidth) needs to match;
 //   - sharing: `ranks` ranks running the same kernel at once; their end times give the device's

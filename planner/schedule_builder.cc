@@ -39,6 +39,7 @@ std::optional<uint32_t> EmitCompute(RankProgram& prog, const PlanContext& ctx,
   op.step = static_cast<int32_t>(step);
   op.flops = ctx.ForwardFlops(pairs, head_count) *
              (phase == Phase::kBackward ? kBackwardFlopsFactor : 1.0);
+  op.masked = pairs < layout.shard_tokens() * layout.shard_tokens();
   return prog.Add(op, deps);
 }
 

@@ -149,10 +149,12 @@ class Replayer {
     MESHPLAN_RETURN_IF_ERROR(t_.SupportsDType(dtype_));
     block_tokens_ = s_.layout.num_shards > 0 ? s_.layout.KernelBlockTokens() : 1;
     // UnsharedKernelSeconds(flops) = flops / rate + launch overhead, as nanoseconds per FLOP +
-    // constant; a backward kernel runs at backward_rate_ratio of the forward's rate.
+    // constant; a backward kernel runs at backward_rate_ratio of the forward's rate, a block the
+    // mask cuts at masked_block_rate_ratio of a full one's.
     const double rate = t_.gpu.PeakFlopsPerSecond(dtype_) * t_.gpu.Efficiency(block_tokens_);
     ns_per_flop_ = rate > 0 ? kNanosecondsPerSecond / rate : 0.0;
     ns_per_backward_flop_ = ns_per_flop_ / t_.gpu.backward_rate_ratio;
+    masked_slowdown_ = 1.0 / t_.gpu.masked_block_rate_ratio;
     ranks_per_device_ = t_.gpu.ranks_per_device;
     if (ranks_per_device_ > 1) {
       devices_.assign(static_cast<size_t>(t_.num_gpus() / ranks_per_device_),
@@ -241,8 +243,9 @@ class Replayer {
       case OpKind::kCompute: {
         // UnsharedKernelSeconds (core/kernel_time.h) with the rate precomputed: every block of a
         // schedule has the layout's block size.
-        const double ns =
-            op.flops * (op.phase == Phase::kBackward ? ns_per_backward_flop_ : ns_per_flop_) + launch_ns_;
+        const double ns = op.flops * (op.phase == Phase::kBackward ? ns_per_backward_flop_ : ns_per_flop_) *
+                              (op.masked ? masked_slowdown_ : 1.0) +
+                          launch_ns_;
         StartKernel(r, i, ns);
         break;
       }
@@ -658,7 +661,7 @@ class Replayer {
   SimTime now_ = 0;
   int64_t events_ = 0, flows_ = 0;
   int64_t block_tokens_ = 1;
-  double ns_per_flop_ = 0, ns_per_backward_flop_ = 0, launch_ns_ = 0;
+  double ns_per_flop_ = 0, ns_per_backward_flop_ = 0, launch_ns_ = 0, masked_slowdown_ = 1;
   int64_t ranks_per_device_ = 1;
   std::vector<SharedDevice> devices_;  // when ranks_per_device_ > 1: by device (GPU slot / ranks_per_device_)
   std::vector<RankState> ranks_;

@@ -102,6 +102,7 @@ struct PhasePlan {
 // Per-rank scratch reused across ranks (no per-op heap allocation).
 struct RankScratch {
   std::vector<int64_t> pairs;             // unmasked pairs of local block (k, l), k*b + l
+  int64_t full_block_pairs = 0;  // pairs of a block no mask cuts: shard tokens squared
   std::vector<int32_t> q_slot, kv_slot;   // global shard of Q#k / KV#l of the current mesh rank
   std::vector<uint32_t> compute_op;       // op index of block (k, l) in the current phase, or kNoOp
   std::vector<uint32_t> recv_q, recv_kv;  // Recv that delivered slot (current phase)
@@ -180,6 +181,7 @@ class MeshExpander {
       for (int32_t l = 0; l < b; ++l) {
         sc.kv_slot[static_cast<size_t>(l)] = static_cast<int32_t>(mesh::KvSlotShard(shape_, m, l));
       }
+      sc.full_block_pairs = sched.layout.shard_tokens() * sched.layout.shard_tokens();
       for (int32_t k = 0; k < a; ++k) {
         for (int32_t l = 0; l < b; ++l) {
           sc.pairs[static_cast<size_t>(k) * b + l] =
@@ -409,6 +411,7 @@ class MeshExpander {
       op.q_shard = sc.q_slot[static_cast<size_t>(blk.q)];
       op.kv_shard = sc.kv_slot[static_cast<size_t>(blk.kv)];
       op.flops = ctx_.ForwardFlops(pairs, heads_) * p.flops_factor;
+      op.masked = pairs < sc.full_block_pairs;
       if (blk.q == 0 || blk.kv == 0) dep(local_dep);
       dep(sc.recv_q[static_cast<size_t>(blk.q)]);
       dep(sc.recv_kv[static_cast<size_t>(blk.kv)]);

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "tests/planner/test_cluster.h"
@@ -83,6 +84,54 @@ TEST(ExpandPlanTest, ValidPlanComesWithItsEstimateScheduleAndGpus) {
   EXPECT_EQ(r->schedule.scheme, Scheme::kMesh);
   const std::vector<int64_t> want = {0, 4, 1, 5, 2, 6, 3, 7};
   EXPECT_EQ(r->rank_to_gpu, want);
+}
+
+}  // namespace
+}  // namespace meshplan::planner
+
+namespace meshplan::planner {
+namespace {
+
+// Compute ops of the expanded plan: (q_shard, kv_shard, masked).
+std::vector<std::tuple<int32_t, int32_t, bool>> Blocks(const Plan& plan, const Topology& t) {
+  auto expanded = ExpandPlan(plan, t);
+  EXPECT_TRUE(expanded.ok()) << expanded.status().message();
+  std::vector<std::tuple<int32_t, int32_t, bool>> blocks;
+  if (!expanded.ok()) return blocks;
+  for (const RankProgram& prog : expanded->schedule.ranks) {
+    for (const Op& op : prog.ops) {
+      if (op.kind == OpKind::kCompute) blocks.emplace_back(op.q_shard, op.kv_shard, op.masked);
+    }
+  }
+  return blocks;
+}
+
+TEST(ExpandPlanTest, ComputeOpsSayWhetherTheMaskCutsTheirBlock) {
+  // Contiguous causal ring on 4 GPUs: block (i, j) is whole for j < i (every key before every
+  // query), cut on the diagonal (i == i: the upper triangle hidden), absent for j > i.
+  Plan ring = MeshPlan(2, 2);
+  ring.params.scheme = Scheme::kRing;
+  ring.params.layout = Layout::kContiguous;
+  ring.params.tile_a = ring.params.tile_b = 1;
+  ring.params.ring = 4;
+  ring.params.placement = {"cp"};
+  ring.num_gpus = 4;
+  const auto blocks = Blocks(ring, Cluster(1));
+  ASSERT_EQ(blocks.size(), 2u * (4 + 3 + 2 + 1));  // fwd + bwd, i + 1 blocks on rank i
+  for (const auto& [q, kv, masked] : blocks) EXPECT_EQ(masked, q == kv) << q << "," << kv;
+  // Zigzag: shard i holds chunks i and 7 - i, so for i != j some keys come after some queries and
+  // some before: every block is cut. Full mask: none is.
+  ring.params.layout = Layout::kZigzag;
+  for (const auto& [q, kv, masked] : Blocks(ring, Cluster(1))) EXPECT_TRUE(masked) << q << "," << kv;
+  ring.workload.mask = Mask::Full();
+  for (const auto& [q, kv, masked] : Blocks(ring, Cluster(1))) EXPECT_FALSE(masked) << q << "," << kv;
+  // Mesh (its own emitter) the same way: zigzag causal all cut, full none.
+  Plan mesh = MeshPlan(2, 4);
+  for (const auto& [q, kv, masked] : Blocks(mesh, Cluster(2))) EXPECT_TRUE(masked) << q << "," << kv;
+  mesh.workload.mask = Mask::Full();
+  const auto full = Blocks(mesh, Cluster(2));
+  EXPECT_FALSE(full.empty());
+  for (const auto& [q, kv, masked] : full) EXPECT_FALSE(masked) << q << "," << kv;
 }
 
 }  // namespace

@@ -155,3 +155,22 @@ TEST(SharedDevice, SerialWithAFractionalSlotCountRunsTheLastKernelAtTheFraction)
 
 }  // namespace
 }  // namespace meshplan::sim
+
+namespace meshplan::sim {
+namespace {
+
+TEST(SharedDeviceGolden, MaskedBlocksRunAtTheMaskedRateRatio) {
+  // masked_block_rate_ratio 0.8: a 1-TFLOP block the mask cuts runs at 0.8 x 500 TFLOP/s:
+  // T / 0.8 = 1.25T; as a backward block with backward_rate_ratio 1.25 too: 1.25T / 1.25 = T.
+  Topology t = SharedSwitch(1, 1, 1, DeviceSharing::kProcessor);
+  t.gpu.masked_block_rate_ratio = 0.8;
+  Schedule s = OneKernelEach({1});
+  s.ranks[0].ops[0].masked = true;
+  ExpectEnds(EndsS(s, t), {1.25});
+  t.gpu.backward_rate_ratio = 1.25;
+  s.ranks[0].ops[0].phase = Phase::kBackward;
+  ExpectEnds(EndsS(s, t), {1});
+}
+
+}  // namespace
+}  // namespace meshplan::sim
