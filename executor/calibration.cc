@@ -118,31 +118,42 @@ Result<CalibrationResult> Calibrate(CalibrationTarget& target, const Calibration
   CalibrationResult out;
   const double d = static_cast<double>(spec.head_dim), heads = static_cast<double>(spec.heads);
 
-  // Kernels.
+  // Kernels, in kCalibrationRounds rounds over every sample; each sample's time is the median of
+  // its rounds. A burst of noise on a shared machine (another tenant, a page-cache flush) then
+  // hits one round of many samples instead of every repetition of one, which a single pass would
+  // turn into one bad point of the curve.
   const std::vector<int64_t> sizes = CalibrationBlockSizes(spec.quick);
-  for (size_t i = 0; i < sizes.size(); ++i) {
-    const int64_t n = sizes[i];
-    say("kernels: block " + std::to_string(n) + " x " + std::to_string(n) + " (" + std::to_string(i + 1) + "/" +
-        std::to_string(sizes.size()) + "), full, diagonal, partial, forward and backward");
-    for (BlockPiece piece : kBlockPieces) {
-      for (bool backward : {false, true}) {
-        auto seconds = target.KernelSeconds(piece, n, backward);
-        if (!seconds.ok()) {
-          return seconds.status().WithContext("calibrate: " + std::string(BlockPieceName(piece)) + " block " +
-                                              std::to_string(n) + (backward ? " backward" : " forward"));
+  std::vector<std::vector<double>> rounds_s;  // per sample, in out.kernels order
+  for (int round = 0; round < kCalibrationRounds; ++round) {
+    say("kernels: round " + std::to_string(round + 1) + "/" + std::to_string(kCalibrationRounds) + ": blocks of " +
+        std::to_string(sizes.front()) + " to " + std::to_string(sizes.back()) +
+        " tokens, full, diagonal and partial, forward and backward");
+    size_t sample = 0;
+    for (const int64_t n : sizes) {
+      for (BlockPiece piece : kBlockPieces) {
+        for (bool backward : {false, true}) {
+          auto seconds = target.KernelSeconds(piece, n, backward);
+          if (!seconds.ok()) {
+            return seconds.status().WithContext("calibrate: " + std::string(BlockPieceName(piece)) + " block " +
+                                                std::to_string(n) + (backward ? " backward" : " forward"));
+          }
+          if (!(*seconds > 0)) return Status::Internal("calibrate: a kernel measured no time");
+          if (round == 0) {
+            KernelSample k;
+            k.piece = piece;
+            k.n = n;
+            k.backward = backward;
+            k.flops = 4.0 * static_cast<double>(PieceVisiblePairs(piece, n)) * heads * d *
+                      (backward ? planner::kBackwardFlopsFactor : 1.0);
+            out.kernels.push_back(k);
+            rounds_s.emplace_back();
+          }
+          rounds_s[sample++].push_back(*seconds);
         }
-        if (!(*seconds > 0)) return Status::Internal("calibrate: a kernel measured no time");
-        KernelSample k;
-        k.piece = piece;
-        k.n = n;
-        k.backward = backward;
-        k.flops = 4.0 * static_cast<double>(PieceVisiblePairs(piece, n)) * heads * d *
-                  (backward ? planner::kBackwardFlopsFactor : 1.0);
-        k.measured_s = *seconds;
-        out.kernels.push_back(k);
       }
     }
   }
+  for (size_t i = 0; i < out.kernels.size(); ++i) out.kernels[i].measured_s = Median(rounds_s[i]);
   // The curve from full blocks (one dense product each); the masked pieces' and the backward's
   // rates relative to it, one ratio each, fitted over every sample of their kind.
   double peak = 0;  // FLOP/s: the fastest full forward block

@@ -68,7 +68,8 @@ struct CalibrationSpec {
   std::string transport = "threads";  // names the innermost level
 };
 
-// Block sizes measured: quick 128, 512, 2048; else 64 to 4096 by powers of 2.
+// Block sizes measured: quick 128, 512, 2048; else 64 to 4096 by powers of 2. Each in
+// kCalibrationRounds rounds.
 std::vector<int64_t> CalibrationBlockSizes(bool quick);
 // Message sizes measured (bytes): 4 KiB (the latency) and 1 to 16 MiB (the bandwidth), more in full mode.
 std::vector<int64_t> CalibrationMessageSizes(bool quick);
@@ -110,6 +111,8 @@ struct CalibrationResult {
 using CalibrationProgress = std::function<void(const std::string& line)>;
 
 inline constexpr int kMaxCalibrationRanks = 256;
+// Rounds over every kernel sample (Calibrate takes each sample's median over them).
+inline constexpr int kCalibrationRounds = 3;
 
 // kInvalidInput naming the flag (--ranks, --head-dim, --heads) for a spec out of range.
 Status CheckCalibrationSpec(const CalibrationSpec& spec);
