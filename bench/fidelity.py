@@ -144,12 +144,19 @@ def main():
         f"Ranking: the simulator's first choice is within {max(x[3] for x in ranking):.1f}% of the fastest measured "
         f"plan in the worst workload (median {statistics.median(x[3] for x in ranking):.1f}%).",
     ]
+    by_group = ["| P | transport | plans | median error (signed) | median abs error | max abs error |",
+                "|---|---|---|---|---|---|"]
+    for ranks, transport in sorted({(r["ranks"], r["transport"]) for r in rows}, key=lambda k: (k[1], k[0])):
+        errs = [r["error_pct"] for r in rows if r["ranks"] == ranks and r["transport"] == transport]
+        by_group.append(f"| {ranks} | {transport} | {len(errs)} | {statistics.median(errs):+.1f}% | "
+                        f"{statistics.median(abs(e) for e in errs):.1f}% | {max(abs(e) for e in errs):.1f}% |")
     rank_lines = ["| P | transport | mask | pass | simulator's first | fastest measured | first's excess |",
                   "|---|---|---|---|---|---|---|"]
     for key, sim_first, fastest, excess in ranking:
         rank_lines.append(f"| {key[0]} | {key[1]} | {key[2]} | {key[3]} | {sim_first} | {fastest} | {excess:.1f}% |")
     with open(os.path.join(args.out, "fidelity.md"), "w") as f:
-        f.write("\n".join(summary) + "\n\n" + "\n".join(lines) + "\n\n" + "\n".join(rank_lines) + "\n")
+        f.write("\n".join(summary) + "\n\n" + "\n".join(by_group) + "\n\n" + "\n".join(lines) + "\n\n" +
+                "\n".join(rank_lines) + "\n")
     print("\n".join(summary))
 
 

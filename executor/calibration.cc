@@ -101,7 +101,7 @@ int64_t PieceVisiblePairs(BlockPiece piece, int64_t n) {
 
 std::vector<int64_t> CalibrationBlockSizes(bool quick) {
   if (quick) return {128, 512, 2048};
-  return {64, 128, 256, 512, 1024, 2048, 4096};
+  return {128, 256, 512, 1024, 2048};
 }
 
 std::vector<int64_t> CalibrationMessageSizes(bool quick) {
@@ -118,6 +118,49 @@ Result<CalibrationResult> Calibrate(CalibrationTarget& target, const Calibration
   CalibrationResult out;
   const double d = static_cast<double>(spec.head_dim), heads = static_cast<double>(spec.heads);
 
+  // Sharing first: the kernels are measured on every rank at once and converted with it.
+  GpuSpec& gpu = out.topology.gpu;
+  out.sharing.ranks = spec.ranks;
+  gpu.ranks_per_device = spec.ranks;
+  // A block size every mode measures, repeated to about `share_s` alone: scheduler time slices
+  // (milliseconds) must average out, as they do over a run's many kernels.
+  const int64_t share_n = 512;
+  const double share_s = spec.quick ? 0.15 : 0.3;
+  if (spec.ranks > 1) {
+    auto block_s = target.KernelSeconds(BlockPiece::kFull, share_n, false, 1);
+    if (!block_s.ok()) return block_s.status().WithContext("calibrate: a block of 512 alone");
+    if (!(*block_s > 0)) return Status::Internal("calibrate: a kernel measured no time");
+    const int share_repeats = static_cast<int>(std::clamp(std::ceil(share_s / *block_s), 1.0, 10000.0));
+    say("sharing: " + std::to_string(spec.ranks) + " ranks run " + std::to_string(share_repeats) + " blocks of " +
+        std::to_string(share_n) + " at once");
+    std::vector<double> concurrency, spreads, alone, last;
+    std::vector<double> ends;
+    for (int trial = 0; trial < 3; ++trial) {
+      auto one = target.ConcurrentEndsSeconds(1, share_n, share_repeats);
+      if (!one.ok()) return one.status().WithContext("calibrate: one rank alone");
+      auto all = target.ConcurrentEndsSeconds(spec.ranks, share_n, share_repeats);
+      if (!all.ok()) return all.status().WithContext("calibrate: " + std::to_string(spec.ranks) + " ranks at once");
+      if (one->size() != 1 || all->size() != static_cast<size_t>(spec.ranks)) {
+        return Status::Internal("calibrate: sharing measurement returned the wrong number of ranks");
+      }
+      const auto [first, latest] = std::minmax_element(all->begin(), all->end());
+      if (!(*latest > 0) || !((*one)[0] > 0)) return Status::Internal("calibrate: a sharing run measured no time");
+      // Work of `ranks` kernels over the time the last one took: the device's effective
+      // parallelism (exact for either sharing when ranks is a multiple of it).
+      concurrency.push_back(static_cast<double>(spec.ranks) * (*one)[0] / *latest);
+      spreads.push_back((*latest - *first) / *latest);
+      alone.push_back((*one)[0]);
+      if (trial == 0) ends = *all;
+    }
+    out.sharing.alone_s = Median(alone);
+    out.sharing.ends_s = ends;
+    out.sharing.spread = Median(spreads);
+    gpu.concurrent_kernels = std::clamp(Significant(Median(concurrency), 2), 1.0, static_cast<double>(spec.ranks));
+    // Under processor sharing equal kernels end together; served one after another, the last
+    // of ranks >= 2c ends at least twice as late as the first (spread >= 1/2). Halfway between.
+    gpu.sharing = out.sharing.spread > 0.25 ? DeviceSharing::kSerial : DeviceSharing::kProcessor;
+  }
+
   // Kernels, in kCalibrationRounds rounds over every sample; each sample's time is the median of
   // its rounds. A burst of noise on a shared machine (another tenant, a page-cache flush) then
   // hits one round of many samples instead of every repetition of one, which a single pass would
@@ -132,7 +175,7 @@ Result<CalibrationResult> Calibrate(CalibrationTarget& target, const Calibration
     for (const int64_t n : sizes) {
       for (BlockPiece piece : kBlockPieces) {
         for (bool backward : {false, true}) {
-          auto seconds = target.KernelSeconds(piece, n, backward);
+          auto seconds = target.KernelSeconds(piece, n, backward, spec.ranks);
           if (!seconds.ok()) {
             return seconds.status().WithContext("calibrate: " + std::string(BlockPieceName(piece)) + " block " +
                                                 std::to_string(n) + (backward ? " backward" : " forward"));
@@ -153,14 +196,18 @@ Result<CalibrationResult> Calibrate(CalibrationTarget& target, const Calibration
       }
     }
   }
-  for (size_t i = 0; i < out.kernels.size(); ++i) out.kernels[i].measured_s = Median(rounds_s[i]);
+  // Every rank of the device ran each sample at once, as a run keeps them busy; the model wants
+  // the time alone, which sharing stretches by ranks / min(concurrent, ranks). Dividing by that
+  // stretch makes the model exact for the all-busy device whatever the sharing measurement's own
+  // error, which then only moves plans that leave ranks idle.
+  const double stretch = static_cast<double>(spec.ranks) / std::min(gpu.concurrent_kernels, static_cast<double>(spec.ranks));
+  for (size_t i = 0; i < out.kernels.size(); ++i) out.kernels[i].measured_s = Median(rounds_s[i]) / stretch;
   // The curve from full blocks (one dense product each); the masked pieces' and the backward's
   // rates relative to it, one ratio each, fitted over every sample of their kind.
   double peak = 0;  // FLOP/s: the fastest full forward block
   for (const KernelSample& k : out.kernels) {
     if (!k.backward && k.piece == BlockPiece::kFull) peak = std::max(peak, k.flops / k.measured_s);
   }
-  GpuSpec& gpu = out.topology.gpu;
   const double peak_tflops = Significant(peak / 1e12, 4);
   peak = peak_tflops * 1e12;
   for (int64_t n : sizes) {
@@ -209,50 +256,6 @@ Result<CalibrationResult> Calibrate(CalibrationTarget& target, const Calibration
     out.merge_bandwidths_bytes_per_s.push_back(3.0 * partial_bytes / *seconds);
   }
   gpu.hbm_bytes_per_s = Significant(Median(out.merge_bandwidths_bytes_per_s) / 1e9, 3) * 1e9;
-
-  // Sharing.
-  out.sharing.ranks = spec.ranks;
-  gpu.ranks_per_device = spec.ranks;
-  // A block size every mode measures, repeated to about `share_s` alone: scheduler time slices
-  // (milliseconds) must average out, as they do over a run's many kernels.
-  const int64_t share_n = 512;
-  const double share_s = spec.quick ? 0.15 : 0.3;
-  int share_repeats = 1;
-  for (const KernelSample& k : out.kernels) {
-    if (k.n == share_n && k.piece == BlockPiece::kFull && !k.backward) {
-      share_repeats = static_cast<int>(std::clamp(std::ceil(share_s / k.measured_s), 1.0, 10000.0));
-    }
-  }
-  if (spec.ranks > 1) {
-    say("sharing: " + std::to_string(spec.ranks) + " ranks run " + std::to_string(share_repeats) + " blocks of " +
-        std::to_string(share_n) + " at once");
-    std::vector<double> concurrency, spreads, alone, last;
-    std::vector<double> ends;
-    for (int trial = 0; trial < 3; ++trial) {
-      auto one = target.ConcurrentEndsSeconds(1, share_n, share_repeats);
-      if (!one.ok()) return one.status().WithContext("calibrate: one rank alone");
-      auto all = target.ConcurrentEndsSeconds(spec.ranks, share_n, share_repeats);
-      if (!all.ok()) return all.status().WithContext("calibrate: " + std::to_string(spec.ranks) + " ranks at once");
-      if (one->size() != 1 || all->size() != static_cast<size_t>(spec.ranks)) {
-        return Status::Internal("calibrate: sharing measurement returned the wrong number of ranks");
-      }
-      const auto [first, latest] = std::minmax_element(all->begin(), all->end());
-      if (!(*latest > 0) || !((*one)[0] > 0)) return Status::Internal("calibrate: a sharing run measured no time");
-      // Work of `ranks` kernels over the time the last one took: the device's effective
-      // parallelism (exact for either sharing when ranks is a multiple of it).
-      concurrency.push_back(static_cast<double>(spec.ranks) * (*one)[0] / *latest);
-      spreads.push_back((*latest - *first) / *latest);
-      alone.push_back((*one)[0]);
-      if (trial == 0) ends = *all;
-    }
-    out.sharing.alone_s = Median(alone);
-    out.sharing.ends_s = ends;
-    out.sharing.spread = Median(spreads);
-    gpu.concurrent_kernels = std::clamp(Significant(Median(concurrency), 2), 1.0, static_cast<double>(spec.ranks));
-    // Under processor sharing equal kernels end together; served one after another, the last
-    // of ranks >= 2c ends at least twice as late as the first (spread >= 1/2). Halfway between.
-    gpu.sharing = out.sharing.spread > 0.25 ? DeviceSharing::kSerial : DeviceSharing::kProcessor;
-  }
 
   // Messages.
   NetworkLevel level;

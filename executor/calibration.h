@@ -46,8 +46,9 @@ int64_t PieceVisiblePairs(BlockPiece piece, int64_t n);
 class CalibrationTarget {
  public:
   virtual ~CalibrationTarget() = default;
-  // One n x n block of `piece`, all heads, forward or backward.
-  virtual Result<double> KernelSeconds(BlockPiece piece, int64_t n, bool backward) = 0;
+  // One n x n block of `piece`, all heads, forward or backward, run by `ranks` ranks at once
+  // (each its own copy): when the last of them ended.
+  virtual Result<double> KernelSeconds(BlockPiece piece, int64_t n, bool backward, int ranks) = 0;
   // Folding one partial (O and LSE of n rows, all heads, fp32) into an accumulator.
   virtual Result<double> MergeSeconds(int64_t n) = 0;
   // `ranks` ranks start `repeats` full forward n x n blocks each at once (one after another on
@@ -68,8 +69,9 @@ struct CalibrationSpec {
   std::string transport = "threads";  // names the innermost level
 };
 
-// Block sizes measured: quick 128, 512, 2048; else 64 to 4096 by powers of 2. Each in
-// kCalibrationRounds rounds.
+// Block sizes measured: quick 128, 512, 2048; else 128 to 2048 by powers of 2 (the curve clamps
+// beyond: a CPU's rate is flat there, and every rank runs each sample, so a 4K block would cost
+// P/2 x 1.3 s a round). Each in kCalibrationRounds rounds.
 std::vector<int64_t> CalibrationBlockSizes(bool quick);
 // Message sizes measured (bytes): 4 KiB (the latency) and 1 to 16 MiB (the bandwidth), more in full mode.
 std::vector<int64_t> CalibrationMessageSizes(bool quick);

@@ -117,19 +117,47 @@ Status CheckFloats(double count, const std::string& what) {
   return Status::Ok();
 }
 
+// Starts work(r) on `ranks` threads at once (all released together once every thread is up);
+// each rank's end, in seconds from the release.
+template <class F>
+std::vector<double> RunAtOnce(int ranks, F&& work) {
+  std::vector<double> ends(static_cast<size_t>(ranks), 0.0);
+  std::atomic<int> ready{0};
+  std::atomic<bool> go{false};
+  Clock::time_point start;
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r) {
+    threads.emplace_back([&, r] {
+      ready.fetch_add(1);
+      while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
+      work(r);
+      ends[r] = Seconds(Clock::now() - start).count();
+    });
+  }
+  while (ready.load() < ranks) std::this_thread::yield();
+  start = Clock::now();
+  go.store(true, std::memory_order_release);
+  for (std::thread& t : threads) t.join();
+  return ends;
+}
+
 }  // namespace
 
 CpuCalibrationTarget::CpuCalibrationTarget(int64_t head_dim, int64_t heads, bool quick)
     : d_(head_dim), heads_(heads), quick_(quick) {}
 
-Result<double> CpuCalibrationTarget::KernelSeconds(BlockPiece piece, int64_t n, bool backward) {
-  MESHPLAN_RETURN_IF_ERROR(CheckFloats(11.0 * static_cast<double>(n * d_ * heads_), "a block"));
-  Block block(piece, n, d_, heads_);
+Result<double> CpuCalibrationTarget::KernelSeconds(BlockPiece piece, int64_t n, bool backward, int ranks) {
+  MESHPLAN_RETURN_IF_ERROR(CheckFloats(11.0 * static_cast<double>(n * d_ * heads_) * ranks, "the blocks"));
+  std::vector<std::unique_ptr<Block>> blocks;
+  for (int r = 0; r < ranks; ++r) {
+    blocks.push_back(std::make_unique<Block>(piece, n, d_, heads_));
+    if (backward) blocks.back()->PrepareBackward();
+  }
   const int min_reps = quick_ ? 2 : 3, max_reps = quick_ ? 7 : 15;
   const double min_total_s = quick_ ? 0.05 : 0.2;
-  if (!backward) return MedianSeconds([&] { block.Forward(); }, min_reps, max_reps, min_total_s);
-  block.PrepareBackward();
-  return MedianSeconds([&] { block.Backward(); }, min_reps, max_reps, min_total_s);
+  auto run = [&](Block& b) { backward ? b.Backward() : b.Forward(); };
+  if (ranks == 1) return MedianSeconds([&] { run(*blocks[0]); }, min_reps, max_reps, min_total_s);
+  return MedianSeconds([&] { RunAtOnce(ranks, [&](int r) { run(*blocks[r]); }); }, min_reps, max_reps, min_total_s);
 }
 
 Result<double> CpuCalibrationTarget::MergeSeconds(int64_t n) {
@@ -155,24 +183,9 @@ Result<std::vector<double>> CpuCalibrationTarget::ConcurrentEndsSeconds(int rank
     blocks.push_back(std::make_unique<Block>(BlockPiece::kFull, n, d_, heads_));
     blocks.back()->Forward();  // warm: pages touched, caches as in a run
   }
-  std::vector<double> ends(static_cast<size_t>(ranks), 0.0);
-  std::atomic<int> ready{0};
-  std::atomic<bool> go{false};
-  Clock::time_point start;
-  std::vector<std::thread> threads;
-  for (int r = 0; r < ranks; ++r) {
-    threads.emplace_back([&, r] {
-      ready.fetch_add(1);
-      while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
-      for (int i = 0; i < repeats; ++i) blocks[r]->Forward();
-      ends[r] = Seconds(Clock::now() - start).count();
-    });
-  }
-  while (ready.load() < ranks) std::this_thread::yield();
-  start = Clock::now();
-  go.store(true, std::memory_order_release);
-  for (std::thread& t : threads) t.join();
-  return ends;
+  return RunAtOnce(ranks, [&](int r) {
+    for (int i = 0; i < repeats; ++i) blocks[r]->Forward();
+  });
 }
 
 Result<double> CpuCalibrationTarget::MessageSeconds(int64_t bytes) {

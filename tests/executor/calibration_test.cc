@@ -32,7 +32,15 @@ class KnownTarget : public CalibrationTarget {
  public:
   KnownTarget(const Truth& t, int64_t d, int64_t heads) : t_(t), d_(d), heads_(heads) {}
 
-  Result<double> KernelSeconds(BlockPiece piece, int64_t n, bool backward) override {
+  // `ranks` copies at once on a device of `concurrent` slots: the last ends after the time alone
+  // x ranks / min(concurrent, ranks) under processor sharing, x ceil(ranks / concurrent) served
+  // in turn (the same for the integer concurrency these tests use).
+  Result<double> KernelSeconds(BlockPiece piece, int64_t n, bool backward, int ranks) override {
+    const double c = std::min(t_.concurrent, static_cast<double>(ranks));
+    const double stretch = t_.sharing == DeviceSharing::kProcessor ? ranks / c : std::ceil(ranks / c);
+    return stretch * Alone(piece, n, backward);
+  }
+  double Alone(BlockPiece piece, int64_t n, bool backward) {
     const double flops = 4.0 * static_cast<double>(PieceVisiblePairs(piece, n)) * heads_ * d_;
     const double rate = t_.peak_flops * t_.efficiency.at(n) * (piece == BlockPiece::kFull ? 1.0 : t_.masked_ratio);
     return backward ? 2.5 * flops / (rate * t_.backward_ratio) : flops / rate;
@@ -43,7 +51,7 @@ class KnownTarget : public CalibrationTarget {
     return 3.0 * static_cast<double>(n) * heads_ * (d_ + 1) * 4.0 / t_.merge_bytes_per_s;
   }
   Result<std::vector<double>> ConcurrentEndsSeconds(int ranks, int64_t n, int repeats) override {
-    const double alone = repeats * KernelSeconds(BlockPiece::kFull, n, false).value();
+    const double alone = repeats * Alone(BlockPiece::kFull, n, false);
     std::vector<double> ends(static_cast<size_t>(ranks));
     const double c = t_.concurrent;
     for (int r = 0; r < ranks; ++r) {
