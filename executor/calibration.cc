@@ -10,13 +10,6 @@
 namespace meshplan::exec {
 namespace {
 
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
-}
-
 // Rounds to `digits` significant digits, so the written file reads like a hand-made one and does
 // not claim precision the measurement does not have.
 double Significant(double x, int digits) {
@@ -66,6 +59,13 @@ void Residuals(const std::vector<double>& r, double* median, double* max) {
 }
 
 }  // namespace
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
 
 Status CheckCalibrationSpec(const CalibrationSpec& s) {
   if (s.ranks < 1 || s.ranks > kMaxCalibrationRanks) return Status::Invalid("--ranks: must be in 1..256, got " + std::to_string(s.ranks));

@@ -116,6 +116,10 @@ inline constexpr int kMaxCalibrationRanks = 256;
 // Rounds over every kernel sample (Calibrate takes each sample's median over them).
 inline constexpr int kCalibrationRounds = 3;
 
+// The median (mean of the two middle values for an even count; 0 for none): every repeated
+// measurement of calibration is summarised by it, robust to the odd slow repetition.
+double Median(std::vector<double> values);
+
 // kInvalidInput naming the flag (--ranks, --head-dim, --heads) for a spec out of range.
 Status CheckCalibrationSpec(const CalibrationSpec& spec);
 

@@ -19,12 +19,6 @@ namespace {
 
 using Seconds = std::chrono::duration<double>;
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
-}
-
 // Repeats `once` (one untimed run first) until at least `min_reps` runs and `min_total_s` of
 // timed work, at most `max_reps`; the median run time.
 template <class F>
