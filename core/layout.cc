@@ -67,19 +67,38 @@ int64_t ShardLayout::KernelBlockTokens() const {
   return seq_len / num_shards;
 }
 
+double BlockWork::CutFraction() const {
+  return pairs > 0 ? static_cast<double>(cut_pairs) / static_cast<double>(pairs) : 0.0;
+}
+
+void AddRectangleWork(const PairCounter& counter, TokenRange q, TokenRange k, BlockWork* work) {
+  const int64_t pairs = counter.Count(q.begin, q.end, k.begin, k.end);
+  work->pairs += pairs;
+  if (pairs > 0 && pairs < q.size() * k.size()) work->cut_pairs += pairs;
+}
+
 int64_t ShardLayout::BlockPairs(const PairCounter& counter, int64_t q_shard, int64_t kv_shard) const {
+  return Work(counter, q_shard, kv_shard).pairs;
+}
+
+BlockWork ShardLayout::Work(const PairCounter& counter, int64_t q_shard, int64_t kv_shard) const {
+  BlockWork work;
   if (kind == Layout::kStriped) {
     // q = i + N*m, k = j + N*l with m, l in [0, n). Full: n^2. Causal: k <= q iff l < m, or
     // l == m and j <= i: n(n-1)/2 + (j <= i ? n : 0).
     const int64_t n = seq_len / num_shards;
-    if (counter.mask().kind == MaskKind::kFull) return n * n;
-    return n * (n - 1) / 2 + (kv_shard <= q_shard ? n : 0);
+    if (counter.mask().kind == MaskKind::kFull) {
+      work.pairs = n * n;
+    } else {
+      work.pairs = n * (n - 1) / 2 + (kv_shard <= q_shard ? n : 0);
+      work.cut_pairs = work.pairs < n * n ? work.pairs : 0;
+    }
+    return work;
   }
-  int64_t total = 0;
   for (const TokenRange& q : Ranges(q_shard)) {
-    for (const TokenRange& k : Ranges(kv_shard)) total += counter.Count(q.begin, q.end, k.begin, k.end);
+    for (const TokenRange& k : Ranges(kv_shard)) AddRectangleWork(counter, q, k, &work);
   }
-  return total;
+  return work;
 }
 
 }  // namespace meshplan

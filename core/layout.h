@@ -24,6 +24,20 @@ struct TokenRange {
   int64_t size() const { return end - begin; }
 };
 
+// The work of one (q shard, kv shard) block: its unmasked pairs, and how many of them lie in a
+// rectangle (q range x kv range) that the mask cuts, i.e. one with some but not all pairs unmasked.
+// Kernels compute whole visible rectangles as dense products (zigzag's off-diagonal chunk pairs,
+// for instance, however the block as a whole is cut) and cut rectangles tile by tile with a
+// per-pair mask along the cut: GpuSpec::masked_block_rate_ratio applies to the cut pairs alone.
+struct BlockWork {
+  int64_t pairs = 0;
+  int64_t cut_pairs = 0;  // <= pairs
+  // cut_pairs / pairs (0 for an empty block).
+  double CutFraction() const;
+};
+// Adds the rectangle [q.begin, q.end) x [k.begin, k.end) of the attention matrix to `work`.
+void AddRectangleWork(const PairCounter& counter, TokenRange q, TokenRange k, BlockWork* work);
+
 // A partition of the sequence [0, S) into `num_shards` shards of equal size. With subdivide U > 1,
 // each shard is further cut into U sub-shards (sub-shard u of shard i takes the u-th of U equal
 // consecutive parts of each of shard i's ranges): ranks of a head-parallel (Ulysses) group start
@@ -46,6 +60,9 @@ struct ShardLayout {
   int64_t KernelBlockTokens() const;
   // Unmasked (q, k) pairs in block (q shard i, kv shard j), exact.
   int64_t BlockPairs(const PairCounter& counter, int64_t q_shard, int64_t kv_shard) const;
+  // The block's pairs and cut pairs (BlockWork), exact. A striped shard interleaves with every
+  // other at token level, so all the pairs of a striped block the mask cuts are cut pairs.
+  BlockWork Work(const PairCounter& counter, int64_t q_shard, int64_t kv_shard) const;
 };
 
 }  // namespace meshplan

@@ -58,9 +58,6 @@ struct Op {
   Phase phase = Phase::kForward;
   StreamId stream = StreamId::kCompute;
   A2ADirection a2a = A2ADirection::kSeqToHeads;  // kAllToAll only
-  // Compute: the mask hides some pairs of the block, so kernels take their masked path (tiles
-  // classified one by one) rather than one dense product: GpuSpec::masked_block_rate_ratio.
-  bool masked = false;
   uint16_t tensors = 0;     // payload of Send/Recv/collectives; what a Merge folds in
   int32_t peer = -1;        // Send/Recv: the other rank
   int32_t group = -1;       // collectives: index into Schedule::groups
@@ -70,6 +67,10 @@ struct Op {
   int32_t head_count = 0;
   int32_t step = -1;        // step of step-structured schedules (Mesh, rings), else -1
   int32_t tag = 0;          // Send/Recv pairing check
+  // Compute: the fraction of the block's pairs in rectangles the mask cuts (BlockWork in
+  // core/layout.h), which kernels compute tile by tile with a per-pair mask rather than as dense
+  // products: GpuSpec::masked_block_rate_ratio applies to them.
+  float cut_fraction = 0;
   int64_t bytes = 0;        // Send, collectives: bytes this rank sends; Recv: bytes received
   double flops = 0;         // Compute: FLOPs (mask-aware; backward includes recomputation)
   uint32_t dep_begin = 0;   // deps are RankProgram::deps[dep_begin, dep_begin + dep_count)

@@ -67,6 +67,14 @@ double Median(std::vector<double> v) {
   return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
 }
 
+double PieceMedianResidual(const CalibrationResult& result, BlockPiece piece) {
+  std::vector<double> residuals;
+  for (const KernelSample& k : result.kernels) {
+    if (k.piece == piece && k.measured_s > 0) residuals.push_back(std::abs(k.model_s / k.measured_s - 1.0));
+  }
+  return Median(residuals);
+}
+
 Status CheckCalibrationSpec(const CalibrationSpec& s) {
   if (s.ranks < 1 || s.ranks > kMaxCalibrationRanks) return Status::Invalid("--ranks: must be in 1..256, got " + std::to_string(s.ranks));
   if (s.head_dim < 1 || s.head_dim > 1024) {
@@ -85,18 +93,46 @@ std::string_view BlockPieceName(BlockPiece piece) {
       return "diagonal";
     case BlockPiece::kPartial:
       return "partial";
+    case BlockPiece::kChunked:
+      return "chunked";
   }
   return "full";
 }
 
-int64_t PieceQueryStart(BlockPiece piece, int64_t n) { return piece == BlockPiece::kPartial ? n / 2 : 0; }
+void PiecePositions(BlockPiece piece, int64_t n, std::vector<int64_t>* q, std::vector<int64_t>* k) {
+  q->resize(static_cast<size_t>(n));
+  k->resize(static_cast<size_t>(n));
+  const int64_t half = n / 2;
+  for (int64_t i = 0; i < n; ++i) {
+    switch (piece) {
+      case BlockPiece::kFull:
+      case BlockPiece::kDiagonal:
+        (*q)[i] = i;
+        (*k)[i] = i;
+        break;
+      case BlockPiece::kPartial:
+        (*q)[i] = half + i;
+        (*k)[i] = i;
+        break;
+      case BlockPiece::kChunked:  // second halves shifted by n/2: [n/2, n) u [3n/2, 2n), [0, n/2) u [n, 3n/2)
+        (*q)[i] = half + i + (i >= half ? half : 0);
+        (*k)[i] = i + (i >= half ? half : 0);
+        break;
+    }
+  }
+}
 
 int64_t PieceVisiblePairs(BlockPiece piece, int64_t n) {
   if (piece == BlockPiece::kFull) return n * n;
-  const int64_t q0 = PieceQueryStart(piece, n);
+  std::vector<int64_t> q, k;
+  PiecePositions(piece, n, &q, &k);  // keys ascending: a query sees the keys up to its position
   int64_t pairs = 0;
-  for (int64_t i = 0; i < n; ++i) pairs += std::min(n, q0 + i + 1);  // keys 0..q (causal), at most n
+  for (int64_t qp : q) pairs += std::upper_bound(k.begin(), k.end(), qp) - k.begin();
   return pairs;
+}
+
+double PieceCutFraction(BlockPiece piece) {
+  return piece == BlockPiece::kDiagonal || piece == BlockPiece::kPartial ? 1.0 : 0.0;
 }
 
 std::vector<int64_t> CalibrationBlockSizes(bool quick) {
@@ -170,7 +206,7 @@ Result<CalibrationResult> Calibrate(CalibrationTarget& target, const Calibration
   for (int round = 0; round < kCalibrationRounds; ++round) {
     say("kernels: round " + std::to_string(round + 1) + "/" + std::to_string(kCalibrationRounds) + ": blocks of " +
         std::to_string(sizes.front()) + " to " + std::to_string(sizes.back()) +
-        " tokens, full, diagonal and partial, forward and backward");
+        " tokens, full, diagonal, partial and chunked, forward and backward");
     size_t sample = 0;
     for (const int64_t n : sizes) {
       for (BlockPiece piece : kBlockPieces) {
@@ -219,29 +255,29 @@ Result<CalibrationResult> Calibrate(CalibrationTarget& target, const Calibration
     }
   }
   gpu.peak_tflops = {{DType::kBf16, peak_tflops}, {DType::kFp16, peak_tflops}, {DType::kFp32, peak_tflops}};
-  auto masked = [](const KernelSample& k) { return k.piece != BlockPiece::kFull; };
+  // A sample's slowdown over a dense block of its size, as the simulator charges it:
+  // 1 + cut fraction x (1 / masked_block_rate_ratio - 1).
+  auto cut_slowdown = [&gpu](const KernelSample& k) {
+    return 1.0 + PieceCutFraction(k.piece) * (1.0 / gpu.masked_block_rate_ratio - 1.0);
+  };
   {
-    std::vector<double> m;  // each masked forward sample's rate over the full block's
+    std::vector<double> m;  // each cut forward sample's rate over the full block's
     for (const KernelSample& k : out.kernels) {
-      if (!k.backward && masked(k)) m.push_back(k.flops / (peak * gpu.Efficiency(k.n) * k.measured_s));
+      if (!k.backward && PieceCutFraction(k.piece) > 0) m.push_back(k.flops / (peak * gpu.Efficiency(k.n) * k.measured_s));
     }
-    gpu.masked_block_rate_ratio = std::clamp(Significant(1.0 / RelativeScale(m), 3), 0.01, 100.0);
+    if (!m.empty()) gpu.masked_block_rate_ratio = std::clamp(Significant(1.0 / RelativeScale(m), 3), 0.01, 100.0);
   }
   {
     std::vector<double> b;  // each backward sample's rate over its forward model's
     for (const KernelSample& k : out.kernels) {
-      if (k.backward) {
-        b.push_back(k.flops / (peak * gpu.Efficiency(k.n) * (masked(k) ? gpu.masked_block_rate_ratio : 1.0) *
-                               k.measured_s));
-      }
+      if (k.backward) b.push_back(k.flops * cut_slowdown(k) / (peak * gpu.Efficiency(k.n) * k.measured_s));
     }
     gpu.backward_rate_ratio = std::clamp(Significant(1.0 / RelativeScale(b), 3), 0.01, 100.0);
   }
   std::vector<double> kernel_residuals;
   for (KernelSample& k : out.kernels) {
-    const double rate = peak * gpu.Efficiency(k.n) * (k.backward ? gpu.backward_rate_ratio : 1.0) *
-                        (masked(k) ? gpu.masked_block_rate_ratio : 1.0);
-    k.model_s = k.flops / rate;
+    const double rate = peak * gpu.Efficiency(k.n) * (k.backward ? gpu.backward_rate_ratio : 1.0);
+    k.model_s = k.flops * cut_slowdown(k) / rate;
     kernel_residuals.push_back(std::abs(k.model_s / k.measured_s - 1.0));
   }
   Residuals(kernel_residuals, &out.kernel_median_residual, &out.kernel_max_residual);

@@ -5,8 +5,9 @@
 // The measurements come from a CalibrationTarget (the CPU block kernels and a transport here, a
 // target with known rates in the tests); Calibrate fits them to the planner's model:
 //   - kernels: the peak rate (the fastest full block) and an efficiency per block size
-//     (GpuSpec::attention_efficiency) from full blocks; one masked_block_rate_ratio over the masked
-//     pieces (causal diagonal and partial) and one backward_rate_ratio over every backward sample,
+//     (GpuSpec::attention_efficiency) from full blocks; one masked_block_rate_ratio over the
+//     pieces whose pairs the mask cuts (causal diagonal and partial; the chunked piece is only
+//     checked) and one backward_rate_ratio over every backward sample,
 //     each the least-squares fit in relative time;
 //   - merges: the memory bandwidth hbm_GBps that the simulator's merge time (3 x partial bytes /
 //     bandwidth) needs to match;
@@ -28,18 +29,27 @@
 
 namespace meshplan::exec {
 
-// The mask pieces a block kernel meets. Positions of an n x n block (queries, keys):
+// The mask pieces a block kernel meets. Positions of an n x n block (queries, keys), n even:
 //   full:     any mask, every pair visible (n^2 pairs; run as a full mask);
 //   diagonal: causal, queries and keys [0, n): n(n+1)/2 pairs (a rank's own causal block);
 //   partial:  causal, queries [n/2, 3n/2), keys [0, n): a triangle cut off one corner, 7n^2/8 +
-//             n/4 pairs for even n (zigzag and shifted blocks, window and document edges).
-enum class BlockPiece { kFull, kDiagonal, kPartial };
+//             n/4 pairs for even n (shifted blocks, window and document edges);
+//   chunked:  causal, queries [n/2, n) and [3n/2, 2n), keys [0, n/2) and [n, 3n/2): three of the
+//             four chunk pairs wholly visible, one hidden, 3n^2/4 pairs (a zigzag off-diagonal
+//             block). The mask cuts the block but no chunk pair: BlockWork counts no cut pair.
+// The diagonal and partial pieces' pairs all lie in a rectangle the mask cuts (cut fraction 1);
+// the full and chunked pieces' none (0). Calibrate fits masked_block_rate_ratio to the first two
+// and checks the chunked piece against the dense rate the model gives it.
+enum class BlockPiece { kFull, kDiagonal, kPartial, kChunked };
 std::string_view BlockPieceName(BlockPiece piece);
-inline constexpr BlockPiece kBlockPieces[] = {BlockPiece::kFull, BlockPiece::kDiagonal, BlockPiece::kPartial};
-// First query position of the piece (keys start at 0).
-int64_t PieceQueryStart(BlockPiece piece, int64_t n);
-// Visible (query, key) pairs of the piece, counted pair by pair over its positions.
+inline constexpr BlockPiece kBlockPieces[] = {BlockPiece::kFull, BlockPiece::kDiagonal, BlockPiece::kPartial,
+                                              BlockPiece::kChunked};
+// The piece's query and key positions (n each), in the order a block holds its rows.
+void PiecePositions(BlockPiece piece, int64_t n, std::vector<int64_t>* q, std::vector<int64_t>* k);
+// Visible (query, key) pairs of the piece, counted query by query over its positions.
 int64_t PieceVisiblePairs(BlockPiece piece, int64_t n);
+// Fraction of the piece's pairs in a rectangle the mask cuts (Op::cut_fraction's sense): 0 or 1.
+double PieceCutFraction(BlockPiece piece);
 
 // What the executor's kernels and transport measure to. Every method returns seconds (a median of
 // repetitions) or an error naming what failed.
@@ -108,6 +118,8 @@ struct CalibrationResult {
   double kernel_median_residual = 0, kernel_max_residual = 0;
   double message_median_residual = 0, message_max_residual = 0;
 };
+// Median |model / measured - 1| over the kernel samples of one piece (0 if none).
+double PieceMedianResidual(const CalibrationResult& result, BlockPiece piece);
 
 // One line per measurement group, for stderr.
 using CalibrationProgress = std::function<void(const std::string& line)>;

@@ -61,12 +61,7 @@ struct Block {
     dv.assign(size, 0.0f);
     lse.assign(static_cast<size_t>(n * heads), 0.0f);
     delta.assign(static_cast<size_t>(n * heads), 0.0f);
-    q_pos.resize(static_cast<size_t>(n));
-    k_pos.resize(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) {
-      q_pos[i] = PieceQueryStart(piece, n) + i;
-      k_pos[i] = i;
-    }
+    PiecePositions(piece, n, &q_pos, &k_pos);
   }
   RowsView Rows(const std::vector<float>& m, int64_t h, const std::vector<int64_t>& pos) const {
     return RowsView{m.data() + h * n * d, n, d, pos.data()};

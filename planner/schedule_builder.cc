@@ -26,7 +26,8 @@ std::optional<uint32_t> EmitCompute(RankProgram& prog, const PlanContext& ctx,
                                     const ShardLayout& layout, Phase phase, int64_t q_shard,
                                     int64_t kv_shard, int64_t head_begin, int64_t head_count,
                                     int64_t step, const std::vector<uint32_t>& deps) {
-  const int64_t pairs = layout.BlockPairs(ctx.counter, q_shard, kv_shard);
+  const BlockWork work = layout.Work(ctx.counter, q_shard, kv_shard);
+  const int64_t pairs = work.pairs;
   if (pairs == 0) return std::nullopt;
   Op op;
   op.kind = OpKind::kCompute;
@@ -39,7 +40,7 @@ std::optional<uint32_t> EmitCompute(RankProgram& prog, const PlanContext& ctx,
   op.step = static_cast<int32_t>(step);
   op.flops = ctx.ForwardFlops(pairs, head_count) *
              (phase == Phase::kBackward ? kBackwardFlopsFactor : 1.0);
-  op.masked = pairs < layout.shard_tokens() * layout.shard_tokens();
+  op.cut_fraction = static_cast<float>(work.CutFraction());
   return prog.Add(op, deps);
 }
 

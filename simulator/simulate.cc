@@ -150,7 +150,7 @@ class Replayer {
     block_tokens_ = s_.layout.num_shards > 0 ? s_.layout.KernelBlockTokens() : 1;
     // UnsharedKernelSeconds(flops) = flops / rate + launch overhead, as nanoseconds per FLOP +
     // constant; a backward kernel runs at backward_rate_ratio of the forward's rate, a block the
-    // mask cuts at masked_block_rate_ratio of a full one's.
+    // mask cuts at masked_block_rate_ratio of a full one's (Op::cut_fraction of each block).
     const double rate = t_.gpu.PeakFlopsPerSecond(dtype_) * t_.gpu.Efficiency(block_tokens_);
     ns_per_flop_ = rate > 0 ? kNanosecondsPerSecond / rate : 0.0;
     ns_per_backward_flop_ = ns_per_flop_ / t_.gpu.backward_rate_ratio;
@@ -244,7 +244,7 @@ class Replayer {
         // UnsharedKernelSeconds (core/kernel_time.h) with the rate precomputed: every block of a
         // schedule has the layout's block size.
         const double ns = op.flops * (op.phase == Phase::kBackward ? ns_per_backward_flop_ : ns_per_flop_) *
-                              (op.masked ? masked_slowdown_ : 1.0) +
+                              (1.0 + op.cut_fraction * (masked_slowdown_ - 1.0)) +
                           launch_ns_;
         StartKernel(r, i, ns);
         break;

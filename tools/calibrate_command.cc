@@ -72,8 +72,13 @@ void PrintSummary(const exec::CalibrationResult& r) {
   for (const EfficiencyPoint& p : g.attention_efficiency) {
     std::fprintf(stderr, " %s:%.0f%%", FormatCount(p.block_tokens).c_str(), 100 * p.efficiency);
   }
-  std::fprintf(stderr, "\ncalibrate: kernel fit residual |model/measured - 1|: median %.1f%%, max %.1f%%\n",
+  std::fprintf(stderr, "\ncalibrate: kernel fit residual |model/measured - 1|: median %.1f%%, max %.1f%%; by piece (median):",
                100 * r.kernel_median_residual, 100 * r.kernel_max_residual);
+  for (exec::BlockPiece piece : exec::kBlockPieces) {
+    std::fprintf(stderr, " %s %.1f%%", std::string(exec::BlockPieceName(piece)).c_str(),
+                 100 * exec::PieceMedianResidual(r, piece));
+  }
+  std::fprintf(stderr, "\n");
   std::fprintf(stderr, "calibrate: merges at %.3g GB/s\n", g.hbm_bytes_per_s / 1e9);
   if (r.sharing.ranks > 1) {
     std::fprintf(stderr,

@@ -101,8 +101,7 @@ struct PhasePlan {
 
 // Per-rank scratch reused across ranks (no per-op heap allocation).
 struct RankScratch {
-  std::vector<int64_t> pairs;             // unmasked pairs of local block (k, l), k*b + l
-  int64_t full_block_pairs = 0;  // pairs of a block no mask cuts: shard tokens squared
+  std::vector<BlockWork> work;            // pairs and cut pairs of local block (k, l), k*b + l
   std::vector<int32_t> q_slot, kv_slot;   // global shard of Q#k / KV#l of the current mesh rank
   std::vector<uint32_t> compute_op;       // op index of block (k, l) in the current phase, or kNoOp
   std::vector<uint32_t> recv_q, recv_kv;  // Recv that delivered slot (current phase)
@@ -168,7 +167,7 @@ class MeshExpander {
     const std::vector<std::array<TokenRange, 2>> ranges = ShardRanges(sched.layout);
 
     RankScratch sc;
-    sc.pairs.resize(static_cast<size_t>(a) * b);
+    sc.work.resize(static_cast<size_t>(a) * b);
     sc.compute_op.resize(static_cast<size_t>(a) * b);
     sc.deps.reserve(static_cast<size_t>(std::max(a, b)) + 4);
     sched.ranks.resize(static_cast<size_t>(P));
@@ -181,12 +180,11 @@ class MeshExpander {
       for (int32_t l = 0; l < b; ++l) {
         sc.kv_slot[static_cast<size_t>(l)] = static_cast<int32_t>(mesh::KvSlotShard(shape_, m, l));
       }
-      sc.full_block_pairs = sched.layout.shard_tokens() * sched.layout.shard_tokens();
       for (int32_t k = 0; k < a; ++k) {
         for (int32_t l = 0; l < b; ++l) {
-          sc.pairs[static_cast<size_t>(k) * b + l] =
-              Pairs(sched.layout, ranges, sc.q_slot[static_cast<size_t>(k)],
-                    sc.kv_slot[static_cast<size_t>(l)]);
+          sc.work[static_cast<size_t>(k) * b + l] =
+              Work(sched.layout, ranges, sc.q_slot[static_cast<size_t>(k)],
+                   sc.kv_slot[static_cast<size_t>(l)]);
         }
       }
       for (int64_t u = 0; u < U_; ++u) {
@@ -254,18 +252,18 @@ class MeshExpander {
     return out;
   }
 
-  // layout.BlockPairs without its per-call allocations (same sums over the shard ranges).
-  int64_t Pairs(const ShardLayout& layout, const std::vector<std::array<TokenRange, 2>>& ranges,
-                int64_t q, int64_t k) const {
-    if (ranges.empty()) return layout.BlockPairs(ctx_.counter, q, k);
-    int64_t total = 0;
+  // layout.Work without its per-call allocations (the same rectangles of the shard ranges).
+  BlockWork Work(const ShardLayout& layout, const std::vector<std::array<TokenRange, 2>>& ranges,
+                 int64_t q, int64_t k) const {
+    if (ranges.empty()) return layout.Work(ctx_.counter, q, k);
+    BlockWork work;
     for (const TokenRange& qr : ranges[static_cast<size_t>(q)]) {
       if (qr.size() == 0) continue;
       for (const TokenRange& kr : ranges[static_cast<size_t>(k)]) {
-        if (kr.size() > 0) total += ctx_.counter.Count(qr.begin, qr.end, kr.begin, kr.end);
+        if (kr.size() > 0) AddRectangleWork(ctx_.counter, qr, kr, &work);
       }
     }
-    return total;
+    return work;
   }
 
   int32_t Canonical(int64_t mesh_rank, int64_t u) const {
@@ -402,7 +400,8 @@ class MeshExpander {
     // 3. Computes (blocks without unmasked pairs are skipped; their shifts stay).
     for (const mesh::LocalBlock& blk : st.compute) {
       const size_t idx = static_cast<size_t>(blk.q) * b + blk.kv;
-      const int64_t pairs = sc.pairs[idx];
+      const BlockWork& work = sc.work[idx];
+      const int64_t pairs = work.pairs;
       if (pairs == 0) continue;
       Op op = base;
       op.kind = OpKind::kCompute;
@@ -411,7 +410,7 @@ class MeshExpander {
       op.q_shard = sc.q_slot[static_cast<size_t>(blk.q)];
       op.kv_shard = sc.kv_slot[static_cast<size_t>(blk.kv)];
       op.flops = ctx_.ForwardFlops(pairs, heads_) * p.flops_factor;
-      op.masked = pairs < sc.full_block_pairs;
+      op.cut_fraction = static_cast<float>(work.CutFraction());
       if (blk.q == 0 || blk.kv == 0) dep(local_dep);
       dep(sc.recv_q[static_cast<size_t>(blk.q)]);
       dep(sc.recv_kv[static_cast<size_t>(blk.kv)]);

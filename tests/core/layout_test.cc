@@ -159,6 +159,50 @@ TEST(LayoutTest, StripedCausalClosedForm) {
   EXPECT_EQ(layout.BlockPairs(counter, 2, 0), 10);
 }
 
+TEST(LayoutTest, CutPairsAreThoseOfRectanglesTheMaskCuts) {
+  // Zigzag causal, chunks of c: off the diagonal the two visible chunk pairs are whole (every key
+  // before every query) and the other two hidden: no cut pair however cut the block is. On the
+  // diagonal the two triangles c(c+1)/2 are cut and the third chunk pair is whole: c(c+1) of
+  // 2c^2 + c pairs.
+  {
+    const int64_t seq = 64, shards = 4, c = seq / (2 * shards);
+    ShardLayout layout{Layout::kZigzag, seq, shards, 1};
+    PairCounter counter(Mask::Causal(), seq);
+    for (int64_t i = 0; i < shards; ++i) {
+      for (int64_t j = 0; j < shards; ++j) {
+        const BlockWork w = layout.Work(counter, i, j);
+        EXPECT_EQ(w.pairs, layout.BlockPairs(counter, i, j));
+        EXPECT_EQ(w.cut_pairs, i == j ? c * (c + 1) : 0) << i << "," << j;
+      }
+    }
+    const BlockWork diagonal = layout.Work(counter, 1, 1);
+    EXPECT_DOUBLE_EQ(diagonal.CutFraction(), static_cast<double>(c * (c + 1)) / (2 * c * c + c));
+  }
+  // Contiguous: one rectangle per block, cut exactly when some but not all its pairs are visible
+  // (brute-force counts, any mask); a full mask cuts nothing.
+  for (const Mask& mask : {Mask::Causal(), Mask::Window(5), Mask::Full()}) {
+    const int64_t seq = 24, shards = 4, n = seq / shards;
+    ShardLayout layout{Layout::kContiguous, seq, shards, 1};
+    PairCounter counter(mask, seq);
+    for (int64_t i = 0; i < shards; ++i) {
+      for (int64_t j = 0; j < shards; ++j) {
+        const int64_t pairs = BruteBlockPairs(Layout::kContiguous, mask, seq, shards, i, j);
+        const BlockWork w = layout.Work(counter, i, j);
+        EXPECT_EQ(w.pairs, pairs);
+        EXPECT_EQ(w.cut_pairs, pairs > 0 && pairs < n * n ? pairs : 0) << i << "," << j;
+      }
+    }
+  }
+  // Striped causal: every block interleaves at token level (10 and 6 of 16 pairs above), all cut;
+  // full: none.
+  ShardLayout striped{Layout::kStriped, 12, 3, 1};
+  PairCounter causal(Mask::Causal(), 12), full(Mask::Full(), 12);
+  EXPECT_EQ(striped.Work(causal, 0, 0).cut_pairs, 10);
+  EXPECT_EQ(striped.Work(causal, 0, 2).cut_pairs, 6);
+  EXPECT_EQ(striped.Work(full, 0, 2).cut_pairs, 0);
+  EXPECT_DOUBLE_EQ(BlockWork{}.CutFraction(), 0.0);
+}
+
 TEST(LayoutTest, ValidateMessages) {
   ShardLayout zigzag{Layout::kZigzag, 100, 8, 1};
   Status s = zigzag.Validate(Mask::Causal());

@@ -42,7 +42,9 @@ class KnownTarget : public CalibrationTarget {
   }
   double Alone(BlockPiece piece, int64_t n, bool backward) {
     const double flops = 4.0 * static_cast<double>(PieceVisiblePairs(piece, n)) * heads_ * d_;
-    const double rate = t_.peak_flops * t_.efficiency.at(n) * (piece == BlockPiece::kFull ? 1.0 : t_.masked_ratio);
+    // The model's kernel: pieces whose pairs the mask cuts (diagonal, partial) at the masked
+    // ratio; the full and chunked pieces (no chunk pair cut) at the dense rate.
+    const double rate = t_.peak_flops * t_.efficiency.at(n) * (PieceCutFraction(piece) > 0 ? t_.masked_ratio : 1.0);
     return backward ? 2.5 * flops / (rate * t_.backward_ratio) : flops / rate;
   }
   Result<double> MergeSeconds(int64_t n) override {
@@ -103,6 +105,27 @@ TEST(PieceVisiblePairs, CountsByHand) {
   EXPECT_EQ(PieceVisiblePairs(BlockPiece::kDiagonal, 4), 10);
   EXPECT_EQ(PieceVisiblePairs(BlockPiece::kPartial, 4), 15);
   EXPECT_EQ(PieceVisiblePairs(BlockPiece::kPartial, 512), 7 * 512 * 512 / 8 + 512 / 4);
+  // chunked, n = 4: queries 2, 3, 6, 7 and keys 0, 1, 4, 5: 2 + 2 + 4 + 4 = 12 = 3n^2/4, the three
+  // visible chunk pairs of 2 x 2.
+  EXPECT_EQ(PieceVisiblePairs(BlockPiece::kChunked, 4), 12);
+  EXPECT_EQ(PieceVisiblePairs(BlockPiece::kChunked, 512), 3 * 512 * 512 / 4);
+}
+
+TEST(PiecePositions, AsTheHeaderSays) {
+  // n = 4, chunks of n/2 = 2. chunked: queries [2, 4) u [6, 8), keys [0, 2) u [4, 6): query chunk
+  // [2, 4) sees key chunk [0, 2) whole and [4, 6) not at all; [6, 8) sees both whole. No chunk pair
+  // is cut, so its cut fraction is 0. partial: queries [2, 6), keys [0, 4).
+  std::vector<int64_t> q, k;
+  PiecePositions(BlockPiece::kChunked, 4, &q, &k);
+  EXPECT_EQ(q, (std::vector<int64_t>{2, 3, 6, 7}));
+  EXPECT_EQ(k, (std::vector<int64_t>{0, 1, 4, 5}));
+  PiecePositions(BlockPiece::kPartial, 4, &q, &k);
+  EXPECT_EQ(q, (std::vector<int64_t>{2, 3, 4, 5}));
+  EXPECT_EQ(k, (std::vector<int64_t>{0, 1, 2, 3}));
+  EXPECT_EQ(PieceCutFraction(BlockPiece::kFull), 0.0);
+  EXPECT_EQ(PieceCutFraction(BlockPiece::kChunked), 0.0);
+  EXPECT_EQ(PieceCutFraction(BlockPiece::kDiagonal), 1.0);
+  EXPECT_EQ(PieceCutFraction(BlockPiece::kPartial), 1.0);
 }
 
 TEST(Calibrate, RecoversInjectedRatesUnderProcessorSharing) {

@@ -92,23 +92,23 @@ TEST(ExpandPlanTest, ValidPlanComesWithItsEstimateScheduleAndGpus) {
 namespace meshplan::planner {
 namespace {
 
-// Compute ops of the expanded plan: (q_shard, kv_shard, masked).
-std::vector<std::tuple<int32_t, int32_t, bool>> Blocks(const Plan& plan, const Topology& t) {
+// Compute ops of the expanded plan: (q_shard, kv_shard, cut fraction).
+std::vector<std::tuple<int32_t, int32_t, float>> Blocks(const Plan& plan, const Topology& t) {
   auto expanded = ExpandPlan(plan, t);
   EXPECT_TRUE(expanded.ok()) << expanded.status().message();
-  std::vector<std::tuple<int32_t, int32_t, bool>> blocks;
+  std::vector<std::tuple<int32_t, int32_t, float>> blocks;
   if (!expanded.ok()) return blocks;
   for (const RankProgram& prog : expanded->schedule.ranks) {
     for (const Op& op : prog.ops) {
-      if (op.kind == OpKind::kCompute) blocks.emplace_back(op.q_shard, op.kv_shard, op.masked);
+      if (op.kind == OpKind::kCompute) blocks.emplace_back(op.q_shard, op.kv_shard, op.cut_fraction);
     }
   }
   return blocks;
 }
 
-TEST(ExpandPlanTest, ComputeOpsSayWhetherTheMaskCutsTheirBlock) {
+TEST(ExpandPlanTest, ComputeOpsSayHowMuchOfTheirBlockTheMaskCuts) {
   // Contiguous causal ring on 4 GPUs: block (i, j) is whole for j < i (every key before every
-  // query), cut on the diagonal (i == i: the upper triangle hidden), absent for j > i.
+  // query), all cut on the diagonal (i == i: a triangle), absent for j > i.
   Plan ring = MeshPlan(2, 2);
   ring.params.scheme = Scheme::kRing;
   ring.params.layout = Layout::kContiguous;
@@ -118,20 +118,31 @@ TEST(ExpandPlanTest, ComputeOpsSayWhetherTheMaskCutsTheirBlock) {
   ring.num_gpus = 4;
   const auto blocks = Blocks(ring, Cluster(1));
   ASSERT_EQ(blocks.size(), 2u * (4 + 3 + 2 + 1));  // fwd + bwd, i + 1 blocks on rank i
-  for (const auto& [q, kv, masked] : blocks) EXPECT_EQ(masked, q == kv) << q << "," << kv;
-  // Zigzag: shard i holds chunks i and 7 - i, so for i != j some keys come after some queries and
-  // some before: every block is cut. Full mask: none is.
+  for (const auto& [q, kv, cut] : blocks) EXPECT_EQ(cut, q == kv ? 1.0f : 0.0f) << q << "," << kv;
+  // Zigzag with 4 shards of S = 4096: chunks of c = 512; shard i holds chunks i and 7 - i. Off the
+  // diagonal the visible chunk pairs are whole: nothing cut. On it, the two triangles c(c+1)/2 of
+  // the 2c^2 + c pairs are cut: (c + 1) / (2c + 1).
+  const float diagonal = static_cast<float>(513.0 / 1025.0);
   ring.params.layout = Layout::kZigzag;
-  for (const auto& [q, kv, masked] : Blocks(ring, Cluster(1))) EXPECT_TRUE(masked) << q << "," << kv;
+  for (const auto& [q, kv, cut] : Blocks(ring, Cluster(1))) {
+    EXPECT_FLOAT_EQ(cut, q == kv ? diagonal : 0.0f) << q << "," << kv;
+  }
   ring.workload.mask = Mask::Full();
-  for (const auto& [q, kv, masked] : Blocks(ring, Cluster(1))) EXPECT_FALSE(masked) << q << "," << kv;
-  // Mesh (its own emitter) the same way: zigzag causal all cut, full none.
+  for (const auto& [q, kv, cut] : Blocks(ring, Cluster(1))) EXPECT_EQ(cut, 0.0f) << q << "," << kv;
+  // Mesh (its own emitter) the same way. 2 x 4 on 8 GPUs cuts the sequence into 8 zigzag shards
+  // (chunks of c = 256): (c + 1) / (2c + 1) on the diagonal blocks, 0 elsewhere; full: 0.
   Plan mesh = MeshPlan(2, 4);
-  for (const auto& [q, kv, masked] : Blocks(mesh, Cluster(2))) EXPECT_TRUE(masked) << q << "," << kv;
+  const float mesh_diagonal = static_cast<float>(257.0 / 513.0);
+  bool saw_diagonal = false;
+  for (const auto& [q, kv, cut] : Blocks(mesh, Cluster(2))) {
+    EXPECT_FLOAT_EQ(cut, q == kv ? mesh_diagonal : 0.0f) << q << "," << kv;
+    saw_diagonal = saw_diagonal || q == kv;
+  }
+  EXPECT_TRUE(saw_diagonal);
   mesh.workload.mask = Mask::Full();
   const auto full = Blocks(mesh, Cluster(2));
   EXPECT_FALSE(full.empty());
-  for (const auto& [q, kv, masked] : full) EXPECT_FALSE(masked) << q << "," << kv;
+  for (const auto& [q, kv, cut] : full) EXPECT_EQ(cut, 0.0f) << q << "," << kv;
 }
 
 }  // namespace

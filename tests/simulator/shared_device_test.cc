@@ -162,10 +162,13 @@ namespace {
 TEST(SharedDeviceGolden, MaskedBlocksRunAtTheMaskedRateRatio) {
   // masked_block_rate_ratio 0.8: a 1-TFLOP block the mask cuts runs at 0.8 x 500 TFLOP/s:
   // T / 0.8 = 1.25T; as a backward block with backward_rate_ratio 1.25 too: 1.25T / 1.25 = T.
+  // Half of it cut: half the pairs at the dense rate, half at 0.8: 0.5T + 0.625T = 1.125T.
   Topology t = SharedSwitch(1, 1, 1, DeviceSharing::kProcessor);
   t.gpu.masked_block_rate_ratio = 0.8;
   Schedule s = OneKernelEach({1});
-  s.ranks[0].ops[0].masked = true;
+  s.ranks[0].ops[0].cut_fraction = 0.5f;
+  ExpectEnds(EndsS(s, t), {1.125});
+  s.ranks[0].ops[0].cut_fraction = 1.0f;
   ExpectEnds(EndsS(s, t), {1.25});
   t.gpu.backward_rate_ratio = 1.25;
   s.ranks[0].ops[0].phase = Phase::kBackward;
