@@ -30,6 +30,15 @@ FlowNetwork::FlowNetwork(const Topology& topology)
                           kNanosecondsPerSecond;
     capacity_.insert(capacity_.end(), static_cast<size_t>(groups * 2), shared);
   }
+  // One copy link per shared device (ranks_per_device divides level 0's group: its transfers are
+  // all on level 0).
+  ranks_per_device_ = std::max<int64_t>(1, topology.gpu.ranks_per_device);
+  if (ranks_per_device_ > 1 && levels_ > 0) {
+    device_link_base_ = static_cast<int64_t>(capacity_.size());
+    const double copies = std::min(topology.gpu.concurrent_kernels, static_cast<double>(ranks_per_device_));
+    const double bytes_per_ns = copies * topology.levels[0].bandwidth_bytes_per_s / kNanosecondsPerSecond;
+    capacity_.insert(capacity_.end(), static_cast<size_t>(gpus / ranks_per_device_), bytes_per_ns);
+  }
   on_link_.resize(capacity_.size());
   link_mark_.assign(capacity_.size(), 0);
   residual_.assign(capacity_.size(), 0.0);
@@ -64,6 +73,9 @@ int32_t FlowNetwork::Add(SimTime now, int64_t src, int64_t dst, double bytes) {
     const int64_t below = topology_.Span(level - 1);
     f.links[f.num_links++] = static_cast<int32_t>(uplink_base_[level] + (src / below) * 2);
     f.links[f.num_links++] = static_cast<int32_t>(uplink_base_[level] + (dst / below) * 2 + 1);
+  }
+  if (device_link_base_ >= 0 && src / ranks_per_device_ == dst / ranks_per_device_) {
+    f.links[f.num_links++] = static_cast<int32_t>(device_link_base_ + src / ranks_per_device_);
   }
   f.active = true;
   f.remaining = bytes * static_cast<double>(topology_.Hops(level, src, dst));

@@ -7,6 +7,14 @@
 // below (e.g. per node), an uplink and a downlink of capacity (GPUs in the group x bandwidth / f)
 // that all traffic leaving or entering the group at that level shares. On ring and torus levels a
 // transfer crossing h hops loads h links: it is charged h x bytes.
+//
+// Ranks that share a device (GpuSpec::ranks_per_device > 1) move messages between themselves as
+// memory copies that the device's own processors make (CPU cores packing and unpacking; a GPU's
+// SMs or copy engines). One copy runs at the innermost level's bandwidth (what calibrate's
+// ping-pong measures, one message at a time); copies at once share the device as its kernels do,
+// min(concurrent_kernels, ranks_per_device) at full speed. So every transfer inside a device also
+// crosses the device's copy link of that many times the level's bandwidth. (Copies competing with
+// the device's compute kernels are not modelled: docs/simulator.md.)
 #pragma once
 
 #include <cstdint>
@@ -54,6 +62,8 @@ class FlowNetwork {
   std::vector<double> capacity_;                // bytes per nanosecond, per link
   std::vector<std::vector<int32_t>> on_link_;   // active flows per link
   std::vector<int64_t> uplink_base_;            // per level: first uplink id, or -1
+  int64_t ranks_per_device_ = 1;
+  int64_t device_link_base_ = -1;               // first device copy link id, or -1
   std::vector<Flow> flows_;
   std::vector<int32_t> free_flows_;
   std::vector<int32_t> changed_;

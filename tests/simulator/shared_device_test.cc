@@ -177,3 +177,56 @@ TEST(SharedDeviceGolden, MaskedBlocksRunAtTheMaskedRateRatio) {
 
 }  // namespace
 }  // namespace meshplan::sim
+
+namespace meshplan::sim {
+namespace {
+
+// Rank 2i sends `bytes` to rank 2i + 1, for i < pairs, all at 0; the receivers' Recv end times.
+std::vector<double> PairedCopiesEndS(int64_t pairs, double bytes, const Topology& t) {
+  Schedule s;
+  s.num_ranks = 2 * pairs;
+  s.layout = ShardLayout{Layout::kContiguous, 1024, 1, 1};
+  s.ranks.resize(static_cast<size_t>(2 * pairs));
+  for (int64_t i = 0; i < pairs; ++i) {
+    Op send;
+    send.kind = OpKind::kSend;
+    send.stream = StreamId::kSend;
+    send.peer = static_cast<int32_t>(2 * i + 1);
+    send.bytes = static_cast<int64_t>(bytes);
+    send.tensors = kTensorKV;
+    s.ranks[2 * i].Add(send);
+    Op recv = send;
+    recv.kind = OpKind::kRecv;
+    recv.stream = StreamId::kRecv;
+    recv.peer = static_cast<int32_t>(2 * i);
+    s.ranks[2 * i + 1].Add(recv);
+  }
+  std::vector<int64_t> gpu(static_cast<size_t>(s.num_ranks));
+  for (int64_t r = 0; r < s.num_ranks; ++r) gpu[r] = r;
+  auto result = Simulate(s, t, gpu, DType::kBf16);
+  EXPECT_TRUE(result.ok()) << result.status().message();
+  std::vector<double> ends;
+  if (!result.ok()) return ends;
+  for (int64_t i = 0; i < pairs; ++i) ends.push_back(ToSeconds(result->op_times[2 * i + 1][0].end));
+  return ends;
+}
+
+TEST(SharedDeviceGolden, CopiesInsideADeviceShareItsCopySlots) {
+  // Level 0: 100 GB/s, 2 us latency. Two messages of 100 MB at once (0 -> 1, 2 -> 3), each alone
+  // 2 us + 1 ms. On one device of 4 ranks with 2 slots (copy link 200 GB/s) both run at their
+  // ports' 100 GB/s: 1.002 ms. With 1 slot (100 GB/s for the device) they share it, 50 GB/s each:
+  // 2 us + 2 ms. Ranks on devices of their own: ports only, 1.002 ms.
+  const double bytes = 100e6;
+  auto expect = [](const std::vector<double>& got, double want_s) {
+    ASSERT_EQ(got.size(), 2u);
+    for (double g : got) EXPECT_NEAR(g, want_s, 2e-9);
+  };
+  expect(PairedCopiesEndS(2, bytes, SharedSwitch(4, 4, 2, DeviceSharing::kProcessor)), 2e-6 + 1e-3);
+  expect(PairedCopiesEndS(2, bytes, SharedSwitch(4, 4, 1, DeviceSharing::kProcessor)), 2e-6 + 2e-3);
+  expect(PairedCopiesEndS(2, bytes, SharedSwitch(4, 1, 1, DeviceSharing::kProcessor)), 2e-6 + 1e-3);
+  // Two devices of 2 ranks with 1 slot each: each message stays inside its device, alone there.
+  expect(PairedCopiesEndS(2, bytes, SharedSwitch(4, 2, 1, DeviceSharing::kProcessor)), 2e-6 + 1e-3);
+}
+
+}  // namespace
+}  // namespace meshplan::sim
