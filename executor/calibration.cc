@@ -135,9 +135,19 @@ double PieceCutFraction(BlockPiece piece) {
   return piece == BlockPiece::kDiagonal || piece == BlockPiece::kPartial ? 1.0 : 0.0;
 }
 
-std::vector<int64_t> CalibrationBlockSizes(bool quick) {
-  if (quick) return {128, 512, 2048};
-  return {128, 256, 512, 1024, 2048};
+std::vector<int64_t> CalibrationBlockSizes(bool quick, int ranks) {
+  std::vector<int64_t> sizes = quick ? std::vector<int64_t>{128, 512, 2048, 4096}
+                                     : std::vector<int64_t>{128, 256, 512, 1024, 2048, 4096};
+  if (ranks > kMaxTailRanks) {
+    sizes.erase(std::remove_if(sizes.begin(), sizes.end(), [](int64_t n) { return n > kAllPiecesTokens; }), sizes.end());
+  }
+  return sizes;
+}
+
+int64_t SampleHeads(int64_t n, int64_t spec_heads) {
+  if (n <= kAllPiecesTokens) return spec_heads;
+  const double scale = static_cast<double>(kAllPiecesTokens) / static_cast<double>(n);
+  return std::max<int64_t>(1, static_cast<int64_t>(static_cast<double>(spec_heads) * scale * scale));
 }
 
 std::vector<int64_t> CalibrationMessageSizes(bool quick) {
@@ -163,7 +173,7 @@ Result<CalibrationResult> Calibrate(CalibrationTarget& target, const Calibration
   const int64_t share_n = 512;
   const double share_s = spec.quick ? 0.15 : 0.3;
   if (spec.ranks > 1) {
-    auto block_s = target.KernelSeconds(BlockPiece::kFull, share_n, false, 1);
+    auto block_s = target.KernelSeconds(BlockPiece::kFull, share_n, spec.heads, false, 1);
     if (!block_s.ok()) return block_s.status().WithContext("calibrate: a block of 512 alone");
     if (!(*block_s > 0)) return Status::Internal("calibrate: a kernel measured no time");
     const int share_repeats = static_cast<int>(std::clamp(std::ceil(share_s / *block_s), 1.0, 10000.0));
@@ -201,17 +211,20 @@ Result<CalibrationResult> Calibrate(CalibrationTarget& target, const Calibration
   // its rounds. A burst of noise on a shared machine (another tenant, a page-cache flush) then
   // hits one round of many samples instead of every repetition of one, which a single pass would
   // turn into one bad point of the curve.
-  const std::vector<int64_t> sizes = CalibrationBlockSizes(spec.quick);
+  const std::vector<int64_t> sizes = CalibrationBlockSizes(spec.quick, spec.ranks);
   std::vector<std::vector<double>> rounds_s;  // per sample, in out.kernels order
   for (int round = 0; round < kCalibrationRounds; ++round) {
     say("kernels: round " + std::to_string(round + 1) + "/" + std::to_string(kCalibrationRounds) + ": blocks of " +
-        std::to_string(sizes.front()) + " to " + std::to_string(sizes.back()) +
-        " tokens, full, diagonal, partial and chunked, forward and backward");
+        std::to_string(sizes.front()) + " to " + std::to_string(kAllPiecesTokens) +
+        " tokens, full, diagonal, partial and chunked, forward and backward; full forward blocks of " +
+        std::to_string(sizes.back()));
     size_t sample = 0;
     for (const int64_t n : sizes) {
+      const int64_t sample_heads = SampleHeads(n, spec.heads);
       for (BlockPiece piece : kBlockPieces) {
         for (bool backward : {false, true}) {
-          auto seconds = target.KernelSeconds(piece, n, backward, spec.ranks);
+          if (n > kAllPiecesTokens && (piece != BlockPiece::kFull || backward)) continue;
+          auto seconds = target.KernelSeconds(piece, n, sample_heads, backward, spec.ranks);
           if (!seconds.ok()) {
             return seconds.status().WithContext("calibrate: " + std::string(BlockPieceName(piece)) + " block " +
                                                 std::to_string(n) + (backward ? " backward" : " forward"));
@@ -222,7 +235,7 @@ Result<CalibrationResult> Calibrate(CalibrationTarget& target, const Calibration
             k.piece = piece;
             k.n = n;
             k.backward = backward;
-            k.flops = 4.0 * static_cast<double>(PieceVisiblePairs(piece, n)) * heads * d *
+            k.flops = 4.0 * static_cast<double>(PieceVisiblePairs(piece, n)) * static_cast<double>(sample_heads) * d *
                       (backward ? planner::kBackwardFlopsFactor : 1.0);
             out.kernels.push_back(k);
             rounds_s.emplace_back();

@@ -56,9 +56,9 @@ double PieceCutFraction(BlockPiece piece);
 class CalibrationTarget {
  public:
   virtual ~CalibrationTarget() = default;
-  // One n x n block of `piece`, all heads, forward or backward, run by `ranks` ranks at once
-  // (each its own copy): when the last of them ended.
-  virtual Result<double> KernelSeconds(BlockPiece piece, int64_t n, bool backward, int ranks) = 0;
+  // One n x n block of `piece` with `heads` heads, forward or backward, run by `ranks` ranks at
+  // once (each its own copy): when the last of them ended.
+  virtual Result<double> KernelSeconds(BlockPiece piece, int64_t n, int64_t heads, bool backward, int ranks) = 0;
   // Folding one partial (O and LSE of n rows, all heads, fp32) into an accumulator.
   virtual Result<double> MergeSeconds(int64_t n) = 0;
   // `ranks` ranks start `repeats` full forward n x n blocks each at once (one after another on
@@ -79,10 +79,18 @@ struct CalibrationSpec {
   std::string transport = "threads";  // names the innermost level
 };
 
-// Block sizes measured: quick 128, 512, 2048; else 128 to 2048 by powers of 2 (the curve clamps
-// beyond: a CPU's rate is flat there, and every rank runs each sample, so a 4K block would cost
-// P/2 x 1.3 s a round). Each in kCalibrationRounds rounds.
-std::vector<int64_t> CalibrationBlockSizes(bool quick);
+// Block sizes measured: quick 128, 512, 2048, 4096; else 128 to 4096 by powers of 2 (the curve
+// clamps beyond); sizes beyond kAllPiecesTokens only for up to kMaxTailRanks ranks (each rank of
+// a sample holds a dense block's n x n scores: 64 MiB at 4096). Each in kCalibrationRounds rounds. Blocks up to kAllPiecesTokens are measured in
+// every piece, forward and backward, with the spec's heads; larger ones only as the full forward
+// block that extends the efficiency curve (dense blocks that outgrow the caches slow down: Ulysses
+// and its hybrids compute whole-sequence blocks), with SampleHeads heads to bound their cost.
+std::vector<int64_t> CalibrationBlockSizes(bool quick, int ranks);
+inline constexpr int64_t kAllPiecesTokens = 2048;
+inline constexpr int kMaxTailRanks = 16;
+// Heads of the n-token samples: the spec's up to kAllPiecesTokens, then scaled by
+// (kAllPiecesTokens / n)^2 (at least 1) so a sample costs no more FLOPs than one of that size.
+int64_t SampleHeads(int64_t n, int64_t spec_heads);
 // Message sizes measured (bytes): 4 KiB (the latency) and 1 to 16 MiB (the bandwidth), more in full mode.
 std::vector<int64_t> CalibrationMessageSizes(bool quick);
 

@@ -135,14 +135,19 @@ std::vector<double> RunAtOnce(int ranks, F&& work) {
 CpuCalibrationTarget::CpuCalibrationTarget(int64_t head_dim, int64_t heads, bool quick)
     : d_(head_dim), heads_(heads), quick_(quick) {}
 
-Result<double> CpuCalibrationTarget::KernelSeconds(BlockPiece piece, int64_t n, bool backward, int ranks) {
-  MESHPLAN_RETURN_IF_ERROR(CheckFloats(11.0 * static_cast<double>(n * d_ * heads_) * ranks, "the blocks"));
+Result<double> CpuCalibrationTarget::KernelSeconds(BlockPiece piece, int64_t n, int64_t heads, bool backward,
+                                                   int ranks) {
+  // The block's inputs and outputs, and each rank's scratch: n x n scores for a dense block, and
+  // as many again for the backward's dS.
+  const double scratch = (backward ? 2.0 : 1.0) * static_cast<double>(n) * static_cast<double>(n);
+  MESHPLAN_RETURN_IF_ERROR(CheckFloats((11.0 * static_cast<double>(n * d_ * heads) + scratch) * ranks, "the blocks"));
   std::vector<std::unique_ptr<Block>> blocks;
   for (int r = 0; r < ranks; ++r) {
-    blocks.push_back(std::make_unique<Block>(piece, n, d_, heads_));
+    blocks.push_back(std::make_unique<Block>(piece, n, d_, heads));
     if (backward) blocks.back()->PrepareBackward();
   }
-  const int min_reps = quick_ ? 2 : 3, max_reps = quick_ ? 7 : 15;
+  const bool large = n > kAllPiecesTokens;
+  const int min_reps = large ? 1 : quick_ ? 2 : 3, max_reps = quick_ ? 7 : 15;
   const double min_total_s = quick_ ? 0.05 : 0.2;
   auto run = [&](Block& b) { backward ? b.Backward() : b.Forward(); };
   if (ranks == 1) return MedianSeconds([&] { run(*blocks[0]); }, min_reps, max_reps, min_total_s);

@@ -12,10 +12,12 @@ namespace meshplan::exec {
 
 class CpuCalibrationTarget : public CalibrationTarget {
  public:
-  // Kernels of `heads` heads of dimension `head_dim`; `quick` takes fewer repetitions.
+  // Kernels of dimension `head_dim`; merges of `heads` heads; `quick` takes fewer repetitions.
   CpuCalibrationTarget(int64_t head_dim, int64_t heads, bool quick);
 
-  Result<double> KernelSeconds(BlockPiece piece, int64_t n, bool backward, int ranks) override;
+  // Blocks beyond kAllPiecesTokens are timed once per call (their call takes seconds); the
+  // calibration's rounds give their median.
+  Result<double> KernelSeconds(BlockPiece piece, int64_t n, int64_t heads, bool backward, int ranks) override;
   Result<double> MergeSeconds(int64_t n) override;
   Result<std::vector<double>> ConcurrentEndsSeconds(int ranks, int64_t n, int repeats) override;
   // A message as the threads transport carries one in a run: packed into a buffer, delivered to

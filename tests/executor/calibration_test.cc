@@ -35,13 +35,13 @@ class KnownTarget : public CalibrationTarget {
   // `ranks` copies at once on a device of `concurrent` slots: the last ends after the time alone
   // x ranks / min(concurrent, ranks) under processor sharing, x ceil(ranks / concurrent) served
   // in turn (the same for the integer concurrency these tests use).
-  Result<double> KernelSeconds(BlockPiece piece, int64_t n, bool backward, int ranks) override {
+  Result<double> KernelSeconds(BlockPiece piece, int64_t n, int64_t heads, bool backward, int ranks) override {
     const double c = std::min(t_.concurrent, static_cast<double>(ranks));
     const double stretch = t_.sharing == DeviceSharing::kProcessor ? ranks / c : std::ceil(ranks / c);
-    return stretch * Alone(piece, n, backward);
+    return stretch * Alone(piece, n, heads, backward);
   }
-  double Alone(BlockPiece piece, int64_t n, bool backward) {
-    const double flops = 4.0 * static_cast<double>(PieceVisiblePairs(piece, n)) * heads_ * d_;
+  double Alone(BlockPiece piece, int64_t n, int64_t heads, bool backward) {
+    const double flops = 4.0 * static_cast<double>(PieceVisiblePairs(piece, n)) * heads * d_;
     // The model's kernel: pieces whose pairs the mask cuts (diagonal, partial) at the masked
     // ratio; the full and chunked pieces (no chunk pair cut) at the dense rate.
     const double rate = t_.peak_flops * t_.efficiency.at(n) * (PieceCutFraction(piece) > 0 ? t_.masked_ratio : 1.0);
@@ -53,7 +53,7 @@ class KnownTarget : public CalibrationTarget {
     return 3.0 * static_cast<double>(n) * heads_ * (d_ + 1) * 4.0 / t_.merge_bytes_per_s;
   }
   Result<std::vector<double>> ConcurrentEndsSeconds(int ranks, int64_t n, int repeats) override {
-    const double alone = repeats * Alone(BlockPiece::kFull, n, false);
+    const double alone = repeats * Alone(BlockPiece::kFull, n, heads_, false);
     std::vector<double> ends(static_cast<size_t>(ranks));
     const double c = t_.concurrent;
     for (int r = 0; r < ranks; ++r) {
@@ -77,7 +77,7 @@ class KnownTarget : public CalibrationTarget {
 Truth MakeTruth(bool quick) {
   Truth t;
   double e = 0.35;
-  for (int64_t n : CalibrationBlockSizes(quick)) {
+  for (int64_t n : CalibrationBlockSizes(quick, 1)) {
     t.efficiency[n] = e;
     e = std::min(0.95, e + 0.1);
   }
@@ -205,6 +205,25 @@ TEST(Calibrate, RefusesABadSpec) {
   s = Spec(2, true);
   s.head_dim = 0;
   EXPECT_FALSE(Calibrate(target, s).ok());
+}
+
+}  // namespace
+}  // namespace meshplan::exec
+
+namespace meshplan::exec {
+namespace {
+
+TEST(CalibrationBlockSizes, TheDenseTailOnlyForFewRanks) {
+  // 4096-token samples hold 64 MiB of scores per rank: measured for up to 16 ranks, not beyond.
+  const std::vector<int64_t> quick = {128, 512, 2048, 4096}, full = {128, 256, 512, 1024, 2048, 4096};
+  EXPECT_EQ(CalibrationBlockSizes(true, 16), quick);
+  EXPECT_EQ(CalibrationBlockSizes(false, 2), full);
+  EXPECT_EQ(CalibrationBlockSizes(false, 17), (std::vector<int64_t>{128, 256, 512, 1024, 2048}));
+  // Heads: the spec's up to 2048; at 4096 a quarter (same FLOPs as a 2048 block), at least 1.
+  EXPECT_EQ(SampleHeads(2048, 8), 8);
+  EXPECT_EQ(SampleHeads(4096, 8), 2);
+  EXPECT_EQ(SampleHeads(4096, 2), 1);
+  EXPECT_EQ(SampleHeads(8192, 8), 1);
 }
 
 }  // namespace
