@@ -126,8 +126,9 @@ std::string PlanTable(const planner::PlanContext& ctx, const planner::SearchResu
   }
   out += Columns(rows, "", /*rule=*/true);
   if (listed.rows.size() < listed.total_rows) {
-    out += "... " + std::to_string(listed.total_rows - listed.rows.size()) + " more " +
-           (listing.all_variants ? "plans" : "rows") + " (--top 0 shows all)\n";
+    const size_t more = listed.total_rows - listed.rows.size();
+    out += "... " + std::to_string(more) + " more " + (listing.all_variants ? "plan" : "row") +
+           (more == 1 ? "" : "s") + " (--top 0 shows all)\n";
   }
   if (!wide) {
     std::string levels;
