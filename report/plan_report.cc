@@ -147,7 +147,9 @@ std::string PlanTable(const planner::PlanContext& ctx, const planner::SearchResu
                                  [](const planner::Estimate& e) { return e.fits; });
   out += "\n" + std::to_string(result.evaluated) + " candidates evaluated, " +
          std::to_string(result.ranked.size()) + " valid";
-  if (!listing.all_variants) out += " in " + std::to_string(listed.groups.size()) + " groups";
+  if (!listing.all_variants) {
+    out += " in " + std::to_string(listed.groups.size()) + (listed.groups.size() == 1 ? " group" : " groups");
+  }
   if (best == result.ranked.end()) {
     out += "; none fits in " + FormatBytes(ctx.topology.gpu.memory_bytes) + " per GPU\n";
   } else {
