@@ -10,8 +10,8 @@
 
 namespace meshplan::testing {
 
-// A minimal JSON reader for the tests: parses all of `text` (one value, whitespace around it) or
-// fails; objects keep their keys in order.
+// Parse() reads all of `text` (one value, whitespace around it) or fails; objects keep their keys
+// in order.
 struct Json {
   enum Kind { kNull, kBool, kNumber, kString, kArray, kObject } kind = kNull;
   bool boolean = false;
