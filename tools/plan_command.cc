@@ -166,7 +166,8 @@ Runner RegisterPlanCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--explain", flags->explain,
                   "Break plan number N (default 1) down step by step (json: under \"explain\"; not with csv)")
-      ->expected(0, 1);
+      ->expected(0, 1)
+      ->type_name("[N]");
   cmd->add_option("--reserve-gib", flags->reserve_gib,
                   "GPU memory (GiB) held back for weights, optimizer state and other activations")
       ->capture_default_str();
