@@ -86,7 +86,7 @@ def main():
             for pss in args.passes.split(","):
                 workload = ["--seq", args.seq, "--heads", args.heads, "--kv-heads", args.heads, "--head-dim",
                             args.head_dim, "--dtype", "fp32", "--mask", mask, "--pass", pss]
-                plans = json.loads(run([mp, "plan", "-t", machine, *workload, "--format", "json", "--top", "0", "-q"]))
+                plans = json.loads(run([mp, "plan", "-t", machine, *workload, "--format", "json", "--top", "0", "--all-variants", "-q"]))
                 chosen = {}
                 for p in plans["plans"]:
                     if p["fits"] and p["scheme"] != "mesh-ulysses":

@@ -1,6 +1,8 @@
 // CSV output helpers shared by the reports.
 #pragma once
 
+#include <charconv>
+#include <cmath>
 #include <string>
 
 namespace meshplan {
@@ -14,6 +16,15 @@ inline std::string CsvField(const std::string& text) {
     out += c;
   }
   return out + "\"";
+}
+
+// A number as the shortest text that reads back as the same double (std::to_chars), so CSV
+// values keep full precision: 15393162788864 rather than 1.53932e+13. Not finite: empty field.
+inline std::string CsvNumber(double value) {
+  if (!std::isfinite(value)) return "";
+  char buffer[32];
+  const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
+  return std::string(buffer, result.ptr);
 }
 
 }  // namespace meshplan

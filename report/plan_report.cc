@@ -2,14 +2,55 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <sstream>
 
+#include "core/csv.h"
 #include "core/json_writer.h"
 #include "core/units.h"
+#include "planner/equivalence.h"
+#include "report/plan_explain.h"
 #include "report/text_table.h"
 
 namespace meshplan::report {
 namespace {
+
+// Whether any plan was re-ranked by simulation (then reports show a "simulated" column).
+bool AnySimulated(const planner::SearchResult& result) {
+  return std::any_of(result.ranked.begin(), result.ranked.end(),
+                     [](const planner::Estimate& e) { return e.simulated_s >= 0; });
+}
+
+// The groups of equivalent plans and what a listing shows of them.
+struct Listed {
+  std::vector<planner::PlanGroup> groups;
+  std::vector<size_t> group_of;             // per ranked plan: its group's index
+  std::vector<planner::PlanGroup> rows;     // listed rows: whole groups, or single plans
+  size_t total_rows = 0;                    // rows without --top
+};
+
+Listed List(const planner::SearchResult& result, const PlanListing& listing) {
+  Listed l;
+  l.groups = planner::GroupEquivalentPlans(result.ranked);
+  l.group_of.resize(result.ranked.size());
+  for (size_t g = 0; g < l.groups.size(); ++g) {
+    for (size_t i : l.groups[g].members) l.group_of[i] = g;
+  }
+  l.total_rows = listing.all_variants ? result.ranked.size() : l.groups.size();
+  const size_t n = listing.top <= 0 ? l.total_rows : std::min(l.total_rows, static_cast<size_t>(listing.top));
+  for (size_t r = 0; r < n; ++r) {
+    l.rows.push_back(listing.all_variants ? planner::PlanGroup{{r}} : l.groups[r]);
+  }
+  return l;
+}
+
+// The "tie" cell: "+4" on a grouped row that stands for 4 more plans; with every variant listed,
+// "=#1" on a plan equivalent to plan #1 (its group's representative).
+std::string TiesCell(const Listed& listed, const planner::PlanGroup& row) {
+  if (row.equivalents() > 0) return "+" + std::to_string(row.equivalents());
+  const size_t representative = listed.groups[listed.group_of[row.representative()]].representative();
+  return representative != row.representative() ? "=#" + std::to_string(representative + 1) : "";
+}
+
+}  // namespace
 
 std::string ClusterLine(const planner::PlanContext& ctx) {
   const Topology& t = ctx.topology;
@@ -21,56 +62,94 @@ std::string ClusterLine(const planner::PlanContext& ctx) {
   return std::to_string(t.num_gpus()) + " x " + t.gpu.model + " (" + t.name + ": " + levels + ")";
 }
 
-// Whether any plan was re-ranked by simulation (then reports show a "simulated" column).
-bool AnySimulated(const planner::SearchResult& result) {
-  return std::any_of(result.ranked.begin(), result.ranked.end(),
-                     [](const planner::Estimate& e) { return e.simulated_s >= 0; });
-}
-
-size_t Rows(const planner::SearchResult& result, int top) {
-  return top <= 0 ? result.ranked.size() : std::min<size_t>(result.ranked.size(), static_cast<size_t>(top));
-}
-
-}  // namespace
-
-std::string PlanTable(const planner::PlanContext& ctx, const planner::SearchResult& result, int top) {
+std::string PlanTable(const planner::PlanContext& ctx, const planner::SearchResult& result,
+                      const PlanListing& listing) {
   std::string out = "cluster:  " + ClusterLine(ctx) + "\n";
   out += "workload: " + ctx.workload.Describe() + "\n";
   if (ctx.reserved_memory_bytes > 0) {
     out += "memory:   " + FormatBytes(ctx.reserved_memory_bytes) + " per GPU reserved for the rest of the model\n";
   }
   out += "\n";
-  std::vector<std::vector<std::string>> rows;
+  const Listed listed = List(result, listing);
+  const bool wide = listing.wide;
   const bool simulated = AnySimulated(result);
-  std::vector<std::string> header = {"#", "scheme", "parameters", "time"};
+  const bool ties = std::any_of(listed.rows.begin(), listed.rows.end(),
+                                [&](const planner::PlanGroup& g) { return !TiesCell(listed, g).empty(); });
+  // Compact: a "fits" column only when a listed plan does not fit.
+  const bool fits_column = wide || std::any_of(listed.rows.begin(), listed.rows.end(), [&](const planner::PlanGroup& g) {
+                             return !result.ranked[g.representative()].fits;
+                           });
+  const auto bytes = [wide](double b) { return wide ? FormatBytes(b) : ShortBytes(b); };
+  // Times with four significant digits resolve 0.1%, finer than the 0.5% that makes plans
+  // equivalent; the exposed part of a time needs three.
+  const auto seconds = [wide](double s, int digits) { return wide ? FormatSeconds(s) : ShortSeconds(s, digits); };
+
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> header = {"#"};
+  if (wide) {
+    header.insert(header.end(), {"scheme", "parameters"});
+  } else {
+    header.push_back("plan");
+  }
+  header.push_back("time");
   if (simulated) header.push_back("simulated");
-  header.insert(header.end(), {"compute", "exposed comm"});
-  for (const NetworkLevel& l : ctx.topology.levels) header.push_back("bytes/GPU " + l.name);
-  header.insert(header.end(), {"imbalance", "peak mem", "fits"});
+  if (wide) header.push_back("compute");
+  header.push_back(wide ? "exposed comm" : "exposed");
+  for (const NetworkLevel& l : ctx.topology.levels) header.push_back(wide ? "bytes/GPU " + l.name : l.name);
+  if (wide) header.push_back("imbalance");
+  header.push_back(wide ? "peak mem" : "mem");
+  if (fits_column) header.push_back("fits");
+  if (ties) header.push_back("tie");
   rows.push_back(header);
-  const size_t n = Rows(result, top);
-  for (size_t i = 0; i < n; ++i) {
+  for (const planner::PlanGroup& g : listed.rows) {
+    const size_t i = g.representative();
     const planner::Estimate& e = result.ranked[i];
-    std::vector<std::string> row = {std::to_string(i + 1), std::string(SchemeName(e.params.scheme)),
-                                    e.params.Describe(), FormatSeconds(e.time_s)};
-    if (simulated) row.push_back(e.simulated_s >= 0 ? FormatSeconds(e.simulated_s) : "-");
-    row.insert(row.end(), {FormatSeconds(e.compute_s), FormatSeconds(e.exposed_comm_s)});
-    for (size_t l = 0; l < ctx.topology.levels.size(); ++l) {
-      row.push_back(l < e.level_bytes.size() ? FormatBytes(e.level_bytes[l]) : "-");
+    std::vector<std::string> row = {std::to_string(i + 1)};
+    const std::string scheme(SchemeName(e.params.scheme));
+    if (wide) {
+      row.insert(row.end(), {scheme, e.params.Describe()});
+    } else {
+      row.push_back(scheme + " " + e.params.Describe());
     }
-    row.push_back(Fixed(e.imbalance(), 2) + "x");
-    row.push_back(FormatBytes(e.peak_memory_bytes));
-    row.push_back(e.fits ? "yes" : "NO");
+    row.push_back(seconds(e.time_s, 4));
+    if (simulated) row.push_back(e.simulated_s >= 0 ? seconds(e.simulated_s, 4) : "-");
+    if (wide) row.push_back(seconds(e.compute_s, 4));
+    row.push_back(seconds(e.exposed_comm_s, 3));
+    for (size_t l = 0; l < ctx.topology.levels.size(); ++l) {
+      row.push_back(l < e.level_bytes.size() ? bytes(e.level_bytes[l]) : "-");
+    }
+    if (wide) row.push_back(Fixed(e.imbalance(), 2) + "x");
+    row.push_back(bytes(e.peak_memory_bytes));
+    if (fits_column) row.push_back(e.fits ? "yes" : "NO");
+    if (ties) row.push_back(TiesCell(listed, g));
     rows.push_back(row);
   }
   out += Columns(rows, "", /*rule=*/true);
-  if (n < result.ranked.size()) {
-    out += "... " + std::to_string(result.ranked.size() - n) + " more plans (--top 0 shows all)\n";
+  if (listed.rows.size() < listed.total_rows) {
+    const size_t more = listed.total_rows - listed.rows.size();
+    out += "... " + std::to_string(more) + " more " + (listing.all_variants ? "plan" : "row") +
+           (more == 1 ? "" : "s") + " (--top 0 shows all)\n";
+  }
+  if (!wide) {
+    std::string levels;
+    for (const NetworkLevel& l : ctx.topology.levels) levels += (levels.empty() ? "" : ", ") + l.name;
+    out += "\n" + levels + ": bytes sent per GPU over that network level (busiest GPU); mem: peak memory per GPU\n";
+  }
+  if (ties) {
+    const std::string within = Fixed(planner::kEquivalentTimeTolerance * 100, 1) + "%";
+    out += (wide ? "\n" : "") +
+           (listing.all_variants
+                ? "tie: =#K equivalent to plan K (time within " + within + " of it, same bytes per GPU)\n"
+                : "tie: +N more plans within " + within +
+                      " of the row's time with the same bytes per GPU (--all-variants lists every plan)\n");
   }
   const auto best = std::find_if(result.ranked.begin(), result.ranked.end(),
                                  [](const planner::Estimate& e) { return e.fits; });
   out += "\n" + std::to_string(result.evaluated) + " candidates evaluated, " +
          std::to_string(result.ranked.size()) + " valid";
+  if (!listing.all_variants) {
+    out += " in " + std::to_string(listed.groups.size()) + (listed.groups.size() == 1 ? " group" : " groups");
+  }
   if (best == result.ranked.end()) {
     out += "; none fits in " + FormatBytes(ctx.topology.gpu.memory_bytes) + " per GPU\n";
   } else {
@@ -86,7 +165,76 @@ std::string PlanTable(const planner::PlanContext& ctx, const planner::SearchResu
   return out;
 }
 
-std::string PlanJson(const planner::PlanContext& ctx, const planner::SearchResult& result, int top) {
+namespace {
+
+void PlanObject(const planner::PlanContext& ctx, const planner::Estimate& e, size_t index, size_t group,
+                bool simulated, JsonWriter& j) {
+  j.Key("rank");
+  j.Int(static_cast<long long>(index + 1));
+  j.Key("group");
+  j.Int(static_cast<long long>(group + 1));
+  j.Key("scheme");
+  j.String(SchemeName(e.params.scheme));
+  j.Key("parameters");
+  j.String(e.params.Describe());
+  j.Key("layout");
+  j.String(LayoutName(e.params.layout));
+  j.Key("tile_a");
+  j.Int(e.params.tile_a);
+  j.Key("tile_b");
+  j.Int(e.params.tile_b);
+  j.Key("ulysses");
+  j.Int(e.params.ulysses);
+  j.Key("ring");
+  j.Int(e.params.ring);
+  j.Key("window");
+  j.Int(e.params.window);
+  j.Key("cache_forward");
+  j.Bool(e.params.cache_forward);
+  j.Key("placement");
+  j.BeginArray();
+  for (const auto& p : e.params.placement) j.String(p);
+  j.EndArray();
+  j.Key("time_s");
+  j.Number(e.time_s);
+  if (simulated) {
+    j.Key("simulated_s");
+    if (e.simulated_s >= 0) {
+      j.Number(e.simulated_s);
+    } else {
+      j.Raw("null");
+    }
+  }
+  j.Key("compute_s");
+  j.Number(e.compute_s);
+  j.Key("exposed_comm_s");
+  j.Number(e.exposed_comm_s);
+  j.Key("bytes_per_gpu");
+  j.Number(e.bytes_per_rank);
+  j.Key("bytes_per_gpu_by_level");
+  j.BeginObject();
+  for (size_t l = 0; l < ctx.topology.levels.size() && l < e.level_bytes.size(); ++l) {
+    j.Key(ctx.topology.levels[l].name);
+    j.Number(e.level_bytes[l]);
+  }
+  j.EndObject();
+  j.Key("flops_max");
+  j.Number(e.flops_max);
+  j.Key("flops_mean");
+  j.Number(e.flops_mean);
+  j.Key("imbalance");
+  j.Number(e.imbalance());
+  j.Key("peak_memory_bytes");
+  j.Number(e.peak_memory_bytes);
+  j.Key("fits");
+  j.Bool(e.fits);
+}
+
+}  // namespace
+
+std::string PlanJson(const planner::PlanContext& ctx, const planner::SearchResult& result,
+                     const PlanListing& listing, const ExplainedPlan* explain) {
+  const Listed listed = List(result, listing);
   JsonWriter j;
   j.BeginObject();
   j.Key("cluster");
@@ -106,70 +254,37 @@ std::string PlanJson(const planner::PlanContext& ctx, const planner::SearchResul
   j.String(ctx.workload.Describe());
   j.Key("evaluated");
   j.Int(result.evaluated);
+  j.Key("valid");
+  j.Int(static_cast<long long>(result.ranked.size()));
+  j.Key("groups");
+  j.Int(static_cast<long long>(listed.groups.size()));
+  j.Key("equivalence");
+  j.BeginObject();
+  j.Key("time_tolerance");
+  j.Number(planner::kEquivalentTimeTolerance);
+  j.Key("same_bytes_per_gpu");
+  j.Bool(true);
+  j.EndObject();
+  j.Key("all_variants");
+  j.Bool(listing.all_variants);
   j.Key("plans");
   j.BeginArray();
   const bool simulated = AnySimulated(result);
-  const size_t n = Rows(result, top);
-  for (size_t i = 0; i < n; ++i) {
-    const planner::Estimate& e = result.ranked[i];
+  for (const planner::PlanGroup& row : listed.rows) {
+    const size_t i = row.representative();
     j.BeginObject();
-    j.Key("rank");
-    j.Int(static_cast<long long>(i + 1));
-    j.Key("scheme");
-    j.String(SchemeName(e.params.scheme));
-    j.Key("parameters");
-    j.String(e.params.Describe());
-    j.Key("layout");
-    j.String(LayoutName(e.params.layout));
-    j.Key("tile_a");
-    j.Int(e.params.tile_a);
-    j.Key("tile_b");
-    j.Int(e.params.tile_b);
-    j.Key("ulysses");
-    j.Int(e.params.ulysses);
-    j.Key("ring");
-    j.Int(e.params.ring);
-    j.Key("window");
-    j.Int(e.params.window);
-    j.Key("cache_forward");
-    j.Bool(e.params.cache_forward);
-    j.Key("placement");
-    j.BeginArray();
-    for (const auto& p : e.params.placement) j.String(p);
-    j.EndArray();
-    j.Key("time_s");
-    j.Number(e.time_s);
-    if (simulated) {
-      j.Key("simulated_s");
-      if (e.simulated_s >= 0) {
-        j.Number(e.simulated_s);
-      } else {
-        j.Raw("null");
+    PlanObject(ctx, result.ranked[i], i, listed.group_of[i], simulated, j);
+    if (!listing.all_variants) {
+      j.Key("equivalents");
+      j.BeginArray();
+      for (size_t m = 1; m < row.members.size(); ++m) {
+        const size_t k = row.members[m];
+        j.BeginObject();
+        PlanObject(ctx, result.ranked[k], k, listed.group_of[k], simulated, j);
+        j.EndObject();
       }
+      j.EndArray();
     }
-    j.Key("compute_s");
-    j.Number(e.compute_s);
-    j.Key("exposed_comm_s");
-    j.Number(e.exposed_comm_s);
-    j.Key("bytes_per_gpu");
-    j.Number(e.bytes_per_rank);
-    j.Key("bytes_per_gpu_by_level");
-    j.BeginObject();
-    for (size_t l = 0; l < ctx.topology.levels.size() && l < e.level_bytes.size(); ++l) {
-      j.Key(ctx.topology.levels[l].name);
-      j.Number(e.level_bytes[l]);
-    }
-    j.EndObject();
-    j.Key("flops_max");
-    j.Number(e.flops_max);
-    j.Key("flops_mean");
-    j.Number(e.flops_mean);
-    j.Key("imbalance");
-    j.Number(e.imbalance());
-    j.Key("peak_memory_bytes");
-    j.Number(e.peak_memory_bytes);
-    j.Key("fits");
-    j.Bool(e.fits);
     j.EndObject();
   }
   j.EndArray();
@@ -184,99 +299,41 @@ std::string PlanJson(const planner::PlanContext& ctx, const planner::SearchResul
     j.EndObject();
   }
   j.EndArray();
+  if (explain != nullptr) {
+    j.Key("explain");
+    PlanExplainJson(ctx, result.ranked.at(static_cast<size_t>(explain->plan_number - 1)), explain->plan_number,
+                    explain->schedule, j);
+  }
   j.EndObject();
   return j.str() + "\n";
 }
 
-std::string PlanCsv(const planner::PlanContext& ctx, const planner::SearchResult& result, int top) {
+std::string PlanCsv(const planner::PlanContext& ctx, const planner::SearchResult& result,
+                    const PlanListing& listing) {
+  const Listed listed = List(result, listing);
   const bool simulated = AnySimulated(result);
   std::string out = "rank,scheme,parameters,time_s,";
   if (simulated) out += "simulated_s,";
   out += "compute_s,exposed_comm_s,bytes_per_gpu";
   for (const NetworkLevel& l : ctx.topology.levels) out += ",bytes_" + l.name;
-  out += ",flops_max,imbalance,peak_memory_bytes,fits\n";
-  const size_t n = Rows(result, top);
-  for (size_t i = 0; i < n; ++i) {
+  out += ",flops_max,imbalance,peak_memory_bytes,fits,group,equivalents\n";
+  for (const planner::PlanGroup& row : listed.rows) {
+    const size_t i = row.representative();
     const planner::Estimate& e = result.ranked[i];
-    char buffer[256];
-    std::snprintf(buffer, sizeof buffer, "%zu,%s,\"%s\",%.9g,", i + 1, std::string(SchemeName(e.params.scheme)).c_str(),
-                  e.params.Describe().c_str(), e.time_s);
-    out += buffer;
-    if (simulated) {
-      // Empty field: not simulated.
-      if (e.simulated_s >= 0) {
-        std::snprintf(buffer, sizeof buffer, "%.9g", e.simulated_s);
-        out += buffer;
-      }
-      out += ",";
-    }
-    std::snprintf(buffer, sizeof buffer, "%.9g,%.9g,%.0f", e.compute_s, e.exposed_comm_s, e.bytes_per_rank);
-    out += buffer;
+    const planner::PlanGroup& group = listed.groups[listed.group_of[i]];
+    out += std::to_string(i + 1) + "," + std::string(SchemeName(e.params.scheme)) + ",\"" + e.params.Describe() +
+           "\"," + CsvNumber(e.time_s) + ",";
+    // Empty field: not simulated.
+    if (simulated) out += (e.simulated_s >= 0 ? CsvNumber(e.simulated_s) : "") + ",";
+    out += CsvNumber(e.compute_s) + "," + CsvNumber(e.exposed_comm_s) + "," + CsvNumber(e.bytes_per_rank);
     for (size_t l = 0; l < ctx.topology.levels.size(); ++l) {
-      std::snprintf(buffer, sizeof buffer, ",%.0f", l < e.level_bytes.size() ? e.level_bytes[l] : 0.0);
-      out += buffer;
+      out += "," + CsvNumber(l < e.level_bytes.size() ? e.level_bytes[l] : 0.0);
     }
-    std::snprintf(buffer, sizeof buffer, ",%.6g,%.6f,%.0f,%s\n", e.flops_max, e.imbalance(), e.peak_memory_bytes,
-                  e.fits ? "true" : "false");
-    out += buffer;
+    out += "," + CsvNumber(e.flops_max) + "," + CsvNumber(e.imbalance()) + "," + CsvNumber(e.peak_memory_bytes) +
+           "," + (e.fits ? "true" : "false") + "," + std::to_string(listed.group_of[i] + 1) + "," +
+           std::to_string(group.equivalents()) + "\n";
   }
   return out;
-}
-
-std::string PlanExplain(const planner::PlanContext& ctx, const planner::Estimate& e, int rank_in_list,
-                          const Schedule* schedule) {
-  std::ostringstream out;
-  out << "plan #" << rank_in_list << ": " << SchemeName(e.params.scheme) << " " << e.params.Describe() << "\n";
-  out << "  cluster:  " << ClusterLine(ctx) << "\n";
-  out << "  workload: " << ctx.workload.Describe() << "\n\n";
-  out << "communication per GPU: " << FormatBytes(e.bytes_per_rank) << " (forward "
-      << FormatBytes(e.fwd_bytes_per_rank) << ", backward " << FormatBytes(e.bwd_bytes_per_rank) << ")\n";
-  for (size_t l = 0; l < ctx.topology.levels.size() && l < e.level_bytes.size(); ++l) {
-    out << "  over " << ctx.topology.levels[l].name << ": " << FormatBytes(e.level_bytes[l])
-        << " (busiest GPU)\n";
-  }
-  out << "compute per GPU: " << Fixed(e.flops_max / 1e12, 2) << " TFLOP on the busiest GPU, mean "
-      << Fixed(e.flops_mean / 1e12, 2) << " TFLOP (imbalance " << Fixed(e.imbalance(), 3) << "x)\n";
-  out << "peak memory per GPU: " << FormatBytes(e.peak_memory_bytes) << " of "
-      << FormatBytes(ctx.topology.gpu.memory_bytes) << (e.fits ? " (fits)" : " (DOES NOT FIT)")
-      << (e.params.cache_forward ? "; forward tensors cached for the backward" : "; backward re-fetches Q/KV")
-      << "\n\n";
-  out << "time model (stage x count: compute | communication -> stage time):\n";
-  for (const planner::TimeStage& s : e.stages) {
-    out << "  " << s.label << " x" << s.count << ": " << FormatSeconds(s.compute_s) << " | "
-        << FormatSeconds(s.comm_s) << (s.overlapped ? " overlapped" : " exposed") << " -> "
-        << FormatSeconds(s.Seconds()) << "\n";
-  }
-  out << "  total " << FormatSeconds(e.time_s) << " = compute " << FormatSeconds(e.compute_s)
-      << " + exposed communication " << FormatSeconds(e.exposed_comm_s) << "\n";
-  if (schedule != nullptr && !schedule->ranks.empty()) {
-    const RankProgram& r0 = schedule->ranks[0];
-    out << "\nschedule: " << schedule->TotalOps() << " ops over " << schedule->num_ranks
-        << " ranks; rank 0's first ops:\n";
-    const size_t shown = std::min<size_t>(r0.ops.size(), 24);
-    for (size_t i = 0; i < shown; ++i) {
-      const Op& op = r0.ops[i];
-      out << "  [" << i << "] " << (op.phase == Phase::kForward ? "fwd " : "bwd ");
-      if (op.step >= 0) out << "step " << op.step << " ";
-      out << OpKindName(op.kind);
-      if (op.kind == OpKind::kCompute) {
-        out << " Q" << op.q_shard << " x KV" << op.kv_shard << " heads " << op.head_begin << ".."
-            << op.head_begin + op.head_count - 1 << " (" << Fixed(op.flops / 1e9, 1) << " GFLOP)";
-      } else {
-        out << " " << TensorNames(op.tensors);
-        if (op.kind == OpKind::kSend) out << " -> rank " << op.peer;
-        if (op.kind == OpKind::kRecv) out << " <- rank " << op.peer;
-        if (op.group >= 0) out << " group " << op.group;
-        if (op.bytes > 0) out << " " << FormatBytes(static_cast<double>(op.bytes));
-      }
-      out << "\n";
-    }
-    if (shown < r0.ops.size()) out << "  ... " << r0.ops.size() - shown << " more ops\n";
-  } else {
-    out << "\nschedule: not expanded here for " << ctx.num_ranks
-        << " ranks (the listing is limited to small clusters)\n";
-  }
-  return out.str();
 }
 
 std::string EstimateToml(const planner::Estimate& e) {

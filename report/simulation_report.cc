@@ -43,12 +43,6 @@ void SpreadJson(JsonWriter& j, const char* key, const Spread& s) {
   j.EndObject();
 }
 
-std::string Number(double value) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.9g", value);
-  return buffer;
-}
-
 }  // namespace
 
 SimulationReport MakeSimulationReport(const Plan& plan, const Topology& topology, const sim::PlanSimulation& sim,
@@ -223,29 +217,29 @@ std::string SimulationCsv(const SimulationReport& r) {
       {"parameters", r.plan->params.Describe()},
       {"topology", r.topology->name},
       {"gpus", std::to_string(r.topology->num_gpus())},
-      {"simulated_s", Number(r.simulated_s())},
-      {"estimated_s", Number(r.estimated_s())},
-      {"difference_pct", Number(r.difference_pct())},
+      {"simulated_s", CsvNumber(r.simulated_s())},
+      {"estimated_s", CsvNumber(r.estimated_s())},
+      {"difference_pct", CsvNumber(r.difference_pct())},
   };
   auto spread = [&rows](const std::string& name, const Spread& s) {
-    rows.push_back({name + "_min", Number(s.min)});
-    rows.push_back({name + "_mean", Number(s.mean)});
-    rows.push_back({name + "_max", Number(s.max)});
+    rows.push_back({name + "_min", CsvNumber(s.min)});
+    rows.push_back({name + "_mean", CsvNumber(s.mean)});
+    rows.push_back({name + "_max", CsvNumber(s.max)});
   };
   spread("compute_s", r.compute);
   spread("exposed_comm_s", r.exposed);
   spread("idle_s", r.idle);
   spread("bytes_sent", r.bytes);
   for (const sim::LevelStats& l : res.levels) {
-    rows.push_back({"bytes_" + l.name, Number(l.bytes)});
-    rows.push_back({"utilization_" + l.name, Number(l.utilization)});
+    rows.push_back({"bytes_" + l.name, CsvNumber(l.bytes)});
+    rows.push_back({"utilization_" + l.name, CsvNumber(l.utilization)});
   }
   rows.push_back({"critical_path", res.critical_path});
   rows.push_back({"events", std::to_string(res.events)});
   rows.push_back({"flows", std::to_string(res.flows)});
-  rows.push_back({"replay_wall_s", Number(r.sim->replay_wall_s)});
-  rows.push_back({"events_per_s", Number(r.events_per_s())});
-  rows.push_back({"wall_s", Number(r.wall_s)});
+  rows.push_back({"replay_wall_s", CsvNumber(r.sim->replay_wall_s)});
+  rows.push_back({"events_per_s", CsvNumber(r.events_per_s())});
+  rows.push_back({"wall_s", CsvNumber(r.wall_s)});
   std::string out = "metric,value\n";
   for (const auto& [key, value] : rows) out += CsvField(key) + "," + CsvField(value) + "\n";
   return out;

@@ -93,7 +93,10 @@ Runner RegisterFitCommand(CLI::App& app) {
       "fit", "Longest sequence each scheme fits in memory, or (--budget-s) the smallest cluster meeting a step time");
   flags->topology.Register(*cmd);
   flags->workload.Register(*cmd);
-  cmd->get_option("--seq")->description("Sequence length for --budget-s (without it, fit finds the longest)");
+  // No default shown: --budget-s needs an explicit --seq, and without a budget fit finds the length.
+  cmd->get_option("--seq")
+      ->description("Sequence length to run within --budget-s (required with it; without it, fit finds the longest)")
+      ->default_str("");
   cmd->add_option("--schemes", flags->schemes,
                   "Comma-separated schemes (default all): ring, allgather-kv, ulysses, usp, loongtrain, attention2d, "
                   "mesh, mesh-ulysses");

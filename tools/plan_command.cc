@@ -1,5 +1,6 @@
 // `meshplan plan`: rank every context-parallel scheme for a workload on a cluster.
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <memory>
 
@@ -8,6 +9,7 @@
 #include "core/units.h"
 #include "planner/search.h"
 #include "planner/strategy.h"
+#include "report/plan_explain.h"
 #include "report/plan_report.h"
 #include "simulator/simulation_timer.h"
 #include "tools/cli_common.h"
@@ -23,8 +25,11 @@ struct PlanFlags {
   std::string format = "table";
   std::string out;
   int pick = 1;
-  int explain = 0;
+  std::string explain;  // plan number; "" when --explain is given without one (plan 1)
+  bool explain_given = false;
   int top = 20;
+  bool all_variants = false;  // every plan on its own row
+  bool wide = false;          // the table's every column
   double reserve_gib = 0;
   int simulate = 0;    // re-rank the top K plans by simulated time
   bool quiet = false;  // no progress on stderr
@@ -33,6 +38,19 @@ struct PlanFlags {
 // --explain expands the whole schedule to show rank 0's first ops; ring-like schedules grow as
 // P^2 ops, so beyond this many ranks the listing is skipped.
 constexpr int64_t kMaxExplainRanks = 512;
+
+// --explain's plan number: 1 when the flag has no value, 0 when it is absent.
+Result<int> ExplainedPlanNumber(const PlanFlags& flags) {
+  if (!flags.explain_given) return 0;
+  if (flags.explain.empty()) return 1;
+  int number = 0;
+  const char* end = flags.explain.data() + flags.explain.size();
+  const auto parsed = std::from_chars(flags.explain.data(), end, number);
+  if (parsed.ec != std::errc() || parsed.ptr != end || number < 1) {
+    return Status::Invalid("--explain: '" + flags.explain + "' is not a plan number (1 or more)");
+  }
+  return number;
+}
 
 int RunPlan(const PlanFlags& flags) {
   auto workload = flags.workload.Build();
@@ -43,6 +61,13 @@ int RunPlan(const PlanFlags& flags) {
   if (Status st = CheckFormat(flags.format, {"table", "json", "csv"}); !st.ok()) return ReportError(st);
   if (flags.reserve_gib < 0) return ReportError(Status::Invalid("--reserve-gib: must not be negative"));
   if (flags.simulate < 0) return ReportError(Status::Invalid("--simulate: must not be negative"));
+  if (flags.top < 0) return ReportError(Status::Invalid("--top: must not be negative (0 lists all)"));
+  auto explain = ExplainedPlanNumber(flags);
+  if (!explain.ok()) return ReportError(explain.status());
+  if (*explain > 0 && flags.format == "csv") {
+    return ReportError(Status::Invalid("--explain: not available with --format csv (use --format json, "
+                                       "which holds the breakdown under \"explain\", or the table)"));
+  }
   planner::SearchOptions options;
   for (const std::string& name : SplitList(flags.schemes)) {
     auto scheme = ParseScheme(name);
@@ -65,9 +90,9 @@ int RunPlan(const PlanFlags& flags) {
     return ReportError(Status::Invalid("--pick: " + std::to_string(flags.pick) + " is not a plan number (1.." +
                                        std::to_string(count) + ")"));
   }
-  if (flags.explain < 0 || flags.explain > count) {
-    return ReportError(Status::Invalid("--explain: " + std::to_string(flags.explain) +
-                                       " is not a plan number (1.." + std::to_string(count) + ")"));
+  if (*explain > count) {
+    return ReportError(Status::Invalid("--explain: " + std::to_string(*explain) + " is not a plan number (1.." +
+                                       std::to_string(count) + ")"));
   }
   // After the flag checks, so that a bad flag does not wait for the replays.
   if (flags.simulate > 0) {
@@ -84,22 +109,29 @@ int RunPlan(const PlanFlags& flags) {
       return ReportError(st);
     }
   }
-  if (flags.format == "json") {
-    std::fputs(report::PlanJson(ctx, result, flags.top).c_str(), stdout);
-  } else if (flags.format == "csv") {
-    std::fputs(report::PlanCsv(ctx, result, flags.top).c_str(), stdout);
-  } else {
-    std::fputs(report::PlanTable(ctx, result, flags.top).c_str(), stdout);
+  // The breakdown's expanded schedule (skipped on large clusters).
+  std::unique_ptr<Schedule> schedule;
+  if (*explain > 0 && ctx.num_ranks <= kMaxExplainRanks) {
+    const planner::Estimate& e = result.ranked[*explain - 1];
+    auto expanded = planner::MakeStrategy(e.params.scheme)->Expand(ctx, e.params);
+    if (!expanded.ok()) return ReportError(expanded.status());
+    schedule = std::make_unique<Schedule>(std::move(expanded).value());
   }
-  if (flags.explain > 0) {
-    const planner::Estimate& e = result.ranked[flags.explain - 1];
-    std::unique_ptr<Schedule> schedule;
-    if (ctx.num_ranks <= kMaxExplainRanks) {
-      auto expanded = planner::MakeStrategy(e.params.scheme)->Expand(ctx, e.params);
-      if (!expanded.ok()) return ReportError(expanded.status());
-      schedule = std::make_unique<Schedule>(std::move(expanded).value());
+  report::PlanListing listing;
+  listing.top = flags.top;
+  listing.all_variants = flags.all_variants;
+  listing.wide = flags.wide;
+  if (flags.format == "json") {
+    const report::ExplainedPlan explained{*explain, schedule.get()};
+    std::fputs(report::PlanJson(ctx, result, listing, *explain > 0 ? &explained : nullptr).c_str(), stdout);
+  } else if (flags.format == "csv") {
+    std::fputs(report::PlanCsv(ctx, result, listing).c_str(), stdout);
+  } else {
+    std::fputs(report::PlanTable(ctx, result, listing).c_str(), stdout);
+    if (*explain > 0) {
+      const planner::Estimate& e = result.ranked[*explain - 1];
+      std::fputs(("\n" + report::PlanExplain(ctx, e, *explain, schedule.get())).c_str(), stdout);
     }
-    std::fputs(("\n" + report::PlanExplain(ctx, e, flags.explain, schedule.get())).c_str(), stdout);
   }
   if (!flags.out.empty()) {
     const planner::Estimate& e = result.ranked[flags.pick - 1];
@@ -123,13 +155,19 @@ Runner RegisterPlanCommand(CLI::App& app) {
                   "Comma-separated schemes to consider (default all): ring, allgather-kv, ulysses, usp, "
                   "loongtrain, attention2d, mesh, mesh-ulysses");
   cmd->add_option("--format", flags->format, "Output: table, json or csv")->capture_default_str();
-  cmd->add_option("--top", flags->top, "Plans to list (0: all)")->capture_default_str();
+  cmd->add_option("--top", flags->top, "Rows to list, each a group of equivalent plans (0: all)")
+      ->capture_default_str();
+  cmd->add_flag("--all-variants", flags->all_variants,
+                "List every plan on its own row instead of grouping equivalent plans (same time within 0.5% "
+                "and same bytes per GPU)");
+  cmd->add_flag("--wide", flags->wide, "Table: every column (scheme and parameters apart, compute, imbalance)");
   cmd->add_option("--out,-o", flags->out, "Write the chosen plan (TOML) to this file");
   cmd->add_option("--pick", flags->pick, "Plan number written by --out (1 = best that fits)")
       ->capture_default_str();
-  cmd->add_option("--explain", flags->explain, "Break plan number N down step by step")
+  cmd->add_option("--explain", flags->explain,
+                  "Break plan number N (default 1) down step by step (json: under \"explain\"; not with csv)")
       ->expected(0, 1)
-      ->default_str("1");
+      ->type_name("[N]");
   cmd->add_option("--reserve-gib", flags->reserve_gib,
                   "GPU memory (GiB) held back for weights, optimizer state and other activations")
       ->capture_default_str();
@@ -139,7 +177,7 @@ Runner RegisterPlanCommand(CLI::App& app) {
   cmd->add_flag("--quiet,-q", flags->quiet, "No progress messages on stderr");
   return [cmd, flags] {
     PlanFlags f = *flags;
-    if (cmd->count("--explain") > 0 && f.explain == 0) f.explain = 1;
+    f.explain_given = cmd->count("--explain") > 0;
     return RunPlan(f);
   };
 }

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 
 #include "planner/context.h"
@@ -41,6 +42,10 @@ TEST(SimulationReport, SpreadsSlowestRanksAndFormats) {
   const std::string csv = SimulationCsv(r);
   EXPECT_EQ(csv.rfind("metric,value\nplan,p.toml\n", 0), 0u) << csv;
   EXPECT_NE(csv.find("\nwall_s,0.5\n"), std::string::npos) << csv;
+  // Numbers at full precision: the simulated time reads back as the same double.
+  const size_t at = csv.find("\nsimulated_s,");
+  ASSERT_NE(at, std::string::npos) << csv;
+  EXPECT_EQ(std::strtod(csv.c_str() + at + std::string("\nsimulated_s,").size(), nullptr), r.simulated_s()) << csv;
 }
 
 }  // namespace

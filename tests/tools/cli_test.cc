@@ -21,11 +21,13 @@
 #include "core/plan_io.h"
 #include "executor/npy.h"
 #include "executor/reference.h"
+#include "tests/tools/json_reader.h"
 
 namespace meshplan {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::Json;
 
 struct RunResult {
   int exit_code = -1;
@@ -303,7 +305,7 @@ TEST_F(Cli, PlanSimulateReranksTheTopPlans) {
   RunResult r = Run("plan --simulate 3 --seq 256K --quiet --top 5");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(r.err.empty()) << r.err;
-  const std::string header = r.out.substr(r.out.find("#  scheme"));
+  const std::string header = r.out.substr(r.out.find("#  "));  // the table header
   EXPECT_NE(header.substr(0, header.find('\n')).find("simulated"), std::string::npos) << r.out;
   r = Run("plan --simulate 2 --seq 256K --top 3 --schemes ring,usp");
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -314,118 +316,6 @@ TEST_F(Cli, PlanSimulateReranksTheTopPlans) {
   EXPECT_EQ(r.out.rfind("rank,scheme,parameters,time_s,simulated_s,", 0), 0u) << r.out;
   ExpectInvalid("plan --simulate=-1", {"--simulate"});
 }
-
-// A minimal JSON reader for the tests: parses all of `text` (one value, whitespace around it) or
-// fails; objects keep their keys in order.
-struct Json {
-  enum Kind { kNull, kBool, kNumber, kString, kArray, kObject } kind = kNull;
-  bool boolean = false;
-  double number = 0;
-  std::string string;
-  std::vector<Json> items;                            // kArray
-  std::vector<std::pair<std::string, Json>> members;  // kObject
-
-  const Json* Find(const std::string& key) const {
-    for (const auto& [k, v] : members) {
-      if (k == key) return &v;
-    }
-    return nullptr;
-  }
-  static bool Parse(const std::string& text, Json* out) {
-    *out = Json{};
-    size_t at = 0;
-    return Value(text, at, out) && (Space(text, at), at == text.size());
-  }
-
- private:
-  static void Space(const std::string& t, size_t& at) {
-    while (at < t.size() && std::isspace(static_cast<unsigned char>(t[at]))) ++at;
-  }
-  static bool Literal(const std::string& t, size_t& at, const char* word) {
-    const std::string w(word);
-    if (t.compare(at, w.size(), w) != 0) return false;
-    at += w.size();
-    return true;
-  }
-  static bool String(const std::string& t, size_t& at, std::string* out) {
-    if (at >= t.size() || t[at] != '"') return false;
-    for (++at; at < t.size(); ++at) {
-      const char c = t[at];
-      if (c == '"') {
-        ++at;
-        return true;
-      }
-      if (static_cast<unsigned char>(c) < 0x20) return false;
-      if (c == '\\') {
-        if (++at >= t.size()) return false;
-        const char e = t[at];
-        if (e == 'u') {
-          if (at + 4 >= t.size()) return false;
-          out->push_back('?');
-          at += 4;
-        } else if (std::string("\"\\/bfnrt").find(e) != std::string::npos) {
-          out->push_back(e);
-        } else {
-          return false;
-        }
-      } else {
-        out->push_back(c);
-      }
-    }
-    return false;
-  }
-  static bool Value(const std::string& t, size_t& at, Json* out) {
-    Space(t, at);
-    if (at >= t.size()) return false;
-    const char c = t[at];
-    if (c == '{' || c == '[') {
-      out->kind = c == '{' ? kObject : kArray;
-      const char close = c == '{' ? '}' : ']';
-      ++at;
-      Space(t, at);
-      if (at < t.size() && t[at] == close) return ++at, true;
-      while (true) {
-        Space(t, at);
-        Json item;
-        if (out->kind == kObject) {
-          std::string key;
-          if (!String(t, at, &key)) return false;
-          Space(t, at);
-          if (at >= t.size() || t[at++] != ':') return false;
-          if (!Value(t, at, &item)) return false;
-          out->members.emplace_back(std::move(key), std::move(item));
-        } else {
-          if (!Value(t, at, &item)) return false;
-          out->items.push_back(std::move(item));
-        }
-        Space(t, at);
-        if (at >= t.size()) return false;
-        if (t[at] == close) return ++at, true;
-        if (t[at++] != ',') return false;
-      }
-    }
-    if (c == '"') {
-      out->kind = kString;
-      return String(t, at, &out->string);
-    }
-    if (Literal(t, at, "true")) return out->kind = kBool, out->boolean = true, true;
-    if (Literal(t, at, "false")) return out->kind = kBool, true;
-    if (Literal(t, at, "null")) return out->kind = kNull, true;
-    const size_t end = t.find_first_not_of("+-0123456789.eE", at);
-    const std::string number = t.substr(at, end == std::string::npos ? std::string::npos : end - at);
-    if (number.empty()) return false;
-    size_t used = 0;
-    try {
-      out->number = std::stod(number, &used);
-    } catch (const std::exception&) {
-      return false;
-    }
-    if (used != number.size()) return false;
-    out->kind = kNumber;
-    at += used;
-    return true;
-  }
-};
 
 TEST(JsonReader, ParsesWhatTheTestsRead) {
   Json j;
