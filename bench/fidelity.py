@@ -3,13 +3,14 @@
 
 For each rank count P: `meshplan calibrate --ranks P` describes the machine; then for every workload
 (mask full/causal x pass fwd/fwd+bwd) the best plan of each scheme variant (ring per layout, mesh and
-attention2d per tile, the other schemes' best) is executed with `--repeat N` on the calibrated
-topology, and its simulated time is compared with the measured median. The same plans simulated on
+attention2d per tile, the other schemes' best) is executed on the calibrated topology in R rounds
+over the workload's plans (each `execute --repeat N`), and its simulated time is compared with the
+median of its timed runs. The same plans simulated on
 an H100 topology of P GPUs, scaled by one factor (the median measured/predicted), show what the
 calibration buys.
 
 Usage: python3 bench/fidelity.py [--meshplan build/tools/meshplan] [--out DIR] [--ranks 2,4,8]
-       [--seq 4K] [--repeat 3] [--mpi-ranks 4] [--quick]
+       [--seq 4K] [--repeat 2] [--rounds 2] [--mpi-ranks 4] [--passes fwd,fwd+bwd] [--quick]
 Writes DIR/fidelity.md (tables and summary), DIR/fidelity.csv and the calibrated machine-P.toml files.
 """
 import argparse
@@ -57,7 +58,8 @@ def main():
     ap.add_argument("--seq", default="4K")
     ap.add_argument("--heads", default="8")
     ap.add_argument("--head-dim", default="64")
-    ap.add_argument("--repeat", default="3")
+    ap.add_argument("--repeat", default="2", help="timed runs per execute (after a warm-up when > 1)")
+    ap.add_argument("--rounds", default="2", help="rounds over a workload's plans; measured = median of all timed runs")
     ap.add_argument("--masks", default="full,causal")
     ap.add_argument("--passes", default="fwd,fwd+bwd")
     ap.add_argument("--quick", action="store_true", help="calibrate --quick")
@@ -91,22 +93,32 @@ def main():
                 for p in plans["plans"]:
                     if p["fits"] and p["scheme"] != "mesh-ulysses":
                         chosen.setdefault(variant_key(p), p)
-                for key, p in sorted(chosen.items()):
-                    plan_file = os.path.join(args.out, "plan.toml")
+                # Every plan of the workload first, then --rounds rounds over all of them (the
+                # order reversed every other round): the machine's drift over minutes then hits
+                # every plan alike instead of the plans measured in a slow minute.
+                entries = []
+                for i, (key, p) in enumerate(sorted(chosen.items())):
+                    plan_file = os.path.join(args.out, f"plan-{i}.toml")
                     run([mp, "plan", "-t", machine, *workload, "--pick", str(p["rank"]), "--out", plan_file, "-q"])
                     label = f"{key[0]} {key[1]}".strip() + (" cache" if p["cache_forward"] else "")
-                    print(f"[{time.time() - started:6.0f} s] P={ranks} {transport} {mask} {pss} {label}",
-                          file=sys.stderr, flush=True)
-                    ex = [mp, "execute", plan_file, "-t", machine, "--repeat", args.repeat, "-q", "--format", "json"]
-                    if transport == "mpi":
-                        ex = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(ranks), *ex,
-                              "--transport", "mpi"]
-                    j = json.loads(run(ex))
-                    measured = j["measured"]["time_s"]
-                    predicted = j["predicted"]["time_s"]
-                    spread = j["repeat"]["spread"] if "repeat" in j else 0
-                    h = json.loads(run([mp, "simulate", plan_file, "-t", h100, "--format", "json"]))
-                    rows.append(dict(ranks=ranks, transport=transport, mask=mask, pass_=pss, plan=label,
+                    entries.append(dict(file=plan_file, label=label, times=[], predicted=None))
+                for rnd in range(int(args.rounds)):
+                    print(f"[{time.time() - started:6.0f} s] P={ranks} {transport} {mask} {pss}: round {rnd + 1}/"
+                          f"{args.rounds}, {len(entries)} plans", file=sys.stderr, flush=True)
+                    for e in (entries if rnd % 2 == 0 else list(reversed(entries))):
+                        ex = [mp, "execute", e["file"], "-t", machine, "--repeat", args.repeat, "-q", "--format", "json"]
+                        if transport == "mpi":
+                            ex = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(ranks), *ex,
+                                  "--transport", "mpi"]
+                        j = json.loads(run(ex))
+                        e["times"] += j["repeat"]["times_s"] if "repeat" in j else [j["measured"]["time_s"]]
+                        e["predicted"] = j["predicted"]["time_s"]
+                for e in entries:
+                    measured = statistics.median(e["times"])
+                    predicted = e["predicted"]
+                    spread = (max(e["times"]) - min(e["times"])) / measured
+                    h = json.loads(run([mp, "simulate", e["file"], "-t", h100, "--format", "json"]))
+                    rows.append(dict(ranks=ranks, transport=transport, mask=mask, pass_=pss, plan=e["label"],
                                      predicted_s=predicted, measured_s=measured, spread=spread,
                                      error_pct=100 * (measured - predicted) / predicted,
                                      h100_s=h["simulated_s"]))
@@ -137,7 +149,7 @@ def main():
         ranking.append((key, best_sim["plan"], fastest["plan"], 100 * (best_sim["measured_s"] / fastest["measured_s"] - 1)))
     summary = [
         f"{len(rows)} plans, {len(groups)} workloads ({args.seq} tokens, {args.heads} heads, d {args.head_dim}, fp32), "
-        f"--repeat {args.repeat}, {time.time() - started:.0f} s in all.",
+        f"{args.rounds} rounds of --repeat {args.repeat}, {time.time() - started:.0f} s in all.",
         f"Calibrated: median |error| {statistics.median(errors):.1f}%, max {max(errors):.1f}%.",
         f"H100 topology x {scale:.4g} (one factor for the table): median |error| {statistics.median(h100_errors):.1f}%, "
         f"max {max(h100_errors):.1f}%.",
