@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "executor/device/half_float.h"
+#include "executor/host_memory.h"
 #include "executor/output_check.h"
 #include "executor/run_files.h"
 #include "planner/plan_schedule.h"
@@ -12,10 +13,10 @@
 namespace meshplan::exec {
 namespace {
 
-// The plan's schedule; a plan made valid only by widening its pass says so.
-Result<Schedule> ExpandFor(const Plan& plan, const Topology& topology, bool widened) {
+// The plan's schedule and estimate; a plan made valid only by widening its pass says so.
+Result<planner::PlanSchedule> ExpandFor(const Plan& plan, const Topology& topology, bool widened) {
   auto expanded = planner::ExpandPlan(plan, topology);
-  if (expanded.ok()) return std::move(expanded->schedule);
+  if (expanded.ok()) return std::move(expanded).value();
   std::string message = expanded.status().message();
   const std::string invalid = "is not valid on topology '" + topology.name + "'";
   if (const size_t at = message.find(invalid); widened && at != std::string::npos) {
@@ -32,21 +33,34 @@ void Round(InputType type, TensorF& t) {
 }  // namespace
 
 Result<PlanRun> PreparePlanRun(const Plan& plan, const std::string& plan_path, const Topology& topology,
-                               const PlanInputs& inputs, InputType type) {
+                               const PlanInputs& inputs, InputType type, const HostBudget& budget) {
   PlanRun run;
   run.plan = plan;
   auto as_written = ExpandFor(run.plan, topology, false);
   if (!as_written.ok()) return as_written.status().WithContext(plan_path);
+  planner::PlanSchedule expanded;
   if (run.plan.workload.pass == Pass::kBackward) {
     run.widened = true;
     run.plan.workload.pass = Pass::kForwardBackward;
     auto widened = ExpandFor(run.plan, topology, true);
     if (!widened.ok()) return widened.status().WithContext(plan_path);
-    run.schedule = std::move(widened).value();
+    expanded = std::move(widened).value();
   } else {
-    run.schedule = std::move(as_written).value();
+    expanded = std::move(as_written).value();
   }
+  run.schedule = std::move(expanded.schedule);
   const Workload& w = run.plan.workload;
+  if (budget.limit_bytes > 0) {
+    HostMemoryQuestion question;
+    question.workload = w;
+    question.rank_peak_bytes = expanded.estimate.peak_memory_bytes;
+    question.ranks_in_process = budget.ranks_in_process;
+    question.random_inputs = inputs.dir.empty();
+    question.check = budget.check;
+    MESHPLAN_RETURN_IF_ERROR(CheckHostMemory(EstimateHostMemory(question), question, budget.limit_bytes,
+                                             budget.limit_source)
+                                 .WithContext(plan_path));
+  }
   if (!inputs.dir.empty()) {
     auto in = ReadInputFiles(inputs.dir, w);
     if (!in.ok()) return in.status();

@@ -24,6 +24,14 @@ struct PlanInputs {
   uint64_t seed = 1;  // of the random inputs
 };
 
+// The host memory a run may take (executor/host_memory.h), checked before its inputs exist.
+struct HostBudget {
+  double limit_bytes = 0;         // 0: not checked
+  std::string limit_source;       // where the limit came from, for the refusal
+  int64_t ranks_in_process = 1;   // ranks whose working memory this process holds
+  bool check = false;             // --check will build the float64 reference
+};
+
 // A run ready to go: everything a user can get wrong has been checked before it is built.
 struct PlanRun {
   Plan plan;             // as run: the pass widened to fwd+bwd when the plan says bwd
@@ -34,10 +42,11 @@ struct PlanRun {
 };
 
 // Expands `plan` (read from `plan_path`, which errors about the plan name) on `topology` (the
-// plan as written must be valid, then the one that runs) and prepares its inputs for `type`.
-// Errors name the file or key (kInvalidInput, kNotFound).
+// plan as written must be valid, then the one that runs), checks that the run fits `budget`, and
+// prepares its inputs for `type`. Errors name the file or key (kInvalidInput, kNotFound); a run
+// that does not fit is kInvalidInput with the need, the limit and a size that fits.
 Result<PlanRun> PreparePlanRun(const Plan& plan, const std::string& plan_path, const Topology& topology,
-                               const PlanInputs& inputs, InputType type);
+                               const PlanInputs& inputs, InputType type, const HostBudget& budget = {});
 
 // Runs a prepared plan with every rank in this process (Execute on its schedule, workload and
 // inputs).

@@ -174,6 +174,10 @@ Runner RegisterExecuteCommand(CLI::App& app) {
   cmd->add_flag("--quiet,-q", flags->quiet, "No progress messages or notes on stderr (errors still go there)");
   cmd->add_option("--inject-fail", flags->inject_fail,
                   "Testing: rank RANK fails at its op OP (RANK:OP), as if that op had failed");
+  cmd->add_option("--max-memory", flags->max_memory,
+                  "Host memory the run may use (e.g. 16G; K, M, G are binary); the run is refused before "
+                  "anything is allocated when its estimated need exceeds it (default: the memory available "
+                  "now, from /proc/meminfo and the cgroup limit)");
   cmd->add_flag("--check-dependencies", flags->check_dependencies,
                 "Testing: fail the run, naming the op and the buffer, when an op reads a buffer that no "
                 "chain of the schedule's deps and stream order puts after the op that wrote it");

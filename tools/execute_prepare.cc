@@ -8,6 +8,7 @@
 
 #include "core/plan_io.h"
 #include "core/units.h"
+#include "executor/host_memory.h"
 #include "executor/plan_run.h"
 #include "executor/repeat.h"
 #include "tools/cli_common.h"
@@ -120,6 +121,24 @@ Status SetRunOptions(const ExecuteFlags& flags, int64_t ranks, exec::RunOptions*
   return Status::Ok();
 }
 
+Result<exec::HostBudget> HostBudgetOf(const ExecuteFlags& flags, int64_t ranks) {
+  exec::HostBudget budget;
+  if (!flags.max_memory.empty()) {
+    auto bytes = ParseCount(flags.max_memory);
+    if (!bytes.ok()) return bytes.status().WithContext("--max-memory");
+    budget.limit_bytes = static_cast<double>(*bytes);
+    budget.limit_source = "--max-memory " + flags.max_memory;
+  } else {
+    budget.limit_bytes = exec::AvailableHostMemoryBytes();
+    budget.limit_source = "available now, from /proc/meminfo and the cgroup limit";
+  }
+  // Threads hold every rank in this process; under MPI a process holds one; CUDA ranks work in
+  // device memory.
+  budget.ranks_in_process = flags.backend == "cuda" ? 0 : flags.transport == "mpi" ? 1 : ranks;
+  budget.check = flags.check;
+  return budget;
+}
+
 Result<Prepared> PrepareExecution(const ExecuteFlags& flags) {
   MESHPLAN_RETURN_IF_ERROR(CheckFlags(flags));
   Prepared p;
@@ -129,7 +148,10 @@ Result<Prepared> PrepareExecution(const ExecuteFlags& flags) {
   if (!topology.ok()) return topology.status();
   p.topology = std::move(topology).value();
   if (flags.backend == "cuda") MESHPLAN_RETURN_IF_ERROR(PrepareCuda(flags, *plan, &p));
-  auto run = exec::PreparePlanRun(*plan, flags.plan, p.topology, {flags.inputs, flags.seed}, p.config.run.type);
+  auto budget = HostBudgetOf(flags, plan->num_gpus);
+  if (!budget.ok()) return budget.status();
+  auto run = exec::PreparePlanRun(*plan, flags.plan, p.topology, {flags.inputs, flags.seed}, p.config.run.type,
+                                  *budget);
   if (!run.ok()) return run.status();
   p.run = std::move(run).value();
   MESHPLAN_RETURN_IF_ERROR(SetRunOptions(flags, p.run.schedule.num_ranks, &p.config.run));

@@ -38,6 +38,7 @@ struct ExecuteFlags {
   bool check_dependencies = false;  // the engine's happens-before checker
   std::string repeat = "1";  // timed runs (1..1000; a warm-up run first when > 1), parsed by RepeatCount
   bool quiet = false;         // no progress or notes on stderr (errors still go there)
+  std::string max_memory;     // host memory the run may use (e.g. 16G); empty: what is available
 };
 
 // A run ready to go: everything a user can get wrong has been checked before it is built.
@@ -59,6 +60,8 @@ exec::RunObserver RunProgress(const ExecuteFlags& flags);
 std::chrono::milliseconds Timeout(const ExecuteFlags& flags);
 // --timeout-s and the fault injection flags into `options`; ranks checked against `ranks`.
 Status SetRunOptions(const ExecuteFlags& flags, int64_t ranks, exec::RunOptions* options);
+// --max-memory (or the memory available now) and what this process will hold of a run of `ranks`.
+Result<exec::HostBudget> HostBudgetOf(const ExecuteFlags& flags, int64_t ranks);
 // Flags, plan file, topology, backend configuration, schedule and inputs.
 Result<Prepared> PrepareExecution(const ExecuteFlags& flags);
 // One line on stderr when the plan's pass bwd runs as fwd+bwd (none with --quiet).

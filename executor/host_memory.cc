@@ -1,0 +1,105 @@
+#include "executor/host_memory.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "core/dtype.h"
+#include "core/units.h"
+
+namespace meshplan::exec {
+namespace {
+
+constexpr double kFloatBytes = 4, kDoubleBytes = 8;
+
+// The first number of a file (cgroup files hold one; "max" reads as none).
+bool ReadNumber(const std::string& path, double* value) {
+  std::ifstream in(path);
+  std::string word;
+  if (!(in >> word)) return false;
+  char* end = nullptr;
+  const double v = std::strtod(word.c_str(), &end);
+  if (end == word.c_str() || *end != '\0' || !(v >= 0)) return false;
+  *value = v;
+  return true;
+}
+
+}  // namespace
+
+double HostMemoryNeed::PeakBytes() const { return std::max({inputs_phase_bytes, run_phase_bytes, check_phase_bytes}); }
+
+HostMemoryNeed EstimateHostMemory(const HostMemoryQuestion& q) {
+  const Workload& w = q.workload;
+  const double tokens = static_cast<double>(w.batch) * static_cast<double>(w.seq_len);
+  const double q_elems = tokens * static_cast<double>(w.q_heads) * static_cast<double>(w.head_dim);
+  const double kv_elems = tokens * static_cast<double>(w.kv_heads) * static_cast<double>(w.head_dim);
+  const double lse_elems = tokens * static_cast<double>(w.q_heads);
+  const bool backward = HasBackward(w.pass);
+
+  const double float_inputs = kFloatBytes * (q_elems + 2 * kv_elems + (backward ? q_elems : 0));
+  const double float_outputs =
+      kFloatBytes * (q_elems + lse_elems + (backward ? q_elems + 2 * kv_elems : 0));
+  HostMemoryNeed need;
+  // RandomInputs: q, dO, o, dq (q-sized), lse, k, v, dk, dv in double, alive while converted.
+  const double random_doubles = kDoubleBytes * (4 * q_elems + lse_elems + 4 * kv_elems);
+  need.inputs_phase_bytes = float_inputs + (q.random_inputs ? random_doubles : 0);
+  const double to_fp32 = kFloatBytes / static_cast<double>(BytesPerElement(w.dtype));
+  need.ranks_bytes = q.rank_peak_bytes * std::max(1.0, to_fp32) * static_cast<double>(q.ranks_in_process);
+  need.run_phase_bytes = float_inputs + need.ranks_bytes + float_outputs;
+  if (q.check) {
+    // The reference's double copies of q, k, v and its o, lse; with a backward dO, dq, dk, dv.
+    const double reference = kDoubleBytes * (2 * q_elems + 2 * kv_elems + lse_elems +
+                                             (backward ? 2 * q_elems + 2 * kv_elems : 0));
+    need.check_phase_bytes = float_inputs + float_outputs + reference;
+  }
+  return need;
+}
+
+double AvailableHostMemoryBytes() {
+  double available = 0;
+  {
+    std::ifstream in("/proc/meminfo");
+    std::string key;
+    double kib = 0;
+    std::string unit;
+    while (in >> key >> kib >> unit) {
+      if (key == "MemAvailable:") {
+        available = kib * 1024;
+        break;
+      }
+    }
+  }
+  double limit = 0, used = 0;
+  if (ReadNumber("/sys/fs/cgroup/memory.max", &limit) && ReadNumber("/sys/fs/cgroup/memory.current", &used)) {
+    const double cgroup = std::max(0.0, limit - used);
+    available = available > 0 ? std::min(available, cgroup) : cgroup;
+  }
+  return available;
+}
+
+Status CheckHostMemory(const HostMemoryNeed& need, const HostMemoryQuestion& q, double limit_bytes,
+                       const std::string& limit_source) {
+  const double peak = need.PeakBytes();
+  if (!(limit_bytes > 0) || peak <= limit_bytes) return Status::Ok();
+  std::ostringstream m;
+  m << "execute: this run needs about " << FormatBytes(peak) << " of host memory in this process (inputs "
+    << FormatBytes(need.inputs_phase_bytes) << (q.random_inputs ? " while float64 random inputs are converted" : "")
+    << "; run " << FormatBytes(need.run_phase_bytes) << ", of which " << q.ranks_in_process << " rank"
+    << (q.ranks_in_process == 1 ? "" : "s") << " " << FormatBytes(need.ranks_bytes);
+  if (q.check) m << "; --check " << FormatBytes(need.check_phase_bytes);
+  m << ") but " << FormatBytes(limit_bytes) << " is available (" << limit_source << ")";
+  // Every phase grows in proportion to the sequence (per-rank memory with S / P), so the length
+  // that fits scales with limit / need; rounded down to a multiple of 1K.
+  const double fit = static_cast<double>(q.workload.seq_len) * limit_bytes / peak;
+  const int64_t fit_tokens = static_cast<int64_t>(std::floor(fit / 1024)) * 1024;
+  if (fit_tokens >= 1024) {
+    m << "; a plan of about " << FormatCount(fit_tokens) << " tokens or fewer would fit";
+  } else {
+    m << "; even 1K tokens would not fit";
+  }
+  m << " (--max-memory overrides the limit)";
+  return Status::Invalid(m.str());
+}
+
+}  // namespace meshplan::exec

@@ -1,0 +1,50 @@
+// Host memory preflight of a CPU execute: what one process will hold, estimated from the plan
+// before anything is allocated, against what the machine (or --max-memory) allows.
+//
+// A process holds, one phase after another (docs/executor.md, "Memory"):
+//   inputs:    float64 random inputs and their reference outputs (RandomInputs allocates q, k, v,
+//              dO, o, lse, dq, dk, dv whatever the pass), while they are converted to the float
+//              inputs q, k, v (and dO with a backward); .npy inputs are read as floats directly;
+//   run:       the float inputs, the ranks' working memory (the planner's peak per rank, in fp32,
+//              times the ranks in this process) and the gathered float outputs;
+//   check:     the float inputs and outputs, and the float64 reference's copies of the inputs
+//              and its outputs.
+// The need is the largest phase.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/status.h"
+#include "core/workload.h"
+
+namespace meshplan::exec {
+
+struct HostMemoryNeed {
+  double inputs_phase_bytes = 0;
+  double run_phase_bytes = 0;
+  double check_phase_bytes = 0;
+  double ranks_bytes = 0;  // part of the run phase: the ranks' working memory
+  double PeakBytes() const;
+};
+
+struct HostMemoryQuestion {
+  Workload workload;             // as run (fp32 on the CPU whatever its dtype)
+  double rank_peak_bytes = 0;    // the planner's peak memory per rank, in the plan's dtype
+  int64_t ranks_in_process = 1;  // every rank with threads, one under MPI
+  bool random_inputs = true;     // false: read from .npy files
+  bool check = false;            // --check: the float64 reference
+};
+
+HostMemoryNeed EstimateHostMemory(const HostMemoryQuestion& q);
+
+// Memory this process may still use: the smaller of MemAvailable (/proc/meminfo) and the cgroup
+// v2 limit less its usage (/sys/fs/cgroup/memory.max, memory.current); 0 when neither is known.
+double AvailableHostMemoryBytes();
+
+// Ok when the need fits `limit_bytes`; otherwise kInvalidInput, one line naming the need by
+// phase, the limit and where it came from (`limit_source`), and a sequence length that would fit.
+Status CheckHostMemory(const HostMemoryNeed& need, const HostMemoryQuestion& q, double limit_bytes,
+                       const std::string& limit_source);
+
+}  // namespace meshplan::exec

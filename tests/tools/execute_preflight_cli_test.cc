@@ -1,0 +1,78 @@
+// `meshplan execute`'s host memory preflight end to end: the README's 256K-token, 32-rank plan is
+// refused before anything is allocated when the memory it needs is not there.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace meshplan {
+namespace {
+
+namespace fs = std::filesystem;
+
+class ExecutePreflight : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("meshplan_preflight_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  // Exit code; stderr in err_.
+  int Run(const std::string& args) {
+    const std::string err = (dir_ / "stderr").string();
+    const int status = std::system((std::string(MESHPLAN_BINARY) + " " + args + " >/dev/null 2>" + err).c_str());
+    std::ifstream in(err);
+    std::stringstream s;
+    s << in.rdbuf();
+    err_ = s.str();
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  fs::path dir_;
+  std::string err_;
+};
+
+TEST_F(ExecutePreflight, RefusesTheReadmesLargePlanWithTheNumbers) {
+  const std::string plan = (dir_ / "plan.toml").string();
+  ASSERT_EQ(Run("plan --seq 256K -t " + std::string(MESHPLAN_SOURCE_DIR) +
+                "/topologies/dgx-h100-4node.toml -q --out " + plan),
+            0)
+      << err_;
+  // The default workload: S = 256K = 262144, Hq = 64, Hkv = 8, d = 128, fwd+bwd. Random inputs in
+  // float64 (q, dO, o, dq of S x 64 x 128; lse S x 64; k, v, dk, dv of S x 8 x 128):
+  // 8 x 262144 x (4 x 8192 + 64 + 4 x 1024) = 72.125 GiB, next to the float q, k, v, dO:
+  // 4 x 262144 x (2 x 8192 + 2 x 1024) = 18 GiB: 90.125 GiB, printed "90.12 GiB".
+  EXPECT_EQ(Run("execute " + plan + " --max-memory 16G --outputs " + (dir_ / "out").string()), 2);
+  EXPECT_EQ(err_.rfind("meshplan: error: " + plan + ": execute: this run needs about ", 0), 0u) << err_;
+  EXPECT_NE(err_.find("inputs 90.12 GiB while float64 random inputs are converted"), std::string::npos) << err_;
+  EXPECT_NE(err_.find("but 16.00 GiB is available (--max-memory 16G)"), std::string::npos) << err_;
+  EXPECT_NE(err_.find("tokens or fewer would fit"), std::string::npos) << err_;
+  EXPECT_EQ(std::count(err_.begin(), err_.end(), '\n'), 1) << err_;
+  EXPECT_FALSE(fs::exists(dir_ / "out"));
+}
+
+TEST_F(ExecutePreflight, ASmallPlanRunsAndABadLimitIsRefused) {
+  const std::string plan = (dir_ / "small.toml").string();
+  ASSERT_EQ(Run("plan -t " + std::string(MESHPLAN_SOURCE_DIR) +
+                "/topologies/dgx-h100-1node.toml --seq 1K --heads 8 --kv-heads 2 --head-dim 32 --schemes ring -q "
+                "--out " + plan),
+            0)
+      << err_;
+  // 1K tokens, 8 heads of 32: float64 random inputs 8 x 1024 x (4 x 256 + 8 + 4 x 64) = 10.1 MiB;
+  // 1 GiB is plenty, 1 MiB is not.
+  EXPECT_EQ(Run("execute " + plan + " --max-memory 1G -q"), 0) << err_;
+  EXPECT_EQ(Run("execute " + plan + " --max-memory 1M -q"), 2);
+  EXPECT_NE(err_.find("but 1.00 MiB is available (--max-memory 1M)"), std::string::npos) << err_;
+  EXPECT_EQ(Run("execute " + plan + " --max-memory lots -q"), 2);
+  EXPECT_EQ(err_.rfind("meshplan: error: --max-memory: ", 0), 0u) << err_;
+}
+
+}  // namespace
+}  // namespace meshplan
