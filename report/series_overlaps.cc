@@ -63,6 +63,7 @@ std::vector<EndLabel> PlaceEndLabels(const std::vector<std::vector<PlotPoint>>& 
     const double limit = i + 1 == margin.size() ? plot_h_px + line_height_px : margin[i + 1]->baseline_y - line_height_px;
     y = std::min(y, limit);
   }
+  for (EndLabel* l : margin) l->moved = std::fabs(l->baseline_y - (l->end.y + line_height_px / 3)) > 0.5;
   return labels;
 }
 

@@ -25,6 +25,7 @@ struct EndLabel {
   PlotPoint end;               // where those lines end
   bool in_margin = false;      // they end at the plot's right edge: the label goes right of it
   double baseline_y = 0;       // the label's text baseline
+  bool moved = false;          // a margin label pushed away from its line's end (needs a leader)
 };
 
 // Labels for every series with points (its last point being its largest x: points sorted by x).

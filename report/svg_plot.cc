@@ -127,7 +127,7 @@ void DrawEndLabels(Svg& svg, const LineChart& chart, const std::vector<EndLabel>
       anchor = "end";
     }
     const double y = top + l.baseline_y;
-    if (l.in_margin && std::fabs(l.baseline_y - (l.end.y + (kEndLabelSize + 3) / 3)) > 1) {
+    if (l.moved) {
       svg.Line(left + plot_w + 1, top + l.end.y, x - 2, y - kEndLabelSize * 0.35, kAxis, 0.6);
     }
     std::string names, spans;

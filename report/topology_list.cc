@@ -41,7 +41,7 @@ std::string TopologyListText(const std::string& dir, const std::vector<ShippedTo
       out += "    " + clusters[static_cast<size_t>(cluster)].topology.description + "\n";
     }
   }
-  out += "\nThe source of every number is the comment beside it in the file (topologies/README.md: the schema).\n";
+  out += "\nThe source of every number is the comment beside it in its file; README.md there describes the schema.\n";
   return out;
 }
 

@@ -46,6 +46,7 @@ TEST(SeriesOverlaps, LinesEndingTogetherShareOneLabel) {
   EXPECT_DOUBLE_EQ(labels[0].baseline_y, 25);
   EXPECT_DOUBLE_EQ(labels[1].baseline_y, 65);
   EXPECT_DOUBLE_EQ(labels[2].baseline_y, 83);
+  for (const EndLabel& l : labels) EXPECT_FALSE(l.moved);
 }
 
 TEST(SeriesOverlaps, MarginLabelsArePushedApart) {
@@ -57,6 +58,10 @@ TEST(SeriesOverlaps, MarginLabelsArePushedApart) {
   EXPECT_DOUBLE_EQ(labels[1].baseline_y, 55);
   EXPECT_DOUBLE_EQ(labels[0].baseline_y, 70);
   EXPECT_DOUBLE_EQ(labels[2].baseline_y, 85);
+  // The first stays at its line's end; the others moved and get leaders.
+  EXPECT_FALSE(labels[1].moved);
+  EXPECT_TRUE(labels[0].moved);
+  EXPECT_TRUE(labels[2].moved);
   // Near the bottom they are pushed back up: the last baseline stays at most at 100 + 15 = 115.
   // Ends 96, 99, 102 want 101, 104, 107 -> pushed down 101, 116, 131 -> back up from 115:
   // 115, 100, 85.

@@ -76,6 +76,10 @@ TEST_F(TopologyNames, AShippedClusterByName) {
   EXPECT_NE(Read(dir_ / "plan.toml").find((kShipped / "dgx-h100-1node.toml").string()), std::string::npos);
   const RunResult sim = Run("simulate plan.toml");
   EXPECT_EQ(sim.exit_code, 0) << sim.err;
+  // sweep takes names (one row: 8 GPUs of dgx-h100-1node, 64K tokens, ring).
+  const RunResult sweep = Run("sweep -q -t dgx-h100-1node --seq 64K --schemes ring");
+  EXPECT_EQ(sweep.exit_code, 0) << sweep.err;
+  EXPECT_NE(sweep.out.find("\ndgx-h100-1node,8,65536,ring,true,"), std::string::npos) << sweep.out;
   // topo show and validate take names too.
   const RunResult show = Run("topo show hgx-h200-32gpu");
   EXPECT_EQ(show.exit_code, 0) << show.err;
