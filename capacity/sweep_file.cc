@@ -4,8 +4,8 @@
 
 #include <filesystem>
 #include <optional>
-#include <system_error>
 #include <sstream>
+#include <system_error>
 #include <utility>
 #include <vector>
 

@@ -70,7 +70,9 @@ std::vector<std::string> TopologyDirCandidates(const TopologySearch& search) {
   };
   if (Inside(search.program, search.build_dir)) add(search.source_dir);
   if (!search.program.empty() && !search.install_from_bin.empty()) {
-    add((fs::path(search.program).parent_path() / search.install_from_bin).lexically_normal().string());
+    add((fs::path(search.program).parent_path() / search.install_from_bin)
+            .lexically_normal()
+            .string());
   }
   add(search.install_dir);
   add(search.source_dir);
@@ -82,13 +84,15 @@ Result<std::string> ShippedTopologyDir(const TopologySearch& search) {
   for (const std::string& dir : candidates) {
     if (IsDirectory(dir)) return dir;
   }
-  return Status::NotFound("no directory of shipped topologies (looked in: " +
-                          (candidates.empty() ? std::string("nothing compiled in") : JoinNames(candidates)) + ")");
+  return Status::NotFound(
+      "no directory of shipped topologies (looked in: " +
+      (candidates.empty() ? std::string("nothing compiled in") : JoinNames(candidates)) + ")");
 }
 
 bool IsTopologyName(const std::string& text) {
   const std::string suffix = ".toml";
-  const bool toml = text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+  const bool toml = text.size() >= suffix.size() &&
+                    text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
   return !text.empty() && text.find('/') == std::string::npos && !toml;
 }
 
@@ -98,21 +102,25 @@ std::vector<std::string> TopologyNamesIn(const std::string& dir) {
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     const fs::path& p = it->path();
     std::error_code file_ec;
-    if (p.extension() == ".toml" && fs::is_regular_file(p, file_ec)) names.push_back(p.stem().string());
+    if (p.extension() == ".toml" && fs::is_regular_file(p, file_ec))
+      names.push_back(p.stem().string());
   }
   std::sort(names.begin(), names.end());
   return names;
 }
 
-Result<std::string> ResolveTopologyPath(const std::string& name_or_path, const TopologySearch& search) {
+Result<std::string> ResolveTopologyPath(const std::string& name_or_path,
+                                        const TopologySearch& search) {
   std::error_code ec;
   if (!IsTopologyName(name_or_path) || fs::is_regular_file(name_or_path, ec)) return name_or_path;
   auto dir = ShippedTopologyDir(search);
   if (!dir.ok()) return dir.status().WithContext("unknown cluster '" + name_or_path + "'");
   const fs::path file = fs::path(*dir) / (name_or_path + ".toml");
   if (fs::is_regular_file(file, ec)) return file.string();
-  return Status::NotFound("unknown cluster '" + name_or_path + "': not a file, and not one of the shipped clusters in " +
-                          *dir + " (" + JoinNames(TopologyNamesIn(*dir)) + "; meshplan topo list describes them)");
+  return Status::NotFound("unknown cluster '" + name_or_path +
+                          "': not a file, and not one of the shipped clusters in " + *dir + " (" +
+                          JoinNames(TopologyNamesIn(*dir)) +
+                          "; meshplan topo list describes them)");
 }
 
 Result<Topology> LoadTopology(const std::string& name_or_path) {

@@ -13,10 +13,11 @@ namespace meshplan {
 
 // Where shipped topology files may be. The directories are compiled in (core/CMakeLists.txt).
 struct TopologySearch {
-  std::string program;           // the running program's path
-  std::string build_dir;         // the CMake build tree the program was built in
-  std::string source_dir;        // the source tree's topologies/
-  std::string install_dir;       // the configured install destination, <prefix>/share/meshplan/topologies
+  std::string program;     // the running program's path
+  std::string build_dir;   // the CMake build tree the program was built in
+  std::string source_dir;  // the source tree's topologies/
+  std::string
+      install_dir;  // the configured install destination, <prefix>/share/meshplan/topologies
   std::string install_from_bin;  // that destination relative to the installed program's directory
 };
 
@@ -41,7 +42,8 @@ std::vector<std::string> TopologyNamesIn(const std::string& dir);
 // a name as <dir>/<name>.toml in ShippedTopologyDir(search). Errors (kNotFound): a name with no
 // such file, listing the shipped names ("unknown cluster 'x' (shipped: a, b, ...)"); a name when
 // no shipped directory exists.
-Result<std::string> ResolveTopologyPath(const std::string& name_or_path, const TopologySearch& search);
+Result<std::string> ResolveTopologyPath(const std::string& name_or_path,
+                                        const TopologySearch& search);
 
 // ResolveTopologyPath with this program's search, then LoadTopologyFile.
 Result<Topology> LoadTopology(const std::string& name_or_path);

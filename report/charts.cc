@@ -146,14 +146,16 @@ plot::CategoryMap BestSchemeMap(const std::vector<SweepRow>& rows) {
   const std::vector<int64_t> gpu_list(gpus.begin(), gpus.end());
   // [row][column][scheme]: the scheme's fastest usable time at that point, -1 when it has none.
   std::vector<std::vector<std::vector<double>>> times(
-      seq_list.size(), std::vector<std::vector<double>>(gpu_list.size(), std::vector<double>(schemes.size(), -1)));
+      seq_list.size(),
+      std::vector<std::vector<double>>(gpu_list.size(), std::vector<double>(schemes.size(), -1)));
   for (const SweepRow& r : rows) {
     if (!Usable(r)) continue;
     const size_t row = static_cast<size_t>(
         std::lower_bound(seq_list.begin(), seq_list.end(), r.seq_len) - seq_list.begin());
     const size_t col = static_cast<size_t>(
         std::lower_bound(gpu_list.begin(), gpu_list.end(), r.gpus) - gpu_list.begin());
-    const size_t scheme = static_cast<size_t>(std::find(schemes.begin(), schemes.end(), r.scheme) - schemes.begin());
+    const size_t scheme =
+        static_cast<size_t>(std::find(schemes.begin(), schemes.end(), r.scheme) - schemes.begin());
     double& t = times[row][col][scheme];
     if (t < 0 || RowTime(r) < t) t = RowTime(r);
   }
@@ -174,7 +176,8 @@ plot::CategoryMap BestSchemeMap(const std::vector<SweepRow>& rows) {
       const NearTies near = FindNearTies(present_times);
       map.cells[row][col] = present[near.best];
       map.notes[row][col] = FormatSeconds(present_times[near.best]);
-      for (size_t i : near.tied) map.ties[row][col].push_back({present[i], FormatSeconds(present_times[i])});
+      for (size_t i : near.tied)
+        map.ties[row][col].push_back({present[i], FormatSeconds(present_times[i])});
     }
   }
   return map;

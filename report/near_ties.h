@@ -16,8 +16,8 @@ bool TiesWithBest(double best_s, double time_s, double relative_tolerance = kTie
 
 // The fastest of `times_s` and the others that tie with it.
 struct NearTies {
-  size_t best = 0;            // index of the smallest time (the first of equal smallest ones)
-  std::vector<size_t> tied;   // the other indices that tie with it, by time, then by index
+  size_t best = 0;           // index of the smallest time (the first of equal smallest ones)
+  std::vector<size_t> tied;  // the other indices that tie with it, by time, then by index
 };
 
 // REQUIRES: !times_s.empty().

@@ -20,7 +20,6 @@ double NiceStep(double range, int target) {
   return nice * magnitude;
 }
 
-
 std::string LinearLabel(double v, double step) {
   if (std::fabs(v) < step * 1e-6) v = 0;
   const int decimals = std::max(0, static_cast<int>(-std::floor(std::log10(step) + 1e-9)));

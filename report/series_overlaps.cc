@@ -10,15 +10,17 @@ bool SameSpot(const PlotPoint& a, const PlotPoint& b) {
   return std::fabs(a.x - b.x) <= kSameSpotPx && std::fabs(a.y - b.y) <= kSameSpotPx;
 }
 
-std::vector<std::vector<std::vector<int>>> SeriesOnSameSpot(const std::vector<std::vector<PlotPoint>>& series) {
+std::vector<std::vector<std::vector<int>>> SeriesOnSameSpot(
+    const std::vector<std::vector<PlotPoint>>& series) {
   std::vector<std::vector<std::vector<int>>> out(series.size());
   for (size_t s = 0; s < series.size(); ++s) {
     out[s].resize(series[s].size());
     for (size_t p = 0; p < series[s].size(); ++p) {
       for (size_t t = 0; t < series.size(); ++t) {
         if (t == s) continue;
-        const bool meets = std::any_of(series[t].begin(), series[t].end(),
-                                       [&](const PlotPoint& q) { return SameSpot(series[s][p], q); });
+        const bool meets = std::any_of(series[t].begin(), series[t].end(), [&](const PlotPoint& q) {
+          return SameSpot(series[s][p], q);
+        });
         if (meets) out[s][p].push_back(static_cast<int>(t));
       }
     }
@@ -26,8 +28,8 @@ std::vector<std::vector<std::vector<int>>> SeriesOnSameSpot(const std::vector<st
   return out;
 }
 
-std::vector<EndLabel> PlaceEndLabels(const std::vector<std::vector<PlotPoint>>& series, double plot_w_px,
-                                     double plot_h_px, double line_height_px) {
+std::vector<EndLabel> PlaceEndLabels(const std::vector<std::vector<PlotPoint>>& series,
+                                     double plot_w_px, double plot_h_px, double line_height_px) {
   std::vector<EndLabel> labels;
   for (size_t s = 0; s < series.size(); ++s) {
     if (series[s].empty()) continue;
@@ -52,18 +54,21 @@ std::vector<EndLabel> PlaceEndLabels(const std::vector<std::vector<PlotPoint>>& 
   for (EndLabel& l : labels) {
     if (l.in_margin) margin.push_back(&l);
   }
-  std::stable_sort(margin.begin(), margin.end(),
-                   [](const EndLabel* a, const EndLabel* b) { return a->baseline_y < b->baseline_y; });
+  std::stable_sort(margin.begin(), margin.end(), [](const EndLabel* a, const EndLabel* b) {
+    return a->baseline_y < b->baseline_y;
+  });
   for (size_t i = 0; i < margin.size(); ++i) {
     double& y = margin[i]->baseline_y;
     y = std::max(y, i == 0 ? line_height_px * 0.75 : margin[i - 1]->baseline_y + line_height_px);
   }
   for (size_t i = margin.size(); i-- > 0;) {
     double& y = margin[i]->baseline_y;
-    const double limit = i + 1 == margin.size() ? plot_h_px + line_height_px : margin[i + 1]->baseline_y - line_height_px;
+    const double limit = i + 1 == margin.size() ? plot_h_px + line_height_px
+                                                : margin[i + 1]->baseline_y - line_height_px;
     y = std::min(y, limit);
   }
-  for (EndLabel* l : margin) l->moved = std::fabs(l->baseline_y - (l->end.y + line_height_px / 3)) > 0.5;
+  for (EndLabel* l : margin)
+    l->moved = std::fabs(l->baseline_y - (l->end.y + line_height_px / 3)) > 0.5;
   return labels;
 }
 

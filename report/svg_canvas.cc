@@ -5,7 +5,9 @@
 
 namespace meshplan::plot {
 
-const char* Colour(int index) { return kPalette[((index % kPaletteSize) + kPaletteSize) % kPaletteSize]; }
+const char* Colour(int index) {
+  return kPalette[((index % kPaletteSize) + kPaletteSize) % kPaletteSize];
+}
 
 const char* TextOn(const char* hex) {
   auto channel = [hex](int at) {
@@ -67,7 +69,8 @@ void DrawAxes(Svg& svg, const Axis& x_axis, const Axis& y_axis, double left, dou
   }
   svg.Raw("</g>\n<g class=\"axes\">\n");
   svg.Raw("<rect x=\"" + Px(left) + "\" y=\"" + Px(top) + "\" width=\"" + Px(width) +
-          "\" height=\"" + Px(height) + "\" fill=\"none\" stroke=\"" + kAxis + "\" stroke-width=\"1\"/>\n");
+          "\" height=\"" + Px(height) + "\" fill=\"none\" stroke=\"" + kAxis +
+          "\" stroke-width=\"1\"/>\n");
   for (const Tick& t : x_axis.ticks) {
     const double x = left + x_axis.Fraction(t.value) * width;
     svg.Line(x, top + height, x, top + height + 5, kAxis, 1);

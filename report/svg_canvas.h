@@ -63,7 +63,8 @@ class Svg {
             Px(y2) + "\" stroke=\"" + stroke + "\" stroke-width=\"" + Px(width) + "\"" +
             (extra.empty() ? "" : " " + extra) + "/>\n";
   }
-  void Rect(double x, double y, double w, double h, const char* fill, const std::string& extra = "") {
+  void Rect(double x, double y, double w, double h, const char* fill,
+            const std::string& extra = "") {
     out_ += "<rect x=\"" + Px(x) + "\" y=\"" + Px(y) + "\" width=\"" + Px(w) + "\" height=\"" +
             Px(h) + "\" fill=\"" + fill + "\"" + (extra.empty() ? "" : " " + extra) + "/>\n";
   }
@@ -90,8 +91,9 @@ double LegendHeight(const std::vector<LegendEntry>& entries);
 void DrawLegend(Svg& svg, const std::vector<LegendEntry>& entries, double x, double y);
 
 // Draws the frame, gridlines, ticks and axis labels of a plot area.
-void DrawAxes(Svg& svg, const Axis& x_axis, const Axis& y_axis, double left, double top, double width, double height,
-              const std::string& x_label, const std::string& y_label, double y_tick_width);
+void DrawAxes(Svg& svg, const Axis& x_axis, const Axis& y_axis, double left, double top,
+              double width, double height, const std::string& x_label, const std::string& y_label,
+              double y_tick_width);
 // The widest tick label of `axis`, in pixels.
 double MaxTickWidth(const Axis& axis);
 

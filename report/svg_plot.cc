@@ -35,10 +35,12 @@ bool Usable(double v, bool log) { return std::isfinite(v) && (!log || v > 0); }
 // ---- Line chart ---------------------------------------------------------------------------------
 
 // A closed polygon through `points` (offsets from (x, y), in units of `scale`).
-std::string Polygon(double x, double y, double scale, std::initializer_list<std::pair<double, double>> points,
+std::string Polygon(double x, double y, double scale,
+                    std::initializer_list<std::pair<double, double>> points,
                     const std::string& style) {
   std::string d;
-  for (const auto& [dx, dy] : points) d += (d.empty() ? "M" : " L") + Px(x + dx * scale) + " " + Px(y + dy * scale);
+  for (const auto& [dx, dy] : points)
+    d += (d.empty() ? "M" : " L") + Px(x + dx * scale) + " " + Px(y + dy * scale);
   return "<path d=\"" + d + " Z\" " + style + "/>";
 }
 
@@ -47,11 +49,12 @@ std::string Polygon(double x, double y, double scale, std::initializer_list<std:
 // `scale` enlarges it (a marker under others at the same spot).
 std::string Marker(int index, double x, double y, const char* colour, double scale = 1.0) {
   const int shape = (index / kPaletteSize + index) % 8;
-  const std::string style = "fill=\"" + std::string(colour) + "\" stroke=\"#ffffff\" stroke-width=\"1\"";
+  const std::string style =
+      "fill=\"" + std::string(colour) + "\" stroke=\"#ffffff\" stroke-width=\"1\"";
   switch (shape) {
     case 1:
-      return "<rect x=\"" + Px(x - 4 * scale) + "\" y=\"" + Px(y - 4 * scale) + "\" width=\"" + Px(8 * scale) +
-             "\" height=\"" + Px(8 * scale) + "\" " + style + "/>";
+      return "<rect x=\"" + Px(x - 4 * scale) + "\" y=\"" + Px(y - 4 * scale) + "\" width=\"" +
+             Px(8 * scale) + "\" height=\"" + Px(8 * scale) + "\" " + style + "/>";
     case 2:
       return Polygon(x, y, scale, {{0, -5}, {5, 4}, {-5, 4}}, style);
     case 3:
@@ -60,18 +63,40 @@ std::string Marker(int index, double x, double y, const char* colour, double sca
       return Polygon(x, y, scale, {{0, 5}, {5, -4}, {-5, -4}}, style);
     case 5:
       return Polygon(x, y, scale,
-                     {{-4.5, -3}, {-3, -4.5}, {0, -1.5}, {3, -4.5}, {4.5, -3}, {1.5, 0}, {4.5, 3}, {3, 4.5},
-                      {0, 1.5}, {-3, 4.5}, {-4.5, 3}, {-1.5, 0}},
+                     {{-4.5, -3},
+                      {-3, -4.5},
+                      {0, -1.5},
+                      {3, -4.5},
+                      {4.5, -3},
+                      {1.5, 0},
+                      {4.5, 3},
+                      {3, 4.5},
+                      {0, 1.5},
+                      {-3, 4.5},
+                      {-4.5, 3},
+                      {-1.5, 0}},
                      style);
     case 6:
       return Polygon(x, y, scale,
-                     {{-1.8, -5}, {1.8, -5}, {1.8, -1.8}, {5, -1.8}, {5, 1.8}, {1.8, 1.8}, {1.8, 5}, {-1.8, 5},
-                      {-1.8, 1.8}, {-5, 1.8}, {-5, -1.8}, {-1.8, -1.8}},
+                     {{-1.8, -5},
+                      {1.8, -5},
+                      {1.8, -1.8},
+                      {5, -1.8},
+                      {5, 1.8},
+                      {1.8, 1.8},
+                      {1.8, 5},
+                      {-1.8, 5},
+                      {-1.8, 1.8},
+                      {-5, 1.8},
+                      {-5, -1.8},
+                      {-1.8, -1.8}},
                      style);
     case 7:
-      return Polygon(x, y, scale, {{0, -5}, {4.3, -2.5}, {4.3, 2.5}, {0, 5}, {-4.3, 2.5}, {-4.3, -2.5}}, style);
+      return Polygon(x, y, scale,
+                     {{0, -5}, {4.3, -2.5}, {4.3, 2.5}, {0, 5}, {-4.3, 2.5}, {-4.3, -2.5}}, style);
     default:
-      return "<circle cx=\"" + Px(x) + "\" cy=\"" + Px(y) + "\" r=\"" + Px(4.5 * scale) + "\" " + style + "/>";
+      return "<circle cx=\"" + Px(x) + "\" cy=\"" + Px(y) + "\" r=\"" + Px(4.5 * scale) + "\" " +
+             style + "/>";
   }
 }
 
@@ -79,10 +104,13 @@ std::string Marker(int index, double x, double y, const char* colour, double sca
 // first 40 series look alike, and a dashed line drawn over another leaves gaps that show it.
 std::string DashOf(int index) {
   switch (index % 5) {
-    case 1: return " stroke-dasharray=\"8 4\"";
+    case 1:
+      return " stroke-dasharray=\"8 4\"";
     case 2: return " stroke-dasharray=\"2 3\"";
-    case 3: return " stroke-dasharray=\"10 3 2 3\"";
-    case 4: return " stroke-dasharray=\"4 4\"";
+    case 3:
+      return " stroke-dasharray=\"10 3 2 3\"";
+    case 4:
+      return " stroke-dasharray=\"4 4\"";
     default: return "";
   }
 }
@@ -94,8 +122,8 @@ std::string TextColour(int index) {
   const double r = channel(1), g = channel(3), b = channel(5);
   if (0.2126 * r + 0.7152 * g + 0.0722 * b < 180) return hex;
   char buffer[8];
-  std::snprintf(buffer, sizeof buffer, "#%02X%02X%02X", static_cast<int>(r * 0.6), static_cast<int>(g * 0.6),
-                static_cast<int>(b * 0.6));
+  std::snprintf(buffer, sizeof buffer, "#%02X%02X%02X", static_cast<int>(r * 0.6),
+                static_cast<int>(g * 0.6), static_cast<int>(b * 0.6));
   return buffer;
 }
 
@@ -107,7 +135,8 @@ constexpr size_t kEndLabelMaxChars = 28;  // per series name
 std::string EndLabelText(const LineChart& chart, const EndLabel& label) {
   std::string text;
   for (int s : label.series) {
-    text += (text.empty() ? "" : ", ") + Shorten(chart.series[static_cast<size_t>(s)].name, kEndLabelMaxChars);
+    text += (text.empty() ? "" : ", ") +
+            Shorten(chart.series[static_cast<size_t>(s)].name, kEndLabelMaxChars);
   }
   return text;
 }
@@ -115,14 +144,15 @@ std::string EndLabelText(const LineChart& chart, const EndLabel& label) {
 // The names of the lines that end on one spot, each in its line's colour: in the right margin for
 // lines that reach the plot's right edge (with a leader when the label had to move), else just
 // above the end.
-void DrawEndLabels(Svg& svg, const LineChart& chart, const std::vector<EndLabel>& labels, double left, double top,
-                   double plot_w) {
+void DrawEndLabels(Svg& svg, const LineChart& chart, const std::vector<EndLabel>& labels,
+                   double left, double top, double plot_w) {
   svg.Raw("<g class=\"end-labels\">\n");
   for (const EndLabel& l : labels) {
     const double width = TextWidth(EndLabelText(chart, l), kEndLabelSize);
     double x = l.in_margin ? left + plot_w + 10 : left + l.end.x + 6;
     const char* anchor = "start";
-    if (!l.in_margin && l.end.x + 6 + width > plot_w) {  // would cross the right edge: end at the point
+    if (!l.in_margin &&
+        l.end.x + 6 + width > plot_w) {  // would cross the right edge: end at the point
       x = left + l.end.x - 6;
       anchor = "end";
     }
@@ -132,17 +162,20 @@ void DrawEndLabels(Svg& svg, const LineChart& chart, const std::vector<EndLabel>
     }
     std::string names, spans;
     for (int s : l.series) {
-      const std::string name = Shorten(chart.series[static_cast<size_t>(s)].name, kEndLabelMaxChars);
+      const std::string name =
+          Shorten(chart.series[static_cast<size_t>(s)].name, kEndLabelMaxChars);
       names += (names.empty() ? "" : ", ") + chart.series[static_cast<size_t>(s)].name;
-      spans += std::string(spans.empty() ? "" : "<tspan fill=\"" + std::string(kText) + "\">, </tspan>") +
+      spans += std::string(
+                   spans.empty() ? "" : "<tspan fill=\"" + std::string(kText) + "\">, </tspan>") +
                "<tspan fill=\"" + TextColour(s) + "\">" + Escape(name) + "</tspan>";
     }
     // A white halo (painted under the text) keeps the label readable over lines and markers.
-    svg.Raw("<text class=\"end-label\" data-series=\"" + Escape(names) + "\" x=\"" + Px(x) + "\" y=\"" + Px(y) +
-            "\" font-size=\"" + Px(kEndLabelSize) + "\" text-anchor=\"" + anchor +
-            "\" xml:space=\"preserve\" stroke=\"#ffffff\" stroke-width=\"3\" stroke-linejoin=\"round\" "
-            "paint-order=\"stroke\">" +
-            spans + "</text>\n");
+    svg.Raw(
+        "<text class=\"end-label\" data-series=\"" + Escape(names) + "\" x=\"" + Px(x) + "\" y=\"" +
+        Px(y) + "\" font-size=\"" + Px(kEndLabelSize) + "\" text-anchor=\"" + anchor +
+        "\" xml:space=\"preserve\" stroke=\"#ffffff\" stroke-width=\"3\" stroke-linejoin=\"round\" "
+        "paint-order=\"stroke\">" +
+        spans + "</text>\n");
   }
   svg.Raw("</g>\n");
 }
@@ -198,10 +231,12 @@ std::string RenderLineChart(const LineChart& chart) {
     }
   }
   const std::vector<std::vector<std::vector<int>>> same_spot = SeriesOnSameSpot(pixels);
-  const std::vector<EndLabel> end_labels = PlaceEndLabels(pixels, plot_w, plot_h, kEndLabelSize + 3);
+  const std::vector<EndLabel> end_labels =
+      PlaceEndLabels(pixels, plot_w, plot_h, kEndLabelSize + 3);
   double margin_labels_w = 0;
   for (const EndLabel& l : end_labels) {
-    if (l.in_margin) margin_labels_w = std::max(margin_labels_w, TextWidth(EndLabelText(chart, l), kEndLabelSize));
+    if (l.in_margin)
+      margin_labels_w = std::max(margin_labels_w, TextWidth(EndLabelText(chart, l), kEndLabelSize));
   }
   const double legend_gap = margin_labels_w > 0 ? 10 + margin_labels_w + 20 : 30;
 
@@ -253,7 +288,8 @@ std::string RenderLineChart(const LineChart& chart) {
         tip += ")";
       }
       svg.Raw("<g class=\"point\">" +
-              Marker(i, left + pixels[s][p].x, top + pixels[s][p].y, colour, 1.0 + 0.4 * static_cast<double>(covering)) +
+              Marker(i, left + pixels[s][p].x, top + pixels[s][p].y, colour,
+                     1.0 + 0.4 * static_cast<double>(covering)) +
               "<title>" + Escape(tip) + "</title></g>\n");
     }
     svg.Raw("</g>\n");
@@ -285,7 +321,8 @@ std::string RenderCategoryMap(const CategoryMap& map) {
     std::vector<TiedCategory> out;
     if (cell_of(r, c) < 0 || r >= map.ties.size() || c >= map.ties[r].size()) return out;
     for (const TiedCategory& t : map.ties[r][c]) {
-      if (t.category >= 0 && static_cast<size_t>(t.category) < map.categories.size()) out.push_back(t);
+      if (t.category >= 0 && static_cast<size_t>(t.category) < map.categories.size())
+        out.push_back(t);
     }
     return out;
   };
@@ -312,8 +349,10 @@ std::string RenderCategoryMap(const CategoryMap& map) {
   if (any_tie) {
     legend.push_back({map.tie_legend.empty() ? "band: ties" : map.tie_legend,
                       "<rect x=\"0\" y=\"0\" width=\"16\" height=\"12\" fill=\"#cccccc\"/>"
-                      "<rect x=\"0\" y=\"7\" width=\"8\" height=\"5\" fill=\"#555555\" stroke=\"#ffffff\" stroke-width=\"0.5\"/>"
-                      "<rect x=\"8\" y=\"7\" width=\"8\" height=\"5\" fill=\"#999999\" stroke=\"#ffffff\" stroke-width=\"0.5\"/>\n",
+                      "<rect x=\"0\" y=\"7\" width=\"8\" height=\"5\" fill=\"#555555\" "
+                      "stroke=\"#ffffff\" stroke-width=\"0.5\"/>"
+                      "<rect x=\"8\" y=\"7\" width=\"8\" height=\"5\" fill=\"#999999\" "
+                      "stroke=\"#ffffff\" stroke-width=\"0.5\"/>\n",
                       "legend-tie"});
   }
   if (any_none) {
@@ -353,13 +392,16 @@ std::string RenderCategoryMap(const CategoryMap& map) {
       std::string tied_names;
       for (size_t t = 0; t < ties.size(); ++t) {
         const std::string& tied = map.categories[static_cast<size_t>(ties[t].category)];
-        tip += (t == 0 ? "; " + (map.tie_label.empty() ? std::string("tied") : map.tie_label) + ": " : ", ") + tied;
+        tip += (t == 0 ? "; " + (map.tie_label.empty() ? std::string("tied") : map.tie_label) + ": "
+                       : ", ") +
+               tied;
         if (!ties[t].note.empty()) tip += " (" + ties[t].note + ")";
         tied_names += (t == 0 ? "" : ",") + tied;
       }
       svg.Raw("<g class=\"" + std::string(k >= 0 ? "cell" : "cell-none") + "\" data-series=\"" +
-              Escape(name) + "\"" + (ties.empty() ? "" : " data-tied=\"" + Escape(tied_names) + "\"") +
-              ">\n<title>" + Escape(tip) + "</title>\n");
+              Escape(name) + "\"" +
+              (ties.empty() ? "" : " data-tied=\"" + Escape(tied_names) + "\"") + ">\n<title>" +
+              Escape(tip) + "</title>\n");
       svg.Rect(x + 1, y + 1, cell_w - 2, cell_h - 2, fill);
       // A tied cell: its note moves up over a band of stripes, one per tied category.
       const double band_h = ties.empty() ? 0 : 8;
@@ -372,9 +414,10 @@ std::string RenderCategoryMap(const CategoryMap& map) {
         const double stripe_w = (cell_w - 2) / static_cast<double>(ties.size());
         for (size_t t = 0; t < ties.size(); ++t) {
           const int tied = ties[t].category;
-          svg.Rect(x + 1 + stripe_w * static_cast<double>(t), y + cell_h - 1 - band_h, stripe_w, band_h,
-                   Colour(tied),
-                   "class=\"tie-stripe\" data-series=\"" + Escape(map.categories[static_cast<size_t>(tied)]) +
+          svg.Rect(x + 1 + stripe_w * static_cast<double>(t), y + cell_h - 1 - band_h, stripe_w,
+                   band_h, Colour(tied),
+                   "class=\"tie-stripe\" data-series=\"" +
+                       Escape(map.categories[static_cast<size_t>(tied)]) +
                        "\" stroke=\"#ffffff\" stroke-width=\"0.8\"");
         }
         svg.Raw("</g>\n");

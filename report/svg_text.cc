@@ -126,7 +126,8 @@ std::string Value(double v) {
   char buffer[32];
   if (v != 0 && (std::fabs(v) >= 1e7 || std::fabs(v) < 1e-3)) {
     std::snprintf(buffer, sizeof buffer, "%.3g", v);
-  } else if (std::fabs(v) >= 1e3 || std::fabs(v - std::round(v)) < 1e-9 * std::max(1.0, std::fabs(v))) {
+  } else if (std::fabs(v) >= 1e3 ||
+             std::fabs(v - std::round(v)) < 1e-9 * std::max(1.0, std::fabs(v))) {
     std::snprintf(buffer, sizeof buffer, "%.0f", v);
   } else {
     std::snprintf(buffer, sizeof buffer, "%.4g", v);

@@ -24,10 +24,12 @@ std::string DescribeLevel(const NetworkLevel& level) {
 }
 
 std::string TopologyListText(const std::string& dir, const std::vector<ShippedTopology>& clusters) {
-  std::vector<std::vector<std::string>> rows = {{"name", "GPUs", "GPU", "levels (innermost first; GB/s per GPU per direction)"}};
+  std::vector<std::vector<std::string>> rows = {
+      {"name", "GPUs", "GPU", "levels (innermost first; GB/s per GPU per direction)"}};
   for (const ShippedTopology& c : clusters) {
     std::string levels;
-    for (const NetworkLevel& l : c.topology.levels) levels += (levels.empty() ? "" : ", ") + DescribeLevel(l);
+    for (const NetworkLevel& l : c.topology.levels)
+      levels += (levels.empty() ? "" : ", ") + DescribeLevel(l);
     rows.push_back({c.name, std::to_string(c.topology.num_gpus()), c.topology.gpu.model, levels});
   }
   std::string out = "shipped clusters in " + dir + " (use one with -t NAME):\n\n";
@@ -41,7 +43,9 @@ std::string TopologyListText(const std::string& dir, const std::vector<ShippedTo
       out += "    " + clusters[static_cast<size_t>(cluster)].topology.description + "\n";
     }
   }
-  out += "\nThe source of every number is the comment beside it in its file; README.md there describes the schema.\n";
+  out +=
+      "\nThe source of every number is the comment beside it in its file; README.md there "
+      "describes the schema.\n";
   return out;
 }
 

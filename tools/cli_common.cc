@@ -72,8 +72,8 @@ Result<Workload> WorkloadFlags::Build() const {
 
 void TopologyFlag::Register(CLI::App& app) {
   app.add_option("--topology,-t", path,
-                 "Cluster: a TOML file, or the name of a shipped one (meshplan topo list) (default: built-in 32 x 8 "
-                 "H100, dgx-h100-32node)");
+                 "Cluster: a TOML file, or the name of a shipped one (meshplan topo list) "
+                 "(default: built-in 32 x 8 H100, dgx-h100-32node)");
 }
 
 Result<Topology> TopologyFlag::Load() const {
@@ -83,7 +83,9 @@ Result<Topology> TopologyFlag::Load() const {
 
 Result<Topology> LoadTopologyFlag(const std::string& name_or_path) {
   auto topology = LoadTopology(name_or_path);
-  if (!topology.ok() && IsTopologyName(name_or_path)) return topology.status().WithContext("--topology");
+  if (!topology.ok() && IsTopologyName(name_or_path)) {
+    return topology.status().WithContext("--topology");
+  }
   return topology;
 }
 

@@ -1,4 +1,5 @@
-// `meshplan topo list|show|validate`: the shipped clusters, and inspecting and checking cluster files.
+// `meshplan topo list|show|validate`: the shipped clusters, and inspecting and checking cluster
+// files.
 #include <cstdio>
 #include <memory>
 
@@ -63,17 +64,22 @@ std::string Describe(const Topology& t) {
 }  // namespace
 
 Runner RegisterTopoCommand(CLI::App& app) {
-  CLI::App* topo = app.add_subcommand("topo", "List shipped clusters, inspect or check cluster topology files");
+  CLI::App* topo =
+      app.add_subcommand("topo", "List shipped clusters, inspect or check cluster topology files");
   topo->require_subcommand(1);
   auto show_file = std::make_shared<std::string>();
   auto show_format = std::make_shared<std::string>("text");
   auto validate_file = std::make_shared<std::string>();
   CLI::App* list = topo->add_subcommand("list", "List the shipped clusters (use one with -t NAME)");
-  CLI::App* show = topo->add_subcommand("show", "Print a topology (FILE or shipped NAME, or the built-in default)");
-  show->add_option("file", *show_file, "Topology TOML file or shipped cluster name (default: built-in)");
+  CLI::App* show = topo->add_subcommand(
+      "show", "Print a topology (FILE or shipped NAME, or the built-in default)");
+  show->add_option("file", *show_file,
+                   "Topology TOML file or shipped cluster name (default: built-in)");
   show->add_option("--format", *show_format, "text or toml")->capture_default_str();
-  CLI::App* validate = topo->add_subcommand("validate", "Check a topology file; exit 2 with the reason if it is bad");
-  validate->add_option("file", *validate_file, "Topology TOML file or shipped cluster name")->required();
+  CLI::App* validate = topo->add_subcommand(
+      "validate", "Check a topology file (or shipped NAME); exit 2 with the reason if it is bad");
+  validate->add_option("file", *validate_file, "Topology TOML file or shipped cluster name")
+      ->required();
   return [list, show, show_file, show_format, validate_file]() -> int {
     if (*list) {
       auto dir = ShippedTopologyDir(ProgramTopologySearch());

@@ -4,7 +4,6 @@
 #include "core/topology_catalog.h"
 
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -35,8 +34,9 @@ std::vector<std::string> TomlStems(const fs::path& dir) {
 class TopologyCatalog : public ::testing::Test {
  protected:
   void SetUp() override {
-    root_ = fs::temp_directory_path() / ("meshplan_catalog_" + std::to_string(::getpid()) + "_" +
-                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    root_ = fs::temp_directory_path() /
+            ("meshplan_catalog_" + std::to_string(::getpid()) + "_" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::create_directories(root_);
   }
   void TearDown() override { fs::remove_all(root_); }
@@ -81,8 +81,8 @@ TEST(TopologyDirs, InstalledProgramReadsBesideItselfThenTheConfiguredPrefix) {
   s.install_dir = "/usr/local/share/meshplan/topologies";
   s.install_from_bin = "../share/meshplan/topologies";
   EXPECT_EQ(TopologyDirCandidates(s),
-            (std::vector<std::string>{"/opt/mp/share/meshplan/topologies", "/usr/local/share/meshplan/topologies",
-                                      "/src/topologies"}));
+            (std::vector<std::string>{"/opt/mp/share/meshplan/topologies",
+                                      "/usr/local/share/meshplan/topologies", "/src/topologies"}));
   // A build dir that is only a prefix of the program's directory name is not "inside".
   s.program = "/src/build2/meshplan";
   EXPECT_EQ(TopologyDirCandidates(s).front(), "/src/share/meshplan/topologies");
@@ -176,7 +176,8 @@ TEST_F(TopologyCatalog, ABadFileInTheDirectoryIsAnErrorNamingIt) {
   std::ofstream(dir / "broken.toml") << "name = 3\n";
   auto clusters = LoadTopologiesIn(dir.string());
   ASSERT_FALSE(clusters.ok());
-  EXPECT_NE(clusters.status().message().find("broken.toml"), std::string::npos) << clusters.status().message();
+  EXPECT_NE(clusters.status().message().find("broken.toml"), std::string::npos)
+      << clusters.status().message();
   EXPECT_FALSE(LoadTopologiesIn((root_ / "absent").string()).ok());
 }
 

@@ -165,10 +165,14 @@ TEST(Charts, BestSchemeMapMarksSchemesWithinHalfAPercentAsTies) {
   const std::vector<SweepRow> rows = {
       // 8 GPUs, 64K: ring and ulysses exactly equal (ring, the earlier scheme, is drawn), mesh
       // 0.4% slower (100.4 ms <= 100 x 1.005 = 100.5 ms): both are ties, fastest first.
-      Row(R, 8, k64K, 0.1000), Row(U, 8, k64K, 0.1000), Row(M, 8, k64K, 0.1004),
+      Row(R, 8, k64K, 0.1000),
+      Row(U, 8, k64K, 0.1000),
+      Row(M, 8, k64K, 0.1004),
       // 16 GPUs, 64K: mesh best, ring 0.6% slower (100.6 ms > 100.5 ms): no tie; ulysses 0.2%
       // slower but does not fit, so it is no candidate.
-      Row(R, 16, k64K, 0.1006), Row(U, 16, k64K, 0.1002, true, false), Row(M, 16, k64K, 0.1000),
+      Row(R, 16, k64K, 0.1006),
+      Row(U, 16, k64K, 0.1002, true, false),
+      Row(M, 16, k64K, 0.1000),
   };
   const plot::CategoryMap m = BestSchemeMap(rows);
   const int ring = 0, ulysses = 1, mesh = 2;
@@ -190,8 +194,8 @@ TEST(Charts, BestSchemeMapMarksSchemesWithinHalfAPercentAsTies) {
   EXPECT_EQ(BestSchemeMap(reversed).cells, m.cells);
   // The rendered map carries the ties in the cell's tooltip.
   const std::string svg = plot::RenderCategoryMap(m);
-  EXPECT_NE(svg.find("ring (" + FormatSeconds(0.1) + "); within 0.5%: ulysses (" + FormatSeconds(0.1) +
-                     "), mesh (" + FormatSeconds(0.1004) + ")"),
+  EXPECT_NE(svg.find("ring (" + FormatSeconds(0.1) + "); within 0.5%: ulysses (" +
+                     FormatSeconds(0.1) + "), mesh (" + FormatSeconds(0.1004) + ")"),
             std::string::npos);
 }
 

@@ -496,7 +496,8 @@ TEST(LineChart, OverlappingSeriesStayVisible) {
   const auto ring_points = WithClass(*series[0], "point");
   EXPECT_EQ(Named(*ring_points[0], "title")[0]->AllText(),
             "ring: 8 GPUs, 100 ms (same spot: loongtrain, mesh)");
-  EXPECT_EQ(Named(*ring_points[2], "title")[0]->AllText(), "ring: 32 GPUs, 25 ms (same spot: loongtrain)");
+  EXPECT_EQ(Named(*ring_points[2], "title")[0]->AllText(),
+            "ring: 32 GPUs, 25 ms (same spot: loongtrain)");
   const auto usp_points = WithClass(*series[3], "point");
   EXPECT_EQ(Named(*usp_points[0], "title")[0]->AllText(), "usp: 8 GPUs, 400 ms");
   // Direct labels: ring and loongtrain end together (one label), mesh and usp alone.
@@ -506,7 +507,8 @@ TEST(LineChart, OverlappingSeriesStayVisible) {
   // The two lines that reach the right edge are labelled in the margin, right of the plot frame,
   // the lower line (ring's 25 ms) below mesh's 40 ms; usp's label sits inside the plot.
   const auto frame = Named(*WithClass(*root, "axes")[0], "rect")[0];
-  const double right = std::atof(frame->Attr("x").c_str()) + std::atof(frame->Attr("width").c_str());
+  const double right =
+      std::atof(frame->Attr("x").c_str()) + std::atof(frame->Attr("width").c_str());
   EXPECT_GT(std::atof(labels[0]->Attr("x").c_str()), right);
   EXPECT_GT(std::atof(labels[1]->Attr("x").c_str()), right);
   EXPECT_LT(std::atof(labels[2]->Attr("x").c_str()), right);
@@ -570,7 +572,8 @@ TEST(CategoryMap, TiedCellsCarryABandATooltipAndALegendEntry) {
   EXPECT_EQ(cells[0]->Attr("data-series"), "ring");
   EXPECT_EQ(cells[0]->Attr("data-tied"), "loongtrain,mesh");
   EXPECT_EQ(Named(*cells[0], "title")[0]->AllText(),
-            "sequence length (tokens) 1M, GPUs 8: ring (51.42 s); within 0.5%: loongtrain (51.42 s), mesh (51.60 s)");
+            "sequence length (tokens) 1M, GPUs 8: ring (51.42 s); within 0.5%: loongtrain (51.42 "
+            "s), mesh (51.60 s)");
   // The cell's first rect is still the winner's colour; the band has one stripe per tied scheme,
   // each in that scheme's legend colour.
   const auto legend = WithClass(*root, "legend-entry");

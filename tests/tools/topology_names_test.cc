@@ -2,7 +2,6 @@
 // before, an unknown name (one error line listing every shipped name), and a list holding every
 // shipped file. Expected names come from listing topologies/ here, not from the program.
 #include <gtest/gtest.h>
-
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -38,8 +37,9 @@ struct RunResult {
 class TopologyNames : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("meshplan_names_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() /
+           ("meshplan_names_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::create_directories(dir_);
   }
   void TearDown() override { fs::remove_all(dir_); }
@@ -49,11 +49,12 @@ class TopologyNames : public ::testing::Test {
     s << in.rdbuf();
     return s.str();
   }
-  // Runs the binary in the test's own directory (so no topology file lies in the working directory).
+  // Runs the binary in the test's own directory (so no topology file lies in the working
+  // directory).
   RunResult Run(const std::string& args) {
     const std::string out = (dir_ / "stdout").string(), err = (dir_ / "stderr").string();
-    const std::string cmd = "cd " + dir_.string() + " && " + std::string(MESHPLAN_BINARY) + " " + args + " >" + out +
-                            " 2>" + err + " </dev/null";
+    const std::string cmd = "cd " + dir_.string() + " && " + std::string(MESHPLAN_BINARY) + " " +
+                            args + " >" + out + " 2>" + err + " </dev/null";
     const int status = std::system(cmd.c_str());
     RunResult r;
     r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -73,7 +74,8 @@ TEST_F(TopologyNames, AShippedClusterByName) {
   // The plan file records where the cluster came from, so simulate finds it again.
   const RunResult saved = Run("plan -t dgx-h100-1node --seq 16K --top 1 -q --out plan.toml");
   ASSERT_EQ(saved.exit_code, 0) << saved.err;
-  EXPECT_NE(Read(dir_ / "plan.toml").find((kShipped / "dgx-h100-1node.toml").string()), std::string::npos);
+  EXPECT_NE(Read(dir_ / "plan.toml").find((kShipped / "dgx-h100-1node.toml").string()),
+            std::string::npos);
   const RunResult sim = Run("simulate plan.toml");
   EXPECT_EQ(sim.exit_code, 0) << sim.err;
   // sweep takes names (one row: 8 GPUs of dgx-h100-1node, 64K tokens, ring).
@@ -88,7 +90,8 @@ TEST_F(TopologyNames, AShippedClusterByName) {
 }
 
 TEST_F(TopologyNames, APathWorksAsBefore) {
-  const RunResult r = Run("plan -t " + (kShipped / "dgx-h100-4node.toml").string() + " --seq 64K --top 1");
+  const RunResult r =
+      Run("plan -t " + (kShipped / "dgx-h100-4node.toml").string() + " --seq 64K --top 1");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("(dgx-h100-4node"), std::string::npos) << r.out;
   // A missing path is still reported as a file that cannot be opened.
@@ -99,17 +102,20 @@ TEST_F(TopologyNames, APathWorksAsBefore) {
 }
 
 TEST_F(TopologyNames, AnUnknownNameListsTheShippedOnes) {
-  for (const std::string& command : {"plan -t dgx-h100-3node", "sweep -q -t dgx-h100-3node", "topo show dgx-h100-3node"}) {
+  for (const char* command :
+       {"plan -t dgx-h100-3node", "sweep -q -t dgx-h100-3node", "topo show dgx-h100-3node"}) {
     const RunResult r = Run(command);
     EXPECT_EQ(r.exit_code, 2) << command;
     EXPECT_EQ(r.err.rfind("meshplan: error: ", 0), 0u) << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
     EXPECT_NE(r.err.find("unknown cluster 'dgx-h100-3node'"), std::string::npos) << r.err;
-    for (const std::string& name : ShippedNames()) EXPECT_NE(r.err.find(name), std::string::npos) << name << ": " << r.err;
+    for (const std::string& name : ShippedNames())
+      EXPECT_NE(r.err.find(name), std::string::npos) << name << ": " << r.err;
     EXPECT_TRUE(r.out.empty()) << r.out;
   }
   // The flag is named where a flag was used.
-  EXPECT_NE(Run("plan -t dgx-h100-3node").err.find("--topology: unknown cluster"), std::string::npos);
+  EXPECT_NE(Run("plan -t dgx-h100-3node").err.find("--topology: unknown cluster"),
+            std::string::npos);
 }
 
 TEST_F(TopologyNames, TopoListShowsEveryShippedFile) {
@@ -127,15 +133,18 @@ TEST_F(TopologyNames, TopoListShowsEveryShippedFile) {
     if (std::find(names.begin(), names.end(), first) != names.end()) rows.push_back(first);
   }
   EXPECT_EQ(rows, names);  // each file once, sorted
-  // A row says GPUs, model and levels: dgx-h100-4node is 32 H100s on nvlink (8 per node) and ib (4 nodes).
+  // A row says GPUs, model and levels: dgx-h100-4node is 32 H100s on nvlink (8 per node) and ib (4
+  // nodes).
   const size_t at = r.out.find("  dgx-h100-4node ");
   ASSERT_NE(at, std::string::npos) << r.out;
   const std::string row = r.out.substr(at, r.out.find('\n', at) - at);
   EXPECT_NE(row.find(" 32 "), std::string::npos) << row;
   EXPECT_NE(row.find("H100 SXM5 80GB"), std::string::npos) << row;
-  EXPECT_NE(row.find("nvlink switch 8 x 450 GB/s, ib rail-fat-tree 4 x 50 GB/s"), std::string::npos) << row;
+  EXPECT_NE(row.find("nvlink switch 8 x 450 GB/s, ib rail-fat-tree 4 x 50 GB/s"), std::string::npos)
+      << row;
   // And its description from the file follows it.
-  EXPECT_NE(r.out.find("4 x DGX H100 (32 x H100 SXM5), NVLink 4 in the node"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("4 x DGX H100 (32 x H100 SXM5), NVLink 4 in the node"), std::string::npos)
+      << r.out;
 }
 
 }  // namespace
