@@ -5,11 +5,13 @@
 #include <filesystem>
 #include <optional>
 #include <sstream>
+#include <system_error>
 #include <utility>
 #include <vector>
 
 #include "capacity/sweep_lists.h"
 #include "core/toml_util.h"
+#include "core/topology_catalog.h"
 #include "core/units.h"
 
 namespace meshplan::capacity {
@@ -132,8 +134,13 @@ Result<SweepSettings> ReadSweepFile(const std::string& path) {
     const std::filesystem::path dir = std::filesystem::path(path).parent_path();
     settings.topology_files.emplace();
     for (const std::string& name : *names) {
+      // Relative paths are relative to this file; a shipped cluster's name (no '/', no ".toml")
+      // stays a name unless a file of that name lies beside this one.
       const std::filesystem::path p(name);
-      settings.topology_files->push_back(p.is_absolute() || dir.empty() ? name : (dir / p).string());
+      std::error_code ec;
+      const bool keep = p.is_absolute() || dir.empty() ||
+                        (IsTopologyName(name) && !std::filesystem::is_regular_file(dir / p, ec));
+      settings.topology_files->push_back(keep ? name : (dir / p).string());
     }
   }
   for (const char* key : {"gpus", "seq"}) {

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "core/topology_catalog.h"
 #include "core/topology_toml.h"
 
 namespace meshplan::capacity {
@@ -36,7 +37,7 @@ Result<SweepSpec> MakeSweepSpec(const SweepSettings& settings) {
     spec.topologies.push_back(DefaultTopology());
   } else {
     for (const std::string& path : *settings.topology_files) {
-      auto topology = LoadTopologyFile(path);
+      auto topology = LoadTopology(path);
       if (!topology.ok()) return topology.status();
       spec.topologies.push_back(std::move(topology).value());
     }

@@ -18,7 +18,7 @@ namespace meshplan::capacity {
 // Every field is optional: unset leaves the choice to the layer below, and finally to the
 // defaults of MakeSweepSpec.
 struct SweepSettings {
-  std::optional<std::vector<std::string>> topology_files;  // cluster TOML files
+  std::optional<std::vector<std::string>> topology_files;  // cluster TOML files or shipped names
   std::optional<std::vector<int64_t>> gpus;
   std::optional<std::vector<int64_t>> seq_lens;
   std::optional<std::vector<Scheme>> schemes;
@@ -32,9 +32,10 @@ struct SweepSettings {
 
 // The sweep `settings` describe, with these defaults for what they leave unset: the built-in
 // cluster, each topology's own size, 1M tokens (Workload::Default's length), every scheme, the
-// other fields of Workload::Default, no memory reserved, no simulation. Loads the topology files.
+// other fields of Workload::Default, no memory reserved, no simulation. Loads the topology files
+// (a shipped cluster by name, core/topology_catalog.h).
 // Errors, in this order: the workload at the first sequence length is invalid ("workload: ..."),
-// a topology file cannot be loaded.
+// a topology file cannot be loaded or a name is not a shipped cluster.
 Result<SweepSpec> MakeSweepSpec(const SweepSettings& settings);
 
 }  // namespace meshplan::capacity

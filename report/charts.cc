@@ -1,6 +1,7 @@
 #include "report/charts.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -11,6 +12,7 @@
 
 #include "core/atomic_file.h"
 #include "core/units.h"
+#include "report/near_ties.h"
 #include "simulator/sim_time.h"
 
 namespace meshplan::report {
@@ -77,6 +79,13 @@ std::vector<plot::Series> SeriesByScheme(const std::vector<SweepRow>& rows, Sele
   return out;
 }
 
+// "within 0.5%": the tie tolerance as the charts state it.
+std::string TieLabel() {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "within %g%%", kTieRelativeTolerance * 100);
+  return buffer;
+}
+
 std::string TopologySuffix(const std::vector<SweepRow>& rows) {
   const std::vector<std::string> topologies = TopologiesOf(rows);
   if (topologies.size() != 1) return "";
@@ -131,23 +140,45 @@ plot::CategoryMap BestSchemeMap(const std::vector<SweepRow>& rows) {
   for (Scheme s : schemes) map.categories.emplace_back(SchemeName(s));
   for (int64_t g : gpus) map.x_ticks.push_back(std::to_string(g));
   for (int64_t s : seqs) map.y_ticks.push_back(FormatCount(s));
+  map.tie_label = TieLabel();
+  map.tie_legend = "band: other schemes " + map.tie_label;
   const std::vector<int64_t> seq_list(seqs.begin(), seqs.end());
   const std::vector<int64_t> gpu_list(gpus.begin(), gpus.end());
-  map.cells.assign(seq_list.size(), std::vector<int>(gpu_list.size(), -1));
-  map.notes.assign(seq_list.size(), std::vector<std::string>(gpu_list.size()));
-  std::vector<std::vector<double>> best(seq_list.size(), std::vector<double>(gpu_list.size(), 0));
+  // [row][column][scheme]: the scheme's fastest usable time at that point, -1 when it has none.
+  std::vector<std::vector<std::vector<double>>> times(
+      seq_list.size(),
+      std::vector<std::vector<double>>(gpu_list.size(), std::vector<double>(schemes.size(), -1)));
   for (const SweepRow& r : rows) {
     if (!Usable(r)) continue;
     const size_t row = static_cast<size_t>(
         std::lower_bound(seq_list.begin(), seq_list.end(), r.seq_len) - seq_list.begin());
     const size_t col = static_cast<size_t>(
         std::lower_bound(gpu_list.begin(), gpu_list.end(), r.gpus) - gpu_list.begin());
-    const double t = RowTime(r);
-    if (map.cells[row][col] >= 0 && best[row][col] <= t) continue;  // ties: the earlier scheme
-    best[row][col] = t;
-    map.cells[row][col] = static_cast<int>(
-        std::find(schemes.begin(), schemes.end(), r.scheme) - schemes.begin());
-    map.notes[row][col] = FormatSeconds(t);
+    const size_t scheme =
+        static_cast<size_t>(std::find(schemes.begin(), schemes.end(), r.scheme) - schemes.begin());
+    double& t = times[row][col][scheme];
+    if (t < 0 || RowTime(r) < t) t = RowTime(r);
+  }
+  map.cells.assign(seq_list.size(), std::vector<int>(gpu_list.size(), -1));
+  map.notes.assign(seq_list.size(), std::vector<std::string>(gpu_list.size()));
+  map.ties.assign(seq_list.size(), std::vector<std::vector<plot::TiedCategory>>(gpu_list.size()));
+  for (size_t row = 0; row < seq_list.size(); ++row) {
+    for (size_t col = 0; col < gpu_list.size(); ++col) {
+      std::vector<int> present;  // schemes with a time here, in scheme order
+      std::vector<double> present_times;
+      for (size_t k = 0; k < schemes.size(); ++k) {
+        if (times[row][col][k] < 0) continue;
+        present.push_back(static_cast<int>(k));
+        present_times.push_back(times[row][col][k]);
+      }
+      if (present.empty()) continue;
+      // Equal times: the earlier scheme is drawn, the others are its ties.
+      const NearTies near = FindNearTies(present_times);
+      map.cells[row][col] = present[near.best];
+      map.notes[row][col] = FormatSeconds(present_times[near.best]);
+      for (size_t i : near.tied)
+        map.ties[row][col].push_back({present[i], FormatSeconds(present_times[i])});
+    }
   }
   return map;
 }

@@ -34,7 +34,9 @@ plot::LineChart CommShareVsSeq(const std::vector<SweepRow>& rows, int64_t gpus);
 
 // Rows: sequence lengths (ascending; drawn bottom to top), columns: GPU counts (ascending). A
 // cell names the scheme with the lowest RowTime among valid fitting rows of that point (-1 when
-// none), its note the time ("45.6 ms"). Categories: every scheme present in `rows`.
+// none; equal times go to the earlier scheme), its note the time ("45.6 ms"), and its ties the
+// other schemes within kTieRelativeTolerance (0.5%) of that time (report/near_ties.h), fastest
+// first, each with its time. Categories: every scheme present in `rows`.
 plot::CategoryMap BestSchemeMap(const std::vector<SweepRow>& rows);
 
 // Lane r is "rank r"; one bar per op of ranks [0, max_lanes) (max_lanes <= 0: all ranks), in ms.

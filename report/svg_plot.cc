@@ -5,480 +5,179 @@
 //
 // Every drawn series, legend entry, map cell and timeline bar carries data-series="NAME" (escaped),
 // and a class naming what it is ("series", "legend-entry", "cell", "bar"), so tests and scripts
-// can find them.
+// can find them. Shared parts: report/svg_text.h (escaping, text sizes), report/plot_axes.h (axes
+// and ticks), report/svg_canvas.h (palette, title, legend, axes frame), report/series_overlaps.h
+// (where lines overlap and where their end labels go).
 #include "report/svg_plot.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <initializer_list>
 #include <limits>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
-#include "core/units.h"
+#include "report/plot_axes.h"
+#include "report/series_overlaps.h"
+#include "report/svg_canvas.h"
+#include "report/svg_text.h"
 
 namespace meshplan::plot {
 namespace {
-
-// ---- Text ---------------------------------------------------------------------------------------
-
-// Length of the well-formed UTF-8 sequence at text[i], or 0 when it is malformed.
-size_t Utf8Length(std::string_view text, size_t i) {
-  const auto byte = [&text](size_t k) { return static_cast<unsigned char>(text[k]); };
-  const unsigned char c = byte(i);
-  size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-  if (n == 0 || i + n > text.size()) return 0;
-  for (size_t k = 1; k < n; ++k) {
-    if ((byte(i + k) & 0xC0) != 0x80) return 0;
-  }
-  return n;
-}
-
-// XML text and attribute escaping. Control characters that XML 1.0 forbids and malformed UTF-8
-// become '?', so any input gives a well-formed document.
-std::string Escape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size() + 8);
-  for (size_t i = 0; i < text.size();) {
-    const char c = text[i];
-    const size_t n = Utf8Length(text, i);
-    if (n == 0) {
-      out += '?';
-      ++i;
-      continue;
-    }
-    if (n > 1) {
-      out.append(text.substr(i, n));
-      i += n;
-      continue;
-    }
-    ++i;
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r') {
-          out += '?';
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out;
-}
-
-bool IsContinuationByte(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }
-
-// Characters (UTF-8 code points), not bytes.
-size_t TextLength(std::string_view text) {
-  size_t n = 0;
-  for (char c : text) n += IsContinuationByte(c) ? 0 : 1;
-  return n;
-}
-
-// At most `max_chars` characters; a shortened text ends in an ellipsis.
-std::string Shorten(std::string_view text, size_t max_chars) {
-  if (TextLength(text) <= max_chars || max_chars < 2) return std::string(text);
-  size_t chars = 0, i = 0;
-  for (; i < text.size(); ++i) {
-    if (!IsContinuationByte(text[i])) {
-      if (chars == max_chars - 1) break;
-      ++chars;
-    }
-  }
-  return std::string(text.substr(0, i)) + "\u2026";
-}
-
-// Estimated width in pixels of `text` at `font_size` (sans-serif averages about 0.6 em).
-double TextWidth(std::string_view text, double font_size) {
-  return static_cast<double>(TextLength(text)) * font_size * 0.6;
-}
-
-// Splits `text` at spaces into lines of at most `max_chars` characters (a longer word is shortened).
-std::vector<std::string> Wrap(const std::string& text, size_t max_chars, size_t max_lines) {
-  std::vector<std::string> lines;
-  std::string line;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t end = text.find(' ', start);
-    if (end == std::string::npos) end = text.size();
-    const std::string word = text.substr(start, end - start);
-    start = end + 1;
-    if (word.empty()) continue;
-    if (line.empty()) {
-      line = word;
-    } else if (TextLength(line) + 1 + TextLength(word) <= max_chars) {
-      line += " " + word;
-    } else {
-      lines.push_back(Shorten(line, max_chars));
-      line = word;
-    }
-  }
-  if (!line.empty() || lines.empty()) lines.push_back(Shorten(line, max_chars));
-  if (lines.size() > max_lines) {
-    lines.resize(max_lines);
-    lines.back() = Shorten(lines.back() + " \u2026", max_chars);
-  }
-  return lines;
-}
-
-// Pixel coordinates with one decimal.
-std::string Px(double v) {
-  if (!std::isfinite(v)) v = 0;  // never "nan" in a coordinate
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.1f", v);
-  return buffer;
-}
-
-// Data values in tooltips: up to 4 significant digits, no exponent for everyday magnitudes.
-std::string Value(double v) {
-  char buffer[32];
-  if (v != 0 && (std::fabs(v) >= 1e7 || std::fabs(v) < 1e-3)) {
-    std::snprintf(buffer, sizeof buffer, "%.3g", v);
-  } else if (std::fabs(v - std::round(v)) < 1e-9 * std::max(1.0, std::fabs(v))) {
-    std::snprintf(buffer, sizeof buffer, "%.0f", v);
-  } else {
-    std::snprintf(buffer, sizeof buffer, "%.4g", v);
-  }
-  return buffer;
-}
-
-// The unit inside the last parentheses of an axis label: "time (ms)" -> "ms".
-std::string UnitOf(const std::string& label) {
-  const size_t open = label.rfind('(');
-  const size_t close = label.rfind(')');
-  if (open == std::string::npos || close == std::string::npos || close < open) return "";
-  return label.substr(open + 1, close - open - 1);
-}
-
-// ---- Style --------------------------------------------------------------------------------------
-
-// Okabe-Ito: distinguishable with the common colour-vision deficiencies. Yellow last (weak on
-// white); after 8 series the colours repeat with other marker shapes and dash patterns.
-constexpr const char* kPalette[] = {"#0072B2", "#E69F00", "#009E73", "#D55E00",
-                                    "#CC79A7", "#56B4E9", "#000000", "#F0E442"};
-constexpr int kPaletteSize = 8;
-constexpr const char* kGrid = "#e5e5e5";
-constexpr const char* kAxis = "#444444";
-constexpr const char* kText = "#222222";
-constexpr const char* kNone = "#eeeeee";
-
-const char* Colour(int index) { return kPalette[((index % kPaletteSize) + kPaletteSize) % kPaletteSize]; }
-
-// Black or white, whichever reads better on `hex` ("#RRGGBB").
-const char* TextOn(const char* hex) {
-  auto channel = [hex](int at) {
-    const double v = std::stoi(std::string(hex + at, 2), nullptr, 16) / 255.0;
-    return v <= 0.03928 ? v / 12.92 : std::pow((v + 0.055) / 1.055, 2.4);
-  };
-  const double luminance = 0.2126 * channel(1) + 0.7152 * channel(3) + 0.0722 * channel(5);
-  return luminance > 0.22 ? "#000000" : "#ffffff";
-}
-
-constexpr double kTitleSize = 17;
-constexpr double kLabelSize = 13;
-constexpr double kTickSize = 11.5;
-constexpr double kLegendSize = 12.5;
-constexpr size_t kLegendMaxChars = 36;
-
-class Svg {
- public:
-  void Begin(double width, double height) {
-    out_ += "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-    out_ += "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"" + Px(width) +
-            "\" height=\"" + Px(height) + "\" viewBox=\"0 0 " + Px(width) + " " + Px(height) +
-            "\" font-family=\"Helvetica, Arial, sans-serif\" fill=\"" + kText + "\">\n";
-    out_ += "<rect x=\"0\" y=\"0\" width=\"" + Px(width) + "\" height=\"" + Px(height) +
-            "\" fill=\"#ffffff\"/>\n";
-  }
-  std::string End() {
-    out_ += "</svg>\n";
-    return std::move(out_);
-  }
-  void Raw(const std::string& text) { out_ += text; }
-  // `anchor`: start, middle or end. `extra`: more attributes, already escaped.
-  void Text(double x, double y, const std::string& text, double size, const char* anchor,
-            const std::string& extra = "") {
-    out_ += "<text x=\"" + Px(x) + "\" y=\"" + Px(y) + "\" font-size=\"" + Px(size) +
-            "\" text-anchor=\"" + anchor + "\"" + (extra.empty() ? "" : " " + extra) + ">" +
-            Escape(text) + "</text>\n";
-  }
-  void Line(double x1, double y1, double x2, double y2, const char* stroke, double width,
-            const std::string& extra = "") {
-    out_ += "<line x1=\"" + Px(x1) + "\" y1=\"" + Px(y1) + "\" x2=\"" + Px(x2) + "\" y2=\"" +
-            Px(y2) + "\" stroke=\"" + stroke + "\" stroke-width=\"" + Px(width) + "\"" +
-            (extra.empty() ? "" : " " + extra) + "/>\n";
-  }
-  void Rect(double x, double y, double w, double h, const char* fill, const std::string& extra = "") {
-    out_ += "<rect x=\"" + Px(x) + "\" y=\"" + Px(y) + "\" width=\"" + Px(w) + "\" height=\"" +
-            Px(h) + "\" fill=\"" + fill + "\"" + (extra.empty() ? "" : " " + extra) + "/>\n";
-  }
-
- private:
-  std::string out_;
-};
-
-// Title lines for a canvas `width` wide; returns the height they take.
-double TitleHeight(size_t lines) { return 18 + static_cast<double>(lines) * (kTitleSize + 5); }
-std::vector<std::string> TitleLines(const std::string& title, double width) {
-  const size_t max_chars = static_cast<size_t>(std::max(20.0, (width - 40) / (kTitleSize * 0.6)));
-  return Wrap(title, max_chars, 3);
-}
-void DrawTitle(Svg& svg, const std::vector<std::string>& lines, double width) {
-  double y = 12 + kTitleSize;
-  for (const std::string& line : lines) {
-    svg.Text(width / 2, y, line, kTitleSize, "middle", "font-weight=\"bold\" class=\"title\"");
-    y += kTitleSize + 5;
-  }
-}
-
-// A vertical legend at (x, y): one entry per name, `swatch` draws the key in a 16x12 box.
-struct LegendEntry {
-  std::string name;
-  std::string swatch;  // SVG fragment drawn at origin (0..16, 0..12)
-  std::string kind = "legend-entry";
-};
-double LegendWidth(const std::vector<LegendEntry>& entries) {
-  double w = 0;
-  for (const LegendEntry& e : entries)
-    w = std::max(w, TextWidth(Shorten(e.name, kLegendMaxChars), kLegendSize));
-  return entries.empty() ? 0 : 16 + 8 + w + 16;
-}
-double LegendHeight(const std::vector<LegendEntry>& entries) {
-  return static_cast<double>(entries.size()) * 20.0;
-}
-void DrawLegend(Svg& svg, const std::vector<LegendEntry>& entries, double x, double y) {
-  svg.Raw("<g class=\"legend\">\n");
-  for (size_t i = 0; i < entries.size(); ++i) {
-    const LegendEntry& e = entries[i];
-    const double top = y + static_cast<double>(i) * 20.0;
-    svg.Raw("<g class=\"" + e.kind + "\" data-series=\"" + Escape(e.name) +
-            "\" transform=\"translate(" + Px(x) + "," + Px(top) + ")\">\n");
-    svg.Raw("<title>" + Escape(e.name) + "</title>\n");
-    svg.Raw(e.swatch);
-    svg.Text(24, 10.5, Shorten(e.name, kLegendMaxChars), kLegendSize, "start");
-    svg.Raw("</g>\n");
-  }
-  svg.Raw("</g>\n");
-}
-
-// ---- Axes ---------------------------------------------------------------------------------------
-
-struct Tick {
-  double value = 0;
-  std::string label;
-};
-
-struct Axis {
-  bool log = false;  // log_base used when true
-  double base = 10;
-  double lo = 0, hi = 1;  // data range shown (positive when log)
-  std::vector<Tick> ticks;
-
-  double Fraction(double v) const {
-    if (log) return (std::log(v) - std::log(lo)) / (std::log(hi) - std::log(lo));
-    return (0.5 * v - 0.5 * lo) / (0.5 * hi - 0.5 * lo);  // halves: no overflow near DBL_MAX
-  }
-};
-
-// Steps of 1, 2 or 5 times a power of ten giving about `target` intervals.
-double NiceStep(double range, int target) {
-  const double raw = range / target;
-  const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
-  const double norm = raw / magnitude;
-  const double nice = norm < 1.5 ? 1 : norm < 3.5 ? 2 : norm < 7.5 ? 5 : 10;
-  return nice * magnitude;
-}
-
-std::string LinearLabel(double v, double step) {
-  if (std::fabs(v) < step * 1e-6) v = 0;
-  const int decimals = std::max(0, static_cast<int>(-std::floor(std::log10(step) + 1e-9)));
-  char buffer[48];
-  if (std::fabs(v) >= 1e6 && decimals == 0) {
-    std::snprintf(buffer, sizeof buffer, "%.3g", v);
-  } else {
-    std::snprintf(buffer, sizeof buffer, "%.*f", std::min(decimals, 6), v);
-  }
-  return buffer;
-}
-
-Axis LinearAxis(double lo, double hi, bool include_zero) {
-  Axis a;
-  if (include_zero) {
-    lo = std::min(lo, 0.0);
-    hi = std::max(hi, 0.0);
-  }
-  if (!(hi > lo)) {
-    const double pad = lo == 0 ? 1 : std::fabs(lo) * 0.1;
-    lo -= pad;
-    hi += pad;
-    if (include_zero && lo < 0 && hi - pad >= 0) lo = 0;
-  }
-  const double step = NiceStep(hi - lo, 5);
-  if (!std::isfinite(step) || step <= 0) {  // a range beyond double: just the ends
-    a.lo = lo;
-    a.hi = hi;
-    a.ticks = {{lo, Value(lo)}, {hi, Value(hi)}};
-    return a;
-  }
-  a.lo = std::floor(lo / step + 1e-9) * step;
-  a.hi = std::ceil(hi / step - 1e-9) * step;
-  for (int i = 0; i <= 100; ++i) {
-    const double v = a.lo + i * step;
-    if (v > a.hi + step * 1e-6) break;
-    a.ticks.push_back({v, LinearLabel(v, step)});
-  }
-  return a;
-}
-
-// Powers of two as counts: 8, 16, 512, 1K, 2K, 1M; fractions as decimals.
-std::string Log2Label(double v) {
-  if (v >= 1 && v < 9.2e18) return FormatCount(static_cast<int64_t>(std::llround(v)));
-  return Value(v);
-}
-
-Axis Log2Axis(double lo, double hi) {
-  Axis a;
-  a.log = true;
-  a.base = 2;
-  int e_lo = static_cast<int>(std::floor(std::log2(lo) + 1e-9));
-  int e_hi = static_cast<int>(std::ceil(std::log2(hi) - 1e-9));
-  if (e_hi == e_lo) {
-    --e_lo;
-    ++e_hi;
-  }
-  const int every = std::max(1, (e_hi - e_lo + 11) / 12);  // at most about 12 labels
-  a.lo = std::pow(2.0, e_lo);
-  a.hi = std::pow(2.0, e_hi);
-  for (int e = e_lo; e <= e_hi; ++e) {
-    if ((e - e_lo) % every != 0) continue;
-    a.ticks.push_back({std::pow(2.0, e), Log2Label(std::pow(2.0, e))});
-  }
-  return a;
-}
-
-std::string Log10Label(double v) {
-  const int e = static_cast<int>(std::floor(std::log10(v) + 1e-9));
-  char buffer[32];
-  if (e >= -3 && e <= 6) {
-    std::snprintf(buffer, sizeof buffer, "%.*f", std::max(0, -e), v);
-    return buffer;
-  }
-  const double mantissa = v / std::pow(10.0, e);
-  if (std::fabs(mantissa - 1) < 1e-9) {
-    std::snprintf(buffer, sizeof buffer, "1e%d", e);
-  } else {
-    std::snprintf(buffer, sizeof buffer, "%.0fe%d", mantissa, e);
-  }
-  return buffer;
-}
-
-// Decades; with less than two decades of data, also 2x and 5x so there are enough labels.
-Axis Log10Axis(double lo, double hi) {
-  Axis a;
-  a.log = true;
-  a.base = 10;
-  int e_lo = static_cast<int>(std::floor(std::log10(lo) + 1e-9));
-  int e_hi = static_cast<int>(std::ceil(std::log10(hi) - 1e-9));
-  if (e_hi == e_lo) ++e_hi;
-  const bool minor = e_hi - e_lo <= 2;
-  std::vector<double> values;
-  for (int e = e_lo; e <= e_hi; ++e) {
-    const double p = std::pow(10.0, e);
-    values.push_back(p);
-    if (minor && e < e_hi) {
-      values.push_back(2 * p);
-      values.push_back(5 * p);
-    }
-  }
-  // Trim to the data (keeping one tick beyond each end) so the plot is not mostly empty.
-  size_t first = 0, last = values.size() - 1;
-  while (first + 1 < values.size() && values[first + 1] <= lo * (1 + 1e-9)) ++first;
-  while (last > first + 1 && values[last - 1] >= hi * (1 - 1e-9)) --last;
-  a.lo = values[first];
-  a.hi = values[last];
-  for (size_t i = first; i <= last; ++i) {
-    // Decade labels say 1, 10, 100, ...; 2x and 5x labels only when few decades are shown.
-    a.ticks.push_back({values[i], Log10Label(values[i])});
-  }
-  return a;
-}
 
 bool Usable(double v, bool log) { return std::isfinite(v) && (!log || v > 0); }
 
 // ---- Line chart ---------------------------------------------------------------------------------
 
-// Marker shapes cycle with the palette's wraps: circle, square, triangle, diamond.
-std::string Marker(int index, double x, double y, const char* colour) {
-  const int shape = (index / kPaletteSize + index) % 4;
-  const std::string fill = "fill=\"" + std::string(colour) + "\" stroke=\"#ffffff\" stroke-width=\"1\"";
+// A closed polygon through `points` (offsets from (x, y), in units of `scale`).
+std::string Polygon(double x, double y, double scale,
+                    std::initializer_list<std::pair<double, double>> points,
+                    const std::string& style) {
+  std::string d;
+  for (const auto& [dx, dy] : points)
+    d += (d.empty() ? "M" : " L") + Px(x + dx * scale) + " " + Px(y + dy * scale);
+  return "<path d=\"" + d + " Z\" " + style + "/>";
+}
+
+// One marker shape per series (circle, square, triangle up, diamond, triangle down, cross, plus,
+// hexagon), shifted by one after each wrap of the palette so colour and shape pairs stay unique.
+// `scale` enlarges it (a marker under others at the same spot).
+std::string Marker(int index, double x, double y, const char* colour, double scale = 1.0) {
+  const int shape = (index / kPaletteSize + index) % 8;
+  const std::string style =
+      "fill=\"" + std::string(colour) + "\" stroke=\"#ffffff\" stroke-width=\"1\"";
   switch (shape) {
     case 1:
-      return "<rect x=\"" + Px(x - 4) + "\" y=\"" + Px(y - 4) + "\" width=\"8\" height=\"8\" " + fill + "/>";
+      return "<rect x=\"" + Px(x - 4 * scale) + "\" y=\"" + Px(y - 4 * scale) + "\" width=\"" +
+             Px(8 * scale) + "\" height=\"" + Px(8 * scale) + "\" " + style + "/>";
     case 2:
-      return "<path d=\"M" + Px(x) + " " + Px(y - 5) + " L" + Px(x + 5) + " " + Px(y + 4) + " L" +
-             Px(x - 5) + " " + Px(y + 4) + " Z\" " + fill + "/>";
+      return Polygon(x, y, scale, {{0, -5}, {5, 4}, {-5, 4}}, style);
     case 3:
-      return "<path d=\"M" + Px(x) + " " + Px(y - 5.5) + " L" + Px(x + 5) + " " + Px(y) + " L" +
-             Px(x) + " " + Px(y + 5.5) + " L" + Px(x - 5) + " " + Px(y) + " Z\" " + fill + "/>";
+      return Polygon(x, y, scale, {{0, -5.5}, {5, 0}, {0, 5.5}, {-5, 0}}, style);
+    case 4:
+      return Polygon(x, y, scale, {{0, 5}, {5, -4}, {-5, -4}}, style);
+    case 5:
+      return Polygon(x, y, scale,
+                     {{-4.5, -3},
+                      {-3, -4.5},
+                      {0, -1.5},
+                      {3, -4.5},
+                      {4.5, -3},
+                      {1.5, 0},
+                      {4.5, 3},
+                      {3, 4.5},
+                      {0, 1.5},
+                      {-3, 4.5},
+                      {-4.5, 3},
+                      {-1.5, 0}},
+                     style);
+    case 6:
+      return Polygon(x, y, scale,
+                     {{-1.8, -5},
+                      {1.8, -5},
+                      {1.8, -1.8},
+                      {5, -1.8},
+                      {5, 1.8},
+                      {1.8, 1.8},
+                      {1.8, 5},
+                      {-1.8, 5},
+                      {-1.8, 1.8},
+                      {-5, 1.8},
+                      {-5, -1.8},
+                      {-1.8, -1.8}},
+                     style);
+    case 7:
+      return Polygon(x, y, scale,
+                     {{0, -5}, {4.3, -2.5}, {4.3, 2.5}, {0, 5}, {-4.3, 2.5}, {-4.3, -2.5}}, style);
     default:
-      return "<circle cx=\"" + Px(x) + "\" cy=\"" + Px(y) + "\" r=\"4.5\" " + fill + "/>";
+      return "<circle cx=\"" + Px(x) + "\" cy=\"" + Px(y) + "\" r=\"" + Px(4.5 * scale) + "\" " +
+             style + "/>";
   }
 }
 
+// A dash pattern per series: five patterns (solid first) against eight colours, so no two of the
+// first 40 series look alike, and a dashed line drawn over another leaves gaps that show it.
 std::string DashOf(int index) {
-  switch ((index / kPaletteSize) % 3) {
-    case 1: return " stroke-dasharray=\"6 3\"";
+  switch (index % 5) {
+    case 1:
+      return " stroke-dasharray=\"8 4\"";
     case 2: return " stroke-dasharray=\"2 3\"";
+    case 3:
+      return " stroke-dasharray=\"10 3 2 3\"";
+    case 4:
+      return " stroke-dasharray=\"4 4\"";
     default: return "";
   }
 }
 
-// Draws the frame, gridlines, ticks and axis labels of a plot area.
-void DrawAxes(Svg& svg, const Axis& x_axis, const Axis& y_axis, double left, double top,
-              double width, double height, const std::string& x_label, const std::string& y_label,
-              double y_tick_width) {
-  svg.Raw("<g class=\"grid\">\n");
-  for (const Tick& t : x_axis.ticks) {
-    const double x = left + x_axis.Fraction(t.value) * width;
-    svg.Line(x, top, x, top + height, kGrid, 1);
-  }
-  for (const Tick& t : y_axis.ticks) {
-    const double y = top + height - y_axis.Fraction(t.value) * height;
-    svg.Line(left, y, left + width, y, kGrid, 1);
-  }
-  svg.Raw("</g>\n<g class=\"axes\">\n");
-  svg.Raw("<rect x=\"" + Px(left) + "\" y=\"" + Px(top) + "\" width=\"" + Px(width) +
-          "\" height=\"" + Px(height) + "\" fill=\"none\" stroke=\"" + kAxis + "\" stroke-width=\"1\"/>\n");
-  for (const Tick& t : x_axis.ticks) {
-    const double x = left + x_axis.Fraction(t.value) * width;
-    svg.Line(x, top + height, x, top + height + 5, kAxis, 1);
-    svg.Text(x, top + height + 8 + kTickSize, t.label, kTickSize, "middle", "class=\"x-tick\"");
-  }
-  for (const Tick& t : y_axis.ticks) {
-    const double y = top + height - y_axis.Fraction(t.value) * height;
-    svg.Line(left - 5, y, left, y, kAxis, 1);
-    svg.Text(left - 8, y + kTickSize * 0.35, t.label, kTickSize, "end", "class=\"y-tick\"");
-  }
-  svg.Text(left + width / 2, top + height + 22 + kTickSize + kLabelSize, x_label, kLabelSize,
-           "middle", "class=\"x-label\"");
-  const double label_x = left - 8 - y_tick_width - 10;
-  const double label_y = top + height / 2;
-  svg.Text(label_x, label_y, y_label, kLabelSize, "middle",
-           "class=\"y-label\" transform=\"rotate(-90 " + Px(label_x) + " " + Px(label_y) + ")\"");
-  svg.Raw("</g>\n");
+// Text in a series' colour, darkened where the colour is too light to read on white (yellow).
+std::string TextColour(int index) {
+  const char* hex = Colour(index);
+  auto channel = [hex](int at) { return std::stoi(std::string(hex + at, 2), nullptr, 16); };
+  const double r = channel(1), g = channel(3), b = channel(5);
+  if (0.2126 * r + 0.7152 * g + 0.0722 * b < 180) return hex;
+  char buffer[8];
+  std::snprintf(buffer, sizeof buffer, "#%02X%02X%02X", static_cast<int>(r * 0.6),
+                static_cast<int>(g * 0.6), static_cast<int>(b * 0.6));
+  return buffer;
 }
 
-double MaxTickWidth(const Axis& axis) {
-  double w = 0;
-  for (const Tick& t : axis.ticks) w = std::max(w, TextWidth(t.label, kTickSize));
-  return w;
+// ---- End labels ---------------------------------------------------------------------------------
+
+constexpr double kEndLabelSize = 11.5;
+constexpr size_t kEndLabelMaxChars = 28;  // per series name
+
+std::string EndLabelText(const LineChart& chart, const EndLabel& label) {
+  std::string text;
+  for (int s : label.series) {
+    text += (text.empty() ? "" : ", ") +
+            Shorten(chart.series[static_cast<size_t>(s)].name, kEndLabelMaxChars);
+  }
+  return text;
+}
+
+// The names of the lines that end on one spot, each in its line's colour: in the right margin for
+// lines that reach the plot's right edge (with a leader when the label had to move), else just
+// above the end.
+void DrawEndLabels(Svg& svg, const LineChart& chart, const std::vector<EndLabel>& labels,
+                   double left, double top, double plot_w) {
+  svg.Raw("<g class=\"end-labels\">\n");
+  for (const EndLabel& l : labels) {
+    const double width = TextWidth(EndLabelText(chart, l), kEndLabelSize);
+    double x = l.in_margin ? left + plot_w + 10 : left + l.end.x + 6;
+    const char* anchor = "start";
+    if (!l.in_margin &&
+        l.end.x + 6 + width > plot_w) {  // would cross the right edge: end at the point
+      x = left + l.end.x - 6;
+      anchor = "end";
+    }
+    const double y = top + l.baseline_y;
+    if (l.moved) {
+      svg.Line(left + plot_w + 1, top + l.end.y, x - 2, y - kEndLabelSize * 0.35, kAxis, 0.6);
+    }
+    std::string names, spans;
+    for (int s : l.series) {
+      const std::string name =
+          Shorten(chart.series[static_cast<size_t>(s)].name, kEndLabelMaxChars);
+      names += (names.empty() ? "" : ", ") + chart.series[static_cast<size_t>(s)].name;
+      spans += std::string(
+                   spans.empty() ? "" : "<tspan fill=\"" + std::string(kText) + "\">, </tspan>") +
+               "<tspan fill=\"" + TextColour(s) + "\">" + Escape(name) + "</tspan>";
+    }
+    // A white halo (painted under the text) keeps the label readable over lines and markers.
+    svg.Raw(
+        "<text class=\"end-label\" data-series=\"" + Escape(names) + "\" x=\"" + Px(x) + "\" y=\"" +
+        Px(y) + "\" font-size=\"" + Px(kEndLabelSize) + "\" text-anchor=\"" + anchor +
+        "\" xml:space=\"preserve\" stroke=\"#ffffff\" stroke-width=\"3\" stroke-linejoin=\"round\" "
+        "paint-order=\"stroke\">" +
+        spans + "</text>\n");
+  }
+  svg.Raw("</g>\n");
 }
 
 }  // namespace
@@ -524,10 +223,27 @@ std::string RenderLineChart(const LineChart& chart) {
   }
 
   const double plot_w = 560, plot_h = 340;
+  // Points in pixels of the plot area, for overlaps and end labels.
+  std::vector<std::vector<PlotPoint>> pixels(points.size());
+  for (size_t s = 0; s < points.size(); ++s) {
+    for (const auto& [x, y] : points[s]) {
+      pixels[s].push_back({x_axis.Fraction(x) * plot_w, plot_h - y_axis.Fraction(y) * plot_h});
+    }
+  }
+  const std::vector<std::vector<std::vector<int>>> same_spot = SeriesOnSameSpot(pixels);
+  const std::vector<EndLabel> end_labels =
+      PlaceEndLabels(pixels, plot_w, plot_h, kEndLabelSize + 3);
+  double margin_labels_w = 0;
+  for (const EndLabel& l : end_labels) {
+    if (l.in_margin)
+      margin_labels_w = std::max(margin_labels_w, TextWidth(EndLabelText(chart, l), kEndLabelSize));
+  }
+  const double legend_gap = margin_labels_w > 0 ? 10 + margin_labels_w + 20 : 30;
+
   const double y_tick_w = MaxTickWidth(y_axis);
   const double left = 20 + kLabelSize + 10 + y_tick_w + 8;
   const double legend_w = LegendWidth(legend);
-  double width = left + plot_w + 30 + legend_w + 10;
+  double width = left + plot_w + legend_gap + legend_w + 10;
   const double x_label_w = TextWidth(chart.x_label, kLabelSize);
   width = std::max(width, left + x_label_w + 20);
   const std::vector<std::string> title = TitleLines(chart.title, width);
@@ -539,7 +255,6 @@ std::string RenderLineChart(const LineChart& chart) {
   DrawTitle(svg, title, width);
   DrawAxes(svg, x_axis, y_axis, left, top, plot_w, plot_h, chart.x_label, chart.y_label, y_tick_w);
 
-  const std::string unit_x = UnitOf(chart.x_label), unit_y = UnitOf(chart.y_label);
   svg.Raw("<g class=\"data\">\n");
   for (size_t s = 0; s < chart.series.size(); ++s) {
     const int i = static_cast<int>(s);
@@ -547,32 +262,45 @@ std::string RenderLineChart(const LineChart& chart) {
     const std::string name = Escape(chart.series[s].name);
     svg.Raw("<g class=\"series\" data-series=\"" + name + "\">\n");
     std::string coords;
-    for (const auto& [x, y] : points[s]) {
+    for (const PlotPoint& p : pixels[s]) {
       if (!coords.empty()) coords += ' ';
-      coords += Px(left + x_axis.Fraction(x) * plot_w) + "," +
-                Px(top + plot_h - y_axis.Fraction(y) * plot_h);
+      coords += Px(left + p.x) + "," + Px(top + p.y);
     }
     if (points[s].size() > 1) {
       svg.Raw("<polyline fill=\"none\" stroke=\"" + std::string(colour) +
               "\" stroke-width=\"2.2\" stroke-opacity=\"0.9\" stroke-linejoin=\"round\"" + DashOf(i) + " points=\"" +
               coords + "\"/>\n");
     }
-    for (const auto& [x, y] : points[s]) {
-      const double px = left + x_axis.Fraction(x) * plot_w;
-      const double py = top + plot_h - y_axis.Fraction(y) * plot_h;
-      svg.Raw("<g class=\"point\">" + Marker(i, px, py, colour) + "<title>" + name + ": " +
-              Escape(Value(x) + (unit_x.empty() ? "" : " " + unit_x) + ", " + Value(y) +
-                     (unit_y.empty() ? "" : " " + unit_y)) +
-              "</title></g>\n");
+    for (size_t p = 0; p < points[s].size(); ++p) {
+      const auto& [x, y] = points[s][p];
+      // A marker that later series cover on the same spot is drawn larger, so it shows as a ring
+      // around theirs (up to 3 rings; the tooltip names every series there).
+      const std::vector<int>& others = same_spot[s][p];
+      const auto covering = std::min<std::ptrdiff_t>(
+          3, std::count_if(others.begin(), others.end(), [i](int t) { return t > i; }));
+      std::string tip = chart.series[s].name + ": " + ValueWithUnit(x, chart.x_label) + ", " +
+                        ValueWithUnit(y, chart.y_label);
+      if (!others.empty()) {
+        tip += " (same spot:";
+        for (size_t k = 0; k < others.size(); ++k) {
+          tip += (k == 0 ? " " : ", ") + chart.series[static_cast<size_t>(others[k])].name;
+        }
+        tip += ")";
+      }
+      svg.Raw("<g class=\"point\">" +
+              Marker(i, left + pixels[s][p].x, top + pixels[s][p].y, colour,
+                     1.0 + 0.4 * static_cast<double>(covering)) +
+              "<title>" + Escape(tip) + "</title></g>\n");
     }
     svg.Raw("</g>\n");
   }
   svg.Raw("</g>\n");
+  DrawEndLabels(svg, chart, end_labels, left, top, plot_w);
   if (empty) {
     svg.Text(left + plot_w / 2, top + plot_h / 2, "no data", 16, "middle",
              "class=\"no-data\" fill=\"#888888\"");
   }
-  DrawLegend(svg, legend, left + plot_w + 30, top);
+  DrawLegend(svg, legend, left + plot_w + legend_gap, top);
   return svg.End();
 }
 
@@ -588,11 +316,22 @@ std::string RenderCategoryMap(const CategoryMap& map) {
     if (r >= map.notes.size() || c >= map.notes[r].size()) return "";
     return Shorten(map.notes[r][c], 12);
   };
-  bool any_none = false;
+  // The tied categories of a drawn cell that are known categories.
+  auto ties_of = [&map, &cell_of](size_t r, size_t c) {
+    std::vector<TiedCategory> out;
+    if (cell_of(r, c) < 0 || r >= map.ties.size() || c >= map.ties[r].size()) return out;
+    for (const TiedCategory& t : map.ties[r][c]) {
+      if (t.category >= 0 && static_cast<size_t>(t.category) < map.categories.size())
+        out.push_back(t);
+    }
+    return out;
+  };
+  bool any_none = false, any_tie = false;
   double note_w = 0;
   for (size_t r = 0; r < rows; ++r) {
     for (size_t c = 0; c < cols; ++c) {
       any_none = any_none || cell_of(r, c) < 0;
+      any_tie = any_tie || !ties_of(r, c).empty();
       note_w = std::max(note_w, TextWidth(note_of(r, c), 11));
     }
   }
@@ -606,6 +345,15 @@ std::string RenderCategoryMap(const CategoryMap& map) {
   for (size_t k = 0; k < map.categories.size(); ++k) {
     legend.push_back({map.categories[k], "<rect x=\"0\" y=\"0\" width=\"16\" height=\"12\" fill=\"" +
                                              std::string(Colour(static_cast<int>(k))) + "\"/>\n"});
+  }
+  if (any_tie) {
+    legend.push_back({map.tie_legend.empty() ? "band: ties" : map.tie_legend,
+                      "<rect x=\"0\" y=\"0\" width=\"16\" height=\"12\" fill=\"#cccccc\"/>"
+                      "<rect x=\"0\" y=\"7\" width=\"8\" height=\"5\" fill=\"#555555\" "
+                      "stroke=\"#ffffff\" stroke-width=\"0.5\"/>"
+                      "<rect x=\"8\" y=\"7\" width=\"8\" height=\"5\" fill=\"#999999\" "
+                      "stroke=\"#ffffff\" stroke-width=\"0.5\"/>\n",
+                      "legend-tie"});
   }
   if (any_none) {
     legend.push_back({"no valid plan", "<rect x=\"0\" y=\"0\" width=\"16\" height=\"12\" fill=\"" +
@@ -636,16 +384,43 @@ std::string RenderCategoryMap(const CategoryMap& map) {
       const std::string name = k >= 0 ? map.categories[static_cast<size_t>(k)] : "none";
       const char* fill = k >= 0 ? Colour(k) : kNone;
       const std::string note = note_of(r, c);
+      const std::vector<TiedCategory> ties = ties_of(r, c);
       std::string tip = map.y_label + " " + map.y_ticks[r] + ", " + map.x_label + " " + map.x_ticks[c] +
                         ": " + (k >= 0 ? name : "no valid plan");
       if (r < map.notes.size() && c < map.notes[r].size() && !map.notes[r][c].empty())
         tip += " (" + map.notes[r][c] + ")";
+      std::string tied_names;
+      for (size_t t = 0; t < ties.size(); ++t) {
+        const std::string& tied = map.categories[static_cast<size_t>(ties[t].category)];
+        tip += (t == 0 ? "; " + (map.tie_label.empty() ? std::string("tied") : map.tie_label) + ": "
+                       : ", ") +
+               tied;
+        if (!ties[t].note.empty()) tip += " (" + ties[t].note + ")";
+        tied_names += (t == 0 ? "" : ",") + tied;
+      }
       svg.Raw("<g class=\"" + std::string(k >= 0 ? "cell" : "cell-none") + "\" data-series=\"" +
-              Escape(name) + "\">\n<title>" + Escape(tip) + "</title>\n");
+              Escape(name) + "\"" +
+              (ties.empty() ? "" : " data-tied=\"" + Escape(tied_names) + "\"") + ">\n<title>" +
+              Escape(tip) + "</title>\n");
       svg.Rect(x + 1, y + 1, cell_w - 2, cell_h - 2, fill);
+      // A tied cell: its note moves up over a band of stripes, one per tied category.
+      const double band_h = ties.empty() ? 0 : 8;
       if (!note.empty()) {
-        svg.Text(x + cell_w / 2, y + cell_h / 2 + 4, note, 11, "middle",
+        svg.Text(x + cell_w / 2, y + (cell_h - band_h) / 2 + 4, note, 11, "middle",
                  std::string("fill=\"") + (k >= 0 ? TextOn(fill) : "#666666") + "\"");
+      }
+      if (!ties.empty()) {
+        svg.Raw("<g class=\"tie-band\">\n");
+        const double stripe_w = (cell_w - 2) / static_cast<double>(ties.size());
+        for (size_t t = 0; t < ties.size(); ++t) {
+          const int tied = ties[t].category;
+          svg.Rect(x + 1 + stripe_w * static_cast<double>(t), y + cell_h - 1 - band_h, stripe_w,
+                   band_h, Colour(tied),
+                   "class=\"tie-stripe\" data-series=\"" +
+                       Escape(map.categories[static_cast<size_t>(tied)]) +
+                       "\" stroke=\"#ffffff\" stroke-width=\"0.8\"");
+        }
+        svg.Raw("</g>\n");
       }
       svg.Raw("</g>\n");
     }

@@ -13,7 +13,11 @@ struct Series {
   std::vector<std::pair<double, double>> points;   // (x, y), any order; sorted by x when drawn
 };
 
-// Lines with markers, one per series, optional log2 x axis and log10 y axis.
+// Lines with markers, one per series, optional log2 x axis and log10 y axis. Series that overlap
+// stay visible: each has its own colour, marker shape and dash pattern; a marker that later series
+// cover at the same spot is drawn larger, so stacked points show as rings, and its tooltip names
+// the series there; each line ends in a direct label, one shared label for lines that end at the
+// same spot ("loongtrain, mesh, ring").
 struct LineChart {
   std::string title;
   std::string x_label;  // with unit, e.g. "GPUs"
@@ -24,6 +28,12 @@ struct LineChart {
 };
 std::string RenderLineChart(const LineChart& chart);
 
+// A category that ties with a cell's own (no clear winner), with its short note (e.g. its time).
+struct TiedCategory {
+  int category = 0;  // index into CategoryMap::categories
+  std::string note;
+};
+
 // A grid of categories, e.g. the best scheme for each (GPU count, sequence length).
 struct CategoryMap {
   std::string title;
@@ -32,6 +42,13 @@ struct CategoryMap {
   std::vector<std::string> categories;         // legend, one colour each
   std::vector<std::vector<int>> cells;         // [row][column]: index into categories, -1 = none
   std::vector<std::vector<std::string>> notes; // optional short text per cell (may be empty)
+  // Optional, [row][column]: the other categories that tie with the cell's. A tied cell has a
+  // band along its bottom, one stripe per tied category in its colour; its tooltip lists them
+  // after `tie_label` ("ring (45.6 ms); within 0.5%: mesh (45.7 ms)"), and the legend explains
+  // the band with `tie_legend`.
+  std::vector<std::vector<std::vector<TiedCategory>>> ties;
+  std::string tie_label;   // e.g. "within 0.5%"
+  std::string tie_legend;  // e.g. "band: other schemes within 0.5%"
 };
 std::string RenderCategoryMap(const CategoryMap& map);
 

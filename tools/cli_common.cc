@@ -7,6 +7,7 @@
 #include <sstream>
 #include <utility>
 
+#include "core/topology_catalog.h"
 #include "core/topology_toml.h"
 #include "core/units.h"
 
@@ -70,16 +71,26 @@ Result<Workload> WorkloadFlags::Build() const {
 }
 
 void TopologyFlag::Register(CLI::App& app) {
-  app.add_option("--topology,-t", path, "Cluster TOML file (default: built-in 32 x 8 H100, topologies/dgx-h100-32node.toml)");
+  app.add_option("--topology,-t", path,
+                 "Cluster: a TOML file, or the name of a shipped one (meshplan topo list) "
+                 "(default: built-in 32 x 8 H100, dgx-h100-32node)");
 }
 
 Result<Topology> TopologyFlag::Load() const {
   if (path.empty()) return DefaultTopology();
-  return LoadTopologyFile(path);
+  return LoadTopologyFlag(path);
+}
+
+Result<Topology> LoadTopologyFlag(const std::string& name_or_path) {
+  auto topology = LoadTopology(name_or_path);
+  if (!topology.ok() && IsTopologyName(name_or_path)) {
+    return topology.status().WithContext("--topology");
+  }
+  return topology;
 }
 
 Result<Topology> PlanTopology(const std::string& plan_file, const std::string& topology_flag, const Plan& plan) {
-  if (!topology_flag.empty()) return LoadTopologyFile(topology_flag);
+  if (!topology_flag.empty()) return LoadTopologyFlag(topology_flag);
   if (plan.topology_source == "built-in") return DefaultTopology();
   std::error_code error;
   if (!plan.topology_source.empty() && std::filesystem::is_regular_file(plan.topology_source, error)) {

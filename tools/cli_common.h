@@ -43,12 +43,16 @@ struct WorkloadFlags {
   Result<Workload> Build() const;
 };
 
-// --topology FILE (default: the built-in 32 x 8 H100 cluster).
+// --topology FILE|NAME (default: the built-in 32 x 8 H100 cluster).
 struct TopologyFlag {
-  std::string path;
+  std::string path;  // a file, or a shipped cluster's name
   void Register(CLI::App& app);
   Result<Topology> Load() const;
 };
+
+// A --topology value: a file, or a shipped cluster's name (core/topology_catalog.h); an error about
+// a name names the flag.
+Result<Topology> LoadTopologyFlag(const std::string& name_or_path);
 
 // The topology a plan file runs on: `topology_flag` when given, else the plan's own source when
 // it is the built-in cluster or a file that exists here; otherwise an error asking for

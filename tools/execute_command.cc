@@ -160,7 +160,8 @@ Runner RegisterExecuteCommand(CLI::App& app) {
                   "dv.npy; written "
                   "only after a successful run (and check)");
   cmd->add_option("--topology,-t", flags->topology,
-                  "Cluster TOML file for the prediction (default: the plan's own topology)");
+                  "Cluster TOML file or shipped cluster name for the prediction (default: the "
+                  "plan's own topology)");
   cmd->add_option("--timeout-s", flags->timeout_s,
                   "A receive waiting longer than this fails the run (seconds)")
       ->capture_default_str();

@@ -88,9 +88,9 @@ Runner RegisterSimulateCommand(CLI::App& app) {
   CLI::App* cmd =
       app.add_subcommand("simulate", "Replay a plan file in the simulator and report its timeline");
   cmd->add_option("plan", flags->plan, "Plan file (TOML, from meshplan plan --out)")->required();
-  cmd->add_option(
-      "--topology,-t", flags->topology,
-      "Cluster TOML file (default: the plan's own topology, when built-in or an existing file)");
+  cmd->add_option("--topology,-t", flags->topology,
+                  "Cluster TOML file or shipped cluster name (default: the plan's own topology, "
+                  "when built-in or an existing file)");
   cmd->add_option("--trace", flags->trace,
                   "Write a Chrome trace (JSON; opens in Perfetto) to this file");
   cmd->add_option("--timeline", flags->timeline,

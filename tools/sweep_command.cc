@@ -120,7 +120,8 @@ Runner RegisterSweepCommand(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "sweep", "Plan every point of a grid of GPU counts, sequence lengths, topologies and schemes (CSV/JSON)");
   cmd->add_option("--topology,-t", flags->topologies,
-                  "Cluster TOML file(s): repeat the flag or give a comma list (default: built-in 32 x 8 H100)")
+                  "Cluster TOML file(s) or shipped cluster name(s): repeat the flag or give a "
+                  "comma list (default: built-in 32 x 8 H100)")
       ->delimiter(',');
   cmd->add_option("--gpus", flags->gpus,
                   "GPU counts: list and ranges, e.g. 8,16,32 or 8..1024 (doubling) or 8..64:+8 (default: each "

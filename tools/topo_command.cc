@@ -1,9 +1,12 @@
-// `meshplan topo show|validate FILE`: inspect and check cluster files.
+// `meshplan topo list|show|validate`: the shipped clusters, and inspecting and checking cluster
+// files.
 #include <cstdio>
 #include <memory>
 
+#include "core/topology_catalog.h"
 #include "core/topology_toml.h"
 #include "core/units.h"
+#include "report/topology_list.h"
 #include "tools/cli_common.h"
 #include "tools/commands.h"
 
@@ -61,25 +64,39 @@ std::string Describe(const Topology& t) {
 }  // namespace
 
 Runner RegisterTopoCommand(CLI::App& app) {
-  CLI::App* topo = app.add_subcommand("topo", "Inspect or check cluster topology files");
+  CLI::App* topo =
+      app.add_subcommand("topo", "List shipped clusters, inspect or check cluster topology files");
   topo->require_subcommand(1);
   auto show_file = std::make_shared<std::string>();
   auto show_format = std::make_shared<std::string>("text");
   auto validate_file = std::make_shared<std::string>();
-  CLI::App* show = topo->add_subcommand("show", "Print a topology (FILE, or the built-in default)");
-  show->add_option("file", *show_file, "Topology TOML file (default: built-in)");
+  CLI::App* list = topo->add_subcommand("list", "List the shipped clusters (use one with -t NAME)");
+  CLI::App* show = topo->add_subcommand(
+      "show", "Print a topology (FILE or shipped NAME, or the built-in default)");
+  show->add_option("file", *show_file,
+                   "Topology TOML file or shipped cluster name (default: built-in)");
   show->add_option("--format", *show_format, "text or toml")->capture_default_str();
-  CLI::App* validate = topo->add_subcommand("validate", "Check a topology file; exit 2 with the reason if it is bad");
-  validate->add_option("file", *validate_file, "Topology TOML file")->required();
-  return [show, validate, show_file, show_format, validate_file]() -> int {
+  CLI::App* validate = topo->add_subcommand(
+      "validate", "Check a topology file (or shipped NAME); exit 2 with the reason if it is bad");
+  validate->add_option("file", *validate_file, "Topology TOML file or shipped cluster name")
+      ->required();
+  return [list, show, show_file, show_format, validate_file]() -> int {
+    if (*list) {
+      auto dir = ShippedTopologyDir(ProgramTopologySearch());
+      if (!dir.ok()) return ReportError(dir.status());
+      auto clusters = LoadTopologiesIn(*dir);
+      if (!clusters.ok()) return ReportError(clusters.status());
+      std::fputs(report::TopologyListText(*dir, *clusters).c_str(), stdout);
+      return kExitOk;
+    }
     if (*show) {
       if (Status st = CheckFormat(*show_format, {"text", "toml"}); !st.ok()) return ReportError(st);
-      auto t = show_file->empty() ? Result<Topology>(DefaultTopology()) : LoadTopologyFile(*show_file);
+      auto t = show_file->empty() ? Result<Topology>(DefaultTopology()) : LoadTopology(*show_file);
       if (!t.ok()) return ReportError(t.status());
       std::fputs((*show_format == "toml" ? TopologyToToml(*t) : Describe(*t)).c_str(), stdout);
       return kExitOk;
     }
-    auto t = LoadTopologyFile(*validate_file);
+    auto t = LoadTopology(*validate_file);
     if (!t.ok()) return ReportError(t.status());
     std::printf("%s: ok (%lld GPUs, %d levels)\n", validate_file->c_str(), static_cast<long long>(t->num_gpus()),
                 t->num_levels());

@@ -43,6 +43,19 @@ class SweepFileTest : public ::testing::Test {
   std::filesystem::path dir_;
 };
 
+TEST_F(SweepFileTest, ShippedClusterNamesStayNamesUnlessAFileOfThatNameIsBeside) {
+  // "dgx-h100-4node" has no '/' and no .toml: a shipped cluster's name, kept as it is. "mine" is a
+  // name too, but a file "mine" lies beside the sweep file, so it is that file.
+  std::ofstream(dir_ / "sub" / "mine") << "not read here\n";
+  const std::string path =
+      Write("sub/names.toml", R"(topologies = ["dgx-h100-4node", "mine", "x.toml"])");
+  auto settings = ReadSweepFile(path);
+  ASSERT_TRUE(settings.ok()) << settings.status().message();
+  EXPECT_EQ(*settings->topology_files,
+            (std::vector<std::string>{"dgx-h100-4node", (dir_ / "sub" / "mine").string(),
+                                      (dir_ / "sub" / "x.toml").string()}));
+}
+
 TEST_F(SweepFileTest, ReadsEveryKey) {
   const std::string path = Write("sub/sweep.toml", R"(
 topologies = ["four.toml", "/abs/two.toml"]

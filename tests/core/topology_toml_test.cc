@@ -63,6 +63,7 @@ TEST(ShippedTopologiesTest, GpuCountsByHand) {
   };
   for (const Expect& e :
        {Expect{"dgx-h100-1node.toml", 8}, Expect{"dgx-h100-4node.toml", 32},
+        Expect{"dgx-h100-4gpu.toml", 4},
         Expect{"dgx-h100-32node.toml", 256}, Expect{"dgx-h100-128node.toml", 1024},
         Expect{"dgx-a100-16node.toml", 128}, Expect{"hgx-h200-32gpu.toml", 32},
         Expect{"gb200-nvl72-4rack.toml", 288}, Expect{"h100-64node-1gpu.toml", 64},

@@ -160,6 +160,45 @@ TEST(Charts, BestSchemeMapPicksTheFastestValidFittingScheme) {
   EXPECT_EQ(BestSchemeMap(reversed).cells, want);
 }
 
+TEST(Charts, BestSchemeMapMarksSchemesWithinHalfAPercentAsTies) {
+  const Scheme R = Scheme::kRing, U = Scheme::kUlysses, M = Scheme::kMesh;
+  const std::vector<SweepRow> rows = {
+      // 8 GPUs, 64K: ring and ulysses exactly equal (ring, the earlier scheme, is drawn), mesh
+      // 0.4% slower (100.4 ms <= 100 x 1.005 = 100.5 ms): both are ties, fastest first.
+      Row(R, 8, k64K, 0.1000),
+      Row(U, 8, k64K, 0.1000),
+      Row(M, 8, k64K, 0.1004),
+      // 16 GPUs, 64K: mesh best, ring 0.6% slower (100.6 ms > 100.5 ms): no tie; ulysses 0.2%
+      // slower but does not fit, so it is no candidate.
+      Row(R, 16, k64K, 0.1006),
+      Row(U, 16, k64K, 0.1002, true, false),
+      Row(M, 16, k64K, 0.1000),
+  };
+  const plot::CategoryMap m = BestSchemeMap(rows);
+  const int ring = 0, ulysses = 1, mesh = 2;
+  EXPECT_EQ(m.cells, (std::vector<std::vector<int>>{{ring, mesh}}));
+  ASSERT_EQ(m.ties.size(), 1u);
+  ASSERT_EQ(m.ties[0].size(), 2u);
+  ASSERT_EQ(m.ties[0][0].size(), 2u);
+  EXPECT_EQ(m.ties[0][0][0].category, ulysses);
+  EXPECT_EQ(m.ties[0][0][0].note, FormatSeconds(0.1000));
+  EXPECT_EQ(m.ties[0][0][1].category, mesh);
+  EXPECT_EQ(m.ties[0][0][1].note, FormatSeconds(0.1004));
+  EXPECT_TRUE(m.ties[0][1].empty());
+  // The tolerance is stated where the chart shows it.
+  EXPECT_EQ(m.tie_label, "within 0.5%");
+  EXPECT_NE(m.tie_legend.find("0.5%"), std::string::npos) << m.tie_legend;
+  // Row order does not change the winner of an exact tie.
+  std::vector<SweepRow> reversed = rows;
+  std::reverse(reversed.begin(), reversed.end());
+  EXPECT_EQ(BestSchemeMap(reversed).cells, m.cells);
+  // The rendered map carries the ties in the cell's tooltip.
+  const std::string svg = plot::RenderCategoryMap(m);
+  EXPECT_NE(svg.find("ring (" + FormatSeconds(0.1) + "); within 0.5%: ulysses (" +
+                     FormatSeconds(0.1) + "), mesh (" + FormatSeconds(0.1004) + ")"),
+            std::string::npos);
+}
+
 // ---- The timeline of a replayed 4-GPU ring -------------------------------------------------------
 
 struct Replay {

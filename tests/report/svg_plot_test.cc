@@ -449,6 +449,72 @@ TEST(LineChart, SinglePointAndLongLabels) {
   EXPECT_GE(WithClass(*root, "x-tick").size(), 2u);
 }
 
+TEST(LineChart, OverlappingSeriesStayVisible) {
+  // ring and loongtrain share every point (equal times); mesh shares only the first one and ends
+  // elsewhere; usp has a single point of its own.
+  LineChart chart;
+  chart.title = "Time per step";
+  chart.x_label = "GPUs (count)";
+  chart.y_label = "time per step (ms)";
+  chart.log_x = true;
+  chart.log_y = true;
+  chart.series = {{"ring", {{8, 100}, {16, 50}, {32, 25}}},
+                  {"loongtrain", {{8, 100}, {16, 50}, {32, 25}}},
+                  {"mesh", {{8, 100}, {16, 60}, {32, 40}}},
+                  {"usp", {{8, 400}}}};
+  auto root = ParseSvg(RenderLineChart(chart));
+  ASSERT_NE(root, nullptr);
+  const auto series = WithClass(*root, "series");
+  ASSERT_EQ(series.size(), 4u);
+  // Every series has its own dash pattern (ring solid, the next three dashed differently).
+  std::vector<std::string> dashes;
+  for (const Element* s : series) {
+    const auto lines = Named(*s, "polyline");
+    dashes.push_back(lines.empty() ? "none" : lines[0]->Attr("stroke-dasharray"));
+  }
+  EXPECT_EQ(dashes[0], "");
+  EXPECT_NE(dashes[1], dashes[2]);
+  EXPECT_NE(dashes[1], "");
+  EXPECT_EQ(dashes[3], "none");  // one point: no line
+  // ring's markers (circles, drawn first) are covered by loongtrain's everywhere and by mesh's at
+  // 8 GPUs: radius 4.5 x (1 + 0.4 x covering series) = 8.1 at 8 GPUs, 6.3 at 16 and 32.
+  const auto ring_circles = Named(*series[0], "circle");
+  ASSERT_EQ(ring_circles.size(), 3u);
+  EXPECT_EQ(ring_circles[0]->Attr("r"), "8.1");
+  EXPECT_EQ(ring_circles[1]->Attr("r"), "6.3");
+  EXPECT_EQ(ring_circles[2]->Attr("r"), "6.3");
+  // At most 3 rings: a marker under 5 others is drawn as under 3 (4.5 x 2.2 = 9.9).
+  LineChart stack;
+  stack.title = "stack";
+  stack.x_label = "x";
+  stack.y_label = "y";
+  for (const char* name : {"a", "b", "c", "d", "e", "f"}) stack.series.push_back({name, {{1, 1}}});
+  auto stacked = ParseSvg(RenderLineChart(stack));
+  ASSERT_NE(stacked, nullptr);
+  EXPECT_EQ(Named(*WithClass(*stacked, "series")[0], "circle")[0]->Attr("r"), "9.9");
+  // Tooltips name the series on the same spot.
+  const auto ring_points = WithClass(*series[0], "point");
+  EXPECT_EQ(Named(*ring_points[0], "title")[0]->AllText(),
+            "ring: 8 GPUs, 100 ms (same spot: loongtrain, mesh)");
+  EXPECT_EQ(Named(*ring_points[2], "title")[0]->AllText(),
+            "ring: 32 GPUs, 25 ms (same spot: loongtrain)");
+  const auto usp_points = WithClass(*series[3], "point");
+  EXPECT_EQ(Named(*usp_points[0], "title")[0]->AllText(), "usp: 8 GPUs, 400 ms");
+  // Direct labels: ring and loongtrain end together (one label), mesh and usp alone.
+  const auto labels = WithClass(*root, "end-label");
+  EXPECT_EQ(Texts(labels), (std::vector<std::string>{"ring, loongtrain", "mesh", "usp"}));
+  EXPECT_EQ(DataSeries(labels), (std::vector<std::string>{"ring, loongtrain", "mesh", "usp"}));
+  // The two lines that reach the right edge are labelled in the margin, right of the plot frame,
+  // the lower line (ring's 25 ms) below mesh's 40 ms; usp's label sits inside the plot.
+  const auto frame = Named(*WithClass(*root, "axes")[0], "rect")[0];
+  const double right =
+      std::atof(frame->Attr("x").c_str()) + std::atof(frame->Attr("width").c_str());
+  EXPECT_GT(std::atof(labels[0]->Attr("x").c_str()), right);
+  EXPECT_GT(std::atof(labels[1]->Attr("x").c_str()), right);
+  EXPECT_LT(std::atof(labels[2]->Attr("x").c_str()), right);
+  EXPECT_GT(std::atof(labels[0]->Attr("y").c_str()), std::atof(labels[1]->Attr("y").c_str()));
+}
+
 // ---- Category map -------------------------------------------------------------------------------
 
 TEST(CategoryMap, CellsLegendLabelsAndNotes) {
@@ -483,6 +549,54 @@ TEST(CategoryMap, CellsLegendLabelsAndNotes) {
   // Same colour for the same category.
   EXPECT_EQ(Named(*cells[1], "rect")[0]->Attr("fill"), Named(*cells[2], "rect")[0]->Attr("fill"));
   EXPECT_NE(Named(*cells[0], "rect")[0]->Attr("fill"), Named(*cells[1], "rect")[0]->Attr("fill"));
+}
+
+TEST(CategoryMap, TiedCellsCarryABandATooltipAndALegendEntry) {
+  CategoryMap map;
+  map.title = "Fastest scheme";
+  map.x_label = "GPUs";
+  map.y_label = "sequence length (tokens)";
+  map.x_ticks = {"8", "16"};
+  map.y_ticks = {"1M"};
+  map.categories = {"ring", "loongtrain", "mesh"};
+  map.cells = {{0, 2}};
+  map.notes = {{"51.42 s", "3.0 s"}};
+  // ring ties with loongtrain and mesh at 8 GPUs; an out-of-range tie is ignored at 16.
+  map.ties = {{{{1, "51.42 s"}, {2, "51.60 s"}}, {{9, "x"}}}};
+  map.tie_label = "within 0.5%";
+  map.tie_legend = "band: other schemes within 0.5%";
+  auto root = ParseSvg(RenderCategoryMap(map));
+  ASSERT_NE(root, nullptr);
+  const auto cells = WithClass(*root, "cell");
+  ASSERT_EQ(cells.size(), 2u);
+  EXPECT_EQ(cells[0]->Attr("data-series"), "ring");
+  EXPECT_EQ(cells[0]->Attr("data-tied"), "loongtrain,mesh");
+  EXPECT_EQ(Named(*cells[0], "title")[0]->AllText(),
+            "sequence length (tokens) 1M, GPUs 8: ring (51.42 s); within 0.5%: loongtrain (51.42 "
+            "s), mesh (51.60 s)");
+  // The cell's first rect is still the winner's colour; the band has one stripe per tied scheme,
+  // each in that scheme's legend colour.
+  const auto legend = WithClass(*root, "legend-entry");
+  ASSERT_EQ(legend.size(), 3u);
+  auto legend_fill = [&legend](size_t k) { return Named(*legend[k], "rect")[0]->Attr("fill"); };
+  EXPECT_EQ(Named(*cells[0], "rect")[0]->Attr("fill"), legend_fill(0));
+  const auto stripes = WithClass(*cells[0], "tie-stripe");
+  EXPECT_EQ(DataSeries(stripes), (std::vector<std::string>{"loongtrain", "mesh"}));
+  EXPECT_EQ(stripes[0]->Attr("fill"), legend_fill(1));
+  EXPECT_EQ(stripes[1]->Attr("fill"), legend_fill(2));
+  // The untied cell (its only tie is out of range) has no band and no data-tied.
+  EXPECT_TRUE(WithClass(*cells[1], "tie-band").empty());
+  EXPECT_EQ(cells[1]->Attr("data-tied"), "");
+  // The legend explains the band, with the tolerance.
+  const auto tie_legend = WithClass(*root, "legend-tie");
+  ASSERT_EQ(tie_legend.size(), 1u);
+  EXPECT_EQ(tie_legend[0]->Attr("data-series"), "band: other schemes within 0.5%");
+  // Without ties there is no tie legend entry.
+  map.ties.clear();
+  root = ParseSvg(RenderCategoryMap(map));
+  ASSERT_NE(root, nullptr);
+  EXPECT_TRUE(WithClass(*root, "legend-tie").empty());
+  EXPECT_TRUE(WithClass(*root, "tie-band").empty());
 }
 
 TEST(CategoryMap, EmptyAndRaggedInputs) {

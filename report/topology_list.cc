@@ -1,0 +1,52 @@
+#include "report/topology_list.h"
+
+#include <cstdio>
+#include <sstream>
+
+#include "report/text_table.h"
+
+namespace meshplan::report {
+
+std::string DescribeLevel(const NetworkLevel& level) {
+  std::string group = std::to_string(level.group_size);
+  if (!level.torus_dims.empty()) {
+    group.clear();
+    for (int64_t d : level.torus_dims) group += (group.empty() ? "" : "x") + std::to_string(d);
+  }
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, " x %g GB/s", level.bandwidth_bytes_per_s / 1e9);
+  std::string out = level.name + " " + std::string(LinkKindName(level.kind)) + " " + group + buffer;
+  if (level.oversubscription > 1) {
+    std::snprintf(buffer, sizeof buffer, " %g:1", level.oversubscription);
+    out += buffer;
+  }
+  return out;
+}
+
+std::string TopologyListText(const std::string& dir, const std::vector<ShippedTopology>& clusters) {
+  std::vector<std::vector<std::string>> rows = {
+      {"name", "GPUs", "GPU", "levels (innermost first; GB/s per GPU per direction)"}};
+  for (const ShippedTopology& c : clusters) {
+    std::string levels;
+    for (const NetworkLevel& l : c.topology.levels)
+      levels += (levels.empty() ? "" : ", ") + DescribeLevel(l);
+    rows.push_back({c.name, std::to_string(c.topology.num_gpus()), c.topology.gpu.model, levels});
+  }
+  std::string out = "shipped clusters in " + dir + " (use one with -t NAME):\n\n";
+  std::istringstream table(Columns(rows, "  ", true));
+  std::string line;
+  for (int i = 0; std::getline(table, line); ++i) {
+    out += line + "\n";
+    const int cluster = i - 2;  // after the header and its rule
+    if (cluster >= 0 && static_cast<size_t>(cluster) < clusters.size() &&
+        !clusters[static_cast<size_t>(cluster)].topology.description.empty()) {
+      out += "    " + clusters[static_cast<size_t>(cluster)].topology.description + "\n";
+    }
+  }
+  out +=
+      "\nThe source of every number is the comment beside it in its file; README.md there "
+      "describes the schema.\n";
+  return out;
+}
+
+}  // namespace meshplan::report

@@ -1,0 +1,21 @@
+// `meshplan topo list`: the shipped clusters as a table, one row per file (name, GPUs, GPU model,
+// network levels) with its one-line description below it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/topology.h"
+#include "core/topology_catalog.h"
+
+namespace meshplan::report {
+
+// A level as "ib rail-fat-tree 4 x 50 GB/s": name, kind, group size (torus: its dims), bandwidth
+// per GPU per direction, and the oversubscription when above 1 ("2:1").
+std::string DescribeLevel(const NetworkLevel& level);
+
+// Every cluster of `dir`: a header naming the directory, the table, and a closing line on where
+// the numbers come from.
+std::string TopologyListText(const std::string& dir, const std::vector<ShippedTopology>& clusters);
+
+}  // namespace meshplan::report

@@ -1,0 +1,42 @@
+#!/bin/sh
+# `cmake --install` into a fresh prefix, then the installed program alone: bin/meshplan runs, finds
+# the shipped clusters installed beside it by name (`-t dgx-h100-4node`, `topo list` reading
+# PREFIX/share/meshplan/topologies rather than the source tree), and the docs are there.
+# Usage: install_test.sh CMAKE BUILD_DIR SOURCE_DIR   (CTest, tests/CMakeLists.txt)
+set -u
+cmake=$1
+build_dir=$2
+source_dir=$3
+work=$(mktemp -d "${TMPDIR:-/tmp}/meshplan_install.XXXXXX") || exit 1
+trap 'rm -rf "$work"' EXIT
+prefix=$work/prefix
+
+fail() {
+  echo "install_test: FAILED: $*"
+  echo "--- stdout"; cat "$work/out" 2>/dev/null
+  echo "--- stderr"; cat "$work/err" 2>/dev/null
+  exit 1
+}
+
+"$cmake" --install "$build_dir" --prefix "$prefix" >"$work/out" 2>"$work/err" || fail "cmake --install"
+for f in bin/meshplan share/meshplan/topologies/dgx-h100-4node.toml share/meshplan/topologies/README.md \
+         share/doc/meshplan/README.md share/doc/meshplan/docs/usage.md share/doc/meshplan/docs/img/best-scheme.svg; do
+  [ -e "$prefix/$f" ] || fail "not installed: $f"
+done
+# Every shipped cluster file is installed.
+for f in "$source_dir"/topologies/*.toml; do
+  [ -e "$prefix/share/meshplan/topologies/$(basename "$f")" ] || fail "not installed: $(basename "$f")"
+done
+meshplan=$prefix/bin/meshplan
+
+# Run from an empty directory, so nothing is found by accident in the working directory.
+mkdir "$work/run" && cd "$work/run" || exit 1
+"$meshplan" plan -t dgx-h100-4node --seq 64K --top 1 >"$work/out" 2>"$work/err" || fail "plan -t dgx-h100-4node"
+grep -q "dgx-h100-4node" "$work/out" || fail "the plan does not name dgx-h100-4node"
+"$meshplan" topo list >"$work/out" 2>"$work/err" || fail "topo list"
+grep -q "shipped clusters in $prefix/share/meshplan/topologies " "$work/out" ||
+  fail "topo list does not read the installed directory"
+"$meshplan" plan -t no-such-cluster >"$work/out" 2>"$work/err"
+[ $? -eq 2 ] || fail "an unknown name did not exit 2"
+grep -q "unknown cluster 'no-such-cluster'.*dgx-h100-4node" "$work/err" || fail "no list of names in the error"
+echo "install_test: passed"
