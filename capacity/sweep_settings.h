@@ -23,6 +23,9 @@ struct SweepSettings {
   std::optional<std::vector<int64_t>> seq_lens;
   std::optional<std::vector<Scheme>> schemes;
   WorkloadFields workload;  // seq_len is not used: seq_lens holds the sweep's lengths
+  // Where the workload fields and lengths came from, for errors: the sweep file's path, "the
+  // flags", both joined by " and " after Overlay, or "" (nothing set, or not said).
+  std::string workload_source;
   std::optional<double> reserved_memory_bytes;
   std::optional<bool> simulate;
 
@@ -33,8 +36,9 @@ struct SweepSettings {
 // The sweep `settings` describe, with these defaults for what they leave unset: the built-in
 // cluster, each topology's own size, 1M tokens (Workload::Default's length), every scheme, the
 // other fields of Workload::Default, no memory reserved, no simulation. Loads the topology files.
-// Errors, in this order: the workload at the first sequence length is invalid ("workload: ..."),
-// a topology file cannot be loaded.
+// Errors, in this order: the workload at the first sequence length is invalid ("workload: ...",
+// or "SOURCE: workload: ..." with the settings' workload_source), a topology file cannot be
+// loaded.
 Result<SweepSpec> MakeSweepSpec(const SweepSettings& settings);
 
 }  // namespace meshplan::capacity
