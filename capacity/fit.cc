@@ -116,7 +116,7 @@ Result<SmallestCluster> SmallestClusterFor(const Topology& topology, const Workl
                                            const std::vector<Scheme>& schemes, double reserved_bytes,
                                            int64_t max_gpus, const FitSearchLimits& limits) {
   if (!(budget_s > 0) || !std::isfinite(budget_s)) {
-    return Status::Invalid("fit: the time budget must be a positive finite number of seconds");
+    return Status::Invalid("fit: the time budget must be positive and finite (seconds)");
   }
   if (max_gpus > kMaxTopologyGpus) {
     return Status::Invalid("fit: --max-gpus " + std::to_string(max_gpus) + " is more than the " +

@@ -57,7 +57,7 @@ int RunFit(const FitFlags& flags, const CLI::App& cmd) {
   if (Status st = CheckReserveGiB(flags.reserve_gib); !st.ok()) return ReportError(st.WithContext("--reserve-gib"));
   const bool budget_mode = cmd.count("--budget-s") > 0;
   if (budget_mode && !(flags.budget_s > 0 && std::isfinite(flags.budget_s))) {
-    return ReportError(Status::Invalid("--budget-s: must be a positive finite number of seconds"));
+    return ReportError(Status::Invalid("--budget-s: must be positive and finite (seconds)"));
   }
   if (!budget_mode && cmd.count("--max-gpus") > 0) {
     return ReportError(Status::Invalid("--max-gpus: only applies with --budget-s"));

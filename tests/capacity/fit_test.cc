@@ -236,7 +236,7 @@ TEST(SmallestClusterFor, ABudgetThatIsNotAFinitePositiveNumberIsRefused) {
   for (double budget : {0.0, -1.0, std::nan(""), HUGE_VAL}) {
     auto none = SmallestClusterFor(DefaultTopology(), w, budget, {}, 0, 64);
     ASSERT_FALSE(none.ok()) << budget;
-    EXPECT_EQ(none.status().message(), "fit: the time budget must be a positive finite number of seconds");
+    EXPECT_EQ(none.status().message(), "fit: the time budget must be positive and finite (seconds)");
   }
 }
 

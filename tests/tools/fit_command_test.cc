@@ -23,7 +23,7 @@ TEST_F(Fit17, MaxGpusOf2To62WithATinyBudgetIsRefusedAtOnce) {
 TEST_F(Fit17, BudgetMustBeAFinitePositiveNumber) {
   for (const char* value : {"inf", "nan", "0", "-1"}) {
     ExpectRefused(std::string("fit --seq 64K --budget-s ") + value,
-                  "--budget-s: must be a positive finite number of seconds");
+                  "--budget-s: must be positive and finite (seconds)");
   }
 }
 
