@@ -1,6 +1,8 @@
 #include "capacity/fit.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <optional>
 
 #include "capacity/scale_topology.h"
@@ -112,8 +114,14 @@ Result<std::vector<LongestFit>> LongestFittingSequence(const Topology& topology,
 
 Result<SmallestCluster> SmallestClusterFor(const Topology& topology, const Workload& w, double budget_s,
                                            const std::vector<Scheme>& schemes, double reserved_bytes,
-                                           int64_t max_gpus) {
-  if (!(budget_s > 0)) return Status::Invalid("fit: the time budget must be positive");
+                                           int64_t max_gpus, const FitSearchLimits& limits) {
+  if (!(budget_s > 0) || !std::isfinite(budget_s)) {
+    return Status::Invalid("fit: the time budget must be positive and finite (seconds)");
+  }
+  if (max_gpus > kMaxTopologyGpus) {
+    return Status::Invalid("fit: --max-gpus " + std::to_string(max_gpus) + " is more than the " +
+                           std::to_string(kMaxTopologyGpus) + " GPUs a topology may have");
+  }
   if (topology.levels.empty()) return Status::Invalid(topology.name + ": topology has no network level");
   MESHPLAN_RETURN_IF_ERROR(w.Validate().WithContext("workload"));
   MESHPLAN_RETURN_IF_ERROR(topology.SupportsDType(w.dtype));
@@ -123,11 +131,25 @@ Result<SmallestCluster> SmallestClusterFor(const Topology& topology, const Workl
     return Status::Invalid("fit: --max-gpus " + std::to_string(max_gpus) + " is below the " + std::to_string(step) +
                            " GPUs of one group of " + topology.name);
   }
+  const int64_t sizes = max_gpus / step;
+  if (sizes > limits.max_sizes) {
+    return Status::Invalid("fit: --max-gpus " + std::to_string(max_gpus) + " means " + std::to_string(sizes) +
+                           " cluster sizes of " + std::to_string(step) + " GPUs to try, more than the " +
+                           std::to_string(limits.max_sizes) + " one search tries; lower --max-gpus");
+  }
   planner::SearchOptions options;
   options.schemes = schemes;
   std::optional<SmallestCluster> fastest;  // the fastest fitting plan seen, for the error
   int64_t tried = 0;
+  const auto start = std::chrono::steady_clock::now();
   for (int64_t gpus = step; gpus <= max_gpus; gpus += step) {
+    const double elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (tried > 0 && elapsed_s > limits.max_seconds) {
+      return Status::Invalid("fit: stopped after " + FormatSeconds(elapsed_s) + " (the limit is " +
+                             FormatSeconds(limits.max_seconds) + "), having tried " + std::to_string(tried) +
+                             " cluster sizes up to " + std::to_string(gpus - step) +
+                             " GPUs without meeting the budget; lower --max-gpus");
+    }
     auto scaled = ScaleTopology(topology, gpus);
     if (!scaled.ok()) return scaled.status();
     ++tried;

@@ -47,11 +47,20 @@ struct SmallestCluster {
   int64_t sizes_tried = 0;
 };
 
+// Bounds on SmallestClusterFor's search, which plans every cluster size in turn.
+struct FitSearchLimits {
+  int64_t max_sizes = 4096;    // cluster sizes it may try; more is refused before any is tried
+  double max_seconds = 300;    // wall-clock time; past it the search stops with an error
+};
+
 // The smallest GPU count (multiples of the topology's inner span, e.g. whole nodes, tried in
 // increasing order up to max_gpus) whose fastest fitting plan among `schemes` (empty: all) has
 // an estimated time <= budget_s. Error when none does, naming the best time reached and where.
+// A budget that is not a positive finite number, max_gpus above kMaxTopologyGpus or more than
+// limits.max_sizes sizes to try is an error before any planning; a search running longer than
+// limits.max_seconds stops with an error saying how far it got.
 Result<SmallestCluster> SmallestClusterFor(const Topology& topology, const Workload& w, double budget_s,
                                            const std::vector<Scheme>& schemes, double reserved_bytes,
-                                           int64_t max_gpus);
+                                           int64_t max_gpus, const FitSearchLimits& limits = {});
 
 }  // namespace meshplan::capacity

@@ -23,6 +23,14 @@ Result<std::vector<SweepRow>> RunSweep(const SweepSpec& spec, const Progress& pr
   std::vector<Scheme> schemes = spec.schemes;
   if (schemes.empty()) schemes.assign(std::begin(kAllSchemes), std::end(kAllSchemes));
 
+  const size_t sizes = spec.gpus.empty() ? 1 : spec.gpus.size();
+  const double points = static_cast<double>(spec.topologies.size() * sizes) * static_cast<double>(spec.seq_lens.size());
+  if (points > static_cast<double>(kMaxSweepPoints)) {
+    return Status::Invalid("sweep: " + std::to_string(spec.topologies.size()) + " topologies x " +
+                           std::to_string(sizes) + " GPU counts x " + std::to_string(spec.seq_lens.size()) +
+                           " sequence lengths is more than the " + std::to_string(kMaxSweepPoints) +
+                           " points one sweep plans");
+  }
   // Scale every topology first, so that a bad GPU count fails before any search runs.
   struct Cluster {
     const Topology* original;

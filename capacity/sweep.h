@@ -24,6 +24,10 @@ struct SweepSpec {
   bool simulate = false;             // also replay each point's best plan per scheme
 };
 
+// A sweep plans at most this many points (topology x GPU count x sequence length): each list
+// holds at most kMaxListValues values, but their product could otherwise run for days.
+inline constexpr int64_t kMaxSweepPoints = 1'000'000;
+
 // One point x scheme: the best plan of that scheme (fits first, then time), or why none.
 struct SweepRow {
   std::string topology;

@@ -115,7 +115,11 @@ Status ReadWorkloadKeys(const toml::table& table, const std::string& path, Workl
 Result<SweepSettings> ReadSweepFile(const std::string& path) {
   auto text = ReadTextFile(path);
   if (!text.ok()) return text.status();
-  auto doc = ParseTomlDocument(*text, path);
+  return ParseSweepToml(*text, path);
+}
+
+Result<SweepSettings> ParseSweepToml(std::string_view text, const std::string& path) {
+  auto doc = ParseTomlDocument(text, path);
   if (!doc.ok()) return doc.status();
   const toml::table& table = *doc;
   MESHPLAN_RETURN_IF_ERROR(CheckTomlKeys(table,
@@ -160,6 +164,9 @@ Result<SweepSettings> ReadSweepFile(const std::string& path) {
     settings.schemes = *schemes;
   }
   MESHPLAN_RETURN_IF_ERROR(ReadWorkloadKeys(table, path, &settings.workload));
+  for (const char* key : {"seq", "batch", "heads", "kv_heads", "head_dim", "dtype", "partial_dtype", "mask", "pass"}) {
+    if (table.get(key) != nullptr) settings.workload_source = path;
+  }
   if (const toml::node* n = table.get("reserve_gib")) {
     double value = 0;
     if (const auto* i = n->as_integer()) {
@@ -169,7 +176,7 @@ Result<SweepSettings> ReadSweepFile(const std::string& path) {
     } else {
       return fail("reserve_gib", "expected a number, got " + TomlTypeName(*n));
     }
-    if (!(value >= 0)) return fail("reserve_gib", "must not be negative");
+    if (Status st = CheckReserveGiB(value); !st.ok()) return fail("reserve_gib", st.message());
     settings.reserved_memory_bytes = value * kGiB;
   }
   if (const toml::node* n = table.get("simulate")) {

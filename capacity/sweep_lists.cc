@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <unordered_set>
 
 #include "core/units.h"
 
@@ -10,8 +11,9 @@ namespace meshplan::capacity {
 Result<std::vector<int64_t>> ParseCountList(const std::string& text, const std::string& what) {
   auto fail = [&](const std::string& why) { return Status::Invalid(what + ": " + why); };
   std::vector<int64_t> out;
+  std::unordered_set<int64_t> seen;  // a set, so a list of kMaxListValues values costs no n^2
   auto add = [&](int64_t v) {
-    if (std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+    if (seen.insert(v).second) out.push_back(v);
   };
   if (text.find_first_not_of(" \t") == std::string::npos) return fail("empty list");
   size_t start = 0;

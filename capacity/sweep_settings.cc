@@ -24,6 +24,9 @@ void SweepSettings::Overlay(const SweepSettings& top) {
   workload.Overlay(top.workload);
   Replace(reserved_memory_bytes, top.reserved_memory_bytes);
   Replace(simulate, top.simulate);
+  if (!top.workload_source.empty()) {
+    workload_source = workload_source.empty() ? top.workload_source : workload_source + " and " + top.workload_source;
+  }
 }
 
 Result<SweepSpec> MakeSweepSpec(const SweepSettings& settings) {
@@ -32,7 +35,9 @@ Result<SweepSpec> MakeSweepSpec(const SweepSettings& settings) {
   if (spec.seq_lens.empty()) return Status::Invalid("sweep: no sequence length given");
   spec.base = settings.workload.ApplyTo(Workload::Default());
   spec.base.seq_len = spec.seq_lens.front();  // each point sets its own
-  MESHPLAN_RETURN_IF_ERROR(spec.base.Validate().WithContext("workload"));
+  const std::string context =
+      settings.workload_source.empty() ? "workload" : settings.workload_source + ": workload";
+  MESHPLAN_RETURN_IF_ERROR(spec.base.Validate().WithContext(context));
   if (!settings.topology_files || settings.topology_files->empty()) {
     spec.topologies.push_back(DefaultTopology());
   } else {

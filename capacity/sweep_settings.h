@@ -23,6 +23,9 @@ struct SweepSettings {
   std::optional<std::vector<int64_t>> seq_lens;
   std::optional<std::vector<Scheme>> schemes;
   WorkloadFields workload;  // seq_len is not used: seq_lens holds the sweep's lengths
+  // Where the workload fields and lengths came from, for errors: the sweep file's path, "the
+  // flags", both joined by " and " after Overlay, or "" (nothing set, or not said).
+  std::string workload_source;
   std::optional<double> reserved_memory_bytes;
   std::optional<bool> simulate;
 
@@ -34,8 +37,9 @@ struct SweepSettings {
 // cluster, each topology's own size, 1M tokens (Workload::Default's length), every scheme, the
 // other fields of Workload::Default, no memory reserved, no simulation. Loads the topology files
 // (a shipped cluster by name, core/topology_catalog.h).
-// Errors, in this order: the workload at the first sequence length is invalid ("workload: ..."),
-// a topology file cannot be loaded or a name is not a shipped cluster.
+// Errors, in this order: the workload at the first sequence length is invalid ("workload: ...",
+// or "SOURCE: workload: ..." with the settings' workload_source), a topology file cannot be
+// loaded or a name is not a shipped cluster.
 Result<SweepSpec> MakeSweepSpec(const SweepSettings& settings);
 
 }  // namespace meshplan::capacity

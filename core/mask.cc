@@ -1,9 +1,13 @@
 #include "core/mask.h"
 
 #include <algorithm>
-#include <fstream>
+#include <filesystem>
+#include <optional>
 #include <sstream>
 
+#include "core/checked_math.h"
+#include "core/escape.h"
+#include "core/toml_util.h"
 #include "core/units.h"
 
 namespace meshplan {
@@ -41,11 +45,20 @@ std::string Mask::ToString() const {
 }
 
 Result<std::vector<int64_t>> ReadDocumentLengths(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Status::NotFound(path + ": cannot open document-length file");
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) {
+    return Status::Invalid(path + ": is a directory, expected a file of document lengths");
+  }
+  auto text = ReadTextFile(path);
+  if (!text.ok()) return text.status();
+  return ParseDocumentLengths(*text, path);
+}
+
+Result<std::vector<int64_t>> ParseDocumentLengths(std::string_view text, const std::string& source) {
   std::vector<int64_t> lengths;
+  std::istringstream in{std::string(text)};
   std::string line;
-  int line_number = 0;
+  int64_t line_number = 0;
   while (std::getline(in, line)) {
     ++line_number;
     size_t hash = line.find('#');
@@ -56,13 +69,13 @@ Result<std::vector<int64_t>> ReadDocumentLengths(const std::string& path) {
     while (words >> word) {
       auto value = ParseCount(word);
       if (!value.ok()) {
-        return Status::Invalid(path + ":" + std::to_string(line_number) +
+        return Status::Invalid(source + ":" + std::to_string(line_number) +
                                ": document length: " + value.status().message());
       }
       lengths.push_back(*value);
     }
   }
-  if (lengths.empty()) return Status::Invalid(path + ": no document lengths found");
+  if (lengths.empty()) return Status::Invalid(source + ": no document lengths found");
   return lengths;
 }
 
@@ -83,8 +96,8 @@ Result<Mask> ParseMask(std::string_view text) {
     m.documents_source = path;
     return m;
   }
-  return Status::Invalid("unknown mask '" + std::string(text) +
-                         "' (expected full, causal, window:W or docs:FILE)");
+  return Status::Invalid("unknown mask " + QuoteInput(text) +
+                         " (expected full, causal, window:W or docs:FILE)");
 }
 
 Status ValidateMask(const Mask& mask, int64_t seq_len) {
@@ -92,17 +105,22 @@ Status ValidateMask(const Mask& mask, int64_t seq_len) {
     return Status::Invalid("mask window must be at least 1 token");
   }
   if (mask.kind == MaskKind::kDocuments) {
+    const std::string where =
+        mask.documents_source.empty() ? std::string() : " in " + QuoteInput(mask.documents_source);
+    // Checked: lengths whose int64 sum wraps around could otherwise add up to seq_len.
     int64_t sum = 0;
     for (int64_t length : mask.document_lengths) {
       if (length <= 0) return Status::Invalid("document lengths must be positive");
-      sum += length;
+      const std::optional<int64_t> next = CheckedAdd(sum, length);
+      if (!next) {
+        return Status::Invalid("document lengths" + where + " sum to more than 2^63 - 1 tokens, but the sequence has " +
+                               std::to_string(seq_len));
+      }
+      sum = *next;
     }
     if (sum != seq_len) {
-      return Status::Invalid("document lengths" +
-                             (mask.documents_source.empty() ? std::string()
-                                                            : " in " + mask.documents_source) +
-                             " sum to " + std::to_string(sum) + " tokens, but the sequence has " +
-                             std::to_string(seq_len));
+      return Status::Invalid("document lengths" + where + " sum to " + std::to_string(sum) +
+                             " tokens, but the sequence has " + std::to_string(seq_len));
     }
   }
   return Status::Ok();
@@ -137,7 +155,8 @@ int64_t PairCounter::Count(int64_t q0, int64_t q1, int64_t k0, int64_t k1) const
     case MaskKind::kWindow: {
       // Allowed k in [q - W + 1, q]: the causal count minus the pairs with k <= q - W,
       // i.e. the causal count of the key range shifted right by W.
-      const int64_t w = mask_.window;
+      // A window of seq_len or more allows every causal pair; clamping it keeps k + w in range.
+      const int64_t w = std::min(mask_.window, seq_len_);
       return CausalCount(q0, q1, k0, k1) - CausalCount(q0, q1, k0 + w, k1 + w);
     }
     case MaskKind::kDocuments: {

@@ -48,6 +48,8 @@ Result<Mask> ParseMask(std::string_view text);
 
 // Reads document lengths from a file (see ParseMask). Errors name the file and the entry.
 Result<std::vector<int64_t>> ReadDocumentLengths(const std::string& path);
+// The same for the text of such a file; errors start with "SOURCE:LINE:" or "SOURCE:".
+Result<std::vector<int64_t>> ParseDocumentLengths(std::string_view text, const std::string& source);
 
 // Checks the mask against a sequence length (window <= seq is allowed; documents must sum to seq).
 Status ValidateMask(const Mask& mask, int64_t seq_len);

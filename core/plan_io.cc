@@ -7,11 +7,14 @@
 
 #include <toml++/toml.h>
 
+#include "core/checked_math.h"
 #include "core/toml_util.h"
+#include "core/topology.h"
 
 #include <cstdio>
 #include <fstream>
 #include <initializer_list>
+#include <optional>
 #include <sstream>
 
 namespace meshplan {
@@ -218,8 +221,16 @@ Status CheckPlan(const Plan& plan, const std::string& source) {
   const std::vector<RankDim> dims = s.RankDims();
   const Status placement = ValidatePlacement(dims, s.placement);
   if (!placement.ok()) return fail("scheme.placement", placement.message());
+  // Checked: the degrees come from the file, and their product may not fit in int64.
   int64_t ranks = 1;
-  for (const RankDim& d : dims) ranks *= d.size;
+  for (const RankDim& d : dims) {
+    const std::optional<int64_t> next = CheckedMultiply(ranks, d.size);
+    if (!next || *next > kMaxTopologyGpus) {
+      return fail("scheme", "the " + std::string(SchemeName(s.scheme)) + " scheme's degrees multiply to more than " +
+                                "the 10 million GPUs a topology may have");
+    }
+    ranks = *next;
+  }
   if (ranks != plan.num_gpus) {
     return fail("topology.gpus", "the " + std::string(SchemeName(s.scheme)) + " scheme has " +
                                      std::to_string(ranks) + " ranks but the plan is for " +
@@ -256,6 +267,7 @@ Result<Plan> FromTable(const toml::table& root, const std::string& source) {
   MESHPLAN_RETURN_IF_ERROR(t.String("source", false, &plan.topology_source));
   MESHPLAN_RETURN_IF_ERROR(t.Integer("gpus", true, &plan.num_gpus));
   if (plan.num_gpus < 1) return t.Fail("topology.gpus", "must be at least 1");
+  if (plan.num_gpus > kMaxTopologyGpus) return t.Fail("topology.gpus", "must be at most 10000000");
 
   auto scheme = top.Table("scheme", true);
   if (!scheme.ok()) return scheme.status();

@@ -1,6 +1,7 @@
 #include "core/toml_util.h"
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -76,12 +77,23 @@ Result<toml::table> ParseTomlDocument(std::string_view text, const std::string& 
 }
 
 Result<std::string> ReadTextFile(const std::string& path) {
+  // A directory opens as a stream on Linux and reads as empty: say what it is instead.
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) return Status::Invalid(path + ": is a directory, expected a file");
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::NotFound(path + ": cannot open file");
-  std::ostringstream text;
-  text << in.rdbuf();
+  // Read in pieces up to the limit, so that /dev/zero or a huge file is refused, not exhausted.
+  std::string text;
+  char buffer[1 << 16];
+  while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
+    text.append(buffer, static_cast<size_t>(in.gcount()));
+    if (text.size() > kMaxTextFileBytes) {
+      return Status::Invalid(path + ": larger than " + std::to_string(kMaxTextFileBytes >> 20) +
+                             " MiB, too large for an input file");
+    }
+  }
   if (in.bad()) return Status::Io(path + ": read failed");
-  return text.str();
+  return text;
 }
 
 Status CheckTomlKeys(const toml::table& table, const std::string& prefix,

@@ -3,6 +3,7 @@
 
 #include <toml++/toml.h>
 
+#include <cstddef>
 #include <initializer_list>
 #include <string>
 #include <string_view>
@@ -17,7 +18,11 @@ std::string TomlTypeName(const toml::node& node);
 std::string TomlQuote(std::string_view text);
 // Parses a document; a syntax error becomes "SOURCE:LINE:COLUMN: description".
 Result<toml::table> ParseTomlDocument(std::string_view text, const std::string& source);
-// Reads a whole file; a missing file is NotFound "PATH: cannot open file".
+// Input files (topologies, plans, sweep files, document lengths) are at most this large.
+inline constexpr size_t kMaxTextFileBytes = size_t{64} << 20;
+// Reads a whole file; a missing file is NotFound "PATH: cannot open file", a directory is Invalid
+// "PATH: is a directory, expected a file", and more than kMaxTextFileBytes (a huge file, or
+// /dev/zero) Invalid "PATH: larger than 64 MiB, ...".
 Result<std::string> ReadTextFile(const std::string& path);
 // Every key of `table` must be in `allowed`; errors read "SOURCE: unknown key 'PREFIX.KEY'".
 Status CheckTomlKeys(const toml::table& table, const std::string& prefix,

@@ -2,6 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <optional>
+
+#include "core/checked_math.h"
 
 namespace meshplan {
 
@@ -104,16 +108,31 @@ int64_t Topology::Hops(int level, int64_t gpu_a, int64_t gpu_b) const {
   return std::max<int64_t>(1, hops);
 }
 
+namespace {
+
+// "KEY: must be at most MAX" when value (in the file's units) is above max or not finite.
+Status AtMost(const std::string& key, double value, double max) {
+  if (std::isfinite(value) && value <= max) return Status::Ok();
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%g", max);
+  return Status::Invalid(key + ": must be at most " + buffer);
+}
+
+}  // namespace
+
 Status Topology::Validate() const {
   if (gpu.model.empty()) return Status::Invalid("gpu.model: missing");
   if (!(gpu.memory_bytes > 0)) return Status::Invalid("gpu.memory_GB: must be positive");
+  MESHPLAN_RETURN_IF_ERROR(AtMost("gpu.memory_GB", gpu.memory_bytes / 1e9, kMaxGpuMemoryGB));
   if (!(gpu.hbm_bytes_per_s > 0)) return Status::Invalid("gpu.hbm_GBps: must be positive");
+  MESHPLAN_RETURN_IF_ERROR(AtMost("gpu.hbm_GBps", gpu.hbm_bytes_per_s / 1e9, kMaxBandwidthGBps));
   if (gpu.launch_overhead_s < 0) return Status::Invalid("gpu.launch_overhead_us: must not be negative");
+  MESHPLAN_RETURN_IF_ERROR(AtMost("gpu.launch_overhead_us", gpu.launch_overhead_s * 1e6, kMaxLatencyUs));
   if (gpu.peak_tflops.empty()) return Status::Invalid("gpu.peak_tflops: needs at least one dtype");
   for (const auto& [dtype, tflops] : gpu.peak_tflops) {
-    if (!(tflops > 0)) {
-      return Status::Invalid("gpu.peak_tflops." + std::string(DTypeName(dtype)) + ": must be positive");
-    }
+    const std::string key = "gpu.peak_tflops." + std::string(DTypeName(dtype));
+    if (!(tflops > 0)) return Status::Invalid(key + ": must be positive");
+    MESHPLAN_RETURN_IF_ERROR(AtMost(key, tflops, kMaxPeakTflops));
   }
   if (gpu.attention_efficiency.empty()) {
     return Status::Invalid("gpu.attention_efficiency: needs at least one [block_tokens, efficiency] point");
@@ -152,14 +171,23 @@ Status Topology::Validate() const {
     }
     if (l.group_size < 1) return Status::Invalid(key + ".group_size: must be at least 1");
     if (!(l.bandwidth_bytes_per_s > 0)) return Status::Invalid(key + ".bandwidth_GBps: must be positive");
+    MESHPLAN_RETURN_IF_ERROR(AtMost(key + ".bandwidth_GBps", l.bandwidth_bytes_per_s / 1e9, kMaxBandwidthGBps));
     if (l.latency_s < 0) return Status::Invalid(key + ".latency_us: must not be negative");
+    MESHPLAN_RETURN_IF_ERROR(AtMost(key + ".latency_us", l.latency_s * 1e6, kMaxLatencyUs));
     if (!(l.oversubscription >= 1.0)) return Status::Invalid(key + ".oversubscription: must be >= 1");
+    MESHPLAN_RETURN_IF_ERROR(AtMost(key + ".oversubscription", l.oversubscription, kMaxOversubscription));
     if (l.kind == LinkKind::kTorus) {
       if (l.torus_dims.empty()) return Status::Invalid(key + ".dims: a torus level needs dims");
+      // Checked: the dimensions come from the file, and their product may not fit in int64.
       int64_t product = 1;
       for (int64_t d : l.torus_dims) {
         if (d < 1) return Status::Invalid(key + ".dims: every dimension must be at least 1");
-        product *= d;
+        const std::optional<int64_t> next = CheckedMultiply(product, d);
+        if (!next) {
+          return Status::Invalid(key + ".dims: product overflows 64 bits, so it differs from group_size " +
+                                 std::to_string(l.group_size));
+        }
+        product = *next;
       }
       if (product != l.group_size) {
         return Status::Invalid(key + ".dims: product " + std::to_string(product) +
@@ -169,7 +197,9 @@ Status Topology::Validate() const {
       return Status::Invalid(key + ".dims: only a torus level takes dims");
     }
     total *= static_cast<double>(l.group_size);
-    if (total > 1e7) return Status::Invalid(key + ".group_size: more than 10 million GPUs in total");
+    if (total > static_cast<double>(kMaxTopologyGpus)) {
+      return Status::Invalid(key + ".group_size: more than 10 million GPUs in total");
+    }
   }
   if (levels[0].group_size % gpu.ranks_per_device != 0) {
     return Status::Invalid("gpu.ranks_per_device: " + std::to_string(gpu.ranks_per_device) +

@@ -90,6 +90,17 @@ struct NetworkLevel {
   std::vector<int64_t> torus_dims;  // kTorus only; product == group_size
 };
 
+// Bounds Topology::Validate puts on a cluster, far beyond any real one, so that no value read
+// from a file (memory_GB = 1e308) turns into an infinite or overflowing quantity downstream.
+// In the file's units; topologies/README.md lists them.
+inline constexpr int64_t kMaxTopologyGpus = 10'000'000;
+inline constexpr double kMaxGpuMemoryGB = 1e6;      // memory_GB
+// Rates may be far above any hardware, e.g. a network as good as free for a compute-bound study.
+inline constexpr double kMaxBandwidthGBps = 1e12;   // hbm_GBps and every level's bandwidth_GBps
+inline constexpr double kMaxPeakTflops = 1e12;      // every peak_tflops entry
+inline constexpr double kMaxLatencyUs = 1e6;        // launch_overhead_us and latency_us (1 s)
+inline constexpr double kMaxOversubscription = 1e6;
+
 struct Topology {
   std::string name;
   std::string description;

@@ -5,25 +5,40 @@
 #include <cstdio>
 #include <limits>
 
+#include "core/checked_math.h"
+#include "core/escape.h"
+
 namespace meshplan {
 namespace {
 
 // Parses one factor: digits with an optional K/M/G suffix, or base^exponent.
 Result<int64_t> ParseFactor(std::string_view text, std::string_view whole) {
   auto bad = [&](const std::string& why) {
-    return Status::Invalid("'" + std::string(whole) + "' is not a valid count: " + why);
+    return Status::Invalid(QuoteInput(whole) + " is not a valid count: " + why);
   };
   if (text.empty()) return bad("empty factor");
   size_t caret = text.find('^');
   if (caret != std::string_view::npos) {
+    // One caret per factor: "2^3^2" is refused rather than parsed by recursion as deep as the
+    // text is long.
+    if (text.find('^', caret + 1) != std::string_view::npos) return bad("a power takes one '^'");
     auto base = ParseFactor(text.substr(0, caret), whole);
     if (!base.ok()) return base;
     auto exponent = ParseFactor(text.substr(caret + 1), whole);
     if (!exponent.ok()) return exponent;
+    // Decided before the loop, so a huge exponent costs nothing: a power of 0 is never a positive
+    // count, every power of 1 is 1, and a base of 2 or more exceeds int64 past the exponent 62.
+    if (*base < 1) return bad("the base of a power must be at least 1");
+    if (*base == 1) return int64_t{1};
+    if (*exponent > kMaxCountExponent) {
+      return bad("too large (exponent " + std::to_string(*exponent) + " is larger than " +
+                 std::to_string(kMaxCountExponent) + ")");
+    }
     int64_t value = 1;
     for (int64_t i = 0; i < *exponent; ++i) {
-      if (value > std::numeric_limits<int64_t>::max() / *base) return bad("too large");
-      value *= *base;
+      auto next = CheckedMultiply(value, *base);
+      if (!next) return bad("too large");
+      value = *next;
     }
     return value;
   }
@@ -36,7 +51,7 @@ Result<int64_t> ParseFactor(std::string_view text, std::string_view whole) {
   if (text.empty()) return bad("missing digits");
   int64_t value = 0;
   for (char c : text) {
-    if (c < '0' || c > '9') return bad("unexpected character '" + std::string(1, c) + "'");
+    if (c < '0' || c > '9') return bad("unexpected character " + QuoteInput(std::string_view(&c, 1)));
     const int64_t digit = c - '0';
     if (value > (std::numeric_limits<int64_t>::max() - digit) / 10) return bad("too large");
     value = value * 10 + digit;
@@ -53,7 +68,7 @@ Result<int64_t> ParseCount(std::string_view text) {
   while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.remove_suffix(1);
   if (text.empty()) return Status::Invalid("empty value where a count was expected");
   if (text.front() == '-') {
-    return Status::Invalid("'" + std::string(whole) + "' must be positive");
+    return Status::Invalid(QuoteInput(whole) + " must be positive");
   }
   int64_t product = 1;
   size_t start = 0;
@@ -61,15 +76,22 @@ Result<int64_t> ParseCount(std::string_view text) {
     size_t star = text.find('*', start);
     auto factor = ParseFactor(text.substr(start, star == std::string_view::npos ? star : star - start), whole);
     if (!factor.ok()) return factor;
-    if (*factor != 0 && product > std::numeric_limits<int64_t>::max() / *factor) {
-      return Status::Invalid("'" + std::string(whole) + "' is too large");
-    }
-    product *= *factor;
+    auto next = CheckedMultiply(product, *factor);
+    if (!next) return Status::Invalid(QuoteInput(whole) + " is too large");
+    product = *next;
     if (star == std::string_view::npos) break;
     start = star + 1;
   }
-  if (product <= 0) return Status::Invalid("'" + std::string(whole) + "' must be positive");
+  if (product <= 0) return Status::Invalid(QuoteInput(whole) + " must be positive");
   return product;
+}
+
+Status CheckReserveGiB(double gib) {
+  if (gib < 0) return Status::Invalid("must not be negative");
+  if (!std::isfinite(gib) || gib > kMaxReserveGiB) {
+    return Status::Invalid("must be a finite number of GiB, at most 1e6");
+  }
+  return Status::Ok();
 }
 
 std::string FormatBytes(double bytes) {

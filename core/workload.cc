@@ -1,5 +1,8 @@
 #include "core/workload.h"
 
+#include <optional>
+
+#include "core/checked_math.h"
 #include "core/units.h"
 
 namespace meshplan {
@@ -35,6 +38,13 @@ Status Workload::Validate() const {
   MESHPLAN_RETURN_IF_ERROR(positive("head-dim", head_dim));
   if (seq_len > kMaxSeqLen) {
     return Status::Invalid("seq " + std::to_string(seq_len) + " exceeds the supported maximum of 2^30 tokens");
+  }
+  // q_heads >= kv_heads once the divisibility below holds, so this bounds K and V too.
+  const std::optional<int64_t> elements = CheckedProduct({batch, seq_len, q_heads, head_dim});
+  if (!elements || *elements > kMaxTensorElements) {
+    return Status::Invalid("batch (" + std::to_string(batch) + ") x seq (" + std::to_string(seq_len) +
+                           ") x heads (" + std::to_string(q_heads) + ") x head-dim (" + std::to_string(head_dim) +
+                           ") is more than the 2^56 elements a tensor may have");
   }
   if (q_heads % kv_heads != 0) {
     return Status::Invalid("heads (" + std::to_string(q_heads) + ") must be a multiple of kv-heads (" +

@@ -20,6 +20,10 @@ inline bool HasBackward(Pass p) { return p != Pass::kForward; }
 
 // Largest sequence the exact pair counts support without overflow (2^30 tokens).
 inline constexpr int64_t kMaxSeqLen = int64_t{1} << 30;
+// Most elements one tensor of a workload may have (batch x seq x heads x head_dim for Q and O):
+// 2^56, so that the bytes of the few tensors of a layer in the widest type (8 bytes, the float64
+// reference) add up without overflowing int64: 5 x 2^56 x 8 < 2^63.
+inline constexpr int64_t kMaxTensorElements = int64_t{1} << 56;
 
 struct Workload {
   int64_t batch = 1;
@@ -38,7 +42,8 @@ struct Workload {
   static Workload Default() { return Workload{}; }
 
   int64_t group_size() const { return q_heads / kv_heads; }  // g = Hq / Hkv
-  // Self-consistency (positive sizes, GQA divisibility, mask vs sequence). Errors name the field.
+  // Self-consistency (positive sizes, seq <= kMaxSeqLen, batch x seq x heads x head_dim <=
+  // kMaxTensorElements, GQA divisibility, mask vs sequence). Errors name the field.
   Status Validate() const;
   // "B=1 S=1M Hq=64 Hkv=8 d=128 bf16 causal fwd+bwd"
   std::string Describe() const;

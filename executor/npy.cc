@@ -197,7 +197,10 @@ Result<std::string> ReadWholeFile(const std::string& path) {
 Result<NpyArray> ReadNpy(const std::string& path) {
   Result<std::string> file = ReadWholeFile(path);
   if (!file.ok()) return file.status();
-  const std::string& bytes = *file;
+  return ParseNpy(*file, path);
+}
+
+Result<NpyArray> ParseNpy(std::string_view bytes, const std::string& path) {
   const auto* u = reinterpret_cast<const unsigned char*>(bytes.data());
   auto invalid = [&path](const std::string& what) { return Status::Invalid(path + ": " + what); };
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
@@ -18,6 +19,8 @@ struct NpyArray {
 // Reads a .npy file. Errors (one line, naming the file): missing, bad magic, unsupported
 // version or dtype, Fortran order, truncated data, header/shape mismatch.
 Result<NpyArray> ReadNpy(const std::string& path);
+// The same for the bytes of a .npy file; `source` names it in errors.
+Result<NpyArray> ParseNpy(std::string_view bytes, const std::string& source);
 // Reads a .npy and checks its shape equals `expected` (error names file, expected and found).
 Result<NpyArray> ReadNpyWithShape(const std::string& path, const std::vector<int64_t>& expected);
 // Writes float32 data with the given shape atomically (temp file + rename).

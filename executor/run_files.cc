@@ -89,4 +89,21 @@ Result<std::vector<std::string>> WriteOutputFiles(const std::string& dir, const 
   return written;
 }
 
+const std::vector<std::string>& OutputFileNames() {
+  static const std::vector<std::string> names = {"o.npy", "lse.npy", "dq.npy", "dk.npy", "dv.npy"};
+  return names;
+}
+
+std::vector<std::string> RemoveStaleOutputFiles(const std::string& dir) {
+  std::vector<std::string> removed;
+  for (const std::string& name : OutputFileNames()) {
+    const fs::path path = fs::path(dir) / name;
+    std::error_code error;
+    const fs::file_type type = fs::symlink_status(path, error).type();
+    if (type != fs::file_type::regular && type != fs::file_type::symlink) continue;
+    if (fs::remove(path, error)) removed.push_back(name);
+  }
+  return removed;
+}
+
 }  // namespace meshplan::exec

@@ -24,4 +24,12 @@ AttentionTensors<float> RandomRunInputs(const Workload& w, uint64_t seed);
 Result<std::vector<std::string>> WriteOutputFiles(const std::string& dir, const Workload& w,
                                                   const AttentionTensors<float>& out);
 
+// The names of every output file a run may write (o.npy, lse.npy, dq.npy, dk.npy, dv.npy).
+const std::vector<std::string>& OutputFileNames();
+
+// Removes from `dir` the output files (OutputFileNames) an earlier run left there, so that after
+// a failed run the directory holds no outputs that look like this run's. Returns the names it
+// removed; files it cannot remove are left (nothing else is touched).
+std::vector<std::string> RemoveStaleOutputFiles(const std::string& dir);
+
 }  // namespace meshplan::exec

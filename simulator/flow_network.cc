@@ -116,7 +116,9 @@ SimTime FlowNetwork::FinishTime(int32_t id, SimTime now) const {
   const double remaining = std::max(0.0, f.remaining - f.rate * static_cast<double>(now - f.updated));
   if (remaining <= 0) return now;
   if (!(f.rate > 0)) return std::numeric_limits<SimTime>::max() / 4;
-  return now + static_cast<SimTime>(std::ceil(remaining / f.rate));
+  const double ns = std::ceil(remaining / f.rate);
+  if (!(static_cast<double>(now) + ns < static_cast<double>(kSimHorizon))) return kSimHorizon;
+  return now + static_cast<SimTime>(ns);
 }
 
 // Max-min fair rates for the connected component of the seed links: progressive filling.

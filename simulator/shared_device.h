@@ -37,7 +37,7 @@ class SharedDevice {
     for (size_t i = 0; i < kernels_.size(); ++i) {
       const double rate = RateOf(i);
       if (rate <= 0) continue;
-      f(kernels_[i].rank, kernels_[i].op, now + static_cast<SimTime>(kernels_[i].remaining_ns / rate + 0.5));
+      f(kernels_[i].rank, kernels_[i].op, EndTime(now, kernels_[i].remaining_ns / rate));
     }
   }
   uint32_t epoch() const { return epoch_; }

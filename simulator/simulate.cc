@@ -216,7 +216,9 @@ class Replayer {
     const RankState& st = ranks_[next.a];
     __builtin_prefetch(&st.op[next.b]);
     __builtin_prefetch(&s_.ranks[next.a].ops[next.b]);
-    __builtin_prefetch(&st.dependents[st.dependents_begin[next.b]]);
+    // An op with no dependents may begin at dependents.size(): no element to prefetch there.
+    const size_t first_dependent = static_cast<size_t>(st.dependents_begin[next.b]);
+    if (first_dependent < st.dependents.size()) __builtin_prefetch(st.dependents.data() + first_dependent);
   }
 
   void ScheduleChangedFlows() {
@@ -277,7 +279,7 @@ class Replayer {
   // (FromSeconds rounding); on a shared one the device divides itself among its kernels.
   void StartKernel(int32_t r, int32_t i, double ns) {
     if (ranks_per_device_ <= 1) {
-      queue_.Push(now_ + static_cast<SimTime>(ns + 0.5), EventKind::kOpDone, r, i);
+      queue_.Push(EndTime(now_, ns), EventKind::kOpDone, r, i);
       return;
     }
     const int64_t device = DeviceOf(r);
@@ -526,6 +528,9 @@ class Replayer {
       }
     }
     if (stuck) return Status::Invalid("schedule deadlocks in the simulator:" + stuck_text);
+    if (total >= kSimHorizon) {
+      return Status::Invalid("the replay runs past the simulator's horizon of 2^62 ns (146 years)");
+    }
     out.total_s = ToSeconds(total);
     out.ranks.resize(ranks_.size());
     for (size_t r = 0; r < ranks_.size(); ++r) {

@@ -1,20 +1,21 @@
 #include "tools/cli_common.h"
 
-#include <unistd.h>
-
 #include <cstdio>
 #include <filesystem>
 #include <sstream>
 #include <utility>
 
 #include "core/topology_catalog.h"
+#include "core/atomic_file.h"
+#include "core/escape.h"
 #include "core/topology_toml.h"
 #include "core/units.h"
 
 namespace meshplan::tools {
 
 int ReportError(const Status& status) {
-  std::fprintf(stderr, "meshplan: error: %s\n", status.message().c_str());
+  // Escaped, so that bytes a message quotes from a file or flag never break it into lines.
+  std::fprintf(stderr, "meshplan: error: %s\n", EscapeControlBytes(status.message()).c_str());
   switch (status.code()) {
     case ErrorCode::kOk:
       return kExitOk;
@@ -89,12 +90,26 @@ Result<Topology> LoadTopologyFlag(const std::string& name_or_path) {
   return topology;
 }
 
+namespace {
+
+// The plan's own topology must still be the one it was made for: a file edited or replaced since
+// would silently give other numbers.
+Result<Topology> SameNameAsPlan(const std::string& plan_file, const Plan& plan, Result<Topology> topology) {
+  if (!topology.ok() || topology->name == plan.topology_name) return topology;
+  return Status::Invalid(plan_file + ": topology.name: the plan was made for topology " +
+                         QuoteInput(plan.topology_name) + ", but its source " + QuoteInput(plan.topology_source) +
+                         " describes " + QuoteInput(topology->name) +
+                         "; pass --topology FILE to run it on that cluster anyway");
+}
+
+}  // namespace
+
 Result<Topology> PlanTopology(const std::string& plan_file, const std::string& topology_flag, const Plan& plan) {
   if (!topology_flag.empty()) return LoadTopologyFlag(topology_flag);
-  if (plan.topology_source == "built-in") return DefaultTopology();
+  if (plan.topology_source == "built-in") return SameNameAsPlan(plan_file, plan, DefaultTopology());
   std::error_code error;
   if (!plan.topology_source.empty() && std::filesystem::is_regular_file(plan.topology_source, error)) {
-    return LoadTopologyFile(plan.topology_source);
+    return SameNameAsPlan(plan_file, plan, LoadTopologyFile(plan.topology_source));
   }
   return Status::Invalid(plan_file + ": made for topology '" + plan.topology_name + "' from '" +
                          plan.topology_source + "', which is not a file here; pass --topology FILE");
@@ -119,15 +134,6 @@ std::vector<std::string> SplitList(const std::string& text) {
   return out;
 }
 
-Status CheckWritableOutput(const std::string& path) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) return Status::Invalid(path + ": is a directory, expected a file to write");
-  fs::path dir = fs::path(path).parent_path();
-  if (dir.empty()) dir = ".";
-  if (!fs::is_directory(dir, ec)) return Status::Invalid(path + ": directory " + dir.string() + " does not exist");
-  if (access(dir.c_str(), W_OK) != 0) return Status::Invalid(path + ": directory " + dir.string() + " is not writable");
-  return Status::Ok();
-}
+Status CheckWritableOutput(const std::string& path) { return CheckOutputPath(path); }
 
 }  // namespace meshplan::tools

@@ -55,12 +55,13 @@ struct TopologyFlag {
 Result<Topology> LoadTopologyFlag(const std::string& name_or_path);
 
 // The topology a plan file runs on: `topology_flag` when given, else the plan's own source when
-// it is the built-in cluster or a file that exists here; otherwise an error asking for
+// it is the built-in cluster or a file that exists here and still has the name the plan records
+// (a different name is an error naming plan_file and both names); otherwise an error asking for
 // --topology (naming plan_file).
 Result<Topology> PlanTopology(const std::string& plan_file, const std::string& topology_flag, const Plan& plan);
 
-// An output path a later WriteFileAtomically can use: its directory exists and is writable and the
-// path is not a directory. Lets a long command refuse a bad -o before it starts working.
+// An output path a later WriteFileAtomically can use (core/atomic_file.h CheckOutputPath). Lets a
+// long command refuse a bad -o before it starts working.
 Status CheckWritableOutput(const std::string& path);
 
 // --format table|json|csv

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/escape.h"
 #include "executor/execute.h"
 #include "executor/plan_run.h"
 #include "tools/cli_common.h"
@@ -34,7 +35,8 @@ int RunInProcess(const ExecuteFlags& flags) {
     if (run.status().code() == ErrorCode::kInvalidInput) {
       return ReportError(run.status().WithContext("--backend " + flags.backend));
     }
-    std::fprintf(stderr, "meshplan: error: run failed: %s\n", run.status().message().c_str());
+    std::fprintf(stderr, "meshplan: error: run failed: %s%s\n", EscapeControlBytes(run.status().message()).c_str(),
+                 RemoveStaleOutputs(flags).c_str());
     return kExitFailure;
   }
   const std::string line = flags.backend == "cuda"
@@ -68,13 +70,16 @@ int RunMpi(const ExecuteFlags& flags, exec::MpiTransport& transport) {
   auto job = exec::RunJobRank(transport, setup.ok() ? &prepared->run : nullptr, setup, setup.ok() ? 0 : ExitCodeOf(setup),
                               config, Timeout(flags), RepeatCount(flags).value(), RunProgress(flags));
   if (!job.ok()) {
-    std::fprintf(stderr, "meshplan: error: run failed: %s\n", job.status().message().c_str());
+    std::fprintf(stderr, "meshplan: error: run failed: %s%s\n", job.status().message().c_str(),
+                 rank == 0 ? RemoveStaleOutputs(flags).c_str() : "");
     return kExitFailure;
   }
   if (job->failed_rank >= 0) {
+    // Rank 0 alone owns the outputs directory.
+    const std::string removed = rank == 0 && job->failure_code == kExitFailure ? RemoveStaleOutputs(flags) : "";
     if (rank == job->failed_rank) {
-      std::fprintf(stderr, "meshplan: error: %s%s\n", rank == 0 ? "" : ("rank " + std::to_string(rank) + ": ").c_str(),
-                   job->failure.message().c_str());
+      std::fprintf(stderr, "meshplan: error: %s%s%s\n", rank == 0 ? "" : ("rank " + std::to_string(rank) + ": ").c_str(),
+                   job->failure.message().c_str(), removed.c_str());
     }
     return job->failure_code;
   }

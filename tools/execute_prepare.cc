@@ -4,8 +4,10 @@
 #include <cstdint>
 #include <cstdio>
 #include <exception>
+#include <optional>
 #include <string>
 
+#include "core/escape.h"
 #include "core/plan_io.h"
 #include "core/units.h"
 #include "executor/host_memory.h"
@@ -28,7 +30,7 @@ Status CheckFlags(const ExecuteFlags& flags) {
     if (!flags.inject_fail.empty() && flags.transport == "mpi") {
       return Status::Invalid("--inject-fail: not supported with --backend cuda --transport mpi");
     }
-    if (flags.inject_silent != -1) return Status::Invalid("--inject-silent: not supported with --backend cuda");
+    if (!flags.inject_silent.empty()) return Status::Invalid("--inject-silent: not supported with --backend cuda");
   } else if (flags.backend == "cpu") {
     if (flags.transport != "threads" && flags.transport != "mpi") {
       return Status::Invalid("--transport: '" + flags.transport + "' is not one of threads, mpi (backend cpu)");
@@ -84,39 +86,48 @@ std::chrono::milliseconds Timeout(const ExecuteFlags& flags) {
   return std::chrono::milliseconds(static_cast<int64_t>(std::ceil(flags.timeout_s * 1000)));
 }
 
-// --timeout-s and the fault injection flags; ranks checked against `ranks`.
-Status SetRunOptions(const ExecuteFlags& flags, int64_t ranks, exec::RunOptions* options) {
+namespace {
+
+// A rank or op index: decimal digits only (no sign, no spaces), at most 18 of them.
+std::optional<int64_t> ParseIndex(const std::string& text) {
+  if (text.empty() || text.size() > 18 || text.find_first_not_of("0123456789") != std::string::npos) {
+    return std::nullopt;
+  }
+  return std::stoll(text);
+}
+
+}  // namespace
+
+// --timeout-s and the fault injection flags; the rank and op they name must exist in `schedule`.
+Status SetRunOptions(const ExecuteFlags& flags, const Schedule& schedule, exec::RunOptions* options) {
   options->recv_timeout = Timeout(flags);
   options->check_dependencies = flags.check_dependencies;
+  const int64_t ranks = schedule.num_ranks;
   if (!flags.inject_fail.empty()) {
     const size_t colon = flags.inject_fail.find(':');
-    int64_t rank = -1, op = -1;
-    if (colon != std::string::npos) {
-      try {
-        size_t used_rank = 0, used_op = 0;
-        const std::string rank_text = flags.inject_fail.substr(0, colon),
-                          op_text = flags.inject_fail.substr(colon + 1);
-        rank = std::stoll(rank_text, &used_rank);
-        op = std::stoll(op_text, &used_op);
-        if (used_rank != rank_text.size() || used_op != op_text.size()) rank = -1;
-      } catch (const std::exception&) {
-        rank = -1;
-      }
+    const std::optional<int64_t> rank =
+        colon == std::string::npos ? std::nullopt : ParseIndex(flags.inject_fail.substr(0, colon));
+    const std::optional<int64_t> op =
+        colon == std::string::npos ? std::nullopt : ParseIndex(flags.inject_fail.substr(colon + 1));
+    if (!rank || !op || *rank >= ranks) {
+      return Status::Invalid("--inject-fail: " + QuoteInput(flags.inject_fail) +
+                             " is not RANK:OP with 0 <= RANK < " + std::to_string(ranks) + " and OP >= 0");
     }
-    if (rank < 0 || rank >= ranks || op < 0) {
-      return Status::Invalid("--inject-fail: '" + flags.inject_fail +
-                             "' is not RANK:OP with 0 <= RANK < " + std::to_string(ranks) +
-                             " and OP >= 0");
+    const int64_t ops = static_cast<int64_t>(schedule.ranks[static_cast<size_t>(*rank)].ops.size());
+    if (*op >= ops) {
+      return Status::Invalid("--inject-fail: " + QuoteInput(flags.inject_fail) + ": rank " + std::to_string(*rank) +
+                             " has " + std::to_string(ops) + " ops");
     }
-    options->fail_rank = static_cast<int>(rank);
-    options->fail_op = op;
+    options->fail_rank = static_cast<int>(*rank);
+    options->fail_op = *op;
   }
-  if (flags.inject_silent != -1) {
-    if (flags.inject_silent < 0 || flags.inject_silent >= ranks) {
-      return Status::Invalid("--inject-silent: rank " + std::to_string(flags.inject_silent) +
-                             " is not in [0, " + std::to_string(ranks) + ")");
+  if (!flags.inject_silent.empty()) {
+    const std::optional<int64_t> rank = ParseIndex(flags.inject_silent);
+    if (!rank || *rank >= ranks) {
+      return Status::Invalid("--inject-silent: " + QuoteInput(flags.inject_silent) + " is not a rank in [0, " +
+                             std::to_string(ranks) + ")");
     }
-    options->silent_rank = flags.inject_silent;
+    options->silent_rank = static_cast<int>(*rank);
   }
   return Status::Ok();
 }
@@ -154,7 +165,7 @@ Result<Prepared> PrepareExecution(const ExecuteFlags& flags) {
                                   *budget);
   if (!run.ok()) return run.status();
   p.run = std::move(run).value();
-  MESHPLAN_RETURN_IF_ERROR(SetRunOptions(flags, p.run.schedule.num_ranks, &p.config.run));
+  MESHPLAN_RETURN_IF_ERROR(SetRunOptions(flags, p.run.schedule, &p.config.run));
   return p;
 }
 

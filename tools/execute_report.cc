@@ -56,17 +56,26 @@ int FinishExecution(const ExecuteFlags& flags, const Prepared& p, const Attentio
   const bool passed = !r.checked || r.check.passed();
   if (passed && !flags.outputs.empty()) {
     auto written = exec::WriteOutputFiles(flags.outputs, p.run.plan.workload, outputs);
-    if (!written.ok()) return ReportError(written.status());
+    if (!written.ok()) return ReportError(Status::Io(written.status().message() + RemoveStaleOutputs(flags)));
     r.written = std::move(written).value();
   }
   std::fputs((flags.format == "json" ? report::RenderExecutionJson(r) : report::RenderExecutionTable(r)).c_str(), stdout);
   std::fflush(stdout);
   if (!passed) {
-    std::fprintf(stderr, "meshplan: error: check failed: %s%s\n", report::DescribeCheckFailure(r.check).c_str(),
-                 flags.outputs.empty() ? "" : "; no outputs written");
+    std::fprintf(stderr, "meshplan: error: check failed: %s%s%s\n", report::DescribeCheckFailure(r.check).c_str(),
+                 flags.outputs.empty() ? "" : "; no outputs written", RemoveStaleOutputs(flags).c_str());
     return kExitFailure;
   }
   return kExitOk;
+}
+
+std::string RemoveStaleOutputs(const ExecuteFlags& flags) {
+  if (flags.outputs.empty()) return "";
+  const std::vector<std::string> removed = exec::RemoveStaleOutputFiles(flags.outputs);
+  if (removed.empty()) return "";
+  std::string names;
+  for (const std::string& name : removed) names += (names.empty() ? "" : ", ") + name;
+  return "; removed " + names + " of an earlier run from " + flags.outputs;
 }
 
 }  // namespace meshplan::tools

@@ -34,7 +34,7 @@ struct ExecuteFlags {
   double timeout_s = 30;
   std::string format = "table";
   std::string inject_fail;  // "RANK:OP"
-  int inject_silent = -1;
+  std::string inject_silent;  // "RANK"; empty: not given
   bool check_dependencies = false;  // the engine's happens-before checker
   std::string repeat = "1";  // timed runs (1..1000; a warm-up run first when > 1), parsed by RepeatCount
   bool quiet = false;         // no progress or notes on stderr (errors still go there)
@@ -58,8 +58,9 @@ Result<int> RepeatCount(const ExecuteFlags& flags);
 exec::RunObserver RunProgress(const ExecuteFlags& flags);
 // --timeout-s as a duration.
 std::chrono::milliseconds Timeout(const ExecuteFlags& flags);
-// --timeout-s and the fault injection flags into `options`; ranks checked against `ranks`.
-Status SetRunOptions(const ExecuteFlags& flags, int64_t ranks, exec::RunOptions* options);
+// --timeout-s and the fault injection flags into `options`; the rank and op they name must exist
+// in `schedule` (errors name the flag).
+Status SetRunOptions(const ExecuteFlags& flags, const Schedule& schedule, exec::RunOptions* options);
 // --max-memory (or the memory available now) and what this process will hold of a run of `ranks`.
 Result<exec::HostBudget> HostBudgetOf(const ExecuteFlags& flags, int64_t ranks);
 // Flags, plan file, topology, backend configuration, schedule and inputs.
@@ -72,6 +73,11 @@ void NoteWidenedPass(const ExecuteFlags& flags, const Prepared& p);
 // says what ran where ("backend cpu, transport threads, 4 ranks (...)"). Returns the exit code.
 int FinishExecution(const ExecuteFlags& flags, const Prepared& p, const exec::AttentionTensors<float>& outputs,
                     const exec::RepeatedRuns& runs, const std::string& run);
+
+// After a failed run or check with --outputs DIR: removes the output files an earlier run left in
+// DIR (exec::RemoveStaleOutputFiles) and returns what to append to the error line, e.g.
+// "; removed o.npy, lse.npy of an earlier run from DIR", or "" when there were none.
+std::string RemoveStaleOutputs(const ExecuteFlags& flags);
 
 // --backend cuda (tools/execute_cuda.cc). Without CUDA in the build these return an error.
 bool CudaBackendBuilt();

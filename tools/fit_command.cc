@@ -1,5 +1,6 @@
 // `meshplan fit`: the longest sequence each scheme fits in memory on a cluster, or, with a step
 // time budget, the smallest cluster that runs a sequence within it (docs/capacity-planning.md).
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -53,9 +54,11 @@ int RunSmallestCluster(const FitFlags& flags, const Topology& topology, const Wo
 
 int RunFit(const FitFlags& flags, const CLI::App& cmd) {
   if (Status st = CheckFormat(flags.format, {"table", "json"}); !st.ok()) return ReportError(st);
-  if (flags.reserve_gib < 0) return ReportError(Status::Invalid("--reserve-gib: must not be negative"));
+  if (Status st = CheckReserveGiB(flags.reserve_gib); !st.ok()) return ReportError(st.WithContext("--reserve-gib"));
   const bool budget_mode = cmd.count("--budget-s") > 0;
-  if (budget_mode && !(flags.budget_s > 0)) return ReportError(Status::Invalid("--budget-s: must be positive"));
+  if (budget_mode && !(flags.budget_s > 0 && std::isfinite(flags.budget_s))) {
+    return ReportError(Status::Invalid("--budget-s: must be positive and finite (seconds)"));
+  }
   if (!budget_mode && cmd.count("--max-gpus") > 0) {
     return ReportError(Status::Invalid("--max-gpus: only applies with --budget-s"));
   }

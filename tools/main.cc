@@ -3,11 +3,16 @@
 
 #include <CLI/CLI.hpp>
 
+#include "core/escape.h"
+#include "core/temp_files.h"
 #include "tools/cli_common.h"
 #include "tools/commands.h"
+#include "tools/exception_guard.h"
 #include "tools/execute_run.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+int RunMeshplan(int argc, char** argv) {
   using namespace meshplan::tools;
   CLI::App app{"meshplan: plan, simulate, execute and validate context-parallel attention on GPU clusters"};
   app.set_version_flag("--version", std::string("meshplan ") + MESHPLAN_VERSION + " (execute backends: cpu" +
@@ -29,7 +34,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "meshplan: error: %s (see meshplan --help)\n", e.what());
+    std::fprintf(stderr, "meshplan: error: %s (see meshplan --help)\n",
+                 meshplan::EscapeControlBytes(e.what()).c_str());
     return kExitInvalidInput;
   }
   for (CLI::App* sub : app.get_subcommands()) {
@@ -42,4 +48,13 @@ int main(int argc, char** argv) {
     if (sub->get_name() == "calibrate") return calibrate();
   }
   return kExitInvalidInput;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // An interrupted writer leaves no temporary file; an exception nobody caught is one error line.
+  meshplan::InstallTempFileCleanupOnSignals();
+  meshplan::tools::InstallTerminateGuard();
+  return meshplan::tools::RunGuarded([&] { return RunMeshplan(argc, argv); });
 }

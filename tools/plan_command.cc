@@ -59,7 +59,7 @@ int RunPlan(const PlanFlags& flags) {
   if (!topology.ok()) return ReportError(topology.status());
   if (Status st = topology->SupportsDType(workload->dtype); !st.ok()) return ReportError(st);
   if (Status st = CheckFormat(flags.format, {"table", "json", "csv"}); !st.ok()) return ReportError(st);
-  if (flags.reserve_gib < 0) return ReportError(Status::Invalid("--reserve-gib: must not be negative"));
+  if (Status st = CheckReserveGiB(flags.reserve_gib); !st.ok()) return ReportError(st.WithContext("--reserve-gib"));
   if (flags.simulate < 0) return ReportError(Status::Invalid("--simulate: must not be negative"));
   if (flags.top < 0) return ReportError(Status::Invalid("--top: must not be negative (0 lists all)"));
   auto explain = ExplainedPlanNumber(flags);

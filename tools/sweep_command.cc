@@ -55,7 +55,7 @@ Result<capacity::SweepSettings> GivenSettings(const SweepFlags& flags, const CLI
     s.schemes = *schemes;
   }
   if (given("--reserve-gib")) {
-    if (flags.reserve_gib < 0) return Status::Invalid("--reserve-gib: must not be negative");
+    MESHPLAN_RETURN_IF_ERROR(CheckReserveGiB(flags.reserve_gib).WithContext("--reserve-gib"));
     s.reserved_memory_bytes = flags.reserve_gib * kGiB;
   }
   if (given("--simulate")) s.simulate = flags.simulate;
@@ -63,6 +63,10 @@ Result<capacity::SweepSettings> GivenSettings(const SweepFlags& flags, const CLI
   auto workload = flags.workload.Fields([&](const std::string& flag) { return flag != "--seq" && given(flag); });
   if (!workload.ok()) return workload.status();
   s.workload = *workload;
+  for (const char* flag : {"--seq", "--batch", "--heads", "--kv-heads", "--head-dim", "--dtype", "--partial-dtype",
+                           "--mask", "--pass"}) {
+    if (given(flag)) s.workload_source = "the flags";
+  }
   return s;
 }
 

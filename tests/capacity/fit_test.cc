@@ -196,5 +196,49 @@ TEST(SmallestClusterFor, ImpossibleBudgetNamesTheBestTimeReached) {
   EXPECT_FALSE(SmallestClusterFor(dgx, w, 1, {}, 0, 4).ok());
 }
 
+// Issue 17: `fit --max-gpus 2^62 --budget-s 1e-9` did not finish in 60 s (5.8e17 sizes to try).
+TEST(SmallestClusterFor, MaxGpusOf2To62IsRefusedBeforeAnySearch) {
+  Workload w;
+  w.seq_len = int64_t{64} << 10;
+  auto none = SmallestClusterFor(DefaultTopology(), w, 1e-9, {}, 0, int64_t{1} << 62);
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().message(),
+            "fit: --max-gpus 4611686018427387904 is more than the 10000000 GPUs a topology may have");
+}
+
+TEST(SmallestClusterFor, MoreSizesThanTheLimitAreRefusedBeforeAnySearch) {
+  // The default cluster grows by whole 8-GPU nodes: 10^7 / 8 = 1,250,000 sizes > 4096.
+  Workload w;
+  auto none = SmallestClusterFor(DefaultTopology(), w, 1e-9, {}, 0, 10'000'000);
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().message(),
+            "fit: --max-gpus 10000000 means 1250000 cluster sizes of 8 GPUs to try, more than the 4096 one search "
+            "tries; lower --max-gpus");
+}
+
+TEST(SmallestClusterFor, SearchStopsAtItsTimeLimitSayingHowFarItGot) {
+  // With no time at all, the first size (8 GPUs) is still tried, then the search stops.
+  Workload w;
+  w.seq_len = int64_t{64} << 10;
+  FitSearchLimits limits;
+  limits.max_seconds = 0;
+  auto none = SmallestClusterFor(DefaultTopology(), w, 1e-9, {Scheme::kRing}, 0, 64, limits);
+  ASSERT_FALSE(none.ok());
+  const std::string& m = none.status().message();
+  EXPECT_EQ(m.rfind("fit: stopped after ", 0), 0u) << m;
+  EXPECT_NE(m.find("(the limit is 0.0 us), having tried 1 cluster sizes up to 8 GPUs without meeting the budget"),
+            std::string::npos)
+      << m;
+}
+
+TEST(SmallestClusterFor, ABudgetThatIsNotAFinitePositiveNumberIsRefused) {
+  Workload w;
+  for (double budget : {0.0, -1.0, std::nan(""), HUGE_VAL}) {
+    auto none = SmallestClusterFor(DefaultTopology(), w, budget, {}, 0, 64);
+    ASSERT_FALSE(none.ok()) << budget;
+    EXPECT_EQ(none.status().message(), "fit: the time budget must be positive and finite (seconds)");
+  }
+}
+
 }  // namespace
 }  // namespace meshplan::capacity

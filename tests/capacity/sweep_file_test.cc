@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "capacity/sweep_settings.h"
 #include "core/units.h"
 
 namespace meshplan::capacity {
@@ -130,6 +131,42 @@ TEST_F(SweepFileTest, ErrorsNameTheFileAndTheKey) {
   auto missing = ReadSweepFile((dir_ / "missing.toml").string());
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.status().message().find("missing.toml"), std::string::npos);
+}
+
+// Issue 17: "0^2" in a sweep file died with SIGFPE.
+TEST_F(SweepFileTest, ZeroToAPowerIsAnErrorNamingTheFileAndKey) {
+  const std::string message = ErrorOf("seq = \"0^2\"\n");
+  EXPECT_NE(message.find(": seq: '0^2' is not a valid count: the base of a power must be at least 1"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(ErrorOf("heads = \"0^2\"\n").find(": heads: '0^2' is not a valid count"), std::string::npos);
+}
+
+// Issue 17: reserve_gib = 1e308 (infinite bytes) and nan were accepted.
+TEST_F(SweepFileTest, ReserveGibMustBeFiniteAndInRange) {
+  for (const char* text : {"reserve_gib = 1e308\n", "reserve_gib = nan\n", "reserve_gib = inf\n"}) {
+    EXPECT_NE(ErrorOf(text).find(": reserve_gib: must be a finite number of GiB, at most 1e6"), std::string::npos)
+        << text;
+  }
+}
+
+// Issue 17: a workload the file makes invalid was reported as "workload: ..." without the file.
+TEST_F(SweepFileTest, WorkloadErrorsNameTheSweepFile) {
+  const std::string path = Write("heads.toml", "heads = 60\n");  // not a multiple of the 8 KV heads
+  auto settings = ReadSweepFile(path);
+  ASSERT_TRUE(settings.ok()) << settings.status().message();
+  auto spec = MakeSweepSpec(*settings);
+  ASSERT_FALSE(spec.ok());
+  EXPECT_EQ(spec.status().message(), path + ": workload: heads (60) must be a multiple of kv-heads (8)");
+
+  // With flags over the file, both are named.
+  SweepSettings flags;
+  flags.workload.kv_heads = 7;
+  flags.workload_source = "the flags";
+  settings->Overlay(flags);
+  spec = MakeSweepSpec(*settings);
+  ASSERT_FALSE(spec.ok());
+  EXPECT_EQ(spec.status().message(), path + " and the flags: workload: heads (60) must be a multiple of kv-heads (7)");
 }
 
 }  // namespace

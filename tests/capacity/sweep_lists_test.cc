@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,24 @@ TEST(ParseSchemeList, DropsDuplicatesAndRejectsUnknownNamesAndEmptyLists) {
   auto empty = ParseSchemeList({}, "f.toml: schemes");
   ASSERT_FALSE(empty.ok());
   EXPECT_EQ(empty.status().message(), "f.toml: schemes: empty list");
+}
+
+TEST(ParseCountList, TheLongestListParsesWithoutQuadraticDeduplication) {
+  // 1..100000:+1 is kMaxListValues values; a linear search per value made it 5e9 comparisons.
+  const auto start = std::chrono::steady_clock::now();
+  auto values = ParseCountList("1..100000:+1", "--gpus");
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_TRUE(values.ok()) << values.status().message();
+  EXPECT_EQ(values->size(), 100000u);
+  EXPECT_EQ(values->back(), 100000);
+  EXPECT_LT(seconds, 2.0);
+}
+
+TEST(ParseCountList, ZeroToAPowerInARangeIsAnError) {
+  auto values = ParseCountList("0^2..8", "--gpus");
+  ASSERT_FALSE(values.ok());
+  EXPECT_EQ(values.status().message(),
+            "--gpus: range '0^2..8': '0^2' is not a valid count: the base of a power must be at least 1");
 }
 
 }  // namespace

@@ -122,5 +122,18 @@ TEST(RunSweep, Errors) {
   EXPECT_NE(bad_workload.status().message().find("S=4K"), std::string::npos) << bad_workload.status().message();
 }
 
+TEST(RunSweep, MoreThanAMillionPointsAreRefusedBeforeAnyPlanning) {
+  // 1 topology x 2 GPU counts x 500,001 lengths = 1,000,002 points > 1,000,000.
+  SweepSpec spec;
+  spec.topologies = {DefaultTopology()};
+  spec.gpus = {8, 16};
+  for (int64_t s = 1; s <= 500'001; ++s) spec.seq_lens.push_back(s);
+  auto rows = RunSweep(spec);
+  ASSERT_FALSE(rows.ok());
+  EXPECT_EQ(rows.status().message(),
+            "sweep: 1 topologies x 2 GPU counts x 500001 sequence lengths is more than the 1000000 points one sweep "
+            "plans");
+}
+
 }  // namespace
 }  // namespace meshplan::capacity

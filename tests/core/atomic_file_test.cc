@@ -1,11 +1,16 @@
 #include "core/atomic_file.h"
 
 #include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 namespace meshplan {
 namespace {
@@ -78,6 +83,115 @@ TEST_F(AtomicFileTest, RenameOntoDirectoryFailsAndLeavesNothingBehind) {
   EXPECT_EQ(status.code(), ErrorCode::kIo);
   EXPECT_TRUE(fs::is_directory(target / "inside"));
   EXPECT_EQ(FilesIn(dir_), 1);
+}
+
+// Issue 17: the rename replaced whatever the output path named. A symbolic link is followed and
+// its target replaced; the link stays a link.
+TEST_F(AtomicFileTest, FollowsASymlinkAndReplacesItsTarget) {
+  const fs::path target = dir_ / "real.csv";
+  const fs::path link = dir_ / "link.csv";
+  ASSERT_TRUE(WriteFileAtomically(target.string(), "old\n").ok());
+  fs::create_symlink("real.csv", link);  // relative, resolved against the link's directory
+  ASSERT_TRUE(WriteFileAtomically(link.string(), "new\n").ok());
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_EQ(Read(target), "new\n");
+  EXPECT_EQ(FilesIn(dir_), 2);  // the link and its target, no temporary file
+}
+
+TEST_F(AtomicFileTest, ADanglingSymlinkCreatesItsTarget) {
+  const fs::path link = dir_ / "link.csv";
+  fs::create_symlink(dir_ / "made.csv", link);
+  ASSERT_TRUE(WriteFileAtomically(link.string(), "x").ok());
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_EQ(Read(dir_ / "made.csv"), "x");
+}
+
+TEST_F(AtomicFileTest, ALinkLoopIsRefusedNamingThePath) {
+  const fs::path a = dir_ / "a", b = dir_ / "b";
+  fs::create_symlink(b, a);
+  fs::create_symlink(a, b);
+  Status status = WriteFileAtomically(a.string(), "x");
+  ASSERT_FALSE(status.ok());
+  EXPECT_EQ(status.code(), ErrorCode::kIo);
+  EXPECT_EQ(status.message().rfind(a.string() + ": has more than 40 levels of symbolic links", 0), 0u)
+      << status.message();
+}
+
+// A FIFO is written directly, as a shell redirection would, and stays a FIFO.
+TEST_F(AtomicFileTest, AFifoIsWrittenDirectlyNotReplaced) {
+  const fs::path fifo = dir_ / "pipe";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::string received;
+  std::thread reader([&] { received = Read(fifo); });  // opening blocks until the writer opens
+  const Status status = WriteFileAtomically(fifo.string(), "through the pipe\n");
+  reader.join();
+  ASSERT_TRUE(status.ok()) << status.message();
+  EXPECT_EQ(received, "through the pipe\n");
+  EXPECT_TRUE(fs::is_fifo(fifo));
+  EXPECT_EQ(FilesIn(dir_), 1);
+}
+
+TEST_F(AtomicFileTest, ASymlinkToAFifoWritesTheFifo) {
+  const fs::path fifo = dir_ / "pipe", link = dir_ / "out.svg";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  fs::create_symlink(fifo, link);
+  std::string received;
+  std::thread reader([&] { received = Read(fifo); });
+  const Status status = WriteFileAtomically(link.string(), "<svg/>");
+  reader.join();
+  ASSERT_TRUE(status.ok()) << status.message();
+  EXPECT_EQ(received, "<svg/>");
+  EXPECT_TRUE(fs::is_fifo(fifo));
+  EXPECT_TRUE(fs::is_symlink(link));
+}
+
+TEST_F(AtomicFileTest, DashWritesToStandardOutput) {
+  ::testing::internal::CaptureStdout();
+  const Status status = WriteFileAtomically("-", "to stdout\n");
+  const std::string out = ::testing::internal::GetCapturedStdout();
+  ASSERT_TRUE(status.ok()) << status.message();
+  EXPECT_EQ(out, "to stdout\n");
+  EXPECT_FALSE(fs::exists("-"));
+}
+
+TEST_F(AtomicFileTest, AReplacedFileKeepsItsPermissionBits) {
+  const fs::path path = dir_ / "plan.toml";
+  ASSERT_TRUE(WriteFileAtomically(path.string(), "a").ok());
+  fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);  // 0640
+  ASSERT_TRUE(WriteFileAtomically(path.string(), "b").ok());
+  EXPECT_EQ(fs::status(path).permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
+  EXPECT_EQ(Read(path), "b");
+}
+
+TEST_F(AtomicFileTest, ASocketIsRefusedAndLeftAlone) {
+  const fs::path path = dir_ / "sock";
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::snprintf(address.sun_path, sizeof address.sun_path, "%s", path.c_str());
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0) << path;
+  const Status status = WriteFileAtomically(path.string(), "x");
+  ::close(fd);
+  ASSERT_FALSE(status.ok());
+  EXPECT_EQ(status.message(),
+            path.string() + ": is neither a file, a character device nor a FIFO; refusing to write to it");
+  EXPECT_TRUE(fs::is_socket(path));
+  EXPECT_EQ(FilesIn(dir_), 1);
+}
+
+TEST_F(AtomicFileTest, CheckOutputPathAcceptsWhatCanBeWrittenAndNamesWhatCannot) {
+  EXPECT_TRUE(CheckOutputPath((dir_ / "new.csv").string()).ok());
+  EXPECT_TRUE(CheckOutputPath("-").ok());
+  const fs::path fifo = dir_ / "pipe";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_TRUE(CheckOutputPath(fifo.string()).ok());  // checked without opening it
+  const Status directory = CheckOutputPath(dir_.string());
+  EXPECT_EQ(directory.code(), ErrorCode::kInvalidInput);
+  EXPECT_EQ(directory.message(), dir_.string() + ": is a directory, expected a file to write");
+  const std::string missing = (dir_ / "no" / "out.csv").string();
+  EXPECT_EQ(CheckOutputPath(missing).message(), missing + ": directory " + (dir_ / "no").string() + " does not exist");
 }
 
 }  // namespace

@@ -182,5 +182,40 @@ TEST(MaskTest, ValidateWindowAndDocumentLengths) {
   EXPECT_TRUE(ValidateMask(Mask::Documents({4, 12}), 16).ok());
 }
 
+// Issue 17: four lengths of 2^62 and one of 1024 sum to 2^64 + 1024, which an int64 sum wraps
+// around to 1024, so a 1024-token sequence accepted them.
+TEST(MaskTest, DocumentLengthsWhoseSumWrapsToSeqAreRefused) {
+  const int64_t big = int64_t{1} << 62;
+  Mask mask = Mask::Documents({big, big, big, big, 1024});
+  mask.documents_source = "docs.txt";
+  const Status st = ValidateMask(mask, 1024);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.message(), "document lengths in 'docs.txt' sum to more than 2^63 - 1 tokens, but the sequence has 1024");
+}
+
+TEST(MaskTest, WindowFarLongerThanTheSequenceCountsLikeCausalWithoutOverflow) {
+  // window 2^62 on 1024 tokens: every causal pair, 1024 x 1025 / 2 = 524800; k + window would
+  // overflow int64 without the clamp to the sequence length.
+  PairCounter counter(Mask::Window(int64_t{1} << 62), 1024);
+  EXPECT_EQ(counter.Total(), 524800);
+  EXPECT_EQ(counter.Count(512, 1024, 0, 512), 512 * 512);  // every later query sees every earlier key
+}
+
+TEST_F(DocumentFileTest, ZeroToAPowerIsAnErrorNamingFileAndLine) {
+  // Issue 17: "0^2" in a documents file died with SIGFPE.
+  Write("4 4\n0^2\n");
+  auto lengths = ReadDocumentLengths(path_);
+  ASSERT_FALSE(lengths.ok());
+  EXPECT_EQ(lengths.status().message(),
+            path_ + ":2: document length: '0^2' is not a valid count: the base of a power must be at least 1");
+}
+
+TEST(MaskTest, DocumentsFileThatIsADirectorySaysSo) {
+  const std::string dir = std::filesystem::temp_directory_path().string();
+  auto mask = ParseMask("docs:" + dir);
+  ASSERT_FALSE(mask.ok());
+  EXPECT_EQ(mask.status().message(), dir + ": is a directory, expected a file of document lengths");
+}
+
 }  // namespace
 }  // namespace meshplan

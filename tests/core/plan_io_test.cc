@@ -313,5 +313,20 @@ TEST(PlanIoTest, FilesLoadAndMissingFileIsNotFound) {
   EXPECT_EQ(missing.status().message(), path + ".missing: cannot open file");
 }
 
+TEST(PlanIoTest, DegreesWhoseProductOverflowsAreRefused) {
+  // Issue 17 (UBSan, int64 overflow in the rank count): 2^32 x 2^32 = 2^64 wraps to 0.
+  ExpectError(Replace(Replace(kMinimal, "tile_a = 4", "tile_a = 4294967296"), "tile_b = 4", "tile_b = 4294967296"),
+              {"scheme: the mesh scheme's degrees multiply to more than the 10 million GPUs a topology may have"});
+  ExpectError(Replace(kMinimal, "gpus = 16", "gpus = 1099511627776"), {"topology.gpus: must be at most 10000000"});
+}
+
+TEST(PlanIoTest, DocumentLengthsWhoseSumWrapsToSeqAreRefused) {
+  // 4 x 2^62 + 65536 = 2^64 + 65536 wraps around to the plan's seq of 65536.
+  const std::string docs = Replace(kMinimal, "head_dim = 128",
+                                   "head_dim = 128\nmask = \"docs\"\ndocument_lengths = [4611686018427387904, "
+                                   "4611686018427387904, 4611686018427387904, 4611686018427387904, 65536]");
+  ExpectError(docs, {"workload:", "sum to more than 2^63 - 1 tokens, but the sequence has 65536"});
+}
+
 }  // namespace
 }  // namespace meshplan

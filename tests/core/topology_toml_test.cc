@@ -266,7 +266,6 @@ TEST(TopologyTomlTest, WriterEscapesStrings) {
   ASSERT_TRUE(again.ok()) << again.status().message();
   EXPECT_EQ(again->description, topo->description);
 }
-
 }  // namespace
 }  // namespace meshplan
 
@@ -314,6 +313,41 @@ TEST(TopologyTomlTest, DeviceSharingErrorsNameTheKey) {
   ExpectError(Replace(kBase, at, at + "\nbackward_rate_ratio = 0"), {"gpu.backward_rate_ratio"});
   ExpectError(Replace(kBase, at, at + "\nranks_per_device = 2.0"), {"gpu.ranks_per_device", "integer"});
   ExpectError(Replace(kBase, at, at + "\nconcurrent_kernels = 0.5"), {"gpu.concurrent_kernels", "[1, 4096]"});
+}
+
+// Issue 17: memory_GB = 1e308 ran without a word (1e308 GB is 1e317 bytes: infinity).
+TEST(TopologyTomlTest, MemoryOf1e308GBIsRefused) {
+  ExpectError(Replace(kBase, "memory_GB = 80", "memory_GB = 1e308"), {"gpu.memory_GB: must be at most 1e+06"});
+}
+
+TEST(TopologyTomlTest, HugeRatesAndLatenciesAreRefused) {
+  ExpectError(Replace(kBase, "hbm_GBps = 3350.5", "hbm_GBps = 1e300"), {"gpu.hbm_GBps: must be at most 1e+12"});
+  ExpectError(Replace(kBase, "fp32 = 494.5", "fp32 = 1e300"), {"gpu.peak_tflops.fp32: must be at most 1e+12"});
+  ExpectError(Replace(kBase, "bandwidth_GBps = 50", "bandwidth_GBps = 1e300"),
+              {"level[1].bandwidth_GBps: must be at most 1e+12"});
+  ExpectError(Replace(kBase, "latency_us = 5", "latency_us = 1e300"), {"level[1].latency_us: must be at most 1e+06"});
+  ExpectError(Replace(kBase, "latency_us = 5", "latency_us = 5\noversubscription = 1e300"),
+              {"level[1].oversubscription: must be at most 1e+06"});
+  ExpectError(Replace(kBase, "memory_GB = 80", "memory_GB = 80\nlaunch_overhead_us = 1e300"),
+              {"gpu.launch_overhead_us: must be at most 1e+06"});
+  // The bounds themselves are accepted.
+  auto at_bounds = ParseTopologyToml(Replace(kBase, "memory_GB = 80", "memory_GB = 1e6"), "t.toml");
+  EXPECT_TRUE(at_bounds.ok()) << at_bounds.status().message();
+}
+
+TEST(TopologyTomlTest, TorusDimsWhoseProductOverflowsAreRefused) {
+  // 2^32 x 2^32 = 2^64 wraps to 0 in int64 arithmetic.
+  const std::string torus = Replace(kBase, "kind = \"fat-tree\"", "kind = \"torus\"");
+  ExpectError(Replace(torus, "latency_us = 5", "latency_us = 5\ndims = [4294967296, 4294967296]"),
+              {"level[1].dims: product overflows 64 bits, so it differs from group_size 4"});
+}
+
+TEST(TopologyTomlTest, ADirectoryGivenAsTheFileSaysSo) {
+  // Issue 17: a directory as a topology file reported "name: missing required key".
+  const std::string dir = std::filesystem::temp_directory_path().string();
+  auto topo = LoadTopologyFile(dir);
+  ASSERT_FALSE(topo.ok());
+  EXPECT_EQ(topo.status().message(), dir + ": is a directory, expected a file");
 }
 
 }  // namespace
