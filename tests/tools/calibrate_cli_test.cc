@@ -55,7 +55,9 @@ class CalibrateCli : public ::testing::Test {
     EXPECT_EQ(r.err.rfind("meshplan: error: ", 0), 0u) << r.err;
     EXPECT_NE(r.err.find(needle), std::string::npos) << args << "\n" << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-    if (!out.empty()) EXPECT_FALSE(fs::exists(out)) << out;
+    if (!out.empty()) {
+      EXPECT_FALSE(fs::exists(out)) << out;
+    }
   }
   fs::path dir_;
 };

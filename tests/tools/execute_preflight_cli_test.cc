@@ -2,40 +2,25 @@
 // refused before anything is allocated when the memory it needs is not there.
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
+
+#include "tests/tools/cli_fixture.h"
 
 namespace meshplan {
 namespace {
 
 namespace fs = std::filesystem;
 
-class ExecutePreflight : public ::testing::Test {
+class ExecutePreflight : public testing::CliFixture {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("meshplan_preflight_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
   // Exit code; stderr in err_.
   int Run(const std::string& args) {
-    const std::string err = (dir_ / "stderr").string();
-    const int status = std::system((std::string(MESHPLAN_BINARY) + " " + args + " >/dev/null 2>" + err).c_str());
-    std::ifstream in(err);
-    std::stringstream s;
-    s << in.rdbuf();
-    err_ = s.str();
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    const testing::CliResult r = CliFixture::Run(args);
+    err_ = r.err;
+    return r.exit_code;
   }
-  fs::path dir_;
   std::string err_;
 };
 

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/tools/cli_fixture.h"
 #include "tests/tools/json_reader.h"
 
 namespace meshplan {
@@ -23,36 +24,10 @@ namespace {
 namespace fs = std::filesystem;
 using testing::Json;
 
-struct Output {
-  int exit_code = -1;
-  std::string out, err;
-};
+using Output = testing::CliResult;
 
-class PlanOutput : public ::testing::Test {
+class PlanOutput : public testing::CliFixture {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("meshplan_plan_output_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  Output Run(const std::string& args) {
-    const std::string out = (dir_ / "stdout").string(), err = (dir_ / "stderr").string();
-    const std::string cmd = std::string(MESHPLAN_BINARY) + " " + args + " >" + out + " 2>" + err + " </dev/null";
-    const int status = std::system(cmd.c_str());
-    Output r;
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = Read(out);
-    r.err = Read(err);
-    return r;
-  }
-  static std::string Read(const fs::path& path) {
-    std::ifstream in(path);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-  }
   // Exit 2, nothing on stdout, one stderr line "meshplan: error: ..." holding every needle.
   void ExpectInvalid(const std::string& args, std::initializer_list<std::string> needles) {
     const Output r = Run(args);
@@ -63,7 +38,6 @@ class PlanOutput : public ::testing::Test {
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "expected one line:\n" << r.err;
   }
   static std::string FourNode() { return std::string(MESHPLAN_SOURCE_DIR) + "/topologies/dgx-h100-4node.toml"; }
-  fs::path dir_;
 };
 
 TEST_F(PlanOutput, JsonWithExplainIsOneDocumentHoldingTheBreakdown) {
