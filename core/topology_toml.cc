@@ -237,7 +237,9 @@ Result<Topology> FromTable(const toml::table& root, const std::string& source) {
 
 // Shortest decimal x such that to_model(x) == value exactly, so that writing and reading back
 // gives the same Topology bit for bit ("0.94" rather than "0.93999999999999995").
-std::string FormatNumber(double value, double (*to_model)(double), double from_model) {
+// The shortest decimal (in file units) that reads back as `value` (model units), or the
+// 17-digit one when none does.
+std::string ShortestDecimal(double value, double (*to_model)(double), double from_model) {
   const double approx = value / from_model;
   char buffer[64];
   double shortest = approx;
@@ -249,6 +251,23 @@ std::string FormatNumber(double value, double (*to_model)(double), double from_m
   // to_chars picks the shorter of fixed and scientific form: "3350" rather than "3.35e+03".
   auto end = std::to_chars(buffer, buffer + sizeof buffer, shortest).ptr;
   return std::string(buffer, end);
+}
+
+// ShortestDecimal, made stable under reading back: a value no decimal reads back as exactly
+// (units converted in floating point) is written as the decimal of the value its first decimal
+// reads back as, repeated until that no longer changes, so writing a file read from a written
+// file gives the same text (the topology fuzz target checks it).
+std::string FormatNumber(double value, double (*to_model)(double), double from_model) {
+  std::string text = ShortestDecimal(value, to_model, from_model);
+  for (int i = 0; i < 8; ++i) {
+    const double again = to_model(std::strtod(text.c_str(), nullptr));
+    if (again == value) break;
+    value = again;
+    const std::string next = ShortestDecimal(value, to_model, from_model);
+    if (next == text) break;
+    text = next;
+  }
+  return text;
 }
 
 }  // namespace
