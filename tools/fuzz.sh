@@ -4,9 +4,10 @@
 # in tests/fuzz/corpus/TARGET for the others. Inputs that crash, leak, hang or trip a sanitizer
 # are saved as BUILD/fuzz-artifacts/TARGET-*; the exit status is non-zero if any target failed.
 # Each target prints libFuzzer's final stats (execs, coverage) on the last lines of its log,
-# BUILD/fuzz-logs/TARGET.log. Not run by CI yet (docs/fuzzing.md).
+# BUILD/fuzz-logs/TARGET.log. CI runs it for 30 s per target (.ci/run, docs/fuzzing.md).
 #
 #   tools/fuzz.sh [SECONDS] [BUILD_DIR]      JOBS=N for a parallel build (default 1)
+# Exit status: 0 all ran clean, 1 a target failed, 3 the compiler cannot build fuzz targets.
 set -eu
 
 seconds=${1:-60}
@@ -17,6 +18,10 @@ targets="topology_toml plan_toml sweep_file documents counts npy"
 if [ ! -f "$build/CMakeCache.txt" ]; then
   CXX=${CXX:-clang++} cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMESHPLAN_BUILD_FUZZ=ON \
     -DMESHPLAN_BUILD_TESTS=OFF -DMESHPLAN_BUILD_BENCH=OFF -DMESHPLAN_ENABLE_CUDA=OFF >/dev/null
+fi
+if ! grep -q '^MESHPLAN_HAVE_LIBFUZZER:INTERNAL=1' "$build/CMakeCache.txt"; then
+  echo "fuzz: $(grep '^CMAKE_CXX_COMPILER:' "$build/CMakeCache.txt" | cut -d= -f2) cannot link -fsanitize=fuzzer: no fuzz targets (cmake/Fuzz.cmake)" >&2
+  exit 3
 fi
 cmake --build "$build" --target meshplan_fuzzers -j "${JOBS:-1}"
 
