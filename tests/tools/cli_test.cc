@@ -21,6 +21,7 @@
 #include "core/plan_io.h"
 #include "executor/npy.h"
 #include "executor/reference.h"
+#include "tests/tools/cli_fixture.h"
 #include "tests/tools/json_reader.h"
 
 namespace meshplan {
@@ -29,41 +30,10 @@ namespace {
 namespace fs = std::filesystem;
 using testing::Json;
 
-struct RunResult {
-  int exit_code = -1;
-  std::string out, err;
-};
+using RunResult = testing::CliResult;
 
-class Cli : public ::testing::Test {
+class Cli : public testing::CliFixture {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("meshplan_cli_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  RunResult Run(const std::string& args) {
-    const std::string out = (dir_ / "stdout").string(), err = (dir_ / "stderr").string();
-    const std::string cmd = std::string(MESHPLAN_BINARY) + " " + args + " >" + out + " 2>" + err + " </dev/null";
-    const int status = std::system(cmd.c_str());
-    RunResult r;
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = Read(out);
-    r.err = Read(err);
-    return r;
-  }
-  static std::string Read(const fs::path& path) {
-    std::ifstream in(path);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-  }
-  std::string Write(const std::string& name, const std::string& text) {
-    const fs::path p = dir_ / name;
-    std::ofstream(p) << text;
-    return p.string();
-  }
   // One invalid-input failure: exit 2, a single stderr line that contains every `needle`.
   void ExpectInvalid(const std::string& args, std::initializer_list<std::string> needles) {
     const RunResult r = Run(args);
@@ -73,7 +43,6 @@ class Cli : public ::testing::Test {
     for (const std::string& n : needles) EXPECT_NE(r.err.find(n), std::string::npos) << args << "\n" << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "expected one line:\n" << r.err;
   }
-  fs::path dir_;
 };
 
 TEST_F(Cli, VersionAndHelp) {
