@@ -236,7 +236,7 @@ Result<CalibrationResult> Calibrate(CalibrationTarget& target, const Calibration
             k.n = n;
             k.backward = backward;
             k.flops = 4.0 * static_cast<double>(PieceVisiblePairs(piece, n)) * static_cast<double>(sample_heads) * d *
-                      (backward ? planner::kBackwardFlopsFactor : 1.0);
+                      (backward ? kBackwardFlopsFactor : 1.0);
             out.kernels.push_back(k);
             rounds_s.emplace_back();
           }

@@ -1,6 +1,7 @@
 #include "executor/execute.h"
 
 #include <algorithm>
+#include <exception>
 #include <mutex>
 #include <thread>
 
@@ -32,6 +33,10 @@ TensorF* OutputFor(uint16_t bit, AttentionTensors<float>& out) {
   }
 }
 
+bool IsOutputTensor(uint16_t bit) {
+  return bit == kTensorO || bit == kTensorLse || bit == kTensorDQ || bit == kTensorDK || bit == kTensorDV;
+}
+
 Status CheckPass(const Workload& w) {
   if (HasBackward(w.pass) && !HasForward(w.pass)) {
     return Status::Invalid("execute a backward together with its forward (pass fwd+bwd)");
@@ -56,8 +61,9 @@ Status RootCause(const std::vector<Status>& status) {
 
 // Every rank in this process on the host backend, one engine per rank on its own thread, joined
 // by in-process transports as processes would be.
-Status RunHostThreads(const Schedule& schedule, const Workload& workload, const AttentionTensors<float>& inputs,
-                      const RunOptions& options, ExecutionResult* result, std::vector<uint8_t>* covered) {
+Status RunHostThreads(const Schedule& schedule, const Workload& workload, const InputSource& inputs,
+                      const RunOptions& options, AttentionTensors<float>* outputs, ExecutionResult* result,
+                      std::vector<uint8_t>* covered) {
   const int ranks = static_cast<int>(schedule.num_ranks);
   auto transports = MakeThreadTransports(ranks);
   std::vector<Status> status(static_cast<size_t>(ranks));
@@ -65,23 +71,34 @@ Status RunHostThreads(const Schedule& schedule, const Workload& workload, const 
   result->peak_bytes.assign(static_cast<size_t>(ranks), 0);
   std::mutex collect;
   std::vector<std::thread> threads;
+  // An exception on a rank's thread (an allocation that fails) ends that rank like an error and
+  // is rethrown to the caller after every thread joined, as if the ranks ran on its thread.
+  std::vector<std::exception_ptr> thrown(static_cast<size_t>(ranks));
   for (int r = 0; r < ranks; ++r) {
     threads.emplace_back([&, r] {
-      HostDeviceOps ops(workload, {transports[r].get(), options.recv_timeout});
-      std::vector<uint8_t> local(static_cast<size_t>(ranks), 0);
-      local[r] = 1;
-      auto run = RunEngine(schedule, workload, inputs, options, ops, std::move(local), &result->outputs, covered,
-                           &collect);
-      if (!run.ok()) {
-        status[r] = run.status();
-        transports[r]->Abort(run.status().message());
-        return;
+      try {
+        HostDeviceOps ops(workload, {transports[r].get(), options.recv_timeout});
+        std::vector<uint8_t> local(static_cast<size_t>(ranks), 0);
+        local[r] = 1;
+        auto run = RunEngine(schedule, workload, inputs, options, ops, std::move(local), outputs, covered, &collect);
+        if (!run.ok()) {
+          status[r] = run.status();
+          transports[r]->Abort(run.status().message());
+          return;
+        }
+        result->timings[r] = run->times[r];
+        result->peak_bytes[r] = run->peak_bytes[r];
+      } catch (...) {
+        thrown[r] = std::current_exception();
+        status[r] = Status::Internal("rank " + std::to_string(r) + ": an exception ended the rank");
+        transports[r]->Abort(status[r].message());
       }
-      result->timings[r] = run->times[r];
-      result->peak_bytes[r] = run->peak_bytes[r];
     });
   }
   for (auto& t : threads) t.join();
+  for (const std::exception_ptr& e : thrown) {
+    if (e) std::rethrow_exception(e);
+  }
   result->device = "host, one engine per rank on its own thread (a worker thread per stream)";
   return RootCause(status);
 }
@@ -92,13 +109,13 @@ void WriteOutputEntry(uint16_t tensor, const Entry& entry, const Workload& w, At
                       std::vector<uint8_t>* covered) {
   if ((tensor == kTensorO || tensor == kTensorLse) && !HasForward(w.pass)) return;
   if ((tensor == kTensorDQ || tensor == kTensorDK || tensor == kTensorDV) && !HasBackward(w.pass)) return;
-  TensorF* t = OutputFor(tensor, *out);
-  if (t == nullptr) return;
+  TensorF* t = out == nullptr ? nullptr : OutputFor(tensor, *out);
+  if (t == nullptr && (out != nullptr || !IsOutputTensor(tensor))) return;
   const size_t base = tensor == kTensorO ? 0 : tensor == kTensorLse ? 1 : tensor == kTensorDQ ? 2 : tensor == kTensorDK ? 3 : 4;
   for (int64_t b = 0; b < entry.batch; ++b) {
     for (int64_t r = 0; r < entry.rows(); ++r) {
       for (int32_t h = entry.head_begin; h < entry.head_begin + entry.heads; ++h) {
-        std::copy_n(entry.At(b, r, h), static_cast<size_t>(entry.dim), &t->at(b, entry.positions[r], h, 0));
+        if (t != nullptr) std::copy_n(entry.At(b, r, h), static_cast<size_t>(entry.dim), &t->at(b, entry.positions[r], h, 0));
         if (covered != nullptr) {
           const int64_t cell = ((b * w.seq_len + entry.positions[r]) * w.q_heads + h);
           (*covered)[base * static_cast<size_t>(w.batch * w.seq_len * w.q_heads) + static_cast<size_t>(cell)] = 1;
@@ -118,8 +135,8 @@ AttentionTensors<float> OutputTensors(const Workload& w) {
   return t;
 }
 
-Result<ExecutionResult> Execute(const Schedule& schedule, const Workload& workload,
-                                const AttentionTensors<float>& inputs, const ExecuteConfig& config) {
+Result<ExecutionResult> Execute(const Schedule& schedule, const Workload& workload, const InputSource& inputs,
+                                const ExecuteConfig& config) {
   MESHPLAN_RETURN_IF_ERROR(CheckPass(workload));
   if (config.backend == Backend::kCuda) {
 #if MESHPLAN_HAVE_CUDA
@@ -130,15 +147,16 @@ Result<ExecutionResult> Execute(const Schedule& schedule, const Workload& worklo
   }
   if (config.transport == TransportKind::kNccl) return Status::Invalid("transport nccl needs the cuda backend");
   ExecutionResult result;
-  result.outputs = OutputTensors(workload);
+  if (config.keep_outputs) result.outputs = OutputTensors(workload);
+  AttentionTensors<float>* outputs = config.keep_outputs ? &result.outputs : nullptr;
   std::vector<uint8_t> covered(CoverageSize(workload), 0);
   const Clock::time_point start = Clock::now();
   if (config.transport == TransportKind::kThreads) {
-    MESHPLAN_RETURN_IF_ERROR(RunHostThreads(schedule, workload, inputs, config.run, &result, &covered));
+    MESHPLAN_RETURN_IF_ERROR(RunHostThreads(schedule, workload, inputs, config.run, outputs, &result, &covered));
   } else {
     HostDeviceOps ops(workload, {nullptr, config.run.recv_timeout});
     auto run = RunEngine(schedule, workload, inputs, config.run, ops,
-                         std::vector<uint8_t>(static_cast<size_t>(schedule.num_ranks), 1), &result.outputs, &covered);
+                         std::vector<uint8_t>(static_cast<size_t>(schedule.num_ranks), 1), outputs, &covered);
     if (!run.ok()) return run.status();
     result.timings = std::move(run->times);
     result.peak_bytes = std::move(run->peak_bytes);
@@ -149,7 +167,12 @@ Result<ExecutionResult> Execute(const Schedule& schedule, const Workload& worklo
   return result;
 }
 
-Status ExecuteRank(const Schedule& schedule, const Workload& workload, const AttentionTensors<float>& inputs,
+Result<ExecutionResult> Execute(const Schedule& schedule, const Workload& workload,
+                                const AttentionTensors<float>& inputs, const ExecuteConfig& config) {
+  return Execute(schedule, workload, TensorInputSource(inputs), config);
+}
+
+Status ExecuteRank(const Schedule& schedule, const Workload& workload, const InputSource& inputs,
                    const ExecuteConfig& config, Transport& transport, AttentionTensors<float>* outputs,
                    std::vector<uint8_t>* covered, std::vector<OpTiming>* timings, std::string* device) {
   MESHPLAN_RETURN_IF_ERROR(CheckPass(workload));
@@ -169,6 +192,13 @@ Status ExecuteRank(const Schedule& schedule, const Workload& workload, const Att
   if (timings != nullptr) *timings = run->times[rank];
   if (device != nullptr) *device = ops.Describe();
   return Status::Ok();
+}
+
+Status ExecuteRank(const Schedule& schedule, const Workload& workload, const AttentionTensors<float>& inputs,
+                   const ExecuteConfig& config, Transport& transport, AttentionTensors<float>* outputs,
+                   std::vector<uint8_t>* covered, std::vector<OpTiming>* timings, std::string* device) {
+  return ExecuteRank(schedule, workload, TensorInputSource(inputs), config, transport, outputs, covered, timings,
+                     device);
 }
 
 }  // namespace meshplan::exec

@@ -9,6 +9,7 @@
 #include "core/schedule.h"
 #include "core/status.h"
 #include "core/workload.h"
+#include "executor/input_source.h"
 #include "executor/run_options.h"
 #include "executor/shard_store.h"
 #include "executor/tensor.h"
@@ -36,10 +37,14 @@ struct ExecuteConfig {
   RunOptions run;
   int devices = 1;     // cuda, kLocal: GPUs the ranks spread over round-robin (0: every visible GPU)
   bool poison = false; // cuda: fill fresh allocations with NaN bytes (validation runs)
+  // false: every output element is still produced and its coverage checked, but nothing is copied
+  // out (ExecutionResult::outputs stays empty), so a benchmark holds no global output tensors.
+  bool keep_outputs = true;
 };
 
 struct ExecutionResult {
-  // o, lse (forward) and dq, dk, dv (backward) in the global layout; inputs are not copied.
+  // o, lse (forward) and dq, dk, dv (backward) in the global layout (empty without
+  // ExecuteConfig::keep_outputs); inputs are not copied.
   AttentionTensors<float> outputs;
   std::vector<std::vector<OpTiming>> timings;  // [rank][op]
   double wall_s = 0;
@@ -48,9 +53,12 @@ struct ExecutionResult {
 };
 
 // Executes `schedule` (expanded for `workload`, whose pass must include the forward when it
-// includes the backward) with every rank in this process. `inputs` holds q, k, v and, for a
-// backward, d_o. Every output element must be produced by some rank; a missing one is an error.
-// Failures name the rank and op.
+// includes the backward) with every rank in this process. Each rank reads only its own rows of
+// q, k, v and, for a backward, d_o from `inputs`. Every output element must be produced by some
+// rank; a missing one is an error. Failures name the rank and op.
+Result<ExecutionResult> Execute(const Schedule& schedule, const Workload& workload, const InputSource& inputs,
+                                const ExecuteConfig& config);
+// The same with whole input tensors (q, k, v, and d_o for a backward).
 Result<ExecutionResult> Execute(const Schedule& schedule, const Workload& workload,
                                 const AttentionTensors<float>& inputs, const ExecuteConfig& config);
 
@@ -58,13 +66,16 @@ Result<ExecutionResult> Execute(const Schedule& schedule, const Workload& worklo
 // backend exchanges over `transport`; cuda sets NCCL up over it. Writes what this rank produced
 // into `outputs` (sized by OutputTensors) and marks it in `covered` (CoverageSize elements), for
 // GatherOutputs (executor/gather.h).
+Status ExecuteRank(const Schedule& schedule, const Workload& workload, const InputSource& inputs,
+                   const ExecuteConfig& config, Transport& transport, AttentionTensors<float>* outputs,
+                   std::vector<uint8_t>* covered, std::vector<OpTiming>* timings, std::string* device = nullptr);
 Status ExecuteRank(const Schedule& schedule, const Workload& workload, const AttentionTensors<float>& inputs,
                    const ExecuteConfig& config, Transport& transport, AttentionTensors<float>* outputs,
                    std::vector<uint8_t>* covered, std::vector<OpTiming>* timings, std::string* device = nullptr);
 
 // Writes a rank's final entry of `tensor` (O, LSE, dQ, dK or dV; others are ignored, as are
-// tensors outside w.pass) into the global outputs and marks its elements in `covered`
-// (CoverageSize(w) elements, may be null).
+// tensors outside w.pass) into the global outputs (null: only marks) and marks its elements in
+// `covered` (CoverageSize(w) elements, may be null).
 void WriteOutputEntry(uint16_t tensor, const Entry& entry, const Workload& w, AttentionTensors<float>* outputs,
                       std::vector<uint8_t>* covered);
 

@@ -29,6 +29,10 @@ bool ReadNumber(const std::string& path, double* value) {
 
 double HostMemoryNeed::PeakBytes() const { return std::max({inputs_phase_bytes, run_phase_bytes, check_phase_bytes}); }
 
+double HostRankBytes(const Workload& w, double plan_bytes) {
+  return plan_bytes * std::max(1.0, kFloatBytes / static_cast<double>(BytesPerElement(w.dtype)));
+}
+
 HostMemoryNeed EstimateHostMemory(const HostMemoryQuestion& q) {
   const Workload& w = q.workload;
   const double tokens = static_cast<double>(w.batch) * static_cast<double>(w.seq_len);
@@ -41,12 +45,12 @@ HostMemoryNeed EstimateHostMemory(const HostMemoryQuestion& q) {
   const double float_outputs =
       kFloatBytes * (q_elems + lse_elems + (backward ? q_elems + 2 * kv_elems : 0));
   HostMemoryNeed need;
-  // RandomInputs: q, dO, o, dq (q-sized), lse, k, v, dk, dv in double, alive while converted.
-  const double random_doubles = kDoubleBytes * (4 * q_elems + lse_elems + 4 * kv_elems);
-  need.inputs_phase_bytes = float_inputs + (q.random_inputs ? random_doubles : 0);
-  const double to_fp32 = kFloatBytes / static_cast<double>(BytesPerElement(w.dtype));
-  need.ranks_bytes = q.rank_peak_bytes * std::max(1.0, to_fp32) * static_cast<double>(q.ranks_in_process);
-  need.run_phase_bytes = float_inputs + need.ranks_bytes + float_outputs;
+  // Seeded inputs are generated row by row into each rank's shards (part of its working memory);
+  // a .npy file is read as float64 values and converted, one file at a time.
+  const double held_inputs = q.random_inputs ? 0 : float_inputs;
+  need.inputs_phase_bytes = q.random_inputs ? 0 : float_inputs + kDoubleBytes * q_elems;
+  need.ranks_bytes = HostRankBytes(w, q.rank_peak_bytes) * static_cast<double>(q.ranks_in_process);
+  need.run_phase_bytes = held_inputs + need.ranks_bytes + (q.keep_outputs || q.check ? float_outputs : 0);
   if (q.check) {
     // The reference's double copies of q, k, v and its o, lse; with a backward dO, dq, dk, dv.
     const double reference = kDoubleBytes * (2 * q_elems + 2 * kv_elems + lse_elems +
@@ -78,14 +82,26 @@ double AvailableHostMemoryBytes() {
   return available;
 }
 
+double PeakResidentBytes() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmHWM:", 0) != 0) continue;
+    std::istringstream fields(line.substr(6));
+    double kib = 0;
+    if (fields >> kib) return kib * 1024;
+  }
+  return 0;
+}
+
 Status CheckHostMemory(const HostMemoryNeed& need, const HostMemoryQuestion& q, double limit_bytes,
                        const std::string& limit_source) {
   const double peak = need.PeakBytes();
   if (!(limit_bytes > 0) || peak <= limit_bytes) return Status::Ok();
   std::ostringstream m;
-  m << "execute: this run needs about " << FormatBytes(peak) << " of host memory in this process (inputs "
-    << FormatBytes(need.inputs_phase_bytes) << (q.random_inputs ? " while float64 random inputs are converted" : "")
-    << "; run " << FormatBytes(need.run_phase_bytes) << ", of which " << q.ranks_in_process << " rank"
+  m << "execute: this run needs about " << FormatBytes(peak) << " of host memory in this process (";
+  if (!q.random_inputs) m << "inputs " << FormatBytes(need.inputs_phase_bytes) << " while the .npy files are read; ";
+  m << "run " << FormatBytes(need.run_phase_bytes) << ", of which " << q.ranks_in_process << " rank"
     << (q.ranks_in_process == 1 ? "" : "s") << " " << FormatBytes(need.ranks_bytes);
   if (q.check) m << "; --check " << FormatBytes(need.check_phase_bytes);
   m << ") but " << FormatBytes(limit_bytes) << " is available (" << limit_source << ")";

@@ -2,13 +2,14 @@
 // before anything is allocated, against what the machine (or --max-memory) allows.
 //
 // A process holds, one phase after another (docs/executor.md, "Memory"):
-//   inputs:    float64 random inputs and their reference outputs (RandomInputs allocates q, k, v,
-//              dO, o, lse, dq, dk, dv whatever the pass), while they are converted to the float
-//              inputs q, k, v (and dO with a backward); .npy inputs are read as floats directly;
-//   run:       the float inputs, the ranks' working memory (the planner's peak per rank, in fp32,
-//              times the ranks in this process) and the gathered float outputs;
-//   check:     the float inputs and outputs, and the float64 reference's copies of the inputs
-//              and its outputs.
+//   inputs:    seeded random inputs: nothing (each rank generates its own rows, executor/
+//              input_source.h); .npy inputs: the float tensors q, k, v (and dO with a backward),
+//              and one file's values as float64 while it is converted;
+//   run:       the .npy inputs' floats, the ranks' working memory (the planner's peak per rank,
+//              in fp32, times the ranks in this process) and, when the outputs are kept (--check,
+//              --outputs), the gathered float outputs;
+//   check:     the whole float inputs and outputs, and the float64 reference's copies of the
+//              inputs and its outputs.
 // The need is the largest phase.
 #pragma once
 
@@ -33,14 +34,22 @@ struct HostMemoryQuestion {
   double rank_peak_bytes = 0;    // the planner's peak memory per rank, in the plan's dtype
   int64_t ranks_in_process = 1;  // every rank with threads, one under MPI
   bool random_inputs = true;     // false: read from .npy files
+  bool keep_outputs = true;      // the run copies out the global outputs (--check, --outputs)
   bool check = false;            // --check: the float64 reference
 };
 
 HostMemoryNeed EstimateHostMemory(const HostMemoryQuestion& q);
 
+// The planner's per-rank memory (`plan_bytes`, in w.dtype) as the CPU executor holds it: every
+// tensor in fp32, so a 16-bit plan's bytes double.
+double HostRankBytes(const Workload& w, double plan_bytes);
+
 // Memory this process may still use: the smaller of MemAvailable (/proc/meminfo) and the cgroup
 // v2 limit less its usage (/sys/fs/cgroup/memory.max, memory.current); 0 when neither is known.
 double AvailableHostMemoryBytes();
+
+// This process's peak resident set so far (VmHWM of /proc/self/status), in bytes; 0 when unknown.
+double PeakResidentBytes();
 
 // Ok when the need fits `limit_bytes`; otherwise kInvalidInput, one line naming the need by
 // phase, the limit and where it came from (`limit_source`), and a sequence length that would fit.

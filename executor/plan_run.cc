@@ -1,6 +1,7 @@
 #include "executor/plan_run.h"
 
 #include <chrono>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -30,6 +31,19 @@ void Round(InputType type, TensorF& t) {
   for (float& x : t.data) x = RoundToInput(type, x);
 }
 
+// Whole tensors read from files (the reader caps each file, so they are small), as a source.
+class FileInputSource final : public InputSource {
+ public:
+  explicit FileInputSource(AttentionTensors<float> tensors) : tensors_(std::move(tensors)), view_(tensors_) {}
+  void Row(InputTensor tensor, int64_t b, int64_t position, float* out) const override {
+    view_.Row(tensor, b, position, out);
+  }
+
+ private:
+  AttentionTensors<float> tensors_;
+  TensorInputSource view_;
+};
+
 }  // namespace
 
 Result<PlanRun> PreparePlanRun(const Plan& plan, const std::string& plan_path, const Topology& topology,
@@ -49,6 +63,7 @@ Result<PlanRun> PreparePlanRun(const Plan& plan, const std::string& plan_path, c
     expanded = std::move(as_written).value();
   }
   run.schedule = std::move(expanded.schedule);
+  run.modelled_rank_peak_bytes = expanded.estimate.peak_memory_bytes;
   const Workload& w = run.plan.workload;
   if (budget.limit_bytes > 0) {
     HostMemoryQuestion question;
@@ -57,24 +72,38 @@ Result<PlanRun> PreparePlanRun(const Plan& plan, const std::string& plan_path, c
     question.ranks_in_process = budget.ranks_in_process;
     question.random_inputs = inputs.dir.empty();
     question.check = budget.check;
+    question.keep_outputs = budget.keep_outputs;
     MESHPLAN_RETURN_IF_ERROR(CheckHostMemory(EstimateHostMemory(question), question, budget.limit_bytes,
                                              budget.limit_source)
                                  .WithContext(plan_path));
   }
+  // The engine's entries index heads and head elements with 32 bits.
+  for (const auto& [key, value] : {std::pair<const char*, int64_t>{"head_dim", w.head_dim}, {"heads", w.q_heads}}) {
+    if (value > std::numeric_limits<int32_t>::max()) {
+      return Status::Invalid(plan_path + ": workload." + key + " = " + std::to_string(value) +
+                             ": the executor handles at most 2147483647 (2^31 - 1)");
+    }
+  }
   if (!inputs.dir.empty()) {
     auto in = ReadInputFiles(inputs.dir, w);
     if (!in.ok()) return in.status();
-    run.inputs = std::move(in).value();
+    run.inputs = std::make_shared<FileInputSource>(std::move(in).value());
   } else {
-    run.inputs = RandomRunInputs(w, inputs.seed);
+    run.inputs = std::make_shared<SeededInputSource>(w, inputs.seed);
   }
-  for (TensorF* t : {&run.inputs.q, &run.inputs.k, &run.inputs.v, &run.inputs.d_o}) Round(type, *t);
+  run.type = type;
   run.tolerance = CheckTolerance(type);
   return run;
 }
 
+AttentionTensors<float> CheckInputs(const PlanRun& run) {
+  AttentionTensors<float> in = MaterializeInputs(run.plan.workload, *run.inputs);
+  for (TensorF* t : {&in.q, &in.k, &in.v, &in.d_o}) Round(run.type, *t);
+  return in;
+}
+
 Result<ExecutionResult> Execute(const PlanRun& run, const ExecuteConfig& config) {
-  return Execute(run.schedule, run.plan.workload, run.inputs, config);
+  return Execute(run.schedule, run.plan.workload, *run.inputs, config);
 }
 
 Result<RepeatedExecution> ExecuteRepeated(const PlanRun& run, const ExecuteConfig& config, int repeat,
@@ -132,7 +161,7 @@ Result<JobRank> RunJobRank(Transport& transport, const PlanRun* run, const Statu
     std::vector<OpTiming> timings;
     const Clock::time_point start = Clock::now();
     // A failing rank aborts the whole job from inside the engine; this is the backstop.
-    const Status st = ExecuteRank(p.schedule, p.plan.workload, p.inputs, config, transport, &outputs, &covered,
+    const Status st = ExecuteRank(p.schedule, p.plan.workload, *p.inputs, config, transport, &outputs, &covered,
                                   &timings, &out.device);
     if (!st.ok()) transport.Abort(st.message());
     auto gathered = GatherOutputs(transport, p.plan.workload, outputs, covered, timings, Clock::now() + timeout);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -13,6 +14,7 @@
 #include "core/topology.h"
 #include "executor/execute.h"
 #include "executor/gather.h"
+#include "executor/input_source.h"
 #include "executor/repeat.h"
 #include "executor/tensor.h"
 #include "executor/transport.h"
@@ -30,6 +32,7 @@ struct HostBudget {
   std::string limit_source;       // where the limit came from, for the refusal
   int64_t ranks_in_process = 1;   // ranks whose working memory this process holds
   bool check = false;             // --check will build the float64 reference
+  bool keep_outputs = true;       // the run copies out the global outputs (ExecuteConfig)
 };
 
 // A run ready to go: everything a user can get wrong has been checked before it is built.
@@ -37,9 +40,17 @@ struct PlanRun {
   Plan plan;             // as run: the pass widened to fwd+bwd when the plan says bwd
   bool widened = false;  // the backward needs the forward's O and LSE
   Schedule schedule;
-  AttentionTensors<float> inputs;  // rounded to the run's input type, so a check sees what ran
-  double tolerance = 0;            // of CheckOutputs for that input type (executor/output_check.h)
+  // Where each rank reads its own input rows: the files' whole tensors, or values generated from
+  // the seed (executor/input_source.h), so a rank builds only its shards.
+  std::shared_ptr<const InputSource> inputs;
+  InputType type = InputType::kFp32;  // the engine rounds the inputs to it
+  double modelled_rank_peak_bytes = 0;  // the planner's peak memory per rank, in the plan's dtype
+  double tolerance = 0;               // of CheckOutputs for that input type (executor/output_check.h)
 };
+
+// The whole inputs of a run as it sees them (rounded to its input type), for a check against the
+// reference; the one place a seeded run holds every row.
+AttentionTensors<float> CheckInputs(const PlanRun& run);
 
 // Expands `plan` (read from `plan_path`, which errors about the plan name) on `topology` (the
 // plan as written must be valid, then the one that runs), checks that the run fits `budget`, and

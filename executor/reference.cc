@@ -1,10 +1,11 @@
 #include "executor/reference.h"
 
+#include "executor/input_source.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
-#include <random>
 #include <vector>
 
 namespace meshplan::exec {
@@ -49,17 +50,6 @@ double Dot(const double* a, const double* b, int64_t n) {
   double s = 0.0;
   for (int64_t e = 0; e < n; ++e) s += a[e] * b[e];
   return s;
-}
-
-// Uniform in [-1, 1) from the top 53 bits of one draw; unlike std::uniform_real_distribution this
-// is the same on every standard library, so a seed names the same inputs everywhere.
-double UniformMinusOneToOne(std::mt19937_64& rng) {
-  const double unit = static_cast<double>(rng() >> 11) * 0x1.0p-53;  // [0, 1)
-  return 2.0 * unit - 1.0;
-}
-
-void FillUniform(Tensor<double>& t, std::mt19937_64& rng) {
-  for (double& x : t.data) x = UniformMinusOneToOne(rng);
 }
 
 }  // namespace
@@ -157,12 +147,14 @@ AttentionTensors<double> RandomInputs(const Workload& w, uint64_t seed) {
   t.dq = Tensor<double>(B, S, Hq, d);
   t.dk = Tensor<double>(B, S, Hkv, d);
   t.dv = Tensor<double>(B, S, Hkv, d);
-  std::mt19937_64 rng(seed);
-  // Fixed order, so a seed always means the same q, k, v and dO.
-  FillUniform(t.q, rng);
-  FillUniform(t.k, rng);
-  FillUniform(t.v, rng);
-  FillUniform(t.d_o, rng);
+  // Counter-based (executor/input_source.h), so a rank can generate its own rows alone.
+  auto fill = [seed](InputTensor which, Tensor<double>& dst) {
+    for (size_t i = 0; i < dst.data.size(); ++i) dst.data[i] = SeededInputValue(seed, which, i);
+  };
+  fill(InputTensor::kQ, t.q);
+  fill(InputTensor::kK, t.k);
+  fill(InputTensor::kV, t.v);
+  fill(InputTensor::kDO, t.d_o);
   return t;
 }
 

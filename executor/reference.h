@@ -14,7 +14,8 @@ void ReferenceForward(const Workload& w, AttentionTensors<double>& t);
 // Fills t.dq, t.dk, t.dv from t.q, t.k, t.v, t.o, t.lse and t.d_o (D = rowsum(dO * O)).
 void ReferenceBackward(const Workload& w, AttentionTensors<double>& t);
 
-// Random inputs (uniform in [-1, 1), never all zero) for the workload, reproducible by seed.
+// Random inputs (uniform in [-1, 1), never all zero) for the workload, reproducible by seed:
+// element i of each input is SeededInputValue(seed, tensor, i) (executor/input_source.h).
 AttentionTensors<double> RandomInputs(const Workload& w, uint64_t seed);
 
 }  // namespace meshplan::exec

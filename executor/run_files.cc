@@ -3,7 +3,6 @@
 #include <filesystem>
 
 #include "executor/npy.h"
-#include "executor/reference.h"
 
 namespace meshplan::exec {
 namespace {
@@ -41,16 +40,6 @@ Result<AttentionTensors<float>> ReadInputFiles(const std::string& dir, const Wor
     }
     *f.tensor = FromNpy(*array);
   }
-  return in;
-}
-
-AttentionTensors<float> RandomRunInputs(const Workload& w, uint64_t seed) {
-  const AttentionTensors<double> random = RandomInputs(w, seed);
-  AttentionTensors<float> in;
-  in.q = ToFloat(random.q);
-  in.k = ToFloat(random.k);
-  in.v = ToFloat(random.v);
-  if (HasBackward(w.pass)) in.d_o = ToFloat(random.d_o);
   return in;
 }
 

@@ -16,9 +16,6 @@ namespace meshplan::exec {
 // kNotFound), naming the file.
 Result<AttentionTensors<float>> ReadInputFiles(const std::string& dir, const Workload& w);
 
-// Random inputs of `w` from `seed` (executor/reference.h RandomInputs, as floats).
-AttentionTensors<float> RandomRunInputs(const Workload& w, uint64_t seed);
-
 // Writes the outputs the pass produced into `dir` (created when missing). On failure removes the
 // files this call wrote, so a failed run leaves no output files. Returns the file names.
 Result<std::vector<std::string>> WriteOutputFiles(const std::string& dir, const Workload& w,

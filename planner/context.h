@@ -7,6 +7,7 @@
 #include <tuple>
 #include <vector>
 
+#include "core/attention_flops.h"
 #include "core/layout.h"
 #include "core/mask.h"
 #include "core/topology.h"
@@ -60,9 +61,6 @@ struct PlanContext {
   using WorkKey = std::tuple<int, int64_t, int64_t>;  // layout kind, shards, a (0 for rows)
   mutable std::map<WorkKey, std::vector<int64_t>> work_cache_;
 };
-
-// Backward FLOPs are 2.5x forward (recomputation included), the FlashAttention convention.
-inline constexpr double kBackwardFlopsFactor = 2.5;
 
 inline double PlanContext::BackwardTimeFactor() const {
   return kBackwardFlopsFactor / topology.gpu.backward_rate_ratio;

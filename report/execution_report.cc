@@ -38,7 +38,39 @@ std::string InputsDescription(const ExecutionReport& r) {
          (HasBackward(r.plan.workload.pass) ? ", d_o.npy" : "") + ")";
 }
 
+int64_t MaxOf(const std::vector<int64_t>& v) { return v.empty() ? 0 : *std::max_element(v.begin(), v.end()); }
+
+double MeanOf(const std::vector<int64_t>& v) {
+  double sum = 0;
+  for (int64_t x : v) sum += static_cast<double>(x);
+  return v.empty() ? 0 : sum / static_cast<double>(v.size());
+}
+
+// "throughput: ..." and "memory: ..." lines.
+std::string ThroughputAndMemory(const ExecutionReport& r) {
+  std::string out;
+  if (r.flops > 0) {
+    out += "throughput: " + Fixed(TflopsPerRank(r), 3) + " TFLOP/s per rank (" + Scientific(r.flops) +
+           " FLOPs by LongCA's count, 4 B pairs Hq d per forward and 2.5x for a backward, over " +
+           std::to_string(r.ranks) + " ranks in " + FormatSeconds(MeasuredTime(r)) + ")\n";
+  }
+  out += "memory:    ";
+  out += r.process_peak_rss_bytes > 0 ? "process peak RSS " + FormatBytes(r.process_peak_rss_bytes)
+                                      : std::string("process peak RSS unknown");
+  if (!r.rank_peak_bytes.empty()) {
+    out += "; engine peak per rank: max " + FormatBytes(static_cast<double>(MaxOf(r.rank_peak_bytes))) + ", mean " +
+           FormatBytes(MeanOf(r.rank_peak_bytes));
+  }
+  if (r.modelled_rank_peak_bytes > 0) out += "; planner's model " + FormatBytes(r.modelled_rank_peak_bytes) + " per rank";
+  return out + "\n";
+}
+
 }  // namespace
+
+double TflopsPerRank(const ExecutionReport& r) {
+  const double time = MeasuredTime(r);
+  return time > 0 && r.ranks > 0 ? r.flops / static_cast<double>(r.ranks) / time / 1e12 : 0;
+}
 
 std::string RenderExecutionTable(const ExecutionReport& r) {
   const Plan& plan = r.plan;
@@ -66,6 +98,7 @@ std::string RenderExecutionTable(const ExecutionReport& r) {
     out += "measured:  " + FormatSeconds(r.wall_s) + " wall; last op ends at " + FormatSeconds(r.measured.run_s) +
            "\n";
   }
+  out += ThroughputAndMemory(r);
   out += "per rank over " + std::to_string(r.ranks) + " ranks (measured" + (n > 1 ? ", the median run" : "") +
          "):\n";
   const exec::RunTimeline& m = r.measured;
@@ -235,6 +268,21 @@ std::string RenderExecutionJson(const ExecutionReport& r) {
   RepeatJson(j, r);
   j.Key("wall_s");
   j.Number(r.wall_s);
+  j.Key("flops");
+  j.Number(r.flops);
+  j.Key("tflops_per_rank");
+  j.Number(TflopsPerRank(r));
+  j.Key("memory");
+  j.BeginObject();
+  j.Key("process_peak_rss_bytes");
+  j.Number(r.process_peak_rss_bytes);
+  j.Key("rank_peak_bytes");
+  j.BeginArray();
+  for (int64_t b : r.rank_peak_bytes) j.Int(b);
+  j.EndArray();
+  j.Key("modelled_rank_peak_bytes");
+  j.Number(r.modelled_rank_peak_bytes);
+  j.EndObject();
   j.Key("measured");
   TimelineJson(j, r.measured);
   j.Key("predicted");

@@ -36,11 +36,23 @@ struct ExecutionReport {
   bool have_prediction = false;
   exec::RunTimeline predicted;   // report::PredictedTimeline (report/predicted_timeline.h)
   std::string prediction_error;  // why there is no prediction
+  // Throughput and memory, the benchmark's figures: the run's FLOPs by LongCA's count
+  // (core/attention_flops.h), over the ranks and the measured (median) time, is TFLOP/s per rank;
+  // the process's peak resident set before any check, and per rank the most memory its engine
+  // held (first timed run; empty when not known here, e.g. the other processes of an MPI job), next
+  // to the planner's per-rank model as this backend holds it (fp32 on the CPU).
+  double flops = 0;
+  double process_peak_rss_bytes = 0;
+  std::vector<int64_t> rank_peak_bytes;
+  double modelled_rank_peak_bytes = 0;
   bool checked = false;
   exec::OutputCheck check;  // of the first timed run's outputs (so are the written files)
   std::string outputs_dir;
   std::vector<std::string> written;  // output files (names in outputs_dir)
 };
+
+// TFLOP/s per rank of the measured (median) time; 0 without a time.
+double TflopsPerRank(const ExecutionReport& r);
 
 std::string RenderExecutionTable(const ExecutionReport& r);
 std::string RenderExecutionJson(const ExecutionReport& r);

@@ -43,7 +43,7 @@ int RunInProcess(const ExecuteFlags& flags) {
                                ? CudaRunLine(flags, p, run->first.device)
                                : "backend cpu, transport threads, " + std::to_string(p.run.schedule.num_ranks) +
                                      " ranks (one engine per rank, a worker thread per stream)";
-  return FinishExecution(flags, p, run->first.outputs, run->runs, line);
+  return FinishExecution(flags, p, run->first.outputs, run->runs, line, run->first.peak_bytes);
 }
 
 #if MESHPLAN_HAVE_MPI

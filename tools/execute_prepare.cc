@@ -132,6 +132,8 @@ Status SetRunOptions(const ExecuteFlags& flags, const Schedule& schedule, exec::
   return Status::Ok();
 }
 
+bool KeepsOutputs(const ExecuteFlags& flags) { return flags.check || !flags.outputs.empty(); }
+
 Result<exec::HostBudget> HostBudgetOf(const ExecuteFlags& flags, int64_t ranks) {
   exec::HostBudget budget;
   if (!flags.max_memory.empty()) {
@@ -147,6 +149,7 @@ Result<exec::HostBudget> HostBudgetOf(const ExecuteFlags& flags, int64_t ranks) 
   // device memory.
   budget.ranks_in_process = flags.backend == "cuda" ? 0 : flags.transport == "mpi" ? 1 : ranks;
   budget.check = flags.check;
+  budget.keep_outputs = KeepsOutputs(flags);
   return budget;
 }
 
@@ -166,6 +169,7 @@ Result<Prepared> PrepareExecution(const ExecuteFlags& flags) {
   if (!run.ok()) return run.status();
   p.run = std::move(run).value();
   MESHPLAN_RETURN_IF_ERROR(SetRunOptions(flags, p.run.schedule, &p.config.run));
+  p.config.keep_outputs = KeepsOutputs(flags);
   return p;
 }
 

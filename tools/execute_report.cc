@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/attention_flops.h"
+#include "executor/host_memory.h"
 #include "executor/output_check.h"
 #include "executor/run_files.h"
 #include "executor/repeat.h"
@@ -22,7 +24,8 @@ using exec::AttentionTensors;
 // After successful runs (on rank 0 for MPI): check and write the first timed run's outputs, print
 // the report of every timed run. Returns the exit code.
 int FinishExecution(const ExecuteFlags& flags, const Prepared& p, const AttentionTensors<float>& outputs,
-                    const exec::RepeatedRuns& runs, const std::string& run) {
+                    const exec::RepeatedRuns& runs, const std::string& run,
+                    const std::vector<int64_t>& rank_peak_bytes) {
   report::ExecutionReport r;
   r.plan_file = flags.plan;
   r.plan = p.run.plan;
@@ -49,9 +52,15 @@ int FinishExecution(const ExecuteFlags& flags, const Prepared& p, const Attentio
   } else {
     r.prediction_error = sim.status().message();
   }
+  r.flops = WorkloadFlops(p.run.plan.workload);
+  r.process_peak_rss_bytes = exec::PeakResidentBytes();  // before the check builds its reference
+  r.rank_peak_bytes = rank_peak_bytes;
+  r.modelled_rank_peak_bytes = flags.backend == "cpu"
+                                   ? exec::HostRankBytes(p.run.plan.workload, p.run.modelled_rank_peak_bytes)
+                                   : p.run.modelled_rank_peak_bytes;
   if (flags.check) {
     r.checked = true;
-    r.check = exec::CheckOutputs(p.run.plan.workload, p.run.inputs, outputs, p.run.tolerance);
+    r.check = exec::CheckOutputs(p.run.plan.workload, exec::CheckInputs(p.run), outputs, p.run.tolerance);
   }
   const bool passed = !r.checked || r.check.passed();
   if (passed && !flags.outputs.empty()) {

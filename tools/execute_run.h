@@ -61,6 +61,8 @@ std::chrono::milliseconds Timeout(const ExecuteFlags& flags);
 // --timeout-s and the fault injection flags into `options`; the rank and op they name must exist
 // in `schedule` (errors name the flag).
 Status SetRunOptions(const ExecuteFlags& flags, const Schedule& schedule, exec::RunOptions* options);
+// Whether a run copies out its global outputs: only --check and --outputs read them.
+bool KeepsOutputs(const ExecuteFlags& flags);
 // --max-memory (or the memory available now) and what this process will hold of a run of `ranks`.
 Result<exec::HostBudget> HostBudgetOf(const ExecuteFlags& flags, int64_t ranks);
 // Flags, plan file, topology, backend configuration, schedule and inputs.
@@ -72,7 +74,8 @@ void NoteWidenedPass(const ExecuteFlags& flags, const Prepared& p);
 // reference, write them, print the report of the timed `runs` (the median run's timeline). `run`
 // says what ran where ("backend cpu, transport threads, 4 ranks (...)"). Returns the exit code.
 int FinishExecution(const ExecuteFlags& flags, const Prepared& p, const exec::AttentionTensors<float>& outputs,
-                    const exec::RepeatedRuns& runs, const std::string& run);
+                    const exec::RepeatedRuns& runs, const std::string& run,
+                    const std::vector<int64_t>& rank_peak_bytes = {});
 
 // After a failed run or check with --outputs DIR: removes the output files an earlier run left in
 // DIR (exec::RemoveStaleOutputFiles) and returns what to append to the error line, e.g.

@@ -52,7 +52,7 @@ Status NcclAvailable(const ExecuteConfig& config) {
 }
 
 Result<ExecutionResult> ExecuteOnCuda(const Schedule& schedule, const Workload& workload,
-                                      const AttentionTensors<float>& inputs, const ExecuteConfig& config) {
+                                      const InputSource& inputs, const ExecuteConfig& config) {
   MESHPLAN_RETURN_IF_ERROR(CheckType(config));
   auto count = CudaDeviceCount();
   if (!count.ok()) return count.status();
@@ -91,11 +91,11 @@ Result<ExecutionResult> ExecuteOnCuda(const Schedule& schedule, const Workload& 
   }
   CudaDeviceOps ops(std::move(ops_config));
   ExecutionResult result;
-  result.outputs = OutputTensors(workload);
+  if (config.keep_outputs) result.outputs = OutputTensors(workload);
   std::vector<uint8_t> covered(CoverageSize(workload), 0);
   const auto start = std::chrono::steady_clock::now();
-  auto run = RunEngine(schedule, workload, inputs, config.run, ops, std::vector<uint8_t>(ranks, 1), &result.outputs,
-                       &covered);
+  auto run = RunEngine(schedule, workload, inputs, config.run, ops, std::vector<uint8_t>(ranks, 1),
+                       config.keep_outputs ? &result.outputs : nullptr, &covered);
   if (!run.ok()) return run.status();
   result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   result.device = ops.Describe();
@@ -105,7 +105,7 @@ Result<ExecutionResult> ExecuteOnCuda(const Schedule& schedule, const Workload& 
   return result;
 }
 
-Status ExecuteRankOnCuda(const Schedule& schedule, const Workload& workload, const AttentionTensors<float>& inputs,
+Status ExecuteRankOnCuda(const Schedule& schedule, const Workload& workload, const InputSource& inputs,
                          const ExecuteConfig& config, Transport& transport, AttentionTensors<float>* outputs,
                          std::vector<uint8_t>* covered, std::vector<OpTiming>* timings, std::string* device) {
   MESHPLAN_RETURN_IF_ERROR(CheckType(config));

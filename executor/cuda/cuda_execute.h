@@ -30,11 +30,11 @@ Status NcclAvailable(const ExecuteConfig& config);
 // round-robin over config.devices GPUs) or kNccl (one GPU per rank). Every output element must be
 // produced (else kInternal). Inputs are rounded to config.run.type (bf16 or fp16).
 Result<ExecutionResult> ExecuteOnCuda(const Schedule& schedule, const Workload& workload,
-                                      const AttentionTensors<float>& inputs, const ExecuteConfig& config);
+                                      const InputSource& inputs, const ExecuteConfig& config);
 
 // This process's rank (transport.rank()) of a job with one rank per process, NCCL transfers set up
 // over `transport`. Outputs and coverage as ExecuteRank (executor/execute.h).
-Status ExecuteRankOnCuda(const Schedule& schedule, const Workload& workload, const AttentionTensors<float>& inputs,
+Status ExecuteRankOnCuda(const Schedule& schedule, const Workload& workload, const InputSource& inputs,
                          const ExecuteConfig& config, Transport& transport, AttentionTensors<float>* outputs,
                          std::vector<uint8_t>* covered, std::vector<OpTiming>* timings, std::string* device);
 

@@ -29,6 +29,7 @@
 #include "core/workload.h"
 #include "executor/device/device_ops.h"
 #include "executor/device/launch_order.h"
+#include "executor/input_source.h"
 #include "executor/run_options.h"
 #include "executor/shard_store.h"
 #include "executor/tensor.h"
@@ -47,13 +48,13 @@ class DeviceEngine {
                DeviceOps& ops, std::vector<uint8_t> local);
   ~DeviceEngine();
 
-  // Rounds to options.type and uploads every local rank's input sub-shard of Q, K, V (and dO for
-  // a backward).
-  Status LoadInputs(const AttentionTensors<float>& inputs);
+  // Reads from `inputs` the rows of every local rank's input sub-shard of Q, K, V (and dO for a
+  // backward), and nothing else, rounds them to options.type and uploads them.
+  Status LoadInputs(const InputSource& inputs);
   // Issues every op in launch order and waits for the device.
   Result<DeviceRunResult> Run();
-  // Writes the outputs the local ranks produced into `outputs` (sized by OutputTensors), marking
-  // them in `covered` (CoverageSize elements).
+  // Writes the outputs the local ranks produced into `outputs` (sized by OutputTensors; null: only
+  // marks them), marking them in `covered` (CoverageSize elements).
   Status CollectOutputs(AttentionTensors<float>* outputs, std::vector<uint8_t>* covered);
 
   struct Block;
@@ -130,10 +131,10 @@ class DeviceEngine {
 };
 
 // One engine over `ops` for the ranks marked in `local`: loads the inputs, runs, and writes what
-// the local ranks produced into `outputs` (sized by OutputTensors) and `covered` (CoverageSize),
-// holding `collect_lock` (if any) while it writes them.
+// the local ranks produced into `outputs` (sized by OutputTensors; null: coverage only) and
+// `covered` (CoverageSize), holding `collect_lock` (if any) while it writes them.
 Result<DeviceRunResult> RunEngine(const Schedule& schedule, const Workload& workload,
-                                  const AttentionTensors<float>& inputs, const RunOptions& options, DeviceOps& ops,
+                                  const InputSource& inputs, const RunOptions& options, DeviceOps& ops,
                                   std::vector<uint8_t> local, AttentionTensors<float>* outputs,
                                   std::vector<uint8_t>* covered, std::mutex* collect_lock = nullptr);
 

@@ -25,10 +25,6 @@ std::string UlyssesProblem(const Workload& w, int64_t degree) {
   return "";
 }
 
-double PassFlopsFactor(Pass pass) {
-  return (HasForward(pass) ? 1.0 : 0.0) + (HasBackward(pass) ? kBackwardFlopsFactor : 0.0);
-}
-
 void SetFlops(Estimate& e, const PlanContext& ctx, const std::vector<int64_t>& pairs, int64_t heads) {
   int64_t max_pairs = 0;
   double sum = 0;

@@ -18,9 +18,6 @@ Estimate Invalid(const SchemeParams& params, std::string reason);
 // Empty when a head-parallel degree U is usable with this workload, else the reason.
 std::string UlyssesProblem(const Workload& workload, int64_t degree);
 
-// Pass multiplier of forward FLOPs: 1 (fwd), 2.5 (bwd) or 3.5 (fwd+bwd).
-double PassFlopsFactor(Pass pass);
-
 // Sets flops_max and flops_mean from unmasked pairs per rank (or per shard) and heads per rank.
 void SetFlops(Estimate& e, const PlanContext& ctx, const std::vector<int64_t>& pairs, int64_t heads);
 

@@ -94,7 +94,7 @@ void RunAllLocal(const Prepared& p, InputType type) {
     options.type = type;
     options.check_dependencies = true;
     DeviceEngine engine(p.schedule, p.w, options, ops, std::vector<uint8_t>(p.schedule.num_ranks, 1));
-    ASSERT_TRUE(engine.LoadInputs(p.in).ok()) << p.what;
+    ASSERT_TRUE(engine.LoadInputs(TensorInputSource(p.in)).ok()) << p.what;
     auto run = engine.Run();
     ASSERT_TRUE(run.ok()) << p.what << ": " << run.status().message();
     ASSERT_EQ(run->times.size(), static_cast<size_t>(p.schedule.num_ranks));
@@ -153,7 +153,7 @@ TEST(DeviceEngine, ReleasesBuffersDuringTheRun) {
   RunOptions bf16;
   bf16.type = InputType::kBf16;
   DeviceEngine engine(p->schedule, p->w, bf16, ops, std::vector<uint8_t>(8, 1));
-  ASSERT_TRUE(engine.LoadInputs(p->in).ok());
+  ASSERT_TRUE(engine.LoadInputs(TensorInputSource(p->in)).ok());
   auto run = engine.Run();
   ASSERT_TRUE(run.ok()) << run.status().message();
   // Whole-sequence K and V in bf16: 2 tensors x 192 tokens x 4 heads x 16 x 2 bytes = 49152 B.
@@ -179,7 +179,7 @@ void RunOneRankPerProcess(const Prepared& p) {
       options.type = InputType::kBf16;
       options.check_dependencies = true;
       DeviceEngine engine(p.schedule, p.w, options, ops, local);
-      status[r] = engine.LoadInputs(p.in);
+      status[r] = engine.LoadInputs(TensorInputSource(p.in));
       if (!status[r].ok()) return;
       auto run = engine.Run();
       if (!run.ok()) {
@@ -253,7 +253,7 @@ TEST(DeviceEngine, InjectedFailureNamesTheRankAndOp) {
     options.fail_rank = 2;
     options.fail_op = index;
     DeviceEngine engine(p->schedule, p->w, options, ops, std::vector<uint8_t>(4, 1));
-    ASSERT_TRUE(engine.LoadInputs(p->in).ok());
+    ASSERT_TRUE(engine.LoadInputs(TensorInputSource(p->in)).ok());
     auto run = engine.Run();
     ASSERT_FALSE(run.ok());
     const std::string expected = "rank 2 op " + std::to_string(index) + " (fwd " + std::string(OpKindName(kind)) + ")";

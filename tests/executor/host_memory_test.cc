@@ -27,28 +27,36 @@ TEST(EstimateHostMemory, PhasesByHand) {
   q.random_inputs = true;
   q.check = true;
   const HostMemoryNeed need = EstimateHostMemory(q);
-  // float inputs q, k, v, dO: 4 (65536 + 2 x 32768 + 65536) = 786432.
-  // float64 random tensors q, dO, o, dq, lse, k, v, dk, dv: 8 (4 x 65536 + 4096 + 4 x 32768) = 3178496.
-  EXPECT_DOUBLE_EQ(need.inputs_phase_bytes, 786432.0 + 3178496.0);
-  // ranks: 1 MiB each (fp32 plan: no widening) x 4 = 4194304; float outputs o, lse, dq, dk, dv:
-  // 4 (65536 + 4096 + 65536 + 2 x 32768) = 802816.
+  // Seeded inputs are generated per rank: no inputs phase, no whole inputs held while running.
+  EXPECT_DOUBLE_EQ(need.inputs_phase_bytes, 0.0);
+  // ranks: 1 MiB each (fp32 plan: no widening) x 4 = 4194304; float outputs o, lse, dq, dk, dv
+  // (kept for the check): 4 (65536 + 4096 + 65536 + 2 x 32768) = 802816.
   EXPECT_DOUBLE_EQ(need.ranks_bytes, 4194304.0);
-  EXPECT_DOUBLE_EQ(need.run_phase_bytes, 786432.0 + 4194304.0 + 802816.0);
-  // reference doubles q, k, v, o, lse, dO, dq, dk, dv: 8 (2 x 65536 + 2 x 32768 + 4096 + 2 x 65536 +
-  // 2 x 32768) = 3178496, next to the float inputs and outputs.
+  EXPECT_DOUBLE_EQ(need.run_phase_bytes, 4194304.0 + 802816.0);
+  // The check holds the whole float inputs q, k, v, dO: 4 (65536 + 2 x 32768 + 65536) = 786432,
+  // the float outputs, and reference doubles q, k, v, o, lse, dO, dq, dk, dv: 8 (2 x 65536 +
+  // 2 x 32768 + 4096 + 2 x 65536 + 2 x 32768) = 3178496.
   EXPECT_DOUBLE_EQ(need.check_phase_bytes, 786432.0 + 802816.0 + 3178496.0);
-  EXPECT_DOUBLE_EQ(need.PeakBytes(), 5783552.0);
+  EXPECT_DOUBLE_EQ(need.PeakBytes(), 4194304.0 + 802816.0);
+
+  // Without --check or --outputs the global outputs are never copied out: the run is the ranks.
+  q.check = false;
+  q.keep_outputs = false;
+  EXPECT_DOUBLE_EQ(EstimateHostMemory(q).run_phase_bytes, 4194304.0);
+  q.check = true;
+  q.keep_outputs = true;
 
   // A bf16 plan's per-rank memory is in 2-byte elements: the CPU runs fp32, twice that.
   q.workload.dtype = DType::kBf16;
   EXPECT_DOUBLE_EQ(EstimateHostMemory(q).ranks_bytes, 2 * 4194304.0);
-  // Forward only, inputs from files, no check: float q, k, v = 4 (65536 + 65536) = 524288; outputs
-  // o, lse = 4 (65536 + 4096) = 278528; no check phase.
+  // Forward only, inputs from files, no check: float q, k, v = 4 (65536 + 65536) = 524288, plus
+  // one file's float64 values while converted, 8 x 65536 = 524288; outputs o, lse = 4 (65536 +
+  // 4096) = 278528; no check phase.
   q.workload = Small(Pass::kForward, DType::kFp32);
   q.random_inputs = false;
   q.check = false;
   const HostMemoryNeed fwd = EstimateHostMemory(q);
-  EXPECT_DOUBLE_EQ(fwd.inputs_phase_bytes, 524288.0);
+  EXPECT_DOUBLE_EQ(fwd.inputs_phase_bytes, 524288.0 + 524288.0);
   EXPECT_DOUBLE_EQ(fwd.run_phase_bytes, 524288.0 + 4194304.0 + 278528.0);
   EXPECT_DOUBLE_EQ(fwd.check_phase_bytes, 0.0);
 }
@@ -68,8 +76,8 @@ TEST(CheckHostMemory, RefusesWithTheNeedTheLimitAndASizeThatFits) {
   const Status s = CheckHostMemory(need, q, 1.0 * (1 << 30), "--max-memory 1G");
   EXPECT_EQ(s.code(), ErrorCode::kInvalidInput);
   EXPECT_EQ(s.message(),
-            "execute: this run needs about 4.00 GiB of host memory in this process (inputs 1.00 GiB while float64 "
-            "random inputs are converted; run 4.00 GiB, of which 2 ranks 3.00 GiB) but 1.00 GiB is available "
+            "execute: this run needs about 4.00 GiB of host memory in this process (run 4.00 GiB, of which "
+            "2 ranks 3.00 GiB) but 1.00 GiB is available "
             "(--max-memory 1G); a plan of about 16K tokens or fewer would fit (--max-memory overrides the limit)");
   // Below 1K tokens there is no size to suggest.
   EXPECT_NE(CheckHostMemory(need, q, 1 << 20, "t").message().find("even 1K tokens would not fit"), std::string::npos);

@@ -42,7 +42,8 @@ TEST(PlanRun, ABackwardPlanRunsWithItsForward) {
     backward = backward || op.phase == Phase::kBackward;
   }
   EXPECT_TRUE(forward && backward);
-  EXPECT_EQ(run->inputs.d_o.data.size(), 64u * 2 * 8);  // dO of every token, head and dim
+  // dO of every token, head and dim is there for the check.
+  EXPECT_EQ(CheckInputs(*run).d_o.data.size(), 64u * 2 * 8);
 }
 
 TEST(PlanRun, APlanForAnotherClusterIsRefusedNamingTheFile) {
@@ -52,18 +53,18 @@ TEST(PlanRun, APlanForAnotherClusterIsRefusedNamingTheFile) {
   EXPECT_EQ(run.status().message().rfind("p.toml: plan for 4 GPUs", 0), 0u) << run.status().message();
 }
 
-TEST(PlanRun, InputsAreRoundedToTheInputTypeWithItsTolerance) {
+TEST(PlanRun, CheckInputsAreRoundedToTheInputTypeWithItsTolerance) {
   auto run = PreparePlanRun(RingPlan(4, Pass::kForward), "p.toml", Cluster(4), {"", 5}, InputType::kBf16);
   ASSERT_TRUE(run.ok()) << run.status().message();
   EXPECT_DOUBLE_EQ(run->tolerance, 2e-2);
   int changed_by_rounding = 0;
-  for (float x : run->inputs.q.data) changed_by_rounding += RoundToInput(InputType::kBf16, x) != x;
+  for (float x : CheckInputs(*run).q.data) changed_by_rounding += RoundToInput(InputType::kBf16, x) != x;
   EXPECT_EQ(changed_by_rounding, 0);  // every value already a bf16
   // The same seed in fp32 keeps values bf16 cannot hold (random floats have 24 significant bits).
   auto fp32 = PreparePlanRun(RingPlan(4, Pass::kForward), "p.toml", Cluster(4), {"", 5}, InputType::kFp32);
   ASSERT_TRUE(fp32.ok());
   int not_bf16 = 0;
-  for (float x : fp32->inputs.q.data) not_bf16 += RoundToInput(InputType::kBf16, x) != x;
+  for (float x : CheckInputs(*fp32).q.data) not_bf16 += RoundToInput(InputType::kBf16, x) != x;
   EXPECT_GT(not_bf16, 0);
 }
 

@@ -30,13 +30,14 @@ TEST_F(ExecutePreflight, RefusesTheReadmesLargePlanWithTheNumbers) {
                 "/topologies/dgx-h100-4node.toml -q --out " + plan),
             0)
       << err_;
-  // The default workload: S = 256K = 262144, Hq = 64, Hkv = 8, d = 128, fwd+bwd. Random inputs in
-  // float64 (q, dO, o, dq of S x 64 x 128; lse S x 64; k, v, dk, dv of S x 8 x 128):
-  // 8 x 262144 x (4 x 8192 + 64 + 4 x 1024) = 72.125 GiB, next to the float q, k, v, dO:
-  // 4 x 262144 x (2 x 8192 + 2 x 1024) = 18 GiB: 90.125 GiB, printed "90.12 GiB".
-  EXPECT_EQ(Run("execute " + plan + " --max-memory 16G --outputs " + (dir_ / "out").string()), 2);
+  // The default workload: S = 256K = 262144, Hq = 64, Hkv = 8, d = 128, fwd+bwd. The check holds
+  // the float inputs q, k, v, dO: 4 x 262144 x (2 x 8192 + 2 x 1024) = 18 GiB; the float outputs
+  // o, lse, dq, dk, dv: 4 x 262144 x (2 x 8192 + 64 + 2 x 1024) = 18.0625 GiB; the float64
+  // reference's q, k, v, o, lse, dO, dq, dk, dv: 8 x 262144 x (4 x 8192 + 64 + 4 x 1024) =
+  // 72.125 GiB: 108.1875 GiB, printed "108.19 GiB".
+  EXPECT_EQ(Run("execute " + plan + " --check --max-memory 16G --outputs " + (dir_ / "out").string()), 2);
   EXPECT_EQ(err_.rfind("meshplan: error: " + plan + ": execute: this run needs about ", 0), 0u) << err_;
-  EXPECT_NE(err_.find("inputs 90.12 GiB while float64 random inputs are converted"), std::string::npos) << err_;
+  EXPECT_NE(err_.find("; --check 108.19 GiB) but "), std::string::npos) << err_;
   EXPECT_NE(err_.find("but 16.00 GiB is available (--max-memory 16G)"), std::string::npos) << err_;
   EXPECT_NE(err_.find("tokens or fewer would fit"), std::string::npos) << err_;
   EXPECT_EQ(std::count(err_.begin(), err_.end(), '\n'), 1) << err_;
@@ -50,8 +51,8 @@ TEST_F(ExecutePreflight, ASmallPlanRunsAndABadLimitIsRefused) {
                 "--out " + plan),
             0)
       << err_;
-  // 1K tokens, 8 heads of 32: float64 random inputs 8 x 1024 x (4 x 256 + 8 + 4 x 64) = 10.1 MiB;
-  // 1 GiB is plenty, 1 MiB is not.
+  // 1K tokens, 8 heads of 32 on 8 ranks: a few MiB of working memory; 1 GiB is plenty, 1 MiB is
+  // not.
   EXPECT_EQ(Run("execute " + plan + " --max-memory 1G -q"), 0) << err_;
   EXPECT_EQ(Run("execute " + plan + " --max-memory 1M -q"), 2);
   EXPECT_NE(err_.find("but 1.00 MiB is available (--max-memory 1M)"), std::string::npos) << err_;
