@@ -55,6 +55,8 @@ Visibility Classify(const RowsView& q, const RowsView& k, const MaskRule& mask) 
 // (invisible to every row of the query tile), taken whole, or masked per pair.
 constexpr int64_t kQueryTile = 32;
 constexpr int64_t kKeyTile = 32;
+// Most scores one dense tile holds (4 MiB of fp32).
+constexpr int64_t kDenseScoreElements = int64_t{1} << 20;
 
 // Key rows [begin, end) of the block that a query tile reads with one product per operand;
 // their scores are columns [col, col + end - begin) of the tile's compact score matrix.
@@ -129,12 +131,18 @@ template <typename Fn>
 void ForEachTile(const RowsView& q, const RowsView& k, const MaskRule& mask, Visibility visibility, Fn&& fn) {
   TilePlan& plan = scratch.plan;
   if (visibility == Visibility::kAll) {
-    plan.row_begin = 0;
-    plan.rows = q.rows;
-    plan.cols = k.rows;
-    plan.runs.assign(1, KeySpan{0, k.rows, 0});
-    plan.masked.clear();
-    fn(plan);
+    // Row bands of at most kDenseScoreElements scores: products stay large, and the per-thread
+    // scratch stays bounded whatever the block's size (a whole 4K x 4K block would hold 64 MiB of
+    // scores and as much of dS on every worker thread).
+    const int64_t band = std::max<int64_t>(kQueryTile, kDenseScoreElements / std::max<int64_t>(1, k.rows));
+    for (int64_t begin = 0; begin < q.rows; begin += band) {
+      plan.row_begin = begin;
+      plan.rows = std::min(band, q.rows - begin);
+      plan.cols = k.rows;
+      plan.runs.assign(1, KeySpan{0, k.rows, 0});
+      plan.masked.clear();
+      fn(plan);
+    }
     return;
   }
   std::vector<PositionRange>& key_tiles = scratch.key_tiles;

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <sstream>
 
 #include "core/dtype.h"
@@ -92,6 +95,16 @@ double PeakResidentBytes() {
     if (fields >> kib) return kib * 1024;
   }
   return 0;
+}
+
+bool ResetPeakResident() {
+#if defined(__GLIBC__)
+  malloc_trim(0);  // freed heap memory back to the system, so the new peak is the next work's
+#endif
+  std::ofstream out("/proc/self/clear_refs");
+  out << "5";
+  out.flush();
+  return static_cast<bool>(out);
 }
 
 Status CheckHostMemory(const HostMemoryNeed& need, const HostMemoryQuestion& q, double limit_bytes,

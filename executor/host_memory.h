@@ -50,6 +50,10 @@ double AvailableHostMemoryBytes();
 
 // This process's peak resident set so far (VmHWM of /proc/self/status), in bytes; 0 when unknown.
 double PeakResidentBytes();
+// Starts a new peak: PeakResidentBytes() then reports the peak since this call (glibc's freed heap
+// memory is returned to the system first, then "5" goes to /proc/self/clear_refs). False where
+// the kernel does not allow it: the peak stays the process's.
+bool ResetPeakResident();
 
 // Ok when the need fits `limit_bytes`; otherwise kInvalidInput, one line naming the need by
 // phase, the limit and where it came from (`limit_source`), and a sequence length that would fit.

@@ -25,6 +25,7 @@ int RunMeshplan(int argc, char** argv) {
   const Runner sweep = RegisterSweepCommand(app);
   const Runner fit = RegisterFitCommand(app);
   const Runner calibrate = RegisterCalibrateCommand(app);
+  const Runner bench = RegisterBenchCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -46,6 +47,7 @@ int RunMeshplan(int argc, char** argv) {
     if (sub->get_name() == "sweep") return sweep();
     if (sub->get_name() == "fit") return fit();
     if (sub->get_name() == "calibrate") return calibrate();
+    if (sub->get_name() == "bench") return bench();
   }
   return kExitInvalidInput;
 }

@@ -190,6 +190,45 @@ TEST_P(BlockKernelsTilingTest, ForwardAndBackwardMatchReference) {
   }
 }
 
+// A fully visible block with many keys is computed in row bands of at most 2^20 scores (the
+// per-thread scratch stays bounded): 600 query rows against 4200 keys make bands of
+// max(32, 2^20 / 4200) = 249 rows: 249, 249 and 102. Every row sees every key, so O, LSE and dQ
+// of the block are the reference's for those rows.
+TEST(BlockKernelsBands, AFullBlockInRowBandsMatchesReference) {
+  constexpr int64_t kKeys = 4200, kRows = 600, kD = 8;
+  Workload w = MakeWorkload(Mask::Full());
+  w.seq_len = kKeys;
+  w.head_dim = kD;
+  AttentionTensors<double> ref = RandomInputs(w, 5);
+  ReferenceForward(w, ref);
+  ReferenceBackward(w, ref);
+  std::vector<int64_t> rows(kRows), keys(kKeys);
+  std::iota(rows.begin(), rows.end(), 0);
+  std::iota(keys.begin(), keys.end(), 0);
+  const std::vector<float> q = Gather(ref.q, rows), d_o = Gather(ref.d_o, rows);
+  const std::vector<float> k = Gather(ref.k, keys), v = Gather(ref.v, keys);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(kD));
+  const MaskRule rule(w.mask);
+  const RowsView q_rows{q.data(), kRows, kD, rows.data()}, do_rows{d_o.data(), kRows, kD, rows.data()};
+  const RowsView k_rows{k.data(), kKeys, kD, keys.data()}, v_rows{v.data(), kKeys, kD, keys.data()};
+  std::vector<float> o(kRows * kD), lse(kRows);
+  BlockForward(q_rows, k_rows, v_rows, kD, scale, rule, {o.data(), kRows, kD}, lse.data());
+  std::vector<float> final_lse(kRows), delta(kRows), dq(kRows * kD, 0.0f), dk(k.size(), 0.0f), dv(v.size(), 0.0f);
+  for (int64_t i = 0; i < kRows; ++i) {
+    EXPECT_NEAR(lse[i], ref.lse.at(0, i, 0, 0), kTolerance * std::max(1.0, std::abs(ref.lse.at(0, i, 0, 0)))) << i;
+    for (int64_t e = 0; e < kD; ++e) ASSERT_NEAR(o[i * kD + e], ref.o.at(0, i, 0, e), kTolerance) << i << " " << e;
+    final_lse[i] = static_cast<float>(ref.lse.at(0, i, 0, 0));
+    double sum = 0;
+    for (int64_t e = 0; e < kD; ++e) sum += ref.d_o.at(0, i, 0, e) * ref.o.at(0, i, 0, e);
+    delta[i] = static_cast<float>(sum);
+  }
+  BlockBackward(q_rows, k_rows, v_rows, do_rows, final_lse.data(), delta.data(), kD, scale, rule,
+                {dq.data(), kRows, kD}, {dk.data(), kKeys, kD}, {dv.data(), kKeys, kD});
+  for (int64_t i = 0; i < kRows; ++i) {
+    for (int64_t e = 0; e < kD; ++e) ASSERT_NEAR(dq[i * kD + e], ref.dq.at(0, i, 0, e), kTolerance) << i << " " << e;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(MasksAndOrders, BlockKernelsTilingTest, ::testing::ValuesIn(Cases()),
                          [](const ::testing::TestParamInfo<Case>& info) {
                            std::string name = info.param.name;

@@ -1,0 +1,188 @@
+// `meshplan bench`: the executor over schemes x masks x sequence lengths (capacity/bench.h), as a
+// table, CSV or JSON of TFLOP/s per rank and peak memory, measured next to predicted, plus SVG
+// charts (report/bench_report.h); docs/benchmarks.md.
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "capacity/bench.h"
+#include "capacity/sweep_lists.h"
+#include "core/atomic_file.h"
+#include "core/units.h"
+#include "executor/host_memory.h"
+#include "report/bench_report.h"
+#include "tools/cli_common.h"
+#include "tools/commands.h"
+#include "tools/execute_run.h"
+
+namespace meshplan::tools {
+namespace {
+
+struct BenchFlags {
+  std::string topology = "dgx-h100-4gpu";
+  std::string schemes;
+  WorkloadFlags workload;  // --seq and --mask hold lists here
+  ExecuteFlags run;        // backend, transport, dtype, kernels, devices, seed, repeat, timeouts, memory
+  std::string format = "table";
+  std::string out;
+  std::string charts;
+  bool quiet = false;
+};
+
+Result<std::vector<capacity::BenchMask>> ParseMasks(const std::string& text) {
+  std::vector<capacity::BenchMask> masks;
+  for (const std::string& item : SplitList(text)) {
+    auto mask = ParseMask(item);
+    if (!mask.ok()) return mask.status().WithContext("--mask");
+    masks.push_back({item, *mask});
+  }
+  if (masks.empty()) return Status::Invalid("--mask: no masks given");
+  return masks;
+}
+
+// Flags into a bench: every flag is checked before anything runs.
+Result<capacity::BenchSpec> MakeSpec(BenchFlags& flags, report::BenchContext* context) {
+  MESHPLAN_RETURN_IF_ERROR(CheckFormat(flags.format, {"table", "csv", "json"}));
+  if (flags.run.transport.empty()) flags.run.transport = flags.run.backend == "cuda" ? "local" : "threads";
+  if (flags.run.transport == "mpi") {
+    return Status::Invalid("--transport: mpi is not available to bench (every rank runs in this process; use "
+                           "meshplan execute --transport mpi for one plan)");
+  }
+  MESHPLAN_RETURN_IF_ERROR(CheckFlags(flags.run));
+  if (!flags.out.empty()) MESHPLAN_RETURN_IF_ERROR(CheckWritableOutput(flags.out).WithContext("--out"));
+  capacity::BenchSpec spec;
+  auto topology = LoadTopologyFlag(flags.topology);
+  if (!topology.ok()) return topology.status();
+  spec.topology = std::move(topology).value();
+  auto fields = flags.workload.Fields([](const std::string& flag) { return flag != "--seq" && flag != "--mask"; });
+  if (!fields.ok()) return fields.status();
+  spec.base = fields->ApplyTo(Workload::Default());
+  auto seq = capacity::ParseCountList(flags.workload.seq, "--seq");
+  if (!seq.ok()) return seq.status();
+  spec.seq_lens = *seq;
+  auto masks = ParseMasks(flags.workload.mask);
+  if (!masks.ok()) return masks.status();
+  spec.masks = *masks;
+  if (!flags.schemes.empty()) {
+    auto schemes = capacity::ParseSchemeList(SplitList(flags.schemes), "--schemes");
+    if (!schemes.ok()) return schemes.status();
+    spec.schemes = *schemes;
+  }
+  spec.repeat = RepeatCount(flags.run).value();
+  spec.seed = flags.run.seed;
+  spec.config.run.recv_timeout = Timeout(flags.run);
+  const int64_t ranks = spec.topology.num_gpus();
+  std::string run_line = "backend cpu, transport threads, " + std::to_string(ranks) +
+                         " ranks (one engine per rank, a worker thread per stream)";
+  if (flags.run.backend == "cuda") {
+    Prepared prepared;
+    Plan plan;
+    plan.workload = spec.base;
+    MESHPLAN_RETURN_IF_ERROR(PrepareCuda(flags.run, plan, &prepared));
+    spec.config = prepared.config;
+    spec.config.run.recv_timeout = Timeout(flags.run);
+    run_line = "backend cuda, transport " + flags.run.transport + ", " + std::to_string(ranks) + " ranks; " +
+               prepared.precision;
+  }
+  auto budget = HostBudgetOf(flags.run, ranks);
+  if (!budget.ok()) return budget.status();
+  spec.memory_limit_bytes = budget->limit_bytes;
+  spec.memory_limit_source = budget->limit_source;
+  Workload shown = spec.base;
+  context->topology = spec.topology.name + " (" + std::to_string(ranks) + " x " + spec.topology.gpu.model + ")";
+  context->run = run_line;
+  context->workload = "batch " + std::to_string(shown.batch) + ", " + std::to_string(shown.q_heads) + "/" +
+                      std::to_string(shown.kv_heads) + " heads of " + std::to_string(shown.head_dim) + ", " +
+                      std::string(DTypeName(shown.dtype)) + ", " + std::string(PassName(shown.pass));
+  context->repeat = spec.repeat;
+  return spec;
+}
+
+int RunBenchCommand(BenchFlags& flags) {
+  report::BenchContext context;
+  auto spec = MakeSpec(flags, &context);
+  if (!spec.ok()) return ReportError(spec.status());
+  capacity::BenchProgress progress;
+  if (!flags.quiet) {
+    progress = [](const capacity::BenchRow& row, int64_t done, int64_t total) {
+      std::string what = std::string(capacity::BenchOutcomeName(row.outcome));
+      if (row.outcome == capacity::BenchOutcome::kRan) what += " in " + FormatSeconds(row.median_s) + " (median)";
+      std::fprintf(stderr, "meshplan: bench: %lld/%lld %s %s %s: %s\n", static_cast<long long>(done),
+                   static_cast<long long>(total), row.mask.c_str(), FormatCount(row.seq_len).c_str(),
+                   std::string(SchemeName(row.scheme)).c_str(), what.c_str());
+      std::fflush(stderr);
+    };
+  }
+  auto rows = capacity::RunBench(*spec, progress);
+  if (!rows.ok()) return ReportError(rows.status());
+  const std::string text = flags.format == "json"  ? report::BenchJson(*rows, context)
+                           : flags.format == "csv" ? report::BenchCsv(*rows)
+                                                   : report::RenderBenchTable(*rows, context);
+  if (flags.out.empty()) {
+    std::fputs(text.c_str(), stdout);
+  } else if (Status st = WriteFileAtomically(flags.out, text); !st.ok()) {
+    return ReportError(st);
+  }
+  if (!flags.charts.empty()) {
+    if (Status st = report::WriteBenchCharts(*rows, flags.charts); !st.ok()) return ReportError(st);
+  }
+  int failed = 0;
+  for (const capacity::BenchRow& row : *rows) failed += row.outcome == capacity::BenchOutcome::kFailed;
+  if (failed > 0) {
+    std::fprintf(stderr, "meshplan: error: bench: %d point%s failed (see the table's notes)\n", failed,
+                 failed == 1 ? "" : "s");
+    return kExitFailure;
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+Runner RegisterBenchCommand(CLI::App& app) {
+  auto flags = std::make_shared<BenchFlags>();
+  flags->workload.seq = "1K,2K";
+  flags->workload.mask = "full,causal";
+  flags->workload.heads = "8";
+  flags->workload.kv_heads = "4";
+  flags->workload.head_dim = "32";
+  flags->run.repeat = "3";
+  CLI::App* cmd = app.add_subcommand(
+      "bench",
+      "Run every scheme's best plan over masks x sequence lengths for real and report TFLOP/s per rank and peak "
+      "memory, measured next to predicted (table, CSV, JSON, SVG charts)");
+  cmd->add_option("--topology,-t", flags->topology,
+                  "Cluster the plans are made and predicted on, every GPU a rank: a TOML file (e.g. from "
+                  "meshplan calibrate) or a shipped cluster's name")
+      ->capture_default_str();
+  cmd->add_option("--schemes", flags->schemes,
+                  "Comma-separated schemes (default: every scheme with a valid plan): ring, allgather-kv, ulysses, "
+                  "usp, loongtrain, attention2d, mesh, mesh-ulysses");
+  flags->workload.Register(*cmd);
+  cmd->get_option("--seq")->description("Sequence lengths: list and ranges, e.g. 1K,2K,4K or 1K..16K (doubling)");
+  cmd->get_option("--mask")->description("Masks, comma-separated: full, causal, window:W, docs:FILE");
+  cmd->add_option("--repeat", flags->run.repeat,
+                  "Timed runs per point (1 to 1000; one untimed warm-up run first when more than 1)")
+      ->capture_default_str();
+  cmd->add_option("--seed", flags->run.seed, "Seed of the random inputs (generated per rank)")->capture_default_str();
+  cmd->add_option("--backend", flags->run.backend, "cpu, or cuda (GPU kernels)")->capture_default_str();
+  cmd->add_option("--transport", flags->run.transport, "cpu: threads (default); cuda: local (default) or nccl");
+  cmd->add_option("--kernels", flags->run.kernels, "cuda: auto, cudnn, tensor or simt")->capture_default_str();
+  cmd->add_option("--devices", flags->run.devices, "cuda, transport local: GPUs the ranks spread over (0: all)")
+      ->capture_default_str();
+  cmd->add_option("--timeout-s", flags->run.timeout_s, "A receive waiting longer than this fails the point (s)")
+      ->capture_default_str();
+  cmd->add_option("--max-memory", flags->run.max_memory,
+                  "Host memory a point may use (e.g. 16G); points that need more are skipped, saying why "
+                  "(default: the memory available now)");
+  cmd->add_option("--format", flags->format, "Output: table, csv or json")->capture_default_str();
+  cmd->add_option("--out,-o", flags->out, "Write the output to this file instead of stdout");
+  cmd->add_option("--charts", flags->charts,
+                  "Write SVG charts (TFLOP/s and peak memory per rank vs sequence length, one per mask) into this "
+                  "directory");
+  cmd->add_flag("--quiet,-q", flags->quiet, "No progress messages on stderr");
+  return [flags] { return RunBenchCommand(*flags); };
+}
+
+}  // namespace meshplan::tools
