@@ -30,6 +30,7 @@ int RunInProcess(const ExecuteFlags& flags) {
   if (!prepared.ok()) return ReportError(prepared.status());
   const Prepared& p = *prepared;
   NoteWidenedPass(flags, p);
+  NoteLongRun(flags, p);
   auto run = exec::ExecuteRepeated(p.run, p.config, RepeatCount(flags).value(), RunProgress(flags));
   if (!run.ok()) {
     if (run.status().code() == ErrorCode::kInvalidInput) {

@@ -7,12 +7,14 @@
 #include <optional>
 #include <string>
 
+#include "core/attention_flops.h"
 #include "core/escape.h"
 #include "core/plan_io.h"
 #include "core/units.h"
 #include "executor/host_memory.h"
 #include "executor/plan_run.h"
 #include "executor/repeat.h"
+#include "executor/run_estimate.h"
 #include "tools/cli_common.h"
 #include "tools/execute_run.h"
 
@@ -171,6 +173,20 @@ Result<Prepared> PrepareExecution(const ExecuteFlags& flags) {
   MESHPLAN_RETURN_IF_ERROR(SetRunOptions(flags, p.run.schedule, &p.config.run));
   p.config.keep_outputs = KeepsOutputs(flags);
   return p;
+}
+
+void NoteLongRun(const ExecuteFlags& flags, const Prepared& p) {
+  if (flags.quiet || flags.backend != "cpu" || flags.transport != "threads") return;
+  const int repeat = RepeatCount(flags).value();
+  const int runs = exec::WarmUpRuns(repeat) + repeat;
+  auto estimate = exec::EstimateCpuRuns(p.run.plan.workload, p.run.schedule.num_ranks, runs);
+  if (!estimate.ok() || estimate->seconds < exec::kLongRunSeconds) return;
+  std::fprintf(stderr,
+               "meshplan: note: %d run%s of %.3g FLOPs will take at least %s here (%.1f GFLOP/s per core measured "
+               "just now, on %d core%s)\n",
+               runs, runs == 1 ? "" : "s", WorkloadFlops(p.run.plan.workload), FormatSeconds(estimate->seconds).c_str(),
+               estimate->flops_per_s / 1e9, estimate->cores, estimate->cores == 1 ? "" : "s");
+  std::fflush(stderr);
 }
 
 void NoteWidenedPass(const ExecuteFlags& flags, const Prepared& p) {

@@ -68,6 +68,9 @@ Result<exec::HostBudget> HostBudgetOf(const ExecuteFlags& flags, int64_t ranks);
 // Flags, plan file, topology, backend configuration, schedule and inputs.
 Result<Prepared> PrepareExecution(const ExecuteFlags& flags);
 // One line on stderr when the plan's pass bwd runs as fwd+bwd (none with --quiet).
+// A note on stderr (unless --quiet) before CPU threads runs estimated above
+// exec::kLongRunSeconds: the FLOPs and the time they take at least on this machine.
+void NoteLongRun(const ExecuteFlags& flags, const Prepared& p);
 void NoteWidenedPass(const ExecuteFlags& flags, const Prepared& p);
 
 // After successful runs (on rank 0 for MPI): check the first timed run's `outputs` against the

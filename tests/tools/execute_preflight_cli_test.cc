@@ -60,5 +60,20 @@ TEST_F(ExecutePreflight, ASmallPlanRunsAndABadLimitIsRefused) {
   EXPECT_EQ(err_.rfind("meshplan: error: --max-memory: ", 0), 0u) << err_;
 }
 
+TEST_F(ExecutePreflight, ALongRunSaysHowLongFirst) {
+  // 64K tokens, causal, 8 heads of 64, fwd+bwd: 4 x (65536 x 65537 / 2) x 8 x 64 x 3.5 = 1.5e13
+  // FLOPs, minutes on any CPU; the injected failure ends the run at its first op, after the note.
+  const std::string plan = (dir_ / "long.toml").string();
+  ASSERT_EQ(Run("plan -t dgx-h100-4gpu --seq 64K --heads 8 --kv-heads 8 --head-dim 64 --schemes ring -q --out " + plan),
+            0)
+      << err_;
+  EXPECT_EQ(Run("execute " + plan + " --inject-fail 0:0"), 1) << err_;
+  EXPECT_EQ(err_.rfind("meshplan: note: 1 run of 1.54e+13 FLOPs will take at least ", 0), 0u) << err_;
+  EXPECT_NE(err_.find("GFLOP/s per core measured just now, on "), std::string::npos) << err_;
+  // --quiet keeps it off stderr.
+  EXPECT_EQ(Run("execute " + plan + " --inject-fail 0:0 -q"), 1);
+  EXPECT_EQ(err_.find("note:"), std::string::npos) << err_;
+}
+
 }  // namespace
 }  // namespace meshplan
