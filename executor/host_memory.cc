@@ -53,7 +53,10 @@ HostMemoryNeed EstimateHostMemory(const HostMemoryQuestion& q) {
   const double held_inputs = q.random_inputs ? 0 : float_inputs;
   need.inputs_phase_bytes = q.random_inputs ? 0 : float_inputs + kDoubleBytes * q_elems;
   need.ranks_bytes = HostRankBytes(w, q.rank_peak_bytes) * static_cast<double>(q.ranks_in_process);
-  need.run_phase_bytes = held_inputs + need.ranks_bytes + (q.keep_outputs || q.check ? float_outputs : 0);
+  // One byte per (token, query head) of each of the 5 outputs marks which rank produced it.
+  const double coverage = 5 * lse_elems;
+  need.run_phase_bytes =
+      held_inputs + need.ranks_bytes + coverage + (q.keep_outputs || q.check ? float_outputs : 0);
   if (q.check) {
     // The reference's double copies of q, k, v and its o, lse; with a backward dO, dq, dk, dv.
     const double reference = kDoubleBytes * (2 * q_elems + 2 * kv_elems + lse_elems +

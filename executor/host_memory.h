@@ -6,7 +6,8 @@
 //              input_source.h); .npy inputs: the float tensors q, k, v (and dO with a backward),
 //              and one file's values as float64 while it is converted;
 //   run:       the .npy inputs' floats, the ranks' working memory (the planner's peak per rank,
-//              in fp32, times the ranks in this process) and, when the outputs are kept (--check,
+//              in fp32, times the ranks in this process), the output coverage marks (a byte per
+//              token, query head and output) and, when the outputs are kept (--check,
 //              --outputs), the gathered float outputs;
 //   check:     the whole float inputs and outputs, and the float64 reference's copies of the
 //              inputs and its outputs.

@@ -32,17 +32,18 @@ TEST(EstimateHostMemory, PhasesByHand) {
   // ranks: 1 MiB each (fp32 plan: no widening) x 4 = 4194304; float outputs o, lse, dq, dk, dv
   // (kept for the check): 4 (65536 + 4096 + 65536 + 2 x 32768) = 802816.
   EXPECT_DOUBLE_EQ(need.ranks_bytes, 4194304.0);
-  EXPECT_DOUBLE_EQ(need.run_phase_bytes, 4194304.0 + 802816.0);
+  // Coverage marks: 5 outputs x 1024 tokens x 4 heads = 20480 bytes.
+  EXPECT_DOUBLE_EQ(need.run_phase_bytes, 4194304.0 + 20480.0 + 802816.0);
   // The check holds the whole float inputs q, k, v, dO: 4 (65536 + 2 x 32768 + 65536) = 786432,
   // the float outputs, and reference doubles q, k, v, o, lse, dO, dq, dk, dv: 8 (2 x 65536 +
   // 2 x 32768 + 4096 + 2 x 65536 + 2 x 32768) = 3178496.
   EXPECT_DOUBLE_EQ(need.check_phase_bytes, 786432.0 + 802816.0 + 3178496.0);
-  EXPECT_DOUBLE_EQ(need.PeakBytes(), 4194304.0 + 802816.0);
+  EXPECT_DOUBLE_EQ(need.PeakBytes(), 4194304.0 + 20480.0 + 802816.0);
 
   // Without --check or --outputs the global outputs are never copied out: the run is the ranks.
   q.check = false;
   q.keep_outputs = false;
-  EXPECT_DOUBLE_EQ(EstimateHostMemory(q).run_phase_bytes, 4194304.0);
+  EXPECT_DOUBLE_EQ(EstimateHostMemory(q).run_phase_bytes, 4194304.0 + 20480.0);
   q.check = true;
   q.keep_outputs = true;
 
@@ -57,7 +58,7 @@ TEST(EstimateHostMemory, PhasesByHand) {
   q.check = false;
   const HostMemoryNeed fwd = EstimateHostMemory(q);
   EXPECT_DOUBLE_EQ(fwd.inputs_phase_bytes, 524288.0 + 524288.0);
-  EXPECT_DOUBLE_EQ(fwd.run_phase_bytes, 524288.0 + 4194304.0 + 278528.0);
+  EXPECT_DOUBLE_EQ(fwd.run_phase_bytes, 524288.0 + 4194304.0 + 20480.0 + 278528.0);
   EXPECT_DOUBLE_EQ(fwd.check_phase_bytes, 0.0);
 }
 

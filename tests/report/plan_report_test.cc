@@ -54,7 +54,8 @@ planner::SearchResult Ranked() {
 
 class PlanReportTest : public ::testing::Test {
  protected:
-  PlanReportTest() : topology_(DefaultTopology()), ctx_(Workload{}, topology_) {}
+  // PlanContext keeps references: the workload and topology live as long as it (found by ASan).
+  PlanReportTest() : topology_(DefaultTopology()), ctx_(workload_, topology_) {}
   // The table's data rows: the lines after the rule under the header, up to a blank line or the
 // "... N more" line.
   static std::vector<std::string> DataRows(const std::string& table) {
@@ -65,6 +66,7 @@ class PlanReportTest : public ::testing::Test {
     while (std::getline(in, line) && !line.empty() && line.rfind("...", 0) != 0) rows.push_back(line);
     return rows;
   }
+  Workload workload_;
   Topology topology_;
   planner::PlanContext ctx_;
 };

@@ -45,7 +45,7 @@ TEST_F(Guard17, ExecuteWithHeadDim2To40IsOneLineNotAnAbort) {
   // dq, dk, dv: 8 (4 x 2^50 + 4 x 2^49) = 48 x 2^50: 72 x 2^50 bytes = 73728 TiB.
   ExpectPreflightRefusal(Run("execute " + path + " --check"), path, "73728.00 TiB");
   // Told the memory is there, the run is refused for the executor's 32-bit head indexing.
-  const testing::CliResult r = Run("execute " + path + " --max-memory 2^62");
+  const testing::CliResult r = Run("execute " + path + " --max-memory 2^62 -q");
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_EQ(r.err, "meshplan: error: " + path + ": workload.head_dim = 1099511627776: the executor handles at most "
                    "2147483647 (2^31 - 1)\n");
@@ -59,7 +59,7 @@ TEST_F(Guard17, ExecuteWithBatch2To40IsOneLineNotAnAbort) {
   // 2^53) = 192 x 2^50; float o, lse, dq, dk, dv: 4 (2 x 2^54 + 2^50 + 2 x 2^53) = 196 x 2^50; the
   // float64 reference: 8 (4 x 2^54 + 4 x 2^53 + 2^50) = 776 x 2^50: 1164 x 2^50 bytes = 1191936 TiB.
   ExpectPreflightRefusal(Run("execute " + path + " --check"), path, "1191936.00 TiB");
-  const testing::CliResult r = Run("execute " + path + " --max-memory 2^62");
+  const testing::CliResult r = Run("execute " + path + " --max-memory 2^62 -q");
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_EQ(r.err, kOutOfMemory);
 }
