@@ -63,9 +63,11 @@ TEST_F(ExecutePreflight, ASmallPlanRunsAndABadLimitIsRefused) {
 TEST_F(ExecutePreflight, ALongRunSaysHowLongFirst) {
   // 64K tokens, causal, 8 heads of 64, fwd+bwd: 4 x (65536 x 65537 / 2) x 8 x 64 x 3.5 = 1.5e13
   // FLOPs, minutes on any CPU; the injected failure ends the run at its first op, after the note.
+  // Ulysses: every rank's first op is an all-to-all with rank 0, so no rank computes before the
+  // failure ends the job.
   const std::string plan = (dir_ / "long.toml").string();
-  ASSERT_EQ(Run("plan -t dgx-h100-4gpu --seq 64K --heads 8 --kv-heads 8 --head-dim 64 --schemes ring -q --out " + plan),
-            0)
+  ASSERT_EQ(
+      Run("plan -t dgx-h100-4gpu --seq 64K --heads 8 --kv-heads 8 --head-dim 64 --schemes ulysses -q --out " + plan), 0)
       << err_;
   EXPECT_EQ(Run("execute " + plan + " --inject-fail 0:0"), 1) << err_;
   EXPECT_EQ(err_.rfind("meshplan: note: 1 run of 1.54e+13 FLOPs will take at least ", 0), 0u) << err_;
