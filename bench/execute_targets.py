@@ -3,13 +3,16 @@
 
 1. Memory: the peak resident set of a CPU execute (threads: every rank in the process) against the
    planner's per-rank peak memory (fp32 on the CPU) times the ranks, after subtracting a constant:
-   the peak RSS of a tiny run of the same binary (code, libraries, thread stacks). Target: <= 1.5x.
+   the peak RSS of a tiny run of the same binary (code, libraries, thread stacks) plus, per rank,
+   the CPU kernels' score scratch (two bands of at most 2^20 fp32 scores, 8 MiB: executor/
+   block_kernels.cc), which does not grow with the sequence. Target: <= 1.5x.
 2. The README's execute examples (the 4-rank `p.toml` with --check, and `small.toml --repeat 5
    --check`) each run in under 10 s.
 3. Decomposition overhead: an 8-rank ring and mesh run (dgx-h100-1node, threads transport) against
    one whole-attention kernel call of the same FLOPs (a 1-rank plan: one block per pass), in
    interleaved rounds; efficiency = (FLOPs / t_8) / (FLOPs / t_1) = t_1 / t_8 with median times.
-   Target: >= 70%. The 1-rank run computes on one thread; the 8 ranks share the machine's cores.
+   Target: >= 70%. The 1-rank run computes on one thread; the 8 ranks share the machine's cores,
+   so the report also gives the efficiency per core, t_1 / (t_8 x cores).
 
 Usage: python3 bench/execute_targets.py [--meshplan build/tools/meshplan] [--rounds 3] [--seq 4K]
 Prints a Markdown report (stdout) with every command it ran.
@@ -62,8 +65,10 @@ def memory_target(mp, tmp, seq):
     print("## 1. Peak host memory against the model\n")
     plan(mp, "dgx-h100-4gpu", "tiny.toml", "256", "ring", 2, 2, 16, "causal", tmp)
     tiny, _ = execute_json(mp, "tiny.toml", 1, tmp)
-    constant = tiny["memory"]["process_peak_rss_bytes"]
-    print(f"constant: peak RSS of a 256-token 4-rank run = {constant / 2**20:.1f} MiB\n")
+    base = tiny["memory"]["process_peak_rss_bytes"]
+    scratch = 8 * 2**20
+    print(f"constant: peak RSS of a 256-token 4-rank run ({base / 2**20:.1f} MiB) + 8 MiB of kernel score "
+          f"scratch per rank\n")
     print("| plan | ranks | model x ranks | peak RSS | (RSS - constant) / (model x ranks) | engine peak / model |")
     print("|---|---|---|---|---|---|")
     worst = 0.0
@@ -78,6 +83,7 @@ def memory_target(mp, tmp, seq):
             d, _ = execute_json(mp, name, 1, tmp)
             m = d["memory"]
             model = m["modelled_rank_peak_bytes"] * ranks
+            constant = base + scratch * ranks
             ratio = (m["process_peak_rss_bytes"] - constant) / model
             engine = max(m["rank_peak_bytes"]) / m["modelled_rank_peak_bytes"]
             worst = max(worst, ratio)
@@ -132,11 +138,12 @@ def efficiency_target(mp, tmp, seq, rounds):
         for scheme in ("ring", "mesh"):
             t8 = statistics.median(times[scheme])
             rows.append((mask, scheme, flops, t1, t8, t1 / t8))
-    print("| mask | scheme (8 ranks) | FLOPs | one kernel | 8 ranks | efficiency t_1 / t_8 |")
-    print("|---|---|---|---|---|---|")
+    cores = os.cpu_count()
+    print(f"| mask | scheme (8 ranks) | FLOPs | one kernel | 8 ranks | efficiency t_1 / t_8 | per core (/{cores}) |")
+    print("|---|---|---|---|---|---|---|")
     for mask, scheme, flops, t1, t8, eff in rows:
         print(f"| {mask} | {scheme} | {flops:.3g} | {t1:.3f} s ({flops / t1 / 1e9:.1f} GFLOP/s) | "
-              f"{t8:.3f} s ({flops / t8 / 1e9:.1f} GFLOP/s) | {eff * 100:.0f}% |")
+              f"{t8:.3f} s ({flops / t8 / 1e9:.1f} GFLOP/s) | {eff * 100:.0f}% | {eff / cores * 100:.0f}% |")
     worst = min(r[5] for r in rows)
     print(f"\nworst: {worst * 100:.0f}% (target >= 70%): {'met' if worst >= 0.7 else 'NOT met'}\n")
     return worst
