@@ -95,11 +95,14 @@ class Replayer {
     for (int32_t r = 0; r < static_cast<int32_t>(ranks_.size()); ++r) {
       for (int st = 0; st < kStreams; ++st) TryStart(r, st, kNone);
     }
+    int64_t total_ops = 0;
+    for (const RankState& st : ranks_) total_ops += static_cast<int64_t>(st.op.size());
     while (!queue_.empty()) {
       const Event e = queue_.Pop();
       Prefetch();
       now_ = e.time;
       ++events_;
+      if (options_.progress && events_ % kProgressEvents == 0) options_.progress(done_ops_, total_ops);
       switch (e.kind) {
         case EventKind::kOpDone:
           Complete(e.a, e.b);
@@ -301,6 +304,7 @@ class Replayer {
     OpState& self_state = st.op[i];
     self_state.end = now_;
     --st.remaining;
+    ++done_ops_;
     const int stream = self_state.stream();
     if (stream == static_cast<int>(StreamId::kCompute)) st.compute_busy += now_ - self_state.start;
     st.busy[stream] = false;
@@ -664,7 +668,7 @@ class Replayer {
   FlowNetwork net_;
   EventQueue queue_;
   SimTime now_ = 0;
-  int64_t events_ = 0, flows_ = 0;
+  int64_t events_ = 0, flows_ = 0, done_ops_ = 0;
   int64_t block_tokens_ = 1;
   double ns_per_flop_ = 0, ns_per_backward_flop_ = 0, launch_ns_ = 0, masked_slowdown_ = 1;
   int64_t ranks_per_device_ = 1;

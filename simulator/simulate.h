@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -17,7 +18,12 @@ namespace meshplan::sim {
 
 struct SimOptions {
   bool record_op_times = true;  // keep every op's start and end (needed for traces)
+  // Called every kProgressEvents events with the ops completed so far and the schedule's ops (may
+  // be empty). The caller decides what to show and when; the replay does not look at the clock.
+  std::function<void(int64_t done_ops, int64_t total_ops)> progress;
 };
+
+inline constexpr int64_t kProgressEvents = int64_t{1} << 16;
 
 struct OpTime {
   SimTime start = 0;

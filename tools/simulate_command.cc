@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -27,7 +28,26 @@ struct SimulateFlags {
   std::string timeline;
   std::string format = "table";
   int ranks = 8;
+  bool quiet = false;
 };
+
+// Progress on stderr for replays that take a while: nothing in the first 2 s, then a line at most
+// every second.
+std::function<void(int64_t, int64_t)> ReplayProgress() {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = Clock::now();
+  auto next = std::make_shared<Clock::time_point>(start + std::chrono::seconds(2));
+  return [start, next](int64_t done, int64_t total) {
+    const Clock::time_point now = Clock::now();
+    if (now < *next) return;
+    *next = now + std::chrono::seconds(1);
+    std::fprintf(stderr, "meshplan: simulate: %lld of %lld ops done (%.0f%%) after %.1f s\n",
+                 static_cast<long long>(done), static_cast<long long>(total),
+                 total > 0 ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : 0.0,
+                 std::chrono::duration<double>(now - start).count());
+    std::fflush(stderr);
+  };
+}
 
 // Ranks drawn in the --timeline picture (one lane each); more stay readable only in the trace.
 constexpr int kTimelineLanes = 32;
@@ -43,6 +63,7 @@ int RunSimulate(const SimulateFlags& flags) {
 
   sim::SimOptions options;
   options.record_op_times = !flags.trace.empty() || !flags.timeline.empty();
+  if (!flags.quiet) options.progress = ReplayProgress();
   const auto start = std::chrono::steady_clock::now();
   auto sim = sim::SimulatePlan(*plan, *topology, options);
   const double wall_s =
@@ -97,6 +118,7 @@ Runner RegisterSimulateCommand(CLI::App& app) {
                   "Write an SVG timeline (one lane per rank, first 32 ranks) to this file");
   cmd->add_option("--format", flags->format, "Output: table, json or csv")->capture_default_str();
   cmd->add_option("--ranks", flags->ranks, "Slowest ranks to list (0: all)")->capture_default_str();
+  cmd->add_flag("--quiet,-q", flags->quiet, "No progress messages on stderr (replays over 2 s report every second)");
   return [flags] { return RunSimulate(*flags); };
 }
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/topology_toml.h"
 #include "planner/context.h"
 #include "planner/search.h"
 #include "planner/strategy.h"
@@ -136,6 +137,31 @@ TEST(SimulatePlanTest, OpTimesCanBeLeftOut) {
   for (const auto& times : r->result.op_times) recorded += times.size();
   EXPECT_EQ(recorded, 0u);
   EXPECT_GT(r->result.total_s, 0);
+}
+
+TEST(SimulatePlanTest, ProgressCountsCompletedOpsUpToTheSchedulesOps) {
+  // Mesh 16 x 16 on the 256 GPUs of the default cluster, fwd+bwd: over 2^16 events, so the
+  // callback is called; each call sees the ops completed so far, never decreasing, never more than
+  // the schedule holds, and the schedule's op count as the total.
+  const Topology topology = DefaultTopology();
+  const Plan plan = PlanFor(SmallWorkload(), topology, MeshParams(16, 16));
+  std::vector<std::pair<int64_t, int64_t>> calls;
+  SimOptions options;
+  options.record_op_times = false;
+  options.progress = [&](int64_t done, int64_t total) { calls.emplace_back(done, total); };
+  const auto r = SimulatePlan(plan, topology, options);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  int64_t ops = 0;
+  for (const RankProgram& rank : r->schedule.ranks) ops += static_cast<int64_t>(rank.ops.size());
+  ASSERT_EQ(static_cast<int64_t>(calls.size()), r->result.events / kProgressEvents);
+  ASSERT_FALSE(calls.empty());
+  int64_t last = 0;
+  for (const auto& [done, total] : calls) {
+    EXPECT_EQ(total, ops);
+    EXPECT_GE(done, last);
+    EXPECT_LE(done, ops);
+    last = done;
+  }
 }
 
 }  // namespace
