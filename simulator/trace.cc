@@ -77,15 +77,22 @@ std::string TraceOpName(const Op& op) {
   return name;
 }
 
-std::string ChromeTrace(const Schedule& schedule, const SimResult& result,
-                        const std::vector<int64_t>& rank_to_gpu) {
+std::string ChromeTrace(const Schedule& schedule, const SimResult& result, const std::vector<int64_t>& rank_to_gpu,
+                        const std::vector<int64_t>& only_ranks) {
+  std::vector<int64_t> ranks = only_ranks;
+  if (ranks.empty()) {
+    for (size_t r = 0; r < schedule.ranks.size(); ++r) ranks.push_back(static_cast<int64_t>(r));
+  }
+  size_t ops = 0;
+  for (int64_t r : ranks) ops += schedule.ranks[static_cast<size_t>(r)].ops.size();
   JsonWriter j;
-  j.Reserve(static_cast<size_t>(schedule.TotalOps()) * 200 + schedule.ranks.size() * 400 + 64);
+  j.Reserve(ops * 200 + ranks.size() * 400 + 64);
   std::string number;  // scratch for ts and dur
   j.BeginObject();
   j.Key("traceEvents");
   j.BeginArray();
-  for (size_t r = 0; r < schedule.ranks.size(); ++r) {
+  for (const int64_t rank : ranks) {
+    const size_t r = static_cast<size_t>(rank);
     const RankProgram& program = schedule.ranks[r];
     const int64_t pid = static_cast<int64_t>(r);
     const std::string process = "rank " + std::to_string(r) + " (GPU " +

@@ -20,10 +20,16 @@ namespace meshplan::sim {
 //     result.op_times, name such as "compute Q3xKV6", "merge O+LSE Q3", "send K+V -> 5",
 //     "recv K+V <- 5", "all-to-all Q+K+V"; cat = OpKindName; args {op, bytes, flops, peer, step,
 //     phase} (peer and step are -1 when they do not apply; phase is "fwd" or "bwd").
+// `only_ranks` (ascending, each a rank of the schedule) limits the trace to those ranks' processes
+// and ops; empty: every rank.
 // REQUIRES: result.op_times[r].size() == schedule.ranks[r].ops.size() for every rank (replay with
 // SimOptions::record_op_times) and rank_to_gpu.size() == schedule.ranks.size().
-std::string ChromeTrace(const Schedule& schedule, const SimResult& result,
-                        const std::vector<int64_t>& rank_to_gpu);
+std::string ChromeTrace(const Schedule& schedule, const SimResult& result, const std::vector<int64_t>& rank_to_gpu,
+                        const std::vector<int64_t>& only_ranks = {});
+
+// Ranks a trace holds unless told otherwise (SimulateFlags --trace-ranks): a 1024-rank Mesh trace
+// of every rank is about 560 MB; 64 ranks keep it near 35 MB.
+inline constexpr int64_t kDefaultTraceRanks = 64;
 
 // The event name used for `op` in the trace (exposed for tests and reports).
 std::string TraceOpName(const Op& op);

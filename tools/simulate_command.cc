@@ -2,13 +2,18 @@
 // predicted timeline against the planner's estimate; optionally write a Chrome trace and an SVG
 // timeline of the first ranks.
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <system_error>
+#include <vector>
 
 #include "core/atomic_file.h"
+#include "core/escape.h"
 #include "core/plan_io.h"
 #include "report/charts.h"
 #include "report/simulation_report.h"
@@ -29,7 +34,49 @@ struct SimulateFlags {
   std::string format = "table";
   int ranks = 8;
   bool quiet = false;
+  std::string trace_ranks;
+  bool trace_ranks_given = false;  // else the first sim::kDefaultTraceRanks
 };
+
+// A rank or the end of a range: digits only, below `ranks`.
+std::optional<int64_t> ParseRank(const std::string& text, int64_t ranks) {
+  int64_t value = -1;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || error != std::errc() || end != text.data() + text.size() || value < 0 || value >= ranks) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+// --trace-ranks: "all" (empty result: every rank), or ranks and inclusive ranges "0-15,100", as an
+// ascending list without repeats; with the flag absent (`given` false), the first
+// sim::kDefaultTraceRanks.
+Result<std::vector<int64_t>> TraceRanks(const std::string& text, bool given, int64_t ranks) {
+  if (text == "all") return std::vector<int64_t>{};
+  if (!given) {
+    std::vector<int64_t> first;
+    if (ranks <= sim::kDefaultTraceRanks) return first;
+    for (int64_t r = 0; r < sim::kDefaultTraceRanks; ++r) first.push_back(r);
+    return first;
+  }
+  std::vector<uint8_t> chosen(static_cast<size_t>(ranks), 0);
+  for (const std::string& item : SplitList(text)) {
+    const size_t dash = item.find('-');
+    const std::optional<int64_t> lo = ParseRank(item.substr(0, dash), ranks);
+    const std::optional<int64_t> hi = dash == std::string::npos ? lo : ParseRank(item.substr(dash + 1), ranks);
+    if (!lo || !hi || *hi < *lo) {
+      return Status::Invalid("--trace-ranks: " + QuoteInput(item) + " is not a rank or a range LO-HI of ranks in [0, " +
+                             std::to_string(ranks) + ") (or use all)");
+    }
+    for (int64_t r = *lo; r <= *hi; ++r) chosen[static_cast<size_t>(r)] = 1;
+  }
+  std::vector<int64_t> list;
+  for (int64_t r = 0; r < ranks; ++r) {
+    if (chosen[static_cast<size_t>(r)]) list.push_back(r);
+  }
+  if (list.empty()) return Status::Invalid("--trace-ranks: no ranks given");
+  return list;
+}
 
 // Progress on stderr for replays that take a while: nothing in the first 2 s, then a line at most
 // every second.
@@ -60,6 +107,8 @@ int RunSimulate(const SimulateFlags& flags) {
   if (!plan.ok()) return ReportError(plan.status());
   auto topology = PlanTopology(flags.plan, flags.topology, *plan);
   if (!topology.ok()) return ReportError(topology.status());
+  auto trace_ranks = TraceRanks(flags.trace_ranks, flags.trace_ranks_given, plan->num_gpus);
+  if (!trace_ranks.ok()) return ReportError(trace_ranks.status());
 
   sim::SimOptions options;
   options.record_op_times = !flags.trace.empty() || !flags.timeline.empty();
@@ -72,8 +121,12 @@ int RunSimulate(const SimulateFlags& flags) {
 
   // The trace goes first so that a failure to write it leaves only the error on the terminal.
   if (!flags.trace.empty()) {
-    const std::string trace = sim::ChromeTrace(sim->schedule, sim->result, sim->rank_to_gpu);
+    const std::string trace = sim::ChromeTrace(sim->schedule, sim->result, sim->rank_to_gpu, *trace_ranks);
     if (Status st = WriteFileAtomically(flags.trace, trace); !st.ok()) return ReportError(st);
+    if (!flags.trace_ranks_given && !trace_ranks->empty() && !flags.quiet) {
+      std::fprintf(stderr, "meshplan: note: the trace holds ranks 0-%lld of %lld (--trace-ranks all: every rank)\n",
+                   static_cast<long long>(trace_ranks->back()), static_cast<long long>(plan->num_gpus));
+    }
   }
   if (!flags.timeline.empty()) {
     const std::string svg = plot::RenderTimeline(
@@ -90,8 +143,15 @@ int RunSimulate(const SimulateFlags& flags) {
     std::fputs(report::SimulationTable(summary).c_str(), stdout);
   }
   if (!flags.trace.empty()) {
-    std::fprintf(stderr, "meshplan: wrote trace (%lld ops) to %s\n",
-                 static_cast<long long>(sim->schedule.TotalOps()), flags.trace.c_str());
+    int64_t ops = 0, traced = 0;
+    for (size_t r = 0; r < sim->schedule.ranks.size(); ++r) {
+      const bool in = trace_ranks->empty() || std::binary_search(trace_ranks->begin(), trace_ranks->end(),
+                                                                  static_cast<int64_t>(r));
+      ops += in ? static_cast<int64_t>(sim->schedule.ranks[r].ops.size()) : 0;
+      traced += in;
+    }
+    std::fprintf(stderr, "meshplan: wrote trace (%lld ops of %lld ranks) to %s\n", static_cast<long long>(ops),
+                 static_cast<long long>(traced), flags.trace.c_str());
   }
   if (!flags.timeline.empty()) {
     const int64_t ranks = sim->schedule.num_ranks;
@@ -118,6 +178,10 @@ Runner RegisterSimulateCommand(CLI::App& app) {
                   "Write an SVG timeline (one lane per rank, first 32 ranks) to this file");
   cmd->add_option("--format", flags->format, "Output: table, json or csv")->capture_default_str();
   cmd->add_option("--ranks", flags->ranks, "Slowest ranks to list (0: all)")->capture_default_str();
+  cmd->add_option("--trace-ranks", flags->trace_ranks,
+                  "Ranks the trace holds: all, or ranks and ranges such as 0-15,100 (default: every rank up to 64 "
+                  "ranks, else ranks 0-63, with a note)")
+      ->each([flags](const std::string&) { flags->trace_ranks_given = true; });
   cmd->add_flag("--quiet,-q", flags->quiet, "No progress messages on stderr (replays over 2 s report every second)");
   return [flags] { return RunSimulate(*flags); };
 }

@@ -459,5 +459,27 @@ TEST_F(TraceTest, UlyssesCollectivesGetOneEventEach) {
   CheckTrace(replay);
 }
 
+TEST_F(TraceTest, OnlyTheChosenRanksAppear) {
+  SchemeParams params;
+  params.scheme = Scheme::kRing;
+  params.ring = 8;
+  params.layout = Layout::kZigzag;
+  params.placement = CanonicalPlacement(params.RankDims());
+  const Replay replay = Run(params);
+  const std::string trace = ChromeTrace(replay.schedule, replay.result, replay.rank_to_gpu, {1, 6});
+  Json doc;
+  std::string error;
+  ASSERT_TRUE(IsValidJson(trace, &doc, &error)) << error;
+  std::set<int64_t> pids;
+  int64_t complete = 0;
+  for (const Json& ev : doc.Find("traceEvents")->items) {
+    pids.insert(static_cast<int64_t>(ev.Find("pid")->number));
+    complete += ev.Find("ph")->text == "X";
+  }
+  EXPECT_EQ(pids, (std::set<int64_t>{1, 6}));
+  // One complete event per op of ranks 1 and 6.
+  EXPECT_EQ(complete, static_cast<int64_t>(replay.schedule.ranks[1].ops.size() + replay.schedule.ranks[6].ops.size()));
+}
+
 }  // namespace
 }  // namespace meshplan::sim

@@ -234,6 +234,27 @@ TEST_F(Cli, SimulateWritesATrace) {
   EXPECT_NE(text.find("\"displayTimeUnit\":\"ns\""), std::string::npos);
 }
 
+TEST_F(Cli, SimulateTraceRanksPicksTheRanksAndRefusesBadLists) {
+  // The 4-node DGX H100 file has 32 GPUs: under the default of 64 every rank is traced, no note.
+  const std::string plan = (dir_ / "plan.toml").string();
+  ASSERT_EQ(Run("plan -t " + FourNode() + " --seq 256K --schemes ring -q --out " + plan).exit_code, 0);
+  const std::string trace = (dir_ / "trace.json").string();
+  RunResult r = Run("simulate " + plan + " -t " + FourNode() + " --trace " + trace);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find("note:"), std::string::npos) << r.err;
+  EXPECT_NE(Read(trace).find("\"pid\":31,"), std::string::npos);
+  r = Run("simulate " + plan + " -t " + FourNode() + " --trace " + trace + " --trace-ranks 2-3,30");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string text = Read(trace);
+  for (int rank : {2, 3, 30}) EXPECT_NE(text.find("\"pid\":" + std::to_string(rank) + ","), std::string::npos) << rank;
+  for (int rank : {0, 1, 4, 29, 31}) EXPECT_EQ(text.find("\"pid\":" + std::to_string(rank) + ","), std::string::npos) << rank;
+  for (const char* bad : {"32", "5-2", "x", "-1", ""}) {
+    r = Run("simulate " + plan + " -t " + FourNode() + " --trace " + trace + " --trace-ranks '" + bad + "'");
+    EXPECT_EQ(r.exit_code, 2) << bad;
+    EXPECT_EQ(r.err.rfind("meshplan: error: --trace-ranks: ", 0), 0u) << bad << ": " << r.err;
+  }
+}
+
 TEST_F(Cli, SimulateTraceIntoAMissingDirectoryIsAnIoFailure) {
   const std::string plan = (dir_ / "plan.toml").string();
   ASSERT_EQ(Run("plan -t " + FourNode() + " --seq 256K --schemes ring -q --out " + plan).exit_code, 0);
