@@ -11,6 +11,7 @@ anchor for one whole-attention call.
 
   python3 tools/gpu/compare_with_torch.py --meshplan BIN --topology T --out DIR \
       [--seq 65536] [--heads 32] [--kv-heads 8] [--dim 128] [--masks causal,full] [--schemes ...]
+      [--repeat N]
 Prints one table; writes DIR/compare.json (--name NAME: DIR/NAME.json).
 """
 import argparse
@@ -36,6 +37,12 @@ def make_inputs(torch, seq, hq, hkv, d, seed, dir_):
         tensors[name] = t
         np.save(os.path.join(dir_, name + ".npy"), t.cpu().numpy())
     return tensors
+
+
+def random_inputs(torch, seq, hq, hkv, d):
+    """bf16-valued float32 tensors of the given shapes on the GPU, for timing only (no files)."""
+    shapes = {"q": (1, seq, hq, d), "k": (1, seq, hkv, d), "v": (1, seq, hkv, d), "d_o": (1, seq, hq, d)}
+    return {n: torch.randn(s, device="cuda").to(torch.bfloat16).float() for n, s in shapes.items()}
 
 
 def reference(torch, t, causal, group):
@@ -110,6 +117,13 @@ def main():
     ap.add_argument("--schemes", default=SCHEMES)
     ap.add_argument("--kernels", default="auto")
     ap.add_argument("--name", default="compare", help="results file: OUT/NAME.json")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="execute --repeat N: a warm-up run (cuDNN graph builds) then N timed runs; "
+                         "the measured time is their median")
+    ap.add_argument("--no-reference", action="store_true",
+                    help="timing only: no float32 reference and no error columns; execute draws its own "
+                         "seeded inputs (per rank, on the GPU's host) and torch times random ones of the same "
+                         "shapes, so sizes whose float32 reference would take minutes stay cheap")
     args = ap.parse_args()
     import torch
 
@@ -120,8 +134,12 @@ def main():
         causal = mask == "causal"
         inputs_dir = os.path.join(args.work, "inputs-" + mask)
         t0 = time.time()
-        t = make_inputs(torch, args.seq, args.heads, args.kv_heads, args.dim, 7 if causal else 8, inputs_dir)
-        ref = reference(torch, t, causal, group)
+        if args.no_reference:
+            t = random_inputs(torch, args.seq, args.heads, args.kv_heads, args.dim)
+            ref = None
+        else:
+            t = make_inputs(torch, args.seq, args.heads, args.kv_heads, args.dim, 7 if causal else 8, inputs_dir)
+            ref = reference(torch, t, causal, group)
         torch_ms = torch_whole_ms(torch, t, causal, group)
         try:
             torch_cudnn_ms = torch_whole_ms(torch, t, causal, group, "cudnn")
@@ -131,7 +149,7 @@ def main():
         # Useful FLOPs of fwd+bwd (LongCA / FlashAttention convention): 3.5 x 4 S^2 Hq d, halved
         # for causal.
         flops = 3.5 * 4.0 * args.seq * args.seq * args.heads * args.dim * (0.5 if causal else 1.0)
-        print(f"[{mask}] inputs + float32 reference in {time.time() - t0:.1f} s; whole-sequence bf16 "
+        print(f"[{mask}] inputs{'' if ref is None else ' + float32 reference'} in {time.time() - t0:.1f} s; whole-sequence bf16 "
               f"fwd+bwd: torch flash {torch_ms:.2f} ms ({flops / torch_ms / 1e9:.0f} TFLOP/s), torch cudnn "
               f"{torch_cudnn_ms:.2f} ms ({flops / torch_cudnn_ms / 1e9:.0f} TFLOP/s)", flush=True)
         for scheme in args.schemes.split(","):
@@ -149,8 +167,10 @@ def main():
                 results.append(rec)
                 print(f"{scheme:13s} {mask:6s} {rec['error']}", flush=True)
                 continue
+            files = [] if ref is None else ["--inputs", inputs_dir, "--outputs", outputs]
             cmd = [args.meshplan, "execute", plan, "--backend", "cuda", "--kernels", args.kernels,
-                   "--inputs", inputs_dir, "--outputs", outputs, "--format", "json", "--timeout-s", "300"]
+                   *files, "--format", "json", "--timeout-s", "300",
+                   "--repeat", str(args.repeat), "--quiet"]
             t0 = time.time()
             p = subprocess.run(cmd, capture_output=True, text=True)
             rec["wall_s"] = time.time() - t0
@@ -161,14 +181,16 @@ def main():
                 continue
             try:
                 j = json.loads(p.stdout)
-                rec["measured_ms"] = j["measured"]["time_s"] * 1e3
+                rec["measured_ms"] = j["repeat"]["median_s"] * 1e3
+                rec["spread"] = j["repeat"]["spread"]
+                rec["peak_device_bytes"] = max(j["memory"]["rank_peak_bytes"] or [0])
                 rec["run"] = j.get("run", "")
             except Exception:
                 rec["measured_ms"] = float("nan")
-            for name in TENSORS:
+            for name in TENSORS if ref is not None else ():
                 rec[name] = rel_err(torch, np.load(os.path.join(outputs, name + ".npy")), ref[name])
             results.append(rec)
-            errs = " ".join(f"{n}={rec[n]:.2e}" for n in TENSORS)
+            errs = " ".join(f"{n}={rec[n]:.2e}" for n in TENSORS) if ref is not None else "(timing only)"
             print(f"{scheme:13s} {mask:6s} {errs} measured {rec['measured_ms']:.1f} ms = "
                   f"{flops / rec['measured_ms'] / 1e9:.0f} TFLOP/s on the GPU, {rec['measured_ms'] / torch_cudnn_ms:.2f}x "
                   f"torch cudnn whole; wall {rec['wall_s']:.0f} s; {rec.get('run', '')}", flush=True)

@@ -9,19 +9,28 @@
 #   3. the executor's efficiency: ring and mesh on 8 virtual ranks at 128K tokens (causal), the
 #      same comparison, TFLOP/s next to one whole-sequence torch call;
 #   4. torch SDPA (flash, cuDNN) on the kernel benchmark's shapes (bench/torch_sdpa_bench.py);
+#   5. `meshplan bench --backend cuda`: every scheme x mask x length, measured next to predicted;
 # then prints one summary table (tools/gpu/summarize.py).
 #
 #   bash tools/gpu/device-check.sh BUNDLE [STEPS]     STEPS: comma list of validate,compare,
-#                                                     sanitize,efficiency,torchbench (default all)
+#                                                     sanitize,efficiency,torchbench,bench
+#                                                     (default all; they run in the order
+#                                                     validate, compare, efficiency, torchbench,
+#                                                     bench, sanitize: the slowest and least
+#                                                     likely to find news last)
 # Environment: SEQ (compare, default 65536), MASKS (causal,full), SCHEMES (all 8), KERNELS (auto),
-# SIZES (torch bench, 4096,8192,16384), QUICK=1 (fewer kernel-benchmark sizes).
+# SIZES (torch bench, 4096,8192,16384), QUICK=1 (fewer kernel-benchmark sizes), EFF_SEQ (efficiency,
+# 131072), BENCH_SEQ (bench, 16K,64K), MEMCHECK_FILTER / RACECHECK_FILTER (kernel tests under the
+# sanitizers; RACECHECK_FILTER=none skips racecheck), and per-step limits in seconds T_VALIDATE (300),
+# T_COMPARE (420), T_SANITIZE (170 per tool), T_EFFICIENCY (420), T_TORCHBENCH (240), T_BENCH (300),
+# so that one device call can be sized to the time lent.
 # Everything is written to one folder, packed as $OUT/results.tgz when $OUT is set (the device
 # tool brings back few files), else left in ./gpu-results.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 root="$(pwd)"
 bundle="$(cd "${1:?usage: device-check.sh BUNDLE [STEPS]}" && pwd)"
-steps="${2:-validate,compare,sanitize,efficiency,torchbench}"
+steps="${2:-validate,compare,sanitize,efficiency,torchbench,bench}"
 final_out="${OUT:-}"
 export OUT="${final_out:+/tmp/meshplan-results}"
 OUT="${OUT:-$root/gpu-results}"
@@ -46,43 +55,56 @@ cat "$OUT/env.txt"
 
 if has validate; then
   echo "== gpu-validate"
-  timeout 300 bash tools/gpu-validate.sh --run "$bundle" > "$OUT/validate.log" 2>&1 || status=1
+  timeout "${T_VALIDATE:-300}" bash tools/gpu-validate.sh --run "$bundle" > "$OUT/validate.log" 2>&1 || status=1
   sed -n '/meshplan GPU validation/,$p' "$OUT/validate.log"
   pack
 fi
 if has compare; then
   echo "== execute --backend cuda vs torch float32 reference"
-  PYTHONUNBUFFERED=1 timeout 420 python3 tools/gpu/compare_with_torch.py --meshplan "$bundle/bin/meshplan" \
+  PYTHONUNBUFFERED=1 timeout "${T_COMPARE:-420}" python3 tools/gpu/compare_with_torch.py --meshplan "$bundle/bin/meshplan" \
     --topology "$bundle/topologies/dgx-h100-1node.toml" --out "$OUT" --seq "${SEQ:-65536}" \
     --masks "${MASKS:-causal,full}" --kernels "${KERNELS:-auto}" ${SCHEMES:+--schemes "$SCHEMES"} 2>&1 | tee "$OUT/compare.log" || status=1
   pack
+fi
+if has efficiency; then
+  # Timing only (no float32 reference: at 128K it alone would take minutes); execute --repeat 3
+  # after a warm-up, so cuDNN graph builds stay out of the median.
+  echo "== efficiency: ring and mesh at ${EFF_SEQ:-131072} tokens on 8 virtual ranks"
+  PYTHONUNBUFFERED=1 timeout "${T_EFFICIENCY:-420}" python3 tools/gpu/compare_with_torch.py --meshplan "$bundle/bin/meshplan" \
+    --topology "$bundle/topologies/dgx-h100-1node.toml" --out "$OUT" --name efficiency --seq "${EFF_SEQ:-131072}" \
+    --masks causal --kernels "${KERNELS:-auto}" --schemes ring,mesh --no-reference --repeat 3 2>&1 | tee "$OUT/efficiency.log" || status=1
+  pack
+fi
+if has torchbench; then
+  echo "== torch SDPA on the kernel benchmark's shapes"
+  PYTHONUNBUFFERED=1 timeout "${T_TORCHBENCH:-240}" python3 bench/torch_sdpa_bench.py --sizes "${SIZES:-4096,8192,16384}" \
+    --json "$OUT/torch_sdpa.json" 2>&1 | tee "$OUT/torch_sdpa.log" || status=1
+  pack
+fi
+if has bench; then
+  # The LongCA-style table (issue 12) on 8 virtual ranks: every scheme's best plan, TFLOP/s per
+  # rank and peak device memory, measured next to predicted on the plan's H100 node.
+  echo "== meshplan bench --backend cuda"
+  timeout "${T_BENCH:-300}" "$bundle/bin/meshplan" bench --backend cuda -t "$bundle/topologies/dgx-h100-1node.toml" \
+    --seq "${BENCH_SEQ:-16K,64K}" --mask causal,full --heads 32 --kv-heads 8 --head-dim 128 --pass fwd+bwd \
+    --repeat 3 --format json -o "$OUT/bench.json" --charts "$OUT/bench-charts" > "$OUT/bench.log" 2>&1 || status=1
+  tail -5 "$OUT/bench.log"
 fi
 if has sanitize; then
   # memcheck over every kernel test; racecheck (much slower) over a tensor-core subset that
   # covers both element types, both head dims, the masks with partial tiles and the head splits.
   for tool in memcheck racecheck; do
-    filter="*"
+    filter="${MEMCHECK_FILTER:-*}"
     [ "$tool" = racecheck ] && filter="${RACECHECK_FILTER:-*bf16_d64_causal_tensor*:*fp16_d128_window_tensor*:*BackwardHeadSplits*}"
+    [ "$filter" = none ] && continue
     echo "== compute-sanitizer $tool (kernel tests: $filter)"
-    timeout 170 compute-sanitizer --tool "$tool" --error-exitcode 9 \
+    timeout "${T_SANITIZE:-170}" compute-sanitizer --tool "$tool" --error-exitcode 9 \
       "$bundle/bin/meshplan_cuda_kernel_tests" --gtest_brief=1 "--gtest_filter=$filter" > "$OUT/sanitizer-$tool.log" 2>&1
     rc=$?
     [ $rc -ne 0 ] && status=1
     pack
     echo "exit $rc; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|tests ran|PASSED|FAILED' "$OUT/sanitizer-$tool.log" | tail -3 | tr '\n' ' ')"
   done
-fi
-if has efficiency; then
-  echo "== efficiency: ring and mesh at 128K tokens on 8 virtual ranks"
-  PYTHONUNBUFFERED=1 timeout 420 python3 tools/gpu/compare_with_torch.py --meshplan "$bundle/bin/meshplan" \
-    --topology "$bundle/topologies/dgx-h100-1node.toml" --out "$OUT" --name efficiency --seq 131072 \
-    --masks causal --kernels "${KERNELS:-auto}" --schemes ring,mesh 2>&1 | tee "$OUT/efficiency.log" || status=1
-  pack
-fi
-if has torchbench; then
-  echo "== torch SDPA on the kernel benchmark's shapes"
-  PYTHONUNBUFFERED=1 timeout 240 python3 bench/torch_sdpa_bench.py --sizes "${SIZES:-4096,8192,16384}" \
-    --json "$OUT/torch_sdpa.json" 2>&1 | tee "$OUT/torch_sdpa.log" || status=1
 fi
 python3 tools/gpu/summarize.py "$OUT" | tee "$OUT/summary.txt"
 pack

@@ -51,7 +51,8 @@ def compare_rows(out, name):
         if "error" in r:
             rows.append(f"{r['scheme']:13s} {r['mask']:6s} {r['error']}")
             continue
-        errs = " ".join(f"{t}={r[t]:.1e}" for t in ("o", "lse", "dq", "dk", "dv"))
+        errs = (" ".join(f"{t}={r[t]:.1e}" for t in ("o", "lse", "dq", "dk", "dv")) if "o" in r
+                else "(timing only)")
         # fwd+bwd useful FLOPs: 3.5 x 4 S^2 Hq d, halved for causal (as compare_with_torch.py).
         flops = r.get("flops") or (3.5 * 4.0 * j["seq"] ** 2 * j["heads"] * j["dim"] *
                                    (0.5 if r["mask"] == "causal" else 1.0))
@@ -91,6 +92,29 @@ def kernel_rows(out):
     return rows
 
 
+def bench_rows(out):
+    """`meshplan bench --backend cuda` rows: TFLOP/s per rank and peak device memory, measured next to
+    predicted, with the signed error of the time."""
+    text = read(os.path.join(out, "bench.json"))
+    if text is None:
+        return []
+    try:
+        j = json.loads(text)
+    except ValueError:
+        return ["bench.json does not parse (cut off?)"]
+    rows = []
+    for r in j["rows"]:
+        head = f"{r['mask']:6s} S={r['seq_len']:<7d} {r['scheme']:13s}"
+        if r["outcome"] != "ran":
+            rows.append(f"{head} {r['outcome']}: {r.get('reason', '')}")
+            continue
+        rows.append(f"{head} median {r['median_s'] * 1e3:8.2f} ms (spread {r['spread'] * 100:4.1f}%)  predicted "
+                    f"{r['predicted_s'] * 1e3:8.2f} ms  error {r['error_pct']:+7.1f}%  "
+                    f"{r['tflops_per_rank']:6.1f} TFLOP/s/rank (predicted {r['predicted_tflops_per_rank']:6.1f})  "
+                    f"peak {r['rank_peak_bytes'] / 2**30:5.2f} GiB/rank (model {r['modelled_rank_peak_bytes'] / 2**30:5.2f})")
+    return rows
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else "gpu-results"
     print("\n================ meshplan GPU checks: summary ================")
@@ -110,6 +134,10 @@ def main():
         if rows:
             print(f"\n{name[:-5]}: 8 virtual ranks vs torch float32 reference; TFLOP/s of the whole step on the GPU")
             print("\n".join(rows))
+    rows = bench_rows(out)
+    if rows:
+        print("\nmeshplan bench --backend cuda (8 virtual ranks on this GPU, predicted on the plan's H100 node)")
+        print("\n".join(rows))
     rows = kernel_rows(out)
     if rows:
         print("\nblock kernels, bf16, TFLOP/s (same shapes, same machine)")
