@@ -3,12 +3,14 @@
 // (executor/device/device_engine.h) over a DeviceOps: the host streams (CPU) or CUDA.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "core/schedule.h"
 #include "core/status.h"
 #include "core/workload.h"
+#include "executor/backend_session.h"
 #include "executor/input_source.h"
 #include "executor/run_options.h"
 #include "executor/shard_store.h"
@@ -40,6 +42,9 @@ struct ExecuteConfig {
   // false: every output element is still produced and its coverage checked, but nothing is copied
   // out (ExecutionResult::outputs stays empty), so a benchmark holds no global output tensors.
   bool keep_outputs = true;
+  // State kept between runs (executor/backend_session.h); null: this run sets up its own and
+  // drops it at the end. ExecuteRepeated and RunJobRank make one for their runs when it is null.
+  std::shared_ptr<BackendSession> session;
 };
 
 struct ExecutionResult {

@@ -26,6 +26,14 @@ Result<planner::PlanSchedule> ExpandFor(const Plan& plan, const Topology& topolo
   return expanded.status().code() == ErrorCode::kInvalidInput ? Status::Invalid(message) : Status::Internal(message);
 }
 
+// `config` with a session of its own when it has none, so the runs of one repeat share what the
+// backend set up (cuDNN graphs) and the timed runs measure the kernels.
+ExecuteConfig WithSession(const ExecuteConfig& config) {
+  ExecuteConfig out = config;
+  if (!out.session) out.session = std::make_shared<BackendSession>();
+  return out;
+}
+
 void Round(InputType type, TensorF& t) {
   if (type == InputType::kFp32) return;
   for (float& x : t.data) x = RoundToInput(type, x);
@@ -110,11 +118,12 @@ Result<RepeatedExecution> ExecuteRepeated(const PlanRun& run, const ExecuteConfi
                                           const RunObserver& observer) {
   MESHPLAN_RETURN_IF_ERROR(CheckRepeat(repeat).WithContext("repeat"));
   const int warm_up = WarmUpRuns(repeat);
+  const ExecuteConfig session_config = WithSession(config);
   RepeatedExecution out;
   std::vector<std::vector<std::vector<OpTiming>>> timings;
   std::vector<double> wall_s;
   for (int i = 0; i < warm_up + repeat; ++i) {
-    auto result = Execute(run, config);
+    auto result = Execute(run, session_config);
     if (!result.ok()) return result.status();
     const int timed = i - warm_up + 1;  // 0: the warm-up
     if (observer) observer(timed < 1 ? 0 : timed, repeat, MeasureTimeline(run.schedule, result->timings).run_s);
@@ -135,6 +144,7 @@ Result<JobRank> RunJobRank(Transport& transport, const PlanRun* run, const Statu
   // Every rank gets the same `repeat` (the same flags); a bad one fails on every rank alike.
   MESHPLAN_RETURN_IF_ERROR(CheckRepeat(repeat).WithContext("repeat"));
   const int warm_up = WarmUpRuns(repeat);
+  const ExecuteConfig session_config = WithSession(config);
   std::vector<std::vector<std::vector<OpTiming>>> all_timings;  // rank 0: [timed run][rank][op]
   std::vector<double> wall_s;
   for (int i = 0; i < warm_up + repeat; ++i) {
@@ -161,8 +171,8 @@ Result<JobRank> RunJobRank(Transport& transport, const PlanRun* run, const Statu
     std::vector<OpTiming> timings;
     const Clock::time_point start = Clock::now();
     // A failing rank aborts the whole job from inside the engine; this is the backstop.
-    const Status st = ExecuteRank(p.schedule, p.plan.workload, *p.inputs, config, transport, &outputs, &covered,
-                                  &timings, &out.device);
+    const Status st = ExecuteRank(p.schedule, p.plan.workload, *p.inputs, session_config, transport, &outputs,
+                                  &covered, &timings, &out.device);
     if (!st.ok()) transport.Abort(st.message());
     auto gathered = GatherOutputs(transport, p.plan.workload, outputs, covered, timings, Clock::now() + timeout);
     if (!gathered.ok()) {

@@ -71,7 +71,8 @@ struct RepeatedExecution {
   RepeatedRuns runs;
 };
 // `observer` (may be empty) is called after every run, the warm-up included. The first failing
-// run ends the repetition with its error.
+// run ends the repetition with its error. The runs share config.session (one is made when it is
+// null), so what the warm-up set up (cuDNN graphs) stays out of the timed runs.
 Result<RepeatedExecution> ExecuteRepeated(const PlanRun& run, const ExecuteConfig& config, int repeat,
                                           const RunObserver& observer = {});
 
@@ -92,7 +93,8 @@ struct JobRank {
 // runs, and rank 0 gathers every rank's outputs and timings. With `repeat` > 1 every rank makes
 // WarmUpRuns(repeat) untimed runs and then `repeat` timed ones (the same number on every rank),
 // each behind its own start barrier, so that no run overlaps another across processes; rank 0
-// gathers after every run and calls `observer` (may be empty) with its time. A failing run aborts
+// gathers after every run and calls `observer` (may be empty) with its time. The runs share
+// config.session, as in ExecuteRepeated. A failing run aborts
 // the transport (the whole job ends) and is returned as an error; so is a failed gather.
 Result<JobRank> RunJobRank(Transport& transport, const PlanRun* run, const Status& setup, int code,
                            const ExecuteConfig& config, std::chrono::milliseconds timeout, int repeat = 1,

@@ -64,15 +64,24 @@ std::string CudaDeviceName(int device) {
   return std::string(prop.name) + " (sm_" + std::to_string(prop.major) + std::to_string(prop.minor) + ", " + memory + ")";
 }
 
-CudaDeviceOps::CudaDeviceOps(CudaOpsConfig config) : config_(std::move(config)) {}
+CudnnDevices::CudnnDevices() = default;
 
-CudaDeviceOps::~CudaDeviceOps() {
-  if (!finished_) (void)Finish(10.0, nullptr);  // drain (or abort) whatever an error left in flight
-  // cuDNN handles go first, each with its own device current (its work has drained above).
-  for (auto& [device, cudnn] : cudnn_) {
+CudnnDevices::~CudnnDevices() {
+  for (auto& [device, cudnn] : by_device) {
     cudaSetDevice(device);
     cudnn.reset();
   }
+}
+
+CudaDeviceOps::CudaDeviceOps(CudaOpsConfig config)
+    : config_(std::move(config)),
+      cudnn_(config_.cudnn ? config_.cudnn : std::make_shared<CudnnDevices>()) {}
+
+CudaDeviceOps::~CudaDeviceOps() {
+  if (!finished_) (void)Finish(10.0, nullptr);  // drain (or abort) whatever an error left in flight
+  // cuDNN handles go first when this run owns them (its work has drained above); shared ones
+  // stay for the next run (the handle's stream is set again before every use).
+  cudnn_.reset();
 #if MESHPLAN_HAVE_NCCL
   // Communicators never handed to a rank (Prepare failed early) and those of finished runs.
   for (size_t r = 0; r < config_.nccl_comms.size(); ++r) {
@@ -125,15 +134,19 @@ std::string CudaDeviceOps::Describe() const {
 std::string CudaDeviceOps::KernelsUsed() const {
   if (config_.path == KernelPath::kTensorCore) return "own tensor-core kernels";
   if (config_.path == KernelPath::kSimt) return "own SIMT kernels";
-  if (cudnn_.empty()) {
-    return "own kernels" + (cudnn_missing_.empty() ? std::string() : " (no cuDNN: " + cudnn_missing_ + ")");
+  if (cudnn_->by_device.empty()) {
+    return "own kernels" + (cudnn_->missing.empty() ? std::string() : " (no cuDNN: " + cudnn_->missing + ")");
   }
-  int64_t pieces = 0;
-  for (const auto& [device, c] : cudnn_) pieces += c->pieces_run();
-  std::string s = cudnn_.begin()->second->Describe();
+  int64_t pieces = -pieces_before_, graphs = -graphs_before_;
+  for (const auto& [device, c] : cudnn_->by_device) {
+    pieces += c->pieces_run();
+    graphs += c->graphs_built();
+  }
+  std::string s = cudnn_->by_device.begin()->second->Describe();
   if (pieces > 0 || own_kernel_blocks_ > 0) {
     s += ": " + std::to_string(pieces) + " pieces, own kernels for " + std::to_string(own_kernel_blocks_) +
-         (own_kernel_blocks_ == 1 ? " block" : " blocks");
+         (own_kernel_blocks_ == 1 ? " block" : " blocks") + "; " + std::to_string(graphs) +
+         (graphs == 1 ? " cuDNN graph" : " cuDNN graphs") + " built in this run";
   }
   return s;
 }
@@ -147,6 +160,11 @@ Status CudaDeviceOps::Use(int32_t rank) {
 }
 
 Status CudaDeviceOps::Prepare(const Schedule& schedule, const std::vector<uint8_t>& local) {
+  pieces_before_ = graphs_before_ = 0;
+  for (const auto& [device, c] : cudnn_->by_device) {
+    pieces_before_ += c->pieces_run();
+    graphs_before_ += c->graphs_built();
+  }
   ranks_.clear();
   ranks_.resize(static_cast<size_t>(schedule.num_ranks));
   auto count = CudaDeviceCount();
@@ -174,16 +192,19 @@ Status CudaDeviceOps::Prepare(const Schedule& schedule, const std::vector<uint8_
     }
     auto d = std::make_unique<RankDevice>();
     d->device = device;
-    if ((config_.path == KernelPath::kAuto || config_.path == KernelPath::kCudnn) && cudnn_missing_.empty() &&
-        cudnn_.count(device) == 0) {
+    if (config_.path == KernelPath::kCudnn && !cudnn_->missing.empty()) {
+      return Status::Invalid("--kernels cudnn: " + cudnn_->missing);
+    }
+    if ((config_.path == KernelPath::kAuto || config_.path == KernelPath::kCudnn) && cudnn_->missing.empty() &&
+        cudnn_->by_device.count(device) == 0) {
       MESHPLAN_CUDA_CHECK(r, cudaSetDevice(device));
       auto made = CreateCudnnAttention(device);
       if (made.ok()) {
-        cudnn_[device] = std::move(*made);
+        cudnn_->by_device[device] = std::move(*made);
       } else if (config_.path == KernelPath::kCudnn) {
         return Status::Invalid("--kernels cudnn: " + made.status().message());
       } else {
-        cudnn_missing_ = made.status().message();
+        cudnn_->missing = made.status().message();
       }
     }
     if (config_.transfers == TransferKind::kNccl) d->comm = config_.nccl_comms[r];
@@ -298,8 +319,8 @@ Status CudaDeviceOps::EndOp(int32_t rank, uint32_t op, StreamId stream) {
 
 CudnnAttention* CudaDeviceOps::CudnnFor(int32_t rank, const BlockProblem& p, const TensorView& q,
                                         const TensorView& k, bool backward, Status& refusal) {
-  auto it = cudnn_.find(At(rank).device);
-  if (it != cudnn_.end() && it->second->Supports(p, q, k, backward)) return it->second.get();
+  auto it = cudnn_->by_device.find(At(rank).device);
+  if (it != cudnn_->by_device.end() && it->second->Supports(p, q, k, backward)) return it->second.get();
   if (config_.path == KernelPath::kCudnn) {
     refusal = Status::Invalid("rank " + std::to_string(rank) + ": --kernels cudnn: cuDNN cannot compute a " +
                               (backward ? "backward" : "forward") + " block of " + std::to_string(q.rows) + " x " +

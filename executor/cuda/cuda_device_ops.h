@@ -26,6 +26,18 @@ enum class TransferKind : uint8_t { kLocalCopies, kNccl };
 
 struct NcclLibrary;  // executor/cuda/nccl_library.h
 
+// The cuDNN path of each device a process's runs used, and why cuDNN is missing when it is. A run
+// makes its own; runs given one BackendSession (executor/backend_session.h) share one, so the
+// graphs built by a run serve the next. Destroys each handle with its device current.
+struct CudnnDevices {
+  CudnnDevices();
+  CudnnDevices(const CudnnDevices&) = delete;
+  CudnnDevices& operator=(const CudnnDevices&) = delete;
+  ~CudnnDevices();
+  std::map<int, std::unique_ptr<CudnnAttention>> by_device;
+  std::string missing;  // why kAuto runs without cuDNN (empty when it has it or was not asked)
+};
+
 struct CudaOpsConfig {
   // kAuto and kCudnn open cuDNN in Prepare (one CudnnAttention per device, shared by its ranks);
   // kAuto runs on the own kernels when cuDNN is missing, kCudnn fails.
@@ -42,6 +54,9 @@ struct CudaOpsConfig {
   // Fill every fresh allocation with all-ones bytes (NaN in bf16, fp16 and fp32), so a kernel that
   // reads memory nobody wrote shows up as NaN in the outputs. For validation runs.
   bool poison_allocations = false;
+  // kAuto and kCudnn: the cuDNN objects to use and extend (shared with other runs); null: the
+  // run makes its own.
+  std::shared_ptr<CudnnDevices> cudnn;
 };
 
 class CudaDeviceOps : public DeviceOps {
@@ -88,8 +103,11 @@ class CudaDeviceOps : public DeviceOps {
 
   CudaOpsConfig config_;
   std::vector<std::unique_ptr<RankDevice>> ranks_;  // null for ranks not run here
-  std::map<int, std::unique_ptr<CudnnAttention>> cudnn_;  // by device, when opened
-  std::string cudnn_missing_;  // why kAuto runs without cuDNN (empty when it has it)
+  std::shared_ptr<CudnnDevices> cudnn_;  // config_.cudnn, or this run's own
+  // Pieces computed and graphs built by cudnn_ before this run (it may be shared), so that the
+  // report counts this run's alone.
+  int64_t pieces_before_ = 0;
+  int64_t graphs_before_ = 0;
   int64_t own_kernel_blocks_ = 0;  // blocks kAuto ran on the own kernels
   bool finished_ = false;
 };

@@ -17,6 +17,14 @@
 namespace meshplan::exec::cuda {
 namespace {
 
+// The session's cuDNN objects (made on its first CUDA run), or null without a session: the run
+// then makes its own.
+std::shared_ptr<CudnnDevices> SessionCudnn(const ExecuteConfig& config) {
+  if (!config.session) return nullptr;
+  if (!config.session->cuda) config.session->cuda = std::make_shared<CudnnDevices>();
+  return std::static_pointer_cast<CudnnDevices>(config.session->cuda);
+}
+
 Status CheckType(const ExecuteConfig& config) {
   if (config.run.type == InputType::kFp32) return Status::Invalid("the CUDA kernels take bf16 or fp16 inputs, not fp32");
   return Status::Ok();
@@ -61,6 +69,7 @@ Result<ExecutionResult> ExecuteOnCuda(const Schedule& schedule, const Workload& 
   ops_config.path = config.run.path;
   ops_config.transfers = config.transport == TransportKind::kNccl ? TransferKind::kNccl : TransferKind::kLocalCopies;
   ops_config.poison_allocations = config.poison;
+  ops_config.cudnn = SessionCudnn(config);
   if (config.transport == TransportKind::kNccl) {
 #if MESHPLAN_HAVE_NCCL
     if (ranks > *count) {
@@ -138,6 +147,7 @@ Status ExecuteRankOnCuda(const Schedule& schedule, const Workload& workload, con
   CudaOpsConfig ops_config;
   ops_config.path = config.run.path;
   ops_config.poison_allocations = config.poison;
+  ops_config.cudnn = SessionCudnn(config);
   ops_config.transfers = TransferKind::kNccl;
   ops_config.device_of_rank.assign(ranks, 0);
   ops_config.device_of_rank[rank] = gpu;

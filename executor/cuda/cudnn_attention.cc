@@ -214,6 +214,7 @@ class CudnnAttentionImpl final : public CudnnAttention {
 
   std::string Describe() const override { return version_; }
   int64_t pieces_run() const override { return pieces_run_; }
+  int64_t graphs_built() const override { return static_cast<int64_t>(graphs_.size()); }
 
   bool Supports(const BlockProblem& p, const TensorView& q, const TensorView& k, bool backward) override {
     return Split(p, q, k, backward).has_value();

@@ -6,6 +6,8 @@
 // allocation is poisoned with NaN bytes, and outputs must be produced everywhere (coverage).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <memory>
 #include <random>
 #include <tuple>
 
@@ -110,6 +112,7 @@ TEST_P(GpuEngine, EverySchemeOnVirtualRanksMatchesPlainAttention) {
   std::mt19937_64 seeds(2024 + P);
   ExecuteConfig config = CudaConfig();
   config.run.path = path;
+  config.session = std::make_shared<BackendSession>();  // cuDNN graphs built once per shape
   for (const Mask& mask : Masks()) {
     for (const Case& c : SchemeCases(P, mask)) {
       for (Pass pass : {Pass::kForward, Pass::kForwardBackward}) {
@@ -141,12 +144,16 @@ TEST(GpuEngineVariants, CudnnComputesEveryBlockOfContiguousAndZigzagLayouts) {
   }
   std::mt19937_64 seeds(91);
   int runs = 0;
+  // One session for every run, as `execute --repeat` has: a graph is built once per piece shape,
+  // not once per run (a build costs tens of milliseconds; this test has a hundred runs).
+  auto session = std::make_shared<BackendSession>();
   for (const Mask& mask : {Mask::Full(), Mask::Causal()}) {
     for (const Case& c : SchemeCases(4, mask)) {
       if (c.params.layout == Layout::kStriped) continue;
       for (InputType type : {InputType::kBf16, InputType::kFp16}) {
         ExecuteConfig config = CudaConfig(type);
         config.run.path = KernelPath::kCudnn;
+        config.session = session;
         const GpuCase g = Build(c, Pass::kForwardBackward, seeds(), type, 1024, 128);
         // bf16: 10x its unit roundoff 2^-9; fp16: about 20x its 2^-12 (as the tests above).
         RunAndCheck(g, config, type == InputType::kBf16 ? 2e-2 : 5e-3);
@@ -156,6 +163,42 @@ TEST(GpuEngineVariants, CudnnComputesEveryBlockOfContiguousAndZigzagLayouts) {
     }
   }
   EXPECT_GT(runs, 0);
+}
+
+// Runs given one BackendSession share the cuDNN graphs: the first run of a plan builds one per
+// piece shape, a second run of the same plan builds none, and a run without the session (its own
+// cuDNN objects) builds them again. The device line says how many each run built.
+TEST(GpuEngineVariants, CudnnGraphsAreBuiltOncePerSession) {
+  std::string why;
+  if (!HaveGpu(&why)) GTEST_SKIP() << "no CUDA device: " << why;
+  {
+    auto probe = cuda::CreateCudnnAttention(0);
+    if (!probe.ok()) GTEST_SKIP() << probe.status().message();
+  }
+  std::mt19937_64 seeds(17);
+  const std::vector<Case> cases = SchemeCases(4, Mask::Causal());
+  auto zigzag = std::find_if(cases.begin(), cases.end(), [](const Case& c) {
+    return c.params.scheme == Scheme::kRing && c.params.layout == Layout::kZigzag;
+  });
+  ASSERT_NE(zigzag, cases.end());
+  const GpuCase g = Build(*zigzag, Pass::kForwardBackward, seeds(), InputType::kBf16, 1024, 128);
+  ExecuteConfig config = CudaConfig();
+  config.run.path = KernelPath::kCudnn;
+  config.session = std::make_shared<BackendSession>();
+  const std::string none = "; 0 cuDNN graphs built in this run";
+  auto first = Execute(g.schedule, g.w, g.in, config);
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  EXPECT_NE(first->device.find("cuDNN graph"), std::string::npos) << first->device;
+  EXPECT_EQ(first->device.find(none), std::string::npos) << first->device;
+  auto second = Execute(g.schedule, g.w, g.in, config);
+  ASSERT_TRUE(second.ok()) << second.status().message();
+  EXPECT_NE(second->device.find(none), std::string::npos) << second->device;
+  // The same outputs, up to fp32 summation order: the reused graphs compute what the fresh ones did.
+  EXPECT_LT(MaxRelativeError(second->outputs.o, ToDouble(first->outputs.o)), 1e-5);
+  config.session = nullptr;
+  auto fresh = Execute(g.schedule, g.w, g.in, config);
+  ASSERT_TRUE(fresh.ok()) << fresh.status().message();
+  EXPECT_EQ(fresh->device.find(none), std::string::npos) << fresh->device;
 }
 
 // The portable SIMT kernels and fp16 inputs, on a few schemes with head dim 128 and longer shards.
