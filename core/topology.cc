@@ -108,6 +108,23 @@ int64_t Topology::Hops(int level, int64_t gpu_a, int64_t gpu_b) const {
   return std::max<int64_t>(1, hops);
 }
 
+bool Topology::HasHopRoutes(int level) const {
+  const LinkKind kind = levels[level].kind;
+  return kind == LinkKind::kRing || kind == LinkKind::kTorus;
+}
+
+std::vector<int64_t> Topology::RouteDims(int level) const {
+  const NetworkLevel& l = levels[level];
+  if (l.kind == LinkKind::kTorus) return l.torus_dims;
+  return {l.group_size};
+}
+
+double Topology::RouteLatencySeconds(int level, int64_t gpu_a, int64_t gpu_b) const {
+  const NetworkLevel& l = levels[level];
+  if (!HasHopRoutes(level)) return l.latency_s;
+  return l.latency_s * static_cast<double>(Hops(level, gpu_a, gpu_b));
+}
+
 namespace {
 
 // "KEY: must be at most MAX" when value (in the file's units) is above max or not finite.

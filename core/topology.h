@@ -117,10 +117,52 @@ struct Topology {
   // Hops a message takes at `level` between the groups of level-1 holding the two GPUs
   // (1 for switches and fat trees; ring and torus distance otherwise).
   int64_t Hops(int level, int64_t gpu_a, int64_t gpu_b) const;
+  // Whether messages at `level` travel hop by hop between neighbouring units (ring, torus).
+  bool HasHopRoutes(int level) const;
+  // The rings a hop-routed level's units form: {group_size} for a ring, torus_dims for a torus.
+  std::vector<int64_t> RouteDims(int level) const;
+  // The route between the units (groups of level-1) holding two GPUs at hop-routed `level`:
+  // dimension by dimension, first dimension first, each ring the shorter way round (upwards on a
+  // tie). Calls visit(unit, dim, up) for each hop, `unit` being the global index
+  // (gpu / Span(level-1)) of the unit the hop leaves. Hops(level, a, b) hops in all, except that a
+  // route of 0 hops (the GPUs share a unit, which LevelOf never gives) visits nothing.
+  template <class Visit>
+  void ForEachHop(int level, int64_t gpu_a, int64_t gpu_b, Visit&& visit) const;
+  // Latency of one message between the two GPUs over `level`: the level's latency_us per hop on
+  // ring and torus levels (every router on the way adds it), once on switch and fat-tree levels
+  // (their figures are end-to-end: one message through the fabric, as the sources quote them).
+  double RouteLatencySeconds(int level, int64_t gpu_a, int64_t gpu_b) const;
   // Checks ranges and consistency; errors name the key ("level[1].group_size: ...").
   Status Validate() const;
   // The GPU has a peak rate for `dtype`; the error names the source and key.
   Status SupportsDType(DType dtype) const;
 };
+
+template <class Visit>
+void Topology::ForEachHop(int level, int64_t gpu_a, int64_t gpu_b, Visit&& visit) const {
+  const int64_t below = level == 0 ? 1 : Span(level - 1);
+  const int64_t size = levels[level].group_size;
+  const int64_t unit_a = gpu_a / below, unit_b = gpu_b / below;
+  const int64_t base = unit_a - unit_a % size;  // first unit of their group at `level`
+  int64_t coord = unit_a % size;                // position of the hop's unit in the group
+  const int64_t target = unit_b % size;
+  int64_t stride = 1;  // coordinate step of one hop along the current dimension
+  const std::vector<int64_t> dims = RouteDims(level);
+  for (size_t d = 0; d < dims.size(); ++d) {
+    const int64_t n = dims[d];
+    const int64_t from = (coord / stride) % n, to = (target / stride) % n;
+    const int64_t up_steps = ((to - from) % n + n) % n;
+    const bool up = up_steps <= n - up_steps;
+    const int64_t steps = up ? up_steps : n - up_steps;
+    int64_t x = from;
+    for (int64_t s = 0; s < steps; ++s) {
+      visit(base + coord, static_cast<int>(d), up);
+      const int64_t next = up ? (x + 1) % n : (x + n - 1) % n;
+      coord += (next - x) * stride;
+      x = next;
+    }
+    stride *= n;
+  }
+}
 
 }  // namespace meshplan

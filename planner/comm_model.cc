@@ -29,9 +29,35 @@ void CommModel::GpuStrideAndSize(const Placement& placement, int dim, int64_t* s
   *size = placement.DimSize(dim);
 }
 
-double CommModel::LinkSeconds(int level, int32_t hops, double bytes) const {
-  const NetworkLevel& l = topology_.levels[level];
-  return l.latency_s + bytes * hops * l.oversubscription / l.bandwidth_bytes_per_s;
+double CommModel::LinkSeconds(const PatternRoute::ShiftCost& cost, double bytes) const {
+  const NetworkLevel& l = topology_.levels[cost.level];
+  // Ring and torus levels pay the latency per hop (Topology::RouteLatencySeconds).
+  const double latency = topology_.HasHopRoutes(cost.level) ? l.latency_s * cost.hops : l.latency_s;
+  return latency + bytes * cost.weight * l.oversubscription / l.bandwidth_bytes_per_s;
+}
+
+void CommModel::WeighHopRoutes(const std::vector<int64_t>& peer, PatternRoute* route) const {
+  const int64_t gpus = topology_.num_gpus();
+  const int levels = topology_.num_levels();
+  for (int level = 0; level < levels; ++level) {
+    if (!topology_.HasHopRoutes(level)) continue;
+    const int64_t below = level == 0 ? 1 : topology_.Span(level - 1);
+    const int64_t dims = static_cast<int64_t>(topology_.RouteDims(level).size());
+    auto link_of = [dims](int64_t unit, int dim, bool up) { return (unit * dims + dim) * 2 + (up ? 0 : 1); };
+    // Flows of the shift on every neighbour link of this level, then each GPU's worst link.
+    std::vector<int32_t> load(static_cast<size_t>(gpus / below * dims * 2), 0);
+    for (int64_t g = 0; g < gpus; ++g) {
+      if (route->level[g] != level) continue;
+      topology_.ForEachHop(level, g, peer[g], [&](int64_t unit, int dim, bool up) { ++load[link_of(unit, dim, up)]; });
+    }
+    for (int64_t g = 0; g < gpus; ++g) {
+      if (route->level[g] != level) continue;
+      int32_t worst = 0;
+      topology_.ForEachHop(level, g, peer[g],
+                           [&](int64_t unit, int dim, bool up) { worst = std::max(worst, load[link_of(unit, dim, up)]); });
+      route->weight[g] = std::max(1.0, static_cast<double>(worst) / static_cast<double>(below));
+    }
+  }
 }
 
 const PatternRoute& CommModel::Route(int64_t stride, int64_t size, bool all_to_all) {
@@ -44,17 +70,24 @@ const PatternRoute& CommModel::Route(int64_t stride, int64_t size, bool all_to_a
   if (!all_to_all) {
     route->level.resize(gpus);
     route->hops.resize(gpus);
+    route->weight.assign(static_cast<size_t>(gpus), 1.0);
     route->shift_entry.assign(static_cast<size_t>(gpus * levels), 0.0);
+    std::vector<int64_t> peers(static_cast<size_t>(gpus));
     for (int64_t g = 0; g < gpus; ++g) {
       const int64_t coord = (g / stride) % size;
       const int64_t peer = coord > 0 ? g - stride : g + (size - 1) * stride;
+      peers[g] = peer;
       const int level = topology_.LevelOf(g, peer);
       route->level[g] = static_cast<int8_t>(level);
       route->hops[g] = level < 0 ? 0 : static_cast<int32_t>(topology_.Hops(level, g, peer));
       if (level >= 0) route->shift_entry[g * levels + level] = 1.0;
-      std::pair<int, int32_t> lh{level, route->hops[g]};
-      if (level >= 0 && std::find(route->distinct.begin(), route->distinct.end(), lh) == route->distinct.end()) {
-        route->distinct.push_back(lh);
+    }
+    WeighHopRoutes(peers, route.get());
+    for (int64_t g = 0; g < gpus; ++g) {
+      if (route->level[g] < 0) continue;
+      const PatternRoute::ShiftCost cost{route->level[g], route->hops[g], route->weight[g]};
+      if (std::find(route->distinct.begin(), route->distinct.end(), cost) == route->distinct.end()) {
+        route->distinct.push_back(cost);
       }
     }
   } else {
@@ -96,7 +129,7 @@ double CommModel::RingShift(const Placement& placement, int dim, double bytes, i
   const PatternRoute& route = Route(stride, size, false);
   if (traffic != nullptr) traffic->AddScaled(route.shift_entry, bytes * static_cast<double>(count));
   double worst = 0;
-  for (const auto& [level, hops] : route.distinct) worst = std::max(worst, LinkSeconds(level, hops, bytes));
+  for (const PatternRoute::ShiftCost& cost : route.distinct) worst = std::max(worst, LinkSeconds(cost, bytes));
   return worst;
 }
 
@@ -126,11 +159,11 @@ int CommModel::BottleneckLevel(const Placement& placement, int dim, double bytes
   const PatternRoute& route = Route(stride, size, false);
   int best_level = -1;
   double worst = -1;
-  for (const auto& [level, hops] : route.distinct) {
-    const double t = LinkSeconds(level, hops, std::max(bytes, 1.0));
+  for (const PatternRoute::ShiftCost& cost : route.distinct) {
+    const double t = LinkSeconds(cost, std::max(bytes, 1.0));
     if (t > worst) {
       worst = t;
-      best_level = level;
+      best_level = cost.level;
     }
   }
   return best_level;

@@ -4,7 +4,8 @@
 // Assumptions (docs/planner-model.md): every GPU has its own bandwidth at every level (a NIC per
 // GPU, NVSwitch ports per GPU); a transfer between two GPUs uses the innermost level holding
 // both; oversubscription divides the bandwidth of traffic crossing that level; on ring and torus
-// levels a transfer loads `hops` links, so it is charged hops x bytes. Levels are used
+// levels a shift is charged, per GPU, by the most loaded neighbour link of its route (every GPU of
+// the pattern sending at once) and pays the latency per hop. Levels are used
 // concurrently (NVLink and NIC are different links). Contention between patterns is the
 // simulator's job.
 #pragma once
@@ -46,10 +47,23 @@ struct PatternRoute {
   // Ring shift: per GPU, the level and hops of its send to the neighbour at coordinate - 1.
   std::vector<int8_t> level;
   std::vector<int32_t> hops;
+  std::vector<double> weight;  // ShiftCost::weight of each GPU's send
   // 1 at [gpu * levels + level of its send], else 0: a shift's traffic is one scaled add.
   std::vector<double> shift_entry;
-  // Distinct (level, hops) pairs present, for the time of one shift.
-  std::vector<std::pair<int, int32_t>> distinct;
+  // How one GPU's send of a shift is charged: the level, its hops (latency is paid per hop on
+  // ring and torus levels) and `weight`, the multiple of bytes / (per-GPU bandwidth) it takes.
+  // Weight is 1 on switch and fat-tree levels; on ring and torus levels it is the most loaded
+  // neighbour link of its route (flows of the shift crossing it) over that link's capacity in
+  // GPUs (the GPUs of a unit of the level below), at least 1 (the GPU's own port): the
+  // simulator's per-link routes, for a pattern where every GPU sends at once.
+  struct ShiftCost {
+    int level = 0;
+    int32_t hops = 0;
+    double weight = 1;
+    bool operator==(const ShiftCost&) const = default;
+  };
+  // Distinct costs present, for the time of one shift.
+  std::vector<ShiftCost> distinct;
   // All-to-all: per GPU and level, the number of the other members reached over that level
   // (weighted by hops); filled only for all-to-all routes.
   std::vector<double> a2a_weight;  // [gpu * levels + level]
@@ -81,7 +95,9 @@ class CommModel {
 
  private:
   const PatternRoute& Route(int64_t stride, int64_t size, bool all_to_all);
-  double LinkSeconds(int level, int32_t hops, double bytes) const;
+  double LinkSeconds(const PatternRoute::ShiftCost& cost, double bytes) const;
+  // Fills the weights of a shift's costs on ring and torus levels (PatternRoute::ShiftCost).
+  void WeighHopRoutes(const std::vector<int64_t>& peer, PatternRoute* route) const;
   static void GpuStrideAndSize(const Placement& placement, int dim, int64_t* stride, int64_t* size);
 
   const Topology& topology_;

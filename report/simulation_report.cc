@@ -104,9 +104,12 @@ std::string SimulationTable(const SimulationReport& r) {
   }
   out += Columns(rows, "  ");
   out += "\nnetwork levels:\n";
-  rows = {{"level", "bytes", "utilisation"}};
+  rows = {{"level", "bytes", "utilisation", "busiest link"}};
   for (const sim::LevelStats& l : res.levels) {
-    rows.push_back({l.name, FormatBytes(l.bytes), Fixed(l.utilization * 100, 1) + "%"});
+    rows.push_back({l.name, FormatBytes(l.bytes), Fixed(l.utilization * 100, 1) + "%",
+                    l.busiest_link.empty() ? "-"
+                                           : l.busiest_link + ": " + FormatBytes(l.busiest_link_bytes) + ", " +
+                                                 Fixed(l.busiest_link_utilization * 100, 1) + "%"});
   }
   out += Columns(rows, "  ");
   out += "\ncritical path: " + res.critical_path + "\n";
@@ -186,6 +189,17 @@ std::string SimulationJson(const SimulationReport& r, const std::string& trace_f
     j.Number(l.bytes);
     j.Key("utilization");
     j.Number(l.utilization);
+    if (!l.busiest_link.empty()) {
+      j.Key("busiest_link");
+      j.BeginObject();
+      j.Key("name");
+      j.String(l.busiest_link);
+      j.Key("bytes");
+      j.Number(l.busiest_link_bytes);
+      j.Key("utilization");
+      j.Number(l.busiest_link_utilization);
+      j.EndObject();
+    }
     j.EndObject();
   }
   j.EndArray();
@@ -233,6 +247,9 @@ std::string SimulationCsv(const SimulationReport& r) {
   for (const sim::LevelStats& l : res.levels) {
     rows.push_back({"bytes_" + l.name, CsvNumber(l.bytes)});
     rows.push_back({"utilization_" + l.name, CsvNumber(l.utilization)});
+    if (!l.busiest_link.empty()) {
+      rows.push_back({"busiest_link_utilization_" + l.name, CsvNumber(l.busiest_link_utilization)});
+    }
   }
   rows.push_back({"critical_path", res.critical_path});
   rows.push_back({"events", std::to_string(res.events)});

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
 
 namespace meshplan::sim {
 
@@ -39,7 +40,19 @@ FlowNetwork::FlowNetwork(const Topology& topology)
     const double bytes_per_ns = copies * topology.levels[0].bandwidth_bytes_per_s / kNanosecondsPerSecond;
     capacity_.insert(capacity_.end(), static_cast<size_t>(gpus / ranks_per_device_), bytes_per_ns);
   }
+  // Neighbour links of ring and torus levels: per unit of the level below, dimension and direction.
+  route_link_base_.assign(static_cast<size_t>(levels_), -1);
+  for (int l = 0; l < levels_; ++l) {
+    if (!topology.HasHopRoutes(l)) continue;
+    const int64_t below = l == 0 ? 1 : topology.Span(l - 1);
+    const int64_t dims = static_cast<int64_t>(topology.RouteDims(l).size());
+    route_link_base_[l] = static_cast<int64_t>(capacity_.size());
+    const double bytes_per_ns =
+        static_cast<double>(below) * topology.levels[l].bandwidth_bytes_per_s / kNanosecondsPerSecond;
+    capacity_.insert(capacity_.end(), static_cast<size_t>(gpus / below * dims * 2), bytes_per_ns);
+  }
   on_link_.resize(capacity_.size());
+  link_bytes_.assign(capacity_.size(), 0.0);
   link_mark_.assign(capacity_.size(), 0);
   residual_.assign(capacity_.size(), 0.0);
   unfrozen_.assign(capacity_.size(), 0);
@@ -66,25 +79,34 @@ int32_t FlowNetwork::Add(SimTime now, int64_t src, int64_t dst, double bytes) {
   Flow& f = flows_[id];
   const int level = std::max(0, topology_.LevelOf(src, dst));
   f.level = static_cast<int8_t>(level);
-  f.num_links = 0;
-  f.links[f.num_links++] = static_cast<int32_t>((src * levels_ + level) * 2);
-  f.links[f.num_links++] = static_cast<int32_t>((dst * levels_ + level) * 2 + 1);
+  f.links.clear();
+  f.links.push_back(static_cast<int32_t>((src * levels_ + level) * 2));
+  f.links.push_back(static_cast<int32_t>((dst * levels_ + level) * 2 + 1));
   if (uplink_base_[level] >= 0) {
     const int64_t below = topology_.Span(level - 1);
-    f.links[f.num_links++] = static_cast<int32_t>(uplink_base_[level] + (src / below) * 2);
-    f.links[f.num_links++] = static_cast<int32_t>(uplink_base_[level] + (dst / below) * 2 + 1);
+    f.links.push_back(static_cast<int32_t>(uplink_base_[level] + (src / below) * 2));
+    f.links.push_back(static_cast<int32_t>(uplink_base_[level] + (dst / below) * 2 + 1));
   }
   if (device_link_base_ >= 0 && src / ranks_per_device_ == dst / ranks_per_device_) {
-    f.links[f.num_links++] = static_cast<int32_t>(device_link_base_ + src / ranks_per_device_);
+    f.links.push_back(static_cast<int32_t>(device_link_base_ + src / ranks_per_device_));
+  }
+  if (route_link_base_[level] >= 0) {
+    const int64_t base = route_link_base_[level];
+    const int64_t dims = static_cast<int64_t>(topology_.RouteDims(level).size());
+    topology_.ForEachHop(level, src, dst, [&](int64_t unit, int dim, bool up) {
+      f.links.push_back(static_cast<int32_t>(base + (unit * dims + dim) * 2 + (up ? 0 : 1)));
+    });
   }
   f.active = true;
-  f.remaining = bytes * static_cast<double>(topology_.Hops(level, src, dst));
+  f.remaining = bytes;
   f.rate = 0;
   f.updated = now;
   ++f.version;
-  for (int i = 0; i < f.num_links; ++i) on_link_[f.links[i]].push_back(id);
-  std::vector<int32_t> seeds(f.links, f.links + f.num_links);
-  Recompute(now, seeds);
+  for (int32_t link : f.links) {
+    on_link_[link].push_back(id);
+    link_bytes_[link] += bytes;
+  }
+  Recompute(now, f.links);
   return id;
 }
 
@@ -92,9 +114,9 @@ void FlowNetwork::Remove(SimTime now, int32_t id) {
   Flow& f = flows_[id];
   f.active = false;
   ++f.version;
-  std::vector<int32_t> seeds(f.links, f.links + f.num_links);
-  for (int i = 0; i < f.num_links; ++i) {
-    auto& v = on_link_[f.links[i]];
+  std::vector<int32_t> seeds = f.links;
+  for (int32_t link : f.links) {
+    auto& v = on_link_[link];
     auto it = std::find(v.begin(), v.end(), id);
     if (it != v.end()) {
       *it = v.back();
@@ -146,10 +168,10 @@ void FlowNetwork::Recompute(SimTime now, const std::vector<int32_t>& seeds) {
       flow_mark_[id] = mark_;
       comp_flows_.push_back(id);
       const Flow& f = flows_[id];
-      for (int i = 0; i < f.num_links; ++i) {
-        if (link_mark_[f.links[i]] != mark_) {
-          link_mark_[f.links[i]] = mark_;
-          stack_.push_back(f.links[i]);
+      for (int32_t link : f.links) {
+        if (link_mark_[link] != mark_) {
+          link_mark_[link] = mark_;
+          stack_.push_back(link);
         }
       }
     }
@@ -188,12 +210,42 @@ void FlowNetwork::Recompute(SimTime now, const std::vector<int32_t>& seeds) {
         ++f.version;
         changed_.push_back(id);
       }
-      for (int i = 0; i < f.num_links; ++i) {
-        residual_[f.links[i]] -= share;
-        --unfrozen_[f.links[i]];
+      for (int32_t link : f.links) {
+        residual_[link] -= share;
+        --unfrozen_[link];
       }
     }
   }
+}
+
+FlowNetwork::LinkLoad FlowNetwork::BusiestRouteLink(int level) const {
+  LinkLoad out;
+  if (route_link_base_[level] < 0) return out;
+  const int64_t below = level == 0 ? 1 : topology_.Span(level - 1);
+  const std::vector<int64_t> dims = topology_.RouteDims(level);
+  const int64_t count = topology_.num_gpus() / below * static_cast<int64_t>(dims.size()) * 2;
+  int64_t best = -1;
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t link = route_link_base_[level] + i;
+    if (best < 0 || link_bytes_[link] > link_bytes_[best]) best = link;
+  }
+  if (best < 0) return out;
+  const int64_t i = best - route_link_base_[level];
+  const int64_t unit = i / 2 / static_cast<int64_t>(dims.size());
+  const int dim = static_cast<int>(i / 2 % static_cast<int64_t>(dims.size()));
+  const bool up = i % 2 == 0;
+  // The neighbour: one step along `dim` within the unit's ring.
+  int64_t stride = 1;
+  for (int d = 0; d < dim; ++d) stride *= dims[d];
+  const int64_t size = topology_.levels[level].group_size;
+  const int64_t coord = unit % size, x = (coord / stride) % dims[dim];
+  const int64_t next = up ? (x + 1) % dims[dim] : (x + dims[dim] - 1) % dims[dim];
+  const int64_t neighbour = unit + (next - x) * stride;
+  out.bytes = link_bytes_[best];
+  out.bytes_per_s = capacity_[best] * kNanosecondsPerSecond;
+  out.name = "unit " + std::to_string(unit) + " -> " + std::to_string(neighbour) + " (dimension " +
+             std::to_string(dim) + ")";
+  return out;
 }
 
 }  // namespace meshplan::sim

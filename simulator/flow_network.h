@@ -5,8 +5,11 @@
 // Links: every GPU has an egress and an ingress link at every level (its NIC or NVLink ports,
 // per-direction bandwidth). A level with oversubscription f > 1 also has, per group of the level
 // below (e.g. per node), an uplink and a downlink of capacity (GPUs in the group x bandwidth / f)
-// that all traffic leaving or entering the group at that level shares. On ring and torus levels a
-// transfer crossing h hops loads h links: it is charged h x bytes.
+// that all traffic leaving or entering the group at that level shares. On ring and torus levels
+// the units of the level below (GPUs, or nodes) are joined by neighbour links, one per unit,
+// dimension and direction, each of (GPUs in the unit x the level's bandwidth) per direction; a
+// transfer crosses every link of its route (Topology::ForEachHop) and each carries its bytes, so
+// flows that share a link share its bandwidth, and flows whose routes are disjoint do not.
 //
 // Ranks that share a device (GpuSpec::ranks_per_device > 1) move messages between themselves as
 // memory copies that the device's own processors make (CPU cores packing and unpacking; a GPU's
@@ -18,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/topology.h"
@@ -43,10 +47,18 @@ class FlowNetwork {
   // Level a transfer between two GPUs uses (Topology::LevelOf).
   int LevelOf(int64_t src_gpu, int64_t dst_gpu) const { return topology_.LevelOf(src_gpu, dst_gpu); }
 
+  // The neighbour link of a ring or torus level that carried the most bytes so far (flows count
+  // in full when they start), for per-link statistics; bytes 0 when the level has none.
+  struct LinkLoad {
+    double bytes = 0;
+    double bytes_per_s = 0;  // the link's capacity
+    std::string name;        // "unit 1 -> 2 (dimension 0)"
+  };
+  LinkLoad BusiestRouteLink(int level) const;
+
  private:
   struct Flow {
-    int32_t links[4];
-    int8_t num_links = 0;
+    std::vector<int32_t> links;  // reused with the flow's slot, so steady state allocates nothing
     int8_t level = 0;
     bool active = false;
     double remaining = 0;  // bytes (hop-weighted)
@@ -64,6 +76,10 @@ class FlowNetwork {
   std::vector<int64_t> uplink_base_;            // per level: first uplink id, or -1
   int64_t ranks_per_device_ = 1;
   int64_t device_link_base_ = -1;               // first device copy link id, or -1
+  // Per level: first neighbour link id of a ring/torus level, or -1; link id = base + (unit x
+  // dimensions + dimension) x 2 + (0 upwards, 1 downwards).
+  std::vector<int64_t> route_link_base_;
+  std::vector<double> link_bytes_;              // bytes started over each link
   std::vector<Flow> flows_;
   std::vector<int32_t> free_flows_;
   std::vector<int32_t> changed_;

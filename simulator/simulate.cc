@@ -350,7 +350,7 @@ class Replayer {
       pending_.emplace_back();
     }
     pending_[slot] = PendingFlow{src_gpu, dst_gpu, bytes, owner};
-    queue_.Push(now_ + FromSeconds(t_.levels[level].latency_s), EventKind::kFlowStart, slot);
+    queue_.Push(now_ + FromSeconds(t_.RouteLatencySeconds(level, src_gpu, dst_gpu)), EventKind::kFlowStart, slot);
   }
 
   void StartSend(int32_t r, int32_t i, const Op& op) {
@@ -550,6 +550,12 @@ class Replayer {
       ls.bytes = level_bytes_[l];
       const double capacity = static_cast<double>(t_.num_gpus()) * t_.levels[l].bandwidth_bytes_per_s * out.total_s;
       ls.utilization = capacity > 0 ? ls.bytes / capacity : 0.0;
+      const FlowNetwork::LinkLoad busiest = net_.BusiestRouteLink(l);
+      if (busiest.bytes > 0) {
+        ls.busiest_link = busiest.name;
+        ls.busiest_link_bytes = busiest.bytes;
+        ls.busiest_link_utilization = out.total_s > 0 ? busiest.bytes / (busiest.bytes_per_s * out.total_s) : 0.0;
+      }
       out.levels.push_back(ls);
     }
     out.critical_path = CriticalPath(total);

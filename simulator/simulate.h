@@ -41,6 +41,12 @@ struct LevelStats {
   std::string name;
   double bytes = 0;        // bytes carried over this level, all GPUs (sent side)
   double utilization = 0;  // bytes / (GPUs * per-GPU bandwidth * total time)
+  // Ring and torus levels: the neighbour link that carried the most bytes (empty name when none
+  // did, and on other levels), its bytes and its bytes / (capacity * total time): congestion
+  // inside the level shows here, where the level's average utilisation hides it.
+  std::string busiest_link;
+  double busiest_link_bytes = 0;
+  double busiest_link_utilization = 0;
 };
 
 struct SimResult {

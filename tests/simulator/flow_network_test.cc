@@ -1,0 +1,162 @@
+// Routes on ring and torus levels (issue 15): a transfer crosses every neighbour link of its
+// route, pays the level's latency per hop, and shares a link only with flows that use it. Golden
+// timings with the arithmetic written out; time is integer nanoseconds.
+#include <gtest/gtest.h>
+
+#include "planner/strategy.h"
+#include "simulator/simulate.h"
+
+namespace meshplan::sim {
+namespace {
+
+Topology Base() {
+  Topology t;
+  t.name = "routes";
+  t.source = "test";
+  t.gpu.model = "TestGPU";
+  t.gpu.memory_bytes = 80e9;
+  t.gpu.hbm_bytes_per_s = 2e12;
+  t.gpu.launch_overhead_s = 0;
+  t.gpu.peak_tflops = {{DType::kBf16, 1000}};
+  t.gpu.attention_efficiency = {{1, 0.5}};
+  return t;
+}
+
+// 16 GPUs on a 4 x 4 torus, GPU g at (x, y) = (g mod 4, g / 4): 100 GB/s per direction
+// (100 bytes/ns) per GPU and per neighbour link, 2 us (2000 ns) per hop.
+Topology Torus4x4() {
+  Topology t = Base();
+  t.levels.push_back({"torus", LinkKind::kTorus, 16, 100e9, 2e-6, 1.0, {4, 4}});
+  return t;
+}
+
+std::vector<int64_t> Identity(int64_t n) {
+  std::vector<int64_t> v(n);
+  for (int64_t i = 0; i < n; ++i) v[i] = i;
+  return v;
+}
+
+Op Message(OpKind kind, int32_t peer, int64_t bytes) {
+  Op op;
+  op.kind = kind;
+  op.stream = kind == OpKind::kSend ? StreamId::kSend : StreamId::kRecv;
+  op.peer = peer;
+  op.bytes = bytes;
+  op.tensors = kTensorKV;
+  return op;
+}
+
+Schedule Empty(int64_t ranks) {
+  Schedule s;
+  s.num_ranks = ranks;
+  s.layout = ShardLayout{Layout::kContiguous, 1024, 1, 1};
+  s.ranks.resize(ranks);
+  return s;
+}
+
+// Rank `from` sends `bytes` to rank `to` (one op each side).
+void Transfer(Schedule& s, int32_t from, int32_t to, int64_t bytes) {
+  s.ranks[from].Add(Message(OpKind::kSend, to, bytes));
+  s.ranks[to].Add(Message(OpKind::kRecv, from, bytes));
+}
+
+TEST(TorusRoutes, HopsFollowTheRouteDimensionByDimension) {
+  // GPU 0 (0,0) to GPU 10 (2,2): x first, upwards on the tie (2 of 4 either way), then y:
+  // units 0 -> 1 -> 2 along dimension 0, then 2 -> 6 -> 10 along dimension 1.
+  const Topology t = Torus4x4();
+  std::vector<std::tuple<int64_t, int, bool>> hops;
+  t.ForEachHop(0, 0, 10, [&](int64_t unit, int dim, bool up) { hops.emplace_back(unit, dim, up); });
+  const std::vector<std::tuple<int64_t, int, bool>> want = {{0, 0, true}, {1, 0, true}, {2, 1, true}, {6, 1, true}};
+  EXPECT_EQ(hops, want);
+  // GPU 3 (3,0) to GPU 12 (0,3): one hop up in x (3 -> 0 wraps), one hop down in y (0 -> 3 wraps).
+  hops.clear();
+  t.ForEachHop(0, 3, 12, [&](int64_t unit, int dim, bool up) { hops.emplace_back(unit, dim, up); });
+  const std::vector<std::tuple<int64_t, int, bool>> want2 = {{3, 0, true}, {0, 1, false}};
+  EXPECT_EQ(hops, want2);
+}
+
+TEST(TorusRoutes, RouteLengthIsHopsForEveryPair) {
+  // Independent check of ForEachHop against Topology::Hops (the planner's distance) on a 3 x 5
+  // torus and on a ring of 6 nodes of 2 GPUs, every ordered pair on a different unit.
+  Topology torus = Base();
+  torus.levels.push_back({"torus", LinkKind::kTorus, 15, 100e9, 1e-6, 1.0, {3, 5}});
+  Topology ring = Base();
+  ring.levels.push_back({"node", LinkKind::kSwitch, 2, 100e9, 1e-6, 1.0, {}});
+  ring.levels.push_back({"ring", LinkKind::kRing, 6, 100e9, 1e-6, 1.0, {}});
+  for (const Topology* t : {&torus, &ring}) {
+    const int level = t->num_levels() - 1;
+    for (int64_t a = 0; a < t->num_gpus(); ++a) {
+      for (int64_t b = 0; b < t->num_gpus(); ++b) {
+        if (t->LevelOf(a, b) != level) continue;
+        int64_t n = 0;
+        t->ForEachHop(level, a, b, [&](int64_t, int, bool) { ++n; });
+        EXPECT_EQ(n, t->Hops(level, a, b)) << t->name << " " << a << " -> " << b;
+        EXPECT_DOUBLE_EQ(t->RouteLatencySeconds(level, a, b), 1e-6 * static_cast<double>(n));
+      }
+    }
+  }
+}
+
+TEST(TorusRoutes, TwoHopRouteAlonePaysTwoLatenciesAndOneTransferTime) {
+  // GPU 0 (0,0) to GPU 2 (2,0): 2 hops, each link at 100 bytes/ns: 2 x 2000 + 1e6/100 = 14000 ns.
+  // (Charging hops x bytes on the endpoints, as before, gave 2000 + 2e6/100 = 22000 ns.)
+  Schedule s = Empty(16);
+  Transfer(s, 0, 2, 1'000'000);
+  auto r = Simulate(s, Torus4x4(), Identity(16), DType::kBf16);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_DOUBLE_EQ(r->total_s, 14e-6);
+  EXPECT_DOUBLE_EQ(r->levels[0].busiest_link_bytes, 1e6);
+}
+
+TEST(TorusRoutes, FlowsCrossingAtARouterOnDisjointLinksDoNotSlowEachOther) {
+  // A: GPU 4 (0,1) -> GPU 6 (2,1) over links 4->5 and 5->6 (dimension 0).
+  // B: GPU 1 (1,0) -> GPU 9 (1,2) over links 1->5 and 5->9 (dimension 1).
+  // Both pass GPU 5's router but share no link: each takes 2 x 2000 + 1e6/100 = 14000 ns.
+  Schedule s = Empty(16);
+  Transfer(s, 4, 6, 1'000'000);
+  Transfer(s, 1, 9, 1'000'000);
+  auto r = Simulate(s, Torus4x4(), Identity(16), DType::kBf16);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_DOUBLE_EQ(r->total_s, 14e-6);
+  EXPECT_DOUBLE_EQ(r->levels[0].busiest_link_bytes, 1e6);
+}
+
+TEST(TorusRoutes, FlowsSharingTheirMiddleLinkShareItsBandwidth) {
+  // A: GPU 0 -> GPU 2 over links 0->1, 1->2; B: GPU 1 -> GPU 3 over links 1->2, 2->3 (the tie
+  // of 2 hops either way goes upwards). Link 1->2 carries both: 50 bytes/ns each, so both end at
+  // 2 x 2000 + 1e6/50 = 24000 ns. That link carried 2e6 bytes in 24000 ns of 100 bytes/ns:
+  // utilisation 2e6 / 2.4e6 = 5/6.
+  Schedule s = Empty(16);
+  Transfer(s, 0, 2, 1'000'000);
+  Transfer(s, 1, 3, 1'000'000);
+  auto r = Simulate(s, Torus4x4(), Identity(16), DType::kBf16);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_DOUBLE_EQ(r->total_s, 24e-6);
+  EXPECT_EQ(r->levels[0].busiest_link, "unit 1 -> 2 (dimension 0)");
+  EXPECT_DOUBLE_EQ(r->levels[0].busiest_link_bytes, 2e6);
+  EXPECT_NEAR(r->levels[0].busiest_link_utilization, 5.0 / 6.0, 1e-12);
+}
+
+TEST(TorusRoutes, ARingOfNodesHasLinksOfTheNodesBandwidth) {
+  // 4 nodes of 2 GPUs on a ring (100 bytes/ns per GPU, so 200 bytes/ns per node link, 2 us per
+  // hop). GPUs 0, 1 (node 0) send to GPUs 4, 5 (node 2) over node links 0->1, 1->2; GPUs 2, 3
+  // (node 1) send to GPUs 6, 7 (node 3) over 1->2, 2->3. Link 1->2 carries all four flows:
+  // 200/4 = 50 bytes/ns each (below every GPU's 100), so all end at 2 x 2000 + 1e6/50 = 24000 ns.
+  Topology t = Base();
+  t.levels.push_back({"node", LinkKind::kSwitch, 2, 100e9, 1e-6, 1.0, {}});
+  t.levels.push_back({"ring", LinkKind::kRing, 4, 100e9, 2e-6, 1.0, {}});
+  Schedule s = Empty(8);
+  Transfer(s, 0, 4, 1'000'000);
+  Transfer(s, 1, 5, 1'000'000);
+  Transfer(s, 2, 6, 1'000'000);
+  Transfer(s, 3, 7, 1'000'000);
+  auto r = Simulate(s, t, Identity(8), DType::kBf16);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_DOUBLE_EQ(r->total_s, 24e-6);
+  EXPECT_EQ(r->levels[1].busiest_link, "unit 1 -> 2 (dimension 0)");
+  EXPECT_DOUBLE_EQ(r->levels[1].busiest_link_bytes, 4e6);
+  EXPECT_TRUE(r->levels[0].busiest_link.empty());  // a switch level has no neighbour links
+}
+
+}  // namespace
+}  // namespace meshplan::sim
