@@ -59,6 +59,9 @@ struct Op {
   StreamId stream = StreamId::kCompute;
   A2ADirection a2a = A2ADirection::kSeqToHeads;  // kAllToAll only
   uint16_t tensors = 0;     // payload of Send/Recv/collectives; what a Merge folds in
+  // Compute: how many block kernels this op stands for: 1 from the planner; more in the
+  // simulator's timing view, where runs of blocks that time as one are merged (simulator/coalesce.h).
+  uint16_t kernels = 1;
   int32_t peer = -1;        // Send/Recv: the other rank
   int32_t group = -1;       // collectives: index into Schedule::groups
   int32_t q_shard = -1;     // Compute: block row; messages/merges: shard of Q-side tensors

@@ -15,7 +15,10 @@
 namespace meshplan::sim {
 
 struct PlanSimulation {
-  Schedule schedule;                 // the plan's expanded per-rank program (what was replayed)
+  // The plan's expanded per-rank program (what was replayed); without op times
+  // (SimOptions::record_op_times false) only its scheme, rank count and layout: the replay freed
+  // the ops, which nothing reads without times.
+  Schedule schedule;
   planner::Estimate estimate;        // the planner's analytic verdict on the same plan and topology
   SimResult result;                  // the replay
   std::vector<int64_t> rank_to_gpu;  // rank r ran on GPU rank_to_gpu[r] (the plan's placement)

@@ -1,10 +1,12 @@
 #include "simulator/simulate.h"
 
 #include <algorithm>
+#include <cmath>
 #include <deque>
 #include <unordered_map>
 
 #include "core/kernel_time.h"
+#include "simulator/coalesce.h"
 #include "simulator/event_queue.h"
 #include "simulator/flow_network.h"
 #include "simulator/shared_device.h"
@@ -87,16 +89,53 @@ struct PendingFlow {
 
 class Replayer {
  public:
-  Replayer(const Schedule& s, const Topology& t, const std::vector<int64_t>& gpu, DType dtype, const SimOptions& o)
-      : s_(s), t_(t), gpu_(gpu), dtype_(dtype), options_(o), net_(t) {}
+  // `origin` (may be null): `s` is the timing view of another schedule (coalesce.h); reports name
+  // that schedule's ops.
+  Replayer(const Schedule& s, const Topology& t, const std::vector<int64_t>& gpu, DType dtype, const SimOptions& o,
+           const CoalescedSchedule* origin = nullptr)
+      : s_(s), t_(t), gpu_(gpu), dtype_(dtype), options_(o), net_(t), origin_(origin) {}
+
+  // Op times of the schedule the timing view came from: a merged op's time is split over its
+  // blocks in order, each taking its own kernel time (scaled to the merged op's, which it sums).
+  std::vector<std::vector<OpTime>> OriginalOpTimes(const Schedule& original,
+                                                   const std::vector<std::vector<OpTime>>& merged) const {
+    std::vector<std::vector<OpTime>> out(original.ranks.size());
+    for (size_t r = 0; r < original.ranks.size(); ++r) {
+      out[r].resize(original.ranks[r].ops.size());
+      const auto& begin = origin_->begin[r];
+      const auto& origin = origin_->origin[r];
+      for (size_t i = 0; i < merged[r].size(); ++i) {
+        const OpTime t = merged[r][i];
+        const uint32_t b = begin[i], e = begin[i + 1];
+        if (e - b == 1) {
+          out[r][origin[b]] = t;
+          continue;
+        }
+        double sum = 0;
+        for (uint32_t k = b; k < e; ++k) sum += KernelNs(original.ranks[r].ops[origin[k]]);
+        const double scale = sum > 0 ? static_cast<double>(t.end - t.start) / sum : 0.0;
+        double at = 0;
+        for (uint32_t k = b; k < e; ++k) {
+          OpTime& o = out[r][origin[k]];
+          o.start = t.start + static_cast<SimTime>(std::llround(at * scale));
+          at += KernelNs(original.ranks[r].ops[origin[k]]);
+          o.end = k + 1 == e ? t.end : t.start + static_cast<SimTime>(std::llround(at * scale));
+        }
+      }
+    }
+    return out;
+  }
 
   Result<SimResult> Run() {
     MESHPLAN_RETURN_IF_ERROR(Prepare());
     for (int32_t r = 0; r < static_cast<int32_t>(ranks_.size()); ++r) {
       for (int st = 0; st < kStreams; ++st) TryStart(r, st, kNone);
     }
-    int64_t total_ops = 0;
-    for (const RankState& st : ranks_) total_ops += static_cast<int64_t>(st.op.size());
+    int64_t total_ops = 0;  // of the schedule given to Simulate (the view's origins, when a view)
+    for (size_t r = 0; r < ranks_.size(); ++r) {
+      total_ops += origin_ == nullptr ? static_cast<int64_t>(ranks_[r].op.size())
+                                      : static_cast<int64_t>(origin_->origin[r].size());
+    }
     while (!queue_.empty()) {
       const Event e = queue_.Pop();
       Prefetch();
@@ -248,10 +287,7 @@ class Replayer {
       case OpKind::kCompute: {
         // UnsharedKernelSeconds (core/kernel_time.h) with the rate precomputed: every block of a
         // schedule has the layout's block size.
-        const double ns = op.flops * (op.phase == Phase::kBackward ? ns_per_backward_flop_ : ns_per_flop_) *
-                              (1.0 + op.cut_fraction * (masked_slowdown_ - 1.0)) +
-                          launch_ns_;
-        StartKernel(r, i, ns);
+        StartKernel(r, i, KernelNs(op));
         break;
       }
       case OpKind::kMerge: {
@@ -280,6 +316,15 @@ class Replayer {
 
   // A compute-stream op of `ns` alone on its device: on a device of its own it ends after `ns`
   // (FromSeconds rounding); on a shared one the device divides itself among its kernels.
+  // UnsharedKernelSeconds (core/kernel_time.h) of a compute op in nanoseconds, with the rate
+  // precomputed (every block of a schedule has the layout's block size); an op standing for
+  // several kernels (coalesce.h) pays the launch overhead of each.
+  double KernelNs(const Op& op) const {
+    return op.flops * (op.phase == Phase::kBackward ? ns_per_backward_flop_ : ns_per_flop_) *
+               (1.0 + op.cut_fraction * (masked_slowdown_ - 1.0)) +
+           launch_ns_ * op.kernels;
+  }
+
   void StartKernel(int32_t r, int32_t i, double ns) {
     if (ranks_per_device_ <= 1) {
       queue_.Push(EndTime(now_, ns), EventKind::kOpDone, r, i);
@@ -304,7 +349,7 @@ class Replayer {
     OpState& self_state = st.op[i];
     self_state.end = now_;
     --st.remaining;
-    ++done_ops_;
+    done_ops_ += origin_ == nullptr ? 1 : origin_->begin[r][i + 1] - origin_->begin[r][i];
     const int stream = self_state.stream();
     if (stream == static_cast<int>(StreamId::kCompute)) st.compute_busy += now_ - self_state.start;
     st.busy[stream] = false;
@@ -577,7 +622,8 @@ class Replayer {
       if (st.head[stream] >= st.stream_ops[stream].size()) continue;
       const int32_t i = st.stream_ops[stream][st.head[stream]];
       const Op& op = s_.ranks[r].ops[i];
-      text += " op " + std::to_string(i) + " (" + std::string(OpKindName(op.kind)) + " on " +
+      const int64_t number = origin_ == nullptr ? i : origin_->origin[r][origin_->begin[r][i]];
+      text += " op " + std::to_string(number) + " (" + std::string(OpKindName(op.kind)) + " on " +
               std::string(StreamName(op.stream)) + ")";
       if (st.op[i].deps_left > 0) {
         text += " waits for " + std::to_string(st.op[i].deps_left) + " deps;";
@@ -622,9 +668,10 @@ class Replayer {
       const SimTime from = cause == kNone ? 0 : ranks_[RankOf(cause)].op[OpOf(cause)].end;
       const double d = ToSeconds(ranks_[r].op[i].end - from);
       ++ops;
+      ops += op.kernels - 1;  // the blocks of a merged op were ops of the path one after another
       if (op.kind == OpKind::kCompute) {
         compute_s += d;
-        ++computes;
+        computes += op.kernels;
       } else if (op.kind == OpKind::kMerge) {
         merge_s += d;
         ++merges;
@@ -639,13 +686,21 @@ class Replayer {
       first = cur;
       cur = ranks_[r].op[i].cause;
     }
-    auto describe = [&](int64_t packed) {
+    // Op numbers of the schedule given to Simulate: a merged op's first block starts the path,
+    // its last block ends it.
+    auto original = [&](int64_t packed, bool last_block) -> int64_t {
+      if (origin_ == nullptr) return OpOf(packed);
+      const int32_t r = RankOf(packed), i = OpOf(packed);
+      const auto& begin = origin_->begin[static_cast<size_t>(r)];
+      return origin_->origin[static_cast<size_t>(r)][last_block ? begin[i + 1] - 1 : begin[i]];
+    };
+    auto describe = [&](int64_t packed, bool last_block) {
       const Op& op = s_.ranks[RankOf(packed)].ops[OpOf(packed)];
-      return "rank " + std::to_string(RankOf(packed)) + " op " + std::to_string(OpOf(packed)) + " (" +
+      return "rank " + std::to_string(RankOf(packed)) + " op " + std::to_string(original(packed, last_block)) + " (" +
              std::string(op.phase == Phase::kForward ? "fwd " : "bwd ") + std::string(OpKindName(op.kind)) + ")";
     };
     char buffer[128];
-    std::string text = std::to_string(ops) + " ops from " + describe(first) + " to " + describe(last) + ": ";
+    std::string text = std::to_string(ops) + " ops from " + describe(first, false) + " to " + describe(last, true) + ": ";
     std::snprintf(buffer, sizeof buffer, "compute %.3f ms (%lld blocks)", compute_s * 1e3, static_cast<long long>(computes));
     text += buffer;
     if (merges > 0) {
@@ -672,6 +727,7 @@ class Replayer {
   DType dtype_;
   SimOptions options_;
   FlowNetwork net_;
+  const CoalescedSchedule* origin_ = nullptr;
   EventQueue queue_;
   SimTime now_ = 0;
   int64_t events_ = 0, flows_ = 0, done_ops_ = 0;
@@ -694,7 +750,30 @@ class Replayer {
 
 Result<SimResult> Simulate(const Schedule& schedule, const Topology& topology,
                            const std::vector<int64_t>& rank_to_gpu, DType dtype, const SimOptions& options) {
+  if (options.coalesce_compute && topology.gpu.ranks_per_device <= 1) {
+    CoalescedSchedule view = CoalesceCompute(schedule);
+    if (view.merged_ops > 0) {
+      Replayer replayer(view.schedule, topology, rank_to_gpu, dtype, options, &view);
+      auto result = replayer.Run();
+      if (result.ok() && options.record_op_times) {
+        result->op_times = replayer.OriginalOpTimes(schedule, result->op_times);
+      }
+      return result;
+    }
+  }
   Replayer replayer(schedule, topology, rank_to_gpu, dtype, options);
+  return replayer.Run();
+}
+
+Result<SimResult> Simulate(Schedule&& schedule, const Topology& topology, const std::vector<int64_t>& rank_to_gpu,
+                           DType dtype, const SimOptions& options) {
+  if (!options.coalesce_compute || options.record_op_times || topology.gpu.ranks_per_device > 1) {
+    const Schedule kept = std::move(schedule);
+    return Simulate(kept, topology, rank_to_gpu, dtype, options);
+  }
+  // Each rank's program is freed as soon as its view is made, so the two never coexist whole.
+  CoalescedSchedule view = CoalesceCompute(std::move(schedule));
+  Replayer replayer(view.schedule, topology, rank_to_gpu, dtype, options, &view);
   return replayer.Run();
 }
 

@@ -18,6 +18,10 @@ namespace meshplan::sim {
 
 struct SimOptions {
   bool record_op_times = true;  // keep every op's start and end (needed for traces)
+  // Replay the timing view of the schedule (simulator/coalesce.h): runs of compute ops that time
+  // as one are one op. The result is the same up to a nanosecond per merged op (op times are
+  // split back onto the schedule's ops); the replay processes fewer events. Off: every op.
+  bool coalesce_compute = true;
   // Called every kProgressEvents events with the ops completed so far and the schedule's ops (may
   // be empty). The caller decides what to show and when; the replay does not look at the clock.
   std::function<void(int64_t done_ops, int64_t total_ops)> progress;
@@ -65,5 +69,10 @@ struct SimResult {
 Result<SimResult> Simulate(const Schedule& schedule, const Topology& topology,
                            const std::vector<int64_t>& rank_to_gpu, DType dtype,
                            const SimOptions& options = {});
+// The same, consuming the schedule: without op times (options.record_op_times false) the timing
+// view is made rank by rank while the schedule's programs are freed, so that a large schedule and
+// its view never both sit in memory.
+Result<SimResult> Simulate(Schedule&& schedule, const Topology& topology, const std::vector<int64_t>& rank_to_gpu,
+                           DType dtype, const SimOptions& options = {});
 
 }  // namespace meshplan::sim

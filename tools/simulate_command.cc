@@ -36,6 +36,7 @@ struct SimulateFlags {
   bool quiet = false;
   std::string trace_ranks;
   bool trace_ranks_given = false;  // else the first sim::kDefaultTraceRanks
+  bool no_coalesce = false;
 };
 
 // A rank or the end of a range: digits only, below `ranks`.
@@ -112,6 +113,7 @@ int RunSimulate(const SimulateFlags& flags) {
 
   sim::SimOptions options;
   options.record_op_times = !flags.trace.empty() || !flags.timeline.empty();
+  options.coalesce_compute = !flags.no_coalesce;
   if (!flags.quiet) options.progress = ReplayProgress();
   const auto start = std::chrono::steady_clock::now();
   auto sim = sim::SimulatePlan(*plan, *topology, options);
@@ -182,6 +184,9 @@ Runner RegisterSimulateCommand(CLI::App& app) {
                   "Ranks the trace holds: all, or ranks and ranges such as 0-15,100 (default: every rank up to 64 "
                   "ranks, else ranks 0-63, with a note)")
       ->each([flags](const std::string&) { flags->trace_ranks_given = true; });
+  cmd->add_flag("--no-coalesce", flags->no_coalesce,
+                "Replay every compute op, not the timing view that merges runs of blocks which time as one "
+                "(the same result up to a nanosecond per merged block; slower)");
   cmd->add_flag("--quiet,-q", flags->quiet, "No progress messages on stderr (replays over 2 s report every second)");
   return [flags] { return RunSimulate(*flags); };
 }

@@ -255,6 +255,27 @@ TEST_F(Cli, SimulateTraceRanksPicksTheRanksAndRefusesBadLists) {
   }
 }
 
+TEST_F(Cli, SimulateNoCoalesceReplaysEveryOpToTheSameResult) {
+  // ATTENTION2D on the 32 GPUs of the 4-node file: after its all-gathers a rank computes its
+  // blocks back to back, which the timing view merges, so it replays fewer events; --no-coalesce
+  // replays every op. The simulated time must agree to the nanosecond per merged block
+  // (tests/simulator/coalesce_test.cc), so to 1e-6 relative here.
+  const std::string plan = (dir_ / "plan.toml").string();
+  ASSERT_EQ(Run("plan -t " + FourNode() + " --seq 256K --schemes attention2d -q --out " + plan).exit_code, 0);
+  const RunResult view = Run("simulate " + plan + " -t " + FourNode() + " --format json -q");
+  const RunResult every = Run("simulate " + plan + " -t " + FourNode() + " --format json -q --no-coalesce");
+  ASSERT_EQ(view.exit_code, 0) << view.err;
+  ASSERT_EQ(every.exit_code, 0) << every.err;
+  auto number = [](const std::string& json, const std::string& key) {
+    const size_t at = json.find("\"" + key + "\":");
+    return at == std::string::npos ? -1.0 : std::stod(json.substr(at + key.size() + 3));
+  };
+  const double a = number(view.out, "simulated_s"), b = number(every.out, "simulated_s");
+  ASSERT_GT(a, 0) << view.out.substr(0, 200);
+  EXPECT_NEAR(a, b, 1e-6 * b);
+  EXPECT_LT(number(view.out, "events"), number(every.out, "events"));
+}
+
 TEST_F(Cli, SimulateTraceIntoAMissingDirectoryIsAnIoFailure) {
   const std::string plan = (dir_ / "plan.toml").string();
   ASSERT_EQ(Run("plan -t " + FourNode() + " --seq 256K --schemes ring -q --out " + plan).exit_code, 0);
