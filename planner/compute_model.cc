@@ -30,6 +30,16 @@ int64_t FirstReachableKey(const Mask& mask, const std::vector<int64_t>& doc_star
   }
 }
 
+// Sum over y in [0, x_end) of min(b, floor(y / a) + 1): y's within one multiple of a share a
+// value, so whole groups of a contribute a * min(b, k + 1) for k = 0 .. full - 1.
+int64_t GroupPrefix(int64_t x_end, int64_t a, int64_t b) {
+  if (x_end <= 0) return 0;
+  const int64_t full = x_end / a, rem = x_end % a;
+  const int64_t ramp = std::min(full, b);  // groups k < b count k + 1, later ones b
+  const int64_t groups = ramp * (ramp + 1) / 2 + (full - ramp) * b;
+  return a * groups + rem * std::min(b, full + 1);
+}
+
 }  // namespace
 
 std::vector<int64_t> RowPairs(const ShardLayout& layout, const PairCounter& counter) {
@@ -72,11 +82,14 @@ std::vector<int64_t> TilePairs(const ShardLayout& layout, const PairCounter& cou
     const int64_t n = layout.seq_len / n_ranks;
     for (int64_t g = 0; g < n_ranks; ++g) {
       const int64_t base = a * (g / a), r = g % a;
-      int64_t below = 0, at_or_below = 0;  // pairs (i, j) in the tile with j < i, j <= i
-      for (int64_t i = base; i < base + a; ++i) {
-        if (i > r) below += std::min(b, (i - r + a - 1) / a);
-        if (i >= r) at_or_below += std::min(b, (i - r) / a + 1);
-      }
+      // Shard pairs (i, j) of the tile, i in [base, base + a) (Q), j = r + a k for k < b (KV),
+      // with j < i and j <= i. For one i with x = i - r: min(b, ceil(x / a)) of them below
+      // (x > 0) and min(b, floor(x / a) + 1) at or below (x >= 0); ceil(x / a) = floor((x - 1)
+      // / a) + 1, so both are GroupPrefix differences over x in [base - r, base - r + a - 1]:
+      // O(1) per rank where summing over i cost O(a) (O(P^2) per tile shape at a = P).
+      const int64_t x_lo = base - r, x_hi = base - r + a - 1;
+      const int64_t below = GroupPrefix(x_hi, a, b) - GroupPrefix(std::max<int64_t>(0, x_lo - 1), a, b);
+      const int64_t at_or_below = GroupPrefix(x_hi + 1, a, b) - GroupPrefix(std::max<int64_t>(0, x_lo), a, b);
       const int64_t diagonal = at_or_below - below;
       if (layout.kind == Layout::kStriped) {
         out[g] = a * b * (n * (n - 1) / 2) + at_or_below * n;

@@ -137,11 +137,26 @@ void AddVariants(const PlanContext& ctx, SchemeParams base, const std::vector<La
   }
 }
 
+std::vector<Layout> TileLayouts(const Mask& mask) {
+  std::vector<Layout> layouts = SearchLayouts(mask, false);
+  if (mask.kind == MaskKind::kCausal) layouts.push_back(Layout::kStriped);
+  return layouts;
+}
+
 void AddTileCandidates(const PlanContext& ctx, SchemeParams base, int64_t ranks, std::vector<SchemeParams>* out) {
+  // Mesh-Ulysses keeps the owner-last chain, so that its candidates (already x Ulysses degrees)
+  // do not double; the chains differ by one hop per reduction (docs/mesh-attention.md).
+  const bool mesh = base.scheme == Scheme::kMesh;
+  const std::vector<ReduceChain> chains =
+      mesh ? std::vector<ReduceChain>{ReduceChain::kOwnerLast, ReduceChain::kOwnerFirst}
+           : std::vector<ReduceChain>{base.reduce_chain};
   for (int64_t a : Divisors(ranks)) {
     base.tile_a = a;
     base.tile_b = ranks / a;
-    AddVariants(ctx, base, SearchLayouts(ctx.workload.mask, false), Placements::kAll, out);
+    for (ReduceChain chain : chains) {
+      base.reduce_chain = chain;
+      AddVariants(ctx, base, TileLayouts(ctx.workload.mask), Placements::kAll, out);
+    }
   }
 }
 

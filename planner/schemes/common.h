@@ -52,8 +52,16 @@ enum class Placements { kCanonical, kAll };
 void AddVariants(const PlanContext& ctx, SchemeParams base, const std::vector<Layout>& layouts,
                  Placements placements, std::vector<SchemeParams>* out);
 
-// Every tile a x b = ranks of `base` (a 2-D scheme; base.ulysses is kept), with the balanced
-// layouts, cache choices and all placements (AddVariants), appended to `out`.
+// Layouts the 2-D tile schemes try (issue 14): those of SearchLayouts, and for causal masks
+// striped too. Striped balances causal work as zigzag does (every block of a striped layout is a
+// staircase of about half its pairs), and its blocks are cut pair by pair rather than in whole
+// chunks, so which one wins depends on kernel efficiency and is the search's to decide.
+// Contiguous is left out for causal masks: its last tile row does (2a - 1) times the first's work.
+std::vector<Layout> TileLayouts(const Mask& mask);
+
+// Every tile a x b = ranks of `base` (a 2-D scheme; base.ulysses is kept), with TileLayouts,
+// cache choices and all placements (AddVariants), and for Mesh both reduce chains (owner-last,
+// owner-first), appended to `out`.
 void AddTileCandidates(const PlanContext& ctx, SchemeParams base, int64_t ranks, std::vector<SchemeParams>* out);
 
 // Checks every scheme shares: the layout fits the sequence and mask, the placement names the

@@ -114,6 +114,15 @@ inline std::vector<Case> SchemeCases(int64_t P, const Mask& mask) {
       mesh.reduce_chain = a % 2 == 0 ? ReduceChain::kOwnerFirst : ReduceChain::kOwnerLast;
       mesh.cache_forward = (P / a) % 2 == 0;
       cases.push_back({P, mesh, mask, hq, hkv, 1});
+      // The striped layout the search offers the 2-D schemes for causal masks (TileLayouts).
+      if (mask.kind == MaskKind::kFull || mask.kind == MaskKind::kCausal) {
+        SchemeParams striped_mesh = mesh;
+        striped_mesh.layout = Layout::kStriped;
+        cases.push_back({P, striped_mesh, mask, hq, hkv, 1});
+        SchemeParams striped_a2d = a2d;
+        striped_a2d.layout = Layout::kStriped;
+        cases.push_back({P, striped_a2d, mask, hq, hkv, 1});
+      }
     }
   }
   return cases;

@@ -99,7 +99,7 @@ TEST(ComputeModel, TilePairsMatchBruteForce) {
     const PairCounter counter(c.mask, seq);
     const auto doc_of = DocOf(c.mask, seq);
     for (Layout layout : c.layouts) {
-      for (auto [n, a] : std::vector<std::pair<int64_t, int64_t>>{{4, 2}, {6, 2}, {6, 3}, {6, 1}, {6, 6}, {8, 4}}) {
+      for (auto [n, a] : std::vector<std::pair<int64_t, int64_t>>{{4, 2}, {6, 2}, {6, 3}, {6, 1}, {6, 6}, {8, 4}, {8, 8}, {8, 1}, {12, 3}, {12, 4}, {12, 12}}) {
         if (seq % (2 * n) != 0) continue;
         const ShardLayout sl{layout, seq, n, 1};
         const auto tile = TilePairs(sl, counter, a);

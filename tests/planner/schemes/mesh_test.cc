@@ -7,6 +7,7 @@
 #include <cmath>
 #include <map>
 #include <numeric>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "core/topology.h"
 #include "planner/context.h"
 #include "planner/strategy.h"
+#include "tests/planner/test_cluster.h"
 
 namespace meshplan::planner {
 namespace {
@@ -428,6 +430,35 @@ TEST(MeshSchedule, RejectsBadShapes) {
   SchemeParams bad_placement = built.params;
   bad_placement.placement = {"q"};
   EXPECT_FALSE(Expand(ctx, bad_placement).ok());
+}
+
+// Issue 14: the search offers Mesh both reduce chains and, for causal masks, striped beside
+// zigzag (ATTENTION2D and Mesh-Ulysses the layouts too, Mesh-Ulysses owner-last only); a full
+// mask keeps the one balanced layout, contiguous.
+TEST(MeshSearch, OffersBothChainsAndStripedForCausalMasks) {
+  const Topology topo = testing::SmallCluster(4, 2);
+  for (MaskKind kind : {MaskKind::kCausal, MaskKind::kFull}) {
+    Workload w = testing::SmallWorkload();
+    w.mask = kind == MaskKind::kCausal ? Mask::Causal() : Mask::Full();
+    w.pass = Pass::kForwardBackward;
+    const PlanContext ctx(w, topo);
+    for (Scheme scheme : {Scheme::kMesh, Scheme::kAttention2D, Scheme::kMeshUlysses}) {
+      std::set<Layout> layouts;
+      std::set<ReduceChain> chains;
+      for (const SchemeParams& p : MakeStrategy(scheme)->Enumerate(ctx)) {
+        layouts.insert(p.layout);
+        chains.insert(p.reduce_chain);
+      }
+      const std::set<Layout> want_layouts = kind == MaskKind::kCausal ? std::set<Layout>{Layout::kZigzag, Layout::kStriped}
+                                                                      : std::set<Layout>{Layout::kContiguous};
+      EXPECT_EQ(layouts, want_layouts) << SchemeName(scheme);
+      if (scheme == Scheme::kMesh) {
+        EXPECT_EQ(chains, (std::set<ReduceChain>{ReduceChain::kOwnerLast, ReduceChain::kOwnerFirst}));
+      } else {
+        EXPECT_EQ(chains, std::set<ReduceChain>{ReduceChain::kOwnerLast}) << SchemeName(scheme);
+      }
+    }
+  }
 }
 
 }  // namespace
