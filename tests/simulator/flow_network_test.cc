@@ -5,22 +5,12 @@
 
 #include "planner/strategy.h"
 #include "simulator/simulate.h"
+#include "tests/simulator/golden_helpers.h"
 
 namespace meshplan::sim {
 namespace {
 
-Topology Base() {
-  Topology t;
-  t.name = "routes";
-  t.source = "test";
-  t.gpu.model = "TestGPU";
-  t.gpu.memory_bytes = 80e9;
-  t.gpu.hbm_bytes_per_s = 2e12;
-  t.gpu.launch_overhead_s = 0;
-  t.gpu.peak_tflops = {{DType::kBf16, 1000}};
-  t.gpu.attention_efficiency = {{1, 0.5}};
-  return t;
-}
+Topology Base() { return testing::TestGpuCluster("routes"); }
 
 // 16 GPUs on a 4 x 4 torus, GPU g at (x, y) = (g mod 4, g / 4): 100 GB/s per direction
 // (100 bytes/ns) per GPU and per neighbour link, 2 us (2000 ns) per hop.
@@ -30,34 +20,13 @@ Topology Torus4x4() {
   return t;
 }
 
-std::vector<int64_t> Identity(int64_t n) {
-  std::vector<int64_t> v(n);
-  for (int64_t i = 0; i < n; ++i) v[i] = i;
-  return v;
-}
-
-Op Message(OpKind kind, int32_t peer, int64_t bytes) {
-  Op op;
-  op.kind = kind;
-  op.stream = kind == OpKind::kSend ? StreamId::kSend : StreamId::kRecv;
-  op.peer = peer;
-  op.bytes = bytes;
-  op.tensors = kTensorKV;
-  return op;
-}
-
-Schedule Empty(int64_t ranks) {
-  Schedule s;
-  s.num_ranks = ranks;
-  s.layout = ShardLayout{Layout::kContiguous, 1024, 1, 1};
-  s.ranks.resize(ranks);
-  return s;
-}
+using testing::Empty;
+using testing::Identity;
 
 // Rank `from` sends `bytes` to rank `to` (one op each side).
 void Transfer(Schedule& s, int32_t from, int32_t to, int64_t bytes) {
-  s.ranks[from].Add(Message(OpKind::kSend, to, bytes));
-  s.ranks[to].Add(Message(OpKind::kRecv, from, bytes));
+  s.ranks[from].Add(testing::Send(to, bytes));
+  s.ranks[to].Add(testing::Recv(from, bytes));
 }
 
 TEST(TorusRoutes, HopsFollowTheRouteDimensionByDimension) {

@@ -4,55 +4,22 @@
 #include "core/kernel_time.h"
 #include "planner/strategy.h"
 #include "simulator/simulate.h"
+#include "tests/simulator/golden_helpers.h"
 
 namespace meshplan::sim {
 namespace {
 
 // `gpus` GPUs on one switch: 100 GB/s per direction (100 bytes/ns), 2 us per message.
 Topology OneSwitch(int64_t gpus, double gbps = 100, double latency_us = 2) {
-  Topology t;
-  t.name = "switch";
-  t.source = "test";
-  t.gpu.model = "TestGPU";
-  t.gpu.memory_bytes = 80e9;
-  t.gpu.hbm_bytes_per_s = 2e12;
-  t.gpu.launch_overhead_s = 0;
-  t.gpu.peak_tflops = {{DType::kBf16, 1000}};
-  t.gpu.attention_efficiency = {{1, 0.5}};
+  Topology t = testing::TestGpuCluster("switch");
   t.levels.push_back({"nvlink", LinkKind::kSwitch, gpus, gbps * 1e9, latency_us * 1e-6, 1.0, {}});
   return t;
 }
 
-std::vector<int64_t> Identity(int64_t n) {
-  std::vector<int64_t> v(n);
-  for (int64_t i = 0; i < n; ++i) v[i] = i;
-  return v;
-}
-
-Op Send(int32_t peer, int64_t bytes) {
-  Op op;
-  op.kind = OpKind::kSend;
-  op.stream = StreamId::kSend;
-  op.peer = peer;
-  op.bytes = bytes;
-  op.tensors = kTensorKV;
-  return op;
-}
-
-Op Recv(int32_t peer, int64_t bytes) {
-  Op op = Send(peer, bytes);
-  op.kind = OpKind::kRecv;
-  op.stream = StreamId::kRecv;
-  return op;
-}
-
-Schedule Empty(int64_t ranks) {
-  Schedule s;
-  s.num_ranks = ranks;
-  s.layout = ShardLayout{Layout::kContiguous, 1024, 1, 1};
-  s.ranks.resize(ranks);
-  return s;
-}
+using testing::Empty;
+using testing::Identity;
+using testing::Recv;
+using testing::Send;
 
 TEST(SimulateGolden, OneTransferIsLatencyPlusBytesOverBandwidth) {
   // 1e6 bytes at 100 bytes/ns after 2000 ns of latency: 2000 + 10000 = 12000 ns.
