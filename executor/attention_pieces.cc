@@ -24,11 +24,11 @@ std::optional<std::vector<Run>> Runs(const std::vector<int64_t>& pos, int32_t li
   return runs;
 }
 
-// Causal pieces of one run pair. Query row i (from q.row0) sees key row j (from k.row0) iff
-// k.first + j <= q.first + i, i.e. j <= i + c with c = q.first - k.first.
-void CausalPieces(const Run& q, const Run& k, std::vector<AttentionPiece>& out) {
+// Causal pieces of one run pair whose query row i (from q.row0) sees key row j (from k.row0) iff
+// j <= i + c: c = q.first - k.first for runs of consecutive positions, and the same divided by
+// the step (rounded down) for runs that go up by one common step (Stride).
+void CausalPieces(const Run& q, const Run& k, int64_t c, std::vector<AttentionPiece>& out) {
   const int64_t n = q.rows, m = k.rows;
-  int64_t c = q.first - k.first;
   if (c >= m - 1) {  // even the first query row sees the last key
     out.push_back({q.row0, n, k.row0, m, PieceMask::kFull});
     return;
@@ -50,6 +50,37 @@ void CausalPieces(const Run& q, const Run& k, std::vector<AttentionPiece>& out) 
   if (rows > tri_rows) out.push_back({q.row0 + skip + tri_rows, rows - tri_rows, k.row0, m, PieceMask::kFull});
 }
 
+// The step s >= 1 by which every position follows the previous one (0 for a single row), or
+// nullopt when the positions are no such progression.
+std::optional<int64_t> Stride(const std::vector<int64_t>& pos) {
+  if (pos.size() < 2) return 0;
+  const int64_t s = pos[1] - pos[0];
+  if (s < 1) return std::nullopt;
+  for (size_t i = 2; i < pos.size(); ++i) {
+    if (pos[i] - pos[i - 1] != s) return std::nullopt;
+  }
+  return s;
+}
+
+int64_t FloorDiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
+
+// A striped block: query positions q0 + s i and key positions k0 + s j with one step s (either
+// side may be a single row). Key j is visible to query i iff k0 + s j <= q0 + s i, i.e.
+// j <= i + floor((q0 - k0) / s): the same triangle-and-rectangle split as consecutive runs, on row
+// indices. nullopt when the positions are not such progressions.
+std::optional<std::vector<AttentionPiece>> StridedPieces(const std::vector<int64_t>& q_positions,
+                                                         const std::vector<int64_t>& k_positions) {
+  const auto sq = Stride(q_positions), sk = Stride(k_positions);
+  if (!sq || !sk || q_positions.empty() || k_positions.empty()) return std::nullopt;
+  if (*sq > 0 && *sk > 0 && *sq != *sk) return std::nullopt;
+  const int64_t s = std::max<int64_t>(1, std::max(*sq, *sk));
+  const Run q{0, static_cast<int64_t>(q_positions.size()), q_positions.front()};
+  const Run k{0, static_cast<int64_t>(k_positions.size()), k_positions.front()};
+  std::vector<AttentionPiece> pieces;
+  CausalPieces(q, k, FloorDiv(q.first - k.first, s), pieces);
+  return pieces;
+}
+
 }  // namespace
 
 std::optional<std::vector<AttentionPiece>> SplitIntoPieces(const std::vector<int64_t>& q_positions,
@@ -64,11 +95,17 @@ std::optional<std::vector<AttentionPiece>> SplitIntoPieces(const std::vector<int
   }
   const auto q_runs = Runs(q_positions, max_pieces);
   const auto k_runs = Runs(k_positions, max_pieces);
-  if (!q_runs || !k_runs) return std::nullopt;
+  if (!q_runs || !k_runs) {
+    // Too many runs of consecutive positions: a striped block, whose rows go up by the stripe
+    // step on both sides, is still one or two pieces.
+    auto strided = StridedPieces(q_positions, k_positions);
+    if (strided && static_cast<int32_t>(strided->size()) <= max_pieces) return strided;
+    return std::nullopt;
+  }
   for (const Run& q : *q_runs) {
     for (const Run& k : *k_runs) {
       const size_t before = pieces.size();
-      CausalPieces(q, k, pieces);
+      CausalPieces(q, k, q.first - k.first, pieces);
       // A full piece over the same query rows as the previous one, on the key rows right after
       // it, extends it: full rectangles need adjacent rows, not consecutive positions (gathered
       // keys of zigzag shards give many such runs).

@@ -2,7 +2,8 @@
 // compute exactly. A block is Q rows against K rows, each row carrying its token position, under
 // the workload's mask; fused kernels only know a full rectangle or a causal triangle aligned to a
 // corner. A piece is a run of consecutive Q rows against a run of consecutive K rows whose token
-// positions are consecutive too, with one of those masks; the pieces of a block cover every
+// positions go up by one common step (1 for contiguous and zigzag shards, the stripe count for
+// striped ones), with one of those masks on row offsets; the pieces of a block cover every
 // visible (query, key) pair exactly once and no hidden pair. Host code, no CUDA.
 #pragma once
 
@@ -26,9 +27,10 @@ struct AttentionPiece {
 
 // The pieces of the block, or nullopt when it cannot be split into at most `max_pieces`: a mask
 // other than full (kind 0: one piece, whatever the positions) or causal (kind 1, key position <=
-// query position), or causal positions that break into too many runs (striped layouts: every
-// row is its own run). An empty vector
-// means nothing in the block is visible.
+// query position), or causal positions that break into too many runs of consecutive positions
+// and are not one progression of a common step on both sides either (a striped block is: its
+// queries q0 + s i see keys k0 + s j iff j <= i + floor((q0 - k0) / s), one or two pieces). An
+// empty vector means nothing in the block is visible.
 std::optional<std::vector<AttentionPiece>> SplitIntoPieces(const std::vector<int64_t>& q_positions,
                                                            const std::vector<int64_t>& k_positions,
                                                            int32_t mask_kind, int32_t max_pieces);

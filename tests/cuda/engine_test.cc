@@ -132,10 +132,11 @@ INSTANTIATE_TEST_SUITE_P(Ranks, GpuEngine,
                                   (std::get<1>(info.param) == KernelPath::kAuto ? "_auto" : "_tensor");
                          });
 
-// --kernels cudnn: every block on cuDNN (a block it cannot express fails the run), for the schemes
-// and layouts whose blocks are runs of consecutive positions (contiguous and zigzag), full and
-// causal, GQA, head dim 128, fp16 and bf16. Skipped where libcudnn.so.9 cannot be opened.
-TEST(GpuEngineVariants, CudnnComputesEveryBlockOfContiguousAndZigzagLayouts) {
+// --kernels cudnn: every block on cuDNN (a block it cannot express fails the run), for every
+// scheme case in every layout: contiguous and zigzag blocks are runs of consecutive positions,
+// striped ones progressions of one step (executor/attention_pieces.h); full and causal, GQA, head
+// dim 128, fp16 and bf16. Skipped where libcudnn.so.9 cannot be opened.
+TEST(GpuEngineVariants, CudnnComputesEveryBlockOfEveryLayout) {
   std::string why;
   if (!HaveGpu(&why)) GTEST_SKIP() << "no CUDA device: " << why;
   {
@@ -149,7 +150,6 @@ TEST(GpuEngineVariants, CudnnComputesEveryBlockOfContiguousAndZigzagLayouts) {
   auto session = std::make_shared<BackendSession>();
   for (const Mask& mask : {Mask::Full(), Mask::Causal()}) {
     for (const Case& c : SchemeCases(4, mask)) {
-      if (c.params.layout == Layout::kStriped) continue;
       for (InputType type : {InputType::kBf16, InputType::kFp16}) {
         ExecuteConfig config = CudaConfig(type);
         config.run.path = KernelPath::kCudnn;

@@ -47,11 +47,16 @@ void ExpectExactCover(const std::vector<int64_t>& q, const std::vector<int64_t>&
     if (p.mask == PieceMask::kCausalTopLeft) {
       ASSERT_EQ(p.k_rows, p.q_rows);
     }
-    // Inside a causal piece positions are consecutive, so the mask on row offsets is the mask on
-    // tokens (a full piece shows every pair of its rows, whatever their positions).
+    // Inside a causal piece the Q and K positions go up by one common step (1 for consecutive
+    // runs, the stripe count for striped blocks), which is what lets a mask on row offsets stand
+    // for the mask on tokens; the pair-by-pair check below proves that it does (a full piece shows
+    // every pair of its rows, whatever their positions).
     if (p.mask != PieceMask::kFull) {
-      for (int64_t i = 1; i < p.q_rows; ++i) ASSERT_EQ(q[p.q_row0 + i], q[p.q_row0] + i);
-      for (int64_t j = 1; j < p.k_rows; ++j) ASSERT_EQ(k[p.k_row0 + j], k[p.k_row0] + j);
+      int64_t step = 0;
+      if (p.q_rows > 1) step = q[p.q_row0 + 1] - q[p.q_row0];
+      if (step == 0 && p.k_rows > 1) step = k[p.k_row0 + 1] - k[p.k_row0];
+      for (int64_t i = 1; i < p.q_rows; ++i) ASSERT_EQ(q[p.q_row0 + i], q[p.q_row0] + step * i);
+      for (int64_t j = 1; j < p.k_rows; ++j) ASSERT_EQ(k[p.k_row0 + j], k[p.k_row0] + step * j);
     }
   }
   for (size_t i = 0; i < q.size(); ++i) {
@@ -142,12 +147,59 @@ TEST(AttentionPieces, AFullMaskIsOneRectangleWhateverThePositions) {
   ExpectExactCover(striped, striped, 0, *full);
 }
 
-TEST(AttentionPieces, StripedCausalAndOtherMasksAreNotExpressible) {
-  std::vector<int64_t> striped;
-  for (int64_t t = 0; t < 128; t += 4) striped.push_back(t);
-  EXPECT_FALSE(SplitIntoPieces(striped, striped, 1, 16));  // 32 runs of one row each, past 16
+std::vector<int64_t> Stripe(int64_t first, int64_t step, int64_t rows) {
+  std::vector<int64_t> v;
+  for (int64_t i = 0; i < rows; ++i) v.push_back(first + step * i);
+  return v;
+}
+
+TEST(AttentionPieces, StripedCausalBlocksAreOneOrTwoPieces) {
+  // 4 stripes, 32 rows each. Rank 1's queries 1 + 4i against its own keys: j <= i, one top-left
+  // triangle. Against rank 0's keys 4j: 4j <= 1 + 4i iff j <= i, the same triangle. Against rank
+  // 2's keys 2 + 4j: j <= i - 1 (floor(-1/4) = -1), so query row 0 sees nothing and rows 1..31
+  // see a triangle of keys 0..30: one top-left triangle from row 1.
+  const auto own = SplitIntoPieces(Stripe(1, 4, 32), Stripe(1, 4, 32), 1, 16);
+  ASSERT_TRUE(own);
+  ASSERT_EQ(own->size(), 1u);
+  EXPECT_EQ((*own)[0].mask, PieceMask::kCausalTopLeft);
+  ExpectExactCover(Stripe(1, 4, 32), Stripe(1, 4, 32), 1, *own);
+  const auto earlier = SplitIntoPieces(Stripe(1, 4, 32), Stripe(0, 4, 32), 1, 16);
+  ASSERT_TRUE(earlier);
+  ExpectExactCover(Stripe(1, 4, 32), Stripe(0, 4, 32), 1, *earlier);
+  const auto later = SplitIntoPieces(Stripe(1, 4, 32), Stripe(2, 4, 32), 1, 16);
+  ASSERT_TRUE(later);
+  ASSERT_EQ(later->size(), 1u);
+  EXPECT_EQ((*later)[0].q_row0, 1);
+  EXPECT_EQ((*later)[0].q_rows, 31);
+  EXPECT_EQ((*later)[0].k_rows, 31);
+  ExpectExactCover(Stripe(1, 4, 32), Stripe(2, 4, 32), 1, *later);
+}
+
+TEST(AttentionPieces, UnequalStepsAndOtherMasksAreNotExpressible) {
+  // Steps 4 and 8 on more than 16 rows each: neither runs of consecutive positions nor one step.
+  EXPECT_FALSE(SplitIntoPieces(Stripe(0, 4, 32), Stripe(0, 8, 32), 1, 16));
+  std::vector<int64_t> uneven = Stripe(0, 4, 32);
+  uneven.back() += 1;  // the last step is 5
+  EXPECT_FALSE(SplitIntoPieces(uneven, uneven, 1, 16));
   EXPECT_FALSE(SplitIntoPieces(Range(0, 8), Range(0, 8), 2, 16));  // window
   EXPECT_FALSE(SplitIntoPieces(Range(0, 8), Range(0, 8), 3, 16));  // documents
+}
+
+TEST(AttentionPieces, RandomStripedBlocksAreCoveredExactly) {
+  std::mt19937_64 gen(23);
+  for (int trial = 0; trial < 300; ++trial) {
+    const int64_t stripes = 2 + static_cast<int64_t>(gen() % 7);
+    const int64_t rows = 1 + static_cast<int64_t>(gen() % 40);
+    const int64_t qi = static_cast<int64_t>(gen() % stripes), kj = static_cast<int64_t>(gen() % stripes);
+    // Keys from a later or earlier part of the sequence too (gathered or shifted shards).
+    const int64_t shift = stripes * (static_cast<int64_t>(gen() % 5) - 2);
+    const auto q = Stripe(qi, stripes, rows);
+    const auto k = Stripe(kj + shift, stripes, 1 + static_cast<int64_t>(gen() % 40));
+    const auto pieces = SplitIntoPieces(q, k, 1, 2);
+    ASSERT_TRUE(pieces) << "stripes " << stripes << " rows " << rows;
+    ExpectExactCover(q, k, 1, *pieces);
+    if (HasFatalFailure()) return;
+  }
 }
 
 TEST(AttentionPieces, RandomRunLayoutsAreCoveredExactly) {

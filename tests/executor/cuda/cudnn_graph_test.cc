@@ -93,6 +93,26 @@ TEST(CudnnGraphs, OffsetDiagonalUsesABottomRightTriangleThatValidates) {
   EXPECT_EQ(*fwd, 2);
 }
 
+TEST(CudnnGraphs, StripedBlocksAreCudnnPiecesThatValidate) {
+  // Striped shards of 8 ranks, 128 rows each: rank 3 holds tokens 3 + 8i. Against rank 5's keys
+  // (5 + 8j), key j is visible to query i iff j <= i - 1: query row 0 sees nothing and rows 1..127
+  // see a top-left triangle of keys 0..126 (executor/attention_pieces.h). Forward and backward,
+  // GQA group 4 on a head slice.
+  std::vector<int64_t> r3, r5;
+  for (int64_t i = 0; i < 128; ++i) {
+    r3.push_back(3 + 8 * i);
+    r5.push_back(5 + 8 * i);
+  }
+  const TensorView q = View(r3, 0, 8), k = View(r5, 0, 2);
+  const BlockProblem p = Problem(1, 4, 4, 4);
+  VALIDATE_OR_SKIP(fwd, ValidateCudnnBlockOnHost(p, q, k, nullptr, false));
+  ASSERT_TRUE(fwd.ok()) << fwd.status().message();
+  EXPECT_EQ(*fwd, 1);
+  auto bwd = ValidateCudnnBlockOnHost(p, q, k, &q, true);
+  ASSERT_TRUE(bwd.ok()) << bwd.status().message();
+  EXPECT_EQ(*bwd, 1);
+}
+
 TEST(CudnnGraphs, BlocksCudnnCannotExpressAreRefused) {
   const auto pos = Range(0, 128);
   BlockProblem window = Problem(2, 0, 4, 1);
