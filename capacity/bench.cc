@@ -127,7 +127,8 @@ Result<std::vector<BenchRow>> RunBench(const BenchSpec& spec, const BenchProgres
         row.params = point.params;
         row.predicted_s = point.simulated_s;
         Workload w = sweep.base;
-        w.seq_len = point.seq_len;
+        // The sweep drew the same documents for this length: the draw is deterministic.
+        MESHPLAN_RETURN_IF_ERROR(SetSequenceLength(w, point.seq_len).WithContext("bench: mask " + mask.name));
         RunPoint(spec, w, &row);
       }
       rows.push_back(std::move(row));

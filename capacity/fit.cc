@@ -24,12 +24,15 @@ struct Probe {
 Probe PlanAt(const Topology& topology, const Workload& base, Scheme scheme, double reserved_bytes,
              int64_t seq_len) {
   Workload w = base;
-  w.seq_len = seq_len;
+  Probe probe;
+  if (Status st = SetSequenceLength(w, seq_len); !st.ok()) {
+    probe.reason = st.message();
+    return probe;
+  }
   const planner::PlanContext ctx(w, topology, reserved_bytes);
   planner::SearchOptions options;
   options.schemes = {scheme};
   planner::SearchResult result = planner::Search(ctx, options);
-  Probe probe;
   if (result.ranked.empty()) {
     probe.reason = result.rejected.empty() ? "no valid plan" : result.rejected.front().reason;
     return probe;
@@ -47,8 +50,9 @@ int64_t FitGranularity(int64_t num_gpus) { return 2 * num_gpus; }
 Result<std::vector<LongestFit>> LongestFittingSequence(const Topology& topology, const Workload& base,
                                                        const std::vector<Scheme>& schemes,
                                                        double reserved_bytes, int64_t max_seq) {
-  if (base.mask.kind == MaskKind::kDocuments) {
-    return Status::Invalid("fit: a document mask fixes the sequence length; use causal, full or window");
+  if (base.mask.IsDocuments() && !base.mask.sampler) {
+    return Status::Invalid("fit: a document mask read from a file fixes the sequence length; use docs-sampled:SPEC "
+                           "(documents drawn for each length), causal, full, window or prefix");
   }
   MESHPLAN_RETURN_IF_ERROR(topology.SupportsDType(base.dtype));
   const int64_t unit = FitGranularity(topology.num_gpus());
@@ -61,8 +65,9 @@ Result<std::vector<LongestFit>> LongestFittingSequence(const Topology& topology,
   }
   {
     Workload w = base;
-    w.seq_len = unit;
-    if (Status st = w.Validate(); !st.ok()) return st.WithContext("workload");
+    Status st = SetSequenceLength(w, unit);
+    if (st.ok()) st = w.Validate();
+    if (!st.ok()) return st.WithContext("workload");
   }
   std::vector<Scheme> list = schemes;
   if (list.empty()) list.assign(std::begin(kAllSchemes), std::end(kAllSchemes));

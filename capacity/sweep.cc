@@ -60,8 +60,9 @@ Result<std::vector<SweepRow>> RunSweep(const SweepSpec& spec, const Progress& pr
     const int64_t gpus = cluster.scaled.num_gpus();
     for (int64_t seq : spec.seq_lens) {
       Workload w = spec.base;
-      w.seq_len = seq;
-      if (Status st = w.Validate(); !st.ok()) {
+      Status st = SetSequenceLength(w, seq);
+      if (st.ok()) st = w.Validate();
+      if (!st.ok()) {
         return st.WithContext(PointName(cluster.original->name, gpus, seq) + ": workload");
       }
       const planner::PlanContext ctx(w, cluster.scaled, spec.reserved_memory_bytes);

@@ -34,9 +34,10 @@ Result<SweepSpec> MakeSweepSpec(const SweepSettings& settings) {
   spec.seq_lens = settings.seq_lens.value_or(std::vector<int64_t>{Workload::Default().seq_len});
   if (spec.seq_lens.empty()) return Status::Invalid("sweep: no sequence length given");
   spec.base = settings.workload.ApplyTo(Workload::Default());
-  spec.base.seq_len = spec.seq_lens.front();  // each point sets its own
   const std::string context =
       settings.workload_source.empty() ? "workload" : settings.workload_source + ": workload";
+  // Each point sets its own length; the first one checks the rest of the workload.
+  MESHPLAN_RETURN_IF_ERROR(SetSequenceLength(spec.base, spec.seq_lens.front()).WithContext(context));
   MESHPLAN_RETURN_IF_ERROR(spec.base.Validate().WithContext(context));
   if (!settings.topology_files || settings.topology_files->empty()) {
     spec.topologies.push_back(DefaultTopology());

@@ -22,10 +22,17 @@ int64_t RampSum(int64_t q0, int64_t q1, int64_t c) {
 
 }  // namespace
 
-Mask Mask::Documents(std::vector<int64_t> lengths) {
+Mask Mask::Documents(std::vector<int64_t> lengths, bool bidirectional) {
   Mask m;
-  m.kind = MaskKind::kDocuments;
+  m.kind = bidirectional ? MaskKind::kDocumentsFull : MaskKind::kDocuments;
   m.document_lengths = std::move(lengths);
+  return m;
+}
+
+Mask Mask::Prefix(int64_t n) {
+  Mask m;
+  m.kind = MaskKind::kPrefix;
+  m.prefix = n;
   return m;
 }
 
@@ -37,9 +44,15 @@ std::string Mask::ToString() const {
       return "causal";
     case MaskKind::kWindow:
       return "window:" + FormatCount(window);
+    case MaskKind::kPrefix:
+      return "prefix:" + FormatCount(prefix);
     case MaskKind::kDocuments:
-      if (!documents_source.empty()) return "docs:" + documents_source;
-      return "docs:" + std::to_string(document_lengths.size()) + " documents";
+    case MaskKind::kDocumentsFull: {
+      const std::string name = kind == MaskKind::kDocuments ? "docs" : "docs-full";
+      if (sampler) return name + "-sampled:" + sampler->spec;
+      if (!documents_source.empty()) return name + ":" + documents_source;
+      return name + ":" + std::to_string(document_lengths.size()) + " documents";
+    }
   }
   return "causal";
 }
@@ -87,24 +100,59 @@ Result<Mask> ParseMask(std::string_view text) {
     if (!w.ok()) return w.status().WithContext("mask window");
     return Mask::Window(*w);
   }
-  if (text.rfind("docs:", 0) == 0) {
-    std::string path(text.substr(5));
-    if (path.empty()) return Status::Invalid("mask 'docs:' needs a file of document lengths");
-    auto lengths = ReadDocumentLengths(path);
-    if (!lengths.ok()) return lengths.status();
-    Mask m = Mask::Documents(std::move(lengths).value());
-    m.documents_source = path;
-    return m;
+  if (text.rfind("prefix:", 0) == 0) {
+    auto n = ParseCount(text.substr(7));
+    if (!n.ok()) return n.status().WithContext("mask prefix");
+    return Mask::Prefix(*n);
+  }
+  for (const bool bidirectional : {false, true}) {
+    const std::string name = bidirectional ? "docs-full" : "docs";
+    if (text.rfind(name + "-sampled:", 0) == 0) {
+      auto sampler = ParseDocumentSampler(text.substr(name.size() + 9));
+      if (!sampler.ok()) return sampler.status();
+      Mask m = Mask::Documents({}, bidirectional);
+      m.sampler = std::move(sampler).value();
+      return m;
+    }
+    if (text.rfind(name + ":", 0) == 0) {
+      std::string path(text.substr(name.size() + 1));
+      if (path.empty()) return Status::Invalid("mask '" + name + ":' needs a file of document lengths");
+      auto lengths = ReadDocumentLengths(path);
+      if (!lengths.ok()) return lengths.status();
+      Mask m = Mask::Documents(std::move(lengths).value(), bidirectional);
+      m.documents_source = path;
+      return m;
+    }
   }
   return Status::Invalid("unknown mask " + QuoteInput(text) +
-                         " (expected full, causal, window:W or docs:FILE)");
+                         " (expected full, causal, window:W, prefix:N, docs:FILE, docs-full:FILE, "
+                         "docs-sampled:SPEC or docs-full-sampled:SPEC)");
+}
+
+Status DrawDocuments(Mask* mask, int64_t seq_len) {
+  if (!mask->sampler) return Status::Ok();
+  int64_t drawn = 0;
+  for (int64_t length : mask->document_lengths) drawn += length;
+  if (drawn == seq_len && !mask->document_lengths.empty()) return Status::Ok();  // already drawn
+  auto lengths = SampleDocumentLengths(*mask->sampler, seq_len);
+  if (!lengths.ok()) return lengths.status();
+  mask->document_lengths = std::move(lengths).value();
+  return Status::Ok();
 }
 
 Status ValidateMask(const Mask& mask, int64_t seq_len) {
   if (mask.kind == MaskKind::kWindow && mask.window < 1) {
     return Status::Invalid("mask window must be at least 1 token");
   }
-  if (mask.kind == MaskKind::kDocuments) {
+  if (mask.kind == MaskKind::kPrefix && (mask.prefix < 1 || mask.prefix > seq_len)) {
+    return Status::Invalid("mask prefix must be from 1 to the sequence length (" + std::to_string(seq_len) +
+                           ") tokens, got " + std::to_string(mask.prefix));
+  }
+  if (mask.IsDocuments()) {
+    if (mask.sampler && mask.document_lengths.empty()) {
+      return Status::Internal("the sampled documents of " + QuoteInput(mask.ToString()) +
+                              " were not drawn for the sequence length (DrawDocuments)");
+    }
     const std::string where =
         mask.documents_source.empty() ? std::string() : " in " + QuoteInput(mask.documents_source);
     // Checked: lengths whose int64 sum wraps around could otherwise add up to seq_len.
@@ -127,7 +175,7 @@ Status ValidateMask(const Mask& mask, int64_t seq_len) {
 }
 
 PairCounter::PairCounter(const Mask& mask, int64_t seq_len) : mask_(mask), seq_len_(seq_len) {
-  if (mask.kind == MaskKind::kDocuments) {
+  if (mask.IsDocuments()) {
     doc_starts_.reserve(mask.document_lengths.size() + 1);
     int64_t start = 0;
     for (int64_t length : mask.document_lengths) {
@@ -159,8 +207,17 @@ int64_t PairCounter::Count(int64_t q0, int64_t q1, int64_t k0, int64_t k1) const
       const int64_t w = std::min(mask_.window, seq_len_);
       return CausalCount(q0, q1, k0, k1) - CausalCount(q0, q1, k0 + w, k1 + w);
     }
-    case MaskKind::kDocuments: {
-      // Only documents overlapping both ranges contribute, each with its causal part.
+    case MaskKind::kPrefix: {
+      // k <= max(q, N - 1): queries before N - 1 see exactly the keys below N, the rest are causal.
+      const int64_t last_prefix_query = std::min(q1, mask_.prefix - 1);
+      const int64_t prefix_rows = std::max<int64_t>(0, last_prefix_query - q0);
+      const int64_t prefix_keys = std::max<int64_t>(0, std::min(k1, mask_.prefix) - k0);
+      return prefix_rows * prefix_keys + CausalCount(std::max(q0, mask_.prefix - 1), q1, k0, k1);
+    }
+    case MaskKind::kDocuments:
+    case MaskKind::kDocumentsFull: {
+      // Only documents overlapping both ranges contribute, each with its causal part (or, for
+      // bidirectional documents, its whole rectangle).
       auto first_doc = [&](int64_t token) {  // index of the document containing token
         return static_cast<int64_t>(std::upper_bound(doc_starts_.begin(), doc_starts_.end(), token) -
                                     doc_starts_.begin()) - 1;
@@ -170,7 +227,8 @@ int64_t PairCounter::Count(int64_t q0, int64_t q1, int64_t k0, int64_t k1) const
       int64_t total = 0;
       for (int64_t d = d_begin; d <= d_end; ++d) {
         const int64_t s = doc_starts_[d], e = doc_starts_[d + 1];
-        total += CausalCount(std::max(q0, s), std::min(q1, e), std::max(k0, s), std::min(k1, e));
+        const int64_t qa = std::max(q0, s), qb = std::min(q1, e), ka = std::max(k0, s), kb = std::min(k1, e);
+        total += mask_.kind == MaskKind::kDocuments ? CausalCount(qa, qb, ka, kb) : (qb - qa) * (kb - ka);
       }
       return total;
     }

@@ -116,10 +116,10 @@ Status ReadWorkload(const TableReader& r, Workload* w) {
   auto lengths = r.Find("document_lengths", false);
   if (!lengths.ok()) return lengths.status();
   const bool has_source = r.Find("documents_source", false).value() != nullptr;
-  if (mask == "docs") {
+  if (mask == "docs" || mask == "docs-full") {
     // The lengths live in the plan itself, so a plan never depends on a side file.
     if (*lengths == nullptr) {
-      return r.Fail(r.Key("document_lengths"), "missing required key (mask = \"docs\" needs it)");
+      return r.Fail(r.Key("document_lengths"), "missing required key (mask = \"" + mask + "\" needs it)");
     }
     const toml::array* array = (*lengths)->as_array();
     if (array == nullptr) {
@@ -136,17 +136,19 @@ Status ReadWorkload(const TableReader& r, Workload* w) {
       values.push_back(v->get());
     }
     if (values.empty()) return r.Fail(r.Key("document_lengths"), "needs at least one document");
-    w->mask = Mask::Documents(std::move(values));
+    w->mask = Mask::Documents(std::move(values), mask == "docs-full");
     MESHPLAN_RETURN_IF_ERROR(r.String("documents_source", false, &w->mask.documents_source));
     return Status::Ok();
   }
+  if (mask.rfind("docs", 0) == 0) {  // docs:FILE, docs-sampled:SPEC, ...
+    return r.Fail(r.Key("mask"),
+                  "a plan stores document lengths inline: use mask = \"docs\" or \"docs-full\" with "
+                  "document_lengths = [...]");
+  }
   if (*lengths != nullptr)
-    return r.Fail(r.Key("document_lengths"), "only allowed with mask = \"docs\"");
-  if (has_source) return r.Fail(r.Key("documents_source"), "only allowed with mask = \"docs\"");
-  if (mask.rfind("docs:", 0) == 0) {
-    return r.Fail(
-        r.Key("mask"),
-        "a plan stores document lengths inline: use mask = \"docs\" with document_lengths = [...]");
+    return r.Fail(r.Key("document_lengths"), "only allowed with mask = \"docs\" or \"docs-full\"");
+  if (has_source) {
+    return r.Fail(r.Key("documents_source"), "only allowed with mask = \"docs\" or \"docs-full\"");
   }
   auto parsed = ParseMask(mask);
   if (!parsed.ok()) return r.Fail(r.Key("mask"), parsed.status().message());
@@ -318,9 +320,15 @@ std::string PlanToToml(const Plan& plan, const std::string& estimate_toml) {
     case MaskKind::kWindow:  // exact token count, not the "4K" display form
       out << "mask = " << TomlQuote("window:" + std::to_string(w.mask.window)) << "\n";
       break;
+    case MaskKind::kPrefix:  // exact token count
+      out << "mask = " << TomlQuote("prefix:" + std::to_string(w.mask.prefix)) << "\n";
+      break;
     case MaskKind::kDocuments:
-      out << "mask = \"docs\"\n";
-      if (!w.mask.documents_source.empty()) {
+    case MaskKind::kDocumentsFull:
+      out << "mask = " << (w.mask.kind == MaskKind::kDocuments ? "\"docs\"" : "\"docs-full\"") << "\n";
+      if (w.mask.sampler) {  // the lengths below are the ones drawn; the file never re-draws them
+        out << "documents_source = " << TomlQuote("sampled " + w.mask.sampler->spec) << "\n";
+      } else if (!w.mask.documents_source.empty()) {
         out << "documents_source = " << TomlQuote(w.mask.documents_source) << "\n";
       }
       out << "document_lengths = [";

@@ -59,4 +59,10 @@ std::string Workload::Describe() const {
          std::string(DTypeName(dtype)) + " " + mask.ToString() + " " + std::string(PassName(pass));
 }
 
+Status SetSequenceLength(Workload& w, int64_t seq_len) {
+  w.seq_len = seq_len;
+  if (seq_len < 1) return Status::Ok();  // Validate names the field
+  return DrawDocuments(&w.mask, seq_len).WithContext("mask");
+}
+
 }  // namespace meshplan

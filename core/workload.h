@@ -49,4 +49,8 @@ struct Workload {
   std::string Describe() const;
 };
 
+// Sets w.seq_len and draws a sampled document mask's documents for it (core/mask.h); every
+// change of the sequence length goes through here. Errors: the draw's (too many documents).
+Status SetSequenceLength(Workload& w, int64_t seq_len);
+
 }  // namespace meshplan

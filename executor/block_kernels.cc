@@ -32,15 +32,12 @@ PositionRange RangeOf(const int64_t* positions, int64_t n) {
   return {*lo, *hi};
 }
 
-// Visibility of every pair (query in `q`, key in `k`) for a non-full mask. Conservative: kNone
-// and kAll are exact claims, kPartial means "check each pair".
+// Visibility of every pair (query in `q`, key in `k`) from the position ranges: kNone and kAll
+// are exact claims, kPartial means "check each pair". Rows of a block need not be contiguous
+// positions (zigzag, striped), so the ranges are conservative there: kPartial then.
 Visibility Classify(PositionRange q, PositionRange k, const MaskRule& mask) {
-  // Every non-full mask is causal: a key after every query is never visible.
-  if (k.lo > q.hi) return Visibility::kNone;
-  // Every key at or before every query, and the farthest pair (latest query, earliest key) is
-  // visible: then every pair is (window: every distance is at most that pair's; documents:
-  // documents are contiguous, so [earliest key, latest query] lies in one document).
-  if (k.hi <= q.lo && mask.Visible(q.hi, k.lo)) return Visibility::kAll;
+  if (mask.NoneVisible(q.lo, q.hi, k.lo, k.hi)) return Visibility::kNone;
+  if (mask.AllVisible(q.lo, q.hi, k.lo, k.hi)) return Visibility::kAll;
   return Visibility::kPartial;
 }
 
@@ -264,14 +261,55 @@ void TileBackward(const TilePlan& plan, const RowsView& q, const RowsView& k, co
 
 }  // namespace
 
-MaskRule::MaskRule(const Mask& mask) : kind_(mask.kind), window_(mask.window) {
-  if (mask.kind == MaskKind::kDocuments) {
+MaskRule::MaskRule(const Mask& mask) : kind_(mask.kind), window_(mask.window), prefix_(mask.prefix) {
+  if (mask.IsDocuments()) {
     int64_t start = 0;
     for (int64_t length : mask.document_lengths) {
       doc_starts_.push_back(start);
       start += length;
     }
   }
+}
+
+// A pair range [q_lo, q_hi] x [k_lo, k_hi] holds no visible pair when even its most visible pair
+// is hidden, and only visible pairs when its least visible one is visible. Causal family: the most
+// visible pair is (q_hi, k_lo), the least (q_lo, k_hi) for the k <= q test and (q_hi, k_lo) for the
+// window's distance; documents: a key range entirely in earlier (or later) documents than the
+// query range hides everything, one document holding both ranges shows everything.
+bool MaskRule::NoneVisible(int64_t q_lo, int64_t q_hi, int64_t k_lo, int64_t k_hi) const {
+  switch (kind_) {
+    case MaskKind::kFull:
+      return false;
+    case MaskKind::kCausal:
+      return k_lo > q_hi;
+    case MaskKind::kWindow:
+      return k_lo > q_hi || q_lo - k_hi >= window_;
+    case MaskKind::kDocuments:
+      return k_lo > q_hi || DocOf(k_hi) < DocOf(q_lo);
+    case MaskKind::kDocumentsFull:
+      return DocOf(k_hi) < DocOf(q_lo) || DocOf(k_lo) > DocOf(q_hi);
+    case MaskKind::kPrefix:
+      return k_lo > std::max(q_hi, prefix_ - 1);
+  }
+  return false;
+}
+
+bool MaskRule::AllVisible(int64_t q_lo, int64_t q_hi, int64_t k_lo, int64_t k_hi) const {
+  switch (kind_) {
+    case MaskKind::kFull:
+      return true;
+    case MaskKind::kCausal:
+      return k_hi <= q_lo;
+    case MaskKind::kWindow:
+      return k_hi <= q_lo && q_hi - k_lo < window_;
+    case MaskKind::kDocuments:
+      return k_hi <= q_lo && DocOf(k_lo) == DocOf(q_hi);
+    case MaskKind::kDocumentsFull:
+      return DocOf(std::min(q_lo, k_lo)) == DocOf(std::max(q_hi, k_hi));
+    case MaskKind::kPrefix:
+      return k_hi <= std::max(q_lo, prefix_ - 1);
+  }
+  return false;
 }
 
 int64_t MaskRule::DocOf(int64_t token) const {

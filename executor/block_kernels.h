@@ -1,14 +1,15 @@
 // CPU block-attention kernels (float, Eigen). One call handles one (batch, head) pair of a
 // block: n_q query rows against n_k key/value rows, each row with its token position so that
-// the mask piece of the block follows from the positions (full, causal, window, documents).
+// the mask piece of the block follows from the positions (every MaskKind).
 // Matrices are row-major [rows x d] with an explicit row stride (elements between rows).
 // Work follows the mask: a block the mask hides entirely costs nothing, one it shows entirely is
 // computed densely, and a partly masked block (causal diagonal, window edge, document boundary,
-// zigzag shard) is split into sub-tiles of 32 query rows x 32 keys classified from their position
+// zigzag shard, prefix edge) is split into sub-tiles of 32 query rows x 32 keys classified from their position
 // ranges: invisible ones are skipped, visible ones computed without the per-pair mask, and only
 // the rest masked pair by pair (like the GPU kernels' 64-key tiles).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -30,15 +31,25 @@ class MaskRule {
         return k <= q && q - k < window_;
       case MaskKind::kDocuments:
         return k <= q && DocOf(q) == DocOf(k);
+      case MaskKind::kDocumentsFull:
+        return DocOf(q) == DocOf(k);
+      case MaskKind::kPrefix:
+        return k <= std::max(q, prefix_ - 1);
     }
     return false;
   }
   bool full() const { return kind_ == MaskKind::kFull; }
+  // Whether no pair / every pair of queries in [q_lo, q_hi] and keys in [k_lo, k_hi] is visible.
+  // Exact for these masks: a contiguous position range is all each test needs (documents are
+  // contiguous, visibility is monotone in the distance or the document index).
+  bool NoneVisible(int64_t q_lo, int64_t q_hi, int64_t k_lo, int64_t k_hi) const;
+  bool AllVisible(int64_t q_lo, int64_t q_hi, int64_t k_lo, int64_t k_hi) const;
 
  private:
   int64_t DocOf(int64_t token) const;
   MaskKind kind_;
   int64_t window_ = 0;
+  int64_t prefix_ = 0;
   std::vector<int64_t> doc_starts_;
 };
 

@@ -11,41 +11,6 @@
 namespace meshplan::exec {
 namespace {
 
-// Answers "may query position q see key position k?" for a mask, in O(1).
-class Visibility {
- public:
-  Visibility(const Mask& mask, int64_t seq_len) : mask_(mask) {
-    if (mask.kind == MaskKind::kDocuments) {
-      // doc_of_[t] = index of the document holding token t.
-      doc_of_.resize(static_cast<size_t>(seq_len));
-      int64_t t = 0;
-      for (size_t i = 0; i < mask.document_lengths.size(); ++i) {
-        for (int64_t j = 0; j < mask.document_lengths[i] && t < seq_len; ++j, ++t) {
-          doc_of_[static_cast<size_t>(t)] = static_cast<int64_t>(i);
-        }
-      }
-    }
-  }
-
-  bool operator()(int64_t q, int64_t k) const {
-    switch (mask_.kind) {
-      case MaskKind::kFull:
-        return true;
-      case MaskKind::kCausal:
-        return k <= q;
-      case MaskKind::kWindow:
-        return k <= q && q - mask_.window < k;
-      case MaskKind::kDocuments:
-        return k <= q && doc_of_[static_cast<size_t>(q)] == doc_of_[static_cast<size_t>(k)];
-    }
-    return false;
-  }
-
- private:
-  const Mask& mask_;
-  std::vector<int64_t> doc_of_;
-};
-
 double Dot(const double* a, const double* b, int64_t n) {
   double s = 0.0;
   for (int64_t e = 0; e < n; ++e) s += a[e] * b[e];
@@ -54,12 +19,43 @@ double Dot(const double* a, const double* b, int64_t n) {
 
 }  // namespace
 
+ReferenceVisibility::ReferenceVisibility(const Mask& mask, int64_t seq_len) : mask_(mask) {
+  if (mask.IsDocuments()) {
+    // doc_of_[t] = index of the document holding token t.
+    doc_of_.resize(static_cast<size_t>(seq_len));
+    int64_t t = 0;
+    for (size_t i = 0; i < mask.document_lengths.size(); ++i) {
+      for (int64_t j = 0; j < mask.document_lengths[i] && t < seq_len; ++j, ++t) {
+        doc_of_[static_cast<size_t>(t)] = static_cast<int64_t>(i);
+      }
+    }
+  }
+}
+
+bool ReferenceVisibility::operator()(int64_t q, int64_t k) const {
+  switch (mask_.kind) {
+    case MaskKind::kFull:
+      return true;
+    case MaskKind::kCausal:
+      return k <= q;
+    case MaskKind::kWindow:
+      return k <= q && q - mask_.window < k;
+    case MaskKind::kDocuments:
+      return k <= q && doc_of_[static_cast<size_t>(q)] == doc_of_[static_cast<size_t>(k)];
+    case MaskKind::kDocumentsFull:
+      return doc_of_[static_cast<size_t>(q)] == doc_of_[static_cast<size_t>(k)];
+    case MaskKind::kPrefix:
+      return k < mask_.prefix || k <= q;
+  }
+  return false;
+}
+
 void ReferenceForward(const Workload& w, AttentionTensors<double>& t) {
   const int64_t B = w.batch, S = w.seq_len, Hq = w.q_heads, d = w.head_dim;
   const int64_t group = w.group_size();
   const double scale = 1.0 / std::sqrt(static_cast<double>(d));
   const double neg_inf = -std::numeric_limits<double>::infinity();
-  const Visibility visible(w.mask, S);
+  const ReferenceVisibility visible(w.mask, S);
 
   t.o = Tensor<double>(B, S, Hq, d);
   t.lse = Tensor<double>(B, S, Hq, 1);
@@ -100,7 +96,7 @@ void ReferenceBackward(const Workload& w, AttentionTensors<double>& t) {
   const int64_t group = w.group_size();
   const double scale = 1.0 / std::sqrt(static_cast<double>(d));
   const double neg_inf = -std::numeric_limits<double>::infinity();
-  const Visibility visible(w.mask, S);
+  const ReferenceVisibility visible(w.mask, S);
 
   t.dq = Tensor<double>(B, S, Hq, d);
   t.dk = Tensor<double>(B, S, Hkv, d);

@@ -3,10 +3,26 @@
 // visible key gets O = 0 and LSE = -inf). GQA: query head h reads KV head h / (Hq / Hkv).
 #pragma once
 
+#include <cstdint>
+#include <vector>
+
 #include "core/workload.h"
 #include "executor/tensor.h"
 
 namespace meshplan::exec {
+
+// "May query position q see key position k?", in O(1), written from the definitions in
+// core/mask.h independently of the kernels' MaskRule (tests check one against the other).
+class ReferenceVisibility {
+ public:
+  // REQUIRES: ValidateMask(mask, seq_len).ok(); `mask` outlives this object.
+  ReferenceVisibility(const Mask& mask, int64_t seq_len);
+  bool operator()(int64_t q, int64_t k) const;
+
+ private:
+  const Mask& mask_;
+  std::vector<int64_t> doc_of_;
+};
 
 // Fills t.o and t.lse from t.q, t.k, t.v (shapes per executor/tensor.h, from the workload).
 // REQUIRES: w.Validate().ok(); tensors sized for w.

@@ -16,17 +16,30 @@ int64_t ShardOfChunk(const ShardLayout& layout, int64_t x) {
   return x < layout.num_shards ? x : 2 * layout.num_shards - 1 - x;
 }
 
-// First key a query at `q` can see under a causal-family mask.
+// First key a query at `q` can see (window, documents, prefix masks).
 int64_t FirstReachableKey(const Mask& mask, const std::vector<int64_t>& doc_starts, int64_t q) {
   switch (mask.kind) {
     case MaskKind::kWindow:
       return std::max<int64_t>(0, q - mask.window + 1);
-    case MaskKind::kDocuments: {
+    case MaskKind::kDocuments:
+    case MaskKind::kDocumentsFull: {
       auto it = std::upper_bound(doc_starts.begin(), doc_starts.end(), q);
       return *(it - 1);
     }
     default:
       return 0;
+  }
+}
+
+// Last key a query at `q` can see (the same masks); doc_starts ends with the sequence length.
+int64_t LastReachableKey(const Mask& mask, const std::vector<int64_t>& doc_starts, int64_t q) {
+  switch (mask.kind) {
+    case MaskKind::kDocumentsFull:
+      return *std::upper_bound(doc_starts.begin(), doc_starts.end(), q) - 1;
+    case MaskKind::kPrefix:
+      return std::max(q, mask.prefix - 1);
+    default:
+      return q;
   }
 }
 
@@ -99,14 +112,16 @@ std::vector<int64_t> TilePairs(const ShardLayout& layout, const PairCounter& cou
     }
     return out;
   }
-  // Window and documents (contiguous or zigzag): only key chunks a query range can reach count.
+  // Window, documents and prefix (contiguous or zigzag): only key chunks a query range can
+  // reach count.
   std::vector<int64_t> doc_starts;
-  if (mask.kind == MaskKind::kDocuments) {
+  if (mask.IsDocuments()) {
     int64_t start = 0;
     for (int64_t length : mask.document_lengths) {
       doc_starts.push_back(start);
       start += length;
     }
+    doc_starts.push_back(start);
   }
   const int64_t chunk = ChunkTokens(layout);
   for (int64_t g = 0; g < n_ranks; ++g) {
@@ -115,7 +130,7 @@ std::vector<int64_t> TilePairs(const ShardLayout& layout, const PairCounter& cou
     for (int64_t i = base; i < base + a; ++i) {
       for (const TokenRange& q : layout.Ranges(i)) {
         const int64_t first_chunk = FirstReachableKey(mask, doc_starts, q.begin) / chunk;
-        const int64_t last_chunk = (q.end - 1) / chunk;
+        const int64_t last_chunk = LastReachableKey(mask, doc_starts, q.end - 1) / chunk;
         for (int64_t x = first_chunk; x <= last_chunk; ++x) {
           if (ShardOfChunk(layout, x) % a != r) continue;
           total += counter.Count(q.begin, q.end, x * chunk, (x + 1) * chunk);

@@ -37,7 +37,8 @@ void WorkloadFlags::Register(CLI::App& app) {
   app.add_option("--partial-dtype", partial_dtype,
                  "Type of partial O/dQ/dK/dV in transit: fp32 or bf16")
       ->capture_default_str();
-  app.add_option("--mask", mask, "full, causal, window:W or docs:FILE (document lengths)")
+  app.add_option("--mask", mask, "full, causal, window:W, prefix:N, docs:FILE, docs-full:FILE, docs-sampled:SPEC or "
+                 "docs-full-sampled:SPEC (docs/usage.md, masks)")
       ->capture_default_str();
   app.add_option("--pass", pass, "fwd, bwd or fwd+bwd")->capture_default_str();
 }
@@ -66,7 +67,8 @@ Result<WorkloadFields> WorkloadFlags::Fields(const std::function<bool(const std:
 Result<Workload> WorkloadFlags::Build() const {
   auto fields = Fields([](const std::string&) { return true; });
   if (!fields.ok()) return fields.status();
-  const Workload w = fields->ApplyTo(Workload::Default());
+  Workload w = fields->ApplyTo(Workload::Default());
+  if (Status st = SetSequenceLength(w, w.seq_len); !st.ok()) return st.WithContext("workload");
   if (Status st = w.Validate(); !st.ok()) return st.WithContext("workload");
   return w;
 }

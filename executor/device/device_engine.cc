@@ -142,6 +142,7 @@ BlockProblem DeviceEngine::Problem(const Op& op) const {
   p.group_size = static_cast<int32_t>(workload_.group_size());
   p.mask.kind = static_cast<int32_t>(workload_.mask.kind);
   p.mask.window = workload_.mask.window;
+  p.mask.prefix = workload_.mask.prefix;
   p.mask.num_docs = static_cast<int32_t>(workload_.mask.document_lengths.size());
   return p;
 }
@@ -304,7 +305,7 @@ Status DeviceEngine::LoadInputs(const InputSource& inputs) {
       state.static_buffers.push_back(*ptr);
       state.shard_positions.push_back(static_cast<const int64_t*>(*ptr));
     }
-    if (workload_.mask.kind == MaskKind::kDocuments) {
+    if (workload_.mask.IsDocuments()) {
       auto ptr = ops_.Upload(r, doc_starts.data(), static_cast<int64_t>(doc_starts.size() * sizeof(int64_t)));
       if (!ptr.ok()) return ptr.status();
       state.static_buffers.push_back(*ptr);

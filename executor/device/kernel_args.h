@@ -26,10 +26,13 @@ enum class KernelPath : uint8_t { kAuto, kTensorCore, kSimt, kCudnn };
 
 // Visibility of (query position q, key position k), evaluated on token positions, as MaskRule:
 //   kind 0 full: always; 1 causal: k <= q; 2 window: k <= q && q - k < window;
-//   3 documents: k <= q && doc(q) == doc(k), doc(t) = index of the last doc_starts[i] <= t.
+//   3 documents: k <= q && doc(q) == doc(k), doc(t) = index of the last doc_starts[i] <= t;
+//   4 documents, bidirectional: doc(q) == doc(k); 5 prefix: k <= max(q, prefix - 1).
+// The codes are MaskKind's values (core/mask.h).
 struct DeviceMask {
   int32_t kind = 0;
   int64_t window = 0;
+  int64_t prefix = 0;
   const int64_t* doc_starts = nullptr;  // device memory, ascending, doc_starts[0] == 0
   int32_t num_docs = 0;
 };

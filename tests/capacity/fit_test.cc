@@ -89,6 +89,13 @@ TEST(LongestFittingSequence, LimitsAndReasons) {
   auto docs = LongestFittingSequence(cluster, w, {Scheme::kRing}, 0, kMaxSeqLen);
   ASSERT_FALSE(docs.ok());
   EXPECT_NE(docs.status().message().find("document mask"), std::string::npos);
+  // Documents drawn from a distribution scale with the length: fit searches them.
+  auto sampled_mask = ParseMask("docs-sampled:lognormal:median=256:sigma=0.5");
+  ASSERT_TRUE(sampled_mask.ok());
+  w.mask = *sampled_mask;
+  auto sampled = LongestFittingSequence(cluster, w, {Scheme::kRing}, 0, kMaxSeqLen);
+  ASSERT_TRUE(sampled.ok()) << sampled.status().message();
+  EXPECT_TRUE((*sampled)[0].found) << (*sampled)[0].reason;
 }
 
 // The binary search's assumption: for every scheme, the smallest peak memory over its valid

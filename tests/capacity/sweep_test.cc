@@ -103,6 +103,43 @@ TEST(RunSweep, SimulateFillsTheSimulatedTime) {
   }
 }
 
+// A sampled document mask is drawn again at each length, the same documents a single plan of
+// that length with the drawn lengths (SampleDocumentLengths, the same seed) gets.
+TEST(RunSweep, SampledDocumentsAreDrawnForEachLength) {
+  SweepSpec spec;
+  spec.topologies = {DefaultTopology()};
+  spec.gpus = {32};
+  spec.seq_lens = {int64_t{128} << 10, int64_t{512} << 10};
+  spec.schemes = {Scheme::kRing, Scheme::kMesh};
+  auto mask = ParseMask("docs-sampled:lognormal:median=16K:seed=5");
+  ASSERT_TRUE(mask.ok());
+  spec.base.mask = *mask;
+  auto rows = RunSweep(spec);
+  ASSERT_TRUE(rows.ok()) << rows.status().message();
+  ASSERT_EQ(rows->size(), 4u);
+  auto topology = ScaleTopology(spec.topologies[0], 32);
+  ASSERT_TRUE(topology.ok());
+  size_t i = 0;
+  for (int64_t seq : spec.seq_lens) {
+    auto lengths = SampleDocumentLengths(*mask->sampler, seq);
+    ASSERT_TRUE(lengths.ok());
+    Workload w = spec.base;
+    w.seq_len = seq;
+    w.mask = Mask::Documents(*lengths);
+    const planner::PlanContext ctx(w, *topology, spec.reserved_memory_bytes);
+    for (Scheme scheme : spec.schemes) {
+      const SweepRow& row = (*rows)[i++];
+      planner::SearchOptions options;
+      options.schemes = {scheme};
+      const planner::SearchResult single = planner::Search(ctx, options);
+      const planner::Estimate* best = BestOf(single, scheme);
+      ASSERT_NE(best, nullptr);
+      ASSERT_TRUE(row.valid) << row.reason;
+      EXPECT_EQ(row.time_s, best->time_s) << SchemeName(scheme) << " " << seq;
+    }
+  }
+}
+
 TEST(RunSweep, Errors) {
   SweepSpec spec;
   spec.seq_lens = {4096};

@@ -28,14 +28,19 @@ bool Allowed(const Mask& mask, int64_t q, int64_t k) {
       return k <= q;
     case MaskKind::kWindow:
       return q - mask.window < k && k <= q;
-    case MaskKind::kDocuments: {
+    case MaskKind::kDocuments:
+    case MaskKind::kDocumentsFull: {
       int64_t start = 0;
       for (int64_t length : mask.document_lengths) {
-        if (q < start + length) return start <= k && k <= q;
+        if (q < start + length) {
+          return start <= k && (mask.kind == MaskKind::kDocuments ? k <= q : k < start + length);
+        }
         start += length;
       }
       return false;
     }
+    case MaskKind::kPrefix:
+      return k < mask.prefix || k <= q;
   }
   return false;
 }
@@ -110,7 +115,8 @@ TEST(LayoutTest, ContiguousRangesAndSubRanges) {
 TEST(LayoutTest, BlockPairsMatchBruteForce) {
   const int64_t seq = 48;
   std::vector<Mask> masks = {Mask::Full(), Mask::Causal(), Mask::Window(5), Mask::Window(13),
-                             Mask::Documents({7, 1, 20, 12, 8})};
+                             Mask::Documents({7, 1, 20, 12, 8}), Mask::Documents({7, 1, 20, 12, 8}, true),
+                             Mask::Prefix(10), Mask::Prefix(30)};
   for (int64_t shards : {1, 2, 3, 4, 6}) {
     for (Layout kind : {Layout::kContiguous, Layout::kZigzag, Layout::kStriped}) {
       for (const Mask& mask : masks) {

@@ -19,16 +19,20 @@ bool Allowed(const Mask& mask, int64_t q, int64_t k) {
       return k <= q;
     case MaskKind::kWindow:
       return q - mask.window < k && k <= q;
-    case MaskKind::kDocuments: {
-      if (k > q) return false;
+    case MaskKind::kDocuments:
+    case MaskKind::kDocumentsFull: {
+      if (mask.kind == MaskKind::kDocuments && k > q) return false;
       int64_t start = 0;
       for (int64_t length : mask.document_lengths) {
         const int64_t end = start + length;
-        if (q < end) return k >= start;  // q's document is [start, end)
+        if (q < end) return start <= k && k < end;  // q's document is [start, end)
         start = end;
       }
       return false;
     }
+    case MaskKind::kPrefix:
+      // Both prefix tokens (bidirectional inside the prefix), or a causal pair.
+      return (q < mask.prefix && k < mask.prefix) || k <= q;
   }
   return false;
 }
@@ -73,6 +77,10 @@ TEST(PairCounterTest, MatchesBruteForceOnRandomRectangles) {
         left -= lengths.back();
       }
       CheckRandomRectangles(Mask::Documents(lengths), seq, &rng);
+      CheckRandomRectangles(Mask::Documents(lengths, true), seq, &rng);
+    }
+    for (int64_t n : {int64_t{1}, int64_t{2}, seq / 2 + 1, seq}) {
+      if (n <= seq) CheckRandomRectangles(Mask::Prefix(n), seq, &rng);
     }
   }
 }
@@ -95,6 +103,17 @@ TEST(PairCounterTest, HandDerivedTotals) {
   EXPECT_EQ(PairCounter(Mask::Documents({3, 5, 2}), 10).Total(), 24);
   // Cross-document rectangle: queries of document 2 against keys of document 1 see nothing.
   EXPECT_EQ(PairCounter(Mask::Documents({3, 5, 2}), 10).Count(3, 8, 0, 3), 0);
+  // Bidirectional documents 3, 5, 2: the squares 9 + 25 + 4 = 38.
+  EXPECT_EQ(PairCounter(Mask::Documents({3, 5, 2}, true), 10).Total(), 38);
+  // Prefix N on S tokens: the N prefix queries see the N prefix keys, every later query q sees
+  // q + 1 keys: N^2 + sum_{q=N}^{S-1} (q + 1) = N^2 + (S(S+1) - N(N+1)) / 2.
+  // S = 10, N = 4: 16 + (110 - 20) / 2 = 61. N = 1 is plain causal (55), N = S is full (100).
+  EXPECT_EQ(PairCounter(Mask::Prefix(4), 10).Total(), 61);
+  EXPECT_EQ(PairCounter(Mask::Prefix(1), 10).Total(), 55);
+  EXPECT_EQ(PairCounter(Mask::Prefix(10), 10).Total(), 100);
+  // Above the diagonal only the prefix keys are visible: q in [0, 2), k in [2, 8), N = 4:
+  // keys 2 and 3 for both queries, 4.
+  EXPECT_EQ(PairCounter(Mask::Prefix(4), 10).Count(0, 2, 2, 8), 4);
   // Causal off-diagonal block is full: q in [4, 8), k in [0, 4): 16.
   EXPECT_EQ(PairCounter(Mask::Causal(), 8).Count(4, 8, 0, 4), 16);
   EXPECT_EQ(PairCounter(Mask::Causal(), 8).Count(0, 4, 4, 8), 0);
@@ -110,9 +129,49 @@ TEST(MaskTest, ParseSimpleForms) {
   EXPECT_EQ(window->ToString(), "window:4K");
 }
 
+TEST(MaskTest, ParsePrefixAndSampledDocuments) {
+  auto prefix = ParseMask("prefix:64K");
+  ASSERT_TRUE(prefix.ok());
+  EXPECT_EQ(prefix->kind, MaskKind::kPrefix);
+  EXPECT_EQ(prefix->prefix, 65536);
+  EXPECT_EQ(prefix->ToString(), "prefix:64K");
+  auto sampled = ParseMask("docs-full-sampled:uniform:min=2:max=5:seed=9");
+  ASSERT_TRUE(sampled.ok()) << sampled.status().message();
+  EXPECT_EQ(sampled->kind, MaskKind::kDocumentsFull);
+  ASSERT_TRUE(sampled->sampler.has_value());
+  EXPECT_EQ(sampled->sampler->seed, 9u);
+  EXPECT_EQ(sampled->ToString(), "docs-full-sampled:uniform:min=2:max=5:seed=9");
+  EXPECT_EQ(ParseMask("docs-sampled:lognormal:median=8K")->kind, MaskKind::kDocuments);
+}
+
+TEST(MaskTest, SampledDocumentsAreDrawnForEachSequenceLength) {
+  Mask mask = *ParseMask("docs-sampled:uniform:min=3:max=3");
+  // Not drawn yet: the check names the missing step instead of counting nothing.
+  EXPECT_EQ(ValidateMask(mask, 12).code(), ErrorCode::kInternal);
+  ASSERT_TRUE(DrawDocuments(&mask, 12).ok());
+  // Every draw is 3 tokens: 12 tokens are 4 documents.
+  EXPECT_EQ(mask.document_lengths, (std::vector<int64_t>{3, 3, 3, 3}));
+  EXPECT_TRUE(ValidateMask(mask, 12).ok());
+  // A new length draws again; 7 = 3 + 3 + 1 (the last document cut to fit).
+  ASSERT_TRUE(DrawDocuments(&mask, 7).ok());
+  EXPECT_EQ(mask.document_lengths, (std::vector<int64_t>{3, 3, 1}));
+  // A mask from a file is never redrawn.
+  Mask fixed = Mask::Documents({4, 4});
+  ASSERT_TRUE(DrawDocuments(&fixed, 100).ok());
+  EXPECT_EQ(fixed.document_lengths, (std::vector<int64_t>{4, 4}));
+}
+
+TEST(MaskTest, PrefixMustLieInsideTheSequence) {
+  EXPECT_TRUE(ValidateMask(Mask::Prefix(16), 16).ok());
+  EXPECT_FALSE(ValidateMask(Mask::Prefix(17), 16).ok());
+  EXPECT_FALSE(ValidateMask(Mask::Prefix(0), 16).ok());
+}
+
 TEST(MaskTest, ParseErrors) {
   for (const char* text :
-       {"", "bogus", "Causal", "window:", "window:0", "window:-3", "window:1.5", "docs:"}) {
+       {"", "bogus", "Causal", "window:", "window:0", "window:-3", "window:1.5", "docs:", "docs-full:",
+        "prefix:", "prefix:0", "docs-sampled:", "docs-sampled:poisson:mean=3", "docs-sampled:uniform:min=3",
+        "docs-full-sampled:lognormal:sigma=1"}) {
     auto mask = ParseMask(text);
     EXPECT_FALSE(mask.ok()) << text;
     if (!mask.ok()) {

@@ -111,6 +111,7 @@ void ExpectSamePlan(const Plan& a, const Plan& b) {
   EXPECT_EQ(x.pass, y.pass);
   EXPECT_EQ(x.mask.kind, y.mask.kind);
   EXPECT_EQ(x.mask.window, y.mask.window);
+  EXPECT_EQ(x.mask.prefix, y.mask.prefix);
   EXPECT_EQ(x.mask.document_lengths, y.mask.document_lengths);
   EXPECT_EQ(x.mask.documents_source, y.mask.documents_source);
   const SchemeParams &s = a.params, &t = b.params;
@@ -146,6 +147,46 @@ TEST(PlanIoTest, DocumentsMaskIsStoredInline) {
   EXPECT_NE(text.find("mask = \"docs\""), std::string::npos);
   EXPECT_NE(text.find("document_lengths = ["), std::string::npos);
   EXPECT_NE(text.find("16384"), std::string::npos);
+}
+
+TEST(PlanIoTest, PrefixAndBidirectionalDocumentMasksRoundTrip) {
+  Plan plan = ExamplePlans()[6];
+  const int64_t seq = plan.workload.seq_len;
+  plan.workload.mask = Mask::Prefix(seq / 4 + 3);  // not a multiple of a K: written exactly
+  std::string text = PlanToToml(plan);
+  EXPECT_NE(text.find("mask = \"prefix:" + std::to_string(seq / 4 + 3) + "\""), std::string::npos) << text;
+  auto back = ParsePlanToml(text, "p.toml");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  ExpectSamePlan(plan, *back);
+
+  plan.workload.mask = Mask::Documents({seq / 2, seq / 2}, true);
+  text = PlanToToml(plan);
+  EXPECT_NE(text.find("mask = \"docs-full\""), std::string::npos) << text;
+  back = ParsePlanToml(text, "p.toml");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  ExpectSamePlan(plan, *back);
+}
+
+TEST(PlanIoTest, SampledDocumentsAreStoredAsTheLengthsDrawn) {
+  Plan plan = ExamplePlans()[6];
+  auto mask = ParseMask("docs-sampled:uniform:min=1K:max=4K:seed=3");
+  ASSERT_TRUE(mask.ok());
+  plan.workload.mask = *mask;
+  ASSERT_TRUE(DrawDocuments(&plan.workload.mask, plan.workload.seq_len).ok());
+  const std::string text = PlanToToml(plan);
+  EXPECT_NE(text.find("documents_source = \"sampled uniform:min=1K:max=4K:seed=3\""), std::string::npos) << text;
+  auto back = ParsePlanToml(text, "p.toml");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  // The file holds lengths, not a distribution: read back, nothing is drawn again.
+  EXPECT_FALSE(back->workload.mask.sampler.has_value());
+  EXPECT_EQ(back->workload.mask.kind, MaskKind::kDocuments);
+  EXPECT_EQ(back->workload.mask.document_lengths, plan.workload.mask.document_lengths);
+  // A sampled mask string in a plan is refused: a plan never depends on a draw.
+  std::string sampled = text;
+  sampled.replace(sampled.find("mask = \"docs\""), 13, "mask = \"docs-sampled:uniform:min=1:max=2\"");
+  auto refused = ParsePlanToml(sampled, "p.toml");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("workload.mask"), std::string::npos) << refused.status().message();
 }
 
 TEST(PlanIoTest, EstimateIsAppendedVerbatimAndIgnored) {

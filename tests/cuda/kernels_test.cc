@@ -201,6 +201,10 @@ int32_t MaskKindCode(MaskKind k) {
       return 2;
     case MaskKind::kDocuments:
       return 3;
+    case MaskKind::kDocumentsFull:
+      return 4;
+    case MaskKind::kPrefix:
+      return 5;
   }
   return 0;
 }
@@ -293,6 +297,7 @@ class Problem {
     DeviceMask dmask;
     dmask.kind = MaskKindCode(c_.mask.kind);
     dmask.window = c_.mask.window;
+    dmask.prefix = c_.mask.prefix;
     std::vector<int64_t> starts;
     int64_t start = 0;
     for (int64_t len : c_.mask.document_lengths) {
@@ -466,6 +471,10 @@ std::vector<Case> Cases() {
       MakeCase("fp16_d64_docs", InputType::kFp16, 64, docs),
       MakeCase("fp16_d128_full", InputType::kFp16, 128, Mask::Full()),
       MakeCase("fp16_d64_causal", InputType::kFp16, 64, Mask::Causal()),
+      // Bidirectional documents and a prefix-LM mask: keys after the query are visible, so a
+      // tile above the diagonal is not skipped (ClassifyTile kinds 4 and 5).
+      MakeCase("bf16_d128_docs_full", InputType::kBf16, 128, Mask::Documents({30, 1, 70, 76}, true)),
+      MakeCase("fp16_d64_prefix", InputType::kFp16, 64, Mask::Prefix(60)),
   };
   // Views holding a head slice: query heads [4, 8) (KV head 1), one launch for all of them.
   Case slice = MakeCase("bf16_d128_causal_head_slice", InputType::kBf16, 128, Mask::Causal());

@@ -74,15 +74,18 @@ bool Visible(const Mask& mask, int64_t q, int64_t k) {
       return k <= q;
     case MaskKind::kWindow:
       return q - mask.window < k && k <= q;
-    case MaskKind::kDocuments: {
+    case MaskKind::kDocuments:
+    case MaskKind::kDocumentsFull: {
       int64_t start = 0;
       for (int64_t length : mask.document_lengths) {
         const bool q_in = q >= start && q < start + length, k_in = k >= start && k < start + length;
-        if (q_in || k_in) return q_in && k_in && k <= q;
+        if (q_in || k_in) return q_in && k_in && (k <= q || mask.kind == MaskKind::kDocumentsFull);
         start += length;
       }
       return false;
     }
+    case MaskKind::kPrefix:
+      return k < mask.prefix || k <= q;
   }
   return false;
 }
@@ -102,6 +105,8 @@ std::vector<Case> Cases() {
       {"causal", Mask::Causal()},
       {"window37", Mask::Window(37)},
       {"documents", Mask::Documents({70, 55, 75})},
+      {"documents_full", Mask::Documents({70, 55, 75}, true)},
+      {"prefix90", Mask::Prefix(90)},
   };
   for (const auto& [name, mask] : masks) {
     cases.push_back({name + "/zigzag", mask, ZigzagOrder()});
@@ -226,6 +231,37 @@ TEST(BlockKernelsBands, AFullBlockInRowBandsMatchesReference) {
                 {dq.data(), kRows, kD}, {dk.data(), kKeys, kD}, {dv.data(), kKeys, kD});
   for (int64_t i = 0; i < kRows; ++i) {
     for (int64_t e = 0; e < kD; ++e) ASSERT_NEAR(dq[i * kD + e], ref.dq.at(0, i, 0, e), kTolerance) << i << " " << e;
+  }
+}
+
+// MaskRule's range claims against every pair of the range: NoneVisible and AllVisible must be
+// right (the kernels skip or take whole sub-tiles on them) and, on contiguous ranges, exact (else
+// work the model charges as skipped would be computed pair by pair).
+TEST(MaskRuleRanges, ClaimsAreExactOnEveryRectangleOfASmallSequence) {
+  constexpr int64_t kS = 24;
+  const std::vector<Mask> masks = {Mask::Full(),   Mask::Causal(), Mask::Window(5),
+                                   Mask::Documents({7, 1, 9, 7}), Mask::Documents({7, 1, 9, 7}, true),
+                                   Mask::Prefix(6), Mask::Prefix(1), Mask::Prefix(kS)};
+  for (const Mask& mask : masks) {
+    const MaskRule rule(mask);
+    const ReferenceVisibility reference(mask, kS);
+    for (int64_t q_lo = 0; q_lo < kS; q_lo += 1) {
+      for (int64_t q_hi = q_lo; q_hi < kS; q_hi += 3) {
+        for (int64_t k_lo = 0; k_lo < kS; k_lo += 1) {
+          for (int64_t k_hi = k_lo; k_hi < kS; k_hi += 2) {
+            int64_t visible = 0;
+            for (int64_t q = q_lo; q <= q_hi; ++q) {
+              for (int64_t k = k_lo; k <= k_hi; ++k) visible += reference(q, k) ? 1 : 0;
+            }
+            const int64_t pairs = (q_hi - q_lo + 1) * (k_hi - k_lo + 1);
+            ASSERT_EQ(rule.NoneVisible(q_lo, q_hi, k_lo, k_hi), visible == 0)
+                << mask.ToString() << " q [" << q_lo << ", " << q_hi << "] k [" << k_lo << ", " << k_hi << "]";
+            ASSERT_EQ(rule.AllVisible(q_lo, q_hi, k_lo, k_hi), visible == pairs)
+                << mask.ToString() << " q [" << q_lo << ", " << q_hi << "] k [" << k_lo << ", " << k_hi << "]";
+          }
+        }
+      }
+    }
   }
 }
 

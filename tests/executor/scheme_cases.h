@@ -51,7 +51,9 @@ struct Case {
 };
 
 inline std::vector<Mask> Masks() {
-  return {Mask::Full(), Mask::Causal(), Mask::Window(40), Mask::Documents({30, 5, 97, 60})};  // sums to 192
+  // Documents sum to 192; the prefix ends inside a shard for every P tested.
+  return {Mask::Full(),          Mask::Causal(),    Mask::Window(40), Mask::Documents({30, 5, 97, 60}),
+          Mask::Documents({30, 5, 97, 60}, true), Mask::Prefix(50)};
 }
 
 inline SchemeParams Params(Scheme s, Layout layout) {

@@ -19,6 +19,10 @@ bool Visible(const Mask& m, const std::vector<int64_t>& doc_of, int64_t q, int64
       return k <= q && q - k < m.window;
     case MaskKind::kDocuments:
       return k <= q && doc_of[q] == doc_of[k];
+    case MaskKind::kDocumentsFull:
+      return doc_of[q] == doc_of[k];
+    case MaskKind::kPrefix:
+      return k < m.prefix || k <= q;
   }
   return false;
 }
@@ -60,12 +64,16 @@ std::vector<MaskCase> Cases() {
           {Mask::Causal(), {Layout::kContiguous, Layout::kZigzag, Layout::kStriped}},
           {Mask::Window(7), {Layout::kContiguous, Layout::kZigzag}},
           {Mask::Window(50), {Layout::kContiguous, Layout::kZigzag}},
-          {docs, {Layout::kContiguous, Layout::kZigzag}}};
+          {docs, {Layout::kContiguous, Layout::kZigzag}},
+          {Mask::Documents({5, 40, 3, 17, 31}, true), {Layout::kContiguous, Layout::kZigzag}},
+          // Prefixes ending inside a zigzag chunk and past the middle (keys of later chunks seen).
+          {Mask::Prefix(13), {Layout::kContiguous, Layout::kZigzag}},
+          {Mask::Prefix(70), {Layout::kContiguous, Layout::kZigzag}}};
 }
 
 std::vector<int64_t> DocOf(const Mask& m, int64_t seq) {
   std::vector<int64_t> doc_of(seq, 0);
-  if (m.kind != MaskKind::kDocuments) return doc_of;
+  if (!m.IsDocuments()) return doc_of;
   int64_t t = 0;
   for (size_t d = 0; d < m.document_lengths.size(); ++d) {
     for (int64_t i = 0; i < m.document_lengths[d]; ++i) doc_of[t++] = static_cast<int64_t>(d);

@@ -78,7 +78,8 @@ TEST_F(Cli17, ControlBytesFromTheCommandLineAreEscapedOnOneLine) {
   ExpectRefused("plan --seq \"$(printf '1\\n2')\"",
                 "--seq: '1\\n2' is not a valid count: unexpected character '\\n'");
   ExpectRefused("plan --mask \"$(printf 'a\\033b')\"",
-                "--mask: unknown mask 'a\\x1bb' (expected full, causal, window:W or docs:FILE)");
+                "--mask: unknown mask 'a\\x1bb' (expected full, causal, window:W, prefix:N, docs:FILE, docs-full:FILE, "
+                "docs-sampled:SPEC or docs-full-sampled:SPEC)");
 }
 
 TEST_F(Cli17, ControlBytesFromAFileAreEscapedOnOneLine) {

@@ -124,12 +124,19 @@ __device__ __forceinline__ bool Visible(const DeviceMask& m, int64_t q, int64_t 
       return k <= q && q - k < m.window;
     case 3:
       return k <= q && DocOf(m, q) == DocOf(m, k);
+    case 4:
+      return DocOf(m, q) == DocOf(m, k);
+    case 5:
+      return k <= (q > m.prefix - 1 ? q : m.prefix - 1);
     default:
       return false;
   }
 }
 
-// Visible() with the document indices of q and k precomputed (used only for kind 3).
+// Whether the mask needs document indices (kinds 3 and 4).
+__device__ __forceinline__ bool HasDocs(const DeviceMask& m) { return m.kind == 3 || m.kind == 4; }
+
+// Visible() with the document indices of q and k precomputed (used for kinds 3 and 4).
 __device__ __forceinline__ bool VisibleWithDocs(const DeviceMask& m, int64_t q, int64_t k,
                                                 int32_t q_doc, int32_t k_doc) {
   switch (m.kind) {
@@ -141,6 +148,10 @@ __device__ __forceinline__ bool VisibleWithDocs(const DeviceMask& m, int64_t q, 
       return k <= q && q - k < m.window;
     case 3:
       return k <= q && q_doc == k_doc;
+    case 4:
+      return q_doc == k_doc;
+    case 5:
+      return k <= (q > m.prefix - 1 ? q : m.prefix - 1);
     default:
       return false;
   }
@@ -152,16 +163,31 @@ enum TileVisibility : int { kTileNone = 0, kTileAll = 1, kTilePartial = 2 };
 
 __device__ __forceinline__ int ClassifyTile(const DeviceMask& m, int64_t q_lo, int64_t q_hi,
                                             int64_t k_lo, int64_t k_hi) {
-  if (m.kind == 0) return kTileAll;
-  // Every other mask is causal: a key after every query is never visible.
-  if (k_lo > q_hi) return kTileNone;
-  // Window: every pair at distance >= window is invisible.
-  if (m.kind == 2 && q_lo - k_hi >= m.window) return kTileNone;
-  // Documents: every key in an earlier document than every query.
-  if (m.kind == 3 && DocOf(m, k_hi) < DocOf(m, q_lo)) return kTileNone;
-  // Every key at or before every query and the farthest pair visible: every pair is.
-  if (k_hi <= q_lo && Visible(m, q_hi, k_lo)) return kTileAll;
-  return kTilePartial;
+  // As MaskRule::NoneVisible / AllVisible: the rectangle's most and least visible pairs decide.
+  switch (m.kind) {
+    case 0:
+      return kTileAll;
+    case 1:
+      if (k_lo > q_hi) return kTileNone;
+      return k_hi <= q_lo ? kTileAll : kTilePartial;
+    case 2:
+      if (k_lo > q_hi || q_lo - k_hi >= m.window) return kTileNone;
+      return k_hi <= q_lo && q_hi - k_lo < m.window ? kTileAll : kTilePartial;
+    case 3:
+      if (k_lo > q_hi || DocOf(m, k_hi) < DocOf(m, q_lo)) return kTileNone;
+      return k_hi <= q_lo && DocOf(m, k_lo) == DocOf(m, q_hi) ? kTileAll : kTilePartial;
+    case 4:
+      if (DocOf(m, k_hi) < DocOf(m, q_lo) || DocOf(m, k_lo) > DocOf(m, q_hi)) return kTileNone;
+      return DocOf(m, q_lo < k_lo ? q_lo : k_lo) == DocOf(m, q_hi > k_hi ? q_hi : k_hi) ? kTileAll
+                                                                                      : kTilePartial;
+    case 5: {
+      const int64_t last = m.prefix - 1;
+      if (k_lo > (q_hi > last ? q_hi : last)) return kTileNone;
+      return k_hi <= (q_lo > last ? q_lo : last) ? kTileAll : kTilePartial;
+    }
+    default:
+      return kTilePartial;
+  }
 }
 
 // (lse, o) fold weights of the LSE merge of accumulator lse `a` with a block lse `b` (finite):

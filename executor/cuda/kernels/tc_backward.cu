@@ -110,7 +110,7 @@ __global__ void __launch_bounds__(BwdCfg<D>::kThreads) TcBackwardKernel(const Bw
   const int kr0 = warp * 16;  // this warp's first key row in the tile
   float* const scratch = sScratch + warp * 256;
   const BlockProblem& p = a.p;
-  const bool docs = p.mask.kind == 3;
+  const bool docs = HasDocs(p.mask);
 
   // blockIdx.x = ((b * n_kv + kv head - kv_first) * n_split + chunk) * n_kt + key tile.
   int64_t idx = blockIdx.x;

@@ -87,7 +87,7 @@ __global__ void __launch_bounds__(FwdCfg<D>::kThreads) TcForwardKernel(const Fwd
   const int warp = tid >> 5;
   const int lane = tid & 31;
   const BlockProblem& p = a.p;
-  const bool docs = p.mask.kind == 3;
+  const bool docs = HasDocs(p.mask);
 
   // blockIdx.x = (b * head_count + head) * n_qt + (n_qt - 1 - query tile): the last query tiles
   // (most visible keys under causal masks) start first.
