@@ -22,6 +22,8 @@ std::string_view SchemeName(Scheme scheme) {
       return "mesh";
     case Scheme::kMeshUlysses:
       return "mesh-ulysses";
+    case Scheme::kAttention2DOverlap:
+      return "attention2d-o";
   }
   return "ring";
 }
@@ -31,8 +33,8 @@ Result<Scheme> ParseScheme(std::string_view text) {
     if (text == SchemeName(s)) return s;
   }
   return Status::Invalid("unknown scheme '" + std::string(text) +
-                         "' (expected ring, allgather-kv, ulysses, usp, loongtrain, attention2d, mesh "
-                         "or mesh-ulysses)");
+                         "' (expected ring, allgather-kv, ulysses, usp, loongtrain, attention2d, "
+                         "attention2d-o, mesh or mesh-ulysses)");
 }
 
 std::string_view ReduceChainName(ReduceChain chain) {
@@ -58,6 +60,7 @@ std::vector<RankDim> SchemeParams::RankDims() const {
     case Scheme::kLoongTrain:
       return {{"head", ulysses}, {"inner", window}, {"outer", window > 0 ? ring / window : 0}};
     case Scheme::kAttention2D:
+    case Scheme::kAttention2DOverlap:
     case Scheme::kMesh:
       return {{"q", tile_a}, {"kv", tile_b}};
     case Scheme::kMeshUlysses:
@@ -84,6 +87,7 @@ std::string SchemeParams::Describe() const {
       add("hp=" + std::to_string(ulysses) + " cp=" + std::to_string(ring) + " w=" + std::to_string(window));
       break;
     case Scheme::kAttention2D:
+    case Scheme::kAttention2DOverlap:
     case Scheme::kMesh:
       add("a=" + std::to_string(tile_a) + " b=" + std::to_string(tile_b));
       break;

@@ -24,11 +24,14 @@ enum class Scheme {
   kAttention2D,  // a x b tile, collectives (ATTENTION2D)
   kMesh,         // a x b tile, p2p ring shifts, greedy schedule (Mesh-Attention)
   kMeshUlysses,  // Ulysses degree U x Mesh a x b over the remaining ranks
+  kAttention2DOverlap,  // ATTENTION2D-O: ATTENTION2D's tile, gathers and reductions as ring
+                        // steps overlapped with the blocks (appended: existing values keep theirs)
 };
 inline constexpr Scheme kAllSchemes[] = {Scheme::kRing,        Scheme::kAllGatherKV, Scheme::kUlysses,
                                          Scheme::kUsp,         Scheme::kLoongTrain,  Scheme::kAttention2D,
-                                         Scheme::kMesh,        Scheme::kMeshUlysses};
-// "ring", "allgather-kv", "ulysses", "usp", "loongtrain", "attention2d", "mesh", "mesh-ulysses".
+                                         Scheme::kMesh,        Scheme::kMeshUlysses, Scheme::kAttention2DOverlap};
+// "ring", "allgather-kv", "ulysses", "usp", "loongtrain", "attention2d", "mesh", "mesh-ulysses",
+// "attention2d-o".
 std::string_view SchemeName(Scheme scheme);
 Result<Scheme> ParseScheme(std::string_view text);
 
@@ -62,7 +65,7 @@ struct SchemeParams {
 
   // The rank grid, innermost first in rank numbering (canonical order):
   //   ring / allgather-kv: [cp]; ulysses: [ulysses]; usp: [ulysses, ring];
-  //   loongtrain: [head, inner, outer]; attention2d / mesh: [q, kv]; mesh-ulysses: [ulysses, q, kv].
+  //   loongtrain: [head, inner, outer]; attention2d / attention2d-o / mesh: [q, kv]; mesh-ulysses: [ulysses, q, kv].
   std::vector<RankDim> RankDims() const;
   // Short human form: "a=8 b=32 zigzag cache q>kv".
   std::string Describe() const;

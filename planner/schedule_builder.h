@@ -21,6 +21,8 @@ enum Channel : int32_t {
   kChanDkv = 2,       // dK+dV partial of an owner-last chain (LoongTrain: inner chain)
   kChanOuterKv = 3,   // LoongTrain outer-ring KV shift
   kChanOuterDkv = 4,  // LoongTrain outer-ring dK+dV chain
+  kChanQ = 5,         // ATTENTION2D-O Q-group shift (Q forward; Q, dO, LSE, D backward)
+  kChanQPartial = 6,  // ATTENTION2D-O Q-group chain (partial O+LSE forward, dQ backward)
 };
 inline int32_t MakeTag(Phase phase, Channel channel, int64_t step) {
   return (static_cast<int32_t>(phase) << 30) | (static_cast<int32_t>(channel) << 24) |

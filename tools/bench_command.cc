@@ -158,7 +158,7 @@ Runner RegisterBenchCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--schemes", flags->schemes,
                   "Comma-separated schemes (default: every scheme with a valid plan): ring, allgather-kv, ulysses, "
-                  "usp, loongtrain, attention2d, mesh, mesh-ulysses");
+                  "usp, loongtrain, attention2d, mesh, mesh-ulysses, attention2d-o");
   flags->workload.Register(*cmd);
   cmd->get_option("--seq")->description("Sequence lengths: list and ranges, e.g. 1K,2K,4K or 1K..16K (doubling)");
   cmd->get_option("--mask")->description("Masks, comma-separated: full, causal, window:W, docs:FILE");

@@ -102,7 +102,7 @@ Runner RegisterFitCommand(CLI::App& app) {
       ->default_str("");
   cmd->add_option("--schemes", flags->schemes,
                   "Comma-separated schemes (default all): ring, allgather-kv, ulysses, usp, loongtrain, attention2d, "
-                  "mesh, mesh-ulysses");
+                  "mesh, mesh-ulysses, attention2d-o");
   cmd->add_option("--reserve-gib", flags->reserve_gib,
                   "GPU memory (GiB) held back for weights, optimizer state and other activations")
       ->capture_default_str();

@@ -153,7 +153,7 @@ Runner RegisterPlanCommand(CLI::App& app) {
   flags->workload.Register(*cmd);
   cmd->add_option("--schemes", flags->schemes,
                   "Comma-separated schemes to consider (default all): ring, allgather-kv, ulysses, usp, "
-                  "loongtrain, attention2d, mesh, mesh-ulysses");
+                  "loongtrain, attention2d, mesh, mesh-ulysses, attention2d-o");
   cmd->add_option("--format", flags->format, "Output: table, json or csv")->capture_default_str();
   cmd->add_option("--top", flags->top, "Rows to list, each a group of equivalent plans (0: all)")
       ->capture_default_str();

@@ -135,7 +135,7 @@ Runner RegisterSweepCommand(CLI::App& app) {
       "Sequence lengths: list and ranges, e.g. 128K,1M or 128K..4M (doubling) or 64K..256K:+64K");
   cmd->add_option("--schemes", flags->schemes,
                   "Comma-separated schemes (default all): ring, allgather-kv, ulysses, usp, loongtrain, attention2d, "
-                  "mesh, mesh-ulysses");
+                  "mesh, mesh-ulysses, attention2d-o");
   cmd->add_option("--reserve-gib", flags->reserve_gib,
                   "GPU memory (GiB) held back for weights, optimizer state and other activations")
       ->capture_default_str();

@@ -36,4 +36,12 @@ double MeshPass(Estimate& e, const PlanContext& ctx, const SchemeParams& params,
 double Attention2DPass(Estimate& e, const PlanContext& ctx, const Placement& placement, int q_dim,
                        int kv_dim, Phase phase, bool cache, double compute_s, Traffic& traffic);
 
+// ATTENTION2D-O pass (docs/schedules.md, "ATTENTION2D-O"): the a x b tile row by row, `block_s`
+// per forward block (the backward scales it). Row 0 gathers K,V as a ring (one shift per block);
+// one Q-group shift per row brings the next row's Q slot; the partial of row k (O+LSE forward,
+// dQ backward) follows one row behind (owner-last chain, a-1 hops, the last exposed); the
+// backward's last row carries the owner-last dK+dV chain (b-1 hops, the last exposed).
+double Attention2DOverlapPass(Estimate& e, const PlanContext& ctx, const Placement& placement, int q_dim,
+                              int kv_dim, Phase phase, bool cache, double block_s, Traffic& traffic);
+
 }  // namespace meshplan::planner::schemes

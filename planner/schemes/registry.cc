@@ -12,6 +12,7 @@ std::span<const SchemeEntry> Registry() {
       {Scheme::kAttention2D, NewAttention2DStrategy},
       {Scheme::kMesh, NewMeshStrategy},
       {Scheme::kMeshUlysses, NewMeshUlyssesStrategy},
+      {Scheme::kAttention2DOverlap, NewAttention2DOverlapStrategy},
   };
   return kTable;
 }

@@ -22,6 +22,7 @@ std::unique_ptr<Strategy> NewLoongTrainStrategy();
 std::unique_ptr<Strategy> NewAttention2DStrategy();
 std::unique_ptr<Strategy> NewMeshStrategy();
 std::unique_ptr<Strategy> NewMeshUlyssesStrategy();
+std::unique_ptr<Strategy> NewAttention2DOverlapStrategy();
 
 struct SchemeEntry {
   Scheme scheme;

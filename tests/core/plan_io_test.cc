@@ -89,6 +89,13 @@ std::vector<Plan> ExamplePlans() {
   mesh_ulysses.workload.mask = Mask::Documents({1 << 19, 1 << 18, 1 << 18});  // no source
   plans.push_back(mesh_ulysses);
 
+  Plan attention2d_o = MakePlan(Scheme::kAttention2DOverlap, 64);
+  attention2d_o.params.tile_a = 8;
+  attention2d_o.params.tile_b = 8;
+  attention2d_o.params.cache_forward = true;
+  attention2d_o.params.placement = {"kv", "q"};
+  plans.push_back(attention2d_o);
+
   for (Plan& p : plans) {
     if (p.params.placement.empty()) p.params.placement = CanonicalPlacement(p.params.RankDims());
   }

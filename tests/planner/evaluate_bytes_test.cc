@@ -130,6 +130,27 @@ TEST_P(EvaluateBytes, Attention2D) {
   }
 }
 
+TEST_P(EvaluateBytes, Attention2DOverlap) {
+  // ATTENTION2D-O moves ATTENTION2D's tensors as ring steps: per rank a-1 Q shifts of |Q| and
+  // a-1 chain hops of |Op| + |L| forward; backward a-1 shifts of 2|Q| + 2|L| (|Q| + 2|L| cached),
+  // b-1 KV shifts (none cached), a-1 dQ hops of |dQp| and b-1 dK,dV hops of |dKVp|. Both
+  // placements, since the bytes must not depend on where the groups sit.
+  for (int64_t a = 1; a <= P_; ++a) {
+    if (P_ % a) continue;
+    const int64_t b = P_ / a;
+    for (const std::vector<std::string> placement : {std::vector<std::string>{"q", "kv"}, {"kv", "q"}}) {
+      SchemeParams p = Params(Scheme::kAttention2DOverlap, placement);
+      p.tile_a = a;
+      p.tile_b = b;
+      const double fwd = (a - 1) * s_.Q + (b - 1) * s_.KV + (a - 1) * (s_.Op + s_.L);
+      ExpectBytes(w_, t_, p, fwd,
+                  (a - 1) * (2 * s_.Q + 2 * s_.L) + (b - 1) * s_.KV + (a - 1) * s_.Op + (b - 1) * s_.dKVp);
+      p.cache_forward = true;
+      ExpectBytes(w_, t_, p, fwd, (a - 1) * (s_.Q + 2 * s_.L) + (a - 1) * s_.Op + (b - 1) * s_.dKVp);
+    }
+  }
+}
+
 TEST_P(EvaluateBytes, Mesh) {
   // Same terms as ATTENTION2D with owner-last chains; owner-first adds one hop per chain.
   for (int64_t a = 1; a <= P_; ++a) {

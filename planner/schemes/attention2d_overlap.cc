@@ -1,0 +1,305 @@
+// ATTENTION2D-O: ATTENTION2D's a x b tile (the Mesh assignment, attention2d.cc) with the gathers
+// and reductions broken into ring steps that overlap the blocks (docs/schemes.md, "attention2d-o";
+// docs/schedules.md, "ATTENTION2D-O").
+//
+// Rank g = x + a*y computes its tile row by row: row k is Q slot k of its Q group (shard
+// a*y + (x+k) mod a, own first), each row the b KV slots of its KV group (shard (g + l*a) mod P,
+// own first). Q moves x -> x-1 inside the Q group, K,V move g -> g-a inside the KV group, as in
+// Mesh-Attention (ALGORITHMS.md), so every member receives slot k+1 from its next member.
+// - Row 0 runs a KV ring pass (the shift for block l+1 overlaps block l) while one Q shift
+//   brings slot 1; row k's Q shift brings slot k+1. Every later row finds all K,V present.
+// - The partial of row k (O+LSE forward, dQ backward) is complete after row k; it follows Q's
+//   path one row behind (owner-last chain, the reduce-scatter of ATTENTION2D as a-1 hops): rank x
+//   merges the partial its next member sent after row k-1 into its own row k and sends the sum on;
+//   the owner gets the total after the last row and merges it into its row 0.
+// - The backward's dK+dV partial of KV slot l is complete at block l of the last row, which runs
+//   the owner-last dK+dV chain of a ring pass (b-1 hops).
+// Bytes equal ATTENTION2D's (the same tensors, as ring steps instead of ring collectives).
+#include <algorithm>
+#include <optional>
+
+#include "planner/compute_model.h"
+#include "planner/schedule_builder.h"
+#include "planner/schemes/common.h"
+#include "planner/schemes/patterns.h"
+#include "planner/schemes/registry.h"
+
+namespace meshplan::planner::schemes {
+namespace {
+
+class Attention2DOverlapStrategy final : public Strategy {
+ public:
+  Scheme scheme() const override { return Scheme::kAttention2DOverlap; }
+  std::vector<SchemeParams> Enumerate(const PlanContext& ctx) const override;
+  Estimate Evaluate(const PlanContext& ctx, const SchemeParams& params) const override;
+  Result<Schedule> Expand(const PlanContext& ctx, const SchemeParams& params) const override;
+};
+
+std::vector<SchemeParams> Attention2DOverlapStrategy::Enumerate(const PlanContext& ctx) const {
+  std::vector<SchemeParams> out;
+  SchemeParams p;
+  p.scheme = Scheme::kAttention2DOverlap;
+  AddTileCandidates(ctx, p, ctx.num_ranks, &out);
+  return out;
+}
+
+Estimate Attention2DOverlapStrategy::Evaluate(const PlanContext& ctx, const SchemeParams& p) const {
+  const Workload& w = ctx.workload;
+  const int64_t ranks = ctx.num_ranks;
+  if (p.tile_a < 1 || p.tile_b < 1 || p.tile_a * p.tile_b != ranks) {
+    return Invalid(p, "tile " + std::to_string(p.tile_a) + " x " + std::to_string(p.tile_b) +
+                          " does not cover the " + std::to_string(ranks) + " GPUs (a*b must equal P)");
+  }
+  const ShardLayout layout{p.layout, w.seq_len, ranks, 1};
+  if (std::string why = LayoutOrPlacementProblem(p, layout, w.mask); !why.empty()) return Invalid(p, why);
+
+  Estimate e = ValidEstimate(p);
+  const ShardBytes& s = ctx.shard;
+  const int64_t a = p.tile_a, b = p.tile_b;
+  const Placement placement(p.RankDims(), p.placement);
+  SetFlops(e, ctx, ctx.TilePairsFor(layout, a), w.q_heads);
+  // The busiest rank's tile spread evenly over its a*b blocks (as ATTENTION2D's tile compute).
+  const double tile_s = KernelSeconds(ctx.topology.gpu, w.dtype, e.flops_max / PassFlopsFactor(w.pass),
+                                      layout.KernelBlockTokens(), a * b);
+  const double block_s = tile_s / static_cast<double>(a * b);
+  Traffic traffic(ranks, ctx.topology.num_levels());
+  double fwd_bytes = 0, bwd_bytes = 0;
+  if (HasForward(w.pass)) {
+    fwd_bytes = Attention2DOverlapPass(e, ctx, placement, 0, 1, Phase::kForward, false, block_s, traffic);
+  }
+  if (HasBackward(w.pass)) {
+    bwd_bytes =
+        Attention2DOverlapPass(e, ctx, placement, 0, 1, Phase::kBackward, p.cache_forward, block_s, traffic);
+  }
+  SetTraffic(e, traffic, fwd_bytes, bwd_bytes);
+  // Held at the peak: the a-1 other Q slots and b-1 other KV slots (kept for the later rows, as
+  // ATTENTION2D's gathers); forward partials: the own row-0 (O, LSE) until the chain's total
+  // arrives, the row being computed and the incoming partial (one when a = 1). The backward adds
+  // dO, LSE, D per Q slot, the same three dQ partials and b dK,dV partials plus one incoming.
+  const double q_partials = a > 1 ? 3.0 : 1.0;
+  const double dkv_incoming = b > 1 ? 1.0 : 0.0;
+  SetMemory(e, ctx, (a - 1) * s.q + (b - 1) * s.kv + q_partials * (s.o_partial + s.lse),
+            (a - 1) * ((p.cache_forward ? 0.0 : s.q) + s.q + 2 * s.lse) +
+                (p.cache_forward ? 0.0 : (b - 1) * s.kv) + q_partials * s.dq_partial +
+                (b + dkv_incoming) * s.dkv_partial,
+            (a - 1) * s.q + (b - 1) * s.kv);
+  FinishTime(e);
+  return e;
+}
+
+// What one phase moves (docs/schemes.md, attention2d-o row).
+struct PhaseMessages {
+  Phase phase = Phase::kForward;
+  uint16_t q_tensors = 0, part_tensors = 0;
+  int64_t q_bytes = 0, part_bytes = 0, kv_bytes = 0, dkv_bytes = 0;
+  bool move_kv = true;     // row 0 shifts K,V (not in a cached backward)
+  bool dkv_chain = false;  // backward: the last row reduces dK+dV
+};
+
+// The rank's view of its groups: peers and the global shard of every slot.
+struct RankView {
+  int32_t q_next = -1, q_prev = -1, kv_next = -1, kv_prev = -1;  // receive from next, send to prev
+  std::vector<int64_t> q_slot, kv_slot;
+};
+
+Op Message(OpKind kind, const PhaseMessages& m, StreamId stream, uint16_t tensors, int32_t peer, int64_t step,
+           sched::Channel channel, int64_t bytes) {
+  Op op;
+  op.kind = kind;
+  op.phase = m.phase;
+  op.stream = stream;
+  op.tensors = tensors;
+  op.peer = peer;
+  op.step = static_cast<int32_t>(step);
+  op.tag = sched::MakeTag(m.phase, channel, step);
+  op.bytes = bytes;
+  return op;
+}
+
+Op MergeOp(Phase phase, uint16_t tensors, int64_t step) {
+  Op op;
+  op.kind = OpKind::kMerge;
+  op.phase = phase;
+  op.stream = StreamId::kCompute;
+  op.tensors = tensors;
+  op.step = static_cast<int32_t>(step);
+  return op;
+}
+
+// Ops the forward leaves for a cached backward: the receive that delivered each slot.
+struct Arrivals {
+  std::vector<std::optional<uint32_t>> q, kv;
+};
+
+// Emits one phase of rank `v` and returns the receives that delivered its slots. Q-group messages
+// use the collective stream (sends before receives, in the order both ends list them), K,V
+// messages the send/recv streams, so the two groups' transfers overlap each other and the blocks.
+// `start` is the op after which the rank's own data is final (the forward's last op before a
+// backward); `cached` the forward's arrivals when the backward keeps them.
+Arrivals EmitPhase(RankProgram& prog, const PlanContext& ctx, const ShardLayout& layout, const PhaseMessages& m,
+                   const RankView& v, std::optional<uint32_t> start, const Arrivals* cached) {
+  const int64_t a = static_cast<int64_t>(v.q_slot.size()), b = static_cast<int64_t>(v.kv_slot.size());
+  const int64_t heads = ctx.workload.q_heads;
+  Arrivals got;
+  got.q.assign(static_cast<size_t>(a), std::nullopt);
+  got.kv.assign(static_cast<size_t>(b), std::nullopt);
+  // The op after which slot k's Q-side data (slot l's K,V) is here: the own slot's `start`, this
+  // phase's receive, and for a cached backward the forward's receive of what it does not resend.
+  auto q_deps = [&](int64_t k) {
+    if (k == 0) return sched::Deps({start});
+    return sched::Deps({got.q[static_cast<size_t>(k)],
+                        cached != nullptr ? cached->q[static_cast<size_t>(k)] : std::nullopt});
+  };
+  auto kv_arrival = [&](int64_t l) -> std::optional<uint32_t> {
+    if (l == 0) return start;
+    if (m.move_kv) return got.kv[static_cast<size_t>(l)];
+    return cached != nullptr ? cached->kv[static_cast<size_t>(l)] : std::nullopt;
+  };
+  std::optional<uint32_t> last_compute = start;  // last op on the compute stream so far
+  std::optional<uint32_t> part_in;               // receive of the partial merged in the next row
+  for (int64_t k = 0; k < a; ++k) {
+    const int64_t q_shard = v.q_slot[static_cast<size_t>(k)];
+    // Q shift: forward slot k (own at k = 0), receive slot k+1 for the next row.
+    if (k + 1 < a) {
+      Op send = Message(OpKind::kSend, m, StreamId::kCollective, m.q_tensors, v.q_prev, k, sched::kChanQ,
+                        m.q_bytes);
+      send.q_shard = static_cast<int32_t>(q_shard);
+      prog.Add(send, sched::Deps({k == 0 ? start : got.q[static_cast<size_t>(k)]}));
+      Op recv = Message(OpKind::kRecv, m, StreamId::kCollective, m.q_tensors, v.q_next, k, sched::kChanQ,
+                        m.q_bytes);
+      recv.q_shard = static_cast<int32_t>(v.q_slot[static_cast<size_t>(k + 1)]);
+      got.q[static_cast<size_t>(k + 1)] = prog.Add(recv);
+    }
+    const bool kv_ring = k == 0 && m.move_kv;
+    const bool chain = m.dkv_chain && k == a - 1;
+    std::optional<uint32_t> kv_buffer = start;  // row 0's ring: the op that delivered slot l
+    for (int64_t l = 0; l < b; ++l) {
+      const int64_t kv_shard = v.kv_slot[static_cast<size_t>(l)];
+      // Messages kv_next -> this rank run KV(0..b-2) in row 0, then the chain's dK+dV hops
+      // (interleaved as in a ring pass when row 0 is also the last row, a = 1).
+      std::optional<uint32_t> dkv_in;
+      if (chain && l >= 2) {
+        Op recv = Message(OpKind::kRecv, m, StreamId::kRecv, kTensorDKV, v.kv_next, l - 1, sched::kChanDkv,
+                          m.dkv_bytes);
+        recv.kv_shard = static_cast<int32_t>(kv_shard);
+        dkv_in = prog.Add(recv);
+      }
+      if (kv_ring && l + 1 < b) {
+        Op recv = Message(OpKind::kRecv, m, StreamId::kRecv, kTensorKV, v.kv_next, l, sched::kChanKv, m.kv_bytes);
+        recv.kv_shard = static_cast<int32_t>(v.kv_slot[static_cast<size_t>(l + 1)]);
+        const uint32_t r = prog.Add(recv);
+        Op send = Message(OpKind::kSend, m, StreamId::kSend, kTensorKV, v.kv_prev, l, sched::kChanKv, m.kv_bytes);
+        send.kv_shard = static_cast<int32_t>(kv_shard);
+        prog.Add(send, sched::Deps({kv_buffer}));
+        got.kv[static_cast<size_t>(l + 1)] = r;
+        kv_buffer = r;
+      }
+      std::vector<uint32_t> deps = q_deps(k);
+      if (const auto kv = kv_arrival(l); kv && std::find(deps.begin(), deps.end(), *kv) == deps.end()) {
+        deps.push_back(*kv);
+      }
+      const auto compute =
+          sched::EmitCompute(prog, ctx, layout, m.phase, q_shard, kv_shard, 0, heads, k * b + l, deps);
+      if (compute) last_compute = compute;
+      if (chain && l >= 1) {  // this block completed KV slot l's partial on this rank
+        if (dkv_in) {
+          Op merge = MergeOp(m.phase, kTensorDKV, l);
+          merge.kv_shard = static_cast<int32_t>(kv_shard);
+          last_compute = prog.Add(merge, sched::Deps({dkv_in, last_compute}));
+        }
+        Op send = Message(OpKind::kSend, m, StreamId::kSend, kTensorDKV, v.kv_prev, l, sched::kChanDkv,
+                          m.dkv_bytes);
+        send.kv_shard = static_cast<int32_t>(kv_shard);
+        prog.Add(send, sched::Deps({last_compute}));
+      }
+    }
+    if (chain && b >= 2) {  // the total of the own KV slot, sent by kv_next after its last block
+      Op recv = Message(OpKind::kRecv, m, StreamId::kRecv, kTensorDKV, v.kv_next, b - 1, sched::kChanDkv,
+                        m.dkv_bytes);
+      recv.kv_shard = static_cast<int32_t>(v.kv_slot[0]);
+      const uint32_t r = prog.Add(recv);
+      Op merge = MergeOp(m.phase, kTensorDKV, b);
+      merge.kv_shard = recv.kv_shard;
+      last_compute = prog.Add(merge, sched::Deps({r, last_compute}));
+    }
+    if (k >= 1) {  // row k's partial is complete: fold in the chain from q_next and pass it on
+      if (part_in) {
+        Op merge = MergeOp(m.phase, m.part_tensors, k);
+        merge.q_shard = static_cast<int32_t>(q_shard);
+        last_compute = prog.Add(merge, sched::Deps({part_in, last_compute}));
+      }
+      Op send = Message(OpKind::kSend, m, StreamId::kCollective, m.part_tensors, v.q_prev, k,
+                        sched::kChanQPartial, m.part_bytes);
+      send.q_shard = static_cast<int32_t>(q_shard);
+      prog.Add(send, sched::Deps({last_compute}));
+      // q_next's row-k partial is of our slot k+1 (after the last row: our own shard, the total).
+      Op recv = Message(OpKind::kRecv, m, StreamId::kCollective, m.part_tensors, v.q_next, k,
+                        sched::kChanQPartial, m.part_bytes);
+      recv.q_shard = static_cast<int32_t>(v.q_slot[static_cast<size_t>((k + 1) % a)]);
+      part_in = prog.Add(recv);
+    }
+  }
+  if (part_in) {  // the chain's total of the own shard
+    Op merge = MergeOp(m.phase, m.part_tensors, a);
+    merge.q_shard = static_cast<int32_t>(v.q_slot[0]);
+    prog.Add(merge, sched::Deps({part_in, last_compute}));
+  }
+  return got;
+}
+
+Result<Schedule> Attention2DOverlapStrategy::Expand(const PlanContext& ctx, const SchemeParams& params) const {
+  const int64_t a = params.tile_a, b = params.tile_b, p = ctx.num_ranks;
+  const Workload& w = ctx.workload;
+  const ShardLayout layout{params.layout, w.seq_len, p, 1};
+  MESHPLAN_RETURN_IF_ERROR(sched::CheckGrid(ctx, params, layout, 1));
+  const ShardBytes& sb = ctx.shard;
+  PhaseMessages fwd;
+  fwd.phase = Phase::kForward;
+  fwd.q_tensors = kTensorQ;
+  fwd.part_tensors = kTensorO | kTensorLse;
+  fwd.q_bytes = sched::WholeBytes(sb.q);
+  fwd.part_bytes = sched::WholeBytes(sb.o_partial + sb.lse);
+  fwd.kv_bytes = sched::WholeBytes(sb.kv);
+  PhaseMessages bwd;
+  bwd.phase = Phase::kBackward;
+  // LSE travels because the forward's chain delivered the final LSE only to the owner.
+  bwd.q_tensors = static_cast<uint16_t>((params.cache_forward ? 0 : kTensorQ) | kTensorDO | kTensorLse | kTensorD);
+  bwd.part_tensors = kTensorDQ;
+  bwd.q_bytes = sched::WholeBytes((params.cache_forward ? 0.0 : sb.q) + sb.q + 2 * sb.lse);
+  bwd.part_bytes = sched::WholeBytes(sb.dq_partial);
+  bwd.kv_bytes = sched::WholeBytes(sb.kv);
+  bwd.dkv_bytes = sched::WholeBytes(sb.dkv_partial);
+  bwd.move_kv = !params.cache_forward;
+  bwd.dkv_chain = true;
+
+  Schedule s = sched::NewSchedule(ctx, params, layout, static_cast<size_t>(2 * a * b + 6 * (a + b)));
+  RankView v;
+  v.q_slot.resize(static_cast<size_t>(a));
+  v.kv_slot.resize(static_cast<size_t>(b));
+  for (int64_t g = 0; g < p; ++g) {
+    const int64_t x = g % a, base = g - x;
+    v.q_next = static_cast<int32_t>(base + (x + 1) % a);
+    v.q_prev = static_cast<int32_t>(base + (x + a - 1) % a);
+    v.kv_next = static_cast<int32_t>((g + a) % p);
+    v.kv_prev = static_cast<int32_t>((g + p - a) % p);
+    for (int64_t k = 0; k < a; ++k) v.q_slot[static_cast<size_t>(k)] = base + (x + k) % a;
+    for (int64_t l = 0; l < b; ++l) v.kv_slot[static_cast<size_t>(l)] = (g + l * a) % p;
+    RankProgram& prog = s.ranks[static_cast<size_t>(g)];
+    Arrivals forward;
+    if (HasForward(w.pass)) forward = EmitPhase(prog, ctx, layout, fwd, v, std::nullopt, nullptr);
+    if (HasBackward(w.pass)) {
+      // After a forward, the backward's own Q-side data (final O, LSE; D from them) is ready once
+      // the forward's last compute-stream op (the chain's final merge) is done.
+      const auto start = sched::LastOnStream(prog, StreamId::kCompute);
+      const bool cached = params.cache_forward && HasForward(w.pass);
+      EmitPhase(prog, ctx, layout, bwd, v, start, cached ? &forward : nullptr);
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
+std::unique_ptr<Strategy> NewAttention2DOverlapStrategy() { return std::make_unique<Attention2DOverlapStrategy>(); }
+
+}  // namespace meshplan::planner::schemes
