@@ -1,6 +1,7 @@
 #include "planner/schemes/patterns.h"
 
 #include <algorithm>
+#include <array>
 #include <string>
 
 #include "planner/mesh/greedy.h"
@@ -195,31 +196,47 @@ double Attention2DOverlapPass(Estimate& e, const PlanContext& ctx, const Placeme
   auto kv_step = [&](int64_t k, int64_t l) {
     return (k == 0 && move_kv && l <= b - 2 ? t_kv : 0.0) + (!fwd && k == a - 1 && l >= 2 ? t_dkv : 0.0);
   };
-  for (int64_t k = 0; k < a; ++k) {
+  const std::string row_label = ph + " row (Q shift, partial hop)";
+  // Emits row k, `count` times (count > 1 only for rows without KV-group traffic, which are
+  // identical from row 2 to row a-2). Work is O(1) per call: steps with equal traffic are one
+  // stage, so a 16384-rank search evaluates a 128 x 128 tile as fast as a 2 x 2 one.
+  auto add_row = [&](int64_t k, int64_t count) {
     // Q-group traffic during row k: the partial of row k-1 (k >= 2; row 0's partial is the
     // owner's and stays) and the Q shift that brings row k+1's slot (k <= a-2).
     const double q_comm = (k >= 2 ? t_part : 0.0) + (k <= a - 2 ? t_q : 0.0);
     const bool kv_row = (k == 0 && move_kv && b > 1) || (!fwd && k == a - 1 && b > 2);
     if (!kv_row) {  // every block's data is present: the row's b blocks hide its Q-group traffic
-      AddFolded(e, ph + " row (Q shift, partial hop)", static_cast<double>(b) * t_blk, q_comm, 1);
-      continue;
+      AddFolded(e, row_label, static_cast<double>(b) * t_blk, q_comm, count);
+      return;
     }
     // A row with KV-group traffic: block steps gated by it. The row's Q-group traffic starts
     // with the row; on a link of its own it only has to be done by the row's end, on the same
     // link it delays the first KV-group transfer it meets (charged to that step).
     double kv_path = 0, q_left = shared ? q_comm : 0.0;
     const std::string label = ph + (k == 0 ? " row 0 block (KV shift)" : " last row block (dK,dV hop)");
-    for (int64_t l = 0; l < b; ++l) {
-      double c = kv_step(k, l);
-      if (c > 0) {
-        c += q_left;
+    // kv_step changes only at l = 2 and l = b-1: it is constant between sorted cut points.
+    std::array<int64_t, 4> cuts = {0, std::min<int64_t>(2, b), std::max<int64_t>(0, b - 1), b};
+    std::sort(cuts.begin(), cuts.end());
+    for (size_t i = 0; i + 1 < cuts.size(); ++i) {
+      int64_t lo = cuts[i];
+      const int64_t hi = cuts[i + 1];
+      if (lo >= hi) continue;
+      const double c = kv_step(k, lo);
+      if (c > 0 && q_left > 0) {
+        kv_path += std::max(t_blk, c + q_left);
+        AddFolded(e, label, t_blk, c + q_left, 1);
         q_left = 0;
+        ++lo;
       }
-      kv_path += std::max(t_blk, c);
-      AddFolded(e, label, t_blk, c, 1);
+      kv_path += static_cast<double>(hi - lo) * std::max(t_blk, c);
+      AddFolded(e, label, t_blk, c, hi - lo);
     }
     AddExposed(e, ph + " row Q-group wait", shared ? q_left : std::max(0.0, q_comm - kv_path));
-  }
+  };
+  add_row(0, 1);
+  if (a >= 3) add_row(1, 1);
+  if (a >= 4) add_row(2, a - 3);  // rows 2 .. a-2
+  if (a >= 2) add_row(a - 1, 1);
   // Tail: the last hop of each chain follows the last block.
   const double q_tail = a > 1 ? t_part : 0.0;
   const double kv_tail = !fwd && b > 1 ? t_dkv : 0.0;

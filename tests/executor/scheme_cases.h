@@ -1,6 +1,7 @@
 // The scheme configurations every executor numerics test runs (CPU executor, device engine):
-// every scheme, every layout a mask allows, every tile shape of the 2-D schemes, both Mesh reduce
-// chains, cache on and off, MHA and GQA, for P ranks and a 192-token sequence.
+// every scheme, every layout a mask allows, every tile shape of the 2-D schemes (ATTENTION2D and
+// ATTENTION2D-O), both Mesh reduce chains, cache on and off, MHA and GQA, for P ranks and a
+// 192-token sequence.
 #pragma once
 
 #include <algorithm>
@@ -110,6 +111,11 @@ inline std::vector<Case> SchemeCases(int64_t P, const Mask& mask) {
       a2d.tile_b = P / a;
       a2d.cache_forward = a % 2 == 0;
       cases.push_back({P, a2d, mask, hq, hkv, 1});
+      // ATTENTION2D-O with the other cache choice than ATTENTION2D's, so both run per tile.
+      SchemeParams a2do = a2d;
+      a2do.scheme = Scheme::kAttention2DOverlap;
+      a2do.cache_forward = !a2d.cache_forward;
+      cases.push_back({P, a2do, mask, hq, hkv, 1});
       SchemeParams mesh = Params(Scheme::kMesh, balanced);
       mesh.tile_a = a;
       mesh.tile_b = P / a;
@@ -124,6 +130,9 @@ inline std::vector<Case> SchemeCases(int64_t P, const Mask& mask) {
         SchemeParams striped_a2d = a2d;
         striped_a2d.layout = Layout::kStriped;
         cases.push_back({P, striped_a2d, mask, hq, hkv, 1});
+        SchemeParams striped_a2do = a2do;
+        striped_a2do.layout = Layout::kStriped;
+        cases.push_back({P, striped_a2do, mask, hq, hkv, 1});
       }
     }
   }
