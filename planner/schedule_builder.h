@@ -61,6 +61,11 @@ std::optional<uint32_t> LastOnStream(const RankProgram& prog, StreamId stream);
 //   dkv_chain: backward owner-last chain: the dK+dV partial of the shard held at step k >= 1
 //              goes to p-1 after the compute (merged with the partial from p+1 for k >= 2);
 //              the last hop ends at the shard's step-0 holder, which merges it into its own.
+//   own_shard_last (needs !move_kv and dkv_chain: every shard is present, e.g. cached from the
+//              forward): the blocks run in chain order instead, the shards held at k = 1..n-1 at
+//              steps 0..n-2 and the step-0 shard last, at step n-1. Each partial leaves right
+//              after its block, so every hop, the last one included, overlaps the next block
+//              (the Mesh greedy's just-in-time order, docs/mesh-attention.md section 3).
 struct RingPass {
   Phase phase = Phase::kForward;
   int64_t n = 1;
@@ -71,6 +76,7 @@ struct RingPass {
   int64_t head_begin = 0, head_count = 0;
   bool move_kv = true;
   bool dkv_chain = false;
+  bool own_shard_last = false;
   int64_t step_offset = 0;  // step of k = 0 (Op::step, tags)
   Channel kv_channel = kChanKv, dkv_channel = kChanDkv;
   StreamId send_stream = StreamId::kSend, recv_stream = StreamId::kRecv;

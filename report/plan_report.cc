@@ -145,17 +145,19 @@ std::string PlanTable(const planner::PlanContext& ctx, const planner::SearchResu
   }
   const auto best = std::find_if(result.ranked.begin(), result.ranked.end(),
                                  [](const planner::Estimate& e) { return e.fits; });
-  out += "\n" + std::to_string(result.evaluated) + " candidates evaluated, " +
-         std::to_string(result.ranked.size()) + " valid";
+  std::string summary = std::to_string(result.evaluated) + " candidates evaluated, " +
+                        std::to_string(result.ranked.size()) + " valid";
   if (!listing.all_variants) {
-    out += " in " + std::to_string(listed.groups.size()) + (listed.groups.size() == 1 ? " group" : " groups");
+    summary += " in " + std::to_string(listed.groups.size()) + (listed.groups.size() == 1 ? " group" : " groups");
   }
-  if (best == result.ranked.end()) {
-    out += "; none fits in " + FormatBytes(ctx.topology.gpu.memory_bytes) + " per GPU\n";
-  } else {
-    out += "; best that fits: #" + std::to_string(best - result.ranked.begin() + 1) + " " +
-           std::string(SchemeName(best->params.scheme)) + " " + best->params.Describe() + "\n";
-  }
+  const std::string verdict =
+      best == result.ranked.end()
+          ? "none fits in " + FormatBytes(ctx.topology.gpu.memory_bytes) + " per GPU"
+          : "best that fits: #" + std::to_string(best - result.ranked.begin() + 1) + " " +
+                std::string(SchemeName(best->params.scheme)) + " " + best->params.Describe();
+  // The summary stays within the default table's 120 columns: a long plan name goes on its own line.
+  constexpr size_t kColumns = 120;
+  out += "\n" + summary + (summary.size() + 2 + verdict.size() > kColumns ? ";\n" : "; ") + verdict + "\n";
   if (!result.rejected.empty()) {
     out += "\nnot applicable:\n";
     for (const planner::Estimate& e : result.rejected) {

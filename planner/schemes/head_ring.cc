@@ -22,7 +22,7 @@ Estimate HeadRingEstimate(const PlanContext& ctx, const SchemeParams& p, const S
   Traffic traffic(ctx.num_ranks, ctx.topology.num_levels());
   auto ring = [&](Phase phase, bool cache) {
     if (double_ring) return DoubleRingPass(e, ctx, placement, 1, 2, phase, cache, step_s, traffic);
-    if (r > 1) return RingPass(e, ctx, placement, 1, phase, cache, step_s, traffic);
+    if (r > 1) return RingPass(e, ctx, placement, 1, phase, cache, /*own_shard_last=*/false, step_s, traffic);
     AddCompute(e, phase == Phase::kForward ? "fwd attention (full sequence, own heads)" : "bwd attention",
                step_s * (phase == Phase::kForward ? 1.0 : ctx.BackwardTimeFactor()));
     return 0.0;

@@ -54,7 +54,7 @@ double UlyssesOut(Estimate& e, const PlanContext& ctx, const Placement& placemen
 }
 
 double RingPass(Estimate& e, const PlanContext& ctx, const Placement& placement, int dim, Phase phase,
-                bool cache, double step_compute_s, Traffic& traffic) {
+                bool cache, bool own_shard_last, double step_compute_s, Traffic& traffic) {
   const int64_t r = placement.DimSize(dim);
   const ShardBytes& s = ctx.shard;
   if (phase == Phase::kForward) {
@@ -64,10 +64,12 @@ double RingPass(Estimate& e, const PlanContext& ctx, const Placement& placement,
   }
   const double t_kv = cache ? 0.0 : ctx.comm->RingShift(placement, dim, s.kv, r - 1, &traffic);
   const double t_dkv = ctx.comm->RingShift(placement, dim, s.dkv_partial, r - 1, &traffic);
-  // The dK,dV chain runs one step behind the KV ring; its last hop follows the last block.
+  // The dK,dV chain runs one step behind the KV ring; its last hop follows the last block,
+  // unless the own shard runs last (cache only): then hop k overlaps block k+1 and the last hop
+  // the own block.
   AddPipeline(e, cache ? "bwd ring step (dK,dV hop)" : "bwd ring step (KV shift + dK,dV hop)", r,
               step_compute_s * ctx.BackwardTimeFactor(), t_kv + t_dkv);
-  AddExposed(e, "bwd last dK,dV hop", r > 1 ? t_dkv : 0.0);
+  if (!(cache && own_shard_last)) AddExposed(e, "bwd last dK,dV hop", r > 1 ? t_dkv : 0.0);
   return static_cast<double>(r - 1) * ((cache ? 0.0 : s.kv) + s.dkv_partial);
 }
 

@@ -19,9 +19,11 @@ double UlyssesOut(Estimate& e, const PlanContext& ctx, const Placement& placemen
                   Phase phase, Traffic& traffic);
 
 // One ring pass over `dim` (size R): R steps of `step_compute_s`, KV shifts overlapped; the
-// backward adds the dK+dV owner-last chain (and no KV shifts with cache).
+// backward adds the dK+dV owner-last chain (and no KV shifts with cache). With cache and
+// own_shard_last the backward runs the own shard last (sched::RingPass::own_shard_last), so the
+// chain's last hop overlaps it instead of following the last block.
 double RingPass(Estimate& e, const PlanContext& ctx, const Placement& placement, int dim, Phase phase,
-                bool cache, double step_compute_s, Traffic& traffic);
+                bool cache, bool own_shard_last, double step_compute_s, Traffic& traffic);
 
 // LoongTrain double ring over dims inner (size w) and outer (size cp/w).
 double DoubleRingPass(Estimate& e, const PlanContext& ctx, const Placement& placement, int inner_dim,

@@ -1,6 +1,8 @@
 // Ring-Attention: KV shards travel a ring of all P ranks (docs/schemes.md). Expansion
 // (docs/schedules.md, "Ring"): P steps per pass; KV moves rank r -> r-1, so rank r holds KV shard
-// (r + s) mod P at step s; the backward adds the owner-last dK+dV chain.
+// (r + s) mod P at step s; the backward adds the owner-last dK+dV chain. The cached backward
+// runs its own shard last, so every dK+dV hop overlaps a block (the order Mesh's greedy picks
+// for a 1 x P tile: docs/mesh-attention.md).
 #include <numeric>
 
 #include "planner/compute_model.h"
@@ -47,10 +49,11 @@ Estimate RingStrategy::Evaluate(const PlanContext& ctx, const SchemeParams& p) c
   Traffic traffic(ranks, ctx.topology.num_levels());
   double fwd_bytes = 0, bwd_bytes = 0;
   if (HasForward(w.pass)) {
-    fwd_bytes = RingPass(e, ctx, placement, 0, Phase::kForward, false, step_s, traffic);
+    fwd_bytes = RingPass(e, ctx, placement, 0, Phase::kForward, false, false, step_s, traffic);
   }
   if (HasBackward(w.pass)) {
-    bwd_bytes = RingPass(e, ctx, placement, 0, Phase::kBackward, p.cache_forward, step_s, traffic);
+    bwd_bytes = RingPass(e, ctx, placement, 0, Phase::kBackward, p.cache_forward, /*own_shard_last=*/true, step_s,
+                         traffic);
   }
   SetTraffic(e, traffic, fwd_bytes, bwd_bytes);
   // Buffers: KV being used + KV arriving; fp32 O accumulator; backward adds dK,dV in and out
@@ -91,6 +94,7 @@ Result<Schedule> RingStrategy::Expand(const PlanContext& ctx, const SchemeParams
       pass.phase = Phase::kBackward;
       pass.move_kv = !params.cache_forward;  // cache: the forward left every KV shard here
       pass.dkv_chain = true;
+      pass.own_shard_last = params.cache_forward;  // chain order: the last hop hides behind it
       sched::EmitRingPass(s.ranks[r], ctx, layout, pass);
     }
   }

@@ -74,6 +74,9 @@ inline std::vector<Case> SchemeCases(int64_t P, const Mask& mask) {
       SchemeParams p = Params(Scheme::kRing, layout);
       p.ring = P;
       cases.push_back({P, p, mask, hq, hkv, 1});
+      // Cached: the backward runs the own shard last (RingPass::own_shard_last).
+      p.cache_forward = true;
+      cases.push_back({P, p, mask, hq, hkv, 1});
     }
     SchemeParams ag = Params(Scheme::kAllGatherKV, balanced);
     ag.ring = P;

@@ -254,7 +254,8 @@ TEST(MeshGreedy, HoldBackOverlapsComputeWithPartialSendOwnerFirst) {
 }
 
 TEST(MeshGreedy, NoHoldBackWhenTheSendIsFree) {
-  // Same as above with free partial sends: nothing to hide, both blocks at step 0.
+  // Same as above with free partial sends: nothing to hide, both blocks at step 0. They run in
+  // chain order: owner-last sends column 1 first and keeps column 0 (the owner's) for last.
   GreedyOptions o;
   o.a = 1;
   o.b = 2;
@@ -263,7 +264,99 @@ TEST(MeshGreedy, NoHoldBackWhenTheSendIsFree) {
   o.costs.kv_partial = 0;
   const std::vector<MeshStep> steps = GreedySchedule(o);
   ASSERT_FALSE(steps.empty());
-  EXPECT_EQ(ComputeOf(steps[0]), (Blocks{{0, 0}, {0, 1}}));
+  EXPECT_EQ(ComputeOf(steps[0]), (Blocks{{0, 1}, {0, 0}}));
+}
+
+// Communication of the step table left uncovered by the step's computation, in cost units: each
+// step lasts max(compute, comm), with the Q- and KV-side messages added (the greedy's own view).
+double Exposed(const std::vector<MeshStep>& steps, const StepCosts& c) {
+  double exposed = 0;
+  for (const MeshStep& st : steps) {
+    double comm = st.shift == ShiftKind::kQ ? c.q_shift : st.shift == ShiftKind::kKV ? c.kv_shift : 0.0;
+    comm += static_cast<double>(st.q_partial_sends.size()) * c.q_partial +
+            static_cast<double>(st.kv_partial_sends.size()) * c.kv_partial;
+    exposed += std::max(0.0, comm - static_cast<double>(st.compute.size()) * c.block);
+  }
+  return exposed;
+}
+
+// Chain pacing, a = 1, b = n, KV cached, owner-last (Ring with cache): column k >= 1's dK+dV
+// partial can leave at step k at the earliest (the chain starts with column 1 at step 1 and
+// moves one hop per step), so column k is computed at step k-1, just in time; the owner's own
+// column 0 is never sent and fills step n-1, beside the last hop. At step s the chain still has
+// n-1-s sends to hide, so every block that is not due is held. Table:
+//   step 0:            compute (0,1)
+//   step k, 1..n-2:    send column k, compute (0,k+1)
+//   step n-1:          send column n-1, compute (0,0)
+// n steps, each hop beside one block: nothing exposed while a hop costs at most a block. Before
+// pacing, step 0 computed n-1 blocks and steps 2..n-1 were sends alone: (n-2) hops exposed.
+TEST(MeshGreedy, CachedRingChainIsPacedOneBlockPerHop) {
+  for (int n = 2; n <= 12; ++n) {
+    GreedyOptions o;
+    o.a = 1;
+    o.b = n;
+    o.phase = Phase::kBackward;
+    o.kv_present = true;
+    o.costs.kv_partial = 0.5;
+    const std::vector<MeshStep> steps = GreedySchedule(o);
+    ASSERT_EQ(steps.size(), static_cast<size_t>(n)) << n;
+    for (int s = 0; s < n; ++s) {
+      const int col = s + 1 < n ? s + 1 : 0;
+      EXPECT_EQ(ComputeOf(steps[s]), (Blocks{{0, col}})) << "n=" << n << " step " << s;
+      EXPECT_EQ(steps[s].kv_partial_sends, s == 0 ? std::vector<int32_t>{} : std::vector<int32_t>{s})
+          << "n=" << n << " step " << s;
+    }
+    EXPECT_DOUBLE_EQ(Exposed(steps, o.costs), 0.0) << n;
+  }
+}
+
+// Owner-first sends the owner's column first: column k leaves at step k+1 at the earliest, so
+// it runs at step k (the same order as the slots), and the last send, column n-1 at step n,
+// has nothing left to overlap: n+1 steps and exactly one hop exposed, whatever n.
+TEST(MeshGreedy, CachedRingChainOwnerFirstExposesOneHop) {
+  for (int n = 2; n <= 12; ++n) {
+    GreedyOptions o;
+    o.a = 1;
+    o.b = n;
+    o.phase = Phase::kBackward;
+    o.kv_present = true;
+    o.chain = ReduceChain::kOwnerFirst;
+    o.costs.kv_partial = 0.5;
+    const std::vector<MeshStep> steps = GreedySchedule(o);
+    ASSERT_EQ(steps.size(), static_cast<size_t>(n + 1)) << n;
+    for (int s = 0; s < n; ++s) EXPECT_EQ(ComputeOf(steps[s]), (Blocks{{0, s}})) << "n=" << n << " step " << s;
+    EXPECT_TRUE(steps[n].compute.empty());
+    EXPECT_DOUBLE_EQ(Exposed(steps, o.costs), 0.5) << n;
+  }
+}
+
+// A hop dearer than a block (comm-bound, 2.5 blocks), n = 8, owner-last. The 8 blocks cannot
+// hide the 7 hops (17.5 units), so no step takes more blocks than its hop lasts, rounded down
+// (2): a block hides one unit wherever it runs, and a third block beside a 2.5-unit hop would
+// hide only half a unit. Column 1 must run at step 0 (its partial leaves at step 1), so at most
+// 7 blocks sit beside hops and any order leaves at least 17.5 - 7 = 10.5 units exposed; the
+// greedy reaches that bound, and its time, 1 + 7 * 2.5 = 18.5, is Ring's c + (n-1)*max(c, d).
+//   step 0: compute column 1          step 1: send 1, compute 2, 3 (2 is due at step 2)
+//   step 2: send 2, compute 4, 5      step 3: send 3, compute 6, 7
+//   step 4: send 4, compute 0 (the owner's column, last in chain order)
+//   steps 5..7: send 5..7
+TEST(MeshGreedy, CachedRingChainSpreadsBlocksWhenCommBound) {
+  GreedyOptions o;
+  o.a = 1;
+  o.b = 8;
+  o.phase = Phase::kBackward;
+  o.kv_present = true;
+  o.costs.kv_partial = 2.5;
+  const std::vector<MeshStep> steps = GreedySchedule(o);
+  ASSERT_EQ(steps.size(), 8u);
+  EXPECT_EQ(ComputeOf(steps[0]), (Blocks{{0, 1}}));
+  EXPECT_EQ(ComputeOf(steps[1]), (Blocks{{0, 2}, {0, 3}}));
+  EXPECT_EQ(ComputeOf(steps[2]), (Blocks{{0, 4}, {0, 5}}));
+  EXPECT_EQ(ComputeOf(steps[3]), (Blocks{{0, 6}, {0, 7}}));
+  EXPECT_EQ(ComputeOf(steps[4]), (Blocks{{0, 0}}));
+  for (int s = 5; s < 8; ++s) EXPECT_TRUE(steps[s].compute.empty()) << s;
+  for (int s = 1; s < 8; ++s) EXPECT_EQ(steps[s].kv_partial_sends, std::vector<int32_t>{s}) << s;
+  EXPECT_DOUBLE_EQ(Exposed(steps, o.costs), 10.5);
 }
 
 }  // namespace

@@ -97,10 +97,14 @@ TEST(PlanScheduleAgreement, EveryCandidateExpandsToWhatItsEstimateSays) {
 // Mesh-Attention with a = 1 is Ring-Attention: the same KV shards arrive from the same peers
 // in the same order, the dK,dV partials travel the same chain in the same order, the same
 // blocks are computed in the same order, and the same bytes move. (How the KV and dK,dV streams
-// interleave within a backward step may differ: each scheme's step timing decides that.)
+// interleave within a backward step may differ: each scheme's step timing decides that.) With
+// the forward cache both run the backward in chain order: the shards held at steps 1..P-1
+// first, the own shard last (Mesh's chain pacing, Ring's own_shard_last).
 TEST(PlanScheduleAgreement, MeshWithOneRowIsRing) {
   const Topology t = testing::SmallCluster(4, 2);
-  for (Pass pass : {Pass::kForward, Pass::kForwardBackward}) {
+  for (Pass pass : {Pass::kForward, Pass::kForwardBackward})
+  for (bool cache : {false, true}) {
+    if (cache && !HasBackward(pass)) continue;
     for (Layout layout : {Layout::kZigzag, Layout::kContiguous}) {
       Workload w;
       w.seq_len = 4096;
@@ -114,12 +118,14 @@ TEST(PlanScheduleAgreement, MeshWithOneRowIsRing) {
       ring.layout = layout;
       ring.ring = 8;
       ring.placement = {"cp"};
+      ring.cache_forward = cache;
       SchemeParams mesh;
       mesh.scheme = Scheme::kMesh;
       mesh.layout = layout;
       mesh.tile_a = 1;
       mesh.tile_b = 8;
       mesh.placement = {"q", "kv"};
+      mesh.cache_forward = cache;
       auto rs = MakeStrategy(Scheme::kRing)->Expand(ctx, ring);
       auto ms = MakeStrategy(Scheme::kMesh)->Expand(ctx, mesh);
       ASSERT_TRUE(rs.ok() && ms.ok());
@@ -141,7 +147,7 @@ TEST(PlanScheduleAgreement, MeshWithOneRowIsRing) {
             }
             EXPECT_EQ(ring_ops, trace(ms->ranks[r], kind, tensors))
                 << "rank " << r << " " << OpKindName(kind) << " " << TensorNames(tensors) << " "
-                << LayoutName(layout) << " " << PassName(pass);
+                << LayoutName(layout) << " " << PassName(pass) << (cache ? " cache" : "");
           }
         }
       }
