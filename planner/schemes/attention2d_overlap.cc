@@ -172,17 +172,31 @@ Arrivals EmitPhase(RankProgram& prog, const PlanContext& ctx, const ShardLayout&
     }
     const bool kv_ring = k == 0 && m.move_kv;
     const bool chain = m.dkv_chain && k == a - 1;
+    // A cached backward has every K,V slot from the start: like Ring's (RingPass::own_shard_last)
+    // it runs slots 1..b-1 first and the own slot last, so the chain's last hop, the total of the
+    // own slot, travels while the own block runs. Chain messages are then tagged by block step
+    // (slot l at step l-1), as Ring's; otherwise by slot.
+    const bool own_last = chain && !m.move_kv && b >= 2;
+    const int64_t tag_shift = own_last ? 1 : 0;
+    std::optional<uint32_t> own_total;  // own_last: the receive of the own slot's total
     std::optional<uint32_t> kv_buffer = start;  // row 0's ring: the op that delivered slot l
-    for (int64_t l = 0; l < b; ++l) {
+    for (int64_t i = 0; i < b; ++i) {
+      const int64_t l = own_last ? (i + 1) % b : i;
       const int64_t kv_shard = v.kv_slot[static_cast<size_t>(l)];
       // Messages kv_next -> this rank run KV(0..b-2) in row 0, then the chain's dK+dV hops
       // (interleaved as in a ring pass when row 0 is also the last row, a = 1).
       std::optional<uint32_t> dkv_in;
       if (chain && l >= 2) {
-        Op recv = Message(OpKind::kRecv, m, StreamId::kRecv, kTensorDKV, v.kv_next, l - 1, sched::kChanDkv,
-                          m.dkv_bytes);
+        Op recv = Message(OpKind::kRecv, m, StreamId::kRecv, kTensorDKV, v.kv_next, l - 1 - tag_shift,
+                          sched::kChanDkv, m.dkv_bytes);
         recv.kv_shard = static_cast<int32_t>(kv_shard);
         dkv_in = prog.Add(recv);
+      }
+      if (own_last && l == 0) {  // the total of the own slot, sent by kv_next after its last step
+        Op recv = Message(OpKind::kRecv, m, StreamId::kRecv, kTensorDKV, v.kv_next, b - 2, sched::kChanDkv,
+                          m.dkv_bytes);
+        recv.kv_shard = static_cast<int32_t>(kv_shard);
+        own_total = prog.Add(recv);
       }
       if (kv_ring && l + 1 < b) {
         Op recv = Message(OpKind::kRecv, m, StreamId::kRecv, kTensorKV, v.kv_next, l, sched::kChanKv, m.kv_bytes);
@@ -207,13 +221,18 @@ Arrivals EmitPhase(RankProgram& prog, const PlanContext& ctx, const ShardLayout&
           merge.kv_shard = static_cast<int32_t>(kv_shard);
           last_compute = prog.Add(merge, sched::Deps({dkv_in, last_compute}));
         }
-        Op send = Message(OpKind::kSend, m, StreamId::kSend, kTensorDKV, v.kv_prev, l, sched::kChanDkv,
+        Op send = Message(OpKind::kSend, m, StreamId::kSend, kTensorDKV, v.kv_prev, l - tag_shift, sched::kChanDkv,
                           m.dkv_bytes);
         send.kv_shard = static_cast<int32_t>(kv_shard);
         prog.Add(send, sched::Deps({last_compute}));
       }
+      if (own_total && l == 0) {
+        Op merge = MergeOp(m.phase, kTensorDKV, b);
+        merge.kv_shard = static_cast<int32_t>(kv_shard);
+        last_compute = prog.Add(merge, sched::Deps({own_total, last_compute}));
+      }
     }
-    if (chain && b >= 2) {  // the total of the own KV slot, sent by kv_next after its last block
+    if (chain && b >= 2 && !own_last) {  // the total of the own KV slot, sent by kv_next after its last block
       Op recv = Message(OpKind::kRecv, m, StreamId::kRecv, kTensorDKV, v.kv_next, b - 1, sched::kChanDkv,
                         m.dkv_bytes);
       recv.kv_shard = static_cast<int32_t>(v.kv_slot[0]);

@@ -195,8 +195,13 @@ double Attention2DOverlapPass(Estimate& e, const PlanContext& ctx, const Placeme
   // KV-group traffic during block l of row k (the compute stream waits for it at the next block):
   // row 0 shifts K,V for block l+1 (l <= b-2); the backward's last row carries the dK+dV hop sent
   // after block l-1 (l >= 2; the hop sent after the last block is the tail below).
+  // A cached backward's last row runs the own slot last (attention2d_overlap.cc): its first hop
+  // is sent after step 0 and its last, the own slot's total, lands during the own block: step l
+  // (l >= 1) waits for a hop and no tail is left.
+  const bool own_last = !fwd && cache && b >= 2;
+  const int64_t first_hop = own_last ? 1 : 2;
   auto kv_step = [&](int64_t k, int64_t l) {
-    return (k == 0 && move_kv && l <= b - 2 ? t_kv : 0.0) + (!fwd && k == a - 1 && l >= 2 ? t_dkv : 0.0);
+    return (k == 0 && move_kv && l <= b - 2 ? t_kv : 0.0) + (!fwd && k == a - 1 && l >= first_hop ? t_dkv : 0.0);
   };
   const std::string row_label = ph + " row (Q shift, partial hop)";
   // Emits row k, `count` times (count > 1 only for rows without KV-group traffic, which are
@@ -206,7 +211,7 @@ double Attention2DOverlapPass(Estimate& e, const PlanContext& ctx, const Placeme
     // Q-group traffic during row k: the partial of row k-1 (k >= 2; row 0's partial is the
     // owner's and stays) and the Q shift that brings row k+1's slot (k <= a-2).
     const double q_comm = (k >= 2 ? t_part : 0.0) + (k <= a - 2 ? t_q : 0.0);
-    const bool kv_row = (k == 0 && move_kv && b > 1) || (!fwd && k == a - 1 && b > 2);
+    const bool kv_row = (k == 0 && move_kv && b > 1) || (!fwd && k == a - 1 && b > first_hop);
     if (!kv_row) {  // every block's data is present: the row's b blocks hide its Q-group traffic
       AddFolded(e, row_label, static_cast<double>(b) * t_blk, q_comm, count);
       return;
@@ -216,8 +221,8 @@ double Attention2DOverlapPass(Estimate& e, const PlanContext& ctx, const Placeme
     // link it delays the first KV-group transfer it meets (charged to that step).
     double kv_path = 0, q_left = shared ? q_comm : 0.0;
     const std::string label = ph + (k == 0 ? " row 0 block (KV shift)" : " last row block (dK,dV hop)");
-    // kv_step changes only at l = 2 and l = b-1: it is constant between sorted cut points.
-    std::array<int64_t, 4> cuts = {0, std::min<int64_t>(2, b), std::max<int64_t>(0, b - 1), b};
+    // kv_step changes only at l = first_hop and l = b-1: it is constant between sorted cut points.
+    std::array<int64_t, 4> cuts = {0, std::min<int64_t>(first_hop, b), std::max<int64_t>(0, b - 1), b};
     std::sort(cuts.begin(), cuts.end());
     for (size_t i = 0; i + 1 < cuts.size(); ++i) {
       int64_t lo = cuts[i];
@@ -241,7 +246,7 @@ double Attention2DOverlapPass(Estimate& e, const PlanContext& ctx, const Placeme
   if (a >= 2) add_row(a - 1, 1);
   // Tail: the last hop of each chain follows the last block.
   const double q_tail = a > 1 ? t_part : 0.0;
-  const double kv_tail = !fwd && b > 1 ? t_dkv : 0.0;
+  const double kv_tail = !fwd && b > 1 && !own_last ? t_dkv : 0.0;
   const double tail = shared ? q_tail + kv_tail : std::max(q_tail, kv_tail);
   if (tail > 0) AddExposed(e, fwd ? "fwd last O,LSE hop" : "bwd last dQ / dK,dV hops", tail);
   return static_cast<double>(a - 1) * (q_bytes + part_bytes) + static_cast<double>(b - 1) * (kv_bytes + dkv_bytes);
