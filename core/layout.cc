@@ -12,20 +12,22 @@ std::string_view LayoutName(Layout layout) {
       return "zigzag";
     case Layout::kStriped:
       return "striped";
+    case Layout::kBalanced:
+      return "balanced";
   }
   return "contiguous";
 }
 
 Result<Layout> ParseLayout(std::string_view text) {
-  for (Layout l : {Layout::kContiguous, Layout::kZigzag, Layout::kStriped}) {
+  for (Layout l : {Layout::kContiguous, Layout::kZigzag, Layout::kStriped, Layout::kBalanced}) {
     if (text == LayoutName(l)) return l;
   }
   return Status::Invalid("unknown layout '" + std::string(text) +
-                         "' (expected contiguous, zigzag or striped)");
+                         "' (expected contiguous, zigzag, striped or balanced)");
 }
 
 Status ShardLayout::Validate(const Mask& mask) const {
-  const int64_t pieces = kind == Layout::kZigzag ? 2 * num_shards : num_shards;
+  const int64_t pieces = RangesPerShard() * num_shards;
   if (num_shards < 1 || subdivide < 1) return Status::Invalid("layout needs at least one shard");
   const int64_t unit = pieces * subdivide;
   if (seq_len % unit != 0) {
@@ -39,10 +41,33 @@ Status ShardLayout::Validate(const Mask& mask) const {
   if (kind == Layout::kStriped && mask.kind != MaskKind::kFull && mask.kind != MaskKind::kCausal) {
     return Status::Invalid("the striped layout supports only full and causal masks");
   }
+  if (kind == Layout::kBalanced && balanced == nullptr) {
+    return Status::Invalid("the balanced layout (load-balanced dispatch) is offered to ring, allgather-kv, usp and "
+                           "loongtrain only");
+  }
   return Status::Ok();
 }
 
+ShardLayout MakeShardLayout(Layout kind, const PairCounter& counter, int64_t shards, int64_t subdivide) {
+  ShardLayout layout{kind, counter.seq_len(), shards, subdivide};
+  const int64_t unit = shards * kBalancedChunksPerShard * subdivide;
+  if (kind == Layout::kBalanced && shards >= 1 && subdivide >= 1 && counter.seq_len() % unit == 0) {
+    layout.balanced = BalanceChunks(counter, shards, kBalancedChunksPerShard);
+  }
+  return layout;
+}
+
 std::vector<TokenRange> ShardLayout::Ranges(int64_t shard) const {
+  if (kind == Layout::kBalanced) {
+    const int64_t k = balanced->chunks_per_shard, c = balanced->chunk_tokens;
+    std::vector<TokenRange> out;
+    out.reserve(static_cast<size_t>(k));
+    for (int64_t i = shard * k; i < (shard + 1) * k; ++i) {
+      const int64_t x = balanced->chunks_of_shard[i];
+      out.push_back({x * c, (x + 1) * c});
+    }
+    return out;
+  }
   if (kind == Layout::kZigzag) {
     const int64_t c = seq_len / (2 * num_shards);
     const int64_t other = 2 * num_shards - 1 - shard;
@@ -62,8 +87,14 @@ std::vector<TokenRange> ShardLayout::SubRanges(int64_t sub) const {
   return out;
 }
 
+int64_t ShardLayout::RangesPerShard() const {
+  if (kind == Layout::kZigzag) return 2;
+  return kind == Layout::kBalanced ? kBalancedChunksPerShard : 1;
+}
+
 int64_t ShardLayout::KernelBlockTokens() const {
   if (kind == Layout::kZigzag) return seq_len / (2 * num_shards);
+  if (kind == Layout::kBalanced) return seq_len / (kBalancedChunksPerShard * num_shards);
   return seq_len / num_shards;
 }
 

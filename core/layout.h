@@ -5,6 +5,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/balanced_dispatch.h"
 #include "core/mask.h"
 #include "core/status.h"
 
@@ -14,6 +15,7 @@ enum class Layout {
   kContiguous,  // shard i = tokens [i*n, (i+1)*n), n = S/N
   kZigzag,      // 2N chunks of S/(2N); shard i = chunks i and 2N-1-i (balances causal work)
   kStriped,     // shard i = tokens t with t mod N == i (balances causal work at token level)
+  kBalanced,    // kBalancedChunksPerShard chunks per shard chosen by work (core/balanced_dispatch.h)
 };
 std::string_view LayoutName(Layout layout);
 Result<Layout> ParseLayout(std::string_view text);
@@ -43,19 +45,29 @@ void AddRectangleWork(const PairCounter& counter, TokenRange q, TokenRange k, Bl
 // consecutive parts of each of shard i's ranges): ranks of a head-parallel (Ulysses) group start
 // with sub-shards and gather whole shards with an all-to-all. Rank r's input is sub-shard r.
 struct ShardLayout {
+  ShardLayout() = default;
+  ShardLayout(Layout kind_, int64_t seq_len_, int64_t num_shards_, int64_t subdivide_)
+      : kind(kind_), seq_len(seq_len_), num_shards(num_shards_), subdivide(subdivide_) {}
+
   Layout kind = Layout::kContiguous;
   int64_t seq_len = 0;
   int64_t num_shards = 1;
   int64_t subdivide = 1;
+  // kBalanced: the chunks of each shard, which depend on the mask (MakeShardLayout). A balanced
+  // layout without them is refused by Validate (the schemes that make them: ring, allgather-kv,
+  // usp, loongtrain).
+  std::shared_ptr<const BalancedChunks> balanced;
 
   // Divisibility of the sequence and layout/mask compatibility; the reason names the sizes.
   Status Validate(const Mask& mask) const;
   int64_t shard_tokens() const { return seq_len / num_shards; }
-  // Contiguous pieces of shard i (1 for contiguous, 2 for zigzag).
+  // Contiguous pieces of shard i (1 for contiguous, 2 for zigzag, its chunks for balanced).
   // REQUIRES: kind != kStriped (a striped shard is a stride, not a few ranges).
   std::vector<TokenRange> Ranges(int64_t shard) const;
   // Contiguous pieces of input sub-shard `sub` (= rank) when subdivide > 1.
   std::vector<TokenRange> SubRanges(int64_t sub) const;
+  // Contiguous pieces per shard: 2 for zigzag, kBalancedChunksPerShard for balanced, else 1.
+  int64_t RangesPerShard() const;
   // Shorter side in tokens of the contiguous pieces a block kernel sees (kernel efficiency key).
   int64_t KernelBlockTokens() const;
   // Unmasked (q, k) pairs in block (q shard i, kv shard j), exact.
@@ -64,5 +76,9 @@ struct ShardLayout {
   // other at token level, so all the pairs of a striped block the mask cuts are cut pairs.
   BlockWork Work(const PairCounter& counter, int64_t q_shard, int64_t kv_shard) const;
 };
+
+// The layout of `kind` over counter's sequence; kBalanced gets its chunks balanced by the mask's
+// work (left without them when the sequence does not divide into the chunks: Validate says so).
+ShardLayout MakeShardLayout(Layout kind, const PairCounter& counter, int64_t shards, int64_t subdivide);
 
 }  // namespace meshplan

@@ -6,12 +6,12 @@ namespace meshplan::planner {
 namespace {
 
 int64_t ChunkTokens(const ShardLayout& layout) {
-  return layout.kind == Layout::kZigzag ? layout.seq_len / (2 * layout.num_shards)
-                                        : layout.seq_len / layout.num_shards;
+  return layout.seq_len / (layout.RangesPerShard() * layout.num_shards);
 }
 
-// Shard that owns chunk x (contiguous: x itself; zigzag: x or its mirror).
+// Shard that owns chunk x (contiguous: x itself; zigzag: x or its mirror; balanced: its owner).
 int64_t ShardOfChunk(const ShardLayout& layout, int64_t x) {
+  if (layout.kind == Layout::kBalanced) return layout.balanced->owner[x];
   if (layout.kind != Layout::kZigzag) return x;
   return x < layout.num_shards ? x : 2 * layout.num_shards - 1 - x;
 }
@@ -84,7 +84,7 @@ std::vector<int64_t> TilePairs(const ShardLayout& layout, const PairCounter& cou
     std::fill(out.begin(), out.end(), a * b * n * n);
     return out;
   }
-  if (mask.kind == MaskKind::kCausal) {
+  if (mask.kind == MaskKind::kCausal && layout.kind != Layout::kBalanced) {
     if (layout.kind == Layout::kZigzag) {
       // Off-diagonal zigzag blocks have 2c^2 pairs, diagonal ones 2c^2 + c (layout_test derives
       // this); a rank's Q and KV groups share exactly one shard (its own).
@@ -112,8 +112,8 @@ std::vector<int64_t> TilePairs(const ShardLayout& layout, const PairCounter& cou
     }
     return out;
   }
-  // Window, documents and prefix (contiguous or zigzag): only key chunks a query range can
-  // reach count.
+  // Window, documents and prefix (contiguous, zigzag or balanced), and causal balanced: only key
+  // chunks a query range can reach count.
   std::vector<int64_t> doc_starts;
   if (mask.IsDocuments()) {
     int64_t start = 0;

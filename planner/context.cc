@@ -20,6 +20,18 @@ ShardBytes ComputeShardBytes(const Workload& w, int64_t num_ranks) {
   return s;
 }
 
+ShardLayout PlanContext::LayoutFor(Layout kind, int64_t shards, int64_t subdivide) const {
+  if (kind != Layout::kBalanced) return ShardLayout{kind, workload.seq_len, shards, subdivide};
+  auto it = balanced_cache_.find(shards);
+  if (it == balanced_cache_.end()) {
+    // The chunks do not depend on subdivide, which only has to divide each chunk.
+    it = balanced_cache_.emplace(shards, MakeShardLayout(kind, counter, shards, 1).balanced).first;
+  }
+  ShardLayout layout{kind, workload.seq_len, shards, subdivide};
+  if (it->second != nullptr && it->second->chunk_tokens % subdivide == 0) layout.balanced = it->second;
+  return layout;
+}
+
 const std::vector<int64_t>& PlanContext::RowPairsFor(const ShardLayout& layout) const {
   WorkKey key{static_cast<int>(layout.kind), layout.num_shards, 0};
   auto it = work_cache_.find(key);

@@ -43,6 +43,10 @@ struct PlanContext {
   double reserved_memory_bytes;  // held back for weights, optimizer state, other activations
   std::unique_ptr<CommModel> comm;  // route cache shared by all evaluations
 
+  // The shard layout of `kind` for this workload (MakeShardLayout in core/layout.h): a balanced
+  // layout's chunks are computed once per shard count and shared.
+  ShardLayout LayoutFor(Layout kind, int64_t shards, int64_t subdivide) const;
+
   // Unmasked pairs per shard (1-D family) or per rank (2-D family), cached by layout and tile.
   const std::vector<int64_t>& RowPairsFor(const ShardLayout& layout) const;
   const std::vector<int64_t>& TilePairsFor(const ShardLayout& layout, int64_t a) const;
@@ -60,6 +64,7 @@ struct PlanContext {
  private:
   using WorkKey = std::tuple<int, int64_t, int64_t>;  // layout kind, shards, a (0 for rows)
   mutable std::map<WorkKey, std::vector<int64_t>> work_cache_;
+  mutable std::map<int64_t, std::shared_ptr<const BalancedChunks>> balanced_cache_;  // by shards
 };
 
 inline double PlanContext::BackwardTimeFactor() const {

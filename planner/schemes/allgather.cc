@@ -33,7 +33,7 @@ std::vector<SchemeParams> AllGatherKVStrategy::Enumerate(const PlanContext& ctx)
 Estimate AllGatherKVStrategy::Evaluate(const PlanContext& ctx, const SchemeParams& p) const {
   const int64_t ranks = ctx.num_ranks;
   if (std::string why = WholeClusterProblem(ctx, p, "all-gather"); !why.empty()) return Invalid(p, why);
-  const ShardLayout layout{p.layout, ctx.workload.seq_len, ranks, 1};
+  const ShardLayout layout = ctx.LayoutFor(p.layout, ranks, 1);
 
   Estimate e = ValidEstimate(p);
   const Workload& w = ctx.workload;
@@ -42,7 +42,7 @@ Estimate AllGatherKVStrategy::Evaluate(const PlanContext& ctx, const SchemeParam
   SetFlops(e, ctx, ctx.RowPairsFor(layout), w.q_heads);
   const double fwd_flops = e.flops_max / PassFlopsFactor(w.pass);
   const double compute_s = KernelSeconds(ctx.topology.gpu, w.dtype, fwd_flops, layout.KernelBlockTokens(),
-                                         layout.kind == Layout::kZigzag ? 2 : 1);
+                                         layout.RangesPerShard());
   Traffic traffic(ranks, ctx.topology.num_levels());
   CommModel& comm = *ctx.comm;
   double fwd_bytes = 0, bwd_bytes = 0;
@@ -83,7 +83,7 @@ Result<Schedule> AllGatherKVStrategy::Expand(const PlanContext& ctx,
                                              const SchemeParams& params) const {
   const int64_t p = ctx.num_ranks;
   const Workload& w = ctx.workload;
-  const ShardLayout layout{params.layout, w.seq_len, p, 1};
+  const ShardLayout layout = ctx.LayoutFor(params.layout, p, 1);
   MESHPLAN_RETURN_IF_ERROR(sched::CheckGrid(ctx, params, layout, 1));
 
   Schedule s = sched::NewSchedule(ctx, params, layout, static_cast<size_t>(2 * p + 4));

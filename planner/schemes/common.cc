@@ -102,7 +102,9 @@ std::vector<Layout> SearchLayouts(const Mask& mask, bool every_layout) {
       if (every_layout) return {Layout::kZigzag, Layout::kContiguous, Layout::kStriped};
       return {Layout::kZigzag};  // zigzag balances causal work exactly
     default:
-      // Which layout balances a window or a set of documents depends on them: try both.
+      // Which layout balances a window, a prefix or a set of documents depends on them: try both,
+      // and for documents the load-balanced dispatch too (its chunks follow the documents).
+      if (mask.IsDocuments()) return {Layout::kZigzag, Layout::kContiguous, Layout::kBalanced};
       return {Layout::kZigzag, Layout::kContiguous};
   }
 }
@@ -138,7 +140,9 @@ void AddVariants(const PlanContext& ctx, SchemeParams base, const std::vector<La
 }
 
 std::vector<Layout> TileLayouts(const Mask& mask) {
+  // The 2-D schemes' tiles pair each shard with at most two ranges (zigzag): no balanced layout.
   std::vector<Layout> layouts = SearchLayouts(mask, false);
+  std::erase(layouts, Layout::kBalanced);
   if (mask.kind == MaskKind::kCausal) layouts.push_back(Layout::kStriped);
   return layouts;
 }
@@ -171,7 +175,7 @@ std::string WholeClusterProblem(const PlanContext& ctx, const SchemeParams& p, c
     return degree_name + " degree " + std::to_string(p.ring) + " must equal the " + std::to_string(ctx.num_ranks) +
            " GPUs";
   }
-  const ShardLayout layout{p.layout, ctx.workload.seq_len, ctx.num_ranks, 1};
+  const ShardLayout layout = ctx.LayoutFor(p.layout, ctx.num_ranks, 1);
   return LayoutOrPlacementProblem(p, layout, ctx.workload.mask);
 }
 

@@ -89,7 +89,7 @@ Estimate LoongTrainStrategy::Evaluate(const PlanContext& ctx, const SchemeParams
       break;
   }
   if (std::string why = UlyssesProblem(w, p.ulysses); !why.empty()) return Invalid(p, why);
-  const ShardLayout layout{p.layout, w.seq_len, p.ring, p.ulysses};
+  const ShardLayout layout = ctx.LayoutFor(p.layout, p.ring, p.ulysses);
   if (std::string why = LayoutOrPlacementProblem(p, layout, w.mask); !why.empty()) return Invalid(p, why);
 
   return HeadRingEstimate(ctx, p, layout);
@@ -103,7 +103,7 @@ Result<Schedule> LoongTrainStrategy::Expand(const PlanContext& ctx,
     return Status::Invalid("loongtrain window " + std::to_string(w) + " does not divide cp " +
                            std::to_string(cp));
   }
-  const ShardLayout layout{params.layout, ctx.workload.seq_len, cp, u};
+  const ShardLayout layout = ctx.LayoutFor(params.layout, cp, u);
   MESHPLAN_RETURN_IF_ERROR(sched::CheckGrid(ctx, params, layout, u));
   return ExpandHeadRing(ctx, params, layout, u, cp, w);
 }

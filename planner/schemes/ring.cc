@@ -34,7 +34,7 @@ std::vector<SchemeParams> RingStrategy::Enumerate(const PlanContext& ctx) const 
 Estimate RingStrategy::Evaluate(const PlanContext& ctx, const SchemeParams& p) const {
   const int64_t ranks = ctx.num_ranks;
   if (std::string why = WholeClusterProblem(ctx, p, "ring"); !why.empty()) return Invalid(p, why);
-  const ShardLayout layout{p.layout, ctx.workload.seq_len, ranks, 1};
+  const ShardLayout layout = ctx.LayoutFor(p.layout, ranks, 1);
 
   Estimate e = ValidEstimate(p);
   const Workload& w = ctx.workload;
@@ -68,7 +68,7 @@ Estimate RingStrategy::Evaluate(const PlanContext& ctx, const SchemeParams& p) c
 Result<Schedule> RingStrategy::Expand(const PlanContext& ctx, const SchemeParams& params) const {
   const int64_t p = ctx.num_ranks;
   const Workload& w = ctx.workload;
-  const ShardLayout layout{params.layout, w.seq_len, p, 1};
+  const ShardLayout layout = ctx.LayoutFor(params.layout, p, 1);
   MESHPLAN_RETURN_IF_ERROR(sched::CheckGrid(ctx, params, layout, 1));
 
   Schedule s = sched::NewSchedule(ctx, params, layout, static_cast<size_t>(7 * p));

@@ -46,7 +46,7 @@ Estimate UspStrategy::Evaluate(const PlanContext& ctx, const SchemeParams& p) co
                           " must equal the " + std::to_string(ranks) + " GPUs");
   }
   if (std::string why = UlyssesProblem(w, p.ulysses); !why.empty()) return Invalid(p, why);
-  const ShardLayout layout{p.layout, w.seq_len, p.ring, p.ulysses};
+  const ShardLayout layout = ctx.LayoutFor(p.layout, p.ring, p.ulysses);
   if (std::string why = LayoutOrPlacementProblem(p, layout, w.mask); !why.empty()) return Invalid(p, why);
 
   return HeadRingEstimate(ctx, p, layout);
@@ -55,7 +55,7 @@ Estimate UspStrategy::Evaluate(const PlanContext& ctx, const SchemeParams& p) co
 Result<Schedule> UspStrategy::Expand(const PlanContext& ctx, const SchemeParams& params) const {
   const int64_t u = params.ulysses, r = params.ring;
   if (u < 1 || r < 1) return Status::Invalid("usp needs ulysses >= 1 and ring >= 1");
-  const ShardLayout layout{params.layout, ctx.workload.seq_len, r, u};
+  const ShardLayout layout = ctx.LayoutFor(params.layout, r, u);
   MESHPLAN_RETURN_IF_ERROR(sched::CheckGrid(ctx, params, layout, u));
   return ExpandHeadRing(ctx, params, layout, u, r, /*w=*/r);
 }

@@ -16,6 +16,8 @@ int64_t ShardOf(Layout kind, int64_t seq, int64_t shards, int64_t t) {
     }
     case Layout::kStriped:
       return t % shards;
+    case Layout::kBalanced:  // chunks chosen by work: tests/core/balanced_dispatch_test.cc
+      break;
   }
   return -1;
 }

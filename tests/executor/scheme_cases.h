@@ -82,6 +82,22 @@ inline std::vector<Case> SchemeCases(int64_t P, const Mask& mask) {
     ag.ring = P;
     ag.cache_forward = true;
     cases.push_back({P, ag, mask, hq, hkv, 2});
+    // The load-balanced dispatch the search offers the 1-D schemes for document masks.
+    if (mask.IsDocuments()) {
+      SchemeParams ring = Params(Scheme::kRing, Layout::kBalanced);
+      ring.ring = P;
+      cases.push_back({P, ring, mask, hq, hkv, 1});
+      SchemeParams gather = Params(Scheme::kAllGatherKV, Layout::kBalanced);
+      gather.ring = P;
+      cases.push_back({P, gather, mask, hq, hkv, 1});
+      if (P % 2 == 0 && hkv % 2 == 0) {
+        SchemeParams usp = Params(Scheme::kUsp, Layout::kBalanced);
+        usp.ulysses = 2;
+        usp.ring = P / 2;
+        usp.cache_forward = true;
+        cases.push_back({P, usp, mask, hq, hkv, 1});
+      }
+    }
     if (hkv % P == 0) {
       SchemeParams u = Params(Scheme::kUlysses, Layout::kContiguous);
       u.ulysses = P;

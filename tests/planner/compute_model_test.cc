@@ -27,11 +27,17 @@ bool Visible(const Mask& m, const std::vector<int64_t>& doc_of, int64_t q, int64
   return false;
 }
 
-std::vector<int64_t> Tokens(Layout layout, int64_t seq, int64_t shards, int64_t shard) {
+// The balanced layout's chunks are an input here (their choice is tested in
+// tests/core/balanced_dispatch_test.cc): owner of token t = the owner of its chunk.
+std::vector<int64_t> Tokens(const ShardLayout& sl, int64_t shard) {
+  const Layout layout = sl.kind;
+  const int64_t seq = sl.seq_len, shards = sl.num_shards;
   std::vector<int64_t> out;
   for (int64_t t = 0; t < seq; ++t) {
     int64_t owner;
-    if (layout == Layout::kContiguous) {
+    if (layout == Layout::kBalanced) {
+      owner = sl.balanced->owner[t / sl.balanced->chunk_tokens];
+    } else if (layout == Layout::kContiguous) {
       owner = t / (seq / shards);
     } else if (layout == Layout::kStriped) {
       owner = t % shards;
@@ -64,8 +70,10 @@ std::vector<MaskCase> Cases() {
           {Mask::Causal(), {Layout::kContiguous, Layout::kZigzag, Layout::kStriped}},
           {Mask::Window(7), {Layout::kContiguous, Layout::kZigzag}},
           {Mask::Window(50), {Layout::kContiguous, Layout::kZigzag}},
-          {docs, {Layout::kContiguous, Layout::kZigzag}},
-          {Mask::Documents({5, 40, 3, 17, 31}, true), {Layout::kContiguous, Layout::kZigzag}},
+          {docs, {Layout::kContiguous, Layout::kZigzag, Layout::kBalanced}},
+          {Mask::Documents({5, 40, 3, 17, 31}, true), {Layout::kContiguous, Layout::kZigzag, Layout::kBalanced}},
+          // The balanced layout with a causal mask takes the enumerating path, not the closed form.
+          {Mask::Causal(), {Layout::kBalanced}},
           // Prefixes ending inside a zigzag chunk and past the middle (keys of later chunks seen).
           {Mask::Prefix(13), {Layout::kContiguous, Layout::kZigzag}},
           {Mask::Prefix(70), {Layout::kContiguous, Layout::kZigzag}}};
@@ -90,10 +98,11 @@ TEST(ComputeModel, RowPairsMatchBruteForce) {
     for (int64_t t = 0; t < seq; ++t) all[t] = t;
     for (Layout layout : c.layouts) {
       for (int64_t shards : {1, 2, 3, 4, 6}) {
-        const ShardLayout sl{layout, seq, shards, 1};
+        const ShardLayout sl = MakeShardLayout(layout, counter, shards, 1);
+        if (!sl.Validate(c.mask).ok()) continue;  // balanced: 4 chunks per shard must divide 96
         const auto rows = RowPairs(sl, counter);
         for (int64_t i = 0; i < shards; ++i) {
-          EXPECT_EQ(rows[i], BrutePairs(c.mask, doc_of, Tokens(layout, seq, shards, i), all))
+          EXPECT_EQ(rows[i], BrutePairs(c.mask, doc_of, Tokens(sl, i), all))
               << c.mask.ToString() << " " << LayoutName(layout) << " N=" << shards << " shard " << i;
         }
       }
@@ -109,16 +118,17 @@ TEST(ComputeModel, TilePairsMatchBruteForce) {
     for (Layout layout : c.layouts) {
       for (auto [n, a] : std::vector<std::pair<int64_t, int64_t>>{{4, 2}, {6, 2}, {6, 3}, {6, 1}, {6, 6}, {8, 4}, {8, 8}, {8, 1}, {12, 3}, {12, 4}, {12, 12}}) {
         if (seq % (2 * n) != 0) continue;
-        const ShardLayout sl{layout, seq, n, 1};
+        const ShardLayout sl = MakeShardLayout(layout, counter, n, 1);
+        if (!sl.Validate(c.mask).ok()) continue;
         const auto tile = TilePairs(sl, counter, a);
         for (int64_t g = 0; g < n; ++g) {
           // Rank g's tile: Q shards a*floor(g/a) .. +a-1, KV shards j with j = g (mod a).
           std::vector<int64_t> qs, ks;
           for (int64_t i = a * (g / a); i < a * (g / a) + a; ++i) {
-            for (int64_t t : Tokens(layout, seq, n, i)) qs.push_back(t);
+            for (int64_t t : Tokens(sl, i)) qs.push_back(t);
           }
           for (int64_t j = g % a; j < n; j += a) {
-            for (int64_t t : Tokens(layout, seq, n, j)) ks.push_back(t);
+            for (int64_t t : Tokens(sl, j)) ks.push_back(t);
           }
           EXPECT_EQ(tile[g], BrutePairs(c.mask, doc_of, qs, ks))
               << c.mask.ToString() << " " << LayoutName(layout) << " n=" << n << " a=" << a << " rank " << g;
