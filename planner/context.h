@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <tuple>
@@ -10,6 +11,7 @@
 #include "core/attention_flops.h"
 #include "core/layout.h"
 #include "core/mask.h"
+#include "core/schedule.h"
 #include "core/topology.h"
 #include "core/workload.h"
 #include "planner/comm_model.h"
@@ -28,6 +30,11 @@ struct ShardBytes {
 };
 ShardBytes ComputeShardBytes(const Workload& workload, int64_t num_ranks);
 
+// Receives rank `rank`'s program as soon as an expansion has completed it (the programs of
+// different ranks do not depend on one another) and may replace it, e.g. with the simulator's
+// smaller timing view, so that a consumer never holds every rank's full program at once.
+using RankProgramHook = std::function<void(int64_t rank, RankProgram& program)>;
+
 // REQUIRES: workload.Validate() and topology.Validate() are ok; both outlive the context.
 // Not thread-safe: it caches routes and per-rank work across evaluations.
 struct PlanContext {
@@ -42,6 +49,10 @@ struct PlanContext {
   ShardBytes shard;
   double reserved_memory_bytes;  // held back for weights, optimizer state, other activations
   std::unique_ptr<CommModel> comm;  // route cache shared by all evaluations
+  // When set, Strategy::Expand may hand each rank's program to it as soon as that program is
+  // complete (and must leave whatever it puts there in place); ExpandPlan calls it afterwards
+  // for every rank the expansion did not. Empty: expansions ignore it.
+  RankProgramHook rank_done;
 
   // The shard layout of `kind` for this workload (MakeShardLayout in core/layout.h): a balanced
   // layout's chunks are computed once per shard count and shared.

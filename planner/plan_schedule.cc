@@ -3,13 +3,15 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "planner/context.h"
 #include "planner/strategy.h"
 
 namespace meshplan::planner {
 
-Result<PlanSchedule> ExpandPlan(const Plan& plan, const Topology& topology) {
+Result<PlanSchedule> ExpandPlan(const Plan& plan, const Topology& topology,
+                                const RankProgramHook& rank_done) {
   const std::string scheme(SchemeName(plan.params.scheme));
   if (plan.num_gpus != topology.num_gpus()) {
     return Status::Invalid("plan for " + std::to_string(plan.num_gpus) + " GPUs (made for '" +
@@ -19,7 +21,14 @@ Result<PlanSchedule> ExpandPlan(const Plan& plan, const Topology& topology) {
   }
   MESHPLAN_RETURN_IF_ERROR(topology.SupportsDType(plan.workload.dtype));
 
-  const PlanContext ctx(plan.workload, topology);
+  PlanContext ctx(plan.workload, topology);
+  std::vector<uint8_t> handed(rank_done ? static_cast<size_t>(topology.num_gpus()) : 0, 0);
+  if (rank_done) {
+    ctx.rank_done = [&](int64_t rank, RankProgram& program) {
+      handed[static_cast<size_t>(rank)] = 1;
+      rank_done(rank, program);
+    };
+  }
   const std::unique_ptr<Strategy> strategy = MakeStrategy(plan.params.scheme);
   if (strategy == nullptr) return Status::Internal("no strategy for scheme '" + scheme + "'");
   PlanSchedule out;
@@ -37,6 +46,11 @@ Result<PlanSchedule> ExpandPlan(const Plan& plan, const Topology& topology) {
   auto schedule = strategy->Expand(ctx, plan.params);
   if (!schedule.ok()) return schedule.status();
   out.schedule = std::move(schedule).value();
+  if (rank_done) {
+    for (size_t r = 0; r < out.schedule.ranks.size(); ++r) {
+      if (handed[r] == 0) rank_done(static_cast<int64_t>(r), out.schedule.ranks[r]);
+    }
+  }
 
   const Placement placement(dims, plan.params.placement);
   out.rank_to_gpu.resize(static_cast<size_t>(out.schedule.num_ranks));

@@ -10,6 +10,7 @@
 #include "core/schedule.h"
 #include "core/status.h"
 #include "core/topology.h"
+#include "planner/context.h"
 #include "planner/estimate.h"
 
 namespace meshplan::planner {
@@ -31,6 +32,10 @@ struct PlanSchedule {
 //   - errors from Strategy::Expand, passed through.
 // The schedule is not run through CheckSchedule (planner/schedule_check.h says why).
 // REQUIRES: plan came from ParsePlanToml/LoadPlanFile (validated workload) and topology is valid.
-Result<PlanSchedule> ExpandPlan(const Plan& plan, const Topology& topology);
+// `rank_done` (optional) is called once per rank with that rank's complete program and may
+// replace it: during the expansion where the scheme's expansion supports it (Mesh and
+// Mesh-Ulysses, whose programs are P^2 blocks), after it for every other rank.
+Result<PlanSchedule> ExpandPlan(const Plan& plan, const Topology& topology,
+                                const RankProgramHook& rank_done = {});
 
 }  // namespace meshplan::planner

@@ -103,6 +103,9 @@ RankResult CoalesceRank(const RankProgram& in) {
     }
   }
   close_run();
+  // The view is smaller than the reservation (every op of the input): give the rest back.
+  out.program.ops.shrink_to_fit();
+  out.program.deps.shrink_to_fit();
   // Origins: the original ops of each output op, in program order (a run's members are not
   // contiguous in the original program: messages sit between them).
   const size_t m = out.program.ops.size();
@@ -149,6 +152,24 @@ CoalescedSchedule CoalesceCompute(Schedule&& schedule) {
   CoalescedSchedule out = CoalesceRanks(schedule, &schedule);
   schedule = Schedule{};
   return out;
+}
+
+CoalescingSink::CoalescingSink(int64_t num_ranks) {
+  out_.begin.resize(static_cast<size_t>(num_ranks));
+  out_.origin.resize(static_cast<size_t>(num_ranks));
+}
+
+void CoalescingSink::Take(int64_t rank, RankProgram& program) {
+  RankResult view = CoalesceRank(program);
+  program = std::move(view.program);
+  out_.begin[static_cast<size_t>(rank)] = std::move(view.begin);
+  out_.origin[static_cast<size_t>(rank)] = std::move(view.origin);
+  out_.merged_ops += view.merged;
+}
+
+CoalescedSchedule CoalescingSink::Finish(Schedule&& expanded) {
+  out_.schedule = std::move(expanded);
+  return std::move(out_);
 }
 
 }  // namespace meshplan::sim

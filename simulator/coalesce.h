@@ -39,4 +39,20 @@ CoalescedSchedule CoalesceCompute(const Schedule& schedule);
 // The same, freeing each rank's program of `schedule` once its view is made.
 CoalescedSchedule CoalesceCompute(Schedule&& schedule);
 
+// Builds the view one rank at a time, for an expansion that hands over each rank's program as
+// soon as it is complete (planner::RankProgramHook) so that the whole schedule never exists:
+// a rank's view depends on its own program only, so the result is CoalesceCompute's.
+class CoalescingSink {
+ public:
+  explicit CoalescingSink(int64_t num_ranks);
+  // Replaces `program` (rank `rank`'s, complete) with its view and keeps its origins.
+  void Take(int64_t rank, RankProgram& program);
+  // The view of `expanded`, whose programs every rank's Take replaced. REQUIRES: Take was called
+  // for every rank of `expanded`, exactly once.
+  CoalescedSchedule Finish(Schedule&& expanded);
+
+ private:
+  CoalescedSchedule out_;
+};
+
 }  // namespace meshplan::sim

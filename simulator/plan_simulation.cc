@@ -9,7 +9,15 @@ namespace meshplan::sim {
 
 Result<PlanSimulation> SimulatePlan(const Plan& plan, const Topology& topology,
                                     const SimOptions& options) {
-  auto expanded = planner::ExpandPlan(plan, topology);
+  // Without op times the replay needs only the timing view (simulator/coalesce.h): make it rank
+  // by rank as the expansion completes each rank, so the full schedule (P^2 blocks for Mesh)
+  // never sits in memory. SimulateView's result is Simulate's on the full schedule.
+  const bool view_only =
+      !options.record_op_times && options.coalesce_compute && topology.gpu.ranks_per_device <= 1;
+  CoalescingSink sink(view_only ? topology.num_gpus() : 0);
+  planner::RankProgramHook hook;
+  if (view_only) hook = [&sink](int64_t rank, RankProgram& program) { sink.Take(rank, program); };
+  auto expanded = planner::ExpandPlan(plan, topology, hook);
   if (!expanded.ok()) return expanded.status();
   PlanSimulation out;
   out.estimate = std::move(expanded->estimate);
@@ -17,6 +25,13 @@ Result<PlanSimulation> SimulatePlan(const Plan& plan, const Topology& topology,
 
   const auto start = std::chrono::steady_clock::now();
   auto result = [&]() -> Result<SimResult> {
+    if (view_only) {
+      out.schedule.scheme = expanded->schedule.scheme;
+      out.schedule.num_ranks = expanded->schedule.num_ranks;
+      out.schedule.layout = expanded->schedule.layout;
+      return SimulateView(sink.Finish(std::move(expanded->schedule)), topology, out.rank_to_gpu,
+                          plan.workload.dtype, options);
+    }
     if (options.record_op_times) {
       out.schedule = std::move(expanded->schedule);
       return Simulate(out.schedule, topology, out.rank_to_gpu, plan.workload.dtype, options);

@@ -22,7 +22,9 @@ struct PlanSimulation {
   planner::Estimate estimate;        // the planner's analytic verdict on the same plan and topology
   SimResult result;                  // the replay
   std::vector<int64_t> rank_to_gpu;  // rank r ran on GPU rank_to_gpu[r] (the plan's placement)
-  double replay_wall_s = 0;          // wall-clock seconds spent in sim::Simulate alone
+  // Wall-clock seconds spent in the replay alone (sim::Simulate or SimulateView; the timing view
+  // is made during the expansion when SimulateView replays it).
+  double replay_wall_s = 0;
 };
 
 // Checks `plan` against `topology`, evaluates it with its scheme's strategy, expands the schedule

@@ -47,7 +47,24 @@ struct alignas(32) OpState {
 };
 static_assert(sizeof(OpState) == 32);
 
+// What the replay reads of an op, in 16 bytes rather than Op's 72: the schedule's ops are not
+// read after Prepare, so a replay that owns its schedule frees them there (issue 15: at 4096
+// ranks the ops of the timing view alone took 1.3 GB).
+struct ReplayOp {
+  // Compute and merge: the kernel's time alone on its device in nanoseconds, unrounded (the same
+  // expression the replay evaluated per start before); messages and collectives: bytes.
+  double value = 0;
+  int32_t peer_or_group = -1;  // Send/Recv: the peer; collectives: the group
+  OpKind kind = OpKind::kCompute;
+  uint8_t stream_phase = 0;    // stream in the low 2 bits, phase in bit 2
+  uint16_t kernels = 1;        // Op::kernels
+  StreamId stream() const { return static_cast<StreamId>(stream_phase & 3); }
+  Phase phase() const { return static_cast<Phase>(stream_phase >> 2); }
+};
+static_assert(sizeof(ReplayOp) == 16);
+
 struct RankState {
+  std::vector<ReplayOp> ops;
   std::vector<OpState> op;
   std::vector<int32_t> dependents_begin, dependents;  // CSR: ops that list op i as a dep
   std::vector<int32_t> stream_ops[kStreams];
@@ -91,9 +108,11 @@ class Replayer {
  public:
   // `origin` (may be null): `s` is the timing view of another schedule (coalesce.h); reports name
   // that schedule's ops.
+  // `owned` (may be null): `s` itself, which the replay may empty rank by rank once it has read
+  // it (Prepare), so that the schedule and the replay's state never both sit in memory whole.
   Replayer(const Schedule& s, const Topology& t, const std::vector<int64_t>& gpu, DType dtype, const SimOptions& o,
-           const CoalescedSchedule* origin = nullptr)
-      : s_(s), t_(t), gpu_(gpu), dtype_(dtype), options_(o), net_(t), origin_(origin) {}
+           const CoalescedSchedule* origin = nullptr, Schedule* owned = nullptr)
+      : s_(s), t_(t), gpu_(gpu), dtype_(dtype), options_(o), net_(t), origin_(origin), owned_(owned) {}
 
   // Op times of the schedule the timing view came from: a merged op's time is split over its
   // blocks in order, each taking its own kernel time (scaled to the merged op's, which it sums).
@@ -209,6 +228,7 @@ class Replayer {
       RankState& st = ranks_[r];
       const size_t ops = prog.ops.size();
       st.op.assign(ops, OpState{});
+      st.ops.resize(ops);
       st.remaining = static_cast<int64_t>(ops);
       std::vector<int32_t> count(ops + 1, 0);
       for (size_t i = 0; i < ops; ++i) {
@@ -234,6 +254,7 @@ class Replayer {
         }
         st.op[i].stream_position = (static_cast<uint32_t>(op.stream) << 24) | static_cast<uint32_t>(stream_list.size());
         stream_list.push_back(static_cast<int32_t>(i));
+        st.ops[i] = Compact(prog, op);
       }
       for (size_t i = 1; i <= ops; ++i) count[i] += count[i - 1];
       st.dependents_begin = count;
@@ -245,9 +266,43 @@ class Replayer {
           st.dependents[fill[prog.deps[op.dep_begin + d]]++] = static_cast<int32_t>(i);
         }
       }
+      if (owned_ != nullptr) owned_->ranks[r] = RankProgram{};  // read for the last time
     }
     level_bytes_.assign(static_cast<size_t>(t_.num_levels()), 0.0);
     return Status::Ok();
+  }
+
+  ReplayOp Compact(const RankProgram& prog, const Op& op) const {
+    ReplayOp out;
+    out.kind = op.kind;
+    out.stream_phase = static_cast<uint8_t>(static_cast<uint8_t>(op.stream) | (static_cast<uint8_t>(op.phase) << 2));
+    out.kernels = op.kernels;
+    switch (op.kind) {
+      case OpKind::kCompute:
+        out.value = KernelNs(op);
+        break;
+      case OpKind::kMerge: {
+        // Read both partials, write one, at HBM speed; the partial's size is its message's.
+        double bytes = 0;
+        for (uint32_t d = 0; d < op.dep_count; ++d) {
+          const Op& dep = prog.ops[prog.deps[op.dep_begin + d]];
+          if (dep.kind == OpKind::kRecv) bytes = std::max(bytes, static_cast<double>(dep.bytes));
+        }
+        const double seconds = t_.gpu.launch_overhead_s + 3.0 * bytes / t_.gpu.hbm_bytes_per_s;
+        out.value = seconds * kNanosecondsPerSecond;
+        break;
+      }
+      case OpKind::kSend:
+      case OpKind::kRecv:
+        out.value = static_cast<double>(op.bytes);
+        out.peer_or_group = op.peer;
+        break;
+      default:
+        out.value = static_cast<double>(op.bytes);
+        out.peer_or_group = op.group;
+        break;
+    }
+    return out;
   }
 
   // Starts loading the state the next op completion will touch while this event is handled.
@@ -257,7 +312,7 @@ class Replayer {
     if (next.kind != EventKind::kOpDone) return;
     const RankState& st = ranks_[next.a];
     __builtin_prefetch(&st.op[next.b]);
-    __builtin_prefetch(&s_.ranks[next.a].ops[next.b]);
+    __builtin_prefetch(&st.ops[next.b]);
     // An op with no dependents may begin at dependents.size(): no element to prefetch there.
     const size_t first_dependent = static_cast<size_t>(st.dependents_begin[next.b]);
     if (first_dependent < st.dependents.size()) __builtin_prefetch(st.dependents.data() + first_dependent);
@@ -279,29 +334,18 @@ class Replayer {
 
   void Start(int32_t r, int32_t i, int64_t cause) {
     RankState& st = ranks_[r];
-    const Op& op = s_.ranks[r].ops[i];
-    st.busy[static_cast<int>(op.stream)] = true;
+    const ReplayOp& op = st.ops[i];
+    st.busy[static_cast<int>(op.stream())] = true;
     st.op[i].start = now_;
     st.op[i].cause = cause;
     switch (op.kind) {
-      case OpKind::kCompute: {
-        // UnsharedKernelSeconds (core/kernel_time.h) with the rate precomputed: every block of a
-        // schedule has the layout's block size.
-        StartKernel(r, i, KernelNs(op));
+      case OpKind::kCompute:
+      case OpKind::kMerge:
+        // Compute: UnsharedKernelSeconds (core/kernel_time.h) with the rate precomputed (every
+        // block of a schedule has the layout's block size); merge: read both partials, write one
+        // at HBM speed (Compact).
+        StartKernel(r, i, op.value);
         break;
-      }
-      case OpKind::kMerge: {
-        // Read both partials, write one, at HBM speed; the partial's size is its message's.
-        double bytes = 0;
-        const RankProgram& prog = s_.ranks[r];
-        for (uint32_t d = 0; d < op.dep_count; ++d) {
-          const Op& dep = prog.ops[prog.deps[op.dep_begin + d]];
-          if (dep.kind == OpKind::kRecv) bytes = std::max(bytes, static_cast<double>(dep.bytes));
-        }
-        const double seconds = t_.gpu.launch_overhead_s + 3.0 * bytes / t_.gpu.hbm_bytes_per_s;
-        StartKernel(r, i, seconds * kNanosecondsPerSecond);
-        break;
-      }
       case OpKind::kSend:
         StartSend(r, i, op);
         break;
@@ -349,7 +393,9 @@ class Replayer {
     OpState& self_state = st.op[i];
     self_state.end = now_;
     --st.remaining;
-    done_ops_ += origin_ == nullptr ? 1 : origin_->begin[r][i + 1] - origin_->begin[r][i];
+    // In a timing view every op's `kernels` counts the original ops it stands for (coalesce.cc
+    // sets 1 on every op it copies and adds 1 per merged block), so no look-up of its origins.
+    done_ops_ += origin_ == nullptr ? 1 : st.ops[i].kernels;
     const int stream = self_state.stream();
     if (stream == static_cast<int>(StreamId::kCompute)) st.compute_busy += now_ - self_state.start;
     st.busy[stream] = false;
@@ -398,24 +444,24 @@ class Replayer {
     queue_.Push(now_ + FromSeconds(t_.RouteLatencySeconds(level, src_gpu, dst_gpu)), EventKind::kFlowStart, slot);
   }
 
-  void StartSend(int32_t r, int32_t i, const Op& op) {
-    const int32_t dst = op.peer;
+  void StartSend(int32_t r, int32_t i, const ReplayOp& op) {
+    const int32_t dst = op.peer_or_group;
     FlowOwner owner;
     owner.src_rank = r;
     owner.dst_rank = dst;
     owner.send_op = i;
     owner.message = NextIndex(ranks_[r].sends_to, dst);
-    ranks_[r].bytes_sent += static_cast<double>(op.bytes);
+    ranks_[r].bytes_sent += op.value;
     if (gpu_[r] == gpu_[dst]) {  // same GPU: a local copy, delivered at once
       Deliver(owner);
       queue_.Push(now_, EventKind::kOpDone, r, i);
       return;
     }
-    LaunchFlow(gpu_[r], gpu_[dst], static_cast<double>(op.bytes), owner);
+    LaunchFlow(gpu_[r], gpu_[dst], op.value, owner);
   }
 
-  void StartRecv(int32_t r, int32_t i, const Op& op) {
-    Inbox& in = InboxOf(r, op.peer);
+  void StartRecv(int32_t r, int32_t i, const ReplayOp& op) {
+    Inbox& in = InboxOf(r, op.peer_or_group);
     const int64_t k = in.next_recv++;
     if (static_cast<int64_t>(in.arrival.size()) <= k) {
       in.arrival.resize(k + 1, -1);
@@ -448,10 +494,11 @@ class Replayer {
     }
   }
 
-  void ArriveAtCollective(int32_t r, int32_t i, const Op& op) {
-    const auto& members = s_.groups[op.group];
-    const int64_t seq = NextIndex(ranks_[r].collectives, op.group);
-    const int64_t key = (static_cast<int64_t>(op.group) << 32) | seq;
+  void ArriveAtCollective(int32_t r, int32_t i, const ReplayOp& op) {
+    const int32_t group = op.peer_or_group;
+    const auto& members = s_.groups[group];
+    const int64_t seq = NextIndex(ranks_[r].collectives, group);
+    const int64_t key = (static_cast<int64_t>(group) << 32) | seq;
     auto it = open_collectives_.find(key);
     int32_t id;
     if (it == open_collectives_.end()) {
@@ -459,7 +506,7 @@ class Replayer {
       collectives_.emplace_back();
       Collective& c = collectives_.back();
       c.kind = op.kind;
-      c.group = op.group;
+      c.group = group;
       c.ops.assign(members.size(), -1);
       c.received.assign(members.size(), 0);
       c.sent.assign(members.size(), 0);
@@ -476,7 +523,7 @@ class Replayer {
     c.ops[member] = i;
     ++c.arrived;
     c.last_arrival = Pack(r, i);
-    ranks_[r].bytes_sent += static_cast<double>(op.bytes);
+    ranks_[r].bytes_sent += op.value;
     if (c.arrived == static_cast<int32_t>(members.size())) {
       open_collectives_.erase(key);
       LaunchCollective(id);
@@ -494,8 +541,8 @@ class Replayer {
       return;
     }
     for (int32_t m = 0; m < p; ++m) {
-      const Op& op = s_.ranks[members[m]].ops[c.ops[m]];
-      const double chunk = static_cast<double>(op.bytes) / static_cast<double>(p - 1);
+      const ReplayOp& op = ranks_[members[m]].ops[c.ops[m]];
+      const double chunk = op.value / static_cast<double>(p - 1);
       if (c.kind == OpKind::kAllToAll) {
         for (int32_t to = 0; to < p; ++to) {
           if (to != m) SendChunk(id, m, to, 0, chunk);
@@ -548,9 +595,9 @@ class Replayer {
   void FlowDone(const FlowOwner& owner) {
     if (owner.collective) {
       const Collective& c = collectives_[owner.instance];
-      const Op& op = s_.ranks[owner.src_rank].ops[c.ops[owner.from]];
+      const ReplayOp& op = ranks_[owner.src_rank].ops[c.ops[owner.from]];
       const int32_t p = static_cast<int32_t>(c.ops.size());
-      ChunkArrived(owner, static_cast<double>(op.bytes) / static_cast<double>(p - 1));
+      ChunkArrived(owner, op.value / static_cast<double>(p - 1));
       return;
     }
     Complete(owner.src_rank, owner.send_op);
@@ -621,16 +668,16 @@ class Replayer {
     for (int stream = 0; stream < kStreams; ++stream) {
       if (st.head[stream] >= st.stream_ops[stream].size()) continue;
       const int32_t i = st.stream_ops[stream][st.head[stream]];
-      const Op& op = s_.ranks[r].ops[i];
+      const ReplayOp& op = st.ops[i];
       const int64_t number = origin_ == nullptr ? i : origin_->origin[r][origin_->begin[r][i]];
       text += " op " + std::to_string(number) + " (" + std::string(OpKindName(op.kind)) + " on " +
-              std::string(StreamName(op.stream)) + ")";
+              std::string(StreamName(op.stream())) + ")";
       if (st.op[i].deps_left > 0) {
         text += " waits for " + std::to_string(st.op[i].deps_left) + " deps;";
       } else if (op.kind == OpKind::kRecv) {
-        text += " waits for a message from rank " + std::to_string(op.peer) + ";";
+        text += " waits for a message from rank " + std::to_string(op.peer_or_group) + ";";
       } else if (IsCollective(op.kind)) {
-        text += " waits for group " + std::to_string(op.group) + ";";
+        text += " waits for group " + std::to_string(op.peer_or_group) + ";";
       } else {
         text += " running;";
       }
@@ -661,7 +708,7 @@ class Replayer {
     // Causes point to ops that ended no later; the bound only guards against a malformed chain.
     while (cur != kNone && ops <= total_ops) {
       const int32_t r = RankOf(cur), i = OpOf(cur);
-      const Op& op = s_.ranks[r].ops[i];
+      const ReplayOp& op = ranks_[r].ops[i];
       // Each op on the path is charged from its cause's end to its own end, so the charges
       // partition the total time (a recv whose data arrived as its send finished costs 0).
       const int64_t cause = ranks_[r].op[i].cause;
@@ -679,7 +726,7 @@ class Replayer {
         collective_s += d;
         ++collectives;
       } else {
-        const int level = std::max(0, t_.LevelOf(gpu_[r], gpu_[op.peer]));
+        const int level = std::max(0, t_.LevelOf(gpu_[r], gpu_[op.peer_or_group]));
         p2p_s[level] += d;
         ++p2p[level];
       }
@@ -695,9 +742,9 @@ class Replayer {
       return origin_->origin[static_cast<size_t>(r)][last_block ? begin[i + 1] - 1 : begin[i]];
     };
     auto describe = [&](int64_t packed, bool last_block) {
-      const Op& op = s_.ranks[RankOf(packed)].ops[OpOf(packed)];
+      const ReplayOp& op = ranks_[RankOf(packed)].ops[OpOf(packed)];
       return "rank " + std::to_string(RankOf(packed)) + " op " + std::to_string(original(packed, last_block)) + " (" +
-             std::string(op.phase == Phase::kForward ? "fwd " : "bwd ") + std::string(OpKindName(op.kind)) + ")";
+             std::string(op.phase() == Phase::kForward ? "fwd " : "bwd ") + std::string(OpKindName(op.kind)) + ")";
     };
     char buffer[128];
     std::string text = std::to_string(ops) + " ops from " + describe(first, false) + " to " + describe(last, true) + ": ";
@@ -728,6 +775,7 @@ class Replayer {
   SimOptions options_;
   FlowNetwork net_;
   const CoalescedSchedule* origin_ = nullptr;
+  Schedule* owned_ = nullptr;
   EventQueue queue_;
   SimTime now_ = 0;
   int64_t events_ = 0, flows_ = 0, done_ops_ = 0;
@@ -772,8 +820,15 @@ Result<SimResult> Simulate(Schedule&& schedule, const Topology& topology, const 
     return Simulate(kept, topology, rank_to_gpu, dtype, options);
   }
   // Each rank's program is freed as soon as its view is made, so the two never coexist whole.
-  CoalescedSchedule view = CoalesceCompute(std::move(schedule));
-  Replayer replayer(view.schedule, topology, rank_to_gpu, dtype, options, &view);
+  return SimulateView(CoalesceCompute(std::move(schedule)), topology, rank_to_gpu, dtype, options);
+}
+
+Result<SimResult> SimulateView(CoalescedSchedule&& view, const Topology& topology,
+                               const std::vector<int64_t>& rank_to_gpu, DType dtype, const SimOptions& options) {
+  if (options.record_op_times) return Status::Invalid("a timing view replays without op times");
+  if (topology.gpu.ranks_per_device > 1) return Status::Invalid("no timing view on devices that ranks share");
+  CoalescedSchedule kept = std::move(view);
+  Replayer replayer(kept.schedule, topology, rank_to_gpu, dtype, options, &kept, &kept.schedule);
   return replayer.Run();
 }
 

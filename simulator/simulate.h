@@ -12,6 +12,7 @@
 #include "core/schedule.h"
 #include "core/status.h"
 #include "core/topology.h"
+#include "simulator/coalesce.h"
 #include "simulator/sim_time.h"
 
 namespace meshplan::sim {
@@ -74,5 +75,14 @@ Result<SimResult> Simulate(const Schedule& schedule, const Topology& topology,
 // its view never both sit in memory.
 Result<SimResult> Simulate(Schedule&& schedule, const Topology& topology, const std::vector<int64_t>& rank_to_gpu,
                            DType dtype, const SimOptions& options = {});
+
+// Replays a timing view made beforehand, e.g. rank by rank during the expansion
+// (CoalescingSink, coalesce.h), so that the full schedule never existed: the result is that of
+// Simulate on the schedule the view came from. Without op times only (they are split back onto
+// the original ops, which are gone): options.record_op_times true, or ranks that share a device
+// (the view is not valid there, coalesce.h), are errors.
+Result<SimResult> SimulateView(CoalescedSchedule&& view, const Topology& topology,
+                               const std::vector<int64_t>& rank_to_gpu, DType dtype,
+                               const SimOptions& options = {});
 
 }  // namespace meshplan::sim

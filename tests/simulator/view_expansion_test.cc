@@ -1,0 +1,128 @@
+// The timing view made during the expansion (SimulatePlan without op times: CoalescingSink fed by
+// ExpandPlan's rank hook, replayed by SimulateView) against the view made after it from the full
+// schedule (Simulate(Schedule&&)): a rank's view depends on its own program only, so the two
+// replays are the same computation and must agree bit for bit, for the best plans of every
+// scheme, mask and pass on a shipped 32-GPU cluster. Also: ExpandPlan hands every rank to the
+// hook exactly once, during the expansion for Mesh and after it for the others.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "core/topology_toml.h"
+#include "planner/context.h"
+#include "planner/plan_schedule.h"
+#include "planner/search.h"
+#include "simulator/coalesce.h"
+#include "simulator/plan_simulation.h"
+#include "simulator/simulate.h"
+
+namespace meshplan::sim {
+namespace {
+
+Topology Load(const std::string& name) {
+  auto topology = LoadTopologyFile(std::string(MESHPLAN_SOURCE_DIR) + "/topologies/" + name);
+  EXPECT_TRUE(topology.ok()) << topology.status().message();
+  return *topology;
+}
+
+void ExpectSameResult(const SimResult& a, const SimResult& b, const std::string& what) {
+  EXPECT_EQ(a.total_s, b.total_s) << what;
+  EXPECT_EQ(a.events, b.events) << what;
+  EXPECT_EQ(a.flows, b.flows) << what;
+  EXPECT_EQ(a.critical_path, b.critical_path) << what;
+  ASSERT_EQ(a.ranks.size(), b.ranks.size()) << what;
+  for (size_t r = 0; r < a.ranks.size(); ++r) {
+    EXPECT_EQ(a.ranks[r].compute_s, b.ranks[r].compute_s) << what << " rank " << r;
+    EXPECT_EQ(a.ranks[r].exposed_comm_s, b.ranks[r].exposed_comm_s) << what << " rank " << r;
+    EXPECT_EQ(a.ranks[r].idle_s, b.ranks[r].idle_s) << what << " rank " << r;
+    EXPECT_EQ(a.ranks[r].bytes_sent, b.ranks[r].bytes_sent) << what << " rank " << r;
+  }
+  ASSERT_EQ(a.levels.size(), b.levels.size()) << what;
+  for (size_t l = 0; l < a.levels.size(); ++l) {
+    EXPECT_EQ(a.levels[l].bytes, b.levels[l].bytes) << what;
+    EXPECT_EQ(a.levels[l].utilization, b.levels[l].utilization) << what;
+    EXPECT_EQ(a.levels[l].busiest_link, b.levels[l].busiest_link) << what;
+    EXPECT_EQ(a.levels[l].busiest_link_bytes, b.levels[l].busiest_link_bytes) << what;
+  }
+}
+
+TEST(ViewExpansion, TheViewMadeDuringTheExpansionReplaysLikeTheViewOfTheFullSchedule) {
+  const Topology topology = Load("dgx-h100-4node.toml");
+  int compared = 0;
+  for (const Mask& mask : {Mask::Full(), Mask::Causal(), Mask::Window(4096)}) {
+    for (Pass pass : {Pass::kForward, Pass::kForwardBackward}) {
+      Workload w = Workload::Default();
+      w.seq_len = 1 << 15;
+      w.mask = mask;
+      w.pass = pass;
+      const planner::PlanContext ctx(w, topology);
+      for (Scheme scheme : kAllSchemes) {
+        planner::SearchOptions only;
+        only.schemes = {scheme};
+        const planner::SearchResult found = planner::Search(ctx, only);
+        for (size_t k = 0; k < found.ranked.size() && k < 3; ++k) {
+          if (!found.ranked[k].valid) continue;
+          const Plan plan = planner::MakePlan(ctx, found.ranked[k].params);
+          const std::string what = std::string(SchemeName(scheme)) + " " + plan.params.Describe() + " " +
+                                   std::string(PassName(pass)) + " mask " + std::to_string(static_cast<int>(mask.kind));
+          SimOptions options;
+          options.record_op_times = false;
+          auto streamed = SimulatePlan(plan, topology, options);
+          ASSERT_TRUE(streamed.ok()) << what << ": " << streamed.status().message();
+          auto full = planner::ExpandPlan(plan, topology);
+          ASSERT_TRUE(full.ok()) << what;
+          auto after = Simulate(std::move(full->schedule), topology, full->rank_to_gpu, w.dtype, options);
+          ASSERT_TRUE(after.ok()) << what;
+          ExpectSameResult(streamed->result, *after, what);
+          if (HasFailure()) return;
+          ++compared;
+        }
+      }
+    }
+  }
+  EXPECT_GE(compared, 80);
+}
+
+TEST(ViewExpansion, ExpandPlanHandsEveryRankToTheHookOnce) {
+  const Topology topology = Load("dgx-h100-4node.toml");
+  Workload w = Workload::Default();
+  w.seq_len = 1 << 15;
+  const planner::PlanContext ctx(w, topology);
+  for (Scheme scheme : {Scheme::kMesh, Scheme::kMeshUlysses, Scheme::kRing, Scheme::kAttention2D}) {
+    planner::SearchOptions only;
+    only.schemes = {scheme};
+    const planner::SearchResult found = planner::Search(ctx, only);
+    ASSERT_FALSE(found.ranked.empty());
+    const Plan plan = planner::MakePlan(ctx, found.ranked[0].params);
+    std::vector<int> calls(static_cast<size_t>(topology.num_gpus()), 0);
+    std::vector<size_t> ops(calls.size(), 0);
+    auto expanded = planner::ExpandPlan(plan, topology, [&](int64_t rank, RankProgram& program) {
+      ++calls[static_cast<size_t>(rank)];
+      ops[static_cast<size_t>(rank)] = program.ops.size();
+      program = RankProgram{};  // replaced: ExpandPlan must keep what the hook left
+    });
+    ASSERT_TRUE(expanded.ok()) << SchemeName(scheme);
+    for (size_t r = 0; r < calls.size(); ++r) {
+      EXPECT_EQ(calls[r], 1) << SchemeName(scheme) << " rank " << r;
+      EXPECT_GT(ops[r], 0u) << SchemeName(scheme) << " rank " << r;  // a complete program
+      EXPECT_TRUE(expanded->schedule.ranks[r].ops.empty()) << SchemeName(scheme) << " rank " << r;
+    }
+  }
+}
+
+TEST(ViewExpansion, SimulateViewRefusesOpTimesAndSharedDevices) {
+  CoalescedSchedule view;
+  view.schedule.num_ranks = 0;
+  const Topology topology = Load("dgx-h100-4node.toml");
+  SimOptions with_times;
+  EXPECT_FALSE(SimulateView(CoalescedSchedule{}, topology, {}, DType::kBf16, with_times).ok());
+  Topology shared = topology;
+  shared.gpu.ranks_per_device = 2;
+  SimOptions without_times;
+  without_times.record_op_times = false;
+  EXPECT_FALSE(SimulateView(std::move(view), shared, {}, DType::kBf16, without_times).ok());
+}
+
+}  // namespace
+}  // namespace meshplan::sim
