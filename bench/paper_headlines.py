@@ -29,7 +29,7 @@ MESH_CONFIGS = [
 # ATTENTION2D (arXiv 2503.15758): 5x over Ring on 64 A100 (16 nodes of 4) and 9.4x on 64 H100
 # (64 nodes of 1), GPT-3-like (96 heads of 128, MHA).
 A2D_CLUSTERS = [("a100-16node-4gpu", "5x"), ("h100-64node-1gpu", "9.4x")]
-A2D_SEQS = ("64K", "128K", "256K", "512K")
+A2D_SEQS = ("8K", "32K", "128K", "512K")
 
 
 def plan_rows(meshplan, topology, seq, heads, kv_heads, mask, pass_, schemes):
@@ -71,6 +71,18 @@ def mesh_table(meshplan):
           f"(paper: 85.4%, 79.0%)\n")
 
 
+def ring_scaling_table(meshplan):
+    print("### Bytes per GPU as the cluster grows (MHA 32 x 128, 256K tokens, forward)\n")
+    print("| cluster | GPUs | ring | ring bytes/GPU | mesh | mesh bytes/GPU |")
+    print("|---|---|---|---|---|---|")
+    for cluster, gpus in (("dgx-h100-4node", 32), ("dgx-h100-32node", 256), ("dgx-h100-128node", 1024)):
+        best, _ = plan_rows(meshplan, cluster, "256K", 32, 32, "full", "fwd", ["ring", "mesh"])
+        ring, mesh = best["ring"], best["mesh"]
+        print(f"| {cluster} | {gpus} | {ring['parameters']} | {float(ring['bytes_per_gpu'])/2**30:.2f} GiB "
+              f"| {mesh['parameters']} | {float(mesh['bytes_per_gpu'])/2**30:.2f} GiB |")
+    print()
+
+
 def a2d_table(meshplan, schemes):
     contenders = [s for s in ("attention2d", "attention2d-o") if s in schemes]
     print("### ATTENTION2D vs Ring, 64 GPUs, GPT-3-like (MHA 96 x 128, bf16, causal, fwd+bwd)\n")
@@ -96,6 +108,7 @@ def main():
     args = parser.parse_args()
     try:
         schemes = known_schemes(args.meshplan)
+        ring_scaling_table(args.meshplan)
         mesh_table(args.meshplan)
         a2d_table(args.meshplan, schemes)
     except (OSError, subprocess.CalledProcessError) as e:

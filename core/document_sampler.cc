@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <map>
 #include <numbers>
+#include <optional>
 
 #include "core/escape.h"
 #include "core/mask.h"

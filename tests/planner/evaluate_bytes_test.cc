@@ -138,7 +138,7 @@ TEST_P(EvaluateBytes, Attention2DOverlap) {
   for (int64_t a = 1; a <= P_; ++a) {
     if (P_ % a) continue;
     const int64_t b = P_ / a;
-    for (const std::vector<std::string> placement : {std::vector<std::string>{"q", "kv"}, {"kv", "q"}}) {
+    for (const std::vector<std::string>& placement : {std::vector<std::string>{"q", "kv"}, {"kv", "q"}}) {
       SchemeParams p = Params(Scheme::kAttention2DOverlap, placement);
       p.tile_a = a;
       p.tile_b = b;
