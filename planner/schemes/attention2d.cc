@@ -33,12 +33,8 @@ std::vector<SchemeParams> Attention2DStrategy::Enumerate(const PlanContext& ctx)
 Estimate Attention2DStrategy::Evaluate(const PlanContext& ctx, const SchemeParams& p) const {
   const Workload& w = ctx.workload;
   const int64_t ranks = ctx.num_ranks;
-  if (p.tile_a < 1 || p.tile_b < 1 || p.tile_a * p.tile_b != ranks) {
-    return Invalid(p, "tile " + std::to_string(p.tile_a) + " x " + std::to_string(p.tile_b) +
-                          " does not cover the " + std::to_string(ranks) + " GPUs (a*b must equal P)");
-  }
+  if (std::string why = TileGridProblem(ctx, p); !why.empty()) return Invalid(p, why);
   const ShardLayout layout{p.layout, w.seq_len, ranks, 1};
-  if (std::string why = LayoutOrPlacementProblem(p, layout, w.mask); !why.empty()) return Invalid(p, why);
 
   Estimate e = ValidEstimate(p);
   const ShardBytes& s = ctx.shard;

@@ -179,6 +179,16 @@ std::string WholeClusterProblem(const PlanContext& ctx, const SchemeParams& p, c
   return LayoutOrPlacementProblem(p, layout, ctx.workload.mask);
 }
 
+std::string TileGridProblem(const PlanContext& ctx, const SchemeParams& p) {
+  const int64_t ranks = ctx.num_ranks;
+  if (p.tile_a < 1 || p.tile_b < 1 || p.tile_a * p.tile_b != ranks) {
+    return "tile " + std::to_string(p.tile_a) + " x " + std::to_string(p.tile_b) + " does not cover the " +
+           std::to_string(ranks) + " GPUs (a*b must equal P)";
+  }
+  const ShardLayout layout{p.layout, ctx.workload.seq_len, ranks, 1};
+  return LayoutOrPlacementProblem(p, layout, ctx.workload.mask);
+}
+
 Estimate ValidEstimate(const SchemeParams& params) {
   Estimate e;
   e.params = params;
