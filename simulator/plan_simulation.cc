@@ -9,12 +9,13 @@ namespace meshplan::sim {
 
 Result<PlanSimulation> SimulatePlan(const Plan& plan, const Topology& topology,
                                     const SimOptions& options) {
-  // Without op times the replay needs only the timing view (simulator/coalesce.h): make it rank
-  // by rank as the expansion completes each rank, so the full schedule (P^2 blocks for Mesh)
-  // never sits in memory. SimulateView's result is Simulate's on the full schedule.
+  // Without op times the replay needs only the timing view (simulator/coalesce.h): make it, and
+  // its replay form (replay_view.h), rank by rank as the expansion completes each rank, so that
+  // neither the full schedule (P^2 blocks for Mesh) nor the view's ops ever sit in memory whole.
+  // SimulateReplayView's result is Simulate's on the full schedule.
   const bool view_only =
       !options.record_op_times && options.coalesce_compute && topology.gpu.ranks_per_device <= 1;
-  CoalescingSink sink(view_only ? topology.num_gpus() : 0);
+  ReplayViewSink sink(view_only ? topology.num_gpus() : 0);
   planner::RankProgramHook hook;
   if (view_only) hook = [&sink](int64_t rank, RankProgram& program) { sink.Take(rank, program); };
   auto expanded = planner::ExpandPlan(plan, topology, hook);
@@ -29,8 +30,9 @@ Result<PlanSimulation> SimulatePlan(const Plan& plan, const Topology& topology,
       out.schedule.scheme = expanded->schedule.scheme;
       out.schedule.num_ranks = expanded->schedule.num_ranks;
       out.schedule.layout = expanded->schedule.layout;
-      return SimulateView(sink.Finish(std::move(expanded->schedule)), topology, out.rank_to_gpu,
-                          plan.workload.dtype, options);
+      auto view = sink.Finish(std::move(expanded->schedule));
+      if (!view.ok()) return view.status();
+      return SimulateReplayView(std::move(view).value(), topology, out.rank_to_gpu, plan.workload.dtype, options);
     }
     if (options.record_op_times) {
       out.schedule = std::move(expanded->schedule);

@@ -9,13 +9,15 @@
 #include "simulator/coalesce.h"
 #include "simulator/event_queue.h"
 #include "simulator/flow_network.h"
+#include "simulator/replay_program.h"
+#include "simulator/replay_view.h"
 #include "simulator/shared_device.h"
 
 namespace meshplan::sim {
 namespace {
 
-constexpr int kStreams = 4;
-constexpr int64_t kNone = -1;
+constexpr int kStreams = kReplayStreams;
+constexpr int64_t kNone = kNoOp;
 
 int64_t Pack(int32_t rank, int32_t op) { return (static_cast<int64_t>(rank) << 32) | static_cast<uint32_t>(op); }
 int32_t RankOf(int64_t packed) { return static_cast<int32_t>(packed >> 32); }
@@ -34,40 +36,8 @@ struct Inbox {
   int64_t next_recv = 0;
 };
 
-// Everything the replay tracks per op, packed into 32 aligned bytes so that one event touches
-// one cache line of it (the replay is bound by cache misses across ranks).
-struct alignas(32) OpState {
-  SimTime start = 0;
-  SimTime end = 0;
-  int64_t cause = kNone;   // packed op whose completion set this op's end, or kNone
-  int32_t deps_left = 0;
-  uint32_t stream_position = 0;  // stream in the top 8 bits, index in its stream below
-  int stream() const { return static_cast<int>(stream_position >> 24); }
-  uint32_t position() const { return stream_position & 0xFFFFFF; }
-};
-static_assert(sizeof(OpState) == 32);
-
-// What the replay reads of an op, in 16 bytes rather than Op's 72: the schedule's ops are not
-// read after Prepare, so a replay that owns its schedule frees them there (issue 15: at 4096
-// ranks the ops of the timing view alone took 1.3 GB).
-struct ReplayOp {
-  // Compute and merge: the kernel's time alone on its device in nanoseconds, unrounded (the same
-  // expression the replay evaluated per start before); messages and collectives: bytes.
-  double value = 0;
-  int32_t peer_or_group = -1;  // Send/Recv: the peer; collectives: the group
-  OpKind kind = OpKind::kCompute;
-  uint8_t stream_phase = 0;    // stream in the low 2 bits, phase in bit 2
-  uint16_t kernels = 1;        // Op::kernels
-  StreamId stream() const { return static_cast<StreamId>(stream_phase & 3); }
-  Phase phase() const { return static_cast<Phase>(stream_phase >> 2); }
-};
-static_assert(sizeof(ReplayOp) == 16);
-
-struct RankState {
-  std::vector<ReplayOp> ops;
-  std::vector<OpState> op;
-  std::vector<int32_t> dependents_begin, dependents;  // CSR: ops that list op i as a dep
-  std::vector<int32_t> stream_ops[kStreams];
+// A rank's replay form (ops, their states, dependents, streams) and what changes as it runs.
+struct RankState : ReplayProgram {
   size_t head[kStreams] = {0, 0, 0, 0};
   bool busy[kStreams] = {false, false, false, false};
   std::vector<Inbox> inboxes;
@@ -110,9 +80,21 @@ class Replayer {
   // that schedule's ops.
   // `owned` (may be null): `s` itself, which the replay may empty rank by rank once it has read
   // it (Prepare), so that the schedule and the replay's state never both sit in memory whole.
+  // `prepared` (may be null): the replay form of every rank's program, made beforehand
+  // (ReplayViewSink); the replay takes them and does not read `s`'s programs.
   Replayer(const Schedule& s, const Topology& t, const std::vector<int64_t>& gpu, DType dtype, const SimOptions& o,
-           const CoalescedSchedule* origin = nullptr, Schedule* owned = nullptr)
-      : s_(s), t_(t), gpu_(gpu), dtype_(dtype), options_(o), net_(t), origin_(origin), owned_(owned) {}
+           const CoalescedSchedule* origin = nullptr, Schedule* owned = nullptr,
+           std::vector<ReplayProgram>* prepared = nullptr)
+      : s_(s), t_(t), gpu_(gpu), dtype_(dtype), options_(o), net_(t), owned_(owned), prepared_(prepared) {
+    if (origin != nullptr) SetOrigins(&origin->begin, &origin->origin);
+  }
+
+  // `s` is the timing view of another schedule: reports name that schedule's ops, view op i of
+  // rank r standing for (*origin)[r][(*begin)[r][i] .. (*begin)[r][i + 1]).
+  void SetOrigins(const std::vector<std::vector<uint32_t>>* begin, const std::vector<std::vector<uint32_t>>* origin) {
+    begin_ = begin;
+    origin_ = origin;
+  }
 
   // Op times of the schedule the timing view came from: a merged op's time is split over its
   // blocks in order, each taking its own kernel time (scaled to the merged op's, which it sums).
@@ -121,8 +103,8 @@ class Replayer {
     std::vector<std::vector<OpTime>> out(original.ranks.size());
     for (size_t r = 0; r < original.ranks.size(); ++r) {
       out[r].resize(original.ranks[r].ops.size());
-      const auto& begin = origin_->begin[r];
-      const auto& origin = origin_->origin[r];
+      const auto& begin = (*begin_)[r];
+      const auto& origin = (*origin_)[r];
       for (size_t i = 0; i < merged[r].size(); ++i) {
         const OpTime t = merged[r][i];
         const uint32_t b = begin[i], e = begin[i + 1];
@@ -153,7 +135,7 @@ class Replayer {
     int64_t total_ops = 0;  // of the schedule given to Simulate (the view's origins, when a view)
     for (size_t r = 0; r < ranks_.size(); ++r) {
       total_ops += origin_ == nullptr ? static_cast<int64_t>(ranks_[r].op.size())
-                                      : static_cast<int64_t>(origin_->origin[r].size());
+                                      : static_cast<int64_t>((*origin_)[r].size());
     }
     while (!queue_.empty()) {
       const Event e = queue_.Pop();
@@ -222,87 +204,30 @@ class Replayer {
                       SharedDevice(t_.gpu.concurrent_kernels, t_.gpu.sharing));
     }
     launch_ns_ = t_.gpu.launch_overhead_s * kNanosecondsPerSecond;
+    if (prepared_ != nullptr && static_cast<int64_t>(prepared_->size()) != n) {
+      return Status::Invalid("replay form has a program per rank missing");
+    }
     ranks_.resize(n);
     for (int64_t r = 0; r < n; ++r) {
-      const RankProgram& prog = s_.ranks[r];
       RankState& st = ranks_[r];
-      const size_t ops = prog.ops.size();
-      st.op.assign(ops, OpState{});
-      st.ops.resize(ops);
-      st.remaining = static_cast<int64_t>(ops);
-      std::vector<int32_t> count(ops + 1, 0);
-      for (size_t i = 0; i < ops; ++i) {
-        const Op& op = prog.ops[i];
-        if (op.dep_begin + op.dep_count > prog.deps.size()) {
-          return Status::Invalid("rank " + std::to_string(r) + " op " + std::to_string(i) + ": deps out of range");
-        }
-        st.op[i].deps_left = static_cast<int32_t>(op.dep_count);
-        for (uint32_t d = 0; d < op.dep_count; ++d) {
-          const uint32_t dep = prog.deps[op.dep_begin + d];
-          if (dep >= i) return Status::Invalid("rank " + std::to_string(r) + " op " + std::to_string(i) + ": dep does not point back");
-          ++count[dep + 1];
-        }
-        if ((op.kind == OpKind::kSend || op.kind == OpKind::kRecv) && (op.peer < 0 || op.peer >= n)) {
-          return Status::Invalid("rank " + std::to_string(r) + " op " + std::to_string(i) + ": peer out of range");
-        }
-        if (IsCollective(op.kind) && (op.group < 0 || op.group >= static_cast<int32_t>(s_.groups.size()))) {
+      if (prepared_ != nullptr) {
+        static_cast<ReplayProgram&>(st) = std::move((*prepared_)[r]);
+      } else {
+        auto replay = MakeReplayProgram(s_.ranks[r], r, n);
+        if (!replay.ok()) return replay.status();
+        static_cast<ReplayProgram&>(st) = std::move(replay).value();
+        if (owned_ != nullptr) owned_->ranks[r] = RankProgram{};  // read for the last time
+      }
+      st.remaining = static_cast<int64_t>(st.op.size());
+      for (size_t i = 0; i < st.ops.size(); ++i) {
+        const ReplayOp& op = st.ops[i];
+        if (IsCollective(op.kind) && (op.peer_or_group < 0 || op.peer_or_group >= static_cast<int32_t>(s_.groups.size()))) {
           return Status::Invalid("rank " + std::to_string(r) + " op " + std::to_string(i) + ": group out of range");
         }
-        auto& stream_list = st.stream_ops[static_cast<int>(op.stream)];
-        if (stream_list.size() >= (1u << 24)) {
-          return Status::Invalid("rank " + std::to_string(r) + ": more than 2^24 ops on one stream");
-        }
-        st.op[i].stream_position = (static_cast<uint32_t>(op.stream) << 24) | static_cast<uint32_t>(stream_list.size());
-        stream_list.push_back(static_cast<int32_t>(i));
-        st.ops[i] = Compact(prog, op);
       }
-      for (size_t i = 1; i <= ops; ++i) count[i] += count[i - 1];
-      st.dependents_begin = count;
-      st.dependents.assign(static_cast<size_t>(count[ops]), 0);
-      std::vector<int32_t> fill(count.begin(), count.end() - 1);
-      for (size_t i = 0; i < ops; ++i) {
-        const Op& op = prog.ops[i];
-        for (uint32_t d = 0; d < op.dep_count; ++d) {
-          st.dependents[fill[prog.deps[op.dep_begin + d]]++] = static_cast<int32_t>(i);
-        }
-      }
-      if (owned_ != nullptr) owned_->ranks[r] = RankProgram{};  // read for the last time
     }
     level_bytes_.assign(static_cast<size_t>(t_.num_levels()), 0.0);
     return Status::Ok();
-  }
-
-  ReplayOp Compact(const RankProgram& prog, const Op& op) const {
-    ReplayOp out;
-    out.kind = op.kind;
-    out.stream_phase = static_cast<uint8_t>(static_cast<uint8_t>(op.stream) | (static_cast<uint8_t>(op.phase) << 2));
-    out.kernels = op.kernels;
-    switch (op.kind) {
-      case OpKind::kCompute:
-        out.value = KernelNs(op);
-        break;
-      case OpKind::kMerge: {
-        // Read both partials, write one, at HBM speed; the partial's size is its message's.
-        double bytes = 0;
-        for (uint32_t d = 0; d < op.dep_count; ++d) {
-          const Op& dep = prog.ops[prog.deps[op.dep_begin + d]];
-          if (dep.kind == OpKind::kRecv) bytes = std::max(bytes, static_cast<double>(dep.bytes));
-        }
-        const double seconds = t_.gpu.launch_overhead_s + 3.0 * bytes / t_.gpu.hbm_bytes_per_s;
-        out.value = seconds * kNanosecondsPerSecond;
-        break;
-      }
-      case OpKind::kSend:
-      case OpKind::kRecv:
-        out.value = static_cast<double>(op.bytes);
-        out.peer_or_group = op.peer;
-        break;
-      default:
-        out.value = static_cast<double>(op.bytes);
-        out.peer_or_group = op.group;
-        break;
-    }
-    return out;
   }
 
   // Starts loading the state the next op completion will touch while this event is handled.
@@ -341,10 +266,7 @@ class Replayer {
     switch (op.kind) {
       case OpKind::kCompute:
       case OpKind::kMerge:
-        // Compute: UnsharedKernelSeconds (core/kernel_time.h) with the rate precomputed (every
-        // block of a schedule has the layout's block size); merge: read both partials, write one
-        // at HBM speed (Compact).
-        StartKernel(r, i, op.value);
+        StartKernel(r, i, KernelNs(op));
         break;
       case OpKind::kSend:
         StartSend(r, i, op);
@@ -366,6 +288,17 @@ class Replayer {
   double KernelNs(const Op& op) const {
     return op.flops * (op.phase == Phase::kBackward ? ns_per_backward_flop_ : ns_per_flop_) *
                (1.0 + op.cut_fraction * (masked_slowdown_ - 1.0)) +
+           launch_ns_ * op.kernels;
+  }
+  // The same for a replay op (replay_program.h): the same expression, so the same bits. A merge
+  // reads both partials and writes one at HBM speed; its value is the partial's bytes.
+  double KernelNs(const ReplayOp& op) const {
+    if (op.kind == OpKind::kMerge) {
+      const double seconds = t_.gpu.launch_overhead_s + 3.0 * op.value / t_.gpu.hbm_bytes_per_s;
+      return seconds * kNanosecondsPerSecond;
+    }
+    return op.value * (op.phase() == Phase::kBackward ? ns_per_backward_flop_ : ns_per_flop_) *
+               (1.0 + op.cut_fraction() * (masked_slowdown_ - 1.0)) +
            launch_ns_ * op.kernels;
   }
 
@@ -669,7 +602,7 @@ class Replayer {
       if (st.head[stream] >= st.stream_ops[stream].size()) continue;
       const int32_t i = st.stream_ops[stream][st.head[stream]];
       const ReplayOp& op = st.ops[i];
-      const int64_t number = origin_ == nullptr ? i : origin_->origin[r][origin_->begin[r][i]];
+      const int64_t number = origin_ == nullptr ? i : (*origin_)[r][(*begin_)[r][i]];
       text += " op " + std::to_string(number) + " (" + std::string(OpKindName(op.kind)) + " on " +
               std::string(StreamName(op.stream())) + ")";
       if (st.op[i].deps_left > 0) {
@@ -738,8 +671,8 @@ class Replayer {
     auto original = [&](int64_t packed, bool last_block) -> int64_t {
       if (origin_ == nullptr) return OpOf(packed);
       const int32_t r = RankOf(packed), i = OpOf(packed);
-      const auto& begin = origin_->begin[static_cast<size_t>(r)];
-      return origin_->origin[static_cast<size_t>(r)][last_block ? begin[i + 1] - 1 : begin[i]];
+      const auto& begin = (*begin_)[static_cast<size_t>(r)];
+      return (*origin_)[static_cast<size_t>(r)][last_block ? begin[i + 1] - 1 : begin[i]];
     };
     auto describe = [&](int64_t packed, bool last_block) {
       const ReplayOp& op = ranks_[RankOf(packed)].ops[OpOf(packed)];
@@ -774,8 +707,10 @@ class Replayer {
   DType dtype_;
   SimOptions options_;
   FlowNetwork net_;
-  const CoalescedSchedule* origin_ = nullptr;
+  const std::vector<std::vector<uint32_t>>* begin_ = nullptr;   // null unless a view (SetOrigins)
+  const std::vector<std::vector<uint32_t>>* origin_ = nullptr;
   Schedule* owned_ = nullptr;
+  std::vector<ReplayProgram>* prepared_ = nullptr;
   EventQueue queue_;
   SimTime now_ = 0;
   int64_t events_ = 0, flows_ = 0, done_ops_ = 0;
@@ -829,6 +764,16 @@ Result<SimResult> SimulateView(CoalescedSchedule&& view, const Topology& topolog
   if (topology.gpu.ranks_per_device > 1) return Status::Invalid("no timing view on devices that ranks share");
   CoalescedSchedule kept = std::move(view);
   Replayer replayer(kept.schedule, topology, rank_to_gpu, dtype, options, &kept, &kept.schedule);
+  return replayer.Run();
+}
+
+Result<SimResult> SimulateReplayView(ReplayView&& view, const Topology& topology,
+                                     const std::vector<int64_t>& rank_to_gpu, DType dtype, const SimOptions& options) {
+  if (options.record_op_times) return Status::Invalid("a timing view replays without op times");
+  if (topology.gpu.ranks_per_device > 1) return Status::Invalid("no timing view on devices that ranks share");
+  ReplayView kept = std::move(view);
+  Replayer replayer(kept.header, topology, rank_to_gpu, dtype, options, nullptr, nullptr, &kept.ranks);
+  replayer.SetOrigins(&kept.begin, &kept.origin);
   return replayer.Run();
 }
 

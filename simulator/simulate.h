@@ -13,6 +13,7 @@
 #include "core/status.h"
 #include "core/topology.h"
 #include "simulator/coalesce.h"
+#include "simulator/replay_view.h"
 #include "simulator/sim_time.h"
 
 namespace meshplan::sim {
@@ -84,5 +85,12 @@ Result<SimResult> Simulate(Schedule&& schedule, const Topology& topology, const 
 Result<SimResult> SimulateView(CoalescedSchedule&& view, const Topology& topology,
                                const std::vector<int64_t>& rank_to_gpu, DType dtype,
                                const SimOptions& options = {});
+
+// Replays the replay form of a timing view (ReplayViewSink, replay_view.h: made during the
+// expansion, so that neither the full schedule nor the view's 72-byte ops ever existed whole): the
+// result is that of Simulate on the schedule the view came from. Errors as SimulateView's.
+Result<SimResult> SimulateReplayView(ReplayView&& view, const Topology& topology,
+                                     const std::vector<int64_t>& rank_to_gpu, DType dtype,
+                                     const SimOptions& options = {});
 
 }  // namespace meshplan::sim

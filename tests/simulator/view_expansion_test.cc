@@ -3,7 +3,9 @@
 // schedule (Simulate(Schedule&&)): a rank's view depends on its own program only, so the two
 // replays are the same computation and must agree bit for bit, for the best plans of every
 // scheme, mask and pass on a shipped 32-GPU cluster. Also: ExpandPlan hands every rank to the
-// hook exactly once, during the expansion for Mesh and after it for the others.
+// hook exactly once, during the expansion for Mesh and after it for the others. And the view's
+// replay form made during the expansion (ReplayViewSink, SimulateReplayView) against the view's
+// 72-byte ops replayed (CoalescingSink, SimulateView), over the same plans.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -15,6 +17,8 @@
 #include "planner/search.h"
 #include "simulator/coalesce.h"
 #include "simulator/plan_simulation.h"
+#include "simulator/replay_program.h"
+#include "simulator/replay_view.h"
 #include "simulator/simulate.h"
 
 namespace meshplan::sim {
@@ -82,6 +86,85 @@ TEST(ViewExpansion, TheViewMadeDuringTheExpansionReplaysLikeTheViewOfTheFullSche
     }
   }
   EXPECT_GE(compared, 80);
+}
+
+TEST(ViewExpansion, TheReplayFormMadeDuringTheExpansionReplaysLikeTheViewsOps) {
+  const Topology topology = Load("dgx-h100-4node.toml");
+  int compared = 0;
+  for (const Mask& mask : {Mask::Full(), Mask::Causal(), Mask::Window(4096)}) {
+    for (Pass pass : {Pass::kForward, Pass::kForwardBackward}) {
+      Workload w = Workload::Default();
+      w.seq_len = 1 << 15;
+      w.mask = mask;
+      w.pass = pass;
+      const planner::PlanContext ctx(w, topology);
+      for (Scheme scheme : kAllSchemes) {
+        planner::SearchOptions only;
+        only.schemes = {scheme};
+        const planner::SearchResult found = planner::Search(ctx, only);
+        for (size_t k = 0; k < found.ranked.size() && k < 3; ++k) {
+          if (!found.ranked[k].valid) continue;
+          const Plan plan = planner::MakePlan(ctx, found.ranked[k].params);
+          const std::string what = std::string(SchemeName(scheme)) + " " + plan.params.Describe() + " " +
+                                   std::string(PassName(pass)) + " mask " + std::to_string(static_cast<int>(mask.kind));
+          SimOptions options;
+          options.record_op_times = false;
+          CoalescingSink views(topology.num_gpus());
+          auto expanded = planner::ExpandPlan(
+              plan, topology, [&](int64_t rank, RankProgram& program) { views.Take(rank, program); });
+          ASSERT_TRUE(expanded.ok()) << what;
+          auto from_ops = SimulateView(views.Finish(std::move(expanded->schedule)), topology,
+                                       expanded->rank_to_gpu, w.dtype, options);
+          ASSERT_TRUE(from_ops.ok()) << what << ": " << from_ops.status().message();
+          ReplayViewSink forms(topology.num_gpus());
+          auto again = planner::ExpandPlan(
+              plan, topology, [&](int64_t rank, RankProgram& program) { forms.Take(rank, program); });
+          ASSERT_TRUE(again.ok()) << what;
+          for (const RankProgram& program : again->schedule.ranks) EXPECT_TRUE(program.ops.empty()) << what;
+          auto form = forms.Finish(std::move(again->schedule));
+          ASSERT_TRUE(form.ok()) << what << ": " << form.status().message();
+          auto from_form = SimulateReplayView(std::move(form).value(), topology, again->rank_to_gpu, w.dtype, options);
+          ASSERT_TRUE(from_form.ok()) << what << ": " << from_form.status().message();
+          ExpectSameResult(*from_ops, *from_form, what);
+          if (HasFailure()) return;
+          ++compared;
+        }
+      }
+    }
+  }
+  EXPECT_GE(compared, 80);
+}
+
+TEST(ViewExpansion, TheReplayFormRejectsMalformedProgramsAndTheSinkReportsIt) {
+  RankProgram program;
+  Op compute;
+  const uint32_t first = program.Add(compute);
+  Op send;
+  send.kind = OpKind::kSend;
+  send.stream = StreamId::kSend;
+  send.peer = 2;  // of 2 ranks: out of range
+  program.Add(send, {first});
+  auto bad_peer = MakeReplayProgram(program, 0, 2);
+  ASSERT_FALSE(bad_peer.ok());
+  EXPECT_NE(bad_peer.status().message().find("rank 0 op 1: peer out of range"), std::string::npos)
+      << bad_peer.status().message();
+  RankProgram forward = program;
+  forward.ops[1].peer = 1;
+  forward.deps[0] = 1;  // op 1 waits on itself
+  auto bad_dep = MakeReplayProgram(forward, 0, 2);
+  ASSERT_FALSE(bad_dep.ok());
+  EXPECT_NE(bad_dep.status().message().find("dep does not point back"), std::string::npos);
+
+  ReplayViewSink sink(2);
+  Schedule schedule;
+  schedule.num_ranks = 2;
+  schedule.ranks = {program, RankProgram{}};
+  sink.Take(0, schedule.ranks[0]);
+  sink.Take(1, schedule.ranks[1]);
+  EXPECT_TRUE(schedule.ranks[0].ops.empty());
+  const auto finished = sink.Finish(std::move(schedule));
+  ASSERT_FALSE(finished.ok());
+  EXPECT_NE(finished.status().message().find("peer out of range"), std::string::npos);
 }
 
 TEST(ViewExpansion, ExpandPlanHandsEveryRankToTheHookOnce) {

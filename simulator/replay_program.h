@@ -1,0 +1,63 @@
+// A rank's program in the form the replay reads (issue 15): 16 bytes per op, the ops' initial
+// states and the dependents, made from the rank's program alone (no topology, no other rank), so
+// that the expansion can hand each rank's program over as soon as it is complete and have it
+// replaced by this form at once: the 72-byte Ops of a large schedule, or of its timing view,
+// never all sit in memory (4096 ranks: 18M view ops, 1.3 GB of them).
+#pragma once
+
+#include <bit>
+#include <cstdint>
+#include <vector>
+
+#include "core/schedule.h"
+#include "core/status.h"
+#include "simulator/sim_time.h"
+
+namespace meshplan::sim {
+
+inline constexpr int kReplayStreams = 4;
+inline constexpr int64_t kNoOp = -1;  // packed (rank, op) of no op
+
+// What the replay reads of an op. The times are derived at start from these and the topology
+// (the same expressions, in the same order, that the replay evaluated before: bit-identical).
+struct ReplayOp {
+  // Compute: FLOPs (Op::flops); merge: bytes of the partial it folds in (its largest received
+  // dependency's bytes); messages and collectives: bytes (Op::bytes).
+  double value = 0;
+  // Send/Recv: the peer; collectives: the group; compute: Op::cut_fraction's bits (cut_fraction()).
+  int32_t peer_or_group = -1;
+  OpKind kind = OpKind::kCompute;
+  uint8_t stream_phase = 0;    // stream in the low 2 bits, phase in bit 2
+  uint16_t kernels = 1;        // Op::kernels
+  StreamId stream() const { return static_cast<StreamId>(stream_phase & 3); }
+  Phase phase() const { return static_cast<Phase>(stream_phase >> 2); }
+  float cut_fraction() const { return std::bit_cast<float>(peer_or_group); }
+};
+static_assert(sizeof(ReplayOp) == 16);
+
+// Everything the replay tracks per op, packed into 32 aligned bytes so that one event touches
+// one cache line of it (the replay is bound by cache misses across ranks).
+struct alignas(32) OpState {
+  SimTime start = 0;
+  SimTime end = 0;
+  int64_t cause = kNoOp;   // packed op whose completion set this op's end, or kNoOp
+  int32_t deps_left = 0;
+  uint32_t stream_position = 0;  // stream in the top 8 bits, index in its stream below
+  int stream() const { return static_cast<int>(stream_position >> 24); }
+  uint32_t position() const { return stream_position & 0xFFFFFF; }
+};
+static_assert(sizeof(OpState) == 32);
+
+struct ReplayProgram {
+  std::vector<ReplayOp> ops;
+  std::vector<OpState> op;  // initial states: deps_left and stream_position set
+  std::vector<int32_t> dependents_begin, dependents;  // CSR: ops that list op i as a dep
+  std::vector<int32_t> stream_ops[kReplayStreams];    // per stream, its ops in program order
+};
+
+// The replay form of rank `rank`'s program in a schedule of `num_ranks` ranks. Errors (one line,
+// naming rank and op): deps out of range or not pointing back, a peer out of range, more than
+// 2^24 ops on one stream. Collective groups are checked by the replay (it knows the groups).
+Result<ReplayProgram> MakeReplayProgram(const RankProgram& program, int64_t rank, int64_t num_ranks);
+
+}  // namespace meshplan::sim
