@@ -72,6 +72,12 @@ struct PlanContext {
   // (kBackwardFlopsFactor) over its relative rate (GpuSpec::backward_rate_ratio).
   double BackwardTimeFactor() const;
 
+  // Seconds of the backward twin of forward kernels that take forward_s over `launches` launches:
+  // the FLOP part scales by BackwardTimeFactor, the launch overhead is paid once per launch, as
+  // the simulator charges a backward kernel (simulator/simulate.cc KernelNs). Scaling the whole
+  // forward time, launches included, overstated every backward kernel by (factor - 1) launches.
+  double BackwardSeconds(double forward_s, int64_t launches) const;
+
  private:
   using WorkKey = std::tuple<int, int64_t, int64_t>;  // layout kind, shards, a (0 for rows)
   mutable std::map<WorkKey, std::vector<int64_t>> work_cache_;
@@ -80,6 +86,12 @@ struct PlanContext {
 
 inline double PlanContext::BackwardTimeFactor() const {
   return kBackwardFlopsFactor / topology.gpu.backward_rate_ratio;
+}
+
+inline double PlanContext::BackwardSeconds(double forward_s, int64_t launches) const {
+  const double launch_s =
+      static_cast<double>(launches) * topology.gpu.launch_overhead_s * topology.gpu.SharedComputeSlowdown();
+  return launch_s + (forward_s - launch_s) * BackwardTimeFactor();
 }
 
 }  // namespace meshplan::planner

@@ -38,8 +38,8 @@ StepTimes PhaseStepTimes(const PlanContext& ctx, const SchemeParams& p, Phase ph
   const int64_t max_pairs = pairs.empty() ? 0 : *std::max_element(pairs.begin(), pairs.end());
   const double block_flops = ctx.ForwardFlops(max_pairs, w.q_heads / u) / static_cast<double>(p.tile_a * p.tile_b);
   StepTimes t;
-  t.block = KernelSeconds(ctx.topology.gpu, w.dtype, block_flops, layout.KernelBlockTokens(), 1) *
-            (phase == Phase::kForward ? 1.0 : ctx.BackwardTimeFactor());
+  const double forward_block = KernelSeconds(ctx.topology.gpu, w.dtype, block_flops, layout.KernelBlockTokens(), 1);
+  t.block = phase == Phase::kForward ? forward_block : ctx.BackwardSeconds(forward_block, 1);
   const Placement placement(p.RankDims(), p.placement);
   const MessageBytes m = PhaseMessageBytes(ctx.shard, phase, p.cache_forward);
   const int q_dim = QDim(p), kv_dim = KvDim(p);

@@ -55,7 +55,7 @@ Estimate AllGatherKVStrategy::Evaluate(const PlanContext& ctx, const SchemeParam
     if (!p.cache_forward) {
       AddExposed(e, "bwd all-gather K,V", comm.RingCollective(placement, 0, s.kv, &traffic));
     }
-    AddCompute(e, "bwd attention", compute_s * ctx.BackwardTimeFactor());
+    AddCompute(e, "bwd attention", ctx.BackwardSeconds(compute_s, layout.RangesPerShard()));
     AddExposed(e, "bwd reduce-scatter dK,dV", comm.RingCollective(placement, 0, s.dkv_partial, &traffic));
     bwd_bytes = (ranks - 1) * ((p.cache_forward ? 0.0 : s.kv) + s.dkv_partial);
   }

@@ -24,7 +24,7 @@ Estimate HeadRingEstimate(const PlanContext& ctx, const SchemeParams& p, const S
     if (double_ring) return DoubleRingPass(e, ctx, placement, 1, 2, phase, cache, step_s, traffic);
     if (r > 1) return RingPass(e, ctx, placement, 1, phase, cache, /*own_shard_last=*/false, step_s, traffic);
     AddCompute(e, phase == Phase::kForward ? "fwd attention (full sequence, own heads)" : "bwd attention",
-               step_s * (phase == Phase::kForward ? 1.0 : ctx.BackwardTimeFactor()));
+               phase == Phase::kForward ? step_s : ctx.BackwardSeconds(step_s, 1));
     return 0.0;
   };
   double fwd_bytes = 0, bwd_bytes = 0;

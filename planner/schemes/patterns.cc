@@ -68,7 +68,7 @@ double RingPass(Estimate& e, const PlanContext& ctx, const Placement& placement,
   // unless the own shard runs last (cache only): then hop k overlaps block k+1 and the last hop
   // the own block.
   AddPipeline(e, cache ? "bwd ring step (dK,dV hop)" : "bwd ring step (KV shift + dK,dV hop)", r,
-              step_compute_s * ctx.BackwardTimeFactor(), t_kv + t_dkv);
+              ctx.BackwardSeconds(step_compute_s, 1), t_kv + t_dkv);
   if (!(cache && own_shard_last)) AddExposed(e, "bwd last dK,dV hop", r > 1 ? t_dkv : 0.0);
   return static_cast<double>(r - 1) * ((cache ? 0.0 : s.kv) + s.dkv_partial);
 }
@@ -79,7 +79,7 @@ double DoubleRingPass(Estimate& e, const PlanContext& ctx, const Placement& plac
   const ShardBytes& s = ctx.shard;
   const bool fwd = phase == Phase::kForward;
   const double msg = fwd ? s.kv : (cache ? 0.0 : s.kv) + s.dkv_partial;
-  const double step_s = step_compute_s * (fwd ? 1.0 : ctx.BackwardTimeFactor());
+  const double step_s = fwd ? step_compute_s : ctx.BackwardSeconds(step_compute_s, 1);
   const double t_in = ctx.comm->RingShift(placement, inner_dim, msg, (w - 1) * windows, &traffic);
   const double t_out = ctx.comm->RingShift(placement, outer_dim, msg, windows - 1, &traffic);
   const bool shared = ctx.comm->BottleneckLevel(placement, inner_dim, msg) ==
@@ -159,7 +159,7 @@ double Attention2DPass(Estimate& e, const PlanContext& ctx, const Placement& pla
   AddExposed(e, cache ? "bwd all-gather dO,LSE,D" : "bwd all-gather Q,dO,LSE,D",
              comm.RingCollective(placement, q_dim, q_side, &traffic));
   if (!cache) AddExposed(e, "bwd all-gather K,V", comm.RingCollective(placement, kv_dim, s.kv, &traffic));
-  AddCompute(e, "bwd tile compute", compute_s * ctx.BackwardTimeFactor());
+  AddCompute(e, "bwd tile compute", ctx.BackwardSeconds(compute_s, a * b));
   AddExposed(e, "bwd reduce-scatter dQ", comm.RingCollective(placement, q_dim, s.dq_partial, &traffic));
   AddExposed(e, "bwd reduce-scatter dK,dV", comm.RingCollective(placement, kv_dim, s.dkv_partial, &traffic));
   return static_cast<double>(a - 1) * (q_side + s.dq_partial) +
@@ -189,7 +189,7 @@ double Attention2DOverlapPass(Estimate& e, const PlanContext& ctx, const Placeme
   const bool shared = a > 1 && b > 1 &&
                       comm.BottleneckLevel(placement, q_dim, q_bytes) ==
                           comm.BottleneckLevel(placement, kv_dim, fwd || !cache ? kv_bytes : dkv_bytes);
-  const double t_blk = block_s * (fwd ? 1.0 : ctx.BackwardTimeFactor());
+  const double t_blk = fwd ? block_s : ctx.BackwardSeconds(block_s, 1);
   const std::string ph = PhaseLabel(phase);
 
   // KV-group traffic during block l of row k (the compute stream waits for it at the next block):

@@ -461,5 +461,56 @@ TEST(MeshSearch, OffersBothChainsAndStripedForCausalMasks) {
   }
 }
 
+
+// Time estimate derived by hand, with a launch overhead (the 26% gap at 4096 GPUs: a backward
+// block was charged 2.5 x (FLOP time + launch), where a backward kernel pays its launch once, as
+// the simulator charges it).
+//
+// Workload: B = 1, S = 4096, Hq = Hkv = 8, d = 64, bf16, partials fp32, full mask, fwd+bwd, on one
+// node of P = 4 ranks, tile a = 2 x b = 2, contiguous, owner-last chains, no cache.
+// GPU: 100 TFLOP/s bf16, efficiency 1, launch overhead 5 us, backward at the forward's rate
+// (BackwardTimeFactor 2.5). The link is so fast (1e18 B/s, no latency) that every transfer takes
+// ~1e-12 s (partials are ~2-4 MB), so each step costs its compute and the time is the sum of the
+// blocks (merges of incoming partials are not charged by the estimate).
+// Per rank S/P = 1024 tokens; a full block of 1024 x 1024 pairs: 4 * 1024^2 * 8 * 64 = 2^31 FLOPs
+// = 21.47483648 us at 1e14 FLOP/s.
+//   forward block  = 21.47483648 + 5 = 26.47483648 us
+//   backward block = 2.5 * 21.47483648 + 5 = 58.6870912 us (one launch, not 2.5)
+// Each rank runs its a*b = 4 blocks per pass:
+//   total = 4 * 26.47483648 + 4 * 58.6870912 = 105.89934592 + 234.7483648 = 340.64771072 us
+// (Before the fix the backward block was 2.5 * 26.47483648 = 66.1870912 us: 370.64771072 us.)
+TEST(MeshEstimate, BackwardBlockPaysItsLaunchOnce) {
+  Topology t = testing::SmallCluster(4, 1);
+  t.gpu.peak_tflops = {{DType::kBf16, 100}};
+  t.gpu.attention_efficiency = {{1, 1.0}};
+  t.gpu.launch_overhead_s = 5e-6;
+  t.gpu.hbm_bytes_per_s = 1e12;
+  t.levels[0].bandwidth_bytes_per_s = 1e18;
+  t.levels[0].latency_s = 0;
+  t.levels[1].latency_s = 0;
+  Workload w;
+  w.batch = 1;
+  w.seq_len = 4096;
+  w.q_heads = 8;
+  w.kv_heads = 8;
+  w.head_dim = 64;
+  w.dtype = DType::kBf16;
+  w.partial_dtype = DType::kFp32;
+  w.mask = Mask::Full();
+  w.pass = Pass::kForwardBackward;
+  const PlanContext ctx(w, t);
+  SchemeParams p;
+  p.scheme = Scheme::kMesh;
+  p.layout = Layout::kContiguous;
+  p.tile_a = 2;
+  p.tile_b = 2;
+  p.cache_forward = false;
+  p.reduce_chain = ReduceChain::kOwnerLast;
+  p.placement = {"q", "kv"};
+  const Estimate e = MakeStrategy(Scheme::kMesh)->Evaluate(ctx, p);
+  ASSERT_TRUE(e.valid) << e.reason;
+  EXPECT_NEAR(e.time_s, 340.64771072e-6, 1e-10);
+}
+
 }  // namespace
 }  // namespace meshplan::planner
