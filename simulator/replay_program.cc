@@ -11,11 +11,13 @@ Result<ReplayProgram> MakeReplayProgram(const RankProgram& prog, int64_t rank, i
   const size_t ops = prog.ops.size();
   st.op.assign(ops, OpState{});
   st.ops.resize(ops);
+  st.waits.resize(ops);
   std::vector<int32_t> count(ops + 1, 0);
   for (size_t i = 0; i < ops; ++i) {
     const Op& op = prog.ops[i];
     if (op.dep_begin + op.dep_count > prog.deps.size()) return Status::Invalid(where(i) + ": deps out of range");
     st.op[i].deps_left = static_cast<int32_t>(op.dep_count);
+    st.waits[i] = static_cast<DepCount>(std::min<uint32_t>(op.dep_count, kManyDeps));
     for (uint32_t d = 0; d < op.dep_count; ++d) {
       const uint32_t dep = prog.deps[op.dep_begin + d];
       if (dep >= i) return Status::Invalid(where(i) + ": dep does not point back");

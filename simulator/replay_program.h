@@ -48,9 +48,18 @@ struct alignas(32) OpState {
 };
 static_assert(sizeof(OpState) == 32);
 
+// An op's count of deps not yet complete, 2 bytes per op in an array of its own, so that
+// releasing the many dependents of one op (a received KV slot releases up to a = 128 blocks)
+// touches a few cache lines of this array instead of one 32-byte OpState each (issue 15's profile:
+// that decrement was the replay's largest cost). Counts of kManyDeps and more stay kManyDeps here
+// and are counted in OpState::deps_left, which always holds the exact initial count.
+using DepCount = uint16_t;
+inline constexpr DepCount kManyDeps = 0xFFFF;
+
 struct ReplayProgram {
   std::vector<ReplayOp> ops;
   std::vector<OpState> op;  // initial states: deps_left and stream_position set
+  std::vector<DepCount> waits;  // per op: min(deps, kManyDeps) (see DepCount)
   std::vector<int32_t> dependents_begin, dependents;  // CSR: ops that list op i as a dep
   std::vector<int32_t> stream_ops[kReplayStreams];    // per stream, its ops in program order
 };

@@ -39,6 +39,9 @@ struct Inbox {
 // A rank's replay form (ops, their states, dependents, streams) and what changes as it runs.
 struct RankState : ReplayProgram {
   size_t head[kStreams] = {0, 0, 0, 0};
+  // stream_ops[s][head[s]], or -1 when the stream has run all its ops: lets Complete tell whether
+  // a released dependent heads its stream without reading the dependent's OpState.
+  int32_t head_op[kStreams] = {-1, -1, -1, -1};
   bool busy[kStreams] = {false, false, false, false};
   std::vector<Inbox> inboxes;
   std::vector<std::pair<int32_t, int64_t>> sends_to;     // peer -> messages sent so far
@@ -219,6 +222,7 @@ class Replayer {
         if (owned_ != nullptr) owned_->ranks[r] = RankProgram{};  // read for the last time
       }
       st.remaining = static_cast<int64_t>(st.op.size());
+      for (int stream = 0; stream < kStreams; ++stream) SetHeadOp(st, stream);
       for (size_t i = 0; i < st.ops.size(); ++i) {
         const ReplayOp& op = st.ops[i];
         if (IsCollective(op.kind) && (op.peer_or_group < 0 || op.peer_or_group >= static_cast<int32_t>(s_.groups.size()))) {
@@ -238,6 +242,7 @@ class Replayer {
     const RankState& st = ranks_[next.a];
     __builtin_prefetch(&st.op[next.b]);
     __builtin_prefetch(&st.ops[next.b]);
+    __builtin_prefetch(&st.waits[next.b]);
     // An op with no dependents may begin at dependents.size(): no element to prefetch there.
     const size_t first_dependent = static_cast<size_t>(st.dependents_begin[next.b]);
     if (first_dependent < st.dependents.size()) __builtin_prefetch(st.dependents.data() + first_dependent);
@@ -249,11 +254,29 @@ class Replayer {
     }
   }
 
+  static void SetHeadOp(RankState& st, int stream) {
+    const auto& list = st.stream_ops[stream];
+    st.head_op[stream] = st.head[stream] < list.size() ? list[st.head[stream]] : -1;
+  }
+
+  // Whether op i of `st` still waits for a dep (DepCount: the exact count when it is large).
+  static bool Waits(const RankState& st, int32_t i) {
+    const DepCount w = st.waits[i];
+    return w == kManyDeps ? st.op[i].deps_left > 0 : w > 0;
+  }
+
+  // Counts one more of op i's deps complete; true when it was the last.
+  static bool ReleaseDep(RankState& st, int32_t i) {
+    DepCount& w = st.waits[i];
+    if (w != kManyDeps) return --w == 0;
+    return --st.op[i].deps_left == 0;
+  }
+
   void TryStart(int32_t r, int stream, int64_t cause) {
     RankState& st = ranks_[r];
-    if (st.busy[stream] || st.head[stream] >= st.stream_ops[stream].size()) return;
-    const int32_t op = st.stream_ops[stream][st.head[stream]];
-    if (st.op[op].deps_left > 0) return;
+    const int32_t op = st.head_op[stream];
+    if (st.busy[stream] || op < 0) return;
+    if (Waits(st, op)) return;
     Start(r, op, cause);
   }
 
@@ -333,12 +356,19 @@ class Replayer {
     if (stream == static_cast<int>(StreamId::kCompute)) st.compute_busy += now_ - self_state.start;
     st.busy[stream] = false;
     ++st.head[stream];
+    SetHeadOp(st, stream);
     const int64_t self = Pack(r, i);
+    // A dependent starts when this was its last dep and it heads its stream, which is idle: the
+    // same test and order as before, with the dependent's stream found among the (at most 4)
+    // stream heads instead of in its OpState.
     for (int32_t k = st.dependents_begin[i]; k < st.dependents_begin[i + 1]; ++k) {
       const int32_t d = st.dependents[k];
-      OpState& dep = st.op[d];
-      if (--dep.deps_left == 0 && !st.busy[dep.stream()] && st.head[dep.stream()] == dep.position()) {
-        Start(r, d, self);
+      if (!ReleaseDep(st, d)) continue;
+      for (int s = 0; s < kStreams; ++s) {
+        if (st.head_op[s] == d) {
+          if (!st.busy[s]) Start(r, d, self);
+          break;
+        }
       }
     }
     TryStart(r, stream, self);
@@ -599,14 +629,15 @@ class Replayer {
     const RankState& st = ranks_[r];
     std::string text = " rank " + std::to_string(r) + ":";
     for (int stream = 0; stream < kStreams; ++stream) {
-      if (st.head[stream] >= st.stream_ops[stream].size()) continue;
-      const int32_t i = st.stream_ops[stream][st.head[stream]];
+      const int32_t i = st.head_op[stream];
+      if (i < 0) continue;
       const ReplayOp& op = st.ops[i];
       const int64_t number = origin_ == nullptr ? i : (*origin_)[r][(*begin_)[r][i]];
       text += " op " + std::to_string(number) + " (" + std::string(OpKindName(op.kind)) + " on " +
               std::string(StreamName(op.stream())) + ")";
-      if (st.op[i].deps_left > 0) {
-        text += " waits for " + std::to_string(st.op[i].deps_left) + " deps;";
+      if (Waits(st, i)) {
+        const DepCount w = st.waits[i];
+        text += " waits for " + std::to_string(w == kManyDeps ? st.op[i].deps_left : w) + " deps;";
       } else if (op.kind == OpKind::kRecv) {
         text += " waits for a message from rank " + std::to_string(op.peer_or_group) + ";";
       } else if (IsCollective(op.kind)) {
