@@ -31,12 +31,20 @@ RankResult CoalesceRank(const RankProgram& in) {
       for (uint32_t d = 0; d < op.dep_count; ++d) dependents[fill[in.deps[op.dep_begin + d]]++] = i;
     }
   }
-  auto depends_on = [&](uint32_t op, uint32_t dep) {
-    const Op& o = in.ops[op];
-    for (uint32_t d = 0; d < o.dep_count; ++d) {
-      if (in.deps[o.dep_begin + d] == dep) return true;
+  // Whether every op that waits on `tail` is `op` or waits on `op` too. Both dependents lists
+  // are ascending (filled in program order), so one merge walk over them answers it: scanning each
+  // waiter's deps instead cost a run's length times a merge's deps (quadratic; issue 15's profile
+  // of the 4096-rank expansion found it there).
+  auto waiters_wait_on = [&](uint32_t tail, uint32_t op) {
+    uint32_t k = first[op];
+    const uint32_t end = first[op + 1];
+    for (uint32_t t = first[tail]; t < first[tail + 1]; ++t) {
+      const uint32_t waiter = dependents[t];
+      if (waiter == op) continue;
+      while (k < end && dependents[k] < waiter) ++k;
+      if (k == end || dependents[k] != waiter) return false;
     }
-    return false;
+    return true;
   };
 
   constexpr uint32_t kNoOp = std::numeric_limits<uint32_t>::max();
@@ -63,10 +71,7 @@ RankResult CoalesceRank(const RankProgram& in) {
         const uint32_t dep = in.deps[op.dep_begin + d];
         joins = known[dep] || index[dep] == run;
       }
-      for (uint32_t k = first[tail]; joins && k < first[tail + 1]; ++k) {
-        const uint32_t waiter = dependents[k];
-        joins = waiter == i || depends_on(waiter, i);
-      }
+      joins = joins && waiters_wait_on(tail, i);
       if (joins) {
         Op& merged = out.program.ops[run];
         merged.flops += op.flops;
