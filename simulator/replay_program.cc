@@ -13,6 +13,7 @@ Result<ReplayProgram> MakeReplayProgram(const RankProgram& prog, int64_t rank, i
   st.ops.resize(ops);
   st.waits.resize(ops);
   std::vector<int32_t> count(ops + 1, 0);
+  int32_t last_on_stream[kReplayStreams] = {-1, -1, -1, -1};
   for (size_t i = 0; i < ops; ++i) {
     const Op& op = prog.ops[i];
     if (op.dep_begin + op.dep_count > prog.deps.size()) return Status::Invalid(where(i) + ": deps out of range");
@@ -26,12 +27,13 @@ Result<ReplayProgram> MakeReplayProgram(const RankProgram& prog, int64_t rank, i
     if ((op.kind == OpKind::kSend || op.kind == OpKind::kRecv) && (op.peer < 0 || op.peer >= num_ranks)) {
       return Status::Invalid(where(i) + ": peer out of range");
     }
-    auto& stream_list = st.stream_ops[static_cast<int>(op.stream)];
-    if (stream_list.size() >= (1u << 24)) {
-      return Status::Invalid("rank " + std::to_string(rank) + ": more than 2^24 ops on one stream");
+    const int stream = static_cast<int>(op.stream);
+    if (last_on_stream[stream] < 0) {
+      st.stream_first[stream] = static_cast<int32_t>(i);
+    } else {
+      st.op[last_on_stream[stream]].next_on_stream = static_cast<int32_t>(i);
     }
-    st.op[i].stream_position = (static_cast<uint32_t>(op.stream) << 24) | static_cast<uint32_t>(stream_list.size());
-    stream_list.push_back(static_cast<int32_t>(i));
+    last_on_stream[stream] = static_cast<int32_t>(i);
 
     ReplayOp& out = st.ops[i];
     out.kind = op.kind;
@@ -71,7 +73,6 @@ Result<ReplayProgram> MakeReplayProgram(const RankProgram& prog, int64_t rank, i
     for (uint32_t d = 0; d < op.dep_count; ++d) st.dependents[fill[prog.deps[op.dep_begin + d]]++] = static_cast<int32_t>(i);
   }
   st.dependents_begin = std::move(count);
-  for (auto& list : st.stream_ops) list.shrink_to_fit();
   return st;
 }
 

@@ -42,9 +42,9 @@ struct alignas(32) OpState {
   SimTime end = 0;
   int64_t cause = kNoOp;   // packed op whose completion set this op's end, or kNoOp
   int32_t deps_left = 0;
-  uint32_t stream_position = 0;  // stream in the top 8 bits, index in its stream below
-  int stream() const { return static_cast<int>(stream_position >> 24); }
-  uint32_t position() const { return stream_position & 0xFFFFFF; }
+  // The op after this one on its stream, or -1: read where this op completes (its OpState is in
+  // cache then), so advancing a stream does not load a separate per-stream list.
+  int32_t next_on_stream = -1;
 };
 static_assert(sizeof(OpState) == 32);
 
@@ -58,15 +58,14 @@ inline constexpr DepCount kManyDeps = 0xFFFF;
 
 struct ReplayProgram {
   std::vector<ReplayOp> ops;
-  std::vector<OpState> op;  // initial states: deps_left and stream_position set
+  std::vector<OpState> op;  // initial states: deps_left and next_on_stream set
   std::vector<DepCount> waits;  // per op: min(deps, kManyDeps) (see DepCount)
   std::vector<int32_t> dependents_begin, dependents;  // CSR: ops that list op i as a dep
-  std::vector<int32_t> stream_ops[kReplayStreams];    // per stream, its ops in program order
+  int32_t stream_first[kReplayStreams] = {-1, -1, -1, -1};  // per stream, its first op or -1
 };
 
 // The replay form of rank `rank`'s program in a schedule of `num_ranks` ranks. Errors (one line,
-// naming rank and op): deps out of range or not pointing back, a peer out of range, more than
-// 2^24 ops on one stream. Collective groups are checked by the replay (it knows the groups).
+// naming rank and op): deps out of range or not pointing back, a peer out of range. Collective groups are checked by the replay (it knows the groups).
 Result<ReplayProgram> MakeReplayProgram(const RankProgram& program, int64_t rank, int64_t num_ranks);
 
 }  // namespace meshplan::sim

@@ -38,9 +38,8 @@ struct Inbox {
 
 // A rank's replay form (ops, their states, dependents, streams) and what changes as it runs.
 struct RankState : ReplayProgram {
-  size_t head[kStreams] = {0, 0, 0, 0};
-  // stream_ops[s][head[s]], or -1 when the stream has run all its ops: lets Complete tell whether
-  // a released dependent heads its stream without reading the dependent's OpState.
+  // Per stream, the op it runs next (or is running), or -1 once it has run all its ops: lets
+  // Complete tell whether a released dependent heads its stream without reading its OpState.
   int32_t head_op[kStreams] = {-1, -1, -1, -1};
   bool busy[kStreams] = {false, false, false, false};
   std::vector<Inbox> inboxes;
@@ -222,7 +221,7 @@ class Replayer {
         if (owned_ != nullptr) owned_->ranks[r] = RankProgram{};  // read for the last time
       }
       st.remaining = static_cast<int64_t>(st.op.size());
-      for (int stream = 0; stream < kStreams; ++stream) SetHeadOp(st, stream);
+      for (int stream = 0; stream < kStreams; ++stream) st.head_op[stream] = st.stream_first[stream];
       for (size_t i = 0; i < st.ops.size(); ++i) {
         const ReplayOp& op = st.ops[i];
         if (IsCollective(op.kind) && (op.peer_or_group < 0 || op.peer_or_group >= static_cast<int32_t>(s_.groups.size()))) {
@@ -252,11 +251,6 @@ class Replayer {
     for (int32_t id : net_.TakeChanged()) {
       if (net_.active(id)) queue_.Push(net_.FinishTime(id, now_), EventKind::kFlowDone, id, 0, net_.version(id));
     }
-  }
-
-  static void SetHeadOp(RankState& st, int stream) {
-    const auto& list = st.stream_ops[stream];
-    st.head_op[stream] = st.head[stream] < list.size() ? list[st.head[stream]] : -1;
   }
 
   // Whether op i of `st` still waits for a dep (DepCount: the exact count when it is large).
@@ -352,11 +346,10 @@ class Replayer {
     // In a timing view every op's `kernels` counts the original ops it stands for (coalesce.cc
     // sets 1 on every op it copies and adds 1 per merged block), so no look-up of its origins.
     done_ops_ += origin_ == nullptr ? 1 : st.ops[i].kernels;
-    const int stream = self_state.stream();
+    const int stream = static_cast<int>(st.ops[i].stream());
     if (stream == static_cast<int>(StreamId::kCompute)) st.compute_busy += now_ - self_state.start;
     st.busy[stream] = false;
-    ++st.head[stream];
-    SetHeadOp(st, stream);
+    st.head_op[stream] = self_state.next_on_stream;
     const int64_t self = Pack(r, i);
     // A dependent starts when this was its last dep and it heads its stream, which is idle: the
     // same test and order as before, with the dependent's stream found among the (at most 4)
