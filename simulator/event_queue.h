@@ -2,8 +2,8 @@
 // nanosecond run in the order they were scheduled and every replay is deterministic.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
-#include <queue>
 #include <vector>
 
 #include "simulator/sim_time.h"
@@ -29,14 +29,23 @@ struct Event {
 class EventQueue {
  public:
   void Push(SimTime time, EventKind kind, int32_t a, int32_t b = 0, uint32_t version = 0) {
-    heap_.push(Event{time, next_seq_++, kind, a, b, version});
+    heap_.push_back(Event{time, next_seq_++, kind, a, b, version});
+    std::push_heap(heap_.begin(), heap_.end(), Later{});
   }
   bool empty() const { return heap_.empty(); }
   // REQUIRES: !empty()
-  const Event& Top() const { return heap_.top(); }
+  const Event& Top() const { return heap_.front(); }
+  // The event that would come out after Top() if nothing were pushed before, or null: the
+  // earlier of the root's children. Only a hint (for prefetching): pushes may overtake it.
+  const Event* Second() const {
+    if (heap_.size() < 2) return nullptr;
+    if (heap_.size() == 2 || Later{}(heap_[2], heap_[1])) return &heap_[1];
+    return &heap_[2];
+  }
   Event Pop() {
-    Event e = heap_.top();
-    heap_.pop();
+    std::pop_heap(heap_.begin(), heap_.end(), Later{});
+    Event e = heap_.back();
+    heap_.pop_back();
     return e;
   }
 
@@ -46,7 +55,7 @@ class EventQueue {
       return x.time != y.time ? x.time > y.time : x.seq > y.seq;
     }
   };
-  std::priority_queue<Event, std::vector<Event>, Later> heap_;
+  std::vector<Event> heap_;  // a binary heap under Later (the earliest event at the front)
   uint64_t next_seq_ = 0;
 };
 

@@ -233,19 +233,31 @@ class Replayer {
     return Status::Ok();
   }
 
-  // Starts loading the state the next op completion will touch while this event is handled.
+  // Starts loading the state the next op completions will touch while this event is handled, in
+  // two stages: for the event after next, its op's state and the start of its dependents list;
+  // for the next event (whose list was requested one event ago, as the event after next), the
+  // dependents' counters. Hints only: no result depends on them.
   void Prefetch() const {
     if (queue_.empty()) return;
     const Event& next = queue_.Top();
-    if (next.kind != EventKind::kOpDone) return;
-    const RankState& st = ranks_[next.a];
-    __builtin_prefetch(&st.op[next.b]);
-    __builtin_prefetch(&st.ops[next.b]);
-    __builtin_prefetch(&st.waits[next.b]);
+    if (next.kind == EventKind::kOpDone) {
+      const RankState& st = ranks_[next.a];
+      const int32_t begin = st.dependents_begin[next.b];
+      const int32_t end = std::min(st.dependents_begin[next.b + 1], begin + kPrefetchDependents);
+      for (int32_t k = begin; k < end; ++k) __builtin_prefetch(&st.waits[st.dependents[k]]);
+    }
+    const Event* after = queue_.Second();
+    if (after == nullptr || after->kind != EventKind::kOpDone) return;
+    const RankState& st = ranks_[after->a];
+    __builtin_prefetch(&st.op[after->b]);
+    __builtin_prefetch(&st.ops[after->b]);
+    __builtin_prefetch(&st.waits[after->b]);
+    __builtin_prefetch(&st.dependents_begin[after->b]);
     // An op with no dependents may begin at dependents.size(): no element to prefetch there.
-    const size_t first_dependent = static_cast<size_t>(st.dependents_begin[next.b]);
+    const size_t first_dependent = static_cast<size_t>(st.dependents_begin[after->b]);
     if (first_dependent < st.dependents.size()) __builtin_prefetch(st.dependents.data() + first_dependent);
   }
+  static constexpr int32_t kPrefetchDependents = 16;
 
   void ScheduleChangedFlows() {
     for (int32_t id : net_.TakeChanged()) {
