@@ -88,6 +88,41 @@ TEST(Coalesce, ABlockSomethingElseWaitsOnEndsItsRun) {
   EXPECT_EQ(CoalesceCompute(s).merged_ops, 0);
 }
 
+TEST(Coalesce, ABlockJoinsWhenEverythingWaitingOnTheTailWaitsOnItToo) {
+  // Blocks 0, 1, 2 and a send that waits on all three (deps listed out of order, one twice), and
+  // a second send that waits on block 0 and a later op: the check walks the ops waiting on the
+  // run's tail against those waiting on the block (coalesce.cc).
+  RankProgram p;
+  const uint32_t b0 = p.Add(Compute(Phase::kForward, 10));
+  const uint32_t b1 = p.Add(Compute(Phase::kForward, 20));
+  const uint32_t b2 = p.Add(Compute(Phase::kForward, 30));
+  p.Add(Message(OpKind::kSend, 1), {b2, b0, b1, b0});
+  Schedule s;
+  s.num_ranks = 1;
+  s.ranks = {p};
+  {
+    const CoalescedSchedule c = CoalesceCompute(s);
+    EXPECT_EQ(c.merged_ops, 2);  // one op of 60 FLOPs, then the send
+    ASSERT_EQ(c.schedule.ranks[0].ops.size(), 2u);
+    EXPECT_EQ(c.schedule.ranks[0].ops[0].flops, 60);
+  }
+  // Block 1 cannot join block 0: the send waits on block 0 but not on block 1 (it waits on a
+  // later one). Block 2 joins block 1 (nothing waits on block 1).
+  RankProgram q;
+  const uint32_t c0 = q.Add(Compute(Phase::kForward, 10));
+  q.Add(Compute(Phase::kForward, 20));
+  const uint32_t c2 = q.Add(Compute(Phase::kForward, 30));
+  q.Add(Message(OpKind::kSend, 1), {c2, c0});
+  s.ranks = {q};
+  {
+    const CoalescedSchedule c = CoalesceCompute(s);
+    EXPECT_EQ(c.merged_ops, 1);
+    ASSERT_EQ(c.schedule.ranks[0].ops.size(), 3u);
+    EXPECT_EQ(c.schedule.ranks[0].ops[0].flops, 10);
+    EXPECT_EQ(c.schedule.ranks[0].ops[1].flops, 50);
+  }
+}
+
 TEST(Coalesce, TheTimingViewReplaysLikeEveryOp) {
   auto topology = LoadTopologyFile(std::string(MESHPLAN_SOURCE_DIR) + "/topologies/dgx-h100-4node.toml");
   ASSERT_TRUE(topology.ok()) << topology.status().message();
