@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -258,6 +259,19 @@ TEST(TopologyTomlTest, MissingFileIsNotFound) {
   EXPECT_EQ(topo.status().message(), "/nonexistent/missing.toml: cannot open file");
 }
 
+// A negative zero (allowed where zero is: a latency) is read as 0, so the written file says
+// "latency_us = 0" and writes back to the same text; "-0" would read back as the integer 0.
+TEST(TopologyTomlTest, NegativeZeroIsWrittenAsZeroAndRoundTrips) {
+  auto topo = ParseTopologyToml(Replace(kBase, "latency_us = 5", "latency_us = -0.0"), "t.toml");
+  ASSERT_TRUE(topo.ok()) << topo.status().message();
+  EXPECT_FALSE(std::signbit(topo->levels[1].latency_s));
+  const std::string written = TopologyToToml(*topo);
+  EXPECT_EQ(written.find("-0"), std::string::npos) << written;
+  auto again = ParseTopologyToml(written, "w.toml");
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(TopologyToToml(*again), written);
+}
+
 TEST(TopologyTomlTest, WriterEscapesStrings) {
   auto topo = ParseTopologyToml(kBase, "t.toml");
   ASSERT_TRUE(topo.ok());
@@ -361,7 +375,7 @@ TEST(TopologyTomlTest, WritingIsStableUnderReadingBack) {
   // (us -> s -> us in floating point) was written as its 17-digit decimal, which read back as a
   // slightly different value, written with other digits: write(read(write(x))) != write(x). Each
   // number below is written, read and written again; the two texts must be the same.
-  for (const std::string& latency : {"1.44444444444444444444444444444444444444444444444444444444444444444494",
+  for (const std::string latency : {"1.44444444444444444444444444444444444444444444444444444444444444444494",
                                      "0.1", "3.3333333333333333", "7e-3", "123456.789012345678"}) {
     auto first = ParseTopologyToml(Replace(kBase, "latency_us = 5", "latency_us = " + latency), "t.toml");
     ASSERT_TRUE(first.ok()) << first.status().message();
