@@ -15,20 +15,6 @@
 namespace meshplan::planner {
 namespace {
 
-// Compute-bound on purpose: one node of n GPUs (400 GB/s, 1 us) and a 64K-token GQA layer, so
-// one block (~1 ms forward) outlasts every message of a step (a KV shard is 8K tokens x 8 KV
-// heads x 128 x 2 tensors x 2 bytes = 32 MiB, ~85 us; its fp32 dK+dV partial ~170 us). In that
-// regime every pipeline step lasts one block and the time is a count of blocks and hops.
-Workload ComputeBoundWorkload(Pass pass) {
-  Workload w;
-  w.seq_len = 64 * 1024;
-  w.q_heads = 32;
-  w.kv_heads = 8;
-  w.head_dim = 128;
-  w.mask = Mask::Causal();
-  w.pass = pass;
-  return w;
-}
 
 SchemeParams RingParams(int64_t n, Layout layout, bool cache) {
   SchemeParams p;
@@ -71,7 +57,7 @@ TEST(MeshRingEquivalence, OneByNTileEqualsRingInBytesStepsAndTime) {
       for (bool cache : {false, true}) {
         if (cache && !HasBackward(pass)) continue;
         for (Layout layout : {Layout::kZigzag, Layout::kStriped}) {
-          const Workload w = ComputeBoundWorkload(pass);
+          const Workload w = testing::ComputeBoundWorkload(pass);
           ASSERT_TRUE(w.Validate().ok());
           const PlanContext ctx(w, topo);
           const SchemeParams rp = RingParams(n, layout, cache);
@@ -146,7 +132,7 @@ TEST(MeshRingEquivalence, OneByNTileEqualsRingInBytesStepsAndTime) {
 TEST(MeshRingEquivalence, CachedBackwardChainOverlapsTheBlocks) {
   const int64_t n = 8;
   const Topology topo = testing::SmallCluster(n, 1);
-  const Workload w = ComputeBoundWorkload(Pass::kBackward);
+  const Workload w = testing::ComputeBoundWorkload(Pass::kBackward);
   const PlanContext ctx(w, topo);
   for (ReduceChain chain : {ReduceChain::kOwnerLast, ReduceChain::kOwnerFirst}) {
     SchemeParams p = MeshParams(n, Layout::kZigzag, /*cache=*/true);

@@ -34,4 +34,19 @@ inline Workload SmallWorkload() {
   return w;
 }
 
+// Compute-bound on purpose, on one node of n SmallCluster GPUs (400 GB/s, 1 us): a 64K-token GQA
+// layer (32 query, 8 KV heads of 128, causal), so one block (~1 ms forward) outlasts every message
+// of a step (a KV shard of 8K tokens is 32 MiB, ~85 us; its fp32 dK+dV partial ~170 us). Every
+// pipeline step then lasts one block, and a time is a count of blocks and hops.
+inline Workload ComputeBoundWorkload(Pass pass) {
+  Workload w;
+  w.seq_len = 64 * 1024;
+  w.q_heads = 32;
+  w.kv_heads = 8;
+  w.head_dim = 128;
+  w.mask = Mask::Causal();
+  w.pass = pass;
+  return w;
+}
+
 }  // namespace meshplan::testing

@@ -13,18 +13,6 @@
 namespace meshplan::sim {
 namespace {
 
-// Compute-bound (see the planner test): one node of n GPUs, a 64K-token GQA layer; one block
-// (~1 ms forward) outlasts every message of a step.
-Workload ComputeBoundWorkload(Pass pass) {
-  Workload w;
-  w.seq_len = 64 * 1024;
-  w.q_heads = 32;
-  w.kv_heads = 8;
-  w.head_dim = 128;
-  w.mask = Mask::Causal();
-  w.pass = pass;
-  return w;
-}
 
 SchemeParams RingParams(int64_t n, bool cache) {
   SchemeParams p;
@@ -65,7 +53,7 @@ TEST(MeshRingSimulation, OneByNTileSimulatesLikeRing) {
   for (int64_t n : {4, 8}) {
     const Topology topo = testing::SmallCluster(n, 1);
     for (bool cache : {false, true}) {
-      const Workload w = ComputeBoundWorkload(Pass::kForwardBackward);
+      const Workload w = testing::ComputeBoundWorkload(Pass::kForwardBackward);
       const planner::PlanContext ctx(w, topo);
       auto ring = Replay(ctx, topo, RingParams(n, cache));
       auto mesh = Replay(ctx, topo, MeshParams(n, cache));
@@ -85,7 +73,7 @@ TEST(MeshRingSimulation, OneByNTileSimulatesLikeRing) {
 TEST(MeshRingSimulation, CachedBackwardExposesLessThanOneHop) {
   const int64_t n = 8;
   const Topology topo = testing::SmallCluster(n, 1);
-  const Workload w = ComputeBoundWorkload(Pass::kBackward);
+  const Workload w = testing::ComputeBoundWorkload(Pass::kBackward);
   const planner::PlanContext ctx(w, topo);
   for (const SchemeParams& p : {MeshParams(n, true), RingParams(n, true)}) {
     const double hop = planner::mesh::PhaseStepTimes(ctx, MeshParams(n, true), Phase::kBackward).kv_partial;

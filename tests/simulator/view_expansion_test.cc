@@ -51,9 +51,12 @@ void ExpectSameResult(const SimResult& a, const SimResult& b, const std::string&
   }
 }
 
-TEST(ViewExpansion, TheViewMadeDuringTheExpansionReplaysLikeTheViewOfTheFullSchedule) {
-  const Topology topology = Load("dgx-h100-4node.toml");
-  int compared = 0;
+// Calls check(plan, workload, what) for the top 3 plans of every scheme, for masks full, causal and
+// window and passes fwd and fwd+bwd at 32K tokens on `topology`, until a check fails; returns
+// how many plans were checked.
+template <typename Check>
+int ForEachTopPlan(const Topology& topology, Check check) {
+  int checked = 0;
   for (const Mask& mask : {Mask::Full(), Mask::Causal(), Mask::Window(4096)}) {
     for (Pass pass : {Pass::kForward, Pass::kForwardBackward}) {
       Workload w = Workload::Default();
@@ -70,68 +73,55 @@ TEST(ViewExpansion, TheViewMadeDuringTheExpansionReplaysLikeTheViewOfTheFullSche
           const Plan plan = planner::MakePlan(ctx, found.ranked[k].params);
           const std::string what = std::string(SchemeName(scheme)) + " " + plan.params.Describe() + " " +
                                    std::string(PassName(pass)) + " mask " + std::to_string(static_cast<int>(mask.kind));
-          SimOptions options;
-          options.record_op_times = false;
-          auto streamed = SimulatePlan(plan, topology, options);
-          ASSERT_TRUE(streamed.ok()) << what << ": " << streamed.status().message();
-          auto full = planner::ExpandPlan(plan, topology);
-          ASSERT_TRUE(full.ok()) << what;
-          auto after = Simulate(std::move(full->schedule), topology, full->rank_to_gpu, w.dtype, options);
-          ASSERT_TRUE(after.ok()) << what;
-          ExpectSameResult(streamed->result, *after, what);
-          if (HasFailure()) return;
-          ++compared;
+          check(plan, w, what);
+          if (::testing::Test::HasFailure()) return checked;
+          ++checked;
         }
       }
     }
   }
+  return checked;
+}
+
+TEST(ViewExpansion, TheViewMadeDuringTheExpansionReplaysLikeTheViewOfTheFullSchedule) {
+  const Topology topology = Load("dgx-h100-4node.toml");
+  const int compared = ForEachTopPlan(topology, [&](const Plan& plan, const Workload& w, const std::string& what) {
+    SimOptions options;
+    options.record_op_times = false;
+    auto streamed = SimulatePlan(plan, topology, options);
+    ASSERT_TRUE(streamed.ok()) << what << ": " << streamed.status().message();
+    auto full = planner::ExpandPlan(plan, topology);
+    ASSERT_TRUE(full.ok()) << what;
+    auto after = Simulate(std::move(full->schedule), topology, full->rank_to_gpu, w.dtype, options);
+    ASSERT_TRUE(after.ok()) << what;
+    ExpectSameResult(streamed->result, *after, what);
+  });
   EXPECT_GE(compared, 80);
 }
 
 TEST(ViewExpansion, TheReplayFormMadeDuringTheExpansionReplaysLikeTheViewsOps) {
   const Topology topology = Load("dgx-h100-4node.toml");
-  int compared = 0;
-  for (const Mask& mask : {Mask::Full(), Mask::Causal(), Mask::Window(4096)}) {
-    for (Pass pass : {Pass::kForward, Pass::kForwardBackward}) {
-      Workload w = Workload::Default();
-      w.seq_len = 1 << 15;
-      w.mask = mask;
-      w.pass = pass;
-      const planner::PlanContext ctx(w, topology);
-      for (Scheme scheme : kAllSchemes) {
-        planner::SearchOptions only;
-        only.schemes = {scheme};
-        const planner::SearchResult found = planner::Search(ctx, only);
-        for (size_t k = 0; k < found.ranked.size() && k < 3; ++k) {
-          if (!found.ranked[k].valid) continue;
-          const Plan plan = planner::MakePlan(ctx, found.ranked[k].params);
-          const std::string what = std::string(SchemeName(scheme)) + " " + plan.params.Describe() + " " +
-                                   std::string(PassName(pass)) + " mask " + std::to_string(static_cast<int>(mask.kind));
-          SimOptions options;
-          options.record_op_times = false;
-          CoalescingSink views(topology.num_gpus());
-          auto expanded = planner::ExpandPlan(
-              plan, topology, [&](int64_t rank, RankProgram& program) { views.Take(rank, program); });
-          ASSERT_TRUE(expanded.ok()) << what;
-          auto from_ops = SimulateView(views.Finish(std::move(expanded->schedule)), topology,
-                                       expanded->rank_to_gpu, w.dtype, options);
-          ASSERT_TRUE(from_ops.ok()) << what << ": " << from_ops.status().message();
-          ReplayViewSink forms(topology.num_gpus());
-          auto again = planner::ExpandPlan(
-              plan, topology, [&](int64_t rank, RankProgram& program) { forms.Take(rank, program); });
-          ASSERT_TRUE(again.ok()) << what;
-          for (const RankProgram& program : again->schedule.ranks) EXPECT_TRUE(program.ops.empty()) << what;
-          auto form = forms.Finish(std::move(again->schedule));
-          ASSERT_TRUE(form.ok()) << what << ": " << form.status().message();
-          auto from_form = SimulateReplayView(std::move(form).value(), topology, again->rank_to_gpu, w.dtype, options);
-          ASSERT_TRUE(from_form.ok()) << what << ": " << from_form.status().message();
-          ExpectSameResult(*from_ops, *from_form, what);
-          if (HasFailure()) return;
-          ++compared;
-        }
-      }
-    }
-  }
+  const int compared = ForEachTopPlan(topology, [&](const Plan& plan, const Workload& w, const std::string& what) {
+    SimOptions options;
+    options.record_op_times = false;
+    CoalescingSink views(topology.num_gpus());
+    auto expanded = planner::ExpandPlan(
+        plan, topology, [&](int64_t rank, RankProgram& program) { views.Take(rank, program); });
+    ASSERT_TRUE(expanded.ok()) << what;
+    auto from_ops = SimulateView(views.Finish(std::move(expanded->schedule)), topology,
+                                 expanded->rank_to_gpu, w.dtype, options);
+    ASSERT_TRUE(from_ops.ok()) << what << ": " << from_ops.status().message();
+    ReplayViewSink forms(topology.num_gpus());
+    auto again = planner::ExpandPlan(
+        plan, topology, [&](int64_t rank, RankProgram& program) { forms.Take(rank, program); });
+    ASSERT_TRUE(again.ok()) << what;
+    for (const RankProgram& program : again->schedule.ranks) EXPECT_TRUE(program.ops.empty()) << what;
+    auto form = forms.Finish(std::move(again->schedule));
+    ASSERT_TRUE(form.ok()) << what << ": " << form.status().message();
+    auto from_form = SimulateReplayView(std::move(form).value(), topology, again->rank_to_gpu, w.dtype, options);
+    ASSERT_TRUE(from_form.ok()) << what << ": " << from_form.status().message();
+    ExpectSameResult(*from_ops, *from_form, what);
+  });
   EXPECT_GE(compared, 80);
 }
 
