@@ -11,6 +11,7 @@ calibration buys.
 
 Usage: python3 bench/fidelity.py [--meshplan build/tools/meshplan] [--out DIR] [--ranks 2,4,8]
        [--seq 4K] [--repeat 2] [--rounds 2] [--mpi-ranks 4] [--passes fwd,fwd+bwd] [--quick]
+       [--calibrate-each once|workload]
 Writes DIR/fidelity.md (tables and summary), DIR/fidelity.csv and the calibrated machine-P.toml files.
 """
 import argparse
@@ -63,6 +64,9 @@ def main():
     ap.add_argument("--masks", default="full,causal")
     ap.add_argument("--passes", default="fwd,fwd+bwd")
     ap.add_argument("--quick", action="store_true", help="calibrate --quick")
+    ap.add_argument("--calibrate-each", choices=["once", "workload"], default="once",
+                    help="calibrate once per P (before its workloads), or again right before each workload's "
+                         "runs (a machine whose speed drifts over minutes is then described as it runs)")
     args = ap.parse_args()
     mp = args.meshplan
     os.makedirs(args.out, exist_ok=True)
@@ -73,19 +77,27 @@ def main():
     if mpi:
         runs += [(int(p), "mpi") for p in args.mpi_ranks.split(",")]
     machines = {}
+
+    def calibrate(ranks, machine):
+        cal = [mp, "calibrate", "--ranks", str(ranks), "--head-dim", args.head_dim, "-o", machine]
+        if args.quick:
+            cal.append("--quick")
+        print(f"[{time.time() - started:6.0f} s] calibrate --ranks {ranks}", file=sys.stderr, flush=True)
+        subprocess.run(cal, check=True, stderr=subprocess.DEVNULL)
+
     for ranks, transport in runs:
         machine = os.path.join(args.out, f"machine-{ranks}.toml")
         if ranks not in machines:
-            cal = [mp, "calibrate", "--ranks", str(ranks), "--head-dim", args.head_dim, "-o", machine]
-            if args.quick:
-                cal.append("--quick")
-            print(f"[{time.time() - started:6.0f} s] calibrate --ranks {ranks}", file=sys.stderr, flush=True)
-            subprocess.run(cal, check=True)
+            calibrate(ranks, machine)
             machines[ranks] = machine
             h100_topology(os.path.join(args.out, f"h100-{ranks}.toml"), ranks)
         h100 = os.path.join(args.out, f"h100-{ranks}.toml")
+        first_workload = True
         for mask in args.masks.split(","):
             for pss in args.passes.split(","):
+                if args.calibrate_each == "workload" and not first_workload:
+                    calibrate(ranks, machine)
+                first_workload = False
                 workload = ["--seq", args.seq, "--heads", args.heads, "--kv-heads", args.heads, "--head-dim",
                             args.head_dim, "--dtype", "fp32", "--mask", mask, "--pass", pss]
                 plans = json.loads(run([mp, "plan", "-t", machine, *workload, "--format", "json", "--top", "0", "--all-variants", "-q"]))

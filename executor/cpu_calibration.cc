@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cmath>
 #include <fstream>
+#include <mutex>
 #include <random>
 #include <thread>
 
@@ -106,26 +108,50 @@ Status CheckFloats(double count, const std::string& what) {
   return Status::Ok();
 }
 
+// Blocks each thread of a several-rank sample computes back to back: enough for
+// kMinRankWorkSeconds (half in quick mode) of work alone, at most kMaxInnerRepeats.
+constexpr double kMinRankWorkSeconds = 0.04;
+constexpr int kMaxInnerRepeats = 512;
+int InnerRepeats(double block_alone_s, bool quick) {
+  const double target = quick ? kMinRankWorkSeconds / 2 : kMinRankWorkSeconds;
+  if (!(block_alone_s > 0)) return kMaxInnerRepeats;
+  return static_cast<int>(std::clamp(std::ceil(target / block_alone_s), 1.0, static_cast<double>(kMaxInnerRepeats)));
+}
+
 // Starts work(r) on `ranks` threads at once (all released together once every thread is up);
 // each rank's end, in seconds from the release.
 template <class F>
 std::vector<double> RunAtOnce(int ranks, F&& work) {
+  // The threads sleep (not spin) until the release: threads that spun until then had used
+  // different shares of the cores by the start, and the scheduler then ran some of them ahead of
+  // the others, which made equal kernels end up to 50% apart in some calibrations and turned
+  // the sharing verdict from processor to serial at random.
   std::vector<double> ends(static_cast<size_t>(ranks), 0.0);
-  std::atomic<int> ready{0};
-  std::atomic<bool> go{false};
+  std::mutex mutex;
+  std::condition_variable changed;
+  int ready = 0;
+  bool go = false;
   Clock::time_point start;
   std::vector<std::thread> threads;
   for (int r = 0; r < ranks; ++r) {
     threads.emplace_back([&, r] {
-      ready.fetch_add(1);
-      while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
+      {
+        std::unique_lock<std::mutex> lock(mutex);
+        ++ready;
+        changed.notify_all();
+        changed.wait(lock, [&] { return go; });
+      }
       work(r);
       ends[r] = Seconds(Clock::now() - start).count();
     });
   }
-  while (ready.load() < ranks) std::this_thread::yield();
-  start = Clock::now();
-  go.store(true, std::memory_order_release);
+  {
+    std::unique_lock<std::mutex> lock(mutex);
+    changed.wait(lock, [&] { return ready == ranks; });
+    start = Clock::now();
+    go = true;
+  }
+  changed.notify_all();
   for (std::thread& t : threads) t.join();
   return ends;
 }
@@ -151,7 +177,23 @@ Result<double> CpuCalibrationTarget::KernelSeconds(BlockPiece piece, int64_t n, 
   const double min_total_s = quick_ ? 0.05 : 0.2;
   auto run = [&](Block& b) { backward ? b.Backward() : b.Forward(); };
   if (ranks == 1) return MedianSeconds([&] { run(*blocks[0]); }, min_reps, max_reps, min_total_s);
-  return MedianSeconds([&] { RunAtOnce(ranks, [&](int r) { run(*blocks[r]); }); }, min_reps, max_reps, min_total_s);
+  // Several ranks at once: each thread computes the block `inner` times back to back, as a rank
+  // computes its blocks in a run, for at least kMinRankWorkSeconds. One block per thread timed the
+  // threads' release and the scheduler's time slices with it: on this 2-core VM, 4 ranks gave
+  // 128- and 512-token one-head blocks 0.45 and 0.73 of the peak, where one rank alone ran them
+  // at 0.99 and 1.0, and plans ran 12-20% faster than predicted (docs/fidelity.md).
+  const auto alone_start = Clock::now();
+  run(*blocks[0]);
+  const double alone_s = Seconds(Clock::now() - alone_start).count();
+  const int inner = InnerRepeats(alone_s, quick_);
+  const double seconds = MedianSeconds(
+      [&] {
+        RunAtOnce(ranks, [&](int r) {
+          for (int i = 0; i < inner; ++i) run(*blocks[r]);
+        });
+      },
+      min_reps, max_reps, min_total_s);
+  return seconds / inner;
 }
 
 Result<double> CpuCalibrationTarget::MergeSeconds(int64_t n) {
