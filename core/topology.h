@@ -68,6 +68,11 @@ struct GpuSpec {
   // fractional (2 hyper-threads of one core give about 1.2).
   double concurrent_kernels = 1;
   DeviceSharing sharing = DeviceSharing::kProcessor;
+  // Messages between ranks of the device are copies made by the device's own processors, which
+  // then do not compute (a CPU's cores pack and unpack them); false where copy engines or NICs
+  // move them (a GPU). With it, the simulator counts every copy in flight inside a device as one
+  // more runner among which the device divides itself (simulator/shared_device.h).
+  bool copies_take_compute = false;
 
   // REQUIRES: peak_tflops has dtype (Topology::Validate checks the dtypes the planner uses).
   double PeakFlopsPerSecond(DType dtype) const;

@@ -74,6 +74,13 @@ class Reader {
     return Status::Ok();
   }
 
+  Status Bool(const toml::node& node, const std::string& key, bool* out) const {
+    const auto* b = node.as_boolean();
+    if (b == nullptr) return Fail(key, "expected true or false, got " + TomlTypeName(node));
+    *out = b->get();
+    return Status::Ok();
+  }
+
   Status String(const toml::node& node, const std::string& key, std::string* out) const {
     const auto* s = node.as_string();
     if (s == nullptr) return Fail(key, "expected a string, got " + TomlTypeName(node));
@@ -93,6 +100,12 @@ class Reader {
     auto node = Find(t, prefix, name, required);
     if (!node.ok()) return node.status();
     return *node == nullptr ? Status::Ok() : Integer(**node, Join(prefix, std::string(name)), out);
+  }
+  Status BoolAt(const toml::table& t, const std::string& prefix, std::string_view name, bool required,
+                bool* out) const {
+    auto node = Find(t, prefix, name, required);
+    if (!node.ok()) return node.status();
+    return *node == nullptr ? Status::Ok() : Bool(**node, Join(prefix, std::string(name)), out);
   }
   Status StringAt(const toml::table& t, const std::string& prefix, std::string_view name,
                   bool required, std::string* out) const {
@@ -114,7 +127,7 @@ Status ReadGpu(const Reader& r, const toml::table& t, GpuSpec* gpu) {
   MESHPLAN_RETURN_IF_ERROR(r.CheckKeys(t, p,
                                        {"model", "memory_GB", "hbm_GBps", "launch_overhead_us",
                                         "peak_tflops", "attention_efficiency", "backward_rate_ratio", "masked_block_rate_ratio",
-                                        "ranks_per_device", "concurrent_kernels", "sharing"}));
+                                        "ranks_per_device", "concurrent_kernels", "sharing", "copies_take_compute"}));
   MESHPLAN_RETURN_IF_ERROR(r.StringAt(t, p, "model", true, &gpu->model));
   double memory_gb = 0, hbm_gbps = 0, launch_us = 0;
   MESHPLAN_RETURN_IF_ERROR(r.NumberAt(t, p, "memory_GB", true, &memory_gb));
@@ -132,6 +145,7 @@ Status ReadGpu(const Reader& r, const toml::table& t, GpuSpec* gpu) {
   auto parsed_sharing = ParseDeviceSharing(sharing);
   if (!parsed_sharing.ok()) return r.Fail("gpu.sharing", parsed_sharing.status().message());
   gpu->sharing = *parsed_sharing;
+  MESHPLAN_RETURN_IF_ERROR(r.BoolAt(t, p, "copies_take_compute", false, &gpu->copies_take_compute));
 
   auto peak = r.Find(t, p, "peak_tflops", true);
   if (!peak.ok()) return peak.status();
@@ -336,6 +350,9 @@ std::string TopologyToToml(const Topology& t) {
     out << "ranks_per_device = " << g.ranks_per_device << "\n";
     out << "concurrent_kernels = " << FormatNumber(g.concurrent_kernels, Identity, 1) << "\n";
     out << "sharing = " << TomlQuote(DeviceSharingName(g.sharing)) << "\n";
+  }
+  if (g.copies_take_compute != defaults.copies_take_compute) {
+    out << "copies_take_compute = " << (g.copies_take_compute ? "true" : "false") << "\n";
   }
   for (const NetworkLevel& l : t.levels) {
     out << "\n[[level]]\n";

@@ -168,6 +168,7 @@ Result<CalibrationResult> Calibrate(CalibrationTarget& target, const Calibration
   GpuSpec& gpu = out.topology.gpu;
   out.sharing.ranks = spec.ranks;
   gpu.ranks_per_device = spec.ranks;
+  gpu.copies_take_compute = spec.ranks > 1 && target.CopiesTakeCompute();
   // A block size every mode measures, repeated to about `share_s` alone: scheduler time slices
   // (milliseconds) must average out, as they do over a run's many kernels.
   const int64_t share_n = 512;

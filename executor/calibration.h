@@ -66,6 +66,9 @@ class CalibrationTarget {
   virtual Result<std::vector<double>> ConcurrentEndsSeconds(int ranks, int64_t n, int repeats) = 0;
   // One message of `bytes` from one rank to another, one way.
   virtual Result<double> MessageSeconds(int64_t bytes) = 0;
+  // Whether the device's own processors make the copies between its ranks, so that they compute
+  // nothing meanwhile (GpuSpec::copies_take_compute): a CPU's cores do, a GPU's copy engines not.
+  virtual bool CopiesTakeCompute() const { return false; }
 };
 
 struct CalibrationSpec {

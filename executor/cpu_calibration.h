@@ -23,6 +23,8 @@ class CpuCalibrationTarget : public CalibrationTarget {
   // A message as the threads transport carries one in a run: packed into a buffer, delivered to
   // the peer's mailbox, taken and unpacked; half the median round trip.
   Result<double> MessageSeconds(int64_t bytes) override;
+  // The threads transport's copies run on the cores that compute.
+  bool CopiesTakeCompute() const override { return true; }
 
   // "model name" of /proc/cpuinfo and the hardware threads ("CPU" when unknown).
   static std::string DeviceModel();

@@ -5,8 +5,11 @@
 namespace meshplan::sim {
 
 double SharedDevice::RateOf(size_t i) const {
-  const double m = static_cast<double>(kernels_.size());
-  if (sharing_ == DeviceSharing::kSerial) return std::clamp(concurrent_ - static_cast<double>(i), 0.0, 1.0);
+  const double copies = static_cast<double>(copies_);
+  const double m = static_cast<double>(kernels_.size()) + copies;
+  if (sharing_ == DeviceSharing::kSerial) {
+    return std::clamp(concurrent_ - copies - static_cast<double>(i), 0.0, 1.0);
+  }
   return std::min(1.0, concurrent_ / m);
 }
 
@@ -23,6 +26,16 @@ void SharedDevice::Advance(SimTime now) {
 void SharedDevice::Start(SimTime now, int32_t rank, int32_t op, double work_ns) {
   Advance(now);
   kernels_.push_back(Kernel{rank, op, std::max(0.0, work_ns)});
+}
+
+void SharedDevice::StartCopy(SimTime now) {
+  Advance(now);
+  ++copies_;
+}
+
+void SharedDevice::EndCopy(SimTime now) {
+  Advance(now);
+  if (copies_ > 0) --copies_;
 }
 
 void SharedDevice::Finish(SimTime now, int32_t rank, int32_t op) {

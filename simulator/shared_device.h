@@ -6,6 +6,11 @@
 //   serial:    in start order, kernel i (from 0) runs at clamp(concurrent - i, 0, 1) of its rate:
 //              the first `concurrent` at full rate, later ones wait without progressing.
 //
+// Copies in flight between ranks of the device (GpuSpec::copies_take_compute) count as runners too:
+// processor sharing gives each kernel min(1, concurrent / (kernels + copies)); serial sharing
+// gives the copies the first slots. The copies' own speed is the flow network's (the device's copy
+// link), not slowed by the kernels.
+//
 // A kernel's work is its duration alone on the device (UnsharedKernelSeconds), in nanoseconds.
 // Every change to the set of running kernels advances their progress to `now` and gives all of them
 // new finish times, stamped with a new epoch: a finish event is valid only with the current epoch.
@@ -29,6 +34,11 @@ class SharedDevice {
   // REQUIRES: it is running.
   void Finish(SimTime now, int32_t rank, int32_t op);
 
+  // A copy inside the device starts or ends at `now`. REQUIRES for EndCopy: one is in flight.
+  // Callers reschedule after either (the kernels' share changed).
+  void StartCopy(SimTime now);
+  void EndCopy(SimTime now);
+
   // Calls f(rank, op, finish_time) for every kernel that progresses under the current share, and
   // opens a new epoch (the finish times are valid with epoch() until the next change).
   template <class F>
@@ -42,6 +52,7 @@ class SharedDevice {
   }
   uint32_t epoch() const { return epoch_; }
   size_t running() const { return kernels_.size(); }
+  int copies() const { return copies_; }
 
  private:
   struct Kernel {
@@ -56,6 +67,7 @@ class SharedDevice {
   double concurrent_;
   DeviceSharing sharing_;
   std::vector<Kernel> kernels_;  // in start order
+  int copies_ = 0;               // copies in flight
   SimTime updated_ = 0;
   uint32_t epoch_ = 0;
 };

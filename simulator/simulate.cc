@@ -162,6 +162,7 @@ class Replayer {
           const int32_t id = net_.Add(now_, p.src_gpu, p.dst_gpu, p.bytes);
           if (static_cast<size_t>(id) >= owners_.size()) owners_.resize(id + 1);
           owners_[id] = p.owner;
+          StartCopyOnDevice(id, p.src_gpu, p.dst_gpu);
           free_pending_.push_back(e.a);
           ScheduleChangedFlows();
           break;
@@ -171,6 +172,7 @@ class Replayer {
           const FlowOwner owner = owners_[e.a];
           net_.Remove(now_, e.a);
           ScheduleChangedFlows();
+          EndCopyOnDevice(e.a);
           FlowDone(owner);
           break;
         }
@@ -202,6 +204,7 @@ class Replayer {
     masked_slowdown_ = 1.0 / t_.gpu.masked_block_rate_ratio;
     ranks_per_device_ = t_.gpu.ranks_per_device;
     if (ranks_per_device_ > 1) {
+      copies_take_compute_ = t_.gpu.copies_take_compute;
       devices_.assign(static_cast<size_t>(t_.num_gpus() / ranks_per_device_),
                       SharedDevice(t_.gpu.concurrent_kernels, t_.gpu.sharing));
     }
@@ -342,6 +345,27 @@ class Replayer {
   }
 
   int64_t DeviceOf(int32_t r) const { return gpu_[r] / ranks_per_device_; }
+
+  // A flow between two rank slots of one device whose processors make its copies
+  // (GpuSpec::copies_take_compute) runs on that device while it moves: flow `id` is counted
+  // there from its start to its end.
+  void StartCopyOnDevice(int32_t id, int64_t src_gpu, int64_t dst_gpu) {
+    if (!copies_take_compute_) return;
+    if (static_cast<size_t>(id) >= copy_device_.size()) copy_device_.resize(id + 1, -1);
+    copy_device_[id] = -1;
+    const int64_t device = src_gpu / ranks_per_device_;
+    if (src_gpu == dst_gpu || device != dst_gpu / ranks_per_device_) return;
+    copy_device_[id] = device;
+    devices_[device].StartCopy(now_);
+    RescheduleDevice(device);
+  }
+  void EndCopyOnDevice(int32_t id) {
+    if (!copies_take_compute_ || static_cast<size_t>(id) >= copy_device_.size() || copy_device_[id] < 0) return;
+    const int64_t device = copy_device_[id];
+    copy_device_[id] = -1;
+    devices_[device].EndCopy(now_);
+    RescheduleDevice(device);
+  }
 
   void RescheduleDevice(int64_t device) {
     SharedDevice& d = devices_[device];
@@ -754,6 +778,8 @@ class Replayer {
   double ns_per_flop_ = 0, ns_per_backward_flop_ = 0, launch_ns_ = 0, masked_slowdown_ = 1;
   int64_t ranks_per_device_ = 1;
   std::vector<SharedDevice> devices_;  // when ranks_per_device_ > 1: by device (GPU slot / ranks_per_device_)
+  bool copies_take_compute_ = false;   // ranks_per_device_ > 1 and GpuSpec::copies_take_compute
+  std::vector<int64_t> copy_device_;   // by flow id: the device it is a copy on, or -1
   std::vector<RankState> ranks_;
   std::vector<PendingFlow> pending_;
   std::vector<int32_t> free_pending_;

@@ -315,6 +315,21 @@ TEST(TopologyTomlTest, DeviceSharingKeysDefaultParseAndRoundTrip) {
   EXPECT_EQ(again->gpu.concurrent_kernels, 2);
   EXPECT_EQ(again->gpu.sharing, DeviceSharing::kSerial);
   EXPECT_EQ(again->gpu.backward_rate_ratio, 1.25);
+  EXPECT_FALSE(again->gpu.copies_take_compute);  // default: copy engines
+  EXPECT_EQ(TopologyToToml(*again).find("copies_take_compute"), std::string::npos);
+}
+
+TEST(TopologyTomlTest, CopiesTakeComputeParsesAndRoundTrips) {
+  const std::string at = "attention_efficiency = [[512, 0.3], [4096, 0.6]]";
+  auto topo = ParseTopologyToml(Replace(kBase, at, at + "\nranks_per_device = 4\ncopies_take_compute = true"), "t.toml");
+  ASSERT_TRUE(topo.ok()) << topo.status().message();
+  EXPECT_TRUE(topo->gpu.copies_take_compute);
+  const std::string written = TopologyToToml(*topo);
+  EXPECT_NE(written.find("copies_take_compute = true"), std::string::npos) << written;
+  auto again = ParseTopologyToml(written, "again.toml");
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_TRUE(again->gpu.copies_take_compute);
+  ExpectError(Replace(kBase, at, at + "\ncopies_take_compute = 1"), {"gpu.copies_take_compute", "true or false"});
 }
 
 TEST(TopologyTomlTest, DeviceSharingErrorsNameTheKey) {

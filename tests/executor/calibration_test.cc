@@ -152,6 +152,7 @@ TEST(Calibrate, RecoversInjectedRatesUnderProcessorSharing) {
     EXPECT_EQ(g.ranks_per_device, 4);
     ExpectRelative(g.concurrent_kernels, truth.concurrent, 5e-2, "concurrent kernels");
     EXPECT_EQ(g.sharing, DeviceSharing::kProcessor);
+    EXPECT_FALSE(g.copies_take_compute);  // the target says its copies leave the kernels alone
     ASSERT_EQ(r->topology.levels.size(), 1u);
     // The bandwidth comes from messages >= 1 MiB after the 4 KiB message's time, which carries
     // 4096 / 3e9 s = 1.4 us of transfer besides the 9 us latency: the latency is over-estimated by

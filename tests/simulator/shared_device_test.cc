@@ -4,6 +4,9 @@
 // overhead, so a kernel of k TFLOP takes k * 2 ms = k * T alone, T = 2e6 ns.
 #include <gtest/gtest.h>
 
+#include <tuple>
+#include <utility>
+
 #include "simulator/shared_device.h"
 #include "simulator/simulate.h"
 
@@ -226,6 +229,63 @@ TEST(SharedDeviceGolden, CopiesInsideADeviceShareItsCopySlots) {
   expect(PairedCopiesEndS(2, bytes, SharedSwitch(4, 1, 1, DeviceSharing::kProcessor)), 2e-6 + 1e-3);
   // Two devices of 2 ranks with 1 slot each: each message stays inside its device, alone there.
   expect(PairedCopiesEndS(2, bytes, SharedSwitch(4, 2, 1, DeviceSharing::kProcessor)), 2e-6 + 1e-3);
+}
+
+// Rank 0 computes a 1-TFLOP kernel (T = 2 ms alone) while rank 2 sends 100 MB to rank 3, both
+// from 0. Level 0: 100 GB/s, 2 us latency, so the copy moves from 2 us to 1002 us (its port and the
+// copy link of one slot both 100 GB/s). Returns the kernel's end and the message's (receiver's) end.
+std::pair<double, double> KernelBesideACopyS(const Topology& t) {
+  Schedule s = OneKernelEach({1, 0, 0, 0});
+  s.ranks[1] = RankProgram{};
+  s.ranks[2] = RankProgram{};
+  s.ranks[3] = RankProgram{};
+  Op send;
+  send.kind = OpKind::kSend;
+  send.stream = StreamId::kSend;
+  send.peer = 3;
+  send.bytes = 100000000;
+  send.tensors = kTensorKV;
+  s.ranks[2].Add(send);
+  Op recv = send;
+  recv.kind = OpKind::kRecv;
+  recv.stream = StreamId::kRecv;
+  recv.peer = 2;
+  s.ranks[3].Add(recv);
+  std::vector<int64_t> gpu = {0, 1, 2, 3};
+  auto result = Simulate(s, t, gpu, DType::kBf16);
+  EXPECT_TRUE(result.ok()) << result.status().message();
+  if (!result.ok()) return {0, 0};
+  return {ToSeconds(result->op_times[0][0].end), ToSeconds(result->op_times[3][0].end)};
+}
+
+TEST(SharedDeviceGolden, CopiesMadeByTheDeviceTakeItsKernelsShare) {
+  const double copy_end = 2e-6 + 1e-3;
+  // One device of 4 ranks, 1 slot, processor sharing, copies made by the device: the kernel runs
+  // alone for 2 us (2 us of its 2000 us of work), beside the copy at min(1, 1 / 2) = 1/2 until
+  // 1002 us (500 us more), then alone: 2000 - 2 - 500 = 1498 us after 1002 us, ending at 2500 us.
+  Topology t = SharedSwitch(4, 4, 1, DeviceSharing::kProcessor);
+  t.gpu.copies_take_compute = true;
+  auto [kernel, copy] = KernelBesideACopyS(t);
+  EXPECT_NEAR(kernel, 2.5e-3, 5e-9);
+  EXPECT_NEAR(copy, copy_end, 2e-9);  // the copy's own speed is the network's
+  // Serial sharing: the copy takes the one slot, the kernel waits 1000 us: 2000 + 1000 = 3000 us.
+  t.gpu.sharing = DeviceSharing::kSerial;
+  std::tie(kernel, copy) = KernelBesideACopyS(t);
+  EXPECT_NEAR(kernel, 3e-3, 5e-9);
+  EXPECT_NEAR(copy, copy_end, 2e-9);
+  // Two slots: a kernel and a copy both run at full rate (min(1, 2 / 2)): 2000 us.
+  t = SharedSwitch(4, 4, 2, DeviceSharing::kProcessor);
+  t.gpu.copies_take_compute = true;
+  EXPECT_NEAR(KernelBesideACopyS(t).first, 2e-3, 5e-9);
+  // Copy engines (the default, false): the kernel is alone on its slot, 2000 us.
+  t = SharedSwitch(4, 4, 1, DeviceSharing::kProcessor);
+  EXPECT_NEAR(KernelBesideACopyS(t).first, 2e-3, 5e-9);
+  // Two devices of 2 ranks: the copy 2 -> 3 runs on device 1, the kernel on device 0: 2000 us.
+  t = SharedSwitch(4, 2, 1, DeviceSharing::kProcessor);
+  t.gpu.copies_take_compute = true;
+  auto [apart_kernel, apart_copy] = KernelBesideACopyS(t);
+  EXPECT_NEAR(apart_kernel, 2e-3, 5e-9);
+  EXPECT_NEAR(apart_copy, copy_end, 2e-9);
 }
 
 }  // namespace

@@ -87,6 +87,7 @@ TEST_F(CalibrateCli, SmokeCalibratedMachinePredictsAnExecute) {
   ASSERT_TRUE(topo.ok()) << topo.status().message();
   EXPECT_EQ(topo->num_gpus(), 2);
   EXPECT_EQ(topo->gpu.ranks_per_device, 2);
+  EXPECT_TRUE(topo->gpu.copies_take_compute);  // the threads transport copies on the cores
   r = Run("plan -t " + machine.string() +
           " --seq 4K --heads 4 --kv-heads 4 --head-dim 64 --dtype fp32 --mask causal --pass fwd --schemes ring"
           " --out " + plan.string());
