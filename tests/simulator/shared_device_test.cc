@@ -184,26 +184,29 @@ TEST(SharedDeviceGolden, MaskedBlocksRunAtTheMaskedRateRatio) {
 namespace meshplan::sim {
 namespace {
 
+// A message of `bytes` from rank `from` to rank `to`: a send on one, its recv on the other.
+void AddMessage(Schedule& s, int32_t from, int32_t to, double bytes) {
+  Op send;
+  send.kind = OpKind::kSend;
+  send.stream = StreamId::kSend;
+  send.peer = to;
+  send.bytes = static_cast<int64_t>(bytes);
+  send.tensors = kTensorKV;
+  s.ranks[from].Add(send);
+  Op recv = send;
+  recv.kind = OpKind::kRecv;
+  recv.stream = StreamId::kRecv;
+  recv.peer = from;
+  s.ranks[to].Add(recv);
+}
+
 // Rank 2i sends `bytes` to rank 2i + 1, for i < pairs, all at 0; the receivers' Recv end times.
 std::vector<double> PairedCopiesEndS(int64_t pairs, double bytes, const Topology& t) {
   Schedule s;
   s.num_ranks = 2 * pairs;
   s.layout = ShardLayout{Layout::kContiguous, 1024, 1, 1};
   s.ranks.resize(static_cast<size_t>(2 * pairs));
-  for (int64_t i = 0; i < pairs; ++i) {
-    Op send;
-    send.kind = OpKind::kSend;
-    send.stream = StreamId::kSend;
-    send.peer = static_cast<int32_t>(2 * i + 1);
-    send.bytes = static_cast<int64_t>(bytes);
-    send.tensors = kTensorKV;
-    s.ranks[2 * i].Add(send);
-    Op recv = send;
-    recv.kind = OpKind::kRecv;
-    recv.stream = StreamId::kRecv;
-    recv.peer = static_cast<int32_t>(2 * i);
-    s.ranks[2 * i + 1].Add(recv);
-  }
+  for (int64_t i = 0; i < pairs; ++i) AddMessage(s, static_cast<int32_t>(2 * i), static_cast<int32_t>(2 * i + 1), bytes);
   std::vector<int64_t> gpu(static_cast<size_t>(s.num_ranks));
   for (int64_t r = 0; r < s.num_ranks; ++r) gpu[r] = r;
   auto result = Simulate(s, t, gpu, DType::kBf16);
@@ -239,18 +242,7 @@ std::pair<double, double> KernelBesideACopyS(const Topology& t) {
   s.ranks[1] = RankProgram{};
   s.ranks[2] = RankProgram{};
   s.ranks[3] = RankProgram{};
-  Op send;
-  send.kind = OpKind::kSend;
-  send.stream = StreamId::kSend;
-  send.peer = 3;
-  send.bytes = 100000000;
-  send.tensors = kTensorKV;
-  s.ranks[2].Add(send);
-  Op recv = send;
-  recv.kind = OpKind::kRecv;
-  recv.stream = StreamId::kRecv;
-  recv.peer = 2;
-  s.ranks[3].Add(recv);
+  AddMessage(s, 2, 3, 100e6);
   std::vector<int64_t> gpu = {0, 1, 2, 3};
   auto result = Simulate(s, t, gpu, DType::kBf16);
   EXPECT_TRUE(result.ok()) << result.status().message();
