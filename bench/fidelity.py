@@ -83,7 +83,7 @@ def main():
         if args.quick:
             cal.append("--quick")
         print(f"[{time.time() - started:6.0f} s] calibrate --ranks {ranks}", file=sys.stderr, flush=True)
-        subprocess.run(cal, check=True, stderr=subprocess.DEVNULL)
+        subprocess.run(cal, check=True)
 
     for ranks, transport in runs:
         machine = os.path.join(args.out, f"machine-{ranks}.toml")

@@ -52,7 +52,6 @@ class SharedDevice {
   }
   uint32_t epoch() const { return epoch_; }
   size_t running() const { return kernels_.size(); }
-  int copies() const { return copies_; }
 
  private:
   struct Kernel {
