@@ -113,6 +113,7 @@ std::string SimulationTable(const SimulationReport& r) {
   }
   out += Columns(rows, "  ");
   out += "\ncritical path: " + res.critical_path + "\n";
+  out += "symmetry: " + r.sim->symmetry + "\n";
   out += "replay: " + std::to_string(res.events) + " events, " + std::to_string(res.flows) +
          " flows in " + FormatSeconds(r.sim->replay_wall_s) + " (" +
          Fixed(r.events_per_s() / 1e6, 2) + "M events/s); " + FormatSeconds(r.wall_s) +
@@ -205,6 +206,10 @@ std::string SimulationJson(const SimulationReport& r, const std::string& trace_f
   j.EndArray();
   j.Key("critical_path");
   j.String(res.critical_path);
+  j.Key("symmetry");
+  j.String(r.sim->symmetry);
+  j.Key("symmetric");
+  j.Bool(r.sim->symmetric);
   j.Key("events");
   j.Int(res.events);
   j.Key("flows");
@@ -252,6 +257,7 @@ std::string SimulationCsv(const SimulationReport& r) {
     }
   }
   rows.push_back({"critical_path", res.critical_path});
+  rows.push_back({"symmetry", r.sim->symmetry});
   rows.push_back({"events", std::to_string(res.events)});
   rows.push_back({"flows", std::to_string(res.flows)});
   rows.push_back({"replay_wall_s", CsvNumber(r.sim->replay_wall_s)});

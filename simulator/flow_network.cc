@@ -97,6 +97,24 @@ int32_t FlowNetwork::Add(SimTime now, int64_t src, int64_t dst, double bytes) {
       f.links.push_back(static_cast<int32_t>(base + (unit * dims + dim) * 2 + (up ? 0 : 1)));
     });
   }
+  if (weighted_) {
+    // Each link by its orbit's first link; a flow crossing two links of one orbit counts twice.
+    f.weights.clear();
+    size_t kept = 0;
+    for (size_t k = 0; k < f.links.size(); ++k) {
+      const int32_t c = canonical_[f.links[k]];
+      size_t at = 0;
+      while (at < kept && f.links[at] != c) ++at;
+      if (at == kept) {
+        f.links[kept++] = c;
+        f.weights.push_back(stabilizer_[c]);
+      } else {
+        f.weights[at] += stabilizer_[c];
+      }
+    }
+    f.links.resize(kept);
+    for (size_t k = 0; k < kept; ++k) load_[f.links[k]] += f.weights[k];
+  }
   f.active = true;
   f.remaining = bytes;
   f.rate = 0;
@@ -110,12 +128,73 @@ int32_t FlowNetwork::Add(SimTime now, int64_t src, int64_t dst, double bytes) {
   return id;
 }
 
+Status FlowNetwork::UseSymmetry(const std::vector<std::vector<int64_t>>& gpu_maps, int64_t group_order) {
+  if (device_link_base_ >= 0) return Status::Invalid("devices that ranks share have copy links");
+  for (int l = 0; l < levels_; ++l) {
+    if (route_link_base_[l] >= 0) return Status::Invalid("level " + topology_.levels[l].name + " routes hop by hop");
+  }
+  const size_t links = capacity_.size();
+  std::vector<int32_t> parent(links);
+  for (size_t i = 0; i < links; ++i) parent[i] = static_cast<int32_t>(i);
+  auto find = [&](int32_t x) {
+    while (parent[x] != x) x = parent[x] = parent[parent[x]];
+    return x;
+  };
+  auto unite = [&](int64_t a, int64_t b) {  // the smaller id stays the root
+    const int32_t ra = find(static_cast<int32_t>(a)), rb = find(static_cast<int32_t>(b));
+    if (ra < rb) parent[rb] = ra;
+    if (rb < ra) parent[ra] = rb;
+  };
+  const int64_t gpus = topology_.num_gpus();
+  for (const std::vector<int64_t>& image : gpu_maps) {
+    if (static_cast<int64_t>(image.size()) != gpus) return Status::Invalid("a GPU map does not cover the GPUs");
+    for (int64_t g = 0; g < gpus; ++g) {
+      const int64_t to = image[static_cast<size_t>(g)];
+      for (int l = 0; l < levels_; ++l) {
+        unite((g * levels_ + l) * 2, (to * levels_ + l) * 2);
+        unite((g * levels_ + l) * 2 + 1, (to * levels_ + l) * 2 + 1);
+      }
+    }
+    for (int l = 1; l < levels_; ++l) {
+      if (uplink_base_[l] < 0) continue;
+      const int64_t below = topology_.Span(l - 1);
+      for (int64_t first = 0; first < gpus; first += below) {
+        const int64_t group = image[static_cast<size_t>(first)] / below;
+        for (int64_t g = first; g < first + below; ++g) {
+          if (image[static_cast<size_t>(g)] / below != group) {
+            return Status::Invalid("a GPU map splits a group under level " + topology_.levels[l].name);
+          }
+        }
+        unite(uplink_base_[l] + (first / below) * 2, uplink_base_[l] + group * 2);
+        unite(uplink_base_[l] + (first / below) * 2 + 1, uplink_base_[l] + group * 2 + 1);
+      }
+    }
+  }
+  canonical_.assign(links, 0);
+  std::vector<int64_t> orbit(links, 0);
+  for (size_t i = 0; i < links; ++i) {
+    canonical_[i] = find(static_cast<int32_t>(i));
+    ++orbit[static_cast<size_t>(canonical_[i])];
+  }
+  stabilizer_.assign(links, 0);
+  for (size_t i = 0; i < links; ++i) {
+    if (orbit[i] == 0) continue;
+    if (group_order % orbit[i] != 0) return Status::Invalid("a link orbit's size does not divide the group's order");
+    stabilizer_[i] = static_cast<int32_t>(group_order / orbit[i]);
+  }
+  load_.assign(links, 0);
+  weighted_ = true;
+  return Status::Ok();
+}
+
 void FlowNetwork::Remove(SimTime now, int32_t id) {
   Flow& f = flows_[id];
   f.active = false;
   ++f.version;
   std::vector<int32_t> seeds = f.links;
-  for (int32_t link : f.links) {
+  for (size_t k = 0; k < f.links.size(); ++k) {
+    const int32_t link = f.links[k];
+    if (weighted_) load_[link] -= f.weights[k];
     auto& v = on_link_[link];
     auto it = std::find(v.begin(), v.end(), id);
     if (it != v.end()) {
@@ -183,7 +262,7 @@ void FlowNetwork::Recompute(SimTime now, const std::vector<int32_t>& seeds) {
   }
   for (int32_t l : comp_links_) {
     residual_[l] = capacity_[l];
-    unfrozen_[l] = static_cast<int32_t>(on_link_[l].size());
+    unfrozen_[l] = weighted_ ? load_[l] : static_cast<int32_t>(on_link_[l].size());
   }
   size_t left = comp_flows_.size();
   while (left > 0) {
@@ -210,9 +289,16 @@ void FlowNetwork::Recompute(SimTime now, const std::vector<int32_t>& seeds) {
         ++f.version;
         changed_.push_back(id);
       }
-      for (int32_t link : f.links) {
-        residual_[link] -= share;
-        --unfrozen_[link];
+      if (weighted_) {
+        for (size_t k = 0; k < f.links.size(); ++k) {
+          residual_[f.links[k]] -= share * f.weights[k];
+          unfrozen_[f.links[k]] -= f.weights[k];
+        }
+      } else {
+        for (int32_t link : f.links) {
+          residual_[link] -= share;
+          --unfrozen_[link];
+        }
       }
     }
   }

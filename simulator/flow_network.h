@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "core/status.h"
 #include "core/topology.h"
 #include "simulator/sim_time.h"
 
@@ -56,9 +57,20 @@ class FlowNetwork {
   };
   LinkLoad BusiestRouteLink(int level) const;
 
+  // Symmetry classes (rank_symmetry.h): the replay starts only the flows of representative ranks,
+  // and each stands for its images under the group that `gpu_maps` generate (each a permutation
+  // of the GPUs; `group_order` elements in all). Every link is replaced by the first link of its
+  // orbit, and a flow that crosses link l counts there |Stab(l)| = group_order / |orbit(l)| times
+  // per crossing (the images of the flow that cross it), so the max-min rates are those of the
+  // full network (every image of a flow has its rate). Errors: a map that splits a shared link's
+  // group, device copy links or hop-by-hop routes (no symmetry is taken there), an orbit whose
+  // size does not divide the group's order. Call before the first Add.
+  Status UseSymmetry(const std::vector<std::vector<int64_t>>& gpu_maps, int64_t group_order);
+
  private:
   struct Flow {
     std::vector<int32_t> links;  // reused with the flow's slot, so steady state allocates nothing
+    std::vector<int32_t> weights;  // with symmetry: per link, the flow's images that cross it
     int8_t level = 0;
     bool active = false;
     double remaining = 0;  // bytes (hop-weighted)
@@ -80,6 +92,10 @@ class FlowNetwork {
   // dimensions + dimension) x 2 + (0 upwards, 1 downwards).
   std::vector<int64_t> route_link_base_;
   std::vector<double> link_bytes_;              // bytes started over each link
+  // Symmetry (UseSymmetry): each link's orbit representative and its stabiliser's order, and per
+  // link the summed weights of its active flows (which replace the flow count in the filling).
+  bool weighted_ = false;
+  std::vector<int32_t> canonical_, stabilizer_, load_;
   std::vector<Flow> flows_;
   std::vector<int32_t> free_flows_;
   std::vector<int32_t> changed_;

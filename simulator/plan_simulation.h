@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/plan.h"
@@ -25,6 +26,10 @@ struct PlanSimulation {
   // Wall-clock seconds spent in the replay alone (sim::Simulate or SimulateView; the timing view
   // is made during the expansion when SimulateView replays it).
   double replay_wall_s = 0;
+  // Symmetry classes (SimOptions::use_symmetry): how many were replayed ("8 classes of 2048
+  // ranks (q step 8 of 1024, kv step 1 of 16)") when used, else why not ("off: ...").
+  std::string symmetry;
+  bool symmetric = false;  // only representatives were replayed
 };
 
 // Checks `plan` against `topology`, evaluates it with its scheme's strategy, expands the schedule

@@ -9,6 +9,7 @@
 #include "simulator/coalesce.h"
 #include "simulator/event_queue.h"
 #include "simulator/flow_network.h"
+#include "simulator/rank_symmetry.h"
 #include "simulator/replay_program.h"
 #include "simulator/replay_view.h"
 #include "simulator/shared_device.h"
@@ -97,6 +98,11 @@ class Replayer {
     begin_ = begin;
     origin_ = origin;
   }
+
+  // Replays representatives only (rank_symmetry.h): the other ranks' programs are empty, each
+  // does what its representative does, and a message to one of them is delivered to its
+  // representative as coming from the sender's image in that frame.
+  void SetSymmetry(const RankSymmetry* symmetry) { symmetry_ = symmetry; }
 
   // Op times of the schedule the timing view came from: a merged op's time is split over its
   // blocks in order, each taking its own kernel time (scaled to the merged op's, which it sums).
@@ -233,8 +239,28 @@ class Replayer {
       }
     }
     level_bytes_.assign(static_cast<size_t>(t_.num_levels()), 0.0);
+    if (symmetry_ != nullptr) {
+      if (symmetry_->num_ranks() != n) return Status::Invalid("symmetry classes cover another rank count");
+      if (!s_.groups.empty()) return Status::Invalid("no symmetry classes for schedules with collectives");
+      for (int64_t r = 0; r < n; ++r) {
+        if (!symmetry_->IsRepresentative(r) && !ranks_[r].op.empty()) {
+          return Status::Invalid("rank " + std::to_string(r) + " is not a representative but has a program");
+        }
+      }
+      // The generators as GPU permutations, for the network's link orbits.
+      std::vector<std::vector<int64_t>> maps;
+      for (int d : symmetry_->Generators()) {
+        std::vector<int64_t> image(static_cast<size_t>(n));
+        for (int64_t r = 0; r < n; ++r) image[static_cast<size_t>(gpu_[r])] = gpu_[symmetry_->Apply(d, r)];
+        maps.push_back(std::move(image));
+      }
+      MESHPLAN_RETURN_IF_ERROR(net_.UseSymmetry(maps, symmetry_->ClassSize()));
+    }
     return Status::Ok();
   }
+
+  // Flows, and bytes, that one started flow stands for (its images under the symmetry).
+  double Images() const { return symmetry_ == nullptr ? 1.0 : static_cast<double>(symmetry_->ClassSize()); }
 
   // Starts loading the state the next op completions will touch while this event is handled, in
   // two stages: for the event after next, its op's state and the start of its dependents list;
@@ -422,8 +448,8 @@ class Replayer {
   void LaunchFlow(int64_t src_gpu, int64_t dst_gpu, double bytes, const FlowOwner& owner) {
     int level = t_.LevelOf(src_gpu, dst_gpu);
     if (level < 0) level = 0;
-    level_bytes_[level] += bytes;
-    ++flows_;
+    level_bytes_[level] += bytes * Images();
+    flows_ += symmetry_ == nullptr ? 1 : symmetry_->ClassSize();
     int32_t slot;
     if (!free_pending_.empty()) {
       slot = free_pending_.back();
@@ -467,9 +493,21 @@ class Replayer {
     }
   }
 
-  // The message `owner` describes has arrived at its receiver.
+  // The message `owner` describes has arrived at its receiver (with symmetry classes: at the
+  // receiver's representative, from the sender's image in its frame).
   void Deliver(const FlowOwner& owner) {
-    Inbox& in = InboxOf(owner.dst_rank, owner.src_rank);
+    if (symmetry_ != nullptr && !symmetry_->IsRepresentative(owner.dst_rank)) {
+      FlowOwner moved = owner;
+      moved.dst_rank = static_cast<int32_t>(symmetry_->Representative(owner.dst_rank));
+      const int32_t seen_from = static_cast<int32_t>(symmetry_->InFrameOf(owner.dst_rank, owner.src_rank));
+      Inbox& in = InboxOf(moved.dst_rank, seen_from);
+      Arrive(in, moved);
+      return;
+    }
+    Arrive(InboxOf(owner.dst_rank, owner.src_rank), owner);
+  }
+
+  void Arrive(Inbox& in, const FlowOwner& owner) {
     const int64_t k = owner.message;
     if (static_cast<int64_t>(in.arrival.size()) <= k) {
       in.arrival.resize(k + 1, -1);
@@ -609,6 +647,7 @@ class Replayer {
     for (size_t r = 0; r < ranks_.size(); ++r) {
       const RankState& st = ranks_[r];
       for (const OpState& o : st.op) last[r] = std::max(last[r], o.end);
+      if (symmetry_ != nullptr) last[r] = last[static_cast<size_t>(symmetry_->Representative(static_cast<int64_t>(r)))];
       total = std::max(total, last[r]);
       if (st.remaining > 0) {
         stuck = true;
@@ -622,11 +661,13 @@ class Replayer {
     out.total_s = ToSeconds(total);
     out.ranks.resize(ranks_.size());
     for (size_t r = 0; r < ranks_.size(); ++r) {
+      // A rank outside the representatives does what its representative does.
+      const size_t from = symmetry_ == nullptr ? r : static_cast<size_t>(symmetry_->Representative(static_cast<int64_t>(r)));
       RankStats& rs = out.ranks[r];
-      rs.compute_s = ToSeconds(ranks_[r].compute_busy);
+      rs.compute_s = ToSeconds(ranks_[from].compute_busy);
       rs.exposed_comm_s = ToSeconds(last[r]) - rs.compute_s;
       rs.idle_s = out.total_s - ToSeconds(last[r]);
-      rs.bytes_sent = ranks_[r].bytes_sent;
+      rs.bytes_sent = ranks_[from].bytes_sent;
     }
     for (int l = 0; l < t_.num_levels(); ++l) {
       LevelStats ls;
@@ -769,6 +810,7 @@ class Replayer {
   FlowNetwork net_;
   const std::vector<std::vector<uint32_t>>* begin_ = nullptr;   // null unless a view (SetOrigins)
   const std::vector<std::vector<uint32_t>>* origin_ = nullptr;
+  const RankSymmetry* symmetry_ = nullptr;  // null: every rank replayed
   Schedule* owned_ = nullptr;
   std::vector<ReplayProgram>* prepared_ = nullptr;
   EventQueue queue_;
@@ -830,12 +872,14 @@ Result<SimResult> SimulateView(CoalescedSchedule&& view, const Topology& topolog
 }
 
 Result<SimResult> SimulateReplayView(ReplayView&& view, const Topology& topology,
-                                     const std::vector<int64_t>& rank_to_gpu, DType dtype, const SimOptions& options) {
+                                     const std::vector<int64_t>& rank_to_gpu, DType dtype, const SimOptions& options,
+                                     const RankSymmetry* symmetry) {
   if (options.record_op_times) return Status::Invalid("a timing view replays without op times");
   if (topology.gpu.ranks_per_device > 1) return Status::Invalid("no timing view on devices that ranks share");
   ReplayView kept = std::move(view);
   Replayer replayer(kept.header, topology, rank_to_gpu, dtype, options, nullptr, nullptr, &kept.ranks);
   replayer.SetOrigins(&kept.begin, &kept.origin);
+  replayer.SetSymmetry(symmetry);
   return replayer.Run();
 }
 

@@ -13,6 +13,7 @@
 #include "core/status.h"
 #include "core/topology.h"
 #include "simulator/coalesce.h"
+#include "simulator/rank_symmetry.h"
 #include "simulator/replay_view.h"
 #include "simulator/sim_time.h"
 
@@ -24,9 +25,16 @@ struct SimOptions {
   // as one are one op. The result is the same up to a nanosecond per merged op (op times are
   // split back onto the schedule's ops); the replay processes fewer events. Off: every op.
   bool coalesce_compute = true;
+  // Replay one representative per symmetry class where the plan, placement and network allow it
+  // and the expanded programs prove it (rank_symmetry.h; SimulatePlan without op times only).
+  // The result is the full replay's up to rounding (docs/simulator.md); off: every rank.
+  bool use_symmetry = true;
   // Called every kProgressEvents events with the ops completed so far and the schedule's ops (may
   // be empty). The caller decides what to show and when; the replay does not look at the clock.
   std::function<void(int64_t done_ops, int64_t total_ops)> progress;
+  // SimulatePlan only: called as the expansion hands over each rank's program (Mesh schedules
+  // hand them over while expanding; the others after), with the ranks handed over so far.
+  std::function<void(int64_t done_ranks, int64_t total_ranks)> expansion_progress;
 };
 
 inline constexpr int64_t kProgressEvents = int64_t{1} << 16;
@@ -89,8 +97,13 @@ Result<SimResult> SimulateView(CoalescedSchedule&& view, const Topology& topolog
 // Replays the replay form of a timing view (ReplayViewSink, replay_view.h: made during the
 // expansion, so that neither the full schedule nor the view's 72-byte ops ever existed whole): the
 // result is that of Simulate on the schedule the view came from. Errors as SimulateView's.
+// With `symmetry` (rank_symmetry.h; the caller verified it, and only representatives have
+// programs in `view`), only representatives are replayed and every other rank reports its
+// representative's statistics; level bytes and flow counts count every rank's; events are those
+// processed. Errors also: a schedule with collectives, a network the symmetry does not map onto
+// itself (FlowNetwork::UseSymmetry).
 Result<SimResult> SimulateReplayView(ReplayView&& view, const Topology& topology,
                                      const std::vector<int64_t>& rank_to_gpu, DType dtype,
-                                     const SimOptions& options = {});
+                                     const SimOptions& options = {}, const RankSymmetry* symmetry = nullptr);
 
 }  // namespace meshplan::sim

@@ -37,6 +37,7 @@ struct SimulateFlags {
   std::string trace_ranks;
   bool trace_ranks_given = false;  // else the first sim::kDefaultTraceRanks
   bool no_coalesce = false;
+  bool no_symmetry = false;
 };
 
 // A rank or the end of a range: digits only, below `ranks`.
@@ -81,21 +82,27 @@ Result<std::vector<int64_t>> TraceRanks(const std::string& text, bool given, int
 
 // Progress on stderr for replays that take a while: nothing in the first 2 s, then a line at most
 // every second.
-std::function<void(int64_t, int64_t)> ReplayProgress() {
-  using Clock = std::chrono::steady_clock;
-  const Clock::time_point start = Clock::now();
-  auto next = std::make_shared<Clock::time_point>(start + std::chrono::seconds(2));
-  return [start, next](int64_t done, int64_t total) {
+// Progress lines on stderr, the first after 2 s and then at most one a second, counted from
+// when it was made (before the expansion): "meshplan: simulate: <what> <done> of <total> <unit>
+// (<pct>) after <t> s". The expansion and the replay share one.
+class ProgressLine {
+ public:
+  ProgressLine() : start_(Clock::now()), next_(start_ + std::chrono::seconds(2)) {}
+  void Report(const char* what, const char* unit, int64_t done, int64_t total) {
     const Clock::time_point now = Clock::now();
-    if (now < *next) return;
-    *next = now + std::chrono::seconds(1);
-    std::fprintf(stderr, "meshplan: simulate: %lld of %lld ops done (%.0f%%) after %.1f s\n",
-                 static_cast<long long>(done), static_cast<long long>(total),
+    if (now < next_) return;
+    next_ = now + std::chrono::seconds(1);
+    std::fprintf(stderr, "meshplan: simulate: %s%lld of %lld %s (%.0f%%) after %.1f s\n", what,
+                 static_cast<long long>(done), static_cast<long long>(total), unit,
                  total > 0 ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : 0.0,
-                 std::chrono::duration<double>(now - start).count());
+                 std::chrono::duration<double>(now - start_).count());
     std::fflush(stderr);
-  };
-}
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point start_, next_;
+};
 
 // Ranks drawn in the --timeline picture (one lane each); more stay readable only in the trace.
 constexpr int kTimelineLanes = 32;
@@ -114,7 +121,14 @@ int RunSimulate(const SimulateFlags& flags) {
   sim::SimOptions options;
   options.record_op_times = !flags.trace.empty() || !flags.timeline.empty();
   options.coalesce_compute = !flags.no_coalesce;
-  if (!flags.quiet) options.progress = ReplayProgress();
+  options.use_symmetry = !flags.no_symmetry;
+  if (!flags.quiet) {
+    auto line = std::make_shared<ProgressLine>();
+    options.expansion_progress = [line](int64_t done, int64_t total) {
+      line->Report("expanded ", "ranks", done, total);
+    };
+    options.progress = [line](int64_t done, int64_t total) { line->Report("", "ops done", done, total); };
+  }
   const auto start = std::chrono::steady_clock::now();
   auto sim = sim::SimulatePlan(*plan, *topology, options);
   const double wall_s =
@@ -187,6 +201,9 @@ Runner RegisterSimulateCommand(CLI::App& app) {
   cmd->add_flag("--no-coalesce", flags->no_coalesce,
                 "Replay every compute op, not the timing view that merges runs of blocks which time as one "
                 "(the same result up to a nanosecond per merged block; slower)");
+  cmd->add_flag("--no-symmetry", flags->no_symmetry,
+                "Replay every rank, not one representative per symmetry class (the same result up to rounding; "
+                "slower, and far larger at thousands of ranks)");
   cmd->add_flag("--quiet,-q", flags->quiet, "No progress messages on stderr (replays over 2 s report every second)");
   return [flags] { return RunSimulate(*flags); };
 }
