@@ -9,13 +9,12 @@
 #include <vector>
 
 #include "core/topology_toml.h"
-#include "planner/context.h"
-#include "planner/plan_schedule.h"
 #include "planner/search.h"
 #include "simulator/flow_network.h"
 #include "simulator/plan_simulation.h"
 #include "simulator/rank_symmetry.h"
 #include "tests/simulator/golden_helpers.h"
+#include "tests/simulator/top_plans.h"
 
 namespace meshplan::sim {
 namespace {
@@ -238,66 +237,45 @@ double Relative(double a, double b) {
 }
 
 // The replay of representatives against the replay of every rank, for the top 3 plans of every
-// scheme, masks full, causal and window, passes fwd and fwd+bwd at 32K tokens. They must agree:
-// every rank of a class does what its representative does, by the verified symmetry, and the
-// weighted filling gives the full network's rates. Not bit for bit: the filling subtracts the
-// shares of a link's flows in another order, and a flow's finish is rounded up to a nanosecond,
-// so times may move by a few nanoseconds per message on a path of about 100 messages: 1e-6 of a
-// step of milliseconds bounds that with room, and is a thousand times below the 0.1% the issue
-// allows.
+// scheme, masks full, causal and window, passes fwd and fwd+bwd at 32K tokens (top_plans.h). They
+// must agree: every rank of a class does what its representative does, by the verified symmetry,
+// and the weighted filling gives the full network's rates. Not bit for bit: the filling subtracts
+// the shares of a link's flows in another order, and a flow's finish is rounded up to a
+// nanosecond, so times may move by a few nanoseconds per message on a path of about 100
+// messages: 1e-6 of a step of milliseconds bounds that with room, and is a thousand times below
+// the 0.1% the issue allows.
 void ExpectSymmetricReplaysMatch(const Topology& topology, int* symmetric, int* compared) {
   constexpr double kTolerance = 1e-6;
-  for (const Mask& mask : {Mask::Full(), Mask::Causal(), Mask::Window(4096)}) {
-    for (Pass pass : {Pass::kForward, Pass::kForwardBackward}) {
-      Workload w = Workload::Default();
-      w.seq_len = 1 << 15;
-      w.mask = mask;
-      w.pass = pass;
-      const planner::PlanContext ctx(w, topology);
-      for (Scheme scheme : kAllSchemes) {
-        planner::SearchOptions only;
-        only.schemes = {scheme};
-        const planner::SearchResult found = planner::Search(ctx, only);
-        for (size_t k = 0; k < found.ranked.size() && k < 3; ++k) {
-          if (!found.ranked[k].valid) continue;
-          const Plan plan = planner::MakePlan(ctx, found.ranked[k].params);
-          const std::string what = std::string(SchemeName(scheme)) + " " + plan.params.Describe() + " " +
-                                   std::string(PassName(pass)) + " mask " +
-                                   std::to_string(static_cast<int>(mask.kind));
-          SimOptions options;
-          options.record_op_times = false;
-          auto classes = SimulatePlan(plan, topology, options);
-          ASSERT_TRUE(classes.ok()) << what << ": " << classes.status().message();
-          options.use_symmetry = false;
-          auto every = SimulatePlan(plan, topology, options);
-          ASSERT_TRUE(every.ok()) << what;
-          EXPECT_FALSE(every->symmetric);
-          ++*compared;
-          if (!classes->symmetric) continue;
-          ++*symmetric;
-          const SimResult& a = classes->result;
-          const SimResult& b = every->result;
-          EXPECT_LE(Relative(a.total_s, b.total_s), kTolerance) << what;
-          EXPECT_EQ(a.flows, b.flows) << what;
-          EXPECT_LT(a.events, b.events) << what;
-          ASSERT_EQ(a.ranks.size(), b.ranks.size()) << what;
-          for (size_t r = 0; r < a.ranks.size(); ++r) {
-            EXPECT_LE(std::abs(a.ranks[r].compute_s - b.ranks[r].compute_s), kTolerance * b.total_s) << what << " " << r;
-            EXPECT_LE(std::abs(a.ranks[r].exposed_comm_s - b.ranks[r].exposed_comm_s), kTolerance * b.total_s)
-                << what << " rank " << r;
-            EXPECT_LE(std::abs(a.ranks[r].idle_s - b.ranks[r].idle_s), kTolerance * b.total_s) << what << " rank " << r;
-            EXPECT_EQ(a.ranks[r].bytes_sent, b.ranks[r].bytes_sent) << what << " rank " << r;
-          }
-          ASSERT_EQ(a.levels.size(), b.levels.size());
-          for (size_t l = 0; l < a.levels.size(); ++l) {
-            EXPECT_LE(Relative(a.levels[l].bytes, b.levels[l].bytes), 1e-12) << what;
-            EXPECT_LE(Relative(a.levels[l].utilization, b.levels[l].utilization), kTolerance) << what;
-          }
-          if (::testing::Test::HasFailure()) return;
-        }
-      }
+  *compared = testing::ForEachTopPlan(topology, [&](const Plan& plan, const Workload&, const std::string& what) {
+    SimOptions options;
+    options.record_op_times = false;
+    auto classes = SimulatePlan(plan, topology, options);
+    ASSERT_TRUE(classes.ok()) << what << ": " << classes.status().message();
+    options.use_symmetry = false;
+    auto every = SimulatePlan(plan, topology, options);
+    ASSERT_TRUE(every.ok()) << what;
+    EXPECT_FALSE(every->symmetric);
+    if (!classes->symmetric) return;
+    ++*symmetric;
+    const SimResult& a = classes->result;
+    const SimResult& b = every->result;
+    EXPECT_LE(Relative(a.total_s, b.total_s), kTolerance) << what;
+    EXPECT_EQ(a.flows, b.flows) << what;
+    EXPECT_LT(a.events, b.events) << what;
+    ASSERT_EQ(a.ranks.size(), b.ranks.size()) << what;
+    for (size_t r = 0; r < a.ranks.size(); ++r) {
+      const double bound = kTolerance * b.total_s;
+      EXPECT_LE(std::abs(a.ranks[r].compute_s - b.ranks[r].compute_s), bound) << what << " rank " << r;
+      EXPECT_LE(std::abs(a.ranks[r].exposed_comm_s - b.ranks[r].exposed_comm_s), bound) << what << " rank " << r;
+      EXPECT_LE(std::abs(a.ranks[r].idle_s - b.ranks[r].idle_s), bound) << what << " rank " << r;
+      EXPECT_EQ(a.ranks[r].bytes_sent, b.ranks[r].bytes_sent) << what << " rank " << r;
     }
-  }
+    ASSERT_EQ(a.levels.size(), b.levels.size());
+    for (size_t l = 0; l < a.levels.size(); ++l) {
+      EXPECT_LE(Relative(a.levels[l].bytes, b.levels[l].bytes), 1e-12) << what;
+      EXPECT_LE(Relative(a.levels[l].utilization, b.levels[l].utilization), kTolerance) << what;
+    }
+  });
 }
 
 TEST(SymmetricReplay, RepresentativesReplayLikeEveryRankOnANonBlockingCluster) {

@@ -20,6 +20,7 @@
 #include "simulator/replay_program.h"
 #include "simulator/replay_view.h"
 #include "simulator/simulate.h"
+#include "tests/simulator/top_plans.h"
 
 namespace meshplan::sim {
 namespace {
@@ -51,41 +52,9 @@ void ExpectSameResult(const SimResult& a, const SimResult& b, const std::string&
   }
 }
 
-// Calls check(plan, workload, what) for the top 3 plans of every scheme, for masks full, causal and
-// window and passes fwd and fwd+bwd at 32K tokens on `topology`, until a check fails; returns
-// how many plans were checked.
-template <typename Check>
-int ForEachTopPlan(const Topology& topology, Check check) {
-  int checked = 0;
-  for (const Mask& mask : {Mask::Full(), Mask::Causal(), Mask::Window(4096)}) {
-    for (Pass pass : {Pass::kForward, Pass::kForwardBackward}) {
-      Workload w = Workload::Default();
-      w.seq_len = 1 << 15;
-      w.mask = mask;
-      w.pass = pass;
-      const planner::PlanContext ctx(w, topology);
-      for (Scheme scheme : kAllSchemes) {
-        planner::SearchOptions only;
-        only.schemes = {scheme};
-        const planner::SearchResult found = planner::Search(ctx, only);
-        for (size_t k = 0; k < found.ranked.size() && k < 3; ++k) {
-          if (!found.ranked[k].valid) continue;
-          const Plan plan = planner::MakePlan(ctx, found.ranked[k].params);
-          const std::string what = std::string(SchemeName(scheme)) + " " + plan.params.Describe() + " " +
-                                   std::string(PassName(pass)) + " mask " + std::to_string(static_cast<int>(mask.kind));
-          check(plan, w, what);
-          if (::testing::Test::HasFailure()) return checked;
-          ++checked;
-        }
-      }
-    }
-  }
-  return checked;
-}
-
 TEST(ViewExpansion, TheViewMadeDuringTheExpansionReplaysLikeTheViewOfTheFullSchedule) {
   const Topology topology = Load("dgx-h100-4node.toml");
-  const int compared = ForEachTopPlan(topology, [&](const Plan& plan, const Workload& w, const std::string& what) {
+  const int compared = testing::ForEachTopPlan(topology, [&](const Plan& plan, const Workload& w, const std::string& what) {
     SimOptions options;
     options.record_op_times = false;
     options.use_symmetry = false;  // every rank's view (symmetry classes: rank_symmetry_test.cc)
@@ -102,7 +71,7 @@ TEST(ViewExpansion, TheViewMadeDuringTheExpansionReplaysLikeTheViewOfTheFullSche
 
 TEST(ViewExpansion, TheReplayFormMadeDuringTheExpansionReplaysLikeTheViewsOps) {
   const Topology topology = Load("dgx-h100-4node.toml");
-  const int compared = ForEachTopPlan(topology, [&](const Plan& plan, const Workload& w, const std::string& what) {
+  const int compared = testing::ForEachTopPlan(topology, [&](const Plan& plan, const Workload& w, const std::string& what) {
     SimOptions options;
     options.record_op_times = false;
     CoalescingSink views(topology.num_gpus());
