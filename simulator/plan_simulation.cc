@@ -84,7 +84,7 @@ Result<PlanSimulation> SimulatePlan(const Plan& plan, const Topology& topology,
     auto expanded = planner::ExpandPlan(plan, topology, hook);
     if (!expanded.ok()) return expanded.status();
     if (check) {
-      const Status verified = check->Verify();
+      const Status verified = check->Verify(expanded->schedule.groups);
       if (!verified.ok()) {
         symmetry_note = "off (" + verified.message() + ")";
         symmetry.reset();

@@ -1,5 +1,6 @@
 #include "simulator/rank_symmetry.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 
@@ -159,7 +160,8 @@ SymmetryCheck::SymmetryCheck(const RankSymmetry& symmetry, std::vector<std::stri
     : symmetry_(symmetry), names_(std::move(dim_names)), generators_(symmetry.Generators()),
       plain_(static_cast<size_t>(symmetry.num_ranks()), 0),
       mapped_(static_cast<size_t>(symmetry.num_ranks()) * symmetry.Generators().size(), 0),
-      taken_(static_cast<size_t>(symmetry.num_ranks()), 0) {}
+      taken_(static_cast<size_t>(symmetry.num_ranks()), 0),
+      collective_groups_(static_cast<size_t>(symmetry.num_ranks())) {}
 
 bool SymmetryCheck::Take(int64_t rank, const RankProgram& program) {
   if (!status_.ok()) return false;
@@ -174,13 +176,13 @@ bool SymmetryCheck::Take(int64_t rank, const RankProgram& program) {
       for (size_t k = 0; k < g; ++k) {
         mapped[k] = Combine(mapped[k], digest ^ static_cast<uint64_t>(symmetry_.Apply(generators_[k], op.peer)));
       }
-    } else if (op.kind == OpKind::kCompute || op.kind == OpKind::kMerge) {
+    } else {
+      // A collective's group is checked in Verify, which knows the groups.
+      if (op.kind != OpKind::kCompute && op.kind != OpKind::kMerge) {
+        collective_groups_[static_cast<size_t>(rank)].push_back(op.group);
+      }
       plain = Combine(plain, digest);
       for (size_t k = 0; k < g; ++k) mapped[k] = Combine(mapped[k], digest);
-    } else {
-      // A collective names a group, which the relabelling does not map.
-      status_ = Status::Invalid("rank " + std::to_string(rank) + " runs collectives");
-      return false;
     }
   }
   const size_t r = static_cast<size_t>(rank);
@@ -201,19 +203,109 @@ void SymmetryCheck::Compare(int64_t rank, size_t k) {
   const int d = generators_[k];
   const int64_t image = symmetry_.Apply(d, rank);
   if (mapped_[static_cast<size_t>(rank) * g + k] == plain_[static_cast<size_t>(image)]) return;
-  const std::string name = static_cast<size_t>(d) < names_.size() ? names_[static_cast<size_t>(d)]
-                                                                   : "dim " + std::to_string(d);
   status_ = Status::Invalid("rank " + std::to_string(rank) + "'s program, moved by " +
-                            std::to_string(symmetry_.steps()[static_cast<size_t>(d)]) + " along " + name +
+                            std::to_string(symmetry_.steps()[static_cast<size_t>(d)]) + " along " + NameOf(d) +
                             ", is not rank " + std::to_string(image) + "'s");
 }
 
-Status SymmetryCheck::Verify() const {
+Status SymmetryCheck::Verify(const std::vector<std::vector<int32_t>>& groups) const {
   if (!status_.ok()) return status_;
+  bool collectives = false;
   for (int64_t r = 0; r < symmetry_.num_ranks(); ++r) {
     if (taken_[static_cast<size_t>(r)] == 0) return Status::Invalid("rank " + std::to_string(r) + "'s program was not checked");
+    collectives = collectives || !collective_groups_[static_cast<size_t>(r)].empty();
+  }
+  if (!collectives) return Status::Ok();
+  auto orbits = MapGroups(symmetry_, groups);
+  if (!orbits.ok()) return orbits.status();
+  for (int64_t r = 0; r < symmetry_.num_ranks(); ++r) {
+    const std::vector<int32_t>& mine = collective_groups_[static_cast<size_t>(r)];
+    for (size_t k = 0; k < generators_.size(); ++k) {
+      const int64_t image = symmetry_.Apply(generators_[k], r);
+      const std::vector<int32_t>& theirs = collective_groups_[static_cast<size_t>(image)];
+      bool same = mine.size() == theirs.size();
+      for (size_t i = 0; same && i < mine.size(); ++i) {
+        const int32_t g = mine[i];
+        same = g >= 0 && static_cast<size_t>(g) < groups.size() && orbits->image[k][static_cast<size_t>(g)] == theirs[i];
+      }
+      if (!same) {
+        return Status::Invalid("rank " + std::to_string(r) + "'s collectives, moved along " +
+                               NameOf(generators_[k]) + ", are not rank " + std::to_string(image) + "'s");
+      }
+    }
   }
   return Status::Ok();
+}
+
+std::string SymmetryCheck::NameOf(int d) const {
+  return static_cast<size_t>(d) < names_.size() ? names_[static_cast<size_t>(d)] : "dim " + std::to_string(d);
+}
+
+Result<GroupOrbits> MapGroups(const RankSymmetry& symmetry, const std::vector<std::vector<int32_t>>& groups) {
+  GroupOrbits out;
+  const size_t n = groups.size();
+  // The groups each rank belongs to, to find a member's image group.
+  std::vector<std::vector<int32_t>> of_rank(static_cast<size_t>(symmetry.num_ranks()));
+  for (size_t g = 0; g < n; ++g) {
+    for (int32_t r : groups[g]) {
+      if (r < 0 || r >= symmetry.num_ranks()) return Status::Invalid("group " + std::to_string(g) + " names no rank");
+      of_rank[static_cast<size_t>(r)].push_back(static_cast<int32_t>(g));
+    }
+  }
+  std::vector<int32_t> parent(n);
+  for (size_t g = 0; g < n; ++g) parent[g] = static_cast<int32_t>(g);
+  auto find = [&](int32_t x) {
+    while (parent[static_cast<size_t>(x)] != x) x = parent[static_cast<size_t>(x)] = parent[static_cast<size_t>(parent[static_cast<size_t>(x)])];
+    return x;
+  };
+  for (int d : symmetry.Generators()) {
+    std::vector<int32_t> image(n, -1);
+    for (size_t g = 0; g < n; ++g) {
+      const std::vector<int32_t>& members = groups[g];
+      if (members.empty()) {
+        image[g] = static_cast<int32_t>(g);
+        continue;
+      }
+      const int64_t first = symmetry.Apply(d, members[0]);
+      for (int32_t candidate : of_rank[static_cast<size_t>(first)]) {
+        const std::vector<int32_t>& other = groups[static_cast<size_t>(candidate)];
+        if (other.size() != members.size()) continue;
+        const size_t shift = static_cast<size_t>(std::find(other.begin(), other.end(), first) - other.begin());
+        bool rotated = true;
+        for (size_t k = 0; rotated && k < members.size(); ++k) {
+          rotated = other[(k + shift) % other.size()] == symmetry.Apply(d, members[k]);
+        }
+        if (rotated) {
+          image[g] = candidate;
+          break;
+        }
+      }
+      if (image[g] < 0) {
+        return Status::Invalid("group " + std::to_string(g) + "'s image is no group in the same cyclic order");
+      }
+      const int32_t a = find(static_cast<int32_t>(g)), b = find(image[g]);
+      if (a != b) parent[static_cast<size_t>(std::max(a, b))] = std::min(a, b);
+    }
+    out.image.push_back(std::move(image));
+  }
+  out.orbit.assign(n, -1);
+  std::vector<int32_t> id(n, -1);
+  for (size_t g = 0; g < n; ++g) {
+    const int32_t root = find(static_cast<int32_t>(g));
+    if (id[static_cast<size_t>(root)] < 0) id[static_cast<size_t>(root)] = out.count++;
+    out.orbit[g] = id[static_cast<size_t>(root)];
+  }
+  for (size_t r = 0; r < of_rank.size(); ++r) {
+    std::vector<int32_t> seen;
+    for (int32_t g : of_rank[r]) {
+      const int32_t o = out.orbit[static_cast<size_t>(g)];
+      if (std::find(seen.begin(), seen.end(), o) != seen.end()) {
+        return Status::Invalid("rank " + std::to_string(r) + " is in two groups of one orbit");
+      }
+      seen.push_back(o);
+    }
+  }
+  return out;
 }
 
 }  // namespace meshplan::sim

@@ -71,11 +71,28 @@ class RankSymmetry {
 Result<RankSymmetry> FindTopologySymmetry(const std::vector<int64_t>& dim_sizes,
                                           const std::vector<int64_t>& rank_to_gpu, const Topology& topology);
 
+// How the symmetry acts on a schedule's collective groups: every generator maps each group's
+// members onto a group's members in the same cyclic order (member k's image is member k + shift of
+// the image group: ring collectives keep their neighbours), so groups fall into orbits; and every
+// rank belongs to at most one group of an orbit (then the group of an orbit that holds a given
+// rank is unique). Without groups: no orbits.
+struct GroupOrbits {
+  std::vector<int32_t> orbit;  // per group, its orbit (0 .. count - 1)
+  int32_t count = 0;
+  // Per generator (RankSymmetry::Generators order), per group: the group its members map onto.
+  std::vector<std::vector<int32_t>> image;
+};
+// Errors (one line): a group whose image is no group in the same cyclic order, a rank in two groups
+// of one orbit.
+Result<GroupOrbits> MapGroups(const RankSymmetry& symmetry, const std::vector<std::vector<int32_t>>& groups);
+
 // Collects, rank by rank during the expansion, digests of each program as the replay reads it
 // (kinds, streams, phases, FLOPs, cut fractions, bytes, kernel counts, deps, peers), plain and
 // with peers relabelled by each generator, and checks that each generator maps every program onto
 // its image's: each pair (r, generator(r)) as soon as both ranks' programs were taken, so that a
 // schedule without the symmetry is found out early (usually before a representative's image).
+// Collectives name groups, which only the expanded schedule lists: their group ids are kept in
+// program order and checked against the groups' images in Verify.
 class SymmetryCheck {
  public:
   SymmetryCheck(const RankSymmetry& symmetry, std::vector<std::string> dim_names);
@@ -85,11 +102,13 @@ class SymmetryCheck {
   // Ok while no pair has failed, else the first rank and generator whose image's program differs
   // (one line).
   const Status& status() const { return status_; }
-  // Ok when every rank was taken and no pair failed.
-  Status Verify() const;
+  // Ok when every rank was taken, no pair failed, and (with collectives) the groups map onto
+  // groups (MapGroups) so that each rank's sequence of collective groups maps onto its image's.
+  Status Verify(const std::vector<std::vector<int32_t>>& groups) const;
 
  private:
   void Compare(int64_t rank, size_t generator);  // rank's mapped digest against its image's
+  std::string NameOf(int d) const;               // dimension d's name
   const RankSymmetry& symmetry_;
   std::vector<std::string> names_;
   Status status_ = Status::Ok();
@@ -97,6 +116,7 @@ class SymmetryCheck {
   std::vector<uint64_t> plain_;   // per rank
   std::vector<uint64_t> mapped_;  // per rank x generator
   std::vector<uint8_t> taken_;
+  std::vector<std::vector<int32_t>> collective_groups_;  // per rank, its collectives' groups in order
 };
 
 }  // namespace meshplan::sim

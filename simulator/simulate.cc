@@ -45,17 +45,29 @@ struct RankState : ReplayProgram {
   bool busy[kStreams] = {false, false, false, false};
   std::vector<Inbox> inboxes;
   std::vector<std::pair<int32_t, int64_t>> sends_to;     // peer -> messages sent so far
-  std::vector<std::pair<int32_t, int64_t>> collectives;  // group -> collectives issued so far
+  std::vector<std::pair<int32_t, int64_t>> collectives;  // group orbit -> collectives issued so far
+  // The collective groups this rank is a member of (those of a representative, with symmetry).
+  struct Membership {
+    int32_t orbit = 0;  // the group's orbit under the symmetry (the group itself without one)
+    int32_t group = 0;
+    int32_t index = 0;  // position in the group's member list
+    int32_t slot = 0;   // position among the ranks a collective of the orbit waits for
+  };
+  std::vector<Membership> memberships;
   int64_t remaining = 0;
   SimTime compute_busy = 0;
   double bytes_sent = 0;
 };
 
-// One collective call of a group, decomposed into point-to-point flows.
+// One collective call of a group, decomposed into point-to-point flows. With symmetry classes,
+// one call of every group of an orbit at once, made by the representatives that are members of
+// one of them (each stands for its class's members, which call at the same time).
 struct Collective {
   OpKind kind = OpKind::kAllGather;
-  int32_t group = 0;
-  std::vector<int32_t> ops;  // per member, the op index on that member's rank (-1 until arrived)
+  int32_t orbit = 0;
+  int32_t group_size = 0;              // members of each group (the same throughout an orbit)
+  const std::vector<int32_t>* ranks = nullptr;  // per slot, the rank (a group's members in order)
+  std::vector<int32_t> ops;  // per slot, the op index on that rank (-1 until arrived)
   int32_t arrived = 0;
   std::vector<int32_t> received, sent;
   int64_t last_arrival = kNone;
@@ -67,7 +79,7 @@ struct FlowOwner {
   int32_t send_op = 0;       // p2p
   int64_t message = 0;       // p2p: index in the receiver's inbox
   int32_t instance = 0;      // collective
-  int32_t from = 0, to = 0;  // collective: member indices
+  int32_t from = 0;          // collective: the sender's slot (dst_rank is the receiver)
   int32_t step = 0;          // collective ring step
 };
 
@@ -241,7 +253,6 @@ class Replayer {
     level_bytes_.assign(static_cast<size_t>(t_.num_levels()), 0.0);
     if (symmetry_ != nullptr) {
       if (symmetry_->num_ranks() != n) return Status::Invalid("symmetry classes cover another rank count");
-      if (!s_.groups.empty()) return Status::Invalid("no symmetry classes for schedules with collectives");
       for (int64_t r = 0; r < n; ++r) {
         if (!symmetry_->IsRepresentative(r) && !ranks_[r].op.empty()) {
           return Status::Invalid("rank " + std::to_string(r) + " is not a representative but has a program");
@@ -256,7 +267,60 @@ class Replayer {
       }
       MESHPLAN_RETURN_IF_ERROR(net_.UseSymmetry(maps, symmetry_->ClassSize()));
     }
+    return PrepareGroups();
+  }
+
+  // Orbits of the collective groups (each group its own without symmetry) and, per orbit, the
+  // ranks its collectives wait for: a group's members in order; with symmetry, the
+  // representatives that are members of a group of the orbit.
+  Status PrepareGroups() {
+    const size_t groups = s_.groups.size();
+    std::vector<int32_t> orbit(groups);
+    int32_t orbits = static_cast<int32_t>(groups);
+    if (symmetry_ != nullptr) {
+      auto mapped = MapGroups(*symmetry_, s_.groups);
+      if (!mapped.ok()) return mapped.status();
+      orbit = std::move(mapped->orbit);
+      orbits = mapped->count;
+    } else {
+      for (size_t g = 0; g < groups; ++g) orbit[g] = static_cast<int32_t>(g);
+    }
+    orbit_of_group_ = orbit;
+    orbit_size_.assign(static_cast<size_t>(orbits), -1);
+    if (symmetry_ == nullptr) {
+      orbit_ranks_ = &s_.groups;
+    } else {
+      orbit_ranks_storage_.assign(static_cast<size_t>(orbits), {});
+      orbit_ranks_ = &orbit_ranks_storage_;
+    }
+    for (size_t g = 0; g < groups; ++g) {
+      const std::vector<int32_t>& members = s_.groups[g];
+      const int32_t o = orbit[g];
+      if (orbit_size_[static_cast<size_t>(o)] >= 0 && orbit_size_[static_cast<size_t>(o)] != static_cast<int32_t>(members.size())) {
+        return Status::Invalid("groups of one orbit differ in size");
+      }
+      orbit_size_[static_cast<size_t>(o)] = static_cast<int32_t>(members.size());
+      for (size_t k = 0; k < members.size(); ++k) {
+        const int32_t r = members[k];
+        if (r < 0 || r >= static_cast<int32_t>(ranks_.size())) return Status::Invalid("group " + std::to_string(g) + " names no rank");
+        if (symmetry_ != nullptr && !symmetry_->IsRepresentative(r)) continue;
+        int32_t slot = static_cast<int32_t>(k);
+        if (symmetry_ != nullptr) {
+          slot = static_cast<int32_t>(orbit_ranks_storage_[static_cast<size_t>(o)].size());
+          orbit_ranks_storage_[static_cast<size_t>(o)].push_back(r);
+        }
+        ranks_[static_cast<size_t>(r)].memberships.push_back({o, static_cast<int32_t>(g), static_cast<int32_t>(k), slot});
+      }
+    }
     return Status::Ok();
+  }
+
+  // Rank r's membership of a group of `orbit`, or null.
+  const RankState::Membership* MembershipOf(int32_t r, int32_t orbit) const {
+    for (const RankState::Membership& m : ranks_[static_cast<size_t>(r)].memberships) {
+      if (m.orbit == orbit) return &m;
+    }
+    return nullptr;
   }
 
   // Flows, and bytes, that one started flow stands for (its images under the symmetry).
@@ -526,9 +590,15 @@ class Replayer {
 
   void ArriveAtCollective(int32_t r, int32_t i, const ReplayOp& op) {
     const int32_t group = op.peer_or_group;
-    const auto& members = s_.groups[group];
-    const int64_t seq = NextIndex(ranks_[r].collectives, group);
-    const int64_t key = (static_cast<int64_t>(group) << 32) | seq;
+    const int32_t orbit = orbit_of_group_[static_cast<size_t>(group)];
+    const RankState::Membership* member = MembershipOf(r, orbit);
+    if (member == nullptr || member->group != group) {
+      error_ = "rank " + std::to_string(r) + " op " + std::to_string(i) + " is not a member of its collective's group";
+      return;
+    }
+    const int64_t seq = NextIndex(ranks_[r].collectives, orbit);
+    const int64_t key = (static_cast<int64_t>(orbit) << 32) | seq;
+    const std::vector<int32_t>& waits_for = (*orbit_ranks_)[static_cast<size_t>(orbit)];
     auto it = open_collectives_.find(key);
     int32_t id;
     if (it == open_collectives_.end()) {
@@ -536,25 +606,22 @@ class Replayer {
       collectives_.emplace_back();
       Collective& c = collectives_.back();
       c.kind = op.kind;
-      c.group = group;
-      c.ops.assign(members.size(), -1);
-      c.received.assign(members.size(), 0);
-      c.sent.assign(members.size(), 0);
+      c.orbit = orbit;
+      c.group_size = orbit_size_[static_cast<size_t>(orbit)];
+      c.ranks = &waits_for;
+      c.ops.assign(waits_for.size(), -1);
+      c.received.assign(waits_for.size(), 0);
+      c.sent.assign(waits_for.size(), 0);
       open_collectives_.emplace(key, id);
     } else {
       id = it->second;
     }
     Collective& c = collectives_[id];
-    const int32_t member = static_cast<int32_t>(std::find(members.begin(), members.end(), r) - members.begin());
-    if (member >= static_cast<int32_t>(members.size())) {
-      error_ = "rank " + std::to_string(r) + " op " + std::to_string(i) + " is not a member of its collective's group";
-      return;
-    }
-    c.ops[member] = i;
+    c.ops[member->slot] = i;
     ++c.arrived;
     c.last_arrival = Pack(r, i);
     ranks_[r].bytes_sent += op.value;
-    if (c.arrived == static_cast<int32_t>(members.size())) {
+    if (c.arrived == static_cast<int32_t>(waits_for.size())) {
       open_collectives_.erase(key);
       LaunchCollective(id);
     }
@@ -564,58 +631,65 @@ class Replayer {
   // All-to-all: every member sends its share to every other member at once.
   void LaunchCollective(int32_t id) {
     Collective& c = collectives_[id];
-    const auto& members = s_.groups[c.group];
-    const int32_t p = static_cast<int32_t>(members.size());
+    const int32_t p = c.group_size;
+    const int32_t slots = static_cast<int32_t>(c.ops.size());
     if (p <= 1) {
-      for (int32_t m = 0; m < p; ++m) CompleteMember(id, m);
+      for (int32_t m = 0; m < slots; ++m) CompleteMember(id, m);
       return;
     }
-    for (int32_t m = 0; m < p; ++m) {
-      const ReplayOp& op = ranks_[members[m]].ops[c.ops[m]];
+    for (int32_t m = 0; m < slots; ++m) {
+      const int32_t rank = (*c.ranks)[static_cast<size_t>(m)];
+      const RankState::Membership& member = *MembershipOf(rank, c.orbit);
+      const std::vector<int32_t>& members = s_.groups[static_cast<size_t>(member.group)];
+      const ReplayOp& op = ranks_[rank].ops[c.ops[m]];
       const double chunk = op.value / static_cast<double>(p - 1);
       if (c.kind == OpKind::kAllToAll) {
         for (int32_t to = 0; to < p; ++to) {
-          if (to != m) SendChunk(id, m, to, 0, chunk);
+          if (to != member.index) SendChunk(id, m, members[static_cast<size_t>(to)], 0, chunk);
         }
       } else {
-        SendChunk(id, m, (m + 1) % p, 0, chunk);
+        SendChunk(id, m, members[static_cast<size_t>((member.index + 1) % p)], 0, chunk);
       }
     }
   }
 
-  void SendChunk(int32_t id, int32_t from, int32_t to, int32_t step, double bytes) {
-    const auto& members = s_.groups[collectives_[id].group];
+  void SendChunk(int32_t id, int32_t from, int32_t to_rank, int32_t step, double bytes) {
     FlowOwner owner;
     owner.collective = true;
     owner.instance = id;
     owner.from = from;
-    owner.to = to;
     owner.step = step;
-    owner.src_rank = members[from];
-    owner.dst_rank = members[to];
-    if (gpu_[members[from]] == gpu_[members[to]]) {
+    owner.src_rank = (*collectives_[id].ranks)[static_cast<size_t>(from)];
+    owner.dst_rank = to_rank;
+    if (gpu_[owner.src_rank] == gpu_[to_rank]) {
       ChunkArrived(owner, bytes);
       return;
     }
-    LaunchFlow(gpu_[members[from]], gpu_[members[to]], bytes, owner);
+    LaunchFlow(gpu_[owner.src_rank], gpu_[to_rank], bytes, owner);
   }
 
+  // A chunk reached its receiver (with symmetry classes: the receiver's representative, which
+  // receives the image of the chunk in its own group).
   void ChunkArrived(const FlowOwner& owner, double bytes) {
     Collective& c = collectives_[owner.instance];
-    const int32_t p = static_cast<int32_t>(c.ops.size());
+    const int32_t p = c.group_size;
+    const int32_t receiver = symmetry_ == nullptr ? owner.dst_rank
+                                                  : static_cast<int32_t>(symmetry_->Representative(owner.dst_rank));
+    const RankState::Membership& member = *MembershipOf(receiver, c.orbit);
     ++c.sent[owner.from];
-    ++c.received[owner.to];
+    ++c.received[member.slot];
     if (c.kind != OpKind::kAllToAll && owner.step + 1 < p - 1) {
-      SendChunk(owner.instance, owner.to, (owner.to + 1) % p, owner.step + 1, bytes);
+      const std::vector<int32_t>& members = s_.groups[static_cast<size_t>(member.group)];
+      SendChunk(owner.instance, member.slot, members[static_cast<size_t>((member.index + 1) % p)], owner.step + 1, bytes);
     }
-    for (int32_t m : {owner.from, owner.to}) {
+    for (int32_t m : {owner.from, member.slot}) {
       if (c.sent[m] == p - 1 && c.received[m] == p - 1) CompleteMember(owner.instance, m);
     }
   }
 
   void CompleteMember(int32_t id, int32_t m) {
     Collective& c = collectives_[id];
-    const int32_t rank = s_.groups[c.group][m];
+    const int32_t rank = (*c.ranks)[static_cast<size_t>(m)];
     // The member that arrived last waited for no one: its end follows from its own start.
     if (c.last_arrival != Pack(rank, c.ops[m])) ranks_[rank].op[c.ops[m]].cause = c.last_arrival;
     c.sent[m] = -1;  // completed once
@@ -626,8 +700,7 @@ class Replayer {
     if (owner.collective) {
       const Collective& c = collectives_[owner.instance];
       const ReplayOp& op = ranks_[owner.src_rank].ops[c.ops[owner.from]];
-      const int32_t p = static_cast<int32_t>(c.ops.size());
-      ChunkArrived(owner, op.value / static_cast<double>(p - 1));
+      ChunkArrived(owner, op.value / static_cast<double>(c.group_size - 1));
       return;
     }
     Complete(owner.src_rank, owner.send_op);
@@ -828,7 +901,10 @@ class Replayer {
   std::vector<FlowOwner> owners_;
   std::deque<Collective> collectives_;  // a deque: completing a member can open a new collective
                                         // while references to earlier ones are in use
-  std::unordered_map<int64_t, int32_t> open_collectives_;
+  std::unordered_map<int64_t, int32_t> open_collectives_;  // (orbit, call) -> collectives_ index
+  std::vector<int32_t> orbit_of_group_, orbit_size_;
+  const std::vector<std::vector<int32_t>>* orbit_ranks_ = nullptr;  // per orbit, the ranks its calls wait for
+  std::vector<std::vector<int32_t>> orbit_ranks_storage_;            // with symmetry: the representatives
   std::vector<double> level_bytes_;
   std::string error_;
 };
