@@ -15,8 +15,9 @@
 //     group (FindTopologySymmetry; ring and torus levels, whose links follow coordinates, and
 //     devices that ranks share are refused);
 //   - schedule: every generator maps every rank's program onto the program of the rank it maps
-//     that rank to, with peers relabelled (SymmetryCheck: a 64-bit digest per rank and generator
-//     of everything the replay reads, compared after the expansion);
+//     that rank to, with peers and collective groups relabelled (SymmetryCheck: a 64-bit digest
+//     per rank and generator of everything the replay reads, pairs compared as the expansion
+//     hands ranks over; groups by MapGroups once the expansion is done);
 //   - network: FlowNetwork::UseSymmetry maps every link to a link (its own check).
 #pragma once
 

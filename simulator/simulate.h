@@ -100,7 +100,7 @@ Result<SimResult> SimulateView(CoalescedSchedule&& view, const Topology& topolog
 // With `symmetry` (rank_symmetry.h; the caller verified it, and only representatives have
 // programs in `view`), only representatives are replayed and every other rank reports its
 // representative's statistics; level bytes and flow counts count every rank's; events are those
-// processed. Errors also: a schedule with collectives, a network the symmetry does not map onto
+// processed. Errors also: groups the symmetry does not map (MapGroups), a network it does not map onto
 // itself (FlowNetwork::UseSymmetry).
 Result<SimResult> SimulateReplayView(ReplayView&& view, const Topology& topology,
                                      const std::vector<int64_t>& rank_to_gpu, DType dtype,
