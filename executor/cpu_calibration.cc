@@ -14,6 +14,7 @@
 
 #include "core/mask.h"
 #include "executor/block_kernels.h"
+#include "executor/host_allocator.h"
 #include "executor/thread_transport.h"
 
 namespace meshplan::exec {
@@ -159,7 +160,9 @@ std::vector<double> RunAtOnce(int ranks, F&& work) {
 }  // namespace
 
 CpuCalibrationTarget::CpuCalibrationTarget(int64_t head_dim, int64_t heads, bool quick)
-    : d_(head_dim), heads_(heads), quick_(quick) {}
+    : d_(head_dim), heads_(heads), quick_(quick) {
+  KeepFreedHostMemoryMapped();  // measure with the allocator a host execute runs with
+}
 
 Result<double> CpuCalibrationTarget::KernelSeconds(BlockPiece piece, int64_t n, int64_t heads, bool backward,
                                                    int ranks) {

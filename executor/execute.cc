@@ -7,6 +7,7 @@
 
 #include "executor/device/device_engine.h"
 #include "executor/device/host_device_ops.h"
+#include "executor/host_allocator.h"
 #include "executor/gather.h"
 #include "executor/thread_transport.h"
 #if MESHPLAN_HAVE_CUDA
@@ -146,6 +147,7 @@ Result<ExecutionResult> Execute(const Schedule& schedule, const Workload& worklo
 #endif
   }
   if (config.transport == TransportKind::kNccl) return Status::Invalid("transport nccl needs the cuda backend");
+  KeepFreedHostMemoryMapped();  // before the rank threads start (host_allocator.h)
   ExecutionResult result;
   if (config.keep_outputs) result.outputs = OutputTensors(workload);
   AttentionTensors<float>* outputs = config.keep_outputs ? &result.outputs : nullptr;
@@ -184,6 +186,7 @@ Status ExecuteRank(const Schedule& schedule, const Workload& workload, const Inp
 #endif
   }
   const int rank = transport.rank();
+  KeepFreedHostMemoryMapped();  // before this rank's stream threads start (host_allocator.h)
   HostDeviceOps ops(workload, {&transport, config.run.recv_timeout});
   std::vector<uint8_t> local(static_cast<size_t>(schedule.num_ranks), 0);
   local[rank] = 1;

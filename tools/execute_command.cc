@@ -13,6 +13,7 @@
 
 #include "core/escape.h"
 #include "executor/execute.h"
+#include "executor/host_allocator.h"
 #include "executor/plan_run.h"
 #include "tools/cli_common.h"
 #include "tools/commands.h"
@@ -104,6 +105,8 @@ int RunMpi(const ExecuteFlags& flags, exec::MpiTransport& transport) {
 
 int RunExecute(ExecuteFlags flags) {
   if (flags.transport.empty()) flags.transport = flags.backend == "cuda" ? "local" : "threads";
+  // Before any thread starts: glibc fixes its arena count at the first thread's allocation.
+  if (flags.backend != "cuda") exec::KeepFreedHostMemoryMapped();
   if (flags.transport != "mpi") return RunInProcess(flags);
 #if MESHPLAN_HAVE_MPI
   // Flags first, so a bad flag needs no MPI; then MPI is initialised only for --transport mpi.
