@@ -8,12 +8,14 @@
 #include <condition_variable>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <mutex>
 #include <random>
 #include <thread>
 
 #include "core/mask.h"
 #include "executor/block_kernels.h"
+#include "executor/device/host_kernels.h"
 #include "executor/host_allocator.h"
 #include "executor/thread_transport.h"
 
@@ -48,7 +50,10 @@ std::vector<float> RandomValues(size_t count, uint32_t seed) {
   return v;
 }
 
-// One piece's inputs and outputs, one head after another: rows of d floats.
+// One piece's inputs and outputs in the device engine's layout ([rows][heads][dim]: a head's rows
+// are heads x dim floats apart), computed through the engine's own host entry points
+// (HostBlockForward, HostBlockBackward), so that a sample times what a run's compute op runs:
+// each head's strided rows, the partial output and its merge into the accumulator.
 struct Block {
   Block(BlockPiece piece, int64_t n, int64_t d, int64_t heads)
       : n(n), d(d), heads(heads), mask(piece == BlockPiece::kFull ? Mask::Full() : Mask::Causal()),
@@ -62,37 +67,45 @@ struct Block {
     dq.assign(size, 0.0f);
     dk.assign(size, 0.0f);
     dv.assign(size, 0.0f);
-    lse.assign(static_cast<size_t>(n * heads), 0.0f);
+    lse.assign(static_cast<size_t>(n * heads), -std::numeric_limits<float>::infinity());
     delta.assign(static_cast<size_t>(n * heads), 0.0f);
     PiecePositions(piece, n, &q_pos, &k_pos);
   }
-  RowsView Rows(const std::vector<float>& m, int64_t h, const std::vector<int64_t>& pos) const {
-    return RowsView{m.data() + h * n * d, n, d, pos.data()};
+  // A [n][heads][dim] view of m (dim 1 for LSE and D), with token positions for the inputs.
+  TensorView View(std::vector<float>& m, const std::vector<int64_t>* positions = nullptr) {
+    TensorView t;
+    t.data = m.data();
+    t.rows = n;
+    t.head_begin = 0;
+    t.heads = static_cast<int32_t>(heads);
+    if (positions != nullptr) t.positions = t.host_positions = positions->data();
+    return t;
   }
-  MutableRows Out(std::vector<float>& m, int64_t h) { return MutableRows{m.data() + h * n * d, n, d}; }
-  float Scale() const { return 1.0f / std::sqrt(static_cast<float>(d)); }
+  BlockProblem Problem() const {
+    BlockProblem p;
+    p.type = InputType::kFp32;
+    p.batch = 1;
+    p.dim = static_cast<int32_t>(d);
+    p.scale = 1.0f / std::sqrt(static_cast<float>(d));
+    p.head_begin = 0;
+    p.head_count = static_cast<int32_t>(heads);
+    p.group_size = 1;
+    return p;
+  }
 
-  void Forward() {
-    for (int64_t h = 0; h < heads; ++h) {
-      BlockForward(Rows(q, h, q_pos), Rows(k, h, k_pos), Rows(v, h, k_pos), d, Scale(), rule, Out(o, h),
-                   lse.data() + h * n);
-    }
-  }
+  void Forward() { HostBlockForward(Problem(), rule, View(q, &q_pos), View(k, &k_pos), View(v, &k_pos), View(o), View(lse)); }
   // With the forward's lse, and delta = rowsum(dO * O), as a run has them.
   void PrepareBackward() {
     Forward();
-    for (int64_t i = 0; i < n * heads; ++i) {
+    for (int64_t i = 0; i < n * heads; ++i) {  // row i of (token, head) pairs
       float sum = 0;
       for (int64_t c = 0; c < d; ++c) sum += d_o[i * d + c] * o[i * d + c];
       delta[i] = sum;
     }
   }
   void Backward() {
-    for (int64_t h = 0; h < heads; ++h) {
-      BlockBackward(Rows(q, h, q_pos), Rows(k, h, k_pos), Rows(v, h, k_pos), Rows(d_o, h, q_pos),
-                    lse.data() + h * n, delta.data() + h * n, d, Scale(), rule, Out(dq, h), Out(dk, h),
-                    Out(dv, h));
-    }
+    HostBlockBackward(Problem(), rule, View(q, &q_pos), View(k, &k_pos), View(v, &k_pos), View(d_o, &q_pos),
+                      View(lse), View(delta), View(dq), View(dk), View(dv));
   }
 
   int64_t n, d, heads;
