@@ -186,7 +186,10 @@ Status ExecuteRank(const Schedule& schedule, const Workload& workload, const Inp
 #endif
   }
   const int rank = transport.rank();
-  KeepFreedHostMemoryMapped();  // before this rank's stream threads start (host_allocator.h)
+  // Idempotent. Here for library callers: the mmap and trim settings take effect at once, the arena
+  // count only before a process's first threads allocate, which `meshplan execute` ensures by
+  // calling it first (tools/execute_command.cc).
+  KeepFreedHostMemoryMapped();
   HostDeviceOps ops(workload, {&transport, config.run.recv_timeout});
   std::vector<uint8_t> local(static_cast<size_t>(schedule.num_ranks), 0);
   local[rank] = 1;
