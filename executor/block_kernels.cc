@@ -52,6 +52,12 @@ Visibility Classify(const RowsView& q, const RowsView& k, const MaskRule& mask) 
 // (invisible to every row of the query tile), taken whole, or masked per pair.
 constexpr int64_t kQueryTile = 32;
 constexpr int64_t kKeyTile = 32;
+// Query panels of a partly masked block: up to kPanelRows rows whose positions step evenly. The
+// key tiles that every row of a panel sees whole (a causal block's keys before the panel, a zigzag
+// chunk pair) are one product of the whole panel; only the rest is planned per query tile.
+// 32-row products pack their keys once per tile, so a block cut only between whole chunks ran 7-10%
+// below the dense rate and a causal diagonal far below it (docs/benchmarks.md, "Query panels").
+constexpr int64_t kPanelRows = 128;
 // Most scores one dense tile holds (4 MiB of fp32).
 constexpr int64_t kDenseScoreElements = int64_t{1} << 20;
 
@@ -66,16 +72,20 @@ struct KeySpan {
 // of `runs` (maximal runs of consecutive visible key tiles, in key order; `cols` keys in all).
 // `masked` lists the key tiles, inside the runs, whose pairs need the per-pair mask; every other
 // pair of the runs is visible. Keys outside the runs are invisible to every row of the tile.
+// `accumulate`: the rows already hold a normalised partial (o, lse) of other keys of the block (the
+// panel's shared keys), which the forward folds this plan's keys into.
 struct TilePlan {
   int64_t row_begin = 0, rows = 0, cols = 0;
   std::vector<KeySpan> runs, masked;
+  bool accumulate = false;
 };
 
 // Per-thread scratch, reused across calls (each rank runs on its own thread): no allocation or
 // fresh page faults per block.
 struct Scratch {
-  std::vector<float> scores, ds, row, inv_sum;
+  std::vector<float> scores, ds, row, inv_sum, o_part, lse_part;
   std::vector<PositionRange> key_tiles;
+  std::vector<size_t> pending;  // key tiles a panel sees in part, planned per query tile
   TilePlan plan;
 };
 thread_local Scratch scratch;
@@ -100,17 +110,18 @@ void AppendKeys(std::vector<KeySpan>& spans, int64_t begin, int64_t end, int64_t
   }
 }
 
-// Plans query rows [row_begin, row_end) of a partly masked block against the key tiles
-// (`key_tiles[t]`: position range of key rows [t * kKeyTile, min((t + 1) * kKeyTile, n_k))).
+// Plans query rows [row_begin, row_end) of a partly masked block against the key tiles listed in
+// `tiles` (indices into `key_tiles`, ascending; `key_tiles[t]`: position range of key rows
+// [t * kKeyTile, min((t + 1) * kKeyTile, n_k))).
 void PlanTile(const RowsView& q, int64_t row_begin, int64_t row_end, const std::vector<PositionRange>& key_tiles,
-              int64_t nk, const MaskRule& mask, TilePlan& plan) {
+              const std::vector<size_t>& tiles, int64_t nk, const MaskRule& mask, TilePlan& plan) {
   plan.row_begin = row_begin;
   plan.rows = row_end - row_begin;
   plan.cols = 0;
   plan.runs.clear();
   plan.masked.clear();
   const PositionRange qr = RangeOf(q.positions + row_begin, plan.rows);
-  for (size_t t = 0; t < key_tiles.size(); ++t) {
+  for (size_t t : tiles) {
     const Visibility visibility = Classify(qr, key_tiles[t], mask);
     if (visibility == Visibility::kNone) continue;
     const int64_t begin = static_cast<int64_t>(t) * kKeyTile, end = std::min(begin + kKeyTile, nk);
@@ -120,10 +131,27 @@ void PlanTile(const RowsView& q, int64_t row_begin, int64_t row_end, const std::
   }
 }
 
-// Calls fn(plan) for each query tile of a block with some visible pair (visibility kAll or
-// kPartial). An entirely visible block is one tile with one unmasked run: the dense products,
-// as large as possible. A partly masked block is split into kQueryTile x kKeyTile sub-tiles;
-// every query row lies in exactly one tile, and the tiles come in row order.
+// End of the query panel that starts at row `begin`: at most `max_rows` rows, whose positions step by one constant amount (a contiguous run, a stripe), cut back to
+// whole query tiles; at least one tile. A panel whose positions jumped (two zigzag chunks) would
+// span a position range wider than its rows, and see fewer keys whole.
+int64_t PanelEnd(const RowsView& q, int64_t begin, int64_t max_rows) {
+  const int64_t limit = std::min(q.rows, begin + max_rows);
+  int64_t end = begin + 1;
+  if (end < limit) {
+    const int64_t step = q.positions[end] - q.positions[begin];
+    while (end < limit && q.positions[end] - q.positions[end - 1] == step) ++end;
+  }
+  if (end < q.rows) end = begin + std::max<int64_t>(1, (end - begin) / kQueryTile) * kQueryTile;
+  return std::min(end, q.rows);
+}
+
+// Calls fn(plan) for each piece of a block with some visible pair (visibility kAll or kPartial).
+// An entirely visible block is one piece per row band with one unmasked run: the dense products,
+// as large as possible. A partly masked block is split into query panels (PanelEnd) and key tiles
+// of kKeyTile keys: the key tiles every row of a panel sees whole are one piece of the whole panel
+// (unmasked runs); the key tiles it sees in part are planned per query tile of kQueryTile rows
+// (skipped, whole, or masked per pair), a piece with `accumulate` set when the panel's piece came
+// first. Every visible pair lies in exactly one piece, and each row's pieces come in that order.
 template <typename Fn>
 void ForEachTile(const RowsView& q, const RowsView& k, const MaskRule& mask, Visibility visibility, Fn&& fn) {
   TilePlan& plan = scratch.plan;
@@ -138,6 +166,7 @@ void ForEachTile(const RowsView& q, const RowsView& k, const MaskRule& mask, Vis
       plan.cols = k.rows;
       plan.runs.assign(1, KeySpan{0, k.rows, 0});
       plan.masked.clear();
+      plan.accumulate = false;
       fn(plan);
     }
     return;
@@ -147,9 +176,58 @@ void ForEachTile(const RowsView& q, const RowsView& k, const MaskRule& mask, Vis
   for (int64_t begin = 0; begin < k.rows; begin += kKeyTile) {
     key_tiles.push_back(RangeOf(k.positions + begin, std::min(kKeyTile, k.rows - begin)));
   }
-  for (int64_t begin = 0; begin < q.rows; begin += kQueryTile) {
-    PlanTile(q, begin, std::min(begin + kQueryTile, q.rows), key_tiles, k.rows, mask, plan);
-    fn(plan);
+  // The panel's shared piece holds at most kDenseScoreElements scores.
+  const int64_t max_panel = std::max<int64_t>(kQueryTile, kDenseScoreElements / std::max<int64_t>(1, k.rows));
+  std::vector<size_t>& pending = scratch.pending;
+  // Rows [panel, panel_end) against every key tile: the tiles it sees whole become plan's runs,
+  // the ones it sees in part go to `pending`.
+  auto plan_panel = [&](int64_t panel, int64_t panel_end) {
+    const PositionRange pr = RangeOf(q.positions + panel, panel_end - panel);
+    plan.row_begin = panel;
+    plan.rows = panel_end - panel;
+    plan.cols = 0;
+    plan.runs.clear();
+    plan.masked.clear();
+    plan.accumulate = false;
+    pending.clear();
+    for (size_t t = 0; t < key_tiles.size(); ++t) {
+      const Visibility visibility = Classify(pr, key_tiles[t], mask);
+      if (visibility == Visibility::kNone) continue;
+      if (visibility == Visibility::kPartial) {
+        pending.push_back(t);
+        continue;
+      }
+      const int64_t begin = static_cast<int64_t>(t) * kKeyTile, end = std::min(begin + kKeyTile, k.rows);
+      AppendKeys(plan.runs, begin, end, plan.cols);
+      plan.cols += end - begin;
+    }
+  };
+  for (int64_t panel = 0; panel < q.rows;) {
+    int64_t panel_end = PanelEnd(q, panel, std::min(kPanelRows, max_panel));
+    plan_panel(panel, panel_end);
+    if (pending.empty()) {
+      // Seen whole by every row (a zigzag chunk pair): as many rows as evenly stepped and still
+      // seeing no key tile in part, one product as large as a dense block's.
+      const int64_t wide_end = PanelEnd(q, panel, max_panel);
+      if (wide_end > panel_end) {
+        plan_panel(panel, wide_end);
+        if (pending.empty()) {
+          panel_end = wide_end;
+        } else {
+          plan_panel(panel, panel_end);
+        }
+      }
+    }
+    const bool shared = plan.cols > 0;
+    if (shared) fn(plan);
+    if (!pending.empty() || !shared) {
+      for (int64_t begin = panel; begin < panel_end; begin += kQueryTile) {
+        PlanTile(q, begin, std::min(begin + kQueryTile, panel_end), key_tiles, pending, k.rows, mask, plan);
+        plan.accumulate = shared;
+        if (plan.cols > 0 || !shared) fn(plan);
+      }
+    }
+    panel = panel_end;
   }
 }
 
@@ -186,11 +264,11 @@ void ExpShifted(float* row, int64_t n, float shift, bool masked, float* tmp) {
   for (int64_t j = 0; j < n; ++j) row[j] = row[j] == kNegInf ? 0.0f : tmp[j];
 }
 
-// Forward for the query rows of one tile: their o rows and lse over the tile's visible keys (each
-// row's visible keys all lie in the tile's runs, so the softmax of a row is complete here).
+// Forward for the query rows of one piece over the piece's keys: their normalised o rows and lse
+// (row i of the piece goes to out_rows row i and lse[i]); a row without a visible key gets 0 and
+// -inf.
 void TileForward(const TilePlan& plan, const RowsView& q, const RowsView& k, const RowsView& v, int64_t d,
-                 float scale, const MaskRule& mask, View& out, float* lse) {
-  auto out_rows = out.middleRows(plan.row_begin, plan.rows);
+                 float scale, const MaskRule& mask, View out_rows, float* lse) {
   Dense s(Buffer(scratch.scores, plan.rows * plan.cols), plan.rows, plan.cols);
   TileScores(s, plan, q, k, d, scale, mask);
   const bool masked = !plan.masked.empty();
@@ -201,13 +279,13 @@ void TileForward(const TilePlan& plan, const RowsView& q, const RowsView& k, con
     const float m = s.row(i).maxCoeff();
     if (m == kNegInf) {  // no visible key
       s.row(i).setZero();
-      lse[plan.row_begin + i] = kNegInf;
+      lse[i] = kNegInf;
       inv_sum[i] = 0;
       continue;
     }
     ExpShifted(row, plan.cols, m, masked, tmp);
     const float l = s.row(i).sum();
-    lse[plan.row_begin + i] = m + std::log(l);
+    lse[i] = m + std::log(l);
     inv_sum[i] = 1.0f / l;
   }
   // Normalise the [rows x d] output instead of the [rows x cols] probabilities.
@@ -327,8 +405,16 @@ void BlockForward(const RowsView& q, const RowsView& k, const RowsView& v, int64
     return;
   }
   ForEachTile(q, k, mask, visibility, [&](const TilePlan& plan) {
-    if (plan.cols > 0) {
-      TileForward(plan, q, k, v, d, scale, mask, out, lse);
+    if (plan.accumulate) {  // fold this piece's keys into the panel's partial
+      float* o_part = Buffer(scratch.o_part, plan.rows * d);
+      float* lse_part = Buffer(scratch.lse_part, plan.rows);
+      TileForward(plan, q, k, v, d, scale, mask, View(o_part, plan.rows, d, Eigen::OuterStride<>(d)), lse_part);
+      MergePartial({o.data + plan.row_begin * o.stride, plan.rows, o.stride}, lse + plan.row_begin, o_part, d,
+                   lse_part, d);
+    } else if (plan.cols > 0) {
+      TileForward(plan, q, k, v, d, scale, mask,
+                  View(o.data + plan.row_begin * o.stride, plan.rows, d, Eigen::OuterStride<>(o.stride)),
+                  lse + plan.row_begin);
     } else {  // no visible key in any row of the tile
       out.middleRows(plan.row_begin, plan.rows).setZero();
       std::fill(lse + plan.row_begin, lse + plan.row_begin + plan.rows, kNegInf);

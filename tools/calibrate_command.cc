@@ -28,6 +28,7 @@ struct CalibrateFlags {
   int64_t heads = 1;
   bool quick = false;
   bool quiet = false;
+  bool samples = false;  // print every kernel sample, measured against the fitted model
   std::string out;
   std::string name = "machine";
 };
@@ -99,6 +100,22 @@ void PrintSummary(const exec::CalibrationResult& r) {
   }
 }
 
+// Every kernel sample: its rate as a fraction of the fitted peak (visible FLOPs by the model's count
+// over the time alone) and the model's time against the measured one, so the fit's residual can be
+// traced to a piece and a size.
+void PrintSamples(const exec::CalibrationResult& r) {
+  const double peak = r.topology.gpu.PeakFlopsPerSecond(DType::kFp32);
+  std::fprintf(stderr, "calibrate: kernel samples (time alone per block; rate as a fraction of the peak):\n");
+  std::fprintf(stderr, "  %-8s %-8s %6s %12s %12s %8s %8s\n", "piece", "pass", "n", "measured", "model", "rate",
+               "model/measured-1");
+  for (const exec::KernelSample& k : r.kernels) {
+    std::fprintf(stderr, "  %-8s %-8s %6s %9.3f ms %9.3f ms %7.1f%% %+7.1f%%\n",
+                 std::string(exec::BlockPieceName(k.piece)).c_str(), k.backward ? "backward" : "forward",
+                 FormatCount(k.n).c_str(), 1e3 * k.measured_s, 1e3 * k.model_s,
+                 100 * k.flops / k.measured_s / peak, 100 * (k.model_s / k.measured_s - 1.0));
+  }
+}
+
 }  // namespace
 
 Runner RegisterCalibrateCommand(CLI::App& app) {
@@ -120,6 +137,8 @@ Runner RegisterCalibrateCommand(CLI::App& app) {
   cmd->add_option("-o,--out", f->out, "Write the topology here (atomically); default: stdout");
   cmd->add_option("--name", f->name, "The topology's name")->capture_default_str();
   cmd->add_flag("-q,--quiet", f->quiet, "No progress or summary on stderr (errors still go there)");
+  cmd->add_flag("--samples", f->samples,
+                "Also print every kernel sample on stderr: measured and model time, rate against the peak");
   return [f, ranks]() -> int {
     if (Status st = CheckFlags(*f); !st.ok()) return ReportError(st);
     exec::CalibrationSpec spec;
@@ -145,6 +164,7 @@ Runner RegisterCalibrateCommand(CLI::App& app) {
     });
     if (!result.ok()) return ReportError(result.status());
     if (!quiet) PrintSummary(*result);
+    if (f->samples) PrintSamples(*result);
     const std::string text = Header(*result) + TopologyToToml(result->topology);
     if (f->out.empty()) {
       std::fputs(text.c_str(), stdout);

@@ -234,6 +234,79 @@ TEST(BlockKernelsBands, AFullBlockInRowBandsMatchesReference) {
   }
 }
 
+// Query panels (block_kernels.cc): a partly masked block's rows are taken in panels of up to 128
+// evenly stepped rows; the key tiles a whole panel sees entirely are one product of the panel, and
+// the rows then fold the rest of their keys in per 32-row tile (forward: a merge of partials). A
+// 640-token block against all 640 keys, rows ascending (panels of 128 whose earlier keys are shared,
+// e.g. rows [128, 256) share keys [0, 128)), in 4 stripes of step 4 (shards of 160 concatenated:
+// panels of 128 and 32 rows), and as zigzag chunks of 160 (0, 3, 1, 2: panels cut at the chunk
+// edges), under every partly masking mask: O, LSE, dQ, dK and dV must be the double reference's.
+TEST(BlockKernelsPanels, SharedKeysAndPerTileKeysMatchReference) {
+  constexpr int64_t kTokens = 640, kD = 8;
+  std::vector<int64_t> ascending(kTokens), striped, zigzag;
+  std::iota(ascending.begin(), ascending.end(), 0);
+  for (int64_t r = 0; r < 4; ++r) {
+    for (int64_t m = 0; m < kTokens / 4; ++m) striped.push_back(r + 4 * m);
+  }
+  for (int64_t c : {0, 3, 1, 2}) {
+    for (int64_t i = 0; i < kTokens / 4; ++i) zigzag.push_back(c * (kTokens / 4) + i);
+  }
+  const std::vector<std::pair<std::string, Mask>> masks = {
+      {"causal", Mask::Causal()},
+      {"window150", Mask::Window(150)},
+      {"documents", Mask::Documents({300, 200, 140})},
+      {"documents_full", Mask::Documents({300, 200, 140}, true)},
+      {"prefix200", Mask::Prefix(200)},
+  };
+  for (const auto& [mask_name, mask] : masks) {
+    Workload w;
+    w.batch = 1;
+    w.seq_len = kTokens;
+    w.q_heads = 1;
+    w.kv_heads = 1;
+    w.head_dim = kD;
+    w.mask = mask;
+    ASSERT_TRUE(w.Validate().ok()) << w.Validate().message();
+    AttentionTensors<double> ref = RandomInputs(w, 7);
+    ReferenceForward(w, ref);
+    ReferenceBackward(w, ref);
+    const std::vector<float> k = Gather(ref.k, ascending), v = Gather(ref.v, ascending);
+    const RowsView k_rows{k.data(), kTokens, kD, ascending.data()}, v_rows{v.data(), kTokens, kD, ascending.data()};
+    const float scale = 1.0f / std::sqrt(static_cast<float>(kD));
+    const MaskRule rule(mask);
+    for (const auto& [order_name, order] :
+         std::vector<std::pair<std::string, std::vector<int64_t>>>{{"ascending", ascending}, {"striped", striped},
+                                                                   {"zigzag", zigzag}}) {
+      SCOPED_TRACE(mask_name + " " + order_name);
+      const std::vector<float> q = Gather(ref.q, order), d_o = Gather(ref.d_o, order);
+      const RowsView q_rows{q.data(), kTokens, kD, order.data()}, do_rows{d_o.data(), kTokens, kD, order.data()};
+      std::vector<float> o(kTokens * kD), lse(kTokens);
+      BlockForward(q_rows, k_rows, v_rows, kD, scale, rule, {o.data(), kTokens, kD}, lse.data());
+      std::vector<float> final_lse(kTokens), delta(kTokens), dq(kTokens * kD, 0.0f), dk(k.size(), 0.0f),
+          dv(v.size(), 0.0f);
+      for (int64_t i = 0; i < kTokens; ++i) {
+        const int64_t pos = order[i];
+        ASSERT_NEAR(lse[i], ref.lse.at(0, pos, 0, 0), kTolerance * std::max(1.0, std::abs(ref.lse.at(0, pos, 0, 0))))
+            << "position " << pos;
+        for (int64_t e = 0; e < kD; ++e) ASSERT_NEAR(o[i * kD + e], ref.o.at(0, pos, 0, e), kTolerance) << pos;
+        final_lse[i] = static_cast<float>(ref.lse.at(0, pos, 0, 0));
+        double sum = 0;
+        for (int64_t e = 0; e < kD; ++e) sum += ref.d_o.at(0, pos, 0, e) * ref.o.at(0, pos, 0, e);
+        delta[i] = static_cast<float>(sum);
+      }
+      BlockBackward(q_rows, k_rows, v_rows, do_rows, final_lse.data(), delta.data(), kD, scale, rule,
+                    {dq.data(), kTokens, kD}, {dk.data(), kTokens, kD}, {dv.data(), kTokens, kD});
+      for (int64_t i = 0; i < kTokens; ++i) {
+        for (int64_t e = 0; e < kD; ++e) {
+          ASSERT_NEAR(dq[i * kD + e], ref.dq.at(0, order[i], 0, e), kTolerance) << "position " << order[i];
+          ASSERT_NEAR(dk[i * kD + e], ref.dk.at(0, i, 0, e), kTolerance) << "key " << i;
+          ASSERT_NEAR(dv[i * kD + e], ref.dv.at(0, i, 0, e), kTolerance) << "key " << i;
+        }
+      }
+    }
+  }
+}
+
 // MaskRule's range claims against every pair of the range: NoneVisible and AllVisible must be
 // right (the kernels skip or take whole sub-tiles on them) and, on contiguous ranges, exact (else
 // work the model charges as skipped would be computed pair by pair).
