@@ -98,14 +98,14 @@ int64_t ShardLayout::KernelBlockTokens() const {
   return seq_len / num_shards;
 }
 
-double BlockWork::CutFraction() const {
-  return pairs > 0 ? static_cast<double>(cut_pairs) / static_cast<double>(pairs) : 0.0;
+double BlockWork::CutRowsPerPair() const {
+  return pairs > 0 ? static_cast<double>(cut_rows) / static_cast<double>(pairs) : 0.0;
 }
 
 void AddRectangleWork(const PairCounter& counter, TokenRange q, TokenRange k, BlockWork* work) {
   const int64_t pairs = counter.Count(q.begin, q.end, k.begin, k.end);
   work->pairs += pairs;
-  if (pairs > 0 && pairs < q.size() * k.size()) work->cut_pairs += pairs;
+  if (pairs > 0 && pairs < q.size() * k.size()) work->cut_rows += counter.CutRows(q.begin, q.end, k.begin, k.end);
 }
 
 int64_t ShardLayout::BlockPairs(const PairCounter& counter, int64_t q_shard, int64_t kv_shard) const {
@@ -116,13 +116,14 @@ BlockWork ShardLayout::Work(const PairCounter& counter, int64_t q_shard, int64_t
   BlockWork work;
   if (kind == Layout::kStriped) {
     // q = i + N*m, k = j + N*l with m, l in [0, n). Full: n^2. Causal: k <= q iff l < m, or
-    // l == m and j <= i: n(n-1)/2 + (j <= i ? n : 0).
+    // l == m and j <= i: n(n-1)/2 + (j <= i ? n : 0). Row m sees m keys (m + 1 when j <= i): every
+    // row is cut but the one that sees none (m = 0, j > i) or all (m = n - 1, j <= i): n - 1.
     const int64_t n = seq_len / num_shards;
     if (counter.mask().kind == MaskKind::kFull) {
       work.pairs = n * n;
     } else {
       work.pairs = n * (n - 1) / 2 + (kv_shard <= q_shard ? n : 0);
-      work.cut_pairs = work.pairs < n * n ? work.pairs : 0;
+      work.cut_rows = n - 1;
     }
     return work;
   }

@@ -26,16 +26,18 @@ struct TokenRange {
   int64_t size() const { return end - begin; }
 };
 
-// The work of one (q shard, kv shard) block: its unmasked pairs, and how many of them lie in a
-// rectangle (q range x kv range) that the mask cuts, i.e. one with some but not all pairs unmasked.
+// The work of one (q shard, kv shard) block: its unmasked pairs, and its cut rows: over the
+// block's rectangles (q range x kv range), the query rows that see some but not all of the
+// rectangle's keys (PairCounter::CutRows), i.e. the length of the mask's cuts through the block.
 // Kernels compute whole visible rectangles as dense products (zigzag's off-diagonal chunk pairs,
-// for instance, however the block as a whole is cut) and cut rectangles tile by tile with a
-// per-pair mask along the cut: GpuSpec::masked_block_rate_ratio applies to the cut pairs alone.
+// for instance, however the block as a whole is cut) and work tile by tile, masking pair by pair,
+// only along a cut: that extra work grows with the cut's length, not with the block's area
+// (GpuSpec::cut_row_extra_pairs per cut row).
 struct BlockWork {
   int64_t pairs = 0;
-  int64_t cut_pairs = 0;  // <= pairs
-  // cut_pairs / pairs (0 for an empty block).
-  double CutFraction() const;
+  int64_t cut_rows = 0;
+  // cut_rows / pairs (0 for an empty block): Op::cut_rows_per_pair.
+  double CutRowsPerPair() const;
 };
 // Adds the rectangle [q.begin, q.end) x [k.begin, k.end) of the attention matrix to `work`.
 void AddRectangleWork(const PairCounter& counter, TokenRange q, TokenRange k, BlockWork* work);
@@ -72,8 +74,9 @@ struct ShardLayout {
   int64_t KernelBlockTokens() const;
   // Unmasked (q, k) pairs in block (q shard i, kv shard j), exact.
   int64_t BlockPairs(const PairCounter& counter, int64_t q_shard, int64_t kv_shard) const;
-  // The block's pairs and cut pairs (BlockWork), exact. A striped shard interleaves with every
-  // other at token level, so all the pairs of a striped block the mask cuts are cut pairs.
+  // The block's pairs and cut rows (BlockWork), exact. A striped shard interleaves with every
+  // other at token level, so a causal striped block is cut along its diagonal like a rank's own
+  // contiguous block: every row but one is cut.
   BlockWork Work(const PairCounter& counter, int64_t q_shard, int64_t kv_shard) const;
 };
 

@@ -236,4 +236,64 @@ int64_t PairCounter::Count(int64_t q0, int64_t q1, int64_t k0, int64_t k1) const
   return 0;
 }
 
+namespace {
+// Length of [a0, a1) n [b0, b1).
+int64_t Overlap(int64_t a0, int64_t a1, int64_t b0, int64_t b1) {
+  return std::max<int64_t>(0, std::min(a1, b1) - std::max(a0, b0));
+}
+}  // namespace
+
+// Every mask here shows a row q a contiguous run of keys [lo(q), hi(q)] (within the rectangle:
+// clipped to [k0, k1)); the row is cut when the clipped run is neither empty nor all C = k1 - k0
+// keys. Each case counts the rows whose run is non-empty minus those whose run is every key.
+int64_t PairCounter::CutRows(int64_t q0, int64_t q1, int64_t k0, int64_t k1) const {
+  if (q1 <= q0 || k1 <= k0) return 0;
+  switch (mask_.kind) {
+    case MaskKind::kFull:
+      return 0;
+    case MaskKind::kCausal:
+      // Keys [k0, q]: some iff q >= k0, all iff q >= k1 - 1.
+      return Overlap(q0, q1, k0, k1 - 1);
+    case MaskKind::kWindow: {
+      // Keys [q - w + 1, q]: some iff k0 <= q < k1 - 1 + w; all iff k1 - 1 <= q < k0 + w.
+      const int64_t w = std::min(mask_.window, seq_len_);
+      return Overlap(q0, q1, k0, k1 - 1 + w) - Overlap(q0, q1, k1 - 1, k0 + w);
+    }
+    case MaskKind::kPrefix: {
+      // Keys [0, max(q, N - 1)]: rows below N - 1 all see [0, N - 1] (cut iff k0 <= N - 1 < k1 - 1),
+      // the rest are causal.
+      const int64_t n1 = mask_.prefix - 1;
+      const int64_t prefix_rows = std::max<int64_t>(0, std::min(q1, n1) - q0);
+      const int64_t cut_prefix = n1 >= k0 && n1 < k1 - 1 ? prefix_rows : 0;
+      return cut_prefix + Overlap(std::max(q0, n1), q1, k0, k1 - 1);
+    }
+    case MaskKind::kDocuments:
+    case MaskKind::kDocumentsFull: {
+      // Rows of document [s, e) see keys [s, q] (causal) or [s, e) (bidirectional). Documents not
+      // overlapping both ranges show their rows no key of the rectangle.
+      auto first_doc = [&](int64_t token) {
+        return static_cast<int64_t>(std::upper_bound(doc_starts_.begin(), doc_starts_.end(), token) -
+                                    doc_starts_.begin()) - 1;
+      };
+      const int64_t d_begin = std::max(first_doc(q0), first_doc(k0));
+      const int64_t d_end = std::min(first_doc(q1 - 1), first_doc(k1 - 1));
+      int64_t total = 0;
+      for (int64_t d = d_begin; d <= d_end; ++d) {
+        const int64_t s = doc_starts_[d], e = doc_starts_[d + 1];
+        const int64_t qa = std::max(q0, s), qb = std::min(q1, e);
+        const bool from_first_key = s <= k0;  // the run starts at or before k0
+        if (mask_.kind == MaskKind::kDocumentsFull) {
+          // Every row of the document sees [max(s, k0), min(e, k1)): all of it iff s <= k0, k1 <= e.
+          if (!(from_first_key && k1 <= e)) total += qb - qa;
+        } else {
+          // Some iff q >= max(s, k0); all iff s <= k0 and q >= k1 - 1.
+          total += Overlap(qa, qb, std::max(s, k0), qb) - (from_first_key ? Overlap(qa, qb, k1 - 1, qb) : 0);
+        }
+      }
+      return total;
+    }
+  }
+  return 0;
+}
+
 }  // namespace meshplan

@@ -86,6 +86,11 @@ class PairCounter {
 
   // Unmasked pairs with q in [q_begin, q_end) and k in [k_begin, k_end).
   int64_t Count(int64_t q_begin, int64_t q_end, int64_t k_begin, int64_t k_end) const;
+  // Query rows of [q_begin, q_end) that see some but not all of the keys [k_begin, k_end): the
+  // rows a cut of the mask crosses inside the rectangle (a kernel's extra work along the cut,
+  // GpuSpec::cut_row_extra_pairs, is per such row). O(1), documents O(log D + documents
+  // overlapping the rectangle).
+  int64_t CutRows(int64_t q_begin, int64_t q_end, int64_t k_begin, int64_t k_end) const;
   // Unmasked pairs of the whole S x S matrix.
   int64_t Total() const { return Count(0, seq_len_, 0, seq_len_); }
   int64_t seq_len() const { return seq_len_; }

@@ -70,10 +70,10 @@ struct Op {
   int32_t head_count = 0;
   int32_t step = -1;        // step of step-structured schedules (Mesh, rings), else -1
   int32_t tag = 0;          // Send/Recv pairing check
-  // Compute: the fraction of the block's pairs in rectangles the mask cuts (BlockWork in
-  // core/layout.h), which kernels compute tile by tile with a per-pair mask rather than as dense
-  // products: GpuSpec::masked_block_rate_ratio applies to them.
-  float cut_fraction = 0;
+  // Compute: the block's cut rows per visible pair (BlockWork::CutRowsPerPair, core/layout.h): along
+  // a cut of the mask kernels work tile by tile with a per-pair mask rather than in dense products,
+  // which costs GpuSpec::cut_row_extra_pairs more pairs per cut row.
+  float cut_rows_per_pair = 0;
   int64_t bytes = 0;        // Send, collectives: bytes this rank sends; Recv: bytes received
   double flops = 0;         // Compute: FLOPs (mask-aware; backward includes recomputation)
   uint32_t dep_begin = 0;   // deps are RankProgram::deps[dep_begin, dep_begin + dep_count)

@@ -168,8 +168,8 @@ Status Topology::Validate() const {
   if (!(gpu.backward_rate_ratio > 0 && gpu.backward_rate_ratio <= 100)) {
     return Status::Invalid("gpu.backward_rate_ratio: must be in (0, 100]");
   }
-  if (!(gpu.masked_block_rate_ratio > 0 && gpu.masked_block_rate_ratio <= 100)) {
-    return Status::Invalid("gpu.masked_block_rate_ratio: must be in (0, 100]");
+  if (!(gpu.cut_row_extra_pairs >= 0 && gpu.cut_row_extra_pairs <= 1e6)) {
+    return Status::Invalid("gpu.cut_row_extra_pairs: must be in [0, 1e6]");
   }
   if (gpu.ranks_per_device < 1 || gpu.ranks_per_device > 4096) {
     return Status::Invalid("gpu.ranks_per_device: must be in 1..4096");

@@ -54,9 +54,11 @@ struct GpuSpec {
   // Backward kernels' FLOP rate over the forward's at the same block size (the backward's FLOPs
   // already count its recomputation, kBackwardFlopsFactor = 2.5x the forward's).
   double backward_rate_ratio = 1.0;
-  // A block the mask cuts (Op::masked: some of its pairs hidden) runs at this fraction of a full
-  // block's rate per visible FLOP: its kernel classifies tiles instead of one dense product.
-  double masked_block_rate_ratio = 1.0;
+  // Each query row that a cut of the mask crosses inside a block (Op::cut_rows_per_pair) costs
+  // the kernel this many more (query, key) pairs at the block's rate: along the cut it works tile
+  // by tile and masks pair by pair (a tiled kernel computes about half a tile per cut row). 0:
+  // cuts cost nothing beyond their visible pairs.
+  double cut_row_extra_pairs = 0;
 
   // Ranks that share one physical device (a topology's "GPUs" are rank slots: slots
   // [n*k, n*k + k) are device n). 1: a device per rank. Ranks of one device share its compute

@@ -124,9 +124,15 @@ class Reader {
 
 Status ReadGpu(const Reader& r, const toml::table& t, GpuSpec* gpu) {
   const std::string p = "gpu";
+  if (t.contains("masked_block_rate_ratio")) {
+    // Written by calibrate before 2026-11-26: one rate ratio for a cut block's whole area.
+    return r.Fail("gpu.masked_block_rate_ratio",
+                  "no longer read: cuts are modelled per cut row (cut_row_extra_pairs); re-run `meshplan calibrate` "
+                  "(topologies/README.md)");
+  }
   MESHPLAN_RETURN_IF_ERROR(r.CheckKeys(t, p,
                                        {"model", "memory_GB", "hbm_GBps", "launch_overhead_us",
-                                        "peak_tflops", "attention_efficiency", "backward_rate_ratio", "masked_block_rate_ratio",
+                                        "peak_tflops", "attention_efficiency", "backward_rate_ratio", "cut_row_extra_pairs",
                                         "ranks_per_device", "concurrent_kernels", "sharing", "copies_take_compute"}));
   MESHPLAN_RETURN_IF_ERROR(r.StringAt(t, p, "model", true, &gpu->model));
   double memory_gb = 0, hbm_gbps = 0, launch_us = 0;
@@ -137,7 +143,7 @@ Status ReadGpu(const Reader& r, const toml::table& t, GpuSpec* gpu) {
   gpu->hbm_bytes_per_s = GbToBytes(hbm_gbps);
   gpu->launch_overhead_s = UsToSeconds(launch_us);
   MESHPLAN_RETURN_IF_ERROR(r.NumberAt(t, p, "backward_rate_ratio", false, &gpu->backward_rate_ratio));
-  MESHPLAN_RETURN_IF_ERROR(r.NumberAt(t, p, "masked_block_rate_ratio", false, &gpu->masked_block_rate_ratio));
+  MESHPLAN_RETURN_IF_ERROR(r.NumberAt(t, p, "cut_row_extra_pairs", false, &gpu->cut_row_extra_pairs));
   MESHPLAN_RETURN_IF_ERROR(r.IntegerAt(t, p, "ranks_per_device", false, &gpu->ranks_per_device));
   MESHPLAN_RETURN_IF_ERROR(r.NumberAt(t, p, "concurrent_kernels", false, &gpu->concurrent_kernels));
   std::string sharing(DeviceSharingName(gpu->sharing));
@@ -342,8 +348,8 @@ std::string TopologyToToml(const Topology& t) {
   if (g.backward_rate_ratio != defaults.backward_rate_ratio) {
     out << "backward_rate_ratio = " << FormatNumber(g.backward_rate_ratio, Identity, 1) << "\n";
   }
-  if (g.masked_block_rate_ratio != defaults.masked_block_rate_ratio) {
-    out << "masked_block_rate_ratio = " << FormatNumber(g.masked_block_rate_ratio, Identity, 1) << "\n";
+  if (g.cut_row_extra_pairs != defaults.cut_row_extra_pairs) {
+    out << "cut_row_extra_pairs = " << FormatNumber(g.cut_row_extra_pairs, Identity, 1) << "\n";
   }
   if (g.ranks_per_device != defaults.ranks_per_device || g.concurrent_kernels != defaults.concurrent_kernels ||
       g.sharing != defaults.sharing) {

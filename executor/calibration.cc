@@ -131,8 +131,21 @@ int64_t PieceVisiblePairs(BlockPiece piece, int64_t n) {
   return pairs;
 }
 
-double PieceCutFraction(BlockPiece piece) {
-  return piece == BlockPiece::kDiagonal || piece == BlockPiece::kPartial ? 1.0 : 0.0;
+int64_t PieceCutRows(BlockPiece piece, int64_t n) {
+  switch (piece) {
+    case BlockPiece::kDiagonal:
+      return n - 1;  // query q sees keys [0, q]: all but the last row cut
+    case BlockPiece::kPartial:
+      return n / 2 - 1;  // queries [n/2, n - 1) see keys [0, q]; from n - 1 on they see all
+    case BlockPiece::kFull:
+    case BlockPiece::kChunked:
+      return 0;  // every chunk pair whole or hidden
+  }
+  return 0;
+}
+
+double PieceCutRowsPerPair(BlockPiece piece, int64_t n) {
+  return static_cast<double>(PieceCutRows(piece, n)) / static_cast<double>(PieceVisiblePairs(piece, n));
 }
 
 std::vector<int64_t> CalibrationBlockSizes(bool quick, int ranks) {
@@ -270,16 +283,22 @@ Result<CalibrationResult> Calibrate(CalibrationTarget& target, const Calibration
   }
   gpu.peak_tflops = {{DType::kBf16, peak_tflops}, {DType::kFp16, peak_tflops}, {DType::kFp32, peak_tflops}};
   // A sample's slowdown over a dense block of its size, as the simulator charges it:
-  // 1 + cut fraction x (1 / masked_block_rate_ratio - 1).
+  // 1 + cut rows per visible pair x cut_row_extra_pairs.
   auto cut_slowdown = [&gpu](const KernelSample& k) {
-    return 1.0 + PieceCutFraction(k.piece) * (1.0 / gpu.masked_block_rate_ratio - 1.0);
+    return 1.0 + PieceCutRowsPerPair(k.piece, k.n) * gpu.cut_row_extra_pairs;
   };
   {
-    std::vector<double> m;  // each cut forward sample's rate over the full block's
+    // The cut forward samples: with a = dense model time / measured and c = a x cut rows per
+    // pair, the relative residual is a + c W - 1; least squares over W: sum c (1 - a) / sum c^2.
+    double num = 0, den = 0;
     for (const KernelSample& k : out.kernels) {
-      if (!k.backward && PieceCutFraction(k.piece) > 0) m.push_back(k.flops / (peak * gpu.Efficiency(k.n) * k.measured_s));
+      if (k.backward || PieceCutRows(k.piece, k.n) == 0) continue;
+      const double a = k.flops / (peak * gpu.Efficiency(k.n) * k.measured_s);
+      const double c = a * PieceCutRowsPerPair(k.piece, k.n);
+      num += c * (1.0 - a);
+      den += c * c;
     }
-    if (!m.empty()) gpu.masked_block_rate_ratio = std::clamp(Significant(1.0 / RelativeScale(m), 3), 0.01, 100.0);
+    if (den > 0) gpu.cut_row_extra_pairs = std::clamp(Significant(num / den, 3), 0.0, 1e6);
   }
   {
     std::vector<double> b;  // each backward sample's rate over its forward model's

@@ -5,7 +5,7 @@
 // The measurements come from a CalibrationTarget (the CPU block kernels and a transport here, a
 // target with known rates in the tests); Calibrate fits them to the planner's model:
 //   - kernels: the peak rate (the fastest full block) and an efficiency per block size
-//     (GpuSpec::attention_efficiency) from full blocks; one masked_block_rate_ratio over the
+//     (GpuSpec::attention_efficiency) from full blocks; one cut_row_extra_pairs over the
 //     pieces whose pairs the mask cuts (causal diagonal and partial; the chunked piece is only
 //     checked) and one backward_rate_ratio over every backward sample,
 //     each the least-squares fit in relative time;
@@ -37,9 +37,9 @@ namespace meshplan::exec {
 //   chunked:  causal, queries [n/2, n) and [3n/2, 2n), keys [0, n/2) and [n, 3n/2): three of the
 //             four chunk pairs wholly visible, one hidden, 3n^2/4 pairs (a zigzag off-diagonal
 //             block). The mask cuts the block but no chunk pair: BlockWork counts no cut pair.
-// The diagonal and partial pieces' pairs all lie in a rectangle the mask cuts (cut fraction 1);
-// the full and chunked pieces' none (0). Calibrate fits masked_block_rate_ratio to the first two
-// and checks the chunked piece against the dense rate the model gives it.
+// The diagonal piece has n - 1 cut rows (rows that see some but not all of the block's keys), the
+// partial piece n/2 - 1, the full and chunked pieces none. Calibrate fits cut_row_extra_pairs to
+// the first two and checks the chunked piece against the dense rate the model gives it.
 enum class BlockPiece { kFull, kDiagonal, kPartial, kChunked };
 std::string_view BlockPieceName(BlockPiece piece);
 inline constexpr BlockPiece kBlockPieces[] = {BlockPiece::kFull, BlockPiece::kDiagonal, BlockPiece::kPartial,
@@ -48,8 +48,10 @@ inline constexpr BlockPiece kBlockPieces[] = {BlockPiece::kFull, BlockPiece::kDi
 void PiecePositions(BlockPiece piece, int64_t n, std::vector<int64_t>* q, std::vector<int64_t>* k);
 // Visible (query, key) pairs of the piece, counted query by query over its positions.
 int64_t PieceVisiblePairs(BlockPiece piece, int64_t n);
-// Fraction of the piece's pairs in a rectangle the mask cuts (Op::cut_fraction's sense): 0 or 1.
-double PieceCutFraction(BlockPiece piece);
+// The piece's cut rows (BlockWork's sense, core/layout.h) and those per visible pair
+// (Op::cut_rows_per_pair's sense).
+int64_t PieceCutRows(BlockPiece piece, int64_t n);
+double PieceCutRowsPerPair(BlockPiece piece, int64_t n);
 
 // What the executor's kernels and transport measure to. Every method returns seconds (a median of
 // repetitions) or an error naming what failed.

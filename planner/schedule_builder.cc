@@ -40,7 +40,7 @@ std::optional<uint32_t> EmitCompute(RankProgram& prog, const PlanContext& ctx,
   op.step = static_cast<int32_t>(step);
   op.flops = ctx.ForwardFlops(pairs, head_count) *
              (phase == Phase::kBackward ? kBackwardFlopsFactor : 1.0);
-  op.cut_fraction = static_cast<float>(work.CutFraction());
+  op.cut_rows_per_pair = static_cast<float>(work.CutRowsPerPair());
   return prog.Add(op, deps);
 }
 

@@ -53,13 +53,13 @@ RankResult CoalesceRank(const RankProgram& in) {
   std::vector<uint32_t> previous_run; // original ops of the last compute-stream op emitted
   uint32_t run = kNoOp;               // output index of the open run (a compute op), if any
   uint32_t tail = kNoOp;              // its last original op
-  double cut_flops = 0;               // sum of flops x cut_fraction of the open run
+  double cut_flops = 0;               // sum of flops x cut_rows_per_pair of the open run
   std::vector<uint32_t> deps;
   out.program.ops.reserve(n);
   auto close_run = [&]() {
     if (run == kNoOp) return;
     Op& merged = out.program.ops[run];
-    merged.cut_fraction = merged.flops > 0 ? static_cast<float>(cut_flops / merged.flops) : 0.0f;
+    merged.cut_rows_per_pair = merged.flops > 0 ? static_cast<float>(cut_flops / merged.flops) : 0.0f;
   };
   for (uint32_t i = 0; i < n; ++i) {
     const Op& op = in.ops[i];
@@ -76,7 +76,7 @@ RankResult CoalesceRank(const RankProgram& in) {
         Op& merged = out.program.ops[run];
         merged.flops += op.flops;
         merged.kernels = static_cast<uint16_t>(merged.kernels + 1);
-        cut_flops += op.flops * static_cast<double>(op.cut_fraction);
+        cut_flops += op.flops * static_cast<double>(op.cut_rows_per_pair);
         index[i] = run;
         previous_run.push_back(i);
         tail = i;
@@ -104,7 +104,7 @@ RankResult CoalesceRank(const RankProgram& in) {
       previous_run.push_back(i);
       run = op.kind == OpKind::kCompute ? at : kNoOp;
       tail = i;
-      cut_flops = op.flops * static_cast<double>(op.cut_fraction);
+      cut_flops = op.flops * static_cast<double>(op.cut_rows_per_pair);
     }
   }
   close_run();

@@ -42,7 +42,7 @@ Result<ReplayProgram> MakeReplayProgram(const RankProgram& prog, int64_t rank, i
     switch (op.kind) {
       case OpKind::kCompute:
         out.value = op.flops;
-        out.peer_or_group = std::bit_cast<int32_t>(op.cut_fraction);
+        out.peer_or_group = std::bit_cast<int32_t>(op.cut_rows_per_pair);
         break;
       case OpKind::kMerge: {
         // The partial's size is its message's.

@@ -24,14 +24,14 @@ struct ReplayOp {
   // Compute: FLOPs (Op::flops); merge: bytes of the partial it folds in (its largest received
   // dependency's bytes); messages and collectives: bytes (Op::bytes).
   double value = 0;
-  // Send/Recv: the peer; collectives: the group; compute: Op::cut_fraction's bits (cut_fraction()).
+  // Send/Recv: the peer; collectives: the group; compute: Op::cut_rows_per_pair's bits (cut_rows_per_pair()).
   int32_t peer_or_group = -1;
   OpKind kind = OpKind::kCompute;
   uint8_t stream_phase = 0;    // stream in the low 2 bits, phase in bit 2
   uint16_t kernels = 1;        // Op::kernels
   StreamId stream() const { return static_cast<StreamId>(stream_phase & 3); }
   Phase phase() const { return static_cast<Phase>(stream_phase >> 2); }
-  float cut_fraction() const { return std::bit_cast<float>(peer_or_group); }
+  float cut_rows_per_pair() const { return std::bit_cast<float>(peer_or_group); }
 };
 static_assert(sizeof(ReplayOp) == 16);
 

@@ -214,12 +214,12 @@ class Replayer {
     MESHPLAN_RETURN_IF_ERROR(t_.SupportsDType(dtype_));
     block_tokens_ = s_.layout.num_shards > 0 ? s_.layout.KernelBlockTokens() : 1;
     // UnsharedKernelSeconds(flops) = flops / rate + launch overhead, as nanoseconds per FLOP +
-    // constant; a backward kernel runs at backward_rate_ratio of the forward's rate, a block the
-    // mask cuts at masked_block_rate_ratio of a full one's (Op::cut_fraction of each block).
+    // constant; a backward kernel runs at backward_rate_ratio of the forward's rate, and a block
+    // the mask cuts does cut_row_extra_pairs more pairs per cut row (Op::cut_rows_per_pair).
     const double rate = t_.gpu.PeakFlopsPerSecond(dtype_) * t_.gpu.Efficiency(block_tokens_);
     ns_per_flop_ = rate > 0 ? kNanosecondsPerSecond / rate : 0.0;
     ns_per_backward_flop_ = ns_per_flop_ / t_.gpu.backward_rate_ratio;
-    masked_slowdown_ = 1.0 / t_.gpu.masked_block_rate_ratio;
+    cut_row_extra_pairs_ = t_.gpu.cut_row_extra_pairs;
     ranks_per_device_ = t_.gpu.ranks_per_device;
     if (ranks_per_device_ > 1) {
       copies_take_compute_ = t_.gpu.copies_take_compute;
@@ -409,7 +409,7 @@ class Replayer {
   // several kernels (coalesce.h) pays the launch overhead of each.
   double KernelNs(const Op& op) const {
     return op.flops * (op.phase == Phase::kBackward ? ns_per_backward_flop_ : ns_per_flop_) *
-               (1.0 + op.cut_fraction * (masked_slowdown_ - 1.0)) +
+               (1.0 + op.cut_rows_per_pair * cut_row_extra_pairs_) +
            launch_ns_ * op.kernels;
   }
   // The same for a replay op (replay_program.h): the same expression, so the same bits. A merge
@@ -420,7 +420,7 @@ class Replayer {
       return seconds * kNanosecondsPerSecond;
     }
     return op.value * (op.phase() == Phase::kBackward ? ns_per_backward_flop_ : ns_per_flop_) *
-               (1.0 + op.cut_fraction() * (masked_slowdown_ - 1.0)) +
+               (1.0 + op.cut_rows_per_pair() * cut_row_extra_pairs_) +
            launch_ns_ * op.kernels;
   }
 
@@ -890,7 +890,7 @@ class Replayer {
   SimTime now_ = 0;
   int64_t events_ = 0, flows_ = 0, done_ops_ = 0;
   int64_t block_tokens_ = 1;
-  double ns_per_flop_ = 0, ns_per_backward_flop_ = 0, launch_ns_ = 0, masked_slowdown_ = 1;
+  double ns_per_flop_ = 0, ns_per_backward_flop_ = 0, launch_ns_ = 0, cut_row_extra_pairs_ = 0;
   int64_t ranks_per_device_ = 1;
   std::vector<SharedDevice> devices_;  // when ranks_per_device_ > 1: by device (GPU slot / ranks_per_device_)
   bool copies_take_compute_ = false;   // ranks_per_device_ > 1 and GpuSpec::copies_take_compute

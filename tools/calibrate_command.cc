@@ -67,8 +67,8 @@ std::string Header(const exec::CalibrationResult& r) {
 
 void PrintSummary(const exec::CalibrationResult& r) {
   const GpuSpec& g = r.topology.gpu;
-  std::fprintf(stderr, "calibrate: peak %.4g GFLOP/s per kernel, backward rate ratio %.3g\n",
-               g.PeakFlopsPerSecond(DType::kFp32) / 1e9, g.backward_rate_ratio);
+  std::fprintf(stderr, "calibrate: peak %.4g GFLOP/s per kernel, backward rate ratio %.3g, %.3g extra pairs per cut row\n",
+               g.PeakFlopsPerSecond(DType::kFp32) / 1e9, g.backward_rate_ratio, g.cut_row_extra_pairs);
   std::fprintf(stderr, "calibrate: efficiency by block:");
   for (const EfficiencyPoint& p : g.attention_efficiency) {
     std::fprintf(stderr, " %s:%.0f%%", FormatCount(p.block_tokens).c_str(), 100 * p.efficiency);

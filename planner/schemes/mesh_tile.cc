@@ -411,7 +411,7 @@ class MeshExpander {
       op.q_shard = sc.q_slot[static_cast<size_t>(blk.q)];
       op.kv_shard = sc.kv_slot[static_cast<size_t>(blk.kv)];
       op.flops = ctx_.ForwardFlops(pairs, heads_) * p.flops_factor;
-      op.cut_fraction = static_cast<float>(work.CutFraction());
+      op.cut_rows_per_pair = static_cast<float>(work.CutRowsPerPair());
       if (blk.q == 0 || blk.kv == 0) dep(local_dep);
       dep(sc.recv_q[static_cast<size_t>(blk.q)]);
       dep(sc.recv_kv[static_cast<size_t>(blk.kv)]);

@@ -167,11 +167,11 @@ TEST(LayoutTest, StripedCausalClosedForm) {
   EXPECT_EQ(layout.BlockPairs(counter, 2, 0), 10);
 }
 
-TEST(LayoutTest, CutPairsAreThoseOfRectanglesTheMaskCuts) {
+TEST(LayoutTest, CutRowsAreTheRowsTheMaskCutsInEachRectangle) {
   // Zigzag causal, chunks of c: off the diagonal the two visible chunk pairs are whole (every key
-  // before every query) and the other two hidden: no cut pair however cut the block is. On the
-  // diagonal the two triangles c(c+1)/2 are cut and the third chunk pair is whole: c(c+1) of
-  // 2c^2 + c pairs.
+  // before every query) and the other two hidden: no cut row however cut the block is. On the
+  // diagonal each of the two triangles has c - 1 cut rows (row r of a chunk sees r + 1 of its c
+  // keys) and the third chunk pair is whole: 2(c - 1) cut rows over 2c^2 + c pairs.
   {
     const int64_t seq = 64, shards = 4, c = seq / (2 * shards);
     ShardLayout layout{Layout::kZigzag, seq, shards, 1};
@@ -180,14 +180,14 @@ TEST(LayoutTest, CutPairsAreThoseOfRectanglesTheMaskCuts) {
       for (int64_t j = 0; j < shards; ++j) {
         const BlockWork w = layout.Work(counter, i, j);
         EXPECT_EQ(w.pairs, layout.BlockPairs(counter, i, j));
-        EXPECT_EQ(w.cut_pairs, i == j ? c * (c + 1) : 0) << i << "," << j;
+        EXPECT_EQ(w.cut_rows, i == j ? 2 * (c - 1) : 0) << i << "," << j;
       }
     }
     const BlockWork diagonal = layout.Work(counter, 1, 1);
-    EXPECT_DOUBLE_EQ(diagonal.CutFraction(), static_cast<double>(c * (c + 1)) / (2 * c * c + c));
+    EXPECT_DOUBLE_EQ(diagonal.CutRowsPerPair(), static_cast<double>(2 * (c - 1)) / (2 * c * c + c));
   }
-  // Contiguous: one rectangle per block, cut exactly when some but not all its pairs are visible
-  // (brute-force counts, any mask); a full mask cuts nothing.
+  // Contiguous: one rectangle per block; its cut rows are the rows that see some but not all of
+  // the block's keys (brute-force counts, any mask); a full mask cuts nothing.
   for (const Mask& mask : {Mask::Causal(), Mask::Window(5), Mask::Full()}) {
     const int64_t seq = 24, shards = 4, n = seq / shards;
     ShardLayout layout{Layout::kContiguous, seq, shards, 1};
@@ -197,18 +197,26 @@ TEST(LayoutTest, CutPairsAreThoseOfRectanglesTheMaskCuts) {
         const int64_t pairs = BruteBlockPairs(Layout::kContiguous, mask, seq, shards, i, j);
         const BlockWork w = layout.Work(counter, i, j);
         EXPECT_EQ(w.pairs, pairs);
-        EXPECT_EQ(w.cut_pairs, pairs > 0 && pairs < n * n ? pairs : 0) << i << "," << j;
+        int64_t cut_rows = 0;
+        for (int64_t q = i * n; q < (i + 1) * n; ++q) {
+          int64_t visible = 0;
+          for (int64_t k = j * n; k < (j + 1) * n; ++k) visible += Allowed(mask, q, k) ? 1 : 0;
+          cut_rows += visible > 0 && visible < n ? 1 : 0;
+        }
+        EXPECT_EQ(w.cut_rows, cut_rows) << mask.ToString() << " " << i << "," << j;
       }
     }
   }
-  // Striped causal: every block interleaves at token level (10 and 6 of 16 pairs above), all cut;
-  // full: none.
+  // Striped causal, S = 12 over 3 shards (n = 4): shard 0 holds 0, 3, 6, 9, shard 2 holds 2, 5, 8,
+  // 11. Block (0, 0): queries 0, 3, 6, 9 see 1, 2, 3, 4 of the keys: 3 cut rows. Block (0, 2): they
+  // see 0, 1, 2, 3: 3 cut rows. Full: none.
   ShardLayout striped{Layout::kStriped, 12, 3, 1};
   PairCounter causal(Mask::Causal(), 12), full(Mask::Full(), 12);
-  EXPECT_EQ(striped.Work(causal, 0, 0).cut_pairs, 10);
-  EXPECT_EQ(striped.Work(causal, 0, 2).cut_pairs, 6);
-  EXPECT_EQ(striped.Work(full, 0, 2).cut_pairs, 0);
-  EXPECT_DOUBLE_EQ(BlockWork{}.CutFraction(), 0.0);
+  EXPECT_EQ(striped.Work(causal, 0, 0).cut_rows, 3);
+  EXPECT_EQ(striped.Work(causal, 0, 2).cut_rows, 3);
+  EXPECT_DOUBLE_EQ(striped.Work(causal, 0, 0).CutRowsPerPair(), 3.0 / 10.0);
+  EXPECT_EQ(striped.Work(full, 0, 2).cut_rows, 0);
+  EXPECT_DOUBLE_EQ(BlockWork{}.CutRowsPerPair(), 0.0);
 }
 
 TEST(LayoutTest, ValidateMessages) {

@@ -45,6 +45,16 @@ int64_t BruteCount(const Mask& mask, int64_t q0, int64_t q1, int64_t k0, int64_t
   return n;
 }
 
+// Rows of the rectangle that see some but not all of its keys.
+int64_t BruteCutRows(const Mask& mask, int64_t q0, int64_t q1, int64_t k0, int64_t k1) {
+  int64_t rows = 0;
+  for (int64_t q = q0; q < q1; ++q) {
+    const int64_t visible = BruteCount(mask, q, q + 1, k0, k1);
+    rows += visible > 0 && visible < k1 - k0 ? 1 : 0;
+  }
+  return rows;
+}
+
 void CheckRandomRectangles(const Mask& mask, int64_t seq, std::mt19937* rng) {
   PairCounter counter(mask, seq);
   std::uniform_int_distribution<int64_t> pos(0, seq);
@@ -54,6 +64,9 @@ void CheckRandomRectangles(const Mask& mask, int64_t seq, std::mt19937* rng) {
     if (k0 > k1) std::swap(k0, k1);
     ASSERT_EQ(counter.Count(q0, q1, k0, k1), BruteCount(mask, q0, q1, k0, k1))
         << mask.ToString() << " S=" << seq << " q=[" << q0 << "," << q1 << ") k=[" << k0 << ","
+        << k1 << ")";
+    ASSERT_EQ(counter.CutRows(q0, q1, k0, k1), BruteCutRows(mask, q0, q1, k0, k1))
+        << "cut rows: " << mask.ToString() << " S=" << seq << " q=[" << q0 << "," << q1 << ") k=[" << k0 << ","
         << k1 << ")";
   }
   EXPECT_EQ(counter.Total(), BruteCount(mask, 0, seq, 0, seq)) << mask.ToString();
@@ -83,6 +96,28 @@ TEST(PairCounterTest, MatchesBruteForceOnRandomRectangles) {
       if (n <= seq) CheckRandomRectangles(Mask::Prefix(n), seq, &rng);
     }
   }
+}
+
+TEST(PairCounterTest, HandDerivedCutRows) {
+  // Causal diagonal block [0, 8) x [0, 8): row q sees q + 1 keys, rows 0..6 cut: 7. Shifted by 4
+  // (queries [4, 12)): rows 4, 5, 6 see 5, 6, 7 of 8: 3. Keys wholly before the queries: 0.
+  const PairCounter causal(Mask::Causal(), 16);
+  EXPECT_EQ(causal.CutRows(0, 8, 0, 8), 7);
+  EXPECT_EQ(causal.CutRows(4, 12, 0, 8), 3);
+  EXPECT_EQ(causal.CutRows(8, 16, 0, 8), 0);
+  // Window 4 on [8, 16) x [0, 8): row q sees keys [q - 3, q] n [0, 8): rows 8, 9, 10 see 3, 2, 1
+  // keys; from 11 on none: 3. On the diagonal [0, 8) x [0, 8): rows 0..7 see 1, 2, 3, 4, 4, 4, 4, 4
+  // of 8 keys: all 8 cut.
+  const PairCounter window(Mask::Window(4), 16);
+  EXPECT_EQ(window.CutRows(8, 16, 0, 8), 3);
+  EXPECT_EQ(window.CutRows(0, 8, 0, 8), 8);
+  // Documents of 6 and 10 tokens, causal, [0, 16) x [4, 8): rows 0..3 see nothing; rows 4, 5 see
+  // keys 4..q of the first document (1 and 2 of 4: cut); in the second document rows 6, 7 see
+  // keys 6..q (1, 2 of 4) and rows 8..15 keys 6, 7 (2 of 4), all cut: 2 + 10 = 12.
+  const PairCounter docs(Mask::Documents({6, 10}), 16);
+  EXPECT_EQ(docs.CutRows(0, 16, 4, 8), 12);
+  // Full: nothing is ever cut.
+  EXPECT_EQ(PairCounter(Mask::Full(), 16).CutRows(0, 16, 0, 16), 0);
 }
 
 TEST(PairCounterTest, HandDerivedTotals) {

@@ -344,6 +344,22 @@ TEST(TopologyTomlTest, DeviceSharingErrorsNameTheKey) {
   ExpectError(Replace(kBase, at, at + "\nconcurrent_kernels = 0.5"), {"gpu.concurrent_kernels", "[1, 4096]"});
 }
 
+// The cost of a mask's cut: cut_row_extra_pairs parses, round-trips, is refused below 0; the
+// ratio that calibrate wrote before it (masked_block_rate_ratio) is refused with what to do.
+TEST(TopologyTomlTest, CutRowExtraPairsParsesAndTheOldRatioIsRefused) {
+  const std::string at = "attention_efficiency = [[512, 0.3], [4096, 0.6]]";
+  auto topo = ParseTopologyToml(Replace(kBase, at, at + "\ncut_row_extra_pairs = 52.5"), "t.toml");
+  ASSERT_TRUE(topo.ok()) << topo.status().message();
+  EXPECT_EQ(topo->gpu.cut_row_extra_pairs, 52.5);
+  EXPECT_EQ(ParseTopologyToml(kBase, "t.toml")->gpu.cut_row_extra_pairs, 0.0);  // default: cuts cost nothing
+  auto again = ParseTopologyToml(TopologyToToml(*topo), "again.toml");
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(again->gpu.cut_row_extra_pairs, 52.5);
+  ExpectError(Replace(kBase, at, at + "\ncut_row_extra_pairs = -1"), {"gpu.cut_row_extra_pairs", "[0, 1e6]"});
+  ExpectError(Replace(kBase, at, at + "\nmasked_block_rate_ratio = 0.85"),
+              {"t.toml: gpu.masked_block_rate_ratio", "cut_row_extra_pairs", "meshplan calibrate"});
+}
+
 // Issue 17: memory_GB = 1e308 ran without a word (1e308 GB is 1e317 bytes: infinity).
 TEST(TopologyTomlTest, MemoryOf1e308GBIsRefused) {
   ExpectError(Replace(kBase, "memory_GB = 80", "memory_GB = 1e308"), {"gpu.memory_GB: must be at most 1e+06"});

@@ -92,7 +92,7 @@ TEST(ExpandPlanTest, ValidPlanComesWithItsEstimateScheduleAndGpus) {
 namespace meshplan::planner {
 namespace {
 
-// Compute ops of the expanded plan: (q_shard, kv_shard, cut fraction).
+// Compute ops of the expanded plan: (q_shard, kv_shard, cut rows per pair).
 std::vector<std::tuple<int32_t, int32_t, float>> Blocks(const Plan& plan, const Topology& t) {
   auto expanded = ExpandPlan(plan, t);
   EXPECT_TRUE(expanded.ok()) << expanded.status().message();
@@ -100,15 +100,16 @@ std::vector<std::tuple<int32_t, int32_t, float>> Blocks(const Plan& plan, const 
   if (!expanded.ok()) return blocks;
   for (const RankProgram& prog : expanded->schedule.ranks) {
     for (const Op& op : prog.ops) {
-      if (op.kind == OpKind::kCompute) blocks.emplace_back(op.q_shard, op.kv_shard, op.cut_fraction);
+      if (op.kind == OpKind::kCompute) blocks.emplace_back(op.q_shard, op.kv_shard, op.cut_rows_per_pair);
     }
   }
   return blocks;
 }
 
 TEST(ExpandPlanTest, ComputeOpsSayHowMuchOfTheirBlockTheMaskCuts) {
-  // Contiguous causal ring on 4 GPUs: block (i, j) is whole for j < i (every key before every
-  // query), all cut on the diagonal (i == i: a triangle), absent for j > i.
+  // Contiguous causal ring on 4 GPUs, S = 4096 (shards of n = 1024): block (i, j) is whole for
+  // j < i (every key before every query), a triangle on the diagonal (row r sees r + 1 of the n
+  // keys: n - 1 cut rows over n(n + 1)/2 pairs), absent for j > i.
   Plan ring = MeshPlan(2, 2);
   ring.params.scheme = Scheme::kRing;
   ring.params.layout = Layout::kContiguous;
@@ -118,11 +119,14 @@ TEST(ExpandPlanTest, ComputeOpsSayHowMuchOfTheirBlockTheMaskCuts) {
   ring.num_gpus = 4;
   const auto blocks = Blocks(ring, Cluster(1));
   ASSERT_EQ(blocks.size(), 2u * (4 + 3 + 2 + 1));  // fwd + bwd, i + 1 blocks on rank i
-  for (const auto& [q, kv, cut] : blocks) EXPECT_EQ(cut, q == kv ? 1.0f : 0.0f) << q << "," << kv;
+  const float contiguous_diagonal = static_cast<float>(1023.0 / (1024.0 * 1025.0 / 2));
+  for (const auto& [q, kv, cut] : blocks) {
+    EXPECT_FLOAT_EQ(cut, q == kv ? contiguous_diagonal : 0.0f) << q << "," << kv;
+  }
   // Zigzag with 4 shards of S = 4096: chunks of c = 512; shard i holds chunks i and 7 - i. Off the
-  // diagonal the visible chunk pairs are whole: nothing cut. On it, the two triangles c(c+1)/2 of
-  // the 2c^2 + c pairs are cut: (c + 1) / (2c + 1).
-  const float diagonal = static_cast<float>(513.0 / 1025.0);
+  // diagonal the visible chunk pairs are whole: nothing cut. On it, the two triangles have c - 1
+  // cut rows each, over 2c^2 + c pairs: 1022 / 524800.
+  const float diagonal = static_cast<float>(1022.0 / 524800.0);
   ring.params.layout = Layout::kZigzag;
   for (const auto& [q, kv, cut] : Blocks(ring, Cluster(1))) {
     EXPECT_FLOAT_EQ(cut, q == kv ? diagonal : 0.0f) << q << "," << kv;
@@ -130,9 +134,10 @@ TEST(ExpandPlanTest, ComputeOpsSayHowMuchOfTheirBlockTheMaskCuts) {
   ring.workload.mask = Mask::Full();
   for (const auto& [q, kv, cut] : Blocks(ring, Cluster(1))) EXPECT_EQ(cut, 0.0f) << q << "," << kv;
   // Mesh (its own emitter) the same way. 2 x 4 on 8 GPUs cuts the sequence into 8 zigzag shards
-  // (chunks of c = 256): (c + 1) / (2c + 1) on the diagonal blocks, 0 elsewhere; full: 0.
+  // (chunks of c = 256): 2(c - 1) / (2c^2 + c) = 510 / 131328 on the diagonal blocks, 0 elsewhere;
+  // full: 0.
   Plan mesh = MeshPlan(2, 4);
-  const float mesh_diagonal = static_cast<float>(257.0 / 513.0);
+  const float mesh_diagonal = static_cast<float>(510.0 / 131328.0);
   bool saw_diagonal = false;
   for (const auto& [q, kv, cut] : Blocks(mesh, Cluster(2))) {
     EXPECT_FLOAT_EQ(cut, q == kv ? mesh_diagonal : 0.0f) << q << "," << kv;

@@ -162,16 +162,16 @@ TEST(SharedDevice, SerialWithAFractionalSlotCountRunsTheLastKernelAtTheFraction)
 namespace meshplan::sim {
 namespace {
 
-TEST(SharedDeviceGolden, MaskedBlocksRunAtTheMaskedRateRatio) {
-  // masked_block_rate_ratio 0.8: a 1-TFLOP block the mask cuts runs at 0.8 x 500 TFLOP/s:
-  // T / 0.8 = 1.25T; as a backward block with backward_rate_ratio 1.25 too: 1.25T / 1.25 = T.
-  // Half of it cut: half the pairs at the dense rate, half at 0.8: 0.5T + 0.625T = 1.125T.
+TEST(SharedDeviceGolden, CutRowsCostTheirExtraPairs) {
+  // cut_row_extra_pairs 128: a block of time T at the dense rate with one cut row per 512 visible
+  // pairs does 128 / 512 = 1/4 more pairs: 1.25T; one per 1024: 1.125T; as a backward block with
+  // backward_rate_ratio 1.25 too: 1.25T / 1.25 = T. (1/512 and 1/1024 are exact in a float.)
   Topology t = SharedSwitch(1, 1, 1, DeviceSharing::kProcessor);
-  t.gpu.masked_block_rate_ratio = 0.8;
+  t.gpu.cut_row_extra_pairs = 128;
   Schedule s = OneKernelEach({1});
-  s.ranks[0].ops[0].cut_fraction = 0.5f;
+  s.ranks[0].ops[0].cut_rows_per_pair = 1.0f / 1024;
   ExpectEnds(EndsS(s, t), {1.125});
-  s.ranks[0].ops[0].cut_fraction = 1.0f;
+  s.ranks[0].ops[0].cut_rows_per_pair = 1.0f / 512;
   ExpectEnds(EndsS(s, t), {1.25});
   t.gpu.backward_rate_ratio = 1.25;
   s.ranks[0].ops[0].phase = Phase::kBackward;
