@@ -59,7 +59,10 @@ def main():
     ap.add_argument("--seq", default="4K")
     ap.add_argument("--heads", default="8")
     ap.add_argument("--head-dim", default="64")
-    ap.add_argument("--repeat", default="2", help="timed runs per execute (after a warm-up when > 1)")
+    ap.add_argument("--repeat", default="2",
+                    help="timed runs per execute (after a warm-up when > 1); 1 times a process's first, cold run "
+                         "(page faults of every buffer, thread start-up), which the prediction does not model: "
+                         "ring zigzag causal at P = 8 ran 360-372 ms cold against 294-302 ms warm (docs/fidelity.md)")
     ap.add_argument("--rounds", default="2", help="rounds over a workload's plans; measured = median of all timed runs")
     ap.add_argument("--masks", default="full,causal")
     ap.add_argument("--passes", default="fwd,fwd+bwd")

@@ -195,6 +195,47 @@ TEST_P(BlockKernelsTilingTest, ForwardAndBackwardMatchReference) {
   }
 }
 
+// One block, query rows `rows` (positions, any order) against key rows `keys` (ascending), through
+// BlockForward and then BlockBackward with the reference's final LSE and D = rowsum(dO * O): when
+// every key a query row sees is in the block (checked by the callers' choice of keys), O, LSE and
+// dQ are the reference's; when moreover every query is in the block, so are dK and dV.
+void ExpectWholeBlockMatchesReference(const Workload& w, const AttentionTensors<double>& ref,
+                                      const std::vector<int64_t>& rows, const std::vector<int64_t>& keys,
+                                      bool every_query) {
+  const int64_t nq = static_cast<int64_t>(rows.size()), nk = static_cast<int64_t>(keys.size()), d = w.head_dim;
+  const std::vector<float> q = Gather(ref.q, rows), d_o = Gather(ref.d_o, rows);
+  const std::vector<float> k = Gather(ref.k, keys), v = Gather(ref.v, keys);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  const MaskRule rule(w.mask);
+  const RowsView q_rows{q.data(), nq, d, rows.data()}, do_rows{d_o.data(), nq, d, rows.data()};
+  const RowsView k_rows{k.data(), nk, d, keys.data()}, v_rows{v.data(), nk, d, keys.data()};
+  std::vector<float> o(nq * d), lse(nq);
+  BlockForward(q_rows, k_rows, v_rows, d, scale, rule, {o.data(), nq, d}, lse.data());
+  std::vector<float> final_lse(nq), delta(nq), dq(nq * d, 0.0f), dk(k.size(), 0.0f), dv(v.size(), 0.0f);
+  for (int64_t i = 0; i < nq; ++i) {
+    const int64_t pos = rows[i];
+    ASSERT_NEAR(lse[i], ref.lse.at(0, pos, 0, 0), kTolerance * std::max(1.0, std::abs(ref.lse.at(0, pos, 0, 0))))
+        << "position " << pos;
+    for (int64_t e = 0; e < d; ++e) ASSERT_NEAR(o[i * d + e], ref.o.at(0, pos, 0, e), kTolerance) << pos << " " << e;
+    final_lse[i] = static_cast<float>(ref.lse.at(0, pos, 0, 0));
+    double sum = 0;
+    for (int64_t e = 0; e < d; ++e) sum += ref.d_o.at(0, pos, 0, e) * ref.o.at(0, pos, 0, e);
+    delta[i] = static_cast<float>(sum);
+  }
+  BlockBackward(q_rows, k_rows, v_rows, do_rows, final_lse.data(), delta.data(), d, scale, rule, {dq.data(), nq, d},
+                {dk.data(), nk, d}, {dv.data(), nk, d});
+  for (int64_t i = 0; i < nq; ++i) {
+    for (int64_t e = 0; e < d; ++e) ASSERT_NEAR(dq[i * d + e], ref.dq.at(0, rows[i], 0, e), kTolerance) << rows[i];
+  }
+  if (!every_query) return;
+  for (int64_t j = 0; j < nk; ++j) {
+    for (int64_t e = 0; e < d; ++e) {
+      ASSERT_NEAR(dk[j * d + e], ref.dk.at(0, keys[j], 0, e), kTolerance) << "key " << keys[j];
+      ASSERT_NEAR(dv[j * d + e], ref.dv.at(0, keys[j], 0, e), kTolerance) << "key " << keys[j];
+    }
+  }
+}
+
 // A fully visible block with many keys is computed in row bands of at most 2^20 scores (the
 // per-thread scratch stays bounded): 600 query rows against 4200 keys make bands of
 // max(32, 2^20 / 4200) = 249 rows: 249, 249 and 102. Every row sees every key, so O, LSE and dQ
@@ -210,28 +251,7 @@ TEST(BlockKernelsBands, AFullBlockInRowBandsMatchesReference) {
   std::vector<int64_t> rows(kRows), keys(kKeys);
   std::iota(rows.begin(), rows.end(), 0);
   std::iota(keys.begin(), keys.end(), 0);
-  const std::vector<float> q = Gather(ref.q, rows), d_o = Gather(ref.d_o, rows);
-  const std::vector<float> k = Gather(ref.k, keys), v = Gather(ref.v, keys);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(kD));
-  const MaskRule rule(w.mask);
-  const RowsView q_rows{q.data(), kRows, kD, rows.data()}, do_rows{d_o.data(), kRows, kD, rows.data()};
-  const RowsView k_rows{k.data(), kKeys, kD, keys.data()}, v_rows{v.data(), kKeys, kD, keys.data()};
-  std::vector<float> o(kRows * kD), lse(kRows);
-  BlockForward(q_rows, k_rows, v_rows, kD, scale, rule, {o.data(), kRows, kD}, lse.data());
-  std::vector<float> final_lse(kRows), delta(kRows), dq(kRows * kD, 0.0f), dk(k.size(), 0.0f), dv(v.size(), 0.0f);
-  for (int64_t i = 0; i < kRows; ++i) {
-    EXPECT_NEAR(lse[i], ref.lse.at(0, i, 0, 0), kTolerance * std::max(1.0, std::abs(ref.lse.at(0, i, 0, 0)))) << i;
-    for (int64_t e = 0; e < kD; ++e) ASSERT_NEAR(o[i * kD + e], ref.o.at(0, i, 0, e), kTolerance) << i << " " << e;
-    final_lse[i] = static_cast<float>(ref.lse.at(0, i, 0, 0));
-    double sum = 0;
-    for (int64_t e = 0; e < kD; ++e) sum += ref.d_o.at(0, i, 0, e) * ref.o.at(0, i, 0, e);
-    delta[i] = static_cast<float>(sum);
-  }
-  BlockBackward(q_rows, k_rows, v_rows, do_rows, final_lse.data(), delta.data(), kD, scale, rule,
-                {dq.data(), kRows, kD}, {dk.data(), kKeys, kD}, {dv.data(), kKeys, kD});
-  for (int64_t i = 0; i < kRows; ++i) {
-    for (int64_t e = 0; e < kD; ++e) ASSERT_NEAR(dq[i * kD + e], ref.dq.at(0, i, 0, e), kTolerance) << i << " " << e;
-  }
+  ExpectWholeBlockMatchesReference(w, ref, rows, keys, /*every_query=*/false);
 }
 
 // Query panels (block_kernels.cc): a partly masked block's rows are taken in panels of up to 128
@@ -270,39 +290,11 @@ TEST(BlockKernelsPanels, SharedKeysAndPerTileKeysMatchReference) {
     AttentionTensors<double> ref = RandomInputs(w, 7);
     ReferenceForward(w, ref);
     ReferenceBackward(w, ref);
-    const std::vector<float> k = Gather(ref.k, ascending), v = Gather(ref.v, ascending);
-    const RowsView k_rows{k.data(), kTokens, kD, ascending.data()}, v_rows{v.data(), kTokens, kD, ascending.data()};
-    const float scale = 1.0f / std::sqrt(static_cast<float>(kD));
-    const MaskRule rule(mask);
     for (const auto& [order_name, order] :
          std::vector<std::pair<std::string, std::vector<int64_t>>>{{"ascending", ascending}, {"striped", striped},
                                                                    {"zigzag", zigzag}}) {
       SCOPED_TRACE(mask_name + " " + order_name);
-      const std::vector<float> q = Gather(ref.q, order), d_o = Gather(ref.d_o, order);
-      const RowsView q_rows{q.data(), kTokens, kD, order.data()}, do_rows{d_o.data(), kTokens, kD, order.data()};
-      std::vector<float> o(kTokens * kD), lse(kTokens);
-      BlockForward(q_rows, k_rows, v_rows, kD, scale, rule, {o.data(), kTokens, kD}, lse.data());
-      std::vector<float> final_lse(kTokens), delta(kTokens), dq(kTokens * kD, 0.0f), dk(k.size(), 0.0f),
-          dv(v.size(), 0.0f);
-      for (int64_t i = 0; i < kTokens; ++i) {
-        const int64_t pos = order[i];
-        ASSERT_NEAR(lse[i], ref.lse.at(0, pos, 0, 0), kTolerance * std::max(1.0, std::abs(ref.lse.at(0, pos, 0, 0))))
-            << "position " << pos;
-        for (int64_t e = 0; e < kD; ++e) ASSERT_NEAR(o[i * kD + e], ref.o.at(0, pos, 0, e), kTolerance) << pos;
-        final_lse[i] = static_cast<float>(ref.lse.at(0, pos, 0, 0));
-        double sum = 0;
-        for (int64_t e = 0; e < kD; ++e) sum += ref.d_o.at(0, pos, 0, e) * ref.o.at(0, pos, 0, e);
-        delta[i] = static_cast<float>(sum);
-      }
-      BlockBackward(q_rows, k_rows, v_rows, do_rows, final_lse.data(), delta.data(), kD, scale, rule,
-                    {dq.data(), kTokens, kD}, {dk.data(), kTokens, kD}, {dv.data(), kTokens, kD});
-      for (int64_t i = 0; i < kTokens; ++i) {
-        for (int64_t e = 0; e < kD; ++e) {
-          ASSERT_NEAR(dq[i * kD + e], ref.dq.at(0, order[i], 0, e), kTolerance) << "position " << order[i];
-          ASSERT_NEAR(dk[i * kD + e], ref.dk.at(0, i, 0, e), kTolerance) << "key " << i;
-          ASSERT_NEAR(dv[i * kD + e], ref.dv.at(0, i, 0, e), kTolerance) << "key " << i;
-        }
-      }
+      ExpectWholeBlockMatchesReference(w, ref, order, ascending, /*every_query=*/true);
     }
   }
 }
