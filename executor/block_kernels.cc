@@ -131,8 +131,9 @@ void PlanTile(const RowsView& q, int64_t row_begin, int64_t row_end, const std::
   }
 }
 
-// End of the query panel that starts at row `begin`: at most `max_rows` rows, whose positions step by one constant amount (a contiguous run, a stripe), cut back to
-// whole query tiles; at least one tile. A panel whose positions jumped (two zigzag chunks) would
+// End of the query panel that starts at row `begin`: at most `max_rows` rows, whose positions
+// step by one constant amount (a contiguous run, a stripe), cut back to whole query tiles; at
+// least one tile. A panel whose positions jumped (two zigzag chunks) would
 // span a position range wider than its rows, and see fewer keys whole.
 int64_t PanelEnd(const RowsView& q, int64_t begin, int64_t max_rows) {
   const int64_t limit = std::min(q.rows, begin + max_rows);

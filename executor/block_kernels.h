@@ -4,9 +4,11 @@
 // Matrices are row-major [rows x d] with an explicit row stride (elements between rows).
 // Work follows the mask: a block the mask hides entirely costs nothing, one it shows entirely is
 // computed densely, and a partly masked block (causal diagonal, window edge, document boundary,
-// zigzag shard, prefix edge) is split into sub-tiles of 32 query rows x 32 keys classified from their position
-// ranges: invisible ones are skipped, visible ones computed without the per-pair mask, and only
-// the rest masked pair by pair (like the GPU kernels' 64-key tiles).
+// zigzag shard, prefix edge) is taken in panels of up to 128 evenly stepped query rows: the key
+// tiles a whole panel sees entirely are one dense product of the panel, and the rest is split into
+// sub-tiles of 32 query rows x 32 keys classified from their position ranges: invisible ones are
+// skipped, visible ones computed without the per-pair mask, and only the rest masked pair by pair
+// (like the GPU kernels' 64-key tiles).
 #pragma once
 
 #include <algorithm>

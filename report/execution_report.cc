@@ -134,10 +134,20 @@ std::string RenderExecutionTable(const ExecutionReport& r) {
          {"exposed comm / time", pct(p.exposed.mean, p.run_s), pct(m.exposed.mean, m.run_s)},
          {"compute / time", pct(p.compute.mean, p.run_s), pct(m.compute.mean, m.run_s)}},
         "  ");
-    out += r.backend == "cpu"
-               ? "  (the CPU executor's speed is not the cluster's: compare the schedule's shape, the "
-                 "ratios, not the times)\n"
-               : "  (measured on this machine's GPUs; the prediction is for the plan's cluster)\n";
+    // A topology whose ranks share devices describes a machine like this one (meshplan calibrate
+    // writes one): its times are meant to be compared, but only warm runs, as the prediction is a
+    // steady-state step (docs/fidelity.md: a first run was 20-25% slower).
+    if (r.backend == "cpu" && topology.gpu.ranks_per_device > 1) {
+      if (n <= 1) {
+        out += "  (one run: its first-run costs, every buffer faulted in and threads started, are not in the "
+               "prediction; --repeat N adds an untimed warm-up run)\n";
+      }
+    } else {
+      out += r.backend == "cpu"
+                 ? "  (the CPU executor's speed is not the cluster's: compare the schedule's shape, the "
+                   "ratios, not the times)\n"
+                 : "  (measured on this machine's GPUs; the prediction is for the plan's cluster)\n";
+    }
     out += "\n" + RenderRankComparison(p, m);
     out += "\n" + RenderOpClassComparison(p, m);
   } else {

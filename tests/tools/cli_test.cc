@@ -412,6 +412,24 @@ class Execute : public Cli {
   }
 };
 
+// On a topology whose ranks share one device (what calibrate writes for this machine) the times
+// are meant to be compared: no "not the cluster's" note, and a single run says it is a cold one.
+TEST_F(Execute, OnAMachineLikeThisOneASingleRunSaysItIsCold) {
+  const std::string plan = MakePlan();
+  std::string shared = kFourGpus;
+  const std::string at = "attention_efficiency = [[512, 0.30], [16384, 0.62]]";
+  shared.replace(shared.find(at), at.size(), at + "\nranks_per_device = 4\nconcurrent_kernels = 2");
+  const std::string machine = Write("machine.toml", shared);
+  RunResult r = Run("execute " + plan + " -t " + machine + " -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("one run: its first-run costs"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("not the cluster's"), std::string::npos) << r.out;
+  r = Run("execute " + plan + " -t " + machine + " -q --repeat 2");
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_EQ(r.out.find("one run: its first-run costs"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("not the cluster's"), std::string::npos) << r.out;
+}
+
 TEST_F(Execute, ChecksAgainstTheReferenceAndReportsTheTimeline) {
   const std::string plan = MakePlan();
   RunResult r = Run("execute " + plan + " --backend cpu --check");
