@@ -8,6 +8,7 @@
 #include "core/topology_toml.h"
 #include "planner/search.h"
 #include "planner/strategy.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::planner {
 namespace {
@@ -45,12 +46,12 @@ void BM_MeshExpand1024Ranks(benchmark::State& state) {
   const Workload workload = Workload::Default();
   const PlanContext ctx(workload, topology);
   SchemeParams params;
-  params.scheme = Scheme::kMesh;
+  params.scheme = Scheme("mesh");
   params.layout = Layout::kZigzag;
   params.tile_a = 32;
   params.tile_b = 32;
   params.placement = {"q", "kv"};
-  const auto strategy = MakeStrategy(Scheme::kMesh);
+  const auto strategy = MakeStrategy(Scheme("mesh"));
   int64_t ops = 0;
   for (auto _ : state) {
     auto schedule = strategy->Expand(ctx, params);

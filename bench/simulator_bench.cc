@@ -8,6 +8,7 @@
 #include "core/topology_toml.h"
 #include "planner/strategy.h"
 #include "simulator/simulate.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::sim {
 namespace {
@@ -18,17 +19,17 @@ void BM_SimulateMesh1024FwdBwd(benchmark::State& state) {
   const Workload workload = Workload::Default();  // 1M tokens, fwd+bwd
   const planner::PlanContext ctx(workload, topology);
   SchemeParams params;
-  params.scheme = Scheme::kMesh;
+  params.scheme = Scheme("mesh");
   params.layout = Layout::kZigzag;
   params.tile_a = 32;
   params.tile_b = 32;
   params.placement = {"q", "kv"};
-  auto schedule = planner::MakeStrategy(Scheme::kMesh)->Expand(ctx, params);
+  auto schedule = planner::MakeStrategy(Scheme("mesh"))->Expand(ctx, params);
   if (!schedule.ok()) {
     state.SkipWithError(schedule.status().message().c_str());
     return;
   }
-  const Placement placement(params.RankDims(), params.placement);
+  const Placement placement(planner::RankDims(params), params.placement);
   std::vector<int64_t> gpu(1024);
   for (int64_t r = 0; r < 1024; ++r) gpu[r] = placement.GpuOf(r);
   SimOptions options;

@@ -9,6 +9,7 @@
 #include "executor/plan_run.h"
 #include "executor/repeat.h"
 #include "planner/search.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::capacity {
 namespace {
@@ -92,7 +93,7 @@ Result<std::vector<BenchRow>> RunBench(const BenchSpec& spec, const BenchProgres
   if (spec.seq_lens.empty()) return Status::Invalid("bench: no sequence lengths");
   MESHPLAN_RETURN_IF_ERROR(exec::CheckRepeat(spec.repeat).WithContext("repeat"));
   std::vector<Scheme> schemes = spec.schemes;
-  if (schemes.empty()) schemes.assign(std::begin(kAllSchemes), std::end(kAllSchemes));
+  if (schemes.empty()) schemes.assign(planner::AllSchemes().begin(), planner::AllSchemes().end());
   const double points = static_cast<double>(spec.masks.size()) * static_cast<double>(spec.seq_lens.size()) *
                         static_cast<double>(schemes.size());
   if (points > static_cast<double>(kMaxBenchPoints)) {

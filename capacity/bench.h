@@ -51,7 +51,7 @@ std::string_view BenchOutcomeName(BenchOutcome outcome);
 struct BenchRow {
   std::string mask;
   int64_t seq_len = 0;
-  Scheme scheme = Scheme::kRing;
+  Scheme scheme;
   int64_t ranks = 0;
   BenchOutcome outcome = BenchOutcome::kNoPlan;
   std::string reason;

@@ -9,6 +9,7 @@
 #include "core/units.h"
 #include "planner/context.h"
 #include "planner/search.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::capacity {
 namespace {
@@ -70,7 +71,7 @@ Result<std::vector<LongestFit>> LongestFittingSequence(const Topology& topology,
     if (!st.ok()) return st.WithContext("workload");
   }
   std::vector<Scheme> list = schemes;
-  if (list.empty()) list.assign(std::begin(kAllSchemes), std::end(kAllSchemes));
+  if (list.empty()) list.assign(planner::AllSchemes().begin(), planner::AllSchemes().end());
 
   std::vector<LongestFit> out;
   for (Scheme scheme : list) {
@@ -176,7 +177,7 @@ Result<SmallestCluster> SmallestClusterFor(const Topology& topology, const Workl
                         " within " + FormatSeconds(budget_s) + " per step";
   if (fastest) {
     message += ": the fastest fitting plan takes " + FormatSeconds(fastest->time_s) + " (" +
-               std::string(SchemeName(fastest->params.scheme)) + " " + fastest->params.Describe() + " on " +
+               std::string(SchemeName(fastest->params.scheme)) + " " + planner::DescribeParams(fastest->params) + " on " +
                std::to_string(fastest->gpus) + " GPUs)";
   } else {
     message += ": no plan fits in memory at any of those sizes";

@@ -19,7 +19,7 @@ namespace meshplan::capacity {
 int64_t FitGranularity(int64_t num_gpus);
 
 struct LongestFit {
-  Scheme scheme = Scheme::kRing;
+  Scheme scheme;
   bool found = false;     // some multiple of granularity fits
   std::string reason;     // when !found: no valid plan, or too big even at the granularity
   int64_t granularity = 0;

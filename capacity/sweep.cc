@@ -7,6 +7,7 @@
 #include "planner/context.h"
 #include "planner/search.h"
 #include "simulator/simulation_timer.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::capacity {
 namespace {
@@ -21,7 +22,7 @@ Result<std::vector<SweepRow>> RunSweep(const SweepSpec& spec, const Progress& pr
   if (spec.topologies.empty()) return Status::Invalid("sweep: no topology given");
   if (spec.seq_lens.empty()) return Status::Invalid("sweep: no sequence length given");
   std::vector<Scheme> schemes = spec.schemes;
-  if (schemes.empty()) schemes.assign(std::begin(kAllSchemes), std::end(kAllSchemes));
+  if (schemes.empty()) schemes.assign(planner::AllSchemes().begin(), planner::AllSchemes().end());
 
   const size_t sizes = spec.gpus.empty() ? 1 : spec.gpus.size();
   const double points = static_cast<double>(spec.topologies.size() * sizes) * static_cast<double>(spec.seq_lens.size());
@@ -103,7 +104,7 @@ Result<std::vector<SweepRow>> RunSweep(const SweepSpec& spec, const Progress& pr
           auto simulated = sim::SimulatedSeconds(ctx, best->params);
           if (!simulated.ok()) {
             return simulated.status().WithContext(PointName(cluster.original->name, gpus, seq) + ": simulating " +
-                                                  std::string(SchemeName(scheme)) + " " + best->params.Describe());
+                                                  std::string(SchemeName(scheme)) + " " + planner::DescribeParams(best->params));
           }
           row.simulated_s = *simulated;
         }

@@ -33,7 +33,7 @@ struct SweepRow {
   std::string topology;
   int64_t gpus = 0;
   int64_t seq_len = 0;
-  Scheme scheme = Scheme::kRing;
+  Scheme scheme;
   bool valid = false;
   std::string reason;       // when !valid
   SchemeParams params;      // when valid

@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "core/units.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::capacity {
 
@@ -76,7 +77,7 @@ Result<std::vector<int64_t>> ParseCountList(const std::string& text, const std::
 Result<std::vector<Scheme>> ParseSchemeList(const std::vector<std::string>& names, const std::string& what) {
   std::vector<Scheme> out;
   for (const std::string& name : names) {
-    auto scheme = ParseScheme(name);
+    auto scheme = planner::ParseScheme(name);
     if (!scheme.ok()) return scheme.status().WithContext(what);
     if (std::find(out.begin(), out.end(), *scheme) == out.end()) out.push_back(*scheme);
   }

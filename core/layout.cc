@@ -42,8 +42,8 @@ Status ShardLayout::Validate(const Mask& mask) const {
     return Status::Invalid("the striped layout supports only full and causal masks");
   }
   if (kind == Layout::kBalanced && balanced == nullptr) {
-    return Status::Invalid("the balanced layout (load-balanced dispatch) is offered to ring, allgather-kv, usp and "
-                           "loongtrain only");
+    return Status::Invalid("the balanced layout (load-balanced dispatch) has no chunk map here: the scheme "
+                           "did not make one, or its chunks do not divide into the sub-shards");
   }
   return Status::Ok();
 }

@@ -56,8 +56,8 @@ struct ShardLayout {
   int64_t num_shards = 1;
   int64_t subdivide = 1;
   // kBalanced: the chunks of each shard, which depend on the mask (MakeShardLayout). A balanced
-  // layout without them is refused by Validate (the schemes that make them: ring, allgather-kv,
-  // usp, loongtrain).
+  // layout without them is refused by Validate (the planner's schemes that offer the layout make
+  // them: Strategy::OffersBalancedLayout).
   std::shared_ptr<const BalancedChunks> balanced;
 
   // Divisibility of the sequence and layout/mask compatibility; the reason names the sizes.

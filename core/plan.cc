@@ -4,39 +4,6 @@
 
 namespace meshplan {
 
-std::string_view SchemeName(Scheme scheme) {
-  switch (scheme) {
-    case Scheme::kRing:
-      return "ring";
-    case Scheme::kAllGatherKV:
-      return "allgather-kv";
-    case Scheme::kUlysses:
-      return "ulysses";
-    case Scheme::kUsp:
-      return "usp";
-    case Scheme::kLoongTrain:
-      return "loongtrain";
-    case Scheme::kAttention2D:
-      return "attention2d";
-    case Scheme::kMesh:
-      return "mesh";
-    case Scheme::kMeshUlysses:
-      return "mesh-ulysses";
-    case Scheme::kAttention2DOverlap:
-      return "attention2d-o";
-  }
-  return "ring";
-}
-
-Result<Scheme> ParseScheme(std::string_view text) {
-  for (Scheme s : kAllSchemes) {
-    if (text == SchemeName(s)) return s;
-  }
-  return Status::Invalid("unknown scheme '" + std::string(text) +
-                         "' (expected ring, allgather-kv, ulysses, usp, loongtrain, attention2d, "
-                         "attention2d-o, mesh or mesh-ulysses)");
-}
-
 std::string_view ReduceChainName(ReduceChain chain) {
   return chain == ReduceChain::kOwnerLast ? "owner-last" : "owner-first";
 }
@@ -46,68 +13,6 @@ Result<ReduceChain> ParseReduceChain(std::string_view text) {
   if (text == "owner-first") return ReduceChain::kOwnerFirst;
   return Status::Invalid("unknown reduce chain '" + std::string(text) +
                          "' (expected owner-last or owner-first)");
-}
-
-std::vector<RankDim> SchemeParams::RankDims() const {
-  switch (scheme) {
-    case Scheme::kRing:
-    case Scheme::kAllGatherKV:
-      return {{"cp", ring}};
-    case Scheme::kUlysses:
-      return {{"ulysses", ulysses}};
-    case Scheme::kUsp:
-      return {{"ulysses", ulysses}, {"ring", ring}};
-    case Scheme::kLoongTrain:
-      return {{"head", ulysses}, {"inner", window}, {"outer", window > 0 ? ring / window : 0}};
-    case Scheme::kAttention2D:
-    case Scheme::kAttention2DOverlap:
-    case Scheme::kMesh:
-      return {{"q", tile_a}, {"kv", tile_b}};
-    case Scheme::kMeshUlysses:
-      return {{"ulysses", ulysses}, {"q", tile_a}, {"kv", tile_b}};
-  }
-  return {};
-}
-
-std::string SchemeParams::Describe() const {
-  std::string out;
-  auto add = [&](const std::string& part) {
-    if (!out.empty()) out += ' ';
-    out += part;
-  };
-  switch (scheme) {
-    case Scheme::kRing:
-    case Scheme::kAllGatherKV:
-    case Scheme::kUlysses:
-      break;
-    case Scheme::kUsp:
-      add("U=" + std::to_string(ulysses) + " R=" + std::to_string(ring));
-      break;
-    case Scheme::kLoongTrain:
-      add("hp=" + std::to_string(ulysses) + " cp=" + std::to_string(ring) + " w=" + std::to_string(window));
-      break;
-    case Scheme::kAttention2D:
-    case Scheme::kAttention2DOverlap:
-    case Scheme::kMesh:
-      add("a=" + std::to_string(tile_a) + " b=" + std::to_string(tile_b));
-      break;
-    case Scheme::kMeshUlysses:
-      add("U=" + std::to_string(ulysses) + " a=" + std::to_string(tile_a) + " b=" + std::to_string(tile_b));
-      break;
-  }
-  if (scheme != Scheme::kUlysses) add(std::string(LayoutName(layout)));
-  if (cache_forward) add("cache");
-  if ((scheme == Scheme::kMesh || scheme == Scheme::kMeshUlysses) &&
-      reduce_chain == ReduceChain::kOwnerFirst) {
-    add("owner-first");
-  }
-  const auto dims = RankDims();
-  if (dims.size() > 1 && placement.size() == dims.size()) {
-    std::string p;
-    for (size_t i = 0; i < placement.size(); ++i) p += (i ? ">" : "") + placement[i];
-    add("place=" + p);
-  }
-  return out;
 }
 
 Placement::Placement(const std::vector<RankDim>& dims, const std::vector<std::string>& placement) {

@@ -15,25 +15,21 @@ namespace meshplan {
 
 inline constexpr int kPlanSchemaVersion = 1;
 
-enum class Scheme {
-  kRing,         // p2p KV ring (contiguous, zigzag or striped layout)
-  kAllGatherKV,  // all-gather K,V then local attention (Llama 3 CP)
-  kUlysses,      // all-to-all sequence <-> heads
-  kUsp,          // Ulysses (degree U) x Ring (degree R)
-  kLoongTrain,   // head parallel hp x double ring (inner window w, outer cp/w)
-  kAttention2D,  // a x b tile, collectives (ATTENTION2D)
-  kMesh,         // a x b tile, p2p ring shifts, greedy schedule (Mesh-Attention)
-  kMeshUlysses,  // Ulysses degree U x Mesh a x b over the remaining ranks
-  kAttention2DOverlap,  // ATTENTION2D-O: ATTENTION2D's tile, gathers and reductions as ring
-                        // steps overlapped with the blocks (appended: existing values keep theirs)
+// A scheme's identity: its name as plan files, flags and outputs spell it. Core knows no scheme
+// by name: the planner's registry (planner/schemes/registry.h) lists them, parses names and gives
+// each name its unit (rank grid, rules, estimate, schedule). A default Scheme names none.
+class Scheme {
+ public:
+  Scheme() = default;
+  explicit Scheme(std::string_view name) : name_(name) {}
+  std::string_view name() const { return name_; }
+  bool empty() const { return name_.empty(); }
+  friend bool operator==(const Scheme&, const Scheme&) = default;
+
+ private:
+  std::string name_;
 };
-inline constexpr Scheme kAllSchemes[] = {Scheme::kRing,        Scheme::kAllGatherKV, Scheme::kUlysses,
-                                         Scheme::kUsp,         Scheme::kLoongTrain,  Scheme::kAttention2D,
-                                         Scheme::kMesh,        Scheme::kMeshUlysses, Scheme::kAttention2DOverlap};
-// "ring", "allgather-kv", "ulysses", "usp", "loongtrain", "attention2d", "mesh", "mesh-ulysses",
-// "attention2d-o".
-std::string_view SchemeName(Scheme scheme);
-Result<Scheme> ParseScheme(std::string_view text);
+inline std::string_view SchemeName(const Scheme& scheme) { return scheme.name(); }
 
 // How partial results (O with LSE, dQ, dK/dV) are reduced along a ring group in Mesh-Attention.
 enum class ReduceChain {
@@ -51,24 +47,19 @@ struct RankDim {
 };
 
 struct SchemeParams {
-  Scheme scheme = Scheme::kRing;
+  Scheme scheme;
   Layout layout = Layout::kZigzag;
-  int64_t ulysses = 1;  // head-parallel degree U (Ulysses: P; USP, LoongTrain, Mesh-Ulysses)
-  int64_t ring = 1;     // ring degree R (Ring, all-gather: P; USP, LoongTrain cp)
-  int64_t window = 1;   // LoongTrain inner-ring size w (w divides cp)
+  // The degrees a scheme reads (each scheme's unit says which, and what they mean for it):
+  int64_t ulysses = 1;  // head-parallel degree U
+  int64_t ring = 1;     // ring (context-parallel) degree R
+  int64_t window = 1;   // inner-ring size w of a double ring (w divides R)
   int64_t tile_a = 1;   // 2-D schemes: Q-group size a
   int64_t tile_b = 1;   // 2-D schemes: KV-group size b
   bool cache_forward = false;  // keep gathered Q/KV from the forward for the backward
   ReduceChain reduce_chain = ReduceChain::kOwnerLast;
-  // Dimension names innermost first on GPU indices (a permutation of RankDims()).
+  // Dimension names innermost first on GPU indices (a permutation of the scheme's rank grid,
+  // planner::RankDims).
   std::vector<std::string> placement;
-
-  // The rank grid, innermost first in rank numbering (canonical order):
-  //   ring / allgather-kv: [cp]; ulysses: [ulysses]; usp: [ulysses, ring];
-  //   loongtrain: [head, inner, outer]; attention2d / attention2d-o / mesh: [q, kv]; mesh-ulysses: [ulysses, q, kv].
-  std::vector<RankDim> RankDims() const;
-  // Short human form: "a=8 b=32 zigzag cache q>kv".
-  std::string Describe() const;
 };
 
 struct Plan {
@@ -81,7 +72,7 @@ struct Plan {
 };
 
 // Maps scheme ranks to GPUs. A rank's canonical id is the mixed-radix number of its coordinates
-// in RankDims() order (first dimension fastest); its GPU is the mixed-radix number of the same
+// in the rank grid's order (first dimension fastest); its GPU is the mixed-radix number of the same
 // coordinates in placement order.
 class Placement {
  public:
@@ -108,7 +99,7 @@ class Placement {
 
 // Checks that `placement` names each dimension exactly once.
 Status ValidatePlacement(const std::vector<RankDim>& dims, const std::vector<std::string>& placement);
-// The canonical placement (names in RankDims() order).
+// The canonical placement (names in rank-grid order).
 std::vector<std::string> CanonicalPlacement(const std::vector<RankDim>& dims);
 
 }  // namespace meshplan

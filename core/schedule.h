@@ -90,7 +90,7 @@ struct RankProgram {
 };
 
 struct Schedule {
-  Scheme scheme = Scheme::kRing;
+  Scheme scheme;
   int64_t num_ranks = 0;
   ShardLayout layout;                         // compute layout; rank r's input is sub-shard r
   std::vector<std::vector<int32_t>> groups;   // collective groups (ranks, in ring order)

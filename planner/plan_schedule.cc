@@ -7,6 +7,7 @@
 
 #include "planner/context.h"
 #include "planner/strategy.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::planner {
 
@@ -34,12 +35,12 @@ Result<PlanSchedule> ExpandPlan(const Plan& plan, const Topology& topology,
   PlanSchedule out;
   out.estimate = strategy->Evaluate(ctx, plan.params);
   if (!out.estimate.valid) {
-    return Status::Invalid("plan " + scheme + " " + plan.params.Describe() +
+    return Status::Invalid("plan " + scheme + " " + DescribeParams(plan.params) +
                            " is not valid on topology '" + topology.name +
                            "': " + out.estimate.reason);
   }
   // Evaluate checks the placement; check again because Placement's constructor requires it.
-  const std::vector<RankDim> dims = plan.params.RankDims();
+  const std::vector<RankDim> dims = RankDims(plan.params);
   MESHPLAN_RETURN_IF_ERROR(
       ValidatePlacement(dims, plan.params.placement).WithContext("scheme.placement"));
 

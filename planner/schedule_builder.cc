@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "planner/ulysses_payload.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::planner::sched {
 
@@ -195,7 +196,7 @@ Status CheckGrid(const PlanContext& ctx, const SchemeParams& params, const Shard
                  int64_t ulysses) {
   int64_t ranks = 1;
   std::string dims;
-  for (const RankDim& d : params.RankDims()) {
+  for (const RankDim& d : RankDims(params)) {
     if (d.size < 1) return Status::Invalid("rank dimension '" + d.name + "' must be at least 1");
     ranks *= d.size;
     dims += (dims.empty() ? "" : " x ") + d.name + "=" + std::to_string(d.size);

@@ -6,13 +6,14 @@
 #include <vector>
 
 #include "planner/strategy.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::planner {
 
 SearchResult Search(const PlanContext& ctx, const SearchOptions& options) {
   SearchResult result;
   std::vector<Scheme> schemes = options.schemes;
-  if (schemes.empty()) schemes.assign(std::begin(kAllSchemes), std::end(kAllSchemes));
+  if (schemes.empty()) schemes.assign(AllSchemes().begin(), AllSchemes().end());
   for (Scheme scheme : schemes) {
     const std::unique_ptr<Strategy> strategy = MakeStrategy(scheme);
     Estimate first_invalid;
@@ -52,7 +53,7 @@ Status RerankBySimulation(const PlanContext& ctx, PlanTimer& timer, int k, Searc
     auto s = timer.Seconds(ctx, e.params);
     if (!s.ok()) {
       return s.status().WithContext("simulating plan #" + std::to_string(i + 1) + " (" +
-                                    std::string(SchemeName(e.params.scheme)) + " " + e.params.Describe() + ")");
+                                    std::string(SchemeName(e.params.scheme)) + " " + DescribeParams(e.params) + ")");
     }
     seconds[i] = *s;
   }

@@ -1,10 +1,15 @@
-// One strategy per scheme. A strategy knows its scheme's rules and nothing about timing engines
-// or GPUs: it enumerates parameter choices, evaluates them analytically and expands them into
-// the per-rank schedule that the simulator and the executor consume. Each scheme's strategy is
-// one file, planner/schemes/<name>.cc, listed in planner/schemes/registry.cc.
+// One strategy per scheme: the scheme's whole unit. A strategy knows its scheme's rules and
+// nothing about timing engines or GPUs: its name and summary, its rank grid and how its
+// parameters read, the checks a plan file's values need, the candidates worth ranking, the
+// analytic estimate, and the per-rank schedule that the simulator and the executor consume.
+// Each scheme's strategy is one file, planner/schemes/<name>.cc, listed in
+// planner/schemes/registry.cc; everything else asks the registry (planner/schemes/registry.h).
 #pragma once
 
 #include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/plan.h"
@@ -17,7 +22,32 @@ namespace meshplan::planner {
 class Strategy {
  public:
   virtual ~Strategy() = default;
+  // The name plan files, flags and outputs use ("mesh").
   virtual Scheme scheme() const = 0;
+  // One line for --list-schemes and help texts: what the scheme does, with its paper or system.
+  virtual std::string_view summary() const = 0;
+  // The rank grid, innermost first in rank numbering (canonical order), e.g. [q, kv].
+  virtual std::vector<RankDim> RankDims(const SchemeParams& params) const = 0;
+  // The scheme's own parameters in short human form ("a=8 b=32"; "" for none). The registry's
+  // DescribeParams adds layout, cache, reduce chain and placement.
+  virtual std::string DescribeDegrees(const SchemeParams& params) const = 0;
+  // Whether the sequence layout and the reduce chain mean anything to this scheme (they are
+  // then shown by DescribeParams).
+  virtual bool UsesLayout() const { return true; }
+  virtual bool UsesReduceChain() const { return false; }
+  // Whether the scheme builds the load-balanced dispatch layout (core/balanced_dispatch.h); the
+  // others refuse layout = balanced, naming the schemes that offer it.
+  virtual bool OffersBalancedLayout() const { return false; }
+  // Checks of a plan's parameters that need only the workload (a plan file is read before any
+  // cluster is known). A problem names the [scheme] key at fault ("window") and the reason.
+  struct ParamProblem {
+    std::string key;
+    std::string reason;
+  };
+  virtual std::optional<ParamProblem> CheckParams(const SchemeParams& /*params*/,
+                                                  const Workload& /*workload*/) const {
+    return std::nullopt;
+  }
   // Every parameter choice worth ranking on this cluster (including invalid ones only when no
   // valid one exists, so the reason can be shown).
   virtual std::vector<SchemeParams> Enumerate(const PlanContext& ctx) const = 0;
@@ -28,6 +58,6 @@ class Strategy {
 };
 
 // The strategy of `scheme`, from the registry; nullptr for a scheme the registry lacks.
-std::unique_ptr<Strategy> MakeStrategy(Scheme scheme);
+std::unique_ptr<Strategy> MakeStrategy(const Scheme& scheme);
 
 }  // namespace meshplan::planner

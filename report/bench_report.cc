@@ -8,6 +8,7 @@
 #include "core/json_writer.h"
 #include "core/units.h"
 #include "report/text_table.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::report {
 namespace {
@@ -53,7 +54,7 @@ std::string RenderBenchTable(const std::vector<BenchRow>& rows, const BenchConte
       if (r.mask != mask) continue;
       std::vector<std::string> line = {FormatCount(r.seq_len), std::string(SchemeName(r.scheme))};
       if (r.outcome == BenchOutcome::kRan) {
-        line.insert(line.end(), {r.params.Describe(), FormatSeconds(r.predicted_s), FormatSeconds(r.median_s),
+        line.insert(line.end(), {planner::DescribeParams(r.params), FormatSeconds(r.predicted_s), FormatSeconds(r.median_s),
                                  SignedPercent(r.ErrorPercent()), Fixed(r.MeasuredTflopsPerRank(), 4),
                                  Fixed(r.PredictedTflopsPerRank(), 4), Fixed(r.spread * 100, 1) + "%",
                                  FormatBytes(r.rank_peak_bytes), FormatBytes(r.modelled_rank_peak_bytes),
@@ -80,7 +81,7 @@ std::string BenchCsv(const std::vector<BenchRow>& rows) {
     out += CsvField(r.mask) + "," + std::to_string(r.seq_len) + "," + std::string(SchemeName(r.scheme)) + "," +
            std::to_string(r.ranks) + "," + CsvField(std::string(capacity::BenchOutcomeName(r.outcome))) + ",";
     if (r.outcome == BenchOutcome::kRan) {
-      out += CsvField(r.params.Describe());
+      out += CsvField(planner::DescribeParams(r.params));
       for (double v : {r.flops, r.predicted_s, r.median_s, r.min_s, r.max_s, r.spread, r.ErrorPercent(),
                        r.MeasuredTflopsPerRank(), r.PredictedTflopsPerRank(), r.rank_peak_bytes,
                        r.modelled_rank_peak_bytes, r.process_peak_rss_bytes}) {
@@ -88,7 +89,7 @@ std::string BenchCsv(const std::vector<BenchRow>& rows) {
       }
       out += ",\n";
     } else {
-      out += (r.outcome == BenchOutcome::kNoPlan ? "" : CsvField(r.params.Describe())) + ",,,,,,,,,,,,," +
+      out += (r.outcome == BenchOutcome::kNoPlan ? "" : CsvField(planner::DescribeParams(r.params))) + ",,,,,,,,,,,,," +
              CsvField(r.reason) + "\n";
     }
   }
@@ -125,7 +126,7 @@ std::string BenchJson(const std::vector<BenchRow>& rows, const BenchContext& con
     j.String(capacity::BenchOutcomeName(r.outcome));
     if (r.outcome != BenchOutcome::kNoPlan) {
       j.Key("parameters");
-      j.String(r.params.Describe());
+      j.String(planner::DescribeParams(r.params));
     }
     if (r.outcome == BenchOutcome::kRan) {
       const std::pair<const char*, double> numbers[] = {
@@ -164,7 +165,7 @@ template <typename First, typename Second>
 std::vector<plot::Series> PairedSeries(const std::vector<BenchRow>& rows, const std::string& mask, First first,
                                        Second second, const std::string& second_name) {
   std::vector<plot::Series> series;
-  for (Scheme scheme : kAllSchemes) {
+  for (const Scheme& scheme : planner::AllSchemes()) {
     plot::Series measured{std::string(SchemeName(scheme)), {}};
     plot::Series other{std::string(SchemeName(scheme)) + " (" + second_name + ")", {}};
     for (const BenchRow& r : rows) {

@@ -14,6 +14,7 @@
 #include "core/units.h"
 #include "report/near_ties.h"
 #include "simulator/sim_time.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::report {
 namespace {
@@ -26,13 +27,12 @@ std::string BaseTopology(const std::string& name) {
 
 bool Usable(const SweepRow& row) { return row.valid && row.fits && RowTime(row) > 0; }
 
-// Schemes present in rows, in declaration order (stable colours across charts).
+// Schemes present in rows, in the registry's order (stable colours across charts).
 std::vector<Scheme> SchemesOf(const std::vector<SweepRow>& rows) {
-  std::set<Scheme> present;
-  for (const SweepRow& r : rows) present.insert(r.scheme);
   std::vector<Scheme> out;
-  for (Scheme s : kAllSchemes) {
-    if (present.count(s) != 0) out.push_back(s);
+  for (const Scheme& s : planner::AllSchemes()) {
+    const auto has_s = [&](const SweepRow& r) { return r.scheme == s; };
+    if (std::any_of(rows.begin(), rows.end(), has_s)) out.push_back(s);
   }
   return out;
 }

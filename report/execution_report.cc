@@ -8,6 +8,7 @@
 #include "core/units.h"
 #include "report/text_table.h"
 #include "report/timeline_comparison.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::report {
 
@@ -76,7 +77,7 @@ std::string RenderExecutionTable(const ExecutionReport& r) {
   const Plan& plan = r.plan;
   const Topology& topology = r.topology;
   std::string out = "plan:      " + std::string(SchemeName(plan.params.scheme)) + " " +
-                    plan.params.Describe() + " (" + r.plan_file + ")\n";
+                    planner::DescribeParams(plan.params) + " (" + r.plan_file + ")\n";
   out += "workload:  " + plan.workload.Describe() +
          (r.widened ? " (the plan's pass is bwd)" : "") + "; " + r.precision + "\n";
   out += "run:       " + r.run + "\n";
@@ -249,7 +250,7 @@ std::string RenderExecutionJson(const ExecutionReport& r) {
   j.Key("scheme");
   j.String(SchemeName(plan.params.scheme));
   j.Key("parameters");
-  j.String(plan.params.Describe());
+  j.String(planner::DescribeParams(plan.params));
   j.Key("workload");
   j.String(plan.workload.Describe());
   j.Key("pass_widened");

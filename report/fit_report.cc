@@ -3,6 +3,7 @@
 #include "core/json_writer.h"
 #include "core/units.h"
 #include "report/text_table.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::report {
 namespace {
@@ -52,7 +53,7 @@ std::string LongestFitTable(const Topology& topology, const Workload& workload, 
     any_at_limit = any_at_limit || f.at_limit;
     rows.push_back({std::string(SchemeName(f.scheme)), ShortCount(f.seq_len) + (f.at_limit ? "+" : ""),
                     std::to_string(f.seq_len), FormatBytes(f.peak_memory_bytes), FormatSeconds(f.time_s),
-                    f.params.Describe()});
+                    planner::DescribeParams(f.params)});
   }
   if (rows.size() > 1) out += Columns(rows, "  ", true);
   if (any_at_limit) out += "\n  +: reached --max-seq " + FormatCount(max_seq) + "; longer sequences may fit too\n";
@@ -93,7 +94,7 @@ std::string LongestFitJson(const Topology& topology, const Workload& workload, d
       json.Key("at_limit");
       json.Bool(f.at_limit);
       json.Key("parameters");
-      json.String(f.params.Describe());
+      json.String(planner::DescribeParams(f.params));
       json.Key("peak_memory_bytes");
       json.Number(f.peak_memory_bytes);
       json.Key("time_s");
@@ -116,7 +117,7 @@ std::string SmallestClusterTable(const Workload& workload, double reserved_bytes
   out += "budget:   " + FormatSeconds(budget_s) + " per step\n\n";
   out += "smallest cluster: " + std::to_string(found.gpus) + " GPUs (" + found.topology + ", " +
          std::to_string(found.sizes_tried) + " sizes tried)\n";
-  out += "plan:             " + std::string(SchemeName(found.params.scheme)) + " " + found.params.Describe() + "\n";
+  out += "plan:             " + std::string(SchemeName(found.params.scheme)) + " " + planner::DescribeParams(found.params) + "\n";
   out += "time:             " + FormatSeconds(found.time_s) + "\n";
   out += "peak memory:      " + FormatBytes(found.peak_memory_bytes) + " per GPU\n";
   return out;
@@ -136,7 +137,7 @@ std::string SmallestClusterJson(const Workload& workload, double budget_s, const
   json.Key("scheme");
   json.String(SchemeName(found.params.scheme));
   json.Key("parameters");
-  json.String(found.params.Describe());
+  json.String(planner::DescribeParams(found.params));
   json.Key("time_s");
   json.Number(found.time_s);
   json.Key("peak_memory_bytes");

@@ -6,6 +6,7 @@
 #include "core/units.h"
 #include "report/plan_report.h"
 #include "report/text_table.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::report {
 namespace {
@@ -57,7 +58,7 @@ void OpJson(const Op& op, size_t index, JsonWriter& j) {
 std::string PlanExplain(const planner::PlanContext& ctx, const planner::Estimate& e, int plan_number,
                         const Schedule* schedule) {
   std::ostringstream out;
-  out << "plan #" << plan_number << ": " << SchemeName(e.params.scheme) << " " << e.params.Describe() << "\n";
+  out << "plan #" << plan_number << ": " << SchemeName(e.params.scheme) << " " << planner::DescribeParams(e.params) << "\n";
   out << "  cluster:  " << ClusterLine(ctx) << "\n";
   out << "  workload: " << ctx.workload.Describe() << "\n\n";
   out << "communication per GPU: " << FormatBytes(e.bytes_per_rank) << " (forward "
@@ -118,7 +119,7 @@ void PlanExplainJson(const planner::PlanContext& ctx, const planner::Estimate& e
   j.Key("scheme");
   j.String(SchemeName(e.params.scheme));
   j.Key("parameters");
-  j.String(e.params.Describe());
+  j.String(planner::DescribeParams(e.params));
 
   j.Key("communication");
   j.BeginObject();

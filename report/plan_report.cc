@@ -9,6 +9,7 @@
 #include "planner/equivalence.h"
 #include "report/plan_explain.h"
 #include "report/text_table.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::report {
 namespace {
@@ -107,9 +108,9 @@ std::string PlanTable(const planner::PlanContext& ctx, const planner::SearchResu
     std::vector<std::string> row = {std::to_string(i + 1)};
     const std::string scheme(SchemeName(e.params.scheme));
     if (wide) {
-      row.insert(row.end(), {scheme, e.params.Describe()});
+      row.insert(row.end(), {scheme, planner::DescribeParams(e.params)});
     } else {
-      row.push_back(scheme + " " + e.params.Describe());
+      row.push_back(scheme + " " + planner::DescribeParams(e.params));
     }
     row.push_back(seconds(e.time_s, 4));
     if (simulated) row.push_back(e.simulated_s >= 0 ? seconds(e.simulated_s, 4) : "-");
@@ -154,7 +155,7 @@ std::string PlanTable(const planner::PlanContext& ctx, const planner::SearchResu
       best == result.ranked.end()
           ? "none fits in " + FormatBytes(ctx.topology.gpu.memory_bytes) + " per GPU"
           : "best that fits: #" + std::to_string(best - result.ranked.begin() + 1) + " " +
-                std::string(SchemeName(best->params.scheme)) + " " + best->params.Describe();
+                std::string(SchemeName(best->params.scheme)) + " " + planner::DescribeParams(best->params);
   // The summary stays within the default table's 120 columns: a long plan name goes on its own line.
   constexpr size_t kColumns = 120;
   out += "\n" + summary + (summary.size() + 2 + verdict.size() > kColumns ? ";\n" : "; ") + verdict + "\n";
@@ -178,7 +179,7 @@ void PlanObject(const planner::PlanContext& ctx, const planner::Estimate& e, siz
   j.Key("scheme");
   j.String(SchemeName(e.params.scheme));
   j.Key("parameters");
-  j.String(e.params.Describe());
+  j.String(planner::DescribeParams(e.params));
   j.Key("layout");
   j.String(LayoutName(e.params.layout));
   j.Key("tile_a");
@@ -323,7 +324,7 @@ std::string PlanCsv(const planner::PlanContext& ctx, const planner::SearchResult
     const size_t i = row.representative();
     const planner::Estimate& e = result.ranked[i];
     const planner::PlanGroup& group = listed.groups[listed.group_of[i]];
-    out += std::to_string(i + 1) + "," + std::string(SchemeName(e.params.scheme)) + ",\"" + e.params.Describe() +
+    out += std::to_string(i + 1) + "," + std::string(SchemeName(e.params.scheme)) + ",\"" + planner::DescribeParams(e.params) +
            "\"," + CsvNumber(e.time_s) + ",";
     // Empty field: not simulated.
     if (simulated) out += (e.simulated_s >= 0 ? CsvNumber(e.simulated_s) : "") + ",";

@@ -9,6 +9,7 @@
 #include "core/json_writer.h"
 #include "core/units.h"
 #include "report/text_table.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::report {
 namespace {
@@ -74,7 +75,7 @@ std::string SimulationTable(const SimulationReport& r) {
   const sim::SimResult& res = r.sim->result;
   const Topology& t = *r.topology;
   std::string out = "plan:      " + std::string(SchemeName(r.plan->params.scheme)) + " " +
-                    r.plan->params.Describe() + " (" + r.plan_file + ")\n";
+                    planner::DescribeParams(r.plan->params) + " (" + r.plan_file + ")\n";
   out += "workload:  " + r.plan->workload.Describe() + "\n";
   out += "cluster:   " + std::to_string(t.num_gpus()) + " x " + t.gpu.model + " (" + t.name + ", " +
          t.source + ")\n\n";
@@ -132,7 +133,7 @@ std::string SimulationJson(const SimulationReport& r, const std::string& trace_f
   j.Key("scheme");
   j.String(SchemeName(r.plan->params.scheme));
   j.Key("parameters");
-  j.String(r.plan->params.Describe());
+  j.String(planner::DescribeParams(r.plan->params));
   j.Key("workload");
   j.String(r.plan->workload.Describe());
   j.EndObject();
@@ -233,7 +234,7 @@ std::string SimulationCsv(const SimulationReport& r) {
   std::vector<std::pair<std::string, std::string>> rows = {
       {"plan", r.plan_file},
       {"scheme", std::string(SchemeName(r.plan->params.scheme))},
-      {"parameters", r.plan->params.Describe()},
+      {"parameters", planner::DescribeParams(r.plan->params)},
       {"topology", r.topology->name},
       {"gpus", std::to_string(r.topology->num_gpus())},
       {"simulated_s", CsvNumber(r.simulated_s())},

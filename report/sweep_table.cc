@@ -4,6 +4,7 @@
 
 #include "core/csv.h"
 #include "core/json_writer.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::report {
 namespace {
@@ -27,7 +28,7 @@ std::string SweepCsv(const std::vector<SweepRow>& rows) {
     out += CsvField(r.topology) + "," + std::to_string(r.gpus) + "," + std::to_string(r.seq_len) + "," +
            std::string(SchemeName(r.scheme)) + "," + (r.valid ? "true" : "false") + ",";
     if (r.valid) {
-      out += CsvField(r.params.Describe()) + "," + ShortNumber(r.time_s) + "," + ShortNumber(r.compute_s) + "," +
+      out += CsvField(planner::DescribeParams(r.params)) + "," + ShortNumber(r.time_s) + "," + ShortNumber(r.compute_s) + "," +
              ShortNumber(r.exposed_comm_s) + "," + ShortNumber(r.comm_share) + "," + ShortNumber(r.bytes_per_gpu) +
              "," + ShortNumber(r.peak_memory_bytes) + "," + (r.fits ? "true" : "false") + ",";
       // Empty field: not simulated.
@@ -65,7 +66,7 @@ std::string SweepJson(const std::vector<SweepRow>& rows) {
       continue;
     }
     json.Key("parameters");
-    json.String(r.params.Describe());
+    json.String(planner::DescribeParams(r.params));
     json.Key("time_s");
     json.Number(r.time_s);
     json.Key("compute_s");

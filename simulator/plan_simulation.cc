@@ -6,6 +6,7 @@
 
 #include "planner/plan_schedule.h"
 #include "simulator/rank_symmetry.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::sim {
 namespace {
@@ -13,7 +14,7 @@ namespace {
 // The translation group the topology and placement allow for `plan` (rank_symmetry.h), or why
 // there is none.
 Result<RankSymmetry> CandidateSymmetry(const Plan& plan, const Topology& topology) {
-  const std::vector<RankDim> dims = plan.params.RankDims();
+  const std::vector<RankDim> dims = planner::RankDims(plan.params);
   if (!ValidatePlacement(dims, plan.params.placement).ok()) return Status::Invalid("the placement is invalid");
   std::vector<int64_t> sizes;
   int64_t ranks = 1;
@@ -30,7 +31,7 @@ Result<RankSymmetry> CandidateSymmetry(const Plan& plan, const Topology& topolog
 
 std::vector<std::string> DimNames(const Plan& plan) {
   std::vector<std::string> names;
-  for (const RankDim& d : plan.params.RankDims()) names.push_back(d.name);
+  for (const RankDim& d : planner::RankDims(plan.params)) names.push_back(d.name);
   return names;
 }
 

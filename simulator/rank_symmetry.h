@@ -3,7 +3,7 @@
 // and every other rank does exactly what its representative does (docs/simulator.md, "Symmetry
 // classes").
 //
-// The group: the rank grid of the plan (Plan::RankDims, first dimension fastest) translated along
+// The group: the rank grid of the plan (planner::RankDims, first dimension fastest) translated along
 // each dimension d by multiples of a step s_d that divides the dimension's size (s_d = size: not
 // translated). Translations act freely, so every class has |G| = prod(size_d / s_d) ranks and
 // there are prod(s_d) classes; the representative of a class is its rank whose coordinates are all

@@ -5,6 +5,7 @@
 
 #include "planner/strategy.h"
 #include "simulator/simulate.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::sim {
 
@@ -12,7 +13,7 @@ Result<double> SimulatedSeconds(const planner::PlanContext& ctx, const SchemePar
   const std::unique_ptr<planner::Strategy> strategy = planner::MakeStrategy(params.scheme);
   auto schedule = strategy->Expand(ctx, params);
   if (!schedule.ok()) return schedule.status();
-  const std::vector<RankDim> dims = params.RankDims();
+  const std::vector<RankDim> dims = planner::RankDims(params);
   MESHPLAN_RETURN_IF_ERROR(ValidatePlacement(dims, params.placement));
   const Placement placement(dims, params.placement);
   std::vector<int64_t> rank_to_gpu(static_cast<size_t>(schedule->num_ranks));

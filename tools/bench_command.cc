@@ -16,6 +16,7 @@
 #include "tools/cli_common.h"
 #include "tools/commands.h"
 #include "tools/execute_run.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::tools {
 namespace {
@@ -157,8 +158,8 @@ Runner RegisterBenchCommand(CLI::App& app) {
                   "meshplan calibrate) or a shipped cluster's name")
       ->capture_default_str();
   cmd->add_option("--schemes", flags->schemes,
-                  "Comma-separated schemes (default: every scheme with a valid plan): ring, allgather-kv, ulysses, "
-                  "usp, loongtrain, attention2d, mesh, mesh-ulysses, attention2d-o");
+                  "Comma-separated schemes (default: every scheme with a valid plan): " +
+                      planner::SchemeNamesText() + " (meshplan plan --list-schemes)");
   flags->workload.Register(*cmd);
   cmd->get_option("--seq")->description("Sequence lengths: list and ranges, e.g. 1K,2K,4K or 1K..16K (doubling)");
   cmd->get_option("--mask")->description("Masks, comma-separated: full, causal, window:W, docs:FILE");

@@ -9,7 +9,7 @@
 
 #include "core/attention_flops.h"
 #include "core/escape.h"
-#include "core/plan_io.h"
+#include "planner/plan_file.h"
 #include "core/units.h"
 #include "executor/host_memory.h"
 #include "executor/plan_run.h"
@@ -158,7 +158,7 @@ Result<exec::HostBudget> HostBudgetOf(const ExecuteFlags& flags, int64_t ranks) 
 Result<Prepared> PrepareExecution(const ExecuteFlags& flags) {
   MESHPLAN_RETURN_IF_ERROR(CheckFlags(flags));
   Prepared p;
-  auto plan = LoadPlanFile(flags.plan);
+  auto plan = planner::LoadPlanFile(flags.plan);
   if (!plan.ok()) return plan.status();
   auto topology = PlanTopology(flags.plan, flags.topology, *plan);
   if (!topology.ok()) return topology.status();

@@ -11,6 +11,7 @@
 #include "report/fit_report.h"
 #include "tools/cli_common.h"
 #include "tools/commands.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::tools {
 namespace {
@@ -74,7 +75,7 @@ int RunFit(const FitFlags& flags, const CLI::App& cmd) {
   }
   std::vector<Scheme> schemes;
   for (const std::string& name : SplitList(flags.schemes)) {
-    auto scheme = ParseScheme(name);
+    auto scheme = planner::ParseScheme(name);
     if (!scheme.ok()) return ReportError(scheme.status().WithContext("--schemes"));
     schemes.push_back(*scheme);
   }
@@ -101,8 +102,8 @@ Runner RegisterFitCommand(CLI::App& app) {
       ->description("Sequence length to run within --budget-s (required with it; without it, fit finds the longest)")
       ->default_str("");
   cmd->add_option("--schemes", flags->schemes,
-                  "Comma-separated schemes (default all): ring, allgather-kv, ulysses, usp, loongtrain, attention2d, "
-                  "mesh, mesh-ulysses, attention2d-o");
+                  "Comma-separated schemes (default all): " + planner::SchemeNamesText() +
+                      " (meshplan plan --list-schemes)");
   cmd->add_option("--reserve-gib", flags->reserve_gib,
                   "GPU memory (GiB) held back for weights, optimizer state and other activations")
       ->capture_default_str();

@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "core/atomic_file.h"
-#include "core/plan_io.h"
+#include "planner/plan_file.h"
 #include "core/units.h"
 #include "planner/search.h"
 #include "planner/strategy.h"
@@ -14,6 +14,7 @@
 #include "simulator/simulation_timer.h"
 #include "tools/cli_common.h"
 #include "tools/commands.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::tools {
 namespace {
@@ -33,6 +34,7 @@ struct PlanFlags {
   double reserve_gib = 0;
   int simulate = 0;    // re-rank the top K plans by simulated time
   bool quiet = false;  // no progress on stderr
+  bool list_schemes = false;  // print the registry's schemes and exit
 };
 
 // --explain expands the whole schedule to show rank 0's first ops; ring-like schedules grow as
@@ -53,6 +55,10 @@ Result<int> ExplainedPlanNumber(const PlanFlags& flags) {
 }
 
 int RunPlan(const PlanFlags& flags) {
+  if (flags.list_schemes) {  // the one list scripts and people read (the registry's)
+    std::fputs(planner::SchemeListing().c_str(), stdout);
+    return kExitOk;
+  }
   auto workload = flags.workload.Build();
   if (!workload.ok()) return ReportError(workload.status());
   auto topology = flags.topology.Load();
@@ -70,7 +76,7 @@ int RunPlan(const PlanFlags& flags) {
   }
   planner::SearchOptions options;
   for (const std::string& name : SplitList(flags.schemes)) {
-    auto scheme = ParseScheme(name);
+    auto scheme = planner::ParseScheme(name);
     if (!scheme.ok()) return ReportError(scheme.status().WithContext("--schemes"));
     options.schemes.push_back(*scheme);
   }
@@ -135,10 +141,10 @@ int RunPlan(const PlanFlags& flags) {
   }
   if (!flags.out.empty()) {
     const planner::Estimate& e = result.ranked[flags.pick - 1];
-    const std::string text = PlanToToml(planner::MakePlan(ctx, e.params), report::EstimateToml(e));
+    const std::string text = planner::PlanToToml(planner::MakePlan(ctx, e.params), report::EstimateToml(e));
     if (Status st = WriteFileAtomically(flags.out, text); !st.ok()) return ReportError(st);
     std::fprintf(stderr, "meshplan: wrote plan #%d (%s %s) to %s\n", flags.pick,
-                 std::string(SchemeName(e.params.scheme)).c_str(), e.params.Describe().c_str(),
+                 std::string(SchemeName(e.params.scheme)).c_str(), planner::DescribeParams(e.params).c_str(),
                  flags.out.c_str());
   }
   return kExitOk;
@@ -152,8 +158,10 @@ Runner RegisterPlanCommand(CLI::App& app) {
   flags->topology.Register(*cmd);
   flags->workload.Register(*cmd);
   cmd->add_option("--schemes", flags->schemes,
-                  "Comma-separated schemes to consider (default all): ring, allgather-kv, ulysses, usp, "
-                  "loongtrain, attention2d, mesh, mesh-ulysses, attention2d-o");
+                  "Comma-separated schemes to consider (default all): " + planner::SchemeNamesText() +
+                      " (--list-schemes describes them)");
+  cmd->add_flag("--list-schemes", flags->list_schemes,
+                "Print every scheme's name and a line on what it does, then exit");
   cmd->add_option("--format", flags->format, "Output: table, json or csv")->capture_default_str();
   cmd->add_option("--top", flags->top, "Rows to list, each a group of equivalent plans (0: all)")
       ->capture_default_str();

@@ -14,7 +14,7 @@
 
 #include "core/atomic_file.h"
 #include "core/escape.h"
-#include "core/plan_io.h"
+#include "planner/plan_file.h"
 #include "report/charts.h"
 #include "report/simulation_report.h"
 #include "report/svg_plot.h"
@@ -111,7 +111,7 @@ int RunSimulate(const SimulateFlags& flags) {
   if (Status st = CheckFormat(flags.format, {"table", "json", "csv"}); !st.ok())
     return ReportError(st);
   if (flags.ranks < 0) return ReportError(Status::Invalid("--ranks: must not be negative"));
-  auto plan = LoadPlanFile(flags.plan);
+  auto plan = planner::LoadPlanFile(flags.plan);
   if (!plan.ok()) return ReportError(plan.status());
   auto topology = PlanTopology(flags.plan, flags.topology, *plan);
   if (!topology.ok()) return ReportError(topology.status());

@@ -16,6 +16,7 @@
 #include "report/sweep_table.h"
 #include "tools/cli_common.h"
 #include "tools/commands.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::tools {
 namespace {
@@ -134,8 +135,8 @@ Runner RegisterSweepCommand(CLI::App& app) {
   cmd->get_option("--seq")->description(
       "Sequence lengths: list and ranges, e.g. 128K,1M or 128K..4M (doubling) or 64K..256K:+64K");
   cmd->add_option("--schemes", flags->schemes,
-                  "Comma-separated schemes (default all): ring, allgather-kv, ulysses, usp, loongtrain, attention2d, "
-                  "mesh, mesh-ulysses, attention2d-o");
+                  "Comma-separated schemes (default all): " + planner::SchemeNamesText() +
+                      " (meshplan plan --list-schemes)");
   cmd->add_option("--reserve-gib", flags->reserve_gib,
                   "GPU memory (GiB) held back for weights, optimizer state and other activations")
       ->capture_default_str();

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "planner/compute_model.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::planner::mesh {
 
@@ -21,7 +22,9 @@ MessageBytes PhaseMessageBytes(const ShardBytes& s, Phase phase, bool cache) {
   return m;
 }
 
-int QDim(const SchemeParams& params) { return params.scheme == Scheme::kMeshUlysses ? 1 : 0; }
+// The tile's two rings are the last two dimensions of the rank grid: [q, kv], or [h, q, kv] where
+// a head-parallel dimension comes first.
+int QDim(const SchemeParams& params) { return static_cast<int>(RankDims(params).size()) - 2; }
 int KvDim(const SchemeParams& params) { return QDim(params) + 1; }
 
 StepCosts StepTimes::Costs() const {
@@ -31,7 +34,7 @@ StepCosts StepTimes::Costs() const {
 
 StepTimes PhaseStepTimes(const PlanContext& ctx, const SchemeParams& p, Phase phase) {
   const Workload& w = ctx.workload;
-  const int64_t u = p.scheme == Scheme::kMeshUlysses ? p.ulysses : 1;
+  const int64_t u = QDim(p) == 1 ? p.ulysses : 1;  // head-parallel degree
   const ShardLayout layout{p.layout, w.seq_len, ctx.num_ranks / u, u};
   // Block time: the busiest rank's forward work spread over its a*b blocks.
   const std::vector<int64_t>& pairs = ctx.TilePairsFor(layout, p.tile_a);
@@ -40,7 +43,7 @@ StepTimes PhaseStepTimes(const PlanContext& ctx, const SchemeParams& p, Phase ph
   StepTimes t;
   const double forward_block = KernelSeconds(ctx.topology.gpu, w.dtype, block_flops, layout.KernelBlockTokens(), 1);
   t.block = phase == Phase::kForward ? forward_block : ctx.BackwardSeconds(forward_block, 1);
-  const Placement placement(p.RankDims(), p.placement);
+  const Placement placement(RankDims(p), p.placement);
   const MessageBytes m = PhaseMessageBytes(ctx.shard, phase, p.cache_forward);
   const int q_dim = QDim(p), kv_dim = KvDim(p);
   CommModel& comm = *ctx.comm;

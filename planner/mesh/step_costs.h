@@ -33,7 +33,8 @@ struct StepTimes {
 // REQUIRES: params is a valid mesh or mesh-ulysses plan for ctx.
 StepTimes PhaseStepTimes(const PlanContext& ctx, const SchemeParams& params, Phase phase);
 
-// Rank-grid dimensions of the Q and KV rings in params.RankDims() (mesh: 0, 1; mesh-ulysses: 1, 2).
+// Rank-grid dimensions of the Q and KV rings (the last two of planner::RankDims(params): 0 and 1,
+// or 1 and 2 after a head-parallel dimension).
 int QDim(const SchemeParams& params);
 int KvDim(const SchemeParams& params);
 

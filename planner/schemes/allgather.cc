@@ -13,9 +13,19 @@
 namespace meshplan::planner::schemes {
 namespace {
 
+constexpr std::string_view kName = "allgather-kv";
+
 class AllGatherKVStrategy final : public Strategy {
  public:
-  Scheme scheme() const override { return Scheme::kAllGatherKV; }
+  Scheme scheme() const override { return Scheme(kName); }
+  std::string_view summary() const override {
+    return "all-gather K,V, attend locally, reduce-scatter dK,dV (Llama 3 context parallelism)";
+  }
+  bool OffersBalancedLayout() const override { return true; }
+  std::vector<RankDim> RankDims(const SchemeParams& p) const override {
+    return {{"cp", p.ring}};
+  }
+  std::string DescribeDegrees(const SchemeParams&) const override { return ""; }
   std::vector<SchemeParams> Enumerate(const PlanContext& ctx) const override;
   Estimate Evaluate(const PlanContext& ctx, const SchemeParams& params) const override;
   Result<Schedule> Expand(const PlanContext& ctx, const SchemeParams& params) const override;
@@ -23,7 +33,7 @@ class AllGatherKVStrategy final : public Strategy {
 
 std::vector<SchemeParams> AllGatherKVStrategy::Enumerate(const PlanContext& ctx) const {
   SchemeParams p;
-  p.scheme = Scheme::kAllGatherKV;
+  p.scheme = scheme();
   p.ring = ctx.num_ranks;
   std::vector<SchemeParams> out;
   AddVariants(ctx, p, SearchLayouts(ctx.workload.mask, false), Placements::kCanonical, &out);
@@ -38,7 +48,7 @@ Estimate AllGatherKVStrategy::Evaluate(const PlanContext& ctx, const SchemeParam
   Estimate e = ValidEstimate(p);
   const Workload& w = ctx.workload;
   const ShardBytes& s = ctx.shard;
-  const Placement placement(p.RankDims(), p.placement);
+  const Placement placement(RankDims(p), p.placement);
   SetFlops(e, ctx, ctx.RowPairsFor(layout), w.q_heads);
   const double fwd_flops = e.flops_max / PassFlopsFactor(w.pass);
   const double compute_s = KernelSeconds(ctx.topology.gpu, w.dtype, fwd_flops, layout.KernelBlockTokens(),

@@ -14,9 +14,20 @@
 namespace meshplan::planner::schemes {
 namespace {
 
+constexpr std::string_view kName = "attention2d";
+
 class Attention2DStrategy final : public Strategy {
  public:
-  Scheme scheme() const override { return Scheme::kAttention2D; }
+  Scheme scheme() const override { return Scheme(kName); }
+  std::string_view summary() const override {
+    return "ATTENTION2D: an a x b tile of the attention matrix per GPU, moved by all-gathers and reduce-scatters";
+  }
+  std::vector<RankDim> RankDims(const SchemeParams& p) const override {
+    return {{"q", p.tile_a}, {"kv", p.tile_b}};
+  }
+  std::string DescribeDegrees(const SchemeParams& p) const override {
+    return "a=" + std::to_string(p.tile_a) + " b=" + std::to_string(p.tile_b);
+  }
   std::vector<SchemeParams> Enumerate(const PlanContext& ctx) const override;
   Estimate Evaluate(const PlanContext& ctx, const SchemeParams& params) const override;
   Result<Schedule> Expand(const PlanContext& ctx, const SchemeParams& params) const override;
@@ -25,8 +36,8 @@ class Attention2DStrategy final : public Strategy {
 std::vector<SchemeParams> Attention2DStrategy::Enumerate(const PlanContext& ctx) const {
   std::vector<SchemeParams> out;
   SchemeParams p;
-  p.scheme = Scheme::kAttention2D;
-  AddTileCandidates(ctx, p, ctx.num_ranks, &out);
+  p.scheme = scheme();
+  AddTileCandidates(ctx, p, ctx.num_ranks, /*both_reduce_chains=*/false, &out);
   return out;
 }
 
@@ -39,7 +50,7 @@ Estimate Attention2DStrategy::Evaluate(const PlanContext& ctx, const SchemeParam
   Estimate e = ValidEstimate(p);
   const ShardBytes& s = ctx.shard;
   const int64_t a = p.tile_a, b = p.tile_b;
-  const Placement placement(p.RankDims(), p.placement);
+  const Placement placement(RankDims(p), p.placement);
   SetFlops(e, ctx, ctx.TilePairsFor(layout, a), w.q_heads);
   const double compute_s = KernelSeconds(ctx.topology.gpu, w.dtype, e.flops_max / PassFlopsFactor(w.pass),
                                          layout.KernelBlockTokens(), a * b);

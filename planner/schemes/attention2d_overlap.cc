@@ -27,9 +27,20 @@
 namespace meshplan::planner::schemes {
 namespace {
 
+constexpr std::string_view kName = "attention2d-o";
+
 class Attention2DOverlapStrategy final : public Strategy {
  public:
-  Scheme scheme() const override { return Scheme::kAttention2DOverlap; }
+  Scheme scheme() const override { return Scheme(kName); }
+  std::string_view summary() const override {
+    return "ATTENTION2D-O: ATTENTION2D's tile, its gathers and reductions as ring steps overlapped with the blocks";
+  }
+  std::vector<RankDim> RankDims(const SchemeParams& p) const override {
+    return {{"q", p.tile_a}, {"kv", p.tile_b}};
+  }
+  std::string DescribeDegrees(const SchemeParams& p) const override {
+    return "a=" + std::to_string(p.tile_a) + " b=" + std::to_string(p.tile_b);
+  }
   std::vector<SchemeParams> Enumerate(const PlanContext& ctx) const override;
   Estimate Evaluate(const PlanContext& ctx, const SchemeParams& params) const override;
   Result<Schedule> Expand(const PlanContext& ctx, const SchemeParams& params) const override;
@@ -38,8 +49,8 @@ class Attention2DOverlapStrategy final : public Strategy {
 std::vector<SchemeParams> Attention2DOverlapStrategy::Enumerate(const PlanContext& ctx) const {
   std::vector<SchemeParams> out;
   SchemeParams p;
-  p.scheme = Scheme::kAttention2DOverlap;
-  AddTileCandidates(ctx, p, ctx.num_ranks, &out);
+  p.scheme = scheme();
+  AddTileCandidates(ctx, p, ctx.num_ranks, /*both_reduce_chains=*/false, &out);
   return out;
 }
 
@@ -52,7 +63,7 @@ Estimate Attention2DOverlapStrategy::Evaluate(const PlanContext& ctx, const Sche
   Estimate e = ValidEstimate(p);
   const ShardBytes& s = ctx.shard;
   const int64_t a = p.tile_a, b = p.tile_b;
-  const Placement placement(p.RankDims(), p.placement);
+  const Placement placement(RankDims(p), p.placement);
   SetFlops(e, ctx, ctx.TilePairsFor(layout, a), w.q_heads);
   // The busiest rank's tile spread evenly over its a*b blocks (as ATTENTION2D's tile compute).
   const double tile_s = KernelSeconds(ctx.topology.gpu, w.dtype, e.flops_max / PassFlopsFactor(w.pass),

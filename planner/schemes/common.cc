@@ -1,4 +1,5 @@
 #include "planner/schemes/common.h"
+#include "planner/schemes/registry.h"
 
 #include <algorithm>
 
@@ -10,6 +11,14 @@ Estimate Invalid(const SchemeParams& params, std::string reason) {
   e.valid = false;
   e.reason = std::move(reason);
   return e;
+}
+
+std::optional<Strategy::ParamProblem> HeadDegreeProblem(const SchemeParams& params,
+                                                        const Workload& workload) {
+  if (params.ulysses < 1 || workload.q_heads % params.ulysses == 0) return std::nullopt;
+  return Strategy::ParamProblem{"ulysses", "heads (" + std::to_string(workload.q_heads) +
+                                               ") must be divisible by the head-parallel degree (" +
+                                               std::to_string(params.ulysses) + ")"};
 }
 
 std::string UlyssesProblem(const Workload& w, int64_t degree) {
@@ -124,8 +133,8 @@ std::vector<int64_t> Divisors(int64_t n) {
 void AddVariants(const PlanContext& ctx, SchemeParams base, const std::vector<Layout>& layouts,
                  Placements placements, std::vector<SchemeParams>* out) {
   const auto orders = placements == Placements::kAll
-                          ? AllPlacements(base.RankDims())
-                          : std::vector<std::vector<std::string>>{CanonicalPlacement(base.RankDims())};
+                          ? AllPlacements(RankDims(base))
+                          : std::vector<std::vector<std::string>>{CanonicalPlacement(RankDims(base))};
   for (Layout layout : layouts) {
     for (bool cache : {false, true}) {
       if (cache && !HasBackward(ctx.workload.pass)) continue;
@@ -147,12 +156,10 @@ std::vector<Layout> TileLayouts(const Mask& mask) {
   return layouts;
 }
 
-void AddTileCandidates(const PlanContext& ctx, SchemeParams base, int64_t ranks, std::vector<SchemeParams>* out) {
-  // Mesh-Ulysses keeps the owner-last chain, so that its candidates (already x Ulysses degrees)
-  // do not double; the chains differ by one hop per reduction (docs/mesh-attention.md).
-  const bool mesh = base.scheme == Scheme::kMesh;
+void AddTileCandidates(const PlanContext& ctx, SchemeParams base, int64_t ranks, bool both_reduce_chains,
+                       std::vector<SchemeParams>* out) {
   const std::vector<ReduceChain> chains =
-      mesh ? std::vector<ReduceChain>{ReduceChain::kOwnerLast, ReduceChain::kOwnerFirst}
+      both_reduce_chains ? std::vector<ReduceChain>{ReduceChain::kOwnerLast, ReduceChain::kOwnerFirst}
            : std::vector<ReduceChain>{base.reduce_chain};
   for (int64_t a : Divisors(ranks)) {
     base.tile_a = a;
@@ -164,9 +171,31 @@ void AddTileCandidates(const PlanContext& ctx, SchemeParams base, int64_t ranks,
   }
 }
 
+namespace {
+
+// "ring, allgather-kv, usp and loongtrain": the registry's schemes that offer the balanced layout.
+std::string BalancedLayoutSchemes() {
+  std::vector<std::string> names;
+  for (const Scheme& s : AllSchemes()) {
+    if (FindStrategy(s)->OffersBalancedLayout()) names.emplace_back(s.name());
+  }
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i > 0) out += i + 1 == names.size() ? " and " : ", ";
+    out += names[i];
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string LayoutOrPlacementProblem(const SchemeParams& params, const ShardLayout& layout, const Mask& mask) {
+  const Strategy* strategy = FindStrategy(params.scheme);
+  if (layout.kind == Layout::kBalanced && (strategy == nullptr || !strategy->OffersBalancedLayout())) {
+    return "the balanced layout (load-balanced dispatch) is offered to " + BalancedLayoutSchemes() + " only";
+  }
   if (Status st = layout.Validate(mask); !st.ok()) return st.message();
-  if (Status st = ValidatePlacement(params.RankDims(), params.placement); !st.ok()) return st.message();
+  if (Status st = ValidatePlacement(RankDims(params), params.placement); !st.ok()) return st.message();
   return "";
 }
 

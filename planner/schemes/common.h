@@ -2,6 +2,7 @@
 // bookkeeping, the pipeline time shape, and enumeration helpers.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -9,6 +10,7 @@
 #include "planner/comm_model.h"
 #include "planner/context.h"
 #include "planner/estimate.h"
+#include "planner/strategy.h"
 
 namespace meshplan::planner::schemes {
 
@@ -17,6 +19,10 @@ Estimate Invalid(const SchemeParams& params, std::string reason);
 
 // Empty when a head-parallel degree U is usable with this workload, else the reason.
 std::string UlyssesProblem(const Workload& workload, int64_t degree);
+// The plan-file check of the schemes with a head-parallel degree (Strategy::CheckParams): the
+// query heads divide by params.ulysses.
+std::optional<Strategy::ParamProblem> HeadDegreeProblem(const SchemeParams& params,
+                                                        const Workload& workload);
 
 // Sets flops_max and flops_mean from unmasked pairs per rank (or per shard) and heads per rank.
 void SetFlops(Estimate& e, const PlanContext& ctx, const std::vector<int64_t>& pairs, int64_t heads);
@@ -61,11 +67,13 @@ std::vector<Layout> TileLayouts(const Mask& mask);
 
 // Every tile a x b = ranks of `base` (a 2-D scheme; base.ulysses is kept), with TileLayouts,
 // cache choices and all placements (AddVariants), and for Mesh both reduce chains (owner-last,
-// owner-first), appended to `out`.
-void AddTileCandidates(const PlanContext& ctx, SchemeParams base, int64_t ranks, std::vector<SchemeParams>* out);
+// owner-first) when both_reduce_chains, else base's chain only, appended to `out`.
+void AddTileCandidates(const PlanContext& ctx, SchemeParams base, int64_t ranks, bool both_reduce_chains,
+                       std::vector<SchemeParams>* out);
 
-// Checks every scheme shares: the layout fits the sequence and mask, the placement names the
-// rank grid's dimensions. Empty when fine, else the reason.
+// Checks every scheme shares: the scheme offers the layout (balanced: Strategy::
+// OffersBalancedLayout), the layout fits the sequence and mask, the placement names the rank
+// grid's dimensions. Empty when fine, else the reason.
 std::string LayoutOrPlacementProblem(const SchemeParams& params, const ShardLayout& layout, const Mask& mask);
 // The checks of the schemes whose one rank dimension spans every GPU (ring, all-gather KV):
 // `degree_name` degree p.ring equals the GPU count, then LayoutOrPlacementProblem over P shards.

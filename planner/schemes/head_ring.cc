@@ -5,17 +5,18 @@
 #include "planner/schemes/common.h"
 #include "planner/schemes/patterns.h"
 #include "planner/ulysses_payload.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::planner::schemes {
 
-Estimate HeadRingEstimate(const PlanContext& ctx, const SchemeParams& p, const ShardLayout& layout) {
+Estimate HeadRingEstimate(const PlanContext& ctx, const SchemeParams& p, const ShardLayout& layout,
+                          bool double_ring) {
   const Workload& w = ctx.workload;
   const ShardBytes& s = ctx.shard;
   const int64_t u = p.ulysses;
   const int64_t r = layout.num_shards;  // ring positions (1 for Ulysses)
-  const bool double_ring = p.scheme == Scheme::kLoongTrain;
   Estimate e = ValidEstimate(p);
-  const Placement placement(p.RankDims(), p.placement);
+  const Placement placement(RankDims(p), p.placement);
   SetFlops(e, ctx, ctx.RowPairsFor(layout), HeadsPerRank(w, u));
   const double step_s = KernelSeconds(ctx.topology.gpu, w.dtype, e.flops_max / PassFlopsFactor(w.pass) / r,
                                       layout.KernelBlockTokens(), 1);

@@ -14,9 +14,11 @@
 
 namespace meshplan::planner::schemes {
 
-// REQUIRES: p is a valid ulysses, usp or loongtrain plan and layout its compute layout
-// (R shards of the sequence, subdivided U ways).
-Estimate HeadRingEstimate(const PlanContext& ctx, const SchemeParams& p, const ShardLayout& layout);
+// REQUIRES: p is a valid plan of the family and layout its compute layout (R shards of the
+// sequence, subdivided U ways); double_ring: the ring is a double ring over rank-grid dimensions
+// 1 (inner) and 2 (outer), else a plain ring over dimension 1 (or none, R = 1).
+Estimate HeadRingEstimate(const PlanContext& ctx, const SchemeParams& p, const ShardLayout& layout,
+                          bool double_ring);
 
 // Head-parallel (Ulysses degree u) x double-ring (r ring ranks in r/w windows of w) schedule:
 // Ulysses is r = 1, USP w = r. Rank = h + u*rho with ring rank rho = i + w*o (inner position i,

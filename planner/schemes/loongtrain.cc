@@ -10,13 +10,7 @@
 namespace meshplan::planner::schemes {
 namespace {
 
-class LoongTrainStrategy final : public Strategy {
- public:
-  Scheme scheme() const override { return Scheme::kLoongTrain; }
-  std::vector<SchemeParams> Enumerate(const PlanContext& ctx) const override;
-  Estimate Evaluate(const PlanContext& ctx, const SchemeParams& params) const override;
-  Result<Schedule> Expand(const PlanContext& ctx, const SchemeParams& params) const override;
-};
+constexpr std::string_view kName = "loongtrain";
 
 // The window rule, the one place enumeration, validity and expansion read it. Windows of w ring
 // ranks must tile the cp ring ranks: w >= 1 divides cp. A double ring proper has 1 < w < cp;
@@ -30,6 +24,31 @@ Window ClassifyWindow(int64_t cp, int64_t w) {
   return Window::kDoubleRing;
 }
 
+class LoongTrainStrategy final : public Strategy {
+ public:
+  Scheme scheme() const override { return Scheme(kName); }
+  std::string_view summary() const override {
+    return "LoongTrain: head parallelism hp x double ring of cp GPUs in windows of w";
+  }
+  bool OffersBalancedLayout() const override { return true; }
+  std::vector<RankDim> RankDims(const SchemeParams& p) const override {
+    return {{"head", p.ulysses}, {"inner", p.window}, {"outer", p.window > 0 ? p.ring / p.window : 0}};
+  }
+  std::string DescribeDegrees(const SchemeParams& p) const override {
+    return "hp=" + std::to_string(p.ulysses) + " cp=" + std::to_string(p.ring) + " w=" + std::to_string(p.window);
+  }
+  std::optional<ParamProblem> CheckParams(const SchemeParams& p, const Workload& w) const override {
+    if (ClassifyWindow(p.ring, p.window) == Window::kNotDividing) {
+      return ParamProblem{"window", "the inner ring size " + std::to_string(p.window) +
+                                        " must divide the ring (cp) degree " + std::to_string(p.ring)};
+    }
+    return HeadDegreeProblem(p, w);
+  }
+  std::vector<SchemeParams> Enumerate(const PlanContext& ctx) const override;
+  Estimate Evaluate(const PlanContext& ctx, const SchemeParams& params) const override;
+  Result<Schedule> Expand(const PlanContext& ctx, const SchemeParams& params) const override;
+};
+
 std::vector<SchemeParams> LoongTrainStrategy::Enumerate(const PlanContext& ctx) const {
   std::vector<SchemeParams> out;
   const Workload& w = ctx.workload;
@@ -42,7 +61,7 @@ std::vector<SchemeParams> LoongTrainStrategy::Enumerate(const PlanContext& ctx) 
         for (bool cache : {false, true}) {
           if (cache && !HasBackward(w.pass)) continue;
           SchemeParams p;
-          p.scheme = Scheme::kLoongTrain;
+          p.scheme = scheme();
           p.layout = layout;
           p.ulysses = hp;
           p.ring = cp;
@@ -62,7 +81,7 @@ std::vector<SchemeParams> LoongTrainStrategy::Enumerate(const PlanContext& ctx) 
   }
   if (out.empty()) {
     SchemeParams p;
-    p.scheme = Scheme::kLoongTrain;
+    p.scheme = scheme();
     p.ring = ctx.num_ranks;
     p.window = ctx.num_ranks;
     p.placement = {"head", "inner", "outer"};
@@ -92,7 +111,7 @@ Estimate LoongTrainStrategy::Evaluate(const PlanContext& ctx, const SchemeParams
   const ShardLayout layout = ctx.LayoutFor(p.layout, p.ring, p.ulysses);
   if (std::string why = LayoutOrPlacementProblem(p, layout, w.mask); !why.empty()) return Invalid(p, why);
 
-  return HeadRingEstimate(ctx, p, layout);
+  return HeadRingEstimate(ctx, p, layout, /*double_ring=*/true);
 }
 
 Result<Schedule> LoongTrainStrategy::Expand(const PlanContext& ctx,

@@ -8,9 +8,21 @@
 namespace meshplan::planner::schemes {
 namespace {
 
+constexpr std::string_view kName = "mesh";
+
 class MeshStrategy final : public Strategy {
  public:
-  Scheme scheme() const override { return Scheme::kMesh; }
+  Scheme scheme() const override { return Scheme(kName); }
+  std::string_view summary() const override {
+    return "Mesh-Attention: an a x b tile per GPU, p2p ring shifts overlapped with the blocks by a greedy step schedule";
+  }
+  std::vector<RankDim> RankDims(const SchemeParams& p) const override {
+    return {{"q", p.tile_a}, {"kv", p.tile_b}};
+  }
+  std::string DescribeDegrees(const SchemeParams& p) const override {
+    return "a=" + std::to_string(p.tile_a) + " b=" + std::to_string(p.tile_b);
+  }
+  bool UsesReduceChain() const override { return true; }
   std::vector<SchemeParams> Enumerate(const PlanContext& ctx) const override;
   Estimate Evaluate(const PlanContext& ctx, const SchemeParams& params) const override;
   Result<Schedule> Expand(const PlanContext& ctx, const SchemeParams& params) const override;
@@ -19,8 +31,8 @@ class MeshStrategy final : public Strategy {
 std::vector<SchemeParams> MeshStrategy::Enumerate(const PlanContext& ctx) const {
   std::vector<SchemeParams> out;
   SchemeParams p;
-  p.scheme = Scheme::kMesh;
-  AddTileCandidates(ctx, p, ctx.num_ranks, &out);
+  p.scheme = scheme();
+  AddTileCandidates(ctx, p, ctx.num_ranks, /*both_reduce_chains=*/true, &out);
   return out;
 }
 
@@ -30,7 +42,7 @@ Estimate MeshStrategy::Evaluate(const PlanContext& ctx, const SchemeParams& p) c
   const ShardLayout layout{p.layout, w.seq_len, ctx.num_ranks, 1};
   if (std::string why = LayoutOrPlacementProblem(p, layout, w.mask); !why.empty()) return Invalid(p, why);
   Estimate e = ValidEstimate(p);
-  const Placement placement(p.RankDims(), p.placement);
+  const Placement placement(RankDims(p), p.placement);
   Traffic traffic(ctx.num_ranks, ctx.topology.num_levels());
   MeshTilePass(e, ctx, p, placement, layout, w.q_heads, traffic);
   return e;

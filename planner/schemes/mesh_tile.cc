@@ -20,6 +20,7 @@
 #include "planner/schemes/common.h"
 #include "planner/schemes/patterns.h"
 #include "planner/ulysses_payload.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::planner::schemes {
 
@@ -33,7 +34,7 @@ std::string MeshTileProblem(const SchemeParams& p, int64_t mesh_ranks) {
 
 void MeshTilePass(Estimate& e, const PlanContext& ctx, const SchemeParams& p, const Placement& placement,
                   const ShardLayout& layout, int64_t heads, Traffic& traffic) {
-  const int ulysses_dim = p.scheme == Scheme::kMeshUlysses ? 0 : -1;
+  const int ulysses_dim = mesh::QDim(p) == 1 ? 0 : -1;  // the head-parallel dimension, if any
   const Workload& w = ctx.workload;
   const int64_t a = p.tile_a, b = p.tile_b;
   SetFlops(e, ctx, ctx.TilePairsFor(layout, a), heads);
@@ -139,7 +140,7 @@ class MeshExpander {
     sched.layout = ShardLayout{params_.layout, w.seq_len, M, U_};
     MESHPLAN_RETURN_IF_ERROR(sched.layout.Validate(w.mask));
     // The placement sets the step costs the greedy schedule depends on.
-    MESHPLAN_RETURN_IF_ERROR(ValidatePlacement(params_.RankDims(), params_.placement));
+    MESHPLAN_RETURN_IF_ERROR(ValidatePlacement(RankDims(params_), params_.placement));
     heads_ = w.q_heads / U_;
 
     const int32_t a = static_cast<int32_t>(shape_.a), b = static_cast<int32_t>(shape_.b);

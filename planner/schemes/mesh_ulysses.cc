@@ -10,9 +10,24 @@
 namespace meshplan::planner::schemes {
 namespace {
 
+constexpr std::string_view kName = "mesh-ulysses";
+
 class MeshUlyssesStrategy final : public Strategy {
  public:
-  Scheme scheme() const override { return Scheme::kMeshUlysses; }
+  Scheme scheme() const override { return Scheme(kName); }
+  std::string_view summary() const override {
+    return "Ulysses over U GPUs x Mesh-Attention a x b tiles over the other GPUs (meshplan's hybrid)";
+  }
+  std::vector<RankDim> RankDims(const SchemeParams& p) const override {
+    return {{"ulysses", p.ulysses}, {"q", p.tile_a}, {"kv", p.tile_b}};
+  }
+  std::string DescribeDegrees(const SchemeParams& p) const override {
+    return "U=" + std::to_string(p.ulysses) + " a=" + std::to_string(p.tile_a) + " b=" + std::to_string(p.tile_b);
+  }
+  bool UsesReduceChain() const override { return true; }
+  std::optional<ParamProblem> CheckParams(const SchemeParams& p, const Workload& w) const override {
+    return HeadDegreeProblem(p, w);
+  }
   std::vector<SchemeParams> Enumerate(const PlanContext& ctx) const override;
   Estimate Evaluate(const PlanContext& ctx, const SchemeParams& params) const override;
   Result<Schedule> Expand(const PlanContext& ctx, const SchemeParams& params) const override;
@@ -21,18 +36,20 @@ class MeshUlyssesStrategy final : public Strategy {
 std::vector<SchemeParams> MeshUlyssesStrategy::Enumerate(const PlanContext& ctx) const {
   std::vector<SchemeParams> out;
   SchemeParams p;
-  p.scheme = Scheme::kMeshUlysses;
+  p.scheme = scheme();
   for (int64_t u : Divisors(ctx.num_ranks)) {
     if (u == 1 || !UlyssesProblem(ctx.workload, u).empty()) continue;
     const int64_t mesh_ranks = ctx.num_ranks / u;
     p.ulysses = u;
-    AddTileCandidates(ctx, p, mesh_ranks, &out);
+    // The owner-last chain only, so that the candidates (already x Ulysses degrees) do not
+    // double; the chains differ by one hop per reduction (docs/mesh-attention.md).
+    AddTileCandidates(ctx, p, mesh_ranks, /*both_reduce_chains=*/false, &out);
   }
   if (out.empty()) {  // keep one candidate so the reason is shown
     p.ulysses = 2;
     p.tile_a = 1;
     p.tile_b = std::max<int64_t>(1, ctx.num_ranks / 2);
-    p.placement = CanonicalPlacement(p.RankDims());
+    p.placement = CanonicalPlacement(RankDims(p));
     out.push_back(p);
   }
   return out;
@@ -51,7 +68,7 @@ Estimate MeshUlyssesStrategy::Evaluate(const PlanContext& ctx, const SchemeParam
   const ShardLayout layout{p.layout, w.seq_len, mesh_ranks, p.ulysses};
   if (std::string why = LayoutOrPlacementProblem(p, layout, w.mask); !why.empty()) return Invalid(p, why);
   Estimate e = ValidEstimate(p);
-  const Placement placement(p.RankDims(), p.placement);
+  const Placement placement(RankDims(p), p.placement);
   Traffic traffic(ctx.num_ranks, ctx.topology.num_levels());
   MeshTilePass(e, ctx, p, placement, layout, HeadsPerRank(w, p.ulysses), traffic);
   return e;

@@ -1,34 +1,36 @@
-// The scheme registry: one factory per scheme, each defined in its scheme's own file
-// (planner/schemes/<name>.cc, which holds the scheme's enumeration, validity, estimate and
-// schedule expansion), and the table MakeStrategy reads (registry.cc).
-//
-// A new scheme touches: its file, its test, and the registry (its factory below and one line
-// in registry.cc's table).
+// The scheme registry: the one list of schemes. Each scheme is one unit, its file
+// planner/schemes/<name>.cc (name, summary, rank grid, parameter checks, enumeration, estimate,
+// schedule expansion), exposing only a factory that registry.cc's table lists. Everything that
+// names, lists, parses or describes schemes asks here, so a new scheme touches its file, its
+// test and one line of registry.cc (docs/architecture.md, "Adding a scheme").
 #pragma once
 
 #include <memory>
 #include <span>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "core/plan.h"
+#include "core/status.h"
 #include "planner/strategy.h"
 
-namespace meshplan::planner::schemes {
+namespace meshplan::planner {
 
-std::unique_ptr<Strategy> NewRingStrategy();
-std::unique_ptr<Strategy> NewAllGatherKVStrategy();
-std::unique_ptr<Strategy> NewUlyssesStrategy();
-std::unique_ptr<Strategy> NewUspStrategy();
-std::unique_ptr<Strategy> NewLoongTrainStrategy();
-std::unique_ptr<Strategy> NewAttention2DStrategy();
-std::unique_ptr<Strategy> NewMeshStrategy();
-std::unique_ptr<Strategy> NewMeshUlyssesStrategy();
-std::unique_ptr<Strategy> NewAttention2DOverlapStrategy();
+// Every scheme once, in the registry's order (the order of help texts, charts and searches).
+std::span<const Scheme> AllSchemes();
+// The registered strategy of `scheme` (shared, stateless); nullptr for an unknown scheme.
+const Strategy* FindStrategy(const Scheme& scheme);
+// A scheme name as flags and plan files write it; an unknown name lists the known ones.
+Result<Scheme> ParseScheme(std::string_view text);
+// The names joined for prose: "ring, allgather-kv, ... or attention2d-o".
+std::string SchemeNamesText();
+// One line per scheme, "name  summary", for --list-schemes.
+std::string SchemeListing();
 
-struct SchemeEntry {
-  Scheme scheme;
-  std::unique_ptr<Strategy> (*make)();
-};
-// Every scheme once, in Scheme's declaration order.
-std::span<const SchemeEntry> Registry();
+// The rank grid of params.scheme (Strategy::RankDims); empty for an unknown scheme.
+std::vector<RankDim> RankDims(const SchemeParams& params);
+// Short human form of a plan's parameters: "a=8 b=32 zigzag cache place=q>kv".
+std::string DescribeParams(const SchemeParams& params);
 
-}  // namespace meshplan::planner::schemes
+}  // namespace meshplan::planner

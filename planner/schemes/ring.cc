@@ -14,9 +14,19 @@
 namespace meshplan::planner::schemes {
 namespace {
 
+constexpr std::string_view kName = "ring";
+
 class RingStrategy final : public Strategy {
  public:
-  Scheme scheme() const override { return Scheme::kRing; }
+  Scheme scheme() const override { return Scheme(kName); }
+  std::string_view summary() const override {
+    return "Ring-Attention: K,V shards travel a ring of all GPUs (contiguous, zigzag or striped layout)";
+  }
+  bool OffersBalancedLayout() const override { return true; }
+  std::vector<RankDim> RankDims(const SchemeParams& p) const override {
+    return {{"cp", p.ring}};
+  }
+  std::string DescribeDegrees(const SchemeParams&) const override { return ""; }
   std::vector<SchemeParams> Enumerate(const PlanContext& ctx) const override;
   Estimate Evaluate(const PlanContext& ctx, const SchemeParams& params) const override;
   Result<Schedule> Expand(const PlanContext& ctx, const SchemeParams& params) const override;
@@ -24,7 +34,7 @@ class RingStrategy final : public Strategy {
 
 std::vector<SchemeParams> RingStrategy::Enumerate(const PlanContext& ctx) const {
   SchemeParams p;
-  p.scheme = Scheme::kRing;
+  p.scheme = scheme();
   p.ring = ctx.num_ranks;
   std::vector<SchemeParams> out;
   AddVariants(ctx, p, SearchLayouts(ctx.workload.mask, /*every_layout=*/true), Placements::kCanonical, &out);
@@ -39,7 +49,7 @@ Estimate RingStrategy::Evaluate(const PlanContext& ctx, const SchemeParams& p) c
   Estimate e = ValidEstimate(p);
   const Workload& w = ctx.workload;
   const ShardBytes& s = ctx.shard;
-  const Placement placement(p.RankDims(), p.placement);
+  const Placement placement(RankDims(p), p.placement);
   const std::vector<int64_t>& pairs = ctx.RowPairsFor(layout);
   SetFlops(e, ctx, pairs, w.q_heads);
 

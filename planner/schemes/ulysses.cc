@@ -10,9 +10,22 @@
 namespace meshplan::planner::schemes {
 namespace {
 
+constexpr std::string_view kName = "ulysses";
+
 class UlyssesStrategy final : public Strategy {
  public:
-  Scheme scheme() const override { return Scheme::kUlysses; }
+  Scheme scheme() const override { return Scheme(kName); }
+  std::string_view summary() const override {
+    return "DeepSpeed-Ulysses: all-to-all from sequence to head shards and back (needs KV heads >= GPUs)";
+  }
+  std::vector<RankDim> RankDims(const SchemeParams& p) const override {
+    return {{"ulysses", p.ulysses}};
+  }
+  std::string DescribeDegrees(const SchemeParams&) const override { return ""; }
+  bool UsesLayout() const override { return false; }
+  std::optional<ParamProblem> CheckParams(const SchemeParams& p, const Workload& w) const override {
+    return HeadDegreeProblem(p, w);
+  }
   std::vector<SchemeParams> Enumerate(const PlanContext& ctx) const override;
   Estimate Evaluate(const PlanContext& ctx, const SchemeParams& params) const override;
   Result<Schedule> Expand(const PlanContext& ctx, const SchemeParams& params) const override;
@@ -20,7 +33,7 @@ class UlyssesStrategy final : public Strategy {
 
 std::vector<SchemeParams> UlyssesStrategy::Enumerate(const PlanContext& ctx) const {
   SchemeParams p;
-  p.scheme = Scheme::kUlysses;
+  p.scheme = scheme();
   p.ulysses = ctx.num_ranks;
   std::vector<SchemeParams> out;
   AddVariants(ctx, p, {Layout::kContiguous}, Placements::kCanonical, &out);
@@ -39,7 +52,7 @@ Estimate UlyssesStrategy::Evaluate(const PlanContext& ctx, const SchemeParams& p
   const ShardLayout layout{Layout::kContiguous, w.seq_len, 1, ranks};
   if (std::string why = LayoutOrPlacementProblem(p, layout, w.mask); !why.empty()) return Invalid(p, why);
 
-  return HeadRingEstimate(ctx, p, layout);
+  return HeadRingEstimate(ctx, p, layout, /*double_ring=*/false);
 }
 
 Result<Schedule> UlyssesStrategy::Expand(const PlanContext& ctx, const SchemeParams& params) const {

@@ -10,9 +10,24 @@
 namespace meshplan::planner::schemes {
 namespace {
 
+constexpr std::string_view kName = "usp";
+
 class UspStrategy final : public Strategy {
  public:
-  Scheme scheme() const override { return Scheme::kUsp; }
+  Scheme scheme() const override { return Scheme(kName); }
+  std::string_view summary() const override {
+    return "USP: Ulysses over U GPUs x Ring over R GPUs";
+  }
+  bool OffersBalancedLayout() const override { return true; }
+  std::vector<RankDim> RankDims(const SchemeParams& p) const override {
+    return {{"ulysses", p.ulysses}, {"ring", p.ring}};
+  }
+  std::string DescribeDegrees(const SchemeParams& p) const override {
+    return "U=" + std::to_string(p.ulysses) + " R=" + std::to_string(p.ring);
+  }
+  std::optional<ParamProblem> CheckParams(const SchemeParams& p, const Workload& w) const override {
+    return HeadDegreeProblem(p, w);
+  }
   std::vector<SchemeParams> Enumerate(const PlanContext& ctx) const override;
   Estimate Evaluate(const PlanContext& ctx, const SchemeParams& params) const override;
   Result<Schedule> Expand(const PlanContext& ctx, const SchemeParams& params) const override;
@@ -21,7 +36,7 @@ class UspStrategy final : public Strategy {
 std::vector<SchemeParams> UspStrategy::Enumerate(const PlanContext& ctx) const {
   std::vector<SchemeParams> out;
   SchemeParams p;
-  p.scheme = Scheme::kUsp;
+  p.scheme = scheme();
   for (int64_t u : Divisors(ctx.num_ranks)) {
     if (u == 1 || u == ctx.num_ranks || !UlyssesProblem(ctx.workload, u).empty()) continue;
     p.ulysses = u;
@@ -31,7 +46,7 @@ std::vector<SchemeParams> UspStrategy::Enumerate(const PlanContext& ctx) const {
   if (out.empty()) {  // keep one candidate so the reason is shown
     p.ulysses = 2;
     p.ring = std::max<int64_t>(1, ctx.num_ranks / 2);
-    p.placement = CanonicalPlacement(p.RankDims());
+    p.placement = CanonicalPlacement(RankDims(p));
     out.push_back(p);
   }
   return out;
@@ -49,7 +64,7 @@ Estimate UspStrategy::Evaluate(const PlanContext& ctx, const SchemeParams& p) co
   const ShardLayout layout = ctx.LayoutFor(p.layout, p.ring, p.ulysses);
   if (std::string why = LayoutOrPlacementProblem(p, layout, w.mask); !why.empty()) return Invalid(p, why);
 
-  return HeadRingEstimate(ctx, p, layout);
+  return HeadRingEstimate(ctx, p, layout, /*double_ring=*/false);
 }
 
 Result<Schedule> UspStrategy::Expand(const PlanContext& ctx, const SchemeParams& params) const {

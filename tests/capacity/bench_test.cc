@@ -9,6 +9,7 @@
 
 #include "core/topology_catalog.h"
 #include "core/topology_toml.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::capacity {
 namespace {
@@ -25,7 +26,7 @@ BenchSpec SmallSpec() {
   spec.base.pass = Pass::kForwardBackward;
   spec.masks = {{"causal", Mask::Causal()}};
   spec.seq_lens = {128, 256};
-  spec.schemes = {Scheme::kRing, Scheme::kUlysses};
+  spec.schemes = {Scheme("ring"), Scheme("ulysses")};
   spec.repeat = 1;
   spec.config.run.recv_timeout = std::chrono::milliseconds(20000);
   return spec;
@@ -43,8 +44,8 @@ TEST(RunBench, RunsEachSchemesBestPlanAndCountsItsFlops) {
   EXPECT_EQ(progress, (std::vector<int64_t>{1, 2, 3, 4}));
   // Order: length, then scheme.
   EXPECT_EQ((*rows)[0].seq_len, 128);
-  EXPECT_EQ((*rows)[0].scheme, Scheme::kRing);
-  EXPECT_EQ((*rows)[1].scheme, Scheme::kUlysses);
+  EXPECT_EQ((*rows)[0].scheme, Scheme("ring"));
+  EXPECT_EQ((*rows)[1].scheme, Scheme("ulysses"));
   EXPECT_EQ((*rows)[2].seq_len, 256);
 
   const BenchRow& ring = (*rows)[0];
@@ -67,7 +68,7 @@ TEST(RunBench, RunsEachSchemesBestPlanAndCountsItsFlops) {
 TEST(RunBench, APointThatDoesNotFitIsSkippedWithTheNeed) {
   BenchSpec spec = SmallSpec();
   spec.seq_lens = {128};
-  spec.schemes = {Scheme::kRing};
+  spec.schemes = {Scheme("ring")};
   spec.memory_limit_bytes = 1024;
   spec.memory_limit_source = "test";
   auto rows = RunBench(spec);
@@ -90,7 +91,7 @@ TEST(RunBench, SpecErrorsAreOneLine) {
   EXPECT_EQ(RunBench(spec).status().code(), ErrorCode::kInvalidInput);
   // 101 lengths x 100 masks x 1 scheme = 10100 points > 10000.
   spec = SmallSpec();
-  spec.schemes = {Scheme::kRing};
+  spec.schemes = {Scheme("ring")};
   spec.seq_lens.assign(101, 128);
   spec.masks.assign(100, {"causal", Mask::Causal()});
   EXPECT_EQ(RunBench(spec).status().message(),

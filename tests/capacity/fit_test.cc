@@ -13,6 +13,7 @@
 #include "planner/context.h"
 #include "planner/search.h"
 #include "../planner/test_cluster.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::capacity {
 namespace {
@@ -49,7 +50,7 @@ TEST(LongestFittingSequence, RingMatchesTheHandComputedMemoryBound) {
     // peak(S) = (S/P) * per_token <= memory - reserved; S a multiple of 2P.
     const double tokens_per_rank = std::floor((cluster.gpu.memory_bytes - reserved) / per_token);
     const int64_t expected = static_cast<int64_t>(tokens_per_rank) / 2 * 2 * P;
-    auto fits = LongestFittingSequence(cluster, w, {Scheme::kRing}, reserved, kMaxSeqLen);
+    auto fits = LongestFittingSequence(cluster, w, {Scheme("ring")}, reserved, kMaxSeqLen);
     ASSERT_TRUE(fits.ok()) << fits.status().message();
     ASSERT_EQ(fits->size(), 1u);
     const LongestFit& f = (*fits)[0];
@@ -68,32 +69,32 @@ TEST(LongestFittingSequence, LimitsAndReasons) {
   const Topology cluster = SmallCluster(8, 2);
   Workload w;
   // A cap below the memory bound is reported as reached.
-  auto capped = LongestFittingSequence(cluster, w, {Scheme::kRing}, 0, int64_t{1} << 20);
+  auto capped = LongestFittingSequence(cluster, w, {Scheme("ring")}, 0, int64_t{1} << 20);
   ASSERT_TRUE(capped.ok());
   EXPECT_EQ((*capped)[0].seq_len, int64_t{1} << 20);
   EXPECT_TRUE((*capped)[0].at_limit);
   // Ulysses over 16 GPUs needs 16 KV heads: the reason comes back, not a length.
-  auto ulysses = LongestFittingSequence(cluster, w, {Scheme::kUlysses}, 0, kMaxSeqLen);
+  auto ulysses = LongestFittingSequence(cluster, w, {Scheme("ulysses")}, 0, kMaxSeqLen);
   ASSERT_TRUE(ulysses.ok());
   EXPECT_FALSE((*ulysses)[0].found);
   EXPECT_NE((*ulysses)[0].reason.find("exceeds the 8 KV heads"), std::string::npos) << (*ulysses)[0].reason;
   // Reserving all the memory: nothing fits even at the granularity.
-  auto full = LongestFittingSequence(cluster, w, {Scheme::kRing}, cluster.gpu.memory_bytes, kMaxSeqLen);
+  auto full = LongestFittingSequence(cluster, w, {Scheme("ring")}, cluster.gpu.memory_bytes, kMaxSeqLen);
   ASSERT_TRUE(full.ok());
   EXPECT_FALSE((*full)[0].found);
   EXPECT_NE((*full)[0].reason.find("does not fit even at 32 tokens"), std::string::npos) << (*full)[0].reason;
   // Errors: a cap below the granularity, a document mask.
-  EXPECT_FALSE(LongestFittingSequence(cluster, w, {Scheme::kRing}, 0, 16).ok());
+  EXPECT_FALSE(LongestFittingSequence(cluster, w, {Scheme("ring")}, 0, 16).ok());
   w.mask = Mask::Documents({1024, 1024});
   w.seq_len = 2048;
-  auto docs = LongestFittingSequence(cluster, w, {Scheme::kRing}, 0, kMaxSeqLen);
+  auto docs = LongestFittingSequence(cluster, w, {Scheme("ring")}, 0, kMaxSeqLen);
   ASSERT_FALSE(docs.ok());
   EXPECT_NE(docs.status().message().find("document mask"), std::string::npos);
   // Documents drawn from a distribution scale with the length: fit searches them.
   auto sampled_mask = ParseMask("docs-sampled:lognormal:median=256:sigma=0.5");
   ASSERT_TRUE(sampled_mask.ok());
   w.mask = *sampled_mask;
-  auto sampled = LongestFittingSequence(cluster, w, {Scheme::kRing}, 0, kMaxSeqLen);
+  auto sampled = LongestFittingSequence(cluster, w, {Scheme("ring")}, 0, kMaxSeqLen);
   ASSERT_TRUE(sampled.ok()) << sampled.status().message();
   EXPECT_TRUE((*sampled)[0].found) << (*sampled)[0].reason;
 }
@@ -106,7 +107,7 @@ TEST(LongestFittingSequence, MemoryGrowsWithTheSequenceForEveryScheme) {
   w.q_heads = 32;
   w.kv_heads = 16;  // Ulysses up to 16 is valid
   const int64_t unit = FitGranularity(cluster.num_gpus());
-  for (Scheme scheme : kAllSchemes) {
+  for (Scheme scheme : planner::AllSchemes()) {
     double previous_min_peak = 0;
     bool fitted = true;
     for (int64_t k = 1; k <= (int64_t{1} << 20); k = k * 3 / 2 + 1) {
@@ -128,7 +129,7 @@ TEST(LongestFittingSequence, MemoryGrowsWithTheSequenceForEveryScheme) {
     EXPECT_FALSE(fitted) << SchemeName(scheme) << ": the scan should reach sequences that do not fit";
   }
   // And the search result is the last fitting candidate of such a scan.
-  auto fits = LongestFittingSequence(cluster, w, {Scheme::kMesh, Scheme::kAllGatherKV}, 0, kMaxSeqLen);
+  auto fits = LongestFittingSequence(cluster, w, {Scheme("mesh"), Scheme("allgather-kv")}, 0, kMaxSeqLen);
   ASSERT_TRUE(fits.ok());
   for (const LongestFit& f : *fits) {
     ASSERT_TRUE(f.found);
@@ -192,7 +193,7 @@ TEST(SmallestClusterFor, ImpossibleBudgetNamesTheBestTimeReached) {
   const Topology dgx = DefaultTopology();
   Workload w;
   w.seq_len = int64_t{1} << 20;
-  auto none = SmallestClusterFor(dgx, w, 1e-3, {Scheme::kRing}, 0, 64);
+  auto none = SmallestClusterFor(dgx, w, 1e-3, {Scheme("ring")}, 0, 64);
   ASSERT_FALSE(none.ok());
   const std::string& m = none.status().message();
   EXPECT_NE(m.find("no cluster of up to 64 GPUs"), std::string::npos) << m;
@@ -229,7 +230,7 @@ TEST(SmallestClusterFor, SearchStopsAtItsTimeLimitSayingHowFarItGot) {
   w.seq_len = int64_t{64} << 10;
   FitSearchLimits limits;
   limits.max_seconds = 0;
-  auto none = SmallestClusterFor(DefaultTopology(), w, 1e-9, {Scheme::kRing}, 0, 64, limits);
+  auto none = SmallestClusterFor(DefaultTopology(), w, 1e-9, {Scheme("ring")}, 0, 64, limits);
   ASSERT_FALSE(none.ok());
   const std::string& m = none.status().message();
   EXPECT_EQ(m.rfind("fit: stopped after ", 0), 0u) << m;

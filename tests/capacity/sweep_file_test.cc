@@ -13,6 +13,7 @@
 
 #include "capacity/sweep_settings.h"
 #include "core/units.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::capacity {
 namespace {
@@ -81,7 +82,7 @@ simulate = true
             (std::vector<std::string>{(dir_ / "sub" / "four.toml").string(), "/abs/two.toml"}));
   EXPECT_EQ(settings->gpus, (std::vector<int64_t>{8, 16, 32}));
   EXPECT_EQ(settings->seq_lens, (std::vector<int64_t>{65536, 131072}));
-  EXPECT_EQ(settings->schemes, (std::vector<Scheme>{Scheme::kRing, Scheme::kMesh}));
+  EXPECT_EQ(settings->schemes, (std::vector<Scheme>{Scheme("ring"), Scheme("mesh")}));
   const WorkloadFields& w = settings->workload;
   EXPECT_EQ(w.batch, 2);
   EXPECT_EQ(w.q_heads, 32);

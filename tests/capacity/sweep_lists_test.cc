@@ -1,6 +1,7 @@
 // The list syntax of sweeps (docs/capacity-planning.md, List syntax): every row of the table and
 // every error the page names.
 #include "capacity/sweep_lists.h"
+#include "planner/schemes/registry.h"
 
 #include <gtest/gtest.h>
 
@@ -56,7 +57,7 @@ TEST(ParseCountList, ErrorsNameTheFlagAndTheItem) {
 TEST(ParseSchemeList, DropsDuplicatesAndRejectsUnknownNamesAndEmptyLists) {
   auto schemes = ParseSchemeList({"mesh", "ring", "mesh"}, "--schemes");
   ASSERT_TRUE(schemes.ok()) << schemes.status().message();
-  EXPECT_EQ(*schemes, (std::vector<Scheme>{Scheme::kMesh, Scheme::kRing}));
+  EXPECT_EQ(*schemes, (std::vector<Scheme>{Scheme("mesh"), Scheme("ring")}));
   auto unknown = ParseSchemeList({"ring", "spiral"}, "--schemes");
   ASSERT_FALSE(unknown.ok());
   EXPECT_NE(unknown.status().message().find("--schemes"), std::string::npos);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/topology_toml.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::capacity {
 namespace {
@@ -49,7 +50,7 @@ TEST(MakeSweepSpec, TakesEverySetField) {
   settings.topology_files = std::vector<std::string>{std::string(MESHPLAN_SOURCE_DIR) + "/topologies/dgx-h100-4node.toml"};
   settings.gpus = std::vector<int64_t>{8, 16};
   settings.seq_lens = std::vector<int64_t>{8192, 4096};
-  settings.schemes = std::vector<Scheme>{Scheme::kRing};
+  settings.schemes = std::vector<Scheme>{Scheme("ring")};
   settings.workload.q_heads = 16;
   settings.workload.pass = Pass::kForward;
   settings.reserved_memory_bytes = 1e9;
@@ -60,7 +61,7 @@ TEST(MakeSweepSpec, TakesEverySetField) {
   EXPECT_EQ(spec->topologies[0].name, "dgx-h100-4node");
   EXPECT_EQ(spec->gpus, (std::vector<int64_t>{8, 16}));
   EXPECT_EQ(spec->seq_lens, (std::vector<int64_t>{8192, 4096}));
-  EXPECT_EQ(spec->schemes, (std::vector<Scheme>{Scheme::kRing}));
+  EXPECT_EQ(spec->schemes, (std::vector<Scheme>{Scheme("ring")}));
   EXPECT_EQ(spec->base.q_heads, 16);
   EXPECT_EQ(spec->base.pass, Pass::kForward);
   EXPECT_EQ(spec->base.seq_len, 8192);  // the first length; each point sets its own

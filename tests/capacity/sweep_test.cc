@@ -10,6 +10,7 @@
 #include "core/topology_toml.h"
 #include "planner/context.h"
 #include "planner/search.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::capacity {
 namespace {
@@ -27,7 +28,7 @@ TEST(RunSweep, RowsEqualThePlannersSinglePointResults) {
   spec.topologies = {DefaultTopology()};
   spec.gpus = {8, 32, 128};
   spec.seq_lens = {int64_t{128} << 10, int64_t{1} << 20};
-  spec.schemes = {Scheme::kRing, Scheme::kUlysses, Scheme::kMesh, Scheme::kUsp};
+  spec.schemes = {Scheme("ring"), Scheme("ulysses"), Scheme("mesh"), Scheme("usp")};
   spec.reserved_memory_bytes = 60 * 1024.0 * 1024 * 1024;  // some plans stop fitting
   int64_t calls = 0, last_done = 0, last_total = 0;
   auto rows = RunSweep(spec, [&](int64_t done, int64_t total) {
@@ -69,7 +70,7 @@ TEST(RunSweep, RowsEqualThePlannersSinglePointResults) {
           continue;
         }
         saw_not_fitting = saw_not_fitting || !best->fits;
-        EXPECT_EQ(row.params.Describe(), best->params.Describe());
+        EXPECT_EQ(planner::DescribeParams(row.params), planner::DescribeParams(best->params));
         EXPECT_EQ(row.time_s, best->time_s);
         EXPECT_EQ(row.compute_s, best->compute_s);
         EXPECT_EQ(row.exposed_comm_s, best->exposed_comm_s);
@@ -90,7 +91,7 @@ TEST(RunSweep, SimulateFillsTheSimulatedTime) {
   spec.topologies = {DefaultTopology()};
   spec.gpus = {16};
   spec.seq_lens = {int64_t{64} << 10};
-  spec.schemes = {Scheme::kRing, Scheme::kMesh};
+  spec.schemes = {Scheme("ring"), Scheme("mesh")};
   spec.simulate = true;
   auto rows = RunSweep(spec);
   ASSERT_TRUE(rows.ok()) << rows.status().message();
@@ -110,7 +111,7 @@ TEST(RunSweep, SampledDocumentsAreDrawnForEachLength) {
   spec.topologies = {DefaultTopology()};
   spec.gpus = {32};
   spec.seq_lens = {int64_t{128} << 10, int64_t{512} << 10};
-  spec.schemes = {Scheme::kRing, Scheme::kMesh};
+  spec.schemes = {Scheme("ring"), Scheme("mesh")};
   auto mask = ParseMask("docs-sampled:lognormal:median=16K:seed=5");
   ASSERT_TRUE(mask.ok());
   spec.base.mask = *mask;

@@ -18,6 +18,7 @@
 #include "executor/reference.h"
 #include "planner/strategy.h"
 #include "tests/executor/scheme_cases.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::exec {
 namespace {
@@ -97,10 +98,10 @@ GpuCase Build(const Case& c, Pass pass, References& references, InputType type, 
   const Topology topology = Cluster(c.gpus);
   const planner::PlanContext ctx(g.w, topology);
   SchemeParams p = c.params;
-  if (p.placement.empty()) p.placement = CanonicalPlacement(p.RankDims());
+  if (p.placement.empty()) p.placement = CanonicalPlacement(planner::RankDims(p));
   const auto strategy = planner::MakeStrategy(p.scheme);
   g.data = references.For(g.w, type);
-  g.what = std::string(SchemeName(p.scheme)) + " " + p.Describe() + " P=" + std::to_string(c.gpus) + " " +
+  g.what = std::string(SchemeName(p.scheme)) + " " + planner::DescribeParams(p) + " P=" + std::to_string(c.gpus) + " " +
            g.w.Describe() + " " + InputTypeName(type) + " seed=" + std::to_string(g.data->seed);
   auto schedule = strategy->Expand(ctx, p);
   EXPECT_TRUE(schedule.ok()) << g.what;
@@ -218,7 +219,7 @@ TEST(GpuEngineVariants, CudnnGraphsAreBuiltOncePerSession) {
   References references(17);
   const std::vector<Case> cases = SchemeCases(4, Mask::Causal());
   auto zigzag = std::find_if(cases.begin(), cases.end(), [](const Case& c) {
-    return c.params.scheme == Scheme::kRing && c.params.layout == Layout::kZigzag;
+    return c.params.scheme == Scheme("ring") && c.params.layout == Layout::kZigzag;
   });
   ASSERT_NE(zigzag, cases.end());
   const GpuCase g = Build(*zigzag, Pass::kForwardBackward, references, InputType::kBf16, 1024, 128);
@@ -247,7 +248,7 @@ TEST(GpuEngineVariants, SimtKernelsAndFp16) {
   if (!HaveGpu(&why)) GTEST_SKIP() << "no CUDA device: " << why;
   References references(77);
   for (const Case& c : SchemeCases(4, Mask::Causal())) {
-    if (c.params.scheme != Scheme::kRing && c.params.scheme != Scheme::kMesh && c.params.scheme != Scheme::kUsp) continue;
+    if (c.params.scheme != Scheme("ring") && c.params.scheme != Scheme("mesh") && c.params.scheme != Scheme("usp")) continue;
     ExecuteConfig simt = CudaConfig();
     simt.run.path = KernelPath::kSimt;
     RunAndCheck(Build(c, Pass::kForwardBackward, references, InputType::kBf16, 1024, 128), simt, 2e-2);
@@ -276,7 +277,7 @@ TEST(GpuEngineVariants, NcclAcrossGpusOfOneProcess) {
 TEST(GpuEngineVariants, InjectedFailureNamesRankAndOp) {
   std::string why;
   if (!HaveGpu(&why)) GTEST_SKIP() << "no CUDA device: " << why;
-  Case c{4, Params(Scheme::kRing, Layout::kZigzag), Mask::Causal(), 4, 4, 1};
+  Case c{4, Params(Scheme("ring"), Layout::kZigzag), Mask::Causal(), 4, 4, 1};
   c.params.ring = 4;
   References references(1);
   const GpuCase g = Build(c, Pass::kForward, references, InputType::kBf16, 256, 64);

@@ -15,6 +15,7 @@
 #include "executor/reference.h"
 #include "planner/strategy.h"
 #include "tests/executor/scheme_cases.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::exec {
 namespace {
@@ -44,9 +45,9 @@ TEST(DependencyCheck, NamesTheOpAndBufferOfAPlantedMissingDependency) {
   ASSERT_TRUE(w.Validate().ok());
   const Topology topology = Cluster(4);
   const planner::PlanContext ctx(w, topology);
-  SchemeParams p = Params(Scheme::kRing, Layout::kContiguous);
+  SchemeParams p = Params(Scheme("ring"), Layout::kContiguous);
   p.ring = 4;
-  p.placement = CanonicalPlacement(p.RankDims());
+  p.placement = CanonicalPlacement(planner::RankDims(p));
   auto schedule = planner::MakeStrategy(p.scheme)->Expand(ctx, p);
   ASSERT_TRUE(schedule.ok()) << schedule.status().message();
   const AttentionTensors<double> d = RandomInputs(w, 3);

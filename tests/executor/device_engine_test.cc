@@ -20,6 +20,7 @@
 #include "executor/thread_transport.h"
 #include "planner/strategy.h"
 #include "tests/executor/scheme_cases.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::exec {
 namespace {
@@ -47,9 +48,9 @@ std::optional<Prepared> Prepare(const Case& c, Pass pass, uint64_t seed, InputTy
   const Topology topology = Cluster(c.gpus);
   const planner::PlanContext ctx(w, topology);
   SchemeParams p = c.params;
-  if (p.placement.empty()) p.placement = CanonicalPlacement(p.RankDims());
+  if (p.placement.empty()) p.placement = CanonicalPlacement(planner::RankDims(p));
   const auto strategy = planner::MakeStrategy(p.scheme);
-  out.what = std::string(SchemeName(p.scheme)) + " " + p.Describe() + " P=" + std::to_string(c.gpus) + " " +
+  out.what = std::string(SchemeName(p.scheme)) + " " + planner::DescribeParams(p) + " P=" + std::to_string(c.gpus) + " " +
              w.Describe() + " seed=" + std::to_string(seed);
   const planner::Estimate e = strategy->Evaluate(ctx, p);
   EXPECT_TRUE(e.valid) << out.what << ": " << e.reason;
@@ -145,7 +146,7 @@ TEST(DeviceEngine, Fp16InputsMatchTheReferenceOnTheirRoundedValues) {
 // Ring over 8 ranks moves every K,V shard through every rank; buffers released as the ring
 // advances keep each rank's peak far below holding the whole sequence's K and V.
 TEST(DeviceEngine, ReleasesBuffersDuringTheRun) {
-  Case c{8, Params(Scheme::kRing, Layout::kContiguous), Mask::Full(), 4, 4, 1};
+  Case c{8, Params(Scheme("ring"), Layout::kContiguous), Mask::Full(), 4, 4, 1};
   c.params.ring = 8;
   auto p = Prepare(c, Pass::kForward, 7, InputType::kBf16);
   ASSERT_TRUE(p.has_value());
@@ -235,7 +236,7 @@ namespace meshplan::exec {
 namespace {
 
 TEST(DeviceEngine, InjectedFailureNamesTheRankAndOp) {
-  Case c{4, Params(Scheme::kMesh, Layout::kZigzag), Mask::Causal(), 4, 4, 1};
+  Case c{4, Params(Scheme("mesh"), Layout::kZigzag), Mask::Causal(), 4, 4, 1};
   c.params.tile_a = 2;
   c.params.tile_b = 2;
   auto p = Prepare(c, Pass::kForward, 3, InputType::kBf16);

@@ -12,6 +12,7 @@
 #include "executor/reference.h"
 #include "planner/strategy.h"
 #include "tests/executor/scheme_cases.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::exec {
 namespace {
@@ -32,10 +33,10 @@ void Check(const Case& c, uint64_t seed) {
     const Topology topology = Cluster(c.gpus);
     const planner::PlanContext ctx(w, topology);
     SchemeParams p = c.params;
-    if (p.placement.empty()) p.placement = CanonicalPlacement(p.RankDims());
+    if (p.placement.empty()) p.placement = CanonicalPlacement(planner::RankDims(p));
     const auto strategy = planner::MakeStrategy(p.scheme);
     const planner::Estimate e = strategy->Evaluate(ctx, p);
-    const std::string what = std::string(SchemeName(p.scheme)) + " " + p.Describe() + " P=" +
+    const std::string what = std::string(SchemeName(p.scheme)) + " " + planner::DescribeParams(p) + " P=" +
                              std::to_string(c.gpus) + " " + w.Describe() + " seed=" + std::to_string(seed);
     ASSERT_TRUE(e.valid) << what << ": " << e.reason;
     auto schedule = strategy->Expand(ctx, p);

@@ -7,6 +7,7 @@
 #include "executor/execute.h"
 #include "executor/reference.h"
 #include "planner/strategy.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::exec {
 namespace {
@@ -41,7 +42,7 @@ Fixture Make(Scheme scheme) {
   p.ring = 4;
   p.tile_a = 2;
   p.tile_b = 2;
-  p.placement = CanonicalPlacement(p.RankDims());
+  p.placement = CanonicalPlacement(planner::RankDims(p));
   f.schedule = *planner::MakeStrategy(scheme)->Expand(ctx, p);
   const AttentionTensors<double> d = RandomInputs(f.w, 5);
   f.inputs.q = ToFloat(d.q);
@@ -54,7 +55,7 @@ Fixture Make(Scheme scheme) {
 double SecondsOf(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 TEST(ExecutorFaults, AFailingRankStopsEveryRankAndIsNamed) {
-  for (Scheme scheme : {Scheme::kRing, Scheme::kMesh, Scheme::kAttention2D}) {
+  for (Scheme scheme : {Scheme("ring"), Scheme("mesh"), Scheme("attention2d")}) {
     Fixture f = Make(scheme);
     ExecuteConfig config;
     config.run.recv_timeout = std::chrono::milliseconds(20000);  // the abort, not the timeout, must end it
@@ -70,7 +71,7 @@ TEST(ExecutorFaults, AFailingRankStopsEveryRankAndIsNamed) {
 }
 
 TEST(ExecutorFaults, APeerThatNeverAnswersEndsTheRunAtTheDeadline) {
-  for (Scheme scheme : {Scheme::kRing, Scheme::kAllGatherKV}) {
+  for (Scheme scheme : {Scheme("ring"), Scheme("allgather-kv")}) {
     Fixture f = Make(scheme);
     ExecuteConfig config;
     config.run.recv_timeout = std::chrono::milliseconds(300);
@@ -90,7 +91,7 @@ TEST(ExecutorFaults, APeerThatNeverAnswersEndsTheRunAtTheDeadline) {
 }
 
 TEST(ExecutorFaults, WithoutFaultsTheSameRunsSucceed) {
-  for (Scheme scheme : {Scheme::kRing, Scheme::kMesh, Scheme::kAttention2D, Scheme::kAllGatherKV}) {
+  for (Scheme scheme : {Scheme("ring"), Scheme("mesh"), Scheme("attention2d"), Scheme("allgather-kv")}) {
     Fixture f = Make(scheme);
     auto r = Execute(f.schedule, f.w, f.inputs, {});
     EXPECT_TRUE(r.ok()) << SchemeName(scheme) << ": " << r.status().message();
@@ -106,7 +107,7 @@ namespace {
 // The same faults with every rank in one engine (transport local: copies between ranks that
 // rendezvous like CUDA device copies instead of messages).
 TEST(ExecutorFaults, OneEngineForEveryRankNamesAFailingRankAndASilentPeer) {
-  for (Scheme scheme : {Scheme::kRing, Scheme::kMesh}) {
+  for (Scheme scheme : {Scheme("ring"), Scheme("mesh")}) {
     Fixture f = Make(scheme);
     ExecuteConfig config;
     config.transport = TransportKind::kLocal;

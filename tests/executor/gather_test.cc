@@ -12,6 +12,7 @@
 #include "executor/reference.h"
 #include "executor/thread_transport.h"
 #include "planner/strategy.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::exec {
 namespace {
@@ -39,7 +40,7 @@ double MaxRelativeDifference(const TensorF& a, const TensorF& b) {
 }
 
 TEST(Gather, RankOutputsGatheredAtRankZeroEqualTheThreadedRun) {
-  for (Scheme scheme : {Scheme::kRing, Scheme::kMesh, Scheme::kUlysses}) {
+  for (Scheme scheme : {Scheme("ring"), Scheme("mesh"), Scheme("ulysses")}) {
     Workload w;
     w.batch = 2;
     w.seq_len = 128;
@@ -51,14 +52,14 @@ TEST(Gather, RankOutputsGatheredAtRankZeroEqualTheThreadedRun) {
     const planner::PlanContext ctx(w, topology);
     SchemeParams p;
     p.scheme = scheme;
-    p.layout = scheme == Scheme::kUlysses ? Layout::kContiguous : Layout::kZigzag;
+    p.layout = scheme == Scheme("ulysses") ? Layout::kContiguous : Layout::kZigzag;
     p.ring = 4;
     p.ulysses = 4;
     p.tile_a = 2;
     p.tile_b = 2;
-    if (scheme == Scheme::kUlysses) p.ring = 1;
-    if (scheme != Scheme::kUlysses) p.ulysses = 1;
-    p.placement = CanonicalPlacement(p.RankDims());
+    if (scheme == Scheme("ulysses")) p.ring = 1;
+    if (scheme != Scheme("ulysses")) p.ulysses = 1;
+    p.placement = CanonicalPlacement(planner::RankDims(p));
     const auto strategy = planner::MakeStrategy(scheme);
     ASSERT_TRUE(strategy->Evaluate(ctx, p).valid)
         << SchemeName(scheme) << ": " << strategy->Evaluate(ctx, p).reason;

@@ -13,6 +13,7 @@
 #include "executor/reference.h"
 #include "planner/strategy.h"
 #include "tests/executor/scheme_cases.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::exec {
 namespace {
@@ -101,14 +102,14 @@ TEST(SeededInputSource, PerRankGenerationRunsBitIdenticalToTheWholeSequencePath)
   const Workload w = Gqa(Pass::kForwardBackward);
   const Topology topology = Cluster(4);
   const planner::PlanContext ctx(w, topology);
-  for (const SchemeParams& base : {Params(Scheme::kRing, Layout::kZigzag), Params(Scheme::kMesh, Layout::kZigzag)}) {
+  for (const SchemeParams& base : {Params(Scheme("ring"), Layout::kZigzag), Params(Scheme("mesh"), Layout::kZigzag)}) {
     SchemeParams p = base;
-    if (p.scheme == Scheme::kRing) p.ring = 4;
-    if (p.scheme == Scheme::kMesh) {
+    if (p.scheme == Scheme("ring")) p.ring = 4;
+    if (p.scheme == Scheme("mesh")) {
       p.tile_a = 2;
       p.tile_b = 2;
     }
-    p.placement = CanonicalPlacement(p.RankDims());
+    p.placement = CanonicalPlacement(planner::RankDims(p));
     const auto strategy = planner::MakeStrategy(p.scheme);
     auto schedule = strategy->Expand(ctx, p);
     ASSERT_TRUE(schedule.ok()) << schedule.status().message();
@@ -133,9 +134,9 @@ TEST(Execute, WithoutKeptOutputsStillChecksCoverageAndCopiesNothing) {
   const Workload w = Gqa(Pass::kForward);
   const Topology topology = Cluster(2);
   const planner::PlanContext ctx(w, topology);
-  SchemeParams p = Params(Scheme::kRing, Layout::kZigzag);
+  SchemeParams p = Params(Scheme("ring"), Layout::kZigzag);
   p.ring = 2;
-  p.placement = CanonicalPlacement(p.RankDims());
+  p.placement = CanonicalPlacement(planner::RankDims(p));
   auto schedule = planner::MakeStrategy(p.scheme)->Expand(ctx, p);
   ASSERT_TRUE(schedule.ok()) << schedule.status().message();
   ExecuteConfig config;

@@ -10,6 +10,7 @@
 #include "executor/device/launch_order.h"
 #include "planner/strategy.h"
 #include "tests/planner/test_cluster.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::exec {
 namespace {
@@ -110,11 +111,11 @@ TEST(LaunchOrder, EveryCandidateScheduleOrdersForDeviceIssue) {
       w.pass = pass;
       ASSERT_TRUE(w.Validate().ok());
       const planner::PlanContext ctx(w, t);
-      for (Scheme scheme : kAllSchemes) {
+      for (Scheme scheme : planner::AllSchemes()) {
         const auto strategy = planner::MakeStrategy(scheme);
         for (const SchemeParams& p : strategy->Enumerate(ctx)) {
           if (!strategy->Evaluate(ctx, p).valid) continue;
-          const std::string what = std::string(SchemeName(scheme)) + " " + p.Describe() + " " + w.Describe();
+          const std::string what = std::string(SchemeName(scheme)) + " " + planner::DescribeParams(p) + " " + w.Describe();
           auto schedule = strategy->Expand(ctx, p);
           ASSERT_TRUE(schedule.ok()) << what;
           auto order = BuildLaunchOrder(*schedule);

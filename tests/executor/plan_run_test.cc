@@ -9,15 +9,16 @@
 
 #include "executor/device/half_float.h"
 #include "tests/executor/scheme_cases.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::exec {
 namespace {
 
 Plan RingPlan(int64_t gpus, Pass pass) {
   Plan plan;
-  plan.params = Params(Scheme::kRing, Layout::kZigzag);
+  plan.params = Params(Scheme("ring"), Layout::kZigzag);
   plan.params.ring = gpus;
-  plan.params.placement = CanonicalPlacement(plan.params.RankDims());
+  plan.params.placement = CanonicalPlacement(planner::RankDims(plan.params));
   plan.workload.seq_len = 64;
   plan.workload.q_heads = 2;
   plan.workload.kv_heads = 2;

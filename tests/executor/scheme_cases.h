@@ -13,6 +13,7 @@
 #include "core/plan.h"
 #include "core/topology.h"
 #include "executor/tensor.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::exec {
 
@@ -71,27 +72,27 @@ inline std::vector<Case> SchemeCases(int64_t P, const Mask& mask) {
     // Ring in every layout the mask allows, with and without the forward cache.
     for (Layout layout : {Layout::kContiguous, Layout::kZigzag, Layout::kStriped}) {
       if (layout == Layout::kStriped && mask.kind != MaskKind::kFull && mask.kind != MaskKind::kCausal) continue;
-      SchemeParams p = Params(Scheme::kRing, layout);
+      SchemeParams p = Params(Scheme("ring"), layout);
       p.ring = P;
       cases.push_back({P, p, mask, hq, hkv, 1});
       // Cached: the backward runs the own shard last (RingPass::own_shard_last).
       p.cache_forward = true;
       cases.push_back({P, p, mask, hq, hkv, 1});
     }
-    SchemeParams ag = Params(Scheme::kAllGatherKV, balanced);
+    SchemeParams ag = Params(Scheme("allgather-kv"), balanced);
     ag.ring = P;
     ag.cache_forward = true;
     cases.push_back({P, ag, mask, hq, hkv, 2});
     // The load-balanced dispatch the search offers the 1-D schemes for document masks.
     if (mask.IsDocuments()) {
-      SchemeParams ring = Params(Scheme::kRing, Layout::kBalanced);
+      SchemeParams ring = Params(Scheme("ring"), Layout::kBalanced);
       ring.ring = P;
       cases.push_back({P, ring, mask, hq, hkv, 1});
-      SchemeParams gather = Params(Scheme::kAllGatherKV, Layout::kBalanced);
+      SchemeParams gather = Params(Scheme("allgather-kv"), Layout::kBalanced);
       gather.ring = P;
       cases.push_back({P, gather, mask, hq, hkv, 1});
       if (P % 2 == 0 && hkv % 2 == 0) {
-        SchemeParams usp = Params(Scheme::kUsp, Layout::kBalanced);
+        SchemeParams usp = Params(Scheme("usp"), Layout::kBalanced);
         usp.ulysses = 2;
         usp.ring = P / 2;
         usp.cache_forward = true;
@@ -99,23 +100,23 @@ inline std::vector<Case> SchemeCases(int64_t P, const Mask& mask) {
       }
     }
     if (hkv % P == 0) {
-      SchemeParams u = Params(Scheme::kUlysses, Layout::kContiguous);
+      SchemeParams u = Params(Scheme("ulysses"), Layout::kContiguous);
       u.ulysses = P;
       cases.push_back({P, u, mask, hq, hkv, 1});
     }
     if (P % 2 == 0 && hkv % 2 == 0) {
-      SchemeParams usp = Params(Scheme::kUsp, balanced);
+      SchemeParams usp = Params(Scheme("usp"), balanced);
       usp.ulysses = 2;
       usp.ring = P / 2;
       cases.push_back({P, usp, mask, hq, hkv, 1});
-      SchemeParams hybrid = Params(Scheme::kMeshUlysses, balanced);
+      SchemeParams hybrid = Params(Scheme("mesh-ulysses"), balanced);
       hybrid.ulysses = 2;
       hybrid.tile_a = (P / 2) % 2 == 0 ? 2 : 1;
       hybrid.tile_b = (P / 2) / hybrid.tile_a;
       hybrid.cache_forward = true;
       cases.push_back({P, hybrid, mask, hq, hkv, 1});
       if (P / 2 >= 4) {
-        SchemeParams lt = Params(Scheme::kLoongTrain, balanced);
+        SchemeParams lt = Params(Scheme("loongtrain"), balanced);
         lt.ulysses = 2;
         lt.ring = P / 2;
         lt.window = 2;
@@ -125,17 +126,17 @@ inline std::vector<Case> SchemeCases(int64_t P, const Mask& mask) {
     // Every tile shape of the 2-D schemes, both reduce chains for Mesh.
     for (int64_t a = 1; a <= P; ++a) {
       if (P % a) continue;
-      SchemeParams a2d = Params(Scheme::kAttention2D, balanced);
+      SchemeParams a2d = Params(Scheme("attention2d"), balanced);
       a2d.tile_a = a;
       a2d.tile_b = P / a;
       a2d.cache_forward = a % 2 == 0;
       cases.push_back({P, a2d, mask, hq, hkv, 1});
       // ATTENTION2D-O with the other cache choice than ATTENTION2D's, so both run per tile.
       SchemeParams a2do = a2d;
-      a2do.scheme = Scheme::kAttention2DOverlap;
+      a2do.scheme = Scheme("attention2d-o");
       a2do.cache_forward = !a2d.cache_forward;
       cases.push_back({P, a2do, mask, hq, hkv, 1});
-      SchemeParams mesh = Params(Scheme::kMesh, balanced);
+      SchemeParams mesh = Params(Scheme("mesh"), balanced);
       mesh.tile_a = a;
       mesh.tile_b = P / a;
       mesh.reduce_chain = a % 2 == 0 ? ReduceChain::kOwnerFirst : ReduceChain::kOwnerLast;

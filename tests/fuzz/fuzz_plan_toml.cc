@@ -5,19 +5,19 @@
 #include <string>
 #include <string_view>
 
-#include "core/plan_io.h"
+#include "planner/plan_file.h"
 #include "tests/fuzz/fuzz_check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
-  auto plan = meshplan::ParsePlanToml(text, "fuzz.toml");
+  auto plan = meshplan::planner::ParsePlanToml(text, "fuzz.toml");
   if (!plan.ok()) {
     meshplan::fuzz::CheckOneLine(plan.status());
     return 0;
   }
-  const std::string written = meshplan::PlanToToml(*plan, "");
-  auto again = meshplan::ParsePlanToml(written, "written.toml");
+  const std::string written = meshplan::planner::PlanToToml(*plan, "");
+  auto again = meshplan::planner::ParsePlanToml(written, "written.toml");
   meshplan::fuzz::Check(again.ok(), "a written plan does not parse again");
-  meshplan::fuzz::Check(meshplan::PlanToToml(*again, "") == written, "a plan does not round-trip");
+  meshplan::fuzz::Check(meshplan::planner::PlanToToml(*again, "") == written, "a plan does not round-trip");
   return 0;
 }

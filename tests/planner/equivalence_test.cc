@@ -2,6 +2,7 @@
 // edge, 0.6% apart is not a tie), byte counts that must agree in total and per level, fits and
 // simulated status kept apart, and groups anchored on their representative (no chaining).
 #include "planner/equivalence.h"
+#include "planner/schemes/registry.h"
 
 #include <gtest/gtest.h>
 
@@ -15,7 +16,7 @@ constexpr double kMiB = 1024.0 * 1024.0;
 // A plan told apart by its ring degree, sending `nvlink_bytes` + `ib_bytes` per GPU.
 Estimate MakeEstimate(int64_t ring, double time_s, double nvlink_bytes = 64 * kMiB, double ib_bytes = 256 * kMiB) {
   Estimate e;
-  e.params.scheme = Scheme::kRing;
+  e.params.scheme = Scheme("ring");
   e.params.ring = ring;
   e.valid = true;
   e.fits = true;

@@ -5,6 +5,7 @@
 #include "planner/context.h"
 #include "planner/strategy.h"
 #include "tests/planner/test_cluster.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::planner {
 namespace {
@@ -45,14 +46,14 @@ SchemeParams Params(Scheme s, const std::vector<std::string>& placement = {}) {
 
 // Evaluates and checks fwd, bwd and the total (max over ranks of the traffic) against `expected`.
 void ExpectBytes(const Workload& w, const Topology& t, SchemeParams p, double fwd, double bwd) {
-  if (p.placement.empty()) p.placement = CanonicalPlacement(p.RankDims());
+  if (p.placement.empty()) p.placement = CanonicalPlacement(planner::RankDims(p));
   const PlanContext ctx(w, t);
   const Estimate e = MakeStrategy(p.scheme)->Evaluate(ctx, p);
   ASSERT_TRUE(e.valid) << e.reason;
   const double want_fwd = HasForward(w.pass) ? fwd : 0.0;
   const double want_bwd = HasBackward(w.pass) ? bwd : 0.0;
-  EXPECT_DOUBLE_EQ(e.fwd_bytes_per_rank, want_fwd) << SchemeName(p.scheme) << " " << p.Describe();
-  EXPECT_DOUBLE_EQ(e.bwd_bytes_per_rank, want_bwd) << SchemeName(p.scheme) << " " << p.Describe();
+  EXPECT_DOUBLE_EQ(e.fwd_bytes_per_rank, want_fwd) << SchemeName(p.scheme) << " " << planner::DescribeParams(p);
+  EXPECT_DOUBLE_EQ(e.bwd_bytes_per_rank, want_bwd) << SchemeName(p.scheme) << " " << planner::DescribeParams(p);
   // Symmetric schemes: every rank sends the same, so the busiest rank's total is the sum.
   EXPECT_NEAR(e.bytes_per_rank, want_fwd + want_bwd, 1e-6 * (want_fwd + want_bwd) + 1e-9);
 }
@@ -82,7 +83,7 @@ class EvaluateBytes : public ::testing::TestWithParam<std::tuple<Config, Pass>> 
 
 TEST_P(EvaluateBytes, Ring) {
   // fwd (P-1)|KV|; bwd (P-1)(|KV| + |dKVp|), cached (P-1)|dKVp|.
-  SchemeParams p = Params(Scheme::kRing);
+  SchemeParams p = Params(Scheme("ring"));
   p.ring = P_;
   ExpectBytes(w_, t_, p, (P_ - 1) * s_.KV, (P_ - 1) * (s_.KV + s_.dKVp));
   p.cache_forward = true;
@@ -91,7 +92,7 @@ TEST_P(EvaluateBytes, Ring) {
 
 TEST_P(EvaluateBytes, AllGatherKV) {
   // All-gather of a |KV| shard over P ranks sends (P-1)|KV|; reduce-scatter (P-1)|dKVp|.
-  SchemeParams p = Params(Scheme::kAllGatherKV);
+  SchemeParams p = Params(Scheme("allgather-kv"));
   p.ring = P_;
   ExpectBytes(w_, t_, p, (P_ - 1) * s_.KV, (P_ - 1) * (s_.KV + s_.dKVp));
   p.cache_forward = true;
@@ -102,7 +103,7 @@ TEST_P(EvaluateBytes, Usp) {
   // U = 2 (divides Hkv in every config), R = P/2: Ulysses terms with (U-1)/U = 1/2 plus the
   // ring's (R-1)|KV| forward and (R-1)(|KV| + |dKVp|) backward.
   const int64_t U = 2, R = P_ / 2;
-  SchemeParams p = Params(Scheme::kUsp);
+  SchemeParams p = Params(Scheme("usp"));
   p.ulysses = U;
   p.ring = R;
   ExpectBytes(w_, t_, p, 0.5 * (2 * s_.Q + s_.KV) + (R - 1) * s_.KV,
@@ -120,7 +121,7 @@ TEST_P(EvaluateBytes, Attention2D) {
   for (int64_t a = 1; a <= P_; ++a) {
     if (P_ % a) continue;
     const int64_t b = P_ / a;
-    SchemeParams p = Params(Scheme::kAttention2D);
+    SchemeParams p = Params(Scheme("attention2d"));
     p.tile_a = a;
     p.tile_b = b;
     const double fwd = (a - 1) * s_.Q + (b - 1) * s_.KV + (a - 1) * (s_.Op + s_.L);
@@ -139,7 +140,7 @@ TEST_P(EvaluateBytes, Attention2DOverlap) {
     if (P_ % a) continue;
     const int64_t b = P_ / a;
     for (const std::vector<std::string>& placement : {std::vector<std::string>{"q", "kv"}, {"kv", "q"}}) {
-      SchemeParams p = Params(Scheme::kAttention2DOverlap, placement);
+      SchemeParams p = Params(Scheme("attention2d-o"), placement);
       p.tile_a = a;
       p.tile_b = b;
       const double fwd = (a - 1) * s_.Q + (b - 1) * s_.KV + (a - 1) * (s_.Op + s_.L);
@@ -156,7 +157,7 @@ TEST_P(EvaluateBytes, Mesh) {
   for (int64_t a = 1; a <= P_; ++a) {
     if (P_ % a) continue;
     const int64_t b = P_ / a;
-    SchemeParams p = Params(Scheme::kMesh, {"kv", "q"});
+    SchemeParams p = Params(Scheme("mesh"), {"kv", "q"});
     p.tile_a = a;
     p.tile_b = b;
     const double fwd = (a - 1) * s_.Q + (b - 1) * s_.KV + (a - 1) * (s_.Op + s_.L);
@@ -177,7 +178,7 @@ TEST_P(EvaluateBytes, MeshUlysses) {
   const int64_t U = 2, M = P_ / 2;
   for (int64_t a : {int64_t{1}, M}) {
     const int64_t b = M / a;
-    SchemeParams p = Params(Scheme::kMeshUlysses);
+    SchemeParams p = Params(Scheme("mesh-ulysses"));
     p.ulysses = U;
     p.tile_a = a;
     p.tile_b = b;
@@ -201,7 +202,7 @@ TEST(EvaluateBytesUlysses, ClosedForms) {
       const Workload w = MakeWorkload(4096, c.hq, c.hkv, pass);
       const Sizes s = HandSizes(w, P);
       const double f = double(P - 1) / double(P);
-      SchemeParams p = Params(Scheme::kUlysses);
+      SchemeParams p = Params(Scheme("ulysses"));
       p.layout = Layout::kContiguous;
       p.ulysses = P;
       ExpectBytes(w, t, p, f * (s.Q + s.KV + s.Q), f * (s.Q + s.KV + s.Q + s.L) + f * (s.Q + s.KV));
@@ -223,7 +224,7 @@ TEST(EvaluateBytesLoongTrain, ClosedForms) {
       const Workload w = MakeWorkload(6144 * 2, c.hq, c.hkv, pass);
       const Sizes s = HandSizes(w, t.num_gpus());
       const double f = double(c.hp - 1) / double(c.hp);  // Ulysses share (U-1)/U
-      SchemeParams p = Params(Scheme::kLoongTrain, {"head", "inner", "outer"});
+      SchemeParams p = Params(Scheme("loongtrain"), {"head", "inner", "outer"});
       p.ulysses = c.hp;
       p.ring = c.cp;
       p.window = c.window;
@@ -256,14 +257,14 @@ TEST(EvaluateBytesRatio, SquareMeshVersusRingIsHalfOfSqrtPPlusOne) {
   Workload w = MakeWorkload(1 << 16, 8, 8, Pass::kForward);
   w.partial_dtype = DType::kBf16;  // |Op| = |Q| as in the closed form; LSE is the small extra
   const PlanContext ctx(w, t);
-  SchemeParams ring = Params(Scheme::kRing);
+  SchemeParams ring = Params(Scheme("ring"));
   ring.ring = 64;
   ring.placement = {"cp"};
-  SchemeParams mesh = Params(Scheme::kMesh, {"q", "kv"});
+  SchemeParams mesh = Params(Scheme("mesh"), {"q", "kv"});
   mesh.tile_a = 8;
   mesh.tile_b = 8;
-  const double ring_bytes = MakeStrategy(Scheme::kRing)->Evaluate(ctx, ring).fwd_bytes_per_rank;
-  const Estimate m = MakeStrategy(Scheme::kMesh)->Evaluate(ctx, mesh);
+  const double ring_bytes = MakeStrategy(Scheme("ring"))->Evaluate(ctx, ring).fwd_bytes_per_rank;
+  const Estimate m = MakeStrategy(Scheme("mesh"))->Evaluate(ctx, mesh);
   const double lse = 7 * double(w.seq_len / 64) * 8 * 4;  // (a-1)|LSE|
   EXPECT_NEAR(ring_bytes / (m.fwd_bytes_per_rank - lse), (8.0 + 1.0) / 2.0, 1e-9);
 }

@@ -3,6 +3,7 @@
 
 #include "planner/strategy.h"
 #include "tests/planner/test_cluster.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::planner {
 namespace {
@@ -27,7 +28,7 @@ Workload MakeWorkload(Pass pass) {
 double Peak(const Workload& w, SchemeParams p) {
   const Topology t = testing::SmallCluster(4, 2);
   const PlanContext ctx(w, t);
-  if (p.placement.empty()) p.placement = CanonicalPlacement(p.RankDims());
+  if (p.placement.empty()) p.placement = CanonicalPlacement(planner::RankDims(p));
   const Estimate e = MakeStrategy(p.scheme)->Evaluate(ctx, p);
   EXPECT_TRUE(e.valid) << e.reason;
   return e.peak_memory_bytes;
@@ -39,7 +40,7 @@ constexpr double kBaseFwdBwd = kBaseFwd + Q + Q + KV + L;
 
 TEST(Memory, RingHoldsTwoKvBuffersAndAccumulators) {
   SchemeParams p;
-  p.scheme = Scheme::kRing;
+  p.scheme = Scheme("ring");
   p.layout = Layout::kZigzag;
   p.ring = 8;
   // Forward: KV in use + KV arriving, fp32 O accumulator with its LSE.
@@ -54,7 +55,7 @@ TEST(Memory, RingHoldsTwoKvBuffersAndAccumulators) {
 
 TEST(Memory, AllGatherHoldsTheWholeKv) {
   SchemeParams p;
-  p.scheme = Scheme::kAllGatherKV;
+  p.scheme = Scheme("allgather-kv");
   p.layout = Layout::kZigzag;
   p.ring = 8;
   // All 8 KV shards (own one in the base) and the O accumulator.
@@ -63,7 +64,7 @@ TEST(Memory, AllGatherHoldsTheWholeKv) {
 
 TEST(Memory, MeshCachesItsSlotsAndPartials) {
   SchemeParams p;
-  p.scheme = Scheme::kMesh;
+  p.scheme = Scheme("mesh");
   p.layout = Layout::kZigzag;
   p.tile_a = 2;
   p.tile_b = 4;
@@ -79,15 +80,15 @@ TEST(Memory, FitsComparesPeakPlusReserveWithTheGpu) {
   const Topology t = testing::SmallCluster(4, 2);
   const Workload w = MakeWorkload(Pass::kForward);
   SchemeParams p;
-  p.scheme = Scheme::kRing;
+  p.scheme = Scheme("ring");
   p.layout = Layout::kZigzag;
   p.ring = 8;
   p.placement = {"cp"};
   const double peak = kBaseFwd + 2 * KV + Op + L;
   const PlanContext just_fits(w, t, t.gpu.memory_bytes - peak);
-  EXPECT_TRUE(MakeStrategy(Scheme::kRing)->Evaluate(just_fits, p).fits);
+  EXPECT_TRUE(MakeStrategy(Scheme("ring"))->Evaluate(just_fits, p).fits);
   const PlanContext one_byte_short(w, t, t.gpu.memory_bytes - peak + 1);
-  EXPECT_FALSE(MakeStrategy(Scheme::kRing)->Evaluate(one_byte_short, p).fits);
+  EXPECT_FALSE(MakeStrategy(Scheme("ring"))->Evaluate(one_byte_short, p).fits);
 }
 
 }  // namespace

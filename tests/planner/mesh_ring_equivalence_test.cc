@@ -11,6 +11,7 @@
 #include "planner/schedule_check.h"
 #include "planner/strategy.h"
 #include "tests/planner/test_cluster.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::planner {
 namespace {
@@ -18,7 +19,7 @@ namespace {
 
 SchemeParams RingParams(int64_t n, Layout layout, bool cache) {
   SchemeParams p;
-  p.scheme = Scheme::kRing;
+  p.scheme = Scheme("ring");
   p.layout = layout;
   p.ring = n;
   p.placement = {"cp"};
@@ -28,7 +29,7 @@ SchemeParams RingParams(int64_t n, Layout layout, bool cache) {
 
 SchemeParams MeshParams(int64_t n, Layout layout, bool cache) {
   SchemeParams p;
-  p.scheme = Scheme::kMesh;
+  p.scheme = Scheme("mesh");
   p.layout = layout;
   p.tile_a = 1;
   p.tile_b = n;
@@ -64,8 +65,8 @@ TEST(MeshRingEquivalence, OneByNTileEqualsRingInBytesStepsAndTime) {
           const SchemeParams mp = MeshParams(n, layout, cache);
           const std::string what = "n=" + std::to_string(n) + " " + std::string(PassName(pass)) +
                                    (cache ? " cache " : " ") + std::string(LayoutName(layout));
-          const auto ring = MakeStrategy(Scheme::kRing);
-          const auto mesh = MakeStrategy(Scheme::kMesh);
+          const auto ring = MakeStrategy(Scheme("ring"));
+          const auto mesh = MakeStrategy(Scheme("mesh"));
           const Estimate re = ring->Evaluate(ctx, rp);
           const Estimate me = mesh->Evaluate(ctx, mp);
           ASSERT_TRUE(re.valid && me.valid) << what;
@@ -137,7 +138,7 @@ TEST(MeshRingEquivalence, CachedBackwardChainOverlapsTheBlocks) {
   for (ReduceChain chain : {ReduceChain::kOwnerLast, ReduceChain::kOwnerFirst}) {
     SchemeParams p = MeshParams(n, Layout::kZigzag, /*cache=*/true);
     p.reduce_chain = chain;
-    const Estimate e = MakeStrategy(Scheme::kMesh)->Evaluate(ctx, p);
+    const Estimate e = MakeStrategy(Scheme("mesh"))->Evaluate(ctx, p);
     ASSERT_TRUE(e.valid);
     const mesh::StepTimes t = mesh::PhaseStepTimes(ctx, p, Phase::kBackward);
     ASSERT_GE(t.block, t.kv_partial);

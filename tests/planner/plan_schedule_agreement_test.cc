@@ -8,6 +8,7 @@
 #include "planner/schedule_check.h"
 #include "planner/strategy.h"
 #include "tests/planner/test_cluster.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::planner {
 namespace {
@@ -49,13 +50,13 @@ TEST(PlanScheduleAgreement, EveryCandidateExpandsToWhatItsEstimateSays) {
       w.pass = pass;
       ASSERT_TRUE(w.Validate().ok()) << c.name;
       const PlanContext ctx(w, t);
-      for (Scheme scheme : kAllSchemes) {
+      for (Scheme scheme : planner::AllSchemes()) {
         const auto strategy = MakeStrategy(scheme);
         for (const SchemeParams& p : strategy->Enumerate(ctx)) {
           const Estimate e = strategy->Evaluate(ctx, p);
           if (!e.valid) continue;
           const std::string what = std::string(c.name) + " " + std::string(PassName(pass)) + " " +
-                                   std::string(SchemeName(scheme)) + " " + p.Describe();
+                                   std::string(SchemeName(scheme)) + " " + planner::DescribeParams(p);
           auto schedule = strategy->Expand(ctx, p);
           ASSERT_TRUE(schedule.ok()) << what << ": " << schedule.status().message();
           const Status st = CheckSchedule(*schedule, ctx);
@@ -68,7 +69,7 @@ TEST(PlanScheduleAgreement, EveryCandidateExpandsToWhatItsEstimateSays) {
           ASSERT_NEAR(MaxOf(sum.flops), e.flops_max, 1e-9 * e.flops_max) << what;
           ASSERT_NEAR(MeanOf(sum.flops), e.flops_mean, 1e-9 * e.flops_mean) << what;
           // Mesh: the estimate times the very step table the schedule runs (same step count).
-          if (scheme == Scheme::kMesh || scheme == Scheme::kMeshUlysses) {
+          if (scheme == Scheme("mesh") || scheme == Scheme("mesh-ulysses")) {
             for (Phase phase : {Phase::kForward, Phase::kBackward}) {
               const std::string label = phase == Phase::kForward ? "fwd mesh step" : "bwd mesh step";
               int64_t estimate_steps = 0;
@@ -114,20 +115,20 @@ TEST(PlanScheduleAgreement, MeshWithOneRowIsRing) {
       w.pass = pass;
       const PlanContext ctx(w, t);
       SchemeParams ring;
-      ring.scheme = Scheme::kRing;
+      ring.scheme = Scheme("ring");
       ring.layout = layout;
       ring.ring = 8;
       ring.placement = {"cp"};
       ring.cache_forward = cache;
       SchemeParams mesh;
-      mesh.scheme = Scheme::kMesh;
+      mesh.scheme = Scheme("mesh");
       mesh.layout = layout;
       mesh.tile_a = 1;
       mesh.tile_b = 8;
       mesh.placement = {"q", "kv"};
       mesh.cache_forward = cache;
-      auto rs = MakeStrategy(Scheme::kRing)->Expand(ctx, ring);
-      auto ms = MakeStrategy(Scheme::kMesh)->Expand(ctx, mesh);
+      auto rs = MakeStrategy(Scheme("ring"))->Expand(ctx, ring);
+      auto ms = MakeStrategy(Scheme("mesh"))->Expand(ctx, mesh);
       ASSERT_TRUE(rs.ok() && ms.ok());
       for (int64_t r = 0; r < 8; ++r) {
         auto trace = [](const RankProgram& prog, OpKind kind, uint16_t tensors) {

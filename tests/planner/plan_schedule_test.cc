@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tests/planner/test_cluster.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::planner {
 namespace {
@@ -17,7 +18,7 @@ namespace {
 // A mesh plan for 2 nodes x 4 GPUs: tile a x b, zigzag, KV group innermost.
 Plan MeshPlan(int64_t a, int64_t b) {
   Plan plan;
-  plan.params.scheme = Scheme::kMesh;
+  plan.params.scheme = Scheme("mesh");
   plan.params.layout = Layout::kZigzag;
   plan.params.tile_a = a;
   plan.params.tile_b = b;
@@ -81,7 +82,7 @@ TEST(ExpandPlanTest, ValidPlanComesWithItsEstimateScheduleAndGpus) {
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_TRUE(r->estimate.valid);
   EXPECT_EQ(r->schedule.num_ranks, 8);
-  EXPECT_EQ(r->schedule.scheme, Scheme::kMesh);
+  EXPECT_EQ(r->schedule.scheme, Scheme("mesh"));
   const std::vector<int64_t> want = {0, 4, 1, 5, 2, 6, 3, 7};
   EXPECT_EQ(r->rank_to_gpu, want);
 }
@@ -111,7 +112,7 @@ TEST(ExpandPlanTest, ComputeOpsSayHowMuchOfTheirBlockTheMaskCuts) {
   // j < i (every key before every query), a triangle on the diagonal (row r sees r + 1 of the n
   // keys: n - 1 cut rows over n(n + 1)/2 pairs), absent for j > i.
   Plan ring = MeshPlan(2, 2);
-  ring.params.scheme = Scheme::kRing;
+  ring.params.scheme = Scheme("ring");
   ring.params.layout = Layout::kContiguous;
   ring.params.tile_a = ring.params.tile_b = 1;
   ring.params.ring = 4;

@@ -9,6 +9,7 @@
 #include "planner/plan_timer.h"
 #include "planner/search.h"
 #include "tests/planner/test_cluster.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::planner {
 namespace {
@@ -30,7 +31,7 @@ class FakeTimer : public PlanTimer {
 
 Estimate MakeEstimate(int64_t ring, double time_s, bool fits) {
   Estimate e;
-  e.params.scheme = Scheme::kRing;
+  e.params.scheme = Scheme("ring");
   e.params.ring = ring;
   e.valid = true;
   e.time_s = time_s;

@@ -4,6 +4,7 @@
 #include "planner/search.h"
 #include "planner/strategy.h"
 #include "tests/planner/test_cluster.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::planner {
 namespace {
@@ -33,11 +34,11 @@ TEST(Search, RanksFittingPlansFirstByTimeAndExplainsRejections) {
   }
   // Ulysses over 8 GPUs needs 8 KV heads; the workload has 2.
   ASSERT_EQ(r.rejected.size(), 1u);
-  EXPECT_EQ(r.rejected[0].params.scheme, Scheme::kUlysses);
+  EXPECT_EQ(r.rejected[0].params.scheme, Scheme("ulysses"));
   EXPECT_NE(r.rejected[0].reason.find("exceeds the 2 KV heads"), std::string::npos) << r.rejected[0].reason;
   // Every other scheme appears.
-  for (Scheme s : kAllSchemes) {
-    if (s == Scheme::kUlysses) continue;
+  for (Scheme s : planner::AllSchemes()) {
+    if (s == Scheme("ulysses")) continue;
     bool found = false;
     for (const Estimate& e : r.ranked) found = found || e.params.scheme == s;
     EXPECT_TRUE(found) << SchemeName(s);
@@ -60,7 +61,7 @@ TEST(Search, ReservedMemoryCountsAgainstTheGpu) {
   const PlanContext roomy(w, t, 0.0);
   const PlanContext full(w, t, t.gpu.memory_bytes);  // everything reserved
   SearchOptions only_ring;
-  only_ring.schemes = {Scheme::kRing};
+  only_ring.schemes = {Scheme("ring")};
   EXPECT_TRUE(Search(roomy, only_ring).ranked.front().fits);
   EXPECT_FALSE(Search(full, only_ring).ranked.front().fits);
 }
@@ -70,9 +71,9 @@ TEST(Search, SchemeFilterKeepsOnlyThoseSchemes) {
   const Workload w = SmallWorkload();
   const PlanContext ctx(w, t);
   SearchOptions options;
-  options.schemes = {Scheme::kMesh, Scheme::kRing};
+  options.schemes = {Scheme("mesh"), Scheme("ring")};
   for (const Estimate& e : Search(ctx, options).ranked) {
-    EXPECT_TRUE(e.params.scheme == Scheme::kMesh || e.params.scheme == Scheme::kRing);
+    EXPECT_TRUE(e.params.scheme == Scheme("mesh") || e.params.scheme == Scheme("ring"));
   }
 }
 
@@ -87,11 +88,11 @@ TEST(TimeModel, RingForwardFollowsThePipelineFormula) {
   w.seq_len = 1 << 16;
   const PlanContext ctx(w, t);
   SchemeParams p;
-  p.scheme = Scheme::kRing;
+  p.scheme = Scheme("ring");
   p.layout = Layout::kContiguous;
   p.ring = 8;
   p.placement = {"cp"};
-  const Estimate e = MakeStrategy(Scheme::kRing)->Evaluate(ctx, p);
+  const Estimate e = MakeStrategy(Scheme("ring"))->Evaluate(ctx, p);
   ASSERT_TRUE(e.valid) << e.reason;
   const double n = double(w.seq_len) / 8;                             // tokens per shard
   const double block_flops = 4.0 * n * n * w.q_heads * w.head_dim;  // 4 B sq skv Hq d
@@ -107,7 +108,7 @@ TEST(MakePlan, CarriesWorkloadTopologyAndParameters) {
   const Workload w = SmallWorkload();
   const PlanContext ctx(w, t);
   SchemeParams p;
-  p.scheme = Scheme::kMesh;
+  p.scheme = Scheme("mesh");
   p.tile_a = 2;
   p.tile_b = 4;
   const Plan plan = MakePlan(ctx, p);

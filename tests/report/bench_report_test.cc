@@ -1,6 +1,7 @@
 // The bench's renderings (report/bench_report.h) on hand-made rows: CSV and JSON numbers, the
 // table's notes for points that did not run, and the charts' series.
 #include "report/bench_report.h"
+#include "planner/schemes/registry.h"
 
 #include <gtest/gtest.h>
 
@@ -17,10 +18,10 @@ std::vector<BenchRow> Rows() {
   BenchRow ran;
   ran.mask = "causal";
   ran.seq_len = 2048;
-  ran.scheme = Scheme::kRing;
+  ran.scheme = Scheme("ring");
   ran.ranks = 4;
   ran.outcome = BenchOutcome::kRan;
-  ran.params.scheme = Scheme::kRing;
+  ran.params.scheme = Scheme("ring");
   ran.params.ring = 4;
   ran.flops = 8e9;
   ran.predicted_s = 1e-3;
@@ -34,7 +35,7 @@ std::vector<BenchRow> Rows() {
   BenchRow none;
   none.mask = "causal";
   none.seq_len = 2048;
-  none.scheme = Scheme::kUlysses;
+  none.scheme = Scheme("ulysses");
   none.ranks = 4;
   none.outcome = BenchOutcome::kNoPlan;
   none.reason = "head-parallel degree 4 exceeds the 2 KV heads";

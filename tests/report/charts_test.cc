@@ -20,6 +20,7 @@
 #include "planner/strategy.h"
 #include "simulator/simulate.h"
 #include "tests/planner/test_cluster.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::report {
 namespace {
@@ -46,7 +47,7 @@ constexpr int64_t k128K = 128 * 1024;
 
 // 3 schemes x GPUs {8, 16, 32} x seqs {64K, 128K}, in sweep order (gpus, seq, scheme).
 std::vector<SweepRow> Rows() {
-  const Scheme R = Scheme::kRing, U = Scheme::kUlysses, M = Scheme::kMesh;
+  const Scheme R = Scheme("ring"), U = Scheme("ulysses"), M = Scheme("mesh");
   return {
       // 8 GPUs
       Row(R, 8, k64K, 0.100, true, true, 0.05), Row(U, 8, k64K, 0.090, true, true, 0.20),
@@ -110,7 +111,7 @@ TEST(Charts, SimulatedTimesWinOverEstimates) {
 TEST(Charts, SchemesWithNoFittingPointAreNamedSo) {
   std::vector<SweepRow> rows = Rows();
   for (SweepRow& r : rows) {
-    if (r.scheme == Scheme::kUlysses && r.seq_len == k128K) r.fits = false;
+    if (r.scheme == Scheme("ulysses") && r.seq_len == k128K) r.fits = false;
   }
   const plot::LineChart c = TimeVsGpus(rows, k128K);
   ASSERT_EQ(c.series.size(), 3u);
@@ -161,7 +162,7 @@ TEST(Charts, BestSchemeMapPicksTheFastestValidFittingScheme) {
 }
 
 TEST(Charts, BestSchemeMapMarksSchemesWithinHalfAPercentAsTies) {
-  const Scheme R = Scheme::kRing, U = Scheme::kUlysses, M = Scheme::kMesh;
+  const Scheme R = Scheme("ring"), U = Scheme("ulysses"), M = Scheme("mesh");
   const std::vector<SweepRow> rows = {
       // 8 GPUs, 64K: ring and ulysses exactly equal (ring, the earlier scheme, is drawn), mesh
       // 0.4% slower (100.4 ms <= 100 x 1.005 = 100.5 ms): both are ties, fastest first.
@@ -216,10 +217,10 @@ Replay RingOnFourGpus() {
   w.mask = Mask::Causal();
   w.pass = Pass::kForwardBackward;
   SchemeParams params;
-  params.scheme = Scheme::kRing;
+  params.scheme = Scheme("ring");
   params.ring = 4;
   params.layout = Layout::kZigzag;
-  params.placement = CanonicalPlacement(params.RankDims());
+  params.placement = CanonicalPlacement(planner::RankDims(params));
   const planner::PlanContext ctx(w, topology);
   const auto strategy = planner::MakeStrategy(params.scheme);
   const planner::Estimate e = strategy->Evaluate(ctx, params);

@@ -8,22 +8,23 @@
 #include <vector>
 
 #include "tests/planner/test_cluster.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::report {
 namespace {
 
 std::vector<capacity::LongestFit> Fits() {
   capacity::LongestFit ring;
-  ring.scheme = Scheme::kRing;
+  ring.scheme = Scheme("ring");
   ring.found = true;
   ring.granularity = 16;
   ring.seq_len = int64_t{3} << 20;
   ring.at_limit = true;
-  ring.params.scheme = Scheme::kRing;
+  ring.params.scheme = Scheme("ring");
   ring.peak_memory_bytes = 2.0 * (1 << 30);
   ring.time_s = 1.5;
   capacity::LongestFit ulysses;
-  ulysses.scheme = Scheme::kUlysses;
+  ulysses.scheme = Scheme("ulysses");
   ulysses.reason = "head-parallel degree 8 exceeds the 4 KV heads";
   return {ring, ulysses};
 }
@@ -51,7 +52,7 @@ TEST(FitReport, SmallestClusterTableAndJson) {
   capacity::SmallestCluster found;
   found.gpus = 64;
   found.topology = "dgx@64";
-  found.params.scheme = Scheme::kRing;
+  found.params.scheme = Scheme("ring");
   found.time_s = 6.5;
   found.peak_memory_bytes = 1e10;
   found.sizes_tried = 8;

@@ -14,6 +14,7 @@
 #include "core/topology_toml.h"
 #include "core/workload.h"
 #include "tests/tools/json_reader.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::report {
 namespace {
@@ -43,9 +44,9 @@ planner::Estimate MakeEstimate(Scheme scheme, int64_t window, double time_s, dou
 // {1, 2, 4}, {3}, {5}.
 planner::SearchResult Ranked() {
   planner::SearchResult r;
-  r.ranked = {MakeEstimate(Scheme::kUsp, 1, 1.000, 256 * kMiB), MakeEstimate(Scheme::kLoongTrain, 2, 1.000, 256 * kMiB),
-              MakeEstimate(Scheme::kMesh, 1, 1.001, 257 * kMiB), MakeEstimate(Scheme::kLoongTrain, 4, 1.004, 256 * kMiB),
-              MakeEstimate(Scheme::kRing, 1, 1.006, 256 * kMiB)};
+  r.ranked = {MakeEstimate(Scheme("usp"), 1, 1.000, 256 * kMiB), MakeEstimate(Scheme("loongtrain"), 2, 1.000, 256 * kMiB),
+              MakeEstimate(Scheme("mesh"), 1, 1.001, 257 * kMiB), MakeEstimate(Scheme("loongtrain"), 4, 1.004, 256 * kMiB),
+              MakeEstimate(Scheme("ring"), 1, 1.006, 256 * kMiB)};
   // A time with 17 significant digits, to check that CSV and JSON keep them.
   r.ranked[0].time_s = r.ranked[1].time_s = 0.99999999999999989;
   r.evaluated = 7;

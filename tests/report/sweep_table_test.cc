@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/topology_toml.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::report {
 namespace {
@@ -19,7 +20,7 @@ TEST(SweepOutput, CsvAndJsonHaveOneRowPerPointAndScheme) {
   spec.topologies = {DefaultTopology()};
   spec.gpus = {8, 16};
   spec.seq_lens = {int64_t{64} << 10};
-  spec.schemes = {Scheme::kRing, Scheme::kUlysses};
+  spec.schemes = {Scheme("ring"), Scheme("ulysses")};
   auto rows = RunSweep(spec);
   ASSERT_TRUE(rows.ok());
   const std::string csv = SweepCsv(*rows);

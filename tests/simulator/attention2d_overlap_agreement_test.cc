@@ -11,6 +11,7 @@
 #include "planner/search.h"
 #include "planner/strategy.h"
 #include "simulator/simulate.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::sim {
 namespace {
@@ -19,7 +20,7 @@ double Replay(const planner::PlanContext& ctx, const Topology& topology, const S
   auto schedule = planner::MakeStrategy(params.scheme)->Expand(ctx, params);
   EXPECT_TRUE(schedule.ok()) << schedule.status().message();
   if (!schedule.ok()) return 0;
-  const Placement placement(params.RankDims(), params.placement);
+  const Placement placement(planner::RankDims(params), params.placement);
   std::vector<int64_t> gpu(ctx.num_ranks);
   for (int64_t r = 0; r < ctx.num_ranks; ++r) gpu[r] = placement.GpuOf(r);
   SimOptions options;
@@ -44,16 +45,16 @@ TEST(Attention2DOverlapAgreement, PaperClustersWithinTenPercent) {
         w.pass = pass;
         const planner::PlanContext ctx(w, *topology);
         planner::SearchOptions only;
-        only.schemes = {Scheme::kAttention2DOverlap};
+        only.schemes = {Scheme("attention2d-o")};
         const planner::SearchResult found = planner::Search(ctx, only);
         ASSERT_FALSE(found.ranked.empty());
         const planner::Estimate& e = found.ranked.front();
         const std::string what = std::string(file) + " S=" + std::to_string(seq) + " " +
-                                 std::string(PassName(pass)) + " " + e.params.Describe();
+                                 std::string(PassName(pass)) + " " + planner::DescribeParams(e.params);
         const double overlapped = Replay(ctx, *topology, e.params);
         EXPECT_NEAR(overlapped / e.time_s, 1.0, 0.10) << what;
         SchemeParams plain = e.params;
-        plain.scheme = Scheme::kAttention2D;
+        plain.scheme = Scheme("attention2d");
         EXPECT_LE(overlapped, Replay(ctx, *topology, plain)) << what;
         ++compared;
       }

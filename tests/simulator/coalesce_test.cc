@@ -11,6 +11,7 @@
 #include "planner/strategy.h"
 #include "simulator/coalesce.h"
 #include "simulator/simulate.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::sim {
 namespace {
@@ -135,7 +136,7 @@ TEST(Coalesce, TheTimingViewReplaysLikeEveryOp) {
       w.mask = mask;
       w.pass = pass;
       const planner::PlanContext ctx(w, *topology);
-      for (Scheme scheme : kAllSchemes) {
+      for (Scheme scheme : planner::AllSchemes()) {
         planner::SearchOptions only;
         only.schemes = {scheme};
         const planner::SearchResult found = planner::Search(ctx, only);
@@ -143,7 +144,7 @@ TEST(Coalesce, TheTimingViewReplaysLikeEveryOp) {
           const planner::Estimate& e = found.ranked[k];
           auto schedule = planner::MakeStrategy(scheme)->Expand(ctx, e.params);
           ASSERT_TRUE(schedule.ok()) << schedule.status().message();
-          const Placement placement(e.params.RankDims(), e.params.placement);
+          const Placement placement(planner::RankDims(e.params), e.params.placement);
           std::vector<int64_t> gpu(ctx.num_ranks);
           for (int64_t r = 0; r < ctx.num_ranks; ++r) gpu[r] = placement.GpuOf(r);
           SimOptions plain;
@@ -157,7 +158,7 @@ TEST(Coalesce, TheTimingViewReplaysLikeEveryOp) {
           // Each merged op rounds its summed kernel time once where the blocks rounded each:
           // at most one nanosecond per merged block on any chain of ops.
           const double slack_s = (static_cast<double>(m) + 1) * 1e-9;
-          const std::string what = std::string(SchemeName(scheme)) + " " + e.params.Describe() + " " +
+          const std::string what = std::string(SchemeName(scheme)) + " " + planner::DescribeParams(e.params) + " " +
                                    std::string(PassName(pass)) + " mask " + std::to_string(static_cast<int>(mask.kind));
           EXPECT_NEAR(b->total_s, a->total_s, slack_s) << what;
           ASSERT_EQ(a->ranks.size(), b->ranks.size());

@@ -8,6 +8,7 @@
 #include "planner/search.h"
 #include "planner/strategy.h"
 #include "simulator/simulate.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::sim {
 namespace {
@@ -25,7 +26,7 @@ TEST(EstimateAgreement, SimulatedTimeIsWithinFifteenPercentOfTheEstimate) {
         w.pass = Pass::kForward;
       }
       const planner::PlanContext ctx(w, *topology);
-      for (Scheme scheme : kAllSchemes) {
+      for (Scheme scheme : planner::AllSchemes()) {
         planner::SearchOptions only;
         only.schemes = {scheme};
         const planner::SearchResult found = planner::Search(ctx, only);
@@ -33,7 +34,7 @@ TEST(EstimateAgreement, SimulatedTimeIsWithinFifteenPercentOfTheEstimate) {
         const planner::Estimate& e = found.ranked.front();
         auto schedule = planner::MakeStrategy(scheme)->Expand(ctx, e.params);
         ASSERT_TRUE(schedule.ok()) << schedule.status().message();
-        const Placement placement(e.params.RankDims(), e.params.placement);
+        const Placement placement(planner::RankDims(e.params), e.params.placement);
         std::vector<int64_t> gpu(ctx.num_ranks);
         for (int64_t r = 0; r < ctx.num_ranks; ++r) gpu[r] = placement.GpuOf(r);
         SimOptions options;
@@ -42,8 +43,8 @@ TEST(EstimateAgreement, SimulatedTimeIsWithinFifteenPercentOfTheEstimate) {
         ASSERT_TRUE(result.ok()) << result.status().message();
         const double ratio = result->total_s / e.time_s;
         const std::string what = std::string(file) + (mha ? " MHA fwd " : " GQA fwd+bwd ") +
-                                 std::string(SchemeName(scheme)) + " " + e.params.Describe();
-        if (scheme == Scheme::kAttention2D) {
+                                 std::string(SchemeName(scheme)) + " " + planner::DescribeParams(e.params);
+        if (scheme == Scheme("attention2d")) {
           // Explained: the estimate runs ATTENTION2D's collectives exposed (the plain published
           // variant), while the schedule's dependencies let blocks that need only local data
           // start during the all-gathers, so the replay is faster, never slower.

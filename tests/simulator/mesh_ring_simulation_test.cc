@@ -9,6 +9,7 @@
 #include "planner/strategy.h"
 #include "simulator/simulate.h"
 #include "tests/planner/test_cluster.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::sim {
 namespace {
@@ -16,7 +17,7 @@ namespace {
 
 SchemeParams RingParams(int64_t n, bool cache) {
   SchemeParams p;
-  p.scheme = Scheme::kRing;
+  p.scheme = Scheme("ring");
   p.layout = Layout::kZigzag;
   p.ring = n;
   p.placement = {"cp"};
@@ -26,7 +27,7 @@ SchemeParams RingParams(int64_t n, bool cache) {
 
 SchemeParams MeshParams(int64_t n, bool cache) {
   SchemeParams p;
-  p.scheme = Scheme::kMesh;
+  p.scheme = Scheme("mesh");
   p.layout = Layout::kZigzag;
   p.tile_a = 1;
   p.tile_b = n;
@@ -38,7 +39,7 @@ SchemeParams MeshParams(int64_t n, bool cache) {
 Result<SimResult> Replay(const planner::PlanContext& ctx, const Topology& topo, const SchemeParams& p) {
   auto schedule = planner::MakeStrategy(p.scheme)->Expand(ctx, p);
   if (!schedule.ok()) return schedule.status();
-  const Placement placement(p.RankDims(), p.placement);
+  const Placement placement(planner::RankDims(p), p.placement);
   std::vector<int64_t> gpu(static_cast<size_t>(ctx.num_ranks));
   for (int64_t r = 0; r < ctx.num_ranks; ++r) gpu[static_cast<size_t>(r)] = placement.GpuOf(r);
   return Simulate(*schedule, topo, gpu, ctx.workload.dtype);

@@ -15,6 +15,7 @@
 #include "planner/search.h"
 #include "planner/strategy.h"
 #include "tests/planner/test_cluster.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::sim {
 namespace {
@@ -33,7 +34,7 @@ Workload SmallWorkload() {
 
 SchemeParams MeshParams(int64_t a, int64_t b) {
   SchemeParams p;
-  p.scheme = Scheme::kMesh;
+  p.scheme = Scheme("mesh");
   p.tile_a = a;
   p.tile_b = b;
   p.layout = Layout::kZigzag;
@@ -87,7 +88,7 @@ TEST(SimulatePlanTest, InvalidParametersGiveTheStrategysReason) {
   const SchemeParams bad = MeshParams(3, 3);
   const Plan plan = PlanFor(w, topology, bad);
   const planner::PlanContext ctx(w, topology);
-  const planner::Estimate verdict = planner::MakeStrategy(Scheme::kMesh)->Evaluate(ctx, bad);
+  const planner::Estimate verdict = planner::MakeStrategy(Scheme("mesh"))->Evaluate(ctx, bad);
   ASSERT_FALSE(verdict.valid);
   ASSERT_FALSE(verdict.reason.empty());
   const auto r = SimulatePlan(plan, topology);
@@ -108,11 +109,11 @@ TEST(SimulatePlanTest, ValidPlanReplaysOnEveryGpu) {
   EXPECT_GT(r->result.total_s, 0);
   // The estimate is the strategy's own verdict on the same plan.
   const planner::PlanContext ctx(w, topology);
-  const planner::Estimate direct = planner::MakeStrategy(Scheme::kMesh)->Evaluate(ctx, params);
+  const planner::Estimate direct = planner::MakeStrategy(Scheme("mesh"))->Evaluate(ctx, params);
   EXPECT_TRUE(r->estimate.valid);
   EXPECT_EQ(r->estimate.time_s, direct.time_s);
   // Ranks sit where the plan's placement puts them, each GPU once.
-  const Placement placement(params.RankDims(), params.placement);
+  const Placement placement(planner::RankDims(params), params.placement);
   ASSERT_EQ(static_cast<int64_t>(r->rank_to_gpu.size()), topology.num_gpus());
   for (int64_t rank = 0; rank < topology.num_gpus(); ++rank)
     EXPECT_EQ(r->rank_to_gpu[rank], placement.GpuOf(rank));

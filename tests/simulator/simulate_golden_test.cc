@@ -5,6 +5,7 @@
 #include "planner/strategy.h"
 #include "simulator/simulate.h"
 #include "tests/simulator/golden_helpers.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::sim {
 namespace {
@@ -119,11 +120,11 @@ TEST(SimulateGolden, RingForwardMatchesThePipelineFormula) {
     w.pass = Pass::kForward;
     const planner::PlanContext ctx(w, t);
     SchemeParams params;
-    params.scheme = Scheme::kRing;
+    params.scheme = Scheme("ring");
     params.layout = Layout::kContiguous;
     params.ring = p;
     params.placement = {"cp"};
-    auto schedule = planner::MakeStrategy(Scheme::kRing)->Expand(ctx, params);
+    auto schedule = planner::MakeStrategy(Scheme("ring"))->Expand(ctx, params);
     ASSERT_TRUE(schedule.ok()) << schedule.status().message();
     auto r = Simulate(*schedule, t, Identity(p), DType::kBf16);
     ASSERT_TRUE(r.ok()) << r.status().message();

@@ -11,6 +11,7 @@
 #include "planner/strategy.h"
 #include "simulator/plan_simulation.h"
 #include "tests/planner/test_cluster.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::sim {
 namespace {
@@ -28,7 +29,7 @@ TEST(SimulatedSeconds, EqualsTheReplayOfThePlanFile) {
     ASSERT_TRUE(seconds.ok()) << seconds.status().message();
     auto replay = SimulatePlan(planner::MakePlan(ctx, params), topology);
     ASSERT_TRUE(replay.ok()) << replay.status().message();
-    EXPECT_EQ(*seconds, replay->result.total_s) << params.Describe();
+    EXPECT_EQ(*seconds, replay->result.total_s) << planner::DescribeParams(params);
   }
 }
 

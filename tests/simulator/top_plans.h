@@ -11,6 +11,7 @@
 #include "planner/context.h"
 #include "planner/plan_schedule.h"
 #include "planner/search.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::sim::testing {
 
@@ -27,14 +28,14 @@ int ForEachTopPlan(const Topology& topology, Check check) {
       w.mask = mask;
       w.pass = pass;
       const planner::PlanContext ctx(w, topology);
-      for (Scheme scheme : kAllSchemes) {
+      for (Scheme scheme : planner::AllSchemes()) {
         planner::SearchOptions only;
         only.schemes = {scheme};
         const planner::SearchResult found = planner::Search(ctx, only);
         for (size_t k = 0; k < found.ranked.size() && k < 3; ++k) {
           if (!found.ranked[k].valid) continue;
           const Plan plan = planner::MakePlan(ctx, found.ranked[k].params);
-          const std::string what = std::string(SchemeName(scheme)) + " " + plan.params.Describe() + " " +
+          const std::string what = std::string(SchemeName(scheme)) + " " + planner::DescribeParams(plan.params) + " " +
                                    std::string(PassName(pass)) + " mask " + std::to_string(static_cast<int>(mask.kind));
           check(plan, w, what);
           if (::testing::Test::HasFailure()) return checked;

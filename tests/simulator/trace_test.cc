@@ -19,6 +19,7 @@
 #include "planner/strategy.h"
 #include "simulator/simulate.h"
 #include "tests/planner/test_cluster.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::sim {
 namespace {
@@ -324,7 +325,7 @@ class TraceTest : public ::testing::Test {
     auto schedule = strategy->Expand(ctx, params);
     EXPECT_TRUE(schedule.ok()) << schedule.status().message();
     out.schedule = std::move(schedule).value();
-    const Placement placement(params.RankDims(), params.placement);
+    const Placement placement(planner::RankDims(params), params.placement);
     for (int64_t r = 0; r < out.schedule.num_ranks; ++r)
       out.rank_to_gpu.push_back(placement.GpuOf(r));
     auto result = Simulate(out.schedule, topology_, out.rank_to_gpu, workload_.dtype);
@@ -417,10 +418,10 @@ class TraceTest : public ::testing::Test {
 
 TEST_F(TraceTest, RingForwardBackward) {
   SchemeParams params;
-  params.scheme = Scheme::kRing;
+  params.scheme = Scheme("ring");
   params.ring = 8;
   params.layout = Layout::kZigzag;
-  params.placement = CanonicalPlacement(params.RankDims());
+  params.placement = CanonicalPlacement(planner::RankDims(params));
   const Replay replay = Run(params);
   ASSERT_GT(replay.schedule.TotalOps(), 0);
   // A ring moves K and V point to point: the trace has sends.
@@ -432,7 +433,7 @@ TEST_F(TraceTest, RingForwardBackward) {
 
 TEST_F(TraceTest, MeshWithNonCanonicalPlacement) {
   SchemeParams params;
-  params.scheme = Scheme::kMesh;
+  params.scheme = Scheme("mesh");
   params.tile_a = 2;
   params.tile_b = 4;
   params.layout = Layout::kZigzag;
@@ -448,10 +449,10 @@ TEST_F(TraceTest, MeshWithNonCanonicalPlacement) {
 TEST_F(TraceTest, UlyssesCollectivesGetOneEventEach) {
   workload_.kv_heads = 8;
   SchemeParams params;
-  params.scheme = Scheme::kUlysses;
+  params.scheme = Scheme("ulysses");
   params.ulysses = 8;
   params.layout = Layout::kContiguous;
-  params.placement = CanonicalPlacement(params.RankDims());
+  params.placement = CanonicalPlacement(planner::RankDims(params));
   const Replay replay = Run(params);
   bool has_a2a = false;
   for (const Op& op : replay.schedule.ranks[0].ops) has_a2a |= op.kind == OpKind::kAllToAll;
@@ -461,10 +462,10 @@ TEST_F(TraceTest, UlyssesCollectivesGetOneEventEach) {
 
 TEST_F(TraceTest, OnlyTheChosenRanksAppear) {
   SchemeParams params;
-  params.scheme = Scheme::kRing;
+  params.scheme = Scheme("ring");
   params.ring = 8;
   params.layout = Layout::kZigzag;
-  params.placement = CanonicalPlacement(params.RankDims());
+  params.placement = CanonicalPlacement(planner::RankDims(params));
   const Replay replay = Run(params);
   const std::string trace = ChromeTrace(replay.schedule, replay.result, replay.rank_to_gpu, {1, 6});
   Json doc;

@@ -21,6 +21,7 @@
 #include "simulator/replay_view.h"
 #include "simulator/simulate.h"
 #include "tests/simulator/top_plans.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::sim {
 namespace {
@@ -132,7 +133,7 @@ TEST(ViewExpansion, ExpandPlanHandsEveryRankToTheHookOnce) {
   Workload w = Workload::Default();
   w.seq_len = 1 << 15;
   const planner::PlanContext ctx(w, topology);
-  for (Scheme scheme : {Scheme::kMesh, Scheme::kMeshUlysses, Scheme::kRing, Scheme::kAttention2D}) {
+  for (Scheme scheme : {Scheme("mesh"), Scheme("mesh-ulysses"), Scheme("ring"), Scheme("attention2d")}) {
     planner::SearchOptions only;
     only.schemes = {scheme};
     const planner::SearchResult found = planner::Search(ctx, only);

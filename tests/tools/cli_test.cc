@@ -18,11 +18,12 @@
 #include <utility>
 #include <vector>
 
-#include "core/plan_io.h"
+#include "planner/plan_file.h"
 #include "executor/npy.h"
 #include "executor/reference.h"
 #include "tests/tools/cli_fixture.h"
 #include "tests/tools/json_reader.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan {
 namespace {
@@ -87,9 +88,9 @@ TEST_F(Cli, OutWritesALoadablePlanAndExplainBreaksItDown) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("time model"), std::string::npos);
   EXPECT_NE(r.out.find("rank 0's first ops"), std::string::npos);
-  auto loaded = LoadPlanFile(plan);
+  auto loaded = planner::LoadPlanFile(plan);
   ASSERT_TRUE(loaded.ok()) << loaded.status().message();
-  EXPECT_EQ(loaded->params.scheme, Scheme::kMesh);
+  EXPECT_EQ(loaded->params.scheme, Scheme("mesh"));
   EXPECT_EQ(loaded->num_gpus, 32);
   EXPECT_EQ(loaded->workload.seq_len, 512 * 1024);
   // Nothing but the plan was left in the directory (no temporary files).

@@ -7,18 +7,19 @@
 #include "planner/schemes/common.h"
 #include "tests/planner/schemes/expansion_cases.h"
 #include "tests/planner/test_cluster.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::planner::scheme_tests {
 namespace {
 
 TEST(SchemeScheduleTest, AllGatherKV) {
-  RunAllPasses(Make(Scheme::kAllGatherKV, 1, Layout::kZigzag, Mask::Causal(), 8, 8));
-  RunAllPasses(Make(Scheme::kAllGatherKV, 4, Layout::kZigzag, Mask::Causal(), 8, 2));
-  RunAllPasses(Make(Scheme::kAllGatherKV, 6, Layout::kContiguous, UnevenDocs(), 8, 8));
-  RunAllPasses(Make(Scheme::kAllGatherKV, 8, Layout::kStriped, Mask::Full(), 4, 4));
-  RunAllPasses(Make(Scheme::kAllGatherKV, 2, Layout::kZigzag, Mask::Window(200), 8, 8));
-  RunAllPasses(Make(Scheme::kAllGatherKV, 6, Layout::kBalanced, UnevenDocs(), 8, 8));  // 24 chunks of 80
-  RunAllPasses(Make(Scheme::kAllGatherKV, 4, Layout::kBalanced, Mask::Documents({700, 100, 900, 220}, true), 8, 2));
+  RunAllPasses(Make(Scheme("allgather-kv"), 1, Layout::kZigzag, Mask::Causal(), 8, 8));
+  RunAllPasses(Make(Scheme("allgather-kv"), 4, Layout::kZigzag, Mask::Causal(), 8, 2));
+  RunAllPasses(Make(Scheme("allgather-kv"), 6, Layout::kContiguous, UnevenDocs(), 8, 8));
+  RunAllPasses(Make(Scheme("allgather-kv"), 8, Layout::kStriped, Mask::Full(), 4, 4));
+  RunAllPasses(Make(Scheme("allgather-kv"), 2, Layout::kZigzag, Mask::Window(200), 8, 8));
+  RunAllPasses(Make(Scheme("allgather-kv"), 6, Layout::kBalanced, UnevenDocs(), 8, 8));  // 24 chunks of 80
+  RunAllPasses(Make(Scheme("allgather-kv"), 4, Layout::kBalanced, Mask::Documents({700, 100, 900, 220}, true), 8, 2));
 }
 
 // The balanced layout on documents of 28 and 4 tokens over 32 tokens, 2 GPUs: 8 chunks of 4
@@ -36,7 +37,7 @@ TEST(AllGatherBalanced, TheBusiestRankCarriesTheHandDerivedPairs) {
   w.seq_len = 32;
   w.mask = Mask::Documents({28, 4});
   const PlanContext ctx(w, t);
-  const auto strategy = MakeStrategy(Scheme::kAllGatherKV);
+  const auto strategy = MakeStrategy(Scheme("allgather-kv"));
   auto flops = [&](Layout layout) {
     SchemeParams p = strategy->Enumerate(ctx).front();
     p.layout = layout;
@@ -57,9 +58,9 @@ TEST(AllGatherBalanced, TheBusiestRankCarriesTheHandDerivedPairs) {
 // Invalid sizes are errors (kInvalidInput), not malformed schedules.
 TEST(SchemeScheduleTest, AllGatherKVInvalidSizesAreErrors) {
   ExpectInvalid(
-      Make(Scheme::kAllGatherKV, 4, Layout::kStriped, Mask::Window(10), 8, 8));  // striped + window
+      Make(Scheme("allgather-kv"), 4, Layout::kStriped, Mask::Window(10), 8, 8));  // striped + window
   // 1920 tokens do not split into 7 x 4 chunks.
-  ExpectInvalid(Make(Scheme::kAllGatherKV, 7, Layout::kBalanced, UnevenDocs(), 8, 8));
+  ExpectInvalid(Make(Scheme("allgather-kv"), 7, Layout::kBalanced, UnevenDocs(), 8, 8));
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 
 #include "tests/planner/schemes/expansion_cases.h"
 #include "tests/planner/test_cluster.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::planner::scheme_tests {
 namespace {
@@ -80,7 +81,7 @@ TEST(SchemeScheduleTest, Attention2DOverlapRowOrder) {
 TEST(SchemeScheduleTest, Attention2DOverlapWithOneRowIsRing) {
   for (Pass pass : {Pass::kForward, Pass::kForwardBackward}) {
     for (bool cache : {false, true}) {
-      Case ring = Make(Scheme::kRing, 6, Layout::kZigzag, Mask::Causal(), 8, 2);
+      Case ring = Make(Scheme("ring"), 6, Layout::kZigzag, Mask::Causal(), 8, 2);
       ring.pass = pass;
       ring.cache = cache;
       Case tile = TileOverlap(1, 6, Layout::kZigzag, Mask::Causal(), 8, 2);
@@ -178,8 +179,8 @@ constexpr double kUs = 1e-6;
 TEST(Attention2DOverlapTime, HandDerivedForwardOnOneSwitch) {
   const Topology t = HandCluster(4, 1, 1e11, 25e9);
   const Workload w = HandWorkload(Pass::kForward);
-  EXPECT_NEAR(EstimateSeconds(t, w, Scheme::kAttention2D, {"q", "kv"}), 138.65582592 * kUs, 1e-12);
-  EXPECT_NEAR(EstimateSeconds(t, w, Scheme::kAttention2DOverlap, {"q", "kv"}), 117.18098944 * kUs, 1e-12);
+  EXPECT_NEAR(EstimateSeconds(t, w, Scheme("attention2d"), {"q", "kv"}), 138.65582592 * kUs, 1e-12);
+  EXPECT_NEAR(EstimateSeconds(t, w, Scheme("attention2d-o"), {"q", "kv"}), 117.18098944 * kUs, 1e-12);
 }
 
 // Two nodes of 2 GPUs (NVLink 100 GB/s, network 25 GB/s). Placement q>kv puts each Q group in a
@@ -200,11 +201,11 @@ TEST(Attention2DOverlapTime, HandDerivedForwardOnOneSwitch) {
 TEST(Attention2DOverlapTime, HandDerivedOverTwoLevels) {
   const Topology t = HandCluster(2, 2, 1e11, 25e9);
   const Workload fwd = HandWorkload(Pass::kForward);
-  EXPECT_NEAR(EstimateSeconds(t, fwd, Scheme::kAttention2D, {"q", "kv"}), 201.57038592 * kUs, 1e-12);
-  EXPECT_NEAR(EstimateSeconds(t, fwd, Scheme::kAttention2DOverlap, {"q", "kv"}), 169.60978944 * kUs, 1e-12);
+  EXPECT_NEAR(EstimateSeconds(t, fwd, Scheme("attention2d"), {"q", "kv"}), 201.57038592 * kUs, 1e-12);
+  EXPECT_NEAR(EstimateSeconds(t, fwd, Scheme("attention2d-o"), {"q", "kv"}), 169.60978944 * kUs, 1e-12);
   const Workload bwd = HandWorkload(Pass::kBackward);
-  EXPECT_NEAR(EstimateSeconds(t, bwd, Scheme::kAttention2D, {"q", "kv"}), 509.0050048 * kUs, 1e-12);
-  EXPECT_NEAR(EstimateSeconds(t, bwd, Scheme::kAttention2DOverlap, {"q", "kv"}), 412.7195136 * kUs, 1e-12);
+  EXPECT_NEAR(EstimateSeconds(t, bwd, Scheme("attention2d"), {"q", "kv"}), 509.0050048 * kUs, 1e-12);
+  EXPECT_NEAR(EstimateSeconds(t, bwd, Scheme("attention2d-o"), {"q", "kv"}), 412.7195136 * kUs, 1e-12);
 }
 
 // Why ATTENTION2D-O is never slower than ATTENTION2D in the model: each row lasts at most its
@@ -225,16 +226,16 @@ TEST(Attention2DOverlapTime, NeverSlowerThanAttention2D) {
           w.mask = mask;
           w.pass = pass;
           const PlanContext ctx(w, t);
-          const auto plain = MakeStrategy(Scheme::kAttention2D);
-          const auto overlap = MakeStrategy(Scheme::kAttention2DOverlap);
+          const auto plain = MakeStrategy(Scheme("attention2d"));
+          const auto overlap = MakeStrategy(Scheme("attention2d-o"));
           for (SchemeParams p : overlap->Enumerate(ctx)) {
             const Estimate eo = overlap->Evaluate(ctx, p);
             if (!eo.valid) continue;
-            p.scheme = Scheme::kAttention2D;
+            p.scheme = Scheme("attention2d");
             const Estimate ep = plain->Evaluate(ctx, p);
             ASSERT_TRUE(ep.valid) << ep.reason;
-            EXPECT_LE(eo.time_s, ep.time_s * (1 + 1e-12)) << p.Describe() << " " << PassName(pass);
-            EXPECT_EQ(eo.bytes_per_rank, ep.bytes_per_rank) << p.Describe();
+            EXPECT_LE(eo.time_s, ep.time_s * (1 + 1e-12)) << planner::DescribeParams(p) << " " << PassName(pass);
+            EXPECT_EQ(eo.bytes_per_rank, ep.bytes_per_rank) << planner::DescribeParams(p);
             faster += eo.time_s < ep.time_s * (1 - 1e-6) ? 1 : 0;
             ++compared;
           }

@@ -12,6 +12,7 @@
 
 #include "planner/schedule_check.h"
 #include "planner/strategy.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::planner::scheme_tests {
 
@@ -19,7 +20,7 @@ namespace meshplan::planner::scheme_tests {
 inline constexpr int64_t kBatch = 2, kSeq = 1920, kDim = 8;
 
 struct Case {
-  Scheme scheme = Scheme::kRing;
+  Scheme scheme = Scheme("ring");
   int64_t p = 1;
   int64_t u = 1, r = 1, w = 1, a = 1, b = 1;  // Ulysses degree, ring/cp, window, tile
   Layout layout = Layout::kZigzag;
@@ -112,33 +113,26 @@ inline double ExpectedBytes(const Case& c) {
     if (bwd) t += (c.cache ? 0 : (g - 1) * kv) + (g - 1) * dkvp;
     return t;
   };
-  switch (c.scheme) {
-    case Scheme::kRing:
-    case Scheme::kAllGatherKV:  // AG (P-1)*KV (again in bwd unless cached) + RS (P-1)*dKVp
-      total = ring(c.p);
-      break;
-    case Scheme::kUlysses:
-      total = ulysses(c.u);
-      break;
-    case Scheme::kUsp:
-    case Scheme::kLoongTrain:  // the double ring moves the same cp-1 hops as a plain ring
-      total = ulysses(c.u) + ring(c.r);
-      break;
-    case Scheme::kAttention2D:
-    case Scheme::kAttention2DOverlap:
-      // fwd: AG Q over a, AG KV over b, RS O+LSE over a. ATTENTION2D-O moves the same tensors
-      // as ring steps: a-1 Q shifts and a-1 O+LSE chain hops over a, b-1 KV shifts over b.
-      // bwd: AG Q+dO+LSE+D over a (dO+LSE+D with cache), AG KV over b (not with cache),
-      //      RS dQ over a, RS dK+dV over b (ATTENTION2D-O: a-1 shifts of Q+dO+LSE+D, a-1 dQ hops,
-      //      b-1 KV shifts, b-1 dK+dV hops).
-      if (fwd) total += (c.a - 1) * q + (c.b - 1) * kv + (c.a - 1) * (op + l);
-      if (bwd) {
-        total += c.cache ? (c.a - 1) * (q + 2 * l) : (c.a - 1) * (q + q + 2 * l) + (c.b - 1) * kv;
-        total += (c.a - 1) * op + (c.b - 1) * dkvp;
-      }
-      break;
-    default:
-      break;
+  const std::string_view name = c.scheme.name();
+  if (name == "ring" || name == "allgather-kv") {
+    // AG (P-1)*KV (again in bwd unless cached) + RS (P-1)*dKVp
+    total = ring(c.p);
+  } else if (name == "ulysses") {
+    total = ulysses(c.u);
+  } else if (name == "usp" || name == "loongtrain") {
+    // the double ring moves the same cp-1 hops as a plain ring
+    total = ulysses(c.u) + ring(c.r);
+  } else if (name == "attention2d" || name == "attention2d-o") {
+    // fwd: AG Q over a, AG KV over b, RS O+LSE over a. ATTENTION2D-O moves the same tensors
+    // as ring steps: a-1 Q shifts and a-1 O+LSE chain hops over a, b-1 KV shifts over b.
+    // bwd: AG Q+dO+LSE+D over a (dO+LSE+D with cache), AG KV over b (not with cache),
+    //      RS dQ over a, RS dK+dV over b (ATTENTION2D-O: a-1 shifts of Q+dO+LSE+D, a-1 dQ hops,
+    //      b-1 KV shifts, b-1 dK+dV hops).
+    if (fwd) total += (c.a - 1) * q + (c.b - 1) * kv + (c.a - 1) * (op + l);
+    if (bwd) {
+      total += c.cache ? (c.a - 1) * (q + 2 * l) : (c.a - 1) * (q + q + 2 * l) + (c.b - 1) * kv;
+      total += (c.a - 1) * op + (c.b - 1) * dkvp;
+    }
   }
   return total;
 }
@@ -160,7 +154,7 @@ inline void RunCase(const Case& c) {
   // 2N-1-r, meets every KV shard, and the two chunks' causal pairs sum to the same count for
   // every r), to within 1% in ATTENTION2D's tiles.
   if (c.layout == Layout::kZigzag && c.mask.kind == MaskKind::kCausal) {
-    const bool tile = c.scheme == Scheme::kAttention2D || c.scheme == Scheme::kAttention2DOverlap;
+    const bool tile = c.scheme == Scheme("attention2d") || c.scheme == Scheme("attention2d-o");
     const double bound = tile ? 1.01 : 1.0 + 1e-12;
     if (HasForward(c.pass)) {
       EXPECT_LT(Imbalance(sum.flops_forward), bound);
@@ -197,14 +191,14 @@ inline Case Make(Scheme scheme, int64_t p, Layout layout, Mask mask, int64_t hq,
 }
 
 inline Case Ulysses(int64_t u, Mask mask, int64_t hq, int64_t hkv) {
-  Case c = Make(Scheme::kUlysses, u, Layout::kContiguous, std::move(mask), hq, hkv);
+  Case c = Make(Scheme("ulysses"), u, Layout::kContiguous, std::move(mask), hq, hkv);
   c.u = u;
   c.r = 1;
   return c;
 }
 
 inline Case Usp(int64_t u, int64_t r, Layout layout, Mask mask, int64_t hq, int64_t hkv) {
-  Case c = Make(Scheme::kUsp, u * r, layout, std::move(mask), hq, hkv);
+  Case c = Make(Scheme("usp"), u * r, layout, std::move(mask), hq, hkv);
   c.u = u;
   c.r = r;
   return c;
@@ -212,7 +206,7 @@ inline Case Usp(int64_t u, int64_t r, Layout layout, Mask mask, int64_t hq, int6
 
 inline Case Loong(int64_t hp, int64_t cp, int64_t w, Layout layout, Mask mask, int64_t hq,
                   int64_t hkv) {
-  Case c = Make(Scheme::kLoongTrain, hp * cp, layout, std::move(mask), hq, hkv);
+  Case c = Make(Scheme("loongtrain"), hp * cp, layout, std::move(mask), hq, hkv);
   c.u = hp;
   c.r = cp;
   c.w = w;
@@ -220,7 +214,7 @@ inline Case Loong(int64_t hp, int64_t cp, int64_t w, Layout layout, Mask mask, i
 }
 
 inline Case Tile(int64_t a, int64_t b, Layout layout, Mask mask, int64_t hq, int64_t hkv) {
-  Case c = Make(Scheme::kAttention2D, a * b, layout, std::move(mask), hq, hkv);
+  Case c = Make(Scheme("attention2d"), a * b, layout, std::move(mask), hq, hkv);
   c.a = a;
   c.b = b;
   return c;
@@ -228,7 +222,7 @@ inline Case Tile(int64_t a, int64_t b, Layout layout, Mask mask, int64_t hq, int
 
 inline Case TileOverlap(int64_t a, int64_t b, Layout layout, Mask mask, int64_t hq, int64_t hkv) {
   Case c = Tile(a, b, layout, std::move(mask), hq, hkv);
-  c.scheme = Scheme::kAttention2DOverlap;
+  c.scheme = Scheme("attention2d-o");
   return c;
 }
 

@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "tests/planner/schemes/expansion_cases.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::planner::scheme_tests {
 namespace {
@@ -62,7 +63,7 @@ TEST(SchemeScheduleTest, LoongTrainInvalidSizesAreErrors) {
 TEST(SchemeScheduleTest, LoongTrainWindowRule) {
   const Case eight = Loong(1, 8, 2, Layout::kZigzag, Mask::Causal(), 8, 8);  // P = 8, Hkv = 8
   Env env(eight);
-  const std::unique_ptr<Strategy> strategy = MakeStrategy(Scheme::kLoongTrain);
+  const std::unique_ptr<Strategy> strategy = MakeStrategy(Scheme("loongtrain"));
   // hp in {1, 2, 4, 8} (all divide Hkv = 8), cp = 8 / hp; windows with 1 < w < cp dividing cp:
   // cp = 8: w = 2, 4; cp = 4: w = 2; cp = 2 and cp = 1: none.
   std::set<std::tuple<int64_t, int64_t, int64_t>> offered;
@@ -74,7 +75,7 @@ TEST(SchemeScheduleTest, LoongTrainWindowRule) {
 
   auto reason = [&](int64_t hp, int64_t cp, int64_t w) {
     SchemeParams p = Loong(hp, cp, w, Layout::kZigzag, Mask::Causal(), 8, 8).Params();
-    p.placement = CanonicalPlacement(p.RankDims());
+    p.placement = CanonicalPlacement(planner::RankDims(p));
     const Estimate e = strategy->Evaluate(*env.ctx, p);
     EXPECT_FALSE(e.valid);
     return e.reason;

@@ -17,6 +17,7 @@
 #include "planner/context.h"
 #include "planner/strategy.h"
 #include "tests/planner/test_cluster.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::planner {
 namespace {
@@ -105,14 +106,14 @@ void Build(const Config& c, Built& out) {
   out.w.mask = c.mask;
   out.w.pass = c.pass;
   out.topo = FlatTopology(P);
-  out.params.scheme = c.U > 1 ? Scheme::kMeshUlysses : Scheme::kMesh;
+  out.params.scheme = c.U > 1 ? Scheme("mesh-ulysses") : Scheme("mesh");
   out.params.layout = c.layout;
   out.params.ulysses = c.U;
   out.params.tile_a = c.a;
   out.params.tile_b = c.b;
   out.params.cache_forward = c.cache;
   out.params.reduce_chain = c.chain;
-  out.params.placement = CanonicalPlacement(out.params.RankDims());
+  out.params.placement = CanonicalPlacement(planner::RankDims(out.params));
   const PlanContext ctx(out.w, out.topo);
   out.sched = Expand(ctx, out.params);
 }
@@ -420,11 +421,11 @@ TEST(MeshSchedule, RejectsBadShapes) {
   EXPECT_FALSE(Expand(ctx2, built.params).ok());
   // Ulysses degree not dividing the KV heads (Hkv = 2).
   SchemeParams u = built.params;
-  u.scheme = Scheme::kMeshUlysses;
+  u.scheme = Scheme("mesh-ulysses");
   u.ulysses = 4;
   u.tile_a = 1;
   u.tile_b = 1;
-  u.placement = CanonicalPlacement(u.RankDims());
+  u.placement = CanonicalPlacement(planner::RankDims(u));
   EXPECT_FALSE(Expand(ctx, u).ok());
   // A placement that does not name the rank grid's dimensions.
   SchemeParams bad_placement = built.params;
@@ -442,7 +443,7 @@ TEST(MeshSearch, OffersBothChainsAndStripedForCausalMasks) {
     w.mask = kind == MaskKind::kCausal ? Mask::Causal() : Mask::Full();
     w.pass = Pass::kForwardBackward;
     const PlanContext ctx(w, topo);
-    for (Scheme scheme : {Scheme::kMesh, Scheme::kAttention2D, Scheme::kMeshUlysses}) {
+    for (Scheme scheme : {Scheme("mesh"), Scheme("attention2d"), Scheme("mesh-ulysses")}) {
       std::set<Layout> layouts;
       std::set<ReduceChain> chains;
       for (const SchemeParams& p : MakeStrategy(scheme)->Enumerate(ctx)) {
@@ -452,7 +453,7 @@ TEST(MeshSearch, OffersBothChainsAndStripedForCausalMasks) {
       const std::set<Layout> want_layouts = kind == MaskKind::kCausal ? std::set<Layout>{Layout::kZigzag, Layout::kStriped}
                                                                       : std::set<Layout>{Layout::kContiguous};
       EXPECT_EQ(layouts, want_layouts) << SchemeName(scheme);
-      if (scheme == Scheme::kMesh) {
+      if (scheme == Scheme("mesh")) {
         EXPECT_EQ(chains, (std::set<ReduceChain>{ReduceChain::kOwnerLast, ReduceChain::kOwnerFirst}));
       } else {
         EXPECT_EQ(chains, std::set<ReduceChain>{ReduceChain::kOwnerLast}) << SchemeName(scheme);
@@ -500,14 +501,14 @@ TEST(MeshEstimate, BackwardBlockPaysItsLaunchOnce) {
   w.pass = Pass::kForwardBackward;
   const PlanContext ctx(w, t);
   SchemeParams p;
-  p.scheme = Scheme::kMesh;
+  p.scheme = Scheme("mesh");
   p.layout = Layout::kContiguous;
   p.tile_a = 2;
   p.tile_b = 2;
   p.cache_forward = false;
   p.reduce_chain = ReduceChain::kOwnerLast;
   p.placement = {"q", "kv"};
-  const Estimate e = MakeStrategy(Scheme::kMesh)->Evaluate(ctx, p);
+  const Estimate e = MakeStrategy(Scheme("mesh"))->Evaluate(ctx, p);
   ASSERT_TRUE(e.valid) << e.reason;
   EXPECT_NEAR(e.time_s, 340.64771072e-6, 1e-10);
 }

@@ -3,24 +3,25 @@
 #include <gtest/gtest.h>
 
 #include "tests/planner/schemes/expansion_cases.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::planner::scheme_tests {
 namespace {
 
 TEST(SchemeScheduleTest, Ring) {
-  RunAllPasses(Make(Scheme::kRing, 1, Layout::kZigzag, Mask::Causal(), 8, 8));
-  RunAllPasses(Make(Scheme::kRing, 2, Layout::kContiguous, Mask::Full(), 8, 8));
-  RunAllPasses(Make(Scheme::kRing, 4, Layout::kZigzag, Mask::Causal(), 8, 2));  // GQA
-  RunAllPasses(Make(Scheme::kRing, 6, Layout::kContiguous, Mask::Window(300), 4, 4));
-  RunAllPasses(Make(Scheme::kRing, 8, Layout::kZigzag, UnevenDocs(), 8, 4));
-  RunAllPasses(Make(Scheme::kRing, 4, Layout::kStriped, Mask::Causal(), 8, 8));
+  RunAllPasses(Make(Scheme("ring"), 1, Layout::kZigzag, Mask::Causal(), 8, 8));
+  RunAllPasses(Make(Scheme("ring"), 2, Layout::kContiguous, Mask::Full(), 8, 8));
+  RunAllPasses(Make(Scheme("ring"), 4, Layout::kZigzag, Mask::Causal(), 8, 2));  // GQA
+  RunAllPasses(Make(Scheme("ring"), 6, Layout::kContiguous, Mask::Window(300), 4, 4));
+  RunAllPasses(Make(Scheme("ring"), 8, Layout::kZigzag, UnevenDocs(), 8, 4));
+  RunAllPasses(Make(Scheme("ring"), 4, Layout::kStriped, Mask::Causal(), 8, 8));
 }
 
 // One case by hand: ring, P = 4, B = 2, S = 1920, d = 8, Hkv = 2, bf16, fp32 partials.
 // S/P = 480 tokens; X = 2*480*8*2 = 15360 bytes; KV = 2*2*X = 61440; forward 3*KV = 184320.
 // dKVp = 2*2*2*480*8*4 = 122880; backward without cache 3*(61440 + 122880) = 552960.
 TEST(SchemeScheduleTest, RingBytesByHand) {
-  Case c = Make(Scheme::kRing, 4, Layout::kZigzag, Mask::Causal(), 8, 2);
+  Case c = Make(Scheme("ring"), 4, Layout::kZigzag, Mask::Causal(), 8, 2);
   c.pass = Pass::kForwardBackward;
   Env env(c);
   auto s = Expand(*env.ctx, c.Params());
@@ -30,7 +31,7 @@ TEST(SchemeScheduleTest, RingBytesByHand) {
 
 // Rank r holds KV shard (r + s) mod P at step s, and receives it from r + 1.
 TEST(SchemeScheduleTest, RingStepStructure) {
-  Case c = Make(Scheme::kRing, 4, Layout::kContiguous, Mask::Full(), 8, 8);
+  Case c = Make(Scheme("ring"), 4, Layout::kContiguous, Mask::Full(), 8, 8);
   c.pass = Pass::kForward;
   Env env(c);
   auto s = Expand(*env.ctx, c.Params());
@@ -55,11 +56,11 @@ TEST(SchemeScheduleTest, RingStepStructure) {
 
 // Invalid sizes are errors (kInvalidInput), not malformed schedules.
 TEST(SchemeScheduleTest, RingInvalidSizesAreErrors) {
-  Case ring = Make(Scheme::kRing, 4, Layout::kZigzag, Mask::Causal(), 8, 8);
+  Case ring = Make(Scheme("ring"), 4, Layout::kZigzag, Mask::Causal(), 8, 8);
   ring.seq = 1924;  // 8 zigzag chunks do not divide 1924
   ring.mask = Mask::Causal();
   ExpectInvalid(ring);
-  Case wrong_grid = Make(Scheme::kRing, 4, Layout::kZigzag, Mask::Causal(), 8, 8);
+  Case wrong_grid = Make(Scheme("ring"), 4, Layout::kZigzag, Mask::Causal(), 8, 8);
   wrong_grid.r = 2;  // ring degree 2 on 4 GPUs
   ExpectInvalid(wrong_grid);
 }

@@ -1,4 +1,6 @@
-// Plan files (TOML): the small recipe that the simulator and the executor read back.
+// Plan files (TOML): the small recipe that the simulator and the executor read back. The reader
+// lives in the planner because a plan's [scheme] values are read and checked by the scheme's own
+// unit (planner/schemes/registry.h); only tools/ (and tests) include it.
 #pragma once
 
 #include <string>
@@ -7,7 +9,7 @@
 #include "core/plan.h"
 #include "core/status.h"
 
-namespace meshplan {
+namespace meshplan::planner {
 
 // Serialises a plan. Format (docs/plan-format.md):
 //   schema_version = 1
@@ -23,4 +25,4 @@ std::string PlanToToml(const Plan& plan, const std::string& estimate_toml = "");
 Result<Plan> ParsePlanToml(std::string_view text, const std::string& source);
 Result<Plan> LoadPlanFile(const std::string& path);
 
-}  // namespace meshplan
+}  // namespace meshplan::planner

@@ -3,13 +3,14 @@
 // Like topology files, plan files are read strictly: unknown keys and wrong types are errors, so a
 // hand-edited plan never silently runs with a default in place of what was meant. Every error is
 // one line "SOURCE: KEY: REASON".
-#include "core/plan_io.h"
+#include "planner/plan_file.h"
 
 #include <toml++/toml.h>
 
 #include "core/checked_math.h"
 #include "core/toml_util.h"
 #include "core/topology.h"
+#include "planner/schemes/registry.h"
 
 #include <cstdio>
 #include <fstream>
@@ -17,7 +18,7 @@
 #include <optional>
 #include <sstream>
 
-namespace meshplan {
+namespace meshplan::planner {
 namespace {
 
 // Typed access to one table of the plan; `prefix` is the table's key ("workload"), "" at the top.
@@ -178,7 +179,7 @@ Status ReadScheme(const TableReader& r, SchemeParams* s) {
   auto placement = r.Find("placement", false);
   if (!placement.ok()) return placement.status();
   if (*placement == nullptr) {
-    s->placement = CanonicalPlacement(s->RankDims());
+    s->placement = CanonicalPlacement(RankDims(*s));
     return Status::Ok();
   }
   const toml::array* array = (*placement)->as_array();
@@ -197,11 +198,6 @@ Status ReadScheme(const TableReader& r, SchemeParams* s) {
   return Status::Ok();
 }
 
-bool UsesUlysses(Scheme scheme) {
-  return scheme == Scheme::kUlysses || scheme == Scheme::kUsp || scheme == Scheme::kLoongTrain ||
-         scheme == Scheme::kMeshUlysses;
-}
-
 // Checks that need the whole plan: the workload, the scheme against the workload, the placement
 // and the rank count. Keys in messages are the plan file's keys.
 Status CheckPlan(const Plan& plan, const std::string& source) {
@@ -211,16 +207,11 @@ Status CheckPlan(const Plan& plan, const std::string& source) {
   const Status workload = plan.workload.Validate();
   if (!workload.ok()) return fail("workload", workload.message());
   const SchemeParams& s = plan.params;
-  if (s.scheme == Scheme::kLoongTrain && s.ring % s.window != 0) {
-    return fail("scheme.window", "the inner ring size " + std::to_string(s.window) +
-                                     " must divide the ring (cp) degree " + std::to_string(s.ring));
+  // The scheme's own checks (its unit's CheckParams): ReadScheme parsed a registered name.
+  if (auto problem = FindStrategy(s.scheme)->CheckParams(s, plan.workload)) {
+    return fail("scheme." + problem->key, problem->reason);
   }
-  if (UsesUlysses(s.scheme) && plan.workload.q_heads % s.ulysses != 0) {
-    return fail("scheme.ulysses", "heads (" + std::to_string(plan.workload.q_heads) +
-                                      ") must be divisible by the head-parallel degree (" +
-                                      std::to_string(s.ulysses) + ")");
-  }
-  const std::vector<RankDim> dims = s.RankDims();
+  const std::vector<RankDim> dims = RankDims(s);
   const Status placement = ValidatePlacement(dims, s.placement);
   if (!placement.ok()) return fail("scheme.placement", placement.message());
   // Checked: the degrees come from the file, and their product may not fit in int64.
@@ -380,4 +371,4 @@ Result<Plan> LoadPlanFile(const std::string& path) {
   return ParsePlanToml(*text, path);
 }
 
-}  // namespace meshplan
+}  // namespace meshplan::planner

@@ -1,4 +1,4 @@
-#include "core/plan_io.h"
+#include "planner/plan_file.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -7,8 +7,9 @@
 #include <fstream>
 
 #include "core/atomic_file.h"
+#include "planner/schemes/registry.h"
 
-namespace meshplan {
+namespace meshplan::planner {
 namespace {
 
 Plan MakePlan(Scheme scheme, int64_t gpus) {
@@ -24,41 +25,41 @@ Plan MakePlan(Scheme scheme, int64_t gpus) {
 // One plan per scheme, each with a non-default twist so that the round trip is tested.
 std::vector<Plan> ExamplePlans() {
   std::vector<Plan> plans;
-  Plan ring = MakePlan(Scheme::kRing, 8);
+  Plan ring = MakePlan(Scheme("ring"), 8);
   ring.params.ring = 8;
   ring.params.layout = Layout::kStriped;
   ring.workload.mask = Mask::Full();
   plans.push_back(ring);
 
-  Plan allgather = MakePlan(Scheme::kAllGatherKV, 16);
+  Plan allgather = MakePlan(Scheme("allgather-kv"), 16);
   allgather.params.ring = 16;
   allgather.params.layout = Layout::kContiguous;
   allgather.workload.mask = Mask::Window(4096);
   allgather.workload.pass = Pass::kForward;
   plans.push_back(allgather);
 
-  Plan ulysses = MakePlan(Scheme::kUlysses, 8);
+  Plan ulysses = MakePlan(Scheme("ulysses"), 8);
   ulysses.params.ulysses = 8;
   ulysses.params.cache_forward = true;
   ulysses.workload.dtype = DType::kFp16;
   ulysses.workload.partial_dtype = DType::kBf16;
   plans.push_back(ulysses);
 
-  Plan usp = MakePlan(Scheme::kUsp, 32);
+  Plan usp = MakePlan(Scheme("usp"), 32);
   usp.params.ulysses = 4;
   usp.params.ring = 8;
   usp.params.placement = {"ring", "ulysses"};
   usp.workload.pass = Pass::kBackward;
   plans.push_back(usp);
 
-  Plan loongtrain = MakePlan(Scheme::kLoongTrain, 32);
+  Plan loongtrain = MakePlan(Scheme("loongtrain"), 32);
   loongtrain.params.ulysses = 2;
   loongtrain.params.ring = 16;
   loongtrain.params.window = 4;
   loongtrain.params.placement = {"inner", "head", "outer"};
   plans.push_back(loongtrain);
 
-  Plan attention2d = MakePlan(Scheme::kAttention2D, 32);
+  Plan attention2d = MakePlan(Scheme("attention2d"), 32);
   attention2d.params.tile_a = 4;
   attention2d.params.tile_b = 8;
   attention2d.workload.batch = 2;
@@ -68,7 +69,7 @@ std::vector<Plan> ExamplePlans() {
   attention2d.workload.head_dim = 64;
   plans.push_back(attention2d);
 
-  Plan mesh = MakePlan(Scheme::kMesh, 256);
+  Plan mesh = MakePlan(Scheme("mesh"), 256);
   mesh.params.tile_a = 8;
   mesh.params.tile_b = 32;
   mesh.params.cache_forward = true;
@@ -81,7 +82,7 @@ std::vector<Plan> ExamplePlans() {
   mesh.workload.mask.documents_source = "data/docs \"v2\".txt";
   plans.push_back(mesh);
 
-  Plan mesh_ulysses = MakePlan(Scheme::kMeshUlysses, 64);
+  Plan mesh_ulysses = MakePlan(Scheme("mesh-ulysses"), 64);
   mesh_ulysses.params.ulysses = 2;
   mesh_ulysses.params.tile_a = 4;
   mesh_ulysses.params.tile_b = 8;
@@ -89,7 +90,7 @@ std::vector<Plan> ExamplePlans() {
   mesh_ulysses.workload.mask = Mask::Documents({1 << 19, 1 << 18, 1 << 18});  // no source
   plans.push_back(mesh_ulysses);
 
-  Plan attention2d_o = MakePlan(Scheme::kAttention2DOverlap, 64);
+  Plan attention2d_o = MakePlan(Scheme("attention2d-o"), 64);
   attention2d_o.params.tile_a = 8;
   attention2d_o.params.tile_b = 8;
   attention2d_o.params.cache_forward = true;
@@ -97,7 +98,7 @@ std::vector<Plan> ExamplePlans() {
   plans.push_back(attention2d_o);
 
   for (Plan& p : plans) {
-    if (p.params.placement.empty()) p.params.placement = CanonicalPlacement(p.params.RankDims());
+    if (p.params.placement.empty()) p.params.placement = CanonicalPlacement(planner::RankDims(p.params));
   }
   return plans;
 }
@@ -136,7 +137,7 @@ void ExpectSamePlan(const Plan& a, const Plan& b) {
 
 TEST(PlanIoTest, RoundTripsEveryScheme) {
   const auto plans = ExamplePlans();
-  ASSERT_EQ(plans.size(), std::size(kAllSchemes));
+  ASSERT_EQ(plans.size(), std::size(planner::AllSchemes()));
   for (const Plan& plan : plans) {
     SCOPED_TRACE(std::string(SchemeName(plan.params.scheme)));
     const std::string text = PlanToToml(plan);
@@ -377,4 +378,4 @@ TEST(PlanIoTest, DocumentLengthsWhoseSumWrapsToSeqAreRefused) {
 }
 
 }  // namespace
-}  // namespace meshplan
+}  // namespace meshplan::planner
