@@ -1,6 +1,6 @@
 // Building blocks shared by the schemes' schedule expansions (docs/schedules.md): block
-// computes, ring passes (KV shifts plus an owner-last dK+dV chain), collectives, tags, the
-// rank-grid check. Each scheme's expansion lives in its own file in planner/schemes/ and builds
+// computes, collectives, tags, the rank-grid check. Communication patterns several schemes share
+// keep their estimate and the ops they emit side by side in planner/patterns/ (the ring pass). Each scheme's expansion lives in its own file in planner/schemes/ and builds
 // on these; the channels of every tag stay listed here so that they remain distinct.
 #pragma once
 
@@ -53,44 +53,6 @@ std::optional<uint32_t> EmitCollective(RankProgram& prog, const Schedule& schedu
 
 // Index of the last op on `stream`, if any (used to make a collective wait for the computes).
 std::optional<uint32_t> LastOnStream(const RankProgram& prog, StreamId stream);
-
-// One pass of a ring of n positions as seen by the rank at position `pos`. Position p holds KV
-// shard kv_shard_of[(p + k) mod n] at step k: KV moves p -> p-1 (position p receives from p+1).
-//   move_kv:   step k < n-1 receives the next buffer and forwards the current one (the shift
-//              for step k+1 overlaps step k); otherwise every shard is already present (cache).
-//   dkv_chain: backward owner-last chain: the dK+dV partial of the shard held at step k >= 1
-//              goes to p-1 after the compute (merged with the partial from p+1 for k >= 2);
-//              the last hop ends at the shard's step-0 holder, which merges it into its own.
-//   own_shard_last (needs !move_kv and dkv_chain: every shard is present, e.g. cached from the
-//              forward): the blocks run in chain order instead, the shards held at k = 1..n-1 at
-//              steps 0..n-2 and the step-0 shard last, at step n-1. Each partial leaves right
-//              after its block, so every hop, the last one included, overlaps the next block
-//              (the Mesh greedy's just-in-time order, docs/mesh-attention.md section 3).
-struct RingPass {
-  Phase phase = Phase::kForward;
-  int64_t n = 1;
-  int64_t pos = 0;
-  std::vector<int32_t> rank_of;      // global rank of each position
-  std::vector<int64_t> kv_shard_of;  // KV shard held by each position at step 0
-  int64_t q_shard = 0;
-  int64_t head_begin = 0, head_count = 0;
-  bool move_kv = true;
-  bool dkv_chain = false;
-  bool own_shard_last = false;
-  int64_t step_offset = 0;  // step of k = 0 (Op::step, tags)
-  Channel kv_channel = kChanKv, dkv_channel = kChanDkv;
-  StreamId send_stream = StreamId::kSend, recv_stream = StreamId::kRecv;
-  int64_t kv_bytes = 0, dkv_bytes = 0;
-  std::optional<uint32_t> q_dep;         // every compute waits for it (Q arrival)
-  std::optional<uint32_t> kv_start_dep;  // the step-0 KV buffer arrives with it
-};
-struct RingPassResult {
-  // Last op that touches the partial dK+dV of the step-0 shard (its chain's final merge, or the
-  // step-0 compute); nullopt when neither exists.
-  std::optional<uint32_t> own_dkv_ready;
-};
-RingPassResult EmitRingPass(RankProgram& prog, const PlanContext& ctx, const ShardLayout& layout,
-                            const RingPass& pass);
 
 // Common checks: the rank grid has ctx.num_ranks ranks, the layout suits the mask, and the
 // Ulysses degree u divides the KV heads (and so the query heads).

@@ -98,7 +98,9 @@ plans="$out/plans"; mkdir -p "$plans"
 # 8 ranks (one DGX H100 node) as virtual ranks on this GPU; 2K tokens keeps the float64 CPU
 # reference of the check to seconds.
 topo="$root/topologies/dgx-h100-1node.toml"; [ -f "$topo" ] || topo="$bundle/topologies/dgx-h100-1node.toml"
-for scheme in ring allgather-kv ulysses usp loongtrain attention2d mesh mesh-ulysses attention2d-o; do
+# Every scheme the binary's registry lists (the one list of schemes).
+schemes="$("$meshplan" plan --list-schemes | awk '{print $1}')" || { echo "gpu-validate: $meshplan plan --list-schemes failed" >&2; exit 2; }
+for scheme in $schemes; do
   plan="$plans/$scheme.toml"
   if ! "$meshplan" plan --topology "$topo" --seq 2K --heads 8 --kv-heads 8 --head-dim 128 --mask causal \
        --pass fwd+bwd --schemes "$scheme" --pick 1 --out "$plan" --quiet > "$out/plan-$scheme.log" 2>&1; then

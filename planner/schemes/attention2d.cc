@@ -8,13 +8,39 @@
 #include "planner/compute_model.h"
 #include "planner/schedule_builder.h"
 #include "planner/schemes/common.h"
-#include "planner/schemes/patterns.h"
 #include "planner/schemes/registry.h"
 
 namespace meshplan::planner::schemes {
 namespace {
 
 constexpr std::string_view kName = "attention2d";
+
+// The ATTENTION2D pass: all-gathers over dims q and kv, the tile's blocks, reduce-scatters, not
+// overlapped with the compute. Adds its stages and traffic to the estimate and returns the bytes
+// one rank sends (the expansion below emits the same collectives).
+double Attention2DPass(Estimate& e, const PlanContext& ctx, const Placement& placement, int q_dim,
+                       int kv_dim, Phase phase, bool cache, double compute_s, Traffic& traffic) {
+  const int64_t a = placement.DimSize(q_dim), b = placement.DimSize(kv_dim);
+  const ShardBytes& s = ctx.shard;
+  CommModel& comm = *ctx.comm;
+  if (phase == Phase::kForward) {
+    AddExposed(e, "fwd all-gather Q", comm.RingCollective(placement, q_dim, s.q, &traffic));
+    AddExposed(e, "fwd all-gather K,V", comm.RingCollective(placement, kv_dim, s.kv, &traffic));
+    AddCompute(e, "fwd tile compute", compute_s);
+    AddExposed(e, "fwd reduce-scatter O,LSE",
+               comm.RingCollective(placement, q_dim, s.o_partial + s.lse, &traffic));
+    return static_cast<double>(a - 1) * (s.q + s.o_partial + s.lse) + static_cast<double>(b - 1) * s.kv;
+  }
+  const double q_side = (cache ? 0.0 : s.q) + s.q + 2 * s.lse;
+  AddExposed(e, cache ? "bwd all-gather dO,LSE,D" : "bwd all-gather Q,dO,LSE,D",
+             comm.RingCollective(placement, q_dim, q_side, &traffic));
+  if (!cache) AddExposed(e, "bwd all-gather K,V", comm.RingCollective(placement, kv_dim, s.kv, &traffic));
+  AddCompute(e, "bwd tile compute", ctx.BackwardSeconds(compute_s, a * b));
+  AddExposed(e, "bwd reduce-scatter dQ", comm.RingCollective(placement, q_dim, s.dq_partial, &traffic));
+  AddExposed(e, "bwd reduce-scatter dK,dV", comm.RingCollective(placement, kv_dim, s.dkv_partial, &traffic));
+  return static_cast<double>(a - 1) * (q_side + s.dq_partial) +
+         static_cast<double>(b - 1) * ((cache ? 0.0 : s.kv) + s.dkv_partial);
+}
 
 class Attention2DStrategy final : public Strategy {
  public:

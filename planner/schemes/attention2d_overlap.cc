@@ -21,13 +21,115 @@
 #include "planner/compute_model.h"
 #include "planner/schedule_builder.h"
 #include "planner/schemes/common.h"
-#include "planner/schemes/patterns.h"
 #include "planner/schemes/registry.h"
 
 namespace meshplan::planner::schemes {
 namespace {
 
 constexpr std::string_view kName = "attention2d-o";
+
+// Appends a stage, or counts it into the previous one when it is the same stage again.
+void AddFolded(Estimate& e, const std::string& label, double compute_s, double comm_s, int64_t count) {
+  if (count <= 0) return;
+  if (!e.stages.empty() && e.stages.back().label == label && e.stages.back().compute_s == compute_s &&
+      e.stages.back().comm_s == comm_s && e.stages.back().overlapped) {
+    e.stages.back().count += count;
+  } else {
+    e.stages.push_back({label, compute_s, comm_s, true, count});
+  }
+}
+
+// The ATTENTION2D-O pass (docs/schedules.md, "ATTENTION2D-O"): the a x b tile row by row,
+// `block_s` per forward block (the backward scales it). Row 0 gathers K,V as a ring (one shift
+// per block); one Q-group shift per row brings the next row's Q slot; the partial of row k
+// (O+LSE forward, dQ backward) follows one row behind (owner-last chain, a-1 hops, the last
+// exposed); the backward's last row carries the owner-last dK+dV chain (b-1 hops, the last
+// exposed). Adds its stages and traffic to the estimate and returns the bytes one rank sends.
+double Attention2DOverlapPass(Estimate& e, const PlanContext& ctx, const Placement& placement, int q_dim,
+                              int kv_dim, Phase phase, bool cache, double block_s, Traffic& traffic) {
+  const int64_t a = placement.DimSize(q_dim), b = placement.DimSize(kv_dim);
+  const ShardBytes& s = ctx.shard;
+  CommModel& comm = *ctx.comm;
+  const bool fwd = phase == Phase::kForward;
+  const bool move_kv = fwd || !cache;
+  // Message sizes (docs/schemes.md, attention2d-o row): the Q-group shift carries Q (forward) or
+  // Q, dO, LSE, D (backward; no Q with cache); the Q-group chain O+LSE or dQ; the KV group K+V
+  // (not in a cached backward) and the backward's dK+dV chain.
+  const double q_bytes = fwd ? s.q : (cache ? 0.0 : s.q) + s.q + 2 * s.lse;
+  const double part_bytes = fwd ? s.o_partial + s.lse : s.dq_partial;
+  const double kv_bytes = move_kv ? s.kv : 0.0;
+  const double dkv_bytes = fwd ? 0.0 : s.dkv_partial;
+  const double t_q = comm.RingShift(placement, q_dim, q_bytes, a - 1, &traffic);
+  const double t_part = comm.RingShift(placement, q_dim, part_bytes, a - 1, &traffic);
+  const double t_kv = comm.RingShift(placement, kv_dim, kv_bytes, b - 1, &traffic);
+  const double t_dkv = comm.RingShift(placement, kv_dim, dkv_bytes, b - 1, &traffic);
+  // The Q-group and KV-group traffic share a link when both groups' slowest hops use one level
+  // (the GPU's port into that level); otherwise they run concurrently.
+  const bool shared = a > 1 && b > 1 &&
+                      comm.BottleneckLevel(placement, q_dim, q_bytes) ==
+                          comm.BottleneckLevel(placement, kv_dim, fwd || !cache ? kv_bytes : dkv_bytes);
+  const double t_blk = fwd ? block_s : ctx.BackwardSeconds(block_s, 1);
+  const std::string ph = PhaseLabel(phase);
+
+  // KV-group traffic during block l of row k (the compute stream waits for it at the next block):
+  // row 0 shifts K,V for block l+1 (l <= b-2); the backward's last row carries the dK+dV hop sent
+  // after block l-1 (l >= 2; the hop sent after the last block is the tail below).
+  // A cached backward's last row runs the own slot last (attention2d_overlap.cc): its first hop
+  // is sent after step 0 and its last, the own slot's total, lands during the own block: step l
+  // (l >= 1) waits for a hop and no tail is left.
+  const bool own_last = !fwd && cache && b >= 2;
+  const int64_t first_hop = own_last ? 1 : 2;
+  auto kv_step = [&](int64_t k, int64_t l) {
+    return (k == 0 && move_kv && l <= b - 2 ? t_kv : 0.0) + (!fwd && k == a - 1 && l >= first_hop ? t_dkv : 0.0);
+  };
+  const std::string row_label = ph + " row (Q shift, partial hop)";
+  // Emits row k, `count` times (count > 1 only for rows without KV-group traffic, which are
+  // identical from row 2 to row a-2). Work is O(1) per call: steps with equal traffic are one
+  // stage, so a 16384-rank search evaluates a 128 x 128 tile as fast as a 2 x 2 one.
+  auto add_row = [&](int64_t k, int64_t count) {
+    // Q-group traffic during row k: the partial of row k-1 (k >= 2; row 0's partial is the
+    // owner's and stays) and the Q shift that brings row k+1's slot (k <= a-2).
+    const double q_comm = (k >= 2 ? t_part : 0.0) + (k <= a - 2 ? t_q : 0.0);
+    const bool kv_row = (k == 0 && move_kv && b > 1) || (!fwd && k == a - 1 && b > first_hop);
+    if (!kv_row) {  // every block's data is present: the row's b blocks hide its Q-group traffic
+      AddFolded(e, row_label, static_cast<double>(b) * t_blk, q_comm, count);
+      return;
+    }
+    // A row with KV-group traffic: block steps gated by it. The row's Q-group traffic starts
+    // with the row; on a link of its own it only has to be done by the row's end, on the same
+    // link it delays the first KV-group transfer it meets (charged to that step).
+    double kv_path = 0, q_left = shared ? q_comm : 0.0;
+    const std::string label = ph + (k == 0 ? " row 0 block (KV shift)" : " last row block (dK,dV hop)");
+    // kv_step changes only at l = first_hop and l = b-1: it is constant between sorted cut points.
+    std::array<int64_t, 4> cuts = {0, std::min<int64_t>(first_hop, b), std::max<int64_t>(0, b - 1), b};
+    std::sort(cuts.begin(), cuts.end());
+    for (size_t i = 0; i + 1 < cuts.size(); ++i) {
+      int64_t lo = cuts[i];
+      const int64_t hi = cuts[i + 1];
+      if (lo >= hi) continue;
+      const double c = kv_step(k, lo);
+      if (c > 0 && q_left > 0) {
+        kv_path += std::max(t_blk, c + q_left);
+        AddFolded(e, label, t_blk, c + q_left, 1);
+        q_left = 0;
+        ++lo;
+      }
+      kv_path += static_cast<double>(hi - lo) * std::max(t_blk, c);
+      AddFolded(e, label, t_blk, c, hi - lo);
+    }
+    AddExposed(e, ph + " row Q-group wait", shared ? q_left : std::max(0.0, q_comm - kv_path));
+  };
+  add_row(0, 1);
+  if (a >= 3) add_row(1, 1);
+  if (a >= 4) add_row(2, a - 3);  // rows 2 .. a-2
+  if (a >= 2) add_row(a - 1, 1);
+  // Tail: the last hop of each chain follows the last block.
+  const double q_tail = a > 1 ? t_part : 0.0;
+  const double kv_tail = !fwd && b > 1 && !own_last ? t_dkv : 0.0;
+  const double tail = shared ? q_tail + kv_tail : std::max(q_tail, kv_tail);
+  if (tail > 0) AddExposed(e, fwd ? "fwd last O,LSE hop" : "bwd last dQ / dK,dV hops", tail);
+  return static_cast<double>(a - 1) * (q_bytes + part_bytes) + static_cast<double>(b - 1) * (kv_bytes + dkv_bytes);
+}
 
 class Attention2DOverlapStrategy final : public Strategy {
  public:

@@ -85,6 +85,9 @@ std::string TileGridProblem(const PlanContext& ctx, const SchemeParams& params);
 // A valid estimate for params, to be filled by the strategy.
 Estimate ValidEstimate(const SchemeParams& params);
 
+// "fwd" or "bwd", for time-stage labels.
+inline const char* PhaseLabel(Phase phase) { return phase == Phase::kForward ? "fwd" : "bwd"; }
+
 // Heads per rank for head-parallel degree U.
 inline int64_t HeadsPerRank(const Workload& w, int64_t degree) { return w.q_heads / degree; }
 

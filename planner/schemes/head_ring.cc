@@ -3,11 +3,43 @@
 #include "planner/compute_model.h"
 #include "planner/schedule_builder.h"
 #include "planner/schemes/common.h"
-#include "planner/schemes/patterns.h"
-#include "planner/ulysses_payload.h"
+#include "planner/patterns/all_to_all.h"
+#include "planner/patterns/ring_pass.h"
 #include "planner/schemes/registry.h"
 
 namespace meshplan::planner::schemes {
+
+namespace {
+
+// The double ring over dims inner (size w) and outer (size cp/w): each round computes w blocks
+// while the inner ring rotates and the next round's KV arrives over the outer ring. Adds its
+// stages and traffic to the estimate and returns the bytes one rank sends (the expansion below
+// emits the same messages).
+double DoubleRingPass(Estimate& e, const PlanContext& ctx, const Placement& placement, int inner_dim,
+                      int outer_dim, Phase phase, bool cache, double step_compute_s, Traffic& traffic) {
+  const int64_t w = placement.DimSize(inner_dim), windows = placement.DimSize(outer_dim);
+  const ShardBytes& s = ctx.shard;
+  const bool fwd = phase == Phase::kForward;
+  const double msg = fwd ? s.kv : (cache ? 0.0 : s.kv) + s.dkv_partial;
+  const double step_s = fwd ? step_compute_s : ctx.BackwardSeconds(step_compute_s, 1);
+  const double t_in = ctx.comm->RingShift(placement, inner_dim, msg, (w - 1) * windows, &traffic);
+  const double t_out = ctx.comm->RingShift(placement, outer_dim, msg, windows - 1, &traffic);
+  const bool shared = ctx.comm->BottleneckLevel(placement, inner_dim, msg) ==
+                      ctx.comm->BottleneckLevel(placement, outer_dim, msg);
+  const double inner_total = static_cast<double>(w - 1) * t_in;
+  // Each round computes w blocks while the inner ring rotates and the next round's KV arrives
+  // over the outer ring; both rings share a link only when they route over the same level.
+  const double round_comm = shared ? inner_total + t_out : std::max(inner_total, t_out);
+  const std::string label = std::string(PhaseLabel(phase)) + " double-ring round";
+  if (windows > 1) {
+    e.stages.push_back({label + " (inner + outer)", step_s * w, round_comm, true, windows - 1});
+  }
+  e.stages.push_back({label + " (last, inner only)", step_s * w, inner_total, true, 1});
+  if (!fwd) AddExposed(e, "bwd last dK,dV hop", (w * windows > 1) ? std::max(t_in, t_out) : 0.0);
+  return static_cast<double>(w * windows - 1) * msg;
+}
+
+}  // namespace
 
 Estimate HeadRingEstimate(const PlanContext& ctx, const SchemeParams& p, const ShardLayout& layout,
                           bool double_ring) {

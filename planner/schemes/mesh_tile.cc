@@ -18,8 +18,7 @@
 #include "planner/mesh/greedy.h"
 #include "planner/mesh/step_costs.h"
 #include "planner/schemes/common.h"
-#include "planner/schemes/patterns.h"
-#include "planner/ulysses_payload.h"
+#include "planner/patterns/all_to_all.h"
 #include "planner/schemes/registry.h"
 
 namespace meshplan::planner::schemes {
@@ -31,6 +30,64 @@ std::string MeshTileProblem(const SchemeParams& p, int64_t mesh_ranks) {
   }
   return "";
 }
+
+namespace {
+
+// Hops of a reduce chain over a group of n ranks (docs/schemes.md, "Reduce chains").
+int64_t ChainHops(ReduceChain chain, int64_t n) {
+  if (n <= 1) return 0;
+  return chain == ReduceChain::kOwnerLast ? n - 1 : n;
+}
+
+// One Mesh-Attention tile pass following the greedy step schedule with this plan's step costs
+// (planner/mesh/step_costs.h), the same step table the expansion below replays. Adds its stages
+// and traffic to the estimate and returns the bytes one rank sends.
+double MeshPass(Estimate& e, const PlanContext& ctx, const SchemeParams& params,
+                const Placement& placement, Phase phase, Traffic& traffic) {
+  const int q_dim = mesh::QDim(params), kv_dim = mesh::KvDim(params);
+  const int64_t a = placement.DimSize(q_dim), b = placement.DimSize(kv_dim);
+  const bool fwd = phase == Phase::kForward;
+  const mesh::MessageBytes m = mesh::PhaseMessageBytes(ctx.shard, phase, params.cache_forward);
+  const int64_t ca = ChainHops(params.reduce_chain, a);
+  const int64_t cb = fwd ? 0 : ChainHops(params.reduce_chain, b);
+  // Per-level bytes of every message the pass sends.
+  CommModel& comm = *ctx.comm;
+  comm.RingShift(placement, q_dim, m.q_shift, a - 1, &traffic);
+  comm.RingShift(placement, kv_dim, m.kv_shift, b - 1, &traffic);
+  comm.RingShift(placement, q_dim, m.q_partial, ca, &traffic);
+  comm.RingShift(placement, kv_dim, m.kv_partial, cb, &traffic);
+
+  // The same step table the schedule expansion replays (planner/mesh/step_costs.h).
+  const mesh::StepTimes t = mesh::PhaseStepTimes(ctx, params, phase);
+  mesh::GreedyOptions options;
+  options.a = a;
+  options.b = b;
+  options.phase = phase;
+  options.chain = params.reduce_chain;
+  options.kv_present = !fwd && params.cache_forward;
+  options.costs = t.Costs();
+  const std::vector<mesh::MeshStep> steps = mesh::GreedySchedule(options);
+
+  const std::string label = std::string(PhaseLabel(phase)) + " mesh step";
+  for (const mesh::MeshStep& step : steps) {
+    const double compute = static_cast<double>(step.compute.size()) * t.block;
+    const double q_comm = (step.shift == mesh::ShiftKind::kQ ? t.q_shift : 0.0) +
+                          static_cast<double>(step.q_partial_sends.size()) * t.q_partial;
+    const double kv_comm = (step.shift == mesh::ShiftKind::kKV ? t.kv_shift : 0.0) +
+                           static_cast<double>(step.kv_partial_sends.size()) * t.kv_partial;
+    const double comm_s = t.shared_link ? q_comm + kv_comm : std::max(q_comm, kv_comm);
+    if (!e.stages.empty() && e.stages.back().label == label && e.stages.back().compute_s == compute &&
+        e.stages.back().comm_s == comm_s) {
+      ++e.stages.back().count;  // fold identical consecutive steps
+    } else {
+      e.stages.push_back({label, compute, comm_s, true, 1});
+    }
+  }
+  return static_cast<double>(a - 1) * m.q_shift + static_cast<double>(b - 1) * m.kv_shift +
+         static_cast<double>(ca) * m.q_partial + static_cast<double>(cb) * m.kv_partial;
+}
+
+}  // namespace
 
 void MeshTilePass(Estimate& e, const PlanContext& ctx, const SchemeParams& p, const Placement& placement,
                   const ShardLayout& layout, int64_t heads, Traffic& traffic) {

@@ -8,7 +8,7 @@
 #include "planner/compute_model.h"
 #include "planner/schedule_builder.h"
 #include "planner/schemes/common.h"
-#include "planner/schemes/patterns.h"
+#include "planner/patterns/ring_pass.h"
 #include "planner/schemes/registry.h"
 
 namespace meshplan::planner::schemes {

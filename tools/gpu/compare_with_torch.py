@@ -23,7 +23,6 @@ import time
 
 import numpy as np
 
-SCHEMES = "ring,allgather-kv,ulysses,usp,loongtrain,attention2d,mesh,mesh-ulysses"
 TENSORS = ("o", "lse", "dq", "dk", "dv")
 
 
@@ -114,7 +113,8 @@ def main():
     ap.add_argument("--kv-heads", type=int, default=8)
     ap.add_argument("--dim", type=int, default=128)
     ap.add_argument("--masks", default="causal,full")
-    ap.add_argument("--schemes", default=SCHEMES)
+    ap.add_argument("--schemes", default="",
+                    help="comma-separated schemes (default: every scheme of `meshplan plan --list-schemes`)")
     ap.add_argument("--kernels", default="auto")
     ap.add_argument("--name", default="compare", help="results file: OUT/NAME.json")
     ap.add_argument("--repeat", type=int, default=1,
@@ -125,6 +125,9 @@ def main():
                          "seeded inputs (per rank, on the GPU's host) and torch times random ones of the same "
                          "shapes, so sizes whose float32 reference would take minutes stay cheap")
     args = ap.parse_args()
+    if not args.schemes:  # the binary's registry is the one list of schemes
+        listing = subprocess.run([args.meshplan, "plan", "--list-schemes"], check=True, capture_output=True, text=True)
+        args.schemes = ",".join(line.split()[0] for line in listing.stdout.splitlines() if line.strip())
     import torch
 
     os.makedirs(args.out, exist_ok=True)

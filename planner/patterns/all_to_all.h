@@ -1,12 +1,15 @@
-// What the head-parallel (Ulysses) all-to-all moves in each phase (docs/schemes.md, ulysses
-// row). Shared by the analytic estimate and every expansion that has a Ulysses part (ulysses,
-// usp, loongtrain, mesh-ulysses), so they cannot drift apart.
+// The head-parallel (Ulysses) all-to-all, a pattern several schemes share: what it moves in each
+// phase (docs/schemes.md, ulysses row) and its estimate. The payloads are the one definition of
+// the tensors and bytes that both the estimate and every expansion with a head-parallel part
+// send (the expansions emit the collective with them), so the two cannot drift apart.
 #pragma once
 
 #include <cstdint>
 
 #include "core/schedule.h"
+#include "planner/comm_model.h"
 #include "planner/context.h"
+#include "planner/estimate.h"
 
 namespace meshplan::planner {
 
@@ -35,5 +38,14 @@ inline A2APayload UlyssesOutPayload(const ShardBytes& s, Phase phase) {
 inline double AllToAllSent(double bytes, int64_t degree) {
   return degree <= 1 ? 0.0 : bytes * static_cast<double>(degree - 1) / static_cast<double>(degree);
 }
+
+// Sequence -> heads all-to-all before attention over `dim` (size U): adds its exposed stage and
+// traffic to the estimate and returns the bytes one rank sends. Forward: Q and KV. Backward: dO
+// (cache) or Q, KV, dO and D (no cache).
+double UlyssesIn(Estimate& e, const PlanContext& ctx, const Placement& placement, int dim,
+                 Phase phase, bool cache, Traffic& traffic);
+// Heads -> sequence all-to-all after attention. Forward: final O. Backward: final dQ, dK, dV.
+double UlyssesOut(Estimate& e, const PlanContext& ctx, const Placement& placement, int dim,
+                  Phase phase, Traffic& traffic);
 
 }  // namespace meshplan::planner

@@ -1,0 +1,156 @@
+#include "planner/patterns/ring_pass.h"
+
+#include "planner/schemes/common.h"
+
+namespace meshplan::planner {
+
+double RingPass(Estimate& e, const PlanContext& ctx, const Placement& placement, int dim, Phase phase,
+                bool cache, bool own_shard_last, double step_compute_s, Traffic& traffic) {
+  const int64_t r = placement.DimSize(dim);
+  const ShardBytes& s = ctx.shard;
+  if (phase == Phase::kForward) {
+    const double t_kv = ctx.comm->RingShift(placement, dim, s.kv, r - 1, &traffic);
+    schemes::AddPipeline(e, "fwd ring step (KV shift)", r, step_compute_s, t_kv);
+    return static_cast<double>(r - 1) * s.kv;
+  }
+  const double t_kv = cache ? 0.0 : ctx.comm->RingShift(placement, dim, s.kv, r - 1, &traffic);
+  const double t_dkv = ctx.comm->RingShift(placement, dim, s.dkv_partial, r - 1, &traffic);
+  // The dK,dV chain runs one step behind the KV ring; its last hop follows the last block,
+  // unless the own shard runs last (cache only): then hop k overlaps block k+1 and the last hop
+  // the own block.
+  schemes::AddPipeline(e, cache ? "bwd ring step (dK,dV hop)" : "bwd ring step (KV shift + dK,dV hop)", r,
+              ctx.BackwardSeconds(step_compute_s, 1), t_kv + t_dkv);
+  if (!(cache && own_shard_last)) schemes::AddExposed(e, "bwd last dK,dV hop", r > 1 ? t_dkv : 0.0);
+  return static_cast<double>(r - 1) * ((cache ? 0.0 : s.kv) + s.dkv_partial);
+}
+
+}  // namespace meshplan::planner
+
+namespace meshplan::planner::sched {
+
+namespace {
+
+Op Message(OpKind kind, Phase phase, StreamId stream, uint16_t tensors, int32_t peer,
+           int64_t kv_shard, int64_t step, int32_t tag, int64_t bytes) {
+  Op op;
+  op.kind = kind;
+  op.phase = phase;
+  op.stream = stream;
+  op.tensors = tensors;
+  op.peer = peer;
+  op.kv_shard = static_cast<int32_t>(kv_shard);
+  op.step = static_cast<int32_t>(step);
+  op.tag = tag;
+  op.bytes = bytes;
+  return op;
+}
+
+}  // namespace
+
+namespace {
+
+// RingPass::own_shard_last: the shard held at k >= 1 is computed at step k-1 and its partial
+// leaves right after (merged with the partial p+1 sent at step k-2 for k >= 2); the step-0
+// shard runs last and takes the total p+1 sent at step n-2. Messages p+1 -> p are the dK+dV
+// partials of steps 0..n-2, in that order.
+RingPassResult EmitOwnShardLast(RankProgram& prog, const PlanContext& ctx, const ShardLayout& layout,
+                                const RingPass& p) {
+  RingPassResult result;
+  const int64_t n = p.n;
+  const int32_t next = p.rank_of[(p.pos + 1) % n];      // receive from
+  const int32_t prev = p.rank_of[(p.pos + n - 1) % n];  // send to
+  auto shard_at = [&](int64_t k) { return p.kv_shard_of[(p.pos + k) % n]; };
+  const std::vector<uint32_t> compute_deps = Deps({p.q_dep, p.kv_start_dep});
+  for (int64_t k = 1; k < n; ++k) {
+    const int64_t step = p.step_offset + k - 1;
+    const int64_t shard = shard_at(k);
+    std::optional<uint32_t> dkv_recv;
+    if (k >= 2) {
+      dkv_recv = prog.Add(Message(OpKind::kRecv, p.phase, p.recv_stream, kTensorDKV, next, shard, step - 1,
+                                  MakeTag(p.phase, p.dkv_channel, step - 1), p.dkv_bytes));
+    }
+    std::optional<uint32_t> ready =
+        EmitCompute(prog, ctx, layout, p.phase, p.q_shard, shard, p.head_begin, p.head_count, step, compute_deps);
+    if (dkv_recv) {
+      Op merge = Message(OpKind::kMerge, p.phase, StreamId::kCompute, kTensorDKV, -1, shard, step, 0, 0);
+      ready = prog.Add(merge, Deps({dkv_recv, ready}));
+    }
+    prog.Add(Message(OpKind::kSend, p.phase, p.send_stream, kTensorDKV, prev, shard, step,
+                     MakeTag(p.phase, p.dkv_channel, step), p.dkv_bytes),
+             Deps({ready}));
+  }
+  const int64_t last = p.step_offset + n - 1;
+  std::optional<uint32_t> recv;
+  if (n >= 2) {
+    recv = prog.Add(Message(OpKind::kRecv, p.phase, p.recv_stream, kTensorDKV, next, shard_at(0), last - 1,
+                            MakeTag(p.phase, p.dkv_channel, last - 1), p.dkv_bytes));
+  }
+  result.own_dkv_ready = EmitCompute(prog, ctx, layout, p.phase, p.q_shard, shard_at(0), p.head_begin,
+                                     p.head_count, last, compute_deps);
+  if (recv) {
+    Op merge = Message(OpKind::kMerge, p.phase, StreamId::kCompute, kTensorDKV, -1, shard_at(0), last, 0, 0);
+    result.own_dkv_ready = prog.Add(merge, Deps({recv, result.own_dkv_ready}));
+  }
+  return result;
+}
+
+}  // namespace
+
+RingPassResult EmitRingPass(RankProgram& prog, const PlanContext& ctx, const ShardLayout& layout,
+                            const RingPass& p) {
+  if (p.own_shard_last && !p.move_kv && p.dkv_chain) return EmitOwnShardLast(prog, ctx, layout, p);
+  RingPassResult result;
+  const int64_t n = p.n;
+  const int32_t next = p.rank_of[(p.pos + 1) % n];      // receive from
+  const int32_t prev = p.rank_of[(p.pos + n - 1) % n];  // send to
+  auto shard_at = [&](int64_t k) { return p.kv_shard_of[(p.pos + k) % n]; };
+  std::optional<uint32_t> kv_buffer = p.kv_start_dep;  // op delivering the buffer held at step k
+  for (int64_t k = 0; k < n; ++k) {
+    const int64_t step = p.step_offset + k;
+    const int64_t shard = shard_at(k);
+    // Messages p+1 -> p go KV(0), KV(1), dKV(1), KV(2), dKV(2), ...: the dK+dV partial that
+    // p+1 sent after its step k-1 is posted before the KV shift of step k.
+    std::optional<uint32_t> dkv_recv;
+    if (p.dkv_chain && k >= 2) {
+      dkv_recv =
+          prog.Add(Message(OpKind::kRecv, p.phase, p.recv_stream, kTensorDKV, next, shard, step - 1,
+                           MakeTag(p.phase, p.dkv_channel, step - 1), p.dkv_bytes));
+    }
+    std::optional<uint32_t> kv_recv;
+    if (p.move_kv && k + 1 < n) {
+      kv_recv =
+          prog.Add(Message(OpKind::kRecv, p.phase, p.recv_stream, kTensorKV, next, shard_at(k + 1),
+                           step, MakeTag(p.phase, p.kv_channel, step), p.kv_bytes));
+      prog.Add(Message(OpKind::kSend, p.phase, p.send_stream, kTensorKV, prev, shard, step,
+                       MakeTag(p.phase, p.kv_channel, step), p.kv_bytes),
+               Deps({kv_buffer}));
+    }
+    const auto compute = EmitCompute(prog, ctx, layout, p.phase, p.q_shard, shard, p.head_begin,
+                                     p.head_count, step, Deps({p.q_dep, kv_buffer}));
+    if (k == 0) result.own_dkv_ready = compute;
+    if (p.dkv_chain && k >= 1) {
+      std::optional<uint32_t> ready = compute;
+      if (dkv_recv) {  // the chain of this shard started at p+1 one step earlier
+        Op merge =
+            Message(OpKind::kMerge, p.phase, StreamId::kCompute, kTensorDKV, -1, shard, step, 0, 0);
+        ready = prog.Add(merge, Deps({dkv_recv, compute}));
+      }
+      prog.Add(Message(OpKind::kSend, p.phase, p.send_stream, kTensorDKV, prev, shard, step,
+                       MakeTag(p.phase, p.dkv_channel, step), p.dkv_bytes),
+               Deps({ready}));
+    }
+    if (p.move_kv) kv_buffer = kv_recv;
+  }
+  if (p.dkv_chain && n >= 2) {  // last hop: p+1 sends the total of our step-0 shard at its step n-1
+    const int64_t step = p.step_offset + n - 1;
+    const uint32_t recv =
+        prog.Add(Message(OpKind::kRecv, p.phase, p.recv_stream, kTensorDKV, next, shard_at(0), step,
+                         MakeTag(p.phase, p.dkv_channel, step), p.dkv_bytes));
+    Op merge = Message(OpKind::kMerge, p.phase, StreamId::kCompute, kTensorDKV, -1, shard_at(0),
+                       step + 1, 0, 0);
+    result.own_dkv_ready = prog.Add(merge, Deps({recv, result.own_dkv_ready}));
+  }
+  return result;
+}
+
+}  // namespace meshplan::planner::sched
