@@ -12,11 +12,12 @@
 
 namespace meshplan::planner {
 
-// 1-D family (ring, all-gather, USP and LoongTrain rings): shard i's queries against every key.
+// 1-D family (the schemes whose compute layout is one ring of shards, single or double, with or
+// without head parallelism): shard i's queries against every key.
 // Returns unmasked pairs per shard. O(N) for full/causal/window, O(N log D) for documents.
 std::vector<int64_t> RowPairs(const ShardLayout& layout, const PairCounter& counter);
 
-// 2-D family (Mesh-Attention / ATTENTION2D assignment over n = layout.num_shards ranks, Q-group
+// 2-D family (the Mesh-Attention tile assignment, which every tile scheme uses, over n = layout.num_shards ranks, Q-group
 // size a): rank g computes the Q shards of its Q group against the KV shards of its KV group.
 // Returns unmasked pairs per rank. Closed forms for full and causal masks (O(n) or O(n*a));
 // window and document masks enumerate only the key chunks a query range can reach.

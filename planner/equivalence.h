@@ -1,5 +1,5 @@
 // Equivalent plans: candidates that cost the same, so that a ranking shows them as one tie rather
-// than as a string of "wins" decided by rounding (e.g. LoongTrain with windows 2, 4, 8 and 16).
+// than as a string of "wins" decided by rounding (e.g. double rings with windows 2, 4, 8 and 16).
 #pragma once
 
 #include <cstddef>

@@ -33,8 +33,8 @@ struct PlanSchedule {
 // The schedule is not run through CheckSchedule (planner/schedule_check.h says why).
 // REQUIRES: plan came from ParsePlanToml/LoadPlanFile (validated workload) and topology is valid.
 // `rank_done` (optional) is called once per rank with that rank's complete program and may
-// replace it: during the expansion where the scheme's expansion supports it (Mesh and
-// Mesh-Ulysses, whose programs are P^2 blocks), after it for every other rank.
+// replace it: during the expansion where the scheme's expansion supports it (the Mesh
+// tile family, whose programs are P^2 blocks), after it for every other rank.
 Result<PlanSchedule> ExpandPlan(const Plan& plan, const Topology& topology,
                                 const RankProgramHook& rank_done = {});
 

@@ -17,12 +17,12 @@ namespace meshplan::planner::sched {
 
 // Message channels; a tag is (phase, channel, step) so that a mismatch names its origin.
 enum Channel : int32_t {
-  kChanKv = 1,        // KV shift of a ring (LoongTrain: inner ring)
-  kChanDkv = 2,       // dK+dV partial of an owner-last chain (LoongTrain: inner chain)
-  kChanOuterKv = 3,   // LoongTrain outer-ring KV shift
-  kChanOuterDkv = 4,  // LoongTrain outer-ring dK+dV chain
-  kChanQ = 5,         // ATTENTION2D-O Q-group shift (Q forward; Q, dO, LSE, D backward)
-  kChanQPartial = 6,  // ATTENTION2D-O Q-group chain (partial O+LSE forward, dQ backward)
+  kChanKv = 1,        // KV shift of a ring (a double ring's inner ring)
+  kChanDkv = 2,       // dK+dV partial of an owner-last chain (a double ring's inner chain)
+  kChanOuterKv = 3,   // a double ring's outer-ring KV shift
+  kChanOuterDkv = 4,  // a double ring's outer-ring dK+dV chain
+  kChanQ = 5,         // a tile's Q-group shift (Q forward; Q, dO, LSE, D backward)
+  kChanQPartial = 6,  // a tile's Q-group chain (partial O+LSE forward, dQ backward)
 };
 inline int32_t MakeTag(Phase phase, Channel channel, int64_t step) {
   return (static_cast<int32_t>(phase) << 30) | (static_cast<int32_t>(channel) << 24) |

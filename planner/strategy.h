@@ -22,7 +22,7 @@ namespace meshplan::planner {
 class Strategy {
  public:
   virtual ~Strategy() = default;
-  // The name plan files, flags and outputs use ("mesh").
+  // The name plan files, flags and outputs use (lower case, digits and '-').
   virtual Scheme scheme() const = 0;
   // One line for --list-schemes and help texts: what the scheme does, with its paper or system.
   virtual std::string_view summary() const = 0;

@@ -17,7 +17,7 @@ struct Series {
 // stay visible: each has its own colour, marker shape and dash pattern; a marker that later series
 // cover at the same spot is drawn larger, so stacked points show as rings, and its tooltip names
 // the series there; each line ends in a direct label, one shared label for lines that end at the
-// same spot ("loongtrain, mesh, ring").
+// same spot ("series-a, series-b, series-c").
 struct LineChart {
   std::string title;
   std::string x_label;  // with unit, e.g. "GPUs"
@@ -44,7 +44,7 @@ struct CategoryMap {
   std::vector<std::vector<std::string>> notes; // optional short text per cell (may be empty)
   // Optional, [row][column]: the other categories that tie with the cell's. A tied cell has a
   // band along its bottom, one stripe per tied category in its colour; its tooltip lists them
-  // after `tie_label` ("ring (45.6 ms); within 0.5%: mesh (45.7 ms)"), and the legend explains
+  // after `tie_label` ("one (45.6 ms); within 0.5%: other (45.7 ms)"), and the legend explains
   // the band with `tie_legend`.
   std::vector<std::vector<std::vector<TiedCategory>>> ties;
   std::string tie_label;   // e.g. "within 0.5%"

@@ -2,7 +2,7 @@
 // exactly as one kernel of their summed work are merged into one op (issue 15), so the replay
 // processes fewer events. Mesh-Attention at P ranks computes about P blocks per rank and pass;
 // at 1024 and 4096 ranks the view has about 40% fewer events (sends of partials between the
-// blocks of a step end runs), ATTENTION2D's blocks after its all-gathers merge whole, and rings,
+// blocks of a step end runs), a tile's blocks after its all-gathers merge whole, and rings,
 // whose every block waits on a message, merge nothing (docs/benchmarks.md).
 //
 // Compute op j (program order) joins the run that ends with compute op t when:

@@ -687,7 +687,7 @@ Status DeviceEngine::Merge(int32_t rank, uint32_t index) {
   for (uint16_t bit : TensorBitsOf(op.tensors)) {
     if (bit == kTensorLse) continue;  // merged with O
     const int32_t id = IdFor(op, bit);
-    // Several partials of one shard may wait (LoongTrain's window and outer chains), received by
+    // Several partials of one shard may wait (a double ring's window and outer chains), received by
     // ops issued in an order other than program order: take the one received by an op this merge
     // depends on, whose data the merge is ordered after.
     const RankProgram& program = schedule_.ranks[rank];

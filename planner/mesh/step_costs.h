@@ -30,7 +30,8 @@ struct StepTimes {
   // The greedy's relative costs (tiny positive floors keep ratios defined).
   StepCosts Costs() const;
 };
-// REQUIRES: params is a valid mesh or mesh-ulysses plan for ctx.
+// REQUIRES: params is a valid plan of the Mesh tile family (a tile, or a tile after a
+// head-parallel dimension) for ctx.
 StepTimes PhaseStepTimes(const PlanContext& ctx, const SchemeParams& params, Phase phase);
 
 // Rank-grid dimensions of the Q and KV rings (the last two of planner::RankDims(params): 0 and 1,

@@ -173,7 +173,7 @@ void AddTileCandidates(const PlanContext& ctx, SchemeParams base, int64_t ranks,
 
 namespace {
 
-// "ring, allgather-kv, usp and loongtrain": the registry's schemes that offer the balanced layout.
+// The registry's schemes that offer the balanced layout, joined for prose ("a, b and c").
 std::string BalancedLayoutSchemes() {
   std::vector<std::string> names;
   for (const Scheme& s : AllSchemes()) {

@@ -78,7 +78,7 @@ std::string LayoutOrPlacementProblem(const SchemeParams& params, const ShardLayo
 // The checks of the schemes whose one rank dimension spans every GPU (ring, all-gather KV):
 // `degree_name` degree p.ring equals the GPU count, then LayoutOrPlacementProblem over P shards.
 std::string WholeClusterProblem(const PlanContext& ctx, const SchemeParams& params, const std::string& degree_name);
-// The 2-D tile of ATTENTION2D and ATTENTION2D-O: a x b = P, then LayoutOrPlacementProblem over
+// The 2-D tile of the collective tile schemes (one tile over every GPU): a x b = P, then LayoutOrPlacementProblem over
 // P shards. "" when valid.
 std::string TileGridProblem(const PlanContext& ctx, const SchemeParams& params);
 

@@ -113,7 +113,7 @@ Op OuterMessage(OpKind kind, Phase phase, uint16_t tensors, int32_t peer, int64_
   Op op;
   op.kind = kind;
   op.phase = phase;
-  op.stream = StreamId::kCollective;  // the outer ring has its own communicator (LoongTrain)
+  op.stream = StreamId::kCollective;  // the outer ring has its own communicator
   op.tensors = tensors;
   op.peer = peer;
   op.kv_shard = static_cast<int32_t>(shard);

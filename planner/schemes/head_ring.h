@@ -1,5 +1,4 @@
-// The head-parallel ring family: Ulysses, USP and LoongTrain are one pattern with different
-// ring shapes (an all-to-all over U ranks around no ring, a ring of R, or a double ring of
+// The head-parallel ring family: one pattern with different ring shapes (an all-to-all over U ranks around no ring, a ring of R, or a double ring of
 // cp/w windows of w). Their strategies validate their own parameters and share this estimate
 // and this expansion, so that the family's model and schedule cannot fork.
 #pragma once
@@ -21,7 +20,7 @@ Estimate HeadRingEstimate(const PlanContext& ctx, const SchemeParams& p, const S
                           bool double_ring);
 
 // Head-parallel (Ulysses degree u) x double-ring (r ring ranks in r/w windows of w) schedule:
-// Ulysses is r = 1, USP w = r. Rank = h + u*rho with ring rank rho = i + w*o (inner position i,
+// No ring is r = 1, a single ring w = r. Rank = h + u*rho with ring rank rho = i + w*o (inner position i,
 // window o); `layout` has r shards subdivided u times. Per pass: all-to-all in (group: the u
 // ranks of rho), the double ring over the r ranks of one head index, all-to-all out.
 // docs/schedules.md describes every op.

@@ -1,5 +1,5 @@
 // LoongTrain: head parallelism hp x double-ring context parallelism cp with windows of w ranks
-// (docs/schemes.md). Expansion (docs/schedules.md): like USP, but the ring is a double ring:
+// (docs/schemes.md). Expansion (docs/schedules.md): like the single-ring head-parallel scheme, but the ring is a double ring:
 // cp/w rounds of w-1 inner shifts each, with the outer shift of the next round's KV overlapped
 // with the inner rotation.
 #include "planner/schedule_builder.h"
@@ -14,7 +14,7 @@ constexpr std::string_view kName = "loongtrain";
 
 // The window rule, the one place enumeration, validity and expansion read it. Windows of w ring
 // ranks must tile the cp ring ranks: w >= 1 divides cp. A double ring proper has 1 < w < cp;
-// w = 1 (windows of one rank) or w = cp (one window) is a plain ring, which usp and ring already
+// w = 1 (windows of one rank) or w = cp (one window) is a plain ring, which the single-ring schemes already
 // offer, so the search skips it and Evaluate rejects it; Expand still builds it (the schedule is
 // well formed, and the expansion tests cover these edge cases).
 enum class Window { kNotDividing, kPlainRing, kDoubleRing };
@@ -103,7 +103,8 @@ Estimate LoongTrainStrategy::Evaluate(const PlanContext& ctx, const SchemeParams
           p, "window " + std::to_string(p.window) + " must divide cp = " + std::to_string(p.ring));
     case Window::kPlainRing:
       return Invalid(p, "a double ring needs 1 < w < cp (cp = " + std::to_string(p.ring) +
-                            "); with w = 1 or w = cp it is a plain ring (use usp or ring)");
+                            "); with w = 1 or w = cp it is a plain ring, which the single-ring schemes offer (meshplan plan "
+                            "--list-schemes)");
     case Window::kDoubleRing:
       break;
   }

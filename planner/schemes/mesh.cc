@@ -1,6 +1,6 @@
 // Mesh-Attention: a x b tiles, p2p ring shifts overlapped with compute by the greedy step
 // schedule (docs/mesh-attention.md, docs/schemes.md). Its estimate and expansion are the tile
-// pass it shares with Mesh-Ulysses (mesh_tile.h) with no head parallelism (U = 1).
+// pass of the Mesh tile family (mesh_tile.h) with no head parallelism (U = 1).
 #include "planner/schemes/common.h"
 #include "planner/schemes/mesh_tile.h"
 #include "planner/schemes/registry.h"

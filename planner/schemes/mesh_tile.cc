@@ -1,6 +1,6 @@
 // The Mesh-Attention tile pass (mesh_tile.h): validity and estimate first, then the expansion of
-// Mesh-Attention (a x b tile, p2p ring shifts, greedy step schedule) and of Mesh-Ulysses (Ulysses
-// all-to-all over U ranks around a Mesh over M = P/U ranks). docs/mesh-attention.md explains the
+// the a x b tile (p2p ring shifts, greedy step schedule), alone or with a head-parallel
+// dimension (Ulysses all-to-all over U ranks around a tile over M = P/U ranks). docs/mesh-attention.md explains the
 // design; docs/schemes.md fixes the bytes of every message.
 //
 // The greedy step schedule is computed once per phase in local indices and replayed for every
@@ -152,7 +152,7 @@ struct PhasePlan {
   int64_t q_shift_bytes = 0, kv_shift_bytes = 0, q_partial_bytes = 0, kv_partial_bytes = 0;
   bool cached = false;  // backward with cache_forward: Q and KV of every slot kept from the forward
   double flops_factor = 1;
-  // Ulysses all-to-alls around the mesh part (mesh-ulysses with U > 1 only).
+  // Ulysses all-to-alls around the tile (a head-parallel dimension with U > 1 only).
   uint16_t a2a_in_tensors = 0, a2a_out_tensors = 0;
   int64_t a2a_in_bytes = 0, a2a_out_bytes = 0;
 };
@@ -177,11 +177,11 @@ class MeshExpander {
     const Workload& w = ctx_.workload;
     const int64_t P = ctx_.num_ranks;
     if (U_ < 1 || P % U_ != 0) {
-      return Status::Invalid("mesh-ulysses: Ulysses degree " + std::to_string(U_) +
+      return Status::Invalid(std::string(SchemeName(params_.scheme)) + ": Ulysses degree " + std::to_string(U_) +
                              " does not divide " + std::to_string(P) + " ranks");
     }
     if (w.q_heads % U_ != 0 || w.kv_heads % U_ != 0) {
-      return Status::Invalid("mesh-ulysses: Ulysses degree " + std::to_string(U_) +
+      return Status::Invalid(std::string(SchemeName(params_.scheme)) + ": Ulysses degree " + std::to_string(U_) +
                              " does not divide the KV heads (" + std::to_string(w.kv_heads) + ")");
     }
     const int64_t M = P / U_;

@@ -1,5 +1,6 @@
-// The Mesh-Attention tile pass shared by mesh and mesh-ulysses: its validity, its analytic
-// estimate and its schedule expansion, in one place so that the two cannot fork.
+// The Mesh-Attention tile pass shared by the Mesh tile family (the tile alone, or after a
+// head-parallel dimension): its validity, its analytic estimate and its schedule expansion, in
+// one place so that the family's members cannot fork.
 #pragma once
 
 #include <string>
@@ -17,12 +18,12 @@ namespace meshplan::planner::schemes {
 // Empty when tile a x b covers `mesh_ranks`, else the reason.
 std::string MeshTileProblem(const SchemeParams& params, int64_t mesh_ranks);
 
-// Fills flops, bytes, memory and time of a mesh or mesh-ulysses plan: the Ulysses all-to-alls
-// (mesh-ulysses only) around the tile pass, `heads` query heads per rank.
+// Fills flops, bytes, memory and time of a plan of the family: the Ulysses all-to-alls (with a
+// head-parallel dimension only) around the tile pass, `heads` query heads per rank.
 void MeshTilePass(Estimate& e, const PlanContext& ctx, const SchemeParams& params,
                   const Placement& placement, const ShardLayout& layout, int64_t heads, Traffic& traffic);
 
-// The schedule of a mesh (u_degree = 1) or mesh-ulysses (u_degree = params.ulysses) plan: the
+// The schedule of a plan of the family (u_degree = 1 without head parallelism): the
 // greedy step schedule of the a x b tile over M = P/U ranks, replayed for every rank, with the
 // Ulysses all-to-alls around it when U > 1 (docs/mesh-attention.md). Rank = u + U*m.
 // Invalid sizes, layouts and placements are errors.

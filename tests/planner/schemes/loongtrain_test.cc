@@ -81,8 +81,8 @@ TEST(SchemeScheduleTest, LoongTrainWindowRule) {
     return e.reason;
   };
   const std::string plain =
-      "a double ring needs 1 < w < cp (cp = 8); with w = 1 or w = cp it is a plain ring "
-      "(use usp or ring)";
+      "a double ring needs 1 < w < cp (cp = 8); with w = 1 or w = cp it is a plain ring, which the "
+      "single-ring schemes offer (meshplan plan --list-schemes)";
   EXPECT_EQ(reason(1, 8, 1), plain);
   EXPECT_EQ(reason(1, 8, 8), plain);
   EXPECT_EQ(reason(1, 8, 3), "window 3 must divide cp = 8");

@@ -1,4 +1,4 @@
-// ATTENTION2D-O (planner/schemes/attention2d_overlap.cc): its schedule passes CheckSchedule and
+// ATTENTION2D-O (planner/schemes/attention2d_o.cc): its schedule passes CheckSchedule and
 // moves exactly ATTENTION2D's bytes (docs/schemes.md); it computes ATTENTION2D's blocks; with one
 // tile row it is Ring-Attention; its estimate is derived by hand on small clusters and is never
 // above ATTENTION2D's for the same plan.

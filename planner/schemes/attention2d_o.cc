@@ -74,7 +74,7 @@ double Attention2DOverlapPass(Estimate& e, const PlanContext& ctx, const Placeme
   // KV-group traffic during block l of row k (the compute stream waits for it at the next block):
   // row 0 shifts K,V for block l+1 (l <= b-2); the backward's last row carries the dK+dV hop sent
   // after block l-1 (l >= 2; the hop sent after the last block is the tail below).
-  // A cached backward's last row runs the own slot last (attention2d_overlap.cc): its first hop
+  // A cached backward's last row runs the own slot last (attention2d_o.cc): its first hop
   // is sent after step 0 and its last, the own slot's total, lands during the own block: step l
   // (l >= 1) waits for a hop and no tail is left.
   const bool own_last = !fwd && cache && b >= 2;

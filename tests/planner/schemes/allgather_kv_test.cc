@@ -1,4 +1,4 @@
-// All-gather KV's schedule expansion (planner/schemes/allgather.cc): CheckSchedule passes and every
+// All-gather KV's schedule expansion (planner/schemes/allgather_kv.cc): CheckSchedule passes and every
 // rank sends and receives exactly the bytes of docs/schemes.md.
 #include <gtest/gtest.h>
 
