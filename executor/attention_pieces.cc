@@ -85,11 +85,12 @@ std::optional<std::vector<AttentionPiece>> StridedPieces(const std::vector<int64
 
 std::optional<std::vector<AttentionPiece>> SplitIntoPieces(const std::vector<int64_t>& q_positions,
                                                            const std::vector<int64_t>& k_positions,
-                                                           int32_t mask_kind, int32_t max_pieces) {
-  if (mask_kind != 0 && mask_kind != 1) return std::nullopt;
+                                                           MaskKind mask_kind, int32_t max_pieces) {
+  if (mask_kind != MaskKind::kFull && mask_kind != MaskKind::kCausal) return std::nullopt;
   std::vector<AttentionPiece> pieces;
   const int64_t n = static_cast<int64_t>(q_positions.size()), m = static_cast<int64_t>(k_positions.size());
-  if (mask_kind == 0) {  // every pair visible: positions do not matter, the block is one rectangle
+  // Full: every pair visible, positions do not matter, the block is one rectangle.
+  if (mask_kind == MaskKind::kFull) {
     if (n > 0 && m > 0) pieces.push_back({0, n, 0, m, PieceMask::kFull});
     return pieces;
   }

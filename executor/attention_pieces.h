@@ -11,6 +11,8 @@
 #include <optional>
 #include <vector>
 
+#include "core/mask_rule.h"
+
 namespace meshplan::exec {
 
 enum class PieceMask : uint8_t {
@@ -26,13 +28,13 @@ struct AttentionPiece {
 };
 
 // The pieces of the block, or nullopt when it cannot be split into at most `max_pieces`: a mask
-// other than full (kind 0: one piece, whatever the positions) or causal (kind 1, key position <=
-// query position), or causal positions that break into too many runs of consecutive positions
+// other than full (one piece, whatever the positions) or causal (key position <= query position;
+// core/mask_rule.h), or causal positions that break into too many runs of consecutive positions
 // and are not one progression of a common step on both sides either (a striped block is: its
 // queries q0 + s i see keys k0 + s j iff j <= i + floor((q0 - k0) / s), one or two pieces). An
 // empty vector means nothing in the block is visible.
 std::optional<std::vector<AttentionPiece>> SplitIntoPieces(const std::vector<int64_t>& q_positions,
                                                            const std::vector<int64_t>& k_positions,
-                                                           int32_t mask_kind, int32_t max_pieces);
+                                                           MaskKind mask_kind, int32_t max_pieces);
 
 }  // namespace meshplan::exec

@@ -340,7 +340,7 @@ void TileBackward(const TilePlan& plan, const RowsView& q, const RowsView& k, co
 
 }  // namespace
 
-MaskRule::MaskRule(const Mask& mask) : kind_(mask.kind), window_(mask.window), prefix_(mask.prefix) {
+MaskRule::MaskRule(const Mask& mask) : params_(mask.Params()) {
   if (mask.IsDocuments()) {
     int64_t start = 0;
     for (int64_t length : mask.document_lengths) {
@@ -348,51 +348,6 @@ MaskRule::MaskRule(const Mask& mask) : kind_(mask.kind), window_(mask.window), p
       start += length;
     }
   }
-}
-
-// A pair range [q_lo, q_hi] x [k_lo, k_hi] holds no visible pair when even its most visible pair
-// is hidden, and only visible pairs when its least visible one is visible. Causal family: the most
-// visible pair is (q_hi, k_lo), the least (q_lo, k_hi) for the k <= q test and (q_hi, k_lo) for the
-// window's distance; documents: a key range entirely in earlier (or later) documents than the
-// query range hides everything, one document holding both ranges shows everything.
-bool MaskRule::NoneVisible(int64_t q_lo, int64_t q_hi, int64_t k_lo, int64_t k_hi) const {
-  switch (kind_) {
-    case MaskKind::kFull:
-      return false;
-    case MaskKind::kCausal:
-      return k_lo > q_hi;
-    case MaskKind::kWindow:
-      return k_lo > q_hi || q_lo - k_hi >= window_;
-    case MaskKind::kDocuments:
-      return k_lo > q_hi || DocOf(k_hi) < DocOf(q_lo);
-    case MaskKind::kDocumentsFull:
-      return DocOf(k_hi) < DocOf(q_lo) || DocOf(k_lo) > DocOf(q_hi);
-    case MaskKind::kPrefix:
-      return k_lo > std::max(q_hi, prefix_ - 1);
-  }
-  return false;
-}
-
-bool MaskRule::AllVisible(int64_t q_lo, int64_t q_hi, int64_t k_lo, int64_t k_hi) const {
-  switch (kind_) {
-    case MaskKind::kFull:
-      return true;
-    case MaskKind::kCausal:
-      return k_hi <= q_lo;
-    case MaskKind::kWindow:
-      return k_hi <= q_lo && q_hi - k_lo < window_;
-    case MaskKind::kDocuments:
-      return k_hi <= q_lo && DocOf(k_lo) == DocOf(q_hi);
-    case MaskKind::kDocumentsFull:
-      return DocOf(std::min(q_lo, k_lo)) == DocOf(std::max(q_hi, k_hi));
-    case MaskKind::kPrefix:
-      return k_hi <= std::max(q_lo, prefix_ - 1);
-  }
-  return false;
-}
-
-int64_t MaskRule::DocOf(int64_t token) const {
-  return static_cast<int64_t>(std::upper_bound(doc_starts_.begin(), doc_starts_.end(), token) - doc_starts_.begin());
 }
 
 void BlockForward(const RowsView& q, const RowsView& k, const RowsView& v, int64_t d, float scale,

@@ -16,42 +16,36 @@
 #include <vector>
 
 #include "core/mask.h"
+#include "core/mask_rule.h"
 
 namespace meshplan::exec {
 
-// Decides visibility of (query position, key position) pairs for a mask.
+// Decides visibility of (query position, key position) pairs for a mask: core/mask_rule.h's rule
+// with the document lookup it needs.
 class MaskRule {
  public:
   explicit MaskRule(const Mask& mask);
-  bool Visible(int64_t q, int64_t k) const {
-    switch (kind_) {
-      case MaskKind::kFull:
-        return true;
-      case MaskKind::kCausal:
-        return k <= q;
-      case MaskKind::kWindow:
-        return k <= q && q - k < window_;
-      case MaskKind::kDocuments:
-        return k <= q && DocOf(q) == DocOf(k);
-      case MaskKind::kDocumentsFull:
-        return DocOf(q) == DocOf(k);
-      case MaskKind::kPrefix:
-        return k <= std::max(q, prefix_ - 1);
-    }
-    return false;
+  bool Visible(int64_t q, int64_t k) const { return meshplan::Visible(params_, q, k, DocLookup{this}); }
+  bool full() const { return params_.kind == MaskKind::kFull; }
+  // Whether no pair / every pair of queries in [q_lo, q_hi] and keys in [k_lo, k_hi] is visible
+  // (exact: see core/mask_rule.h).
+  bool NoneVisible(int64_t q_lo, int64_t q_hi, int64_t k_lo, int64_t k_hi) const {
+    return meshplan::NoneVisible(params_, q_lo, q_hi, k_lo, k_hi, DocLookup{this});
   }
-  bool full() const { return kind_ == MaskKind::kFull; }
-  // Whether no pair / every pair of queries in [q_lo, q_hi] and keys in [k_lo, k_hi] is visible.
-  // Exact for these masks: a contiguous position range is all each test needs (documents are
-  // contiguous, visibility is monotone in the distance or the document index).
-  bool NoneVisible(int64_t q_lo, int64_t q_hi, int64_t k_lo, int64_t k_hi) const;
-  bool AllVisible(int64_t q_lo, int64_t q_hi, int64_t k_lo, int64_t k_hi) const;
+  bool AllVisible(int64_t q_lo, int64_t q_hi, int64_t k_lo, int64_t k_hi) const {
+    return meshplan::AllVisible(params_, q_lo, q_hi, k_lo, k_hi, DocLookup{this});
+  }
 
  private:
-  int64_t DocOf(int64_t token) const;
-  MaskKind kind_;
-  int64_t window_ = 0;
-  int64_t prefix_ = 0;
+  struct DocLookup {
+    const MaskRule* rule;
+    int64_t operator()(int64_t token) const { return rule->DocOf(token); }
+  };
+  // Number of documents that start at or before `token` (grows with the document, as the rule asks).
+  int64_t DocOf(int64_t token) const {
+    return static_cast<int64_t>(std::upper_bound(doc_starts_.begin(), doc_starts_.end(), token) - doc_starts_.begin());
+  }
+  MaskParams params_;
   std::vector<int64_t> doc_starts_;
 };
 

@@ -1,5 +1,6 @@
 #include "executor/reference.h"
 
+#include "core/mask_rule.h"
 #include "executor/input_source.h"
 
 #include <algorithm>
@@ -19,7 +20,7 @@ double Dot(const double* a, const double* b, int64_t n) {
 
 }  // namespace
 
-ReferenceVisibility::ReferenceVisibility(const Mask& mask, int64_t seq_len) : mask_(mask) {
+ReferenceVisibility::ReferenceVisibility(const Mask& mask, int64_t seq_len) : params_(mask.Params()) {
   if (mask.IsDocuments()) {
     // doc_of_[t] = index of the document holding token t.
     doc_of_.resize(static_cast<size_t>(seq_len));
@@ -33,21 +34,7 @@ ReferenceVisibility::ReferenceVisibility(const Mask& mask, int64_t seq_len) : ma
 }
 
 bool ReferenceVisibility::operator()(int64_t q, int64_t k) const {
-  switch (mask_.kind) {
-    case MaskKind::kFull:
-      return true;
-    case MaskKind::kCausal:
-      return k <= q;
-    case MaskKind::kWindow:
-      return k <= q && q - mask_.window < k;
-    case MaskKind::kDocuments:
-      return k <= q && doc_of_[static_cast<size_t>(q)] == doc_of_[static_cast<size_t>(k)];
-    case MaskKind::kDocumentsFull:
-      return doc_of_[static_cast<size_t>(q)] == doc_of_[static_cast<size_t>(k)];
-    case MaskKind::kPrefix:
-      return k < mask_.prefix || k <= q;
-  }
-  return false;
+  return meshplan::Visible(params_, q, k, [this](int64_t t) { return doc_of_[static_cast<size_t>(t)]; });
 }
 
 void ReferenceForward(const Workload& w, AttentionTensors<double>& t) {

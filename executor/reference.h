@@ -6,22 +6,24 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/mask_rule.h"
 #include "core/workload.h"
 #include "executor/tensor.h"
 
 namespace meshplan::exec {
 
-// "May query position q see key position k?", in O(1), written from the definitions in
-// core/mask.h independently of the kernels' MaskRule (tests check one against the other).
+// "May query position q see key position k?", in O(1): core/mask_rule.h's rule with a table of
+// each token's document (tests/core/mask_rule_test.cc checks the rule against hand-written grids,
+// and the reference against them too).
 class ReferenceVisibility {
  public:
-  // REQUIRES: ValidateMask(mask, seq_len).ok(); `mask` outlives this object.
+  // REQUIRES: ValidateMask(mask, seq_len).ok().
   ReferenceVisibility(const Mask& mask, int64_t seq_len);
   bool operator()(int64_t q, int64_t k) const;
 
  private:
-  const Mask& mask_;
-  std::vector<int64_t> doc_of_;
+  MaskParams params_;
+  std::vector<int64_t> doc_of_;  // document kinds: doc_of_[t] = index of the document holding t
 };
 
 // Fills t.o and t.lse from t.q, t.k, t.v (shapes per executor/tensor.h, from the workload).

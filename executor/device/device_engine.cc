@@ -140,7 +140,7 @@ BlockProblem DeviceEngine::Problem(const Op& op) const {
   p.head_begin = op.head_begin;
   p.head_count = op.head_count;
   p.group_size = static_cast<int32_t>(workload_.group_size());
-  p.mask.kind = static_cast<int32_t>(workload_.mask.kind);
+  p.mask.kind = workload_.mask.kind;
   p.mask.window = workload_.mask.window;
   p.mask.prefix = workload_.mask.prefix;
   p.mask.num_docs = static_cast<int32_t>(workload_.mask.document_lengths.size());

@@ -36,7 +36,7 @@ bool PieceShows(const AttentionPiece& p, int64_t i, int64_t j) {
 }
 
 // Every pair is shown by exactly as many pieces as it is visible (1 or 0).
-void ExpectExactCover(const std::vector<int64_t>& q, const std::vector<int64_t>& k, int32_t kind,
+void ExpectExactCover(const std::vector<int64_t>& q, const std::vector<int64_t>& k, MaskKind kind,
                       const std::vector<AttentionPiece>& pieces) {
   for (const AttentionPiece& p : pieces) {
     ASSERT_GT(p.q_rows, 0);
@@ -61,7 +61,7 @@ void ExpectExactCover(const std::vector<int64_t>& q, const std::vector<int64_t>&
   }
   for (size_t i = 0; i < q.size(); ++i) {
     for (size_t j = 0; j < k.size(); ++j) {
-      const int visible = kind == 0 || k[j] <= q[i] ? 1 : 0;
+      const int visible = kind == MaskKind::kFull || k[j] <= q[i] ? 1 : 0;
       int shown = 0;
       for (const AttentionPiece& p : pieces) shown += PieceShows(p, static_cast<int64_t>(i), static_cast<int64_t>(j));
       ASSERT_EQ(shown, visible) << "query row " << i << " (token " << q[i] << "), key row " << j << " (token "
@@ -72,7 +72,7 @@ void ExpectExactCover(const std::vector<int64_t>& q, const std::vector<int64_t>&
 
 TEST(AttentionPieces, DiagonalBlockIsOneTopLeftTriangle) {
   // Q and K both hold tokens 8..15: key j visible to query i iff j <= i.
-  const auto pieces = SplitIntoPieces(Range(8, 8), Range(8, 8), 1, 16);
+  const auto pieces = SplitIntoPieces(Range(8, 8), Range(8, 8), MaskKind::kCausal, 16);
   ASSERT_TRUE(pieces);
   ASSERT_EQ(pieces->size(), 1u);
   EXPECT_EQ((*pieces)[0].mask, PieceMask::kCausalTopLeft);
@@ -82,11 +82,11 @@ TEST(AttentionPieces, DiagonalBlockIsOneTopLeftTriangle) {
 
 TEST(AttentionPieces, KeysBeforeQueriesAreFullAndKeysAfterAreNothing) {
   // Keys 0..7 all precede queries 8..15: one full rectangle. Keys 16..23 all follow: nothing.
-  const auto before = SplitIntoPieces(Range(8, 8), Range(0, 8), 1, 16);
+  const auto before = SplitIntoPieces(Range(8, 8), Range(0, 8), MaskKind::kCausal, 16);
   ASSERT_TRUE(before);
   ASSERT_EQ(before->size(), 1u);
   EXPECT_EQ((*before)[0].mask, PieceMask::kFull);
-  const auto after = SplitIntoPieces(Range(8, 8), Range(16, 8), 1, 16);
+  const auto after = SplitIntoPieces(Range(8, 8), Range(16, 8), MaskKind::kCausal, 16);
   ASSERT_TRUE(after);
   EXPECT_TRUE(after->empty());
 }
@@ -95,7 +95,7 @@ TEST(AttentionPieces, OffsetDiagonalIsABottomRightTriangleThenAFullRectangle) {
   // Queries 4..11 against keys 0..7: c = 4. Query row i sees keys j <= i + 4, so rows 0..3 see
   // 5..8 keys (a triangle of 4 rows over the first 4 + 4 = 8 keys, bottom-right aligned: row 0
   // sees j <= 0 + (8 - 4) = 4), and rows 4..7 see all 8 keys (a full rectangle).
-  const auto pieces = SplitIntoPieces(Range(4, 8), Range(0, 8), 1, 16);
+  const auto pieces = SplitIntoPieces(Range(4, 8), Range(0, 8), MaskKind::kCausal, 16);
   ASSERT_TRUE(pieces);
   ASSERT_EQ(pieces->size(), 2u);
   EXPECT_EQ((*pieces)[0].mask, PieceMask::kCausalBottomRight);
@@ -113,7 +113,7 @@ TEST(AttentionPieces, ZigzagShardsSplitIntoTheirChunkPairs) {
   const auto r1 = Concat(Range(4, 4), Range(24, 4));
   // Rank 0's queries against rank 1's keys: chunk 0 vs 1 and 6: nothing; chunk 7 vs both: full,
   // one rectangle over all 8 key rows (adjacent rows, though not consecutive positions).
-  const auto pieces = SplitIntoPieces(r0, r1, 1, 16);
+  const auto pieces = SplitIntoPieces(r0, r1, MaskKind::kCausal, 16);
   ASSERT_TRUE(pieces);
   ASSERT_EQ(pieces->size(), 1u);
   EXPECT_EQ((*pieces)[0].mask, PieceMask::kFull);
@@ -121,7 +121,7 @@ TEST(AttentionPieces, ZigzagShardsSplitIntoTheirChunkPairs) {
   EXPECT_EQ((*pieces)[0].q_rows, 4);
   EXPECT_EQ((*pieces)[0].k_row0, 0);
   EXPECT_EQ((*pieces)[0].k_rows, 8);
-  ExpectExactCover(r0, r1, 1, *pieces);
+  ExpectExactCover(r0, r1, MaskKind::kCausal, *pieces);
 }
 
 TEST(AttentionPieces, GatheredZigzagKeysNeedFewPieces) {
@@ -132,19 +132,19 @@ TEST(AttentionPieces, GatheredZigzagKeysNeedFewPieces) {
   std::vector<int64_t> keys;
   for (int r = 0; r < 8; ++r) keys = Concat(Concat(keys, Range(4 * r, 4)), Range(4 * (15 - r), 4));
   const auto q = Concat(Range(0, 4), Range(60, 4));
-  const auto pieces = SplitIntoPieces(q, keys, 1, 16);
+  const auto pieces = SplitIntoPieces(q, keys, MaskKind::kCausal, 16);
   ASSERT_TRUE(pieces);
   EXPECT_EQ(pieces->size(), 4u);
-  ExpectExactCover(q, keys, 1, *pieces);
+  ExpectExactCover(q, keys, MaskKind::kCausal, *pieces);
 }
 
 TEST(AttentionPieces, AFullMaskIsOneRectangleWhateverThePositions) {
   std::vector<int64_t> striped;
   for (int64_t t = 0; t < 64; t += 4) striped.push_back(t);
-  const auto full = SplitIntoPieces(striped, striped, 0, 16);
+  const auto full = SplitIntoPieces(striped, striped, MaskKind::kFull, 16);
   ASSERT_TRUE(full);
   ASSERT_EQ(full->size(), 1u);
-  ExpectExactCover(striped, striped, 0, *full);
+  ExpectExactCover(striped, striped, MaskKind::kFull, *full);
 }
 
 std::vector<int64_t> Stripe(int64_t first, int64_t step, int64_t rows) {
@@ -158,31 +158,31 @@ TEST(AttentionPieces, StripedCausalBlocksAreOneOrTwoPieces) {
   // triangle. Against rank 0's keys 4j: 4j <= 1 + 4i iff j <= i, the same triangle. Against rank
   // 2's keys 2 + 4j: j <= i - 1 (floor(-1/4) = -1), so query row 0 sees nothing and rows 1..31
   // see a triangle of keys 0..30: one top-left triangle from row 1.
-  const auto own = SplitIntoPieces(Stripe(1, 4, 32), Stripe(1, 4, 32), 1, 16);
+  const auto own = SplitIntoPieces(Stripe(1, 4, 32), Stripe(1, 4, 32), MaskKind::kCausal, 16);
   ASSERT_TRUE(own);
   ASSERT_EQ(own->size(), 1u);
   EXPECT_EQ((*own)[0].mask, PieceMask::kCausalTopLeft);
-  ExpectExactCover(Stripe(1, 4, 32), Stripe(1, 4, 32), 1, *own);
-  const auto earlier = SplitIntoPieces(Stripe(1, 4, 32), Stripe(0, 4, 32), 1, 16);
+  ExpectExactCover(Stripe(1, 4, 32), Stripe(1, 4, 32), MaskKind::kCausal, *own);
+  const auto earlier = SplitIntoPieces(Stripe(1, 4, 32), Stripe(0, 4, 32), MaskKind::kCausal, 16);
   ASSERT_TRUE(earlier);
-  ExpectExactCover(Stripe(1, 4, 32), Stripe(0, 4, 32), 1, *earlier);
-  const auto later = SplitIntoPieces(Stripe(1, 4, 32), Stripe(2, 4, 32), 1, 16);
+  ExpectExactCover(Stripe(1, 4, 32), Stripe(0, 4, 32), MaskKind::kCausal, *earlier);
+  const auto later = SplitIntoPieces(Stripe(1, 4, 32), Stripe(2, 4, 32), MaskKind::kCausal, 16);
   ASSERT_TRUE(later);
   ASSERT_EQ(later->size(), 1u);
   EXPECT_EQ((*later)[0].q_row0, 1);
   EXPECT_EQ((*later)[0].q_rows, 31);
   EXPECT_EQ((*later)[0].k_rows, 31);
-  ExpectExactCover(Stripe(1, 4, 32), Stripe(2, 4, 32), 1, *later);
+  ExpectExactCover(Stripe(1, 4, 32), Stripe(2, 4, 32), MaskKind::kCausal, *later);
 }
 
 TEST(AttentionPieces, UnequalStepsAndOtherMasksAreNotExpressible) {
   // Steps 4 and 8 on more than 16 rows each: neither runs of consecutive positions nor one step.
-  EXPECT_FALSE(SplitIntoPieces(Stripe(0, 4, 32), Stripe(0, 8, 32), 1, 16));
+  EXPECT_FALSE(SplitIntoPieces(Stripe(0, 4, 32), Stripe(0, 8, 32), MaskKind::kCausal, 16));
   std::vector<int64_t> uneven = Stripe(0, 4, 32);
   uneven.back() += 1;  // the last step is 5
-  EXPECT_FALSE(SplitIntoPieces(uneven, uneven, 1, 16));
-  EXPECT_FALSE(SplitIntoPieces(Range(0, 8), Range(0, 8), 2, 16));  // window
-  EXPECT_FALSE(SplitIntoPieces(Range(0, 8), Range(0, 8), 3, 16));  // documents
+  EXPECT_FALSE(SplitIntoPieces(uneven, uneven, MaskKind::kCausal, 16));
+  EXPECT_FALSE(SplitIntoPieces(Range(0, 8), Range(0, 8), MaskKind::kWindow, 16));  // window
+  EXPECT_FALSE(SplitIntoPieces(Range(0, 8), Range(0, 8), MaskKind::kDocuments, 16));  // documents
 }
 
 TEST(AttentionPieces, RandomStripedBlocksAreCoveredExactly) {
@@ -195,9 +195,9 @@ TEST(AttentionPieces, RandomStripedBlocksAreCoveredExactly) {
     const int64_t shift = stripes * (static_cast<int64_t>(gen() % 5) - 2);
     const auto q = Stripe(qi, stripes, rows);
     const auto k = Stripe(kj + shift, stripes, 1 + static_cast<int64_t>(gen() % 40));
-    const auto pieces = SplitIntoPieces(q, k, 1, 2);
+    const auto pieces = SplitIntoPieces(q, k, MaskKind::kCausal, 2);
     ASSERT_TRUE(pieces) << "stripes " << stripes << " rows " << rows;
-    ExpectExactCover(q, k, 1, *pieces);
+    ExpectExactCover(q, k, MaskKind::kCausal, *pieces);
     if (HasFatalFailure()) return;
   }
 }
@@ -218,7 +218,7 @@ TEST(AttentionPieces, RandomRunLayoutsAreCoveredExactly) {
     };
     const auto q = side(1 + static_cast<int>(gen() % 3));
     const auto k = side(1 + static_cast<int>(gen() % 3));
-    for (int32_t kind : {0, 1}) {
+    for (MaskKind kind : {MaskKind::kFull, MaskKind::kCausal}) {
       const auto pieces = SplitIntoPieces(q, k, kind, 64);
       ASSERT_TRUE(pieces);
       ExpectExactCover(q, k, kind, *pieces);
