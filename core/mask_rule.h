@@ -1,8 +1,8 @@
 // The one rule of every attention mask: may query position q see key position k, and does a
 // rectangle of positions hold no visible pair or only visible pairs. The CPU block kernels
-// (executor/block_kernels.h), the float64 reference (executor/reference.h), the CUDA kernels
+// (executor/kernels/block_kernels.h), the float64 reference (executor/kernels/reference.h), the CUDA kernels
 // (executor/cuda/kernels/common.cuh) and the piece split for fused attention
-// (executor/attention_pieces.h) all decide visibility here; core/mask.h defines the masks
+// (executor/kernels/attention_pieces.h) all decide visibility here; core/mask.h defines the masks
 // and counts their pairs in closed form (tests check the counts against this rule).
 //
 // Adding a mask: its MaskKind below (before kLastMaskKind's value moves on to it), its case in

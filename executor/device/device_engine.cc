@@ -8,9 +8,9 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "executor/device/engine_outputs.h"
 #include "executor/device/half_float.h"
-#include "executor/execute.h"
-#include "executor/op_tensors.h"
+#include "executor/device/op_tensors.h"
 
 namespace meshplan::exec {
 

@@ -1,7 +1,7 @@
 // Every mask kind on a sequence of 6 tokens, its visible pairs written out by hand from the
 // definitions in core/mask.h (not computed): the independent answer that core/mask_rule.h's rule,
 // core/mask.cc's pair counts and the executor's kernels and reference are checked against
-// (tests/core/mask_rule_test.cc, tests/executor/mask_agreement_test.cc).
+// (tests/core/mask_rule_test.cc, tests/executor/kernels/mask_agreement_test.cc).
 #pragma once
 
 #include <cstdint>

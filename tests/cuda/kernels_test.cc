@@ -1,5 +1,5 @@
 // GPU tests of the CUDA block kernels (executor/cuda/attention_kernels.h) against the double
-// precision reference (executor/reference.h) computed on the inputs rounded to bf16/fp16.
+// precision reference (executor/kernels/reference.h) computed on the inputs rounded to bf16/fp16.
 //
 // Every test skips itself when no CUDA device is usable (no GPU or no driver), so the suite passes
 // on CPU-only machines; the tensor-core tests also skip on devices below sm_80.
@@ -35,8 +35,8 @@
 #include "core/workload.h"
 #include "executor/cuda/attention_kernels.h"
 #include "executor/cuda/kernels/internal.h"
-#include "executor/reference.h"
-#include "executor/tensor.h"
+#include "executor/kernels/reference.h"
+#include "executor/io/tensor.h"
 
 namespace meshplan::exec::cuda {
 namespace {

@@ -134,7 +134,7 @@ __device__ __forceinline__ bool VisibleWithDocs(const DeviceMask& m, int64_t q, 
 }
 
 // How much of a (query tile, key tile) pair the mask leaves visible, from the position ranges of
-// the tiles' valid rows alone (as Classify in executor/block_kernels.cc).
+// the tiles' valid rows alone (as Classify in executor/kernels/block_kernels.cc).
 enum TileVisibility : int { kTileNone = 0, kTileAll = 1, kTilePartial = 2 };
 
 __device__ __forceinline__ int ClassifyTile(const DeviceMask& m, int64_t q_lo, int64_t q_hi,

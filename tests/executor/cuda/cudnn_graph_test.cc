@@ -85,7 +85,7 @@ TEST(CudnnGraphs, ZigzagShardAgainstAnOffsetShardValidatesEveryPiece) {
 
 TEST(CudnnGraphs, OffsetDiagonalUsesABottomRightTriangleThatValidates) {
   // Queries 32..95 against keys 0..63: a bottom-right triangle (32 rows over 64 keys) and a full
-  // rectangle (executor/attention_pieces.h).
+  // rectangle (executor/kernels/attention_pieces.h).
   const auto qp = Range(32, 64), kp = Range(0, 64);
   const BlockProblem p = Problem(MaskKind::kCausal, 0, 2, 1);
   VALIDATE_OR_SKIP(fwd, ValidateCudnnBlockOnHost(p, View(qp, 0, 2), View(kp, 0, 2), nullptr, false));
@@ -96,7 +96,7 @@ TEST(CudnnGraphs, OffsetDiagonalUsesABottomRightTriangleThatValidates) {
 TEST(CudnnGraphs, StripedBlocksAreCudnnPiecesThatValidate) {
   // Striped shards of 8 ranks, 128 rows each: rank 3 holds tokens 3 + 8i. Against rank 5's keys
   // (5 + 8j), key j is visible to query i iff j <= i - 1: query row 0 sees nothing and rows 1..127
-  // see a top-left triangle of keys 0..126 (executor/attention_pieces.h). Forward and backward,
+  // see a top-left triangle of keys 0..126 (executor/kernels/attention_pieces.h). Forward and backward,
   // GQA group 4 on a head slice.
   std::vector<int64_t> r3, r5;
   for (int64_t i = 0; i < 128; ++i) {
