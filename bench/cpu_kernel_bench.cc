@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "core/mask.h"
-#include "executor/block_kernels.h"
+#include "executor/kernels/block_kernels.h"
 
 namespace meshplan::exec {
 

@@ -7,7 +7,7 @@
 #include "core/attention_flops.h"
 #include "executor/host_memory.h"
 #include "executor/plan_run.h"
-#include "executor/repeat.h"
+#include "executor/timing/repeat.h"
 #include "planner/search.h"
 #include "planner/schemes/registry.h"
 

@@ -1,4 +1,4 @@
-# Optional MPI for the executor's MPI transport (executor/mpi_transport.h). Debian packages:
+# Optional MPI for the executor's MPI transport (executor/transport/mpi_transport.h). Debian packages:
 # libopenmpi-dev (headers, mpicxx, CMake discovery) and openmpi-bin (mpirun).
 #
 # Sets MESHPLAN_HAVE_MPI (ON/OFF) and, when ON, MPIEXEC_EXECUTABLE / MPIEXEC_NUMPROC_FLAG /

@@ -8,14 +8,13 @@
 #include <vector>
 
 #include "core/document_sampler.h"
+#include "core/mask_rule.h"
 #include "core/status.h"
 
 namespace meshplan {
 
-// The numeric values are the GPU kernels' mask codes (executor/device/kernel_args.h).
-enum class MaskKind { kFull, kCausal, kWindow, kDocuments, kDocumentsFull, kPrefix };
-
-// Query position q may attend to key position k when:
+// MaskKind and the visibility rule of each kind are in core/mask_rule.h. Query position q may
+// attend to key position k when:
 //   full:           always
 //   causal:         k <= q
 //   window W:       q - W < k <= q      (causal sliding window of W keys, including q itself)
@@ -45,7 +44,9 @@ struct Mask {
   // "full", "causal", "window:4K", "prefix:64K", "docs:FILE", "docs-full:FILE",
   // "docs-sampled:SPEC", "docs-full-sampled:SPEC" (or "docs:N documents" when built in memory).
   std::string ToString() const;
-  bool IsDocuments() const { return kind == MaskKind::kDocuments || kind == MaskKind::kDocumentsFull; }
+  bool IsDocuments() const { return HasDocuments(kind); }
+  // What core/mask_rule.h's functions read of the mask besides its documents.
+  MaskParams Params() const { return {kind, window, prefix}; }
   // Every visible pair has k <= q (full, documents-full and prefix masks let queries see later keys).
   bool IsCausalFamily() const { return kind == MaskKind::kCausal || kind == MaskKind::kWindow || kind == MaskKind::kDocuments; }
 

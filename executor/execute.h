@@ -1,5 +1,5 @@
 // Runs a schedule for real and assembles the global outputs, so they can be compared with plain
-// attention (executor/reference.h). Every backend and transport runs the one execution engine
+// attention (executor/kernels/reference.h). Every backend and transport runs the one execution engine
 // (executor/device/device_engine.h) over a DeviceOps: the host streams (CPU) or CUDA.
 #pragma once
 
@@ -11,11 +11,13 @@
 #include "core/status.h"
 #include "core/workload.h"
 #include "executor/backend_session.h"
-#include "executor/input_source.h"
-#include "executor/run_options.h"
-#include "executor/shard_store.h"
-#include "executor/tensor.h"
-#include "executor/transport.h"
+#include "executor/device/engine_outputs.h"
+#include "executor/io/input_source.h"
+#include "executor/device/run_options.h"
+#include "executor/device/shard_store.h"
+#include "executor/io/tensor.h"
+#include "executor/timing/op_timing.h"
+#include "executor/transport/transport.h"
 
 namespace meshplan::exec {
 
@@ -69,22 +71,13 @@ Result<ExecutionResult> Execute(const Schedule& schedule, const Workload& worklo
 
 // This process's rank (transport.rank()) of a job with one process per rank (MPI): the host
 // backend exchanges over `transport`; cuda sets NCCL up over it. Writes what this rank produced
-// into `outputs` (sized by OutputTensors) and marks it in `covered` (CoverageSize elements), for
-// GatherOutputs (executor/gather.h).
+// into `outputs` (sized by OutputTensors) and marks it in `covered` (CoverageSize elements; both
+// executor/device/engine_outputs.h), for GatherOutputs (executor/gather.h).
 Status ExecuteRank(const Schedule& schedule, const Workload& workload, const InputSource& inputs,
                    const ExecuteConfig& config, Transport& transport, AttentionTensors<float>* outputs,
                    std::vector<uint8_t>* covered, std::vector<OpTiming>* timings, std::string* device = nullptr);
 Status ExecuteRank(const Schedule& schedule, const Workload& workload, const AttentionTensors<float>& inputs,
                    const ExecuteConfig& config, Transport& transport, AttentionTensors<float>* outputs,
                    std::vector<uint8_t>* covered, std::vector<OpTiming>* timings, std::string* device = nullptr);
-
-// Writes a rank's final entry of `tensor` (O, LSE, dQ, dK or dV; others are ignored, as are
-// tensors outside w.pass) into the global outputs (null: only marks) and marks its elements in
-// `covered` (CoverageSize(w) elements, may be null).
-void WriteOutputEntry(uint16_t tensor, const Entry& entry, const Workload& w, AttentionTensors<float>* outputs,
-                      std::vector<uint8_t>* covered);
-
-// Output tensors sized for the workload (zeros).
-AttentionTensors<float> OutputTensors(const Workload& workload);
 
 }  // namespace meshplan::exec

@@ -118,10 +118,6 @@ Status UnpackValues(const Workload& w, const std::vector<uint8_t>& covered,
 
 }  // namespace
 
-size_t CoverageSize(const Workload& w) {
-  return static_cast<size_t>(5 * w.batch * w.seq_len * w.q_heads);
-}
-
 Status CheckCoverage(const Workload& w, const std::vector<uint8_t>& covered) {
   if (covered.size() != CoverageSize(w))
     return Status::Internal("coverage mask has the wrong size");

@@ -12,16 +12,15 @@
 
 #include "core/status.h"
 #include "core/workload.h"
-#include "executor/run_options.h"
-#include "executor/tensor.h"
-#include "executor/transport.h"
+#include "executor/device/engine_outputs.h"
+#include "executor/device/run_options.h"
+#include "executor/io/tensor.h"
+#include "executor/timing/op_timing.h"
+#include "executor/transport/transport.h"
 
 namespace meshplan::exec {
 
 inline constexpr int64_t kGatherTagBase = int64_t{1} << 50;
-
-// Elements of ExecuteRank's `covered` mask for `w`: 5 tensors (O, LSE, dQ, dK, dV) x B x S x Hq.
-size_t CoverageSize(const Workload& w);
 
 // Fails (kInternal, naming the tensor, token and head) when an output of w.pass has an element no
 // rank produced.

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "executor/reference.h"
+#include "executor/kernels/reference.h"
 
 namespace meshplan::exec {
 

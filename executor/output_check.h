@@ -1,4 +1,4 @@
-// Checks a run's outputs against plain attention in double precision (executor/reference.h),
+// Checks a run's outputs against plain attention in double precision (executor/kernels/reference.h),
 // computed on exactly the float inputs the run saw.
 #pragma once
 
@@ -8,7 +8,7 @@
 
 #include "core/workload.h"
 #include "executor/device/kernel_args.h"
-#include "executor/tensor.h"
+#include "executor/io/tensor.h"
 
 namespace meshplan::exec {
 

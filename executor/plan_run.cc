@@ -8,7 +8,7 @@
 #include "executor/device/half_float.h"
 #include "executor/host_memory.h"
 #include "executor/output_check.h"
-#include "executor/run_files.h"
+#include "executor/io/run_files.h"
 #include "planner/plan_schedule.h"
 
 namespace meshplan::exec {

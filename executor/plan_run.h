@@ -14,15 +14,15 @@
 #include "core/topology.h"
 #include "executor/execute.h"
 #include "executor/gather.h"
-#include "executor/input_source.h"
-#include "executor/repeat.h"
-#include "executor/tensor.h"
-#include "executor/transport.h"
+#include "executor/io/input_source.h"
+#include "executor/timing/repeat.h"
+#include "executor/io/tensor.h"
+#include "executor/transport/transport.h"
 
 namespace meshplan::exec {
 
 struct PlanInputs {
-  std::string dir;    // q.npy, k.npy, v.npy, d_o.npy (executor/run_files.h); empty: random
+  std::string dir;    // q.npy, k.npy, v.npy, d_o.npy (executor/io/run_files.h); empty: random
   uint64_t seed = 1;  // of the random inputs
 };
 
@@ -41,7 +41,7 @@ struct PlanRun {
   bool widened = false;  // the backward needs the forward's O and LSE
   Schedule schedule;
   // Where each rank reads its own input rows: the files' whole tensors, or values generated from
-  // the seed (executor/input_source.h), so a rank builds only its shards.
+  // the seed (executor/io/input_source.h), so a rank builds only its shards.
   std::shared_ptr<const InputSource> inputs;
   InputType type = InputType::kFp32;  // the engine rounds the inputs to it
   double modelled_rank_peak_bytes = 0;  // the planner's peak memory per rank, in the plan's dtype

@@ -11,8 +11,8 @@
 #include "core/plan.h"
 #include "core/topology.h"
 #include "executor/output_check.h"
-#include "executor/repeat.h"
-#include "executor/timeline.h"
+#include "executor/timing/repeat.h"
+#include "executor/timing/timeline.h"
 
 namespace meshplan::report {
 

@@ -4,7 +4,7 @@
 #include <utility>
 #include <vector>
 
-#include "executor/op_class_times.h"
+#include "executor/timing/op_class_times.h"
 #include "simulator/sim_time.h"
 
 namespace meshplan::report {

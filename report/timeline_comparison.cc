@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "core/units.h"
-#include "executor/repeat.h"
+#include "executor/timing/repeat.h"
 #include "report/text_table.h"
 
 namespace meshplan::report {

@@ -1,5 +1,5 @@
 // A predicted (simulated) and a measured timeline side by side (exec::RunTimeline, both defined
-// as in executor/timeline.h): per rank and per op class, each pair with its signed error
+// as in executor/timing/timeline.h): per rank and per op class, each pair with its signed error
 // (measured - predicted) / predicted; as text tables and as JSON. Used by `meshplan execute`.
 #pragma once
 
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/json_writer.h"
-#include "executor/timeline.h"
+#include "executor/timing/timeline.h"
 
 namespace meshplan::report {
 

@@ -1,5 +1,5 @@
 // `meshplan calibrate`: measure this machine with the executor's kernels and transport and write
-// it as a topology file (executor/calibration.h does the measuring and fitting).
+// it as a topology file (executor/calibration/calibration.h does the measuring and fitting).
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
@@ -10,8 +10,8 @@
 #include "core/atomic_file.h"
 #include "core/topology_toml.h"
 #include "core/units.h"
-#include "executor/calibration.h"
-#include "executor/cpu_calibration.h"
+#include "executor/calibration/calibration.h"
+#include "executor/calibration/cpu_calibration.h"
 #include "tools/cli_common.h"
 #include "tools/commands.h"
 #include "tools/execute_run.h"

@@ -19,7 +19,7 @@
 #include "tools/commands.h"
 #include "tools/execute_run.h"
 #if MESHPLAN_HAVE_MPI
-#include "executor/mpi_transport.h"
+#include "executor/transport/mpi_transport.h"
 #endif
 
 namespace meshplan::tools {

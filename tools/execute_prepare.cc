@@ -13,8 +13,8 @@
 #include "core/units.h"
 #include "executor/host_memory.h"
 #include "executor/plan_run.h"
-#include "executor/repeat.h"
-#include "executor/run_estimate.h"
+#include "executor/timing/repeat.h"
+#include "executor/calibration/run_estimate.h"
 #include "tools/cli_common.h"
 #include "tools/execute_run.h"
 

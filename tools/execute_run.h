@@ -13,9 +13,9 @@
 #include "executor/execute.h"
 #include "executor/output_check.h"
 #include "executor/plan_run.h"
-#include "executor/repeat.h"
-#include "executor/tensor.h"
-#include "executor/transport.h"
+#include "executor/timing/repeat.h"
+#include "executor/io/tensor.h"
+#include "executor/transport/transport.h"
 
 namespace meshplan::tools {
 

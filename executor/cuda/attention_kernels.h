@@ -4,8 +4,8 @@
 // Layout of every tensor view: device memory [batch][rows][heads][dim], row-major (dim fastest),
 // holding the global heads [head_begin, head_begin + heads). LSE and D views use dim = 1.
 // Inputs Q, K, V, dO are bf16 or fp16 (InputType); accumulators O, LSE, D, dQ, dK, dV are fp32.
-// Semantics match the CPU kernels (executor/block_kernels.h) and the reference
-// (executor/reference.h): scores are scale * q.k, masked pairs are excluded, a row with no visible
+// Semantics match the CPU kernels (executor/kernels/block_kernels.h) and the reference
+// (executor/kernels/reference.h): scores are scale * q.k, masked pairs are excluded, a row with no visible
 // key has O = 0 and LSE = -inf. GQA: query head h reads KV head h / group_size.
 //
 // Every launcher only enqueues work on `stream` and returns the launch error (cudaSuccess when

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "executor/device/device_ops.h"
+#include "executor/timing/op_timing.h"
 
 namespace meshplan::exec::cuda {
 

@@ -15,8 +15,9 @@
 #include "core/workload.h"
 #include "executor/cuda/cuda_device_ops.h"
 #include "executor/execute.h"
-#include "executor/tensor.h"
-#include "executor/transport.h"
+#include "executor/io/tensor.h"
+#include "executor/timing/op_timing.h"
+#include "executor/transport/transport.h"
 
 namespace meshplan::exec::cuda {
 

@@ -12,7 +12,7 @@
 
 #include <cudnn_frontend.h>
 
-#include "executor/attention_pieces.h"
+#include "executor/kernels/attention_pieces.h"
 #include "executor/cuda/cudnn_glue.h"
 
 // The frontend's dynamic loading reads the library handle from this variable, which the frontend

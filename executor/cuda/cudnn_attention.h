@@ -3,7 +3,7 @@
 // block's (O, LSE) into the fp32 accumulators, Backward adds the block's dQ, dK, dV into fp32
 // accumulators from the final LSE and delta.
 //
-// A block is split on the host into pieces cuDNN computes exactly (executor/attention_pieces.h):
+// A block is split on the host into pieces cuDNN computes exactly (executor/kernels/attention_pieces.h):
 // runs of consecutive token positions, full or causal corner-aligned masks. Blocks whose mask is
 // not expressible that way (window, documents, striped layouts) are not Supported and run on the
 // own kernels. Each piece runs cuDNN into 16-bit temporaries that glue kernels fold into the

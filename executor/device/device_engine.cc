@@ -8,9 +8,9 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "executor/device/engine_outputs.h"
 #include "executor/device/half_float.h"
-#include "executor/execute.h"
-#include "executor/op_tensors.h"
+#include "executor/device/op_tensors.h"
 
 namespace meshplan::exec {
 
@@ -140,7 +140,7 @@ BlockProblem DeviceEngine::Problem(const Op& op) const {
   p.head_begin = op.head_begin;
   p.head_count = op.head_count;
   p.group_size = static_cast<int32_t>(workload_.group_size());
-  p.mask.kind = static_cast<int32_t>(workload_.mask.kind);
+  p.mask.kind = workload_.mask.kind;
   p.mask.window = workload_.mask.window;
   p.mask.prefix = workload_.mask.prefix;
   p.mask.num_docs = static_cast<int32_t>(workload_.mask.document_lengths.size());

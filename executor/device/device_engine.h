@@ -29,10 +29,11 @@
 #include "core/workload.h"
 #include "executor/device/device_ops.h"
 #include "executor/device/launch_order.h"
-#include "executor/input_source.h"
-#include "executor/run_options.h"
-#include "executor/shard_store.h"
-#include "executor/tensor.h"
+#include "executor/io/input_source.h"
+#include "executor/device/run_options.h"
+#include "executor/device/shard_store.h"
+#include "executor/io/tensor.h"
+#include "executor/timing/op_timing.h"
 
 namespace meshplan::exec {
 

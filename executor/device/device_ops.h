@@ -19,7 +19,8 @@
 #include "core/schedule.h"
 #include "core/status.h"
 #include "executor/device/kernel_args.h"
-#include "executor/run_options.h"
+#include "executor/device/run_options.h"
+#include "executor/timing/op_timing.h"
 
 namespace meshplan::exec {
 

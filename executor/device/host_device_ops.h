@@ -28,9 +28,10 @@
 #include <vector>
 
 #include "core/workload.h"
-#include "executor/block_kernels.h"
+#include "executor/kernels/block_kernels.h"
 #include "executor/device/device_ops.h"
-#include "executor/transport.h"
+#include "executor/timing/op_timing.h"
+#include "executor/transport/transport.h"
 
 namespace meshplan::exec {
 

@@ -1,13 +1,13 @@
 // Host implementations of the GPU executor's kernels (executor/cuda/attention_kernels.h), on
 // host memory with the same argument types and semantics. They let the device engine's logic
 // (placement, transfers, all-to-all assembly, merges) run and be checked on a machine without a
-// GPU; the block math is the CPU kernels' (executor/block_kernels.h) on inputs decoded from
+// GPU; the block math is the CPU kernels' (executor/kernels/block_kernels.h) on inputs decoded from
 // bf16/fp16 (fp32 inputs are read in place). The mask comes from the MaskRule, not from BlockProblem::mask (host pointers only).
 #pragma once
 
 #include <cstdint>
 
-#include "executor/block_kernels.h"
+#include "executor/kernels/block_kernels.h"
 #include "executor/device/kernel_args.h"
 
 namespace meshplan::exec {

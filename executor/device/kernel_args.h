@@ -10,6 +10,8 @@
 
 #include <cstdint>
 
+#include "core/mask_rule.h"
+
 namespace meshplan::exec {
 
 enum class InputType : uint8_t { kBf16, kFp16, kFp32 };
@@ -24,13 +26,10 @@ inline int32_t InputBytes(InputType type) { return type == InputType::kFp32 ? 4 
 // (attention_kernels.h) treat kCudnn as kAuto.
 enum class KernelPath : uint8_t { kAuto, kTensorCore, kSimt, kCudnn };
 
-// Visibility of (query position q, key position k), evaluated on token positions, as MaskRule:
-//   kind 0 full: always; 1 causal: k <= q; 2 window: k <= q && q - k < window;
-//   3 documents: k <= q && doc(q) == doc(k), doc(t) = index of the last doc_starts[i] <= t;
-//   4 documents, bidirectional: doc(q) == doc(k); 5 prefix: k <= max(q, prefix - 1).
-// The codes are MaskKind's values (core/mask.h).
+// The mask of a block, evaluated on token positions by core/mask_rule.h's rule; document indices
+// come from doc_starts (doc(t) = index of the last doc_starts[i] <= t).
 struct DeviceMask {
-  int32_t kind = 0;
+  MaskKind kind = MaskKind::kFull;
   int64_t window = 0;
   int64_t prefix = 0;
   const int64_t* doc_starts = nullptr;  // device memory, ascending, doc_starts[0] == 0

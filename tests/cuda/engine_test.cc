@@ -15,7 +15,7 @@
 #include "executor/cuda/cuda_execute.h"
 #include "executor/cuda/cudnn_attention.h"
 #include "executor/device/half_float.h"
-#include "executor/reference.h"
+#include "executor/kernels/reference.h"
 #include "planner/strategy.h"
 #include "tests/executor/scheme_cases.h"
 #include "planner/schemes/registry.h"
@@ -175,7 +175,7 @@ INSTANTIATE_TEST_SUITE_P(Ranks, GpuEngine,
 
 // --kernels cudnn: every block on cuDNN (a block it cannot express fails the run), for every
 // scheme case in every layout: contiguous and zigzag blocks are runs of consecutive positions,
-// striped ones progressions of one step (executor/attention_pieces.h); full and causal, GQA, head
+// striped ones progressions of one step (executor/kernels/attention_pieces.h); full and causal, GQA, head
 // dim 128, fp16 and bf16. Skipped where libcudnn.so.9 cannot be opened.
 TEST(GpuEngineVariants, CudnnComputesEveryBlockOfEveryLayout) {
   std::string why;

@@ -1,5 +1,5 @@
 // GPU tests of the CUDA block kernels (executor/cuda/attention_kernels.h) against the double
-// precision reference (executor/reference.h) computed on the inputs rounded to bf16/fp16.
+// precision reference (executor/kernels/reference.h) computed on the inputs rounded to bf16/fp16.
 //
 // Every test skips itself when no CUDA device is usable (no GPU or no driver), so the suite passes
 // on CPU-only machines; the tensor-core tests also skip on devices below sm_80.
@@ -35,8 +35,8 @@
 #include "core/workload.h"
 #include "executor/cuda/attention_kernels.h"
 #include "executor/cuda/kernels/internal.h"
-#include "executor/reference.h"
-#include "executor/tensor.h"
+#include "executor/kernels/reference.h"
+#include "executor/io/tensor.h"
 
 namespace meshplan::exec::cuda {
 namespace {
@@ -191,24 +191,6 @@ double RelError(const std::vector<float>& got, const std::vector<double>& want) 
   return max_err / max_ref;
 }
 
-int32_t MaskKindCode(MaskKind k) {
-  switch (k) {
-    case MaskKind::kFull:
-      return 0;
-    case MaskKind::kCausal:
-      return 1;
-    case MaskKind::kWindow:
-      return 2;
-    case MaskKind::kDocuments:
-      return 3;
-    case MaskKind::kDocumentsFull:
-      return 4;
-    case MaskKind::kPrefix:
-      return 5;
-  }
-  return 0;
-}
-
 const char* PathName(KernelPath path) {
   switch (path) {
     case KernelPath::kAuto:
@@ -295,7 +277,7 @@ class Problem {
     const int64_t B = c_.batch, d = c_.dim;
     const size_t nb = blocks_.size();
     DeviceMask dmask;
-    dmask.kind = MaskKindCode(c_.mask.kind);
+    dmask.kind = c_.mask.kind;
     dmask.window = c_.mask.window;
     dmask.prefix = c_.mask.prefix;
     std::vector<int64_t> starts;
@@ -632,7 +614,7 @@ TEST_F(CudaKernelTest, InvisibleBlockIsANoOp) {
     p.dim = kDim;
     p.scale = 0.125f;
     p.head_count = 1;
-    p.mask.kind = 1;  // causal
+    p.mask.kind = MaskKind::kCausal;
     if (path == KernelPath::kTensorCore && !TensorCorePathSupports(p)) continue;
     CUDA_ASSERT_OK(LaunchFill(o.as<float>(), 7.0f, kRows * kDim, nullptr));
     CUDA_ASSERT_OK(LaunchFill(lse.as<float>(), 1.5f, kRows, nullptr));

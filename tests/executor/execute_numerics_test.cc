@@ -1,6 +1,6 @@
 // Every scheme's schedule, run for real on P in-process ranks (host backend, one engine per rank
 // on its own thread, fp32 inputs, happens-before checked), computes exact attention: O, LSE,
-// dQ, dK and dV match plain double-precision attention (executor/reference.h) with a maximum
+// dQ, dK and dV match plain double-precision attention (executor/kernels/reference.h) with a maximum
 // relative error (max |x - ref| / max |ref| per tensor) below 1e-5. Inputs are random with a
 // fresh seed per case, printed on failure.
 #include <gtest/gtest.h>
@@ -9,7 +9,7 @@
 #include <random>
 
 #include "executor/execute.h"
-#include "executor/reference.h"
+#include "executor/kernels/reference.h"
 #include "planner/strategy.h"
 #include "tests/executor/scheme_cases.h"
 #include "planner/schemes/registry.h"

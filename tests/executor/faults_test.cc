@@ -5,7 +5,7 @@
 #include <chrono>
 
 #include "executor/execute.h"
-#include "executor/reference.h"
+#include "executor/kernels/reference.h"
 #include "planner/strategy.h"
 #include "planner/schemes/registry.h"
 

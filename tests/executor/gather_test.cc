@@ -9,8 +9,8 @@
 #include <thread>
 
 #include "executor/execute.h"
-#include "executor/reference.h"
-#include "executor/thread_transport.h"
+#include "executor/kernels/reference.h"
+#include "executor/transport/thread_transport.h"
 #include "planner/strategy.h"
 #include "planner/schemes/registry.h"
 

@@ -6,7 +6,7 @@
 
 #include <cmath>
 
-#include "executor/reference.h"
+#include "executor/kernels/reference.h"
 
 namespace meshplan::exec {
 namespace {

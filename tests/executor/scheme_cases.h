@@ -12,7 +12,7 @@
 #include "core/mask.h"
 #include "core/plan.h"
 #include "core/topology.h"
-#include "executor/tensor.h"
+#include "executor/io/tensor.h"
 #include "planner/schemes/registry.h"
 
 namespace meshplan::exec {

@@ -1,10 +1,10 @@
-// .npy files (executor/npy.h): any bytes give an array whose values match its shape, or one error
+// .npy files (executor/io/npy.h): any bytes give an array whose values match its shape, or one error
 // line.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 
-#include "executor/npy.h"
+#include "executor/io/npy.h"
 #include "tests/fuzz/fuzz_check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

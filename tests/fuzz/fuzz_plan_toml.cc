@@ -1,4 +1,4 @@
-// Plan files (core/plan_io.h): any bytes give a plan or one error line; a plan that parses writes
+// Plan files (planner/plan_file.h): any bytes give a plan or one error line; a plan that parses writes
 // back to a file that parses again to the same text.
 #include <cstddef>
 #include <cstdint>

@@ -63,6 +63,7 @@ class Checker {
 
   Report Run() {
     CheckTopLevelDirs();
+    CheckFolders();
     for (const Part& part : rules_.parts) {
       ReadIncludes(part);
       ReadCMakeLists(part);
@@ -96,6 +97,64 @@ class Checker {
         report_.violations.push_back(name + "/ holds C++ sources but is no part of the layering rules");
       }
     }
+  }
+
+  // Rule 5.
+  void CheckFolders() {
+    std::set<std::string> listed, parts_with_folders;
+    for (const Folder& folder : rules_.folders) {
+      listed.insert(folder.path);
+      parts_with_folders.insert(PartOf(folder.path));
+    }
+    for (const std::string& part : parts_with_folders) {
+      std::error_code error;
+      std::vector<fs::path> dirs;
+      for (const fs::directory_entry& entry : fs::directory_iterator(root_ / part, error)) {
+        if (entry.is_directory()) dirs.push_back(entry.path());
+      }
+      std::sort(dirs.begin(), dirs.end());
+      for (const fs::path& dir : dirs) {
+        const std::string path = part + "/" + dir.filename().string();
+        if (listed.count(path) == 0 && !FilesBelow(dir, IsSource).empty()) {
+          report_.violations.push_back(path + "/ holds C++ sources but has no folder rule");
+        }
+      }
+    }
+    static const std::regex include_line(R"re(^\s*#\s*include\s*"([^"]+)")re");
+    for (const Folder& folder : rules_.folders) {
+      const std::string part = PartOf(folder.path);
+      for (const fs::path& file : FilesBelow(root_ / folder.path, IsSource)) {
+        std::ifstream in(file);
+        std::string line;
+        for (int number = 1; std::getline(in, line); ++number) {
+          std::smatch match;
+          if (!std::regex_search(line, match, include_line)) continue;
+          const std::string header = match[1];
+          if (header.rfind(part + "/", 0) != 0 || FolderAllows(folder, part, header)) continue;
+          report_.violations.push_back(Relative(file) + ":" + std::to_string(number) + ": " +
+                                       line.substr(line.find('#')) + ": " + folder.path +
+                                       "/ may include of " + part + "/ only " +
+                                       Join(folder.may_include) + " (and itself)");
+        }
+      }
+    }
+  }
+
+  static std::string PartOf(const std::string& path) { return path.substr(0, path.find('/')); }
+
+  // Whether `header` lies in `dir`: below it, or directly in it when `top_only`.
+  static bool InDir(const std::string& header, const std::string& dir, bool top_only) {
+    if (header.rfind(dir + "/", 0) != 0) return false;
+    return !top_only || header.find('/', dir.size() + 1) == std::string::npos;
+  }
+
+  static bool FolderAllows(const Folder& folder, const std::string& part,
+                           const std::string& header) {
+    if (InDir(header, folder.path, false)) return true;
+    for (const std::string& dir : folder.may_include) {
+      if (InDir(header, dir, dir == part)) return true;
+    }
+    return false;
   }
 
   // Rule 1, and the facts for rule 3.

@@ -15,9 +15,20 @@ struct Part {
   std::vector<std::string> may_include;  // the parts below it, whose headers its files may include
 };
 
+// A folder of a part with a rule of its own (e.g. "executor/transport"): its files may include,
+// of their own part, only headers in the folder itself (and below it) or in the entries of
+// may_include. An entry naming the part itself ("executor") stands for the files directly in the
+// part's top directory; any other entry covers its subfolders too. The part's top-level files
+// include within the part freely.
+struct Folder {
+  std::string path;                      // relative to the root
+  std::vector<std::string> may_include;  // folders of the same part, or the part itself
+};
+
 struct Rules {
   std::vector<Part> parts;
   std::vector<std::string> free_dirs;  // top-level directories that may include anything (tests/, bench/)
+  std::vector<Folder> folders;         // inside parts; a part with any has one for each subfolder
 };
 
 struct Report {
@@ -33,7 +44,9 @@ struct Report {
 //  3. every part whose headers A includes is reachable from A through the links of the parts'
 //     CMakeLists, directly or through other parts ("links what it needs": CMake passes PUBLIC
 //     links on), and every linked meshplan_* library is defined by some part;
-//  4. every top-level directory with C++ sources is a part or a free directory.
+//  4. every top-level directory with C++ sources is a part or a free directory;
+//  5. every file in a Folder includes, of its own part, only what the folder's rule allows, and in
+//     a part with folder rules every direct subdirectory with C++ sources has one.
 // Files in messages are relative to root.
 Report CheckLayering(const std::filesystem::path& root, const Rules& rules);
 

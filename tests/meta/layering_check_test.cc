@@ -135,6 +135,25 @@ TEST_F(FakeTree, LinkingAnUndefinedLibraryFails) {
   ExpectViolation(Check(), {"tools/CMakeLists.txt", "links meshplan_gui, which no part defines"});
 }
 
+TEST_F(FakeTree, ExecutorFoldersIncludeOnlyWhatTheirRuleAllows) {
+  Write("executor/io/tensor.h", "#pragma once\n#include \"core/types.h\"\n");
+  Write("executor/transport/transport.h", "#pragma once\n#include \"executor/io/tensor.h\"\n");
+  ExpectViolation(Check(), {"executor/transport/transport.h:2", "executor/io/tensor.h",
+                            "executor/transport/ may include of executor/ only nothing"});
+  SetUp();
+  Write("executor/kernels/block_kernels.h", "#include \"executor/device/device_engine.h\"\n");
+  ExpectViolation(Check(),
+                  {"executor/kernels/block_kernels.h:1", "executor/device/device_engine.h"});
+  // The part's name stands for its top-level files only: the engine may not include an entry point.
+  SetUp();
+  Write("executor/device/device_engine.h", "#include \"executor/execute.h\"\n");
+  ExpectViolation(Check(), {"executor/device/device_engine.h:1", "executor/execute.h"});
+  // ... while the CUDA entry may (the baseline tree's executor/cuda/cuda_execute.h does).
+  SetUp();
+  Write("executor/extras/helper.h", "#pragma once\n");
+  ExpectViolation(Check(), {"executor/extras/ holds C++ sources but has no folder rule"});
+}
+
 TEST_F(FakeTree, SourcesOutsideEveryPartFail) {
   Write("extras/helper.cc", "#include \"core/types.h\"\n");
   ExpectViolation(Check(), {"extras/ holds C++ sources but is no part of the layering rules"});

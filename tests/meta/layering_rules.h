@@ -12,6 +12,20 @@
 //
 // executor/cuda/ belongs to executor. tests/ and bench/ may include anything. Besides includes,
 // each part's CMakeLists.txt must link exactly what its includes call for (layering_check.h).
+//
+// Inside executor/, the folders by concern have rules of their own (docs/architecture.md):
+//
+//   executor/*.h (entry points: execute, plan_run, gather, output check, host set-up)
+//     cuda         the CUDA backend and its entry (cuda_execute)
+//       calibration  measures the machine with the CPU kernels and the thread transport
+//         device       the engine, its DeviceOps and host backend, its options and outputs
+//           kernels      CPU block kernels, the float64 reference, the cuDNN piece split
+//             io           host tensors, .npy files, run files, input sources
+//           transport    point-to-point messages between ranks
+//           timing       op timings, timelines, op classes, repeated runs
+//
+// The leaves include nothing else of executor/; the engine takes nothing from the entry points
+// above it, and nothing below calibration includes it.
 #pragma once
 
 #include "tests/meta/layering_check.h"
@@ -30,6 +44,20 @@ inline Rules MeshplanRules() {
       {"tools", {"core", "planner", "simulator", "executor", "capacity", "report"}},
   };
   rules.free_dirs = {"tests", "bench"};
+  rules.folders = {
+      {"executor/io", {}},
+      {"executor/transport", {}},
+      {"executor/timing", {}},
+      {"executor/kernels", {"executor/io"}},
+      {"executor/device",
+       {"executor/io", "executor/kernels", "executor/transport", "executor/timing"}},
+      {"executor/calibration",
+       {"executor", "executor/device", "executor/kernels", "executor/transport", "executor/timing",
+        "executor/io"}},
+      {"executor/cuda",
+       {"executor", "executor/device", "executor/kernels", "executor/transport", "executor/timing",
+        "executor/io"}},
+  };
   return rules;
 }
 

@@ -18,7 +18,7 @@
 #ifndef MPICH_SKIP_MPICXX
 #define MPICH_SKIP_MPICXX 1
 #endif
-#include "executor/mpi_transport.h"
+#include "executor/transport/mpi_transport.h"
 
 #include <mpi.h>
 

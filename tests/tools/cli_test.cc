@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "planner/plan_file.h"
-#include "executor/npy.h"
-#include "executor/reference.h"
+#include "executor/io/npy.h"
+#include "executor/kernels/reference.h"
 #include "tests/tools/cli_fixture.h"
 #include "tests/tools/json_reader.h"
 #include "planner/schemes/registry.h"

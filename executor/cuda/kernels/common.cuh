@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "core/mask_rule.h"
 #include "executor/cuda/attention_kernels.h"
 
 namespace meshplan::exec::cuda::kern {
@@ -113,81 +114,35 @@ __device__ __forceinline__ int32_t DocOf(const DeviceMask& m, int64_t t) {
   return lo - 1;
 }
 
-// Visibility of (query position q, key position k); see DeviceMask.
-__device__ __forceinline__ bool Visible(const DeviceMask& m, int64_t q, int64_t k) {
-  switch (m.kind) {
-    case 0:
-      return true;
-    case 1:
-      return k <= q;
-    case 2:
-      return k <= q && q - k < m.window;
-    case 3:
-      return k <= q && DocOf(m, q) == DocOf(m, k);
-    case 4:
-      return DocOf(m, q) == DocOf(m, k);
-    case 5:
-      return k <= (q > m.prefix - 1 ? q : m.prefix - 1);
-    default:
-      return false;
-  }
+// The rule's view of a device mask (core/mask_rule.h).
+__device__ __forceinline__ MaskParams ParamsOf(const DeviceMask& m) {
+  return MaskParams{m.kind, m.window, m.prefix};
 }
 
-// Whether the mask needs document indices (kinds 3 and 4).
-__device__ __forceinline__ bool HasDocs(const DeviceMask& m) { return m.kind == 3 || m.kind == 4; }
+// Visibility of (query position q, key position k); see DeviceMask.
+__device__ __forceinline__ bool Visible(const DeviceMask& m, int64_t q, int64_t k) {
+  return meshplan::Visible(ParamsOf(m), q, k, [&m](int64_t t) { return DocOf(m, t); });
+}
 
-// Visible() with the document indices of q and k precomputed (used for kinds 3 and 4).
+// Whether the mask needs document indices (then VisibleWithDocs wants them precomputed).
+__device__ __forceinline__ bool HasDocs(const DeviceMask& m) { return HasDocuments(m.kind); }
+
+// Visible() with the document indices of q and k precomputed (read by the document kinds only).
 __device__ __forceinline__ bool VisibleWithDocs(const DeviceMask& m, int64_t q, int64_t k,
                                                 int32_t q_doc, int32_t k_doc) {
-  switch (m.kind) {
-    case 0:
-      return true;
-    case 1:
-      return k <= q;
-    case 2:
-      return k <= q && q - k < m.window;
-    case 3:
-      return k <= q && q_doc == k_doc;
-    case 4:
-      return q_doc == k_doc;
-    case 5:
-      return k <= (q > m.prefix - 1 ? q : m.prefix - 1);
-    default:
-      return false;
-  }
+  return VisibleInDocuments(ParamsOf(m), q, k, q_doc, k_doc);
 }
 
 // How much of a (query tile, key tile) pair the mask leaves visible, from the position ranges of
-// the tiles' valid rows alone (as Classify in executor/block_kernels.cc).
+// the tiles' valid rows alone (as Classify in executor/kernels/block_kernels.cc).
 enum TileVisibility : int { kTileNone = 0, kTileAll = 1, kTilePartial = 2 };
 
 __device__ __forceinline__ int ClassifyTile(const DeviceMask& m, int64_t q_lo, int64_t q_hi,
                                             int64_t k_lo, int64_t k_hi) {
-  // As MaskRule::NoneVisible / AllVisible: the rectangle's most and least visible pairs decide.
-  switch (m.kind) {
-    case 0:
-      return kTileAll;
-    case 1:
-      if (k_lo > q_hi) return kTileNone;
-      return k_hi <= q_lo ? kTileAll : kTilePartial;
-    case 2:
-      if (k_lo > q_hi || q_lo - k_hi >= m.window) return kTileNone;
-      return k_hi <= q_lo && q_hi - k_lo < m.window ? kTileAll : kTilePartial;
-    case 3:
-      if (k_lo > q_hi || DocOf(m, k_hi) < DocOf(m, q_lo)) return kTileNone;
-      return k_hi <= q_lo && DocOf(m, k_lo) == DocOf(m, q_hi) ? kTileAll : kTilePartial;
-    case 4:
-      if (DocOf(m, k_hi) < DocOf(m, q_lo) || DocOf(m, k_lo) > DocOf(m, q_hi)) return kTileNone;
-      return DocOf(m, q_lo < k_lo ? q_lo : k_lo) == DocOf(m, q_hi > k_hi ? q_hi : k_hi) ? kTileAll
-                                                                                      : kTilePartial;
-    case 5: {
-      const int64_t last = m.prefix - 1;
-      if (k_lo > (q_hi > last ? q_hi : last)) return kTileNone;
-      return k_hi <= (q_lo > last ? q_lo : last) ? kTileAll : kTilePartial;
-    }
-    default:
-      return kTilePartial;
-  }
+  const MaskParams params = ParamsOf(m);
+  const auto doc_of = [&m](int64_t t) { return DocOf(m, t); };
+  if (NoneVisible(params, q_lo, q_hi, k_lo, k_hi, doc_of)) return kTileNone;
+  return AllVisible(params, q_lo, q_hi, k_lo, k_hi, doc_of) ? kTileAll : kTilePartial;
 }
 
 // (lse, o) fold weights of the LSE merge of accumulator lse `a` with a block lse `b` (finite):

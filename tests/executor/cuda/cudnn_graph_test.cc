@@ -31,7 +31,7 @@ TensorView View(const std::vector<int64_t>& positions, int32_t head_begin, int32
   return v;
 }
 
-BlockProblem Problem(int32_t mask_kind, int32_t head_begin, int32_t head_count, int32_t group) {
+BlockProblem Problem(MaskKind mask_kind, int32_t head_begin, int32_t head_count, int32_t group) {
   BlockProblem p;
   p.type = InputType::kBf16;
   p.dim = 128;
@@ -55,7 +55,7 @@ TEST(CudnnGraphs, DiagonalCausalBlockWithGqaValidatesForwardAndBackward) {
   // 8 query heads over 2 KV heads (group 4), the whole heads of the views: one top-left triangle.
   const auto pos = Range(1024, 256);
   const TensorView q = View(pos, 0, 8), k = View(pos, 0, 2);
-  const BlockProblem p = Problem(1, 0, 8, 4);
+  const BlockProblem p = Problem(MaskKind::kCausal, 0, 8, 4);
   VALIDATE_OR_SKIP(fwd, ValidateCudnnBlockOnHost(p, q, k, nullptr, false));
   ASSERT_TRUE(fwd.ok()) << fwd.status().message();
   EXPECT_EQ(*fwd, 1);
@@ -75,7 +75,7 @@ TEST(CudnnGraphs, ZigzagShardAgainstAnOffsetShardValidatesEveryPiece) {
   r1.insert(r1.end(), r1b.begin(), r1b.end());
   r2.insert(r2.end(), r2b.begin(), r2b.end());
   const TensorView q = View(r2, 0, 8), k = View(r1, 0, 2);
-  const BlockProblem p = Problem(1, 4, 4, 4);
+  const BlockProblem p = Problem(MaskKind::kCausal, 4, 4, 4);
   VALIDATE_OR_SKIP(fwd, ValidateCudnnBlockOnHost(p, q, k, nullptr, false));
   ASSERT_TRUE(fwd.ok()) << fwd.status().message();
   EXPECT_GE(*fwd, 2);
@@ -85,9 +85,9 @@ TEST(CudnnGraphs, ZigzagShardAgainstAnOffsetShardValidatesEveryPiece) {
 
 TEST(CudnnGraphs, OffsetDiagonalUsesABottomRightTriangleThatValidates) {
   // Queries 32..95 against keys 0..63: a bottom-right triangle (32 rows over 64 keys) and a full
-  // rectangle (executor/attention_pieces.h).
+  // rectangle (executor/kernels/attention_pieces.h).
   const auto qp = Range(32, 64), kp = Range(0, 64);
-  const BlockProblem p = Problem(1, 0, 2, 1);
+  const BlockProblem p = Problem(MaskKind::kCausal, 0, 2, 1);
   VALIDATE_OR_SKIP(fwd, ValidateCudnnBlockOnHost(p, View(qp, 0, 2), View(kp, 0, 2), nullptr, false));
   ASSERT_TRUE(fwd.ok()) << fwd.status().message();
   EXPECT_EQ(*fwd, 2);
@@ -96,7 +96,7 @@ TEST(CudnnGraphs, OffsetDiagonalUsesABottomRightTriangleThatValidates) {
 TEST(CudnnGraphs, StripedBlocksAreCudnnPiecesThatValidate) {
   // Striped shards of 8 ranks, 128 rows each: rank 3 holds tokens 3 + 8i. Against rank 5's keys
   // (5 + 8j), key j is visible to query i iff j <= i - 1: query row 0 sees nothing and rows 1..127
-  // see a top-left triangle of keys 0..126 (executor/attention_pieces.h). Forward and backward,
+  // see a top-left triangle of keys 0..126 (executor/kernels/attention_pieces.h). Forward and backward,
   // GQA group 4 on a head slice.
   std::vector<int64_t> r3, r5;
   for (int64_t i = 0; i < 128; ++i) {
@@ -104,7 +104,7 @@ TEST(CudnnGraphs, StripedBlocksAreCudnnPiecesThatValidate) {
     r5.push_back(5 + 8 * i);
   }
   const TensorView q = View(r3, 0, 8), k = View(r5, 0, 2);
-  const BlockProblem p = Problem(1, 4, 4, 4);
+  const BlockProblem p = Problem(MaskKind::kCausal, 4, 4, 4);
   VALIDATE_OR_SKIP(fwd, ValidateCudnnBlockOnHost(p, q, k, nullptr, false));
   ASSERT_TRUE(fwd.ok()) << fwd.status().message();
   EXPECT_EQ(*fwd, 1);
@@ -115,12 +115,12 @@ TEST(CudnnGraphs, StripedBlocksAreCudnnPiecesThatValidate) {
 
 TEST(CudnnGraphs, BlocksCudnnCannotExpressAreRefused) {
   const auto pos = Range(0, 128);
-  BlockProblem window = Problem(2, 0, 4, 1);
+  BlockProblem window = Problem(MaskKind::kWindow, 0, 4, 1);
   window.mask.window = 16;
   VALIDATE_OR_SKIP(w, ValidateCudnnBlockOnHost(window, View(pos, 0, 4), View(pos, 0, 4), nullptr, false));
   EXPECT_FALSE(w.ok());
   // A head slice that straddles KV heads without starting on a group: heads 2..5 with group 4.
-  auto straddle = ValidateCudnnBlockOnHost(Problem(1, 2, 4, 4), View(pos, 0, 8), View(pos, 0, 2), nullptr, false);
+  auto straddle = ValidateCudnnBlockOnHost(Problem(MaskKind::kCausal, 2, 4, 4), View(pos, 0, 8), View(pos, 0, 2), nullptr, false);
   EXPECT_FALSE(straddle.ok());
 }
 
@@ -128,7 +128,7 @@ TEST(CudnnGraphs, ValidationRefusesWhatTheTargetCannotRun) {
   // cuDNN's fused backward takes head dims up to 128 on Ampere (sm_80) and up to 256 on Hopper:
   // the host validation must say so, or it checks nothing.
   const auto pos = Range(0, 256);
-  BlockProblem p = Problem(1, 0, 4, 1);
+  BlockProblem p = Problem(MaskKind::kCausal, 0, 4, 1);
   p.dim = 192;
   const TensorView q = View(pos, 0, 4);
   VALIDATE_OR_SKIP(hopper, ValidateCudnnBlockOnHost(p, q, q, &q, true, 90));

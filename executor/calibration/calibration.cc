@@ -1,0 +1,443 @@
+#include "executor/calibration/calibration.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "core/kernel_time.h"
+#include "planner/context.h"
+
+namespace meshplan::exec {
+namespace {
+
+// Rounds to `digits` significant digits, so the written file reads like a hand-made one and does
+// not claim precision the measurement does not have.
+double Significant(double x, int digits) {
+  if (!(x > 0)) return x;
+  const double scale = std::pow(10.0, digits - 1 - static_cast<int>(std::floor(std::log10(x))));
+  return std::round(x * scale) / scale;
+}
+
+// The y > 0 minimising sum_i (a_i y - 1)^2: the scale that makes model / measured = a_i y closest
+// to 1 in relative terms. y = sum a / sum a^2.
+double RelativeScale(const std::vector<double>& a) {
+  double s1 = 0, s2 = 0;
+  for (double x : a) {
+    s1 += x;
+    s2 += x * x;
+  }
+  return s2 > 0 ? s1 / s2 : 1.0;
+}
+
+// t = latency + bytes / bandwidth, with the latency from the smallest message (bandwidth hardly
+// shows there) and the bandwidth the median of bytes / (t - latency) over messages of at least
+// kBandwidthBytes (latency hardly shows there; these are the sizes a run's shards have). A
+// least-squares line would let the small messages' scatter tilt the bandwidth, and copies slow
+// down once a message outgrows the caches, which no line through all sizes follows.
+constexpr int64_t kBandwidthBytes = 1 << 20;
+void FitMessages(const std::vector<MessageSample>& s, double* latency_s, double* bytes_per_s) {
+  const MessageSample& smallest = *std::min_element(
+      s.begin(), s.end(), [](const MessageSample& a, const MessageSample& b) { return a.bytes < b.bytes; });
+  *latency_s = smallest.measured_s;
+  std::vector<double> rates;
+  for (const MessageSample& m : s) {
+    if (m.bytes >= kBandwidthBytes && m.measured_s > *latency_s) {
+      rates.push_back(static_cast<double>(m.bytes) / (m.measured_s - *latency_s));
+    }
+  }
+  if (rates.empty()) {  // no large message, or none slower than the smallest: all latency
+    const MessageSample& largest = *std::max_element(
+        s.begin(), s.end(), [](const MessageSample& a, const MessageSample& b) { return a.bytes < b.bytes; });
+    rates.push_back(static_cast<double>(largest.bytes) / largest.measured_s);
+  }
+  *bytes_per_s = Median(rates);
+}
+
+void Residuals(const std::vector<double>& r, double* median, double* max) {
+  *median = Median(r);
+  *max = r.empty() ? 0 : *std::max_element(r.begin(), r.end());
+}
+
+}  // namespace
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+double PieceMedianResidual(const CalibrationResult& result, BlockPiece piece) {
+  std::vector<double> residuals;
+  for (const KernelSample& k : result.kernels) {
+    if (k.piece == piece && k.measured_s > 0) residuals.push_back(std::abs(k.model_s / k.measured_s - 1.0));
+  }
+  return Median(residuals);
+}
+
+Status CheckCalibrationSpec(const CalibrationSpec& s) {
+  if (s.ranks < 1 || s.ranks > kMaxCalibrationRanks) return Status::Invalid("--ranks: must be in 1..256, got " + std::to_string(s.ranks));
+  if (s.head_dim < 1 || s.head_dim > 1024) {
+    return Status::Invalid("--head-dim: must be in 1..1024, got " + std::to_string(s.head_dim));
+  }
+  if (s.heads < 1 || s.heads > 1024) return Status::Invalid("--heads: must be in 1..1024, got " + std::to_string(s.heads));
+  if (!(s.memory_bytes > 0)) return Status::Invalid("calibrate: the device's memory size is unknown");
+  return Status::Ok();
+}
+
+std::string_view BlockPieceName(BlockPiece piece) {
+  switch (piece) {
+    case BlockPiece::kFull:
+      return "full";
+    case BlockPiece::kDiagonal:
+      return "diagonal";
+    case BlockPiece::kPartial:
+      return "partial";
+    case BlockPiece::kChunked:
+      return "chunked";
+  }
+  return "full";
+}
+
+void PiecePositions(BlockPiece piece, int64_t n, std::vector<int64_t>* q, std::vector<int64_t>* k) {
+  q->resize(static_cast<size_t>(n));
+  k->resize(static_cast<size_t>(n));
+  const int64_t half = n / 2;
+  for (int64_t i = 0; i < n; ++i) {
+    switch (piece) {
+      case BlockPiece::kFull:
+      case BlockPiece::kDiagonal:
+        (*q)[i] = i;
+        (*k)[i] = i;
+        break;
+      case BlockPiece::kPartial:
+        (*q)[i] = half + i;
+        (*k)[i] = i;
+        break;
+      case BlockPiece::kChunked:  // second halves shifted by n/2: [n/2, n) u [3n/2, 2n), [0, n/2) u [n, 3n/2)
+        (*q)[i] = half + i + (i >= half ? half : 0);
+        (*k)[i] = i + (i >= half ? half : 0);
+        break;
+    }
+  }
+}
+
+int64_t PieceVisiblePairs(BlockPiece piece, int64_t n) {
+  if (piece == BlockPiece::kFull) return n * n;
+  std::vector<int64_t> q, k;
+  PiecePositions(piece, n, &q, &k);  // keys ascending: a query sees the keys up to its position
+  int64_t pairs = 0;
+  for (int64_t qp : q) pairs += std::upper_bound(k.begin(), k.end(), qp) - k.begin();
+  return pairs;
+}
+
+int64_t PieceCutRows(BlockPiece piece, int64_t n) {
+  switch (piece) {
+    case BlockPiece::kDiagonal:
+      return n - 1;  // query q sees keys [0, q]: all but the last row cut
+    case BlockPiece::kPartial:
+      return n / 2 - 1;  // queries [n/2, n - 1) see keys [0, q]; from n - 1 on they see all
+    case BlockPiece::kFull:
+    case BlockPiece::kChunked:
+      return 0;  // every chunk pair whole or hidden
+  }
+  return 0;
+}
+
+double PieceCutRowsPerPair(BlockPiece piece, int64_t n) {
+  return static_cast<double>(PieceCutRows(piece, n)) / static_cast<double>(PieceVisiblePairs(piece, n));
+}
+
+std::vector<int64_t> CalibrationBlockSizes(bool quick, int ranks) {
+  std::vector<int64_t> sizes = quick ? std::vector<int64_t>{128, 512, 2048, 4096}
+                                     : std::vector<int64_t>{128, 256, 512, 1024, 2048, 4096};
+  if (ranks > kMaxTailRanks) {
+    sizes.erase(std::remove_if(sizes.begin(), sizes.end(), [](int64_t n) { return n > kAllPiecesTokens; }), sizes.end());
+  }
+  return sizes;
+}
+
+int64_t SampleHeads(int64_t n, int64_t spec_heads) {
+  if (n <= kAllPiecesTokens) return spec_heads;
+  const double scale = static_cast<double>(kAllPiecesTokens) / static_cast<double>(n);
+  return std::max<int64_t>(1, static_cast<int64_t>(static_cast<double>(spec_heads) * scale * scale));
+}
+
+std::vector<int64_t> CalibrationMessageSizes(bool quick) {
+  if (quick) return {4096, 1 << 20, 4 << 20, 16 << 20};
+  return {4096, 65536, 1 << 20, 2 << 20, 4 << 20, 8 << 20, 16 << 20};
+}
+
+namespace {
+
+void Say(const CalibrationProgress& progress, const std::string& line) {
+  if (progress) progress(line);
+}
+
+// Phase 1, sharing: how the device serves its ranks' kernels at once. Measured first because
+// the kernels are measured on every rank at once and converted with it. Sets out.sharing and the
+// GPU's ranks_per_device, copies_take_compute, concurrent_kernels and sharing (the last two only
+// for several ranks).
+Status MeasureSharing(CalibrationTarget& target, const CalibrationSpec& spec,
+                      const CalibrationProgress& progress, CalibrationResult& out) {
+  GpuSpec& gpu = out.topology.gpu;
+  out.sharing.ranks = spec.ranks;
+  gpu.ranks_per_device = spec.ranks;
+  gpu.copies_take_compute = spec.ranks > 1 && target.CopiesTakeCompute();
+  if (spec.ranks <= 1) return Status::Ok();
+  // A block size every mode measures, repeated to about `share_s` alone: scheduler time slices
+  // (milliseconds) must average out, as they do over a run's many kernels.
+  const int64_t share_n = 512;
+  const double share_s = spec.quick ? 0.15 : 0.3;
+  auto block_s = target.KernelSeconds(BlockPiece::kFull, share_n, spec.heads, false, 1);
+  if (!block_s.ok()) return block_s.status().WithContext("calibrate: a block of 512 alone");
+  if (!(*block_s > 0)) return Status::Internal("calibrate: a kernel measured no time");
+  const int share_repeats =
+      static_cast<int>(std::clamp(std::ceil(share_s / *block_s), 1.0, 10000.0));
+  Say(progress, "sharing: " + std::to_string(spec.ranks) + " ranks run " +
+                    std::to_string(share_repeats) + " blocks of " + std::to_string(share_n) +
+                    " at once");
+  std::vector<double> concurrency, spreads, alone;
+  std::vector<double> ends;
+  for (int trial = 0; trial < 3; ++trial) {
+    auto one = target.ConcurrentEndsSeconds(1, share_n, share_repeats);
+    if (!one.ok()) return one.status().WithContext("calibrate: one rank alone");
+    auto all = target.ConcurrentEndsSeconds(spec.ranks, share_n, share_repeats);
+    if (!all.ok())
+      return all.status().WithContext("calibrate: " + std::to_string(spec.ranks) +
+                                      " ranks at once");
+    if (one->size() != 1 || all->size() != static_cast<size_t>(spec.ranks)) {
+      return Status::Internal("calibrate: sharing measurement returned the wrong number of ranks");
+    }
+    const auto [first, latest] = std::minmax_element(all->begin(), all->end());
+    if (!(*latest > 0) || !((*one)[0] > 0))
+      return Status::Internal("calibrate: a sharing run measured no time");
+    // Work of `ranks` kernels over the time the last one took: the device's effective
+    // parallelism (exact for either sharing when ranks is a multiple of it).
+    concurrency.push_back(static_cast<double>(spec.ranks) * (*one)[0] / *latest);
+    spreads.push_back((*latest - *first) / *latest);
+    alone.push_back((*one)[0]);
+    if (trial == 0) ends = *all;
+  }
+  out.sharing.alone_s = Median(alone);
+  out.sharing.ends_s = ends;
+  out.sharing.spread = Median(spreads);
+  gpu.concurrent_kernels =
+      std::clamp(Significant(Median(concurrency), 2), 1.0, static_cast<double>(spec.ranks));
+  // Under processor sharing equal kernels end together; served one after another, the last
+  // of ranks >= 2c ends at least twice as late as the first (spread >= 1/2). Halfway between.
+  gpu.sharing = out.sharing.spread > 0.25 ? DeviceSharing::kSerial : DeviceSharing::kProcessor;
+  return Status::Ok();
+}
+
+// Phase 2, kernels: every sample of blocks of `sizes` tokens into out.kernels (piece, size,
+// direction, FLOPs, measured_s), in kCalibrationRounds rounds over every sample; each sample's
+// time is the median of its rounds. A burst of noise on a shared machine (another tenant, a
+// page-cache flush) then hits one round of many samples instead of every repetition of one, which
+// a single pass would turn into one bad point of the curve. Needs MeasureSharing's
+// concurrent_kernels.
+Status MeasureKernels(CalibrationTarget& target, const CalibrationSpec& spec,
+                      const std::vector<int64_t>& sizes, const CalibrationProgress& progress,
+                      CalibrationResult& out) {
+  const double d = static_cast<double>(spec.head_dim);
+  std::vector<std::vector<double>> rounds_s;  // per sample, in out.kernels order
+  for (int round = 0; round < kCalibrationRounds; ++round) {
+    Say(progress, "kernels: round " + std::to_string(round + 1) + "/" +
+                      std::to_string(kCalibrationRounds) + ": blocks of " +
+                      std::to_string(sizes.front()) + " to " + std::to_string(kAllPiecesTokens) +
+                      " tokens, full, diagonal, partial and chunked, forward and backward; full "
+                      "forward blocks of " +
+                      std::to_string(sizes.back()));
+    size_t sample = 0;
+    for (const int64_t n : sizes) {
+      const int64_t sample_heads = SampleHeads(n, spec.heads);
+      for (BlockPiece piece : kBlockPieces) {
+        for (bool backward : {false, true}) {
+          if (n > kAllPiecesTokens && (piece != BlockPiece::kFull || backward)) continue;
+          auto seconds = target.KernelSeconds(piece, n, sample_heads, backward, spec.ranks);
+          if (!seconds.ok()) {
+            return seconds.status().WithContext("calibrate: " + std::string(BlockPieceName(piece)) +
+                                                " block " + std::to_string(n) +
+                                                (backward ? " backward" : " forward"));
+          }
+          if (!(*seconds > 0)) return Status::Internal("calibrate: a kernel measured no time");
+          if (round == 0) {
+            KernelSample k;
+            k.piece = piece;
+            k.n = n;
+            k.backward = backward;
+            k.flops = 4.0 * static_cast<double>(PieceVisiblePairs(piece, n)) *
+                      static_cast<double>(sample_heads) * d *
+                      (backward ? kBackwardFlopsFactor : 1.0);
+            out.kernels.push_back(k);
+            rounds_s.emplace_back();
+          }
+          rounds_s[sample++].push_back(*seconds);
+        }
+      }
+    }
+  }
+  // Every rank of the device ran each sample at once, as a run keeps them busy; the model wants
+  // the time alone, which sharing stretches by ranks / min(concurrent, ranks). Dividing by that
+  // stretch makes the model exact for the all-busy device whatever the sharing measurement's own
+  // error, which then only moves plans that leave ranks idle.
+  const GpuSpec& gpu = out.topology.gpu;
+  const double stretch = static_cast<double>(spec.ranks) /
+                         std::min(gpu.concurrent_kernels, static_cast<double>(spec.ranks));
+  for (size_t i = 0; i < out.kernels.size(); ++i)
+    out.kernels[i].measured_s = Median(rounds_s[i]) / stretch;
+  return Status::Ok();
+}
+
+// Phase 3, the kernel model from the samples: the curve from full blocks (one dense product
+// each: peak_tflops and attention_efficiency per size); the masked pieces' and the backward's
+// rates relative to it, one ratio each, fitted over every sample of their kind
+// (cut_row_extra_pairs, backward_rate_ratio); then each sample's model_s and the residuals.
+void FitKernels(const std::vector<int64_t>& sizes, CalibrationResult& out) {
+  GpuSpec& gpu = out.topology.gpu;
+  double peak = 0;  // FLOP/s: the fastest full forward block
+  for (const KernelSample& k : out.kernels) {
+    if (!k.backward && k.piece == BlockPiece::kFull) peak = std::max(peak, k.flops / k.measured_s);
+  }
+  const double peak_tflops = Significant(peak / 1e12, 4);
+  peak = peak_tflops * 1e12;
+  for (int64_t n : sizes) {
+    for (const KernelSample& k : out.kernels) {
+      if (k.n == n && !k.backward && k.piece == BlockPiece::kFull) {
+        const double efficiency =
+            std::clamp(Significant(k.flops / k.measured_s / peak, 3), 1e-3, 1.0);
+        gpu.attention_efficiency.push_back({n, efficiency});
+      }
+    }
+  }
+  gpu.peak_tflops = {
+      {DType::kBf16, peak_tflops}, {DType::kFp16, peak_tflops}, {DType::kFp32, peak_tflops}};
+  // A sample's slowdown over a dense block of its size, as the simulator charges it:
+  // 1 + cut rows per visible pair x cut_row_extra_pairs.
+  auto cut_slowdown = [&gpu](const KernelSample& k) {
+    return 1.0 + PieceCutRowsPerPair(k.piece, k.n) * gpu.cut_row_extra_pairs;
+  };
+  {
+    // The cut forward samples: with a = dense model time / measured and c = a x cut rows per
+    // pair, the relative residual is a + c W - 1; least squares over W: sum c (1 - a) / sum c^2.
+    double num = 0, den = 0;
+    for (const KernelSample& k : out.kernels) {
+      if (k.backward || PieceCutRows(k.piece, k.n) == 0) continue;
+      const double a = k.flops / (peak * gpu.Efficiency(k.n) * k.measured_s);
+      const double c = a * PieceCutRowsPerPair(k.piece, k.n);
+      num += c * (1.0 - a);
+      den += c * c;
+    }
+    if (den > 0) gpu.cut_row_extra_pairs = std::clamp(Significant(num / den, 3), 0.0, 1e6);
+  }
+  {
+    std::vector<double> b;  // each backward sample's rate over its forward model's
+    for (const KernelSample& k : out.kernels) {
+      if (k.backward)
+        b.push_back(k.flops * cut_slowdown(k) / (peak * gpu.Efficiency(k.n) * k.measured_s));
+    }
+    gpu.backward_rate_ratio = std::clamp(Significant(1.0 / RelativeScale(b), 3), 0.01, 100.0);
+  }
+  std::vector<double> kernel_residuals;
+  for (KernelSample& k : out.kernels) {
+    const double rate = peak * gpu.Efficiency(k.n) * (k.backward ? gpu.backward_rate_ratio : 1.0);
+    k.model_s = k.flops * cut_slowdown(k) / rate;
+    kernel_residuals.push_back(std::abs(k.model_s / k.measured_s - 1.0));
+  }
+  Residuals(kernel_residuals, &out.kernel_median_residual, &out.kernel_max_residual);
+}
+
+// Phase 4, merges: the simulator charges 3 x (partial bytes) / hbm bandwidth for one. Sets
+// out.merge_bandwidths_bytes_per_s and the GPU's hbm_bytes_per_s.
+Status MeasureMerges(CalibrationTarget& target, const CalibrationSpec& spec,
+                     const CalibrationProgress& progress, CalibrationResult& out) {
+  const double d = static_cast<double>(spec.head_dim), heads = static_cast<double>(spec.heads);
+  Say(progress, "merges: folding partials of 1K and 4K rows");
+  for (int64_t n : {int64_t{1024}, int64_t{4096}}) {
+    auto seconds = target.MergeSeconds(n);
+    if (!seconds.ok())
+      return seconds.status().WithContext("calibrate: merge of " + std::to_string(n) + " rows");
+    if (!(*seconds > 0)) return Status::Internal("calibrate: a merge measured no time");
+    const double partial_bytes = static_cast<double>(n) * heads * (d + 1) * 4.0;  // O and LSE, fp32
+    out.merge_bandwidths_bytes_per_s.push_back(3.0 * partial_bytes / *seconds);
+  }
+  GpuSpec& gpu = out.topology.gpu;
+  gpu.hbm_bytes_per_s = Significant(Median(out.merge_bandwidths_bytes_per_s) / 1e9, 3) * 1e9;
+  return Status::Ok();
+}
+
+// Phase 5, messages: the one network level between the ranks, fitted to one-way message times
+// (out.messages and their residuals). One rank sends nothing; any valid level will do (needs
+// MeasureMerges' hbm_bytes_per_s).
+Result<NetworkLevel> MeasureMessages(CalibrationTarget& target, const CalibrationSpec& spec,
+                                     const CalibrationProgress& progress, CalibrationResult& out) {
+  NetworkLevel level;
+  level.name = spec.transport;
+  level.kind = LinkKind::kSwitch;
+  level.group_size = spec.ranks;
+  if (spec.ranks <= 1) {
+    level.bandwidth_bytes_per_s = out.topology.gpu.hbm_bytes_per_s;
+    level.latency_s = 0;
+    return level;
+  }
+  Say(progress, "messages: one-way times over " + spec.transport);
+  for (int64_t bytes : CalibrationMessageSizes(spec.quick)) {
+    auto seconds = target.MessageSeconds(bytes);
+    if (!seconds.ok())
+      return seconds.status().WithContext("calibrate: message of " + std::to_string(bytes) +
+                                          " bytes");
+    if (!(*seconds > 0)) return Status::Internal("calibrate: a message measured no time");
+    out.messages.push_back({bytes, *seconds, 0});
+  }
+  double latency_s = 0, bytes_per_s = 0;
+  FitMessages(out.messages, &latency_s, &bytes_per_s);
+  level.latency_s = Significant(latency_s * 1e6, 3) / 1e6;
+  level.bandwidth_bytes_per_s = Significant(bytes_per_s / 1e9, 3) * 1e9;
+  std::vector<double> residuals;
+  for (MessageSample& m : out.messages) {
+    m.model_s = level.latency_s + static_cast<double>(m.bytes) / level.bandwidth_bytes_per_s;
+    residuals.push_back(std::abs(m.model_s / m.measured_s - 1.0));
+  }
+  Residuals(residuals, &out.message_median_residual, &out.message_max_residual);
+  return level;
+}
+
+// The fitted machine as a topology: name, description, the device's model and memory, and the
+// one network level; validated.
+Status DescribeTopology(const CalibrationSpec& spec, const NetworkLevel& level,
+                        CalibrationResult& out) {
+  Topology& t = out.topology;
+  GpuSpec& gpu = t.gpu;
+  t.name = spec.name;
+  std::ostringstream description;
+  description << spec.device_model << ": " << spec.ranks << " rank" << (spec.ranks == 1 ? "" : "s")
+              << " on one device over " << spec.transport << ", measured by meshplan calibrate"
+              << (spec.quick ? " --quick" : "") << " (head dim " << spec.head_dim << ")";
+  t.description = description.str();
+  t.source = "calibrate";
+  gpu.model = spec.device_model;
+  gpu.memory_bytes = Significant(spec.memory_bytes / 1e9, 4) * 1e9;
+  gpu.launch_overhead_s = 0;
+  t.levels = {level};
+  return t.Validate().WithContext("calibrate: the fitted topology");
+}
+
+}  // namespace
+
+// The phases in order; each reads what the ones before it set.
+Result<CalibrationResult> Calibrate(CalibrationTarget& target, const CalibrationSpec& spec,
+                                    const CalibrationProgress& progress) {
+  MESHPLAN_RETURN_IF_ERROR(CheckCalibrationSpec(spec));
+  CalibrationResult out;
+  MESHPLAN_RETURN_IF_ERROR(MeasureSharing(target, spec, progress, out));
+  const std::vector<int64_t> sizes = CalibrationBlockSizes(spec.quick, spec.ranks);
+  MESHPLAN_RETURN_IF_ERROR(MeasureKernels(target, spec, sizes, progress, out));
+  FitKernels(sizes, out);
+  MESHPLAN_RETURN_IF_ERROR(MeasureMerges(target, spec, progress, out));
+  auto level = MeasureMessages(target, spec, progress, out);
+  if (!level.ok()) return level.status();
+  MESHPLAN_RETURN_IF_ERROR(DescribeTopology(spec, *level, out));
+  return out;
+}
+
+}  // namespace meshplan::exec

@@ -1,0 +1,263 @@
+// Calibrate's fit against a target with known, injected rates: it must recover them.
+//
+// The target below answers every measurement from the model itself (no noise), so the only
+// error left is Calibrate's rounding of what it writes: a value rounded to k significant digits
+// is within 0.5 x 10^(1-k) of itself, relative. The tolerances below are exactly those bounds
+// (peak 4 digits: 5e-4; efficiency, backward ratio, bandwidths, latency 3 digits: 5e-3;
+// concurrent kernels 2 digits: 5e-2), plus the efficiency's dependence on the rounded peak (5e-4).
+#include "executor/calibration/calibration.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <vector>
+
+#include "core/layout.h"
+#include "core/mask.h"
+
+namespace meshplan::exec {
+namespace {
+
+struct Truth {
+  double peak_flops = 40e9;                 // one kernel alone, at efficiency 1
+  std::map<int64_t, double> efficiency;     // at every block size Calibrate measures
+  double backward_ratio = 1.3;
+  double cut_row_extra_pairs = 48;          // a cut row's extra pairs at the dense rate
+  double merge_bytes_per_s = 12e9;
+  double concurrent = 2;                    // kernels at full rate
+  DeviceSharing sharing = DeviceSharing::kProcessor;
+  double latency_s = 9e-6;
+  double bytes_per_s = 3e9;
+};
+
+class KnownTarget : public CalibrationTarget {
+ public:
+  KnownTarget(const Truth& t, int64_t d, int64_t heads) : t_(t), d_(d), heads_(heads) {}
+
+  // `ranks` copies at once on a device of `concurrent` slots: the last ends after the time alone
+  // x ranks / min(concurrent, ranks) under processor sharing, x ceil(ranks / concurrent) served
+  // in turn (the same for the integer concurrency these tests use).
+  Result<double> KernelSeconds(BlockPiece piece, int64_t n, int64_t heads, bool backward, int ranks) override {
+    const double c = std::min(t_.concurrent, static_cast<double>(ranks));
+    const double stretch = t_.sharing == DeviceSharing::kProcessor ? ranks / c : std::ceil(ranks / c);
+    return stretch * Alone(piece, n, heads, backward);
+  }
+  double Alone(BlockPiece piece, int64_t n, int64_t heads, bool backward) {
+    const double pairs = static_cast<double>(PieceVisiblePairs(piece, n));
+    // The model's kernel: the visible pairs plus W per cut row at the dense rate. Cut rows by hand
+    // (the rows that see some but not all keys): the diagonal's queries 0..n-1 see q + 1 of the n
+    // keys, all but the last cut: n - 1; the partial's queries n/2..3n/2-1 see min(q + 1, n): the
+    // rows n/2..n-2 cut: n/2 - 1; the full and chunked pieces none (every chunk pair whole or hidden).
+    const double cut_rows = piece == BlockPiece::kDiagonal  ? static_cast<double>(n - 1)
+                            : piece == BlockPiece::kPartial ? static_cast<double>(n / 2 - 1)
+                                                            : 0.0;
+    const double flops = 4.0 * (pairs + cut_rows * t_.cut_row_extra_pairs) * heads * d_;
+    const double rate = t_.peak_flops * t_.efficiency.at(n);
+    return backward ? 2.5 * flops / (rate * t_.backward_ratio) : flops / rate;
+  }
+  Result<double> MergeSeconds(int64_t n) override {
+    if (fail_merge) return Status::Io("injected failure");
+    // 3 x the partial's bytes (O and LSE of n rows, fp32) at the merge bandwidth.
+    return 3.0 * static_cast<double>(n) * heads_ * (d_ + 1) * 4.0 / t_.merge_bytes_per_s;
+  }
+  Result<std::vector<double>> ConcurrentEndsSeconds(int ranks, int64_t n, int repeats) override {
+    const double alone = repeats * Alone(BlockPiece::kFull, n, heads_, false);
+    std::vector<double> ends(static_cast<size_t>(ranks));
+    const double c = t_.concurrent;
+    for (int r = 0; r < ranks; ++r) {
+      // Processor sharing of equal kernels: all end together after ranks / min(c, ranks) alone
+      // times. Serial with an integer c: rank r waits for floor(r / c) kernels before it.
+      ends[r] = t_.sharing == DeviceSharing::kProcessor ? alone * ranks / std::min(c, static_cast<double>(ranks))
+                                                        : alone * (std::floor(r / c) + 1);
+    }
+    return ends;
+  }
+  Result<double> MessageSeconds(int64_t bytes) override {
+    return t_.latency_s + static_cast<double>(bytes) / t_.bytes_per_s;
+  }
+  bool fail_merge = false;
+
+ private:
+  Truth t_;
+  int64_t d_, heads_;
+};
+
+// Efficiencies rising by 0.1 to 1 at the largest block: relative to the best they are exact in
+// the file's 3 digits, so the dense model of every sample is exact and the fits downstream of the
+// curve (the cut cost, the backward ratio) carry only their own rounding.
+Truth MakeTruth(bool quick) {
+  Truth t;
+  const std::vector<int64_t> sizes = CalibrationBlockSizes(quick, 1);
+  double e = 1.0 - 0.1 * static_cast<double>(sizes.size() - 1);
+  for (int64_t n : sizes) {
+    t.efficiency[n] = e;
+    e += 0.1;
+  }
+  return t;
+}
+
+CalibrationSpec Spec(int ranks, bool quick) {
+  CalibrationSpec s;
+  s.ranks = ranks;
+  s.head_dim = 64;
+  s.heads = 2;
+  s.quick = quick;
+  s.memory_bytes = 16e9;
+  return s;
+}
+
+void ExpectRelative(double got, double want, double tolerance, const char* what) {
+  EXPECT_LE(std::abs(got / want - 1.0), tolerance) << what << ": got " << got << ", want " << want;
+}
+
+TEST(PieceVisiblePairs, CountsByHand) {
+  // n = 4. full: 16. diagonal (queries = keys = 0..3, causal): 1 + 2 + 3 + 4 = 10.
+  // partial (queries 2..5, keys 0..3): 3 + 4 + 4 + 4 = 15 = 7 * 16 / 8 + 4 / 4.
+  EXPECT_EQ(PieceVisiblePairs(BlockPiece::kFull, 4), 16);
+  EXPECT_EQ(PieceVisiblePairs(BlockPiece::kDiagonal, 4), 10);
+  EXPECT_EQ(PieceVisiblePairs(BlockPiece::kPartial, 4), 15);
+  EXPECT_EQ(PieceVisiblePairs(BlockPiece::kPartial, 512), 7 * 512 * 512 / 8 + 512 / 4);
+  // chunked, n = 4: queries 2, 3, 6, 7 and keys 0, 1, 4, 5: 2 + 2 + 4 + 4 = 12 = 3n^2/4, the three
+  // visible chunk pairs of 2 x 2.
+  EXPECT_EQ(PieceVisiblePairs(BlockPiece::kChunked, 4), 12);
+  EXPECT_EQ(PieceVisiblePairs(BlockPiece::kChunked, 512), 3 * 512 * 512 / 4);
+}
+
+TEST(PiecePositions, AsTheHeaderSays) {
+  // n = 4, chunks of n/2 = 2. chunked: queries [2, 4) u [6, 8), keys [0, 2) u [4, 6): query chunk
+  // [2, 4) sees key chunk [0, 2) whole and [4, 6) not at all; [6, 8) sees both whole. No chunk pair
+  // is cut, so its cut fraction is 0. partial: queries [2, 6), keys [0, 4).
+  std::vector<int64_t> q, k;
+  PiecePositions(BlockPiece::kChunked, 4, &q, &k);
+  EXPECT_EQ(q, (std::vector<int64_t>{2, 3, 6, 7}));
+  EXPECT_EQ(k, (std::vector<int64_t>{0, 1, 4, 5}));
+  PiecePositions(BlockPiece::kPartial, 4, &q, &k);
+  EXPECT_EQ(q, (std::vector<int64_t>{2, 3, 4, 5}));
+  EXPECT_EQ(k, (std::vector<int64_t>{0, 1, 2, 3}));
+  // Cut rows, n = 4: diagonal rows 0, 1, 2 see 1, 2, 3 of the 4 keys (cut), row 3 all: 3.
+  // partial: row 2 sees 3 of keys 0..3 (cut), rows 3, 4, 5 all: 1. chunked, full: 0.
+  EXPECT_EQ(PieceCutRows(BlockPiece::kFull, 4), 0);
+  EXPECT_EQ(PieceCutRows(BlockPiece::kChunked, 4), 0);
+  EXPECT_EQ(PieceCutRows(BlockPiece::kDiagonal, 4), 3);
+  EXPECT_EQ(PieceCutRows(BlockPiece::kPartial, 4), 1);
+  EXPECT_DOUBLE_EQ(PieceCutRowsPerPair(BlockPiece::kDiagonal, 4), 3.0 / 10.0);
+  EXPECT_DOUBLE_EQ(PieceCutRowsPerPair(BlockPiece::kPartial, 4), 1.0 / 15.0);
+  // And as the schedule counts them (BlockWork over the piece's contiguous ranges), at n = 512.
+  const PairCounter causal(Mask::Causal(), 2048);
+  BlockWork diagonal, partial, chunked;
+  AddRectangleWork(causal, {0, 512}, {0, 512}, &diagonal);
+  AddRectangleWork(causal, {256, 768}, {0, 512}, &partial);
+  for (TokenRange qc : {TokenRange{256, 512}, TokenRange{768, 1024}}) {
+    for (TokenRange kc : {TokenRange{0, 256}, TokenRange{512, 768}}) AddRectangleWork(causal, qc, kc, &chunked);
+  }
+  EXPECT_EQ(diagonal.cut_rows, PieceCutRows(BlockPiece::kDiagonal, 512));
+  EXPECT_EQ(partial.cut_rows, PieceCutRows(BlockPiece::kPartial, 512));
+  EXPECT_EQ(chunked.cut_rows, PieceCutRows(BlockPiece::kChunked, 512));
+  EXPECT_EQ(chunked.pairs, PieceVisiblePairs(BlockPiece::kChunked, 512));
+}
+
+TEST(Calibrate, RecoversInjectedRatesUnderProcessorSharing) {
+  for (bool quick : {true, false}) {
+    const Truth truth = MakeTruth(quick);
+    KnownTarget target(truth, 64, 2);
+    auto r = Calibrate(target, Spec(4, quick));
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    const GpuSpec& g = r->topology.gpu;
+    // Calibrate's peak is the best forward sample: peak x the best efficiency; it scales the
+    // curve to match, so peak x efficiency (the rate) is what must come back.
+    const double best = std::max_element(truth.efficiency.begin(), truth.efficiency.end(),
+                                         [](auto& a, auto& b) { return a.second < b.second; })->second;
+    ExpectRelative(g.PeakFlopsPerSecond(DType::kFp32), truth.peak_flops * best, 5e-4, "peak");
+    ASSERT_EQ(g.attention_efficiency.size(), truth.efficiency.size());
+    for (const EfficiencyPoint& p : g.attention_efficiency) {
+      ExpectRelative(g.PeakFlopsPerSecond(DType::kFp32) * p.efficiency, truth.peak_flops * truth.efficiency.at(p.block_tokens),
+                     5e-3 + 5e-4, "rate at a block size");
+    }
+    // The ratios are fitted against the rounded curve (3 digits) and rounded themselves: 5e-3 each.
+    // The dense model is exact (MakeTruth), so the least-squares cut cost is exact before its own
+    // 3-digit rounding.
+    ExpectRelative(g.cut_row_extra_pairs, truth.cut_row_extra_pairs, 5e-3 + 5e-4, "cut row extra pairs");
+    ExpectRelative(g.backward_rate_ratio, truth.backward_ratio, 3 * 5e-3 + 5e-4, "backward ratio");
+    ExpectRelative(g.hbm_bytes_per_s, truth.merge_bytes_per_s, 5e-3, "merge bandwidth");
+    EXPECT_EQ(g.ranks_per_device, 4);
+    ExpectRelative(g.concurrent_kernels, truth.concurrent, 5e-2, "concurrent kernels");
+    EXPECT_EQ(g.sharing, DeviceSharing::kProcessor);
+    EXPECT_FALSE(g.copies_take_compute);  // the target says its copies leave the kernels alone
+    ASSERT_EQ(r->topology.levels.size(), 1u);
+    // The bandwidth comes from messages >= 1 MiB after the 4 KiB message's time, which carries
+    // 4096 / 3e9 s = 1.4 us of transfer besides the 9 us latency: the latency is over-estimated by
+    // 1.4 us, and bytes / (t - latency) under-estimates the time by that much on 1 MiB (350 us):
+    // at most 1.4 / 350 = 0.4% high in bandwidth, plus 3-digit rounding.
+    ExpectRelative(r->topology.levels[0].bandwidth_bytes_per_s, truth.bytes_per_s, 4e-3 + 5e-3, "bandwidth");
+    ExpectRelative(r->topology.levels[0].latency_s, truth.latency_s + 4096 / truth.bytes_per_s, 5e-3, "latency");
+    EXPECT_LT(r->kernel_max_residual, 2e-2);
+    EXPECT_TRUE(r->topology.Validate().ok());
+  }
+}
+
+TEST(Calibrate, TellsSerialFromProcessorSharing) {
+  Truth truth = MakeTruth(true);
+  truth.sharing = DeviceSharing::kSerial;
+  KnownTarget target(truth, 64, 2);
+  auto r = Calibrate(target, Spec(8, true));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  // 8 ranks on 2 slots served in turn end at 1, 1, 2, 2, 3, 3, 4, 4 alone-times: spread 3/4,
+  // and 8 kernels of work over 4 alone-times = 2 kernels at full rate.
+  EXPECT_EQ(r->topology.gpu.sharing, DeviceSharing::kSerial);
+  ExpectRelative(r->topology.gpu.concurrent_kernels, 2.0, 5e-2, "concurrent kernels");
+  EXPECT_NEAR(r->sharing.spread, 0.75, 1e-9);
+}
+
+TEST(Calibrate, OneRankNeedsNoSharingOrMessages) {
+  KnownTarget target(MakeTruth(true), 64, 2);
+  auto r = Calibrate(target, Spec(1, true));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->topology.gpu.ranks_per_device, 1);
+  EXPECT_EQ(r->topology.num_gpus(), 1);
+  EXPECT_TRUE(r->messages.empty());
+}
+
+TEST(Calibrate, AFailedMeasurementNamesWhatWasMeasured) {
+  KnownTarget target(MakeTruth(true), 64, 2);
+  target.fail_merge = true;
+  auto r = Calibrate(target, Spec(2, true));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("merge of 1024 rows"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("injected failure"), std::string::npos) << r.status().message();
+}
+
+TEST(Calibrate, RefusesABadSpec) {
+  KnownTarget target(MakeTruth(true), 64, 2);
+  CalibrationSpec s = Spec(0, true);
+  auto r = Calibrate(target, s);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kInvalidInput);
+  EXPECT_NE(r.status().message().find("--ranks"), std::string::npos);
+  s = Spec(2, true);
+  s.head_dim = 0;
+  EXPECT_FALSE(Calibrate(target, s).ok());
+}
+
+}  // namespace
+}  // namespace meshplan::exec
+
+namespace meshplan::exec {
+namespace {
+
+TEST(CalibrationBlockSizes, TheDenseTailOnlyForFewRanks) {
+  // 4096-token samples hold 64 MiB of scores per rank: measured for up to 16 ranks, not beyond.
+  const std::vector<int64_t> quick = {128, 512, 2048, 4096}, full = {128, 256, 512, 1024, 2048, 4096};
+  EXPECT_EQ(CalibrationBlockSizes(true, 16), quick);
+  EXPECT_EQ(CalibrationBlockSizes(false, 2), full);
+  EXPECT_EQ(CalibrationBlockSizes(false, 17), (std::vector<int64_t>{128, 256, 512, 1024, 2048}));
+  // Heads: the spec's up to 2048; at 4096 a quarter (same FLOPs as a 2048 block), at least 1.
+  EXPECT_EQ(SampleHeads(2048, 8), 8);
+  EXPECT_EQ(SampleHeads(4096, 8), 2);
+  EXPECT_EQ(SampleHeads(4096, 2), 1);
+  EXPECT_EQ(SampleHeads(8192, 8), 1);
+}
+
+}  // namespace
+}  // namespace meshplan::exec
