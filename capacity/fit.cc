@@ -156,16 +156,15 @@ Result<SmallestCluster> SmallestClusterFor(const Topology& topology, const Workl
                              " cluster sizes up to " + std::to_string(gpus - step) +
                              " GPUs without meeting the budget; lower --max-gpus");
     }
-    auto scaled = ScaleTopology(topology, gpus);
-    if (!scaled.ok()) return scaled.status();
+    MESHPLAN_ASSIGN_OR_RETURN(auto scaled, ScaleTopology(topology, gpus));
     ++tried;
-    const planner::PlanContext ctx(w, *scaled, reserved_bytes);
+    const planner::PlanContext ctx(w, scaled, reserved_bytes);
     const planner::SearchResult result = planner::Search(ctx, options);
     if (result.ranked.empty() || !result.ranked.front().fits) continue;
     const planner::Estimate& best = result.ranked.front();
     SmallestCluster found;
     found.gpus = gpus;
-    found.topology = scaled->name;
+    found.topology = scaled.name;
     found.params = best.params;
     found.time_s = best.time_s;
     found.peak_memory_bytes = best.peak_memory_bytes;

@@ -45,9 +45,8 @@ Result<std::vector<SweepRow>> RunSweep(const SweepSpec& spec, const Progress& pr
       continue;
     }
     for (int64_t g : spec.gpus) {
-      auto scaled = ScaleTopology(t, g);
-      if (!scaled.ok()) return scaled.status();
-      clusters.push_back({&t, std::move(scaled).value()});
+      MESHPLAN_ASSIGN_OR_RETURN(auto scaled, ScaleTopology(t, g));
+      clusters.push_back({&t, std::move(scaled)});
     }
   }
 

@@ -113,15 +113,13 @@ Status ReadWorkloadKeys(const toml::table& table, const std::string& path, Workl
 }  // namespace
 
 Result<SweepSettings> ReadSweepFile(const std::string& path) {
-  auto text = ReadTextFile(path);
-  if (!text.ok()) return text.status();
-  return ParseSweepToml(*text, path);
+  MESHPLAN_ASSIGN_OR_RETURN(auto text, ReadTextFile(path));
+  return ParseSweepToml(text, path);
 }
 
 Result<SweepSettings> ParseSweepToml(std::string_view text, const std::string& path) {
-  auto doc = ParseTomlDocument(text, path);
-  if (!doc.ok()) return doc.status();
-  const toml::table& table = *doc;
+  MESHPLAN_ASSIGN_OR_RETURN(auto doc, ParseTomlDocument(text, path));
+  const toml::table& table = doc;
   MESHPLAN_RETURN_IF_ERROR(CheckTomlKeys(table,
                                          "",
                                          {"topologies", "gpus", "seq", "schemes", "batch", "heads", "kv_heads",
@@ -133,11 +131,10 @@ Result<SweepSettings> ParseSweepToml(std::string_view text, const std::string& p
   };
   SweepSettings settings;
   if (const toml::node* n = table.get("topologies")) {
-    auto names = StringList(*n, "topologies", path);
-    if (!names.ok()) return names.status();
+    MESHPLAN_ASSIGN_OR_RETURN(auto names, StringList(*n, "topologies", path));
     const std::filesystem::path dir = std::filesystem::path(path).parent_path();
     settings.topology_files.emplace();
-    for (const std::string& name : *names) {
+    for (const std::string& name : names) {
       // Relative paths are relative to this file; a shipped cluster's name (no '/', no ".toml")
       // stays a name unless a file of that name lies beside this one.
       const std::filesystem::path p(name);
@@ -150,16 +147,13 @@ Result<SweepSettings> ParseSweepToml(std::string_view text, const std::string& p
   for (const char* key : {"gpus", "seq"}) {
     const toml::node* n = table.get(key);
     if (n == nullptr) continue;
-    auto list_text = ListText(*n, key, path);
-    if (!list_text.ok()) return list_text.status();
-    auto values = ParseCountList(*list_text, path + ": " + key);
-    if (!values.ok()) return values.status();
-    (std::string(key) == "gpus" ? settings.gpus : settings.seq_lens) = *values;
+    MESHPLAN_ASSIGN_OR_RETURN(auto list_text, ListText(*n, key, path));
+    MESHPLAN_ASSIGN_OR_RETURN(auto values, ParseCountList(list_text, path + ": " + key));
+    (std::string(key) == "gpus" ? settings.gpus : settings.seq_lens) = values;
   }
   if (const toml::node* n = table.get("schemes")) {
-    auto names = StringList(*n, "schemes", path);
-    if (!names.ok()) return names.status();
-    auto schemes = ParseSchemeList(*names, path + ": schemes");
+    MESHPLAN_ASSIGN_OR_RETURN(auto names, StringList(*n, "schemes", path));
+    auto schemes = ParseSchemeList(names, path + ": schemes");
     if (!schemes.ok()) return schemes.status();
     settings.schemes = *schemes;
   }

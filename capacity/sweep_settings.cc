@@ -43,9 +43,8 @@ Result<SweepSpec> MakeSweepSpec(const SweepSettings& settings) {
     spec.topologies.push_back(DefaultTopology());
   } else {
     for (const std::string& path : *settings.topology_files) {
-      auto topology = LoadTopology(path);
-      if (!topology.ok()) return topology.status();
-      spec.topologies.push_back(std::move(topology).value());
+      MESHPLAN_ASSIGN_OR_RETURN(auto topology, LoadTopology(path));
+      spec.topologies.push_back(std::move(topology));
     }
   }
   spec.gpus = settings.gpus.value_or(std::vector<int64_t>{});

@@ -196,18 +196,17 @@ Status WriteFileAtomically(const std::string& path, std::string_view contents) {
 }
 
 Status CheckOutputPath(const std::string& path) {
-  auto target = ResolveOutput(path);
-  if (!target.ok()) return target.status();
-  switch (target->kind) {
+  MESHPLAN_ASSIGN_OR_RETURN(auto target, ResolveOutput(path));
+  switch (target.kind) {
     case OutputKind::kStdout:
       return Status::Ok();
     case OutputKind::kDirect:
-      if (::access(target->path.c_str(), W_OK) != 0) return Status::Invalid(path + ": is not writable");
+      if (::access(target.path.c_str(), W_OK) != 0) return Status::Invalid(path + ": is not writable");
       return Status::Ok();
     case OutputKind::kReplace:
       break;
   }
-  fs::path dir = fs::path(target->path).parent_path();
+  fs::path dir = fs::path(target.path).parent_path();
   if (dir.empty()) dir = ".";
   std::error_code error;
   if (!fs::is_directory(dir, error)) return Status::Invalid(path + ": directory " + dir.string() + " does not exist");

@@ -122,9 +122,8 @@ Result<DocumentSampler> ParseDocumentSampler(std::string_view spec) {
     return Status::Ok();
   };
   if (auto seed = take("seed")) {
-    auto value = ParseSeed(*seed);
-    if (!value.ok()) return value.status();
-    s.seed = *value;
+    MESHPLAN_ASSIGN_OR_RETURN(auto value, ParseSeed(*seed));
+    s.seed = value;
   }
   if (dist == "lognormal") {
     s.distribution = DocumentSampler::Distribution::kLogNormal;
@@ -132,10 +131,9 @@ Result<DocumentSampler> ParseDocumentSampler(std::string_view spec) {
     MESHPLAN_RETURN_IF_ERROR(count("median", &median));
     s.median_tokens = static_cast<double>(median);
     if (auto sigma = take("sigma")) {
-      auto value = ParseReal("sigma", *sigma);
-      if (!value.ok()) return value.status();
-      if (*value < 0 || *value > 8) return KeyError("sigma", "must be between 0 and 8, got " + *sigma);
-      s.sigma = *value;
+      MESHPLAN_ASSIGN_OR_RETURN(auto value, ParseReal("sigma", *sigma));
+      if (value < 0 || value > 8) return KeyError("sigma", "must be between 0 and 8, got " + *sigma);
+      s.sigma = value;
     }
   } else if (dist == "uniform") {
     s.distribution = DocumentSampler::Distribution::kUniform;

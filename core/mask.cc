@@ -62,9 +62,8 @@ Result<std::vector<int64_t>> ReadDocumentLengths(const std::string& path) {
   if (std::filesystem::is_directory(path, error)) {
     return Status::Invalid(path + ": is a directory, expected a file of document lengths");
   }
-  auto text = ReadTextFile(path);
-  if (!text.ok()) return text.status();
-  return ParseDocumentLengths(*text, path);
+  MESHPLAN_ASSIGN_OR_RETURN(auto text, ReadTextFile(path));
+  return ParseDocumentLengths(text, path);
 }
 
 Result<std::vector<int64_t>> ParseDocumentLengths(std::string_view text, const std::string& source) {
@@ -117,9 +116,8 @@ Result<Mask> ParseMask(std::string_view text) {
     if (text.rfind(name + ":", 0) == 0) {
       std::string path(text.substr(name.size() + 1));
       if (path.empty()) return Status::Invalid("mask '" + name + ":' needs a file of document lengths");
-      auto lengths = ReadDocumentLengths(path);
-      if (!lengths.ok()) return lengths.status();
-      Mask m = Mask::Documents(std::move(lengths).value(), bidirectional);
+      MESHPLAN_ASSIGN_OR_RETURN(auto lengths, ReadDocumentLengths(path));
+      Mask m = Mask::Documents(std::move(lengths), bidirectional);
       m.documents_source = path;
       return m;
     }
@@ -134,9 +132,8 @@ Status DrawDocuments(Mask* mask, int64_t seq_len) {
   int64_t drawn = 0;
   for (int64_t length : mask->document_lengths) drawn += length;
   if (drawn == seq_len && !mask->document_lengths.empty()) return Status::Ok();  // already drawn
-  auto lengths = SampleDocumentLengths(*mask->sampler, seq_len);
-  if (!lengths.ok()) return lengths.status();
-  mask->document_lengths = std::move(lengths).value();
+  MESHPLAN_ASSIGN_OR_RETURN(auto lengths, SampleDocumentLengths(*mask->sampler, seq_len));
+  mask->document_lengths = std::move(lengths);
   return Status::Ok();
 }
 

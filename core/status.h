@@ -75,3 +75,16 @@ class Result {
     ::meshplan::Status _st = (expr);             \
     if (!_st.ok()) return _st;                   \
   } while (0)
+
+// Evaluates `expr` (a Result<T>); on error returns its Status from the enclosing function, else
+// moves the value into `lhs` (a declaration such as `auto text` or an existing variable):
+//   MESHPLAN_ASSIGN_OR_RETURN(auto text, ReadTextFile(path));
+// Expands to more than one statement: not for the body of an unbraced if or loop.
+#define MESHPLAN_ASSIGN_OR_RETURN(lhs, expr) \
+  MESHPLAN_ASSIGN_OR_RETURN_IMPL(MESHPLAN_STATUS_CONCAT(meshplan_result_, __LINE__), lhs, expr)
+#define MESHPLAN_ASSIGN_OR_RETURN_IMPL(result, lhs, expr) \
+  auto result = (expr);                                  \
+  if (!result.ok()) return result.status();              \
+  lhs = std::move(result).value()
+#define MESHPLAN_STATUS_CONCAT(a, b) MESHPLAN_STATUS_CONCAT_INNER(a, b)
+#define MESHPLAN_STATUS_CONCAT_INNER(a, b) a##b

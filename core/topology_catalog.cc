@@ -124,9 +124,8 @@ Result<std::string> ResolveTopologyPath(const std::string& name_or_path,
 }
 
 Result<Topology> LoadTopology(const std::string& name_or_path) {
-  auto path = ResolveTopologyPath(name_or_path, ProgramTopologySearch());
-  if (!path.ok()) return path.status();
-  return LoadTopologyFile(*path);
+  MESHPLAN_ASSIGN_OR_RETURN(auto path, ResolveTopologyPath(name_or_path, ProgramTopologySearch()));
+  return LoadTopologyFile(path);
 }
 
 Result<std::vector<ShippedTopology>> LoadTopologiesIn(const std::string& dir) {
@@ -134,9 +133,8 @@ Result<std::vector<ShippedTopology>> LoadTopologiesIn(const std::string& dir) {
   std::vector<ShippedTopology> out;
   for (const std::string& name : TopologyNamesIn(dir)) {
     const std::string path = (fs::path(dir) / (name + ".toml")).string();
-    auto topology = LoadTopologyFile(path);
-    if (!topology.ok()) return topology.status();
-    out.push_back({name, path, std::move(topology).value()});
+    MESHPLAN_ASSIGN_OR_RETURN(auto topology, LoadTopologyFile(path));
+    out.push_back({name, path, std::move(topology)});
   }
   return out;
 }

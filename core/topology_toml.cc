@@ -295,15 +295,13 @@ std::string FormatNumber(double value, double (*to_model)(double), double from_m
 }  // namespace
 
 Result<Topology> ParseTopologyToml(std::string_view text, const std::string& source) {
-  auto root = ParseTomlDocument(text, source);
-  if (!root.ok()) return root.status();
-  return FromTable(*root, source);
+  MESHPLAN_ASSIGN_OR_RETURN(auto root, ParseTomlDocument(text, source));
+  return FromTable(root, source);
 }
 
 Result<Topology> LoadTopologyFile(const std::string& path) {
-  auto text = ReadTextFile(path);
-  if (!text.ok()) return text.status();
-  return ParseTopologyToml(*text, path);
+  MESHPLAN_ASSIGN_OR_RETURN(auto text, ReadTextFile(path));
+  return ParseTopologyToml(text, path);
 }
 
 Topology DefaultTopology() {

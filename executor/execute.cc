@@ -142,9 +142,8 @@ Status ExecuteRank(const Schedule& schedule, const Workload& workload, const Inp
   HostDeviceOps ops(workload, {&transport, config.run.recv_timeout});
   std::vector<uint8_t> local(static_cast<size_t>(schedule.num_ranks), 0);
   local[rank] = 1;
-  auto run = RunEngine(schedule, workload, inputs, config.run, ops, std::move(local), outputs, covered);
-  if (!run.ok()) return run.status();
-  if (timings != nullptr) *timings = run->times[rank];
+  MESHPLAN_ASSIGN_OR_RETURN(auto run, RunEngine(schedule, workload, inputs, config.run, ops, std::move(local), outputs, covered));
+  if (timings != nullptr) *timings = run.times[rank];
   if (device != nullptr) *device = ops.Describe();
   return Status::Ok();
 }

@@ -93,9 +93,8 @@ Result<PlanRun> PreparePlanRun(const Plan& plan, const std::string& plan_path, c
     }
   }
   if (!inputs.dir.empty()) {
-    auto in = ReadInputFiles(inputs.dir, w);
-    if (!in.ok()) return in.status();
-    run.inputs = std::make_shared<FileInputSource>(std::move(in).value());
+    MESHPLAN_ASSIGN_OR_RETURN(auto in, ReadInputFiles(inputs.dir, w));
+    run.inputs = std::make_shared<FileInputSource>(std::move(in));
   } else {
     run.inputs = std::make_shared<SeededInputSource>(w, inputs.seed);
   }
@@ -123,14 +122,13 @@ Result<RepeatedExecution> ExecuteRepeated(const PlanRun& run, const ExecuteConfi
   std::vector<std::vector<std::vector<OpTiming>>> timings;
   std::vector<double> wall_s;
   for (int i = 0; i < warm_up + repeat; ++i) {
-    auto result = Execute(run, session_config);
-    if (!result.ok()) return result.status();
+    MESHPLAN_ASSIGN_OR_RETURN(auto result, Execute(run, session_config));
     const int timed = i - warm_up + 1;  // 0: the warm-up
-    if (observer) observer(timed < 1 ? 0 : timed, repeat, MeasureTimeline(run.schedule, result->timings).run_s);
+    if (observer) observer(timed < 1 ? 0 : timed, repeat, MeasureTimeline(run.schedule, result.timings).run_s);
     if (timed < 1) continue;
-    timings.push_back(result->timings);
-    wall_s.push_back(result->wall_s);
-    if (timed == 1) out.first = std::move(result).value();
+    timings.push_back(result.timings);
+    wall_s.push_back(result.wall_s);
+    if (timed == 1) out.first = std::move(result);
   }
   out.runs = SummarizeRuns(run.schedule, warm_up, timings, wall_s);
   return out;

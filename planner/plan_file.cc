@@ -267,8 +267,7 @@ Result<Plan> FromTable(const toml::table& root, const std::string& source) {
   MESHPLAN_RETURN_IF_ERROR(ReadScheme(TableReader(**scheme, "scheme", source), &plan.params));
 
   // [estimate] is informational (the planner's prediction when the plan was made): any table.
-  auto estimate = top.Table("estimate", false);
-  if (!estimate.ok()) return estimate.status();
+  MESHPLAN_ASSIGN_OR_RETURN(auto estimate, top.Table("estimate", false));
 
   MESHPLAN_RETURN_IF_ERROR(CheckPlan(plan, source));
   return plan;
@@ -360,15 +359,13 @@ std::string PlanToToml(const Plan& plan, const std::string& estimate_toml) {
 }
 
 Result<Plan> ParsePlanToml(std::string_view text, const std::string& source) {
-  auto root = ParseTomlDocument(text, source);
-  if (!root.ok()) return root.status();
-  return FromTable(*root, source);
+  MESHPLAN_ASSIGN_OR_RETURN(auto root, ParseTomlDocument(text, source));
+  return FromTable(root, source);
 }
 
 Result<Plan> LoadPlanFile(const std::string& path) {
-  auto text = ReadTextFile(path);
-  if (!text.ok()) return text.status();
-  return ParsePlanToml(*text, path);
+  MESHPLAN_ASSIGN_OR_RETURN(auto text, ReadTextFile(path));
+  return ParsePlanToml(text, path);
 }
 
 }  // namespace meshplan::planner

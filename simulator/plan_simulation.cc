@@ -82,10 +82,9 @@ Result<PlanSimulation> SimulatePlan(const Plan& plan, const Topology& topology,
         sink.Take(rank, program);
       };
     }
-    auto expanded = planner::ExpandPlan(plan, topology, hook);
-    if (!expanded.ok()) return expanded.status();
+    MESHPLAN_ASSIGN_OR_RETURN(auto expanded, planner::ExpandPlan(plan, topology, hook));
     if (check) {
-      const Status verified = check->Verify(expanded->schedule.groups);
+      const Status verified = check->Verify(expanded.schedule.groups);
       if (!verified.ok()) {
         symmetry_note = "off (" + verified.message() + ")";
         symmetry.reset();
@@ -98,31 +97,30 @@ Result<PlanSimulation> SimulatePlan(const Plan& plan, const Topology& topology,
       }
     }
     PlanSimulation out;
-    out.estimate = std::move(expanded->estimate);
-    out.rank_to_gpu = std::move(expanded->rank_to_gpu);
+    out.estimate = std::move(expanded.estimate);
+    out.rank_to_gpu = std::move(expanded.rank_to_gpu);
     out.symmetry = symmetry_note;
     out.symmetric = symmetry.has_value();
 
     const auto start = std::chrono::steady_clock::now();
     auto result = [&]() -> Result<SimResult> {
       if (view_only) {
-        out.schedule.scheme = expanded->schedule.scheme;
-        out.schedule.num_ranks = expanded->schedule.num_ranks;
-        out.schedule.layout = expanded->schedule.layout;
-        auto view = sink.Finish(std::move(expanded->schedule));
-        if (!view.ok()) return view.status();
-        return SimulateReplayView(std::move(view).value(), topology, out.rank_to_gpu, plan.workload.dtype, options,
+        out.schedule.scheme = expanded.schedule.scheme;
+        out.schedule.num_ranks = expanded.schedule.num_ranks;
+        out.schedule.layout = expanded.schedule.layout;
+        MESHPLAN_ASSIGN_OR_RETURN(auto view, sink.Finish(std::move(expanded.schedule)));
+        return SimulateReplayView(std::move(view), topology, out.rank_to_gpu, plan.workload.dtype, options,
                                   symmetry ? &*symmetry : nullptr);
       }
       if (options.record_op_times) {
-        out.schedule = std::move(expanded->schedule);
+        out.schedule = std::move(expanded.schedule);
         return Simulate(out.schedule, topology, out.rank_to_gpu, plan.workload.dtype, options);
       }
       // Nothing reads the ops after the replay: let it free them as it builds its timing view.
-      out.schedule.scheme = expanded->schedule.scheme;
-      out.schedule.num_ranks = expanded->schedule.num_ranks;
-      out.schedule.layout = expanded->schedule.layout;
-      return Simulate(std::move(expanded->schedule), topology, out.rank_to_gpu, plan.workload.dtype, options);
+      out.schedule.scheme = expanded.schedule.scheme;
+      out.schedule.num_ranks = expanded.schedule.num_ranks;
+      out.schedule.layout = expanded.schedule.layout;
+      return Simulate(std::move(expanded.schedule), topology, out.rank_to_gpu, plan.workload.dtype, options);
     }();
     out.replay_wall_s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -216,8 +216,7 @@ Status SymmetryCheck::Verify(const std::vector<std::vector<int32_t>>& groups) co
     collectives = collectives || !collective_groups_[static_cast<size_t>(r)].empty();
   }
   if (!collectives) return Status::Ok();
-  auto orbits = MapGroups(symmetry_, groups);
-  if (!orbits.ok()) return orbits.status();
+  MESHPLAN_ASSIGN_OR_RETURN(auto orbits, MapGroups(symmetry_, groups));
   for (int64_t r = 0; r < symmetry_.num_ranks(); ++r) {
     const std::vector<int32_t>& mine = collective_groups_[static_cast<size_t>(r)];
     for (size_t k = 0; k < generators_.size(); ++k) {
@@ -226,7 +225,7 @@ Status SymmetryCheck::Verify(const std::vector<std::vector<int32_t>>& groups) co
       bool same = mine.size() == theirs.size();
       for (size_t i = 0; same && i < mine.size(); ++i) {
         const int32_t g = mine[i];
-        same = g >= 0 && static_cast<size_t>(g) < groups.size() && orbits->image[k][static_cast<size_t>(g)] == theirs[i];
+        same = g >= 0 && static_cast<size_t>(g) < groups.size() && orbits.image[k][static_cast<size_t>(g)] == theirs[i];
       }
       if (!same) {
         return Status::Invalid("rank " + std::to_string(r) + "'s collectives, moved along " +

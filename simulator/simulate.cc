@@ -236,9 +236,8 @@ class Replayer {
       if (prepared_ != nullptr) {
         static_cast<ReplayProgram&>(st) = std::move((*prepared_)[r]);
       } else {
-        auto replay = MakeReplayProgram(s_.ranks[r], r, n);
-        if (!replay.ok()) return replay.status();
-        static_cast<ReplayProgram&>(st) = std::move(replay).value();
+        MESHPLAN_ASSIGN_OR_RETURN(auto replay, MakeReplayProgram(s_.ranks[r], r, n));
+        static_cast<ReplayProgram&>(st) = std::move(replay);
         if (owned_ != nullptr) owned_->ranks[r] = RankProgram{};  // read for the last time
       }
       st.remaining = static_cast<int64_t>(st.op.size());
@@ -278,10 +277,9 @@ class Replayer {
     std::vector<int32_t> orbit(groups);
     int32_t orbits = static_cast<int32_t>(groups);
     if (symmetry_ != nullptr) {
-      auto mapped = MapGroups(*symmetry_, s_.groups);
-      if (!mapped.ok()) return mapped.status();
-      orbit = std::move(mapped->orbit);
-      orbits = mapped->count;
+      MESHPLAN_ASSIGN_OR_RETURN(auto mapped, MapGroups(*symmetry_, s_.groups));
+      orbit = std::move(mapped.orbit);
+      orbits = mapped.count;
     } else {
       for (size_t g = 0; g < groups; ++g) orbit[g] = static_cast<int32_t>(g);
     }

@@ -57,12 +57,10 @@ Result<capacity::BenchSpec> MakeSpec(BenchFlags& flags, report::BenchContext* co
   auto topology = LoadTopologyFlag(flags.topology);
   if (!topology.ok()) return topology.status();
   spec.topology = std::move(topology).value();
-  auto fields = flags.workload.Fields([](const std::string& flag) { return flag != "--seq" && flag != "--mask"; });
-  if (!fields.ok()) return fields.status();
-  spec.base = fields->ApplyTo(Workload::Default());
-  auto seq = capacity::ParseCountList(flags.workload.seq, "--seq");
-  if (!seq.ok()) return seq.status();
-  spec.seq_lens = *seq;
+  MESHPLAN_ASSIGN_OR_RETURN(auto fields, flags.workload.Fields([](const std::string& flag) { return flag != "--seq" && flag != "--mask"; }));
+  spec.base = fields.ApplyTo(Workload::Default());
+  MESHPLAN_ASSIGN_OR_RETURN(auto seq, capacity::ParseCountList(flags.workload.seq, "--seq"));
+  spec.seq_lens = seq;
   auto masks = ParseMasks(flags.workload.mask);
   if (!masks.ok()) return masks.status();
   spec.masks = *masks;
@@ -87,10 +85,9 @@ Result<capacity::BenchSpec> MakeSpec(BenchFlags& flags, report::BenchContext* co
     run_line = "backend cuda, transport " + flags.run.transport + ", " + std::to_string(ranks) + " ranks; " +
                prepared.precision;
   }
-  auto budget = HostBudgetOf(flags.run, ranks);
-  if (!budget.ok()) return budget.status();
-  spec.memory_limit_bytes = budget->limit_bytes;
-  spec.memory_limit_source = budget->limit_source;
+  MESHPLAN_ASSIGN_OR_RETURN(auto budget, HostBudgetOf(flags.run, ranks));
+  spec.memory_limit_bytes = budget.limit_bytes;
+  spec.memory_limit_source = budget.limit_source;
   Workload shown = spec.base;
   context->topology = spec.topology.name + " (" + std::to_string(ranks) + " x " + spec.topology.gpu.model + ")";
   context->run = run_line;

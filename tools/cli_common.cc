@@ -65,9 +65,8 @@ Result<WorkloadFields> WorkloadFlags::Fields(const std::function<bool(const std:
 }
 
 Result<Workload> WorkloadFlags::Build() const {
-  auto fields = Fields([](const std::string&) { return true; });
-  if (!fields.ok()) return fields.status();
-  Workload w = fields->ApplyTo(Workload::Default());
+  MESHPLAN_ASSIGN_OR_RETURN(auto fields, Fields([](const std::string&) { return true; }));
+  Workload w = fields.ApplyTo(Workload::Default());
   if (Status st = SetSequenceLength(w, w.seq_len); !st.ok()) return st.WithContext("workload");
   if (Status st = w.Validate(); !st.ok()) return st.WithContext("workload");
   return w;

@@ -158,16 +158,14 @@ Result<exec::HostBudget> HostBudgetOf(const ExecuteFlags& flags, int64_t ranks) 
 Result<Prepared> PrepareExecution(const ExecuteFlags& flags) {
   MESHPLAN_RETURN_IF_ERROR(CheckFlags(flags));
   Prepared p;
-  auto plan = planner::LoadPlanFile(flags.plan);
-  if (!plan.ok()) return plan.status();
-  auto topology = PlanTopology(flags.plan, flags.topology, *plan);
+  MESHPLAN_ASSIGN_OR_RETURN(auto plan, planner::LoadPlanFile(flags.plan));
+  auto topology = PlanTopology(flags.plan, flags.topology, plan);
   if (!topology.ok()) return topology.status();
   p.topology = std::move(topology).value();
-  if (flags.backend == "cuda") MESHPLAN_RETURN_IF_ERROR(PrepareCuda(flags, *plan, &p));
-  auto budget = HostBudgetOf(flags, plan->num_gpus);
-  if (!budget.ok()) return budget.status();
-  auto run = exec::PreparePlanRun(*plan, flags.plan, p.topology, {flags.inputs, flags.seed}, p.config.run.type,
-                                  *budget);
+  if (flags.backend == "cuda") MESHPLAN_RETURN_IF_ERROR(PrepareCuda(flags, plan, &p));
+  MESHPLAN_ASSIGN_OR_RETURN(auto budget, HostBudgetOf(flags, plan.num_gpus));
+  auto run = exec::PreparePlanRun(plan, flags.plan, p.topology, {flags.inputs, flags.seed}, p.config.run.type,
+                                  budget);
   if (!run.ok()) return run.status();
   p.run = std::move(run).value();
   MESHPLAN_RETURN_IF_ERROR(SetRunOptions(flags, p.run.schedule, &p.config.run));

@@ -46,9 +46,8 @@ Result<capacity::SweepSettings> GivenSettings(const SweepFlags& flags, const CLI
     s.gpus = *gpus;
   }
   if (given("--seq")) {
-    auto seq = capacity::ParseCountList(flags.workload.seq, "--seq");
-    if (!seq.ok()) return seq.status();
-    s.seq_lens = *seq;
+    MESHPLAN_ASSIGN_OR_RETURN(auto seq, capacity::ParseCountList(flags.workload.seq, "--seq"));
+    s.seq_lens = seq;
   }
   if (given("--schemes")) {
     auto schemes = capacity::ParseSchemeList(SplitList(flags.schemes), "--schemes");
@@ -75,13 +74,11 @@ Result<capacity::SweepSettings> GivenSettings(const SweepFlags& flags, const CLI
 Result<capacity::SweepSpec> MakeSpec(const SweepFlags& flags, const CLI::App& cmd) {
   capacity::SweepSettings settings;
   if (!flags.sweep_file.empty()) {
-    auto file = capacity::ReadSweepFile(flags.sweep_file);
-    if (!file.ok()) return file.status();
-    settings = std::move(file).value();
+    MESHPLAN_ASSIGN_OR_RETURN(auto file, capacity::ReadSweepFile(flags.sweep_file));
+    settings = std::move(file);
   }
-  auto given = GivenSettings(flags, cmd);
-  if (!given.ok()) return given.status();
-  settings.Overlay(*given);
+  MESHPLAN_ASSIGN_OR_RETURN(auto given, GivenSettings(flags, cmd));
+  settings.Overlay(given);
   return capacity::MakeSweepSpec(settings);
 }
 

@@ -434,9 +434,8 @@ Result<CalibrationResult> Calibrate(CalibrationTarget& target, const Calibration
   MESHPLAN_RETURN_IF_ERROR(MeasureKernels(target, spec, sizes, progress, out));
   FitKernels(sizes, out);
   MESHPLAN_RETURN_IF_ERROR(MeasureMerges(target, spec, progress, out));
-  auto level = MeasureMessages(target, spec, progress, out);
-  if (!level.ok()) return level.status();
-  MESHPLAN_RETURN_IF_ERROR(DescribeTopology(spec, *level, out));
+  MESHPLAN_ASSIGN_OR_RETURN(auto level, MeasureMessages(target, spec, progress, out));
+  MESHPLAN_RETURN_IF_ERROR(DescribeTopology(spec, level, out));
   return out;
 }
 

@@ -167,8 +167,7 @@ Status CudaDeviceOps::Prepare(const Schedule& schedule, const std::vector<uint8_
   }
   ranks_.clear();
   ranks_.resize(static_cast<size_t>(schedule.num_ranks));
-  auto count = CudaDeviceCount();
-  if (!count.ok()) return count.status();
+  MESHPLAN_ASSIGN_OR_RETURN(auto count, CudaDeviceCount());
   if (config_.device_of_rank.size() != static_cast<size_t>(schedule.num_ranks)) {
     return Status::Internal("device assignment does not cover every rank");
   }
@@ -186,9 +185,9 @@ Status CudaDeviceOps::Prepare(const Schedule& schedule, const std::vector<uint8_
   for (int32_t r = 0; r < schedule.num_ranks; ++r) {
     if (!local[r]) continue;
     const int device = config_.device_of_rank[r];
-    if (device < 0 || device >= *count) {
+    if (device < 0 || device >= count) {
       return Status::Invalid("rank " + std::to_string(r) + ": device " + std::to_string(device) + " does not exist (" +
-                             std::to_string(*count) + " visible)");
+                             std::to_string(count) + " visible)");
     }
     auto d = std::make_unique<RankDevice>();
     d->device = device;

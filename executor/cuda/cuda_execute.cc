@@ -62,8 +62,7 @@ Status NcclAvailable(const ExecuteConfig& config) {
 Result<ExecutionResult> ExecuteOnCuda(const Schedule& schedule, const Workload& workload,
                                       const InputSource& inputs, const ExecuteConfig& config) {
   MESHPLAN_RETURN_IF_ERROR(CheckType(config));
-  auto count = CudaDeviceCount();
-  if (!count.ok()) return count.status();
+  MESHPLAN_ASSIGN_OR_RETURN(auto count, CudaDeviceCount());
   const int ranks = static_cast<int>(schedule.num_ranks);
   CudaOpsConfig ops_config;
   ops_config.path = config.run.path;
@@ -72,9 +71,9 @@ Result<ExecutionResult> ExecuteOnCuda(const Schedule& schedule, const Workload& 
   ops_config.cudnn = SessionCudnn(config);
   if (config.transport == TransportKind::kNccl) {
 #if MESHPLAN_HAVE_NCCL
-    if (ranks > *count) {
+    if (ranks > count) {
       return Status::Invalid("--transport nccl runs one rank per GPU: the plan has " + std::to_string(ranks) +
-                             " ranks but " + std::to_string(*count) +
+                             " ranks but " + std::to_string(count) +
                              " GPUs are visible (use --transport local for virtual ranks)");
     }
     std::vector<int> devices(ranks);
@@ -91,9 +90,9 @@ Result<ExecutionResult> ExecuteOnCuda(const Schedule& schedule, const Workload& 
     return Status::Invalid("--transport nccl: this binary was built without NCCL");
 #endif
   } else {
-    const int devices = config.devices <= 0 ? *count : config.devices;
-    if (devices > *count) {
-      return Status::Invalid("--devices " + std::to_string(devices) + ": only " + std::to_string(*count) +
+    const int devices = config.devices <= 0 ? count : config.devices;
+    if (devices > count) {
+      return Status::Invalid("--devices " + std::to_string(devices) + ": only " + std::to_string(count) +
                              " GPUs are visible");
     }
     for (int r = 0; r < ranks; ++r) ops_config.device_of_rank.push_back(r % devices);
@@ -121,8 +120,7 @@ Status ExecuteRankOnCuda(const Schedule& schedule, const Workload& workload, con
 #if MESHPLAN_HAVE_NCCL
   auto nccl = LoadNccl();
   if (!nccl.ok()) return nccl.status();
-  auto count = CudaDeviceCount();
-  if (!count.ok()) return count.status();
+  MESHPLAN_ASSIGN_OR_RETURN(auto count, CudaDeviceCount());
   const int rank = transport.rank(), ranks = transport.size();
   // The unique id travels as 32 floats holding its 128 bytes.
   ncclUniqueId id;
@@ -139,7 +137,7 @@ Status ExecuteRankOnCuda(const Schedule& schedule, const Workload& workload, con
     if (payload.size() * sizeof(float) != sizeof(id)) return Status::Internal("malformed NCCL unique id");
     std::memcpy(&id, payload.data(), sizeof(id));
   }
-  const int gpu = ProcessDevice(rank, *count);
+  const int gpu = ProcessDevice(rank, count);
   if (cudaSetDevice(gpu) != cudaSuccess) return Status::Internal("rank " + std::to_string(rank) + ": cudaSetDevice failed");
   ncclComm_t comm = nullptr;
   MESHPLAN_RETURN_IF_ERROR(
@@ -157,9 +155,8 @@ Status ExecuteRankOnCuda(const Schedule& schedule, const Workload& workload, con
   CudaDeviceOps ops(std::move(ops_config));
   std::vector<uint8_t> local(ranks, 0);
   local[rank] = 1;
-  auto run = RunEngine(schedule, workload, inputs, config.run, ops, local, outputs, covered);
-  if (!run.ok()) return run.status();
-  if (timings != nullptr) *timings = std::move(run->times[rank]);
+  MESHPLAN_ASSIGN_OR_RETURN(auto run, RunEngine(schedule, workload, inputs, config.run, ops, local, outputs, covered));
+  if (timings != nullptr) *timings = std::move(run.times[rank]);
   if (device != nullptr) *device = ops.Describe();
   return Status::Ok();
 #else

@@ -160,9 +160,8 @@ Result<DeviceEngine::EntryRef> DeviceEngine::NewEntry(int32_t rank, uint32_t op,
   if (!Local(rank)) return e;
   void* ptr = adopt;
   if (ptr == nullptr) {
-    auto allocated = ops_.Allocate(rank, e->bytes(), stream);
-    if (!allocated.ok()) return allocated.status();
-    ptr = *allocated;
+    MESHPLAN_ASSIGN_OR_RETURN(auto allocated, ops_.Allocate(rank, e->bytes(), stream));
+    ptr = allocated;
   }
   RankState& state = *ranks_[rank];
   const int64_t bytes = e->bytes();
@@ -284,13 +283,11 @@ Status DeviceEngine::LoadInputs(const InputSource& inputs) {
             out += row_elems * elem;
           }
         }
-        auto ptr = ops_.Upload(r, host.data(), static_cast<int64_t>(host.size()));
-        if (!ptr.ok()) return ptr.status();
-        uploaded = *ptr;
+        MESHPLAN_ASSIGN_OR_RETURN(auto ptr, ops_.Upload(r, host.data(), static_cast<int64_t>(host.size())));
+        uploaded = ptr;
       }
-      auto e = NewEntry(r, 0, StreamId::kCompute, workload_.batch, positions, 0, heads, dim, ElemBytes(bit), uploaded);
-      if (!e.ok()) return e.status();
-      state.store[{bit, r, kind}] = *e;
+      MESHPLAN_ASSIGN_OR_RETURN(auto e, NewEntry(r, 0, StreamId::kCompute, workload_.batch, positions, 0, heads, dim, ElemBytes(bit), uploaded));
+      state.store[{bit, r, kind}] = e;
       return Status::Ok();
     };
     MESHPLAN_RETURN_IF_ERROR(load(kTensorQ, InputTensor::kQ));
@@ -300,16 +297,14 @@ Status DeviceEngine::LoadInputs(const InputSource& inputs) {
     if (!Local(r)) continue;
     for (int64_t s = 0; s < schedule_.layout.num_shards; ++s) {
       const std::vector<int64_t> p = ShardPositions(schedule_.layout, s);
-      auto ptr = ops_.Upload(r, p.data(), static_cast<int64_t>(p.size() * sizeof(int64_t)));
-      if (!ptr.ok()) return ptr.status();
-      state.static_buffers.push_back(*ptr);
-      state.shard_positions.push_back(static_cast<const int64_t*>(*ptr));
+      MESHPLAN_ASSIGN_OR_RETURN(auto ptr, ops_.Upload(r, p.data(), static_cast<int64_t>(p.size() * sizeof(int64_t))));
+      state.static_buffers.push_back(ptr);
+      state.shard_positions.push_back(static_cast<const int64_t*>(ptr));
     }
     if (workload_.mask.IsDocuments()) {
-      auto ptr = ops_.Upload(r, doc_starts.data(), static_cast<int64_t>(doc_starts.size() * sizeof(int64_t)));
-      if (!ptr.ok()) return ptr.status();
-      state.static_buffers.push_back(*ptr);
-      state.doc_starts = static_cast<const int64_t*>(*ptr);
+      MESHPLAN_ASSIGN_OR_RETURN(auto ptr, ops_.Upload(r, doc_starts.data(), static_cast<int64_t>(doc_starts.size() * sizeof(int64_t))));
+      state.static_buffers.push_back(ptr);
+      state.doc_starts = static_cast<const int64_t*>(ptr);
     }
   }
   return Status::Ok();
@@ -332,16 +327,15 @@ void DeviceEngine::ForEachInputKey(const Op& op, const std::function<void(uint16
 }
 
 Result<DeviceRunResult> DeviceEngine::Run() {
-  auto order = BuildLaunchOrder(schedule_);
-  if (!order.ok()) return order.status();
+  MESHPLAN_ASSIGN_OR_RETURN(auto order, BuildLaunchOrder(schedule_));
   // Liveness of input shards: after the step of its last reader, a rank drops its copy of an input
   // shard (a ring passes every K,V shard through every rank; keeping them all would hold the
   // whole sequence). Accumulators and outputs are never dropped here.
-  std::vector<std::vector<std::pair<int32_t, EntryKey>>> drop(order->steps.size());
+  std::vector<std::vector<std::pair<int32_t, EntryKey>>> drop(order.steps.size());
   {
     std::vector<std::map<EntryKey, size_t>> last(ranks_.size());
-    for (size_t k = 0; k < order->steps.size(); ++k) {
-      ForEachStepOp(order->steps[k], [&](int32_t rank, uint32_t index) {
+    for (size_t k = 0; k < order.steps.size(); ++k) {
+      ForEachStepOp(order.steps[k], [&](int32_t rank, uint32_t index) {
         ForEachInputKey(schedule_.ranks[rank].ops[index], [&](uint16_t tensor, int32_t id) {
           last[rank][{tensor, id, EntryKind::kShard}] = k;
         });
@@ -353,8 +347,8 @@ Result<DeviceRunResult> DeviceEngine::Run() {
   }
   if (options_.check_dependencies) BuildOrderClocks();
   MESHPLAN_RETURN_IF_ERROR(ops_.Start());
-  for (size_t k = 0; k < order->steps.size(); ++k) {
-    Status st = Issue(order->steps[k]);
+  for (size_t k = 0; k < order.steps.size(); ++k) {
+    Status st = Issue(order.steps[k]);
     if (st.ok()) st = order_error_;
     for (const auto& [rank, key] : drop[k]) ranks_[rank]->store.erase(key);
     if (st.ok()) st = ReleaseDead();
@@ -453,10 +447,9 @@ Result<TensorView> DeviceEngine::InputView(int32_t rank, const EntryRef& e, int3
     } else if (auto it = state.positions_cache.find(e->positions); it != state.positions_cache.end()) {
       e->device_positions = it->second;
     } else {
-      auto ptr = ops_.Upload(rank, e->positions.data(), static_cast<int64_t>(e->positions.size() * sizeof(int64_t)));
-      if (!ptr.ok()) return ptr.status();
-      state.static_buffers.push_back(*ptr);
-      e->device_positions = static_cast<const int64_t*>(*ptr);
+      MESHPLAN_ASSIGN_OR_RETURN(auto ptr, ops_.Upload(rank, e->positions.data(), static_cast<int64_t>(e->positions.size() * sizeof(int64_t))));
+      state.static_buffers.push_back(ptr);
+      e->device_positions = static_cast<const int64_t*>(ptr);
       state.positions_cache[e->positions] = e->device_positions;
     }
   }
@@ -491,12 +484,10 @@ Status DeviceEngine::ComputeForward(int32_t rank, uint32_t index) {
   EntryRef& o = state.store[{kTensorO, op.q_shard, EntryKind::kShard}];
   EntryRef& lse = state.store[{kTensorLse, op.q_shard, EntryKind::kShard}];
   if (!o || !lse) {
-    auto fresh_o = NewEntry(rank, index, op.stream, (*q)->batch, (*q)->positions, op.head_begin, op.head_count, (*q)->dim, 4);
-    if (!fresh_o.ok()) return fresh_o.status();
-    auto fresh_lse = NewEntry(rank, index, op.stream, (*q)->batch, (*q)->positions, op.head_begin, op.head_count, 1, 4);
-    if (!fresh_lse.ok()) return fresh_lse.status();
-    o = *fresh_o;
-    lse = *fresh_lse;
+    MESHPLAN_ASSIGN_OR_RETURN(auto fresh_o, NewEntry(rank, index, op.stream, (*q)->batch, (*q)->positions, op.head_begin, op.head_count, (*q)->dim, 4));
+    MESHPLAN_ASSIGN_OR_RETURN(auto fresh_lse, NewEntry(rank, index, op.stream, (*q)->batch, (*q)->positions, op.head_begin, op.head_count, 1, 4));
+    o = fresh_o;
+    lse = fresh_lse;
     if (Local(rank)) {
       MESHPLAN_RETURN_IF_ERROR(ops_.Fill(rank, op.stream, o->f32(), 0.0f, o->elements()));
       MESHPLAN_RETURN_IF_ERROR(ops_.Fill(rank, op.stream, lse->f32(), kNegInf, lse->elements()));
@@ -528,45 +519,42 @@ Result<DeviceEngine::EntryRef> DeviceEngine::EnsureDelta(int32_t rank, uint32_t 
   if (auto it = store.find({kTensorD, id, kind}); it != store.end()) return it->second;  // received
   auto& local = ranks_[rank]->local_deltas;
   if (auto it = local.find({id, kind, stream}); it != local.end()) return it->second;
-  auto o = Need(rank, kTensorO, id, kind);
-  if (!o.ok()) return o.status();
-  auto d_o = Need(rank, kTensorDO, id, kind);
-  if (!d_o.ok()) return d_o.status();
-  if ((*o)->positions != (*d_o)->positions || !(*d_o)->HasHeads((*o)->head_begin, (*o)->heads)) {
+  MESHPLAN_ASSIGN_OR_RETURN(auto o, Need(rank, kTensorO, id, kind));
+  MESHPLAN_ASSIGN_OR_RETURN(auto d_o, Need(rank, kTensorDO, id, kind));
+  if (o->positions != d_o->positions || !d_o->HasHeads(o->head_begin, o->heads)) {
     return Status::Internal("O and dO of shard " + std::to_string(id) + " do not cover the same rows and heads");
   }
-  auto delta = NewEntry(rank, op, stream, (*o)->batch, (*o)->positions, (*o)->head_begin, (*o)->heads, 1, 4);
-  if (!delta.ok()) return delta.status();
+  MESHPLAN_ASSIGN_OR_RETURN(auto delta, NewEntry(rank, op, stream, o->batch, o->positions, o->head_begin, o->heads, 1, 4));
   if (Local(rank)) {
-    EntryRef grad = *d_o;
-    if ((*d_o)->heads != (*o)->heads) {  // dO holds more heads: take O's slice first
-      auto slice = NewEntry(rank, op, stream, (*o)->batch, (*o)->positions, (*o)->head_begin, (*o)->heads, (*o)->dim,
+    EntryRef grad = d_o;
+    if (d_o->heads != o->heads) {  // dO holds more heads: take O's slice first
+      auto slice = NewEntry(rank, op, stream, o->batch, o->positions, o->head_begin, o->heads, o->dim,
                             ElemBytes(kTensorDO));
       if (!slice.ok()) return slice.status();
       RowCopy c;
-      c.src = (*d_o)->data();
+      c.src = d_o->data();
       c.dst = (*slice)->data();
       c.elem_bytes = ElemBytes(kTensorDO);
-      c.batch = (*o)->batch;
-      c.dim = (*o)->dim;
-      c.count = (*o)->rows();
-      c.src_rows_total = (*d_o)->rows();
-      c.dst_rows_total = (*o)->rows();
-      c.src_head0 = (*o)->head_begin - (*d_o)->head_begin;
-      c.src_heads = (*d_o)->heads;
-      c.dst_heads = (*o)->heads;
-      c.copy_heads = (*o)->heads;
-      Touch(*d_o, rank, op, stream, Access::kRead, kTensorDO, id);
+      c.batch = o->batch;
+      c.dim = o->dim;
+      c.count = o->rows();
+      c.src_rows_total = d_o->rows();
+      c.dst_rows_total = o->rows();
+      c.src_head0 = o->head_begin - d_o->head_begin;
+      c.src_heads = d_o->heads;
+      c.dst_heads = o->heads;
+      c.copy_heads = o->heads;
+      Touch(d_o, rank, op, stream, Access::kRead, kTensorDO, id);
       MESHPLAN_RETURN_IF_ERROR(ops_.RowCopy(rank, stream, c));
       grad = *slice;
     }
-    Touch(*o, rank, op, stream, Access::kRead, kTensorO, id);
+    Touch(o, rank, op, stream, Access::kRead, kTensorO, id);
     Touch(grad, rank, op, stream, Access::kRead, kTensorDO, id);
-    MESHPLAN_RETURN_IF_ERROR(ops_.Delta(rank, stream, options_.type, (*o)->f32(), grad->data(), (*delta)->f32(),
-                                        (*o)->batch, (*o)->rows(), (*o)->heads, (*o)->dim));
+    MESHPLAN_RETURN_IF_ERROR(ops_.Delta(rank, stream, options_.type, o->f32(), grad->data(), delta->f32(),
+                                        o->batch, o->rows(), o->heads, o->dim));
   }
-  local[{id, kind, stream}] = *delta;
-  return *delta;
+  local[{id, kind, stream}] = delta;
+  return delta;
 }
 
 Status DeviceEngine::ComputeBackward(int32_t rank, uint32_t index) {
@@ -580,26 +568,22 @@ Status DeviceEngine::ComputeBackward(int32_t rank, uint32_t index) {
   for (auto* e : {&q, &k, &v, &d_o, &lse}) {
     if (!e->ok()) return e->status();
   }
-  auto delta = NeedData(rank, index, op.stream, kTensorD, op.q_shard, EntryKind::kShard);
-  if (!delta.ok()) return delta.status();
+  MESHPLAN_ASSIGN_OR_RETURN(auto delta, NeedData(rank, index, op.stream, kTensorD, op.q_shard, EntryKind::kShard));
   const int32_t g = static_cast<int32_t>(workload_.group_size());
   const int32_t kv_begin = op.head_begin / g, kv_count = op.head_count / g;
   EntryRef& dq = state.store[{kTensorDQ, op.q_shard, EntryKind::kShard}];
   if (!dq) {
-    auto fresh = NewEntry(rank, index, op.stream, (*q)->batch, (*q)->positions, op.head_begin, op.head_count, (*q)->dim, 4);
-    if (!fresh.ok()) return fresh.status();
-    dq = *fresh;
+    MESHPLAN_ASSIGN_OR_RETURN(auto fresh, NewEntry(rank, index, op.stream, (*q)->batch, (*q)->positions, op.head_begin, op.head_count, (*q)->dim, 4));
+    dq = fresh;
     if (Local(rank)) MESHPLAN_RETURN_IF_ERROR(ops_.Fill(rank, op.stream, dq->f32(), 0.0f, dq->elements()));
   }
   EntryRef& dk = state.store[{kTensorDK, op.kv_shard, EntryKind::kShard}];
   EntryRef& dv = state.store[{kTensorDV, op.kv_shard, EntryKind::kShard}];
   if (!dk || !dv) {
-    auto fresh_k = NewEntry(rank, index, op.stream, (*k)->batch, (*k)->positions, kv_begin, kv_count, (*k)->dim, 4);
-    if (!fresh_k.ok()) return fresh_k.status();
-    auto fresh_v = NewEntry(rank, index, op.stream, (*k)->batch, (*k)->positions, kv_begin, kv_count, (*k)->dim, 4);
-    if (!fresh_v.ok()) return fresh_v.status();
-    dk = *fresh_k;
-    dv = *fresh_v;
+    MESHPLAN_ASSIGN_OR_RETURN(auto fresh_k, NewEntry(rank, index, op.stream, (*k)->batch, (*k)->positions, kv_begin, kv_count, (*k)->dim, 4));
+    MESHPLAN_ASSIGN_OR_RETURN(auto fresh_v, NewEntry(rank, index, op.stream, (*k)->batch, (*k)->positions, kv_begin, kv_count, (*k)->dim, 4));
+    dk = fresh_k;
+    dv = fresh_v;
     if (Local(rank)) {
       MESHPLAN_RETURN_IF_ERROR(ops_.Fill(rank, op.stream, dk->f32(), 0.0f, dk->elements()));
       MESHPLAN_RETURN_IF_ERROR(ops_.Fill(rank, op.stream, dv->f32(), 0.0f, dv->elements()));
@@ -614,7 +598,7 @@ Status DeviceEngine::ComputeBackward(int32_t rank, uint32_t index) {
   }
   dq->uniform = dk->uniform = dv->uniform = false;
   if (!Local(rank)) return Status::Ok();
-  for (const auto& [e, tensor] : {std::pair{*q, kTensorQ}, {*d_o, kTensorDO}, {*lse, kTensorLse}, {*delta, kTensorD}}) {
+  for (const auto& [e, tensor] : {std::pair{*q, kTensorQ}, {*d_o, kTensorDO}, {*lse, kTensorLse}, {delta, kTensorD}}) {
     Touch(e, rank, index, op.stream, Access::kRead, tensor, op.q_shard);
   }
   Touch(*k, rank, index, op.stream, Access::kRead, kTensorK, op.kv_shard);
@@ -624,7 +608,7 @@ Status DeviceEngine::ComputeBackward(int32_t rank, uint32_t index) {
   Touch(dv, rank, index, op.stream, Access::kReadWrite, kTensorDV, op.kv_shard);
   BlockProblem p = Problem(op);
   p.mask.doc_starts = state.doc_starts;
-  return ops_.Backward(rank, op.stream, p, *qv, *kv, *vv, *dov, AccView(*lse), AccView(*delta), AccView(dq), AccView(dk),
+  return ops_.Backward(rank, op.stream, p, *qv, *kv, *vv, *dov, AccView(*lse), AccView(delta), AccView(dq), AccView(dk),
                        AccView(dv));
 }
 
@@ -850,14 +834,13 @@ Status DeviceEngine::PrepareAllGather(const CollectiveLaunch& c, std::vector<Tra
     const Op& op = schedule_.ranks[rank].ops[c.ops[m]];
     for (uint16_t bit : TensorBitsOf(op.tensors)) {
       const int32_t id = IdFor(op, bit);
-      auto own = NeedData(rank, c.ops[m], op.stream, bit, id, EntryKind::kShard);
-      if (!own.ok()) return own.status();
+      MESHPLAN_ASSIGN_OR_RETURN(auto own, NeedData(rank, c.ops[m], op.stream, bit, id, EntryKind::kShard));
       for (int to = 0; to < p; ++to) {
         if (to == m) continue;
         const int32_t dst_rank = members[to];
         const Op& dst_op = schedule_.ranks[dst_rank].ops[c.ops[to]];
         auto dst =
-            TransferTo(rank, c.ops[m], op.stream, *own, bit, id, dst_rank, c.ops[to], dst_op.stream, transfers);
+            TransferTo(rank, c.ops[m], op.stream, own, bit, id, dst_rank, c.ops[to], dst_op.stream, transfers);
         if (!dst.ok()) return dst.status();
         KeepCopy(ranks_[dst_rank]->store, {bit, id, EntryKind::kShard}, *dst);
       }
@@ -887,9 +870,8 @@ Status DeviceEngine::PrepareReduceScatter(const CollectiveLaunch& c, std::vector
       const int32_t dst_rank = members[to];
       const Op& dst_op = schedule_.ranks[dst_rank].ops[c.ops[to]];
       for (uint16_t bit : TensorBitsOf(op.tensors)) {
-        auto part = TakePartial(rank, c.ops[m], op.stream, bit, own[to]);
-        if (!part.ok()) return part.status();
-        auto dst = TransferTo(rank, c.ops[m], op.stream, *part, bit, own[to], dst_rank, c.ops[to], dst_op.stream,
+        MESHPLAN_ASSIGN_OR_RETURN(auto part, TakePartial(rank, c.ops[m], op.stream, bit, own[to]));
+        auto dst = TransferTo(rank, c.ops[m], op.stream, part, bit, own[to], dst_rank, c.ops[to], dst_op.stream,
                               transfers);
         if (!dst.ok()) return dst.status();
         arrived[to].push_back({bit, *dst});
@@ -915,13 +897,11 @@ Status DeviceEngine::PrepareReduceScatter(const CollectiveLaunch& c, std::vector
         }
         EntryRef& acc = state.store[{bit, own[to], EntryKind::kShard}];
         if (!acc) {
-          auto zero = ZeroPartial(rank, index, op.stream, bit, own[to]);
-          if (!zero.ok()) return zero.status();
-          acc = *zero;
+          MESHPLAN_ASSIGN_OR_RETURN(auto zero, ZeroPartial(rank, index, op.stream, bit, own[to]));
+          acc = zero;
           if (bit == kTensorO) {
-            auto zero_lse = ZeroPartial(rank, index, op.stream, kTensorLse, own[to]);
-            if (!zero_lse.ok()) return zero_lse.status();
-            state.store[{kTensorLse, own[to], EntryKind::kShard}] = *zero_lse;
+            MESHPLAN_ASSIGN_OR_RETURN(auto zero_lse, ZeroPartial(rank, index, op.stream, kTensorLse, own[to]));
+            state.store[{kTensorLse, own[to], EntryKind::kShard}] = zero_lse;
           }
         }
         EntryRef acc_lse;
@@ -957,13 +937,11 @@ Status DeviceEngine::PrepareAllToAll(const CollectiveLaunch& c, std::vector<Tran
       const int32_t shard = static_cast<int32_t>(rank / schedule_.layout.subdivide);
       EntryRef mine;
       if (to_heads) {
-        auto found = NeedData(rank, index, stream, bit, rank, EntryKind::kSubShard);
-        if (!found.ok()) return found.status();
-        mine = *found;
+        MESHPLAN_ASSIGN_OR_RETURN(auto found, NeedData(rank, index, stream, bit, rank, EntryKind::kSubShard));
+        mine = found;
       } else {
-        auto found = Need(rank, bit, shard, EntryKind::kShard);
-        if (!found.ok()) return found.status();
-        mine = *found;
+        MESHPLAN_ASSIGN_OR_RETURN(auto found, Need(rank, bit, shard, EntryKind::kShard));
+        mine = found;
       }
       std::unordered_map<int64_t, int64_t> row_of;
       if (!to_heads) {
@@ -986,39 +964,36 @@ Status DeviceEngine::PrepareAllToAll(const CollectiveLaunch& c, std::vector<Tran
             positions.push_back(pos);
           }
         }
-        auto piece = NewEntry(rank, index, stream, mine->batch, positions, head_begin, piece_heads, dim, elem);
-        if (!piece.ok()) return piece.status();
+        MESHPLAN_ASSIGN_OR_RETURN(auto piece, NewEntry(rank, index, stream, mine->batch, positions, head_begin, piece_heads, dim, elem));
         if (Local(rank)) {
           RowCopy copy;
           copy.src = mine->data();
-          copy.dst = (*piece)->data();
+          copy.dst = piece->data();
           copy.elem_bytes = elem;
           copy.batch = mine->batch;
           copy.dim = dim;
-          copy.count = (*piece)->rows();
+          copy.count = piece->rows();
           copy.src_rows_total = mine->rows();
-          copy.dst_rows_total = (*piece)->rows();
+          copy.dst_rows_total = piece->rows();
           copy.src_head0 = head_begin - mine->head_begin;
           copy.src_heads = mine->heads;
           copy.dst_heads = piece_heads;
           copy.copy_heads = piece_heads;
           if (!to_heads) {
-            auto index_array = ops_.Upload(rank, rows.data(), static_cast<int64_t>(rows.size() * sizeof(int64_t)));
-            if (!index_array.ok()) return index_array.status();
-            ranks_[rank]->static_buffers.push_back(*index_array);
-            copy.src_rows = static_cast<const int64_t*>(*index_array);
+            MESHPLAN_ASSIGN_OR_RETURN(auto index_array, ops_.Upload(rank, rows.data(), static_cast<int64_t>(rows.size() * sizeof(int64_t))));
+            ranks_[rank]->static_buffers.push_back(index_array);
+            copy.src_rows = static_cast<const int64_t*>(index_array);
           }
           Touch(mine, rank, index, stream, Access::kRead, bit, to_heads ? rank : shard);
           MESHPLAN_RETURN_IF_ERROR(ops_.RowCopy(rank, stream, copy));
         }
         if (to == m) {
-          received[to][m] = *piece;
+          received[to][m] = piece;
         } else {
           const int32_t dst_rank = members[to];
           const StreamId dst_stream = schedule_.ranks[dst_rank].ops[c.ops[to]].stream;
-          auto dst = TransferTo(rank, index, stream, *piece, bit, shard, dst_rank, c.ops[to], dst_stream, transfers);
-          if (!dst.ok()) return dst.status();
-          received[to][m] = *dst;
+          MESHPLAN_ASSIGN_OR_RETURN(auto dst, TransferTo(rank, index, stream, piece, bit, shard, dst_rank, c.ops[to], dst_stream, transfers));
+          received[to][m] = dst;
         }
       }
       // Final gradients are not needed in the head layout afterwards; the output O is kept (a

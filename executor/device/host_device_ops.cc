@@ -210,10 +210,9 @@ Status HostDeviceOps::Free(int32_t rank, void* ptr, const StreamUses& uses) {
 }
 
 Result<void*> HostDeviceOps::Upload(int32_t rank, const void* host, int64_t bytes) {
-  auto ptr = Allocate(rank, bytes, StreamId::kCompute);
-  if (!ptr.ok()) return ptr.status();
-  if (bytes > 0) std::memcpy(*ptr, host, static_cast<size_t>(bytes));
-  return *ptr;
+  MESHPLAN_ASSIGN_OR_RETURN(auto ptr, Allocate(rank, bytes, StreamId::kCompute));
+  if (bytes > 0) std::memcpy(ptr, host, static_cast<size_t>(bytes));
+  return ptr;
 }
 
 Status HostDeviceOps::Download(int32_t rank, void* host, const void* device, int64_t bytes) {
