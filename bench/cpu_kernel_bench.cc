@@ -20,7 +20,6 @@
 #include <benchmark/benchmark.h>
 
 #include <Eigen/Dense>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -91,8 +90,8 @@ double GemmSeconds(int64_t m, int64_t n, int64_t k, bool b_transposed) {
 // with `with_fraction` the ratio to the reference GEMM rate.
 // `visible_fraction` (of the block's pairs) scales the nominal rate into "useful_GFLOP/s".
 template <typename Body>
-void RunAndReport(benchmark::State& state, double flops_per_iteration, bool with_fraction, Body body,
-                  double visible_fraction = 1.0) {
+void RunAndReport(benchmark::State& state, double flops_per_iteration, bool with_fraction,
+                  Body body, double visible_fraction = 1.0) {
   const double t0 = ThreadCpuSeconds();
   for (auto _ : state) body();
   const double seconds = ThreadCpuSeconds() - t0;
@@ -151,7 +150,9 @@ struct BlockData {
     positions.resize(kN);
     for (int64_t i = 0; i < kN; ++i) positions[i] = i;  // same positions for Q and KV rows
   }
-  RowsView Rows(const std::vector<float>& data) const { return {data.data(), kN, kD, positions.data()}; }
+  RowsView Rows(const std::vector<float>& data) const {
+    return {data.data(), kN, kD, positions.data()};
+  }
 
   void Forward(const MaskRule& mask) {
     BlockForward(Rows(q), Rows(k), Rows(v), kD, scale, mask, {o.data(), kN, kD}, lse.data());
@@ -187,11 +188,14 @@ void ForwardBench(benchmark::State& state, const Mask& mask_spec) {
   const MaskRule mask(mask_spec);
   BlockData data;
   GemmReferenceFlops();  // measured before the timed loop
-  RunAndReport(state, kForwardFlops, true, [&] {
-    data.Forward(mask);
-    benchmark::DoNotOptimize(data.o.data());
-    benchmark::ClobberMemory();
-  }, VisibleFraction(data, mask));
+  RunAndReport(
+      state, kForwardFlops, true,
+      [&] {
+        data.Forward(mask);
+        benchmark::DoNotOptimize(data.o.data());
+        benchmark::ClobberMemory();
+      },
+      VisibleFraction(data, mask));
 }
 
 void BackwardBench(benchmark::State& state, const Mask& mask_spec) {
@@ -199,11 +203,14 @@ void BackwardBench(benchmark::State& state, const Mask& mask_spec) {
   BlockData data;
   data.PrepareBackward(mask);
   GemmReferenceFlops();
-  RunAndReport(state, kBackwardFlops, true, [&] {
-    data.Backward(mask);
-    benchmark::DoNotOptimize(data.dq.data());
-    benchmark::ClobberMemory();
-  }, VisibleFraction(data, mask));
+  RunAndReport(
+      state, kBackwardFlops, true,
+      [&] {
+        data.Backward(mask);
+        benchmark::DoNotOptimize(data.dq.data());
+        benchmark::ClobberMemory();
+      },
+      VisibleFraction(data, mask));
 }
 
 void BM_GemmReference(benchmark::State& state) {
@@ -214,8 +221,12 @@ void BM_GemmReference(benchmark::State& state) {
 }
 void BM_BlockForward512(benchmark::State& state) { ForwardBench(state, Mask::Full()); }
 void BM_BlockBackward512(benchmark::State& state) { BackwardBench(state, Mask::Full()); }
-void BM_BlockForward512CausalDiagonal(benchmark::State& state) { ForwardBench(state, Mask::Causal()); }
-void BM_BlockBackward512CausalDiagonal(benchmark::State& state) { BackwardBench(state, Mask::Causal()); }
+void BM_BlockForward512CausalDiagonal(benchmark::State& state) {
+  ForwardBench(state, Mask::Causal());
+}
+void BM_BlockBackward512CausalDiagonal(benchmark::State& state) {
+  BackwardBench(state, Mask::Causal());
+}
 BENCHMARK(BM_GemmReference)->Iterations(1);
 BENCHMARK(BM_BlockForward512)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_BlockBackward512)->Unit(benchmark::kMicrosecond);

@@ -49,7 +49,8 @@ struct Config {
   bool causal = false;
   bool backward = false;
   int64_t heads = 0;  // query heads
-  bool cudnn = false;  // cuDNN's fused attention (executor/cuda/cudnn_attention.h), else own kernels
+  bool cudnn =
+      false;  // cuDNN's fused attention (executor/cuda/cudnn_attention.h), else own kernels
 };
 
 int64_t HeadsFor(int64_t n, int32_t dim) {
@@ -258,8 +259,9 @@ void BM_Attention(benchmark::State& state, Config c) {
   }
   const double rate = TimeLaunches(state, UsefulFlops(c), [&] {
     if (cudnn != nullptr) {
-      return status_to_error(c.backward ? cudnn->Backward(p, q, kv, kv, q, lse, delta, dq, dk, dv, nullptr)
-                                        : cudnn->Forward(p, q, kv, kv, o, lse, nullptr));
+      return status_to_error(c.backward
+                                 ? cudnn->Backward(p, q, kv, kv, q, lse, delta, dq, dk, dv, nullptr)
+                                 : cudnn->Forward(p, q, kv, kv, o, lse, nullptr));
     }
     return c.backward ? LaunchBlockBackward(p, q, kv, kv, q, lse, delta, dq, dk, dv,
                                             KernelPath::kAuto, nullptr)
@@ -277,7 +279,8 @@ std::vector<Config> Configs() {
     for (int32_t dim : {64, 128}) {
       for (bool causal : {false, true}) {
         for (int64_t n : {1024, 2048, 4096, 8192, 16384}) {
-          for (bool cudnn : {false, true}) out.push_back({n, dim, causal, backward, HeadsFor(n, dim), cudnn});
+          for (bool cudnn : {false, true})
+            out.push_back({n, dim, causal, backward, HeadsFor(n, dim), cudnn});
         }
       }
     }

@@ -6,9 +6,9 @@
 #include <benchmark/benchmark.h>
 
 #include "core/topology_toml.h"
+#include "planner/schemes/registry.h"
 #include "planner/search.h"
 #include "planner/strategy.h"
-#include "planner/schemes/registry.h"
 
 namespace meshplan::planner {
 namespace {

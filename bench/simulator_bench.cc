@@ -6,16 +6,16 @@
 #include <benchmark/benchmark.h>
 
 #include "core/topology_toml.h"
+#include "planner/schemes/registry.h"
 #include "planner/strategy.h"
 #include "simulator/simulate.h"
-#include "planner/schemes/registry.h"
 
 namespace meshplan::sim {
 namespace {
 
 void BM_SimulateMesh1024FwdBwd(benchmark::State& state) {
   Topology topology = DefaultTopology();
-  topology.levels.back().group_size = 128;  // 128 x 8 = 1024 H100
+  topology.levels.back().group_size = 128;        // 128 x 8 = 1024 H100
   const Workload workload = Workload::Default();  // 1M tokens, fwd+bwd
   const planner::PlanContext ctx(workload, topology);
   SchemeParams params;
@@ -48,8 +48,8 @@ void BM_SimulateMesh1024FwdBwd(benchmark::State& state) {
   }
   state.counters["events"] = static_cast<double>(events);
   state.counters["ops"] = static_cast<double>(schedule->TotalOps());
-  state.counters["events_per_s"] =
-      benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["events_per_s"] = benchmark::Counter(
+      static_cast<double>(events), benchmark::Counter::kIsIterationInvariantRate);
   state.counters["simulated_ms"] = simulated * 1e3;
 }
 BENCHMARK(BM_SimulateMesh1024FwdBwd)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);

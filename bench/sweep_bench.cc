@@ -7,8 +7,8 @@
 #include <utility>
 #include <vector>
 
-#include "core/topology_toml.h"
 #include "capacity/sweep.h"
+#include "core/topology_toml.h"
 #include "planner/schemes/registry.h"
 
 namespace meshplan::capacity {
@@ -34,7 +34,8 @@ void SweepBench(benchmark::State& state, std::vector<Scheme> schemes) {
 }
 // The target: ring, Ulysses, USP, LoongTrain and Mesh-Attention.
 void BM_Sweep5Schemes8Gpus8Seqs(benchmark::State& state) {
-  SweepBench(state, {Scheme("ring"), Scheme("ulysses"), Scheme("usp"), Scheme("loongtrain"), Scheme("mesh")});
+  SweepBench(state, {Scheme("ring"), Scheme("ulysses"), Scheme("usp"), Scheme("loongtrain"),
+                     Scheme("mesh")});
 }
 // For information: every scheme (empty list).
 void BM_SweepAllSchemes8Gpus8Seqs(benchmark::State& state) { SweepBench(state, {}); }

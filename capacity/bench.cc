@@ -8,19 +8,21 @@
 #include "executor/host_memory.h"
 #include "executor/plan_run.h"
 #include "executor/timing/repeat.h"
-#include "planner/search.h"
 #include "planner/schemes/registry.h"
+#include "planner/search.h"
 
 namespace meshplan::capacity {
 namespace {
 
 std::string PointName(const BenchRow& row) {
-  return "bench " + row.mask + " " + std::to_string(row.seq_len) + " tokens " + std::string(SchemeName(row.scheme));
+  return "bench " + row.mask + " " + std::to_string(row.seq_len) + " tokens " +
+         std::string(SchemeName(row.scheme));
 }
 
 // A preflight refusal (executor/host_memory.h CheckHostMemory) rather than a broken run.
 bool IsMemoryRefusal(const Status& status) {
-  return status.code() == ErrorCode::kInvalidInput && status.message().find("host memory") != std::string::npos;
+  return status.code() == ErrorCode::kInvalidInput &&
+         status.message().find("host memory") != std::string::npos;
 }
 
 // Runs one planned point; fills the measured part of `row`.
@@ -34,7 +36,8 @@ void RunPoint(const BenchSpec& spec, const Workload& w, BenchRow* row) {
   budget.ranks_in_process = host ? row->ranks : 0;
   budget.keep_outputs = false;
   exec::ResetPeakResident();
-  auto run = exec::PreparePlanRun(plan, PointName(*row), spec.topology, {"", spec.seed}, spec.config.run.type, budget);
+  auto run = exec::PreparePlanRun(plan, PointName(*row), spec.topology, {"", spec.seed},
+                                  spec.config.run.type, budget);
   if (!run.ok()) {
     row->outcome = IsMemoryRefusal(run.status()) ? BenchOutcome::kSkipped : BenchOutcome::kFailed;
     row->reason = run.status().message();
@@ -42,7 +45,8 @@ void RunPoint(const BenchSpec& spec, const Workload& w, BenchRow* row) {
   }
   row->flops = WorkloadFlops(run->plan.workload);
   row->modelled_rank_peak_bytes =
-      host ? exec::HostRankBytes(run->plan.workload, run->modelled_rank_peak_bytes) : run->modelled_rank_peak_bytes;
+      host ? exec::HostRankBytes(run->plan.workload, run->modelled_rank_peak_bytes)
+           : run->modelled_rank_peak_bytes;
   exec::ExecuteConfig config = spec.config;
   config.keep_outputs = false;
   auto repeated = exec::ExecuteRepeated(*run, config, spec.repeat);
@@ -58,7 +62,8 @@ void RunPoint(const BenchSpec& spec, const Workload& w, BenchRow* row) {
   row->max_s = s.max_s;
   row->spread = s.spread;
   const std::vector<int64_t>& peaks = repeated->first.peak_bytes;
-  row->rank_peak_bytes = peaks.empty() ? 0 : static_cast<double>(*std::max_element(peaks.begin(), peaks.end()));
+  row->rank_peak_bytes =
+      peaks.empty() ? 0 : static_cast<double>(*std::max_element(peaks.begin(), peaks.end()));
   row->process_peak_rss_bytes = exec::PeakResidentBytes();
 }
 
@@ -94,7 +99,8 @@ Result<std::vector<BenchRow>> RunBench(const BenchSpec& spec, const BenchProgres
   MESHPLAN_RETURN_IF_ERROR(exec::CheckRepeat(spec.repeat).WithContext("repeat"));
   std::vector<Scheme> schemes = spec.schemes;
   if (schemes.empty()) schemes.assign(planner::AllSchemes().begin(), planner::AllSchemes().end());
-  const double points = static_cast<double>(spec.masks.size()) * static_cast<double>(spec.seq_lens.size()) *
+  const double points = static_cast<double>(spec.masks.size()) *
+                        static_cast<double>(spec.seq_lens.size()) *
                         static_cast<double>(schemes.size());
   if (points > static_cast<double>(kMaxBenchPoints)) {
     return Status::Invalid("bench: " + std::to_string(static_cast<int64_t>(points)) +
@@ -129,7 +135,8 @@ Result<std::vector<BenchRow>> RunBench(const BenchSpec& spec, const BenchProgres
         row.predicted_s = point.simulated_s;
         Workload w = sweep.base;
         // The sweep drew the same documents for this length: the draw is deterministic.
-        MESHPLAN_RETURN_IF_ERROR(SetSequenceLength(w, point.seq_len).WithContext("bench: mask " + mask.name));
+        MESHPLAN_RETURN_IF_ERROR(
+            SetSequenceLength(w, point.seq_len).WithContext("bench: mask " + mask.name));
         RunPoint(spec, w, &row);
       }
       rows.push_back(std::move(row));

@@ -41,10 +41,10 @@ struct BenchSpec {
 inline constexpr int64_t kMaxBenchPoints = 10000;
 
 enum class BenchOutcome : uint8_t {
-  kRan,       // measured
-  kNoPlan,    // the scheme has no valid plan at this point (reason says why)
-  kSkipped,   // the preflight refused it: it does not fit this process's memory (reason)
-  kFailed,    // the run failed (reason)
+  kRan,      // measured
+  kNoPlan,   // the scheme has no valid plan at this point (reason says why)
+  kSkipped,  // the preflight refused it: it does not fit this process's memory (reason)
+  kFailed,   // the run failed (reason)
 };
 std::string_view BenchOutcomeName(BenchOutcome outcome);
 
@@ -55,13 +55,13 @@ struct BenchRow {
   int64_t ranks = 0;
   BenchOutcome outcome = BenchOutcome::kNoPlan;
   std::string reason;
-  SchemeParams params;                 // the scheme's best plan (kRan, kSkipped, kFailed)
-  double flops = 0;                    // LongCA's count (core/attention_flops.h) of the run's pass
-  double predicted_s = 0;              // the simulator's time on the topology
+  SchemeParams params;     // the scheme's best plan (kRan, kSkipped, kFailed)
+  double flops = 0;        // LongCA's count (core/attention_flops.h) of the run's pass
+  double predicted_s = 0;  // the simulator's time on the topology
   double median_s = 0, min_s = 0, max_s = 0, spread = 0;  // measured (exec::RepeatStats)
-  double rank_peak_bytes = 0;          // most memory any rank's engine held (host or device)
-  double modelled_rank_peak_bytes = 0; // the planner's per-rank peak as the backend holds it
-  double process_peak_rss_bytes = 0;   // this process's peak resident set during the point
+  double rank_peak_bytes = 0;           // most memory any rank's engine held (host or device)
+  double modelled_rank_peak_bytes = 0;  // the planner's per-rank peak as the backend holds it
+  double process_peak_rss_bytes = 0;    // this process's peak resident set during the point
 
   double MeasuredTflopsPerRank() const;   // flops / ranks / median_s / 1e12 (0 without a time)
   double PredictedTflopsPerRank() const;  // the same over predicted_s

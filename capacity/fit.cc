@@ -8,18 +8,18 @@
 #include "capacity/scale_topology.h"
 #include "core/units.h"
 #include "planner/context.h"
-#include "planner/search.h"
 #include "planner/schemes/registry.h"
+#include "planner/search.h"
 
 namespace meshplan::capacity {
 namespace {
 
 // The outcome of planning one scheme at one sequence length.
 struct Probe {
-  bool valid = false;       // the scheme has a valid plan
-  std::string reason;       // when !valid
-  bool fits = false;        // its best plan fits (ranked is fits-first, so any plan fitting means this)
-  planner::Estimate best;   // when valid
+  bool valid = false;  // the scheme has a valid plan
+  std::string reason;  // when !valid
+  bool fits = false;   // its best plan fits (ranked is fits-first, so any plan fitting means this)
+  planner::Estimate best;  // when valid
 };
 
 Probe PlanAt(const Topology& topology, const Workload& base, Scheme scheme, double reserved_bytes,
@@ -48,12 +48,14 @@ Probe PlanAt(const Topology& topology, const Workload& base, Scheme scheme, doub
 
 int64_t FitGranularity(int64_t num_gpus) { return 2 * num_gpus; }
 
-Result<std::vector<LongestFit>> LongestFittingSequence(const Topology& topology, const Workload& base,
+Result<std::vector<LongestFit>> LongestFittingSequence(const Topology& topology,
+                                                       const Workload& base,
                                                        const std::vector<Scheme>& schemes,
                                                        double reserved_bytes, int64_t max_seq) {
   if (base.mask.IsDocuments() && !base.mask.sampler) {
-    return Status::Invalid("fit: a document mask read from a file fixes the sequence length; use docs-sampled:SPEC "
-                           "(documents drawn for each length), causal, full, window or prefix");
+    return Status::Invalid(
+        "fit: a document mask read from a file fixes the sequence length; use docs-sampled:SPEC "
+        "(documents drawn for each length), causal, full, window or prefix");
   }
   MESHPLAN_RETURN_IF_ERROR(topology.SupportsDType(base.dtype));
   const int64_t unit = FitGranularity(topology.num_gpus());
@@ -61,8 +63,8 @@ Result<std::vector<LongestFit>> LongestFittingSequence(const Topology& topology,
   const int64_t k_max = limit / unit;
   if (k_max < 1) {
     return Status::Invalid("fit: the longest sequence to try (" + std::to_string(limit) +
-                           ") is below the granularity of " + std::to_string(unit) + " tokens (2 x " +
-                           std::to_string(topology.num_gpus()) + " GPUs)");
+                           ") is below the granularity of " + std::to_string(unit) +
+                           " tokens (2 x " + std::to_string(topology.num_gpus()) + " GPUs)");
   }
   {
     Workload w = base;
@@ -86,8 +88,9 @@ Result<std::vector<LongestFit>> LongestFittingSequence(const Topology& topology,
     }
     if (!low.fits) {
       fit.reason = "does not fit even at " + FormatCount(unit) + " tokens (peak " +
-                   FormatBytes(low.best.peak_memory_bytes) + " + reserved " + FormatBytes(reserved_bytes) +
-                   " > " + FormatBytes(topology.gpu.MemoryPerRankBytes()) + ")";
+                   FormatBytes(low.best.peak_memory_bytes) + " + reserved " +
+                   FormatBytes(reserved_bytes) + " > " +
+                   FormatBytes(topology.gpu.MemoryPerRankBytes()) + ")";
       out.push_back(std::move(fit));
       continue;
     }
@@ -118,9 +121,10 @@ Result<std::vector<LongestFit>> LongestFittingSequence(const Topology& topology,
   return out;
 }
 
-Result<SmallestCluster> SmallestClusterFor(const Topology& topology, const Workload& w, double budget_s,
-                                           const std::vector<Scheme>& schemes, double reserved_bytes,
-                                           int64_t max_gpus, const FitSearchLimits& limits) {
+Result<SmallestCluster> SmallestClusterFor(const Topology& topology, const Workload& w,
+                                           double budget_s, const std::vector<Scheme>& schemes,
+                                           double reserved_bytes, int64_t max_gpus,
+                                           const FitSearchLimits& limits) {
   if (!(budget_s > 0) || !std::isfinite(budget_s)) {
     return Status::Invalid("fit: the time budget must be positive and finite (seconds)");
   }
@@ -128,20 +132,22 @@ Result<SmallestCluster> SmallestClusterFor(const Topology& topology, const Workl
     return Status::Invalid("fit: --max-gpus " + std::to_string(max_gpus) + " is more than the " +
                            std::to_string(kMaxTopologyGpus) + " GPUs a topology may have");
   }
-  if (topology.levels.empty()) return Status::Invalid(topology.name + ": topology has no network level");
+  if (topology.levels.empty())
+    return Status::Invalid(topology.name + ": topology has no network level");
   MESHPLAN_RETURN_IF_ERROR(w.Validate().WithContext("workload"));
   MESHPLAN_RETURN_IF_ERROR(topology.SupportsDType(w.dtype));
   const int outer = topology.num_levels() - 1;
   const int64_t step = outer > 0 ? topology.Span(outer - 1) : 1;
   if (max_gpus < step) {
-    return Status::Invalid("fit: --max-gpus " + std::to_string(max_gpus) + " is below the " + std::to_string(step) +
-                           " GPUs of one group of " + topology.name);
+    return Status::Invalid("fit: --max-gpus " + std::to_string(max_gpus) + " is below the " +
+                           std::to_string(step) + " GPUs of one group of " + topology.name);
   }
   const int64_t sizes = max_gpus / step;
   if (sizes > limits.max_sizes) {
-    return Status::Invalid("fit: --max-gpus " + std::to_string(max_gpus) + " means " + std::to_string(sizes) +
-                           " cluster sizes of " + std::to_string(step) + " GPUs to try, more than the " +
-                           std::to_string(limits.max_sizes) + " one search tries; lower --max-gpus");
+    return Status::Invalid("fit: --max-gpus " + std::to_string(max_gpus) + " means " +
+                           std::to_string(sizes) + " cluster sizes of " + std::to_string(step) +
+                           " GPUs to try, more than the " + std::to_string(limits.max_sizes) +
+                           " one search tries; lower --max-gpus");
   }
   planner::SearchOptions options;
   options.schemes = schemes;
@@ -149,11 +155,13 @@ Result<SmallestCluster> SmallestClusterFor(const Topology& topology, const Workl
   int64_t tried = 0;
   const auto start = std::chrono::steady_clock::now();
   for (int64_t gpus = step; gpus <= max_gpus; gpus += step) {
-    const double elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double elapsed_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (tried > 0 && elapsed_s > limits.max_seconds) {
       return Status::Invalid("fit: stopped after " + FormatSeconds(elapsed_s) + " (the limit is " +
-                             FormatSeconds(limits.max_seconds) + "), having tried " + std::to_string(tried) +
-                             " cluster sizes up to " + std::to_string(gpus - step) +
+                             FormatSeconds(limits.max_seconds) + "), having tried " +
+                             std::to_string(tried) + " cluster sizes up to " +
+                             std::to_string(gpus - step) +
                              " GPUs without meeting the budget; lower --max-gpus");
     }
     MESHPLAN_ASSIGN_OR_RETURN(auto scaled, ScaleTopology(topology, gpus));
@@ -172,12 +180,13 @@ Result<SmallestCluster> SmallestClusterFor(const Topology& topology, const Workl
     if (best.time_s <= budget_s) return found;
     if (!fastest || best.time_s < fastest->time_s) fastest = std::move(found);
   }
-  std::string message = "fit: no cluster of up to " + std::to_string(max_gpus) + " GPUs runs " + w.Describe() +
-                        " within " + FormatSeconds(budget_s) + " per step";
+  std::string message = "fit: no cluster of up to " + std::to_string(max_gpus) + " GPUs runs " +
+                        w.Describe() + " within " + FormatSeconds(budget_s) + " per step";
   if (fastest) {
     message += ": the fastest fitting plan takes " + FormatSeconds(fastest->time_s) + " (" +
-               std::string(SchemeName(fastest->params.scheme)) + " " + planner::DescribeParams(fastest->params) + " on " +
-               std::to_string(fastest->gpus) + " GPUs)";
+               std::string(SchemeName(fastest->params.scheme)) + " " +
+               planner::DescribeParams(fastest->params) + " on " + std::to_string(fastest->gpus) +
+               " GPUs)";
   } else {
     message += ": no plan fits in memory at any of those sizes";
   }

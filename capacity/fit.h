@@ -20,8 +20,8 @@ int64_t FitGranularity(int64_t num_gpus);
 
 struct LongestFit {
   Scheme scheme;
-  bool found = false;     // some multiple of granularity fits
-  std::string reason;     // when !found: no valid plan, or too big even at the granularity
+  bool found = false;  // some multiple of granularity fits
+  std::string reason;  // when !found: no valid plan, or too big even at the granularity
   int64_t granularity = 0;
   int64_t seq_len = 0;    // longest fitting multiple of granularity (<= the max_seq given)
   bool at_limit = false;  // the next multiple would exceed max_seq (the true limit may be higher)
@@ -34,7 +34,8 @@ struct LongestFit {
 // which the scheme has a valid plan that fits in memory with reserved_bytes held back. The
 // workload's own seq_len is ignored; a document mask (which fixes the length) is an error.
 // Binary search: relies on the peak memory of every plan growing with the sequence length.
-Result<std::vector<LongestFit>> LongestFittingSequence(const Topology& topology, const Workload& base,
+Result<std::vector<LongestFit>> LongestFittingSequence(const Topology& topology,
+                                                       const Workload& base,
                                                        const std::vector<Scheme>& schemes,
                                                        double reserved_bytes, int64_t max_seq);
 
@@ -49,8 +50,8 @@ struct SmallestCluster {
 
 // Bounds on SmallestClusterFor's search, which plans every cluster size in turn.
 struct FitSearchLimits {
-  int64_t max_sizes = 4096;    // cluster sizes it may try; more is refused before any is tried
-  double max_seconds = 300;    // wall-clock time; past it the search stops with an error
+  int64_t max_sizes = 4096;  // cluster sizes it may try; more is refused before any is tried
+  double max_seconds = 300;  // wall-clock time; past it the search stops with an error
 };
 
 // The smallest GPU count (multiples of the topology's inner span, e.g. whole nodes, tried in
@@ -59,8 +60,9 @@ struct FitSearchLimits {
 // A budget that is not a positive finite number, max_gpus above kMaxTopologyGpus or more than
 // limits.max_sizes sizes to try is an error before any planning; a search running longer than
 // limits.max_seconds stops with an error saying how far it got.
-Result<SmallestCluster> SmallestClusterFor(const Topology& topology, const Workload& w, double budget_s,
-                                           const std::vector<Scheme>& schemes, double reserved_bytes,
-                                           int64_t max_gpus, const FitSearchLimits& limits = {});
+Result<SmallestCluster> SmallestClusterFor(const Topology& topology, const Workload& w,
+                                           double budget_s, const std::vector<Scheme>& schemes,
+                                           double reserved_bytes, int64_t max_gpus,
+                                           const FitSearchLimits& limits = {});
 
 }  // namespace meshplan::capacity

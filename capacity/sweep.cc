@@ -5,9 +5,9 @@
 #include "capacity/scale_topology.h"
 #include "core/units.h"
 #include "planner/context.h"
+#include "planner/schemes/registry.h"
 #include "planner/search.h"
 #include "simulator/simulation_timer.h"
-#include "planner/schemes/registry.h"
 
 namespace meshplan::capacity {
 namespace {
@@ -25,10 +25,12 @@ Result<std::vector<SweepRow>> RunSweep(const SweepSpec& spec, const Progress& pr
   if (schemes.empty()) schemes.assign(planner::AllSchemes().begin(), planner::AllSchemes().end());
 
   const size_t sizes = spec.gpus.empty() ? 1 : spec.gpus.size();
-  const double points = static_cast<double>(spec.topologies.size() * sizes) * static_cast<double>(spec.seq_lens.size());
+  const double points = static_cast<double>(spec.topologies.size() * sizes) *
+                        static_cast<double>(spec.seq_lens.size());
   if (points > static_cast<double>(kMaxSweepPoints)) {
     return Status::Invalid("sweep: " + std::to_string(spec.topologies.size()) + " topologies x " +
-                           std::to_string(sizes) + " GPU counts x " + std::to_string(spec.seq_lens.size()) +
+                           std::to_string(sizes) + " GPU counts x " +
+                           std::to_string(spec.seq_lens.size()) +
                            " sequence lengths is more than the " + std::to_string(kMaxSweepPoints) +
                            " points one sweep plans");
   }
@@ -102,8 +104,9 @@ Result<std::vector<SweepRow>> RunSweep(const SweepSpec& spec, const Progress& pr
         if (spec.simulate) {
           auto simulated = sim::SimulatedSeconds(ctx, best->params);
           if (!simulated.ok()) {
-            return simulated.status().WithContext(PointName(cluster.original->name, gpus, seq) + ": simulating " +
-                                                  std::string(SchemeName(scheme)) + " " + planner::DescribeParams(best->params));
+            return simulated.status().WithContext(
+                PointName(cluster.original->name, gpus, seq) + ": simulating " +
+                std::string(SchemeName(scheme)) + " " + planner::DescribeParams(best->params));
           }
           row.simulated_s = *simulated;
         }

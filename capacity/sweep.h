@@ -21,7 +21,7 @@ struct SweepSpec {
   std::vector<Scheme> schemes;       // empty: every scheme
   Workload base;                     // everything but seq_len
   double reserved_memory_bytes = 0;
-  bool simulate = false;             // also replay each point's best plan per scheme
+  bool simulate = false;  // also replay each point's best plan per scheme
 };
 
 // A sweep plans at most this many points (topology x GPU count x sequence length): each list
@@ -35,12 +35,12 @@ struct SweepRow {
   int64_t seq_len = 0;
   Scheme scheme;
   bool valid = false;
-  std::string reason;       // when !valid
-  SchemeParams params;      // when valid
-  double time_s = 0;        // planner estimate
+  std::string reason;   // when !valid
+  SchemeParams params;  // when valid
+  double time_s = 0;    // planner estimate
   double compute_s = 0;
   double exposed_comm_s = 0;
-  double comm_share = 0;    // exposed_comm_s / time_s
+  double comm_share = 0;  // exposed_comm_s / time_s
   double bytes_per_gpu = 0;
   double peak_memory_bytes = 0;
   bool fits = false;

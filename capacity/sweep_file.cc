@@ -18,11 +18,13 @@ namespace meshplan::capacity {
 namespace {
 
 // One of a list key's forms as list text: "8..64", 8, or an array of those.
-Result<std::string> ListText(const toml::node& node, const std::string& key, const std::string& source) {
+Result<std::string> ListText(const toml::node& node, const std::string& key,
+                             const std::string& source) {
   auto one = [&](const toml::node& n) -> Result<std::string> {
     if (const auto* s = n.as_string()) return s->get();
     if (const auto* i = n.as_integer()) return std::to_string(i->get());
-    return Status::Invalid(source + ": " + key + ": expected a count, a range string or an array of those, got " +
+    return Status::Invalid(source + ": " + key +
+                           ": expected a count, a range string or an array of those, got " +
                            TomlTypeName(n));
   };
   if (const auto* array = node.as_array()) {
@@ -38,9 +40,11 @@ Result<std::string> ListText(const toml::node& node, const std::string& key, con
 }
 
 // Strings from a comma list string ("a,b") or an array of strings.
-Result<std::vector<std::string>> StringList(const toml::node& node, const std::string& key, const std::string& source) {
+Result<std::vector<std::string>> StringList(const toml::node& node, const std::string& key,
+                                            const std::string& source) {
   auto fail = [&](const toml::node& n) {
-    return Status::Invalid(source + ": " + key + ": expected a string or an array of strings, got " + TomlTypeName(n));
+    return Status::Invalid(source + ": " + key +
+                           ": expected a string or an array of strings, got " + TomlTypeName(n));
   };
   std::vector<std::string> out;
   if (const auto* s = node.as_string()) {
@@ -120,12 +124,11 @@ Result<SweepSettings> ReadSweepFile(const std::string& path) {
 Result<SweepSettings> ParseSweepToml(std::string_view text, const std::string& path) {
   MESHPLAN_ASSIGN_OR_RETURN(auto doc, ParseTomlDocument(text, path));
   const toml::table& table = doc;
-  MESHPLAN_RETURN_IF_ERROR(CheckTomlKeys(table,
-                                         "",
-                                         {"topologies", "gpus", "seq", "schemes", "batch", "heads", "kv_heads",
-                                          "head_dim", "dtype", "partial_dtype", "mask", "pass", "reserve_gib",
-                                          "simulate"},
-                                         path));
+  MESHPLAN_RETURN_IF_ERROR(CheckTomlKeys(
+      table, "",
+      {"topologies", "gpus", "seq", "schemes", "batch", "heads", "kv_heads", "head_dim", "dtype",
+       "partial_dtype", "mask", "pass", "reserve_gib", "simulate"},
+      path));
   auto fail = [&](const std::string& key, const std::string& why) {
     return Status::Invalid(path + ": " + key + ": " + why);
   };
@@ -158,7 +161,8 @@ Result<SweepSettings> ParseSweepToml(std::string_view text, const std::string& p
     settings.schemes = *schemes;
   }
   MESHPLAN_RETURN_IF_ERROR(ReadWorkloadKeys(table, path, &settings.workload));
-  for (const char* key : {"seq", "batch", "heads", "kv_heads", "head_dim", "dtype", "partial_dtype", "mask", "pass"}) {
+  for (const char* key : {"seq", "batch", "heads", "kv_heads", "head_dim", "dtype", "partial_dtype",
+                          "mask", "pass"}) {
     if (table.get(key) != nullptr) settings.workload_source = path;
   }
   if (const toml::node* n = table.get("reserve_gib")) {

@@ -46,7 +46,8 @@ Result<std::vector<int64_t>> ParseCountList(const std::string& text, const std::
     auto hi = ParseCount(hi_text);
     if (!hi.ok()) return hi.status().WithContext(what + ": range '" + item + "'");
     if (*hi < *lo) {
-      return fail("range '" + item + "' is reversed (" + std::to_string(*lo) + " > " + std::to_string(*hi) + ")");
+      return fail("range '" + item + "' is reversed (" + std::to_string(*lo) + " > " +
+                  std::to_string(*hi) + ")");
     }
     bool additive = false;
     int64_t step = 2;  // doubling by default
@@ -63,9 +64,11 @@ Result<std::vector<int64_t>> ParseCountList(const std::string& text, const std::
     for (int64_t v = *lo; v <= *hi;) {
       add(v);
       if (out.size() > kMaxListValues) {
-        return fail("range '" + item + "' has more than " + std::to_string(kMaxListValues) + " values");
+        return fail("range '" + item + "' has more than " + std::to_string(kMaxListValues) +
+                    " values");
       }
-      if (additive ? v > std::numeric_limits<int64_t>::max() - step : v > std::numeric_limits<int64_t>::max() / step) {
+      if (additive ? v > std::numeric_limits<int64_t>::max() - step
+                   : v > std::numeric_limits<int64_t>::max() / step) {
         break;
       }
       v = additive ? v + step : v * step;
@@ -74,7 +77,8 @@ Result<std::vector<int64_t>> ParseCountList(const std::string& text, const std::
   return out;
 }
 
-Result<std::vector<Scheme>> ParseSchemeList(const std::vector<std::string>& names, const std::string& what) {
+Result<std::vector<Scheme>> ParseSchemeList(const std::vector<std::string>& names,
+                                            const std::string& what) {
   std::vector<Scheme> out;
   for (const std::string& name : names) {
     auto scheme = planner::ParseScheme(name);

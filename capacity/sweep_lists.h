@@ -20,8 +20,9 @@ inline constexpr size_t kMaxListValues = 100000;
 // flag or file key) and naming the item; an empty list is an error.
 Result<std::vector<int64_t>> ParseCountList(const std::string& text, const std::string& what);
 
-// Parses scheme names (planner::ParseScheme), dropping duplicates. Errors start with `what`; an empty
-// list is an error.
-Result<std::vector<Scheme>> ParseSchemeList(const std::vector<std::string>& names, const std::string& what);
+// Parses scheme names (planner::ParseScheme), dropping duplicates. Errors start with `what`; an
+// empty list is an error.
+Result<std::vector<Scheme>> ParseSchemeList(const std::vector<std::string>& names,
+                                            const std::string& what);
 
 }  // namespace meshplan::capacity

@@ -25,7 +25,8 @@ void SweepSettings::Overlay(const SweepSettings& top) {
   Replace(reserved_memory_bytes, top.reserved_memory_bytes);
   Replace(simulate, top.simulate);
   if (!top.workload_source.empty()) {
-    workload_source = workload_source.empty() ? top.workload_source : workload_source + " and " + top.workload_source;
+    workload_source = workload_source.empty() ? top.workload_source
+                                              : workload_source + " and " + top.workload_source;
   }
 }
 
@@ -37,7 +38,8 @@ Result<SweepSpec> MakeSweepSpec(const SweepSettings& settings) {
   const std::string context =
       settings.workload_source.empty() ? "workload" : settings.workload_source + ": workload";
   // Each point sets its own length; the first one checks the rest of the workload.
-  MESHPLAN_RETURN_IF_ERROR(SetSequenceLength(spec.base, spec.seq_lens.front()).WithContext(context));
+  MESHPLAN_RETURN_IF_ERROR(
+      SetSequenceLength(spec.base, spec.seq_lens.front()).WithContext(context));
   MESHPLAN_RETURN_IF_ERROR(spec.base.Validate().WithContext(context));
   if (!settings.topology_files || settings.topology_files->empty()) {
     spec.topologies.push_back(DefaultTopology());

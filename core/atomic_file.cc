@@ -30,7 +30,7 @@ struct OutputTarget {
   OutputKind kind = OutputKind::kReplace;
   std::string path;  // after following symbolic links
   bool exists = false;
-  mode_t mode = 0;   // permission bits of an existing regular file
+  mode_t mode = 0;  // permission bits of an existing regular file
 };
 
 std::string ErrnoText(int error) { return std::strerror(error); }
@@ -50,13 +50,17 @@ Status Refuse(const std::string& original, const std::string& resolved, const st
 Result<OutputTarget> ClassifyDevicePath(const std::string& original, const std::string& path) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) {
-    return Refuse(original, path, "cannot be written (" + ErrnoText(errno) + "; nothing is created under /dev or /proc)");
+    return Refuse(
+        original, path,
+        "cannot be written (" + ErrnoText(errno) + "; nothing is created under /dev or /proc)");
   }
   if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode) || S_ISREG(st.st_mode)) {
     return OutputTarget{OutputKind::kDirect, path, true, 0};
   }
-  if (S_ISDIR(st.st_mode)) return Refuse(original, path, "is a directory, expected a file to write");
-  return Refuse(original, path, "is neither a file, a character device nor a FIFO; refusing to write to it");
+  if (S_ISDIR(st.st_mode))
+    return Refuse(original, path, "is a directory, expected a file to write");
+  return Refuse(original, path,
+                "is neither a file, a character device nor a FIFO; refusing to write to it");
 }
 
 Result<OutputTarget> ResolveOutput(const std::string& original) {
@@ -74,14 +78,20 @@ Result<OutputTarget> ResolveOutput(const std::string& original) {
       std::error_code error;
       const fs::path target = fs::read_symlink(path, error);
       if (error) return Refuse(original, path, "cannot read the link (" + error.message() + ")");
-      path = target.is_absolute() ? target.string() : (fs::path(path).parent_path() / target).string();
+      path =
+          target.is_absolute() ? target.string() : (fs::path(path).parent_path() / target).string();
       continue;
     }
-    if (S_ISREG(st.st_mode)) return OutputTarget{OutputKind::kReplace, path, true, st.st_mode & 07777};
-    if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) return OutputTarget{OutputKind::kDirect, path, true, 0};
-    if (S_ISDIR(st.st_mode)) return Refuse(original, path, "is a directory, expected a file to write");
-    if (S_ISBLK(st.st_mode)) return Refuse(original, path, "is a block device; refusing to write to it");
-    return Refuse(original, path, "is neither a file, a character device nor a FIFO; refusing to write to it");
+    if (S_ISREG(st.st_mode))
+      return OutputTarget{OutputKind::kReplace, path, true, st.st_mode & 07777};
+    if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))
+      return OutputTarget{OutputKind::kDirect, path, true, 0};
+    if (S_ISDIR(st.st_mode))
+      return Refuse(original, path, "is a directory, expected a file to write");
+    if (S_ISBLK(st.st_mode))
+      return Refuse(original, path, "is a block device; refusing to write to it");
+    return Refuse(original, path,
+                  "is neither a file, a character device nor a FIFO; refusing to write to it");
   }
   return Refuse(original, path, "has more than 40 levels of symbolic links");
 }
@@ -100,7 +110,8 @@ bool WriteAll(int fd, std::string_view contents) {
   return true;
 }
 
-Status WriteDirect(const std::string& original, const OutputTarget& target, std::string_view contents) {
+Status WriteDirect(const std::string& original, const OutputTarget& target,
+                   std::string_view contents) {
   const int fd = ::open(target.path.c_str(), O_WRONLY | O_APPEND | O_NOCTTY | O_CLOEXEC);
   if (fd < 0) return Status::Io(original + ": cannot open for writing (" + ErrnoText(errno) + ")");
   const bool written = WriteAll(fd, contents);
@@ -136,7 +147,8 @@ class TempFile {
       }
       const int error = errno;
       registration_.reset();  // the name is someone else's file, or nothing
-      if (error != EEXIST) return Status::Io(original + ": cannot write (" + ErrnoText(error) + ")");
+      if (error != EEXIST)
+        return Status::Io(original + ": cannot write (" + ErrnoText(error) + ")");
     }
     return Status::Io(original + ": cannot write (no free temporary file name beside it)");
   }
@@ -162,14 +174,16 @@ class TempFile {
   std::optional<TempFileRegistration> registration_;
 };
 
-Status ReplaceAtomically(const std::string& original, const OutputTarget& target, std::string_view contents) {
+Status ReplaceAtomically(const std::string& original, const OutputTarget& target,
+                         std::string_view contents) {
   TempFile temp;
   MESHPLAN_RETURN_IF_ERROR(temp.Create(original, target.path));
   auto fail = [&](const char* what) {
     const int error = errno;  // before anything else can change it
     return Status::Io(original + ": " + what + " (" + ErrnoText(error) + ")");
   };
-  if (target.exists && ::fchmod(temp.fd(), target.mode) != 0) return fail("cannot keep the file's permissions");
+  if (target.exists && ::fchmod(temp.fd(), target.mode) != 0)
+    return fail("cannot keep the file's permissions");
   if (!WriteAll(temp.fd(), contents)) return fail("write failed");
   if (!temp.Close()) return fail("write failed");
   if (!temp.RenameTo(target.path)) return fail("cannot rename into place");
@@ -183,7 +197,8 @@ Status WriteFileAtomically(const std::string& path, std::string_view contents) {
   if (!target.ok()) return Status::Io(target.status().message());
   switch (target->kind) {
     case OutputKind::kStdout:
-      if (std::fwrite(contents.data(), 1, contents.size(), stdout) != contents.size() || std::fflush(stdout) != 0) {
+      if (std::fwrite(contents.data(), 1, contents.size(), stdout) != contents.size() ||
+          std::fflush(stdout) != 0) {
         return Status::Io("-: writing to standard output failed");
       }
       return Status::Ok();
@@ -201,7 +216,8 @@ Status CheckOutputPath(const std::string& path) {
     case OutputKind::kStdout:
       return Status::Ok();
     case OutputKind::kDirect:
-      if (::access(target.path.c_str(), W_OK) != 0) return Status::Invalid(path + ": is not writable");
+      if (::access(target.path.c_str(), W_OK) != 0)
+        return Status::Invalid(path + ": is not writable");
       return Status::Ok();
     case OutputKind::kReplace:
       break;
@@ -209,8 +225,10 @@ Status CheckOutputPath(const std::string& path) {
   fs::path dir = fs::path(target.path).parent_path();
   if (dir.empty()) dir = ".";
   std::error_code error;
-  if (!fs::is_directory(dir, error)) return Status::Invalid(path + ": directory " + dir.string() + " does not exist");
-  if (::access(dir.c_str(), W_OK) != 0) return Status::Invalid(path + ": directory " + dir.string() + " is not writable");
+  if (!fs::is_directory(dir, error))
+    return Status::Invalid(path + ": directory " + dir.string() + " does not exist");
+  if (::access(dir.c_str(), W_OK) != 0)
+    return Status::Invalid(path + ": directory " + dir.string() + " is not writable");
   return Status::Ok();
 }
 

@@ -19,7 +19,8 @@ std::shared_ptr<const BalancedChunks> BalanceChunks(const PairCounter& counter, 
   for (int64_t x = 0; x < chunks; ++x) work[x] = counter.Count(x * c, (x + 1) * c, 0, seq);
   std::vector<int64_t> order(static_cast<size_t>(chunks));
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return work[a] > work[b]; });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return work[a] > work[b]; });
 
   // (work so far, shard), least first; a shard leaves the heap once it holds its chunks.
   using Load = std::pair<int64_t, int64_t>;

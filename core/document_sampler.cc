@@ -69,8 +69,9 @@ int64_t Draw(const DocumentSampler& s, SplitMix64& rng, int64_t cap) {
       break;
     }
     case DocumentSampler::Distribution::kUniform:
-      length = static_cast<double>(s.min_tokens) +
-               static_cast<double>(rng.Below(static_cast<uint64_t>(s.max_tokens - s.min_tokens + 1)));
+      length =
+          static_cast<double>(s.min_tokens) +
+          static_cast<double>(rng.Below(static_cast<uint64_t>(s.max_tokens - s.min_tokens + 1)));
       break;
     case DocumentSampler::Distribution::kEmpirical:
       length = static_cast<double>(s.empirical_lengths[rng.Below(s.empirical_lengths.size())]);
@@ -87,7 +88,8 @@ Result<DocumentSampler> ParseDocumentSampler(std::string_view spec) {
   s.spec = std::string(spec);
   const size_t colon = spec.find(':');
   const std::string_view dist = spec.substr(0, colon);
-  std::string_view rest = colon == std::string_view::npos ? std::string_view() : spec.substr(colon + 1);
+  std::string_view rest =
+      colon == std::string_view::npos ? std::string_view() : spec.substr(colon + 1);
   std::map<std::string, std::string, std::less<>> keys;
   while (!rest.empty()) {
     std::string_view item = rest;
@@ -132,7 +134,8 @@ Result<DocumentSampler> ParseDocumentSampler(std::string_view spec) {
     s.median_tokens = static_cast<double>(median);
     if (auto sigma = take("sigma")) {
       MESHPLAN_ASSIGN_OR_RETURN(auto value, ParseReal("sigma", *sigma));
-      if (value < 0 || value > 8) return KeyError("sigma", "must be between 0 and 8, got " + *sigma);
+      if (value < 0 || value > 8)
+        return KeyError("sigma", "must be between 0 and 8, got " + *sigma);
       s.sigma = value;
     }
   } else if (dist == "uniform") {
@@ -146,7 +149,8 @@ Result<DocumentSampler> ParseDocumentSampler(std::string_view spec) {
   } else if (dist == "empirical") {
     s.distribution = DocumentSampler::Distribution::kEmpirical;
     auto file = take("file");
-    if (!file || file->empty()) return KeyError("file", "missing (empirical needs a file of lengths)");
+    if (!file || file->empty())
+      return KeyError("file", "missing (empirical needs a file of lengths)");
     auto lengths = ReadDocumentLengths(*file);
     if (!lengths.ok()) return lengths.status();
     for (int64_t length : *lengths) {
@@ -163,15 +167,17 @@ Result<DocumentSampler> ParseDocumentSampler(std::string_view spec) {
   return s;
 }
 
-Result<std::vector<int64_t>> SampleDocumentLengths(const DocumentSampler& sampler, int64_t seq_len) {
+Result<std::vector<int64_t>> SampleDocumentLengths(const DocumentSampler& sampler,
+                                                   int64_t seq_len) {
   if (seq_len < 1) return Status::Invalid("documents need a sequence of at least 1 token");
   SplitMix64 rng(sampler.seed);
   std::vector<int64_t> lengths;
   int64_t left = seq_len;
   while (left > 0) {
     if (static_cast<int64_t>(lengths.size()) == kMaxSampledDocuments) {
-      return Status::Invalid("docs-sampled " + QuoteInput(sampler.spec) + ": " + std::to_string(seq_len) +
-                             " tokens would hold more than " + std::to_string(kMaxSampledDocuments) +
+      return Status::Invalid("docs-sampled " + QuoteInput(sampler.spec) + ": " +
+                             std::to_string(seq_len) + " tokens would hold more than " +
+                             std::to_string(kMaxSampledDocuments) +
                              " documents; use longer documents");
     }
     const int64_t length = Draw(sampler, rng, left);

@@ -24,7 +24,8 @@ struct DocumentSampler {
   double sigma = 1.0;        // log-normal: standard deviation of log(length)
   int64_t min_tokens = 0;    // uniform: lengths in [min_tokens, max_tokens], each equally likely
   int64_t max_tokens = 0;
-  std::vector<int64_t> empirical_lengths;  // empirical: each entry equally likely (repeat to weight)
+  std::vector<int64_t>
+      empirical_lengths;  // empirical: each entry equally likely (repeat to weight)
   uint64_t seed = 1;
   std::string spec;  // the text it was parsed from, for display and plan files
 };

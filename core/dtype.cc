@@ -39,7 +39,8 @@ Result<DType> ParseDType(std::string_view text) {
   for (DType d : {DType::kBf16, DType::kFp16, DType::kFp32, DType::kFp8}) {
     if (lower == DTypeName(d)) return d;
   }
-  return Status::Invalid("unknown dtype '" + std::string(text) + "' (expected bf16, fp16, fp32 or fp8)");
+  return Status::Invalid("unknown dtype '" + std::string(text) +
+                         "' (expected bf16, fp16, fp32 or fp8)");
 }
 
 }  // namespace meshplan

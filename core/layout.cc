@@ -32,23 +32,26 @@ Status ShardLayout::Validate(const Mask& mask) const {
   const int64_t unit = pieces * subdivide;
   if (seq_len % unit != 0) {
     const int64_t below = seq_len / unit * unit, above = below + unit;
-    return Status::Invalid("sequence length " + std::to_string(seq_len) + " is not divisible by " +
-                           std::to_string(unit) + " (" + std::string(LayoutName(kind)) +
-                           " layout: " + std::to_string(pieces) + " chunks x " +
-                           std::to_string(subdivide) + " sub-shards); nearest multiples: " +
-                           (below > 0 ? std::to_string(below) + " and " : "") + std::to_string(above));
+    return Status::Invalid(
+        "sequence length " + std::to_string(seq_len) + " is not divisible by " +
+        std::to_string(unit) + " (" + std::string(LayoutName(kind)) +
+        " layout: " + std::to_string(pieces) + " chunks x " + std::to_string(subdivide) +
+        " sub-shards); nearest multiples: " + (below > 0 ? std::to_string(below) + " and " : "") +
+        std::to_string(above));
   }
   if (kind == Layout::kStriped && mask.kind != MaskKind::kFull && mask.kind != MaskKind::kCausal) {
     return Status::Invalid("the striped layout supports only full and causal masks");
   }
   if (kind == Layout::kBalanced && balanced == nullptr) {
-    return Status::Invalid("the balanced layout (load-balanced dispatch) has no chunk map here: the scheme "
-                           "did not make one, or its chunks do not divide into the sub-shards");
+    return Status::Invalid(
+        "the balanced layout (load-balanced dispatch) has no chunk map here: the scheme "
+        "did not make one, or its chunks do not divide into the sub-shards");
   }
   return Status::Ok();
 }
 
-ShardLayout MakeShardLayout(Layout kind, const PairCounter& counter, int64_t shards, int64_t subdivide) {
+ShardLayout MakeShardLayout(Layout kind, const PairCounter& counter, int64_t shards,
+                            int64_t subdivide) {
   ShardLayout layout{kind, counter.seq_len(), shards, subdivide};
   const int64_t unit = shards * kBalancedChunksPerShard * subdivide;
   if (kind == Layout::kBalanced && shards >= 1 && subdivide >= 1 && counter.seq_len() % unit == 0) {
@@ -105,10 +108,12 @@ double BlockWork::CutRowsPerPair() const {
 void AddRectangleWork(const PairCounter& counter, TokenRange q, TokenRange k, BlockWork* work) {
   const int64_t pairs = counter.Count(q.begin, q.end, k.begin, k.end);
   work->pairs += pairs;
-  if (pairs > 0 && pairs < q.size() * k.size()) work->cut_rows += counter.CutRows(q.begin, q.end, k.begin, k.end);
+  if (pairs > 0 && pairs < q.size() * k.size())
+    work->cut_rows += counter.CutRows(q.begin, q.end, k.begin, k.end);
 }
 
-int64_t ShardLayout::BlockPairs(const PairCounter& counter, int64_t q_shard, int64_t kv_shard) const {
+int64_t ShardLayout::BlockPairs(const PairCounter& counter, int64_t q_shard,
+                                int64_t kv_shard) const {
   return Work(counter, q_shard, kv_shard).pairs;
 }
 

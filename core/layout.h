@@ -15,7 +15,7 @@ enum class Layout {
   kContiguous,  // shard i = tokens [i*n, (i+1)*n), n = S/N
   kZigzag,      // 2N chunks of S/(2N); shard i = chunks i and 2N-1-i (balances causal work)
   kStriped,     // shard i = tokens t with t mod N == i (balances causal work at token level)
-  kBalanced,    // kBalancedChunksPerShard chunks per shard chosen by work (core/balanced_dispatch.h)
+  kBalanced,  // kBalancedChunksPerShard chunks per shard chosen by work (core/balanced_dispatch.h)
 };
 std::string_view LayoutName(Layout layout);
 Result<Layout> ParseLayout(std::string_view text);
@@ -82,6 +82,7 @@ struct ShardLayout {
 
 // The layout of `kind` over counter's sequence; kBalanced gets its chunks balanced by the mask's
 // work (left without them when the sequence does not divide into the chunks: Validate says so).
-ShardLayout MakeShardLayout(Layout kind, const PairCounter& counter, int64_t shards, int64_t subdivide);
+ShardLayout MakeShardLayout(Layout kind, const PairCounter& counter, int64_t shards,
+                            int64_t subdivide);
 
 }  // namespace meshplan

@@ -66,7 +66,8 @@ Result<std::vector<int64_t>> ReadDocumentLengths(const std::string& path) {
   return ParseDocumentLengths(text, path);
 }
 
-Result<std::vector<int64_t>> ParseDocumentLengths(std::string_view text, const std::string& source) {
+Result<std::vector<int64_t>> ParseDocumentLengths(std::string_view text,
+                                                  const std::string& source) {
   std::vector<int64_t> lengths;
   std::istringstream in{std::string(text)};
   std::string line;
@@ -115,7 +116,8 @@ Result<Mask> ParseMask(std::string_view text) {
     }
     if (text.rfind(name + ":", 0) == 0) {
       std::string path(text.substr(name.size() + 1));
-      if (path.empty()) return Status::Invalid("mask '" + name + ":' needs a file of document lengths");
+      if (path.empty())
+        return Status::Invalid("mask '" + name + ":' needs a file of document lengths");
       MESHPLAN_ASSIGN_OR_RETURN(auto lengths, ReadDocumentLengths(path));
       Mask m = Mask::Documents(std::move(lengths), bidirectional);
       m.documents_source = path;
@@ -142,8 +144,9 @@ Status ValidateMask(const Mask& mask, int64_t seq_len) {
     return Status::Invalid("mask window must be at least 1 token");
   }
   if (mask.kind == MaskKind::kPrefix && (mask.prefix < 1 || mask.prefix > seq_len)) {
-    return Status::Invalid("mask prefix must be from 1 to the sequence length (" + std::to_string(seq_len) +
-                           ") tokens, got " + std::to_string(mask.prefix));
+    return Status::Invalid("mask prefix must be from 1 to the sequence length (" +
+                           std::to_string(seq_len) + ") tokens, got " +
+                           std::to_string(mask.prefix));
   }
   if (mask.IsDocuments()) {
     if (mask.sampler && mask.document_lengths.empty()) {
@@ -158,7 +161,8 @@ Status ValidateMask(const Mask& mask, int64_t seq_len) {
       if (length <= 0) return Status::Invalid("document lengths must be positive");
       const std::optional<int64_t> next = CheckedAdd(sum, length);
       if (!next) {
-        return Status::Invalid("document lengths" + where + " sum to more than 2^63 - 1 tokens, but the sequence has " +
+        return Status::Invalid("document lengths" + where +
+                               " sum to more than 2^63 - 1 tokens, but the sequence has " +
                                std::to_string(seq_len));
       }
       sum = *next;
@@ -216,16 +220,20 @@ int64_t PairCounter::Count(int64_t q0, int64_t q1, int64_t k0, int64_t k1) const
       // Only documents overlapping both ranges contribute, each with its causal part (or, for
       // bidirectional documents, its whole rectangle).
       auto first_doc = [&](int64_t token) {  // index of the document containing token
-        return static_cast<int64_t>(std::upper_bound(doc_starts_.begin(), doc_starts_.end(), token) -
-                                    doc_starts_.begin()) - 1;
+        return static_cast<int64_t>(
+                   std::upper_bound(doc_starts_.begin(), doc_starts_.end(), token) -
+                   doc_starts_.begin()) -
+               1;
       };
       int64_t d_begin = std::max(first_doc(q0), first_doc(k0));
       int64_t d_end = std::min(first_doc(q1 - 1), first_doc(k1 - 1));
       int64_t total = 0;
       for (int64_t d = d_begin; d <= d_end; ++d) {
         const int64_t s = doc_starts_[d], e = doc_starts_[d + 1];
-        const int64_t qa = std::max(q0, s), qb = std::min(q1, e), ka = std::max(k0, s), kb = std::min(k1, e);
-        total += mask_.kind == MaskKind::kDocuments ? CausalCount(qa, qb, ka, kb) : (qb - qa) * (kb - ka);
+        const int64_t qa = std::max(q0, s), qb = std::min(q1, e), ka = std::max(k0, s),
+                      kb = std::min(k1, e);
+        total += mask_.kind == MaskKind::kDocuments ? CausalCount(qa, qb, ka, kb)
+                                                    : (qb - qa) * (kb - ka);
       }
       return total;
     }
@@ -257,8 +265,8 @@ int64_t PairCounter::CutRows(int64_t q0, int64_t q1, int64_t k0, int64_t k1) con
       return Overlap(q0, q1, k0, k1 - 1 + w) - Overlap(q0, q1, k1 - 1, k0 + w);
     }
     case MaskKind::kPrefix: {
-      // Keys [0, max(q, N - 1)]: rows below N - 1 all see [0, N - 1] (cut iff k0 <= N - 1 < k1 - 1),
-      // the rest are causal.
+      // Keys [0, max(q, N - 1)]: rows below N - 1 all see [0, N - 1] (cut iff k0 <= N - 1 < k1 -
+      // 1), the rest are causal.
       const int64_t n1 = mask_.prefix - 1;
       const int64_t prefix_rows = std::max<int64_t>(0, std::min(q1, n1) - q0);
       const int64_t cut_prefix = n1 >= k0 && n1 < k1 - 1 ? prefix_rows : 0;
@@ -269,8 +277,10 @@ int64_t PairCounter::CutRows(int64_t q0, int64_t q1, int64_t k0, int64_t k1) con
       // Rows of document [s, e) see keys [s, q] (causal) or [s, e) (bidirectional). Documents not
       // overlapping both ranges show their rows no key of the rectangle.
       auto first_doc = [&](int64_t token) {
-        return static_cast<int64_t>(std::upper_bound(doc_starts_.begin(), doc_starts_.end(), token) -
-                                    doc_starts_.begin()) - 1;
+        return static_cast<int64_t>(
+                   std::upper_bound(doc_starts_.begin(), doc_starts_.end(), token) -
+                   doc_starts_.begin()) -
+               1;
       };
       const int64_t d_begin = std::max(first_doc(q0), first_doc(k0));
       const int64_t d_end = std::min(first_doc(q1 - 1), first_doc(k1 - 1));
@@ -280,11 +290,13 @@ int64_t PairCounter::CutRows(int64_t q0, int64_t q1, int64_t k0, int64_t k1) con
         const int64_t qa = std::max(q0, s), qb = std::min(q1, e);
         const bool from_first_key = s <= k0;  // the run starts at or before k0
         if (mask_.kind == MaskKind::kDocumentsFull) {
-          // Every row of the document sees [max(s, k0), min(e, k1)): all of it iff s <= k0, k1 <= e.
+          // Every row of the document sees [max(s, k0), min(e, k1)): all of it iff s <= k0, k1 <=
+          // e.
           if (!(from_first_key && k1 <= e)) total += qb - qa;
         } else {
           // Some iff q >= max(s, k0); all iff s <= k0 and q >= k1 - 1.
-          total += Overlap(qa, qb, std::max(s, k0), qb) - (from_first_key ? Overlap(qa, qb, k1 - 1, qb) : 0);
+          total += Overlap(qa, qb, std::max(s, k0), qb) -
+                   (from_first_key ? Overlap(qa, qb, k1 - 1, qb) : 0);
         }
       }
       return total;

@@ -47,8 +47,11 @@ struct Mask {
   bool IsDocuments() const { return HasDocuments(kind); }
   // What core/mask_rule.h's functions read of the mask besides its documents.
   MaskParams Params() const { return {kind, window, prefix}; }
-  // Every visible pair has k <= q (full, documents-full and prefix masks let queries see later keys).
-  bool IsCausalFamily() const { return kind == MaskKind::kCausal || kind == MaskKind::kWindow || kind == MaskKind::kDocuments; }
+  // Every visible pair has k <= q (full, documents-full and prefix masks let queries see later
+  // keys).
+  bool IsCausalFamily() const {
+    return kind == MaskKind::kCausal || kind == MaskKind::kWindow || kind == MaskKind::kDocuments;
+  }
 
  private:
   static Mask Of(MaskKind k, int64_t w) {

@@ -1,7 +1,7 @@
 // The one rule of every attention mask: may query position q see key position k, and does a
 // rectangle of positions hold no visible pair or only visible pairs. The CPU block kernels
-// (executor/kernels/block_kernels.h), the float64 reference (executor/kernels/reference.h), the CUDA kernels
-// (executor/cuda/kernels/common.cuh) and the piece split for fused attention
+// (executor/kernels/block_kernels.h), the float64 reference (executor/kernels/reference.h), the
+// CUDA kernels (executor/cuda/kernels/common.cuh) and the piece split for fused attention
 // (executor/kernels/attention_pieces.h) all decide visibility here; core/mask.h defines the masks
 // and counts their pairs in closed form (tests check the counts against this rule).
 //
@@ -24,7 +24,8 @@
 
 namespace meshplan {
 
-// The values are also the masks' codes in the GPU kernels' arguments (executor/device/kernel_args.h).
+// The values are also the masks' codes in the GPU kernels' arguments
+// (executor/device/kernel_args.h).
 enum class MaskKind : int32_t { kFull, kCausal, kWindow, kDocuments, kDocumentsFull, kPrefix };
 
 // The highest MaskKind: a code above it (or below 0) is no mask.

@@ -38,17 +38,20 @@ Placement::Placement(const std::vector<RankDim>& dims, const std::vector<std::st
 
 int64_t Placement::GpuOf(int64_t rank) const {
   int64_t gpu = 0;
-  for (size_t d = 0; d < sizes_.size(); ++d) gpu += ((rank / rank_stride_[d]) % sizes_[d]) * gpu_stride_[d];
+  for (size_t d = 0; d < sizes_.size(); ++d)
+    gpu += ((rank / rank_stride_[d]) % sizes_[d]) * gpu_stride_[d];
   return gpu;
 }
 
 int64_t Placement::RankOfGpu(int64_t gpu) const {
   int64_t rank = 0;
-  for (size_t d = 0; d < sizes_.size(); ++d) rank += ((gpu / gpu_stride_[d]) % sizes_[d]) * rank_stride_[d];
+  for (size_t d = 0; d < sizes_.size(); ++d)
+    rank += ((gpu / gpu_stride_[d]) % sizes_[d]) * rank_stride_[d];
   return rank;
 }
 
-Status ValidatePlacement(const std::vector<RankDim>& dims, const std::vector<std::string>& placement) {
+Status ValidatePlacement(const std::vector<RankDim>& dims,
+                         const std::vector<std::string>& placement) {
   std::string names;
   for (const RankDim& d : dims) names += (names.empty() ? "" : ", ") + d.name;
   if (placement.size() != dims.size()) {

@@ -50,11 +50,11 @@ struct SchemeParams {
   Scheme scheme;
   Layout layout = Layout::kZigzag;
   // The degrees a scheme reads (each scheme's unit says which, and what they mean for it):
-  int64_t ulysses = 1;  // head-parallel degree U
-  int64_t ring = 1;     // ring (context-parallel) degree R
-  int64_t window = 1;   // inner-ring size w of a double ring (w divides R)
-  int64_t tile_a = 1;   // 2-D schemes: Q-group size a
-  int64_t tile_b = 1;   // 2-D schemes: KV-group size b
+  int64_t ulysses = 1;         // head-parallel degree U
+  int64_t ring = 1;            // ring (context-parallel) degree R
+  int64_t window = 1;          // inner-ring size w of a double ring (w divides R)
+  int64_t tile_a = 1;          // 2-D schemes: Q-group size a
+  int64_t tile_b = 1;          // 2-D schemes: KV-group size b
   bool cache_forward = false;  // keep gathered Q/KV from the forward for the backward
   ReduceChain reduce_chain = ReduceChain::kOwnerLast;
   // Dimension names innermost first on GPU indices (a permutation of the scheme's rank grid,
@@ -98,7 +98,8 @@ class Placement {
 };
 
 // Checks that `placement` names each dimension exactly once.
-Status ValidatePlacement(const std::vector<RankDim>& dims, const std::vector<std::string>& placement);
+Status ValidatePlacement(const std::vector<RankDim>& dims,
+                         const std::vector<std::string>& placement);
 // The canonical placement (names in rank-grid order).
 std::vector<std::string> CanonicalPlacement(const std::vector<RankDim>& dims);
 

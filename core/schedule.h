@@ -26,7 +26,15 @@
 
 namespace meshplan {
 
-enum class OpKind : uint8_t { kCompute, kMerge, kSend, kRecv, kAllGather, kReduceScatter, kAllToAll };
+enum class OpKind : uint8_t {
+  kCompute,
+  kMerge,
+  kSend,
+  kRecv,
+  kAllGather,
+  kReduceScatter,
+  kAllToAll
+};
 enum class StreamId : uint8_t { kCompute, kSend, kRecv, kCollective };
 enum class Phase : uint8_t { kForward, kBackward };
 std::string_view OpKindName(OpKind kind);
@@ -40,7 +48,7 @@ enum TensorBit : uint16_t {
   kTensorO = 1 << 3,    // output (a partial in chains, the final output in all-to-all back)
   kTensorLse = 1 << 4,  // log-sum-exp, fp32
   kTensorDO = 1 << 5,
-  kTensorD = 1 << 6,    // rowsum(dO * O), fp32
+  kTensorD = 1 << 6,  // rowsum(dO * O), fp32
   kTensorDQ = 1 << 7,
   kTensorDK = 1 << 8,
   kTensorDV = 1 << 9,
@@ -58,25 +66,26 @@ struct Op {
   Phase phase = Phase::kForward;
   StreamId stream = StreamId::kCompute;
   A2ADirection a2a = A2ADirection::kSeqToHeads;  // kAllToAll only
-  uint16_t tensors = 0;     // payload of Send/Recv/collectives; what a Merge folds in
+  uint16_t tensors = 0;  // payload of Send/Recv/collectives; what a Merge folds in
   // Compute: how many block kernels this op stands for: 1 from the planner; more in the
-  // simulator's timing view, where runs of blocks that time as one are merged (simulator/coalesce.h).
+  // simulator's timing view, where runs of blocks that time as one are merged
+  // (simulator/coalesce.h).
   uint16_t kernels = 1;
-  int32_t peer = -1;        // Send/Recv: the other rank
-  int32_t group = -1;       // collectives: index into Schedule::groups
-  int32_t q_shard = -1;     // Compute: block row; messages/merges: shard of Q-side tensors
-  int32_t kv_shard = -1;    // Compute: block column; messages/merges: shard of KV-side tensors
-  int32_t head_begin = 0;   // query heads covered
+  int32_t peer = -1;       // Send/Recv: the other rank
+  int32_t group = -1;      // collectives: index into Schedule::groups
+  int32_t q_shard = -1;    // Compute: block row; messages/merges: shard of Q-side tensors
+  int32_t kv_shard = -1;   // Compute: block column; messages/merges: shard of KV-side tensors
+  int32_t head_begin = 0;  // query heads covered
   int32_t head_count = 0;
-  int32_t step = -1;        // step of step-structured schedules (Mesh, rings), else -1
-  int32_t tag = 0;          // Send/Recv pairing check
-  // Compute: the block's cut rows per visible pair (BlockWork::CutRowsPerPair, core/layout.h): along
-  // a cut of the mask kernels work tile by tile with a per-pair mask rather than in dense products,
-  // which costs GpuSpec::cut_row_extra_pairs more pairs per cut row.
+  int32_t step = -1;  // step of step-structured schedules (Mesh, rings), else -1
+  int32_t tag = 0;    // Send/Recv pairing check
+  // Compute: the block's cut rows per visible pair (BlockWork::CutRowsPerPair, core/layout.h):
+  // along a cut of the mask kernels work tile by tile with a per-pair mask rather than in dense
+  // products, which costs GpuSpec::cut_row_extra_pairs more pairs per cut row.
   float cut_rows_per_pair = 0;
-  int64_t bytes = 0;        // Send, collectives: bytes this rank sends; Recv: bytes received
-  double flops = 0;         // Compute: FLOPs (mask-aware; backward includes recomputation)
-  uint32_t dep_begin = 0;   // deps are RankProgram::deps[dep_begin, dep_begin + dep_count)
+  int64_t bytes = 0;       // Send, collectives: bytes this rank sends; Recv: bytes received
+  double flops = 0;        // Compute: FLOPs (mask-aware; backward includes recomputation)
+  uint32_t dep_begin = 0;  // deps are RankProgram::deps[dep_begin, dep_begin + dep_count)
   uint32_t dep_count = 0;
 };
 
@@ -92,8 +101,8 @@ struct RankProgram {
 struct Schedule {
   Scheme scheme;
   int64_t num_ranks = 0;
-  ShardLayout layout;                         // compute layout; rank r's input is sub-shard r
-  std::vector<std::vector<int32_t>> groups;   // collective groups (ranks, in ring order)
+  ShardLayout layout;                        // compute layout; rank r's input is sub-shard r
+  std::vector<std::vector<int32_t>> groups;  // collective groups (ranks, in ring order)
   std::vector<RankProgram> ranks;
 
   int64_t TotalOps() const;

@@ -48,7 +48,7 @@ class Status {
 template <typename T>
 class Result {
  public:
-  Result(T value) : data_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : data_(std::move(value)) {}         // NOLINT: implicit by design
   Result(Status status) : data_(std::move(status)) {}  // NOLINT: implicit by design
 
   bool ok() const { return std::holds_alternative<T>(data_); }
@@ -70,10 +70,10 @@ class Result {
 }  // namespace meshplan
 
 // Propagates a non-ok Status from an expression returning Status.
-#define MESHPLAN_RETURN_IF_ERROR(expr)           \
-  do {                                           \
-    ::meshplan::Status _st = (expr);             \
-    if (!_st.ok()) return _st;                   \
+#define MESHPLAN_RETURN_IF_ERROR(expr) \
+  do {                                 \
+    ::meshplan::Status _st = (expr);   \
+    if (!_st.ok()) return _st;         \
   } while (0)
 
 // Evaluates `expr` (a Result<T>); on error returns its Status from the enclosing function, else
@@ -83,8 +83,8 @@ class Result {
 #define MESHPLAN_ASSIGN_OR_RETURN(lhs, expr) \
   MESHPLAN_ASSIGN_OR_RETURN_IMPL(MESHPLAN_STATUS_CONCAT(meshplan_result_, __LINE__), lhs, expr)
 #define MESHPLAN_ASSIGN_OR_RETURN_IMPL(result, lhs, expr) \
-  auto result = (expr);                                  \
-  if (!result.ok()) return result.status();              \
+  auto result = (expr);                                   \
+  if (!result.ok()) return result.status();               \
   lhs = std::move(result).value()
 #define MESHPLAN_STATUS_CONCAT(a, b) MESHPLAN_STATUS_CONCAT_INNER(a, b)
 #define MESHPLAN_STATUS_CONCAT_INNER(a, b) a##b

@@ -79,7 +79,8 @@ Result<toml::table> ParseTomlDocument(std::string_view text, const std::string& 
 Result<std::string> ReadTextFile(const std::string& path) {
   // A directory opens as a stream on Linux and reads as empty: say what it is instead.
   std::error_code error;
-  if (std::filesystem::is_directory(path, error)) return Status::Invalid(path + ": is a directory, expected a file");
+  if (std::filesystem::is_directory(path, error))
+    return Status::Invalid(path + ": is a directory, expected a file");
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::NotFound(path + ": cannot open file");
   // Read in pieces up to the limit, so that /dev/zero or a huge file is refused, not exhausted.
@@ -103,7 +104,8 @@ Status CheckTomlKeys(const toml::table& table, const std::string& prefix,
     for (std::string_view a : allowed) known = known || key.str() == a;
     if (!known) {
       const std::string name(key.str());
-      return Status::Invalid(source + ": unknown key '" + (prefix.empty() ? name : prefix + "." + name) + "'");
+      return Status::Invalid(source + ": unknown key '" +
+                             (prefix.empty() ? name : prefix + "." + name) + "'");
     }
   }
   return Status::Ok();

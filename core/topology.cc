@@ -42,7 +42,8 @@ Result<DeviceSharing> ParseDeviceSharing(std::string_view text) {
   for (DeviceSharing s : {DeviceSharing::kProcessor, DeviceSharing::kSerial}) {
     if (text == DeviceSharingName(s)) return s;
   }
-  return Status::Invalid("unknown sharing '" + std::string(text) + "' (expected processor or serial)");
+  return Status::Invalid("unknown sharing '" + std::string(text) +
+                         "' (expected processor or serial)");
 }
 
 double GpuSpec::SharedComputeSlowdown() const {
@@ -143,8 +144,10 @@ Status Topology::Validate() const {
   MESHPLAN_RETURN_IF_ERROR(AtMost("gpu.memory_GB", gpu.memory_bytes / 1e9, kMaxGpuMemoryGB));
   if (!(gpu.hbm_bytes_per_s > 0)) return Status::Invalid("gpu.hbm_GBps: must be positive");
   MESHPLAN_RETURN_IF_ERROR(AtMost("gpu.hbm_GBps", gpu.hbm_bytes_per_s / 1e9, kMaxBandwidthGBps));
-  if (gpu.launch_overhead_s < 0) return Status::Invalid("gpu.launch_overhead_us: must not be negative");
-  MESHPLAN_RETURN_IF_ERROR(AtMost("gpu.launch_overhead_us", gpu.launch_overhead_s * 1e6, kMaxLatencyUs));
+  if (gpu.launch_overhead_s < 0)
+    return Status::Invalid("gpu.launch_overhead_us: must not be negative");
+  MESHPLAN_RETURN_IF_ERROR(
+      AtMost("gpu.launch_overhead_us", gpu.launch_overhead_s * 1e6, kMaxLatencyUs));
   if (gpu.peak_tflops.empty()) return Status::Invalid("gpu.peak_tflops: needs at least one dtype");
   for (const auto& [dtype, tflops] : gpu.peak_tflops) {
     const std::string key = "gpu.peak_tflops." + std::string(DTypeName(dtype));
@@ -152,7 +155,8 @@ Status Topology::Validate() const {
     MESHPLAN_RETURN_IF_ERROR(AtMost(key, tflops, kMaxPeakTflops));
   }
   if (gpu.attention_efficiency.empty()) {
-    return Status::Invalid("gpu.attention_efficiency: needs at least one [block_tokens, efficiency] point");
+    return Status::Invalid(
+        "gpu.attention_efficiency: needs at least one [block_tokens, efficiency] point");
   }
   for (size_t i = 0; i < gpu.attention_efficiency.size(); ++i) {
     const auto& p = gpu.attention_efficiency[i];
@@ -184,15 +188,20 @@ Status Topology::Validate() const {
     const std::string key = "level[" + std::to_string(i) + "]";
     if (l.name.empty()) return Status::Invalid(key + ".name: missing");
     for (size_t j = 0; j < i; ++j) {
-      if (levels[j].name == l.name) return Status::Invalid(key + ".name: '" + l.name + "' used twice");
+      if (levels[j].name == l.name)
+        return Status::Invalid(key + ".name: '" + l.name + "' used twice");
     }
     if (l.group_size < 1) return Status::Invalid(key + ".group_size: must be at least 1");
-    if (!(l.bandwidth_bytes_per_s > 0)) return Status::Invalid(key + ".bandwidth_GBps: must be positive");
-    MESHPLAN_RETURN_IF_ERROR(AtMost(key + ".bandwidth_GBps", l.bandwidth_bytes_per_s / 1e9, kMaxBandwidthGBps));
+    if (!(l.bandwidth_bytes_per_s > 0))
+      return Status::Invalid(key + ".bandwidth_GBps: must be positive");
+    MESHPLAN_RETURN_IF_ERROR(
+        AtMost(key + ".bandwidth_GBps", l.bandwidth_bytes_per_s / 1e9, kMaxBandwidthGBps));
     if (l.latency_s < 0) return Status::Invalid(key + ".latency_us: must not be negative");
     MESHPLAN_RETURN_IF_ERROR(AtMost(key + ".latency_us", l.latency_s * 1e6, kMaxLatencyUs));
-    if (!(l.oversubscription >= 1.0)) return Status::Invalid(key + ".oversubscription: must be >= 1");
-    MESHPLAN_RETURN_IF_ERROR(AtMost(key + ".oversubscription", l.oversubscription, kMaxOversubscription));
+    if (!(l.oversubscription >= 1.0))
+      return Status::Invalid(key + ".oversubscription: must be >= 1");
+    MESHPLAN_RETURN_IF_ERROR(
+        AtMost(key + ".oversubscription", l.oversubscription, kMaxOversubscription));
     if (l.kind == LinkKind::kTorus) {
       if (l.torus_dims.empty()) return Status::Invalid(key + ".dims: a torus level needs dims");
       // Checked: the dimensions come from the file, and their product may not fit in int64.
@@ -201,8 +210,9 @@ Status Topology::Validate() const {
         if (d < 1) return Status::Invalid(key + ".dims: every dimension must be at least 1");
         const std::optional<int64_t> next = CheckedMultiply(product, d);
         if (!next) {
-          return Status::Invalid(key + ".dims: product overflows 64 bits, so it differs from group_size " +
-                                 std::to_string(l.group_size));
+          return Status::Invalid(
+              key + ".dims: product overflows 64 bits, so it differs from group_size " +
+              std::to_string(l.group_size));
         }
         product = *next;
       }
@@ -219,17 +229,18 @@ Status Topology::Validate() const {
     }
   }
   if (levels[0].group_size % gpu.ranks_per_device != 0) {
-    return Status::Invalid("gpu.ranks_per_device: " + std::to_string(gpu.ranks_per_device) +
-                           " does not divide level[0].group_size " + std::to_string(levels[0].group_size) +
-                           " (the ranks of one device must sit in one group of the innermost level)");
+    return Status::Invalid(
+        "gpu.ranks_per_device: " + std::to_string(gpu.ranks_per_device) +
+        " does not divide level[0].group_size " + std::to_string(levels[0].group_size) +
+        " (the ranks of one device must sit in one group of the innermost level)");
   }
   return Status::Ok();
 }
 
 Status Topology::SupportsDType(DType dtype) const {
   if (gpu.peak_tflops.count(dtype) != 0) return Status::Ok();
-  return Status::Invalid(source + ": gpu.peak_tflops: no entry for " + std::string(DTypeName(dtype)) +
-                         ", the workload's dtype");
+  return Status::Invalid(source + ": gpu.peak_tflops: no entry for " +
+                         std::string(DTypeName(dtype)) + ", the workload's dtype");
 }
 
 }  // namespace meshplan

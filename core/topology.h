@@ -19,7 +19,8 @@ namespace meshplan {
 
 // How the kernels of ranks that share one device divide it (GpuSpec::sharing).
 enum class DeviceSharing {
-  kProcessor,  // every running kernel progresses, at min(1, concurrent_kernels / running) of its rate
+  kProcessor,  // every running kernel progresses, at min(1, concurrent_kernels / running) of its
+               // rate
   kSerial,     // in start order, kernel i (from 0) runs at clamp(concurrent_kernels - i, 0, 1) of
                // its rate: the first concurrent_kernels at full rate, later ones wait
 };
@@ -27,12 +28,12 @@ std::string_view DeviceSharingName(DeviceSharing sharing);
 Result<DeviceSharing> ParseDeviceSharing(std::string_view text);
 
 enum class LinkKind {
-  kSwitch,        // every GPU pair at full bandwidth (NVSwitch, one IB switch)
-  kRailFatTree,   // rail-optimised leaf/spine: GPU i of each node on rail i; full bandwidth
-                  // between same-rail GPUs, oversubscription applies to the spine
-  kFatTree,       // generic fat tree with optional oversubscription
-  kRing,          // bidirectional ring of groups: a message crosses the shortest way round
-  kTorus,         // k-dimensional torus of groups (dims multiply to group_size)
+  kSwitch,       // every GPU pair at full bandwidth (NVSwitch, one IB switch)
+  kRailFatTree,  // rail-optimised leaf/spine: GPU i of each node on rail i; full bandwidth
+                 // between same-rail GPUs, oversubscription applies to the spine
+  kFatTree,      // generic fat tree with optional oversubscription
+  kRing,         // bidirectional ring of groups: a message crosses the shortest way round
+  kTorus,        // k-dimensional torus of groups (dims multiply to group_size)
 };
 std::string_view LinkKindName(LinkKind kind);
 Result<LinkKind> ParseLinkKind(std::string_view text);
@@ -49,7 +50,7 @@ struct GpuSpec {
   std::map<DType, double> peak_tflops;  // dense tensor-core TFLOP/s per dtype
   double memory_bytes = 0;              // HBM capacity
   double hbm_bytes_per_s = 0;
-  double launch_overhead_s = 0;         // per kernel launch
+  double launch_overhead_s = 0;                       // per kernel launch
   std::vector<EfficiencyPoint> attention_efficiency;  // sorted by block_tokens, non-empty
   // Backward kernels' FLOP rate over the forward's at the same block size (the backward's FLOPs
   // already count its recomputation, kBackwardFlopsFactor = 2.5x the forward's).
@@ -84,28 +85,27 @@ struct GpuSpec {
   double SharedComputeSlowdown() const;
   // Memory one rank may use: the device's shared by its ranks.
   double MemoryPerRankBytes() const { return memory_bytes / static_cast<double>(ranks_per_device); }
-
 };
 
 struct NetworkLevel {
   std::string name;  // "nvlink", "ib", ...
   LinkKind kind = LinkKind::kSwitch;
-  int64_t group_size = 1;         // units of the level below in one group of this level
+  int64_t group_size = 1;            // units of the level below in one group of this level
   double bandwidth_bytes_per_s = 0;  // per GPU per direction
-  double latency_s = 0;           // per message
-  double oversubscription = 1.0;  // >= 1: traffic crossing this level shares 1/oversubscription
-  std::vector<int64_t> torus_dims;  // kTorus only; product == group_size
+  double latency_s = 0;              // per message
+  double oversubscription = 1.0;     // >= 1: traffic crossing this level shares 1/oversubscription
+  std::vector<int64_t> torus_dims;   // kTorus only; product == group_size
 };
 
 // Bounds Topology::Validate puts on a cluster, far beyond any real one, so that no value read
 // from a file (memory_GB = 1e308) turns into an infinite or overflowing quantity downstream.
 // In the file's units; topologies/README.md lists them.
 inline constexpr int64_t kMaxTopologyGpus = 10'000'000;
-inline constexpr double kMaxGpuMemoryGB = 1e6;      // memory_GB
+inline constexpr double kMaxGpuMemoryGB = 1e6;  // memory_GB
 // Rates may be far above any hardware, e.g. a network as good as free for a compute-bound study.
-inline constexpr double kMaxBandwidthGBps = 1e12;   // hbm_GBps and every level's bandwidth_GBps
-inline constexpr double kMaxPeakTflops = 1e12;      // every peak_tflops entry
-inline constexpr double kMaxLatencyUs = 1e6;        // launch_overhead_us and latency_us (1 s)
+inline constexpr double kMaxBandwidthGBps = 1e12;  // hbm_GBps and every level's bandwidth_GBps
+inline constexpr double kMaxPeakTflops = 1e12;     // every peak_tflops entry
+inline constexpr double kMaxLatencyUs = 1e6;       // launch_overhead_us and latency_us (1 s)
 inline constexpr double kMaxOversubscription = 1e6;
 
 struct Topology {

@@ -7,8 +7,6 @@
 
 #include <toml++/toml.h>
 
-#include "core/toml_util.h"
-
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -16,6 +14,8 @@
 #include <fstream>
 #include <initializer_list>
 #include <sstream>
+
+#include "core/toml_util.h"
 
 namespace meshplan {
 namespace {
@@ -101,8 +101,8 @@ class Reader {
     if (!node.ok()) return node.status();
     return *node == nullptr ? Status::Ok() : Integer(**node, Join(prefix, std::string(name)), out);
   }
-  Status BoolAt(const toml::table& t, const std::string& prefix, std::string_view name, bool required,
-                bool* out) const {
+  Status BoolAt(const toml::table& t, const std::string& prefix, std::string_view name,
+                bool required, bool* out) const {
     auto node = Find(t, prefix, name, required);
     if (!node.ok()) return node.status();
     return *node == nullptr ? Status::Ok() : Bool(**node, Join(prefix, std::string(name)), out);
@@ -127,13 +127,15 @@ Status ReadGpu(const Reader& r, const toml::table& t, GpuSpec* gpu) {
   if (t.contains("masked_block_rate_ratio")) {
     // Written by calibrate before 2026-11-26: one rate ratio for a cut block's whole area.
     return r.Fail("gpu.masked_block_rate_ratio",
-                  "no longer read: cuts are modelled per cut row (cut_row_extra_pairs); re-run `meshplan calibrate` "
+                  "no longer read: cuts are modelled per cut row (cut_row_extra_pairs); re-run "
+                  "`meshplan calibrate` "
                   "(topologies/README.md)");
   }
-  MESHPLAN_RETURN_IF_ERROR(r.CheckKeys(t, p,
-                                       {"model", "memory_GB", "hbm_GBps", "launch_overhead_us",
-                                        "peak_tflops", "attention_efficiency", "backward_rate_ratio", "cut_row_extra_pairs",
-                                        "ranks_per_device", "concurrent_kernels", "sharing", "copies_take_compute"}));
+  MESHPLAN_RETURN_IF_ERROR(
+      r.CheckKeys(t, p,
+                  {"model", "memory_GB", "hbm_GBps", "launch_overhead_us", "peak_tflops",
+                   "attention_efficiency", "backward_rate_ratio", "cut_row_extra_pairs",
+                   "ranks_per_device", "concurrent_kernels", "sharing", "copies_take_compute"}));
   MESHPLAN_RETURN_IF_ERROR(r.StringAt(t, p, "model", true, &gpu->model));
   double memory_gb = 0, hbm_gbps = 0, launch_us = 0;
   MESHPLAN_RETURN_IF_ERROR(r.NumberAt(t, p, "memory_GB", true, &memory_gb));
@@ -142,8 +144,10 @@ Status ReadGpu(const Reader& r, const toml::table& t, GpuSpec* gpu) {
   gpu->memory_bytes = GbToBytes(memory_gb);
   gpu->hbm_bytes_per_s = GbToBytes(hbm_gbps);
   gpu->launch_overhead_s = UsToSeconds(launch_us);
-  MESHPLAN_RETURN_IF_ERROR(r.NumberAt(t, p, "backward_rate_ratio", false, &gpu->backward_rate_ratio));
-  MESHPLAN_RETURN_IF_ERROR(r.NumberAt(t, p, "cut_row_extra_pairs", false, &gpu->cut_row_extra_pairs));
+  MESHPLAN_RETURN_IF_ERROR(
+      r.NumberAt(t, p, "backward_rate_ratio", false, &gpu->backward_rate_ratio));
+  MESHPLAN_RETURN_IF_ERROR(
+      r.NumberAt(t, p, "cut_row_extra_pairs", false, &gpu->cut_row_extra_pairs));
   MESHPLAN_RETURN_IF_ERROR(r.IntegerAt(t, p, "ranks_per_device", false, &gpu->ranks_per_device));
   MESHPLAN_RETURN_IF_ERROR(r.NumberAt(t, p, "concurrent_kernels", false, &gpu->concurrent_kernels));
   std::string sharing(DeviceSharingName(gpu->sharing));
@@ -235,14 +239,16 @@ Result<Topology> FromTable(const toml::table& root, const std::string& source) {
 
   auto gpu = r.Find(root, "", "gpu", true);
   if (!gpu.ok()) return gpu.status();
-  if (!(*gpu)->is_table()) return r.Fail("gpu", "expected a table ([gpu]), got " + TomlTypeName(**gpu));
+  if (!(*gpu)->is_table())
+    return r.Fail("gpu", "expected a table ([gpu]), got " + TomlTypeName(**gpu));
   MESHPLAN_RETURN_IF_ERROR(ReadGpu(r, *(*gpu)->as_table(), &topo.gpu));
 
   auto levels = r.Find(root, "", "level", true);
   if (!levels.ok()) return levels.status();
   const toml::array* array = (*levels)->as_array();
   if (array == nullptr) {
-    return r.Fail("level", "expected an array of tables ([[level]]), got " + TomlTypeName(**levels));
+    return r.Fail("level",
+                  "expected an array of tables ([[level]]), got " + TomlTypeName(**levels));
   }
   for (size_t i = 0; i < array->size(); ++i) {
     const std::string key = "level[" + std::to_string(i) + "]";
@@ -349,8 +355,8 @@ std::string TopologyToToml(const Topology& t) {
   if (g.cut_row_extra_pairs != defaults.cut_row_extra_pairs) {
     out << "cut_row_extra_pairs = " << FormatNumber(g.cut_row_extra_pairs, Identity, 1) << "\n";
   }
-  if (g.ranks_per_device != defaults.ranks_per_device || g.concurrent_kernels != defaults.concurrent_kernels ||
-      g.sharing != defaults.sharing) {
+  if (g.ranks_per_device != defaults.ranks_per_device ||
+      g.concurrent_kernels != defaults.concurrent_kernels || g.sharing != defaults.sharing) {
     out << "ranks_per_device = " << g.ranks_per_device << "\n";
     out << "concurrent_kernels = " << FormatNumber(g.concurrent_kernels, Identity, 1) << "\n";
     out << "sharing = " << TomlQuote(DeviceSharingName(g.sharing)) << "\n";

@@ -51,7 +51,8 @@ Result<int64_t> ParseFactor(std::string_view text, std::string_view whole) {
   if (text.empty()) return bad("missing digits");
   int64_t value = 0;
   for (char c : text) {
-    if (c < '0' || c > '9') return bad("unexpected character " + QuoteInput(std::string_view(&c, 1)));
+    if (c < '0' || c > '9')
+      return bad("unexpected character " + QuoteInput(std::string_view(&c, 1)));
     const int64_t digit = c - '0';
     if (value > (std::numeric_limits<int64_t>::max() - digit) / 10) return bad("too large");
     value = value * 10 + digit;
@@ -64,8 +65,10 @@ Result<int64_t> ParseFactor(std::string_view text, std::string_view whole) {
 
 Result<int64_t> ParseCount(std::string_view text) {
   std::string_view whole = text;
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) text.remove_prefix(1);
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.remove_suffix(1);
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front())))
+    text.remove_prefix(1);
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
+    text.remove_suffix(1);
   if (text.empty()) return Status::Invalid("empty value where a count was expected");
   if (text.front() == '-') {
     return Status::Invalid(QuoteInput(whole) + " must be positive");
@@ -74,7 +77,8 @@ Result<int64_t> ParseCount(std::string_view text) {
   size_t start = 0;
   while (true) {
     size_t star = text.find('*', start);
-    auto factor = ParseFactor(text.substr(start, star == std::string_view::npos ? star : star - start), whole);
+    auto factor = ParseFactor(
+        text.substr(start, star == std::string_view::npos ? star : star - start), whole);
     if (!factor.ok()) return factor;
     auto next = CheckedMultiply(product, *factor);
     if (!next) return Status::Invalid(QuoteInput(whole) + " is too large");

@@ -7,8 +7,8 @@
 
 #include "executor/device/device_engine.h"
 #include "executor/device/host_device_ops.h"
-#include "executor/host_allocator.h"
 #include "executor/gather.h"
+#include "executor/host_allocator.h"
 #include "executor/transport/thread_transport.h"
 #if MESHPLAN_HAVE_CUDA
 #include "executor/cuda/cuda_execute.h"
@@ -24,7 +24,9 @@ Status CheckPass(const Workload& w) {
   return Status::Ok();
 }
 
-[[maybe_unused]] Status CudaNotBuilt() { return Status::Invalid("the CUDA backend is not built in this binary"); }
+[[maybe_unused]] Status CudaNotBuilt() {
+  return Status::Invalid("the CUDA backend is not built in this binary");
+}
 
 // The root cause among ranks' failures: the first that is not another rank's abort.
 Status RootCause(const std::vector<Status>& status) {
@@ -42,8 +44,8 @@ Status RootCause(const std::vector<Status>& status) {
 // Every rank in this process on the host backend, one engine per rank on its own thread, joined
 // by in-process transports as processes would be.
 Status RunHostThreads(const Schedule& schedule, const Workload& workload, const InputSource& inputs,
-                      const RunOptions& options, AttentionTensors<float>* outputs, ExecutionResult* result,
-                      std::vector<uint8_t>* covered) {
+                      const RunOptions& options, AttentionTensors<float>* outputs,
+                      ExecutionResult* result, std::vector<uint8_t>* covered) {
   const int ranks = static_cast<int>(schedule.num_ranks);
   auto transports = MakeThreadTransports(ranks);
   std::vector<Status> status(static_cast<size_t>(ranks));
@@ -60,7 +62,8 @@ Status RunHostThreads(const Schedule& schedule, const Workload& workload, const 
         HostDeviceOps ops(workload, {transports[r].get(), options.recv_timeout});
         std::vector<uint8_t> local(static_cast<size_t>(ranks), 0);
         local[r] = 1;
-        auto run = RunEngine(schedule, workload, inputs, options, ops, std::move(local), outputs, covered, &collect);
+        auto run = RunEngine(schedule, workload, inputs, options, ops, std::move(local), outputs,
+                             covered, &collect);
         if (!run.ok()) {
           status[r] = run.status();
           transports[r]->Abort(run.status().message());
@@ -85,8 +88,8 @@ Status RunHostThreads(const Schedule& schedule, const Workload& workload, const 
 
 }  // namespace
 
-Result<ExecutionResult> Execute(const Schedule& schedule, const Workload& workload, const InputSource& inputs,
-                                const ExecuteConfig& config) {
+Result<ExecutionResult> Execute(const Schedule& schedule, const Workload& workload,
+                                const InputSource& inputs, const ExecuteConfig& config) {
   MESHPLAN_RETURN_IF_ERROR(CheckPass(workload));
   if (config.backend == Backend::kCuda) {
 #if MESHPLAN_HAVE_CUDA
@@ -95,7 +98,8 @@ Result<ExecutionResult> Execute(const Schedule& schedule, const Workload& worklo
     return CudaNotBuilt();
 #endif
   }
-  if (config.transport == TransportKind::kNccl) return Status::Invalid("transport nccl needs the cuda backend");
+  if (config.transport == TransportKind::kNccl)
+    return Status::Invalid("transport nccl needs the cuda backend");
   KeepFreedHostMemoryMapped();  // before the rank threads start (host_allocator.h)
   ExecutionResult result;
   if (config.keep_outputs) result.outputs = OutputTensors(workload);
@@ -103,11 +107,13 @@ Result<ExecutionResult> Execute(const Schedule& schedule, const Workload& worklo
   std::vector<uint8_t> covered(CoverageSize(workload), 0);
   const Clock::time_point start = Clock::now();
   if (config.transport == TransportKind::kThreads) {
-    MESHPLAN_RETURN_IF_ERROR(RunHostThreads(schedule, workload, inputs, config.run, outputs, &result, &covered));
+    MESHPLAN_RETURN_IF_ERROR(
+        RunHostThreads(schedule, workload, inputs, config.run, outputs, &result, &covered));
   } else {
     HostDeviceOps ops(workload, {nullptr, config.run.recv_timeout});
     auto run = RunEngine(schedule, workload, inputs, config.run, ops,
-                         std::vector<uint8_t>(static_cast<size_t>(schedule.num_ranks), 1), outputs, &covered);
+                         std::vector<uint8_t>(static_cast<size_t>(schedule.num_ranks), 1), outputs,
+                         &covered);
     if (!run.ok()) return run.status();
     result.timings = std::move(run->times);
     result.peak_bytes = std::move(run->peak_bytes);
@@ -119,17 +125,20 @@ Result<ExecutionResult> Execute(const Schedule& schedule, const Workload& worklo
 }
 
 Result<ExecutionResult> Execute(const Schedule& schedule, const Workload& workload,
-                                const AttentionTensors<float>& inputs, const ExecuteConfig& config) {
+                                const AttentionTensors<float>& inputs,
+                                const ExecuteConfig& config) {
   return Execute(schedule, workload, TensorInputSource(inputs), config);
 }
 
 Status ExecuteRank(const Schedule& schedule, const Workload& workload, const InputSource& inputs,
-                   const ExecuteConfig& config, Transport& transport, AttentionTensors<float>* outputs,
-                   std::vector<uint8_t>* covered, std::vector<OpTiming>* timings, std::string* device) {
+                   const ExecuteConfig& config, Transport& transport,
+                   AttentionTensors<float>* outputs, std::vector<uint8_t>* covered,
+                   std::vector<OpTiming>* timings, std::string* device) {
   MESHPLAN_RETURN_IF_ERROR(CheckPass(workload));
   if (config.backend == Backend::kCuda) {
 #if MESHPLAN_HAVE_CUDA
-    return cuda::ExecuteRankOnCuda(schedule, workload, inputs, config, transport, outputs, covered, timings, device);
+    return cuda::ExecuteRankOnCuda(schedule, workload, inputs, config, transport, outputs, covered,
+                                   timings, device);
 #else
     return CudaNotBuilt();
 #endif
@@ -142,17 +151,20 @@ Status ExecuteRank(const Schedule& schedule, const Workload& workload, const Inp
   HostDeviceOps ops(workload, {&transport, config.run.recv_timeout});
   std::vector<uint8_t> local(static_cast<size_t>(schedule.num_ranks), 0);
   local[rank] = 1;
-  MESHPLAN_ASSIGN_OR_RETURN(auto run, RunEngine(schedule, workload, inputs, config.run, ops, std::move(local), outputs, covered));
+  MESHPLAN_ASSIGN_OR_RETURN(auto run, RunEngine(schedule, workload, inputs, config.run, ops,
+                                                std::move(local), outputs, covered));
   if (timings != nullptr) *timings = run.times[rank];
   if (device != nullptr) *device = ops.Describe();
   return Status::Ok();
 }
 
-Status ExecuteRank(const Schedule& schedule, const Workload& workload, const AttentionTensors<float>& inputs,
-                   const ExecuteConfig& config, Transport& transport, AttentionTensors<float>* outputs,
-                   std::vector<uint8_t>* covered, std::vector<OpTiming>* timings, std::string* device) {
-  return ExecuteRank(schedule, workload, TensorInputSource(inputs), config, transport, outputs, covered, timings,
-                     device);
+Status ExecuteRank(const Schedule& schedule, const Workload& workload,
+                   const AttentionTensors<float>& inputs, const ExecuteConfig& config,
+                   Transport& transport, AttentionTensors<float>* outputs,
+                   std::vector<uint8_t>* covered, std::vector<OpTiming>* timings,
+                   std::string* device) {
+  return ExecuteRank(schedule, workload, TensorInputSource(inputs), config, transport, outputs,
+                     covered, timings, device);
 }
 
 }  // namespace meshplan::exec

@@ -1,6 +1,6 @@
 // Runs a schedule for real and assembles the global outputs, so they can be compared with plain
-// attention (executor/kernels/reference.h). Every backend and transport runs the one execution engine
-// (executor/device/device_engine.h) over a DeviceOps: the host streams (CPU) or CUDA.
+// attention (executor/kernels/reference.h). Every backend and transport runs the one execution
+// engine (executor/device/device_engine.h) over a DeviceOps: the host streams (CPU) or CUDA.
 #pragma once
 
 #include <memory>
@@ -12,9 +12,9 @@
 #include "core/workload.h"
 #include "executor/backend_session.h"
 #include "executor/device/engine_outputs.h"
-#include "executor/io/input_source.h"
 #include "executor/device/run_options.h"
 #include "executor/device/shard_store.h"
+#include "executor/io/input_source.h"
 #include "executor/io/tensor.h"
 #include "executor/timing/op_timing.h"
 #include "executor/transport/transport.h"
@@ -39,8 +39,8 @@ struct ExecuteConfig {
   Backend backend = Backend::kCpu;
   TransportKind transport = TransportKind::kThreads;
   RunOptions run;
-  int devices = 1;     // cuda, kLocal: GPUs the ranks spread over round-robin (0: every visible GPU)
-  bool poison = false; // cuda: fill fresh allocations with NaN bytes (validation runs)
+  int devices = 1;  // cuda, kLocal: GPUs the ranks spread over round-robin (0: every visible GPU)
+  bool poison = false;  // cuda: fill fresh allocations with NaN bytes (validation runs)
   // false: every output element is still produced and its coverage checked, but nothing is copied
   // out (ExecutionResult::outputs stays empty), so a benchmark holds no global output tensors.
   bool keep_outputs = true;
@@ -63,8 +63,8 @@ struct ExecutionResult {
 // includes the backward) with every rank in this process. Each rank reads only its own rows of
 // q, k, v and, for a backward, d_o from `inputs`. Every output element must be produced by some
 // rank; a missing one is an error. Failures name the rank and op.
-Result<ExecutionResult> Execute(const Schedule& schedule, const Workload& workload, const InputSource& inputs,
-                                const ExecuteConfig& config);
+Result<ExecutionResult> Execute(const Schedule& schedule, const Workload& workload,
+                                const InputSource& inputs, const ExecuteConfig& config);
 // The same with whole input tensors (q, k, v, and d_o for a backward).
 Result<ExecutionResult> Execute(const Schedule& schedule, const Workload& workload,
                                 const AttentionTensors<float>& inputs, const ExecuteConfig& config);
@@ -74,10 +74,13 @@ Result<ExecutionResult> Execute(const Schedule& schedule, const Workload& worklo
 // into `outputs` (sized by OutputTensors) and marks it in `covered` (CoverageSize elements; both
 // executor/device/engine_outputs.h), for GatherOutputs (executor/gather.h).
 Status ExecuteRank(const Schedule& schedule, const Workload& workload, const InputSource& inputs,
-                   const ExecuteConfig& config, Transport& transport, AttentionTensors<float>* outputs,
-                   std::vector<uint8_t>* covered, std::vector<OpTiming>* timings, std::string* device = nullptr);
-Status ExecuteRank(const Schedule& schedule, const Workload& workload, const AttentionTensors<float>& inputs,
-                   const ExecuteConfig& config, Transport& transport, AttentionTensors<float>* outputs,
-                   std::vector<uint8_t>* covered, std::vector<OpTiming>* timings, std::string* device = nullptr);
+                   const ExecuteConfig& config, Transport& transport,
+                   AttentionTensors<float>* outputs, std::vector<uint8_t>* covered,
+                   std::vector<OpTiming>* timings, std::string* device = nullptr);
+Status ExecuteRank(const Schedule& schedule, const Workload& workload,
+                   const AttentionTensors<float>& inputs, const ExecuteConfig& config,
+                   Transport& transport, AttentionTensors<float>* outputs,
+                   std::vector<uint8_t>* covered, std::vector<OpTiming>* timings,
+                   std::string* device = nullptr);
 
 }  // namespace meshplan::exec

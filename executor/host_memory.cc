@@ -30,7 +30,9 @@ bool ReadNumber(const std::string& path, double* value) {
 
 }  // namespace
 
-double HostMemoryNeed::PeakBytes() const { return std::max({inputs_phase_bytes, run_phase_bytes, check_phase_bytes}); }
+double HostMemoryNeed::PeakBytes() const {
+  return std::max({inputs_phase_bytes, run_phase_bytes, check_phase_bytes});
+}
 
 double HostRankBytes(const Workload& w, double plan_bytes) {
   return plan_bytes * std::max(1.0, kFloatBytes / static_cast<double>(BytesPerElement(w.dtype)));
@@ -40,7 +42,8 @@ HostMemoryNeed EstimateHostMemory(const HostMemoryQuestion& q) {
   const Workload& w = q.workload;
   const double tokens = static_cast<double>(w.batch) * static_cast<double>(w.seq_len);
   const double q_elems = tokens * static_cast<double>(w.q_heads) * static_cast<double>(w.head_dim);
-  const double kv_elems = tokens * static_cast<double>(w.kv_heads) * static_cast<double>(w.head_dim);
+  const double kv_elems =
+      tokens * static_cast<double>(w.kv_heads) * static_cast<double>(w.head_dim);
   const double lse_elems = tokens * static_cast<double>(w.q_heads);
   const bool backward = HasBackward(w.pass);
 
@@ -81,7 +84,8 @@ double AvailableHostMemoryBytes() {
     }
   }
   double limit = 0, used = 0;
-  if (ReadNumber("/sys/fs/cgroup/memory.max", &limit) && ReadNumber("/sys/fs/cgroup/memory.current", &used)) {
+  if (ReadNumber("/sys/fs/cgroup/memory.max", &limit) &&
+      ReadNumber("/sys/fs/cgroup/memory.current", &used)) {
     const double cgroup = std::max(0.0, limit - used);
     available = available > 0 ? std::min(available, cgroup) : cgroup;
   }
@@ -116,7 +120,8 @@ Status CheckHostMemory(const HostMemoryNeed& need, const HostMemoryQuestion& q, 
   if (!(limit_bytes > 0) || peak <= limit_bytes) return Status::Ok();
   std::ostringstream m;
   m << "execute: this run needs about " << FormatBytes(peak) << " of host memory in this process (";
-  if (!q.random_inputs) m << "inputs " << FormatBytes(need.inputs_phase_bytes) << " while the .npy files are read; ";
+  if (!q.random_inputs)
+    m << "inputs " << FormatBytes(need.inputs_phase_bytes) << " while the .npy files are read; ";
   m << "run " << FormatBytes(need.run_phase_bytes) << ", of which " << q.ranks_in_process << " rank"
     << (q.ranks_in_process == 1 ? "" : "s") << " " << FormatBytes(need.ranks_bytes);
   if (q.check) m << "; --check " << FormatBytes(need.check_phase_bytes);

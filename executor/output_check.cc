@@ -41,8 +41,8 @@ double MaxRelativeError(const TensorF& got, const TensorD& want) {
   return scale > 0 ? worst / scale : worst;
 }
 
-OutputCheck CheckOutputs(const Workload& w, const AttentionTensors<float>& in, const AttentionTensors<float>& out,
-                         double tolerance) {
+OutputCheck CheckOutputs(const Workload& w, const AttentionTensors<float>& in,
+                         const AttentionTensors<float>& out, double tolerance) {
   // The reference sees exactly the float inputs the executor saw, in double.
   AttentionTensors<double> ref;
   ref.q = ToDouble(in.q);

@@ -1,5 +1,5 @@
-// Checks a run's outputs against plain attention in double precision (executor/kernels/reference.h),
-// computed on exactly the float inputs the run saw.
+// Checks a run's outputs against plain attention in double precision
+// (executor/kernels/reference.h), computed on exactly the float inputs the run saw.
 #pragma once
 
 #include <string>
@@ -32,7 +32,7 @@ struct OutputCheck {
 };
 
 // O and LSE, and dQ, dK, dV for a backward, of `out` against the reference on `in`.
-OutputCheck CheckOutputs(const Workload& w, const AttentionTensors<float>& in, const AttentionTensors<float>& out,
-                         double tolerance);
+OutputCheck CheckOutputs(const Workload& w, const AttentionTensors<float>& in,
+                         const AttentionTensors<float>& out, double tolerance);
 
 }  // namespace meshplan::exec

@@ -7,8 +7,8 @@
 
 #include "executor/device/half_float.h"
 #include "executor/host_memory.h"
-#include "executor/output_check.h"
 #include "executor/io/run_files.h"
+#include "executor/output_check.h"
 #include "planner/plan_schedule.h"
 
 namespace meshplan::exec {
@@ -23,7 +23,8 @@ Result<planner::PlanSchedule> ExpandFor(const Plan& plan, const Topology& topolo
   if (const size_t at = message.find(invalid); widened && at != std::string::npos) {
     message.insert(at + invalid.size(), " with pass fwd+bwd");
   }
-  return expanded.status().code() == ErrorCode::kInvalidInput ? Status::Invalid(message) : Status::Internal(message);
+  return expanded.status().code() == ErrorCode::kInvalidInput ? Status::Invalid(message)
+                                                              : Status::Internal(message);
 }
 
 // `config` with a session of its own when it has none, so the runs of one repeat share what the
@@ -42,7 +43,8 @@ void Round(InputType type, TensorF& t) {
 // Whole tensors read from files (the reader caps each file, so they are small), as a source.
 class FileInputSource final : public InputSource {
  public:
-  explicit FileInputSource(AttentionTensors<float> tensors) : tensors_(std::move(tensors)), view_(tensors_) {}
+  explicit FileInputSource(AttentionTensors<float> tensors)
+      : tensors_(std::move(tensors)), view_(tensors_) {}
   void Row(InputTensor tensor, int64_t b, int64_t position, float* out) const override {
     view_.Row(tensor, b, position, out);
   }
@@ -54,8 +56,9 @@ class FileInputSource final : public InputSource {
 
 }  // namespace
 
-Result<PlanRun> PreparePlanRun(const Plan& plan, const std::string& plan_path, const Topology& topology,
-                               const PlanInputs& inputs, InputType type, const HostBudget& budget) {
+Result<PlanRun> PreparePlanRun(const Plan& plan, const std::string& plan_path,
+                               const Topology& topology, const PlanInputs& inputs, InputType type,
+                               const HostBudget& budget) {
   PlanRun run;
   run.plan = plan;
   auto as_written = ExpandFor(run.plan, topology, false);
@@ -81,12 +84,13 @@ Result<PlanRun> PreparePlanRun(const Plan& plan, const std::string& plan_path, c
     question.random_inputs = inputs.dir.empty();
     question.check = budget.check;
     question.keep_outputs = budget.keep_outputs;
-    MESHPLAN_RETURN_IF_ERROR(CheckHostMemory(EstimateHostMemory(question), question, budget.limit_bytes,
-                                             budget.limit_source)
+    MESHPLAN_RETURN_IF_ERROR(CheckHostMemory(EstimateHostMemory(question), question,
+                                             budget.limit_bytes, budget.limit_source)
                                  .WithContext(plan_path));
   }
   // The engine's entries index heads and head elements with 32 bits.
-  for (const auto& [key, value] : {std::pair<const char*, int64_t>{"head_dim", w.head_dim}, {"heads", w.q_heads}}) {
+  for (const auto& [key, value] :
+       {std::pair<const char*, int64_t>{"head_dim", w.head_dim}, {"heads", w.q_heads}}) {
     if (value > std::numeric_limits<int32_t>::max()) {
       return Status::Invalid(plan_path + ": workload." + key + " = " + std::to_string(value) +
                              ": the executor handles at most 2147483647 (2^31 - 1)");
@@ -113,8 +117,8 @@ Result<ExecutionResult> Execute(const PlanRun& run, const ExecuteConfig& config)
   return Execute(run.schedule, run.plan.workload, *run.inputs, config);
 }
 
-Result<RepeatedExecution> ExecuteRepeated(const PlanRun& run, const ExecuteConfig& config, int repeat,
-                                          const RunObserver& observer) {
+Result<RepeatedExecution> ExecuteRepeated(const PlanRun& run, const ExecuteConfig& config,
+                                          int repeat, const RunObserver& observer) {
   MESHPLAN_RETURN_IF_ERROR(CheckRepeat(repeat).WithContext("repeat"));
   const int warm_up = WarmUpRuns(repeat);
   const ExecuteConfig session_config = WithSession(config);
@@ -124,7 +128,8 @@ Result<RepeatedExecution> ExecuteRepeated(const PlanRun& run, const ExecuteConfi
   for (int i = 0; i < warm_up + repeat; ++i) {
     MESHPLAN_ASSIGN_OR_RETURN(auto result, Execute(run, session_config));
     const int timed = i - warm_up + 1;  // 0: the warm-up
-    if (observer) observer(timed < 1 ? 0 : timed, repeat, MeasureTimeline(run.schedule, result.timings).run_s);
+    if (observer)
+      observer(timed < 1 ? 0 : timed, repeat, MeasureTimeline(run.schedule, result.timings).run_s);
     if (timed < 1) continue;
     timings.push_back(result.timings);
     wall_s.push_back(result.wall_s);
@@ -135,8 +140,8 @@ Result<RepeatedExecution> ExecuteRepeated(const PlanRun& run, const ExecuteConfi
 }
 
 Result<JobRank> RunJobRank(Transport& transport, const PlanRun* run, const Status& setup, int code,
-                           const ExecuteConfig& config, std::chrono::milliseconds timeout, int repeat,
-                           const RunObserver& observer) {
+                           const ExecuteConfig& config, std::chrono::milliseconds timeout,
+                           int repeat, const RunObserver& observer) {
   const int rank = transport.rank();
   JobRank out;
   // Every rank gets the same `repeat` (the same flags); a bad one fails on every rank alike.
@@ -169,15 +174,17 @@ Result<JobRank> RunJobRank(Transport& transport, const PlanRun* run, const Statu
     std::vector<OpTiming> timings;
     const Clock::time_point start = Clock::now();
     // A failing rank aborts the whole job from inside the engine; this is the backstop.
-    const Status st = ExecuteRank(p.schedule, p.plan.workload, *p.inputs, session_config, transport, &outputs,
-                                  &covered, &timings, &out.device);
+    const Status st = ExecuteRank(p.schedule, p.plan.workload, *p.inputs, session_config, transport,
+                                  &outputs, &covered, &timings, &out.device);
     if (!st.ok()) transport.Abort(st.message());
-    auto gathered = GatherOutputs(transport, p.plan.workload, outputs, covered, timings, Clock::now() + timeout);
+    auto gathered = GatherOutputs(transport, p.plan.workload, outputs, covered, timings,
+                                  Clock::now() + timeout);
     if (!gathered.ok()) {
       // A message that never came: the job may hang elsewhere, so end it. A gathered result that
       // is incomplete (no rank produced some element) is rank 0's to report.
       if (gathered.status().code() == ErrorCode::kIo || rank != 0) {
-        transport.Abort("rank " + std::to_string(rank) + ": gather: " + gathered.status().message());
+        transport.Abort("rank " + std::to_string(rank) +
+                        ": gather: " + gathered.status().message());
       }
       return gathered.status();
     }

@@ -24,7 +24,8 @@ double Traffic::MaxTotal() const {
 
 CommModel::CommModel(const Topology& topology) : topology_(topology) {}
 
-void CommModel::GpuStrideAndSize(const Placement& placement, int dim, int64_t* stride, int64_t* size) {
+void CommModel::GpuStrideAndSize(const Placement& placement, int dim, int64_t* stride,
+                                 int64_t* size) {
   *stride = placement.GpuStride(dim);
   *size = placement.DimSize(dim);
 }
@@ -43,18 +44,22 @@ void CommModel::WeighHopRoutes(const std::vector<int64_t>& peer, PatternRoute* r
     if (!topology_.HasHopRoutes(level)) continue;
     const int64_t below = level == 0 ? 1 : topology_.Span(level - 1);
     const int64_t dims = static_cast<int64_t>(topology_.RouteDims(level).size());
-    auto link_of = [dims](int64_t unit, int dim, bool up) { return (unit * dims + dim) * 2 + (up ? 0 : 1); };
+    auto link_of = [dims](int64_t unit, int dim, bool up) {
+      return (unit * dims + dim) * 2 + (up ? 0 : 1);
+    };
     // Flows of the shift on every neighbour link of this level, then each GPU's worst link.
     std::vector<int32_t> load(static_cast<size_t>(gpus / below * dims * 2), 0);
     for (int64_t g = 0; g < gpus; ++g) {
       if (route->level[g] != level) continue;
-      topology_.ForEachHop(level, g, peer[g], [&](int64_t unit, int dim, bool up) { ++load[link_of(unit, dim, up)]; });
+      topology_.ForEachHop(level, g, peer[g],
+                           [&](int64_t unit, int dim, bool up) { ++load[link_of(unit, dim, up)]; });
     }
     for (int64_t g = 0; g < gpus; ++g) {
       if (route->level[g] != level) continue;
       int32_t worst = 0;
-      topology_.ForEachHop(level, g, peer[g],
-                           [&](int64_t unit, int dim, bool up) { worst = std::max(worst, load[link_of(unit, dim, up)]); });
+      topology_.ForEachHop(level, g, peer[g], [&](int64_t unit, int dim, bool up) {
+        worst = std::max(worst, load[link_of(unit, dim, up)]);
+      });
       route->weight[g] = std::max(1.0, static_cast<double>(worst) / static_cast<double>(below));
     }
   }
@@ -86,7 +91,8 @@ const PatternRoute& CommModel::Route(int64_t stride, int64_t size, bool all_to_a
     for (int64_t g = 0; g < gpus; ++g) {
       if (route->level[g] < 0) continue;
       const PatternRoute::ShiftCost cost{route->level[g], route->hops[g], route->weight[g]};
-      if (std::find(route->distinct.begin(), route->distinct.end(), cost) == route->distinct.end()) {
+      if (std::find(route->distinct.begin(), route->distinct.end(), cost) ==
+          route->distinct.end()) {
         route->distinct.push_back(cost);
       }
     }
@@ -100,7 +106,8 @@ const PatternRoute& CommModel::Route(int64_t stride, int64_t size, bool all_to_a
         if (j == coord) continue;
         const int64_t peer = base + j * stride;
         const int level = topology_.LevelOf(g, peer);
-        route->a2a_weight[g * levels + level] += static_cast<double>(topology_.Hops(level, g, peer));
+        route->a2a_weight[g * levels + level] +=
+            static_cast<double>(topology_.Hops(level, g, peer));
         route->a2a_peers[g * levels + level] += 1.0;
       }
       double slope = 0, latency = 0;
@@ -129,7 +136,8 @@ double CommModel::RingShift(const Placement& placement, int dim, double bytes, i
   const PatternRoute& route = Route(stride, size, false);
   if (traffic != nullptr) traffic->AddScaled(route.shift_entry, bytes * static_cast<double>(count));
   double worst = 0;
-  for (const PatternRoute::ShiftCost& cost : route.distinct) worst = std::max(worst, LinkSeconds(cost, bytes));
+  for (const PatternRoute::ShiftCost& cost : route.distinct)
+    worst = std::max(worst, LinkSeconds(cost, bytes));
   return worst;
 }
 
@@ -148,7 +156,8 @@ double CommModel::AllToAll(const Placement& placement, int dim, double bytes, Tr
   const double per_peer = bytes / static_cast<double>(size);
   if (traffic != nullptr) traffic->AddScaled(route.a2a_peers, per_peer);
   double worst = 0;
-  for (const auto& [slope, intercept] : route.a2a_time_terms) worst = std::max(worst, per_peer * slope + intercept);
+  for (const auto& [slope, intercept] : route.a2a_time_terms)
+    worst = std::max(worst, per_peer * slope + intercept);
   return worst;
 }
 

@@ -82,7 +82,8 @@ class CommModel {
   // A ring shift along dimension `dim` of `placement`: every rank sends `bytes` to the rank whose
   // coordinate along dim is one lower (wrapping), `count` times. Adds the bytes to `traffic`
   // (may be null) and returns the time of ONE shift: the slowest rank's latency + bytes/bw.
-  double RingShift(const Placement& placement, int dim, double bytes, int64_t count, Traffic* traffic);
+  double RingShift(const Placement& placement, int dim, double bytes, int64_t count,
+                   Traffic* traffic);
   // A ring collective (all-gather of a `chunk_bytes` shard, or reduce-scatter leaving one) over
   // dim: p-1 ring steps of chunk_bytes. Returns its time.
   double RingCollective(const Placement& placement, int dim, double chunk_bytes, Traffic* traffic);

@@ -64,12 +64,13 @@ std::vector<int64_t> RowPairs(const ShardLayout& layout, const PairCounter& coun
     const int64_t n = layout.seq_len / n_shards;
     for (int64_t i = 0; i < n_shards; ++i) {
       out[i] = counter.mask().kind == MaskKind::kFull ? n_shards * n * n
-                                                       : n_shards * (n * (n - 1) / 2) + (i + 1) * n;
+                                                      : n_shards * (n * (n - 1) / 2) + (i + 1) * n;
     }
     return out;
   }
   for (int64_t i = 0; i < n_shards; ++i) {
-    for (const TokenRange& r : layout.Ranges(i)) out[i] += counter.Count(r.begin, r.end, 0, layout.seq_len);
+    for (const TokenRange& r : layout.Ranges(i))
+      out[i] += counter.Count(r.begin, r.end, 0, layout.seq_len);
   }
   return out;
 }
@@ -101,8 +102,10 @@ std::vector<int64_t> TilePairs(const ShardLayout& layout, const PairCounter& cou
       // / a) + 1, so both are GroupPrefix differences over x in [base - r, base - r + a - 1]:
       // O(1) per rank where summing over i cost O(a) (O(P^2) per tile shape at a = P).
       const int64_t x_lo = base - r, x_hi = base - r + a - 1;
-      const int64_t below = GroupPrefix(x_hi, a, b) - GroupPrefix(std::max<int64_t>(0, x_lo - 1), a, b);
-      const int64_t at_or_below = GroupPrefix(x_hi + 1, a, b) - GroupPrefix(std::max<int64_t>(0, x_lo), a, b);
+      const int64_t below =
+          GroupPrefix(x_hi, a, b) - GroupPrefix(std::max<int64_t>(0, x_lo - 1), a, b);
+      const int64_t at_or_below =
+          GroupPrefix(x_hi + 1, a, b) - GroupPrefix(std::max<int64_t>(0, x_lo), a, b);
       const int64_t diagonal = at_or_below - below;
       if (layout.kind == Layout::kStriped) {
         out[g] = a * b * (n * (n - 1) / 2) + at_or_below * n;

@@ -17,10 +17,11 @@ namespace meshplan::planner {
 // Returns unmasked pairs per shard. O(N) for full/causal/window, O(N log D) for documents.
 std::vector<int64_t> RowPairs(const ShardLayout& layout, const PairCounter& counter);
 
-// 2-D family (the Mesh-Attention tile assignment, which every tile scheme uses, over n = layout.num_shards ranks, Q-group
-// size a): rank g computes the Q shards of its Q group against the KV shards of its KV group.
-// Returns unmasked pairs per rank. Closed forms for full and causal masks (O(n) or O(n*a));
-// window and document masks enumerate only the key chunks a query range can reach.
+// 2-D family (the Mesh-Attention tile assignment, which every tile scheme uses, over n =
+// layout.num_shards ranks, Q-group size a): rank g computes the Q shards of its Q group against the
+// KV shards of its KV group. Returns unmasked pairs per rank. Closed forms for full and causal
+// masks (O(n) or O(n*a)); window and document masks enumerate only the key chunks a query range can
+// reach.
 std::vector<int64_t> TilePairs(const ShardLayout& layout, const PairCounter& counter, int64_t a);
 
 // The kernel time model lives in core so the simulator shares it.

@@ -28,7 +28,8 @@ ShardLayout PlanContext::LayoutFor(Layout kind, int64_t shards, int64_t subdivid
     it = balanced_cache_.emplace(shards, MakeShardLayout(kind, counter, shards, 1).balanced).first;
   }
   ShardLayout layout{kind, workload.seq_len, shards, subdivide};
-  if (it->second != nullptr && it->second->chunk_tokens % subdivide == 0) layout.balanced = it->second;
+  if (it->second != nullptr && it->second->chunk_tokens % subdivide == 0)
+    layout.balanced = it->second;
   return layout;
 }
 

@@ -21,10 +21,10 @@ namespace meshplan::planner {
 // Byte sizes of one rank's shards (ALGORITHMS.md notation): X = B*(S/P)*d*e is one head of one
 // rank's shard. Partials travel in workload.partial_dtype; LSE and D are fp32.
 struct ShardBytes {
-  double q = 0;       // |Q| = |O| = |dO| = Hq*X
-  double kv = 0;      // |KV| = 2*Hkv*X
-  double o_partial = 0;  // |O_p| = Hq*X in the partial dtype
-  double lse = 0;     // |LSE| = |D| = B*(S/P)*Hq*4
+  double q = 0;            // |Q| = |O| = |dO| = Hq*X
+  double kv = 0;           // |KV| = 2*Hkv*X
+  double o_partial = 0;    // |O_p| = Hq*X in the partial dtype
+  double lse = 0;          // |LSE| = |D| = B*(S/P)*Hq*4
   double dq_partial = 0;   // partial dQ in the partial dtype
   double dkv_partial = 0;  // partial dK+dV in the partial dtype
 };
@@ -39,15 +39,19 @@ using RankProgramHook = std::function<void(int64_t rank, RankProgram& program)>;
 // Not thread-safe: it caches routes and per-rank work across evaluations.
 struct PlanContext {
   PlanContext(const Workload& w, const Topology& t, double reserved_bytes = 0)
-      : workload(w), topology(t), counter(w.mask, w.seq_len), num_ranks(t.num_gpus()),
-        shard(ComputeShardBytes(w, t.num_gpus())), reserved_memory_bytes(reserved_bytes),
+      : workload(w),
+        topology(t),
+        counter(w.mask, w.seq_len),
+        num_ranks(t.num_gpus()),
+        shard(ComputeShardBytes(w, t.num_gpus())),
+        reserved_memory_bytes(reserved_bytes),
         comm(std::make_unique<CommModel>(t)) {}
   const Workload& workload;
   const Topology& topology;
   PairCounter counter;  // unmasked pairs of the workload's mask
   int64_t num_ranks;    // P = every GPU of the topology
   ShardBytes shard;
-  double reserved_memory_bytes;  // held back for weights, optimizer state, other activations
+  double reserved_memory_bytes;     // held back for weights, optimizer state, other activations
   std::unique_ptr<CommModel> comm;  // route cache shared by all evaluations
   // When set, Strategy::Expand may hand each rank's program to it as soon as that program is
   // complete (and must leave whatever it puts there in place); ExpandPlan calls it afterwards
@@ -89,8 +93,8 @@ inline double PlanContext::BackwardTimeFactor() const {
 }
 
 inline double PlanContext::BackwardSeconds(double forward_s, int64_t launches) const {
-  const double launch_s =
-      static_cast<double>(launches) * topology.gpu.launch_overhead_s * topology.gpu.SharedComputeSlowdown();
+  const double launch_s = static_cast<double>(launches) * topology.gpu.launch_overhead_s *
+                          topology.gpu.SharedComputeSlowdown();
   return launch_s + (forward_s - launch_s) * BackwardTimeFactor();
 }
 

@@ -30,7 +30,8 @@ bool IsEquivalent(const Estimate& representative, const Estimate& other, double 
   return true;
 }
 
-std::vector<PlanGroup> GroupEquivalentPlans(const std::vector<Estimate>& ranked, double time_tolerance) {
+std::vector<PlanGroup> GroupEquivalentPlans(const std::vector<Estimate>& ranked,
+                                            double time_tolerance) {
   std::vector<PlanGroup> groups;
   for (size_t i = 0; i < ranked.size(); ++i) {
     const auto joined = std::find_if(groups.begin(), groups.end(), [&](const PlanGroup& g) {

@@ -19,7 +19,8 @@ double RankingSeconds(const Estimate& estimate);
 // Whether `other` is equivalent to `representative`, a plan ranked before it. All of:
 // - both fit in memory, or neither does;
 // - both were simulated, or neither was (a simulated and an estimated time are not compared);
-// - |RankingSeconds(other) - RankingSeconds(representative)| <= time_tolerance * RankingSeconds(representative);
+// - |RankingSeconds(other) - RankingSeconds(representative)| <= time_tolerance *
+// RankingSeconds(representative);
 // - the same bytes per GPU, in total and over each network level (equal up to floating-point
 //   rounding: a relative difference of at most 1e-12, well under one byte below a terabyte).
 // Peak memory, imbalance and parameters may differ.

@@ -17,7 +17,8 @@ struct TimeStage {
   bool overlapped = true;
   int64_t count = 1;
   double Seconds() const {
-    return static_cast<double>(count) * (overlapped ? std::max(compute_s, comm_s) : compute_s + comm_s);
+    return static_cast<double>(count) *
+           (overlapped ? std::max(compute_s, comm_s) : compute_s + comm_s);
   }
 };
 
@@ -27,10 +28,10 @@ struct Estimate {
   std::string reason;  // why not valid
 
   // Communication, bytes sent per rank for the whole pass (fwd, bwd or both).
-  double bytes_per_rank = 0;            // max over ranks of all bytes sent
-  std::vector<double> level_bytes;      // per network level: max over ranks of bytes sent there
-  double fwd_bytes_per_rank = 0;        // forward part of bytes_per_rank
-  double bwd_bytes_per_rank = 0;        // backward part
+  double bytes_per_rank = 0;        // max over ranks of all bytes sent
+  std::vector<double> level_bytes;  // per network level: max over ranks of bytes sent there
+  double fwd_bytes_per_rank = 0;    // forward part of bytes_per_rank
+  double bwd_bytes_per_rank = 0;    // backward part
 
   // Compute (mask-aware, backward included when the pass has one).
   double flops_max = 0;   // busiest rank
@@ -44,8 +45,8 @@ struct Estimate {
   // Time (overlap-aware, from the stages).
   std::vector<TimeStage> stages;
   double time_s = 0;
-  double compute_s = 0;        // busiest rank's compute
-  double exposed_comm_s = 0;   // time_s - compute_s
+  double compute_s = 0;       // busiest rank's compute
+  double exposed_comm_s = 0;  // time_s - compute_s
 
   // Replayed time (RerankBySimulation, planner/search.h); -1: not simulated.
   double simulated_s = -1;

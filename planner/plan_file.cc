@@ -7,16 +7,16 @@
 
 #include <toml++/toml.h>
 
-#include "core/checked_math.h"
-#include "core/toml_util.h"
-#include "core/topology.h"
-#include "planner/schemes/registry.h"
-
 #include <cstdio>
 #include <fstream>
 #include <initializer_list>
 #include <optional>
 #include <sstream>
+
+#include "core/checked_math.h"
+#include "core/toml_util.h"
+#include "core/topology.h"
+#include "planner/schemes/registry.h"
 
 namespace meshplan::planner {
 namespace {
@@ -120,7 +120,8 @@ Status ReadWorkload(const TableReader& r, Workload* w) {
   if (mask == "docs" || mask == "docs-full") {
     // The lengths live in the plan itself, so a plan never depends on a side file.
     if (*lengths == nullptr) {
-      return r.Fail(r.Key("document_lengths"), "missing required key (mask = \"" + mask + "\" needs it)");
+      return r.Fail(r.Key("document_lengths"),
+                    "missing required key (mask = \"" + mask + "\" needs it)");
     }
     const toml::array* array = (*lengths)->as_array();
     if (array == nullptr) {
@@ -142,9 +143,10 @@ Status ReadWorkload(const TableReader& r, Workload* w) {
     return Status::Ok();
   }
   if (mask.rfind("docs", 0) == 0) {  // docs:FILE, docs-sampled:SPEC, ...
-    return r.Fail(r.Key("mask"),
-                  "a plan stores document lengths inline: use mask = \"docs\" or \"docs-full\" with "
-                  "document_lengths = [...]");
+    return r.Fail(
+        r.Key("mask"),
+        "a plan stores document lengths inline: use mask = \"docs\" or \"docs-full\" with "
+        "document_lengths = [...]");
   }
   if (*lengths != nullptr)
     return r.Fail(r.Key("document_lengths"), "only allowed with mask = \"docs\" or \"docs-full\"");
@@ -184,7 +186,8 @@ Status ReadScheme(const TableReader& r, SchemeParams* s) {
   }
   const toml::array* array = (*placement)->as_array();
   if (array == nullptr) {
-    return r.Fail(r.Key("placement"), "expected an array of strings, got " + TomlTypeName(**placement));
+    return r.Fail(r.Key("placement"),
+                  "expected an array of strings, got " + TomlTypeName(**placement));
   }
   s->placement.clear();
   for (size_t i = 0; i < array->size(); ++i) {
@@ -219,7 +222,8 @@ Status CheckPlan(const Plan& plan, const std::string& source) {
   for (const RankDim& d : dims) {
     const std::optional<int64_t> next = CheckedMultiply(ranks, d.size);
     if (!next || *next > kMaxTopologyGpus) {
-      return fail("scheme", "the " + std::string(SchemeName(s.scheme)) + " scheme's degrees multiply to more than " +
+      return fail("scheme", "the " + std::string(SchemeName(s.scheme)) +
+                                " scheme's degrees multiply to more than " +
                                 "the 10 million GPUs a topology may have");
     }
     ranks = *next;
@@ -315,7 +319,8 @@ std::string PlanToToml(const Plan& plan, const std::string& estimate_toml) {
       break;
     case MaskKind::kDocuments:
     case MaskKind::kDocumentsFull:
-      out << "mask = " << (w.mask.kind == MaskKind::kDocuments ? "\"docs\"" : "\"docs-full\"") << "\n";
+      out << "mask = " << (w.mask.kind == MaskKind::kDocuments ? "\"docs\"" : "\"docs-full\"")
+          << "\n";
       if (w.mask.sampler) {  // the lengths below are the ones drawn; the file never re-draws them
         out << "documents_source = " << TomlQuote("sampled " + w.mask.sampler->spec) << "\n";
       } else if (!w.mask.documents_source.empty()) {
@@ -346,7 +351,8 @@ std::string PlanToToml(const Plan& plan, const std::string& estimate_toml) {
   out << "cache_forward = " << (s.cache_forward ? "true" : "false") << "\n";
   out << "reduce_chain = " << TomlQuote(ReduceChainName(s.reduce_chain)) << "\n";
   out << "placement = [";
-  for (size_t i = 0; i < s.placement.size(); ++i) out << (i ? ", " : "") << TomlQuote(s.placement[i]);
+  for (size_t i = 0; i < s.placement.size(); ++i)
+    out << (i ? ", " : "") << TomlQuote(s.placement[i]);
   out << "]\n";
 
   if (!estimate_toml.empty()) {

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "planner/context.h"
-#include "planner/strategy.h"
 #include "planner/schemes/registry.h"
+#include "planner/strategy.h"
 
 namespace meshplan::planner {
 

@@ -1,7 +1,8 @@
 // Building blocks shared by the schemes' schedule expansions (docs/schedules.md): block
 // computes, collectives, tags, the rank-grid check. Communication patterns several schemes share
-// keep their estimate and the ops they emit side by side in planner/patterns/ (the ring pass). Each scheme's expansion lives in its own file in planner/schemes/ and builds
-// on these; the channels of every tag stay listed here so that they remain distinct.
+// keep their estimate and the ops they emit side by side in planner/patterns/ (the ring pass). Each
+// scheme's expansion lives in its own file in planner/schemes/ and builds on these; the channels of
+// every tag stay listed here so that they remain distinct.
 #pragma once
 
 #include <cstdint>

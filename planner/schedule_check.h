@@ -6,8 +6,8 @@
 // (tests/planner/schemes/) its own expansions. ExpandPlan (planner/plan_schedule.h), and so the
 // simulator and the executor, do not: a schedule is a deterministic function of the plan's
 // parameters, produced by the strategies those tests cover, and checking is not free (about a
-// second for a 1024-rank schedule of 2M ops, timed by the 2-D tile tests in tests/planner/schemes/) on every
-// `simulate` and `execute`. Consumers that rely on the invariants say so (e.g.
+// second for a 1024-rank schedule of 2M ops, timed by the 2-D tile tests in tests/planner/schemes/)
+// on every `simulate` and `execute`. Consumers that rely on the invariants say so (e.g.
 // executor/device/launch_order.h). Summarize and the imbalance helpers are used by tests only.
 #pragma once
 

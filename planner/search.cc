@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "planner/strategy.h"
 #include "planner/schemes/registry.h"
+#include "planner/strategy.h"
 
 namespace meshplan::planner {
 
@@ -36,11 +36,12 @@ SearchResult Search(const PlanContext& ctx, const SearchOptions& options) {
       result.rejected.push_back(std::move(first_invalid));
     }
   }
-  std::stable_sort(result.ranked.begin(), result.ranked.end(), [](const Estimate& x, const Estimate& y) {
-    if (x.fits != y.fits) return x.fits;
-    if (x.time_s != y.time_s) return x.time_s < y.time_s;
-    return x.bytes_per_rank < y.bytes_per_rank;
-  });
+  std::stable_sort(result.ranked.begin(), result.ranked.end(),
+                   [](const Estimate& x, const Estimate& y) {
+                     if (x.fits != y.fits) return x.fits;
+                     if (x.time_s != y.time_s) return x.time_s < y.time_s;
+                     return x.bytes_per_rank < y.bytes_per_rank;
+                   });
   return result;
 }
 
@@ -53,16 +54,18 @@ Status RerankBySimulation(const PlanContext& ctx, PlanTimer& timer, int k, Searc
     auto s = timer.Seconds(ctx, e.params);
     if (!s.ok()) {
       return s.status().WithContext("simulating plan #" + std::to_string(i + 1) + " (" +
-                                    std::string(SchemeName(e.params.scheme)) + " " + DescribeParams(e.params) + ")");
+                                    std::string(SchemeName(e.params.scheme)) + " " +
+                                    DescribeParams(e.params) + ")");
     }
     seconds[i] = *s;
   }
   for (size_t i = 0; i < n; ++i) result->ranked[i].simulated_s = seconds[i];
   const auto first = result->ranked.begin();
-  std::stable_sort(first, first + static_cast<std::ptrdiff_t>(n), [](const Estimate& x, const Estimate& y) {
-    if (x.fits != y.fits) return x.fits;
-    return x.simulated_s < y.simulated_s;
-  });
+  std::stable_sort(first, first + static_cast<std::ptrdiff_t>(n),
+                   [](const Estimate& x, const Estimate& y) {
+                     if (x.fits != y.fits) return x.fits;
+                     return x.simulated_s < y.simulated_s;
+                   });
   return Status::Ok();
 }
 

@@ -7,8 +7,8 @@
 #include "core/csv.h"
 #include "core/json_writer.h"
 #include "core/units.h"
-#include "report/text_table.h"
 #include "planner/schemes/registry.h"
+#include "report/text_table.h"
 
 namespace meshplan::report {
 namespace {
@@ -46,19 +46,21 @@ std::string RenderBenchTable(const std::vector<BenchRow>& rows, const BenchConte
   out += "predicted: simulated on " + context.topology + "\n";
   for (const std::string& mask : MasksOf(rows)) {
     out += "\nmask " + mask + ":\n";
-    std::vector<std::vector<std::string>> table = {{"seq", "scheme", "plan", "predicted", "measured", "error",
-                                                    "TFLOP/s/rank", "predicted", "spread", "peak/rank",
-                                                    "model/rank", "process RSS"}};
+    std::vector<std::vector<std::string>> table = {
+        {"seq", "scheme", "plan", "predicted", "measured", "error", "TFLOP/s/rank", "predicted",
+         "spread", "peak/rank", "model/rank", "process RSS"}};
     std::vector<std::string> notes;
     for (const BenchRow& r : rows) {
       if (r.mask != mask) continue;
       std::vector<std::string> line = {FormatCount(r.seq_len), std::string(SchemeName(r.scheme))};
       if (r.outcome == BenchOutcome::kRan) {
-        line.insert(line.end(), {planner::DescribeParams(r.params), FormatSeconds(r.predicted_s), FormatSeconds(r.median_s),
-                                 SignedPercent(r.ErrorPercent()), Fixed(r.MeasuredTflopsPerRank(), 4),
-                                 Fixed(r.PredictedTflopsPerRank(), 4), Fixed(r.spread * 100, 1) + "%",
-                                 FormatBytes(r.rank_peak_bytes), FormatBytes(r.modelled_rank_peak_bytes),
-                                 FormatBytes(r.process_peak_rss_bytes)});
+        line.insert(
+            line.end(),
+            {planner::DescribeParams(r.params), FormatSeconds(r.predicted_s),
+             FormatSeconds(r.median_s), SignedPercent(r.ErrorPercent()),
+             Fixed(r.MeasuredTflopsPerRank(), 4), Fixed(r.PredictedTflopsPerRank(), 4),
+             Fixed(r.spread * 100, 1) + "%", FormatBytes(r.rank_peak_bytes),
+             FormatBytes(r.modelled_rank_peak_bytes), FormatBytes(r.process_peak_rss_bytes)});
       } else {
         line.push_back(std::string(capacity::BenchOutcomeName(r.outcome)) + " (note " +
                        std::to_string(notes.size() + 1) + ")");
@@ -67,30 +69,35 @@ std::string RenderBenchTable(const std::vector<BenchRow>& rows, const BenchConte
       table.push_back(std::move(line));
     }
     out += Columns(table, "  ", true);
-    for (size_t i = 0; i < notes.size(); ++i) out += "  note " + std::to_string(i + 1) + ": " + notes[i] + "\n";
+    for (size_t i = 0; i < notes.size(); ++i)
+      out += "  note " + std::to_string(i + 1) + ": " + notes[i] + "\n";
   }
   return out;
 }
 
 std::string BenchCsv(const std::vector<BenchRow>& rows) {
   std::string out =
-      "mask,seq_len,scheme,ranks,outcome,parameters,flops,predicted_s,median_s,min_s,max_s,spread,error_pct,"
-      "tflops_per_rank,predicted_tflops_per_rank,rank_peak_bytes,modelled_rank_peak_bytes,process_peak_rss_bytes,"
+      "mask,seq_len,scheme,ranks,outcome,parameters,flops,predicted_s,median_s,min_s,max_s,spread,"
+      "error_pct,"
+      "tflops_per_rank,predicted_tflops_per_rank,rank_peak_bytes,modelled_rank_peak_bytes,process_"
+      "peak_rss_bytes,"
       "reason\n";
   for (const BenchRow& r : rows) {
-    out += CsvField(r.mask) + "," + std::to_string(r.seq_len) + "," + std::string(SchemeName(r.scheme)) + "," +
-           std::to_string(r.ranks) + "," + CsvField(std::string(capacity::BenchOutcomeName(r.outcome))) + ",";
+    out += CsvField(r.mask) + "," + std::to_string(r.seq_len) + "," +
+           std::string(SchemeName(r.scheme)) + "," + std::to_string(r.ranks) + "," +
+           CsvField(std::string(capacity::BenchOutcomeName(r.outcome))) + ",";
     if (r.outcome == BenchOutcome::kRan) {
       out += CsvField(planner::DescribeParams(r.params));
-      for (double v : {r.flops, r.predicted_s, r.median_s, r.min_s, r.max_s, r.spread, r.ErrorPercent(),
-                       r.MeasuredTflopsPerRank(), r.PredictedTflopsPerRank(), r.rank_peak_bytes,
-                       r.modelled_rank_peak_bytes, r.process_peak_rss_bytes}) {
+      for (double v : {r.flops, r.predicted_s, r.median_s, r.min_s, r.max_s, r.spread,
+                       r.ErrorPercent(), r.MeasuredTflopsPerRank(), r.PredictedTflopsPerRank(),
+                       r.rank_peak_bytes, r.modelled_rank_peak_bytes, r.process_peak_rss_bytes}) {
         out += "," + CsvNumber(v);
       }
       out += ",\n";
     } else {
-      out += (r.outcome == BenchOutcome::kNoPlan ? "" : CsvField(planner::DescribeParams(r.params))) + ",,,,,,,,,,,,," +
-             CsvField(r.reason) + "\n";
+      out +=
+          (r.outcome == BenchOutcome::kNoPlan ? "" : CsvField(planner::DescribeParams(r.params))) +
+          ",,,,,,,,,,,,," + CsvField(r.reason) + "\n";
     }
   }
   return out;
@@ -162,8 +169,8 @@ namespace {
 // Per scheme (scheme order) two series over the rows of `mask` that ran: `first(row)` named by the
 // scheme and `second(row)` named "<scheme> (<second_name>)".
 template <typename First, typename Second>
-std::vector<plot::Series> PairedSeries(const std::vector<BenchRow>& rows, const std::string& mask, First first,
-                                       Second second, const std::string& second_name) {
+std::vector<plot::Series> PairedSeries(const std::vector<BenchRow>& rows, const std::string& mask,
+                                       First first, Second second, const std::string& second_name) {
   std::vector<plot::Series> series;
   for (const Scheme& scheme : planner::AllSchemes()) {
     plot::Series measured{std::string(SchemeName(scheme)), {}};
@@ -197,7 +204,8 @@ plot::LineChart BenchTflopsChart(const std::vector<BenchRow>& rows, const std::s
 
 plot::LineChart BenchMemoryChart(const std::vector<BenchRow>& rows, const std::string& mask) {
   plot::LineChart chart;
-  chart.title = "peak memory per rank, mask " + mask + " (measured engine peak; the planner's model)";
+  chart.title =
+      "peak memory per rank, mask " + mask + " (measured engine peak; the planner's model)";
   chart.x_label = "sequence length (tokens)";
   chart.y_label = "peak memory per rank (MiB)";
   chart.log_x = true;
@@ -209,7 +217,8 @@ plot::LineChart BenchMemoryChart(const std::vector<BenchRow>& rows, const std::s
 }
 
 Status WriteBenchCharts(const std::vector<BenchRow>& rows, const std::string& dir) {
-  const bool any = std::any_of(rows.begin(), rows.end(), [](const BenchRow& r) { return r.outcome == BenchOutcome::kRan; });
+  const bool any = std::any_of(rows.begin(), rows.end(),
+                               [](const BenchRow& r) { return r.outcome == BenchOutcome::kRan; });
   if (!any) return Status::Invalid("no bench point ran: nothing to chart");
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
@@ -218,9 +227,11 @@ Status WriteBenchCharts(const std::vector<BenchRow>& rows, const std::string& di
   for (const std::string& mask : MasksOf(rows)) {
     const std::string name = FileSafe(mask);
     MESHPLAN_RETURN_IF_ERROR(
-        WriteFileAtomically((base / ("tflops-" + name + ".svg")).string(), plot::RenderLineChart(BenchTflopsChart(rows, mask))));
+        WriteFileAtomically((base / ("tflops-" + name + ".svg")).string(),
+                            plot::RenderLineChart(BenchTflopsChart(rows, mask))));
     MESHPLAN_RETURN_IF_ERROR(
-        WriteFileAtomically((base / ("memory-" + name + ".svg")).string(), plot::RenderLineChart(BenchMemoryChart(rows, mask))));
+        WriteFileAtomically((base / ("memory-" + name + ".svg")).string(),
+                            plot::RenderLineChart(BenchMemoryChart(rows, mask))));
   }
   return Status::Ok();
 }

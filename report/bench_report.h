@@ -24,7 +24,8 @@ struct BenchContext {
 // error, TFLOP/s per rank (measured, predicted), the spread of the timed runs, and peak memory
 // per rank (measured engine peak, the planner's model) with the process's peak RSS; rows that did
 // not run say why.
-std::string RenderBenchTable(const std::vector<capacity::BenchRow>& rows, const BenchContext& context);
+std::string RenderBenchTable(const std::vector<capacity::BenchRow>& rows,
+                             const BenchContext& context);
 // One line per row under a header; numbers in their shortest exact form, empty where none.
 std::string BenchCsv(const std::vector<capacity::BenchRow>& rows);
 // {"context": {...}, "rows": [...]} with the CSV's fields.
@@ -32,10 +33,12 @@ std::string BenchJson(const std::vector<capacity::BenchRow>& rows, const BenchCo
 
 // TFLOP/s per rank against sequence length (log2) under `mask`: per scheme a measured series and
 // a predicted one ("<scheme> (predicted)"), rows that ran only.
-plot::LineChart BenchTflopsChart(const std::vector<capacity::BenchRow>& rows, const std::string& mask);
+plot::LineChart BenchTflopsChart(const std::vector<capacity::BenchRow>& rows,
+                                 const std::string& mask);
 // Peak memory per rank (MiB, log10) against sequence length: per scheme the measured engine peak
 // and the planner's model ("<scheme> (model)").
-plot::LineChart BenchMemoryChart(const std::vector<capacity::BenchRow>& rows, const std::string& mask);
+plot::LineChart BenchMemoryChart(const std::vector<capacity::BenchRow>& rows,
+                                 const std::string& mask);
 
 // Writes into `dir` (created when missing), each file atomically, for every mask M in the rows
 // (M with ':' and '/' replaced by '-'): tflops-M.svg and memory-M.svg. Errors: no rows that ran

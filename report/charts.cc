@@ -12,9 +12,9 @@
 
 #include "core/atomic_file.h"
 #include "core/units.h"
+#include "planner/schemes/registry.h"
 #include "report/near_ties.h"
 #include "simulator/sim_time.h"
-#include "planner/schemes/registry.h"
 
 namespace meshplan::report {
 namespace {
@@ -47,13 +47,15 @@ std::vector<std::string> TopologiesOf(const std::vector<SweepRow>& rows) {
 }
 
 bool AnySimulated(const std::vector<SweepRow>& rows) {
-  return std::any_of(rows.begin(), rows.end(), [](const SweepRow& r) { return r.simulated_s >= 0; });
+  return std::any_of(rows.begin(), rows.end(),
+                     [](const SweepRow& r) { return r.simulated_s >= 0; });
 }
 
 // One series per scheme (and topology, when several): the smallest y at each x among rows that
 // `select` keeps, for `x` and `y` of a row.
 template <typename Select, typename X, typename Y>
-std::vector<plot::Series> SeriesByScheme(const std::vector<SweepRow>& rows, Select select, X x, Y y) {
+std::vector<plot::Series> SeriesByScheme(const std::vector<SweepRow>& rows, Select select, X x,
+                                         Y y) {
   const std::vector<std::string> topologies = TopologiesOf(rows);
   std::vector<plot::Series> out;
   for (const std::string& topology : topologies) {
@@ -98,8 +100,8 @@ double RowTime(const SweepRow& row) { return row.simulated_s >= 0 ? row.simulate
 
 plot::LineChart TimeVsGpus(const std::vector<SweepRow>& rows, int64_t seq_len) {
   plot::LineChart chart;
-  chart.title = "Time per step vs GPU count at " + FormatCount(seq_len) + " tokens" +
-                TopologySuffix(rows);
+  chart.title =
+      "Time per step vs GPU count at " + FormatCount(seq_len) + " tokens" + TopologySuffix(rows);
   chart.x_label = "GPUs (count, log scale)";
   chart.y_label = AnySimulated(rows) ? "time per step, simulated (ms)" : "time per step (ms)";
   chart.log_x = true;
@@ -241,7 +243,8 @@ Status WriteSweepPlots(const std::vector<SweepRow>& rows, const std::string& dir
   auto write = [&base](const std::string& name, const std::string& svg) {
     return WriteFileAtomically((base / name).string(), svg);
   };
-  MESHPLAN_RETURN_IF_ERROR(write("time-vs-gpus.svg", plot::RenderLineChart(TimeVsGpus(rows, *seqs.rbegin()))));
+  MESHPLAN_RETURN_IF_ERROR(
+      write("time-vs-gpus.svg", plot::RenderLineChart(TimeVsGpus(rows, *seqs.rbegin()))));
   if (seqs.size() >= 2 && seqs.size() <= 8) {
     for (int64_t seq : seqs) {
       MESHPLAN_RETURN_IF_ERROR(write("time-vs-gpus-" + FormatCount(seq) + ".svg",

@@ -25,7 +25,8 @@ double RowTime(const SweepRow& row);
 // scheme present in `rows` (scheme order, so colours match the other sweep charts), points only
 // where the scheme's best plan is valid and fits in memory. With several base topologies (names
 // without their "@<gpus>" suffix) there is one series per scheme and topology. A scheme without
-// any point keeps its (empty) series, named "<scheme> (does not fit)" or "<scheme> (no valid plan)".
+// any point keeps its (empty) series, named "<scheme> (does not fit)" or "<scheme> (no valid
+// plan)".
 plot::LineChart TimeVsGpus(const std::vector<SweepRow>& rows, int64_t seq_len);
 
 // Exposed communication share of the step time (%) against sequence length (log2) on `gpus`

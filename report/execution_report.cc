@@ -6,16 +6,15 @@
 
 #include "core/json_writer.h"
 #include "core/units.h"
+#include "planner/schemes/registry.h"
 #include "report/text_table.h"
 #include "report/timeline_comparison.h"
-#include "planner/schemes/registry.h"
 
 namespace meshplan::report {
 
 namespace {
 
 double Fraction(double part, double whole) { return whole > 0 ? part / whole : 0; }
-
 
 }  // namespace
 
@@ -31,7 +30,9 @@ namespace {
 int TimedRuns(const ExecutionReport& r) { return std::max(1, r.runs.stats.n); }
 
 // The measured time compared with the prediction: the median of the timed runs.
-double MeasuredTime(const ExecutionReport& r) { return r.runs.stats.n > 0 ? r.runs.stats.median_s : r.measured.run_s; }
+double MeasuredTime(const ExecutionReport& r) {
+  return r.runs.stats.n > 0 ? r.runs.stats.median_s : r.measured.run_s;
+}
 
 std::string InputsDescription(const ExecutionReport& r) {
   if (r.inputs_dir.empty()) return "random, seed " + std::to_string(r.seed);
@@ -39,7 +40,9 @@ std::string InputsDescription(const ExecutionReport& r) {
          (HasBackward(r.plan.workload.pass) ? ", d_o.npy" : "") + ")";
 }
 
-int64_t MaxOf(const std::vector<int64_t>& v) { return v.empty() ? 0 : *std::max_element(v.begin(), v.end()); }
+int64_t MaxOf(const std::vector<int64_t>& v) {
+  return v.empty() ? 0 : *std::max_element(v.begin(), v.end());
+}
 
 double MeanOf(const std::vector<int64_t>& v) {
   double sum = 0;
@@ -51,7 +54,8 @@ double MeanOf(const std::vector<int64_t>& v) {
 std::string ThroughputAndMemory(const ExecutionReport& r) {
   std::string out;
   if (r.flops > 0) {
-    out += "throughput: " + Fixed(TflopsPerRank(r), 3) + " TFLOP/s per rank (" + Scientific(r.flops) +
+    out += "throughput: " + Fixed(TflopsPerRank(r), 3) + " TFLOP/s per rank (" +
+           Scientific(r.flops) +
            " FLOPs by LongCA's count, 4 B pairs Hq d per forward and 2.5x for a backward, over " +
            std::to_string(r.ranks) + " ranks in " + FormatSeconds(MeasuredTime(r)) + ")\n";
   }
@@ -59,10 +63,12 @@ std::string ThroughputAndMemory(const ExecutionReport& r) {
   out += r.process_peak_rss_bytes > 0 ? "process peak RSS " + FormatBytes(r.process_peak_rss_bytes)
                                       : std::string("process peak RSS unknown");
   if (!r.rank_peak_bytes.empty()) {
-    out += "; engine peak per rank: max " + FormatBytes(static_cast<double>(MaxOf(r.rank_peak_bytes))) + ", mean " +
+    out += "; engine peak per rank: max " +
+           FormatBytes(static_cast<double>(MaxOf(r.rank_peak_bytes))) + ", mean " +
            FormatBytes(MeanOf(r.rank_peak_bytes));
   }
-  if (r.modelled_rank_peak_bytes > 0) out += "; planner's model " + FormatBytes(r.modelled_rank_peak_bytes) + " per rank";
+  if (r.modelled_rank_peak_bytes > 0)
+    out += "; planner's model " + FormatBytes(r.modelled_rank_peak_bytes) + " per rank";
   return out + "\n";
 }
 
@@ -78,16 +84,17 @@ std::string RenderExecutionTable(const ExecutionReport& r) {
   const Topology& topology = r.topology;
   std::string out = "plan:      " + std::string(SchemeName(plan.params.scheme)) + " " +
                     planner::DescribeParams(plan.params) + " (" + r.plan_file + ")\n";
-  out += "workload:  " + plan.workload.Describe() +
-         (r.widened ? " (the plan's pass is bwd)" : "") + "; " + r.precision + "\n";
+  out += "workload:  " + plan.workload.Describe() + (r.widened ? " (the plan's pass is bwd)" : "") +
+         "; " + r.precision + "\n";
   out += "run:       " + r.run + "\n";
   out += "inputs:    " + InputsDescription(r) + "\n\n";
   const int n = TimedRuns(r);
   if (n > 1) {
     const exec::RepeatStats& s = r.runs.stats;
-    out += "measured:  " + std::to_string(n) + " timed runs after " + std::to_string(r.runs.warm_up) +
-           " untimed warm-up run" + (r.runs.warm_up == 1 ? "" : "s") + ": median " + FormatSeconds(s.median_s) +
-           ", min " + FormatSeconds(s.min_s) + ", max " + FormatSeconds(s.max_s) + ", spread " +
+    out += "measured:  " + std::to_string(n) + " timed runs after " +
+           std::to_string(r.runs.warm_up) + " untimed warm-up run" +
+           (r.runs.warm_up == 1 ? "" : "s") + ": median " + FormatSeconds(s.median_s) + ", min " +
+           FormatSeconds(s.min_s) + ", max " + FormatSeconds(s.max_s) + ", spread " +
            Fixed(s.spread * 100, 1) + "% ((max - min) / median)\n";
     out += "times:     ";
     const std::vector<double> times = r.runs.TimesS();
@@ -96,12 +103,12 @@ std::string RenderExecutionTable(const ExecutionReport& r) {
     out += "median run (run " + std::to_string(s.median_run + 1) + "): " + FormatSeconds(r.wall_s) +
            " wall; last op ends at " + FormatSeconds(r.measured.run_s) + "\n";
   } else {
-    out += "measured:  " + FormatSeconds(r.wall_s) + " wall; last op ends at " + FormatSeconds(r.measured.run_s) +
-           "\n";
+    out += "measured:  " + FormatSeconds(r.wall_s) + " wall; last op ends at " +
+           FormatSeconds(r.measured.run_s) + "\n";
   }
   out += ThroughputAndMemory(r);
-  out += "per rank over " + std::to_string(r.ranks) + " ranks (measured" + (n > 1 ? ", the median run" : "") +
-         "):\n";
+  out += "per rank over " + std::to_string(r.ranks) + " ranks (measured" +
+         (n > 1 ? ", the median run" : "") + "):\n";
   const exec::RunTimeline& m = r.measured;
   out += Columns(
       {{"", "min", "mean", "max"},
@@ -140,14 +147,18 @@ std::string RenderExecutionTable(const ExecutionReport& r) {
     // steady-state step (docs/fidelity.md: a first run was 20-25% slower).
     if (r.backend == "cpu" && topology.gpu.ranks_per_device > 1) {
       if (n <= 1) {
-        out += "  (one run: its first-run costs, every buffer faulted in and threads started, are not in the "
-               "prediction; --repeat N adds an untimed warm-up run)\n";
+        out +=
+            "  (one run: its first-run costs, every buffer faulted in and threads started, are not "
+            "in the "
+            "prediction; --repeat N adds an untimed warm-up run)\n";
       }
     } else {
-      out += r.backend == "cpu"
-                 ? "  (the CPU executor's speed is not the cluster's: compare the schedule's shape, the "
-                   "ratios, not the times)\n"
-                 : "  (measured on this machine's GPUs; the prediction is for the plan's cluster)\n";
+      out +=
+          r.backend == "cpu"
+              ? "  (the CPU executor's speed is not the cluster's: compare the schedule's shape, "
+                "the "
+                "ratios, not the times)\n"
+              : "  (measured on this machine's GPUs; the prediction is for the plan's cluster)\n";
     }
     out += "\n" + RenderRankComparison(p, m);
     out += "\n" + RenderOpClassComparison(p, m);
@@ -156,7 +167,8 @@ std::string RenderExecutionTable(const ExecutionReport& r) {
   }
   if (r.checked) {
     out +=
-        "\ncheck" + (n > 1 ? " (outputs of timed run 1 of " + std::to_string(n) + ")" : std::string()) +
+        "\ncheck" +
+        (n > 1 ? " (outputs of timed run 1 of " + std::to_string(n) + ")" : std::string()) +
         ": max relative error (max |x - ref| / max |ref|) against float64 attention, tolerance " +
         Scientific(r.check.tolerance) + ":\n";
     std::vector<std::vector<std::string>> rows;
@@ -352,7 +364,8 @@ std::string RenderExecutionJson(const ExecutionReport& r) {
 std::string DescribeCheckFailure(const exec::OutputCheck& check) {
   std::string worst;
   for (const auto& [name, error] : check.errors) {
-    if (!(error <= check.tolerance)) worst += (worst.empty() ? "" : ", ") + name + " " + Scientific(error);
+    if (!(error <= check.tolerance))
+      worst += (worst.empty() ? "" : ", ") + name + " " + Scientific(error);
   }
   return "max relative error above " + Scientific(check.tolerance) + ": " + worst;
 }

@@ -18,12 +18,12 @@ namespace meshplan::report {
 
 struct ExecutionReport {
   std::string plan_file;
-  Plan plan;             // as run
-  bool widened = false;  // the plan's pass was bwd, run as fwd+bwd
-  Topology topology;     // the prediction's cluster
-  std::string precision; // how the run treated numbers
+  Plan plan;              // as run
+  bool widened = false;   // the plan's pass was bwd, run as fwd+bwd
+  Topology topology;      // the prediction's cluster
+  std::string precision;  // how the run treated numbers
   std::string backend, transport;
-  std::string run;       // what ran where ("backend cpu, transport threads, 4 ranks (...)")
+  std::string run;         // what ran where ("backend cpu, transport threads, 4 ranks (...)")
   std::string inputs_dir;  // empty: random inputs from `seed`
   uint64_t seed = 1;
   int ranks = 0;

@@ -2,8 +2,8 @@
 
 #include "core/json_writer.h"
 #include "core/units.h"
-#include "report/text_table.h"
 #include "planner/schemes/registry.h"
+#include "report/text_table.h"
 
 namespace meshplan::report {
 namespace {
@@ -23,26 +23,29 @@ std::string WorkloadWithoutSeq(const Workload& w) {
 std::string ShortCount(int64_t count) {
   const std::string exact = FormatCount(count);
   if (exact.size() <= 5) return exact;
-  const double m = static_cast<double>(count) / (1 << 20), k = static_cast<double>(count) / (1 << 10);
+  const double m = static_cast<double>(count) / (1 << 20),
+               k = static_cast<double>(count) / (1 << 10);
   return "~" + (m >= 1 ? Fixed(m, 1) + "M" : Fixed(k, 1) + "K");
 }
 
 std::string ClusterText(const Topology& t) {
-  return t.name + " (" + std::to_string(t.num_gpus()) + " x " + t.gpu.model + ", " + FormatBytes(t.gpu.memory_bytes) +
-         " each)";
+  return t.name + " (" + std::to_string(t.num_gpus()) + " x " + t.gpu.model + ", " +
+         FormatBytes(t.gpu.memory_bytes) + " each)";
 }
 
 }  // namespace
 
-std::string LongestFitTable(const Topology& topology, const Workload& workload, double reserved_bytes,
-                            int64_t max_seq, const std::vector<LongestFit>& fits) {
+std::string LongestFitTable(const Topology& topology, const Workload& workload,
+                            double reserved_bytes, int64_t max_seq,
+                            const std::vector<LongestFit>& fits) {
   const int64_t unit = capacity::FitGranularity(topology.num_gpus());
   std::string out = "cluster:  " + ClusterText(topology) + "\n";
   out += "workload: " + WorkloadWithoutSeq(workload) + "\n";
   if (reserved_bytes > 0) out += "reserved: " + FormatBytes(reserved_bytes) + " per GPU\n";
-  out += "longest sequence that fits, per scheme (multiples of " + std::to_string(unit) + " tokens = 2 x " +
-         std::to_string(topology.num_gpus()) + " GPUs):\n\n";
-  std::vector<std::vector<std::string>> rows = {{"scheme", "longest", "tokens", "peak memory", "time", "plan"}};
+  out += "longest sequence that fits, per scheme (multiples of " + std::to_string(unit) +
+         " tokens = 2 x " + std::to_string(topology.num_gpus()) + " GPUs):\n\n";
+  std::vector<std::vector<std::string>> rows = {
+      {"scheme", "longest", "tokens", "peak memory", "time", "plan"}};
   std::vector<std::string> not_fitting;
   bool any_at_limit = false;
   for (const LongestFit& f : fits) {
@@ -51,12 +54,14 @@ std::string LongestFitTable(const Topology& topology, const Workload& workload, 
       continue;
     }
     any_at_limit = any_at_limit || f.at_limit;
-    rows.push_back({std::string(SchemeName(f.scheme)), ShortCount(f.seq_len) + (f.at_limit ? "+" : ""),
-                    std::to_string(f.seq_len), FormatBytes(f.peak_memory_bytes), FormatSeconds(f.time_s),
+    rows.push_back({std::string(SchemeName(f.scheme)),
+                    ShortCount(f.seq_len) + (f.at_limit ? "+" : ""), std::to_string(f.seq_len),
+                    FormatBytes(f.peak_memory_bytes), FormatSeconds(f.time_s),
                     planner::DescribeParams(f.params)});
   }
   if (rows.size() > 1) out += Columns(rows, "  ", true);
-  if (any_at_limit) out += "\n  +: reached --max-seq " + FormatCount(max_seq) + "; longer sequences may fit too\n";
+  if (any_at_limit)
+    out += "\n  +: reached --max-seq " + FormatCount(max_seq) + "; longer sequences may fit too\n";
   if (!not_fitting.empty()) {
     out += "\nno fitting sequence:\n";
     for (const std::string& line : not_fitting) out += "  " + line + "\n";
@@ -64,8 +69,9 @@ std::string LongestFitTable(const Topology& topology, const Workload& workload, 
   return out;
 }
 
-std::string LongestFitJson(const Topology& topology, const Workload& workload, double reserved_bytes,
-                           int64_t max_seq, const std::vector<LongestFit>& fits) {
+std::string LongestFitJson(const Topology& topology, const Workload& workload,
+                           double reserved_bytes, int64_t max_seq,
+                           const std::vector<LongestFit>& fits) {
   JsonWriter json;
   json.BeginObject();
   json.Key("topology");
@@ -117,13 +123,15 @@ std::string SmallestClusterTable(const Workload& workload, double reserved_bytes
   out += "budget:   " + FormatSeconds(budget_s) + " per step\n\n";
   out += "smallest cluster: " + std::to_string(found.gpus) + " GPUs (" + found.topology + ", " +
          std::to_string(found.sizes_tried) + " sizes tried)\n";
-  out += "plan:             " + std::string(SchemeName(found.params.scheme)) + " " + planner::DescribeParams(found.params) + "\n";
+  out += "plan:             " + std::string(SchemeName(found.params.scheme)) + " " +
+         planner::DescribeParams(found.params) + "\n";
   out += "time:             " + FormatSeconds(found.time_s) + "\n";
   out += "peak memory:      " + FormatBytes(found.peak_memory_bytes) + " per GPU\n";
   return out;
 }
 
-std::string SmallestClusterJson(const Workload& workload, double budget_s, const SmallestCluster& found) {
+std::string SmallestClusterJson(const Workload& workload, double budget_s,
+                                const SmallestCluster& found) {
   JsonWriter json;
   json.BeginObject();
   json.Key("topology");

@@ -4,9 +4,9 @@
 #include <sstream>
 
 #include "core/units.h"
+#include "planner/schemes/registry.h"
 #include "report/plan_report.h"
 #include "report/text_table.h"
-#include "planner/schemes/registry.h"
 
 namespace meshplan::report {
 namespace {
@@ -55,14 +55,16 @@ void OpJson(const Op& op, size_t index, JsonWriter& j) {
 
 }  // namespace
 
-std::string PlanExplain(const planner::PlanContext& ctx, const planner::Estimate& e, int plan_number,
-                        const Schedule* schedule) {
+std::string PlanExplain(const planner::PlanContext& ctx, const planner::Estimate& e,
+                        int plan_number, const Schedule* schedule) {
   std::ostringstream out;
-  out << "plan #" << plan_number << ": " << SchemeName(e.params.scheme) << " " << planner::DescribeParams(e.params) << "\n";
+  out << "plan #" << plan_number << ": " << SchemeName(e.params.scheme) << " "
+      << planner::DescribeParams(e.params) << "\n";
   out << "  cluster:  " << ClusterLine(ctx) << "\n";
   out << "  workload: " << ctx.workload.Describe() << "\n\n";
   out << "communication per GPU: " << FormatBytes(e.bytes_per_rank) << " (forward "
-      << FormatBytes(e.fwd_bytes_per_rank) << ", backward " << FormatBytes(e.bwd_bytes_per_rank) << ")\n";
+      << FormatBytes(e.fwd_bytes_per_rank) << ", backward " << FormatBytes(e.bwd_bytes_per_rank)
+      << ")\n";
   for (size_t l = 0; l < ctx.topology.levels.size() && l < e.level_bytes.size(); ++l) {
     out << "  over " << ctx.topology.levels[l].name << ": " << FormatBytes(e.level_bytes[l])
         << " (busiest GPU)\n";
@@ -71,7 +73,8 @@ std::string PlanExplain(const planner::PlanContext& ctx, const planner::Estimate
       << Fixed(e.flops_mean / 1e12, 2) << " TFLOP (imbalance " << Fixed(e.imbalance(), 3) << "x)\n";
   out << "peak memory per GPU: " << FormatBytes(e.peak_memory_bytes) << " of "
       << FormatBytes(ctx.topology.gpu.memory_bytes) << (e.fits ? " (fits)" : " (DOES NOT FIT)")
-      << (e.params.cache_forward ? "; forward tensors cached for the backward" : "; backward re-fetches Q/KV")
+      << (e.params.cache_forward ? "; forward tensors cached for the backward"
+                                 : "; backward re-fetches Q/KV")
       << "\n\n";
   out << "time model (stage x count: compute | communication -> stage time):\n";
   for (const planner::TimeStage& s : e.stages) {

@@ -17,11 +17,11 @@ inline constexpr size_t kExplainedOps = 24;
 
 // Step-by-step breakdown of plan number `plan_number` (its place in the full ranking); schedule
 // may be null when expansion was skipped (large clusters).
-std::string PlanExplain(const planner::PlanContext& ctx, const planner::Estimate& estimate, int plan_number,
-                        const Schedule* schedule);
+std::string PlanExplain(const planner::PlanContext& ctx, const planner::Estimate& estimate,
+                        int plan_number, const Schedule* schedule);
 
 // The same breakdown as one JSON object value written to `json` (the caller writes its key).
-void PlanExplainJson(const planner::PlanContext& ctx, const planner::Estimate& estimate, int plan_number,
-                     const Schedule* schedule, JsonWriter& json);
+void PlanExplainJson(const planner::PlanContext& ctx, const planner::Estimate& estimate,
+                     int plan_number, const Schedule* schedule, JsonWriter& json);
 
 }  // namespace meshplan::report

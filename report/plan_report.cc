@@ -7,9 +7,9 @@
 #include "core/json_writer.h"
 #include "core/units.h"
 #include "planner/equivalence.h"
+#include "planner/schemes/registry.h"
 #include "report/plan_explain.h"
 #include "report/text_table.h"
-#include "planner/schemes/registry.h"
 
 namespace meshplan::report {
 namespace {
@@ -23,9 +23,9 @@ bool AnySimulated(const planner::SearchResult& result) {
 // The groups of equivalent plans and what a listing shows of them.
 struct Listed {
   std::vector<planner::PlanGroup> groups;
-  std::vector<size_t> group_of;             // per ranked plan: its group's index
-  std::vector<planner::PlanGroup> rows;     // listed rows: whole groups, or single plans
-  size_t total_rows = 0;                    // rows without --top
+  std::vector<size_t> group_of;          // per ranked plan: its group's index
+  std::vector<planner::PlanGroup> rows;  // listed rows: whole groups, or single plans
+  size_t total_rows = 0;                 // rows without --top
 };
 
 Listed List(const planner::SearchResult& result, const PlanListing& listing) {
@@ -36,7 +36,8 @@ Listed List(const planner::SearchResult& result, const PlanListing& listing) {
     for (size_t i : l.groups[g].members) l.group_of[i] = g;
   }
   l.total_rows = listing.all_variants ? result.ranked.size() : l.groups.size();
-  const size_t n = listing.top <= 0 ? l.total_rows : std::min(l.total_rows, static_cast<size_t>(listing.top));
+  const size_t n =
+      listing.top <= 0 ? l.total_rows : std::min(l.total_rows, static_cast<size_t>(listing.top));
   for (size_t r = 0; r < n; ++r) {
     l.rows.push_back(listing.all_variants ? planner::PlanGroup{{r}} : l.groups[r]);
   }
@@ -47,7 +48,8 @@ Listed List(const planner::SearchResult& result, const PlanListing& listing) {
 // "=#1" on a plan equivalent to plan #1 (its group's representative).
 std::string TiesCell(const Listed& listed, const planner::PlanGroup& row) {
   if (row.equivalents() > 0) return "+" + std::to_string(row.equivalents());
-  const size_t representative = listed.groups[listed.group_of[row.representative()]].representative();
+  const size_t representative =
+      listed.groups[listed.group_of[row.representative()]].representative();
   return representative != row.representative() ? "=#" + std::to_string(representative + 1) : "";
 }
 
@@ -68,22 +70,27 @@ std::string PlanTable(const planner::PlanContext& ctx, const planner::SearchResu
   std::string out = "cluster:  " + ClusterLine(ctx) + "\n";
   out += "workload: " + ctx.workload.Describe() + "\n";
   if (ctx.reserved_memory_bytes > 0) {
-    out += "memory:   " + FormatBytes(ctx.reserved_memory_bytes) + " per GPU reserved for the rest of the model\n";
+    out += "memory:   " + FormatBytes(ctx.reserved_memory_bytes) +
+           " per GPU reserved for the rest of the model\n";
   }
   out += "\n";
   const Listed listed = List(result, listing);
   const bool wide = listing.wide;
   const bool simulated = AnySimulated(result);
-  const bool ties = std::any_of(listed.rows.begin(), listed.rows.end(),
-                                [&](const planner::PlanGroup& g) { return !TiesCell(listed, g).empty(); });
+  const bool ties =
+      std::any_of(listed.rows.begin(), listed.rows.end(),
+                  [&](const planner::PlanGroup& g) { return !TiesCell(listed, g).empty(); });
   // Compact: a "fits" column only when a listed plan does not fit.
-  const bool fits_column = wide || std::any_of(listed.rows.begin(), listed.rows.end(), [&](const planner::PlanGroup& g) {
-                             return !result.ranked[g.representative()].fits;
-                           });
+  const bool fits_column =
+      wide || std::any_of(listed.rows.begin(), listed.rows.end(), [&](const planner::PlanGroup& g) {
+        return !result.ranked[g.representative()].fits;
+      });
   const auto bytes = [wide](double b) { return wide ? FormatBytes(b) : ShortBytes(b); };
   // Times with four significant digits resolve 0.1%, finer than the 0.5% that makes plans
   // equivalent; the exposed part of a time needs three.
-  const auto seconds = [wide](double s, int digits) { return wide ? FormatSeconds(s) : ShortSeconds(s, digits); };
+  const auto seconds = [wide](double s, int digits) {
+    return wide ? FormatSeconds(s) : ShortSeconds(s, digits);
+  };
 
   std::vector<std::vector<std::string>> rows;
   std::vector<std::string> header = {"#"};
@@ -96,7 +103,8 @@ std::string PlanTable(const planner::PlanContext& ctx, const planner::SearchResu
   if (simulated) header.push_back("simulated");
   if (wide) header.push_back("compute");
   header.push_back(wide ? "exposed comm" : "exposed");
-  for (const NetworkLevel& l : ctx.topology.levels) header.push_back(wide ? "bytes/GPU " + l.name : l.name);
+  for (const NetworkLevel& l : ctx.topology.levels)
+    header.push_back(wide ? "bytes/GPU " + l.name : l.name);
   if (wide) header.push_back("imbalance");
   header.push_back(wide ? "peak mem" : "mem");
   if (fits_column) header.push_back("fits");
@@ -133,32 +141,39 @@ std::string PlanTable(const planner::PlanContext& ctx, const planner::SearchResu
   }
   if (!wide) {
     std::string levels;
-    for (const NetworkLevel& l : ctx.topology.levels) levels += (levels.empty() ? "" : ", ") + l.name;
-    out += "\n" + levels + ": bytes sent per GPU over that network level (busiest GPU); mem: peak memory per GPU\n";
+    for (const NetworkLevel& l : ctx.topology.levels)
+      levels += (levels.empty() ? "" : ", ") + l.name;
+    out += "\n" + levels +
+           ": bytes sent per GPU over that network level (busiest GPU); mem: peak memory per GPU\n";
   }
   if (ties) {
     const std::string within = Fixed(planner::kEquivalentTimeTolerance * 100, 1) + "%";
-    out += (wide ? "\n" : "") +
-           (listing.all_variants
-                ? "tie: =#K equivalent to plan K (time within " + within + " of it, same bytes per GPU)\n"
-                : "tie: +N more plans within " + within +
-                      " of the row's time with the same bytes per GPU (--all-variants lists every plan)\n");
+    out += (wide ? "\n" : "") + (listing.all_variants
+                                     ? "tie: =#K equivalent to plan K (time within " + within +
+                                           " of it, same bytes per GPU)\n"
+                                     : "tie: +N more plans within " + within +
+                                           " of the row's time with the same bytes per GPU "
+                                           "(--all-variants lists every plan)\n");
   }
   const auto best = std::find_if(result.ranked.begin(), result.ranked.end(),
                                  [](const planner::Estimate& e) { return e.fits; });
   std::string summary = std::to_string(result.evaluated) + " candidates evaluated, " +
                         std::to_string(result.ranked.size()) + " valid";
   if (!listing.all_variants) {
-    summary += " in " + std::to_string(listed.groups.size()) + (listed.groups.size() == 1 ? " group" : " groups");
+    summary += " in " + std::to_string(listed.groups.size()) +
+               (listed.groups.size() == 1 ? " group" : " groups");
   }
   const std::string verdict =
       best == result.ranked.end()
           ? "none fits in " + FormatBytes(ctx.topology.gpu.memory_bytes) + " per GPU"
           : "best that fits: #" + std::to_string(best - result.ranked.begin() + 1) + " " +
-                std::string(SchemeName(best->params.scheme)) + " " + planner::DescribeParams(best->params);
-  // The summary stays within the default table's 120 columns: a long plan name goes on its own line.
+                std::string(SchemeName(best->params.scheme)) + " " +
+                planner::DescribeParams(best->params);
+  // The summary stays within the default table's 120 columns: a long plan name goes on its own
+  // line.
   constexpr size_t kColumns = 120;
-  out += "\n" + summary + (summary.size() + 2 + verdict.size() > kColumns ? ";\n" : "; ") + verdict + "\n";
+  out += "\n" + summary + (summary.size() + 2 + verdict.size() > kColumns ? ";\n" : "; ") +
+         verdict + "\n";
   if (!result.rejected.empty()) {
     out += "\nnot applicable:\n";
     for (const planner::Estimate& e : result.rejected) {
@@ -170,8 +185,8 @@ std::string PlanTable(const planner::PlanContext& ctx, const planner::SearchResu
 
 namespace {
 
-void PlanObject(const planner::PlanContext& ctx, const planner::Estimate& e, size_t index, size_t group,
-                bool simulated, JsonWriter& j) {
+void PlanObject(const planner::PlanContext& ctx, const planner::Estimate& e, size_t index,
+                size_t group, bool simulated, JsonWriter& j) {
   j.Key("rank");
   j.Int(static_cast<long long>(index + 1));
   j.Key("group");
@@ -304,8 +319,8 @@ std::string PlanJson(const planner::PlanContext& ctx, const planner::SearchResul
   j.EndArray();
   if (explain != nullptr) {
     j.Key("explain");
-    PlanExplainJson(ctx, result.ranked.at(static_cast<size_t>(explain->plan_number - 1)), explain->plan_number,
-                    explain->schedule, j);
+    PlanExplainJson(ctx, result.ranked.at(static_cast<size_t>(explain->plan_number - 1)),
+                    explain->plan_number, explain->schedule, j);
   }
   j.EndObject();
   return j.str() + "\n";
@@ -324,17 +339,19 @@ std::string PlanCsv(const planner::PlanContext& ctx, const planner::SearchResult
     const size_t i = row.representative();
     const planner::Estimate& e = result.ranked[i];
     const planner::PlanGroup& group = listed.groups[listed.group_of[i]];
-    out += std::to_string(i + 1) + "," + std::string(SchemeName(e.params.scheme)) + ",\"" + planner::DescribeParams(e.params) +
-           "\"," + CsvNumber(e.time_s) + ",";
+    out += std::to_string(i + 1) + "," + std::string(SchemeName(e.params.scheme)) + ",\"" +
+           planner::DescribeParams(e.params) + "\"," + CsvNumber(e.time_s) + ",";
     // Empty field: not simulated.
     if (simulated) out += (e.simulated_s >= 0 ? CsvNumber(e.simulated_s) : "") + ",";
-    out += CsvNumber(e.compute_s) + "," + CsvNumber(e.exposed_comm_s) + "," + CsvNumber(e.bytes_per_rank);
+    out += CsvNumber(e.compute_s) + "," + CsvNumber(e.exposed_comm_s) + "," +
+           CsvNumber(e.bytes_per_rank);
     for (size_t l = 0; l < ctx.topology.levels.size(); ++l) {
       out += "," + CsvNumber(l < e.level_bytes.size() ? e.level_bytes[l] : 0.0);
     }
-    out += "," + CsvNumber(e.flops_max) + "," + CsvNumber(e.imbalance()) + "," + CsvNumber(e.peak_memory_bytes) +
-           "," + (e.fits ? "true" : "false") + "," + std::to_string(listed.group_of[i] + 1) + "," +
-           std::to_string(group.equivalents()) + "\n";
+    out += "," + CsvNumber(e.flops_max) + "," + CsvNumber(e.imbalance()) + "," +
+           CsvNumber(e.peak_memory_bytes) + "," + (e.fits ? "true" : "false") + "," +
+           std::to_string(listed.group_of[i] + 1) + "," + std::to_string(group.equivalents()) +
+           "\n";
   }
   return out;
 }

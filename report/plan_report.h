@@ -21,7 +21,7 @@ struct PlanListing {
 
 // The plan whose breakdown `plan --explain N` adds to a JSON document.
 struct ExplainedPlan {
-  int plan_number = 0;                // 1-based place in the full ranking
+  int plan_number = 0;                 // 1-based place in the full ranking
   const Schedule* schedule = nullptr;  // null: not expanded (large clusters)
 };
 

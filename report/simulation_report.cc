@@ -8,8 +8,8 @@
 #include "core/csv.h"
 #include "core/json_writer.h"
 #include "core/units.h"
-#include "report/text_table.h"
 #include "planner/schemes/registry.h"
+#include "report/text_table.h"
 
 namespace meshplan::report {
 namespace {
@@ -46,8 +46,9 @@ void SpreadJson(JsonWriter& j, const char* key, const Spread& s) {
 
 }  // namespace
 
-SimulationReport MakeSimulationReport(const Plan& plan, const Topology& topology, const sim::PlanSimulation& sim,
-                                      const std::string& plan_file, double wall_s, int ranks_shown) {
+SimulationReport MakeSimulationReport(const Plan& plan, const Topology& topology,
+                                      const sim::PlanSimulation& sim, const std::string& plan_file,
+                                      double wall_s, int ranks_shown) {
   SimulationReport r;
   r.plan = &plan;
   r.topology = &topology;
@@ -108,9 +109,10 @@ std::string SimulationTable(const SimulationReport& r) {
   rows = {{"level", "bytes", "utilisation", "busiest link"}};
   for (const sim::LevelStats& l : res.levels) {
     rows.push_back({l.name, FormatBytes(l.bytes), Fixed(l.utilization * 100, 1) + "%",
-                    l.busiest_link.empty() ? "-"
-                                           : l.busiest_link + ": " + FormatBytes(l.busiest_link_bytes) + ", " +
-                                                 Fixed(l.busiest_link_utilization * 100, 1) + "%"});
+                    l.busiest_link.empty()
+                        ? "-"
+                        : l.busiest_link + ": " + FormatBytes(l.busiest_link_bytes) + ", " +
+                              Fixed(l.busiest_link_utilization * 100, 1) + "%"});
   }
   out += Columns(rows, "  ");
   out += "\ncritical path: " + res.critical_path + "\n";

@@ -39,14 +39,16 @@ struct SimulationReport {
     return simulated_s() - sim->result.ranks[static_cast<size_t>(rank)].idle_s;
   }
   double events_per_s() const {
-    return sim->replay_wall_s > 0 ? static_cast<double>(sim->result.events) / sim->replay_wall_s : 0.0;
+    return sim->replay_wall_s > 0 ? static_cast<double>(sim->result.events) / sim->replay_wall_s
+                                  : 0.0;
   }
 };
 
 // The report of `sim` (a replay of `plan` from `plan_file` on `topology` that took wall_s in
 // all), listing the `ranks_shown` slowest ranks (0: all; ties by rank number).
-SimulationReport MakeSimulationReport(const Plan& plan, const Topology& topology, const sim::PlanSimulation& sim,
-                                      const std::string& plan_file, double wall_s, int ranks_shown);
+SimulationReport MakeSimulationReport(const Plan& plan, const Topology& topology,
+                                      const sim::PlanSimulation& sim, const std::string& plan_file,
+                                      double wall_s, int ranks_shown);
 
 // Human-readable summary.
 std::string SimulationTable(const SimulationReport& r);

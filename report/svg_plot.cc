@@ -106,12 +106,14 @@ std::string DashOf(int index) {
   switch (index % 5) {
     case 1:
       return " stroke-dasharray=\"8 4\"";
-    case 2: return " stroke-dasharray=\"2 3\"";
+    case 2:
+      return " stroke-dasharray=\"2 3\"";
     case 3:
       return " stroke-dasharray=\"10 3 2 3\"";
     case 4:
       return " stroke-dasharray=\"4 4\"";
-    default: return "";
+    default:
+      return "";
   }
 }
 
@@ -217,9 +219,9 @@ std::string RenderLineChart(const LineChart& chart) {
   for (size_t s = 0; s < chart.series.size(); ++s) {
     const int i = static_cast<int>(s);
     const char* colour = Colour(i);
-    legend.push_back({chart.series[s].name,
-                      "<line x1=\"0\" y1=\"6\" x2=\"16\" y2=\"6\" stroke=\"" + std::string(colour) +
-                          "\" stroke-width=\"2.5\"" + DashOf(i) + "/>" + Marker(i, 8, 6, colour) + "\n"});
+    legend.push_back({chart.series[s].name, "<line x1=\"0\" y1=\"6\" x2=\"16\" y2=\"6\" stroke=\"" +
+                                                std::string(colour) + "\" stroke-width=\"2.5\"" +
+                                                DashOf(i) + "/>" + Marker(i, 8, 6, colour) + "\n"});
   }
 
   const double plot_w = 560, plot_h = 340;
@@ -268,8 +270,8 @@ std::string RenderLineChart(const LineChart& chart) {
     }
     if (points[s].size() > 1) {
       svg.Raw("<polyline fill=\"none\" stroke=\"" + std::string(colour) +
-              "\" stroke-width=\"2.2\" stroke-opacity=\"0.9\" stroke-linejoin=\"round\"" + DashOf(i) + " points=\"" +
-              coords + "\"/>\n");
+              "\" stroke-width=\"2.2\" stroke-opacity=\"0.9\" stroke-linejoin=\"round\"" +
+              DashOf(i) + " points=\"" + coords + "\"/>\n");
     }
     for (size_t p = 0; p < points[s].size(); ++p) {
       const auto& [x, y] = points[s][p];
@@ -336,15 +338,18 @@ std::string RenderCategoryMap(const CategoryMap& map) {
     }
   }
   double x_tick_w = 0, y_tick_w = 0;
-  for (const std::string& t : map.x_ticks) x_tick_w = std::max(x_tick_w, TextWidth(Shorten(t, 12), kTickSize));
-  for (const std::string& t : map.y_ticks) y_tick_w = std::max(y_tick_w, TextWidth(Shorten(t, 16), kTickSize));
+  for (const std::string& t : map.x_ticks)
+    x_tick_w = std::max(x_tick_w, TextWidth(Shorten(t, 12), kTickSize));
+  for (const std::string& t : map.y_ticks)
+    y_tick_w = std::max(y_tick_w, TextWidth(Shorten(t, 16), kTickSize));
   const double cell_w = std::max({52.0, note_w + 10, x_tick_w + 8});
   const double cell_h = 30;
 
   std::vector<LegendEntry> legend;
   for (size_t k = 0; k < map.categories.size(); ++k) {
-    legend.push_back({map.categories[k], "<rect x=\"0\" y=\"0\" width=\"16\" height=\"12\" fill=\"" +
-                                             std::string(Colour(static_cast<int>(k))) + "\"/>\n"});
+    legend.push_back(
+        {map.categories[k], "<rect x=\"0\" y=\"0\" width=\"16\" height=\"12\" fill=\"" +
+                                std::string(Colour(static_cast<int>(k))) + "\"/>\n"});
   }
   if (any_tie) {
     legend.push_back({map.tie_legend.empty() ? "band: ties" : map.tie_legend,
@@ -356,8 +361,9 @@ std::string RenderCategoryMap(const CategoryMap& map) {
                       "legend-tie"});
   }
   if (any_none) {
-    legend.push_back({"no valid plan", "<rect x=\"0\" y=\"0\" width=\"16\" height=\"12\" fill=\"" +
-                                           std::string(kNone) + "\" stroke=\"#bbbbbb\"/>\n",
+    legend.push_back({"no valid plan",
+                      "<rect x=\"0\" y=\"0\" width=\"16\" height=\"12\" fill=\"" +
+                          std::string(kNone) + "\" stroke=\"#bbbbbb\"/>\n",
                       "legend-none"});
   }
   const bool empty = rows == 0 || cols == 0;
@@ -385,8 +391,8 @@ std::string RenderCategoryMap(const CategoryMap& map) {
       const char* fill = k >= 0 ? Colour(k) : kNone;
       const std::string note = note_of(r, c);
       const std::vector<TiedCategory> ties = ties_of(r, c);
-      std::string tip = map.y_label + " " + map.y_ticks[r] + ", " + map.x_label + " " + map.x_ticks[c] +
-                        ": " + (k >= 0 ? name : "no valid plan");
+      std::string tip = map.y_label + " " + map.y_ticks[r] + ", " + map.x_label + " " +
+                        map.x_ticks[c] + ": " + (k >= 0 ? name : "no valid plan");
       if (r < map.notes.size() && c < map.notes[r].size() && !map.notes[r][c].empty())
         tip += " (" + map.notes[r][c] + ")";
       std::string tied_names;
@@ -427,7 +433,8 @@ std::string RenderCategoryMap(const CategoryMap& map) {
   }
   svg.Raw("</g>\n<g class=\"axes\">\n");
   svg.Raw("<rect x=\"" + Px(left) + "\" y=\"" + Px(top) + "\" width=\"" + Px(grid_w) +
-          "\" height=\"" + Px(grid_h) + "\" fill=\"none\" stroke=\"" + kAxis + "\" stroke-width=\"1\"/>\n");
+          "\" height=\"" + Px(grid_h) + "\" fill=\"none\" stroke=\"" + kAxis +
+          "\" stroke-width=\"1\"/>\n");
   for (size_t c = 0; c < cols; ++c) {
     const double x = left + (static_cast<double>(c) + 0.5) * cell_w;
     svg.Text(x, top + grid_h + 8 + kTickSize, Shorten(map.x_ticks[c], 12), kTickSize, "middle",
@@ -540,14 +547,16 @@ std::string RenderTimeline(const Timeline& timeline) {
   }
 
   double lane_label_w = 0;
-  for (const std::string& l : timeline.lanes) lane_label_w = std::max(lane_label_w, TextWidth(Shorten(l, 24), kTickSize));
+  for (const std::string& l : timeline.lanes)
+    lane_label_w = std::max(lane_label_w, TextWidth(Shorten(l, 24), kTickSize));
   const double lane_h = lanes > 48 ? 14 : lanes > 16 ? 20 : 30;
   const double plot_w = 720;
   const double plot_h = std::max(60.0, lane_h * static_cast<double>(lanes));
   std::vector<LegendEntry> legend;
   for (size_t k = 0; k < timeline.categories.size(); ++k) {
-    legend.push_back({timeline.categories[k], "<rect x=\"0\" y=\"0\" width=\"16\" height=\"12\" fill=\"" +
-                                                  std::string(Colour(static_cast<int>(k))) + "\"/>\n"});
+    legend.push_back(
+        {timeline.categories[k], "<rect x=\"0\" y=\"0\" width=\"16\" height=\"12\" fill=\"" +
+                                     std::string(Colour(static_cast<int>(k))) + "\"/>\n"});
   }
   const double left = 20 + lane_label_w + 10;
   const double legend_w = LegendWidth(legend);
@@ -581,7 +590,8 @@ std::string RenderTimeline(const Timeline& timeline) {
     const double band_h = (lane_h - 4) / bands;
     const double x = left + axis.Fraction(b.start) * plot_w;
     const double w = std::max(0.6, axis.Fraction(b.end) * plot_w - axis.Fraction(b.start) * plot_w);
-    const double y = top + static_cast<double>(lane) * lane_h + 2 + band_h * band[static_cast<size_t>(c)];
+    const double y =
+        top + static_cast<double>(lane) * lane_h + 2 + band_h * band[static_cast<size_t>(c)];
     const bool known = c < num_categories;
     const std::string name = known ? timeline.categories[static_cast<size_t>(c)] : "other";
     const char* fill = known ? Colour(c) : "#999999";
@@ -589,13 +599,14 @@ std::string RenderTimeline(const Timeline& timeline) {
     svg.Raw("<rect class=\"bar\" data-series=\"" + Escape(name) + "\" x=\"" + Px(x) + "\" y=\"" +
             Px(y) + "\" width=\"" + Px(w) + "\" height=\"" + Px(std::max(1.0, band_h - 1)) +
             "\" fill=\"" + fill + "\"" + (overlapping ? " fill-opacity=\"0.6\"" : "") + "><title>" +
-            Escape(timeline.lanes[lane] + ": " + name + ", " + Value(b.start) + " to " + Value(b.end) +
-                   (unit.empty() ? "" : " " + unit)) +
+            Escape(timeline.lanes[lane] + ": " + name + ", " + Value(b.start) + " to " +
+                   Value(b.end) + (unit.empty() ? "" : " " + unit)) +
             "</title></rect>\n");
   }
   svg.Raw("</g>\n<g class=\"axes\">\n");
   svg.Raw("<rect x=\"" + Px(left) + "\" y=\"" + Px(top) + "\" width=\"" + Px(plot_w) +
-          "\" height=\"" + Px(plot_h) + "\" fill=\"none\" stroke=\"" + kAxis + "\" stroke-width=\"1\"/>\n");
+          "\" height=\"" + Px(plot_h) + "\" fill=\"none\" stroke=\"" + kAxis +
+          "\" stroke-width=\"1\"/>\n");
   for (const Tick& t : axis.ticks) {
     const double x = left + axis.Fraction(t.value) * plot_w;
     svg.Line(x, top + plot_h, x, top + plot_h + 5, kAxis, 1);

@@ -9,8 +9,8 @@
 namespace meshplan::plot {
 
 struct Series {
-  std::string name;                                // legend entry
-  std::vector<std::pair<double, double>> points;   // (x, y), any order; sorted by x when drawn
+  std::string name;                               // legend entry
+  std::vector<std::pair<double, double>> points;  // (x, y), any order; sorted by x when drawn
 };
 
 // Lines with markers, one per series, optional log2 x axis and log10 y axis. Series that overlap
@@ -38,10 +38,10 @@ struct TiedCategory {
 struct CategoryMap {
   std::string title;
   std::string x_label, y_label;
-  std::vector<std::string> x_ticks, y_ticks;   // column and row labels
-  std::vector<std::string> categories;         // legend, one colour each
-  std::vector<std::vector<int>> cells;         // [row][column]: index into categories, -1 = none
-  std::vector<std::vector<std::string>> notes; // optional short text per cell (may be empty)
+  std::vector<std::string> x_ticks, y_ticks;    // column and row labels
+  std::vector<std::string> categories;          // legend, one colour each
+  std::vector<std::vector<int>> cells;          // [row][column]: index into categories, -1 = none
+  std::vector<std::vector<std::string>> notes;  // optional short text per cell (may be empty)
   // Optional, [row][column]: the other categories that tie with the cell's. A tied cell has a
   // band along its bottom, one stripe per tied category in its colour; its tooltip lists them
   // after `tie_label` ("one (45.6 ms); within 0.5%: other (45.7 ms)"), and the legend explains

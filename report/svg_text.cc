@@ -43,11 +43,21 @@ std::string Escape(std::string_view text) {
     }
     ++i;
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r') {
           out += '?';
@@ -84,7 +94,8 @@ double TextWidth(std::string_view text, double font_size) {
   return static_cast<double>(TextLength(text)) * font_size * 0.6;
 }
 
-// Splits `text` at spaces into lines of at most `max_chars` characters (a longer word is shortened).
+// Splits `text` at spaces into lines of at most `max_chars` characters (a longer word is
+// shortened).
 std::vector<std::string> Wrap(const std::string& text, size_t max_chars, size_t max_lines) {
   std::vector<std::string> lines;
   std::string line;

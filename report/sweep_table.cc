@@ -22,15 +22,17 @@ std::string ShortNumber(double value) {
 
 std::string SweepCsv(const std::vector<SweepRow>& rows) {
   std::string out =
-      "topology,gpus,seq_len,scheme,valid,parameters,time_s,compute_s,exposed_comm_s,comm_share,bytes_per_gpu,"
+      "topology,gpus,seq_len,scheme,valid,parameters,time_s,compute_s,exposed_comm_s,comm_share,"
+      "bytes_per_gpu,"
       "peak_memory_bytes,fits,simulated_s,reason\n";
   for (const SweepRow& r : rows) {
-    out += CsvField(r.topology) + "," + std::to_string(r.gpus) + "," + std::to_string(r.seq_len) + "," +
-           std::string(SchemeName(r.scheme)) + "," + (r.valid ? "true" : "false") + ",";
+    out += CsvField(r.topology) + "," + std::to_string(r.gpus) + "," + std::to_string(r.seq_len) +
+           "," + std::string(SchemeName(r.scheme)) + "," + (r.valid ? "true" : "false") + ",";
     if (r.valid) {
-      out += CsvField(planner::DescribeParams(r.params)) + "," + ShortNumber(r.time_s) + "," + ShortNumber(r.compute_s) + "," +
-             ShortNumber(r.exposed_comm_s) + "," + ShortNumber(r.comm_share) + "," + ShortNumber(r.bytes_per_gpu) +
-             "," + ShortNumber(r.peak_memory_bytes) + "," + (r.fits ? "true" : "false") + ",";
+      out += CsvField(planner::DescribeParams(r.params)) + "," + ShortNumber(r.time_s) + "," +
+             ShortNumber(r.compute_s) + "," + ShortNumber(r.exposed_comm_s) + "," +
+             ShortNumber(r.comm_share) + "," + ShortNumber(r.bytes_per_gpu) + "," +
+             ShortNumber(r.peak_memory_bytes) + "," + (r.fits ? "true" : "false") + ",";
       // Empty field: not simulated.
       if (r.simulated_s >= 0) out += ShortNumber(r.simulated_s);
       out += ",\n";

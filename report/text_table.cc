@@ -18,7 +18,8 @@ namespace {
 // least the integer part.
 std::string Significant(double value, int digits, const char* unit) {
   int decimals = digits - 1;
-  for (double bound = 10.0; decimals > 0 && std::fabs(value) >= bound - 0.5 * std::pow(10.0, -decimals); bound *= 10) {
+  for (double bound = 10.0;
+       decimals > 0 && std::fabs(value) >= bound - 0.5 * std::pow(10.0, -decimals); bound *= 10) {
     --decimals;
   }
   char buffer[64];
@@ -45,7 +46,8 @@ std::string ShortBytes(double bytes) {
   return Significant(bytes, 3, units[unit]);
 }
 
-std::string Columns(const std::vector<std::vector<std::string>>& rows, const std::string& indent, bool rule) {
+std::string Columns(const std::vector<std::vector<std::string>>& rows, const std::string& indent,
+                    bool rule) {
   std::vector<size_t> width;
   for (const auto& row : rows) {
     if (width.size() < row.size()) width.resize(row.size(), 0);

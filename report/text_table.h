@@ -17,7 +17,7 @@ std::string ShortBytes(double bytes);
 std::string ShortSeconds(double seconds, int digits = 4);
 // Rows laid out as aligned columns (two spaces apart), each line prefixed by `indent`; with
 // `rule`, a line of dashes follows the first (header) row.
-std::string Columns(const std::vector<std::vector<std::string>>& rows, const std::string& indent = "",
-                    bool rule = false);
+std::string Columns(const std::vector<std::vector<std::string>>& rows,
+                    const std::string& indent = "", bool rule = false);
 
 }  // namespace meshplan::report

@@ -48,18 +48,19 @@ RankResult CoalesceRank(const RankProgram& in) {
   };
 
   constexpr uint32_t kNoOp = std::numeric_limits<uint32_t>::max();
-  std::vector<uint8_t> known(n, 0);   // complete whenever the open run's first op starts
-  std::vector<uint32_t> index(n, 0);  // original op -> op of the output program
-  std::vector<uint32_t> previous_run; // original ops of the last compute-stream op emitted
-  uint32_t run = kNoOp;               // output index of the open run (a compute op), if any
-  uint32_t tail = kNoOp;              // its last original op
-  double cut_flops = 0;               // sum of flops x cut_rows_per_pair of the open run
+  std::vector<uint8_t> known(n, 0);    // complete whenever the open run's first op starts
+  std::vector<uint32_t> index(n, 0);   // original op -> op of the output program
+  std::vector<uint32_t> previous_run;  // original ops of the last compute-stream op emitted
+  uint32_t run = kNoOp;                // output index of the open run (a compute op), if any
+  uint32_t tail = kNoOp;               // its last original op
+  double cut_flops = 0;                // sum of flops x cut_rows_per_pair of the open run
   std::vector<uint32_t> deps;
   out.program.ops.reserve(n);
   auto close_run = [&]() {
     if (run == kNoOp) return;
     Op& merged = out.program.ops[run];
-    merged.cut_rows_per_pair = merged.flops > 0 ? static_cast<float>(cut_flops / merged.flops) : 0.0f;
+    merged.cut_rows_per_pair =
+        merged.flops > 0 ? static_cast<float>(cut_flops / merged.flops) : 0.0f;
   };
   for (uint32_t i = 0; i < n; ++i) {
     const Op& op = in.ops[i];
@@ -151,7 +152,9 @@ CoalescedSchedule CoalesceRanks(const Schedule& schedule, Schedule* to_free) {
 
 }  // namespace
 
-CoalescedSchedule CoalesceCompute(const Schedule& schedule) { return CoalesceRanks(schedule, nullptr); }
+CoalescedSchedule CoalesceCompute(const Schedule& schedule) {
+  return CoalesceRanks(schedule, nullptr);
+}
 
 CoalescedSchedule CoalesceCompute(Schedule&& schedule) {
   CoalescedSchedule out = CoalesceRanks(schedule, &schedule);

@@ -11,10 +11,10 @@
 namespace meshplan::sim {
 
 enum class EventKind : uint8_t {
-  kOpDone,     // a: rank, b: op
-  kFlowStart,  // a: pending-flow index (the message's latency has elapsed)
-  kFlowDone,   // a: flow id, version: the flow's rate version when scheduled
-  kSharedDone, // a: rank, b: op (a kernel on a shared device), version: the device's epoch
+  kOpDone,      // a: rank, b: op
+  kFlowStart,   // a: pending-flow index (the message's latency has elapsed)
+  kFlowDone,    // a: flow id, version: the flow's rate version when scheduled
+  kSharedDone,  // a: rank, b: op (a kernel on a shared device), version: the device's epoch
 };
 
 struct Event {

@@ -27,8 +27,8 @@ FlowNetwork::FlowNetwork(const Topology& topology)
     const int64_t below = topology.Span(l - 1);
     const int64_t groups = gpus / below;
     uplink_base_[l] = static_cast<int64_t>(capacity_.size());
-    const double shared = static_cast<double>(below) * level.bandwidth_bytes_per_s / level.oversubscription /
-                          kNanosecondsPerSecond;
+    const double shared = static_cast<double>(below) * level.bandwidth_bytes_per_s /
+                          level.oversubscription / kNanosecondsPerSecond;
     capacity_.insert(capacity_.end(), static_cast<size_t>(groups * 2), shared);
   }
   // One copy link per shared device (ranks_per_device divides level 0's group: its transfers are
@@ -36,8 +36,10 @@ FlowNetwork::FlowNetwork(const Topology& topology)
   ranks_per_device_ = std::max<int64_t>(1, topology.gpu.ranks_per_device);
   if (ranks_per_device_ > 1 && levels_ > 0) {
     device_link_base_ = static_cast<int64_t>(capacity_.size());
-    const double copies = std::min(topology.gpu.concurrent_kernels, static_cast<double>(ranks_per_device_));
-    const double bytes_per_ns = copies * topology.levels[0].bandwidth_bytes_per_s / kNanosecondsPerSecond;
+    const double copies =
+        std::min(topology.gpu.concurrent_kernels, static_cast<double>(ranks_per_device_));
+    const double bytes_per_ns =
+        copies * topology.levels[0].bandwidth_bytes_per_s / kNanosecondsPerSecond;
     capacity_.insert(capacity_.end(), static_cast<size_t>(gpus / ranks_per_device_), bytes_per_ns);
   }
   // Neighbour links of ring and torus levels: per unit of the level below, dimension and direction.
@@ -47,8 +49,8 @@ FlowNetwork::FlowNetwork(const Topology& topology)
     const int64_t below = l == 0 ? 1 : topology.Span(l - 1);
     const int64_t dims = static_cast<int64_t>(topology.RouteDims(l).size());
     route_link_base_[l] = static_cast<int64_t>(capacity_.size());
-    const double bytes_per_ns =
-        static_cast<double>(below) * topology.levels[l].bandwidth_bytes_per_s / kNanosecondsPerSecond;
+    const double bytes_per_ns = static_cast<double>(below) *
+                                topology.levels[l].bandwidth_bytes_per_s / kNanosecondsPerSecond;
     capacity_.insert(capacity_.end(), static_cast<size_t>(gpus / below * dims * 2), bytes_per_ns);
   }
   on_link_.resize(capacity_.size());
@@ -128,10 +130,12 @@ int32_t FlowNetwork::Add(SimTime now, int64_t src, int64_t dst, double bytes) {
   return id;
 }
 
-Status FlowNetwork::UseSymmetry(const std::vector<std::vector<int64_t>>& gpu_maps, int64_t group_order) {
+Status FlowNetwork::UseSymmetry(const std::vector<std::vector<int64_t>>& gpu_maps,
+                                int64_t group_order) {
   if (device_link_base_ >= 0) return Status::Invalid("devices that ranks share have copy links");
   for (int l = 0; l < levels_; ++l) {
-    if (route_link_base_[l] >= 0) return Status::Invalid("level " + topology_.levels[l].name + " routes hop by hop");
+    if (route_link_base_[l] >= 0)
+      return Status::Invalid("level " + topology_.levels[l].name + " routes hop by hop");
   }
   const size_t links = capacity_.size();
   std::vector<int32_t> parent(links);
@@ -147,7 +151,8 @@ Status FlowNetwork::UseSymmetry(const std::vector<std::vector<int64_t>>& gpu_map
   };
   const int64_t gpus = topology_.num_gpus();
   for (const std::vector<int64_t>& image : gpu_maps) {
-    if (static_cast<int64_t>(image.size()) != gpus) return Status::Invalid("a GPU map does not cover the GPUs");
+    if (static_cast<int64_t>(image.size()) != gpus)
+      return Status::Invalid("a GPU map does not cover the GPUs");
     for (int64_t g = 0; g < gpus; ++g) {
       const int64_t to = image[static_cast<size_t>(g)];
       for (int l = 0; l < levels_; ++l) {
@@ -162,7 +167,8 @@ Status FlowNetwork::UseSymmetry(const std::vector<std::vector<int64_t>>& gpu_map
         const int64_t group = image[static_cast<size_t>(first)] / below;
         for (int64_t g = first; g < first + below; ++g) {
           if (image[static_cast<size_t>(g)] / below != group) {
-            return Status::Invalid("a GPU map splits a group under level " + topology_.levels[l].name);
+            return Status::Invalid("a GPU map splits a group under level " +
+                                   topology_.levels[l].name);
           }
         }
         unite(uplink_base_[l] + (first / below) * 2, uplink_base_[l] + group * 2);
@@ -179,7 +185,8 @@ Status FlowNetwork::UseSymmetry(const std::vector<std::vector<int64_t>>& gpu_map
   stabilizer_.assign(links, 0);
   for (size_t i = 0; i < links; ++i) {
     if (orbit[i] == 0) continue;
-    if (group_order % orbit[i] != 0) return Status::Invalid("a link orbit's size does not divide the group's order");
+    if (group_order % orbit[i] != 0)
+      return Status::Invalid("a link orbit's size does not divide the group's order");
     stabilizer_[i] = static_cast<int32_t>(group_order / orbit[i]);
   }
   load_.assign(links, 0);
@@ -214,7 +221,8 @@ std::vector<int32_t> FlowNetwork::TakeChanged() {
 
 SimTime FlowNetwork::FinishTime(int32_t id, SimTime now) const {
   const Flow& f = flows_[id];
-  const double remaining = std::max(0.0, f.remaining - f.rate * static_cast<double>(now - f.updated));
+  const double remaining =
+      std::max(0.0, f.remaining - f.rate * static_cast<double>(now - f.updated));
   if (remaining <= 0) return now;
   if (!(f.rate > 0)) return std::numeric_limits<SimTime>::max() / 4;
   const double ns = std::ceil(remaining / f.rate);

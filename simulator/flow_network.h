@@ -46,7 +46,9 @@ class FlowNetwork {
   bool active(int32_t flow) const { return flows_[flow].active; }
   int level(int32_t flow) const { return flows_[flow].level; }
   // Level a transfer between two GPUs uses (Topology::LevelOf).
-  int LevelOf(int64_t src_gpu, int64_t dst_gpu) const { return topology_.LevelOf(src_gpu, dst_gpu); }
+  int LevelOf(int64_t src_gpu, int64_t dst_gpu) const {
+    return topology_.LevelOf(src_gpu, dst_gpu);
+  }
 
   // The neighbour link of a ring or torus level that carried the most bytes so far (flows count
   // in full when they start), for per-link statistics; bytes 0 when the level has none.
@@ -69,7 +71,7 @@ class FlowNetwork {
 
  private:
   struct Flow {
-    std::vector<int32_t> links;  // reused with the flow's slot, so steady state allocates nothing
+    std::vector<int32_t> links;    // reused with the flow's slot, so steady state allocates nothing
     std::vector<int32_t> weights;  // with symmetry: per link, the flow's images that cross it
     int8_t level = 0;
     bool active = false;
@@ -83,15 +85,15 @@ class FlowNetwork {
 
   const Topology& topology_;
   int levels_;
-  std::vector<double> capacity_;                // bytes per nanosecond, per link
-  std::vector<std::vector<int32_t>> on_link_;   // active flows per link
-  std::vector<int64_t> uplink_base_;            // per level: first uplink id, or -1
+  std::vector<double> capacity_;               // bytes per nanosecond, per link
+  std::vector<std::vector<int32_t>> on_link_;  // active flows per link
+  std::vector<int64_t> uplink_base_;           // per level: first uplink id, or -1
   int64_t ranks_per_device_ = 1;
-  int64_t device_link_base_ = -1;               // first device copy link id, or -1
+  int64_t device_link_base_ = -1;  // first device copy link id, or -1
   // Per level: first neighbour link id of a ring/torus level, or -1; link id = base + (unit x
   // dimensions + dimension) x 2 + (0 upwards, 1 downwards).
   std::vector<int64_t> route_link_base_;
-  std::vector<double> link_bytes_;              // bytes started over each link
+  std::vector<double> link_bytes_;  // bytes started over each link
   // Symmetry (UseSymmetry): each link's orbit representative and its stabiliser's order, and per
   // link the summed weights of its active flows (which replace the flow count in the filling).
   bool weighted_ = false;

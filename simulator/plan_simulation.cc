@@ -5,8 +5,8 @@
 #include <utility>
 
 #include "planner/plan_schedule.h"
-#include "simulator/rank_symmetry.h"
 #include "planner/schemes/registry.h"
+#include "simulator/rank_symmetry.h"
 
 namespace meshplan::sim {
 namespace {
@@ -15,7 +15,8 @@ namespace {
 // there is none.
 Result<RankSymmetry> CandidateSymmetry(const Plan& plan, const Topology& topology) {
   const std::vector<RankDim> dims = planner::RankDims(plan.params);
-  if (!ValidatePlacement(dims, plan.params.placement).ok()) return Status::Invalid("the placement is invalid");
+  if (!ValidatePlacement(dims, plan.params.placement).ok())
+    return Status::Invalid("the placement is invalid");
   std::vector<int64_t> sizes;
   int64_t ranks = 1;
   for (const RankDim& d : dims) {
@@ -109,8 +110,8 @@ Result<PlanSimulation> SimulatePlan(const Plan& plan, const Topology& topology,
         out.schedule.num_ranks = expanded.schedule.num_ranks;
         out.schedule.layout = expanded.schedule.layout;
         MESHPLAN_ASSIGN_OR_RETURN(auto view, sink.Finish(std::move(expanded.schedule)));
-        return SimulateReplayView(std::move(view), topology, out.rank_to_gpu, plan.workload.dtype, options,
-                                  symmetry ? &*symmetry : nullptr);
+        return SimulateReplayView(std::move(view), topology, out.rank_to_gpu, plan.workload.dtype,
+                                  options, symmetry ? &*symmetry : nullptr);
       }
       if (options.record_op_times) {
         out.schedule = std::move(expanded.schedule);
@@ -120,7 +121,8 @@ Result<PlanSimulation> SimulatePlan(const Plan& plan, const Topology& topology,
       out.schedule.scheme = expanded.schedule.scheme;
       out.schedule.num_ranks = expanded.schedule.num_ranks;
       out.schedule.layout = expanded.schedule.layout;
-      return Simulate(std::move(expanded.schedule), topology, out.rank_to_gpu, plan.workload.dtype, options);
+      return Simulate(std::move(expanded.schedule), topology, out.rank_to_gpu, plan.workload.dtype,
+                      options);
     }();
     out.replay_wall_s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -58,8 +58,8 @@ std::string RankSymmetry::Describe(const std::vector<std::string>& names) const 
                      std::to_string(ClassSize()) + " ranks (";
   for (size_t d = 0; d < sizes_.size(); ++d) {
     if (d > 0) text += ", ";
-    text += (d < names.size() ? names[d] : "dim " + std::to_string(d)) + " step " + std::to_string(steps_[d]) +
-            " of " + std::to_string(sizes_[d]);
+    text += (d < names.size() ? names[d] : "dim " + std::to_string(d)) + " step " +
+            std::to_string(steps_[d]) + " of " + std::to_string(sizes_[d]);
   }
   return text + ")";
 }
@@ -71,7 +71,8 @@ namespace {
 // level are equal in size).
 bool MapsGroupsToGroups(const std::vector<int64_t>& image, const Topology& topology) {
   const int64_t gpus = topology.num_gpus();
-  for (int l = 0; l + 1 < topology.num_levels(); ++l) {  // the last level's one group maps to itself
+  for (int l = 0; l + 1 < topology.num_levels();
+       ++l) {  // the last level's one group maps to itself
     const int64_t span = topology.Span(l);
     for (int64_t first = 0; first < gpus; first += span) {
       const int64_t group = image[static_cast<size_t>(first)] / span;
@@ -86,10 +87,12 @@ bool MapsGroupsToGroups(const std::vector<int64_t>& image, const Topology& topol
 }  // namespace
 
 Result<RankSymmetry> FindTopologySymmetry(const std::vector<int64_t>& dim_sizes,
-                                          const std::vector<int64_t>& rank_to_gpu, const Topology& topology) {
+                                          const std::vector<int64_t>& rank_to_gpu,
+                                          const Topology& topology) {
   if (topology.gpu.ranks_per_device > 1) return Status::Invalid("ranks share devices");
   for (int l = 0; l < topology.num_levels(); ++l) {
-    if (topology.HasHopRoutes(l)) return Status::Invalid("level '" + topology.levels[l].name + "' routes hop by hop");
+    if (topology.HasHopRoutes(l))
+      return Status::Invalid("level '" + topology.levels[l].name + "' routes hop by hop");
   }
   int64_t ranks = 1;
   for (int64_t s : dim_sizes) {
@@ -119,7 +122,8 @@ Result<RankSymmetry> FindTopologySymmetry(const std::vector<int64_t>& dim_sizes,
       const RankSymmetry one(dim_sizes, trial);
       for (int64_t g = 0; g < gpus; ++g) {
         const int64_t r = gpu_to_rank[static_cast<size_t>(g)];
-        image[static_cast<size_t>(g)] = rank_to_gpu[static_cast<size_t>(one.Apply(static_cast<int>(d), r))];
+        image[static_cast<size_t>(g)] =
+            rank_to_gpu[static_cast<size_t>(one.Apply(static_cast<int>(d), r))];
       }
       if (MapsGroupsToGroups(image, topology)) {
         steps[d] = step;
@@ -128,7 +132,8 @@ Result<RankSymmetry> FindTopologySymmetry(const std::vector<int64_t>& dim_sizes,
     }
   }
   RankSymmetry out(dim_sizes, steps);
-  if (out.Trivial()) return Status::Invalid("no rank translation keeps every level's groups together");
+  if (out.Trivial())
+    return Status::Invalid("no rank translation keeps every level's groups together");
   return out;
 }
 
@@ -145,11 +150,13 @@ inline uint64_t Combine(uint64_t h, uint64_t v) { return Fold(h ^ kSeed0, v ^ kS
 // Everything the timing view and the replay read of op i, except the peer.
 uint64_t OpDigest(const RankProgram& program, size_t i) {
   const Op& op = program.ops[i];
-  uint64_t h = Combine(static_cast<uint64_t>(op.kind) | (static_cast<uint64_t>(op.phase) << 8) |
-                           (static_cast<uint64_t>(op.stream) << 16) | (static_cast<uint64_t>(op.kernels) << 24) |
-                           (static_cast<uint64_t>(std::bit_cast<uint32_t>(op.cut_rows_per_pair)) << 32),
-                       static_cast<uint64_t>(op.bytes));
-  h = Combine(h, std::bit_cast<uint64_t>(op.flops) ^ (static_cast<uint64_t>(op.dep_count) * 0x9e3779b97f4a7c15ULL));
+  uint64_t h = Combine(
+      static_cast<uint64_t>(op.kind) | (static_cast<uint64_t>(op.phase) << 8) |
+          (static_cast<uint64_t>(op.stream) << 16) | (static_cast<uint64_t>(op.kernels) << 24) |
+          (static_cast<uint64_t>(std::bit_cast<uint32_t>(op.cut_rows_per_pair)) << 32),
+      static_cast<uint64_t>(op.bytes));
+  h = Combine(h, std::bit_cast<uint64_t>(op.flops) ^
+                     (static_cast<uint64_t>(op.dep_count) * 0x9e3779b97f4a7c15ULL));
   for (uint32_t k = 0; k < op.dep_count; ++k) h = Combine(h, program.deps[op.dep_begin + k]);
   return h;
 }
@@ -157,7 +164,9 @@ uint64_t OpDigest(const RankProgram& program, size_t i) {
 }  // namespace
 
 SymmetryCheck::SymmetryCheck(const RankSymmetry& symmetry, std::vector<std::string> dim_names)
-    : symmetry_(symmetry), names_(std::move(dim_names)), generators_(symmetry.Generators()),
+    : symmetry_(symmetry),
+      names_(std::move(dim_names)),
+      generators_(symmetry.Generators()),
       plain_(static_cast<size_t>(symmetry.num_ranks()), 0),
       mapped_(static_cast<size_t>(symmetry.num_ranks()) * symmetry.Generators().size(), 0),
       taken_(static_cast<size_t>(symmetry.num_ranks()), 0),
@@ -174,7 +183,8 @@ bool SymmetryCheck::Take(int64_t rank, const RankProgram& program) {
     if (op.kind == OpKind::kSend || op.kind == OpKind::kRecv) {
       plain = Combine(plain, digest ^ static_cast<uint64_t>(op.peer));
       for (size_t k = 0; k < g; ++k) {
-        mapped[k] = Combine(mapped[k], digest ^ static_cast<uint64_t>(symmetry_.Apply(generators_[k], op.peer)));
+        mapped[k] = Combine(
+            mapped[k], digest ^ static_cast<uint64_t>(symmetry_.Apply(generators_[k], op.peer)));
       }
     } else {
       // A collective's group is checked in Verify, which knows the groups.
@@ -193,7 +203,8 @@ bool SymmetryCheck::Take(int64_t rank, const RankProgram& program) {
   for (size_t k = 0; k < g && status_.ok(); ++k) {
     if (taken_[static_cast<size_t>(symmetry_.Apply(generators_[k], rank))]) Compare(rank, k);
     const int64_t preimage = symmetry_.ApplyInverse(generators_[k], rank);
-    if (preimage != rank && taken_[static_cast<size_t>(preimage)] && status_.ok()) Compare(preimage, k);
+    if (preimage != rank && taken_[static_cast<size_t>(preimage)] && status_.ok())
+      Compare(preimage, k);
   }
   return status_.ok();
 }
@@ -204,15 +215,16 @@ void SymmetryCheck::Compare(int64_t rank, size_t k) {
   const int64_t image = symmetry_.Apply(d, rank);
   if (mapped_[static_cast<size_t>(rank) * g + k] == plain_[static_cast<size_t>(image)]) return;
   status_ = Status::Invalid("rank " + std::to_string(rank) + "'s program, moved by " +
-                            std::to_string(symmetry_.steps()[static_cast<size_t>(d)]) + " along " + NameOf(d) +
-                            ", is not rank " + std::to_string(image) + "'s");
+                            std::to_string(symmetry_.steps()[static_cast<size_t>(d)]) + " along " +
+                            NameOf(d) + ", is not rank " + std::to_string(image) + "'s");
 }
 
 Status SymmetryCheck::Verify(const std::vector<std::vector<int32_t>>& groups) const {
   if (!status_.ok()) return status_;
   bool collectives = false;
   for (int64_t r = 0; r < symmetry_.num_ranks(); ++r) {
-    if (taken_[static_cast<size_t>(r)] == 0) return Status::Invalid("rank " + std::to_string(r) + "'s program was not checked");
+    if (taken_[static_cast<size_t>(r)] == 0)
+      return Status::Invalid("rank " + std::to_string(r) + "'s program was not checked");
     collectives = collectives || !collective_groups_[static_cast<size_t>(r)].empty();
   }
   if (!collectives) return Status::Ok();
@@ -225,11 +237,13 @@ Status SymmetryCheck::Verify(const std::vector<std::vector<int32_t>>& groups) co
       bool same = mine.size() == theirs.size();
       for (size_t i = 0; same && i < mine.size(); ++i) {
         const int32_t g = mine[i];
-        same = g >= 0 && static_cast<size_t>(g) < groups.size() && orbits.image[k][static_cast<size_t>(g)] == theirs[i];
+        same = g >= 0 && static_cast<size_t>(g) < groups.size() &&
+               orbits.image[k][static_cast<size_t>(g)] == theirs[i];
       }
       if (!same) {
         return Status::Invalid("rank " + std::to_string(r) + "'s collectives, moved along " +
-                               NameOf(generators_[k]) + ", are not rank " + std::to_string(image) + "'s");
+                               NameOf(generators_[k]) + ", are not rank " + std::to_string(image) +
+                               "'s");
       }
     }
   }
@@ -237,24 +251,29 @@ Status SymmetryCheck::Verify(const std::vector<std::vector<int32_t>>& groups) co
 }
 
 std::string SymmetryCheck::NameOf(int d) const {
-  return static_cast<size_t>(d) < names_.size() ? names_[static_cast<size_t>(d)] : "dim " + std::to_string(d);
+  return static_cast<size_t>(d) < names_.size() ? names_[static_cast<size_t>(d)]
+                                                : "dim " + std::to_string(d);
 }
 
-Result<GroupOrbits> MapGroups(const RankSymmetry& symmetry, const std::vector<std::vector<int32_t>>& groups) {
+Result<GroupOrbits> MapGroups(const RankSymmetry& symmetry,
+                              const std::vector<std::vector<int32_t>>& groups) {
   GroupOrbits out;
   const size_t n = groups.size();
   // The groups each rank belongs to, to find a member's image group.
   std::vector<std::vector<int32_t>> of_rank(static_cast<size_t>(symmetry.num_ranks()));
   for (size_t g = 0; g < n; ++g) {
     for (int32_t r : groups[g]) {
-      if (r < 0 || r >= symmetry.num_ranks()) return Status::Invalid("group " + std::to_string(g) + " names no rank");
+      if (r < 0 || r >= symmetry.num_ranks())
+        return Status::Invalid("group " + std::to_string(g) + " names no rank");
       of_rank[static_cast<size_t>(r)].push_back(static_cast<int32_t>(g));
     }
   }
   std::vector<int32_t> parent(n);
   for (size_t g = 0; g < n; ++g) parent[g] = static_cast<int32_t>(g);
   auto find = [&](int32_t x) {
-    while (parent[static_cast<size_t>(x)] != x) x = parent[static_cast<size_t>(x)] = parent[static_cast<size_t>(parent[static_cast<size_t>(x)])];
+    while (parent[static_cast<size_t>(x)] != x)
+      x = parent[static_cast<size_t>(x)] =
+          parent[static_cast<size_t>(parent[static_cast<size_t>(x)])];
     return x;
   };
   for (int d : symmetry.Generators()) {
@@ -269,7 +288,8 @@ Result<GroupOrbits> MapGroups(const RankSymmetry& symmetry, const std::vector<st
       for (int32_t candidate : of_rank[static_cast<size_t>(first)]) {
         const std::vector<int32_t>& other = groups[static_cast<size_t>(candidate)];
         if (other.size() != members.size()) continue;
-        const size_t shift = static_cast<size_t>(std::find(other.begin(), other.end(), first) - other.begin());
+        const size_t shift =
+            static_cast<size_t>(std::find(other.begin(), other.end(), first) - other.begin());
         bool rotated = true;
         for (size_t k = 0; rotated && k < members.size(); ++k) {
           rotated = other[(k + shift) % other.size()] == symmetry.Apply(d, members[k]);
@@ -280,7 +300,8 @@ Result<GroupOrbits> MapGroups(const RankSymmetry& symmetry, const std::vector<st
         }
       }
       if (image[g] < 0) {
-        return Status::Invalid("group " + std::to_string(g) + "'s image is no group in the same cyclic order");
+        return Status::Invalid("group " + std::to_string(g) +
+                               "'s image is no group in the same cyclic order");
       }
       const int32_t a = find(static_cast<int32_t>(g)), b = find(image[g]);
       if (a != b) parent[static_cast<size_t>(std::max(a, b))] = std::min(a, b);

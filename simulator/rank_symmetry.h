@@ -3,9 +3,9 @@
 // and every other rank does exactly what its representative does (docs/simulator.md, "Symmetry
 // classes").
 //
-// The group: the rank grid of the plan (planner::RankDims, first dimension fastest) translated along
-// each dimension d by multiples of a step s_d that divides the dimension's size (s_d = size: not
-// translated). Translations act freely, so every class has |G| = prod(size_d / s_d) ranks and
+// The group: the rank grid of the plan (planner::RankDims, first dimension fastest) translated
+// along each dimension d by multiples of a step s_d that divides the dimension's size (s_d = size:
+// not translated). Translations act freely, so every class has |G| = prod(size_d / s_d) ranks and
 // there are prod(s_d) classes; the representative of a class is its rank whose coordinates are all
 // below their steps.
 //
@@ -70,7 +70,8 @@ class RankSymmetry {
 // ranks sharing a device, a ring or torus level, grid sizes that do not multiply to the GPUs, a
 // placement that is not a permutation, or no dimension with a step below its size.
 Result<RankSymmetry> FindTopologySymmetry(const std::vector<int64_t>& dim_sizes,
-                                          const std::vector<int64_t>& rank_to_gpu, const Topology& topology);
+                                          const std::vector<int64_t>& rank_to_gpu,
+                                          const Topology& topology);
 
 // How the symmetry acts on a schedule's collective groups: every generator maps each group's
 // members onto a group's members in the same cyclic order (member k's image is member k + shift of
@@ -85,7 +86,8 @@ struct GroupOrbits {
 };
 // Errors (one line): a group whose image is no group in the same cyclic order, a rank in two groups
 // of one orbit.
-Result<GroupOrbits> MapGroups(const RankSymmetry& symmetry, const std::vector<std::vector<int32_t>>& groups);
+Result<GroupOrbits> MapGroups(const RankSymmetry& symmetry,
+                              const std::vector<std::vector<int32_t>>& groups);
 
 // Collects, rank by rank during the expansion, digests of each program as the replay reads it
 // (kinds, streams, phases, FLOPs, cut fractions, bytes, kernel counts, deps, peers), plain and
@@ -117,7 +119,8 @@ class SymmetryCheck {
   std::vector<uint64_t> plain_;   // per rank
   std::vector<uint64_t> mapped_;  // per rank x generator
   std::vector<uint8_t> taken_;
-  std::vector<std::vector<int32_t>> collective_groups_;  // per rank, its collectives' groups in order
+  std::vector<std::vector<int32_t>>
+      collective_groups_;  // per rank, its collectives' groups in order
 };
 
 }  // namespace meshplan::sim

@@ -6,7 +6,9 @@
 namespace meshplan::sim {
 
 Result<ReplayProgram> MakeReplayProgram(const RankProgram& prog, int64_t rank, int64_t num_ranks) {
-  auto where = [&](size_t i) { return "rank " + std::to_string(rank) + " op " + std::to_string(i); };
+  auto where = [&](size_t i) {
+    return "rank " + std::to_string(rank) + " op " + std::to_string(i);
+  };
   ReplayProgram st;
   const size_t ops = prog.ops.size();
   st.op.assign(ops, OpState{});
@@ -16,7 +18,8 @@ Result<ReplayProgram> MakeReplayProgram(const RankProgram& prog, int64_t rank, i
   int32_t last_on_stream[kReplayStreams] = {-1, -1, -1, -1};
   for (size_t i = 0; i < ops; ++i) {
     const Op& op = prog.ops[i];
-    if (op.dep_begin + op.dep_count > prog.deps.size()) return Status::Invalid(where(i) + ": deps out of range");
+    if (op.dep_begin + op.dep_count > prog.deps.size())
+      return Status::Invalid(where(i) + ": deps out of range");
     st.op[i].deps_left = static_cast<int32_t>(op.dep_count);
     st.waits[i] = static_cast<DepCount>(std::min<uint32_t>(op.dep_count, kManyDeps));
     for (uint32_t d = 0; d < op.dep_count; ++d) {
@@ -24,7 +27,8 @@ Result<ReplayProgram> MakeReplayProgram(const RankProgram& prog, int64_t rank, i
       if (dep >= i) return Status::Invalid(where(i) + ": dep does not point back");
       ++count[dep + 1];
     }
-    if ((op.kind == OpKind::kSend || op.kind == OpKind::kRecv) && (op.peer < 0 || op.peer >= num_ranks)) {
+    if ((op.kind == OpKind::kSend || op.kind == OpKind::kRecv) &&
+        (op.peer < 0 || op.peer >= num_ranks)) {
       return Status::Invalid(where(i) + ": peer out of range");
     }
     const int stream = static_cast<int>(op.stream);
@@ -37,7 +41,8 @@ Result<ReplayProgram> MakeReplayProgram(const RankProgram& prog, int64_t rank, i
 
     ReplayOp& out = st.ops[i];
     out.kind = op.kind;
-    out.stream_phase = static_cast<uint8_t>(static_cast<uint8_t>(op.stream) | (static_cast<uint8_t>(op.phase) << 2));
+    out.stream_phase = static_cast<uint8_t>(static_cast<uint8_t>(op.stream) |
+                                            (static_cast<uint8_t>(op.phase) << 2));
     out.kernels = op.kernels;
     switch (op.kind) {
       case OpKind::kCompute:
@@ -70,7 +75,8 @@ Result<ReplayProgram> MakeReplayProgram(const RankProgram& prog, int64_t rank, i
   std::vector<int32_t> fill(count.begin(), count.end() - 1);
   for (size_t i = 0; i < ops; ++i) {
     const Op& op = prog.ops[i];
-    for (uint32_t d = 0; d < op.dep_count; ++d) st.dependents[fill[prog.deps[op.dep_begin + d]]++] = static_cast<int32_t>(i);
+    for (uint32_t d = 0; d < op.dep_count; ++d)
+      st.dependents[fill[prog.deps[op.dep_begin + d]]++] = static_cast<int32_t>(i);
   }
   st.dependents_begin = std::move(count);
   return st;

@@ -24,11 +24,12 @@ struct ReplayOp {
   // Compute: FLOPs (Op::flops); merge: bytes of the partial it folds in (its largest received
   // dependency's bytes); messages and collectives: bytes (Op::bytes).
   double value = 0;
-  // Send/Recv: the peer; collectives: the group; compute: Op::cut_rows_per_pair's bits (cut_rows_per_pair()).
+  // Send/Recv: the peer; collectives: the group; compute: Op::cut_rows_per_pair's bits
+  // (cut_rows_per_pair()).
   int32_t peer_or_group = -1;
   OpKind kind = OpKind::kCompute;
-  uint8_t stream_phase = 0;    // stream in the low 2 bits, phase in bit 2
-  uint16_t kernels = 1;        // Op::kernels
+  uint8_t stream_phase = 0;  // stream in the low 2 bits, phase in bit 2
+  uint16_t kernels = 1;      // Op::kernels
   StreamId stream() const { return static_cast<StreamId>(stream_phase & 3); }
   Phase phase() const { return static_cast<Phase>(stream_phase >> 2); }
   float cut_rows_per_pair() const { return std::bit_cast<float>(peer_or_group); }
@@ -40,7 +41,7 @@ static_assert(sizeof(ReplayOp) == 16);
 struct alignas(32) OpState {
   SimTime start = 0;
   SimTime end = 0;
-  int64_t cause = kNoOp;   // packed op whose completion set this op's end, or kNoOp
+  int64_t cause = kNoOp;  // packed op whose completion set this op's end, or kNoOp
   int32_t deps_left = 0;
   // The op after this one on its stream, or -1: read where this op completes (its OpState is in
   // cache then), so advancing a stream does not load a separate per-stream list.
@@ -58,14 +59,16 @@ inline constexpr DepCount kManyDeps = 0xFFFF;
 
 struct ReplayProgram {
   std::vector<ReplayOp> ops;
-  std::vector<OpState> op;  // initial states: deps_left and next_on_stream set
+  std::vector<OpState> op;      // initial states: deps_left and next_on_stream set
   std::vector<DepCount> waits;  // per op: min(deps, kManyDeps) (see DepCount)
-  std::vector<int32_t> dependents_begin, dependents;  // CSR: ops that list op i as a dep
+  std::vector<int32_t> dependents_begin, dependents;        // CSR: ops that list op i as a dep
   int32_t stream_first[kReplayStreams] = {-1, -1, -1, -1};  // per stream, its first op or -1
 };
 
 // The replay form of rank `rank`'s program in a schedule of `num_ranks` ranks. Errors (one line,
-// naming rank and op): deps out of range or not pointing back, a peer out of range. Collective groups are checked by the replay (it knows the groups).
-Result<ReplayProgram> MakeReplayProgram(const RankProgram& program, int64_t rank, int64_t num_ranks);
+// naming rank and op): deps out of range or not pointing back, a peer out of range. Collective
+// groups are checked by the replay (it knows the groups).
+Result<ReplayProgram> MakeReplayProgram(const RankProgram& program, int64_t rank,
+                                        int64_t num_ranks);
 
 }  // namespace meshplan::sim

@@ -19,7 +19,8 @@ struct ReplayView {
   // The expanded schedule's scheme, rank count, layout and groups; its programs are empty.
   Schedule header;
   std::vector<ReplayProgram> ranks;  // per rank, the replay form of its timing view
-  // Per rank, the original ops of view op i: origin[r][begin[r][i] .. begin[r][i + 1]) (coalesce.h).
+  // Per rank, the original ops of view op i: origin[r][begin[r][i] .. begin[r][i + 1])
+  // (coalesce.h).
   std::vector<std::vector<uint32_t>> begin;
   std::vector<std::vector<uint32_t>> origin;
 };

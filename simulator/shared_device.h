@@ -26,7 +26,8 @@ namespace meshplan::sim {
 
 class SharedDevice {
  public:
-  SharedDevice(double concurrent, DeviceSharing sharing) : concurrent_(concurrent), sharing_(sharing) {}
+  SharedDevice(double concurrent, DeviceSharing sharing)
+      : concurrent_(concurrent), sharing_(sharing) {}
 
   // A kernel of (rank, op) starts at `now` with `work_ns` of work at full rate.
   void Start(SimTime now, int32_t rank, int32_t op, double work_ns);

@@ -20,7 +20,9 @@ namespace {
 constexpr int kStreams = kReplayStreams;
 constexpr int64_t kNone = kNoOp;
 
-int64_t Pack(int32_t rank, int32_t op) { return (static_cast<int64_t>(rank) << 32) | static_cast<uint32_t>(op); }
+int64_t Pack(int32_t rank, int32_t op) {
+  return (static_cast<int64_t>(rank) << 32) | static_cast<uint32_t>(op);
+}
 int32_t RankOf(int64_t packed) { return static_cast<int32_t>(packed >> 32); }
 int32_t OpOf(int64_t packed) { return static_cast<int32_t>(packed & 0xFFFFFFFF); }
 
@@ -65,7 +67,7 @@ struct RankState : ReplayProgram {
 struct Collective {
   OpKind kind = OpKind::kAllGather;
   int32_t orbit = 0;
-  int32_t group_size = 0;              // members of each group (the same throughout an orbit)
+  int32_t group_size = 0;  // members of each group (the same throughout an orbit)
   const std::vector<int32_t>* ranks = nullptr;  // per slot, the rank (a group's members in order)
   std::vector<int32_t> ops;  // per slot, the op index on that rank (-1 until arrived)
   int32_t arrived = 0;
@@ -76,11 +78,11 @@ struct Collective {
 struct FlowOwner {
   bool collective = false;
   int32_t src_rank = 0, dst_rank = 0;
-  int32_t send_op = 0;       // p2p
-  int64_t message = 0;       // p2p: index in the receiver's inbox
-  int32_t instance = 0;      // collective
-  int32_t from = 0;          // collective: the sender's slot (dst_rank is the receiver)
-  int32_t step = 0;          // collective ring step
+  int32_t send_op = 0;   // p2p
+  int64_t message = 0;   // p2p: index in the receiver's inbox
+  int32_t instance = 0;  // collective
+  int32_t from = 0;      // collective: the sender's slot (dst_rank is the receiver)
+  int32_t step = 0;      // collective ring step
 };
 
 struct PendingFlow {
@@ -97,16 +99,24 @@ class Replayer {
   // it (Prepare), so that the schedule and the replay's state never both sit in memory whole.
   // `prepared` (may be null): the replay form of every rank's program, made beforehand
   // (ReplayViewSink); the replay takes them and does not read `s`'s programs.
-  Replayer(const Schedule& s, const Topology& t, const std::vector<int64_t>& gpu, DType dtype, const SimOptions& o,
-           const CoalescedSchedule* origin = nullptr, Schedule* owned = nullptr,
-           std::vector<ReplayProgram>* prepared = nullptr)
-      : s_(s), t_(t), gpu_(gpu), dtype_(dtype), options_(o), net_(t), owned_(owned), prepared_(prepared) {
+  Replayer(const Schedule& s, const Topology& t, const std::vector<int64_t>& gpu, DType dtype,
+           const SimOptions& o, const CoalescedSchedule* origin = nullptr,
+           Schedule* owned = nullptr, std::vector<ReplayProgram>* prepared = nullptr)
+      : s_(s),
+        t_(t),
+        gpu_(gpu),
+        dtype_(dtype),
+        options_(o),
+        net_(t),
+        owned_(owned),
+        prepared_(prepared) {
     if (origin != nullptr) SetOrigins(&origin->begin, &origin->origin);
   }
 
   // `s` is the timing view of another schedule: reports name that schedule's ops, view op i of
   // rank r standing for (*origin)[r][(*begin)[r][i] .. (*begin)[r][i + 1]).
-  void SetOrigins(const std::vector<std::vector<uint32_t>>* begin, const std::vector<std::vector<uint32_t>>* origin) {
+  void SetOrigins(const std::vector<std::vector<uint32_t>>* begin,
+                  const std::vector<std::vector<uint32_t>>* origin) {
     begin_ = begin;
     origin_ = origin;
   }
@@ -118,8 +128,8 @@ class Replayer {
 
   // Op times of the schedule the timing view came from: a merged op's time is split over its
   // blocks in order, each taking its own kernel time (scaled to the merged op's, which it sums).
-  std::vector<std::vector<OpTime>> OriginalOpTimes(const Schedule& original,
-                                                   const std::vector<std::vector<OpTime>>& merged) const {
+  std::vector<std::vector<OpTime>> OriginalOpTimes(
+      const Schedule& original, const std::vector<std::vector<OpTime>>& merged) const {
     std::vector<std::vector<OpTime>> out(original.ranks.size());
     for (size_t r = 0; r < original.ranks.size(); ++r) {
       out[r].resize(original.ranks[r].ops.size());
@@ -162,7 +172,8 @@ class Replayer {
       Prefetch();
       now_ = e.time;
       ++events_;
-      if (options_.progress && events_ % kProgressEvents == 0) options_.progress(done_ops_, total_ops);
+      if (options_.progress && events_ % kProgressEvents == 0)
+        options_.progress(done_ops_, total_ops);
       switch (e.kind) {
         case EventKind::kOpDone:
           Complete(e.a, e.b);
@@ -202,14 +213,15 @@ class Replayer {
  private:
   Status Prepare() {
     const int64_t n = s_.num_ranks;
-    if (static_cast<int64_t>(s_.ranks.size()) != n) return Status::Invalid("schedule has a program per rank missing");
+    if (static_cast<int64_t>(s_.ranks.size()) != n)
+      return Status::Invalid("schedule has a program per rank missing");
     if (static_cast<int64_t>(gpu_.size()) != n) {
-      return Status::Invalid("rank-to-GPU map has " + std::to_string(gpu_.size()) + " entries for " +
-                             std::to_string(n) + " ranks");
+      return Status::Invalid("rank-to-GPU map has " + std::to_string(gpu_.size()) +
+                             " entries for " + std::to_string(n) + " ranks");
     }
     if (n != t_.num_gpus()) {
-      return Status::Invalid("schedule has " + std::to_string(n) + " ranks but " + t_.source + " has " +
-                             std::to_string(t_.num_gpus()) + " GPUs");
+      return Status::Invalid("schedule has " + std::to_string(n) + " ranks but " + t_.source +
+                             " has " + std::to_string(t_.num_gpus()) + " GPUs");
     }
     MESHPLAN_RETURN_IF_ERROR(t_.SupportsDType(dtype_));
     block_tokens_ = s_.layout.num_shards > 0 ? s_.layout.KernelBlockTokens() : 1;
@@ -241,27 +253,33 @@ class Replayer {
         if (owned_ != nullptr) owned_->ranks[r] = RankProgram{};  // read for the last time
       }
       st.remaining = static_cast<int64_t>(st.op.size());
-      for (int stream = 0; stream < kStreams; ++stream) st.head_op[stream] = st.stream_first[stream];
+      for (int stream = 0; stream < kStreams; ++stream)
+        st.head_op[stream] = st.stream_first[stream];
       for (size_t i = 0; i < st.ops.size(); ++i) {
         const ReplayOp& op = st.ops[i];
-        if (IsCollective(op.kind) && (op.peer_or_group < 0 || op.peer_or_group >= static_cast<int32_t>(s_.groups.size()))) {
-          return Status::Invalid("rank " + std::to_string(r) + " op " + std::to_string(i) + ": group out of range");
+        if (IsCollective(op.kind) &&
+            (op.peer_or_group < 0 || op.peer_or_group >= static_cast<int32_t>(s_.groups.size()))) {
+          return Status::Invalid("rank " + std::to_string(r) + " op " + std::to_string(i) +
+                                 ": group out of range");
         }
       }
     }
     level_bytes_.assign(static_cast<size_t>(t_.num_levels()), 0.0);
     if (symmetry_ != nullptr) {
-      if (symmetry_->num_ranks() != n) return Status::Invalid("symmetry classes cover another rank count");
+      if (symmetry_->num_ranks() != n)
+        return Status::Invalid("symmetry classes cover another rank count");
       for (int64_t r = 0; r < n; ++r) {
         if (!symmetry_->IsRepresentative(r) && !ranks_[r].op.empty()) {
-          return Status::Invalid("rank " + std::to_string(r) + " is not a representative but has a program");
+          return Status::Invalid("rank " + std::to_string(r) +
+                                 " is not a representative but has a program");
         }
       }
       // The generators as GPU permutations, for the network's link orbits.
       std::vector<std::vector<int64_t>> maps;
       for (int d : symmetry_->Generators()) {
         std::vector<int64_t> image(static_cast<size_t>(n));
-        for (int64_t r = 0; r < n; ++r) image[static_cast<size_t>(gpu_[r])] = gpu_[symmetry_->Apply(d, r)];
+        for (int64_t r = 0; r < n; ++r)
+          image[static_cast<size_t>(gpu_[r])] = gpu_[symmetry_->Apply(d, r)];
         maps.push_back(std::move(image));
       }
       MESHPLAN_RETURN_IF_ERROR(net_.UseSymmetry(maps, symmetry_->ClassSize()));
@@ -294,20 +312,23 @@ class Replayer {
     for (size_t g = 0; g < groups; ++g) {
       const std::vector<int32_t>& members = s_.groups[g];
       const int32_t o = orbit[g];
-      if (orbit_size_[static_cast<size_t>(o)] >= 0 && orbit_size_[static_cast<size_t>(o)] != static_cast<int32_t>(members.size())) {
+      if (orbit_size_[static_cast<size_t>(o)] >= 0 &&
+          orbit_size_[static_cast<size_t>(o)] != static_cast<int32_t>(members.size())) {
         return Status::Invalid("groups of one orbit differ in size");
       }
       orbit_size_[static_cast<size_t>(o)] = static_cast<int32_t>(members.size());
       for (size_t k = 0; k < members.size(); ++k) {
         const int32_t r = members[k];
-        if (r < 0 || r >= static_cast<int32_t>(ranks_.size())) return Status::Invalid("group " + std::to_string(g) + " names no rank");
+        if (r < 0 || r >= static_cast<int32_t>(ranks_.size()))
+          return Status::Invalid("group " + std::to_string(g) + " names no rank");
         if (symmetry_ != nullptr && !symmetry_->IsRepresentative(r)) continue;
         int32_t slot = static_cast<int32_t>(k);
         if (symmetry_ != nullptr) {
           slot = static_cast<int32_t>(orbit_ranks_storage_[static_cast<size_t>(o)].size());
           orbit_ranks_storage_[static_cast<size_t>(o)].push_back(r);
         }
-        ranks_[static_cast<size_t>(r)].memberships.push_back({o, static_cast<int32_t>(g), static_cast<int32_t>(k), slot});
+        ranks_[static_cast<size_t>(r)].memberships.push_back(
+            {o, static_cast<int32_t>(g), static_cast<int32_t>(k), slot});
       }
     }
     return Status::Ok();
@@ -322,7 +343,9 @@ class Replayer {
   }
 
   // Flows, and bytes, that one started flow stands for (its images under the symmetry).
-  double Images() const { return symmetry_ == nullptr ? 1.0 : static_cast<double>(symmetry_->ClassSize()); }
+  double Images() const {
+    return symmetry_ == nullptr ? 1.0 : static_cast<double>(symmetry_->ClassSize());
+  }
 
   // Starts loading the state the next op completions will touch while this event is handled, in
   // two stages: for the event after next, its op's state and the start of its dependents list;
@@ -346,13 +369,15 @@ class Replayer {
     __builtin_prefetch(&st.dependents_begin[after->b]);
     // An op with no dependents may begin at dependents.size(): no element to prefetch there.
     const size_t first_dependent = static_cast<size_t>(st.dependents_begin[after->b]);
-    if (first_dependent < st.dependents.size()) __builtin_prefetch(st.dependents.data() + first_dependent);
+    if (first_dependent < st.dependents.size())
+      __builtin_prefetch(st.dependents.data() + first_dependent);
   }
   static constexpr int32_t kPrefetchDependents = 16;
 
   void ScheduleChangedFlows() {
     for (int32_t id : net_.TakeChanged()) {
-      if (net_.active(id)) queue_.Push(net_.FinishTime(id, now_), EventKind::kFlowDone, id, 0, net_.version(id));
+      if (net_.active(id))
+        queue_.Push(net_.FinishTime(id, now_), EventKind::kFlowDone, id, 0, net_.version(id));
     }
   }
 
@@ -448,7 +473,9 @@ class Replayer {
     RescheduleDevice(device);
   }
   void EndCopyOnDevice(int32_t id) {
-    if (!copies_take_compute_ || static_cast<size_t>(id) >= copy_device_.size() || copy_device_[id] < 0) return;
+    if (!copies_take_compute_ || static_cast<size_t>(id) >= copy_device_.size() ||
+        copy_device_[id] < 0)
+      return;
     const int64_t device = copy_device_[id];
     copy_device_[id] = -1;
     devices_[device].EndCopy(now_);
@@ -521,7 +548,8 @@ class Replayer {
       pending_.emplace_back();
     }
     pending_[slot] = PendingFlow{src_gpu, dst_gpu, bytes, owner};
-    queue_.Push(now_ + FromSeconds(t_.RouteLatencySeconds(level, src_gpu, dst_gpu)), EventKind::kFlowStart, slot);
+    queue_.Push(now_ + FromSeconds(t_.RouteLatencySeconds(level, src_gpu, dst_gpu)),
+                EventKind::kFlowStart, slot);
   }
 
   void StartSend(int32_t r, int32_t i, const ReplayOp& op) {
@@ -561,7 +589,8 @@ class Replayer {
     if (symmetry_ != nullptr && !symmetry_->IsRepresentative(owner.dst_rank)) {
       FlowOwner moved = owner;
       moved.dst_rank = static_cast<int32_t>(symmetry_->Representative(owner.dst_rank));
-      const int32_t seen_from = static_cast<int32_t>(symmetry_->InFrameOf(owner.dst_rank, owner.src_rank));
+      const int32_t seen_from =
+          static_cast<int32_t>(symmetry_->InFrameOf(owner.dst_rank, owner.src_rank));
       Inbox& in = InboxOf(moved.dst_rank, seen_from);
       Arrive(in, moved);
       return;
@@ -591,7 +620,8 @@ class Replayer {
     const int32_t orbit = orbit_of_group_[static_cast<size_t>(group)];
     const RankState::Membership* member = MembershipOf(r, orbit);
     if (member == nullptr || member->group != group) {
-      error_ = "rank " + std::to_string(r) + " op " + std::to_string(i) + " is not a member of its collective's group";
+      error_ = "rank " + std::to_string(r) + " op " + std::to_string(i) +
+               " is not a member of its collective's group";
       return;
     }
     const int64_t seq = NextIndex(ranks_[r].collectives, orbit);
@@ -671,14 +701,16 @@ class Replayer {
   void ChunkArrived(const FlowOwner& owner, double bytes) {
     Collective& c = collectives_[owner.instance];
     const int32_t p = c.group_size;
-    const int32_t receiver = symmetry_ == nullptr ? owner.dst_rank
-                                                  : static_cast<int32_t>(symmetry_->Representative(owner.dst_rank));
+    const int32_t receiver = symmetry_ == nullptr
+                                 ? owner.dst_rank
+                                 : static_cast<int32_t>(symmetry_->Representative(owner.dst_rank));
     const RankState::Membership& member = *MembershipOf(receiver, c.orbit);
     ++c.sent[owner.from];
     ++c.received[member.slot];
     if (c.kind != OpKind::kAllToAll && owner.step + 1 < p - 1) {
       const std::vector<int32_t>& members = s_.groups[static_cast<size_t>(member.group)];
-      SendChunk(owner.instance, member.slot, members[static_cast<size_t>((member.index + 1) % p)], owner.step + 1, bytes);
+      SendChunk(owner.instance, member.slot, members[static_cast<size_t>((member.index + 1) % p)],
+                owner.step + 1, bytes);
     }
     for (int32_t m : {owner.from, member.slot}) {
       if (c.sent[m] == p - 1 && c.received[m] == p - 1) CompleteMember(owner.instance, m);
@@ -718,7 +750,8 @@ class Replayer {
     for (size_t r = 0; r < ranks_.size(); ++r) {
       const RankState& st = ranks_[r];
       for (const OpState& o : st.op) last[r] = std::max(last[r], o.end);
-      if (symmetry_ != nullptr) last[r] = last[static_cast<size_t>(symmetry_->Representative(static_cast<int64_t>(r)))];
+      if (symmetry_ != nullptr)
+        last[r] = last[static_cast<size_t>(symmetry_->Representative(static_cast<int64_t>(r)))];
       total = std::max(total, last[r]);
       if (st.remaining > 0) {
         stuck = true;
@@ -733,7 +766,10 @@ class Replayer {
     out.ranks.resize(ranks_.size());
     for (size_t r = 0; r < ranks_.size(); ++r) {
       // A rank outside the representatives does what its representative does.
-      const size_t from = symmetry_ == nullptr ? r : static_cast<size_t>(symmetry_->Representative(static_cast<int64_t>(r)));
+      const size_t from =
+          symmetry_ == nullptr
+              ? r
+              : static_cast<size_t>(symmetry_->Representative(static_cast<int64_t>(r)));
       RankStats& rs = out.ranks[r];
       rs.compute_s = ToSeconds(ranks_[from].compute_busy);
       rs.exposed_comm_s = ToSeconds(last[r]) - rs.compute_s;
@@ -744,13 +780,15 @@ class Replayer {
       LevelStats ls;
       ls.name = t_.levels[l].name;
       ls.bytes = level_bytes_[l];
-      const double capacity = static_cast<double>(t_.num_gpus()) * t_.levels[l].bandwidth_bytes_per_s * out.total_s;
+      const double capacity =
+          static_cast<double>(t_.num_gpus()) * t_.levels[l].bandwidth_bytes_per_s * out.total_s;
       ls.utilization = capacity > 0 ? ls.bytes / capacity : 0.0;
       const FlowNetwork::LinkLoad busiest = net_.BusiestRouteLink(l);
       if (busiest.bytes > 0) {
         ls.busiest_link = busiest.name;
         ls.busiest_link_bytes = busiest.bytes;
-        ls.busiest_link_utilization = out.total_s > 0 ? busiest.bytes / (busiest.bytes_per_s * out.total_s) : 0.0;
+        ls.busiest_link_utilization =
+            out.total_s > 0 ? busiest.bytes / (busiest.bytes_per_s * out.total_s) : 0.0;
       }
       out.levels.push_back(ls);
     }
@@ -760,7 +798,8 @@ class Replayer {
       for (size_t r = 0; r < ranks_.size(); ++r) {
         auto& times = out.op_times[r];
         times.resize(ranks_[r].op.size());
-        for (size_t i = 0; i < times.size(); ++i) times[i] = {ranks_[r].op[i].start, ranks_[r].op[i].end};
+        for (size_t i = 0; i < times.size(); ++i)
+          times[i] = {ranks_[r].op[i].start, ranks_[r].op[i].end};
       }
     }
     return out;
@@ -848,21 +887,26 @@ class Replayer {
     };
     auto describe = [&](int64_t packed, bool last_block) {
       const ReplayOp& op = ranks_[RankOf(packed)].ops[OpOf(packed)];
-      return "rank " + std::to_string(RankOf(packed)) + " op " + std::to_string(original(packed, last_block)) + " (" +
-             std::string(op.phase() == Phase::kForward ? "fwd " : "bwd ") + std::string(OpKindName(op.kind)) + ")";
+      return "rank " + std::to_string(RankOf(packed)) + " op " +
+             std::to_string(original(packed, last_block)) + " (" +
+             std::string(op.phase() == Phase::kForward ? "fwd " : "bwd ") +
+             std::string(OpKindName(op.kind)) + ")";
     };
     char buffer[128];
-    std::string text = std::to_string(ops) + " ops from " + describe(first, false) + " to " + describe(last, true) + ": ";
-    std::snprintf(buffer, sizeof buffer, "compute %.3f ms (%lld blocks)", compute_s * 1e3, static_cast<long long>(computes));
+    std::string text = std::to_string(ops) + " ops from " + describe(first, false) + " to " +
+                       describe(last, true) + ": ";
+    std::snprintf(buffer, sizeof buffer, "compute %.3f ms (%lld blocks)", compute_s * 1e3,
+                  static_cast<long long>(computes));
     text += buffer;
     if (merges > 0) {
-      std::snprintf(buffer, sizeof buffer, ", merges %.3f ms (%lld)", merge_s * 1e3, static_cast<long long>(merges));
+      std::snprintf(buffer, sizeof buffer, ", merges %.3f ms (%lld)", merge_s * 1e3,
+                    static_cast<long long>(merges));
       text += buffer;
     }
     for (int l = 0; l < t_.num_levels(); ++l) {
       if (p2p[l] == 0) continue;
-      std::snprintf(buffer, sizeof buffer, ", transfers over %s %.3f ms (%lld)", t_.levels[l].name.c_str(),
-                    p2p_s[l] * 1e3, static_cast<long long>(p2p[l]));
+      std::snprintf(buffer, sizeof buffer, ", transfers over %s %.3f ms (%lld)",
+                    t_.levels[l].name.c_str(), p2p_s[l] * 1e3, static_cast<long long>(p2p[l]));
       text += buffer;
     }
     if (collectives > 0) {
@@ -879,7 +923,7 @@ class Replayer {
   DType dtype_;
   SimOptions options_;
   FlowNetwork net_;
-  const std::vector<std::vector<uint32_t>>* begin_ = nullptr;   // null unless a view (SetOrigins)
+  const std::vector<std::vector<uint32_t>>* begin_ = nullptr;  // null unless a view (SetOrigins)
   const std::vector<std::vector<uint32_t>>* origin_ = nullptr;
   const RankSymmetry* symmetry_ = nullptr;  // null: every rank replayed
   Schedule* owned_ = nullptr;
@@ -890,9 +934,10 @@ class Replayer {
   int64_t block_tokens_ = 1;
   double ns_per_flop_ = 0, ns_per_backward_flop_ = 0, launch_ns_ = 0, cut_row_extra_pairs_ = 0;
   int64_t ranks_per_device_ = 1;
-  std::vector<SharedDevice> devices_;  // when ranks_per_device_ > 1: by device (GPU slot / ranks_per_device_)
-  bool copies_take_compute_ = false;   // ranks_per_device_ > 1 and GpuSpec::copies_take_compute
-  std::vector<int64_t> copy_device_;   // by flow id: the device it is a copy on, or -1
+  std::vector<SharedDevice>
+      devices_;  // when ranks_per_device_ > 1: by device (GPU slot / ranks_per_device_)
+  bool copies_take_compute_ = false;  // ranks_per_device_ > 1 and GpuSpec::copies_take_compute
+  std::vector<int64_t> copy_device_;  // by flow id: the device it is a copy on, or -1
   std::vector<RankState> ranks_;
   std::vector<PendingFlow> pending_;
   std::vector<int32_t> free_pending_;
@@ -901,8 +946,9 @@ class Replayer {
                                         // while references to earlier ones are in use
   std::unordered_map<int64_t, int32_t> open_collectives_;  // (orbit, call) -> collectives_ index
   std::vector<int32_t> orbit_of_group_, orbit_size_;
-  const std::vector<std::vector<int32_t>>* orbit_ranks_ = nullptr;  // per orbit, the ranks its calls wait for
-  std::vector<std::vector<int32_t>> orbit_ranks_storage_;            // with symmetry: the representatives
+  const std::vector<std::vector<int32_t>>* orbit_ranks_ =
+      nullptr;  // per orbit, the ranks its calls wait for
+  std::vector<std::vector<int32_t>> orbit_ranks_storage_;  // with symmetry: the representatives
   std::vector<double> level_bytes_;
   std::string error_;
 };
@@ -910,7 +956,8 @@ class Replayer {
 }  // namespace
 
 Result<SimResult> Simulate(const Schedule& schedule, const Topology& topology,
-                           const std::vector<int64_t>& rank_to_gpu, DType dtype, const SimOptions& options) {
+                           const std::vector<int64_t>& rank_to_gpu, DType dtype,
+                           const SimOptions& options) {
   if (options.coalesce_compute && topology.gpu.ranks_per_device <= 1) {
     CoalescedSchedule view = CoalesceCompute(schedule);
     if (view.merged_ops > 0) {
@@ -926,8 +973,9 @@ Result<SimResult> Simulate(const Schedule& schedule, const Topology& topology,
   return replayer.Run();
 }
 
-Result<SimResult> Simulate(Schedule&& schedule, const Topology& topology, const std::vector<int64_t>& rank_to_gpu,
-                           DType dtype, const SimOptions& options) {
+Result<SimResult> Simulate(Schedule&& schedule, const Topology& topology,
+                           const std::vector<int64_t>& rank_to_gpu, DType dtype,
+                           const SimOptions& options) {
   if (!options.coalesce_compute || options.record_op_times || topology.gpu.ranks_per_device > 1) {
     const Schedule kept = std::move(schedule);
     return Simulate(kept, topology, rank_to_gpu, dtype, options);
@@ -937,21 +985,25 @@ Result<SimResult> Simulate(Schedule&& schedule, const Topology& topology, const 
 }
 
 Result<SimResult> SimulateView(CoalescedSchedule&& view, const Topology& topology,
-                               const std::vector<int64_t>& rank_to_gpu, DType dtype, const SimOptions& options) {
+                               const std::vector<int64_t>& rank_to_gpu, DType dtype,
+                               const SimOptions& options) {
   if (options.record_op_times) return Status::Invalid("a timing view replays without op times");
-  if (topology.gpu.ranks_per_device > 1) return Status::Invalid("no timing view on devices that ranks share");
+  if (topology.gpu.ranks_per_device > 1)
+    return Status::Invalid("no timing view on devices that ranks share");
   CoalescedSchedule kept = std::move(view);
   Replayer replayer(kept.schedule, topology, rank_to_gpu, dtype, options, &kept, &kept.schedule);
   return replayer.Run();
 }
 
 Result<SimResult> SimulateReplayView(ReplayView&& view, const Topology& topology,
-                                     const std::vector<int64_t>& rank_to_gpu, DType dtype, const SimOptions& options,
-                                     const RankSymmetry* symmetry) {
+                                     const std::vector<int64_t>& rank_to_gpu, DType dtype,
+                                     const SimOptions& options, const RankSymmetry* symmetry) {
   if (options.record_op_times) return Status::Invalid("a timing view replays without op times");
-  if (topology.gpu.ranks_per_device > 1) return Status::Invalid("no timing view on devices that ranks share");
+  if (topology.gpu.ranks_per_device > 1)
+    return Status::Invalid("no timing view on devices that ranks share");
   ReplayView kept = std::move(view);
-  Replayer replayer(kept.header, topology, rank_to_gpu, dtype, options, nullptr, nullptr, &kept.ranks);
+  Replayer replayer(kept.header, topology, rank_to_gpu, dtype, options, nullptr, nullptr,
+                    &kept.ranks);
   replayer.SetOrigins(&kept.begin, &kept.origin);
   replayer.SetSymmetry(symmetry);
   return replayer.Run();

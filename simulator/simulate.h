@@ -45,9 +45,9 @@ struct OpTime {
 };
 
 struct RankStats {
-  double compute_s = 0;        // compute-stream busy time (computes and merges)
-  double exposed_comm_s = 0;   // rank's last op end - compute_s: time its compute stream waited
-  double idle_s = 0;           // total - rank's last op end: waiting for the slowest rank
+  double compute_s = 0;       // compute-stream busy time (computes and merges)
+  double exposed_comm_s = 0;  // rank's last op end - compute_s: time its compute stream waited
+  double idle_s = 0;          // total - rank's last op end: waiting for the slowest rank
   double bytes_sent = 0;
 };
 
@@ -67,9 +67,9 @@ struct SimResult {
   double total_s = 0;
   std::vector<RankStats> ranks;
   std::vector<LevelStats> levels;
-  std::string critical_path;   // the chain of ops that set the end time, summarised in words
-  int64_t events = 0;          // events processed
-  int64_t flows = 0;           // point-to-point flows simulated (collectives decomposed)
+  std::string critical_path;  // the chain of ops that set the end time, summarised in words
+  int64_t events = 0;         // events processed
+  int64_t flows = 0;          // point-to-point flows simulated (collectives decomposed)
   std::vector<std::vector<OpTime>> op_times;  // [rank][op], when options.record_op_times
 };
 
@@ -82,8 +82,9 @@ Result<SimResult> Simulate(const Schedule& schedule, const Topology& topology,
 // The same, consuming the schedule: without op times (options.record_op_times false) the timing
 // view is made rank by rank while the schedule's programs are freed, so that a large schedule and
 // its view never both sit in memory.
-Result<SimResult> Simulate(Schedule&& schedule, const Topology& topology, const std::vector<int64_t>& rank_to_gpu,
-                           DType dtype, const SimOptions& options = {});
+Result<SimResult> Simulate(Schedule&& schedule, const Topology& topology,
+                           const std::vector<int64_t>& rank_to_gpu, DType dtype,
+                           const SimOptions& options = {});
 
 // Replays a timing view made beforehand, e.g. rank by rank during the expansion
 // (CoalescingSink, coalesce.h), so that the full schedule never existed: the result is that of
@@ -100,10 +101,11 @@ Result<SimResult> SimulateView(CoalescedSchedule&& view, const Topology& topolog
 // With `symmetry` (rank_symmetry.h; the caller verified it, and only representatives have
 // programs in `view`), only representatives are replayed and every other rank reports its
 // representative's statistics; level bytes and flow counts count every rank's; events are those
-// processed. Errors also: groups the symmetry does not map (MapGroups), a network it does not map onto
-// itself (FlowNetwork::UseSymmetry).
+// processed. Errors also: groups the symmetry does not map (MapGroups), a network it does not map
+// onto itself (FlowNetwork::UseSymmetry).
 Result<SimResult> SimulateReplayView(ReplayView&& view, const Topology& topology,
                                      const std::vector<int64_t>& rank_to_gpu, DType dtype,
-                                     const SimOptions& options = {}, const RankSymmetry* symmetry = nullptr);
+                                     const SimOptions& options = {},
+                                     const RankSymmetry* symmetry = nullptr);
 
 }  // namespace meshplan::sim

@@ -3,9 +3,9 @@
 #include <memory>
 #include <vector>
 
+#include "planner/schemes/registry.h"
 #include "planner/strategy.h"
 #include "simulator/simulate.h"
-#include "planner/schemes/registry.h"
 
 namespace meshplan::sim {
 
@@ -16,14 +16,17 @@ Result<double> SimulatedSeconds(const planner::PlanContext& ctx, const SchemePar
   MESHPLAN_RETURN_IF_ERROR(ValidatePlacement(dims, params.placement));
   const Placement placement(dims, params.placement);
   std::vector<int64_t> rank_to_gpu(static_cast<size_t>(schedule.num_ranks));
-  for (int64_t r = 0; r < schedule.num_ranks; ++r) rank_to_gpu[static_cast<size_t>(r)] = placement.GpuOf(r);
+  for (int64_t r = 0; r < schedule.num_ranks; ++r)
+    rank_to_gpu[static_cast<size_t>(r)] = placement.GpuOf(r);
   SimOptions options;
   options.record_op_times = false;
-  MESHPLAN_ASSIGN_OR_RETURN(auto result, Simulate(schedule, ctx.topology, rank_to_gpu, ctx.workload.dtype, options));
+  MESHPLAN_ASSIGN_OR_RETURN(
+      auto result, Simulate(schedule, ctx.topology, rank_to_gpu, ctx.workload.dtype, options));
   return result.total_s;
 }
 
-Result<double> SimulationTimer::Seconds(const planner::PlanContext& ctx, const SchemeParams& params) {
+Result<double> SimulationTimer::Seconds(const planner::PlanContext& ctx,
+                                        const SchemeParams& params) {
   ++calls_;
   if (before_replay_) before_replay_(calls_);
   return SimulatedSeconds(ctx, params);

@@ -24,7 +24,8 @@ class SimulationTimer : public planner::PlanTimer {
   // Called before each replay with the call's number, counting from 1 (e.g. to show progress).
   using BeforeReplay = std::function<void(int call)>;
 
-  explicit SimulationTimer(BeforeReplay before_replay = {}) : before_replay_(std::move(before_replay)) {}
+  explicit SimulationTimer(BeforeReplay before_replay = {})
+      : before_replay_(std::move(before_replay)) {}
   Result<double> Seconds(const planner::PlanContext& ctx, const SchemeParams& params) override;
 
  private:

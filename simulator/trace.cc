@@ -77,7 +77,8 @@ std::string TraceOpName(const Op& op) {
   return name;
 }
 
-std::string ChromeTrace(const Schedule& schedule, const SimResult& result, const std::vector<int64_t>& rank_to_gpu,
+std::string ChromeTrace(const Schedule& schedule, const SimResult& result,
+                        const std::vector<int64_t>& rank_to_gpu,
                         const std::vector<int64_t>& only_ranks) {
   std::vector<int64_t> ranks = only_ranks;
   if (ranks.empty()) {

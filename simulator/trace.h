@@ -24,7 +24,8 @@ namespace meshplan::sim {
 // and ops; empty: every rank.
 // REQUIRES: result.op_times[r].size() == schedule.ranks[r].ops.size() for every rank (replay with
 // SimOptions::record_op_times) and rank_to_gpu.size() == schedule.ranks.size().
-std::string ChromeTrace(const Schedule& schedule, const SimResult& result, const std::vector<int64_t>& rank_to_gpu,
+std::string ChromeTrace(const Schedule& schedule, const SimResult& result,
+                        const std::vector<int64_t>& rank_to_gpu,
                         const std::vector<int64_t>& only_ranks = {});
 
 // Ranks a trace holds unless told otherwise (SimulateFlags --trace-ranks): a 1024-rank Mesh trace

@@ -12,11 +12,11 @@
 #include "core/atomic_file.h"
 #include "core/units.h"
 #include "executor/host_memory.h"
+#include "planner/schemes/registry.h"
 #include "report/bench_report.h"
 #include "tools/cli_common.h"
 #include "tools/commands.h"
 #include "tools/execute_run.h"
-#include "planner/schemes/registry.h"
 
 namespace meshplan::tools {
 namespace {
@@ -25,7 +25,7 @@ struct BenchFlags {
   std::string topology = "dgx-h100-4gpu";
   std::string schemes;
   WorkloadFlags workload;  // --seq and --mask hold lists here
-  ExecuteFlags run;        // backend, transport, dtype, kernels, devices, seed, repeat, timeouts, memory
+  ExecuteFlags run;  // backend, transport, dtype, kernels, devices, seed, repeat, timeouts, memory
   std::string format = "table";
   std::string out;
   std::string charts;
@@ -46,18 +46,23 @@ Result<std::vector<capacity::BenchMask>> ParseMasks(const std::string& text) {
 // Flags into a bench: every flag is checked before anything runs.
 Result<capacity::BenchSpec> MakeSpec(BenchFlags& flags, report::BenchContext* context) {
   MESHPLAN_RETURN_IF_ERROR(CheckFormat(flags.format, {"table", "csv", "json"}));
-  if (flags.run.transport.empty()) flags.run.transport = flags.run.backend == "cuda" ? "local" : "threads";
+  if (flags.run.transport.empty())
+    flags.run.transport = flags.run.backend == "cuda" ? "local" : "threads";
   if (flags.run.transport == "mpi") {
-    return Status::Invalid("--transport: mpi is not available to bench (every rank runs in this process; use "
-                           "meshplan execute --transport mpi for one plan)");
+    return Status::Invalid(
+        "--transport: mpi is not available to bench (every rank runs in this process; use "
+        "meshplan execute --transport mpi for one plan)");
   }
   MESHPLAN_RETURN_IF_ERROR(CheckFlags(flags.run));
-  if (!flags.out.empty()) MESHPLAN_RETURN_IF_ERROR(CheckWritableOutput(flags.out).WithContext("--out"));
+  if (!flags.out.empty())
+    MESHPLAN_RETURN_IF_ERROR(CheckWritableOutput(flags.out).WithContext("--out"));
   capacity::BenchSpec spec;
   auto topology = LoadTopologyFlag(flags.topology);
   if (!topology.ok()) return topology.status();
   spec.topology = std::move(topology).value();
-  MESHPLAN_ASSIGN_OR_RETURN(auto fields, flags.workload.Fields([](const std::string& flag) { return flag != "--seq" && flag != "--mask"; }));
+  MESHPLAN_ASSIGN_OR_RETURN(auto fields, flags.workload.Fields([](const std::string& flag) {
+    return flag != "--seq" && flag != "--mask";
+  }));
   spec.base = fields.ApplyTo(Workload::Default());
   MESHPLAN_ASSIGN_OR_RETURN(auto seq, capacity::ParseCountList(flags.workload.seq, "--seq"));
   spec.seq_lens = seq;
@@ -82,18 +87,20 @@ Result<capacity::BenchSpec> MakeSpec(BenchFlags& flags, report::BenchContext* co
     MESHPLAN_RETURN_IF_ERROR(PrepareCuda(flags.run, plan, &prepared));
     spec.config = prepared.config;
     spec.config.run.recv_timeout = Timeout(flags.run);
-    run_line = "backend cuda, transport " + flags.run.transport + ", " + std::to_string(ranks) + " ranks; " +
-               prepared.precision;
+    run_line = "backend cuda, transport " + flags.run.transport + ", " + std::to_string(ranks) +
+               " ranks; " + prepared.precision;
   }
   MESHPLAN_ASSIGN_OR_RETURN(auto budget, HostBudgetOf(flags.run, ranks));
   spec.memory_limit_bytes = budget.limit_bytes;
   spec.memory_limit_source = budget.limit_source;
   Workload shown = spec.base;
-  context->topology = spec.topology.name + " (" + std::to_string(ranks) + " x " + spec.topology.gpu.model + ")";
+  context->topology =
+      spec.topology.name + " (" + std::to_string(ranks) + " x " + spec.topology.gpu.model + ")";
   context->run = run_line;
-  context->workload = "batch " + std::to_string(shown.batch) + ", " + std::to_string(shown.q_heads) + "/" +
-                      std::to_string(shown.kv_heads) + " heads of " + std::to_string(shown.head_dim) + ", " +
-                      std::string(DTypeName(shown.dtype)) + ", " + std::string(PassName(shown.pass));
+  context->workload =
+      "batch " + std::to_string(shown.batch) + ", " + std::to_string(shown.q_heads) + "/" +
+      std::to_string(shown.kv_heads) + " heads of " + std::to_string(shown.head_dim) + ", " +
+      std::string(DTypeName(shown.dtype)) + ", " + std::string(PassName(shown.pass));
   context->repeat = spec.repeat;
   return spec;
 }
@@ -106,10 +113,12 @@ int RunBenchCommand(BenchFlags& flags) {
   if (!flags.quiet) {
     progress = [](const capacity::BenchRow& row, int64_t done, int64_t total) {
       std::string what = std::string(capacity::BenchOutcomeName(row.outcome));
-      if (row.outcome == capacity::BenchOutcome::kRan) what += " in " + FormatSeconds(row.median_s) + " (median)";
-      std::fprintf(stderr, "meshplan: bench: %lld/%lld %s %s %s: %s\n", static_cast<long long>(done),
-                   static_cast<long long>(total), row.mask.c_str(), FormatCount(row.seq_len).c_str(),
-                   std::string(SchemeName(row.scheme)).c_str(), what.c_str());
+      if (row.outcome == capacity::BenchOutcome::kRan)
+        what += " in " + FormatSeconds(row.median_s) + " (median)";
+      std::fprintf(stderr, "meshplan: bench: %lld/%lld %s %s %s: %s\n",
+                   static_cast<long long>(done), static_cast<long long>(total), row.mask.c_str(),
+                   FormatCount(row.seq_len).c_str(), std::string(SchemeName(row.scheme)).c_str(),
+                   what.c_str());
       std::fflush(stderr);
     };
   }
@@ -127,10 +136,11 @@ int RunBenchCommand(BenchFlags& flags) {
     if (Status st = report::WriteBenchCharts(*rows, flags.charts); !st.ok()) return ReportError(st);
   }
   int failed = 0;
-  for (const capacity::BenchRow& row : *rows) failed += row.outcome == capacity::BenchOutcome::kFailed;
+  for (const capacity::BenchRow& row : *rows)
+    failed += row.outcome == capacity::BenchOutcome::kFailed;
   if (failed > 0) {
-    std::fprintf(stderr, "meshplan: error: bench: %d point%s failed (see the table's notes)\n", failed,
-                 failed == 1 ? "" : "s");
+    std::fprintf(stderr, "meshplan: error: bench: %d point%s failed (see the table's notes)\n",
+                 failed, failed == 1 ? "" : "s");
     return kExitFailure;
   }
   return kExitOk;
@@ -146,38 +156,51 @@ Runner RegisterBenchCommand(CLI::App& app) {
   flags->workload.kv_heads = "4";
   flags->workload.head_dim = "32";
   flags->run.repeat = "3";
-  CLI::App* cmd = app.add_subcommand(
-      "bench",
-      "Run every scheme's best plan over masks x sequence lengths for real and report TFLOP/s per rank and peak "
-      "memory, measured next to predicted (table, CSV, JSON, SVG charts)");
-  cmd->add_option("--topology,-t", flags->topology,
-                  "Cluster the plans are made and predicted on, every GPU a rank: a TOML file (e.g. from "
-                  "meshplan calibrate) or a shipped cluster's name")
+  CLI::App* cmd =
+      app.add_subcommand("bench",
+                         "Run every scheme's best plan over masks x sequence lengths for real and "
+                         "report TFLOP/s per rank and peak "
+                         "memory, measured next to predicted (table, CSV, JSON, SVG charts)");
+  cmd->add_option(
+         "--topology,-t", flags->topology,
+         "Cluster the plans are made and predicted on, every GPU a rank: a TOML file (e.g. from "
+         "meshplan calibrate) or a shipped cluster's name")
       ->capture_default_str();
   cmd->add_option("--schemes", flags->schemes,
                   "Comma-separated schemes (default: every scheme with a valid plan): " +
                       planner::SchemeNamesText() + " (meshplan plan --list-schemes)");
   flags->workload.Register(*cmd);
-  cmd->get_option("--seq")->description("Sequence lengths: list and ranges, e.g. 1K,2K,4K or 1K..16K (doubling)");
-  cmd->get_option("--mask")->description("Masks, comma-separated: full, causal, window:W, docs:FILE");
-  cmd->add_option("--repeat", flags->run.repeat,
-                  "Timed runs per point (1 to 1000; one untimed warm-up run first when more than 1)")
+  cmd->get_option("--seq")->description(
+      "Sequence lengths: list and ranges, e.g. 1K,2K,4K or 1K..16K (doubling)");
+  cmd->get_option("--mask")->description(
+      "Masks, comma-separated: full, causal, window:W, docs:FILE");
+  cmd->add_option(
+         "--repeat", flags->run.repeat,
+         "Timed runs per point (1 to 1000; one untimed warm-up run first when more than 1)")
       ->capture_default_str();
-  cmd->add_option("--seed", flags->run.seed, "Seed of the random inputs (generated per rank)")->capture_default_str();
-  cmd->add_option("--backend", flags->run.backend, "cpu, or cuda (GPU kernels)")->capture_default_str();
-  cmd->add_option("--transport", flags->run.transport, "cpu: threads (default); cuda: local (default) or nccl");
-  cmd->add_option("--kernels", flags->run.kernels, "cuda: auto, cudnn, tensor or simt")->capture_default_str();
-  cmd->add_option("--devices", flags->run.devices, "cuda, transport local: GPUs the ranks spread over (0: all)")
+  cmd->add_option("--seed", flags->run.seed, "Seed of the random inputs (generated per rank)")
       ->capture_default_str();
-  cmd->add_option("--timeout-s", flags->run.timeout_s, "A receive waiting longer than this fails the point (s)")
+  cmd->add_option("--backend", flags->run.backend, "cpu, or cuda (GPU kernels)")
       ->capture_default_str();
-  cmd->add_option("--max-memory", flags->run.max_memory,
-                  "Host memory a point may use (e.g. 16G); points that need more are skipped, saying why "
-                  "(default: the memory available now)");
+  cmd->add_option("--transport", flags->run.transport,
+                  "cpu: threads (default); cuda: local (default) or nccl");
+  cmd->add_option("--kernels", flags->run.kernels, "cuda: auto, cudnn, tensor or simt")
+      ->capture_default_str();
+  cmd->add_option("--devices", flags->run.devices,
+                  "cuda, transport local: GPUs the ranks spread over (0: all)")
+      ->capture_default_str();
+  cmd->add_option("--timeout-s", flags->run.timeout_s,
+                  "A receive waiting longer than this fails the point (s)")
+      ->capture_default_str();
+  cmd->add_option(
+      "--max-memory", flags->run.max_memory,
+      "Host memory a point may use (e.g. 16G); points that need more are skipped, saying why "
+      "(default: the memory available now)");
   cmd->add_option("--format", flags->format, "Output: table, csv or json")->capture_default_str();
   cmd->add_option("--out,-o", flags->out, "Write the output to this file instead of stdout");
   cmd->add_option("--charts", flags->charts,
-                  "Write SVG charts (TFLOP/s and peak memory per rank vs sequence length, one per mask) into this "
+                  "Write SVG charts (TFLOP/s and peak memory per rank vs sequence length, one per "
+                  "mask) into this "
                   "directory");
   cmd->add_flag("--quiet,-q", flags->quiet, "No progress messages on stderr");
   return [flags] { return RunBenchCommand(*flags); };

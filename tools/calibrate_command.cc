@@ -36,16 +36,20 @@ struct CalibrateFlags {
 Status CheckFlags(const CalibrateFlags& f) {
   if (f.backend == "cuda") {
     if (!CudaBackendBuilt()) {
-      return Status::Invalid("--backend: backend 'cuda' is not built in this binary (it was built without the CUDA "
-                             "toolkit)");
+      return Status::Invalid(
+          "--backend: backend 'cuda' is not built in this binary (it was built without the CUDA "
+          "toolkit)");
     }
-    return Status::Invalid("--backend: calibrate measures the cpu backend only in this version; for a GPU, run "
-                           "`meshplan execute --backend cuda --repeat N` and compare (docs/fidelity.md)");
+    return Status::Invalid(
+        "--backend: calibrate measures the cpu backend only in this version; for a GPU, run "
+        "`meshplan execute --backend cuda --repeat N` and compare (docs/fidelity.md)");
   }
-  if (f.backend != "cpu") return Status::Invalid("--backend: expected cpu or cuda, got '" + f.backend + "'");
+  if (f.backend != "cpu")
+    return Status::Invalid("--backend: expected cpu or cuda, got '" + f.backend + "'");
   if (f.transport != "threads") {
-    return Status::Invalid("--transport: calibrate measures the threads transport (got '" + f.transport +
-                           "'); an MPI job on one machine shares its cores the same way, see docs/fidelity.md");
+    return Status::Invalid(
+        "--transport: calibrate measures the threads transport (got '" + f.transport +
+        "'); an MPI job on one machine shares its cores the same way, see docs/fidelity.md");
   }
   if (f.name.empty()) return Status::Invalid("--name: must not be empty");
   return Status::Ok();
@@ -57,23 +61,29 @@ std::string Header(const exec::CalibrationResult& r) {
   const std::time_t now = std::time(nullptr);
   std::strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
   char buffer[512];
-  std::snprintf(buffer, sizeof buffer,
-                "# Written by meshplan calibrate, %s. Kernel model vs measured: median %.1f%%, max %.1f%% "
-                "over %zu samples; messages: median %.1f%%, max %.1f%% over %zu sizes. docs/fidelity.md\n",
-                when, 100 * r.kernel_median_residual, 100 * r.kernel_max_residual, r.kernels.size(),
-                100 * r.message_median_residual, 100 * r.message_max_residual, r.messages.size());
+  std::snprintf(
+      buffer, sizeof buffer,
+      "# Written by meshplan calibrate, %s. Kernel model vs measured: median %.1f%%, max %.1f%% "
+      "over %zu samples; messages: median %.1f%%, max %.1f%% over %zu sizes. docs/fidelity.md\n",
+      when, 100 * r.kernel_median_residual, 100 * r.kernel_max_residual, r.kernels.size(),
+      100 * r.message_median_residual, 100 * r.message_max_residual, r.messages.size());
   return buffer;
 }
 
 void PrintSummary(const exec::CalibrationResult& r) {
   const GpuSpec& g = r.topology.gpu;
-  std::fprintf(stderr, "calibrate: peak %.4g GFLOP/s per kernel, backward rate ratio %.3g, %.3g extra pairs per cut row\n",
-               g.PeakFlopsPerSecond(DType::kFp32) / 1e9, g.backward_rate_ratio, g.cut_row_extra_pairs);
+  std::fprintf(stderr,
+               "calibrate: peak %.4g GFLOP/s per kernel, backward rate ratio %.3g, %.3g extra "
+               "pairs per cut row\n",
+               g.PeakFlopsPerSecond(DType::kFp32) / 1e9, g.backward_rate_ratio,
+               g.cut_row_extra_pairs);
   std::fprintf(stderr, "calibrate: efficiency by block:");
   for (const EfficiencyPoint& p : g.attention_efficiency) {
     std::fprintf(stderr, " %s:%.0f%%", FormatCount(p.block_tokens).c_str(), 100 * p.efficiency);
   }
-  std::fprintf(stderr, "\ncalibrate: kernel fit residual |model/measured - 1|: median %.1f%%, max %.1f%%; by piece (median):",
+  std::fprintf(stderr,
+               "\ncalibrate: kernel fit residual |model/measured - 1|: median %.1f%%, max %.1f%%; "
+               "by piece (median):",
                100 * r.kernel_median_residual, 100 * r.kernel_max_residual);
   for (exec::BlockPiece piece : exec::kBlockPieces) {
     std::fprintf(stderr, " %s %.1f%%", std::string(exec::BlockPieceName(piece)).c_str(),
@@ -83,14 +93,18 @@ void PrintSummary(const exec::CalibrationResult& r) {
   std::fprintf(stderr, "calibrate: merges at %.3g GB/s\n", g.hbm_bytes_per_s / 1e9);
   if (r.sharing.ranks > 1) {
     std::fprintf(stderr,
-                 "calibrate: %d ranks on one device: %.2g kernels at full rate, %s sharing (one alone %.1f ms, "
+                 "calibrate: %d ranks on one device: %.2g kernels at full rate, %s sharing (one "
+                 "alone %.1f ms, "
                  "all at once end spread %.0f%%)\n",
-                 r.sharing.ranks, g.concurrent_kernels, std::string(DeviceSharingName(g.sharing)).c_str(),
-                 1e3 * r.sharing.alone_s, 100 * r.sharing.spread);
+                 r.sharing.ranks, g.concurrent_kernels,
+                 std::string(DeviceSharingName(g.sharing)).c_str(), 1e3 * r.sharing.alone_s,
+                 100 * r.sharing.spread);
     const NetworkLevel& l = r.topology.levels[0];
-    std::fprintf(stderr, "calibrate: messages: %.3g us + bytes / %.3g GB/s (residual median %.1f%%, max %.1f%%)\n",
-                 l.latency_s * 1e6, l.bandwidth_bytes_per_s / 1e9, 100 * r.message_median_residual,
-                 100 * r.message_max_residual);
+    std::fprintf(
+        stderr,
+        "calibrate: messages: %.3g us + bytes / %.3g GB/s (residual median %.1f%%, max %.1f%%)\n",
+        l.latency_s * 1e6, l.bandwidth_bytes_per_s / 1e9, 100 * r.message_median_residual,
+        100 * r.message_max_residual);
     std::fprintf(stderr, "calibrate: messages measured (model):");
     for (const exec::MessageSample& m : r.messages) {
       std::fprintf(stderr, " %s %.3g us (%.3g)", FormatBytes(static_cast<double>(m.bytes)).c_str(),
@@ -100,19 +114,22 @@ void PrintSummary(const exec::CalibrationResult& r) {
   }
 }
 
-// Every kernel sample: its rate as a fraction of the fitted peak (visible FLOPs by the model's count
-// over the time alone) and the model's time against the measured one, so the fit's residual can be
-// traced to a piece and a size.
+// Every kernel sample: its rate as a fraction of the fitted peak (visible FLOPs by the model's
+// count over the time alone) and the model's time against the measured one, so the fit's residual
+// can be traced to a piece and a size.
 void PrintSamples(const exec::CalibrationResult& r) {
   const double peak = r.topology.gpu.PeakFlopsPerSecond(DType::kFp32);
-  std::fprintf(stderr, "calibrate: kernel samples (time alone per block; rate as a fraction of the peak):\n");
-  std::fprintf(stderr, "  %-8s %-8s %6s %12s %12s %8s %8s\n", "piece", "pass", "n", "measured", "model", "rate",
-               "model/measured-1");
+  std::fprintf(
+      stderr,
+      "calibrate: kernel samples (time alone per block; rate as a fraction of the peak):\n");
+  std::fprintf(stderr, "  %-8s %-8s %6s %12s %12s %8s %8s\n", "piece", "pass", "n", "measured",
+               "model", "rate", "model/measured-1");
   for (const exec::KernelSample& k : r.kernels) {
     std::fprintf(stderr, "  %-8s %-8s %6s %9.3f ms %9.3f ms %7.1f%% %+7.1f%%\n",
-                 std::string(exec::BlockPieceName(k.piece)).c_str(), k.backward ? "backward" : "forward",
-                 FormatCount(k.n).c_str(), 1e3 * k.measured_s, 1e3 * k.model_s,
-                 100 * k.flops / k.measured_s / peak, 100 * (k.model_s / k.measured_s - 1.0));
+                 std::string(exec::BlockPieceName(k.piece)).c_str(),
+                 k.backward ? "backward" : "forward", FormatCount(k.n).c_str(), 1e3 * k.measured_s,
+                 1e3 * k.model_s, 100 * k.flops / k.measured_s / peak,
+                 100 * (k.model_s / k.measured_s - 1.0));
   }
 }
 
@@ -120,31 +137,41 @@ void PrintSamples(const exec::CalibrationResult& r) {
 
 Runner RegisterCalibrateCommand(CLI::App& app) {
   auto f = std::make_shared<CalibrateFlags>();
-  CLI::App* cmd = app.add_subcommand(
-      "calibrate",
-      "Measure this machine with the executor's own kernels and transport and write it as a topology file "
-      "(for plan, simulate, sweep and execute -t): kernel rate by block size and mask piece, backward and merge "
-      "rates, how ranks share the device, message latency and bandwidth");
-  cmd->add_option("--backend", f->backend, "Backend to measure: cpu (cuda: not in this version)")->capture_default_str();
-  cmd->add_option("--transport", f->transport, "Transport to measure: threads")->capture_default_str();
+  CLI::App* cmd =
+      app.add_subcommand("calibrate",
+                         "Measure this machine with the executor's own kernels and transport and "
+                         "write it as a topology file "
+                         "(for plan, simulate, sweep and execute -t): kernel rate by block size "
+                         "and mask piece, backward and merge "
+                         "rates, how ranks share the device, message latency and bandwidth");
+  cmd->add_option("--backend", f->backend, "Backend to measure: cpu (cuda: not in this version)")
+      ->capture_default_str();
+  cmd->add_option("--transport", f->transport, "Transport to measure: threads")
+      ->capture_default_str();
   CLI::Option* ranks = cmd->add_option("--ranks", f->ranks,
-                  "Ranks that will share the machine (the topology's GPU slots, 1 to 256; default: the hardware "
-                  "threads)");
-  cmd->add_option("--head-dim", f->head_dim, "Head dimension of the kernels measured (the plans' d)")
+                                       "Ranks that will share the machine (the topology's GPU "
+                                       "slots, 1 to 256; default: the hardware "
+                                       "threads)");
+  cmd->add_option("--head-dim", f->head_dim,
+                  "Head dimension of the kernels measured (the plans' d)")
       ->capture_default_str();
   cmd->add_option("--heads", f->heads, "Heads per kernel call measured")->capture_default_str();
-  cmd->add_flag("--quick", f->quick, "Fewer block sizes and repetitions: about 30 s instead of up to 2 minutes");
+  cmd->add_flag("--quick", f->quick,
+                "Fewer block sizes and repetitions: about 30 s instead of up to 2 minutes");
   cmd->add_option("-o,--out", f->out, "Write the topology here (atomically); default: stdout");
   cmd->add_option("--name", f->name, "The topology's name")->capture_default_str();
   cmd->add_flag("-q,--quiet", f->quiet, "No progress or summary on stderr (errors still go there)");
-  cmd->add_flag("--samples", f->samples,
-                "Also print every kernel sample on stderr: measured and model time, rate against the peak");
+  cmd->add_flag(
+      "--samples", f->samples,
+      "Also print every kernel sample on stderr: measured and model time, rate against the peak");
   return [f, ranks]() -> int {
     if (Status st = CheckFlags(*f); !st.ok()) return ReportError(st);
     exec::CalibrationSpec spec;
-    spec.ranks = ranks->count() > 0 ? f->ranks
-                                    : static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u,
-                                                                  static_cast<unsigned>(exec::kMaxCalibrationRanks)));
+    spec.ranks =
+        ranks->count() > 0
+            ? f->ranks
+            : static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u,
+                                          static_cast<unsigned>(exec::kMaxCalibrationRanks)));
     spec.head_dim = f->head_dim;
     spec.heads = f->heads;
     spec.quick = f->quick;

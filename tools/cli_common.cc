@@ -5,9 +5,9 @@
 #include <sstream>
 #include <utility>
 
-#include "core/topology_catalog.h"
 #include "core/atomic_file.h"
 #include "core/escape.h"
+#include "core/topology_catalog.h"
 #include "core/topology_toml.h"
 #include "core/units.h"
 
@@ -29,7 +29,8 @@ int ReportError(const Status& status) {
 
 void WorkloadFlags::Register(CLI::App& app) {
   app.add_option("--batch", batch, "Sequences per step")->capture_default_str();
-  app.add_option("--seq", seq, "Sequence length in tokens (4096, 512K, 1M, 2^20)")->capture_default_str();
+  app.add_option("--seq", seq, "Sequence length in tokens (4096, 512K, 1M, 2^20)")
+      ->capture_default_str();
   app.add_option("--heads", heads, "Query heads")->capture_default_str();
   app.add_option("--kv-heads", kv_heads, "KV heads (GQA; divides --heads)")->capture_default_str();
   app.add_option("--head-dim", head_dim, "Head dimension")->capture_default_str();
@@ -37,13 +38,16 @@ void WorkloadFlags::Register(CLI::App& app) {
   app.add_option("--partial-dtype", partial_dtype,
                  "Type of partial O/dQ/dK/dV in transit: fp32 or bf16")
       ->capture_default_str();
-  app.add_option("--mask", mask, "full, causal, window:W, prefix:N, docs:FILE, docs-full:FILE, docs-sampled:SPEC or "
-                 "docs-full-sampled:SPEC (docs/usage.md, masks)")
+  app.add_option(
+         "--mask", mask,
+         "full, causal, window:W, prefix:N, docs:FILE, docs-full:FILE, docs-sampled:SPEC or "
+         "docs-full-sampled:SPEC (docs/usage.md, masks)")
       ->capture_default_str();
   app.add_option("--pass", pass, "fwd, bwd or fwd+bwd")->capture_default_str();
 }
 
-Result<WorkloadFields> WorkloadFlags::Fields(const std::function<bool(const std::string& flag)>& given) const {
+Result<WorkloadFields> WorkloadFlags::Fields(
+    const std::function<bool(const std::string& flag)>& given) const {
   WorkloadFields fields;
   auto parse = [&](const char* flag, const std::string& text, auto parser, auto* out) -> Status {
     if (!given(flag)) return Status::Ok();
@@ -58,7 +62,8 @@ Result<WorkloadFields> WorkloadFlags::Fields(const std::function<bool(const std:
   MESHPLAN_RETURN_IF_ERROR(parse("--kv-heads", kv_heads, ParseCount, &fields.kv_heads));
   MESHPLAN_RETURN_IF_ERROR(parse("--head-dim", head_dim, ParseCount, &fields.head_dim));
   MESHPLAN_RETURN_IF_ERROR(parse("--dtype", dtype, ParseDType, &fields.dtype));
-  MESHPLAN_RETURN_IF_ERROR(parse("--partial-dtype", partial_dtype, ParseDType, &fields.partial_dtype));
+  MESHPLAN_RETURN_IF_ERROR(
+      parse("--partial-dtype", partial_dtype, ParseDType, &fields.partial_dtype));
   MESHPLAN_RETURN_IF_ERROR(parse("--mask", mask, ParseMask, &fields.mask));
   MESHPLAN_RETURN_IF_ERROR(parse("--pass", pass, ParsePass, &fields.pass));
   return fields;
@@ -95,25 +100,30 @@ namespace {
 
 // The plan's own topology must still be the one it was made for: a file edited or replaced since
 // would silently give other numbers.
-Result<Topology> SameNameAsPlan(const std::string& plan_file, const Plan& plan, Result<Topology> topology) {
+Result<Topology> SameNameAsPlan(const std::string& plan_file, const Plan& plan,
+                                Result<Topology> topology) {
   if (!topology.ok() || topology->name == plan.topology_name) return topology;
   return Status::Invalid(plan_file + ": topology.name: the plan was made for topology " +
-                         QuoteInput(plan.topology_name) + ", but its source " + QuoteInput(plan.topology_source) +
-                         " describes " + QuoteInput(topology->name) +
+                         QuoteInput(plan.topology_name) + ", but its source " +
+                         QuoteInput(plan.topology_source) + " describes " +
+                         QuoteInput(topology->name) +
                          "; pass --topology FILE to run it on that cluster anyway");
 }
 
 }  // namespace
 
-Result<Topology> PlanTopology(const std::string& plan_file, const std::string& topology_flag, const Plan& plan) {
+Result<Topology> PlanTopology(const std::string& plan_file, const std::string& topology_flag,
+                              const Plan& plan) {
   if (!topology_flag.empty()) return LoadTopologyFlag(topology_flag);
   if (plan.topology_source == "built-in") return SameNameAsPlan(plan_file, plan, DefaultTopology());
   std::error_code error;
-  if (!plan.topology_source.empty() && std::filesystem::is_regular_file(plan.topology_source, error)) {
+  if (!plan.topology_source.empty() &&
+      std::filesystem::is_regular_file(plan.topology_source, error)) {
     return SameNameAsPlan(plan_file, plan, LoadTopologyFile(plan.topology_source));
   }
   return Status::Invalid(plan_file + ": made for topology '" + plan.topology_name + "' from '" +
-                         plan.topology_source + "', which is not a file here; pass --topology FILE");
+                         plan.topology_source +
+                         "', which is not a file here; pass --topology FILE");
 }
 
 Status CheckFormat(const std::string& format, const std::vector<std::string>& allowed) {

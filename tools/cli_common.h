@@ -1,11 +1,10 @@
 // Flags and helpers shared by the meshplan subcommands.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <functional>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 #include "core/plan.h"
 #include "core/status.h"
@@ -58,7 +57,8 @@ Result<Topology> LoadTopologyFlag(const std::string& name_or_path);
 // it is the built-in cluster or a file that exists here and still has the name the plan records
 // (a different name is an error naming plan_file and both names); otherwise an error asking for
 // --topology (naming plan_file).
-Result<Topology> PlanTopology(const std::string& plan_file, const std::string& topology_flag, const Plan& plan);
+Result<Topology> PlanTopology(const std::string& plan_file, const std::string& topology_flag,
+                              const Plan& plan);
 
 // An output path a later WriteFileAtomically can use (core/atomic_file.h CheckOutputPath). Lets a
 // long command refuse a bad -o before it starts working.

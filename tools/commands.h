@@ -1,9 +1,8 @@
 // Subcommands of the meshplan CLI. Each registers its flags on the app and returns a runner.
 #pragma once
 
-#include <functional>
-
 #include <CLI/CLI.hpp>
+#include <functional>
 
 namespace meshplan::tools {
 

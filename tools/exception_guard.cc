@@ -20,7 +20,8 @@ std::string DescribeCurrentException() {
   try {
     throw;
   } catch (const std::bad_alloc&) {
-    return "out of memory (std::bad_alloc): the workload or plan needs more memory than this machine can give";
+    return "out of memory (std::bad_alloc): the workload or plan needs more memory than this "
+           "machine can give";
   } catch (const std::length_error& e) {
     return "a size is too large to allocate (std::length_error: " + std::string(e.what()) + ")";
   } catch (const std::exception& e) {

@@ -37,13 +37,15 @@ int RunInProcess(const ExecuteFlags& flags) {
     if (run.status().code() == ErrorCode::kInvalidInput) {
       return ReportError(run.status().WithContext("--backend " + flags.backend));
     }
-    std::fprintf(stderr, "meshplan: error: run failed: %s%s\n", EscapeControlBytes(run.status().message()).c_str(),
+    std::fprintf(stderr, "meshplan: error: run failed: %s%s\n",
+                 EscapeControlBytes(run.status().message()).c_str(),
                  RemoveStaleOutputs(flags).c_str());
     return kExitFailure;
   }
   const std::string line = flags.backend == "cuda"
                                ? CudaRunLine(flags, p, run->first.device)
-                               : "backend cpu, transport threads, " + std::to_string(p.run.schedule.num_ranks) +
+                               : "backend cpu, transport threads, " +
+                                     std::to_string(p.run.schedule.num_ranks) +
                                      " ranks (one engine per rank, a worker thread per stream)";
   return FinishExecution(flags, p, run->first.outputs, run->runs, line, run->first.peak_bytes);
 }
@@ -64,13 +66,15 @@ int RunMpi(const ExecuteFlags& flags, exec::MpiTransport& transport) {
   Status setup = prepared.ok() ? Status::Ok() : prepared.status();
   if (setup.ok() && prepared->run.schedule.num_ranks != transport.size()) {
     const int64_t ranks = prepared->run.schedule.num_ranks;
-    setup = Status::Invalid("--transport mpi: the plan has " + std::to_string(ranks) + " ranks but this MPI job has " +
-                            std::to_string(transport.size()) + (transport.size() == 1 ? " process" : " processes") +
-                            "; run it as mpirun -np " + std::to_string(ranks) + " meshplan execute ...");
+    setup = Status::Invalid(
+        "--transport mpi: the plan has " + std::to_string(ranks) + " ranks but this MPI job has " +
+        std::to_string(transport.size()) + (transport.size() == 1 ? " process" : " processes") +
+        "; run it as mpirun -np " + std::to_string(ranks) + " meshplan execute ...");
   }
   const exec::ExecuteConfig config = prepared.ok() ? prepared->config : exec::ExecuteConfig{};
-  auto job = exec::RunJobRank(transport, setup.ok() ? &prepared->run : nullptr, setup, setup.ok() ? 0 : ExitCodeOf(setup),
-                              config, Timeout(flags), RepeatCount(flags).value(), RunProgress(flags));
+  auto job = exec::RunJobRank(transport, setup.ok() ? &prepared->run : nullptr, setup,
+                              setup.ok() ? 0 : ExitCodeOf(setup), config, Timeout(flags),
+                              RepeatCount(flags).value(), RunProgress(flags));
   if (!job.ok()) {
     std::fprintf(stderr, "meshplan: error: run failed: %s%s\n", job.status().message().c_str(),
                  rank == 0 ? RemoveStaleOutputs(flags).c_str() : "");
@@ -78,9 +82,11 @@ int RunMpi(const ExecuteFlags& flags, exec::MpiTransport& transport) {
   }
   if (job->failed_rank >= 0) {
     // Rank 0 alone owns the outputs directory.
-    const std::string removed = rank == 0 && job->failure_code == kExitFailure ? RemoveStaleOutputs(flags) : "";
+    const std::string removed =
+        rank == 0 && job->failure_code == kExitFailure ? RemoveStaleOutputs(flags) : "";
     if (rank == job->failed_rank) {
-      std::fprintf(stderr, "meshplan: error: %s%s%s\n", rank == 0 ? "" : ("rank " + std::to_string(rank) + ": ").c_str(),
+      std::fprintf(stderr, "meshplan: error: %s%s%s\n",
+                   rank == 0 ? "" : ("rank " + std::to_string(rank) + ": ").c_str(),
                    job->failure.message().c_str(), removed.c_str());
     }
     return job->failure_code;
@@ -96,8 +102,8 @@ int RunMpi(const ExecuteFlags& flags, exec::MpiTransport& transport) {
   const std::string ranks = std::to_string(p.run.schedule.num_ranks);
   const std::string line =
       flags.backend == "cuda"
-          ? "backend cuda, transport mpi (NCCL between processes), " + ranks + " ranks (one process per rank); rank 0: " +
-                job->device
+          ? "backend cuda, transport mpi (NCCL between processes), " + ranks +
+                " ranks (one process per rank); rank 0: " + job->device
           : "backend cpu, transport mpi, " + ranks + " ranks (one process per rank)";
   return FinishExecution(flags, p, job->gathered->outputs, job->runs, line);
 }
@@ -130,35 +136,42 @@ int RunExecute(ExecuteFlags flags) {
 
 Runner RegisterExecuteCommand(CLI::App& app) {
   auto flags = std::make_shared<ExecuteFlags>();
-  CLI::App* cmd = app.add_subcommand("execute",
-                                     "Run a plan file for real (CPU: one rank per thread or MPI "
-                                     "process; CUDA: GPU kernels with device copies or NCCL), check it "
-                                     "against plain attention, and compare the measured timeline with "
-                                     "the simulator's");
+  CLI::App* cmd =
+      app.add_subcommand("execute",
+                         "Run a plan file for real (CPU: one rank per thread or MPI "
+                         "process; CUDA: GPU kernels with device copies or NCCL), check it "
+                         "against plain attention, and compare the measured timeline with "
+                         "the simulator's");
   cmd->add_option("plan", flags->plan, "Plan file (TOML, from meshplan plan --out)")->required();
   cmd->add_option("--backend", flags->backend,
                   std::string("Compute backend: cpu, or cuda (GPU kernels") +
                       (CudaBackendBuilt() ? ")" : "; not built in this binary)"))
       ->capture_default_str();
-  cmd->add_option("--transport", flags->transport,
-                  "cpu: threads (default) or mpi; cuda: local (default: every rank in this process, "
-                  "device-to-device copies, any number of ranks per GPU), nccl (this process, one GPU per "
-                  "rank) or mpi (one process per rank, NCCL: mpirun -np P meshplan execute ...)");
-  cmd->add_option("--dtype", flags->dtype,
-                  "cuda: input type bf16 or fp16 (default: the plan's dtype when 16-bit, else bf16); "
-                  "accumulation is fp32");
-  cmd->add_option("--kernels", flags->kernels,
-                  "cuda: auto (cuDNN's fused attention where it can compute a block, own tensor-core kernels "
-                  "elsewhere), cudnn (cuDNN for every block), tensor (own tensor-core kernels) or simt (own "
-                  "portable kernels)")
+  cmd->add_option(
+      "--transport", flags->transport,
+      "cpu: threads (default) or mpi; cuda: local (default: every rank in this process, "
+      "device-to-device copies, any number of ranks per GPU), nccl (this process, one GPU per "
+      "rank) or mpi (one process per rank, NCCL: mpirun -np P meshplan execute ...)");
+  cmd->add_option(
+      "--dtype", flags->dtype,
+      "cuda: input type bf16 or fp16 (default: the plan's dtype when 16-bit, else bf16); "
+      "accumulation is fp32");
+  cmd->add_option(
+         "--kernels", flags->kernels,
+         "cuda: auto (cuDNN's fused attention where it can compute a block, own tensor-core "
+         "kernels "
+         "elsewhere), cudnn (cuDNN for every block), tensor (own tensor-core kernels) or simt (own "
+         "portable kernels)")
       ->capture_default_str();
-  cmd->add_option("--devices", flags->devices,
-                  "cuda, transport local: GPUs the ranks spread over round-robin (0: every visible GPU)")
+  cmd->add_option(
+         "--devices", flags->devices,
+         "cuda, transport local: GPUs the ranks spread over round-robin (0: every visible GPU)")
       ->capture_default_str();
-  cmd->add_flag("--check", flags->check,
-                "Compare O, LSE, dQ, dK, dV with plain attention in float64; fails (exit 1) when a "
-                "max relative error (max |x - ref| / max |ref|) exceeds 1e-4 (cpu), 2e-2 (cuda bf16) "
-                "or 5e-3 (cuda fp16)");
+  cmd->add_flag(
+      "--check", flags->check,
+      "Compare O, LSE, dQ, dK, dV with plain attention in float64; fails (exit 1) when a "
+      "max relative error (max |x - ref| / max |ref|) exceeds 1e-4 (cpu), 2e-2 (cuda bf16) "
+      "or 5e-3 (cuda fp16)");
   cmd->add_option("--seed", flags->seed, "Seed of the random inputs (when no --inputs)")
       ->capture_default_str();
   cmd->add_option(
@@ -175,22 +188,28 @@ Runner RegisterExecuteCommand(CLI::App& app) {
                   "A receive waiting longer than this fails the run (seconds)")
       ->capture_default_str();
   cmd->add_option("--format", flags->format, "Output: table or json")->capture_default_str();
-  cmd->add_option("--repeat", flags->repeat,
-                  "Benchmark: N timed runs of the same inputs (1 to 1000; one untimed warm-up run first when "
-                  "N > 1); reports the median, min, max and spread of the measured time, the median run's "
-                  "timeline, and its error against the prediction; --check and --outputs use the first timed "
-                  "run; progress on stderr per run")
+  cmd->add_option(
+         "--repeat", flags->repeat,
+         "Benchmark: N timed runs of the same inputs (1 to 1000; one untimed warm-up run first "
+         "when "
+         "N > 1); reports the median, min, max and spread of the measured time, the median run's "
+         "timeline, and its error against the prediction; --check and --outputs use the first "
+         "timed "
+         "run; progress on stderr per run")
       ->capture_default_str();
-  cmd->add_flag("--quiet,-q", flags->quiet, "No progress messages or notes on stderr (errors still go there)");
+  cmd->add_flag("--quiet,-q", flags->quiet,
+                "No progress messages or notes on stderr (errors still go there)");
   cmd->add_option("--inject-fail", flags->inject_fail,
                   "Testing: rank RANK fails at its op OP (RANK:OP), as if that op had failed");
-  cmd->add_option("--max-memory", flags->max_memory,
-                  "Host memory the run may use (e.g. 16G; K, M, G are binary); the run is refused before "
-                  "anything is allocated when its estimated need exceeds it (default: the memory available "
-                  "now, from /proc/meminfo and the cgroup limit)");
-  cmd->add_flag("--check-dependencies", flags->check_dependencies,
-                "Testing: fail the run, naming the op and the buffer, when an op reads a buffer that no "
-                "chain of the schedule's deps and stream order puts after the op that wrote it");
+  cmd->add_option(
+      "--max-memory", flags->max_memory,
+      "Host memory the run may use (e.g. 16G; K, M, G are binary); the run is refused before "
+      "anything is allocated when its estimated need exceeds it (default: the memory available "
+      "now, from /proc/meminfo and the cgroup limit)");
+  cmd->add_flag(
+      "--check-dependencies", flags->check_dependencies,
+      "Testing: fail the run, naming the op and the buffer, when an op reads a buffer that no "
+      "chain of the schedule's deps and stream order puts after the op that wrote it");
   cmd->add_option(
       "--inject-silent", flags->inject_silent,
       "Testing: this rank drops every message it sends, like a peer that never answers");

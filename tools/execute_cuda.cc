@@ -1,6 +1,6 @@
 // `meshplan execute --backend cuda`: flags of the CUDA backend of the execution engine
-// (exec::Execute with Backend::kCuda). Compiled into every binary; without CUDA in the build the entry
-// points say so (CheckFlags refuses the backend before they are reached).
+// (exec::Execute with Backend::kCuda). Compiled into every binary; without CUDA in the build the
+// entry points say so (CheckFlags refuses the backend before they are reached).
 #include <cstdio>
 #include <string>
 
@@ -30,7 +30,6 @@ exec::KernelPath PathOf(const ExecuteFlags& flags) {
   return exec::KernelPath::kAuto;
 }
 
-
 }  // namespace
 
 bool CudaBackendBuilt() { return true; }
@@ -39,27 +38,33 @@ Status PrepareCuda(const ExecuteFlags& flags, const Plan& plan, Prepared* p) {
   if (!flags.dtype.empty() && flags.dtype != "bf16" && flags.dtype != "fp16") {
     return Status::Invalid("--dtype: '" + flags.dtype + "' is not one of bf16, fp16");
   }
-  if (flags.kernels != "auto" && flags.kernels != "cudnn" && flags.kernels != "tensor" && flags.kernels != "simt") {
-    return Status::Invalid("--kernels: '" + flags.kernels + "' is not one of auto, cudnn, tensor, simt");
+  if (flags.kernels != "auto" && flags.kernels != "cudnn" && flags.kernels != "tensor" &&
+      flags.kernels != "simt") {
+    return Status::Invalid("--kernels: '" + flags.kernels +
+                           "' is not one of auto, cudnn, tensor, simt");
   }
-  if (flags.devices < 0) return Status::Invalid("--devices: must be 0 (every GPU) or a positive count");
+  if (flags.devices < 0)
+    return Status::Invalid("--devices: must be 0 (every GPU) or a positive count");
   const exec::InputType type = TypeOf(flags, plan.workload);
   p->config.backend = exec::Backend::kCuda;
-  p->config.transport = flags.transport == "local" ? exec::TransportKind::kLocal : exec::TransportKind::kNccl;
+  p->config.transport =
+      flags.transport == "local" ? exec::TransportKind::kLocal : exec::TransportKind::kNccl;
   p->config.devices = flags.devices;
   p->config.run.type = type;
   p->config.run.path = PathOf(flags);
   p->config.run.progress_timeout_s = flags.timeout_s;
   // NCCL is loaded at run time (executor/cuda/nccl_library.h): say here, before any run starts,
   // when it does not load, so that under mpirun every process learns it at the job's start.
-  MESHPLAN_RETURN_IF_ERROR(exec::cuda::NcclAvailable(p->config).WithContext("--transport " + flags.transport));
+  MESHPLAN_RETURN_IF_ERROR(
+      exec::cuda::NcclAvailable(p->config).WithContext("--transport " + flags.transport));
   p->precision = std::string(exec::InputTypeName(type)) +
                  " inputs (the check's reference uses the same rounded values), fp32 accumulation";
   return Status::Ok();
 }
 
 std::string CudaRunLine(const ExecuteFlags& flags, const Prepared& p, const std::string& device) {
-  const std::string kernels = flags.kernels == "auto" ? "tensor-core kernels where supported" : flags.kernels + " kernels";
+  const std::string kernels =
+      flags.kernels == "auto" ? "tensor-core kernels where supported" : flags.kernels + " kernels";
   return "backend cuda (" + device + "), " + kernels + ", transport " + flags.transport + ", " +
          std::to_string(p.run.schedule.num_ranks) + " ranks";
 }
@@ -73,7 +78,9 @@ Status NotBuilt() { return Status::Invalid("--backend cuda: this binary was buil
 }  // namespace
 
 Status PrepareCuda(const ExecuteFlags&, const Plan&, Prepared*) { return NotBuilt(); }
-std::string CudaRunLine(const ExecuteFlags&, const Prepared&, const std::string&) { return "backend cuda"; }
+std::string CudaRunLine(const ExecuteFlags&, const Prepared&, const std::string&) {
+  return "backend cuda";
+}
 #endif
 
 }  // namespace meshplan::tools

@@ -9,12 +9,12 @@
 
 #include "core/attention_flops.h"
 #include "core/escape.h"
-#include "planner/plan_file.h"
 #include "core/units.h"
+#include "executor/calibration/run_estimate.h"
 #include "executor/host_memory.h"
 #include "executor/plan_run.h"
 #include "executor/timing/repeat.h"
-#include "executor/calibration/run_estimate.h"
+#include "planner/plan_file.h"
 #include "tools/cli_common.h"
 #include "tools/execute_run.h"
 
@@ -23,19 +23,23 @@ namespace meshplan::tools {
 Status CheckFlags(const ExecuteFlags& flags) {
   if (flags.backend == "cuda") {
     if (!CudaBackendBuilt()) {
-      return Status::Invalid("--backend: backend 'cuda' is not built in this binary (it was built without the "
-                             "CUDA toolkit in /usr/local/cuda; available: cpu)");
+      return Status::Invalid(
+          "--backend: backend 'cuda' is not built in this binary (it was built without the "
+          "CUDA toolkit in /usr/local/cuda; available: cpu)");
     }
     if (flags.transport != "local" && flags.transport != "nccl" && flags.transport != "mpi") {
-      return Status::Invalid("--transport: '" + flags.transport + "' is not one of local, nccl, mpi (backend cuda)");
+      return Status::Invalid("--transport: '" + flags.transport +
+                             "' is not one of local, nccl, mpi (backend cuda)");
     }
     if (!flags.inject_fail.empty() && flags.transport == "mpi") {
       return Status::Invalid("--inject-fail: not supported with --backend cuda --transport mpi");
     }
-    if (!flags.inject_silent.empty()) return Status::Invalid("--inject-silent: not supported with --backend cuda");
+    if (!flags.inject_silent.empty())
+      return Status::Invalid("--inject-silent: not supported with --backend cuda");
   } else if (flags.backend == "cpu") {
     if (flags.transport != "threads" && flags.transport != "mpi") {
-      return Status::Invalid("--transport: '" + flags.transport + "' is not one of threads, mpi (backend cpu)");
+      return Status::Invalid("--transport: '" + flags.transport +
+                             "' is not one of threads, mpi (backend cpu)");
     }
     if (!flags.dtype.empty() || flags.kernels != "auto" || flags.devices != 1) {
       return Status::Invalid("--dtype, --kernels and --devices apply to --backend cuda only");
@@ -92,7 +96,8 @@ namespace {
 
 // A rank or op index: decimal digits only (no sign, no spaces), at most 18 of them.
 std::optional<int64_t> ParseIndex(const std::string& text) {
-  if (text.empty() || text.size() > 18 || text.find_first_not_of("0123456789") != std::string::npos) {
+  if (text.empty() || text.size() > 18 ||
+      text.find_first_not_of("0123456789") != std::string::npos) {
     return std::nullopt;
   }
   return std::stoll(text);
@@ -101,7 +106,8 @@ std::optional<int64_t> ParseIndex(const std::string& text) {
 }  // namespace
 
 // --timeout-s and the fault injection flags; the rank and op they name must exist in `schedule`.
-Status SetRunOptions(const ExecuteFlags& flags, const Schedule& schedule, exec::RunOptions* options) {
+Status SetRunOptions(const ExecuteFlags& flags, const Schedule& schedule,
+                     exec::RunOptions* options) {
   options->recv_timeout = Timeout(flags);
   options->check_dependencies = flags.check_dependencies;
   const int64_t ranks = schedule.num_ranks;
@@ -113,12 +119,13 @@ Status SetRunOptions(const ExecuteFlags& flags, const Schedule& schedule, exec::
         colon == std::string::npos ? std::nullopt : ParseIndex(flags.inject_fail.substr(colon + 1));
     if (!rank || !op || *rank >= ranks) {
       return Status::Invalid("--inject-fail: " + QuoteInput(flags.inject_fail) +
-                             " is not RANK:OP with 0 <= RANK < " + std::to_string(ranks) + " and OP >= 0");
+                             " is not RANK:OP with 0 <= RANK < " + std::to_string(ranks) +
+                             " and OP >= 0");
     }
     const int64_t ops = static_cast<int64_t>(schedule.ranks[static_cast<size_t>(*rank)].ops.size());
     if (*op >= ops) {
-      return Status::Invalid("--inject-fail: " + QuoteInput(flags.inject_fail) + ": rank " + std::to_string(*rank) +
-                             " has " + std::to_string(ops) + " ops");
+      return Status::Invalid("--inject-fail: " + QuoteInput(flags.inject_fail) + ": rank " +
+                             std::to_string(*rank) + " has " + std::to_string(ops) + " ops");
     }
     options->fail_rank = static_cast<int>(*rank);
     options->fail_op = *op;
@@ -126,8 +133,8 @@ Status SetRunOptions(const ExecuteFlags& flags, const Schedule& schedule, exec::
   if (!flags.inject_silent.empty()) {
     const std::optional<int64_t> rank = ParseIndex(flags.inject_silent);
     if (!rank || *rank >= ranks) {
-      return Status::Invalid("--inject-silent: " + QuoteInput(flags.inject_silent) + " is not a rank in [0, " +
-                             std::to_string(ranks) + ")");
+      return Status::Invalid("--inject-silent: " + QuoteInput(flags.inject_silent) +
+                             " is not a rank in [0, " + std::to_string(ranks) + ")");
     }
     options->silent_rank = static_cast<int>(*rank);
   }
@@ -164,8 +171,8 @@ Result<Prepared> PrepareExecution(const ExecuteFlags& flags) {
   p.topology = std::move(topology).value();
   if (flags.backend == "cuda") MESHPLAN_RETURN_IF_ERROR(PrepareCuda(flags, plan, &p));
   MESHPLAN_ASSIGN_OR_RETURN(auto budget, HostBudgetOf(flags, plan.num_gpus));
-  auto run = exec::PreparePlanRun(plan, flags.plan, p.topology, {flags.inputs, flags.seed}, p.config.run.type,
-                                  budget);
+  auto run = exec::PreparePlanRun(plan, flags.plan, p.topology, {flags.inputs, flags.seed},
+                                  p.config.run.type, budget);
   if (!run.ok()) return run.status();
   p.run = std::move(run).value();
   MESHPLAN_RETURN_IF_ERROR(SetRunOptions(flags, p.run.schedule, &p.config.run));
@@ -180,10 +187,12 @@ void NoteLongRun(const ExecuteFlags& flags, const Prepared& p) {
   auto estimate = exec::EstimateCpuRuns(p.run.plan.workload, p.run.schedule.num_ranks, runs);
   if (!estimate.ok() || estimate->seconds < exec::kLongRunSeconds) return;
   std::fprintf(stderr,
-               "meshplan: note: %d run%s of %.3g FLOPs will take at least %s here (%.1f GFLOP/s per core measured "
+               "meshplan: note: %d run%s of %.3g FLOPs will take at least %s here (%.1f GFLOP/s "
+               "per core measured "
                "just now, on %d core%s)\n",
-               runs, runs == 1 ? "" : "s", WorkloadFlops(p.run.plan.workload), FormatSeconds(estimate->seconds).c_str(),
-               estimate->flops_per_s / 1e9, estimate->cores, estimate->cores == 1 ? "" : "s");
+               runs, runs == 1 ? "" : "s", WorkloadFlops(p.run.plan.workload),
+               FormatSeconds(estimate->seconds).c_str(), estimate->flops_per_s / 1e9,
+               estimate->cores, estimate->cores == 1 ? "" : "s");
   std::fflush(stderr);
 }
 
@@ -195,6 +204,5 @@ void NoteWidenedPass(const ExecuteFlags& flags, const Prepared& p) {
                  "LSE)\n");
   }
 }
-
 
 }  // namespace meshplan::tools

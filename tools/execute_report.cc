@@ -1,7 +1,5 @@
 // The end of `meshplan execute`: the check against plain attention, the .npy outputs, and the
 // report (report/execution_report.h renders it).
-#include "tools/execute_run.h"
-
 #include <cstdio>
 #include <string>
 #include <utility>
@@ -9,13 +7,14 @@
 
 #include "core/attention_flops.h"
 #include "executor/host_memory.h"
-#include "executor/output_check.h"
 #include "executor/io/run_files.h"
+#include "executor/output_check.h"
 #include "executor/timing/repeat.h"
 #include "report/execution_report.h"
 #include "report/predicted_timeline.h"
 #include "simulator/plan_simulation.h"
 #include "tools/cli_common.h"
+#include "tools/execute_run.h"
 
 namespace meshplan::tools {
 
@@ -23,9 +22,9 @@ using exec::AttentionTensors;
 
 // After successful runs (on rank 0 for MPI): check and write the first timed run's outputs, print
 // the report of every timed run. Returns the exit code.
-int FinishExecution(const ExecuteFlags& flags, const Prepared& p, const AttentionTensors<float>& outputs,
-                    const exec::RepeatedRuns& runs, const std::string& run,
-                    const std::vector<int64_t>& rank_peak_bytes) {
+int FinishExecution(const ExecuteFlags& flags, const Prepared& p,
+                    const AttentionTensors<float>& outputs, const exec::RepeatedRuns& runs,
+                    const std::string& run, const std::vector<int64_t>& rank_peak_bytes) {
   report::ExecutionReport r;
   r.plan_file = flags.plan;
   r.plan = p.run.plan;
@@ -55,24 +54,32 @@ int FinishExecution(const ExecuteFlags& flags, const Prepared& p, const Attentio
   r.flops = WorkloadFlops(p.run.plan.workload);
   r.process_peak_rss_bytes = exec::PeakResidentBytes();  // before the check builds its reference
   r.rank_peak_bytes = rank_peak_bytes;
-  r.modelled_rank_peak_bytes = flags.backend == "cpu"
-                                   ? exec::HostRankBytes(p.run.plan.workload, p.run.modelled_rank_peak_bytes)
-                                   : p.run.modelled_rank_peak_bytes;
+  r.modelled_rank_peak_bytes =
+      flags.backend == "cpu"
+          ? exec::HostRankBytes(p.run.plan.workload, p.run.modelled_rank_peak_bytes)
+          : p.run.modelled_rank_peak_bytes;
   if (flags.check) {
     r.checked = true;
-    r.check = exec::CheckOutputs(p.run.plan.workload, exec::CheckInputs(p.run), outputs, p.run.tolerance);
+    r.check =
+        exec::CheckOutputs(p.run.plan.workload, exec::CheckInputs(p.run), outputs, p.run.tolerance);
   }
   const bool passed = !r.checked || r.check.passed();
   if (passed && !flags.outputs.empty()) {
     auto written = exec::WriteOutputFiles(flags.outputs, p.run.plan.workload, outputs);
-    if (!written.ok()) return ReportError(Status::Io(written.status().message() + RemoveStaleOutputs(flags)));
+    if (!written.ok())
+      return ReportError(Status::Io(written.status().message() + RemoveStaleOutputs(flags)));
     r.written = std::move(written).value();
   }
-  std::fputs((flags.format == "json" ? report::RenderExecutionJson(r) : report::RenderExecutionTable(r)).c_str(), stdout);
+  std::fputs(
+      (flags.format == "json" ? report::RenderExecutionJson(r) : report::RenderExecutionTable(r))
+          .c_str(),
+      stdout);
   std::fflush(stdout);
   if (!passed) {
-    std::fprintf(stderr, "meshplan: error: check failed: %s%s%s\n", report::DescribeCheckFailure(r.check).c_str(),
-                 flags.outputs.empty() ? "" : "; no outputs written", RemoveStaleOutputs(flags).c_str());
+    std::fprintf(stderr, "meshplan: error: check failed: %s%s%s\n",
+                 report::DescribeCheckFailure(r.check).c_str(),
+                 flags.outputs.empty() ? "" : "; no outputs written",
+                 RemoveStaleOutputs(flags).c_str());
     return kExitFailure;
   }
   return kExitOk;

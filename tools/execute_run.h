@@ -11,10 +11,10 @@
 #include "core/schedule.h"
 #include "core/topology.h"
 #include "executor/execute.h"
+#include "executor/io/tensor.h"
 #include "executor/output_check.h"
 #include "executor/plan_run.h"
 #include "executor/timing/repeat.h"
-#include "executor/io/tensor.h"
 #include "executor/transport/transport.h"
 
 namespace meshplan::tools {
@@ -26,19 +26,20 @@ struct ExecuteFlags {
   std::string transport;  // cpu: threads (default) or mpi; cuda: local (default), nccl or mpi
   std::string dtype;      // cuda: bf16 or fp16 (default: the plan's dtype when 16-bit, else bf16)
   std::string kernels = "auto";  // cuda: auto, tensor or simt
-  int devices = 1;        // cuda, transport local: GPUs the virtual ranks spread over (0: all)
+  int devices = 1;  // cuda, transport local: GPUs the virtual ranks spread over (0: all)
   bool check = false;
   uint64_t seed = 1;
   std::string inputs;
   std::string outputs;
   double timeout_s = 30;
   std::string format = "table";
-  std::string inject_fail;  // "RANK:OP"
-  std::string inject_silent;  // "RANK"; empty: not given
+  std::string inject_fail;          // "RANK:OP"
+  std::string inject_silent;        // "RANK"; empty: not given
   bool check_dependencies = false;  // the engine's happens-before checker
-  std::string repeat = "1";  // timed runs (1..1000; a warm-up run first when > 1), parsed by RepeatCount
-  bool quiet = false;         // no progress or notes on stderr (errors still go there)
-  std::string max_memory;     // host memory the run may use (e.g. 16G); empty: what is available
+  std::string repeat =
+      "1";             // timed runs (1..1000; a warm-up run first when > 1), parsed by RepeatCount
+  bool quiet = false;  // no progress or notes on stderr (errors still go there)
+  std::string max_memory;  // host memory the run may use (e.g. 16G); empty: what is available
 };
 
 // A run ready to go: everything a user can get wrong has been checked before it is built.
@@ -60,7 +61,8 @@ exec::RunObserver RunProgress(const ExecuteFlags& flags);
 std::chrono::milliseconds Timeout(const ExecuteFlags& flags);
 // --timeout-s and the fault injection flags into `options`; the rank and op they name must exist
 // in `schedule` (errors name the flag).
-Status SetRunOptions(const ExecuteFlags& flags, const Schedule& schedule, exec::RunOptions* options);
+Status SetRunOptions(const ExecuteFlags& flags, const Schedule& schedule,
+                     exec::RunOptions* options);
 // Whether a run copies out its global outputs: only --check and --outputs read them.
 bool KeepsOutputs(const ExecuteFlags& flags);
 // --max-memory (or the memory available now) and what this process will hold of a run of `ranks`.
@@ -76,9 +78,9 @@ void NoteWidenedPass(const ExecuteFlags& flags, const Prepared& p);
 // After successful runs (on rank 0 for MPI): check the first timed run's `outputs` against the
 // reference, write them, print the report of the timed `runs` (the median run's timeline). `run`
 // says what ran where ("backend cpu, transport threads, 4 ranks (...)"). Returns the exit code.
-int FinishExecution(const ExecuteFlags& flags, const Prepared& p, const exec::AttentionTensors<float>& outputs,
-                    const exec::RepeatedRuns& runs, const std::string& run,
-                    const std::vector<int64_t>& rank_peak_bytes = {});
+int FinishExecution(const ExecuteFlags& flags, const Prepared& p,
+                    const exec::AttentionTensors<float>& outputs, const exec::RepeatedRuns& runs,
+                    const std::string& run, const std::vector<int64_t>& rank_peak_bytes = {});
 
 // After a failed run or check with --outputs DIR: removes the output files an earlier run left in
 // DIR (exec::RemoveStaleOutputFiles) and returns what to append to the error line, e.g.

@@ -8,10 +8,10 @@
 
 #include "capacity/fit.h"
 #include "core/units.h"
+#include "planner/schemes/registry.h"
 #include "report/fit_report.h"
 #include "tools/cli_common.h"
 #include "tools/commands.h"
-#include "planner/schemes/registry.h"
 
 namespace meshplan::tools {
 namespace {
@@ -33,9 +33,10 @@ int RunLongestFit(const FitFlags& flags, const Topology& topology, const Workloa
   if (!max_seq.ok()) return ReportError(max_seq.status().WithContext("--max-seq"));
   auto fits = capacity::LongestFittingSequence(topology, workload, schemes, reserved, *max_seq);
   if (!fits.ok()) return ReportError(fits.status());
-  const std::string text = flags.format == "json"
-                               ? report::LongestFitJson(topology, workload, reserved, *max_seq, *fits)
-                               : report::LongestFitTable(topology, workload, reserved, *max_seq, *fits);
+  const std::string text =
+      flags.format == "json"
+          ? report::LongestFitJson(topology, workload, reserved, *max_seq, *fits)
+          : report::LongestFitTable(topology, workload, reserved, *max_seq, *fits);
   std::fputs(text.c_str(), stdout);
   return kExitOk;
 }
@@ -44,18 +45,21 @@ int RunSmallestCluster(const FitFlags& flags, const Topology& topology, const Wo
                        const std::vector<Scheme>& schemes, double reserved) {
   auto max_gpus = ParseCount(flags.max_gpus);
   if (!max_gpus.ok()) return ReportError(max_gpus.status().WithContext("--max-gpus"));
-  auto found = capacity::SmallestClusterFor(topology, workload, flags.budget_s, schemes, reserved, *max_gpus);
+  auto found = capacity::SmallestClusterFor(topology, workload, flags.budget_s, schemes, reserved,
+                                            *max_gpus);
   if (!found.ok()) return ReportError(found.status());
-  const std::string text = flags.format == "json"
-                               ? report::SmallestClusterJson(workload, flags.budget_s, *found)
-                               : report::SmallestClusterTable(workload, reserved, flags.budget_s, *found);
+  const std::string text =
+      flags.format == "json"
+          ? report::SmallestClusterJson(workload, flags.budget_s, *found)
+          : report::SmallestClusterTable(workload, reserved, flags.budget_s, *found);
   std::fputs(text.c_str(), stdout);
   return kExitOk;
 }
 
 int RunFit(const FitFlags& flags, const CLI::App& cmd) {
   if (Status st = CheckFormat(flags.format, {"table", "json"}); !st.ok()) return ReportError(st);
-  if (Status st = CheckReserveGiB(flags.reserve_gib); !st.ok()) return ReportError(st.WithContext("--reserve-gib"));
+  if (Status st = CheckReserveGiB(flags.reserve_gib); !st.ok())
+    return ReportError(st.WithContext("--reserve-gib"));
   const bool budget_mode = cmd.count("--budget-s") > 0;
   if (budget_mode && !(flags.budget_s > 0 && std::isfinite(flags.budget_s))) {
     return ReportError(Status::Invalid("--budget-s: must be positive and finite (seconds)"));
@@ -64,14 +68,16 @@ int RunFit(const FitFlags& flags, const CLI::App& cmd) {
     return ReportError(Status::Invalid("--max-gpus: only applies with --budget-s"));
   }
   if (budget_mode && cmd.count("--seq") == 0) {
-    return ReportError(Status::Invalid("--budget-s: needs --seq, the sequence length to run within the budget"));
+    return ReportError(
+        Status::Invalid("--budget-s: needs --seq, the sequence length to run within the budget"));
   }
   if (!budget_mode && cmd.count("--seq") > 0) {
-    return ReportError(
-        Status::Invalid("--seq: only applies with --budget-s (without it, fit finds the longest sequence)"));
+    return ReportError(Status::Invalid(
+        "--seq: only applies with --budget-s (without it, fit finds the longest sequence)"));
   }
   if (budget_mode && cmd.count("--max-seq") > 0) {
-    return ReportError(Status::Invalid("--max-seq: does not apply with --budget-s (--seq gives the sequence)"));
+    return ReportError(
+        Status::Invalid("--max-seq: does not apply with --budget-s (--seq gives the sequence)"));
   }
   std::vector<Scheme> schemes;
   for (const std::string& name : SplitList(flags.schemes)) {
@@ -93,13 +99,17 @@ int RunFit(const FitFlags& flags, const CLI::App& cmd) {
 
 Runner RegisterFitCommand(CLI::App& app) {
   auto flags = std::make_shared<FitFlags>();
-  CLI::App* cmd = app.add_subcommand(
-      "fit", "Longest sequence each scheme fits in memory, or (--budget-s) the smallest cluster meeting a step time");
+  CLI::App* cmd = app.add_subcommand("fit",
+                                     "Longest sequence each scheme fits in memory, or (--budget-s) "
+                                     "the smallest cluster meeting a step time");
   flags->topology.Register(*cmd);
   flags->workload.Register(*cmd);
-  // No default shown: --budget-s needs an explicit --seq, and without a budget fit finds the length.
+  // No default shown: --budget-s needs an explicit --seq, and without a budget fit finds the
+  // length.
   cmd->get_option("--seq")
-      ->description("Sequence length to run within --budget-s (required with it; without it, fit finds the longest)")
+      ->description(
+          "Sequence length to run within --budget-s (required with it; without it, fit finds the "
+          "longest)")
       ->default_str("");
   cmd->add_option("--schemes", flags->schemes,
                   "Comma-separated schemes (default all): " + planner::SchemeNamesText() +
@@ -108,9 +118,11 @@ Runner RegisterFitCommand(CLI::App& app) {
                   "GPU memory (GiB) held back for weights, optimizer state and other activations")
       ->capture_default_str();
   cmd->add_option("--max-seq", flags->max_seq, "Longest sequence to try")->capture_default_str();
-  cmd->add_option("--budget-s", flags->budget_s,
-                  "Step-time budget in seconds: find the smallest cluster that runs --seq within it");
-  cmd->add_option("--max-gpus", flags->max_gpus, "Largest cluster to try with --budget-s")->capture_default_str();
+  cmd->add_option(
+      "--budget-s", flags->budget_s,
+      "Step-time budget in seconds: find the smallest cluster that runs --seq within it");
+  cmd->add_option("--max-gpus", flags->max_gpus, "Largest cluster to try with --budget-s")
+      ->capture_default_str();
   cmd->add_option("--format", flags->format, "Output: table or json")->capture_default_str();
   return [cmd, flags] { return RunFit(*flags, *cmd); };
 }

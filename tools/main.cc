@@ -1,7 +1,6 @@
 // meshplan command line. Each subcommand lives in its own file (tools/*_command.cc).
-#include <cstdio>
-
 #include <CLI/CLI.hpp>
+#include <cstdio>
 
 #include "core/escape.h"
 #include "core/temp_files.h"
@@ -14,8 +13,10 @@ namespace {
 
 int RunMeshplan(int argc, char** argv) {
   using namespace meshplan::tools;
-  CLI::App app{"meshplan: plan, simulate, execute and validate context-parallel attention on GPU clusters"};
-  app.set_version_flag("--version", std::string("meshplan ") + MESHPLAN_VERSION + " (execute backends: cpu" +
+  CLI::App app{
+      "meshplan: plan, simulate, execute and validate context-parallel attention on GPU clusters"};
+  app.set_version_flag("--version", std::string("meshplan ") + MESHPLAN_VERSION +
+                                        " (execute backends: cpu" +
                                         (CudaBackendBuilt() ? ", cuda" : "") + ")");
   app.require_subcommand(1);
   const Runner plan = RegisterPlanCommand(app);

@@ -5,8 +5,9 @@
 #include <memory>
 
 #include "core/atomic_file.h"
-#include "planner/plan_file.h"
 #include "core/units.h"
+#include "planner/plan_file.h"
+#include "planner/schemes/registry.h"
 #include "planner/search.h"
 #include "planner/strategy.h"
 #include "report/plan_explain.h"
@@ -14,7 +15,6 @@
 #include "simulator/simulation_timer.h"
 #include "tools/cli_common.h"
 #include "tools/commands.h"
-#include "planner/schemes/registry.h"
 
 namespace meshplan::tools {
 namespace {
@@ -32,8 +32,8 @@ struct PlanFlags {
   bool all_variants = false;  // every plan on its own row
   bool wide = false;          // the table's every column
   double reserve_gib = 0;
-  int simulate = 0;    // re-rank the top K plans by simulated time
-  bool quiet = false;  // no progress on stderr
+  int simulate = 0;           // re-rank the top K plans by simulated time
+  bool quiet = false;         // no progress on stderr
   bool list_schemes = false;  // print the registry's schemes and exit
 };
 
@@ -64,15 +64,19 @@ int RunPlan(const PlanFlags& flags) {
   auto topology = flags.topology.Load();
   if (!topology.ok()) return ReportError(topology.status());
   if (Status st = topology->SupportsDType(workload->dtype); !st.ok()) return ReportError(st);
-  if (Status st = CheckFormat(flags.format, {"table", "json", "csv"}); !st.ok()) return ReportError(st);
-  if (Status st = CheckReserveGiB(flags.reserve_gib); !st.ok()) return ReportError(st.WithContext("--reserve-gib"));
+  if (Status st = CheckFormat(flags.format, {"table", "json", "csv"}); !st.ok())
+    return ReportError(st);
+  if (Status st = CheckReserveGiB(flags.reserve_gib); !st.ok())
+    return ReportError(st.WithContext("--reserve-gib"));
   if (flags.simulate < 0) return ReportError(Status::Invalid("--simulate: must not be negative"));
-  if (flags.top < 0) return ReportError(Status::Invalid("--top: must not be negative (0 lists all)"));
+  if (flags.top < 0)
+    return ReportError(Status::Invalid("--top: must not be negative (0 lists all)"));
   auto explain = ExplainedPlanNumber(flags);
   if (!explain.ok()) return ReportError(explain.status());
   if (*explain > 0 && flags.format == "csv") {
-    return ReportError(Status::Invalid("--explain: not available with --format csv (use --format json, "
-                                       "which holds the breakdown under \"explain\", or the table)"));
+    return ReportError(
+        Status::Invalid("--explain: not available with --format csv (use --format json, "
+                        "which holds the breakdown under \"explain\", or the table)"));
   }
   planner::SearchOptions options;
   for (const std::string& name : SplitList(flags.schemes)) {
@@ -87,18 +91,20 @@ int RunPlan(const PlanFlags& flags) {
   if (count == 0) {
     std::string reasons;
     for (const planner::Estimate& e : result.rejected) {
-      reasons += (reasons.empty() ? "" : "; ") + std::string(SchemeName(e.params.scheme)) + ": " + e.reason;
+      reasons += (reasons.empty() ? "" : "; ") + std::string(SchemeName(e.params.scheme)) + ": " +
+                 e.reason;
     }
-    return ReportError(Status::Invalid("no scheme has a valid plan for " + ctx.workload.Describe() + " on " +
-                                       std::to_string(ctx.num_ranks) + " GPUs (" + reasons + ")"));
+    return ReportError(Status::Invalid("no scheme has a valid plan for " + ctx.workload.Describe() +
+                                       " on " + std::to_string(ctx.num_ranks) + " GPUs (" +
+                                       reasons + ")"));
   }
   if ((flags.pick < 1 || flags.pick > count) && (!flags.out.empty() || flags.pick != 1)) {
-    return ReportError(Status::Invalid("--pick: " + std::to_string(flags.pick) + " is not a plan number (1.." +
-                                       std::to_string(count) + ")"));
+    return ReportError(Status::Invalid("--pick: " + std::to_string(flags.pick) +
+                                       " is not a plan number (1.." + std::to_string(count) + ")"));
   }
   if (*explain > count) {
-    return ReportError(Status::Invalid("--explain: " + std::to_string(*explain) + " is not a plan number (1.." +
-                                       std::to_string(count) + ")"));
+    return ReportError(Status::Invalid("--explain: " + std::to_string(*explain) +
+                                       " is not a plan number (1.." + std::to_string(count) + ")"));
   }
   // After the flag checks, so that a bad flag does not wait for the replays.
   if (flags.simulate > 0) {
@@ -129,7 +135,8 @@ int RunPlan(const PlanFlags& flags) {
   listing.wide = flags.wide;
   if (flags.format == "json") {
     const report::ExplainedPlan explained{*explain, schedule.get()};
-    std::fputs(report::PlanJson(ctx, result, listing, *explain > 0 ? &explained : nullptr).c_str(), stdout);
+    std::fputs(report::PlanJson(ctx, result, listing, *explain > 0 ? &explained : nullptr).c_str(),
+               stdout);
   } else if (flags.format == "csv") {
     std::fputs(report::PlanCsv(ctx, result, listing).c_str(), stdout);
   } else {
@@ -141,11 +148,12 @@ int RunPlan(const PlanFlags& flags) {
   }
   if (!flags.out.empty()) {
     const planner::Estimate& e = result.ranked[flags.pick - 1];
-    const std::string text = planner::PlanToToml(planner::MakePlan(ctx, e.params), report::EstimateToml(e));
+    const std::string text =
+        planner::PlanToToml(planner::MakePlan(ctx, e.params), report::EstimateToml(e));
     if (Status st = WriteFileAtomically(flags.out, text); !st.ok()) return ReportError(st);
     std::fprintf(stderr, "meshplan: wrote plan #%d (%s %s) to %s\n", flags.pick,
-                 std::string(SchemeName(e.params.scheme)).c_str(), planner::DescribeParams(e.params).c_str(),
-                 flags.out.c_str());
+                 std::string(SchemeName(e.params.scheme)).c_str(),
+                 planner::DescribeParams(e.params).c_str(), flags.out.c_str());
   }
   return kExitOk;
 }
@@ -154,26 +162,30 @@ int RunPlan(const PlanFlags& flags) {
 
 Runner RegisterPlanCommand(CLI::App& app) {
   auto flags = std::make_shared<PlanFlags>();
-  CLI::App* cmd = app.add_subcommand("plan", "Rank every context-parallel scheme for a workload on a cluster");
+  CLI::App* cmd =
+      app.add_subcommand("plan", "Rank every context-parallel scheme for a workload on a cluster");
   flags->topology.Register(*cmd);
   flags->workload.Register(*cmd);
   cmd->add_option("--schemes", flags->schemes,
-                  "Comma-separated schemes to consider (default all): " + planner::SchemeNamesText() +
-                      " (--list-schemes describes them)");
+                  "Comma-separated schemes to consider (default all): " +
+                      planner::SchemeNamesText() + " (--list-schemes describes them)");
   cmd->add_flag("--list-schemes", flags->list_schemes,
                 "Print every scheme's name and a line on what it does, then exit");
   cmd->add_option("--format", flags->format, "Output: table, json or csv")->capture_default_str();
   cmd->add_option("--top", flags->top, "Rows to list, each a group of equivalent plans (0: all)")
       ->capture_default_str();
-  cmd->add_flag("--all-variants", flags->all_variants,
-                "List every plan on its own row instead of grouping equivalent plans (same time within 0.5% "
-                "and same bytes per GPU)");
-  cmd->add_flag("--wide", flags->wide, "Table: every column (scheme and parameters apart, compute, imbalance)");
+  cmd->add_flag(
+      "--all-variants", flags->all_variants,
+      "List every plan on its own row instead of grouping equivalent plans (same time within 0.5% "
+      "and same bytes per GPU)");
+  cmd->add_flag("--wide", flags->wide,
+                "Table: every column (scheme and parameters apart, compute, imbalance)");
   cmd->add_option("--out,-o", flags->out, "Write the chosen plan (TOML) to this file");
   cmd->add_option("--pick", flags->pick, "Plan number written by --out (1 = best that fits)")
       ->capture_default_str();
   cmd->add_option("--explain", flags->explain,
-                  "Break plan number N (default 1) down step by step (json: under \"explain\"; not with csv)")
+                  "Break plan number N (default 1) down step by step (json: under \"explain\"; not "
+                  "with csv)")
       ->expected(0, 1)
       ->type_name("[N]");
   cmd->add_option("--reserve-gib", flags->reserve_gib,

@@ -44,7 +44,8 @@ struct SimulateFlags {
 std::optional<int64_t> ParseRank(const std::string& text, int64_t ranks) {
   int64_t value = -1;
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || error != std::errc() || end != text.data() + text.size() || value < 0 || value >= ranks) {
+  if (text.empty() || error != std::errc() || end != text.data() + text.size() || value < 0 ||
+      value >= ranks) {
     return std::nullopt;
   }
   return value;
@@ -65,9 +66,11 @@ Result<std::vector<int64_t>> TraceRanks(const std::string& text, bool given, int
   for (const std::string& item : SplitList(text)) {
     const size_t dash = item.find('-');
     const std::optional<int64_t> lo = ParseRank(item.substr(0, dash), ranks);
-    const std::optional<int64_t> hi = dash == std::string::npos ? lo : ParseRank(item.substr(dash + 1), ranks);
+    const std::optional<int64_t> hi =
+        dash == std::string::npos ? lo : ParseRank(item.substr(dash + 1), ranks);
     if (!lo || !hi || *hi < *lo) {
-      return Status::Invalid("--trace-ranks: " + QuoteInput(item) + " is not a rank or a range LO-HI of ranks in [0, " +
+      return Status::Invalid("--trace-ranks: " + QuoteInput(item) +
+                             " is not a rank or a range LO-HI of ranks in [0, " +
                              std::to_string(ranks) + ") (or use all)");
     }
     for (int64_t r = *lo; r <= *hi; ++r) chosen[static_cast<size_t>(r)] = 1;
@@ -127,7 +130,9 @@ int RunSimulate(const SimulateFlags& flags) {
     options.expansion_progress = [line](int64_t done, int64_t total) {
       line->Report("expanded ", "ranks", done, total);
     };
-    options.progress = [line](int64_t done, int64_t total) { line->Report("", "ops done", done, total); };
+    options.progress = [line](int64_t done, int64_t total) {
+      line->Report("", "ops done", done, total);
+    };
   }
   const auto start = std::chrono::steady_clock::now();
   auto sim = sim::SimulatePlan(*plan, *topology, options);
@@ -137,16 +142,19 @@ int RunSimulate(const SimulateFlags& flags) {
 
   // The trace goes first so that a failure to write it leaves only the error on the terminal.
   if (!flags.trace.empty()) {
-    const std::string trace = sim::ChromeTrace(sim->schedule, sim->result, sim->rank_to_gpu, *trace_ranks);
+    const std::string trace =
+        sim::ChromeTrace(sim->schedule, sim->result, sim->rank_to_gpu, *trace_ranks);
     if (Status st = WriteFileAtomically(flags.trace, trace); !st.ok()) return ReportError(st);
     if (!flags.trace_ranks_given && !trace_ranks->empty() && !flags.quiet) {
-      std::fprintf(stderr, "meshplan: note: the trace holds ranks 0-%lld of %lld (--trace-ranks all: every rank)\n",
-                   static_cast<long long>(trace_ranks->back()), static_cast<long long>(plan->num_gpus));
+      std::fprintf(
+          stderr,
+          "meshplan: note: the trace holds ranks 0-%lld of %lld (--trace-ranks all: every rank)\n",
+          static_cast<long long>(trace_ranks->back()), static_cast<long long>(plan->num_gpus));
     }
   }
   if (!flags.timeline.empty()) {
-    const std::string svg = plot::RenderTimeline(
-        report::SimulatedTimeline(sim->schedule, sim->result, kTimelineLanes));
+    const std::string svg =
+        plot::RenderTimeline(report::SimulatedTimeline(sim->schedule, sim->result, kTimelineLanes));
     if (Status st = WriteFileAtomically(flags.timeline, svg); !st.ok()) return ReportError(st);
   }
   const report::SimulationReport summary =
@@ -161,13 +169,14 @@ int RunSimulate(const SimulateFlags& flags) {
   if (!flags.trace.empty()) {
     int64_t ops = 0, traced = 0;
     for (size_t r = 0; r < sim->schedule.ranks.size(); ++r) {
-      const bool in = trace_ranks->empty() || std::binary_search(trace_ranks->begin(), trace_ranks->end(),
-                                                                  static_cast<int64_t>(r));
+      const bool in =
+          trace_ranks->empty() ||
+          std::binary_search(trace_ranks->begin(), trace_ranks->end(), static_cast<int64_t>(r));
       ops += in ? static_cast<int64_t>(sim->schedule.ranks[r].ops.size()) : 0;
       traced += in;
     }
-    std::fprintf(stderr, "meshplan: wrote trace (%lld ops of %lld ranks) to %s\n", static_cast<long long>(ops),
-                 static_cast<long long>(traced), flags.trace.c_str());
+    std::fprintf(stderr, "meshplan: wrote trace (%lld ops of %lld ranks) to %s\n",
+                 static_cast<long long>(ops), static_cast<long long>(traced), flags.trace.c_str());
   }
   if (!flags.timeline.empty()) {
     const int64_t ranks = sim->schedule.num_ranks;
@@ -195,16 +204,20 @@ Runner RegisterSimulateCommand(CLI::App& app) {
   cmd->add_option("--format", flags->format, "Output: table, json or csv")->capture_default_str();
   cmd->add_option("--ranks", flags->ranks, "Slowest ranks to list (0: all)")->capture_default_str();
   cmd->add_option("--trace-ranks", flags->trace_ranks,
-                  "Ranks the trace holds: all, or ranks and ranges such as 0-15,100 (default: every rank up to 64 "
+                  "Ranks the trace holds: all, or ranks and ranges such as 0-15,100 (default: "
+                  "every rank up to 64 "
                   "ranks, else ranks 0-63, with a note)")
       ->each([flags](const std::string&) { flags->trace_ranks_given = true; });
-  cmd->add_flag("--no-coalesce", flags->no_coalesce,
-                "Replay every compute op, not the timing view that merges runs of blocks which time as one "
-                "(the same result up to a nanosecond per merged block; slower)");
+  cmd->add_flag(
+      "--no-coalesce", flags->no_coalesce,
+      "Replay every compute op, not the timing view that merges runs of blocks which time as one "
+      "(the same result up to a nanosecond per merged block; slower)");
   cmd->add_flag("--no-symmetry", flags->no_symmetry,
-                "Replay every rank, not one representative per symmetry class (the same result up to rounding; "
+                "Replay every rank, not one representative per symmetry class (the same result up "
+                "to rounding; "
                 "slower, and far larger at thousands of ranks)");
-  cmd->add_flag("--quiet,-q", flags->quiet, "No progress messages on stderr (replays over 2 s report every second)");
+  cmd->add_flag("--quiet,-q", flags->quiet,
+                "No progress messages on stderr (replays over 2 s report every second)");
   return [flags] { return RunSimulate(*flags); };
 }
 

@@ -12,11 +12,11 @@
 #include "capacity/sweep_settings.h"
 #include "core/atomic_file.h"
 #include "core/units.h"
+#include "planner/schemes/registry.h"
 #include "report/charts.h"
 #include "report/sweep_table.h"
 #include "tools/cli_common.h"
 #include "tools/commands.h"
-#include "planner/schemes/registry.h"
 
 namespace meshplan::tools {
 namespace {
@@ -60,11 +60,12 @@ Result<capacity::SweepSettings> GivenSettings(const SweepFlags& flags, const CLI
   }
   if (given("--simulate")) s.simulate = flags.simulate;
   // --seq is a list here, held by seq_lens.
-  auto workload = flags.workload.Fields([&](const std::string& flag) { return flag != "--seq" && given(flag); });
+  auto workload = flags.workload.Fields(
+      [&](const std::string& flag) { return flag != "--seq" && given(flag); });
   if (!workload.ok()) return workload.status();
   s.workload = *workload;
-  for (const char* flag : {"--seq", "--batch", "--heads", "--kv-heads", "--head-dim", "--dtype", "--partial-dtype",
-                           "--mask", "--pass"}) {
+  for (const char* flag : {"--seq", "--batch", "--heads", "--kv-heads", "--head-dim", "--dtype",
+                           "--partial-dtype", "--mask", "--pass"}) {
     if (given(flag)) s.workload_source = "the flags";
   }
   return s;
@@ -84,13 +85,15 @@ Result<capacity::SweepSpec> MakeSpec(const SweepFlags& flags, const CLI::App& cm
 
 // Writes the rows where the flags say (stdout or --out); the place to add more outputs.
 Status WriteSweepOutputs(const SweepFlags& flags, const std::vector<capacity::SweepRow>& rows) {
-  const std::string text = flags.format == "json" ? report::SweepJson(rows) : report::SweepCsv(rows);
+  const std::string text =
+      flags.format == "json" ? report::SweepJson(rows) : report::SweepCsv(rows);
   if (flags.out.empty()) {
     std::fputs(text.c_str(), stdout);
     return Status::Ok();
   }
   MESHPLAN_RETURN_IF_ERROR(WriteFileAtomically(flags.out, text));
-  if (!flags.quiet) std::fprintf(stderr, "meshplan: wrote %zu rows to %s\n", rows.size(), flags.out.c_str());
+  if (!flags.quiet)
+    std::fprintf(stderr, "meshplan: wrote %zu rows to %s\n", rows.size(), flags.out.c_str());
   return Status::Ok();
 }
 
@@ -119,15 +122,17 @@ int RunSweepCommand(const SweepFlags& flags, const CLI::App& cmd) {
 
 Runner RegisterSweepCommand(CLI::App& app) {
   auto flags = std::make_shared<SweepFlags>();
-  CLI::App* cmd = app.add_subcommand(
-      "sweep", "Plan every point of a grid of GPU counts, sequence lengths, topologies and schemes (CSV/JSON)");
+  CLI::App* cmd = app.add_subcommand("sweep",
+                                     "Plan every point of a grid of GPU counts, sequence lengths, "
+                                     "topologies and schemes (CSV/JSON)");
   cmd->add_option("--topology,-t", flags->topologies,
                   "Cluster TOML file(s) or shipped cluster name(s): repeat the flag or give a "
                   "comma list (default: built-in 32 x 8 H100)")
       ->delimiter(',');
-  cmd->add_option("--gpus", flags->gpus,
-                  "GPU counts: list and ranges, e.g. 8,16,32 or 8..1024 (doubling) or 8..64:+8 (default: each "
-                  "topology's own size); the outermost network level is scaled");
+  cmd->add_option(
+      "--gpus", flags->gpus,
+      "GPU counts: list and ranges, e.g. 8,16,32 or 8..1024 (doubling) or 8..64:+8 (default: each "
+      "topology's own size); the outermost network level is scaled");
   flags->workload.Register(*cmd);
   cmd->get_option("--seq")->description(
       "Sequence lengths: list and ranges, e.g. 128K,1M or 128K..4M (doubling) or 64K..256K:+64K");
@@ -137,14 +142,17 @@ Runner RegisterSweepCommand(CLI::App& app) {
   cmd->add_option("--reserve-gib", flags->reserve_gib,
                   "GPU memory (GiB) held back for weights, optimizer state and other activations")
       ->capture_default_str();
-  cmd->add_flag("--simulate", flags->simulate, "Also replay each point's best plan per scheme in the simulator");
+  cmd->add_flag("--simulate", flags->simulate,
+                "Also replay each point's best plan per scheme in the simulator");
   cmd->add_option("--format", flags->format, "Output: csv or json")->capture_default_str();
   cmd->add_option("--out,-o", flags->out, "Write the rows to this file instead of stdout");
-  cmd->add_option("--plot", flags->plot,
-                  "Write SVG charts (time vs GPUs, communication share vs sequence length, best-scheme map) "
-                  "into this directory");
-  cmd->add_option("--sweep-file", flags->sweep_file,
-                  "TOML file with topologies, gpus, seq, schemes and workload keys (flags override it)");
+  cmd->add_option(
+      "--plot", flags->plot,
+      "Write SVG charts (time vs GPUs, communication share vs sequence length, best-scheme map) "
+      "into this directory");
+  cmd->add_option(
+      "--sweep-file", flags->sweep_file,
+      "TOML file with topologies, gpus, seq, schemes and workload keys (flags override it)");
   cmd->add_flag("--quiet,-q", flags->quiet, "No progress messages on stderr");
   return [cmd, flags] { return RunSweepCommand(*flags, *cmd); };
 }

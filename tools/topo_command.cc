@@ -19,25 +19,31 @@ std::string Describe(const Topology& t) {
   if (!t.description.empty()) out += "description: " + t.description + "\n";
   out += "source:      " + t.source + "\n";
   out += "GPUs:        " + std::to_string(t.num_gpus()) + " x " + t.gpu.model + "\n";
-  std::snprintf(buffer, sizeof buffer, "memory:      %s per GPU, HBM %.0f GB/s, launch overhead %.1f us\n",
-                FormatBytes(t.gpu.memory_bytes).c_str(), t.gpu.hbm_bytes_per_s / 1e9, t.gpu.launch_overhead_s * 1e6);
+  std::snprintf(buffer, sizeof buffer,
+                "memory:      %s per GPU, HBM %.0f GB/s, launch overhead %.1f us\n",
+                FormatBytes(t.gpu.memory_bytes).c_str(), t.gpu.hbm_bytes_per_s / 1e9,
+                t.gpu.launch_overhead_s * 1e6);
   out += buffer;
   out += "peak:       ";
   for (const auto& [dtype, tflops] : t.gpu.peak_tflops) {
-    std::snprintf(buffer, sizeof buffer, " %s %.4g TFLOP/s", std::string(DTypeName(dtype)).c_str(), tflops);
+    std::snprintf(buffer, sizeof buffer, " %s %.4g TFLOP/s", std::string(DTypeName(dtype)).c_str(),
+                  tflops);
     out += buffer;
   }
   out += "\nattention efficiency:";
   for (const EfficiencyPoint& p : t.gpu.attention_efficiency) {
-    std::snprintf(buffer, sizeof buffer, " %s:%.0f%%", FormatCount(p.block_tokens).c_str(), p.efficiency * 100);
+    std::snprintf(buffer, sizeof buffer, " %s:%.0f%%", FormatCount(p.block_tokens).c_str(),
+                  p.efficiency * 100);
     out += buffer;
   }
   if (t.gpu.backward_rate_ratio != 1.0) {
-    std::snprintf(buffer, sizeof buffer, "\nbackward kernels at %.3gx the forward's rate", t.gpu.backward_rate_ratio);
+    std::snprintf(buffer, sizeof buffer, "\nbackward kernels at %.3gx the forward's rate",
+                  t.gpu.backward_rate_ratio);
     out += buffer;
   }
   if (t.gpu.ranks_per_device > 1) {
-    std::snprintf(buffer, sizeof buffer, "\nshared device: %lld ranks per device, %.3g kernels at full rate, %s sharing",
+    std::snprintf(buffer, sizeof buffer,
+                  "\nshared device: %lld ranks per device, %.3g kernels at full rate, %s sharing",
                   static_cast<long long>(t.gpu.ranks_per_device), t.gpu.concurrent_kernels,
                   std::string(DeviceSharingName(t.gpu.sharing)).c_str());
     out += buffer;
@@ -45,12 +51,13 @@ std::string Describe(const Topology& t) {
   out += "\nlevels (innermost first):\n";
   for (int i = 0; i < t.num_levels(); ++i) {
     const NetworkLevel& l = t.levels[i];
-    std::snprintf(buffer, sizeof buffer,
-                  "  %d %-8s %-13s group %-5lld (%lld GPUs) %7.1f GB/s per GPU per direction, %.2f us, "
-                  "oversubscription %.2g",
-                  i, l.name.c_str(), std::string(LinkKindName(l.kind)).c_str(), static_cast<long long>(l.group_size),
-                  static_cast<long long>(t.Span(i)), l.bandwidth_bytes_per_s / 1e9, l.latency_s * 1e6,
-                  l.oversubscription);
+    std::snprintf(
+        buffer, sizeof buffer,
+        "  %d %-8s %-13s group %-5lld (%lld GPUs) %7.1f GB/s per GPU per direction, %.2f us, "
+        "oversubscription %.2g",
+        i, l.name.c_str(), std::string(LinkKindName(l.kind)).c_str(),
+        static_cast<long long>(l.group_size), static_cast<long long>(t.Span(i)),
+        l.bandwidth_bytes_per_s / 1e9, l.latency_s * 1e6, l.oversubscription);
     out += buffer;
     if (!l.torus_dims.empty()) {
       out += ", dims";
@@ -98,8 +105,8 @@ Runner RegisterTopoCommand(CLI::App& app) {
     }
     auto t = LoadTopology(*validate_file);
     if (!t.ok()) return ReportError(t.status());
-    std::printf("%s: ok (%lld GPUs, %d levels)\n", validate_file->c_str(), static_cast<long long>(t->num_gpus()),
-                t->num_levels());
+    std::printf("%s: ok (%lld GPUs, %d levels)\n", validate_file->c_str(),
+                static_cast<long long>(t->num_gpus()), t->num_levels());
     return kExitOk;
   };
 }

@@ -37,7 +37,8 @@ double RelativeScale(const std::vector<double>& a) {
 constexpr int64_t kBandwidthBytes = 1 << 20;
 void FitMessages(const std::vector<MessageSample>& s, double* latency_s, double* bytes_per_s) {
   const MessageSample& smallest = *std::min_element(
-      s.begin(), s.end(), [](const MessageSample& a, const MessageSample& b) { return a.bytes < b.bytes; });
+      s.begin(), s.end(),
+      [](const MessageSample& a, const MessageSample& b) { return a.bytes < b.bytes; });
   *latency_s = smallest.measured_s;
   std::vector<double> rates;
   for (const MessageSample& m : s) {
@@ -47,7 +48,8 @@ void FitMessages(const std::vector<MessageSample>& s, double* latency_s, double*
   }
   if (rates.empty()) {  // no large message, or none slower than the smallest: all latency
     const MessageSample& largest = *std::max_element(
-        s.begin(), s.end(), [](const MessageSample& a, const MessageSample& b) { return a.bytes < b.bytes; });
+        s.begin(), s.end(),
+        [](const MessageSample& a, const MessageSample& b) { return a.bytes < b.bytes; });
     rates.push_back(static_cast<double>(largest.bytes) / largest.measured_s);
   }
   *bytes_per_s = Median(rates);
@@ -70,18 +72,22 @@ double Median(std::vector<double> v) {
 double PieceMedianResidual(const CalibrationResult& result, BlockPiece piece) {
   std::vector<double> residuals;
   for (const KernelSample& k : result.kernels) {
-    if (k.piece == piece && k.measured_s > 0) residuals.push_back(std::abs(k.model_s / k.measured_s - 1.0));
+    if (k.piece == piece && k.measured_s > 0)
+      residuals.push_back(std::abs(k.model_s / k.measured_s - 1.0));
   }
   return Median(residuals);
 }
 
 Status CheckCalibrationSpec(const CalibrationSpec& s) {
-  if (s.ranks < 1 || s.ranks > kMaxCalibrationRanks) return Status::Invalid("--ranks: must be in 1..256, got " + std::to_string(s.ranks));
+  if (s.ranks < 1 || s.ranks > kMaxCalibrationRanks)
+    return Status::Invalid("--ranks: must be in 1..256, got " + std::to_string(s.ranks));
   if (s.head_dim < 1 || s.head_dim > 1024) {
     return Status::Invalid("--head-dim: must be in 1..1024, got " + std::to_string(s.head_dim));
   }
-  if (s.heads < 1 || s.heads > 1024) return Status::Invalid("--heads: must be in 1..1024, got " + std::to_string(s.heads));
-  if (!(s.memory_bytes > 0)) return Status::Invalid("calibrate: the device's memory size is unknown");
+  if (s.heads < 1 || s.heads > 1024)
+    return Status::Invalid("--heads: must be in 1..1024, got " + std::to_string(s.heads));
+  if (!(s.memory_bytes > 0))
+    return Status::Invalid("calibrate: the device's memory size is unknown");
   return Status::Ok();
 }
 
@@ -114,7 +120,8 @@ void PiecePositions(BlockPiece piece, int64_t n, std::vector<int64_t>* q, std::v
         (*q)[i] = half + i;
         (*k)[i] = i;
         break;
-      case BlockPiece::kChunked:  // second halves shifted by n/2: [n/2, n) u [3n/2, 2n), [0, n/2) u [n, 3n/2)
+      case BlockPiece::kChunked:  // second halves shifted by n/2: [n/2, n) u [3n/2, 2n), [0, n/2) u
+                                  // [n, 3n/2)
         (*q)[i] = half + i + (i >= half ? half : 0);
         (*k)[i] = i + (i >= half ? half : 0);
         break;
@@ -145,14 +152,17 @@ int64_t PieceCutRows(BlockPiece piece, int64_t n) {
 }
 
 double PieceCutRowsPerPair(BlockPiece piece, int64_t n) {
-  return static_cast<double>(PieceCutRows(piece, n)) / static_cast<double>(PieceVisiblePairs(piece, n));
+  return static_cast<double>(PieceCutRows(piece, n)) /
+         static_cast<double>(PieceVisiblePairs(piece, n));
 }
 
 std::vector<int64_t> CalibrationBlockSizes(bool quick, int ranks) {
   std::vector<int64_t> sizes = quick ? std::vector<int64_t>{128, 512, 2048, 4096}
                                      : std::vector<int64_t>{128, 256, 512, 1024, 2048, 4096};
   if (ranks > kMaxTailRanks) {
-    sizes.erase(std::remove_if(sizes.begin(), sizes.end(), [](int64_t n) { return n > kAllPiecesTokens; }), sizes.end());
+    sizes.erase(
+        std::remove_if(sizes.begin(), sizes.end(), [](int64_t n) { return n > kAllPiecesTokens; }),
+        sizes.end());
   }
   return sizes;
 }
@@ -160,7 +170,8 @@ std::vector<int64_t> CalibrationBlockSizes(bool quick, int ranks) {
 int64_t SampleHeads(int64_t n, int64_t spec_heads) {
   if (n <= kAllPiecesTokens) return spec_heads;
   const double scale = static_cast<double>(kAllPiecesTokens) / static_cast<double>(n);
-  return std::max<int64_t>(1, static_cast<int64_t>(static_cast<double>(spec_heads) * scale * scale));
+  return std::max<int64_t>(1,
+                           static_cast<int64_t>(static_cast<double>(spec_heads) * scale * scale));
 }
 
 std::vector<int64_t> CalibrationMessageSizes(bool quick) {

@@ -42,8 +42,8 @@ namespace meshplan::exec {
 // the first two and checks the chunked piece against the dense rate the model gives it.
 enum class BlockPiece { kFull, kDiagonal, kPartial, kChunked };
 std::string_view BlockPieceName(BlockPiece piece);
-inline constexpr BlockPiece kBlockPieces[] = {BlockPiece::kFull, BlockPiece::kDiagonal, BlockPiece::kPartial,
-                                              BlockPiece::kChunked};
+inline constexpr BlockPiece kBlockPieces[] = {BlockPiece::kFull, BlockPiece::kDiagonal,
+                                              BlockPiece::kPartial, BlockPiece::kChunked};
 // The piece's query and key positions (n each), in the order a block holds its rows.
 void PiecePositions(BlockPiece piece, int64_t n, std::vector<int64_t>* q, std::vector<int64_t>* k);
 // Visible (query, key) pairs of the piece, counted query by query over its positions.
@@ -60,7 +60,8 @@ class CalibrationTarget {
   virtual ~CalibrationTarget() = default;
   // One n x n block of `piece` with `heads` heads, forward or backward, run by `ranks` ranks at
   // once (each its own copy): when the last of them ended.
-  virtual Result<double> KernelSeconds(BlockPiece piece, int64_t n, int64_t heads, bool backward, int ranks) = 0;
+  virtual Result<double> KernelSeconds(BlockPiece piece, int64_t n, int64_t heads, bool backward,
+                                       int ranks) = 0;
   // Folding one partial (O and LSE of n rows, all heads, fp32) into an accumulator.
   virtual Result<double> MergeSeconds(int64_t n) = 0;
   // `ranks` ranks start `repeats` full forward n x n blocks each at once (one after another on
@@ -74,38 +75,40 @@ class CalibrationTarget {
 };
 
 struct CalibrationSpec {
-  int ranks = 2;            // P: ranks on the device (the topology's GPU slots)
-  int64_t head_dim = 128;   // d of the kernels measured (efficiency depends on it)
-  int64_t heads = 1;        // heads per kernel call
-  bool quick = false;       // fewer sizes and repetitions
+  int ranks = 2;           // P: ranks on the device (the topology's GPU slots)
+  int64_t head_dim = 128;  // d of the kernels measured (efficiency depends on it)
+  int64_t heads = 1;       // heads per kernel call
+  bool quick = false;      // fewer sizes and repetitions
   std::string name = "machine";
   std::string device_model = "CPU";
-  double memory_bytes = 0;  // the device's (shared by its ranks)
+  double memory_bytes = 0;            // the device's (shared by its ranks)
   std::string transport = "threads";  // names the innermost level
 };
 
 // Block sizes measured: quick 128, 512, 2048, 4096; else 128 to 4096 by powers of 2 (the curve
 // clamps beyond); sizes beyond kAllPiecesTokens only for up to kMaxTailRanks ranks (each rank of
-// a sample holds a dense block's n x n scores: 64 MiB at 4096). Each in kCalibrationRounds rounds. Blocks up to kAllPiecesTokens are measured in
-// every piece, forward and backward, with the spec's heads; larger ones only as the full forward
-// block that extends the efficiency curve (dense blocks that outgrow the caches slow down: Ulysses
-// and its hybrids compute whole-sequence blocks), with SampleHeads heads to bound their cost.
+// a sample holds a dense block's n x n scores: 64 MiB at 4096). Each in kCalibrationRounds rounds.
+// Blocks up to kAllPiecesTokens are measured in every piece, forward and backward, with the spec's
+// heads; larger ones only as the full forward block that extends the efficiency curve (dense blocks
+// that outgrow the caches slow down: Ulysses and its hybrids compute whole-sequence blocks), with
+// SampleHeads heads to bound their cost.
 std::vector<int64_t> CalibrationBlockSizes(bool quick, int ranks);
 inline constexpr int64_t kAllPiecesTokens = 2048;
 inline constexpr int kMaxTailRanks = 16;
 // Heads of the n-token samples: the spec's up to kAllPiecesTokens, then scaled by
 // (kAllPiecesTokens / n)^2 (at least 1) so a sample costs no more FLOPs than one of that size.
 int64_t SampleHeads(int64_t n, int64_t spec_heads);
-// Message sizes measured (bytes): 4 KiB (the latency) and 1 to 16 MiB (the bandwidth), more in full mode.
+// Message sizes measured (bytes): 4 KiB (the latency) and 1 to 16 MiB (the bandwidth), more in full
+// mode.
 std::vector<int64_t> CalibrationMessageSizes(bool quick);
 
 struct KernelSample {
   BlockPiece piece = BlockPiece::kFull;
   int64_t n = 0;
   bool backward = false;
-  double flops = 0;      // the model's: 4 * pairs * heads * d, x 2.5 backward
+  double flops = 0;  // the model's: 4 * pairs * heads * d, x 2.5 backward
   double measured_s = 0;
-  double model_s = 0;    // the fitted topology's time for it (UnsharedKernelSeconds)
+  double model_s = 0;  // the fitted topology's time for it (UnsharedKernelSeconds)
 };
 
 struct MessageSample {

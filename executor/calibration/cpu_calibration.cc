@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cmath>
+#include <condition_variable>
 #include <fstream>
 #include <limits>
 #include <mutex>
@@ -14,9 +14,9 @@
 #include <thread>
 
 #include "core/mask.h"
-#include "executor/kernels/block_kernels.h"
 #include "executor/device/host_kernels.h"
 #include "executor/host_allocator.h"
+#include "executor/kernels/block_kernels.h"
 #include "executor/transport/thread_transport.h"
 
 namespace meshplan::exec {
@@ -56,7 +56,10 @@ std::vector<float> RandomValues(size_t count, uint32_t seed) {
 // each head's strided rows, the partial output and its merge into the accumulator.
 struct Block {
   Block(BlockPiece piece, int64_t n, int64_t d, int64_t heads)
-      : n(n), d(d), heads(heads), mask(piece == BlockPiece::kFull ? Mask::Full() : Mask::Causal()),
+      : n(n),
+        d(d),
+        heads(heads),
+        mask(piece == BlockPiece::kFull ? Mask::Full() : Mask::Causal()),
         rule(mask) {
     const size_t size = static_cast<size_t>(n * d * heads);
     q = RandomValues(size, 1);
@@ -93,7 +96,10 @@ struct Block {
     return p;
   }
 
-  void Forward() { HostBlockForward(Problem(), rule, View(q, &q_pos), View(k, &k_pos), View(v, &k_pos), View(o), View(lse)); }
+  void Forward() {
+    HostBlockForward(Problem(), rule, View(q, &q_pos), View(k, &k_pos), View(v, &k_pos), View(o),
+                     View(lse));
+  }
   // With the forward's lse, and delta = rowsum(dO * O), as a run has them.
   void PrepareBackward() {
     Forward();
@@ -104,8 +110,8 @@ struct Block {
     }
   }
   void Backward() {
-    HostBlockBackward(Problem(), rule, View(q, &q_pos), View(k, &k_pos), View(v, &k_pos), View(d_o, &q_pos),
-                      View(lse), View(delta), View(dq), View(dk), View(dv));
+    HostBlockBackward(Problem(), rule, View(q, &q_pos), View(k, &k_pos), View(v, &k_pos),
+                      View(d_o, &q_pos), View(lse), View(delta), View(dq), View(dk), View(dv));
   }
 
   int64_t n, d, heads;
@@ -118,7 +124,8 @@ struct Block {
 // Memory for `count` floats, refused beyond a bound so a bad size cannot exhaust the machine.
 Status CheckFloats(double count, const std::string& what) {
   constexpr double kMaxFloats = 1 << 28;  // 1 GiB
-  if (count > kMaxFloats) return Status::Invalid("calibrate: " + what + " would need more than 1 GiB");
+  if (count > kMaxFloats)
+    return Status::Invalid("calibrate: " + what + " would need more than 1 GiB");
   return Status::Ok();
 }
 
@@ -129,7 +136,8 @@ constexpr int kMaxInnerRepeats = 512;
 int InnerRepeats(double block_alone_s, bool quick) {
   const double target = quick ? kMinRankWorkSeconds / 2 : kMinRankWorkSeconds;
   if (!(block_alone_s > 0)) return kMaxInnerRepeats;
-  return static_cast<int>(std::clamp(std::ceil(target / block_alone_s), 1.0, static_cast<double>(kMaxInnerRepeats)));
+  return static_cast<int>(
+      std::clamp(std::ceil(target / block_alone_s), 1.0, static_cast<double>(kMaxInnerRepeats)));
 }
 
 // Starts work(r) on `ranks` threads at once (all released together once every thread is up);
@@ -177,12 +185,13 @@ CpuCalibrationTarget::CpuCalibrationTarget(int64_t head_dim, int64_t heads, bool
   KeepFreedHostMemoryMapped();  // measure with the allocator a host execute runs with
 }
 
-Result<double> CpuCalibrationTarget::KernelSeconds(BlockPiece piece, int64_t n, int64_t heads, bool backward,
-                                                   int ranks) {
+Result<double> CpuCalibrationTarget::KernelSeconds(BlockPiece piece, int64_t n, int64_t heads,
+                                                   bool backward, int ranks) {
   // The block's inputs and outputs, and each rank's scratch: n x n scores for a dense block, and
   // as many again for the backward's dS.
   const double scratch = (backward ? 2.0 : 1.0) * static_cast<double>(n) * static_cast<double>(n);
-  MESHPLAN_RETURN_IF_ERROR(CheckFloats((11.0 * static_cast<double>(n * d_ * heads) + scratch) * ranks, "the blocks"));
+  MESHPLAN_RETURN_IF_ERROR(
+      CheckFloats((11.0 * static_cast<double>(n * d_ * heads) + scratch) * ranks, "the blocks"));
   std::vector<std::unique_ptr<Block>> blocks;
   for (int r = 0; r < ranks; ++r) {
     blocks.push_back(std::make_unique<Block>(piece, n, d_, heads));
@@ -213,7 +222,8 @@ Result<double> CpuCalibrationTarget::KernelSeconds(BlockPiece piece, int64_t n, 
 }
 
 Result<double> CpuCalibrationTarget::MergeSeconds(int64_t n) {
-  MESHPLAN_RETURN_IF_ERROR(CheckFloats(4.0 * static_cast<double>(n * (d_ + 1) * heads_), "a merge"));
+  MESHPLAN_RETURN_IF_ERROR(
+      CheckFloats(4.0 * static_cast<double>(n * (d_ + 1) * heads_), "a merge"));
   const size_t rows = static_cast<size_t>(n * heads_);
   std::vector<float> o = RandomValues(rows * d_, 5), o_in = RandomValues(rows * d_, 6);
   std::vector<float> lse(rows, 0.5f), lse_in(rows, 0.25f);
@@ -221,15 +231,16 @@ Result<double> CpuCalibrationTarget::MergeSeconds(int64_t n) {
   return MedianSeconds(
       [&] {
         lse = lse_start;  // keep the accumulator's scale from drifting over repetitions
-        MergePartial(MutableRows{o.data(), static_cast<int64_t>(rows), d_}, lse.data(), o_in.data(), d_,
-                     lse_in.data(), d_);
+        MergePartial(MutableRows{o.data(), static_cast<int64_t>(rows), d_}, lse.data(), o_in.data(),
+                     d_, lse_in.data(), d_);
       },
       quick_ ? 3 : 5, 50, quick_ ? 0.02 : 0.1);
 }
 
-Result<std::vector<double>> CpuCalibrationTarget::ConcurrentEndsSeconds(int ranks, int64_t n, int repeats) {
-  MESHPLAN_RETURN_IF_ERROR(
-      CheckFloats(11.0 * static_cast<double>(n * d_ * heads_) * ranks, std::to_string(ranks) + " blocks"));
+Result<std::vector<double>> CpuCalibrationTarget::ConcurrentEndsSeconds(int ranks, int64_t n,
+                                                                        int repeats) {
+  MESHPLAN_RETURN_IF_ERROR(CheckFloats(11.0 * static_cast<double>(n * d_ * heads_) * ranks,
+                                       std::to_string(ranks) + " blocks"));
   std::vector<std::unique_ptr<Block>> blocks;
   for (int r = 0; r < ranks; ++r) {
     blocks.push_back(std::make_unique<Block>(BlockPiece::kFull, n, d_, heads_));
@@ -275,7 +286,8 @@ Result<double> CpuCalibrationTarget::MessageSeconds(int64_t bytes) {
     std::vector<float> in;
     if (status.ok()) status = fabric->Take(1, 0, i, &in, Clock::now() + std::chrono::seconds(30));
     if (status.ok()) std::copy(in.begin(), in.end(), sink_a.begin());
-    if (i > 0) one_way.push_back(0.5 * Seconds(Clock::now() - t0).count());  // the first is a warm-up
+    if (i > 0)
+      one_way.push_back(0.5 * Seconds(Clock::now() - t0).count());  // the first is a warm-up
   }
   if (!status.ok()) fabric->Abort(status.message());
   peer.join();

@@ -1,5 +1,5 @@
-// The CPU calibration target: the executor's own block kernels (executor/kernels/block_kernels.h) and
-// in-process transport (executor/transport/thread_transport.h), timed with a steady clock.
+// The CPU calibration target: the executor's own block kernels (executor/kernels/block_kernels.h)
+// and in-process transport (executor/transport/thread_transport.h), timed with a steady clock.
 #pragma once
 
 #include <cstdint>
@@ -17,7 +17,8 @@ class CpuCalibrationTarget : public CalibrationTarget {
 
   // Blocks beyond kAllPiecesTokens are timed once per call (their call takes seconds); the
   // calibration's rounds give their median.
-  Result<double> KernelSeconds(BlockPiece piece, int64_t n, int64_t heads, bool backward, int ranks) override;
+  Result<double> KernelSeconds(BlockPiece piece, int64_t n, int64_t heads, bool backward,
+                               int ranks) override;
   Result<double> MergeSeconds(int64_t n) override;
   Result<std::vector<double>> ConcurrentEndsSeconds(int ranks, int64_t n, int repeats) override;
   // A message as the threads transport carries one in a run: packed into a buffer, delivered to

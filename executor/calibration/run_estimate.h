@@ -13,9 +13,9 @@
 namespace meshplan::exec {
 
 struct RunEstimate {
-  double seconds = 0;         // every run together
-  double flops_per_s = 0;     // measured rate of one core
-  int cores = 0;              // cores the ranks can use at once
+  double seconds = 0;      // every run together
+  double flops_per_s = 0;  // measured rate of one core
+  int cores = 0;           // cores the ranks can use at once
 };
 
 // `runs` runs of `w` on `ranks` ranks (threads of this process).

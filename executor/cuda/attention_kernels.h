@@ -5,16 +5,16 @@
 // holding the global heads [head_begin, head_begin + heads). LSE and D views use dim = 1.
 // Inputs Q, K, V, dO are bf16 or fp16 (InputType); accumulators O, LSE, D, dQ, dK, dV are fp32.
 // Semantics match the CPU kernels (executor/kernels/block_kernels.h) and the reference
-// (executor/kernels/reference.h): scores are scale * q.k, masked pairs are excluded, a row with no visible
-// key has O = 0 and LSE = -inf. GQA: query head h reads KV head h / group_size.
+// (executor/kernels/reference.h): scores are scale * q.k, masked pairs are excluded, a row with no
+// visible key has O = 0 and LSE = -inf. GQA: query head h reads KV head h / group_size.
 //
 // Every launcher only enqueues work on `stream` and returns the launch error (cudaSuccess when
 // the launch was accepted); it never synchronises.
 #pragma once
 
-#include <cstdint>
-
 #include <cuda_runtime_api.h>
+
+#include <cstdint>
 
 #include "executor/device/kernel_args.h"
 
@@ -44,16 +44,17 @@ cudaError_t LaunchBlockBackward(const BlockProblem& p, const TensorView& q, cons
 
 // (o, lse) <- LSE-merge of (o, lse) and (o_in, lse_in); all four are contiguous fp32 arrays of
 // count = batch * rows * heads rows (o: count x dim, lse: count).
-cudaError_t LaunchMergePartial(float* o, float* lse, const float* o_in, const float* lse_in, int64_t count,
-                               int32_t dim, cudaStream_t stream);
+cudaError_t LaunchMergePartial(float* o, float* lse, const float* o_in, const float* lse_in,
+                               int64_t count, int32_t dim, cudaStream_t stream);
 
 // acc[i] += in[i] for i < n (fp32 gradient partials).
 cudaError_t LaunchAddInto(float* acc, const float* in, int64_t n, cudaStream_t stream);
 
 // delta[b][r][h] = sum_e o[b][r][h][e] * d_o[b][r][h][e]; o fp32, d_o of `type`, both
 // [batch][rows][heads][dim] contiguous, delta [batch][rows][heads].
-cudaError_t LaunchDelta(InputType type, const float* o, const void* d_o, float* delta, int64_t batch, int64_t rows,
-                        int32_t heads, int32_t dim, cudaStream_t stream);
+cudaError_t LaunchDelta(InputType type, const float* o, const void* d_o, float* delta,
+                        int64_t batch, int64_t rows, int32_t heads, int32_t dim,
+                        cudaStream_t stream);
 
 // Fills n elements of 4 bytes with the bit pattern of `value` (fp32 0, -inf, NaN poison).
 cudaError_t LaunchFill(float* data, float value, int64_t n, cudaStream_t stream);

@@ -1,12 +1,12 @@
 #include "executor/cuda/cuda_device_ops.h"
 
+#include <cuda_runtime_api.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <set>
 #include <thread>
-
-#include <cuda_runtime_api.h>
 
 #include "executor/cuda/attention_kernels.h"
 #include "executor/cuda/cuda_check.h"
@@ -22,13 +22,14 @@ constexpr int kScheduleStreams = 4;
 const char* kStreamNames[] = {"compute", "send", "recv", "collective"};
 
 #if MESHPLAN_HAVE_NCCL
-Status NcclStatus(const NcclLibrary& nccl, ncclResult_t result, int rank, const char* call, const char* file,
-                  int line) {
+Status NcclStatus(const NcclLibrary& nccl, ncclResult_t result, int rank, const char* call,
+                  const char* file, int line) {
   if (result == ncclSuccess) return Status::Ok();
   std::string where = file;
   if (const size_t at = where.rfind("executor/"); at != std::string::npos) where = where.substr(at);
-  return Status::Internal((rank >= 0 ? "rank " + std::to_string(rank) + ": " : std::string()) + call +
-                          " failed: " + nccl.GetErrorString(result) + " (" + where + ":" + std::to_string(line) + ")");
+  return Status::Internal((rank >= 0 ? "rank " + std::to_string(rank) + ": " : std::string()) +
+                          call + " failed: " + nccl.GetErrorString(result) + " (" + where + ":" +
+                          std::to_string(line) + ")");
 }
 #endif
 
@@ -58,10 +59,13 @@ Result<int> CudaDeviceCount() {
 
 std::string CudaDeviceName(int device) {
   cudaDeviceProp prop{};
-  if (cudaGetDeviceProperties(&prop, device) != cudaSuccess) return "CUDA device " + std::to_string(device);
+  if (cudaGetDeviceProperties(&prop, device) != cudaSuccess)
+    return "CUDA device " + std::to_string(device);
   char memory[32];
-  std::snprintf(memory, sizeof memory, "%.1f GiB", static_cast<double>(prop.totalGlobalMem) / (1ull << 30));
-  return std::string(prop.name) + " (sm_" + std::to_string(prop.major) + std::to_string(prop.minor) + ", " + memory + ")";
+  std::snprintf(memory, sizeof memory, "%.1f GiB",
+                static_cast<double>(prop.totalGlobalMem) / (1ull << 30));
+  return std::string(prop.name) + " (sm_" + std::to_string(prop.major) +
+         std::to_string(prop.minor) + ", " + memory + ")";
 }
 
 CudnnDevices::CudnnDevices() = default;
@@ -87,7 +91,8 @@ CudaDeviceOps::~CudaDeviceOps() {
   for (size_t r = 0; r < config_.nccl_comms.size(); ++r) {
     void* comm = config_.nccl_comms[r];
     const bool aborted = r < ranks_.size() && ranks_[r] != nullptr && ranks_[r]->comm == nullptr;
-    if (comm != nullptr && !aborted && config_.nccl != nullptr) config_.nccl->CommDestroy(static_cast<ncclComm_t>(comm));
+    if (comm != nullptr && !aborted && config_.nccl != nullptr)
+      config_.nccl->CommDestroy(static_cast<ncclComm_t>(comm));
   }
 #endif
   for (size_t r = 0; r < ranks_.size(); ++r) {
@@ -118,7 +123,8 @@ std::string CudaDeviceOps::Describe() const {
     ++ranks;
   }
   const std::string name = devices.empty() ? "no device" : CudaDeviceName(*devices.begin());
-  std::string transfers = config_.transfers == TransferKind::kNccl ? "NCCL" : "device-to-device copies";
+  std::string transfers =
+      config_.transfers == TransferKind::kNccl ? "NCCL" : "device-to-device copies";
 #if MESHPLAN_HAVE_NCCL
   // Which NCCL was loaded at run time (LD_LIBRARY_PATH decides, not the build).
   int version = 0;
@@ -126,16 +132,17 @@ std::string CudaDeviceOps::Describe() const {
     transfers += " " + NcclVersionName(version);
   }
 #endif
-  return "CUDA " + name + ", " + std::to_string(ranks) + (ranks == 1 ? " rank" : " ranks") + " on " +
-         std::to_string(devices.size()) + (devices.size() == 1 ? " GPU" : " GPUs") + ", " + transfers + ", " +
-         KernelsUsed();
+  return "CUDA " + name + ", " + std::to_string(ranks) + (ranks == 1 ? " rank" : " ranks") +
+         " on " + std::to_string(devices.size()) + (devices.size() == 1 ? " GPU" : " GPUs") + ", " +
+         transfers + ", " + KernelsUsed();
 }
 
 std::string CudaDeviceOps::KernelsUsed() const {
   if (config_.path == KernelPath::kTensorCore) return "own tensor-core kernels";
   if (config_.path == KernelPath::kSimt) return "own SIMT kernels";
   if (cudnn_->by_device.empty()) {
-    return "own kernels" + (cudnn_->missing.empty() ? std::string() : " (no cuDNN: " + cudnn_->missing + ")");
+    return "own kernels" +
+           (cudnn_->missing.empty() ? std::string() : " (no cuDNN: " + cudnn_->missing + ")");
   }
   int64_t pieces = -pieces_before_, graphs = -graphs_before_;
   for (const auto& [device, c] : cudnn_->by_device) {
@@ -144,9 +151,10 @@ std::string CudaDeviceOps::KernelsUsed() const {
   }
   std::string s = cudnn_->by_device.begin()->second->Describe();
   if (pieces > 0 || own_kernel_blocks_ > 0) {
-    s += ": " + std::to_string(pieces) + " pieces, own kernels for " + std::to_string(own_kernel_blocks_) +
-         (own_kernel_blocks_ == 1 ? " block" : " blocks") + "; " + std::to_string(graphs) +
-         (graphs == 1 ? " cuDNN graph" : " cuDNN graphs") + " built in this run";
+    s += ": " + std::to_string(pieces) + " pieces, own kernels for " +
+         std::to_string(own_kernel_blocks_) + (own_kernel_blocks_ == 1 ? " block" : " blocks") +
+         "; " + std::to_string(graphs) + (graphs == 1 ? " cuDNN graph" : " cuDNN graphs") +
+         " built in this run";
   }
   return s;
 }
@@ -176,7 +184,8 @@ Status CudaDeviceOps::Prepare(const Schedule& schedule, const std::vector<uint8_
     if (config_.nccl_comms.size() != static_cast<size_t>(schedule.num_ranks)) {
       return Status::Internal("NCCL communicators do not cover every rank");
     }
-    if (config_.nccl == nullptr) return Status::Internal("NCCL transfers without a loaded NCCL library");
+    if (config_.nccl == nullptr)
+      return Status::Internal("NCCL transfers without a loaded NCCL library");
 #else
     return Status::Invalid("NCCL transfers: this binary was built without NCCL");
 #endif
@@ -186,16 +195,16 @@ Status CudaDeviceOps::Prepare(const Schedule& schedule, const std::vector<uint8_
     if (!local[r]) continue;
     const int device = config_.device_of_rank[r];
     if (device < 0 || device >= count) {
-      return Status::Invalid("rank " + std::to_string(r) + ": device " + std::to_string(device) + " does not exist (" +
-                             std::to_string(count) + " visible)");
+      return Status::Invalid("rank " + std::to_string(r) + ": device " + std::to_string(device) +
+                             " does not exist (" + std::to_string(count) + " visible)");
     }
     auto d = std::make_unique<RankDevice>();
     d->device = device;
     if (config_.path == KernelPath::kCudnn && !cudnn_->missing.empty()) {
       return Status::Invalid("--kernels cudnn: " + cudnn_->missing);
     }
-    if ((config_.path == KernelPath::kAuto || config_.path == KernelPath::kCudnn) && cudnn_->missing.empty() &&
-        cudnn_->by_device.count(device) == 0) {
+    if ((config_.path == KernelPath::kAuto || config_.path == KernelPath::kCudnn) &&
+        cudnn_->missing.empty() && cudnn_->by_device.count(device) == 0) {
       MESHPLAN_CUDA_CHECK(r, cudaSetDevice(device));
       auto made = CreateCudnnAttention(device);
       if (made.ok()) {
@@ -213,9 +222,11 @@ Status CudaDeviceOps::Prepare(const Schedule& schedule, const std::vector<uint8_
       cudaMemPool_t pool;
       MESHPLAN_CUDA_CHECK(r, cudaDeviceGetDefaultMemPool(&pool, device));
       uint64_t threshold = UINT64_MAX;
-      MESHPLAN_CUDA_CHECK(r, cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+      MESHPLAN_CUDA_CHECK(
+          r, cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
     }
-    for (cudaStream_t& s : d->streams) MESHPLAN_CUDA_CHECK(r, cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    for (cudaStream_t& s : d->streams)
+      MESHPLAN_CUDA_CHECK(r, cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     MESHPLAN_CUDA_CHECK(r, cudaStreamCreateWithFlags(&d->release, cudaStreamNonBlocking));
     MESHPLAN_CUDA_CHECK(r, cudaStreamCreateWithFlags(&d->upload, cudaStreamNonBlocking));
     MESHPLAN_CUDA_CHECK(r, cudaEventCreate(&d->origin));
@@ -230,7 +241,8 @@ Status CudaDeviceOps::Prepare(const Schedule& schedule, const std::vector<uint8_
       if (a != b && cudaDeviceCanAccessPeer(&can, a, b) == cudaSuccess && can) {
         cudaSetDevice(a);
         const cudaError_t e = cudaDeviceEnablePeerAccess(b, 0);
-        if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled) return CudaStatus(e, -1, "cudaDeviceEnablePeerAccess", __FILE__, __LINE__);
+        if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled)
+          return CudaStatus(e, -1, "cudaDeviceEnablePeerAccess", __FILE__, __LINE__);
         cudaGetLastError();  // clear an "already enabled" error
       }
     }
@@ -241,10 +253,12 @@ Status CudaDeviceOps::Prepare(const Schedule& schedule, const std::vector<uint8_
 Result<void*> CudaDeviceOps::Allocate(int32_t rank, int64_t bytes, StreamId stream) {
   MESHPLAN_RETURN_IF_ERROR(Use(rank));
   void* ptr = nullptr;
-  MESHPLAN_CUDA_CHECK(rank, cudaMallocAsync(&ptr, static_cast<size_t>(std::max<int64_t>(bytes, 256)),
-                                            At(rank).Stream(stream)));
+  MESHPLAN_CUDA_CHECK(rank,
+                      cudaMallocAsync(&ptr, static_cast<size_t>(std::max<int64_t>(bytes, 256)),
+                                      At(rank).Stream(stream)));
   if (config_.poison_allocations && bytes > 0) {
-    MESHPLAN_CUDA_CHECK(rank, cudaMemsetAsync(ptr, 0xFF, static_cast<size_t>(bytes), At(rank).Stream(stream)));
+    MESHPLAN_CUDA_CHECK(
+        rank, cudaMemsetAsync(ptr, 0xFF, static_cast<size_t>(bytes), At(rank).Stream(stream)));
   }
   return ptr;
 }
@@ -255,7 +269,9 @@ Status CudaDeviceOps::Free(int32_t rank, void* ptr, const StreamUses& uses) {
   for (int s = 0; s < kScheduleStreams; ++s) {
     if (uses[s] < 0) continue;
     cudaEvent_t e = d.end[static_cast<size_t>(uses[s])];
-    if (e == nullptr) return Status::Internal("rank " + std::to_string(rank) + ": buffer freed before its last op ended");
+    if (e == nullptr)
+      return Status::Internal("rank " + std::to_string(rank) +
+                              ": buffer freed before its last op ended");
     MESHPLAN_CUDA_CHECK(rank, cudaStreamWaitEvent(d.release, e, 0));
   }
   MESHPLAN_CUDA_CHECK(rank, cudaFreeAsync(ptr, d.release));
@@ -266,9 +282,11 @@ Result<void*> CudaDeviceOps::Upload(int32_t rank, const void* host, int64_t byte
   MESHPLAN_RETURN_IF_ERROR(Use(rank));
   RankDevice& d = At(rank);
   void* ptr = nullptr;
-  MESHPLAN_CUDA_CHECK(rank, cudaMallocAsync(&ptr, static_cast<size_t>(std::max<int64_t>(bytes, 256)), d.upload));
+  MESHPLAN_CUDA_CHECK(
+      rank, cudaMallocAsync(&ptr, static_cast<size_t>(std::max<int64_t>(bytes, 256)), d.upload));
   if (bytes > 0) {
-    MESHPLAN_CUDA_CHECK(rank, cudaMemcpyAsync(ptr, host, static_cast<size_t>(bytes), cudaMemcpyHostToDevice, d.upload));
+    MESHPLAN_CUDA_CHECK(rank, cudaMemcpyAsync(ptr, host, static_cast<size_t>(bytes),
+                                              cudaMemcpyHostToDevice, d.upload));
   }
   // The host buffer may go away, and every other stream may use the data: finish here.
   MESHPLAN_CUDA_CHECK(rank, cudaStreamSynchronize(d.upload));
@@ -277,7 +295,9 @@ Result<void*> CudaDeviceOps::Upload(int32_t rank, const void* host, int64_t byte
 
 Status CudaDeviceOps::Download(int32_t rank, void* host, const void* device, int64_t bytes) {
   MESHPLAN_RETURN_IF_ERROR(Use(rank));
-  if (bytes > 0) MESHPLAN_CUDA_CHECK(rank, cudaMemcpy(host, device, static_cast<size_t>(bytes), cudaMemcpyDeviceToHost));
+  if (bytes > 0)
+    MESHPLAN_CUDA_CHECK(
+        rank, cudaMemcpy(host, device, static_cast<size_t>(bytes), cudaMemcpyDeviceToHost));
   return Status::Ok();
 }
 
@@ -288,19 +308,22 @@ Status CudaDeviceOps::Start() {
     MESHPLAN_RETURN_IF_ERROR(Use(rank));
     // Every stream idles here (inputs were uploaded synchronously), so the origin event recorded
     // on the compute stream marks the start for all of them.
-    MESHPLAN_CUDA_CHECK(rank, cudaEventRecord(ranks_[r]->origin, ranks_[r]->Stream(StreamId::kCompute)));
+    MESHPLAN_CUDA_CHECK(rank,
+                        cudaEventRecord(ranks_[r]->origin, ranks_[r]->Stream(StreamId::kCompute)));
   }
   finished_ = false;
   return Status::Ok();
 }
 
-Status CudaDeviceOps::BeginOp(int32_t rank, uint32_t op, StreamId stream, const std::vector<uint32_t>& deps) {
+Status CudaDeviceOps::BeginOp(int32_t rank, uint32_t op, StreamId stream,
+                              const std::vector<uint32_t>& deps) {
   MESHPLAN_RETURN_IF_ERROR(Use(rank));
   RankDevice& d = At(rank);
   const cudaStream_t s = d.Stream(stream);
   for (uint32_t dep : deps) {
     cudaEvent_t e = d.end[dep];
-    if (e == nullptr) return Status::Internal("dep op " + std::to_string(dep) + " was not issued before");
+    if (e == nullptr)
+      return Status::Internal("dep op " + std::to_string(dep) + " was not issued before");
     MESHPLAN_CUDA_CHECK(rank, cudaStreamWaitEvent(s, e, 0));
   }
   if (d.start[op] == nullptr) MESHPLAN_CUDA_CHECK(rank, cudaEventCreate(&d.start[op]));
@@ -319,20 +342,25 @@ Status CudaDeviceOps::EndOp(int32_t rank, uint32_t op, StreamId stream) {
 CudnnAttention* CudaDeviceOps::CudnnFor(int32_t rank, const BlockProblem& p, const TensorView& q,
                                         const TensorView& k, bool backward, Status& refusal) {
   auto it = cudnn_->by_device.find(At(rank).device);
-  if (it != cudnn_->by_device.end() && it->second->Supports(p, q, k, backward)) return it->second.get();
+  if (it != cudnn_->by_device.end() && it->second->Supports(p, q, k, backward))
+    return it->second.get();
   if (config_.path == KernelPath::kCudnn) {
-    refusal = Status::Invalid("rank " + std::to_string(rank) + ": --kernels cudnn: cuDNN cannot compute a " +
-                              (backward ? "backward" : "forward") + " block of " + std::to_string(q.rows) + " x " +
-                              std::to_string(k.rows) + " rows (mask kind " + std::to_string(static_cast<int32_t>(p.mask.kind)) +
-                              ", or positions that are neither a few runs of consecutive tokens nor one stride); use --kernels auto");
+    refusal = Status::Invalid(
+        "rank " + std::to_string(rank) + ": --kernels cudnn: cuDNN cannot compute a " +
+        (backward ? "backward" : "forward") + " block of " + std::to_string(q.rows) + " x " +
+        std::to_string(k.rows) + " rows (mask kind " +
+        std::to_string(static_cast<int32_t>(p.mask.kind)) +
+        ", or positions that are neither a few runs of consecutive tokens nor one stride); use "
+        "--kernels auto");
   } else if (config_.path == KernelPath::kAuto) {
     ++own_kernel_blocks_;
   }
   return nullptr;
 }
 
-Status CudaDeviceOps::Forward(int32_t rank, StreamId stream, const BlockProblem& p, const TensorView& q,
-                              const TensorView& k, const TensorView& v, const TensorView& o, const TensorView& lse) {
+Status CudaDeviceOps::Forward(int32_t rank, StreamId stream, const BlockProblem& p,
+                              const TensorView& q, const TensorView& k, const TensorView& v,
+                              const TensorView& o, const TensorView& lse) {
   MESHPLAN_RETURN_IF_ERROR(Use(rank));
   Status refusal;
   if (CudnnAttention* c = CudnnFor(rank, p, q, k, false, refusal)) {
@@ -341,12 +369,14 @@ Status CudaDeviceOps::Forward(int32_t rank, StreamId stream, const BlockProblem&
     return Status::Ok();
   }
   MESHPLAN_RETURN_IF_ERROR(refusal);
-  MESHPLAN_CUDA_CHECK(rank, LaunchBlockForward(p, q, k, v, o, lse, config_.path, At(rank).Stream(stream)));
+  MESHPLAN_CUDA_CHECK(
+      rank, LaunchBlockForward(p, q, k, v, o, lse, config_.path, At(rank).Stream(stream)));
   return Status::Ok();
 }
 
-Status CudaDeviceOps::Backward(int32_t rank, StreamId stream, const BlockProblem& p, const TensorView& q,
-                               const TensorView& k, const TensorView& v, const TensorView& d_o, const TensorView& lse,
+Status CudaDeviceOps::Backward(int32_t rank, StreamId stream, const BlockProblem& p,
+                               const TensorView& q, const TensorView& k, const TensorView& v,
+                               const TensorView& d_o, const TensorView& lse,
                                const TensorView& delta, const TensorView& dq, const TensorView& dk,
                                const TensorView& dv) {
   MESHPLAN_RETURN_IF_ERROR(Use(rank));
@@ -357,29 +387,35 @@ Status CudaDeviceOps::Backward(int32_t rank, StreamId stream, const BlockProblem
     return Status::Ok();
   }
   MESHPLAN_RETURN_IF_ERROR(refusal);
-  MESHPLAN_CUDA_CHECK(rank, LaunchBlockBackward(p, q, k, v, d_o, lse, delta, dq, dk, dv, config_.path,
-                                                At(rank).Stream(stream)));
+  MESHPLAN_CUDA_CHECK(rank, LaunchBlockBackward(p, q, k, v, d_o, lse, delta, dq, dk, dv,
+                                                config_.path, At(rank).Stream(stream)));
   return Status::Ok();
 }
 
-Status CudaDeviceOps::MergePartial(int32_t rank, StreamId stream, float* o, float* lse, const float* o_in,
-                                   const float* lse_in, int64_t count, int32_t dim) {
+Status CudaDeviceOps::MergePartial(int32_t rank, StreamId stream, float* o, float* lse,
+                                   const float* o_in, const float* lse_in, int64_t count,
+                                   int32_t dim) {
   MESHPLAN_RETURN_IF_ERROR(Use(rank));
-  MESHPLAN_CUDA_CHECK(rank, LaunchMergePartial(o, lse, o_in, lse_in, count, dim, At(rank).Stream(stream)));
+  MESHPLAN_CUDA_CHECK(
+      rank, LaunchMergePartial(o, lse, o_in, lse_in, count, dim, At(rank).Stream(stream)));
   return Status::Ok();
 }
 
-Status CudaDeviceOps::AddInto(int32_t rank, StreamId stream, float* acc, const float* in, int64_t n) {
+Status CudaDeviceOps::AddInto(int32_t rank, StreamId stream, float* acc, const float* in,
+                              int64_t n) {
   MESHPLAN_RETURN_IF_ERROR(Use(rank));
   MESHPLAN_CUDA_CHECK(rank, LaunchAddInto(acc, in, n, At(rank).Stream(stream)));
   return Status::Ok();
 }
 
-Status CudaDeviceOps::Delta(int32_t rank, StreamId stream, InputType type, const float* o, const void* d_o,
-                            float* delta, int64_t batch, int64_t rows, int32_t heads, int32_t dim) {
-  if (type == InputType::kFp32) return Status::Invalid("the CUDA kernels take bf16 or fp16 inputs, not fp32");
+Status CudaDeviceOps::Delta(int32_t rank, StreamId stream, InputType type, const float* o,
+                            const void* d_o, float* delta, int64_t batch, int64_t rows,
+                            int32_t heads, int32_t dim) {
+  if (type == InputType::kFp32)
+    return Status::Invalid("the CUDA kernels take bf16 or fp16 inputs, not fp32");
   MESHPLAN_RETURN_IF_ERROR(Use(rank));
-  MESHPLAN_CUDA_CHECK(rank, LaunchDelta(type, o, d_o, delta, batch, rows, heads, dim, At(rank).Stream(stream)));
+  MESHPLAN_CUDA_CHECK(
+      rank, LaunchDelta(type, o, d_o, delta, batch, rows, heads, dim, At(rank).Stream(stream)));
   return Status::Ok();
 }
 
@@ -420,8 +456,9 @@ Status CudaDeviceOps::Exchange(const std::vector<Transfer>& transfers) {
       MESHPLAN_CUDA_CHECK(t.dst_rank, cudaStreamWaitEvent(s, ready, 0));
       if (t.bytes > 0) {
         if (src.device == dst.device) {
-          MESHPLAN_CUDA_CHECK(t.dst_rank, cudaMemcpyAsync(t.dst, t.src, static_cast<size_t>(t.bytes),
-                                                          cudaMemcpyDeviceToDevice, s));
+          MESHPLAN_CUDA_CHECK(t.dst_rank,
+                              cudaMemcpyAsync(t.dst, t.src, static_cast<size_t>(t.bytes),
+                                              cudaMemcpyDeviceToDevice, s));
         } else {
           MESHPLAN_CUDA_CHECK(t.dst_rank, cudaMemcpyPeerAsync(t.dst, dst.device, t.src, src.device,
                                                               static_cast<size_t>(t.bytes), s));
@@ -441,22 +478,27 @@ Status CudaDeviceOps::Exchange(const std::vector<Transfer>& transfers) {
   // One group for the whole step: NCCL matches each send with its receive inside it, and ranks
   // of other processes post the same step as their own group.
   const NcclLibrary& nccl = *config_.nccl;
-  MESHPLAN_RETURN_IF_ERROR(NcclStatus(nccl, nccl.GroupStart(), -1, "ncclGroupStart", __FILE__, __LINE__));
+  MESHPLAN_RETURN_IF_ERROR(
+      NcclStatus(nccl, nccl.GroupStart(), -1, "ncclGroupStart", __FILE__, __LINE__));
   Status posted;
   for (const Transfer& t : transfers) {
     if (t.src != nullptr) {
       posted = Use(t.src_rank);
       if (!posted.ok()) break;
-      posted = NcclStatus(nccl, nccl.Send(t.src, static_cast<size_t>(t.bytes), ncclUint8, t.dst_rank,
-                                   static_cast<ncclComm_t>(At(t.src_rank).comm), At(t.src_rank).Stream(t.src_stream)),
+      posted = NcclStatus(nccl,
+                          nccl.Send(t.src, static_cast<size_t>(t.bytes), ncclUint8, t.dst_rank,
+                                    static_cast<ncclComm_t>(At(t.src_rank).comm),
+                                    At(t.src_rank).Stream(t.src_stream)),
                           t.src_rank, "ncclSend", __FILE__, __LINE__);
       if (!posted.ok()) break;
     }
     if (t.dst != nullptr) {
       posted = Use(t.dst_rank);
       if (!posted.ok()) break;
-      posted = NcclStatus(nccl, nccl.Recv(t.dst, static_cast<size_t>(t.bytes), ncclUint8, t.src_rank,
-                                   static_cast<ncclComm_t>(At(t.dst_rank).comm), At(t.dst_rank).Stream(t.dst_stream)),
+      posted = NcclStatus(nccl,
+                          nccl.Recv(t.dst, static_cast<size_t>(t.bytes), ncclUint8, t.src_rank,
+                                    static_cast<ncclComm_t>(At(t.dst_rank).comm),
+                                    At(t.dst_rank).Stream(t.dst_stream)),
                           t.dst_rank, "ncclRecv", __FILE__, __LINE__);
       if (!posted.ok()) break;
     }
@@ -510,12 +552,15 @@ Status CudaDeviceOps::Finish(double timeout_s, std::vector<std::vector<OpTiming>
       for (int s = 0; s < kScheduleStreams; ++s) {
         const cudaError_t q = cudaStreamQuery(d->streams[s]);
         if (q == cudaErrorNotReady) {
-          if (!busy) where = "rank " + std::to_string(r) + " " + kStreamNames[s] + " stream, op " + std::to_string(cursor[r]);
+          if (!busy)
+            where = "rank " + std::to_string(r) + " " + kStreamNames[s] + " stream, op " +
+                    std::to_string(cursor[r]);
           busy = true;
         } else if (q != cudaSuccess) {
           AbortCommunicators();
-          return CudaStatus(q, rank, (std::string("work on the ") + kStreamNames[s] + " stream").c_str(), __FILE__,
-                            __LINE__);
+          return CudaStatus(q, rank,
+                            (std::string("work on the ") + kStreamNames[s] + " stream").c_str(),
+                            __FILE__, __LINE__);
         }
       }
 #if MESHPLAN_HAVE_NCCL
@@ -525,8 +570,8 @@ Status CudaDeviceOps::Finish(double timeout_s, std::vector<std::vector<OpTiming>
         if (async != ncclSuccess && async != ncclInProgress) {
           const std::string why = config_.nccl->GetErrorString(async);
           AbortCommunicators();
-          return Status::Internal("rank " + std::to_string(r) + ": NCCL failed asynchronously: " + why +
-                                  " (communicators aborted)");
+          return Status::Internal("rank " + std::to_string(r) + ": NCCL failed asynchronously: " +
+                                  why + " (communicators aborted)");
         }
       }
 #endif

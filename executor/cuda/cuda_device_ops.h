@@ -72,18 +72,21 @@ class CudaDeviceOps : public DeviceOps {
   Result<void*> Upload(int32_t rank, const void* host, int64_t bytes) override;
   Status Download(int32_t rank, void* host, const void* device, int64_t bytes) override;
   Status Start() override;
-  Status BeginOp(int32_t rank, uint32_t op, StreamId stream, const std::vector<uint32_t>& deps) override;
+  Status BeginOp(int32_t rank, uint32_t op, StreamId stream,
+                 const std::vector<uint32_t>& deps) override;
   Status EndOp(int32_t rank, uint32_t op, StreamId stream) override;
-  Status Forward(int32_t rank, StreamId stream, const BlockProblem& p, const TensorView& q, const TensorView& k,
-                 const TensorView& v, const TensorView& o, const TensorView& lse) override;
-  Status Backward(int32_t rank, StreamId stream, const BlockProblem& p, const TensorView& q, const TensorView& k,
-                  const TensorView& v, const TensorView& d_o, const TensorView& lse, const TensorView& delta,
-                  const TensorView& dq, const TensorView& dk, const TensorView& dv) override;
-  Status MergePartial(int32_t rank, StreamId stream, float* o, float* lse, const float* o_in, const float* lse_in,
-                      int64_t count, int32_t dim) override;
+  Status Forward(int32_t rank, StreamId stream, const BlockProblem& p, const TensorView& q,
+                 const TensorView& k, const TensorView& v, const TensorView& o,
+                 const TensorView& lse) override;
+  Status Backward(int32_t rank, StreamId stream, const BlockProblem& p, const TensorView& q,
+                  const TensorView& k, const TensorView& v, const TensorView& d_o,
+                  const TensorView& lse, const TensorView& delta, const TensorView& dq,
+                  const TensorView& dk, const TensorView& dv) override;
+  Status MergePartial(int32_t rank, StreamId stream, float* o, float* lse, const float* o_in,
+                      const float* lse_in, int64_t count, int32_t dim) override;
   Status AddInto(int32_t rank, StreamId stream, float* acc, const float* in, int64_t n) override;
-  Status Delta(int32_t rank, StreamId stream, InputType type, const float* o, const void* d_o, float* delta,
-               int64_t batch, int64_t rows, int32_t heads, int32_t dim) override;
+  Status Delta(int32_t rank, StreamId stream, InputType type, const float* o, const void* d_o,
+               float* delta, int64_t batch, int64_t rows, int32_t heads, int32_t dim) override;
   Status Fill(int32_t rank, StreamId stream, float* data, float value, int64_t n) override;
   Status RowCopy(int32_t rank, StreamId stream, const exec::RowCopy& copy) override;
   Status Exchange(const std::vector<Transfer>& transfers) override;
@@ -96,15 +99,15 @@ class CudaDeviceOps : public DeviceOps {
   Status Use(int32_t rank);  // makes the rank's device current
   // The device's cuDNN path when it can compute this block, else null (own kernels, or an error
   // in `refusal` under kCudnn).
-  CudnnAttention* CudnnFor(int32_t rank, const BlockProblem& p, const TensorView& q, const TensorView& k,
-                                 bool backward, Status& refusal);
+  CudnnAttention* CudnnFor(int32_t rank, const BlockProblem& p, const TensorView& q,
+                           const TensorView& k, bool backward, Status& refusal);
   RankDevice& At(int32_t rank) { return *ranks_[static_cast<size_t>(rank)]; }
   void AbortCommunicators();
   std::string KernelsUsed() const;  // which kernels ran the blocks, for Describe
 
   CudaOpsConfig config_;
   std::vector<std::unique_ptr<RankDevice>> ranks_;  // null for ranks not run here
-  std::shared_ptr<CudnnDevices> cudnn_;  // config_.cudnn, or this run's own
+  std::shared_ptr<CudnnDevices> cudnn_;             // config_.cudnn, or this run's own
   // Pieces computed and graphs built by cudnn_ before this run (it may be shared), so that the
   // report counts this run's alone.
   int64_t pieces_before_ = 0;

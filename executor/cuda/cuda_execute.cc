@@ -26,7 +26,8 @@ std::shared_ptr<CudnnDevices> SessionCudnn(const ExecuteConfig& config) {
 }
 
 Status CheckType(const ExecuteConfig& config) {
-  if (config.run.type == InputType::kFp32) return Status::Invalid("the CUDA kernels take bf16 or fp16 inputs, not fp32");
+  if (config.run.type == InputType::kFp32)
+    return Status::Invalid("the CUDA kernels take bf16 or fp16 inputs, not fp32");
   return Status::Ok();
 }
 
@@ -40,7 +41,8 @@ Status Nccl(const NcclLibrary& nccl, ncclResult_t result, const std::string& wha
 // This process's GPU in a job with one rank per process: the node-local rank that mpirun sets,
 // else the global rank, modulo the visible GPUs.
 int ProcessDevice(int rank, int count) {
-  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID", "LOCAL_RANK"}) {
+  for (const char* name :
+       {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID", "LOCAL_RANK"}) {
     if (const char* value = std::getenv(name)) return std::atoi(value) % count;
   }
   return rank % count;
@@ -49,13 +51,15 @@ int ProcessDevice(int rank, int count) {
 }  // namespace
 
 Status NcclAvailable(const ExecuteConfig& config) {
-  if (config.backend != Backend::kCuda || config.transport != TransportKind::kNccl) return Status::Ok();
+  if (config.backend != Backend::kCuda || config.transport != TransportKind::kNccl)
+    return Status::Ok();
 #if MESHPLAN_HAVE_NCCL
   // Loaded only to see that it loads; the run loads it again (dlopen counts references).
   auto nccl = LoadNccl();
   return nccl.ok() ? Status::Ok() : nccl.status();
 #else
-  return Status::Invalid("NCCL transfers: this binary was built without NCCL (nccl.h was not found)");
+  return Status::Invalid(
+      "NCCL transfers: this binary was built without NCCL (nccl.h was not found)");
 #endif
 }
 
@@ -66,14 +70,15 @@ Result<ExecutionResult> ExecuteOnCuda(const Schedule& schedule, const Workload& 
   const int ranks = static_cast<int>(schedule.num_ranks);
   CudaOpsConfig ops_config;
   ops_config.path = config.run.path;
-  ops_config.transfers = config.transport == TransportKind::kNccl ? TransferKind::kNccl : TransferKind::kLocalCopies;
+  ops_config.transfers =
+      config.transport == TransportKind::kNccl ? TransferKind::kNccl : TransferKind::kLocalCopies;
   ops_config.poison_allocations = config.poison;
   ops_config.cudnn = SessionCudnn(config);
   if (config.transport == TransportKind::kNccl) {
 #if MESHPLAN_HAVE_NCCL
     if (ranks > count) {
-      return Status::Invalid("--transport nccl runs one rank per GPU: the plan has " + std::to_string(ranks) +
-                             " ranks but " + std::to_string(count) +
+      return Status::Invalid("--transport nccl runs one rank per GPU: the plan has " +
+                             std::to_string(ranks) + " ranks but " + std::to_string(count) +
                              " GPUs are visible (use --transport local for virtual ranks)");
     }
     std::vector<int> devices(ranks);
@@ -92,8 +97,8 @@ Result<ExecutionResult> ExecuteOnCuda(const Schedule& schedule, const Workload& 
   } else {
     const int devices = config.devices <= 0 ? count : config.devices;
     if (devices > count) {
-      return Status::Invalid("--devices " + std::to_string(devices) + ": only " + std::to_string(count) +
-                             " GPUs are visible");
+      return Status::Invalid("--devices " + std::to_string(devices) + ": only " +
+                             std::to_string(count) + " GPUs are visible");
     }
     for (int r = 0; r < ranks; ++r) ops_config.device_of_rank.push_back(r % devices);
   }
@@ -113,9 +118,11 @@ Result<ExecutionResult> ExecuteOnCuda(const Schedule& schedule, const Workload& 
   return result;
 }
 
-Status ExecuteRankOnCuda(const Schedule& schedule, const Workload& workload, const InputSource& inputs,
-                         const ExecuteConfig& config, Transport& transport, AttentionTensors<float>* outputs,
-                         std::vector<uint8_t>* covered, std::vector<OpTiming>* timings, std::string* device) {
+Status ExecuteRankOnCuda(const Schedule& schedule, const Workload& workload,
+                         const InputSource& inputs, const ExecuteConfig& config,
+                         Transport& transport, AttentionTensors<float>* outputs,
+                         std::vector<uint8_t>* covered, std::vector<OpTiming>* timings,
+                         std::string* device) {
   MESHPLAN_RETURN_IF_ERROR(CheckType(config));
 #if MESHPLAN_HAVE_NCCL
   auto nccl = LoadNccl();
@@ -134,14 +141,16 @@ Status ExecuteRankOnCuda(const Schedule& schedule, const Workload& workload, con
   } else {
     const auto deadline = Clock::now() + config.run.recv_timeout;
     MESHPLAN_RETURN_IF_ERROR(transport.Recv(0, tag, &payload, deadline));
-    if (payload.size() * sizeof(float) != sizeof(id)) return Status::Internal("malformed NCCL unique id");
+    if (payload.size() * sizeof(float) != sizeof(id))
+      return Status::Internal("malformed NCCL unique id");
     std::memcpy(&id, payload.data(), sizeof(id));
   }
   const int gpu = ProcessDevice(rank, count);
-  if (cudaSetDevice(gpu) != cudaSuccess) return Status::Internal("rank " + std::to_string(rank) + ": cudaSetDevice failed");
+  if (cudaSetDevice(gpu) != cudaSuccess)
+    return Status::Internal("rank " + std::to_string(rank) + ": cudaSetDevice failed");
   ncclComm_t comm = nullptr;
-  MESHPLAN_RETURN_IF_ERROR(
-      Nccl(**nccl, (*nccl)->CommInitRank(&comm, ranks, id, rank), "rank " + std::to_string(rank) + ": ncclCommInitRank"));
+  MESHPLAN_RETURN_IF_ERROR(Nccl(**nccl, (*nccl)->CommInitRank(&comm, ranks, id, rank),
+                                "rank " + std::to_string(rank) + ": ncclCommInitRank"));
   CudaOpsConfig ops_config;
   ops_config.path = config.run.path;
   ops_config.poison_allocations = config.poison;
@@ -155,7 +164,8 @@ Status ExecuteRankOnCuda(const Schedule& schedule, const Workload& workload, con
   CudaDeviceOps ops(std::move(ops_config));
   std::vector<uint8_t> local(ranks, 0);
   local[rank] = 1;
-  MESHPLAN_ASSIGN_OR_RETURN(auto run, RunEngine(schedule, workload, inputs, config.run, ops, local, outputs, covered));
+  MESHPLAN_ASSIGN_OR_RETURN(
+      auto run, RunEngine(schedule, workload, inputs, config.run, ops, local, outputs, covered));
   if (timings != nullptr) *timings = std::move(run.times[rank]);
   if (device != nullptr) *device = ops.Describe();
   return Status::Ok();

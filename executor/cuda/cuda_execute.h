@@ -35,8 +35,10 @@ Result<ExecutionResult> ExecuteOnCuda(const Schedule& schedule, const Workload& 
 
 // This process's rank (transport.rank()) of a job with one rank per process, NCCL transfers set up
 // over `transport`. Outputs and coverage as ExecuteRank (executor/execute.h).
-Status ExecuteRankOnCuda(const Schedule& schedule, const Workload& workload, const InputSource& inputs,
-                         const ExecuteConfig& config, Transport& transport, AttentionTensors<float>* outputs,
-                         std::vector<uint8_t>* covered, std::vector<OpTiming>* timings, std::string* device);
+Status ExecuteRankOnCuda(const Schedule& schedule, const Workload& workload,
+                         const InputSource& inputs, const ExecuteConfig& config,
+                         Transport& transport, AttentionTensors<float>* outputs,
+                         std::vector<uint8_t>* covered, std::vector<OpTiming>* timings,
+                         std::string* device);
 
 }  // namespace meshplan::exec::cuda

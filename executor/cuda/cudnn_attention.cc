@@ -2,6 +2,7 @@
 // dlopen). See cudnn_attention.h for the contract.
 #include "executor/cuda/cudnn_attention.h"
 
+#include <cudnn_frontend.h>
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -10,10 +11,8 @@
 #include <memory>
 #include <vector>
 
-#include <cudnn_frontend.h>
-
-#include "executor/kernels/attention_pieces.h"
 #include "executor/cuda/cudnn_glue.h"
+#include "executor/kernels/attention_pieces.h"
 
 // The frontend's dynamic loading reads the library handle from this variable, which the frontend
 // declares and leaves to the program to define (its one global, by its design): set by
@@ -38,10 +37,13 @@ int64_t AlignUp(int64_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
 struct Layout {
   std::vector<int64_t> dim, stride;
 };
-Layout ViewLayout(int64_t batch, int64_t heads, int64_t n, int64_t d, int64_t rows_total, int64_t heads_total) {
+Layout ViewLayout(int64_t batch, int64_t heads, int64_t n, int64_t d, int64_t rows_total,
+                  int64_t heads_total) {
   return {{batch, heads, n, d}, {rows_total * heads_total * d, d, heads_total * d, 1}};
 }
-Layout StatsLayout(int64_t batch, int64_t heads, int64_t n) { return {{batch, heads, n, 1}, {heads * n, n, 1, 1}}; }
+Layout StatsLayout(int64_t batch, int64_t heads, int64_t n) {
+  return {{batch, heads, n, 1}, {heads * n, n, 1, 1}};
+}
 
 // Everything a cuDNN graph depends on; data pointers are bound at execution.
 struct GraphKey {
@@ -50,10 +52,11 @@ struct GraphKey {
   int64_t batch = 0, hq = 0, hkv = 0, n = 0, m = 0, d = 0;
   PieceMask mask = PieceMask::kFull;
   float scale = 0;
-  int64_t q_rows = 0, q_heads = 0, k_rows = 0, k_heads = 0, v_rows = 0, v_heads = 0, do_rows = 0, do_heads = 0;
+  int64_t q_rows = 0, q_heads = 0, k_rows = 0, k_heads = 0, v_rows = 0, v_heads = 0, do_rows = 0,
+          do_heads = 0;
   auto Tie() const {
-    return std::tie(backward, type, batch, hq, hkv, n, m, d, mask, scale, q_rows, q_heads, k_rows, k_heads, v_rows,
-                    v_heads, do_rows, do_heads);
+    return std::tie(backward, type, batch, hq, hkv, n, m, d, mask, scale, q_rows, q_heads, k_rows,
+                    k_heads, v_rows, v_heads, do_rows, do_heads);
   }
   bool operator<(const GraphKey& o) const { return Tie() < o.Tie(); }
 };
@@ -80,7 +83,8 @@ std::optional<HeadMap> MapHeads(const BlockProblem& p) {
 
 std::vector<int64_t> HostPositions(const TensorView& t) {
   std::vector<int64_t> pos(static_cast<size_t>(t.rows));
-  for (int64_t i = 0; i < t.rows; ++i) pos[static_cast<size_t>(i)] = t.host_positions ? t.host_positions[i] : i;
+  for (int64_t i = 0; i < t.rows; ++i)
+    pos[static_cast<size_t>(i)] = t.host_positions ? t.host_positions[i] : i;
   return pos;
 }
 
@@ -98,11 +102,13 @@ std::shared_ptr<fe::graph::Graph> DescribeGraph(const GraphKey& key, int32_t sm_
   auto graph = std::make_shared<fe::graph::Graph>();
   if (sm_version > 0) graph->set_sm_version(sm_version);
   const auto io = key.type == InputType::kBf16 ? fe::DataType_t::BFLOAT16 : fe::DataType_t::HALF;
-  graph->set_io_data_type(io).set_intermediate_data_type(fe::DataType_t::FLOAT).set_compute_data_type(
-      fe::DataType_t::FLOAT);
+  graph->set_io_data_type(io)
+      .set_intermediate_data_type(fe::DataType_t::FLOAT)
+      .set_compute_data_type(fe::DataType_t::FLOAT);
   auto tensor = [&](const char* name, int64_t uid, const Layout& l) {
     return graph->tensor(
-        fe::graph::Tensor_attributes().set_name(name).set_uid(uid).set_dim(l.dim).set_stride(l.stride));
+        fe::graph::Tensor_attributes().set_name(name).set_uid(uid).set_dim(l.dim).set_stride(
+            l.stride));
   };
   auto q = tensor("Q", kQ, ViewLayout(key.batch, key.hq, key.n, key.d, key.q_rows, key.q_heads));
   auto k = tensor("K", kK, ViewLayout(key.batch, key.hkv, key.m, key.d, key.k_rows, key.k_heads));
@@ -116,8 +122,10 @@ std::shared_ptr<fe::graph::Graph> DescribeGraph(const GraphKey& key, int32_t sm_
   const Layout dense_kv = ViewLayout(key.batch, key.hkv, key.m, key.d, key.m, key.hkv);
   const Layout stats_layout = StatsLayout(key.batch, key.hq, key.n);
   if (!key.backward) {
-    auto attrs =
-        fe::graph::SDPA_attributes().set_name("block_forward").set_generate_stats(true).set_attn_scale(key.scale);
+    auto attrs = fe::graph::SDPA_attributes()
+                     .set_name("block_forward")
+                     .set_generate_stats(true)
+                     .set_attn_scale(key.scale);
     set_mask(attrs);
     auto [o, stats] = graph->sdpa(q, k, v, attrs);
     o->set_output(true).set_uid(kO).set_dim(dense_q.dim).set_stride(dense_q.stride);
@@ -128,14 +136,16 @@ std::shared_ptr<fe::graph::Graph> DescribeGraph(const GraphKey& key, int32_t sm_
         .set_stride(stats_layout.stride);
   } else {
     auto o = tensor("O", kO, dense_q);
-    auto d_o = tensor("dO", kDo, ViewLayout(key.batch, key.hq, key.n, key.d, key.do_rows, key.do_heads));
+    auto d_o =
+        tensor("dO", kDo, ViewLayout(key.batch, key.hq, key.n, key.d, key.do_rows, key.do_heads));
     auto stats = graph->tensor(fe::graph::Tensor_attributes()
                                    .set_name("Stats")
                                    .set_uid(kStats)
                                    .set_dim(stats_layout.dim)
                                    .set_stride(stats_layout.stride)
                                    .set_data_type(fe::DataType_t::FLOAT));
-    auto attrs = fe::graph::SDPA_backward_attributes().set_name("block_backward").set_attn_scale(key.scale);
+    auto attrs =
+        fe::graph::SDPA_backward_attributes().set_name("block_backward").set_attn_scale(key.scale);
     set_mask(attrs);
     auto [dq, dk, dv] = graph->sdpa_backward(q, k, v, o, d_o, stats, attrs);
     dq->set_output(true).set_uid(kDq).set_dim(dense_q.dim).set_stride(dense_q.stride);
@@ -150,8 +160,8 @@ struct PieceKeys {
   std::vector<AttentionPiece> pieces;
   std::vector<GraphKey> keys;
 };
-std::optional<PieceKeys> KeysOf(const BlockProblem& p, const TensorView& q, const TensorView& k, bool backward,
-                                const TensorView* d_o) {
+std::optional<PieceKeys> KeysOf(const BlockProblem& p, const TensorView& q, const TensorView& k,
+                                bool backward, const TensorView* d_o) {
   if (p.type != InputType::kBf16 && p.type != InputType::kFp16) return std::nullopt;
   if (p.dim % 8 != 0 || p.dim > 256 || p.batch < 1 || p.head_count < 1) return std::nullopt;
   if ((q.positions != nullptr && q.host_positions == nullptr) ||
@@ -197,7 +207,8 @@ Status OpenCudnn() {
   void* lib = dlopen("libcudnn.so.9", RTLD_NOW | RTLD_LOCAL);
   if (lib == nullptr) {
     const char* why = dlerror();
-    return Status::NotFound(std::string("cuDNN: cannot open libcudnn.so.9 (") + (why ? why : "unknown reason") +
+    return Status::NotFound(std::string("cuDNN: cannot open libcudnn.so.9 (") +
+                            (why ? why : "unknown reason") +
                             "); add its directory to LD_LIBRARY_PATH, or use --kernels tensor");
   }
   fe::cudnn_dlhandle = lib;
@@ -206,7 +217,8 @@ Status OpenCudnn() {
 
 class CudnnAttentionImpl final : public CudnnAttention {
  public:
-  CudnnAttentionImpl(cudnnHandle_t handle, std::string version) : handle_(handle), version_(std::move(version)) {}
+  CudnnAttentionImpl(cudnnHandle_t handle, std::string version)
+      : handle_(handle), version_(std::move(version)) {}
   ~CudnnAttentionImpl() override {
     graphs_.clear();
     fe::detail::destroy_handle(handle_);
@@ -216,14 +228,17 @@ class CudnnAttentionImpl final : public CudnnAttention {
   int64_t pieces_run() const override { return pieces_run_; }
   int64_t graphs_built() const override { return static_cast<int64_t>(graphs_.size()); }
 
-  bool Supports(const BlockProblem& p, const TensorView& q, const TensorView& k, bool backward) override {
+  bool Supports(const BlockProblem& p, const TensorView& q, const TensorView& k,
+                bool backward) override {
     return Split(p, q, k, backward).has_value();
   }
 
-  Status Forward(const BlockProblem& p, const TensorView& q, const TensorView& k, const TensorView& v,
-                 const TensorView& o, const TensorView& lse, cudaStream_t stream) override {
+  Status Forward(const BlockProblem& p, const TensorView& q, const TensorView& k,
+                 const TensorView& v, const TensorView& o, const TensorView& lse,
+                 cudaStream_t stream) override {
     auto split = Split(p, q, k, false);
-    if (!split) return Status::Invalid("cuDNN cannot compute this block (see CudnnAttention::Supports)");
+    if (!split)
+      return Status::Invalid("cuDNN cannot compute this block (see CudnnAttention::Supports)");
     const HeadMap heads = *MapHeads(p);
     for (size_t i = 0; i < split->pieces.size(); ++i) {
       const AttentionPiece& piece = split->pieces[i];
@@ -243,7 +258,8 @@ class CudnnAttentionImpl final : public CudnnAttention {
       Status run = Execute(g, pack, temp + o_bytes + stats_bytes, stream);
       if (run.ok()) {
         const RowSlice s{p.batch, piece.q_row0, piece.q_rows, p.head_begin, p.head_count, p.dim};
-        run = Check(LaunchFoldPiece(p.type, s, o, lse, piece_o, piece_lse, stream), "fold of a cuDNN piece");
+        run = Check(LaunchFoldPiece(p.type, s, o, lse, piece_o, piece_lse, stream),
+                    "fold of a cuDNN piece");
       }
       MESHPLAN_RETURN_IF_ERROR(Release(temp, stream));
       MESHPLAN_RETURN_IF_ERROR(run);
@@ -252,11 +268,13 @@ class CudnnAttentionImpl final : public CudnnAttention {
     return Status::Ok();
   }
 
-  Status Backward(const BlockProblem& p, const TensorView& q, const TensorView& k, const TensorView& v,
-                  const TensorView& d_o, const TensorView& lse, const TensorView& delta, const TensorView& dq,
-                  const TensorView& dk, const TensorView& dv, cudaStream_t stream) override {
+  Status Backward(const BlockProblem& p, const TensorView& q, const TensorView& k,
+                  const TensorView& v, const TensorView& d_o, const TensorView& lse,
+                  const TensorView& delta, const TensorView& dq, const TensorView& dk,
+                  const TensorView& dv, cudaStream_t stream) override {
     auto split = Split(p, q, k, true, &d_o);
-    if (!split) return Status::Invalid("cuDNN cannot compute this block (see CudnnAttention::Supports)");
+    if (!split)
+      return Status::Invalid("cuDNN cannot compute this block (see CudnnAttention::Supports)");
     const HeadMap heads = *MapHeads(p);
     for (size_t i = 0; i < split->pieces.size(); ++i) {
       const AttentionPiece& piece = split->pieces[i];
@@ -265,7 +283,8 @@ class CudnnAttentionImpl final : public CudnnAttention {
       const int64_t kv_bytes = AlignUp(p.batch * piece.k_rows * heads.hkv * p.dim * 2);
       const int64_t stats_bytes = AlignUp(p.batch * p.head_count * piece.q_rows * 4);
       char* temp = nullptr;
-      MESHPLAN_RETURN_IF_ERROR(Allocate(&temp, 2 * q_bytes + 2 * kv_bytes + stats_bytes + g.workspace_bytes, stream));
+      MESHPLAN_RETURN_IF_ERROR(
+          Allocate(&temp, 2 * q_bytes + 2 * kv_bytes + stats_bytes + g.workspace_bytes, stream));
       char* pseudo_o = temp;
       char* piece_dq = pseudo_o + q_bytes;
       char* piece_dk = piece_dq + q_bytes;
@@ -274,8 +293,9 @@ class CudnnAttentionImpl final : public CudnnAttention {
       char* workspace = piece_dv + kv_bytes + stats_bytes;
       const RowSlice qs{p.batch, piece.q_row0, piece.q_rows, p.head_begin, p.head_count, p.dim};
       const RowSlice ks{p.batch, piece.k_row0, piece.k_rows, heads.kv_first, heads.hkv, p.dim};
-      Status run = Check(LaunchPrepareBackwardPiece(p.type, qs, d_o, delta, lse, pseudo_o, stats, stream),
-                         "preparation of a cuDNN backward piece");
+      Status run =
+          Check(LaunchPrepareBackwardPiece(p.type, qs, d_o, delta, lse, pseudo_o, stats, stream),
+                "preparation of a cuDNN backward piece");
       if (run.ok()) {
         std::unordered_map<int64_t, void*> pack = {
             {kQ, const_cast<void*>(At(q, piece.q_row0, p.head_begin, p.dim))},
@@ -289,9 +309,12 @@ class CudnnAttentionImpl final : public CudnnAttention {
             {kDv, piece_dv}};
         run = Execute(g, pack, workspace, stream);
       }
-      if (run.ok()) run = Check(LaunchAddPiece(p.type, qs, dq, piece_dq, stream), "dQ of a cuDNN piece");
-      if (run.ok()) run = Check(LaunchAddPiece(p.type, ks, dk, piece_dk, stream), "dK of a cuDNN piece");
-      if (run.ok()) run = Check(LaunchAddPiece(p.type, ks, dv, piece_dv, stream), "dV of a cuDNN piece");
+      if (run.ok())
+        run = Check(LaunchAddPiece(p.type, qs, dq, piece_dq, stream), "dQ of a cuDNN piece");
+      if (run.ok())
+        run = Check(LaunchAddPiece(p.type, ks, dk, piece_dk, stream), "dK of a cuDNN piece");
+      if (run.ok())
+        run = Check(LaunchAddPiece(p.type, ks, dv, piece_dv, stream), "dV of a cuDNN piece");
       MESHPLAN_RETURN_IF_ERROR(Release(temp, stream));
       MESHPLAN_RETURN_IF_ERROR(run);
       ++pieces_run_;
@@ -306,8 +329,8 @@ class CudnnAttentionImpl final : public CudnnAttention {
   };
 
   // The pieces of the block and their built graphs, or nullopt when cuDNN cannot compute it.
-  std::optional<Split_> Split(const BlockProblem& p, const TensorView& q, const TensorView& k, bool backward,
-                              const TensorView* d_o = nullptr) {
+  std::optional<Split_> Split(const BlockProblem& p, const TensorView& q, const TensorView& k,
+                              bool backward, const TensorView* d_o = nullptr) {
     auto keys = KeysOf(p, q, k, backward, d_o);
     if (!keys) return std::nullopt;
     Split_ split;
@@ -349,12 +372,15 @@ class CudnnAttentionImpl final : public CudnnAttention {
     return built;
   }
 
-  Status Execute(const BuiltGraph& g, std::unordered_map<int64_t, void*>& pack, void* workspace, cudaStream_t stream) {
+  Status Execute(const BuiltGraph& g, std::unordered_map<int64_t, void*>& pack, void* workspace,
+                 cudaStream_t stream) {
     try {
       const cudnnStatus_t set = fe::detail::set_stream(handle_, stream);
-      if (set != CUDNN_STATUS_SUCCESS) return Status::Internal("cudnnSetStream failed: " + std::to_string(set));
+      if (set != CUDNN_STATUS_SUCCESS)
+        return Status::Internal("cudnnSetStream failed: " + std::to_string(set));
       auto status = g.graph->execute(handle_, pack, workspace);
-      if (status.is_bad()) return Status::Internal("cuDNN attention failed: " + status.get_message());
+      if (status.is_bad())
+        return Status::Internal("cuDNN attention failed: " + status.get_message());
     } catch (const std::exception& e) {
       return Status::Internal(std::string("cuDNN attention failed: ") + e.what());
     }
@@ -367,9 +393,11 @@ class CudnnAttentionImpl final : public CudnnAttention {
   }
   static Status Allocate(char** ptr, int64_t bytes, cudaStream_t stream) {
     void* p = nullptr;
-    const cudaError_t err = cudaMallocAsync(&p, static_cast<size_t>(std::max<int64_t>(bytes, kAlign)), stream);
+    const cudaError_t err =
+        cudaMallocAsync(&p, static_cast<size_t>(std::max<int64_t>(bytes, kAlign)), stream);
     if (err != cudaSuccess) {
-      return Status::Internal("cuDNN temporaries of " + std::to_string(bytes) + " bytes: " + cudaGetErrorString(err));
+      return Status::Internal("cuDNN temporaries of " + std::to_string(bytes) +
+                              " bytes: " + cudaGetErrorString(err));
     }
     *ptr = static_cast<char*>(p);
     return Status::Ok();
@@ -391,7 +419,8 @@ Result<std::unique_ptr<CudnnAttention>> CreateCudnnAttention(int device) {
   try {
     const size_t version = fe::detail::get_backend_version();
     if (version < 90000) {
-      return Status::Invalid("cuDNN " + std::to_string(version) + " is too old: the cuDNN path needs cuDNN 9");
+      return Status::Invalid("cuDNN " + std::to_string(version) +
+                             " is too old: the cuDNN path needs cuDNN 9");
     }
     cudnnHandle_t handle = nullptr;
     const cudnnStatus_t made = fe::detail::create_handle(&handle);
@@ -400,8 +429,9 @@ Result<std::unique_ptr<CudnnAttention>> CreateCudnnAttention(int device) {
                               " failed (status " + std::to_string(made) + ")");
     }
     const std::string describe = "cuDNN " + std::to_string(version / 10000) + "." +
-                                 std::to_string(version / 100 % 100) + "." + std::to_string(version % 100) +
-                                 " (frontend " + std::to_string(CUDNN_FRONTEND_MAJOR_VERSION) + "." +
+                                 std::to_string(version / 100 % 100) + "." +
+                                 std::to_string(version % 100) + " (frontend " +
+                                 std::to_string(CUDNN_FRONTEND_MAJOR_VERSION) + "." +
                                  std::to_string(CUDNN_FRONTEND_MINOR_VERSION) + "." +
                                  std::to_string(CUDNN_FRONTEND_PATCH_VERSION) + ")";
     return std::unique_ptr<CudnnAttention>(new CudnnAttentionImpl(handle, describe));
@@ -410,15 +440,18 @@ Result<std::unique_ptr<CudnnAttention>> CreateCudnnAttention(int device) {
   }
 }
 
-Result<int32_t> ValidateCudnnBlockOnHost(const BlockProblem& p, const TensorView& q, const TensorView& k,
-                                         const TensorView* d_o, bool backward, int32_t sm_version) {
+Result<int32_t> ValidateCudnnBlockOnHost(const BlockProblem& p, const TensorView& q,
+                                         const TensorView& k, const TensorView* d_o, bool backward,
+                                         int32_t sm_version) {
   MESHPLAN_RETURN_IF_ERROR(OpenCudnn());
   auto keys = KeysOf(p, q, k, backward, d_o);
-  if (!keys) return Status::Invalid("cuDNN cannot express this block (mask, heads, type or positions)");
+  if (!keys)
+    return Status::Invalid("cuDNN cannot express this block (mask, heads, type or positions)");
   try {
     for (const GraphKey& key : keys->keys) {
       auto status = DescribeGraph(key, sm_version)->validate();
-      if (status.is_bad()) return Status::Invalid("cuDNN graph of a piece: " + status.get_message());
+      if (status.is_bad())
+        return Status::Invalid("cuDNN graph of a piece: " + status.get_message());
     }
   } catch (const std::exception& e) {
     return Status::Invalid(std::string("cuDNN graph of a piece: ") + e.what());

@@ -3,12 +3,13 @@
 // block's (O, LSE) into the fp32 accumulators, Backward adds the block's dQ, dK, dV into fp32
 // accumulators from the final LSE and delta.
 //
-// A block is split on the host into pieces cuDNN computes exactly (executor/kernels/attention_pieces.h):
-// runs of consecutive token positions, full or causal corner-aligned masks. Blocks whose mask is
-// not expressible that way (window, documents, striped layouts) are not Supported and run on the
-// own kernels. Each piece runs cuDNN into 16-bit temporaries that glue kernels fold into the
-// accumulators (executor/cuda/cudnn_glue.h); cuDNN's backward, which derives delta from an O it is
-// given, gets a pseudo-O whose rowsum with dO is the engine's delta.
+// A block is split on the host into pieces cuDNN computes exactly
+// (executor/kernels/attention_pieces.h): runs of consecutive token positions, full or causal
+// corner-aligned masks. Blocks whose mask is not expressible that way (window, documents, striped
+// layouts) are not Supported and run on the own kernels. Each piece runs cuDNN into 16-bit
+// temporaries that glue kernels fold into the accumulators (executor/cuda/cudnn_glue.h); cuDNN's
+// backward, which derives delta from an O it is given, gets a pseudo-O whose rowsum with dO is the
+// engine's delta.
 //
 // cuDNN is opened at run time (dlopen of libcudnn.so.9 by the frontend), so a program built with
 // this path starts on machines without cuDNN; CreateCudnnAttention then says why it is missing.
@@ -34,12 +35,15 @@ class CudnnAttention {
   // Whether Forward/Backward can compute this block: bf16/fp16, a head dim cuDNN takes, heads
   // that map onto cuDNN's GQA grouping, host positions on q and k (TensorView::host_positions),
   // an expressible mask, and cuDNN graphs that build for every piece (built and cached here).
-  virtual bool Supports(const BlockProblem& p, const TensorView& q, const TensorView& k, bool backward) = 0;
-  virtual Status Forward(const BlockProblem& p, const TensorView& q, const TensorView& k, const TensorView& v,
-                         const TensorView& o, const TensorView& lse, cudaStream_t stream) = 0;
-  virtual Status Backward(const BlockProblem& p, const TensorView& q, const TensorView& k, const TensorView& v,
-                          const TensorView& d_o, const TensorView& lse, const TensorView& delta,
-                          const TensorView& dq, const TensorView& dk, const TensorView& dv, cudaStream_t stream) = 0;
+  virtual bool Supports(const BlockProblem& p, const TensorView& q, const TensorView& k,
+                        bool backward) = 0;
+  virtual Status Forward(const BlockProblem& p, const TensorView& q, const TensorView& k,
+                         const TensorView& v, const TensorView& o, const TensorView& lse,
+                         cudaStream_t stream) = 0;
+  virtual Status Backward(const BlockProblem& p, const TensorView& q, const TensorView& k,
+                          const TensorView& v, const TensorView& d_o, const TensorView& lse,
+                          const TensorView& delta, const TensorView& dq, const TensorView& dk,
+                          const TensorView& dv, cudaStream_t stream) = 0;
   // Pieces computed so far (for reports: how much of a run cuDNN did).
   virtual int64_t pieces_run() const = 0;
   // cuDNN graphs built (or found unbuildable) so far, one per distinct piece shape (for reports
@@ -56,7 +60,8 @@ Result<std::unique_ptr<CudnnAttention>> CreateCudnnAttention(int device);
 // Hopper), with no device and no handle: what can be checked of the cuDNN path on a machine
 // without a GPU. Returns the number of pieces. Needs libcudnn.so.9 (to ask its version), and
 // fails saying why when it cannot be opened.
-Result<int32_t> ValidateCudnnBlockOnHost(const BlockProblem& p, const TensorView& q, const TensorView& k,
-                                         const TensorView* d_o, bool backward, int32_t sm_version = 90);
+Result<int32_t> ValidateCudnnBlockOnHost(const BlockProblem& p, const TensorView& q,
+                                         const TensorView& k, const TensorView* d_o, bool backward,
+                                         int32_t sm_version = 90);
 
 }  // namespace meshplan::exec::cuda

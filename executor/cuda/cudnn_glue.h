@@ -8,9 +8,9 @@
 // (bf16 or fp16); a "stats" buffer is [batch][heads][n] fp32 (cuDNN's Stats layout).
 #pragma once
 
-#include <cstdint>
-
 #include <cuda_runtime_api.h>
+
+#include <cstdint>
 
 #include "executor/device/kernel_args.h"
 
@@ -28,19 +28,20 @@ struct RowSlice {
 
 // (o, lse) of the slice <- LSE-merge of (o, lse) and the piece's (piece_o, piece_lse), as the
 // own kernels fold a block (an accumulator with lse = -inf takes the piece as it is).
-cudaError_t LaunchFoldPiece(InputType type, const RowSlice& s, const TensorView& o, const TensorView& lse,
-                            const void* piece_o, const float* piece_lse, cudaStream_t stream);
+cudaError_t LaunchFoldPiece(InputType type, const RowSlice& s, const TensorView& o,
+                            const TensorView& lse, const void* piece_o, const float* piece_lse,
+                            cudaStream_t stream);
 
 // For cuDNN's backward, which derives delta = rowsum(dO * O) from an O it is given: writes
 // pseudo_o = alpha * dO per row with alpha = delta / |dO|^2 (0 where dO = 0), whose rowsum with dO
 // is the engine's delta up to the rounding of pseudo_o to the input type, and stats = the slice's
 // final lse. d_o is a 16-bit view, delta and lse fp32 views.
 cudaError_t LaunchPrepareBackwardPiece(InputType type, const RowSlice& s, const TensorView& d_o,
-                                       const TensorView& delta, const TensorView& lse, void* pseudo_o,
-                                       float* stats, cudaStream_t stream);
+                                       const TensorView& delta, const TensorView& lse,
+                                       void* pseudo_o, float* stats, cudaStream_t stream);
 
 // acc (an fp32 view) rows of the slice += piece (16-bit rows of the slice's shape).
-cudaError_t LaunchAddPiece(InputType type, const RowSlice& s, const TensorView& acc, const void* piece,
-                           cudaStream_t stream);
+cudaError_t LaunchAddPiece(InputType type, const RowSlice& s, const TensorView& acc,
+                           const void* piece, cudaStream_t stream);
 
 }  // namespace meshplan::exec::cuda

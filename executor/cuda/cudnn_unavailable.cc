@@ -13,8 +13,8 @@ Status Missing() {
 
 Result<std::unique_ptr<CudnnAttention>> CreateCudnnAttention(int /*device*/) { return Missing(); }
 
-Result<int32_t> ValidateCudnnBlockOnHost(const BlockProblem&, const TensorView&, const TensorView&, const TensorView*,
-                                         bool, int32_t) {
+Result<int32_t> ValidateCudnnBlockOnHost(const BlockProblem&, const TensorView&, const TensorView&,
+                                         const TensorView*, bool, int32_t) {
   return Missing();
 }
 

@@ -17,7 +17,8 @@ Status Resolve(void* handle, const std::string& library, const char* name, Fn* f
   dlerror();  // clear a stale error, so a failure below reports its own
   void* symbol = dlsym(handle, name);
   if (symbol == nullptr) {
-    return Status::Invalid(library + " has no " + name + " (NCCL 2.7 or newer is needed): " + DlError());
+    return Status::Invalid(library + " has no " + name +
+                           " (NCCL 2.7 or newer is needed): " + DlError());
   }
   *fn = reinterpret_cast<Fn>(symbol);
   return Status::Ok();
@@ -36,8 +37,9 @@ Result<std::shared_ptr<const NcclLibrary>> LoadNccl(const std::string& library) 
   dlerror();
   void* handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   if (handle == nullptr) {
-    return Status::Invalid("cannot load " + library +
-                           " (NCCL: install it, or add its directory to LD_LIBRARY_PATH): " + DlError());
+    return Status::Invalid(
+        "cannot load " + library +
+        " (NCCL: install it, or add its directory to LD_LIBRARY_PATH): " + DlError());
   }
   auto nccl = std::make_shared<NcclLibrary>();
   nccl->handle = handle;  // closed by ~NcclLibrary from here on, on every return below too
@@ -49,7 +51,8 @@ Result<std::shared_ptr<const NcclLibrary>> LoadNccl(const std::string& library) 
   MESHPLAN_RETURN_IF_ERROR(Resolve(handle, library, "ncclCommInitRank", &nccl->CommInitRank));
   MESHPLAN_RETURN_IF_ERROR(Resolve(handle, library, "ncclCommDestroy", &nccl->CommDestroy));
   MESHPLAN_RETURN_IF_ERROR(Resolve(handle, library, "ncclCommAbort", &nccl->CommAbort));
-  MESHPLAN_RETURN_IF_ERROR(Resolve(handle, library, "ncclCommGetAsyncError", &nccl->CommGetAsyncError));
+  MESHPLAN_RETURN_IF_ERROR(
+      Resolve(handle, library, "ncclCommGetAsyncError", &nccl->CommGetAsyncError));
   MESHPLAN_RETURN_IF_ERROR(Resolve(handle, library, "ncclGroupStart", &nccl->GroupStart));
   MESHPLAN_RETURN_IF_ERROR(Resolve(handle, library, "ncclGroupEnd", &nccl->GroupEnd));
   MESHPLAN_RETURN_IF_ERROR(Resolve(handle, library, "ncclSend", &nccl->Send));

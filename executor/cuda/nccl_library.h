@@ -9,10 +9,10 @@
 // code that calls it (CudaOpsConfig::nccl), which keeps it until its communicators are destroyed.
 #pragma once
 
+#include <nccl.h>
+
 #include <memory>
 #include <string>
-
-#include <nccl.h>
 
 #include "core/status.h"
 

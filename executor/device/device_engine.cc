@@ -29,7 +29,8 @@ struct DeviceEngine::Entry {
   int32_t head_begin = 0, heads = 0, dim = 0;
   int32_t elem_bytes = 4;
   std::shared_ptr<Block> block;
-  const int64_t* device_positions = nullptr;  // positions on the device, once used as a kernel input
+  const int64_t* device_positions =
+      nullptr;  // positions on the device, once used as a kernel input
   // Every element holds the same value (a zero partial: O = 0 with LSE = -inf, or zero gradients),
   // so its row order carries no information and may be relabelled.
   bool uniform = false;
@@ -52,10 +53,11 @@ struct DeviceEngine::RankState {
   // before later ops of that stream only, so each stream that needs it computes its own.
   std::map<std::tuple<int32_t, EntryKind, StreamId>, EntryRef> local_deltas;
   std::vector<const int64_t*> shard_positions;  // device positions of each compute-layout shard
-  std::vector<void*> static_buffers;            // uploaded before or during the run, freed at the end
-  std::map<std::vector<int64_t>, const int64_t*> positions_cache;  // row orders uploaded during the run
+  std::vector<void*> static_buffers;  // uploaded before or during the run, freed at the end
+  std::map<std::vector<int64_t>, const int64_t*>
+      positions_cache;  // row orders uploaded during the run
   const int64_t* doc_starts = nullptr;
-  int32_t head_begin = 0, head_count = 0;       // query heads this rank computes
+  int32_t head_begin = 0, head_count = 0;  // query heads this rank computes
   int64_t live_bytes = 0, peak_bytes = 0;
 };
 
@@ -79,14 +81,14 @@ void KeepCopy(Store& store, const EntryKey& key, const Ref& received) {
 
 std::string OpName(int32_t rank, uint32_t index, const Op& op) {
   return "rank " + std::to_string(rank) + " op " + std::to_string(index) + " (" +
-         std::string(op.phase == Phase::kForward ? "fwd " : "bwd ") + std::string(OpKindName(op.kind)) + ")";
+         std::string(op.phase == Phase::kForward ? "fwd " : "bwd ") +
+         std::string(OpKindName(op.kind)) + ")";
 }
-
 
 }  // namespace
 
-DeviceEngine::DeviceEngine(const Schedule& schedule, const Workload& workload, const RunOptions& options,
-                           DeviceOps& ops, std::vector<uint8_t> local)
+DeviceEngine::DeviceEngine(const Schedule& schedule, const Workload& workload,
+                           const RunOptions& options, DeviceOps& ops, std::vector<uint8_t> local)
     : schedule_(schedule),
       workload_(workload),
       options_(options),
@@ -116,20 +118,22 @@ DeviceEngine::~DeviceEngine() {
   }
   (void)ReleaseDead();
   for (size_t r = 0; r < ranks_.size(); ++r) {
-    for (void* ptr : ranks_[r]->static_buffers) (void)ops_.Free(static_cast<int32_t>(r), ptr, StreamUses{-1, -1, -1, -1});
+    for (void* ptr : ranks_[r]->static_buffers)
+      (void)ops_.Free(static_cast<int32_t>(r), ptr, StreamUses{-1, -1, -1, -1});
   }
 }
 
-int32_t DeviceEngine::IdFor(const Op& op, uint16_t tensor) const {
-  return ShardOf(op, tensor);
-}
+int32_t DeviceEngine::IdFor(const Op& op, uint16_t tensor) const { return ShardOf(op, tensor); }
 
 int32_t DeviceEngine::HeadsOf(uint16_t tensor) const {
-  const bool kv = tensor == kTensorK || tensor == kTensorV || tensor == kTensorDK || tensor == kTensorDV;
+  const bool kv =
+      tensor == kTensorK || tensor == kTensorV || tensor == kTensorDK || tensor == kTensorDV;
   return static_cast<int32_t>(kv ? workload_.kv_heads : workload_.q_heads);
 }
 
-int32_t DeviceEngine::ElemBytes(uint16_t tensor) const { return IsInput(tensor) ? InputBytes(options_.type) : 4; }
+int32_t DeviceEngine::ElemBytes(uint16_t tensor) const {
+  return IsInput(tensor) ? InputBytes(options_.type) : 4;
+}
 
 BlockProblem DeviceEngine::Problem(const Op& op) const {
   BlockProblem p;
@@ -147,9 +151,11 @@ BlockProblem DeviceEngine::Problem(const Op& op) const {
   return p;
 }
 
-Result<DeviceEngine::EntryRef> DeviceEngine::NewEntry(int32_t rank, uint32_t op, StreamId stream, int64_t batch,
-                                                      std::vector<int64_t> positions, int32_t head_begin,
-                                                      int32_t heads, int32_t dim, int32_t elem_bytes, void* adopt) {
+Result<DeviceEngine::EntryRef> DeviceEngine::NewEntry(int32_t rank, uint32_t op, StreamId stream,
+                                                      int64_t batch, std::vector<int64_t> positions,
+                                                      int32_t head_begin, int32_t heads,
+                                                      int32_t dim, int32_t elem_bytes,
+                                                      void* adopt) {
   auto e = std::make_shared<Entry>();
   e->batch = batch;
   e->positions = std::move(positions);
@@ -195,8 +201,8 @@ void DeviceEngine::Use(const EntryRef& e, uint32_t op, StreamId stream) {
   last = std::max(last, static_cast<int64_t>(op));
 }
 
-void DeviceEngine::Touch(const EntryRef& e, int32_t rank, uint32_t op, StreamId stream, Access access,
-                         uint16_t tensor, int32_t id) {
+void DeviceEngine::Touch(const EntryRef& e, int32_t rank, uint32_t op, StreamId stream,
+                         Access access, uint16_t tensor, int32_t id) {
   if (!e || !e->block) return;
   Use(e, op, stream);
   if (!options_.check_dependencies) return;
@@ -205,8 +211,8 @@ void DeviceEngine::Touch(const EntryRef& e, int32_t rank, uint32_t op, StreamId 
     const Op& reader = schedule_.ranks[rank].ops[op];
     const Op& writer = schedule_.ranks[rank].ops[static_cast<size_t>(b.writer)];
     order_error_ = Status::Internal(
-        "dependency check: " + OpName(rank, op, reader) + " reads " + TensorNames(tensor) + " of shard " +
-        std::to_string(id) + ", written by op " + std::to_string(b.writer) + " (" +
+        "dependency check: " + OpName(rank, op, reader) + " reads " + TensorNames(tensor) +
+        " of shard " + std::to_string(id) + ", written by op " + std::to_string(b.writer) + " (" +
         std::string(OpKindName(writer.kind)) + " on the " + std::string(StreamName(writer.stream)) +
         " stream), but no chain of deps and stream order puts that write before this op");
   }
@@ -239,7 +245,8 @@ void DeviceEngine::BuildOrderClocks() {
       std::array<int64_t, 4> clock{-1, -1, -1, -1};
       const int s = static_cast<int>(op.stream);
       if (last[s] >= 0) join(clock, last[s]);
-      for (uint32_t k = op.dep_begin; k < op.dep_begin + op.dep_count; ++k) join(clock, program.deps[k]);
+      for (uint32_t k = op.dep_begin; k < op.dep_begin + op.dep_count; ++k)
+        join(clock, program.deps[k]);
       clocks[i] = clock;
       last[s] = static_cast<int64_t>(i);
     }
@@ -271,7 +278,8 @@ Status DeviceEngine::LoadInputs(const InputSource& inputs) {
       const int32_t heads = HeadsOf(bit), dim = static_cast<int32_t>(workload_.head_dim);
       void* uploaded = nullptr;
       if (Local(r)) {
-        const int64_t row_elems = static_cast<int64_t>(heads) * dim, elem = InputBytes(options_.type);
+        const int64_t row_elems = static_cast<int64_t>(heads) * dim,
+                      elem = InputBytes(options_.type);
         std::vector<char> host(static_cast<size_t>(workload_.batch) * positions.size() *
                                static_cast<size_t>(row_elems * elem));
         std::vector<float> row(static_cast<size_t>(row_elems));
@@ -283,10 +291,13 @@ Status DeviceEngine::LoadInputs(const InputSource& inputs) {
             out += row_elems * elem;
           }
         }
-        MESHPLAN_ASSIGN_OR_RETURN(auto ptr, ops_.Upload(r, host.data(), static_cast<int64_t>(host.size())));
+        MESHPLAN_ASSIGN_OR_RETURN(auto ptr,
+                                  ops_.Upload(r, host.data(), static_cast<int64_t>(host.size())));
         uploaded = ptr;
       }
-      MESHPLAN_ASSIGN_OR_RETURN(auto e, NewEntry(r, 0, StreamId::kCompute, workload_.batch, positions, 0, heads, dim, ElemBytes(bit), uploaded));
+      MESHPLAN_ASSIGN_OR_RETURN(
+          auto e, NewEntry(r, 0, StreamId::kCompute, workload_.batch, positions, 0, heads, dim,
+                           ElemBytes(bit), uploaded));
       state.store[{bit, r, kind}] = e;
       return Status::Ok();
     };
@@ -297,12 +308,15 @@ Status DeviceEngine::LoadInputs(const InputSource& inputs) {
     if (!Local(r)) continue;
     for (int64_t s = 0; s < schedule_.layout.num_shards; ++s) {
       const std::vector<int64_t> p = ShardPositions(schedule_.layout, s);
-      MESHPLAN_ASSIGN_OR_RETURN(auto ptr, ops_.Upload(r, p.data(), static_cast<int64_t>(p.size() * sizeof(int64_t))));
+      MESHPLAN_ASSIGN_OR_RETURN(
+          auto ptr, ops_.Upload(r, p.data(), static_cast<int64_t>(p.size() * sizeof(int64_t))));
       state.static_buffers.push_back(ptr);
       state.shard_positions.push_back(static_cast<const int64_t*>(ptr));
     }
     if (workload_.mask.IsDocuments()) {
-      MESHPLAN_ASSIGN_OR_RETURN(auto ptr, ops_.Upload(r, doc_starts.data(), static_cast<int64_t>(doc_starts.size() * sizeof(int64_t))));
+      MESHPLAN_ASSIGN_OR_RETURN(
+          auto ptr, ops_.Upload(r, doc_starts.data(),
+                                static_cast<int64_t>(doc_starts.size() * sizeof(int64_t))));
       state.static_buffers.push_back(ptr);
       state.doc_starts = static_cast<const int64_t*>(ptr);
     }
@@ -311,7 +325,8 @@ Status DeviceEngine::LoadInputs(const InputSource& inputs) {
 }
 
 // Input tensors (Q, K, V, dO) of compute-layout shards an op reads or sends.
-void DeviceEngine::ForEachInputKey(const Op& op, const std::function<void(uint16_t, int32_t)>& fn) const {
+void DeviceEngine::ForEachInputKey(const Op& op,
+                                   const std::function<void(uint16_t, int32_t)>& fn) const {
   if (op.kind == OpKind::kCompute) {
     fn(kTensorQ, op.q_shard);
     fn(kTensorK, op.kv_shard);
@@ -363,7 +378,8 @@ Result<DeviceRunResult> DeviceEngine::Run() {
   return result;
 }
 
-void DeviceEngine::ForEachStepOp(const LaunchStep& step, const std::function<void(int32_t, uint32_t)>& fn) const {
+void DeviceEngine::ForEachStepOp(const LaunchStep& step,
+                                 const std::function<void(int32_t, uint32_t)>& fn) const {
   if (step.local()) {
     fn(step.rank, step.op);
     return;
@@ -386,10 +402,12 @@ Status DeviceEngine::Issue(const LaunchStep& step) {
 // Only the process that runs the failing rank fails (as a real failure would); the others learn
 // of it through the transport's abort.
 Status DeviceEngine::Injected(int32_t rank, uint32_t index) const {
-  if (!Local(rank) || rank != options_.fail_rank || static_cast<int64_t>(index) != options_.fail_op) {
+  if (!Local(rank) || rank != options_.fail_rank ||
+      static_cast<int64_t>(index) != options_.fail_op) {
     return Status::Ok();
   }
-  return Status::Internal("injected failure").WithContext(OpName(rank, index, schedule_.ranks[rank].ops[index]));
+  return Status::Internal("injected failure")
+      .WithContext(OpName(rank, index, schedule_.ranks[rank].ops[index]));
 }
 
 Status DeviceEngine::IssueLocal(int32_t rank, uint32_t index) {
@@ -397,8 +415,10 @@ Status DeviceEngine::IssueLocal(int32_t rank, uint32_t index) {
   const Op& op = program.ops[index];
   MESHPLAN_RETURN_IF_ERROR(Injected(rank, index));
   if (Local(rank)) {
-    std::vector<uint32_t> deps(program.deps.begin() + op.dep_begin, program.deps.begin() + op.dep_begin + op.dep_count);
-    MESHPLAN_RETURN_IF_ERROR(ops_.BeginOp(rank, index, op.stream, deps).WithContext(OpName(rank, index, op)));
+    std::vector<uint32_t> deps(program.deps.begin() + op.dep_begin,
+                               program.deps.begin() + op.dep_begin + op.dep_count);
+    MESHPLAN_RETURN_IF_ERROR(
+        ops_.BeginOp(rank, index, op.stream, deps).WithContext(OpName(rank, index, op)));
   }
   Status st;
   if (op.kind == OpKind::kCompute) {
@@ -409,23 +429,27 @@ Status DeviceEngine::IssueLocal(int32_t rank, uint32_t index) {
     st = Status::Internal("not a local op");
   }
   if (!st.ok()) return st.WithContext(OpName(rank, index, op));
-  if (Local(rank)) MESHPLAN_RETURN_IF_ERROR(ops_.EndOp(rank, index, op.stream).WithContext(OpName(rank, index, op)));
+  if (Local(rank))
+    MESHPLAN_RETURN_IF_ERROR(
+        ops_.EndOp(rank, index, op.stream).WithContext(OpName(rank, index, op)));
   return Status::Ok();
 }
 
-Result<DeviceEngine::EntryRef> DeviceEngine::Need(int32_t rank, uint16_t tensor, int32_t id, EntryKind kind) {
+Result<DeviceEngine::EntryRef> DeviceEngine::Need(int32_t rank, uint16_t tensor, int32_t id,
+                                                  EntryKind kind) {
   auto& store = ranks_[rank]->store;
   const auto it = store.find({tensor, id, kind});
   if (it == store.end()) {
-    return Status::Internal("missing " + TensorNames(tensor) + " of " + (kind == EntryKind::kSubShard ? "sub-shard " : "shard ") +
+    return Status::Internal("missing " + TensorNames(tensor) + " of " +
+                            (kind == EntryKind::kSubShard ? "sub-shard " : "shard ") +
                             std::to_string(id));
   }
   return it->second;
 }
 
 // As Need, but D = rowsum(dO * O) is computed on first use.
-Result<DeviceEngine::EntryRef> DeviceEngine::NeedData(int32_t rank, uint32_t op, StreamId stream, uint16_t tensor,
-                                                      int32_t id, EntryKind kind) {
+Result<DeviceEngine::EntryRef> DeviceEngine::NeedData(int32_t rank, uint32_t op, StreamId stream,
+                                                      uint16_t tensor, int32_t id, EntryKind kind) {
   if (tensor == kTensorD) return EnsureDelta(rank, op, stream, id, kind);
   return Need(rank, tensor, id, kind);
 }
@@ -444,10 +468,13 @@ Result<TensorView> DeviceEngine::InputView(int32_t rank, const EntryRef& e, int3
     RankState& state = *ranks_[rank];
     if (e->positions == ShardPositions(schedule_.layout, shard)) {
       e->device_positions = state.shard_positions[static_cast<size_t>(shard)];
-    } else if (auto it = state.positions_cache.find(e->positions); it != state.positions_cache.end()) {
+    } else if (auto it = state.positions_cache.find(e->positions);
+               it != state.positions_cache.end()) {
       e->device_positions = it->second;
     } else {
-      MESHPLAN_ASSIGN_OR_RETURN(auto ptr, ops_.Upload(rank, e->positions.data(), static_cast<int64_t>(e->positions.size() * sizeof(int64_t))));
+      MESHPLAN_ASSIGN_OR_RETURN(
+          auto ptr, ops_.Upload(rank, e->positions.data(),
+                                static_cast<int64_t>(e->positions.size() * sizeof(int64_t))));
       state.static_buffers.push_back(ptr);
       e->device_positions = static_cast<const int64_t*>(ptr);
       state.positions_cache[e->positions] = e->device_positions;
@@ -477,15 +504,20 @@ Status DeviceEngine::ComputeForward(int32_t rank, uint32_t index) {
     if (!e->ok()) return e->status();
   }
   const int32_t g = static_cast<int32_t>(workload_.group_size());
-  if (!(*q)->HasHeads(op.head_begin, op.head_count) || !(*k)->HasHeads(op.head_begin / g, op.head_count / std::max(g, 1))) {
+  if (!(*q)->HasHeads(op.head_begin, op.head_count) ||
+      !(*k)->HasHeads(op.head_begin / g, op.head_count / std::max(g, 1))) {
     return Status::Internal("inputs do not hold heads " + std::to_string(op.head_begin) + ".." +
                             std::to_string(op.head_begin + op.head_count - 1));
   }
   EntryRef& o = state.store[{kTensorO, op.q_shard, EntryKind::kShard}];
   EntryRef& lse = state.store[{kTensorLse, op.q_shard, EntryKind::kShard}];
   if (!o || !lse) {
-    MESHPLAN_ASSIGN_OR_RETURN(auto fresh_o, NewEntry(rank, index, op.stream, (*q)->batch, (*q)->positions, op.head_begin, op.head_count, (*q)->dim, 4));
-    MESHPLAN_ASSIGN_OR_RETURN(auto fresh_lse, NewEntry(rank, index, op.stream, (*q)->batch, (*q)->positions, op.head_begin, op.head_count, 1, 4));
+    MESHPLAN_ASSIGN_OR_RETURN(
+        auto fresh_o, NewEntry(rank, index, op.stream, (*q)->batch, (*q)->positions, op.head_begin,
+                               op.head_count, (*q)->dim, 4));
+    MESHPLAN_ASSIGN_OR_RETURN(auto fresh_lse,
+                              NewEntry(rank, index, op.stream, (*q)->batch, (*q)->positions,
+                                       op.head_begin, op.head_count, 1, 4));
     o = fresh_o;
     lse = fresh_lse;
     if (Local(rank)) {
@@ -513,8 +545,8 @@ Status DeviceEngine::ComputeForward(int32_t rank, uint32_t index) {
 
 // D = rowsum(dO * O) of a shard, computed where both live, on first use by each stream (an op
 // of another stream would read it with no dependency on the op that computed it).
-Result<DeviceEngine::EntryRef> DeviceEngine::EnsureDelta(int32_t rank, uint32_t op, StreamId stream, int32_t id,
-                                                         EntryKind kind) {
+Result<DeviceEngine::EntryRef> DeviceEngine::EnsureDelta(int32_t rank, uint32_t op, StreamId stream,
+                                                         int32_t id, EntryKind kind) {
   auto& store = ranks_[rank]->store;
   if (auto it = store.find({kTensorD, id, kind}); it != store.end()) return it->second;  // received
   auto& local = ranks_[rank]->local_deltas;
@@ -522,14 +554,16 @@ Result<DeviceEngine::EntryRef> DeviceEngine::EnsureDelta(int32_t rank, uint32_t 
   MESHPLAN_ASSIGN_OR_RETURN(auto o, Need(rank, kTensorO, id, kind));
   MESHPLAN_ASSIGN_OR_RETURN(auto d_o, Need(rank, kTensorDO, id, kind));
   if (o->positions != d_o->positions || !d_o->HasHeads(o->head_begin, o->heads)) {
-    return Status::Internal("O and dO of shard " + std::to_string(id) + " do not cover the same rows and heads");
+    return Status::Internal("O and dO of shard " + std::to_string(id) +
+                            " do not cover the same rows and heads");
   }
-  MESHPLAN_ASSIGN_OR_RETURN(auto delta, NewEntry(rank, op, stream, o->batch, o->positions, o->head_begin, o->heads, 1, 4));
+  MESHPLAN_ASSIGN_OR_RETURN(auto delta, NewEntry(rank, op, stream, o->batch, o->positions,
+                                                 o->head_begin, o->heads, 1, 4));
   if (Local(rank)) {
     EntryRef grad = d_o;
     if (d_o->heads != o->heads) {  // dO holds more heads: take O's slice first
-      auto slice = NewEntry(rank, op, stream, o->batch, o->positions, o->head_begin, o->heads, o->dim,
-                            ElemBytes(kTensorDO));
+      auto slice = NewEntry(rank, op, stream, o->batch, o->positions, o->head_begin, o->heads,
+                            o->dim, ElemBytes(kTensorDO));
       if (!slice.ok()) return slice.status();
       RowCopy c;
       c.src = d_o->data();
@@ -550,8 +584,8 @@ Result<DeviceEngine::EntryRef> DeviceEngine::EnsureDelta(int32_t rank, uint32_t 
     }
     Touch(o, rank, op, stream, Access::kRead, kTensorO, id);
     Touch(grad, rank, op, stream, Access::kRead, kTensorDO, id);
-    MESHPLAN_RETURN_IF_ERROR(ops_.Delta(rank, stream, options_.type, o->f32(), grad->data(), delta->f32(),
-                                        o->batch, o->rows(), o->heads, o->dim));
+    MESHPLAN_RETURN_IF_ERROR(ops_.Delta(rank, stream, options_.type, o->f32(), grad->data(),
+                                        delta->f32(), o->batch, o->rows(), o->heads, o->dim));
   }
   local[{id, kind, stream}] = delta;
   return delta;
@@ -568,20 +602,28 @@ Status DeviceEngine::ComputeBackward(int32_t rank, uint32_t index) {
   for (auto* e : {&q, &k, &v, &d_o, &lse}) {
     if (!e->ok()) return e->status();
   }
-  MESHPLAN_ASSIGN_OR_RETURN(auto delta, NeedData(rank, index, op.stream, kTensorD, op.q_shard, EntryKind::kShard));
+  MESHPLAN_ASSIGN_OR_RETURN(
+      auto delta, NeedData(rank, index, op.stream, kTensorD, op.q_shard, EntryKind::kShard));
   const int32_t g = static_cast<int32_t>(workload_.group_size());
   const int32_t kv_begin = op.head_begin / g, kv_count = op.head_count / g;
   EntryRef& dq = state.store[{kTensorDQ, op.q_shard, EntryKind::kShard}];
   if (!dq) {
-    MESHPLAN_ASSIGN_OR_RETURN(auto fresh, NewEntry(rank, index, op.stream, (*q)->batch, (*q)->positions, op.head_begin, op.head_count, (*q)->dim, 4));
+    MESHPLAN_ASSIGN_OR_RETURN(
+        auto fresh, NewEntry(rank, index, op.stream, (*q)->batch, (*q)->positions, op.head_begin,
+                             op.head_count, (*q)->dim, 4));
     dq = fresh;
-    if (Local(rank)) MESHPLAN_RETURN_IF_ERROR(ops_.Fill(rank, op.stream, dq->f32(), 0.0f, dq->elements()));
+    if (Local(rank))
+      MESHPLAN_RETURN_IF_ERROR(ops_.Fill(rank, op.stream, dq->f32(), 0.0f, dq->elements()));
   }
   EntryRef& dk = state.store[{kTensorDK, op.kv_shard, EntryKind::kShard}];
   EntryRef& dv = state.store[{kTensorDV, op.kv_shard, EntryKind::kShard}];
   if (!dk || !dv) {
-    MESHPLAN_ASSIGN_OR_RETURN(auto fresh_k, NewEntry(rank, index, op.stream, (*k)->batch, (*k)->positions, kv_begin, kv_count, (*k)->dim, 4));
-    MESHPLAN_ASSIGN_OR_RETURN(auto fresh_v, NewEntry(rank, index, op.stream, (*k)->batch, (*k)->positions, kv_begin, kv_count, (*k)->dim, 4));
+    MESHPLAN_ASSIGN_OR_RETURN(
+        auto fresh_k, NewEntry(rank, index, op.stream, (*k)->batch, (*k)->positions, kv_begin,
+                               kv_count, (*k)->dim, 4));
+    MESHPLAN_ASSIGN_OR_RETURN(
+        auto fresh_v, NewEntry(rank, index, op.stream, (*k)->batch, (*k)->positions, kv_begin,
+                               kv_count, (*k)->dim, 4));
     dk = fresh_k;
     dv = fresh_v;
     if (Local(rank)) {
@@ -598,7 +640,8 @@ Status DeviceEngine::ComputeBackward(int32_t rank, uint32_t index) {
   }
   dq->uniform = dk->uniform = dv->uniform = false;
   if (!Local(rank)) return Status::Ok();
-  for (const auto& [e, tensor] : {std::pair{*q, kTensorQ}, {*d_o, kTensorDO}, {*lse, kTensorLse}, {delta, kTensorD}}) {
+  for (const auto& [e, tensor] :
+       {std::pair{*q, kTensorQ}, {*d_o, kTensorDO}, {*lse, kTensorLse}, {delta, kTensorD}}) {
     Touch(e, rank, index, op.stream, Access::kRead, tensor, op.q_shard);
   }
   Touch(*k, rank, index, op.stream, Access::kRead, kTensorK, op.kv_shard);
@@ -608,28 +651,30 @@ Status DeviceEngine::ComputeBackward(int32_t rank, uint32_t index) {
   Touch(dv, rank, index, op.stream, Access::kReadWrite, kTensorDV, op.kv_shard);
   BlockProblem p = Problem(op);
   p.mask.doc_starts = state.doc_starts;
-  return ops_.Backward(rank, op.stream, p, *qv, *kv, *vv, *dov, AccView(*lse), AccView(delta), AccView(dq), AccView(dk),
-                       AccView(dv));
+  return ops_.Backward(rank, op.stream, p, *qv, *kv, *vv, *dov, AccView(*lse), AccView(delta),
+                       AccView(dq), AccView(dk), AccView(dv));
 }
 
-Result<DeviceEngine::EntryRef> DeviceEngine::ZeroPartial(int32_t rank, uint32_t op, StreamId stream, uint16_t tensor,
-                                                         int32_t id) {
+Result<DeviceEngine::EntryRef> DeviceEngine::ZeroPartial(int32_t rank, uint32_t op, StreamId stream,
+                                                         uint16_t tensor, int32_t id) {
   const RankState& state = *ranks_[rank];
   const bool kv = tensor == kTensorDK || tensor == kTensorDV;
   const int32_t g = static_cast<int32_t>(workload_.group_size());
   auto e = NewEntry(rank, op, stream, workload_.batch, ShardPositions(schedule_.layout, id),
-                    kv ? state.head_begin / g : state.head_begin, kv ? state.head_count / g : state.head_count,
+                    kv ? state.head_begin / g : state.head_begin,
+                    kv ? state.head_count / g : state.head_count,
                     TensorDim(tensor, static_cast<int32_t>(workload_.head_dim)), 4);
   if (!e.ok()) return e.status();
   (*e)->uniform = true;
   if (Local(rank)) {
-    MESHPLAN_RETURN_IF_ERROR(ops_.Fill(rank, stream, (*e)->f32(), tensor == kTensorLse ? kNegInf : 0.0f, (*e)->elements()));
+    MESHPLAN_RETURN_IF_ERROR(ops_.Fill(rank, stream, (*e)->f32(),
+                                       tensor == kTensorLse ? kNegInf : 0.0f, (*e)->elements()));
   }
   return e;
 }
 
-Result<DeviceEngine::EntryRef> DeviceEngine::TakePartial(int32_t rank, uint32_t op, StreamId stream, uint16_t tensor,
-                                                         int32_t id) {
+Result<DeviceEngine::EntryRef> DeviceEngine::TakePartial(int32_t rank, uint32_t op, StreamId stream,
+                                                         uint16_t tensor, int32_t id) {
   auto& store = ranks_[rank]->store;
   const auto it = store.find({tensor, id, EntryKind::kShard});
   if (it == store.end()) return ZeroPartial(rank, op, stream, tensor, id);
@@ -638,17 +683,19 @@ Result<DeviceEngine::EntryRef> DeviceEngine::TakePartial(int32_t rank, uint32_t 
   return e;
 }
 
-Status DeviceEngine::MergeInto(int32_t rank, uint32_t op, StreamId stream, uint16_t tensor, int32_t id,
-                               const EntryRef& acc, const EntryRef& acc_lse, const EntryRef& in,
-                               const EntryRef& in_lse) {
-  if (acc->elements() != in->elements() || acc->head_begin != in->head_begin || acc->heads != in->heads) {
+Status DeviceEngine::MergeInto(int32_t rank, uint32_t op, StreamId stream, uint16_t tensor,
+                               int32_t id, const EntryRef& acc, const EntryRef& acc_lse,
+                               const EntryRef& in, const EntryRef& in_lse) {
+  if (acc->elements() != in->elements() || acc->head_begin != in->head_begin ||
+      acc->heads != in->heads) {
     return Status::Internal("merged partial has another shape");
   }
   if (acc->positions != in->positions) {
     // Partials of one shard built on different ranks may list its rows in different orders
     // (zigzag shards assembled from Ulysses sub-shards); only a zero partial may differ.
     if (in->uniform) return Status::Ok();  // folding zeros in changes nothing
-    if (!acc->uniform) return Status::Internal("merged partials list the shard's rows in different orders");
+    if (!acc->uniform)
+      return Status::Internal("merged partials list the shard's rows in different orders");
     acc->positions = in->positions;
     if (acc_lse) acc_lse->positions = in->positions;
     acc->device_positions = nullptr;
@@ -697,14 +744,17 @@ Status DeviceEngine::Merge(int32_t rank, uint32_t index) {
       return e;
     };
     EntryRef in = pop(bit, id, -1);
-    if (!in) return Status::Internal("no received " + TensorNames(bit) + " of shard " + std::to_string(id) + " to merge");
+    if (!in)
+      return Status::Internal("no received " + TensorNames(bit) + " of shard " +
+                              std::to_string(id) + " to merge");
     EntryRef in_lse;
     if (bit == kTensorO) {
       in_lse = pop(kTensorLse, id, in->producer);
       if (!in_lse) return Status::Internal("received O without its LSE");
     }
     auto acc_it = state.store.find({bit, id, EntryKind::kShard});
-    if (acc_it == state.store.end()) {  // owner-first chains: the total comes back to an empty accumulator
+    if (acc_it ==
+        state.store.end()) {  // owner-first chains: the total comes back to an empty accumulator
       state.store[{bit, id, EntryKind::kShard}] = in;
       if (in_lse) state.store[{kTensorLse, id, EntryKind::kShard}] = in_lse;
       continue;
@@ -715,17 +765,20 @@ Status DeviceEngine::Merge(int32_t rank, uint32_t index) {
       if (lse_it == state.store.end()) return Status::Internal("O accumulator without its LSE");
       acc_lse = lse_it->second;
     }
-    MESHPLAN_RETURN_IF_ERROR(MergeInto(rank, index, op.stream, bit, id, acc_it->second, acc_lse, in, in_lse));
+    MESHPLAN_RETURN_IF_ERROR(
+        MergeInto(rank, index, op.stream, bit, id, acc_it->second, acc_lse, in, in_lse));
   }
   return Status::Ok();
 }
 
-Result<DeviceEngine::EntryRef> DeviceEngine::TransferTo(int32_t src_rank, uint32_t src_op, StreamId src_stream,
-                                                        const EntryRef& src, uint16_t tensor, int32_t id,
-                                                        int32_t dst_rank, uint32_t dst_op, StreamId dst_stream,
+Result<DeviceEngine::EntryRef> DeviceEngine::TransferTo(int32_t src_rank, uint32_t src_op,
+                                                        StreamId src_stream, const EntryRef& src,
+                                                        uint16_t tensor, int32_t id,
+                                                        int32_t dst_rank, uint32_t dst_op,
+                                                        StreamId dst_stream,
                                                         std::vector<Transfer>* transfers) {
-  auto dst = NewEntry(dst_rank, dst_op, dst_stream, src->batch, src->positions, src->head_begin, src->heads, src->dim,
-                      src->elem_bytes);
+  auto dst = NewEntry(dst_rank, dst_op, dst_stream, src->batch, src->positions, src->head_begin,
+                      src->heads, src->dim, src->elem_bytes);
   if (!dst.ok()) return dst.status();
   (*dst)->uniform = src->uniform;
   (*dst)->producer = dst_op;
@@ -751,18 +804,23 @@ Status DeviceEngine::IssueExchange(const LaunchStep& step) {
   // Every op of the step begins (its stream waits for its deps), then all transfers are posted
   // together, then the work that consumes what arrived, then every op ends.
   std::vector<std::pair<int32_t, uint32_t>> members;
-  ForEachStepOp(step, [&members](int32_t rank, uint32_t index) { members.push_back({rank, index}); });
+  ForEachStepOp(step, [&members](int32_t rank, uint32_t index) {
+    members.push_back({rank, index});
+  });
   for (const auto& [rank, index] : members) MESHPLAN_RETURN_IF_ERROR(Injected(rank, index));
   for (const auto& [rank, index] : members) {
     if (!Local(rank)) continue;
     const RankProgram& program = schedule_.ranks[rank];
     const Op& op = program.ops[index];
-    std::vector<uint32_t> deps(program.deps.begin() + op.dep_begin, program.deps.begin() + op.dep_begin + op.dep_count);
-    MESHPLAN_RETURN_IF_ERROR(ops_.BeginOp(rank, index, op.stream, deps).WithContext(OpName(rank, index, op)));
+    std::vector<uint32_t> deps(program.deps.begin() + op.dep_begin,
+                               program.deps.begin() + op.dep_begin + op.dep_count);
+    MESHPLAN_RETURN_IF_ERROR(
+        ops_.BeginOp(rank, index, op.stream, deps).WithContext(OpName(rank, index, op)));
   }
   std::vector<Transfer> transfers;
   std::vector<std::function<Status()>> after;
-  for (const PairLaunch& p : step.pairs) MESHPLAN_RETURN_IF_ERROR(PreparePair(p, &transfers, &after));
+  for (const PairLaunch& p : step.pairs)
+    MESHPLAN_RETURN_IF_ERROR(PreparePair(p, &transfers, &after));
   for (const CollectiveLaunch& c : step.collectives) {
     const int32_t first = schedule_.groups[c.group].front();
     const Op& op = schedule_.ranks[first].ops[c.ops.front()];
@@ -780,14 +838,16 @@ Status DeviceEngine::IssueExchange(const LaunchStep& step) {
       default:
         st = Status::Internal("not a collective");
     }
-    MESHPLAN_RETURN_IF_ERROR(st.WithContext(OpName(first, c.ops.front(), op) + " of group " + std::to_string(c.group)));
+    MESHPLAN_RETURN_IF_ERROR(
+        st.WithContext(OpName(first, c.ops.front(), op) + " of group " + std::to_string(c.group)));
   }
   if (!transfers.empty()) MESHPLAN_RETURN_IF_ERROR(ops_.Exchange(transfers));
   for (auto& fn : after) MESHPLAN_RETURN_IF_ERROR(fn());
   for (const auto& [rank, index] : members) {
     if (!Local(rank)) continue;
     const Op& op = schedule_.ranks[rank].ops[index];
-    MESHPLAN_RETURN_IF_ERROR(ops_.EndOp(rank, index, op.stream).WithContext(OpName(rank, index, op)));
+    MESHPLAN_RETURN_IF_ERROR(
+        ops_.EndOp(rank, index, op.stream).WithContext(OpName(rank, index, op)));
   }
   return Status::Ok();
 }
@@ -797,8 +857,9 @@ Status DeviceEngine::PreparePair(const PairLaunch& pair, std::vector<Transfer>* 
   const Op& send = schedule_.ranks[pair.src].ops[pair.send_op];
   const Op& recv = schedule_.ranks[pair.dst].ops[pair.recv_op];
   if (send.tensors != recv.tensors) {
-    return Status::Internal(OpName(pair.src, pair.send_op, send) + " sends " + TensorNames(send.tensors) + " but " +
-                            OpName(pair.dst, pair.recv_op, recv) + " expects " + TensorNames(recv.tensors));
+    return Status::Internal(
+        OpName(pair.src, pair.send_op, send) + " sends " + TensorNames(send.tensors) + " but " +
+        OpName(pair.dst, pair.recv_op, recv) + " expects " + TensorNames(recv.tensors));
   }
   RankState& dst_state = *ranks_[pair.dst];
   for (uint16_t bit : TensorBitsOf(send.tensors)) {
@@ -813,8 +874,8 @@ Status DeviceEngine::PreparePair(const PairLaunch& pair, std::vector<Transfer>* 
       if (!found.ok()) return found.status().WithContext(OpName(pair.src, pair.send_op, send));
       src = *found;
     }
-    auto dst = TransferTo(pair.src, pair.send_op, send.stream, src, bit, id, pair.dst, pair.recv_op, recv.stream,
-                          transfers);
+    auto dst = TransferTo(pair.src, pair.send_op, send.stream, src, bit, id, pair.dst, pair.recv_op,
+                          recv.stream, transfers);
     if (!dst.ok()) return dst.status().WithContext(OpName(pair.dst, pair.recv_op, recv));
     if (HandsOver(bit, recv.tensors)) {
       dst_state.incoming[{bit, id}].push_back(*dst);
@@ -834,13 +895,14 @@ Status DeviceEngine::PrepareAllGather(const CollectiveLaunch& c, std::vector<Tra
     const Op& op = schedule_.ranks[rank].ops[c.ops[m]];
     for (uint16_t bit : TensorBitsOf(op.tensors)) {
       const int32_t id = IdFor(op, bit);
-      MESHPLAN_ASSIGN_OR_RETURN(auto own, NeedData(rank, c.ops[m], op.stream, bit, id, EntryKind::kShard));
+      MESHPLAN_ASSIGN_OR_RETURN(auto own,
+                                NeedData(rank, c.ops[m], op.stream, bit, id, EntryKind::kShard));
       for (int to = 0; to < p; ++to) {
         if (to == m) continue;
         const int32_t dst_rank = members[to];
         const Op& dst_op = schedule_.ranks[dst_rank].ops[c.ops[to]];
-        auto dst =
-            TransferTo(rank, c.ops[m], op.stream, own, bit, id, dst_rank, c.ops[to], dst_op.stream, transfers);
+        auto dst = TransferTo(rank, c.ops[m], op.stream, own, bit, id, dst_rank, c.ops[to],
+                              dst_op.stream, transfers);
         if (!dst.ok()) return dst.status();
         KeepCopy(ranks_[dst_rank]->store, {bit, id, EntryKind::kShard}, *dst);
       }
@@ -849,7 +911,8 @@ Status DeviceEngine::PrepareAllGather(const CollectiveLaunch& c, std::vector<Tra
   return Status::Ok();
 }
 
-Status DeviceEngine::PrepareReduceScatter(const CollectiveLaunch& c, std::vector<Transfer>* transfers,
+Status DeviceEngine::PrepareReduceScatter(const CollectiveLaunch& c,
+                                          std::vector<Transfer>* transfers,
                                           std::vector<std::function<Status()>>* after) {
   const auto& members = schedule_.groups[c.group];
   const int p = static_cast<int>(members.size());
@@ -861,7 +924,8 @@ Status DeviceEngine::PrepareReduceScatter(const CollectiveLaunch& c, std::vector
   }
   // Every member hands each other member its partials of that member's shard; each member then
   // folds what arrived into its own accumulator, in member order.
-  std::vector<std::vector<std::pair<uint16_t, EntryRef>>> arrived(p);  // per destination, per sender in order
+  std::vector<std::vector<std::pair<uint16_t, EntryRef>>> arrived(
+      p);  // per destination, per sender in order
   for (int m = 0; m < p; ++m) {
     const int32_t rank = members[m];
     const Op& op = schedule_.ranks[rank].ops[c.ops[m]];
@@ -871,8 +935,8 @@ Status DeviceEngine::PrepareReduceScatter(const CollectiveLaunch& c, std::vector
       const Op& dst_op = schedule_.ranks[dst_rank].ops[c.ops[to]];
       for (uint16_t bit : TensorBitsOf(op.tensors)) {
         MESHPLAN_ASSIGN_OR_RETURN(auto part, TakePartial(rank, c.ops[m], op.stream, bit, own[to]));
-        auto dst = TransferTo(rank, c.ops[m], op.stream, part, bit, own[to], dst_rank, c.ops[to], dst_op.stream,
-                              transfers);
+        auto dst = TransferTo(rank, c.ops[m], op.stream, part, bit, own[to], dst_rank, c.ops[to],
+                              dst_op.stream, transfers);
         if (!dst.ok()) return dst.status();
         arrived[to].push_back({bit, *dst});
       }
@@ -900,13 +964,15 @@ Status DeviceEngine::PrepareReduceScatter(const CollectiveLaunch& c, std::vector
           MESHPLAN_ASSIGN_OR_RETURN(auto zero, ZeroPartial(rank, index, op.stream, bit, own[to]));
           acc = zero;
           if (bit == kTensorO) {
-            MESHPLAN_ASSIGN_OR_RETURN(auto zero_lse, ZeroPartial(rank, index, op.stream, kTensorLse, own[to]));
+            MESHPLAN_ASSIGN_OR_RETURN(auto zero_lse,
+                                      ZeroPartial(rank, index, op.stream, kTensorLse, own[to]));
             state.store[{kTensorLse, own[to], EntryKind::kShard}] = zero_lse;
           }
         }
         EntryRef acc_lse;
         if (bit == kTensorO) acc_lse = state.store[{kTensorLse, own[to], EntryKind::kShard}];
-        MESHPLAN_RETURN_IF_ERROR(MergeInto(rank, index, op.stream, bit, own[to], acc, acc_lse, in, in_lse));
+        MESHPLAN_RETURN_IF_ERROR(
+            MergeInto(rank, index, op.stream, bit, own[to], acc, acc_lse, in, in_lse));
       }
       return Status::Ok();
     });
@@ -937,7 +1003,8 @@ Status DeviceEngine::PrepareAllToAll(const CollectiveLaunch& c, std::vector<Tran
       const int32_t shard = static_cast<int32_t>(rank / schedule_.layout.subdivide);
       EntryRef mine;
       if (to_heads) {
-        MESHPLAN_ASSIGN_OR_RETURN(auto found, NeedData(rank, index, stream, bit, rank, EntryKind::kSubShard));
+        MESHPLAN_ASSIGN_OR_RETURN(auto found,
+                                  NeedData(rank, index, stream, bit, rank, EntryKind::kSubShard));
         mine = found;
       } else {
         MESHPLAN_ASSIGN_OR_RETURN(auto found, Need(rank, bit, shard, EntryKind::kShard));
@@ -955,16 +1022,19 @@ Status DeviceEngine::PrepareAllToAll(const CollectiveLaunch& c, std::vector<Tran
           positions = mine->positions;
           head_begin = to * slice;
           piece_heads = slice;
-          if (!mine->HasHeads(head_begin, piece_heads)) return Status::Internal("sub-shard lacks heads to scatter");
+          if (!mine->HasHeads(head_begin, piece_heads))
+            return Status::Internal("sub-shard lacks heads to scatter");
         } else {
           for (int64_t pos : SubShardPositions(schedule_.layout, members[to])) {
             const auto it = row_of.find(pos);
-            if (it == row_of.end()) return Status::Internal("shard lacks token " + std::to_string(pos));
+            if (it == row_of.end())
+              return Status::Internal("shard lacks token " + std::to_string(pos));
             rows.push_back(it->second);
             positions.push_back(pos);
           }
         }
-        MESHPLAN_ASSIGN_OR_RETURN(auto piece, NewEntry(rank, index, stream, mine->batch, positions, head_begin, piece_heads, dim, elem));
+        MESHPLAN_ASSIGN_OR_RETURN(auto piece, NewEntry(rank, index, stream, mine->batch, positions,
+                                                       head_begin, piece_heads, dim, elem));
         if (Local(rank)) {
           RowCopy copy;
           copy.src = mine->data();
@@ -980,7 +1050,9 @@ Status DeviceEngine::PrepareAllToAll(const CollectiveLaunch& c, std::vector<Tran
           copy.dst_heads = piece_heads;
           copy.copy_heads = piece_heads;
           if (!to_heads) {
-            MESHPLAN_ASSIGN_OR_RETURN(auto index_array, ops_.Upload(rank, rows.data(), static_cast<int64_t>(rows.size() * sizeof(int64_t))));
+            MESHPLAN_ASSIGN_OR_RETURN(
+                auto index_array, ops_.Upload(rank, rows.data(),
+                                              static_cast<int64_t>(rows.size() * sizeof(int64_t))));
             ranks_[rank]->static_buffers.push_back(index_array);
             copy.src_rows = static_cast<const int64_t*>(index_array);
           }
@@ -992,26 +1064,32 @@ Status DeviceEngine::PrepareAllToAll(const CollectiveLaunch& c, std::vector<Tran
         } else {
           const int32_t dst_rank = members[to];
           const StreamId dst_stream = schedule_.ranks[dst_rank].ops[c.ops[to]].stream;
-          MESHPLAN_ASSIGN_OR_RETURN(auto dst, TransferTo(rank, index, stream, piece, bit, shard, dst_rank, c.ops[to], dst_stream, transfers));
+          MESHPLAN_ASSIGN_OR_RETURN(
+              auto dst, TransferTo(rank, index, stream, piece, bit, shard, dst_rank, c.ops[to],
+                                   dst_stream, transfers));
           received[to][m] = dst;
         }
       }
       // Final gradients are not needed in the head layout afterwards; the output O is kept (a
       // cached backward computes D from it).
-      if (!to_heads && bit != kTensorO && bit != kTensorLse) ranks_[rank]->store.erase({bit, shard, EntryKind::kShard});
+      if (!to_heads && bit != kTensorO && bit != kTensorLse)
+        ranks_[rank]->store.erase({bit, shard, EntryKind::kShard});
     }
     for (int to = 0; to < u; ++to) {
-      after->push_back([this, bit, to, to_heads, heads, slice, dim, elem, rank = members[to], index = c.ops[to],
-                        pieces = received[to]]() -> Status {
+      after->push_back([this, bit, to, to_heads, heads, slice, dim, elem, rank = members[to],
+                        index = c.ops[to], pieces = received[to]]() -> Status {
         const StreamId stream = schedule_.ranks[rank].ops[index].stream;
         std::vector<int64_t> positions;
         if (to_heads) {
-          for (const EntryRef& e : pieces) positions.insert(positions.end(), e->positions.begin(), e->positions.end());
+          for (const EntryRef& e : pieces)
+            positions.insert(positions.end(), e->positions.begin(), e->positions.end());
         } else {
           positions = pieces[to]->positions;
         }
-        auto whole = to_heads ? NewEntry(rank, index, stream, workload_.batch, positions, to * slice, slice, dim, elem)
-                              : NewEntry(rank, index, stream, workload_.batch, positions, 0, heads, dim, elem);
+        auto whole = to_heads ? NewEntry(rank, index, stream, workload_.batch, positions,
+                                         to * slice, slice, dim, elem)
+                              : NewEntry(rank, index, stream, workload_.batch, positions, 0, heads,
+                                         dim, elem);
         if (!whole.ok()) return whole.status();
         int64_t offset = 0;
         for (const EntryRef& e : pieces) {
@@ -1037,7 +1115,8 @@ Status DeviceEngine::PrepareAllToAll(const CollectiveLaunch& c, std::vector<Tran
         }
         auto& store = ranks_[rank]->store;
         if (to_heads) {
-          store[{bit, static_cast<int32_t>(rank / schedule_.layout.subdivide), EntryKind::kShard}] = *whole;
+          store[{bit, static_cast<int32_t>(rank / schedule_.layout.subdivide), EntryKind::kShard}] =
+              *whole;
         } else {
           store[{bit, rank, EntryKind::kSubShard}] = *whole;
         }
@@ -1048,12 +1127,14 @@ Status DeviceEngine::PrepareAllToAll(const CollectiveLaunch& c, std::vector<Tran
   return Status::Ok();
 }
 
-Status DeviceEngine::CollectOutputs(AttentionTensors<float>* outputs, std::vector<uint8_t>* covered) {
+Status DeviceEngine::CollectOutputs(AttentionTensors<float>* outputs,
+                                    std::vector<uint8_t>* covered) {
   for (int32_t r = 0; r < schedule_.num_ranks; ++r) {
     if (!Local(r)) continue;
     for (const auto& [key, e] : ranks_[r]->store) {
       const uint16_t t = key.tensor;
-      if (t != kTensorO && t != kTensorLse && t != kTensorDQ && t != kTensorDK && t != kTensorDV) continue;
+      if (t != kTensorO && t != kTensorLse && t != kTensorDQ && t != kTensorDK && t != kTensorDV)
+        continue;
       if (outputs == nullptr) {
         // Coverage only (a run whose outputs nobody reads): the shape, no data, no download.
         exec::Entry shape;
@@ -1065,7 +1146,8 @@ Status DeviceEngine::CollectOutputs(AttentionTensors<float>* outputs, std::vecto
         WriteOutputEntry(t, shape, workload_, nullptr, covered);
         continue;
       }
-      exec::Entry host = exec::Entry::Zeros(e->batch, e->positions, e->head_begin, e->heads, e->dim);
+      exec::Entry host =
+          exec::Entry::Zeros(e->batch, e->positions, e->head_begin, e->heads, e->dim);
       MESHPLAN_RETURN_IF_ERROR(ops_.Download(r, host.data.data(), e->data(), e->bytes()));
       WriteOutputEntry(t, host, workload_, outputs, covered);
     }
@@ -1074,9 +1156,10 @@ Status DeviceEngine::CollectOutputs(AttentionTensors<float>* outputs, std::vecto
 }
 
 Result<DeviceRunResult> RunEngine(const Schedule& schedule, const Workload& workload,
-                                  const InputSource& inputs, const RunOptions& options, DeviceOps& ops,
-                                  std::vector<uint8_t> local, AttentionTensors<float>* outputs,
-                                  std::vector<uint8_t>* covered, std::mutex* collect_lock) {
+                                  const InputSource& inputs, const RunOptions& options,
+                                  DeviceOps& ops, std::vector<uint8_t> local,
+                                  AttentionTensors<float>* outputs, std::vector<uint8_t>* covered,
+                                  std::mutex* collect_lock) {
   DeviceEngine engine(schedule, workload, options, ops, std::move(local));
   MESHPLAN_RETURN_IF_ERROR(engine.LoadInputs(inputs));
   auto run = engine.Run();

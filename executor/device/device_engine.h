@@ -29,9 +29,9 @@
 #include "core/workload.h"
 #include "executor/device/device_ops.h"
 #include "executor/device/launch_order.h"
-#include "executor/io/input_source.h"
 #include "executor/device/run_options.h"
 #include "executor/device/shard_store.h"
+#include "executor/io/input_source.h"
 #include "executor/io/tensor.h"
 #include "executor/timing/op_timing.h"
 
@@ -39,7 +39,7 @@ namespace meshplan::exec {
 
 struct DeviceRunResult {
   std::vector<std::vector<OpTiming>> times;  // [rank][op]; empty for ranks not run here
-  std::vector<int64_t> peak_bytes;          // per local rank: most memory the engine held at once
+  std::vector<int64_t> peak_bytes;           // per local rank: most memory the engine held at once
 };
 
 class DeviceEngine {
@@ -73,7 +73,8 @@ class DeviceEngine {
   Status ComputeForward(int32_t rank, uint32_t index);
   Status ComputeBackward(int32_t rank, uint32_t index);
   Status Merge(int32_t rank, uint32_t index);
-  Status PreparePair(const PairLaunch& pair, std::vector<Transfer>* transfers, std::vector<std::function<Status()>>* after);
+  Status PreparePair(const PairLaunch& pair, std::vector<Transfer>* transfers,
+                     std::vector<std::function<Status()>>* after);
   Status PrepareAllGather(const CollectiveLaunch& c, std::vector<Transfer>* transfers,
                           std::vector<std::function<Status()>>* after);
   Status PrepareReduceScatter(const CollectiveLaunch& c, std::vector<Transfer>* transfers,
@@ -82,26 +83,32 @@ class DeviceEngine {
                          std::vector<std::function<Status()>>* after);
 
   // Entries.
-  Result<EntryRef> NewEntry(int32_t rank, uint32_t op, StreamId stream, int64_t batch, std::vector<int64_t> positions,
-                            int32_t head_begin, int32_t heads, int32_t dim, int32_t elem_bytes,
-                            void* adopt = nullptr);
+  Result<EntryRef> NewEntry(int32_t rank, uint32_t op, StreamId stream, int64_t batch,
+                            std::vector<int64_t> positions, int32_t head_begin, int32_t heads,
+                            int32_t dim, int32_t elem_bytes, void* adopt = nullptr);
   Result<EntryRef> Need(int32_t rank, uint16_t tensor, int32_t id, EntryKind kind);
-  Result<EntryRef> NeedData(int32_t rank, uint32_t op, StreamId stream, uint16_t tensor, int32_t id, EntryKind kind);
-  Result<EntryRef> EnsureDelta(int32_t rank, uint32_t op, StreamId stream, int32_t id, EntryKind kind);
-  Result<EntryRef> ZeroPartial(int32_t rank, uint32_t op, StreamId stream, uint16_t tensor, int32_t id);
-  Result<EntryRef> TakePartial(int32_t rank, uint32_t op, StreamId stream, uint16_t tensor, int32_t id);
+  Result<EntryRef> NeedData(int32_t rank, uint32_t op, StreamId stream, uint16_t tensor, int32_t id,
+                            EntryKind kind);
+  Result<EntryRef> EnsureDelta(int32_t rank, uint32_t op, StreamId stream, int32_t id,
+                               EntryKind kind);
+  Result<EntryRef> ZeroPartial(int32_t rank, uint32_t op, StreamId stream, uint16_t tensor,
+                               int32_t id);
+  Result<EntryRef> TakePartial(int32_t rank, uint32_t op, StreamId stream, uint16_t tensor,
+                               int32_t id);
   // A fresh entry on `dst` shaped like `src` and a transfer of src's data into it.
-  Result<EntryRef> TransferTo(int32_t src_rank, uint32_t src_op, StreamId src_stream, const EntryRef& src,
-                              uint16_t tensor, int32_t id, int32_t dst_rank, uint32_t dst_op, StreamId dst_stream,
+  Result<EntryRef> TransferTo(int32_t src_rank, uint32_t src_op, StreamId src_stream,
+                              const EntryRef& src, uint16_t tensor, int32_t id, int32_t dst_rank,
+                              uint32_t dst_op, StreamId dst_stream,
                               std::vector<Transfer>* transfers);
-  Status MergeInto(int32_t rank, uint32_t op, StreamId stream, uint16_t tensor, int32_t id, const EntryRef& acc,
-                   const EntryRef& acc_lse, const EntryRef& in, const EntryRef& in_lse);
+  Status MergeInto(int32_t rank, uint32_t op, StreamId stream, uint16_t tensor, int32_t id,
+                   const EntryRef& acc, const EntryRef& acc_lse, const EntryRef& in,
+                   const EntryRef& in_lse);
   void Use(const EntryRef& e, uint32_t op, StreamId stream);
   // Records that `op` of `rank` reads (or reads and writes) the entry's buffer, holding `tensor`
   // of shard `id`: for freeing (Use) and, when checking, for the happens-before check.
   enum class Access : uint8_t { kRead, kReadWrite };
-  void Touch(const EntryRef& e, int32_t rank, uint32_t op, StreamId stream, Access access, uint16_t tensor,
-             int32_t id);
+  void Touch(const EntryRef& e, int32_t rank, uint32_t op, StreamId stream, Access access,
+             uint16_t tensor, int32_t id);
   // Whether op `before` of `rank` ends before op `after` starts, by stream order and deps.
   bool OrderedBefore(int32_t rank, int64_t before, uint32_t after) const;
   void BuildOrderClocks();
@@ -109,7 +116,8 @@ class DeviceEngine {
   TensorView AccView(const EntryRef& e) const;
   Status ReleaseDead();
 
-  void ForEachStepOp(const LaunchStep& step, const std::function<void(int32_t, uint32_t)>& fn) const;
+  void ForEachStepOp(const LaunchStep& step,
+                     const std::function<void(int32_t, uint32_t)>& fn) const;
   void ForEachInputKey(const Op& op, const std::function<void(uint16_t, int32_t)>& fn) const;
   int32_t IdFor(const Op& op, uint16_t tensor) const;
   int32_t HeadsOf(uint16_t tensor) const;
@@ -135,8 +143,9 @@ class DeviceEngine {
 // the local ranks produced into `outputs` (sized by OutputTensors; null: coverage only) and
 // `covered` (CoverageSize), holding `collect_lock` (if any) while it writes them.
 Result<DeviceRunResult> RunEngine(const Schedule& schedule, const Workload& workload,
-                                  const InputSource& inputs, const RunOptions& options, DeviceOps& ops,
-                                  std::vector<uint8_t> local, AttentionTensors<float>* outputs,
-                                  std::vector<uint8_t>* covered, std::mutex* collect_lock = nullptr);
+                                  const InputSource& inputs, const RunOptions& options,
+                                  DeviceOps& ops, std::vector<uint8_t> local,
+                                  AttentionTensors<float>* outputs, std::vector<uint8_t>* covered,
+                                  std::mutex* collect_lock = nullptr);
 
 }  // namespace meshplan::exec

@@ -61,20 +61,24 @@ class DeviceOps {
 
   // Marks the start of the run for every local rank (timing origin).
   virtual Status Start() = 0;
-  virtual Status BeginOp(int32_t rank, uint32_t op, StreamId stream, const std::vector<uint32_t>& deps) = 0;
+  virtual Status BeginOp(int32_t rank, uint32_t op, StreamId stream,
+                         const std::vector<uint32_t>& deps) = 0;
   virtual Status EndOp(int32_t rank, uint32_t op, StreamId stream) = 0;
 
   virtual Status Forward(int32_t rank, StreamId stream, const BlockProblem& p, const TensorView& q,
-                         const TensorView& k, const TensorView& v, const TensorView& o, const TensorView& lse) = 0;
+                         const TensorView& k, const TensorView& v, const TensorView& o,
+                         const TensorView& lse) = 0;
   virtual Status Backward(int32_t rank, StreamId stream, const BlockProblem& p, const TensorView& q,
-                          const TensorView& k, const TensorView& v, const TensorView& d_o, const TensorView& lse,
-                          const TensorView& delta, const TensorView& dq, const TensorView& dk,
-                          const TensorView& dv) = 0;
-  virtual Status MergePartial(int32_t rank, StreamId stream, float* o, float* lse, const float* o_in,
-                              const float* lse_in, int64_t count, int32_t dim) = 0;
+                          const TensorView& k, const TensorView& v, const TensorView& d_o,
+                          const TensorView& lse, const TensorView& delta, const TensorView& dq,
+                          const TensorView& dk, const TensorView& dv) = 0;
+  virtual Status MergePartial(int32_t rank, StreamId stream, float* o, float* lse,
+                              const float* o_in, const float* lse_in, int64_t count,
+                              int32_t dim) = 0;
   virtual Status AddInto(int32_t rank, StreamId stream, float* acc, const float* in, int64_t n) = 0;
-  virtual Status Delta(int32_t rank, StreamId stream, InputType type, const float* o, const void* d_o, float* delta,
-                       int64_t batch, int64_t rows, int32_t heads, int32_t dim) = 0;
+  virtual Status Delta(int32_t rank, StreamId stream, InputType type, const float* o,
+                       const void* d_o, float* delta, int64_t batch, int64_t rows, int32_t heads,
+                       int32_t dim) = 0;
   virtual Status Fill(int32_t rank, StreamId stream, float* data, float value, int64_t n) = 0;
   virtual Status RowCopy(int32_t rank, StreamId stream, const exec::RowCopy& copy) = 0;
 

@@ -35,7 +35,7 @@ uint16_t FloatToFp16(float x) {
   const uint32_t u = Bits(x);
   const uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000);
   const uint32_t abs = u & 0x7FFFFFFF;
-  if (abs > 0x7F800000) return static_cast<uint16_t>(sign | 0x7E00);  // NaN
+  if (abs > 0x7F800000) return static_cast<uint16_t>(sign | 0x7E00);   // NaN
   if (abs >= 0x477FF000) return static_cast<uint16_t>(sign | 0x7C00);  // rounds to >= 65520: inf
   const int exponent = static_cast<int>(abs >> 23) - 127;
   if (exponent >= -14) {
@@ -43,14 +43,16 @@ uint16_t FloatToFp16(float x) {
     const uint32_t mantissa = abs & 0x7FFFFF;
     uint32_t half = (static_cast<uint32_t>(exponent + 15) << 10) | (mantissa >> 13);
     const uint32_t dropped = mantissa & 0x1FFF;
-    if (dropped > 0x1000 || (dropped == 0x1000 && (half & 1))) ++half;  // may carry into the exponent
+    if (dropped > 0x1000 || (dropped == 0x1000 && (half & 1)))
+      ++half;  // may carry into the exponent
     return static_cast<uint16_t>(sign | half);
   }
   if (exponent < -25) return sign;  // below half the smallest subnormal: zero
   // Subnormal half: value = m * 2^-24 with m < 1024. The full significand (with its implicit
   // one) is shifted right by the difference of exponents, rounding to nearest even.
   const uint32_t significand = (abs & 0x7FFFFF) | 0x800000;
-  const int shift = -exponent - 14 + 13;  // 14..24 for exponents -15..-25 (plus the 13 fp32 extra bits)
+  const int shift =
+      -exponent - 14 + 13;  // 14..24 for exponents -15..-25 (plus the 13 fp32 extra bits)
   uint32_t half = significand >> shift;
   const uint32_t dropped = significand & ((1u << shift) - 1);
   const uint32_t midpoint = 1u << (shift - 1);

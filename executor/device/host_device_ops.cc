@@ -40,7 +40,8 @@ HostDeviceOps::HostDeviceOps(const Workload& workload, HostOpsConfig config)
 HostDeviceOps::~HostDeviceOps() {
   {
     std::unique_lock<std::mutex> lock(mutex_);
-    if (failure_.ok() && busy_ > 0) Fail(Status::Internal("host device destroyed while work was queued"));
+    if (failure_.ok() && busy_ > 0)
+      Fail(Status::Internal("host device destroyed while work was queued"));
     stopping_ = true;
   }
   cv_.notify_all();
@@ -52,7 +53,8 @@ HostDeviceOps::~HostDeviceOps() {
 std::string HostDeviceOps::OpName(int32_t rank, uint32_t index) const {
   const Op& op = schedule_->ranks[rank].ops[index];
   return "rank " + std::to_string(rank) + " op " + std::to_string(index) + " (" +
-         std::string(op.phase == Phase::kForward ? "fwd " : "bwd ") + std::string(OpKindName(op.kind)) + ")";
+         std::string(op.phase == Phase::kForward ? "fwd " : "bwd ") +
+         std::string(OpKindName(op.kind)) + ")";
 }
 
 double HostDeviceOps::Now() const {
@@ -116,14 +118,17 @@ void HostDeviceOps::Enqueue(int32_t rank, StreamId stream, Task task) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!failure_.ok()) return;
-    workers_[static_cast<size_t>(rank) * kStreams + static_cast<int>(stream)]->queue.push_back(std::move(task));
+    workers_[static_cast<size_t>(rank) * kStreams + static_cast<int>(stream)]->queue.push_back(
+        std::move(task));
     ++busy_;
   }
   cv_.notify_all();
 }
 
-Status HostDeviceOps::WaitUntil(std::unique_lock<std::mutex>& lock, const std::function<bool()>& ready,
-                                std::chrono::steady_clock::time_point deadline, const std::string& what) {
+Status HostDeviceOps::WaitUntil(std::unique_lock<std::mutex>& lock,
+                                const std::function<bool()>& ready,
+                                std::chrono::steady_clock::time_point deadline,
+                                const std::string& what) {
   ++waiting_;
   const bool ok = cv_.wait_until(lock, deadline, [&] { return !failure_.ok() || ready(); });
   --waiting_;
@@ -181,7 +186,8 @@ Status HostDeviceOps::CheckPointer(int32_t rank, const void* ptr) const {
     return Status::Internal("rank " + std::to_string(rank) + " is not run by this process");
   }
   if (ptr != nullptr && memory_[rank].count(ptr) == 0) {
-    return Status::Internal("rank " + std::to_string(rank) + ": pointer not allocated on this rank");
+    return Status::Internal("rank " + std::to_string(rank) +
+                            ": pointer not allocated on this rank");
   }
   return Status::Ok();
 }
@@ -189,7 +195,8 @@ Status HostDeviceOps::CheckPointer(int32_t rank, const void* ptr) const {
 Result<void*> HostDeviceOps::Allocate(int32_t rank, int64_t bytes, StreamId) {
   std::lock_guard<std::mutex> lock(mutex_);
   MESHPLAN_RETURN_IF_ERROR(CheckPointer(rank, nullptr));
-  std::unique_ptr<char[]> block(new (std::nothrow) char[static_cast<size_t>(std::max<int64_t>(bytes, 1))]);
+  std::unique_ptr<char[]> block(
+      new (std::nothrow) char[static_cast<size_t>(std::max<int64_t>(bytes, 1))]);
   if (block == nullptr) {
     return Status::Internal("rank " + std::to_string(rank) + ": out of host memory allocating " +
                             std::to_string(bytes) + " bytes");
@@ -230,7 +237,8 @@ Status HostDeviceOps::Start() {
   return Status::Ok();
 }
 
-Status HostDeviceOps::BeginOp(int32_t rank, uint32_t op, StreamId stream, const std::vector<uint32_t>& deps) {
+Status HostDeviceOps::BeginOp(int32_t rank, uint32_t op, StreamId stream,
+                              const std::vector<uint32_t>& deps) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     MESHPLAN_RETURN_IF_ERROR(CheckPointer(rank, nullptr));
@@ -272,11 +280,13 @@ Status HostDeviceOps::EndOp(int32_t rank, uint32_t op, StreamId stream) {
   return Status::Ok();
 }
 
-Status HostDeviceOps::Forward(int32_t rank, StreamId stream, const BlockProblem& p, const TensorView& q,
-                              const TensorView& k, const TensorView& v, const TensorView& o, const TensorView& lse) {
+Status HostDeviceOps::Forward(int32_t rank, StreamId stream, const BlockProblem& p,
+                              const TensorView& q, const TensorView& k, const TensorView& v,
+                              const TensorView& o, const TensorView& lse) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (const TensorView* t : {&q, &k, &v, &o, &lse}) MESHPLAN_RETURN_IF_ERROR(CheckPointer(rank, t->data));
+    for (const TensorView* t : {&q, &k, &v, &o, &lse})
+      MESHPLAN_RETURN_IF_ERROR(CheckPointer(rank, t->data));
   }
   Enqueue(rank, stream, [this, p, q, k, v, o, lse] {
     HostBlockForward(p, mask_, q, k, v, o, lse);
@@ -285,8 +295,9 @@ Status HostDeviceOps::Forward(int32_t rank, StreamId stream, const BlockProblem&
   return Status::Ok();
 }
 
-Status HostDeviceOps::Backward(int32_t rank, StreamId stream, const BlockProblem& p, const TensorView& q,
-                               const TensorView& k, const TensorView& v, const TensorView& d_o, const TensorView& lse,
+Status HostDeviceOps::Backward(int32_t rank, StreamId stream, const BlockProblem& p,
+                               const TensorView& q, const TensorView& k, const TensorView& v,
+                               const TensorView& d_o, const TensorView& lse,
                                const TensorView& delta, const TensorView& dq, const TensorView& dk,
                                const TensorView& dv) {
   {
@@ -302,8 +313,9 @@ Status HostDeviceOps::Backward(int32_t rank, StreamId stream, const BlockProblem
   return Status::Ok();
 }
 
-Status HostDeviceOps::MergePartial(int32_t rank, StreamId stream, float* o, float* lse, const float* o_in,
-                                   const float* lse_in, int64_t count, int32_t dim) {
+Status HostDeviceOps::MergePartial(int32_t rank, StreamId stream, float* o, float* lse,
+                                   const float* o_in, const float* lse_in, int64_t count,
+                                   int32_t dim) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     for (const void* ptr : {static_cast<const void*>(o), static_cast<const void*>(lse),
@@ -318,7 +330,8 @@ Status HostDeviceOps::MergePartial(int32_t rank, StreamId stream, float* o, floa
   return Status::Ok();
 }
 
-Status HostDeviceOps::AddInto(int32_t rank, StreamId stream, float* acc, const float* in, int64_t n) {
+Status HostDeviceOps::AddInto(int32_t rank, StreamId stream, float* acc, const float* in,
+                              int64_t n) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     MESHPLAN_RETURN_IF_ERROR(CheckPointer(rank, acc));
@@ -331,8 +344,9 @@ Status HostDeviceOps::AddInto(int32_t rank, StreamId stream, float* acc, const f
   return Status::Ok();
 }
 
-Status HostDeviceOps::Delta(int32_t rank, StreamId stream, InputType type, const float* o, const void* d_o,
-                            float* delta, int64_t batch, int64_t rows, int32_t heads, int32_t dim) {
+Status HostDeviceOps::Delta(int32_t rank, StreamId stream, InputType type, const float* o,
+                            const void* d_o, float* delta, int64_t batch, int64_t rows,
+                            int32_t heads, int32_t dim) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     MESHPLAN_RETURN_IF_ERROR(CheckPointer(rank, o));
@@ -384,9 +398,11 @@ Status HostDeviceOps::Exchange(const std::vector<Transfer>& transfers) {
     }
     if ((!src_here || !dst_here) && config_.transport == nullptr) {
       return Status::Internal("transfer between rank " + std::to_string(t.src_rank) + " and rank " +
-                              std::to_string(t.dst_rank) + " of another process without a transport");
+                              std::to_string(t.dst_rank) +
+                              " of another process without a transport");
     }
-    const std::string recv_what = OpName(t.dst_rank, t.dst_op) + ": recv from rank " + std::to_string(t.src_rank);
+    const std::string recv_what =
+        OpName(t.dst_rank, t.dst_op) + ": recv from rank " + std::to_string(t.src_rank);
     const std::chrono::milliseconds timeout = config_.recv_timeout;
     if (src_here && dst_here) {
       // As CUDA device copies: the destination stream copies once the source stream reached the
@@ -397,22 +413,27 @@ Status HostDeviceOps::Exchange(const std::vector<Transfer>& transfers) {
           std::unique_lock<std::mutex> lock(mutex_);
           rv->ready = true;
           cv_.notify_all();
-          return WaitUntil(lock, [&] { return rv->copied; }, kNoDeadline,
-                           OpName(t.src_rank, t.src_op) + ": send to rank " + std::to_string(t.dst_rank));
+          return WaitUntil(
+              lock, [&] { return rv->copied; }, kNoDeadline,
+              OpName(t.src_rank, t.src_op) + ": send to rank " + std::to_string(t.dst_rank));
         });
       }
       Enqueue(t.dst_rank, t.dst_stream, [this, rv, t, recv_what, timeout]() -> Status {
         {
           std::unique_lock<std::mutex> lock(mutex_);
-          const std::string deadline = ": no message within the deadline (" + std::to_string(timeout.count()) + " ms)";
-          const auto me = waiting_recvs_.insert(waiting_recvs_.end(), {t.dst_rank, t.src_rank, recv_what, t.silent});
-          Status waited =
-              WaitUntil(lock, [&] { return rv->ready; }, std::chrono::steady_clock::now() + timeout, recv_what + deadline);
+          const std::string deadline =
+              ": no message within the deadline (" + std::to_string(timeout.count()) + " ms)";
+          const auto me = waiting_recvs_.insert(waiting_recvs_.end(),
+                                                {t.dst_rank, t.src_rank, recv_what, t.silent});
+          Status waited = WaitUntil(
+              lock, [&] { return rv->ready; }, std::chrono::steady_clock::now() + timeout,
+              recv_what + deadline);
           waiting_recvs_.erase(me);
           if (!waited.ok() && failure_.ok()) {
             // This deadline passed first; if the sender is itself stuck waiting, name the cause.
             const std::string root = RootWait(t.src_rank);
-            if (!root.empty()) waited = Status::Io(root + deadline + " (" + recv_what + " waited on it)");
+            if (!root.empty())
+              waited = Status::Io(root + deadline + " (" + recv_what + " waited on it)");
           }
           MESHPLAN_RETURN_IF_ERROR(waited);
         }
@@ -429,7 +450,8 @@ Status HostDeviceOps::Exchange(const std::vector<Transfer>& transfers) {
       Enqueue(t.src_rank, t.src_stream, [this, t]() -> Status {
         std::vector<float> payload(static_cast<size_t>((t.bytes + 3) / 4));
         if (t.bytes > 0) std::memcpy(payload.data(), t.src, static_cast<size_t>(t.bytes));
-        return config_.transport->Send(t.dst_rank, TransferTag(t), payload).WithContext(OpName(t.src_rank, t.src_op));
+        return config_.transport->Send(t.dst_rank, TransferTag(t), payload)
+            .WithContext(OpName(t.src_rank, t.src_op));
       });
     } else {
       Enqueue(t.dst_rank, t.dst_stream, [this, t, timeout]() -> Status {
@@ -446,8 +468,9 @@ Status HostDeviceOps::Exchange(const std::vector<Transfer>& transfers) {
         }
         MESHPLAN_RETURN_IF_ERROR(received.WithContext(OpName(t.dst_rank, t.dst_op)));
         if (static_cast<int64_t>(payload.size()) != (t.bytes + 3) / 4) {
-          return Status::Internal(OpName(t.dst_rank, t.dst_op) + ": received " + std::to_string(payload.size() * 4) +
-                                  " bytes from rank " + std::to_string(t.src_rank) + ", expected " +
+          return Status::Internal(OpName(t.dst_rank, t.dst_op) + ": received " +
+                                  std::to_string(payload.size() * 4) + " bytes from rank " +
+                                  std::to_string(t.src_rank) + ", expected " +
                                   std::to_string(t.bytes));
         }
         if (t.bytes > 0) std::memcpy(t.dst, payload.data(), static_cast<size_t>(t.bytes));
@@ -465,7 +488,8 @@ Status HostDeviceOps::Finish(double timeout_s, std::vector<std::vector<OpTiming>
       std::chrono::duration<double>(timeout_s));
   while (busy_ > 0 && failure_.ok()) {
     const int64_t before = completed_;
-    if (!cv_.wait_for(lock, window, [&] { return completed_ != before || !failure_.ok(); }) && !Computing()) {
+    if (!cv_.wait_for(lock, window, [&] { return completed_ != before || !failure_.ok(); }) &&
+        !Computing()) {
       char limit[32];
       std::snprintf(limit, sizeof limit, "%g", timeout_s);
       Fail(Status::Internal("no progress on the host streams for " + std::string(limit) + " s (" +
@@ -479,8 +503,8 @@ Status HostDeviceOps::Finish(double timeout_s, std::vector<std::vector<OpTiming>
 }
 
 bool HostDeviceOps::Computing() const {
-  // A worker that runs a task without waiting in it (a kernel or a copy) is making progress, however
-  // long it takes; only workers that all wait (for deps, peers, messages) can be stuck.
+  // A worker that runs a task without waiting in it (a kernel or a copy) is making progress,
+  // however long it takes; only workers that all wait (for deps, peers, messages) can be stuck.
   return running_ > waiting_;
 }
 

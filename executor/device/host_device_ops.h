@@ -28,8 +28,8 @@
 #include <vector>
 
 #include "core/workload.h"
-#include "executor/kernels/block_kernels.h"
 #include "executor/device/device_ops.h"
+#include "executor/kernels/block_kernels.h"
 #include "executor/timing/op_timing.h"
 #include "executor/transport/transport.h"
 
@@ -54,18 +54,21 @@ class HostDeviceOps : public DeviceOps {
   Result<void*> Upload(int32_t rank, const void* host, int64_t bytes) override;
   Status Download(int32_t rank, void* host, const void* device, int64_t bytes) override;
   Status Start() override;
-  Status BeginOp(int32_t rank, uint32_t op, StreamId stream, const std::vector<uint32_t>& deps) override;
+  Status BeginOp(int32_t rank, uint32_t op, StreamId stream,
+                 const std::vector<uint32_t>& deps) override;
   Status EndOp(int32_t rank, uint32_t op, StreamId stream) override;
-  Status Forward(int32_t rank, StreamId stream, const BlockProblem& p, const TensorView& q, const TensorView& k,
-                 const TensorView& v, const TensorView& o, const TensorView& lse) override;
-  Status Backward(int32_t rank, StreamId stream, const BlockProblem& p, const TensorView& q, const TensorView& k,
-                  const TensorView& v, const TensorView& d_o, const TensorView& lse, const TensorView& delta,
-                  const TensorView& dq, const TensorView& dk, const TensorView& dv) override;
-  Status MergePartial(int32_t rank, StreamId stream, float* o, float* lse, const float* o_in, const float* lse_in,
-                      int64_t count, int32_t dim) override;
+  Status Forward(int32_t rank, StreamId stream, const BlockProblem& p, const TensorView& q,
+                 const TensorView& k, const TensorView& v, const TensorView& o,
+                 const TensorView& lse) override;
+  Status Backward(int32_t rank, StreamId stream, const BlockProblem& p, const TensorView& q,
+                  const TensorView& k, const TensorView& v, const TensorView& d_o,
+                  const TensorView& lse, const TensorView& delta, const TensorView& dq,
+                  const TensorView& dk, const TensorView& dv) override;
+  Status MergePartial(int32_t rank, StreamId stream, float* o, float* lse, const float* o_in,
+                      const float* lse_in, int64_t count, int32_t dim) override;
   Status AddInto(int32_t rank, StreamId stream, float* acc, const float* in, int64_t n) override;
-  Status Delta(int32_t rank, StreamId stream, InputType type, const float* o, const void* d_o, float* delta,
-               int64_t batch, int64_t rows, int32_t heads, int32_t dim) override;
+  Status Delta(int32_t rank, StreamId stream, InputType type, const float* o, const void* d_o,
+               float* delta, int64_t batch, int64_t rows, int32_t heads, int32_t dim) override;
   Status Fill(int32_t rank, StreamId stream, float* data, float value, int64_t n) override;
   Status RowCopy(int32_t rank, StreamId stream, const exec::RowCopy& copy) override;
   Status Exchange(const std::vector<Transfer>& transfers) override;
@@ -88,7 +91,7 @@ class HostDeviceOps : public DeviceOps {
   // Waits (lock held) until `ready` or the run is aborted or `deadline` passes.
   Status WaitUntil(std::unique_lock<std::mutex>& lock, const std::function<bool()>& ready,
                    std::chrono::steady_clock::time_point deadline, const std::string& what);
-  void Fail(const Status& status);  // lock held
+  void Fail(const Status& status);                           // lock held
   Status CheckPointer(int32_t rank, const void* ptr) const;  // lock held
   std::string OpName(int32_t rank, uint32_t op) const;
   double Now() const;
@@ -113,13 +116,14 @@ class HostDeviceOps : public DeviceOps {
   };
   // Lock held: frees the buffer if every use ended, else waits for one that has not.
   void Release(const PendingFree& f);
-  std::vector<std::vector<std::vector<PendingFree>>> frees_after_;  // [rank][op]: frees waiting for its end
+  std::vector<std::vector<std::vector<PendingFree>>>
+      frees_after_;  // [rank][op]: frees waiting for its end
   std::vector<int64_t> live_, peak_;
   bool Computing() const;  // lock held
-  int busy_ = 0;            // tasks queued or running on any worker
-  int running_ = 0;         // tasks running
-  int waiting_ = 0;         // running tasks that wait (deps, peers, messages)
-  int64_t completed_ = 0;   // tasks that ended
+  int busy_ = 0;           // tasks queued or running on any worker
+  int running_ = 0;        // tasks running
+  int waiting_ = 0;        // running tasks that wait (deps, peers, messages)
+  int64_t completed_ = 0;  // tasks that ended
   bool stopping_ = false;
   Status failure_;  // the first failure; set, every queued task is dropped and every wait ends
 

@@ -1,6 +1,7 @@
 // Arguments of the block-attention and copy kernels, shared by the CUDA kernels
-// (executor/cuda/attention_kernels.h) and their host implementations (executor/device/host_kernels.h).
-// Plain C++: no CUDA types, so host-only code can build and test the GPU executor's logic.
+// (executor/cuda/attention_kernels.h) and their host implementations
+// (executor/device/host_kernels.h). Plain C++: no CUDA types, so host-only code can build and test
+// the GPU executor's logic.
 //
 // Layout of every tensor view: memory [batch][rows][heads][dim], row-major (dim fastest),
 // holding the global heads [head_begin, head_begin + heads). LSE and D views use dim = 1.

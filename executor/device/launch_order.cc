@@ -176,7 +176,8 @@ class Orderer {
         for (size_t k = head_[r][st]; k < window[r][st]; ++k) {
           const ::meshplan::Op& op = OpAt(r, q[k]);
           taken->push_back({r, q[k]});
-          if (op.kind == OpKind::kSend) exchange->pairs.push_back({r, op.peer, q[k], match_[r][q[k]]});
+          if (op.kind == OpKind::kSend)
+            exchange->pairs.push_back({r, op.peer, q[k], match_[r][q[k]]});
         }
       }
     }

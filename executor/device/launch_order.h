@@ -23,7 +23,7 @@
 namespace meshplan::exec {
 
 struct PairLaunch {
-  int32_t src = 0, dst = 0;         // ranks
+  int32_t src = 0, dst = 0;  // ranks
   uint32_t send_op = 0, recv_op = 0;
 };
 

@@ -10,12 +10,14 @@
 namespace meshplan::exec {
 
 // Tensors that belong to the Q side of a block (their shard is an op's q_shard).
-inline constexpr uint16_t kQSideTensors = kTensorQ | kTensorO | kTensorLse | kTensorDO | kTensorD | kTensorDQ;
+inline constexpr uint16_t kQSideTensors =
+    kTensorQ | kTensorO | kTensorLse | kTensorDO | kTensorD | kTensorDQ;
 
 // Whether a message carrying `message` hands `tensor` over (a partial still to be reduced: O with
 // its LSE, dQ, dK, dV) rather than sending a copy.
 inline bool HandsOver(uint16_t tensor, uint16_t message) {
-  if (tensor == kTensorO || tensor == kTensorDQ || tensor == kTensorDK || tensor == kTensorDV) return true;
+  if (tensor == kTensorO || tensor == kTensorDQ || tensor == kTensorDK || tensor == kTensorDV)
+    return true;
   return tensor == kTensorLse && (message & kTensorO) != 0;
 }
 

@@ -2,8 +2,8 @@
 
 namespace meshplan::exec {
 
-Entry Entry::Zeros(int64_t batch, std::vector<int64_t> positions, int32_t head_begin, int32_t heads, int32_t dim,
-                   float value) {
+Entry Entry::Zeros(int64_t batch, std::vector<int64_t> positions, int32_t head_begin, int32_t heads,
+                   int32_t dim, float value) {
   Entry e;
   e.batch = batch;
   e.positions = std::move(positions);

@@ -1,7 +1,7 @@
 // What one rank holds while it runs a schedule: pieces of tensors ("entries") keyed by tensor,
 // shard and kind (the execution engine keeps its own device-side entries with these keys; this
-// host Entry carries outputs back). An entry covers some token rows (with their positions in the sequence) and a
-// contiguous range of heads, for every batch element: data[b][row][head][e].
+// host Entry carries outputs back). An entry covers some token rows (with their positions in the
+// sequence) and a contiguous range of heads, for every batch element: data[b][row][head][e].
 #pragma once
 
 #include <cstdint>
@@ -37,8 +37,8 @@ struct Entry {
   bool HasHeads(int32_t begin, int32_t count) const {
     return begin >= head_begin && begin + count <= head_begin + heads;
   }
-  static Entry Zeros(int64_t batch, std::vector<int64_t> positions, int32_t head_begin, int32_t heads, int32_t dim,
-                     float value = 0.0f);
+  static Entry Zeros(int64_t batch, std::vector<int64_t> positions, int32_t head_begin,
+                     int32_t heads, int32_t dim, float value = 0.0f);
 };
 
 // Which kind of piece: data of a compute-layout shard (also accumulators), data of an input

@@ -46,7 +46,7 @@ double SeededInputValue(uint64_t seed, InputTensor tensor, uint64_t index) {
   const uint64_t key = Mix64(Mix64(seed + kGolden) + static_cast<uint64_t>(tensor) * kGolden);
   const uint64_t bits = Mix64(key + (index + 1) * kGolden);
   const double unit = static_cast<double>(bits >> 11) * 0x1.0p-53;  // [0, 1), 53 bits
-  return 2.0 * unit - 1.0;                                            // [-1, 1), exact
+  return 2.0 * unit - 1.0;                                          // [-1, 1), exact
 }
 
 void SeededInputSource::Row(InputTensor tensor, int64_t b, int64_t position, float* out) const {

@@ -99,8 +99,8 @@ class HeaderParser {
     return true;
   }
   void SkipSpace() {
-    while (pos_ < text_.size() &&
-           (text_[pos_] == ' ' || text_[pos_] == '\t' || text_[pos_] == '\n' || text_[pos_] == '\r')) {
+    while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\t' ||
+                                   text_[pos_] == '\n' || text_[pos_] == '\r')) {
       ++pos_;
     }
   }
@@ -139,7 +139,8 @@ class HeaderParser {
     int64_t value = 0;
     while (Peek() >= '0' && Peek() <= '9') {
       const int digit = Peek() - '0';
-      if (value > (std::numeric_limits<int64_t>::max() - digit) / 10) return Error("dimension too large");
+      if (value > (std::numeric_limits<int64_t>::max() - digit) / 10)
+        return Error("dimension too large");
       value = value * 10 + digit;
       ++pos_;
     }
@@ -165,7 +166,8 @@ class HeaderParser {
       if (Consume(')')) break;
       if (!trailing_comma) return Error("expected ',' or ')' in the shape tuple");
     }
-    if (out.size() == 1 && !trailing_comma) return Error("a 1-d shape needs a trailing comma, as in (5,)");
+    if (out.size() == 1 && !trailing_comma)
+      return Error("a 1-d shape needs a trailing comma, as in (5,)");
     return Status::Ok();
   }
 
@@ -183,7 +185,8 @@ Result<std::string> ReadWholeFile(const std::string& path) {
   std::error_code ec;
   const std::filesystem::file_status st = std::filesystem::status(path, ec);
   if (!std::filesystem::exists(st)) return Status::NotFound(path + ": no such file");
-  if (std::filesystem::is_directory(st)) return Status::Invalid(path + ": is a directory, not a .npy file");
+  if (std::filesystem::is_directory(st))
+    return Status::Invalid(path + ": is a directory, not a .npy file");
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::Io(path + ": cannot open (" + std::strerror(errno) + ")");
   std::ostringstream bytes;
@@ -210,8 +213,8 @@ Result<NpyArray> ParseNpy(std::string_view bytes, const std::string& path) {
   if (bytes.size() < 8) return invalid("truncated: file ends inside the version bytes");
   const int major = u[6], minor = u[7];
   if (!((major == 1 || major == 2) && minor == 0)) {
-    return invalid("unsupported .npy format version " + std::to_string(major) + "." + std::to_string(minor) +
-                   " (supported: 1.0, 2.0)");
+    return invalid("unsupported .npy format version " + std::to_string(major) + "." +
+                   std::to_string(minor) + " (supported: 1.0, 2.0)");
   }
   const size_t len_bytes = major == 1 ? 2 : 4;
   const size_t prefix = 8 + len_bytes;
@@ -221,7 +224,8 @@ Result<NpyArray> ParseNpy(std::string_view bytes, const std::string& path) {
     return invalid("truncated: header of " + std::to_string(header_len) + " bytes, found " +
                    std::to_string(bytes.size() - prefix));
   }
-  Result<NpyHeader> parsed = HeaderParser(std::string_view(bytes).substr(prefix, header_len)).Parse();
+  Result<NpyHeader> parsed =
+      HeaderParser(std::string_view(bytes).substr(prefix, header_len)).Parse();
   if (!parsed.ok()) return parsed.status().WithContext(path);
   const NpyHeader& header = *parsed;
 
@@ -233,7 +237,8 @@ Result<NpyArray> ParseNpy(std::string_view bytes, const std::string& path) {
   } else {
     return invalid("unsupported dtype '" + header.descr + "' (supported: '<f4', '<f8')");
   }
-  if (header.fortran_order) return invalid("Fortran-order arrays are not supported (need fortran_order False)");
+  if (header.fortran_order)
+    return invalid("Fortran-order arrays are not supported (need fortran_order False)");
 
   // Element count, guarding against overflow of count * item_size.
   int64_t count = 1;
@@ -243,7 +248,8 @@ Result<NpyArray> ParseNpy(std::string_view bytes, const std::string& path) {
       count = 0;
       break;
     }
-    if (count > max_count / dim) return invalid("shape " + ShapeString(header.shape) + " is too large");
+    if (count > max_count / dim)
+      return invalid("shape " + ShapeString(header.shape) + " is too large");
     count *= dim;
   }
   const uint64_t data_offset = prefix + header_len;
@@ -254,8 +260,8 @@ Result<NpyArray> ParseNpy(std::string_view bytes, const std::string& path) {
                    std::to_string(found));
   }
   if (found > expected) {
-    return invalid(std::to_string(found - expected) + " unexpected bytes after the " + std::to_string(expected) +
-                   " bytes of data");
+    return invalid(std::to_string(found - expected) + " unexpected bytes after the " +
+                   std::to_string(expected) + " bytes of data");
   }
 
   NpyArray array;
@@ -267,7 +273,8 @@ Result<NpyArray> ParseNpy(std::string_view bytes, const std::string& path) {
       const auto raw = static_cast<uint32_t>(LoadLittleEndian(data + 4 * i, 4));
       array.values[static_cast<size_t>(i)] = static_cast<double>(std::bit_cast<float>(raw));
     } else {
-      array.values[static_cast<size_t>(i)] = std::bit_cast<double>(LoadLittleEndian(data + 8 * i, 8));
+      array.values[static_cast<size_t>(i)] =
+          std::bit_cast<double>(LoadLittleEndian(data + 8 * i, 8));
     }
   }
   return array;
@@ -277,32 +284,37 @@ Result<NpyArray> ReadNpyWithShape(const std::string& path, const std::vector<int
   Result<NpyArray> array = ReadNpy(path);
   if (!array.ok()) return array;
   if (array->shape != expected) {
-    return Status::Invalid(path + ": shape " + ShapeString(array->shape) + " does not match the expected " +
-                           ShapeString(expected));
+    return Status::Invalid(path + ": shape " + ShapeString(array->shape) +
+                           " does not match the expected " + ShapeString(expected));
   }
   return array;
 }
 
-Status WriteNpyFloat32(const std::string& path, const std::vector<int64_t>& shape, const std::vector<float>& values) {
+Status WriteNpyFloat32(const std::string& path, const std::vector<int64_t>& shape,
+                       const std::vector<float>& values) {
   int64_t count = 1;
   for (int64_t dim : shape) {
-    if (dim < 0) return Status::Invalid(path + ": negative dimension in shape " + ShapeString(shape));
+    if (dim < 0)
+      return Status::Invalid(path + ": negative dimension in shape " + ShapeString(shape));
     if (dim != 0 && count > std::numeric_limits<int64_t>::max() / 4 / dim) {
       return Status::Invalid(path + ": shape " + ShapeString(shape) + " is too large");
     }
     count *= dim;
   }
   if (static_cast<uint64_t>(count) != values.size()) {
-    return Status::Invalid(path + ": shape " + ShapeString(shape) + " holds " + std::to_string(count) +
-                           " values, given " + std::to_string(values.size()));
+    return Status::Invalid(path + ": shape " + ShapeString(shape) + " holds " +
+                           std::to_string(count) + " values, given " +
+                           std::to_string(values.size()));
   }
   // Version 1.0: magic, 1, 0, uint16 header length, header padded with spaces and ended by '\n'
   // so the data starts at a multiple of 64 bytes.
-  std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': " + ShapeString(shape) + ", }";
+  std::string dict =
+      "{'descr': '<f4', 'fortran_order': False, 'shape': " + ShapeString(shape) + ", }";
   const size_t unpadded = 10 + dict.size() + 1;
   const size_t padding = (64 - unpadded % 64) % 64;
   const size_t header_len = dict.size() + padding + 1;
-  if (header_len > 0xFFFF) return Status::Invalid(path + ": shape " + ShapeString(shape) + " has too many dimensions");
+  if (header_len > 0xFFFF)
+    return Status::Invalid(path + ": shape " + ShapeString(shape) + " has too many dimensions");
 
   std::string out;
   out.reserve(10 + header_len + values.size() * 4);

@@ -24,6 +24,7 @@ Result<NpyArray> ParseNpy(std::string_view bytes, const std::string& source);
 // Reads a .npy and checks its shape equals `expected` (error names file, expected and found).
 Result<NpyArray> ReadNpyWithShape(const std::string& path, const std::vector<int64_t>& expected);
 // Writes float32 data with the given shape atomically (temp file + rename).
-Status WriteNpyFloat32(const std::string& path, const std::vector<int64_t>& shape, const std::vector<float>& values);
+Status WriteNpyFloat32(const std::string& path, const std::vector<int64_t>& shape,
+                       const std::vector<float>& values);
 
 }  // namespace meshplan::exec

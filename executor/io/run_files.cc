@@ -15,7 +15,6 @@ TensorF FromNpy(const NpyArray& array) {
   return t;
 }
 
-
 }  // namespace
 
 Result<AttentionTensors<float>> ReadInputFiles(const std::string& dir, const Workload& w) {

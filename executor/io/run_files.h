@@ -1,5 +1,6 @@
 // The inputs and outputs of a run as files and seeds: q.npy, k.npy, v.npy ([B,S,Hq,d],
-// [B,S,Hkv,d]) and d_o.npy for a backward in; o.npy, lse.npy ([B,S,Hq]), dq.npy, dk.npy, dv.npy out.
+// [B,S,Hkv,d]) and d_o.npy for a backward in; o.npy, lse.npy ([B,S,Hq]), dq.npy, dk.npy, dv.npy
+// out.
 #pragma once
 
 #include <cstdint>

@@ -18,7 +18,9 @@ struct Tensor {
   int64_t Index(int64_t b, int64_t s, int64_t h, int64_t e) const {
     return ((b * tokens + s) * heads + h) * dim + e;
   }
-  T& at(int64_t b, int64_t s, int64_t h, int64_t e) { return data[static_cast<size_t>(Index(b, s, h, e))]; }
+  T& at(int64_t b, int64_t s, int64_t h, int64_t e) {
+    return data[static_cast<size_t>(Index(b, s, h, e))];
+  }
   const T& at(int64_t b, int64_t s, int64_t h, int64_t e) const {
     return data[static_cast<size_t>(Index(b, s, h, e))];
   }
@@ -31,9 +33,10 @@ using TensorD = Tensor<double>;
 // The whole problem in the global (unsharded) layout.
 template <typename T>
 struct AttentionTensors {
-  Tensor<T> q, k, v;     // inputs: q [B,S,Hq,d], k and v [B,S,Hkv,d]
-  Tensor<T> d_o;         // input of the backward: dO [B,S,Hq,d]
-  Tensor<T> o, lse;      // forward outputs: O [B,S,Hq,d], LSE [B,S,Hq,1] (natural log, of scaled scores)
+  Tensor<T> q, k, v;  // inputs: q [B,S,Hq,d], k and v [B,S,Hkv,d]
+  Tensor<T> d_o;      // input of the backward: dO [B,S,Hq,d]
+  Tensor<T> o,
+      lse;  // forward outputs: O [B,S,Hq,d], LSE [B,S,Hq,1] (natural log, of scaled scores)
   Tensor<T> dq, dk, dv;  // backward outputs
 };
 

@@ -47,7 +47,8 @@ void CausalPieces(const Run& q, const Run& k, int64_t c, std::vector<AttentionPi
   const int64_t tri_keys = tri_rows + c;
   out.push_back({q.row0 + skip, tri_rows, k.row0, tri_keys,
                  c == 0 ? PieceMask::kCausalTopLeft : PieceMask::kCausalBottomRight});
-  if (rows > tri_rows) out.push_back({q.row0 + skip + tri_rows, rows - tri_rows, k.row0, m, PieceMask::kFull});
+  if (rows > tri_rows)
+    out.push_back({q.row0 + skip + tri_rows, rows - tri_rows, k.row0, m, PieceMask::kFull});
 }
 
 // The step s >= 1 by which every position follows the previous one (0 for a single row), or
@@ -88,7 +89,8 @@ std::optional<std::vector<AttentionPiece>> SplitIntoPieces(const std::vector<int
                                                            MaskKind mask_kind, int32_t max_pieces) {
   if (mask_kind != MaskKind::kFull && mask_kind != MaskKind::kCausal) return std::nullopt;
   std::vector<AttentionPiece> pieces;
-  const int64_t n = static_cast<int64_t>(q_positions.size()), m = static_cast<int64_t>(k_positions.size());
+  const int64_t n = static_cast<int64_t>(q_positions.size()),
+                m = static_cast<int64_t>(k_positions.size());
   // Full: every pair visible, positions do not matter, the block is one rectangle.
   if (mask_kind == MaskKind::kFull) {
     if (n > 0 && m > 0) pieces.push_back({0, n, 0, m, PieceMask::kFull});
@@ -113,8 +115,9 @@ std::optional<std::vector<AttentionPiece>> SplitIntoPieces(const std::vector<int
       if (pieces.size() == before + 1 && before > 0) {
         AttentionPiece& prev = pieces[before - 1];
         const AttentionPiece& cur = pieces[before];
-        if (prev.mask == PieceMask::kFull && cur.mask == PieceMask::kFull && prev.q_row0 == cur.q_row0 &&
-            prev.q_rows == cur.q_rows && prev.k_row0 + prev.k_rows == cur.k_row0) {
+        if (prev.mask == PieceMask::kFull && cur.mask == PieceMask::kFull &&
+            prev.q_row0 == cur.q_row0 && prev.q_rows == cur.q_rows &&
+            prev.k_row0 + prev.k_rows == cur.k_row0) {
           prev.k_rows += cur.k_rows;
           pieces.pop_back();
         }

@@ -1,7 +1,6 @@
 #include "executor/kernels/block_kernels.h"
 
 #include <Eigen/Dense>
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -14,8 +13,12 @@ using ConstView = Eigen::Map<const RowMajor, 0, Eigen::OuterStride<>>;
 using View = Eigen::Map<RowMajor, 0, Eigen::OuterStride<>>;
 using Dense = Eigen::Map<RowMajor>;  // contiguous scratch matrix
 
-ConstView Map(const RowsView& r, int64_t d) { return ConstView(r.data, r.rows, d, Eigen::OuterStride<>(r.stride)); }
-View Map(MutableRows r, int64_t d) { return View(r.data, r.rows, d, Eigen::OuterStride<>(r.stride)); }
+ConstView Map(const RowsView& r, int64_t d) {
+  return ConstView(r.data, r.rows, d, Eigen::OuterStride<>(r.stride));
+}
+View Map(MutableRows r, int64_t d) {
+  return View(r.data, r.rows, d, Eigen::OuterStride<>(r.stride));
+}
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
@@ -97,7 +100,8 @@ float* Buffer(std::vector<float>& v, int64_t n) {
 
 // Rows [begin, end) of `r` as their own view.
 RowsView Slice(const RowsView& r, int64_t begin, int64_t end) {
-  return {r.data + begin * r.stride, end - begin, r.stride, r.positions == nullptr ? nullptr : r.positions + begin};
+  return {r.data + begin * r.stride, end - begin, r.stride,
+          r.positions == nullptr ? nullptr : r.positions + begin};
 }
 
 // Appends key rows [begin, end) at the end of the plan's columns, extending the last run when
@@ -113,8 +117,9 @@ void AppendKeys(std::vector<KeySpan>& spans, int64_t begin, int64_t end, int64_t
 // Plans query rows [row_begin, row_end) of a partly masked block against the key tiles listed in
 // `tiles` (indices into `key_tiles`, ascending; `key_tiles[t]`: position range of key rows
 // [t * kKeyTile, min((t + 1) * kKeyTile, n_k))).
-void PlanTile(const RowsView& q, int64_t row_begin, int64_t row_end, const std::vector<PositionRange>& key_tiles,
-              const std::vector<size_t>& tiles, int64_t nk, const MaskRule& mask, TilePlan& plan) {
+void PlanTile(const RowsView& q, int64_t row_begin, int64_t row_end,
+              const std::vector<PositionRange>& key_tiles, const std::vector<size_t>& tiles,
+              int64_t nk, const MaskRule& mask, TilePlan& plan) {
   plan.row_begin = row_begin;
   plan.rows = row_end - row_begin;
   plan.cols = 0;
@@ -154,13 +159,15 @@ int64_t PanelEnd(const RowsView& q, int64_t begin, int64_t max_rows) {
 // (skipped, whole, or masked per pair), a piece with `accumulate` set when the panel's piece came
 // first. Every visible pair lies in exactly one piece, and each row's pieces come in that order.
 template <typename Fn>
-void ForEachTile(const RowsView& q, const RowsView& k, const MaskRule& mask, Visibility visibility, Fn&& fn) {
+void ForEachTile(const RowsView& q, const RowsView& k, const MaskRule& mask, Visibility visibility,
+                 Fn&& fn) {
   TilePlan& plan = scratch.plan;
   if (visibility == Visibility::kAll) {
     // Row bands of at most kDenseScoreElements scores: products stay large, and the per-thread
     // scratch stays bounded whatever the block's size (a whole 4K x 4K block would hold 64 MiB of
     // scores and as much of dS on every worker thread).
-    const int64_t band = std::max<int64_t>(kQueryTile, kDenseScoreElements / std::max<int64_t>(1, k.rows));
+    const int64_t band =
+        std::max<int64_t>(kQueryTile, kDenseScoreElements / std::max<int64_t>(1, k.rows));
     for (int64_t begin = 0; begin < q.rows; begin += band) {
       plan.row_begin = begin;
       plan.rows = std::min(band, q.rows - begin);
@@ -178,7 +185,8 @@ void ForEachTile(const RowsView& q, const RowsView& k, const MaskRule& mask, Vis
     key_tiles.push_back(RangeOf(k.positions + begin, std::min(kKeyTile, k.rows - begin)));
   }
   // The panel's shared piece holds at most kDenseScoreElements scores.
-  const int64_t max_panel = std::max<int64_t>(kQueryTile, kDenseScoreElements / std::max<int64_t>(1, k.rows));
+  const int64_t max_panel =
+      std::max<int64_t>(kQueryTile, kDenseScoreElements / std::max<int64_t>(1, k.rows));
   std::vector<size_t>& pending = scratch.pending;
   // Rows [panel, panel_end) against every key tile: the tiles it sees whole become plan's runs,
   // the ones it sees in part go to `pending`.
@@ -198,7 +206,8 @@ void ForEachTile(const RowsView& q, const RowsView& k, const MaskRule& mask, Vis
         pending.push_back(t);
         continue;
       }
-      const int64_t begin = static_cast<int64_t>(t) * kKeyTile, end = std::min(begin + kKeyTile, k.rows);
+      const int64_t begin = static_cast<int64_t>(t) * kKeyTile,
+                    end = std::min(begin + kKeyTile, k.rows);
       AppendKeys(plan.runs, begin, end, plan.cols);
       plan.cols += end - begin;
     }
@@ -223,7 +232,8 @@ void ForEachTile(const RowsView& q, const RowsView& k, const MaskRule& mask, Vis
     if (shared) fn(plan);
     if (!pending.empty() || !shared) {
       for (int64_t begin = panel; begin < panel_end; begin += kQueryTile) {
-        PlanTile(q, begin, std::min(begin + kQueryTile, panel_end), key_tiles, pending, k.rows, mask, plan);
+        PlanTile(q, begin, std::min(begin + kQueryTile, panel_end), key_tiles, pending, k.rows,
+                 mask, plan);
         plan.accumulate = shared;
         if (plan.cols > 0 || !shared) fn(plan);
       }
@@ -234,11 +244,12 @@ void ForEachTile(const RowsView& q, const RowsView& k, const MaskRule& mask, Vis
 
 // s = scale * q_tile k_runs^T for the plan's columns (the scale is applied as the GEMM's alpha),
 // with the masked pairs of its masked key tiles set to -inf.
-void TileScores(Dense& s, const TilePlan& plan, const RowsView& q, const RowsView& k, int64_t d, float scale,
-                const MaskRule& mask) {
+void TileScores(Dense& s, const TilePlan& plan, const RowsView& q, const RowsView& k, int64_t d,
+                float scale, const MaskRule& mask) {
   const ConstView qt = Map(Slice(q, plan.row_begin, plan.row_begin + plan.rows), d);
   for (const KeySpan& run : plan.runs) {
-    s.middleCols(run.col, run.size()).noalias() = scale * qt * Map(Slice(k, run.begin, run.end), d).transpose();
+    s.middleCols(run.col, run.size()).noalias() =
+        scale * qt * Map(Slice(k, run.begin, run.end), d).transpose();
   }
   for (const KeySpan& span : plan.masked) {
     for (int64_t i = 0; i < plan.rows; ++i) {
@@ -268,8 +279,8 @@ void ExpShifted(float* row, int64_t n, float shift, bool masked, float* tmp) {
 // Forward for the query rows of one piece over the piece's keys: their normalised o rows and lse
 // (row i of the piece goes to out_rows row i and lse[i]); a row without a visible key gets 0 and
 // -inf.
-void TileForward(const TilePlan& plan, const RowsView& q, const RowsView& k, const RowsView& v, int64_t d,
-                 float scale, const MaskRule& mask, View out_rows, float* lse) {
+void TileForward(const TilePlan& plan, const RowsView& q, const RowsView& k, const RowsView& v,
+                 int64_t d, float scale, const MaskRule& mask, View out_rows, float* lse) {
   Dense s(Buffer(scratch.scores, plan.rows * plan.cols), plan.rows, plan.cols);
   TileScores(s, plan, q, k, d, scale, mask);
   const bool masked = !plan.masked.empty();
@@ -323,8 +334,10 @@ void TileBackward(const TilePlan& plan, const RowsView& q, const RowsView& k, co
   const ConstView dot = Map(Slice(d_o, row_begin, row_begin + rows), d);
   Dense ds(Buffer(scratch.ds, rows * cols), rows, cols);
   for (const KeySpan& run : plan.runs) {
-    dv.middleRows(run.begin, run.size()).noalias() += p.middleCols(run.col, run.size()).transpose() * dot;
-    ds.middleCols(run.col, run.size()).noalias() = dot * Map(Slice(v, run.begin, run.end), d).transpose();  // dP
+    dv.middleRows(run.begin, run.size()).noalias() +=
+        p.middleCols(run.col, run.size()).transpose() * dot;
+    ds.middleCols(run.col, run.size()).noalias() =
+        dot * Map(Slice(v, run.begin, run.end), d).transpose();  // dP
   }
   for (int64_t i = 0; i < rows; ++i) {
     ds.row(i) = (p.row(i).array() * (ds.row(i).array() - delta[row_begin + i])).matrix();
@@ -364,13 +377,15 @@ void BlockForward(const RowsView& q, const RowsView& k, const RowsView& v, int64
     if (plan.accumulate) {  // fold this piece's keys into the panel's partial
       float* o_part = Buffer(scratch.o_part, plan.rows * d);
       float* lse_part = Buffer(scratch.lse_part, plan.rows);
-      TileForward(plan, q, k, v, d, scale, mask, View(o_part, plan.rows, d, Eigen::OuterStride<>(d)), lse_part);
-      MergePartial({o.data + plan.row_begin * o.stride, plan.rows, o.stride}, lse + plan.row_begin, o_part, d,
-                   lse_part, d);
-    } else if (plan.cols > 0) {
       TileForward(plan, q, k, v, d, scale, mask,
-                  View(o.data + plan.row_begin * o.stride, plan.rows, d, Eigen::OuterStride<>(o.stride)),
-                  lse + plan.row_begin);
+                  View(o_part, plan.rows, d, Eigen::OuterStride<>(d)), lse_part);
+      MergePartial({o.data + plan.row_begin * o.stride, plan.rows, o.stride}, lse + plan.row_begin,
+                   o_part, d, lse_part, d);
+    } else if (plan.cols > 0) {
+      TileForward(
+          plan, q, k, v, d, scale, mask,
+          View(o.data + plan.row_begin * o.stride, plan.rows, d, Eigen::OuterStride<>(o.stride)),
+          lse + plan.row_begin);
     } else {  // no visible key in any row of the tile
       out.middleRows(plan.row_begin, plan.rows).setZero();
       std::fill(lse + plan.row_begin, lse + plan.row_begin + plan.rows, kNegInf);
@@ -378,7 +393,8 @@ void BlockForward(const RowsView& q, const RowsView& k, const RowsView& v, int64
   });
 }
 
-void MergePartial(MutableRows o, float* lse, const float* o_in, int64_t o_in_stride, const float* lse_in, int64_t d) {
+void MergePartial(MutableRows o, float* lse, const float* o_in, int64_t o_in_stride,
+                  const float* lse_in, int64_t d) {
   View acc = Map(o, d);
   const ConstView in(o_in, o.rows, d, Eigen::OuterStride<>(o_in_stride));
   for (int64_t i = 0; i < o.rows; ++i) {
@@ -397,13 +413,15 @@ void MergePartial(MutableRows o, float* lse, const float* o_in, int64_t o_in_str
 }
 
 void BlockBackward(const RowsView& q, const RowsView& k, const RowsView& v, const RowsView& d_o,
-                   const float* lse, const float* delta, int64_t d, float scale, const MaskRule& mask,
-                   MutableRows dq, MutableRows dk, MutableRows dv) {
-  const Visibility visibility = q.rows == 0 || k.rows == 0 ? Visibility::kNone : Classify(q, k, mask);
+                   const float* lse, const float* delta, int64_t d, float scale,
+                   const MaskRule& mask, MutableRows dq, MutableRows dk, MutableRows dv) {
+  const Visibility visibility =
+      q.rows == 0 || k.rows == 0 ? Visibility::kNone : Classify(q, k, mask);
   if (visibility == Visibility::kNone) return;  // P = 0: nothing to add
   View dq_all = Map(dq, d), dk_all = Map(dk, d), dv_all = Map(dv, d);
   ForEachTile(q, k, mask, visibility, [&](const TilePlan& plan) {
-    if (plan.cols > 0) TileBackward(plan, q, k, v, d_o, lse, delta, d, scale, mask, dq_all, dk_all, dv_all);
+    if (plan.cols > 0)
+      TileBackward(plan, q, k, v, d_o, lse, delta, d, scale, mask, dq_all, dk_all, dv_all);
   });
 }
 

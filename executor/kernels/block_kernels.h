@@ -25,7 +25,9 @@ namespace meshplan::exec {
 class MaskRule {
  public:
   explicit MaskRule(const Mask& mask);
-  bool Visible(int64_t q, int64_t k) const { return meshplan::Visible(params_, q, k, DocLookup{this}); }
+  bool Visible(int64_t q, int64_t k) const {
+    return meshplan::Visible(params_, q, k, DocLookup{this});
+  }
   bool full() const { return params_.kind == MaskKind::kFull; }
   // Whether no pair / every pair of queries in [q_lo, q_hi] and keys in [k_lo, k_hi] is visible
   // (exact: see core/mask_rule.h).
@@ -41,9 +43,11 @@ class MaskRule {
     const MaskRule* rule;
     int64_t operator()(int64_t token) const { return rule->DocOf(token); }
   };
-  // Number of documents that start at or before `token` (grows with the document, as the rule asks).
+  // Number of documents that start at or before `token` (grows with the document, as the rule
+  // asks).
   int64_t DocOf(int64_t token) const {
-    return static_cast<int64_t>(std::upper_bound(doc_starts_.begin(), doc_starts_.end(), token) - doc_starts_.begin());
+    return static_cast<int64_t>(std::upper_bound(doc_starts_.begin(), doc_starts_.end(), token) -
+                                doc_starts_.begin());
   }
   MaskParams params_;
   std::vector<int64_t> doc_starts_;
@@ -52,7 +56,7 @@ class MaskRule {
 struct RowsView {
   const float* data = nullptr;
   int64_t rows = 0;
-  int64_t stride = 0;  // elements between consecutive rows
+  int64_t stride = 0;                  // elements between consecutive rows
   const int64_t* positions = nullptr;  // token position of each row
 };
 
@@ -70,13 +74,13 @@ void BlockForward(const RowsView& q, const RowsView& k, const RowsView& v, int64
 
 // Folds a partial (o_in, lse_in) of the same rows into the accumulator (o, lse), in fp32:
 // lse' = log(exp(lse) + exp(lse_in)); o = exp(lse - lse') o + exp(lse_in - lse') o_in.
-void MergePartial(MutableRows o, float* lse, const float* o_in, int64_t o_in_stride, const float* lse_in,
-                  int64_t d);
+void MergePartial(MutableRows o, float* lse, const float* o_in, int64_t o_in_stride,
+                  const float* lse_in, int64_t d);
 
 // Backward block with the final lse and delta = rowsum(dO * O) of the query rows: adds this
 // block's contributions into dq, dk, dv (P = exp(scale s - lse) on visible pairs).
 void BlockBackward(const RowsView& q, const RowsView& k, const RowsView& v, const RowsView& d_o,
-                   const float* lse, const float* delta, int64_t d, float scale, const MaskRule& mask,
-                   MutableRows dq, MutableRows dk, MutableRows dv);
+                   const float* lse, const float* delta, int64_t d, float scale,
+                   const MaskRule& mask, MutableRows dq, MutableRows dk, MutableRows dv);
 
 }  // namespace meshplan::exec

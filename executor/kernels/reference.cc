@@ -1,13 +1,13 @@
 #include "executor/kernels/reference.h"
 
-#include "core/mask_rule.h"
-#include "executor/io/input_source.h"
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <vector>
+
+#include "core/mask_rule.h"
+#include "executor/io/input_source.h"
 
 namespace meshplan::exec {
 namespace {
@@ -20,7 +20,8 @@ double Dot(const double* a, const double* b, int64_t n) {
 
 }  // namespace
 
-ReferenceVisibility::ReferenceVisibility(const Mask& mask, int64_t seq_len) : params_(mask.Params()) {
+ReferenceVisibility::ReferenceVisibility(const Mask& mask, int64_t seq_len)
+    : params_(mask.Params()) {
   if (mask.IsDocuments()) {
     // doc_of_[t] = index of the document holding token t.
     doc_of_.resize(static_cast<size_t>(seq_len));
@@ -34,7 +35,8 @@ ReferenceVisibility::ReferenceVisibility(const Mask& mask, int64_t seq_len) : pa
 }
 
 bool ReferenceVisibility::operator()(int64_t q, int64_t k) const {
-  return meshplan::Visible(params_, q, k, [this](int64_t t) { return doc_of_[static_cast<size_t>(t)]; });
+  return meshplan::Visible(params_, q, k,
+                           [this](int64_t t) { return doc_of_[static_cast<size_t>(t)]; });
 }
 
 void ReferenceForward(const Workload& w, AttentionTensors<double>& t) {

@@ -1,7 +1,7 @@
 // Where a run's time went, per op class: for every class of the schedule's ops, the sum over
-// ranks of the ops' durations (executor/timing/op_durations.h) and the number of ops. One function serves
-// the measured run (its OpTiming) and the simulator's replay (sim::OpTime converted to seconds),
-// so the two compare class by class.
+// ranks of the ops' durations (executor/timing/op_durations.h) and the number of ops. One function
+// serves the measured run (its OpTiming) and the simulator's replay (sim::OpTime converted to
+// seconds), so the two compare class by class.
 #pragma once
 
 #include <array>

@@ -8,8 +8,8 @@ namespace meshplan::exec {
 
 Status CheckRepeat(int64_t n) {
   if (n < 1 || n > kMaxRepeat) {
-    return Status::Invalid("must be a number of runs from 1 to " + std::to_string(kMaxRepeat) + ", not " +
-                           std::to_string(n));
+    return Status::Invalid("must be a number of runs from 1 to " + std::to_string(kMaxRepeat) +
+                           ", not " + std::to_string(n));
   }
   return Status::Ok();
 }
@@ -23,12 +23,14 @@ RepeatStats RepeatStatsOf(const std::vector<double>& times_s) {
   // Run indices sorted by time, ties in run order.
   std::vector<size_t> order(times_s.size());
   std::iota(order.begin(), order.end(), size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return times_s[a] < times_s[b]; });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return times_s[a] < times_s[b]; });
   const size_t n = order.size();
   s.min_s = times_s[order.front()];
   s.max_s = times_s[order.back()];
   s.median_run = order[(n - 1) / 2];
-  s.median_s = n % 2 == 1 ? times_s[s.median_run] : (times_s[order[n / 2 - 1]] + times_s[order[n / 2]]) / 2;
+  s.median_s =
+      n % 2 == 1 ? times_s[s.median_run] : (times_s[order[n / 2 - 1]] + times_s[order[n / 2]]) / 2;
   s.spread = s.median_s > 0 ? (s.max_s - s.min_s) / s.median_s : 0;
   return s;
 }

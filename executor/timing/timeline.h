@@ -29,7 +29,7 @@ struct RankTimes {
 };
 
 struct RunTimeline {
-  double run_s = 0;  // latest op end over all ranks, from the run's start
+  double run_s = 0;               // latest op end over all ranks, from the run's start
   Spread compute, exposed, idle;  // over `ranks`
   std::vector<RankTimes> ranks;   // per rank, in schedule rank order
   // Per op class; absent when the per-op times are unknown (a prediction made without them).
@@ -41,6 +41,7 @@ RunTimeline TimelineOfRanks(double run_s, std::vector<RankTimes> ranks,
                             std::optional<OpClassTable> op_classes);
 
 // From the measured [rank][op] times of a run of `schedule`.
-RunTimeline MeasureTimeline(const Schedule& schedule, const std::vector<std::vector<OpTiming>>& timings);
+RunTimeline MeasureTimeline(const Schedule& schedule,
+                            const std::vector<std::vector<OpTiming>>& timings);
 
 }  // namespace meshplan::exec

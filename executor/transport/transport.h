@@ -1,6 +1,7 @@
 // Point-to-point message transport between ranks. Collectives are built on top of it (the
-// engine's Prepare* in executor/device/device_engine.h), so a transport only moves tagged messages. Implementations:
-// in-process threads (thread_transport.h) and MPI (mpi_transport.h, one process per rank).
+// engine's Prepare* in executor/device/device_engine.h), so a transport only moves tagged messages.
+// Implementations: in-process threads (thread_transport.h) and MPI (mpi_transport.h, one process
+// per rank).
 #pragma once
 
 #include <chrono>
@@ -24,7 +25,8 @@ class Transport {
   // Receives the next message from `peer` with `tag` (messages with the same (peer, tag) arrive in
   // order). Fails with a message naming the peer and tag when `deadline` passes or the run was
   // aborted.
-  virtual Status Recv(int peer, int64_t tag, std::vector<float>* data, Clock::time_point deadline) = 0;
+  virtual Status Recv(int peer, int64_t tag, std::vector<float>* data,
+                      Clock::time_point deadline) = 0;
   // Makes every rank's pending and future Send/Recv fail fast with `why` (a rank that fails
   // calls this so the others stop instead of waiting for it).
   virtual void Abort(const std::string& why) = 0;

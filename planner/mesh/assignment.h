@@ -1,6 +1,6 @@
 // Mesh-Attention tile assignment (ALGORITHMS.md, "facts read off the paper's figures").
-// n ranks, tile a x b (n = a*b). Block (Q_i, KV_j) is computed by AM[i][j] = a*floor(i/a) + (j mod a).
-// a = 1 gives Ring-Attention.
+// n ranks, tile a x b (n = a*b). Block (Q_i, KV_j) is computed by AM[i][j] = a*floor(i/a) + (j mod
+// a). a = 1 gives Ring-Attention.
 #pragma once
 
 #include <cstdint>
@@ -25,7 +25,8 @@ int64_t QSlotShard(const MeshShape& shape, int64_t rank, int64_t k);
 // KV#k = (g + k*a) mod n, k < b.
 int64_t KvSlotShard(const MeshShape& shape, int64_t rank, int64_t k);
 // Ring neighbours. Q moves i -> i-1 inside the Q group (wrapping); KV moves i -> i-a (mod n).
-int64_t QSendPeer(const MeshShape& shape, int64_t rank);  // where rank sends Q (and Q-side partials)
+int64_t QSendPeer(const MeshShape& shape,
+                  int64_t rank);  // where rank sends Q (and Q-side partials)
 int64_t QRecvPeer(const MeshShape& shape, int64_t rank);  // where rank receives Q from
 int64_t KvSendPeer(const MeshShape& shape, int64_t rank);
 int64_t KvRecvPeer(const MeshShape& shape, int64_t rank);

@@ -100,8 +100,10 @@ class Builder {
     // Key(k, l) = row_key_[k] + col_key_[l]: the rank of block (k, l) in chain order.
     row_key_.resize(static_cast<size_t>(a_));
     col_key_.resize(static_cast<size_t>(b_));
-    for (int32_t k = 0; k < a_; ++k) row_key_[static_cast<size_t>(k)] = rows_.Position(k) * (rows_primary_ ? b_ : 1);
-    for (int32_t l = 0; l < b_; ++l) col_key_[static_cast<size_t>(l)] = cols_.Position(l) * (rows_primary_ ? 1 : a_);
+    for (int32_t k = 0; k < a_; ++k)
+      row_key_[static_cast<size_t>(k)] = rows_.Position(k) * (rows_primary_ ? b_ : 1);
+    for (int32_t l = 0; l < b_; ++l)
+      col_key_[static_cast<size_t>(l)] = cols_.Position(l) * (rows_primary_ ? 1 : a_);
     hide_q_shift_ = BlocksToHide(o.costs.q_shift);
     hide_kv_shift_ = BlocksToHide(o.costs.kv_shift);
     hide_q_partial_ = BlocksToHide(o.costs.q_partial);
@@ -193,7 +195,8 @@ class Builder {
     return {rows_.SlotAt(key % a_), cols_.SlotAt(key / a_)};
   }
   bool IsComputed(int32_t k, int32_t l) const {
-    return computed_[static_cast<size_t>(k) * static_cast<size_t>(b_) + static_cast<size_t>(l)] != 0;
+    return computed_[static_cast<size_t>(k) * static_cast<size_t>(b_) + static_cast<size_t>(l)] !=
+           0;
   }
 
   // The line the chain would send at step s+1 if every usable block were computed at step s
@@ -202,7 +205,8 @@ class Builder {
     if (c.Done()) return -1;
     const int32_t k = c.next;
     if (!c.IncomingUsable(k, s + 1)) return -1;
-    const bool complete = rows ? (k < usable_q_ && usable_kv_ == b_) : (k < usable_kv_ && usable_q_ == a_);
+    const bool complete =
+        rows ? (k < usable_q_ && usable_kv_ == b_) : (k < usable_kv_ && usable_q_ == a_);
     return complete ? k : -1;
   }
 
@@ -214,7 +218,6 @@ class Builder {
     if (--row_left_[static_cast<size_t>(k)] == 0) row_done_[static_cast<size_t>(k)] = s;
     if (--col_left_[static_cast<size_t>(l)] == 0) col_done_[static_cast<size_t>(l)] = s;
   }
-
 
   MeshStep Step(int32_t s) {
     MeshStep step;
@@ -256,8 +259,9 @@ class Builder {
     // chain by a step).
     const int32_t gate_row = DueNext(rows_, true, s);
     const int32_t gate_col = DueNext(cols_, false, s);
-    step.compute.reserve(static_cast<size_t>((gate_row >= 0 ? row_left_[static_cast<size_t>(gate_row)] : 0) +
-                                             (gate_col >= 0 ? col_left_[static_cast<size_t>(gate_col)] : 0)));
+    step.compute.reserve(
+        static_cast<size_t>((gate_row >= 0 ? row_left_[static_cast<size_t>(gate_row)] : 0) +
+                            (gate_col >= 0 ? col_left_[static_cast<size_t>(gate_col)] : 0)));
     if (gate_row >= 0 && row_left_[static_cast<size_t>(gate_row)] > 0) {
       ForEachInChainOrder(cols_, 0, b_, [&](int32_t l) {
         if (!IsComputed(gate_row, l)) Compute(gate_row, l, s, step);
@@ -277,7 +281,8 @@ class Builder {
     int64_t hold = 0;
     if (optional > (forced == 0 ? 1 : 0)) {  // else nothing can be held (one block is a minimum)
       const int64_t later = hide_q_shift_ * (a_ - next_q_) + hide_kv_shift_ * (b_ - next_kv_) +
-                            hide_q_partial_ * rows_.SendsLeft() + hide_kv_partial_ * cols_.SendsLeft();
+                            hide_q_partial_ * rows_.SendsLeft() +
+                            hide_kv_partial_ * cols_.SendsLeft();
       const int64_t usable = forced + optional;
       int64_t target = 0;  // blocks this step computes, forced ones included
       if (usable >= later && usable - later >= BlocksToHide(comm_now)) {
@@ -332,7 +337,7 @@ class Builder {
 
   const GreedyOptions& o_;
   int32_t a_, b_;
-  std::vector<int32_t> q_ready_, kv_ready_;  // step from which slot is usable
+  std::vector<int32_t> q_ready_, kv_ready_;   // step from which slot is usable
   std::vector<int32_t> row_left_, col_left_;  // blocks not yet computed per line
   std::vector<int32_t> row_done_, col_done_;  // step of the line's last block
   std::vector<uint8_t> computed_;             // block (k, l) at k*b + l
@@ -341,14 +346,15 @@ class Builder {
   bool rows_primary_ = true;
   int64_t blocks_left_ = 0;
   double block_ = 1;
-  int64_t hide_q_shift_ = 0, hide_kv_shift_ = 0, hide_q_partial_ = 0, hide_kv_partial_ = 0;  // BlocksToHide
+  int64_t hide_q_shift_ = 0, hide_kv_shift_ = 0, hide_q_partial_ = 0,
+          hide_kv_partial_ = 0;             // BlocksToHide
   std::vector<int32_t> row_key_, col_key_;  // Key's terms per Q slot and per KV slot
-  struct Rect {  // blocks [q0, q1) x [kv0, kv1)
+  struct Rect {                             // blocks [q0, q1) x [kv0, kv1)
     int32_t q0 = 0, q1 = 0, kv0 = 0, kv1 = 0;
   };
-  Rect fresh_[2];  // the blocks that became usable at this step
-  std::vector<int32_t> heap_;   // keys of blocks held back (min-heap; stale keys of blocks
-                                // computed with a forced line are skipped when popped)
+  Rect fresh_[2];              // the blocks that became usable at this step
+  std::vector<int32_t> heap_;  // keys of blocks held back (min-heap; stale keys of blocks
+                               // computed with a forced line are skipped when popped)
   int64_t usable_left_ = 0;    // usable blocks not yet computed
   int32_t usable_q_ = 0, usable_kv_ = 0;  // the usable rectangle
 };

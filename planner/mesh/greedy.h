@@ -34,7 +34,7 @@ enum class ShiftKind : uint8_t { kNone, kQ, kKV };
 struct MeshStep {
   std::vector<LocalBlock> compute;  // blocks computed during this step
   ShiftKind shift = ShiftKind::kNone;
-  int32_t shift_slot = -1;          // the slot this shift delivers (Q#k or KV#l)
+  int32_t shift_slot = -1;                // the slot this shift delivers (Q#k or KV#l)
   std::vector<int32_t> q_partial_sends;   // Q slots whose partial (O+LSE or dQ) is sent this step
   std::vector<int32_t> kv_partial_sends;  // KV slots whose partial dK+dV is sent this step
 };

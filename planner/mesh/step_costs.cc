@@ -39,9 +39,11 @@ StepTimes PhaseStepTimes(const PlanContext& ctx, const SchemeParams& p, Phase ph
   // Block time: the busiest rank's forward work spread over its a*b blocks.
   const std::vector<int64_t>& pairs = ctx.TilePairsFor(layout, p.tile_a);
   const int64_t max_pairs = pairs.empty() ? 0 : *std::max_element(pairs.begin(), pairs.end());
-  const double block_flops = ctx.ForwardFlops(max_pairs, w.q_heads / u) / static_cast<double>(p.tile_a * p.tile_b);
+  const double block_flops =
+      ctx.ForwardFlops(max_pairs, w.q_heads / u) / static_cast<double>(p.tile_a * p.tile_b);
   StepTimes t;
-  const double forward_block = KernelSeconds(ctx.topology.gpu, w.dtype, block_flops, layout.KernelBlockTokens(), 1);
+  const double forward_block =
+      KernelSeconds(ctx.topology.gpu, w.dtype, block_flops, layout.KernelBlockTokens(), 1);
   t.block = phase == Phase::kForward ? forward_block : ctx.BackwardSeconds(forward_block, 1);
   const Placement placement(RankDims(p), p.placement);
   const MessageBytes m = PhaseMessageBytes(ctx.shard, phase, p.cache_forward);
@@ -50,7 +52,8 @@ StepTimes PhaseStepTimes(const PlanContext& ctx, const SchemeParams& p, Phase ph
   t.q_shift = comm.RingShift(placement, q_dim, m.q_shift, 1, nullptr);
   t.kv_shift = m.kv_shift > 0 ? comm.RingShift(placement, kv_dim, m.kv_shift, 1, nullptr) : 0.0;
   t.q_partial = comm.RingShift(placement, q_dim, m.q_partial, 1, nullptr);
-  t.kv_partial = m.kv_partial > 0 ? comm.RingShift(placement, kv_dim, m.kv_partial, 1, nullptr) : 0.0;
+  t.kv_partial =
+      m.kv_partial > 0 ? comm.RingShift(placement, kv_dim, m.kv_partial, 1, nullptr) : 0.0;
   t.shared_link = p.tile_a > 1 && p.tile_b > 1 &&
                   comm.BottleneckLevel(placement, q_dim, m.q_shift) ==
                       comm.BottleneckLevel(placement, kv_dim, std::max(m.kv_shift, m.kv_partial));

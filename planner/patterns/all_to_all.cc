@@ -11,8 +11,9 @@ double UlyssesIn(Estimate& e, const PlanContext& ctx, const Placement& placement
   const int64_t u = placement.DimSize(dim);
   if (u <= 1) return 0.0;
   const A2APayload in = UlyssesInPayload(ctx.shard, phase, cache);
-  schemes::AddExposed(e, std::string(schemes::PhaseLabel(phase)) + " all-to-all " + in.names + " (seq->heads)",
-             ctx.comm->AllToAll(placement, dim, in.bytes, &traffic));
+  schemes::AddExposed(
+      e, std::string(schemes::PhaseLabel(phase)) + " all-to-all " + in.names + " (seq->heads)",
+      ctx.comm->AllToAll(placement, dim, in.bytes, &traffic));
   return AllToAllSent(in.bytes, u);
 }
 
@@ -21,8 +22,9 @@ double UlyssesOut(Estimate& e, const PlanContext& ctx, const Placement& placemen
   const int64_t u = placement.DimSize(dim);
   if (u <= 1) return 0.0;
   const A2APayload out = UlyssesOutPayload(ctx.shard, phase);
-  schemes::AddExposed(e, std::string(schemes::PhaseLabel(phase)) + " all-to-all " + out.names + " (heads->seq)",
-             ctx.comm->AllToAll(placement, dim, out.bytes, &traffic));
+  schemes::AddExposed(
+      e, std::string(schemes::PhaseLabel(phase)) + " all-to-all " + out.names + " (heads->seq)",
+      ctx.comm->AllToAll(placement, dim, out.bytes, &traffic));
   return AllToAllSent(out.bytes, u);
 }
 

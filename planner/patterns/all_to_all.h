@@ -15,17 +15,18 @@ namespace meshplan::planner {
 
 struct A2APayload {
   uint16_t tensors = 0;
-  double bytes = 0;  // per rank before the all-to-all; (U-1)/U of it is sent
+  double bytes = 0;        // per rank before the all-to-all; (U-1)/U of it is sent
   const char* names = "";  // for time-stage labels
 };
 
 // Sequence -> heads before attention. Forward: Q, K, V. Backward with cache: dO (D is computed
 // from the kept head-layout O); without: Q, K, V, dO and D (fp32, computed where O lives).
 inline A2APayload UlyssesInPayload(const ShardBytes& s, Phase phase, bool cache) {
-  if (phase == Phase::kForward) return {static_cast<uint16_t>(kTensorQ | kTensorKV), s.q + s.kv, "Q,K,V"};
+  if (phase == Phase::kForward)
+    return {static_cast<uint16_t>(kTensorQ | kTensorKV), s.q + s.kv, "Q,K,V"};
   if (cache) return {kTensorDO, s.q, "dO"};
-  return {static_cast<uint16_t>(kTensorQ | kTensorKV | kTensorDO | kTensorD), 2 * s.q + s.kv + s.lse,
-          "Q,K,V,dO,D"};
+  return {static_cast<uint16_t>(kTensorQ | kTensorKV | kTensorDO | kTensorD),
+          2 * s.q + s.kv + s.lse, "Q,K,V,dO,D"};
 }
 
 // Heads -> sequence after attention. Forward: the final O. Backward: final dQ, dK, dV.

@@ -4,8 +4,9 @@
 
 namespace meshplan::planner {
 
-double RingPass(Estimate& e, const PlanContext& ctx, const Placement& placement, int dim, Phase phase,
-                bool cache, bool own_shard_last, double step_compute_s, Traffic& traffic) {
+double RingPass(Estimate& e, const PlanContext& ctx, const Placement& placement, int dim,
+                Phase phase, bool cache, bool own_shard_last, double step_compute_s,
+                Traffic& traffic) {
   const int64_t r = placement.DimSize(dim);
   const ShardBytes& s = ctx.shard;
   if (phase == Phase::kForward) {
@@ -18,8 +19,9 @@ double RingPass(Estimate& e, const PlanContext& ctx, const Placement& placement,
   // The dK,dV chain runs one step behind the KV ring; its last hop follows the last block,
   // unless the own shard runs last (cache only): then hop k overlaps block k+1 and the last hop
   // the own block.
-  schemes::AddPipeline(e, cache ? "bwd ring step (dK,dV hop)" : "bwd ring step (KV shift + dK,dV hop)", r,
-              ctx.BackwardSeconds(step_compute_s, 1), t_kv + t_dkv);
+  schemes::AddPipeline(e,
+                       cache ? "bwd ring step (dK,dV hop)" : "bwd ring step (KV shift + dK,dV hop)",
+                       r, ctx.BackwardSeconds(step_compute_s, 1), t_kv + t_dkv);
   if (!(cache && own_shard_last)) schemes::AddExposed(e, "bwd last dK,dV hop", r > 1 ? t_dkv : 0.0);
   return static_cast<double>(r - 1) * ((cache ? 0.0 : s.kv) + s.dkv_partial);
 }
@@ -53,8 +55,8 @@ namespace {
 // leaves right after (merged with the partial p+1 sent at step k-2 for k >= 2); the step-0
 // shard runs last and takes the total p+1 sent at step n-2. Messages p+1 -> p are the dK+dV
 // partials of steps 0..n-2, in that order.
-RingPassResult EmitOwnShardLast(RankProgram& prog, const PlanContext& ctx, const ShardLayout& layout,
-                                const RingPass& p) {
+RingPassResult EmitOwnShardLast(RankProgram& prog, const PlanContext& ctx,
+                                const ShardLayout& layout, const RingPass& p) {
   RingPassResult result;
   const int64_t n = p.n;
   const int32_t next = p.rank_of[(p.pos + 1) % n];      // receive from
@@ -66,13 +68,15 @@ RingPassResult EmitOwnShardLast(RankProgram& prog, const PlanContext& ctx, const
     const int64_t shard = shard_at(k);
     std::optional<uint32_t> dkv_recv;
     if (k >= 2) {
-      dkv_recv = prog.Add(Message(OpKind::kRecv, p.phase, p.recv_stream, kTensorDKV, next, shard, step - 1,
-                                  MakeTag(p.phase, p.dkv_channel, step - 1), p.dkv_bytes));
+      dkv_recv =
+          prog.Add(Message(OpKind::kRecv, p.phase, p.recv_stream, kTensorDKV, next, shard, step - 1,
+                           MakeTag(p.phase, p.dkv_channel, step - 1), p.dkv_bytes));
     }
-    std::optional<uint32_t> ready =
-        EmitCompute(prog, ctx, layout, p.phase, p.q_shard, shard, p.head_begin, p.head_count, step, compute_deps);
+    std::optional<uint32_t> ready = EmitCompute(prog, ctx, layout, p.phase, p.q_shard, shard,
+                                                p.head_begin, p.head_count, step, compute_deps);
     if (dkv_recv) {
-      Op merge = Message(OpKind::kMerge, p.phase, StreamId::kCompute, kTensorDKV, -1, shard, step, 0, 0);
+      Op merge =
+          Message(OpKind::kMerge, p.phase, StreamId::kCompute, kTensorDKV, -1, shard, step, 0, 0);
       ready = prog.Add(merge, Deps({dkv_recv, ready}));
     }
     prog.Add(Message(OpKind::kSend, p.phase, p.send_stream, kTensorDKV, prev, shard, step,
@@ -82,13 +86,14 @@ RingPassResult EmitOwnShardLast(RankProgram& prog, const PlanContext& ctx, const
   const int64_t last = p.step_offset + n - 1;
   std::optional<uint32_t> recv;
   if (n >= 2) {
-    recv = prog.Add(Message(OpKind::kRecv, p.phase, p.recv_stream, kTensorDKV, next, shard_at(0), last - 1,
-                            MakeTag(p.phase, p.dkv_channel, last - 1), p.dkv_bytes));
+    recv = prog.Add(Message(OpKind::kRecv, p.phase, p.recv_stream, kTensorDKV, next, shard_at(0),
+                            last - 1, MakeTag(p.phase, p.dkv_channel, last - 1), p.dkv_bytes));
   }
-  result.own_dkv_ready = EmitCompute(prog, ctx, layout, p.phase, p.q_shard, shard_at(0), p.head_begin,
-                                     p.head_count, last, compute_deps);
+  result.own_dkv_ready = EmitCompute(prog, ctx, layout, p.phase, p.q_shard, shard_at(0),
+                                     p.head_begin, p.head_count, last, compute_deps);
   if (recv) {
-    Op merge = Message(OpKind::kMerge, p.phase, StreamId::kCompute, kTensorDKV, -1, shard_at(0), last, 0, 0);
+    Op merge = Message(OpKind::kMerge, p.phase, StreamId::kCompute, kTensorDKV, -1, shard_at(0),
+                       last, 0, 0);
     result.own_dkv_ready = prog.Add(merge, Deps({recv, result.own_dkv_ready}));
   }
   return result;

@@ -21,8 +21,9 @@ namespace meshplan::planner {
 // backward adds the dK+dV owner-last chain (and no KV shifts with cache). With cache and
 // own_shard_last the backward runs the own shard last (sched::RingPass::own_shard_last), so the
 // chain's last hop overlaps it instead of following the last block.
-double RingPass(Estimate& e, const PlanContext& ctx, const Placement& placement, int dim, Phase phase,
-                bool cache, bool own_shard_last, double step_compute_s, Traffic& traffic);
+double RingPass(Estimate& e, const PlanContext& ctx, const Placement& placement, int dim,
+                Phase phase, bool cache, bool own_shard_last, double step_compute_s,
+                Traffic& traffic);
 
 }  // namespace meshplan::planner
 

@@ -22,9 +22,7 @@ class AllGatherKVStrategy final : public Strategy {
     return "all-gather K,V, attend locally, reduce-scatter dK,dV (Llama 3 context parallelism)";
   }
   bool OffersBalancedLayout() const override { return true; }
-  std::vector<RankDim> RankDims(const SchemeParams& p) const override {
-    return {{"cp", p.ring}};
-  }
+  std::vector<RankDim> RankDims(const SchemeParams& p) const override { return {{"cp", p.ring}}; }
   std::string DescribeDegrees(const SchemeParams&) const override { return ""; }
   std::vector<SchemeParams> Enumerate(const PlanContext& ctx) const override;
   Estimate Evaluate(const PlanContext& ctx, const SchemeParams& params) const override;
@@ -42,7 +40,8 @@ std::vector<SchemeParams> AllGatherKVStrategy::Enumerate(const PlanContext& ctx)
 
 Estimate AllGatherKVStrategy::Evaluate(const PlanContext& ctx, const SchemeParams& p) const {
   const int64_t ranks = ctx.num_ranks;
-  if (std::string why = WholeClusterProblem(ctx, p, "all-gather"); !why.empty()) return Invalid(p, why);
+  if (std::string why = WholeClusterProblem(ctx, p, "all-gather"); !why.empty())
+    return Invalid(p, why);
   const ShardLayout layout = ctx.LayoutFor(p.layout, ranks, 1);
 
   Estimate e = ValidEstimate(p);
@@ -51,8 +50,8 @@ Estimate AllGatherKVStrategy::Evaluate(const PlanContext& ctx, const SchemeParam
   const Placement placement(RankDims(p), p.placement);
   SetFlops(e, ctx, ctx.RowPairsFor(layout), w.q_heads);
   const double fwd_flops = e.flops_max / PassFlopsFactor(w.pass);
-  const double compute_s = KernelSeconds(ctx.topology.gpu, w.dtype, fwd_flops, layout.KernelBlockTokens(),
-                                         layout.RangesPerShard());
+  const double compute_s = KernelSeconds(ctx.topology.gpu, w.dtype, fwd_flops,
+                                         layout.KernelBlockTokens(), layout.RangesPerShard());
   Traffic traffic(ranks, ctx.topology.num_levels());
   CommModel& comm = *ctx.comm;
   double fwd_bytes = 0, bwd_bytes = 0;
@@ -66,7 +65,8 @@ Estimate AllGatherKVStrategy::Evaluate(const PlanContext& ctx, const SchemeParam
       AddExposed(e, "bwd all-gather K,V", comm.RingCollective(placement, 0, s.kv, &traffic));
     }
     AddCompute(e, "bwd attention", ctx.BackwardSeconds(compute_s, layout.RangesPerShard()));
-    AddExposed(e, "bwd reduce-scatter dK,dV", comm.RingCollective(placement, 0, s.dkv_partial, &traffic));
+    AddExposed(e, "bwd reduce-scatter dK,dV",
+               comm.RingCollective(placement, 0, s.dkv_partial, &traffic));
     bwd_bytes = (ranks - 1) * ((p.cache_forward ? 0.0 : s.kv) + s.dkv_partial);
   }
   SetTraffic(e, traffic, fwd_bytes, bwd_bytes);

@@ -29,15 +29,19 @@ double Attention2DPass(Estimate& e, const PlanContext& ctx, const Placement& pla
     AddCompute(e, "fwd tile compute", compute_s);
     AddExposed(e, "fwd reduce-scatter O,LSE",
                comm.RingCollective(placement, q_dim, s.o_partial + s.lse, &traffic));
-    return static_cast<double>(a - 1) * (s.q + s.o_partial + s.lse) + static_cast<double>(b - 1) * s.kv;
+    return static_cast<double>(a - 1) * (s.q + s.o_partial + s.lse) +
+           static_cast<double>(b - 1) * s.kv;
   }
   const double q_side = (cache ? 0.0 : s.q) + s.q + 2 * s.lse;
   AddExposed(e, cache ? "bwd all-gather dO,LSE,D" : "bwd all-gather Q,dO,LSE,D",
              comm.RingCollective(placement, q_dim, q_side, &traffic));
-  if (!cache) AddExposed(e, "bwd all-gather K,V", comm.RingCollective(placement, kv_dim, s.kv, &traffic));
+  if (!cache)
+    AddExposed(e, "bwd all-gather K,V", comm.RingCollective(placement, kv_dim, s.kv, &traffic));
   AddCompute(e, "bwd tile compute", ctx.BackwardSeconds(compute_s, a * b));
-  AddExposed(e, "bwd reduce-scatter dQ", comm.RingCollective(placement, q_dim, s.dq_partial, &traffic));
-  AddExposed(e, "bwd reduce-scatter dK,dV", comm.RingCollective(placement, kv_dim, s.dkv_partial, &traffic));
+  AddExposed(e, "bwd reduce-scatter dQ",
+             comm.RingCollective(placement, q_dim, s.dq_partial, &traffic));
+  AddExposed(e, "bwd reduce-scatter dK,dV",
+             comm.RingCollective(placement, kv_dim, s.dkv_partial, &traffic));
   return static_cast<double>(a - 1) * (q_side + s.dq_partial) +
          static_cast<double>(b - 1) * ((cache ? 0.0 : s.kv) + s.dkv_partial);
 }
@@ -46,7 +50,8 @@ class Attention2DStrategy final : public Strategy {
  public:
   Scheme scheme() const override { return Scheme(kName); }
   std::string_view summary() const override {
-    return "ATTENTION2D: an a x b tile of the attention matrix per GPU, moved by all-gathers and reduce-scatters";
+    return "ATTENTION2D: an a x b tile of the attention matrix per GPU, moved by all-gathers and "
+           "reduce-scatters";
   }
   std::vector<RankDim> RankDims(const SchemeParams& p) const override {
     return {{"q", p.tile_a}, {"kv", p.tile_b}};
@@ -78,15 +83,18 @@ Estimate Attention2DStrategy::Evaluate(const PlanContext& ctx, const SchemeParam
   const int64_t a = p.tile_a, b = p.tile_b;
   const Placement placement(RankDims(p), p.placement);
   SetFlops(e, ctx, ctx.TilePairsFor(layout, a), w.q_heads);
-  const double compute_s = KernelSeconds(ctx.topology.gpu, w.dtype, e.flops_max / PassFlopsFactor(w.pass),
-                                         layout.KernelBlockTokens(), a * b);
+  const double compute_s =
+      KernelSeconds(ctx.topology.gpu, w.dtype, e.flops_max / PassFlopsFactor(w.pass),
+                    layout.KernelBlockTokens(), a * b);
   Traffic traffic(ranks, ctx.topology.num_levels());
   double fwd_bytes = 0, bwd_bytes = 0;
   if (HasForward(w.pass)) {
-    fwd_bytes = Attention2DPass(e, ctx, placement, 0, 1, Phase::kForward, false, compute_s, traffic);
+    fwd_bytes =
+        Attention2DPass(e, ctx, placement, 0, 1, Phase::kForward, false, compute_s, traffic);
   }
   if (HasBackward(w.pass)) {
-    bwd_bytes = Attention2DPass(e, ctx, placement, 0, 1, Phase::kBackward, p.cache_forward, compute_s, traffic);
+    bwd_bytes = Attention2DPass(e, ctx, placement, 0, 1, Phase::kBackward, p.cache_forward,
+                                compute_s, traffic);
   }
   SetTraffic(e, traffic, fwd_bytes, bwd_bytes);
   // Gathered a Q shards and b KV shards; a partial (O, LSE) accumulators; the backward gathers
@@ -112,9 +120,9 @@ void EmitTile(RankProgram& prog, const PlanContext& ctx, const ShardLayout& layo
     const int64_t j = (rank + dy * a) % n;  // KV group member shards, own first
     for (int64_t dx = 0; dx < a; ++dx) {
       const int64_t i = base + (x + dx) % a;  // Q group member shards, own first
-      sched::EmitCompute(
-          prog, ctx, layout, phase, i, j, 0, ctx.workload.q_heads, -1,
-          sched::Deps({dx > 0 || backward ? q_gather : std::nullopt, dy > 0 ? kv_gather : std::nullopt}));
+      sched::EmitCompute(prog, ctx, layout, phase, i, j, 0, ctx.workload.q_heads, -1,
+                         sched::Deps({dx > 0 || backward ? q_gather : std::nullopt,
+                                      dy > 0 ? kv_gather : std::nullopt}));
     }
   }
 }

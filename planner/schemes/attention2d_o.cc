@@ -29,10 +29,12 @@ namespace {
 constexpr std::string_view kName = "attention2d-o";
 
 // Appends a stage, or counts it into the previous one when it is the same stage again.
-void AddFolded(Estimate& e, const std::string& label, double compute_s, double comm_s, int64_t count) {
+void AddFolded(Estimate& e, const std::string& label, double compute_s, double comm_s,
+               int64_t count) {
   if (count <= 0) return;
-  if (!e.stages.empty() && e.stages.back().label == label && e.stages.back().compute_s == compute_s &&
-      e.stages.back().comm_s == comm_s && e.stages.back().overlapped) {
+  if (!e.stages.empty() && e.stages.back().label == label &&
+      e.stages.back().compute_s == compute_s && e.stages.back().comm_s == comm_s &&
+      e.stages.back().overlapped) {
     e.stages.back().count += count;
   } else {
     e.stages.push_back({label, compute_s, comm_s, true, count});
@@ -45,8 +47,9 @@ void AddFolded(Estimate& e, const std::string& label, double compute_s, double c
 // (O+LSE forward, dQ backward) follows one row behind (owner-last chain, a-1 hops, the last
 // exposed); the backward's last row carries the owner-last dK+dV chain (b-1 hops, the last
 // exposed). Adds its stages and traffic to the estimate and returns the bytes one rank sends.
-double Attention2DOverlapPass(Estimate& e, const PlanContext& ctx, const Placement& placement, int q_dim,
-                              int kv_dim, Phase phase, bool cache, double block_s, Traffic& traffic) {
+double Attention2DOverlapPass(Estimate& e, const PlanContext& ctx, const Placement& placement,
+                              int q_dim, int kv_dim, Phase phase, bool cache, double block_s,
+                              Traffic& traffic) {
   const int64_t a = placement.DimSize(q_dim), b = placement.DimSize(kv_dim);
   const ShardBytes& s = ctx.shard;
   CommModel& comm = *ctx.comm;
@@ -65,9 +68,10 @@ double Attention2DOverlapPass(Estimate& e, const PlanContext& ctx, const Placeme
   const double t_dkv = comm.RingShift(placement, kv_dim, dkv_bytes, b - 1, &traffic);
   // The Q-group and KV-group traffic share a link when both groups' slowest hops use one level
   // (the GPU's port into that level); otherwise they run concurrently.
-  const bool shared = a > 1 && b > 1 &&
-                      comm.BottleneckLevel(placement, q_dim, q_bytes) ==
-                          comm.BottleneckLevel(placement, kv_dim, fwd || !cache ? kv_bytes : dkv_bytes);
+  const bool shared =
+      a > 1 && b > 1 &&
+      comm.BottleneckLevel(placement, q_dim, q_bytes) ==
+          comm.BottleneckLevel(placement, kv_dim, fwd || !cache ? kv_bytes : dkv_bytes);
   const double t_blk = fwd ? block_s : ctx.BackwardSeconds(block_s, 1);
   const std::string ph = PhaseLabel(phase);
 
@@ -80,7 +84,8 @@ double Attention2DOverlapPass(Estimate& e, const PlanContext& ctx, const Placeme
   const bool own_last = !fwd && cache && b >= 2;
   const int64_t first_hop = own_last ? 1 : 2;
   auto kv_step = [&](int64_t k, int64_t l) {
-    return (k == 0 && move_kv && l <= b - 2 ? t_kv : 0.0) + (!fwd && k == a - 1 && l >= first_hop ? t_dkv : 0.0);
+    return (k == 0 && move_kv && l <= b - 2 ? t_kv : 0.0) +
+           (!fwd && k == a - 1 && l >= first_hop ? t_dkv : 0.0);
   };
   const std::string row_label = ph + " row (Q shift, partial hop)";
   // Emits row k, `count` times (count > 1 only for rows without KV-group traffic, which are
@@ -99,9 +104,11 @@ double Attention2DOverlapPass(Estimate& e, const PlanContext& ctx, const Placeme
     // with the row; on a link of its own it only has to be done by the row's end, on the same
     // link it delays the first KV-group transfer it meets (charged to that step).
     double kv_path = 0, q_left = shared ? q_comm : 0.0;
-    const std::string label = ph + (k == 0 ? " row 0 block (KV shift)" : " last row block (dK,dV hop)");
+    const std::string label =
+        ph + (k == 0 ? " row 0 block (KV shift)" : " last row block (dK,dV hop)");
     // kv_step changes only at l = first_hop and l = b-1: it is constant between sorted cut points.
-    std::array<int64_t, 4> cuts = {0, std::min<int64_t>(first_hop, b), std::max<int64_t>(0, b - 1), b};
+    std::array<int64_t, 4> cuts = {0, std::min<int64_t>(first_hop, b), std::max<int64_t>(0, b - 1),
+                                   b};
     std::sort(cuts.begin(), cuts.end());
     for (size_t i = 0; i + 1 < cuts.size(); ++i) {
       int64_t lo = cuts[i];
@@ -128,14 +135,16 @@ double Attention2DOverlapPass(Estimate& e, const PlanContext& ctx, const Placeme
   const double kv_tail = !fwd && b > 1 && !own_last ? t_dkv : 0.0;
   const double tail = shared ? q_tail + kv_tail : std::max(q_tail, kv_tail);
   if (tail > 0) AddExposed(e, fwd ? "fwd last O,LSE hop" : "bwd last dQ / dK,dV hops", tail);
-  return static_cast<double>(a - 1) * (q_bytes + part_bytes) + static_cast<double>(b - 1) * (kv_bytes + dkv_bytes);
+  return static_cast<double>(a - 1) * (q_bytes + part_bytes) +
+         static_cast<double>(b - 1) * (kv_bytes + dkv_bytes);
 }
 
 class Attention2DOverlapStrategy final : public Strategy {
  public:
   Scheme scheme() const override { return Scheme(kName); }
   std::string_view summary() const override {
-    return "ATTENTION2D-O: ATTENTION2D's tile, its gathers and reductions as ring steps overlapped with the blocks";
+    return "ATTENTION2D-O: ATTENTION2D's tile, its gathers and reductions as ring steps overlapped "
+           "with the blocks";
   }
   std::vector<RankDim> RankDims(const SchemeParams& p) const override {
     return {{"q", p.tile_a}, {"kv", p.tile_b}};
@@ -168,17 +177,19 @@ Estimate Attention2DOverlapStrategy::Evaluate(const PlanContext& ctx, const Sche
   const Placement placement(RankDims(p), p.placement);
   SetFlops(e, ctx, ctx.TilePairsFor(layout, a), w.q_heads);
   // The busiest rank's tile spread evenly over its a*b blocks (as ATTENTION2D's tile compute).
-  const double tile_s = KernelSeconds(ctx.topology.gpu, w.dtype, e.flops_max / PassFlopsFactor(w.pass),
-                                      layout.KernelBlockTokens(), a * b);
+  const double tile_s =
+      KernelSeconds(ctx.topology.gpu, w.dtype, e.flops_max / PassFlopsFactor(w.pass),
+                    layout.KernelBlockTokens(), a * b);
   const double block_s = tile_s / static_cast<double>(a * b);
   Traffic traffic(ranks, ctx.topology.num_levels());
   double fwd_bytes = 0, bwd_bytes = 0;
   if (HasForward(w.pass)) {
-    fwd_bytes = Attention2DOverlapPass(e, ctx, placement, 0, 1, Phase::kForward, false, block_s, traffic);
+    fwd_bytes =
+        Attention2DOverlapPass(e, ctx, placement, 0, 1, Phase::kForward, false, block_s, traffic);
   }
   if (HasBackward(w.pass)) {
-    bwd_bytes =
-        Attention2DOverlapPass(e, ctx, placement, 0, 1, Phase::kBackward, p.cache_forward, block_s, traffic);
+    bwd_bytes = Attention2DOverlapPass(e, ctx, placement, 0, 1, Phase::kBackward, p.cache_forward,
+                                       block_s, traffic);
   }
   SetTraffic(e, traffic, fwd_bytes, bwd_bytes);
   // Held at the peak: the a-1 other Q slots and b-1 other KV slots (kept for the later rows, as
@@ -211,8 +222,8 @@ struct RankView {
   std::vector<int64_t> q_slot, kv_slot;
 };
 
-Op Message(OpKind kind, const PhaseMessages& m, StreamId stream, uint16_t tensors, int32_t peer, int64_t step,
-           sched::Channel channel, int64_t bytes) {
+Op Message(OpKind kind, const PhaseMessages& m, StreamId stream, uint16_t tensors, int32_t peer,
+           int64_t step, sched::Channel channel, int64_t bytes) {
   Op op;
   op.kind = kind;
   op.phase = m.phase;
@@ -245,9 +256,11 @@ struct Arrivals {
 // messages the send/recv streams, so the two groups' transfers overlap each other and the blocks.
 // `start` is the op after which the rank's own data is final (the forward's last op before a
 // backward); `cached` the forward's arrivals when the backward keeps them.
-Arrivals EmitPhase(RankProgram& prog, const PlanContext& ctx, const ShardLayout& layout, const PhaseMessages& m,
-                   const RankView& v, std::optional<uint32_t> start, const Arrivals* cached) {
-  const int64_t a = static_cast<int64_t>(v.q_slot.size()), b = static_cast<int64_t>(v.kv_slot.size());
+Arrivals EmitPhase(RankProgram& prog, const PlanContext& ctx, const ShardLayout& layout,
+                   const PhaseMessages& m, const RankView& v, std::optional<uint32_t> start,
+                   const Arrivals* cached) {
+  const int64_t a = static_cast<int64_t>(v.q_slot.size()),
+                b = static_cast<int64_t>(v.kv_slot.size());
   const int64_t heads = ctx.workload.q_heads;
   Arrivals got;
   got.q.assign(static_cast<size_t>(a), std::nullopt);
@@ -270,12 +283,12 @@ Arrivals EmitPhase(RankProgram& prog, const PlanContext& ctx, const ShardLayout&
     const int64_t q_shard = v.q_slot[static_cast<size_t>(k)];
     // Q shift: forward slot k (own at k = 0), receive slot k+1 for the next row.
     if (k + 1 < a) {
-      Op send = Message(OpKind::kSend, m, StreamId::kCollective, m.q_tensors, v.q_prev, k, sched::kChanQ,
-                        m.q_bytes);
+      Op send = Message(OpKind::kSend, m, StreamId::kCollective, m.q_tensors, v.q_prev, k,
+                        sched::kChanQ, m.q_bytes);
       send.q_shard = static_cast<int32_t>(q_shard);
       prog.Add(send, sched::Deps({k == 0 ? start : got.q[static_cast<size_t>(k)]}));
-      Op recv = Message(OpKind::kRecv, m, StreamId::kCollective, m.q_tensors, v.q_next, k, sched::kChanQ,
-                        m.q_bytes);
+      Op recv = Message(OpKind::kRecv, m, StreamId::kCollective, m.q_tensors, v.q_next, k,
+                        sched::kChanQ, m.q_bytes);
       recv.q_shard = static_cast<int32_t>(v.q_slot[static_cast<size_t>(k + 1)]);
       got.q[static_cast<size_t>(k + 1)] = prog.Add(recv);
     }
@@ -287,7 +300,7 @@ Arrivals EmitPhase(RankProgram& prog, const PlanContext& ctx, const ShardLayout&
     // (slot l at step l-1), as Ring's; otherwise by slot.
     const bool own_last = chain && !m.move_kv && b >= 2;
     const int64_t tag_shift = own_last ? 1 : 0;
-    std::optional<uint32_t> own_total;  // own_last: the receive of the own slot's total
+    std::optional<uint32_t> own_total;          // own_last: the receive of the own slot's total
     std::optional<uint32_t> kv_buffer = start;  // row 0's ring: the op that delivered slot l
     for (int64_t i = 0; i < b; ++i) {
       const int64_t l = own_last ? (i + 1) % b : i;
@@ -296,33 +309,36 @@ Arrivals EmitPhase(RankProgram& prog, const PlanContext& ctx, const ShardLayout&
       // (interleaved as in a ring pass when row 0 is also the last row, a = 1).
       std::optional<uint32_t> dkv_in;
       if (chain && l >= 2) {
-        Op recv = Message(OpKind::kRecv, m, StreamId::kRecv, kTensorDKV, v.kv_next, l - 1 - tag_shift,
-                          sched::kChanDkv, m.dkv_bytes);
+        Op recv = Message(OpKind::kRecv, m, StreamId::kRecv, kTensorDKV, v.kv_next,
+                          l - 1 - tag_shift, sched::kChanDkv, m.dkv_bytes);
         recv.kv_shard = static_cast<int32_t>(kv_shard);
         dkv_in = prog.Add(recv);
       }
       if (own_last && l == 0) {  // the total of the own slot, sent by kv_next after its last step
-        Op recv = Message(OpKind::kRecv, m, StreamId::kRecv, kTensorDKV, v.kv_next, b - 2, sched::kChanDkv,
-                          m.dkv_bytes);
+        Op recv = Message(OpKind::kRecv, m, StreamId::kRecv, kTensorDKV, v.kv_next, b - 2,
+                          sched::kChanDkv, m.dkv_bytes);
         recv.kv_shard = static_cast<int32_t>(kv_shard);
         own_total = prog.Add(recv);
       }
       if (kv_ring && l + 1 < b) {
-        Op recv = Message(OpKind::kRecv, m, StreamId::kRecv, kTensorKV, v.kv_next, l, sched::kChanKv, m.kv_bytes);
+        Op recv = Message(OpKind::kRecv, m, StreamId::kRecv, kTensorKV, v.kv_next, l,
+                          sched::kChanKv, m.kv_bytes);
         recv.kv_shard = static_cast<int32_t>(v.kv_slot[static_cast<size_t>(l + 1)]);
         const uint32_t r = prog.Add(recv);
-        Op send = Message(OpKind::kSend, m, StreamId::kSend, kTensorKV, v.kv_prev, l, sched::kChanKv, m.kv_bytes);
+        Op send = Message(OpKind::kSend, m, StreamId::kSend, kTensorKV, v.kv_prev, l,
+                          sched::kChanKv, m.kv_bytes);
         send.kv_shard = static_cast<int32_t>(kv_shard);
         prog.Add(send, sched::Deps({kv_buffer}));
         got.kv[static_cast<size_t>(l + 1)] = r;
         kv_buffer = r;
       }
       std::vector<uint32_t> deps = q_deps(k);
-      if (const auto kv = kv_arrival(l); kv && std::find(deps.begin(), deps.end(), *kv) == deps.end()) {
+      if (const auto kv = kv_arrival(l);
+          kv && std::find(deps.begin(), deps.end(), *kv) == deps.end()) {
         deps.push_back(*kv);
       }
-      const auto compute =
-          sched::EmitCompute(prog, ctx, layout, m.phase, q_shard, kv_shard, 0, heads, k * b + l, deps);
+      const auto compute = sched::EmitCompute(prog, ctx, layout, m.phase, q_shard, kv_shard, 0,
+                                              heads, k * b + l, deps);
       if (compute) last_compute = compute;
       if (chain && l >= 1) {  // this block completed KV slot l's partial on this rank
         if (dkv_in) {
@@ -330,8 +346,8 @@ Arrivals EmitPhase(RankProgram& prog, const PlanContext& ctx, const ShardLayout&
           merge.kv_shard = static_cast<int32_t>(kv_shard);
           last_compute = prog.Add(merge, sched::Deps({dkv_in, last_compute}));
         }
-        Op send = Message(OpKind::kSend, m, StreamId::kSend, kTensorDKV, v.kv_prev, l - tag_shift, sched::kChanDkv,
-                          m.dkv_bytes);
+        Op send = Message(OpKind::kSend, m, StreamId::kSend, kTensorDKV, v.kv_prev, l - tag_shift,
+                          sched::kChanDkv, m.dkv_bytes);
         send.kv_shard = static_cast<int32_t>(kv_shard);
         prog.Add(send, sched::Deps({last_compute}));
       }
@@ -341,9 +357,10 @@ Arrivals EmitPhase(RankProgram& prog, const PlanContext& ctx, const ShardLayout&
         last_compute = prog.Add(merge, sched::Deps({own_total, last_compute}));
       }
     }
-    if (chain && b >= 2 && !own_last) {  // the total of the own KV slot, sent by kv_next after its last block
-      Op recv = Message(OpKind::kRecv, m, StreamId::kRecv, kTensorDKV, v.kv_next, b - 1, sched::kChanDkv,
-                        m.dkv_bytes);
+    if (chain && b >= 2 &&
+        !own_last) {  // the total of the own KV slot, sent by kv_next after its last block
+      Op recv = Message(OpKind::kRecv, m, StreamId::kRecv, kTensorDKV, v.kv_next, b - 1,
+                        sched::kChanDkv, m.dkv_bytes);
       recv.kv_shard = static_cast<int32_t>(v.kv_slot[0]);
       const uint32_t r = prog.Add(recv);
       Op merge = MergeOp(m.phase, kTensorDKV, b);
@@ -375,7 +392,8 @@ Arrivals EmitPhase(RankProgram& prog, const PlanContext& ctx, const ShardLayout&
   return got;
 }
 
-Result<Schedule> Attention2DOverlapStrategy::Expand(const PlanContext& ctx, const SchemeParams& params) const {
+Result<Schedule> Attention2DOverlapStrategy::Expand(const PlanContext& ctx,
+                                                    const SchemeParams& params) const {
   const int64_t a = params.tile_a, b = params.tile_b, p = ctx.num_ranks;
   const Workload& w = ctx.workload;
   const ShardLayout layout{params.layout, w.seq_len, p, 1};
@@ -391,7 +409,8 @@ Result<Schedule> Attention2DOverlapStrategy::Expand(const PlanContext& ctx, cons
   PhaseMessages bwd;
   bwd.phase = Phase::kBackward;
   // LSE travels because the forward's chain delivered the final LSE only to the owner.
-  bwd.q_tensors = static_cast<uint16_t>((params.cache_forward ? 0 : kTensorQ) | kTensorDO | kTensorLse | kTensorD);
+  bwd.q_tensors = static_cast<uint16_t>((params.cache_forward ? 0 : kTensorQ) | kTensorDO |
+                                        kTensorLse | kTensorD);
   bwd.part_tensors = kTensorDQ;
   bwd.q_bytes = sched::WholeBytes((params.cache_forward ? 0.0 : sb.q) + sb.q + 2 * sb.lse);
   bwd.part_bytes = sched::WholeBytes(sb.dq_partial);
@@ -400,7 +419,8 @@ Result<Schedule> Attention2DOverlapStrategy::Expand(const PlanContext& ctx, cons
   bwd.move_kv = !params.cache_forward;
   bwd.dkv_chain = true;
 
-  Schedule s = sched::NewSchedule(ctx, params, layout, static_cast<size_t>(2 * a * b + 6 * (a + b)));
+  Schedule s =
+      sched::NewSchedule(ctx, params, layout, static_cast<size_t>(2 * a * b + 6 * (a + b)));
   RankView v;
   v.q_slot.resize(static_cast<size_t>(a));
   v.kv_slot.resize(static_cast<size_t>(b));
@@ -428,6 +448,8 @@ Result<Schedule> Attention2DOverlapStrategy::Expand(const PlanContext& ctx, cons
 
 }  // namespace
 
-std::unique_ptr<Strategy> NewAttention2DOverlapStrategy() { return std::make_unique<Attention2DOverlapStrategy>(); }
+std::unique_ptr<Strategy> NewAttention2DOverlapStrategy() {
+  return std::make_unique<Attention2DOverlapStrategy>();
+}
 
 }  // namespace meshplan::planner::schemes

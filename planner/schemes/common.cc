@@ -1,7 +1,8 @@
 #include "planner/schemes/common.h"
-#include "planner/schemes/registry.h"
 
 #include <algorithm>
+
+#include "planner/schemes/registry.h"
 
 namespace meshplan::planner::schemes {
 
@@ -34,7 +35,8 @@ std::string UlyssesProblem(const Workload& w, int64_t degree) {
   return "";
 }
 
-void SetFlops(Estimate& e, const PlanContext& ctx, const std::vector<int64_t>& pairs, int64_t heads) {
+void SetFlops(Estimate& e, const PlanContext& ctx, const std::vector<int64_t>& pairs,
+              int64_t heads) {
   int64_t max_pairs = 0;
   double sum = 0;
   for (int64_t p : pairs) {
@@ -43,18 +45,20 @@ void SetFlops(Estimate& e, const PlanContext& ctx, const std::vector<int64_t>& p
   }
   const double factor = PassFlopsFactor(ctx.workload.pass);
   e.flops_max = ctx.ForwardFlops(max_pairs, heads) * factor;
-  e.flops_mean = pairs.empty() ? 0.0
-                               : ctx.ForwardFlops(1, heads) * factor * sum / static_cast<double>(pairs.size());
+  e.flops_mean =
+      pairs.empty() ? 0.0
+                    : ctx.ForwardFlops(1, heads) * factor * sum / static_cast<double>(pairs.size());
 }
 
 double BaseMemory(const PlanContext& ctx) {
   const ShardBytes& s = ctx.shard;
-  double bytes = s.q + s.kv + s.q + s.lse;               // Q, K+V, O, LSE
+  double bytes = s.q + s.kv + s.q + s.lse;                                // Q, K+V, O, LSE
   if (HasBackward(ctx.workload.pass)) bytes += s.q + s.q + s.kv + s.lse;  // dO, dQ, dK+dV, D
   return bytes;
 }
 
-void SetMemory(Estimate& e, const PlanContext& ctx, double fwd_work, double bwd_work, double cache_hold) {
+void SetMemory(Estimate& e, const PlanContext& ctx, double fwd_work, double bwd_work,
+               double cache_hold) {
   const Pass pass = ctx.workload.pass;
   const bool cache = e.params.cache_forward && HasBackward(pass);
   double work = 0;
@@ -132,9 +136,10 @@ std::vector<int64_t> Divisors(int64_t n) {
 
 void AddVariants(const PlanContext& ctx, SchemeParams base, const std::vector<Layout>& layouts,
                  Placements placements, std::vector<SchemeParams>* out) {
-  const auto orders = placements == Placements::kAll
-                          ? AllPlacements(RankDims(base))
-                          : std::vector<std::vector<std::string>>{CanonicalPlacement(RankDims(base))};
+  const auto orders =
+      placements == Placements::kAll
+          ? AllPlacements(RankDims(base))
+          : std::vector<std::vector<std::string>>{CanonicalPlacement(RankDims(base))};
   for (Layout layout : layouts) {
     for (bool cache : {false, true}) {
       if (cache && !HasBackward(ctx.workload.pass)) continue;
@@ -156,11 +161,12 @@ std::vector<Layout> TileLayouts(const Mask& mask) {
   return layouts;
 }
 
-void AddTileCandidates(const PlanContext& ctx, SchemeParams base, int64_t ranks, bool both_reduce_chains,
-                       std::vector<SchemeParams>* out) {
+void AddTileCandidates(const PlanContext& ctx, SchemeParams base, int64_t ranks,
+                       bool both_reduce_chains, std::vector<SchemeParams>* out) {
   const std::vector<ReduceChain> chains =
-      both_reduce_chains ? std::vector<ReduceChain>{ReduceChain::kOwnerLast, ReduceChain::kOwnerFirst}
-           : std::vector<ReduceChain>{base.reduce_chain};
+      both_reduce_chains
+          ? std::vector<ReduceChain>{ReduceChain::kOwnerLast, ReduceChain::kOwnerFirst}
+          : std::vector<ReduceChain>{base.reduce_chain};
   for (int64_t a : Divisors(ranks)) {
     base.tile_a = a;
     base.tile_b = ranks / a;
@@ -189,20 +195,25 @@ std::string BalancedLayoutSchemes() {
 
 }  // namespace
 
-std::string LayoutOrPlacementProblem(const SchemeParams& params, const ShardLayout& layout, const Mask& mask) {
+std::string LayoutOrPlacementProblem(const SchemeParams& params, const ShardLayout& layout,
+                                     const Mask& mask) {
   const Strategy* strategy = FindStrategy(params.scheme);
-  if (layout.kind == Layout::kBalanced && (strategy == nullptr || !strategy->OffersBalancedLayout())) {
-    return "the balanced layout (load-balanced dispatch) is offered to " + BalancedLayoutSchemes() + " only";
+  if (layout.kind == Layout::kBalanced &&
+      (strategy == nullptr || !strategy->OffersBalancedLayout())) {
+    return "the balanced layout (load-balanced dispatch) is offered to " + BalancedLayoutSchemes() +
+           " only";
   }
   if (Status st = layout.Validate(mask); !st.ok()) return st.message();
-  if (Status st = ValidatePlacement(RankDims(params), params.placement); !st.ok()) return st.message();
+  if (Status st = ValidatePlacement(RankDims(params), params.placement); !st.ok())
+    return st.message();
   return "";
 }
 
-std::string WholeClusterProblem(const PlanContext& ctx, const SchemeParams& p, const std::string& degree_name) {
+std::string WholeClusterProblem(const PlanContext& ctx, const SchemeParams& p,
+                                const std::string& degree_name) {
   if (p.ring != ctx.num_ranks) {
-    return degree_name + " degree " + std::to_string(p.ring) + " must equal the " + std::to_string(ctx.num_ranks) +
-           " GPUs";
+    return degree_name + " degree " + std::to_string(p.ring) + " must equal the " +
+           std::to_string(ctx.num_ranks) + " GPUs";
   }
   const ShardLayout layout = ctx.LayoutFor(p.layout, ctx.num_ranks, 1);
   return LayoutOrPlacementProblem(p, layout, ctx.workload.mask);
@@ -211,8 +222,8 @@ std::string WholeClusterProblem(const PlanContext& ctx, const SchemeParams& p, c
 std::string TileGridProblem(const PlanContext& ctx, const SchemeParams& p) {
   const int64_t ranks = ctx.num_ranks;
   if (p.tile_a < 1 || p.tile_b < 1 || p.tile_a * p.tile_b != ranks) {
-    return "tile " + std::to_string(p.tile_a) + " x " + std::to_string(p.tile_b) + " does not cover the " +
-           std::to_string(ranks) + " GPUs (a*b must equal P)";
+    return "tile " + std::to_string(p.tile_a) + " x " + std::to_string(p.tile_b) +
+           " does not cover the " + std::to_string(ranks) + " GPUs (a*b must equal P)";
   }
   const ShardLayout layout{p.layout, ctx.workload.seq_len, ranks, 1};
   return LayoutOrPlacementProblem(p, layout, ctx.workload.mask);

@@ -25,13 +25,15 @@ std::optional<Strategy::ParamProblem> HeadDegreeProblem(const SchemeParams& para
                                                         const Workload& workload);
 
 // Sets flops_max and flops_mean from unmasked pairs per rank (or per shard) and heads per rank.
-void SetFlops(Estimate& e, const PlanContext& ctx, const std::vector<int64_t>& pairs, int64_t heads);
+void SetFlops(Estimate& e, const PlanContext& ctx, const std::vector<int64_t>& pairs,
+              int64_t heads);
 
 // Per-rank bytes every scheme holds: own Q, K, V, final O and LSE; with a backward also dO,
 // final dQ, dK, dV and D.
 double BaseMemory(const PlanContext& ctx);
 // peak = base + (cache ? cache_hold : 0) + max(fwd_work if forward, bwd_work if backward).
-void SetMemory(Estimate& e, const PlanContext& ctx, double fwd_work, double bwd_work, double cache_hold);
+void SetMemory(Estimate& e, const PlanContext& ctx, double fwd_work, double bwd_work,
+               double cache_hold);
 
 // Copies per-level and total bytes; fwd_bytes/bwd_bytes are the closed-form per-rank volumes.
 void SetTraffic(Estimate& e, const Traffic& traffic, double fwd_bytes, double bwd_bytes);
@@ -68,18 +70,20 @@ std::vector<Layout> TileLayouts(const Mask& mask);
 // Every tile a x b = ranks of `base` (a 2-D scheme; base.ulysses is kept), with TileLayouts,
 // cache choices and all placements (AddVariants), and for Mesh both reduce chains (owner-last,
 // owner-first) when both_reduce_chains, else base's chain only, appended to `out`.
-void AddTileCandidates(const PlanContext& ctx, SchemeParams base, int64_t ranks, bool both_reduce_chains,
-                       std::vector<SchemeParams>* out);
+void AddTileCandidates(const PlanContext& ctx, SchemeParams base, int64_t ranks,
+                       bool both_reduce_chains, std::vector<SchemeParams>* out);
 
 // Checks every scheme shares: the scheme offers the layout (balanced: Strategy::
 // OffersBalancedLayout), the layout fits the sequence and mask, the placement names the rank
 // grid's dimensions. Empty when fine, else the reason.
-std::string LayoutOrPlacementProblem(const SchemeParams& params, const ShardLayout& layout, const Mask& mask);
+std::string LayoutOrPlacementProblem(const SchemeParams& params, const ShardLayout& layout,
+                                     const Mask& mask);
 // The checks of the schemes whose one rank dimension spans every GPU (ring, all-gather KV):
 // `degree_name` degree p.ring equals the GPU count, then LayoutOrPlacementProblem over P shards.
-std::string WholeClusterProblem(const PlanContext& ctx, const SchemeParams& params, const std::string& degree_name);
-// The 2-D tile of the collective tile schemes (one tile over every GPU): a x b = P, then LayoutOrPlacementProblem over
-// P shards. "" when valid.
+std::string WholeClusterProblem(const PlanContext& ctx, const SchemeParams& params,
+                                const std::string& degree_name);
+// The 2-D tile of the collective tile schemes (one tile over every GPU): a x b = P, then
+// LayoutOrPlacementProblem over P shards. "" when valid.
 std::string TileGridProblem(const PlanContext& ctx, const SchemeParams& params);
 
 // A valid estimate for params, to be filled by the strategy.

@@ -1,10 +1,10 @@
 #include "planner/schemes/head_ring.h"
 
 #include "planner/compute_model.h"
-#include "planner/schedule_builder.h"
-#include "planner/schemes/common.h"
 #include "planner/patterns/all_to_all.h"
 #include "planner/patterns/ring_pass.h"
+#include "planner/schedule_builder.h"
+#include "planner/schemes/common.h"
 #include "planner/schemes/registry.h"
 
 namespace meshplan::planner::schemes {
@@ -15,8 +15,9 @@ namespace {
 // while the inner ring rotates and the next round's KV arrives over the outer ring. Adds its
 // stages and traffic to the estimate and returns the bytes one rank sends (the expansion below
 // emits the same messages).
-double DoubleRingPass(Estimate& e, const PlanContext& ctx, const Placement& placement, int inner_dim,
-                      int outer_dim, Phase phase, bool cache, double step_compute_s, Traffic& traffic) {
+double DoubleRingPass(Estimate& e, const PlanContext& ctx, const Placement& placement,
+                      int inner_dim, int outer_dim, Phase phase, bool cache, double step_compute_s,
+                      Traffic& traffic) {
   const int64_t w = placement.DimSize(inner_dim), windows = placement.DimSize(outer_dim);
   const ShardBytes& s = ctx.shard;
   const bool fwd = phase == Phase::kForward;
@@ -50,14 +51,18 @@ Estimate HeadRingEstimate(const PlanContext& ctx, const SchemeParams& p, const S
   Estimate e = ValidEstimate(p);
   const Placement placement(RankDims(p), p.placement);
   SetFlops(e, ctx, ctx.RowPairsFor(layout), HeadsPerRank(w, u));
-  const double step_s = KernelSeconds(ctx.topology.gpu, w.dtype, e.flops_max / PassFlopsFactor(w.pass) / r,
-                                      layout.KernelBlockTokens(), 1);
+  const double step_s =
+      KernelSeconds(ctx.topology.gpu, w.dtype, e.flops_max / PassFlopsFactor(w.pass) / r,
+                    layout.KernelBlockTokens(), 1);
   Traffic traffic(ctx.num_ranks, ctx.topology.num_levels());
   auto ring = [&](Phase phase, bool cache) {
     if (double_ring) return DoubleRingPass(e, ctx, placement, 1, 2, phase, cache, step_s, traffic);
-    if (r > 1) return RingPass(e, ctx, placement, 1, phase, cache, /*own_shard_last=*/false, step_s, traffic);
-    AddCompute(e, phase == Phase::kForward ? "fwd attention (full sequence, own heads)" : "bwd attention",
-               phase == Phase::kForward ? step_s : ctx.BackwardSeconds(step_s, 1));
+    if (r > 1)
+      return RingPass(e, ctx, placement, 1, phase, cache, /*own_shard_last=*/false, step_s,
+                      traffic);
+    AddCompute(
+        e, phase == Phase::kForward ? "fwd attention (full sequence, own heads)" : "bwd attention",
+        phase == Phase::kForward ? step_s : ctx.BackwardSeconds(step_s, 1));
     return 0.0;
   };
   double fwd_bytes = 0, bwd_bytes = 0;

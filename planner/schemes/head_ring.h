@@ -1,6 +1,7 @@
-// The head-parallel ring family: one pattern with different ring shapes (an all-to-all over U ranks around no ring, a ring of R, or a double ring of
-// cp/w windows of w). Their strategies validate their own parameters and share this estimate
-// and this expansion, so that the family's model and schedule cannot fork.
+// The head-parallel ring family: one pattern with different ring shapes (an all-to-all over U ranks
+// around no ring, a ring of R, or a double ring of cp/w windows of w). Their strategies validate
+// their own parameters and share this estimate and this expansion, so that the family's model and
+// schedule cannot fork.
 #pragma once
 
 #include <cstdint>
@@ -20,9 +21,9 @@ Estimate HeadRingEstimate(const PlanContext& ctx, const SchemeParams& p, const S
                           bool double_ring);
 
 // Head-parallel (Ulysses degree u) x double-ring (r ring ranks in r/w windows of w) schedule:
-// No ring is r = 1, a single ring w = r. Rank = h + u*rho with ring rank rho = i + w*o (inner position i,
-// window o); `layout` has r shards subdivided u times. Per pass: all-to-all in (group: the u
-// ranks of rho), the double ring over the r ranks of one head index, all-to-all out.
+// No ring is r = 1, a single ring w = r. Rank = h + u*rho with ring rank rho = i + w*o (inner
+// position i, window o); `layout` has r shards subdivided u times. Per pass: all-to-all in (group:
+// the u ranks of rho), the double ring over the r ranks of one head index, all-to-all out.
 // docs/schedules.md describes every op.
 // REQUIRES: sched::CheckGrid passed; w >= 1 divides r.
 Schedule ExpandHeadRing(const PlanContext& ctx, const SchemeParams& params,

@@ -1,7 +1,7 @@
 // LoongTrain: head parallelism hp x double-ring context parallelism cp with windows of w ranks
-// (docs/schemes.md). Expansion (docs/schedules.md): like the single-ring head-parallel scheme, but the ring is a double ring:
-// cp/w rounds of w-1 inner shifts each, with the outer shift of the next round's KV overlapped
-// with the inner rotation.
+// (docs/schemes.md). Expansion (docs/schedules.md): like the single-ring head-parallel scheme, but
+// the ring is a double ring: cp/w rounds of w-1 inner shifts each, with the outer shift of the next
+// round's KV overlapped with the inner rotation.
 #include "planner/schedule_builder.h"
 #include "planner/schemes/common.h"
 #include "planner/schemes/head_ring.h"
@@ -14,9 +14,9 @@ constexpr std::string_view kName = "loongtrain";
 
 // The window rule, the one place enumeration, validity and expansion read it. Windows of w ring
 // ranks must tile the cp ring ranks: w >= 1 divides cp. A double ring proper has 1 < w < cp;
-// w = 1 (windows of one rank) or w = cp (one window) is a plain ring, which the single-ring schemes already
-// offer, so the search skips it and Evaluate rejects it; Expand still builds it (the schedule is
-// well formed, and the expansion tests cover these edge cases).
+// w = 1 (windows of one rank) or w = cp (one window) is a plain ring, which the single-ring schemes
+// already offer, so the search skips it and Evaluate rejects it; Expand still builds it (the
+// schedule is well formed, and the expansion tests cover these edge cases).
 enum class Window { kNotDividing, kPlainRing, kDoubleRing };
 Window ClassifyWindow(int64_t cp, int64_t w) {
   if (w < 1 || cp < 1 || cp % w != 0) return Window::kNotDividing;
@@ -32,15 +32,18 @@ class LoongTrainStrategy final : public Strategy {
   }
   bool OffersBalancedLayout() const override { return true; }
   std::vector<RankDim> RankDims(const SchemeParams& p) const override {
-    return {{"head", p.ulysses}, {"inner", p.window}, {"outer", p.window > 0 ? p.ring / p.window : 0}};
+    return {
+        {"head", p.ulysses}, {"inner", p.window}, {"outer", p.window > 0 ? p.ring / p.window : 0}};
   }
   std::string DescribeDegrees(const SchemeParams& p) const override {
-    return "hp=" + std::to_string(p.ulysses) + " cp=" + std::to_string(p.ring) + " w=" + std::to_string(p.window);
+    return "hp=" + std::to_string(p.ulysses) + " cp=" + std::to_string(p.ring) +
+           " w=" + std::to_string(p.window);
   }
   std::optional<ParamProblem> CheckParams(const SchemeParams& p, const Workload& w) const override {
     if (ClassifyWindow(p.ring, p.window) == Window::kNotDividing) {
       return ParamProblem{"window", "the inner ring size " + std::to_string(p.window) +
-                                        " must divide the ring (cp) degree " + std::to_string(p.ring)};
+                                        " must divide the ring (cp) degree " +
+                                        std::to_string(p.ring)};
     }
     return HeadDegreeProblem(p, w);
   }
@@ -103,14 +106,16 @@ Estimate LoongTrainStrategy::Evaluate(const PlanContext& ctx, const SchemeParams
           p, "window " + std::to_string(p.window) + " must divide cp = " + std::to_string(p.ring));
     case Window::kPlainRing:
       return Invalid(p, "a double ring needs 1 < w < cp (cp = " + std::to_string(p.ring) +
-                            "); with w = 1 or w = cp it is a plain ring, which the single-ring schemes offer (meshplan plan "
+                            "); with w = 1 or w = cp it is a plain ring, which the single-ring "
+                            "schemes offer (meshplan plan "
                             "--list-schemes)");
     case Window::kDoubleRing:
       break;
   }
   if (std::string why = UlyssesProblem(w, p.ulysses); !why.empty()) return Invalid(p, why);
   const ShardLayout layout = ctx.LayoutFor(p.layout, p.ring, p.ulysses);
-  if (std::string why = LayoutOrPlacementProblem(p, layout, w.mask); !why.empty()) return Invalid(p, why);
+  if (std::string why = LayoutOrPlacementProblem(p, layout, w.mask); !why.empty())
+    return Invalid(p, why);
 
   return HeadRingEstimate(ctx, p, layout, /*double_ring=*/true);
 }

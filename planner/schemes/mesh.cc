@@ -14,7 +14,8 @@ class MeshStrategy final : public Strategy {
  public:
   Scheme scheme() const override { return Scheme(kName); }
   std::string_view summary() const override {
-    return "Mesh-Attention: an a x b tile per GPU, p2p ring shifts overlapped with the blocks by a greedy step schedule";
+    return "Mesh-Attention: an a x b tile per GPU, p2p ring shifts overlapped with the blocks by a "
+           "greedy step schedule";
   }
   std::vector<RankDim> RankDims(const SchemeParams& p) const override {
     return {{"q", p.tile_a}, {"kv", p.tile_b}};
@@ -40,7 +41,8 @@ Estimate MeshStrategy::Evaluate(const PlanContext& ctx, const SchemeParams& p) c
   const Workload& w = ctx.workload;
   if (std::string why = MeshTileProblem(p, ctx.num_ranks); !why.empty()) return Invalid(p, why);
   const ShardLayout layout{p.layout, w.seq_len, ctx.num_ranks, 1};
-  if (std::string why = LayoutOrPlacementProblem(p, layout, w.mask); !why.empty()) return Invalid(p, why);
+  if (std::string why = LayoutOrPlacementProblem(p, layout, w.mask); !why.empty())
+    return Invalid(p, why);
   Estimate e = ValidEstimate(p);
   const Placement placement(RankDims(p), p.placement);
   Traffic traffic(ctx.num_ranks, ctx.topology.num_levels());

@@ -1,7 +1,7 @@
 // The Mesh-Attention tile pass (mesh_tile.h): validity and estimate first, then the expansion of
 // the a x b tile (p2p ring shifts, greedy step schedule), alone or with a head-parallel
-// dimension (Ulysses all-to-all over U ranks around a tile over M = P/U ranks). docs/mesh-attention.md explains the
-// design; docs/schemes.md fixes the bytes of every message.
+// dimension (Ulysses all-to-all over U ranks around a tile over M = P/U ranks).
+// docs/mesh-attention.md explains the design; docs/schemes.md fixes the bytes of every message.
 //
 // The greedy step schedule is computed once per phase in local indices and replayed for every
 // rank, translating slots to global shards with the maps of planner/mesh/assignment.h.
@@ -17,16 +17,17 @@
 #include "planner/mesh/assignment.h"
 #include "planner/mesh/greedy.h"
 #include "planner/mesh/step_costs.h"
-#include "planner/schemes/common.h"
 #include "planner/patterns/all_to_all.h"
+#include "planner/schemes/common.h"
 #include "planner/schemes/registry.h"
 
 namespace meshplan::planner::schemes {
 
 std::string MeshTileProblem(const SchemeParams& p, int64_t mesh_ranks) {
   if (p.tile_a < 1 || p.tile_b < 1 || p.tile_a * p.tile_b != mesh_ranks) {
-    return "tile " + std::to_string(p.tile_a) + " x " + std::to_string(p.tile_b) + " does not cover the " +
-           std::to_string(mesh_ranks) + " mesh ranks (a*b must equal them)";
+    return "tile " + std::to_string(p.tile_a) + " x " + std::to_string(p.tile_b) +
+           " does not cover the " + std::to_string(mesh_ranks) +
+           " mesh ranks (a*b must equal them)";
   }
   return "";
 }
@@ -76,8 +77,8 @@ double MeshPass(Estimate& e, const PlanContext& ctx, const SchemeParams& params,
     const double kv_comm = (step.shift == mesh::ShiftKind::kKV ? t.kv_shift : 0.0) +
                            static_cast<double>(step.kv_partial_sends.size()) * t.kv_partial;
     const double comm_s = t.shared_link ? q_comm + kv_comm : std::max(q_comm, kv_comm);
-    if (!e.stages.empty() && e.stages.back().label == label && e.stages.back().compute_s == compute &&
-        e.stages.back().comm_s == comm_s) {
+    if (!e.stages.empty() && e.stages.back().label == label &&
+        e.stages.back().compute_s == compute && e.stages.back().comm_s == comm_s) {
       ++e.stages.back().count;  // fold identical consecutive steps
     } else {
       e.stages.push_back({label, compute, comm_s, true, 1});
@@ -89,24 +90,29 @@ double MeshPass(Estimate& e, const PlanContext& ctx, const SchemeParams& params,
 
 }  // namespace
 
-void MeshTilePass(Estimate& e, const PlanContext& ctx, const SchemeParams& p, const Placement& placement,
-                  const ShardLayout& layout, int64_t heads, Traffic& traffic) {
+void MeshTilePass(Estimate& e, const PlanContext& ctx, const SchemeParams& p,
+                  const Placement& placement, const ShardLayout& layout, int64_t heads,
+                  Traffic& traffic) {
   const int ulysses_dim = mesh::QDim(p) == 1 ? 0 : -1;  // the head-parallel dimension, if any
   const Workload& w = ctx.workload;
   const int64_t a = p.tile_a, b = p.tile_b;
   SetFlops(e, ctx, ctx.TilePairsFor(layout, a), heads);
   double fwd_bytes = 0, bwd_bytes = 0;
   if (HasForward(w.pass)) {
-    if (ulysses_dim >= 0) fwd_bytes += UlyssesIn(e, ctx, placement, ulysses_dim, Phase::kForward, false, traffic);
+    if (ulysses_dim >= 0)
+      fwd_bytes += UlyssesIn(e, ctx, placement, ulysses_dim, Phase::kForward, false, traffic);
     fwd_bytes += MeshPass(e, ctx, p, placement, Phase::kForward, traffic);
-    if (ulysses_dim >= 0) fwd_bytes += UlyssesOut(e, ctx, placement, ulysses_dim, Phase::kForward, traffic);
+    if (ulysses_dim >= 0)
+      fwd_bytes += UlyssesOut(e, ctx, placement, ulysses_dim, Phase::kForward, traffic);
   }
   if (HasBackward(w.pass)) {
     if (ulysses_dim >= 0) {
-      bwd_bytes += UlyssesIn(e, ctx, placement, ulysses_dim, Phase::kBackward, p.cache_forward, traffic);
+      bwd_bytes +=
+          UlyssesIn(e, ctx, placement, ulysses_dim, Phase::kBackward, p.cache_forward, traffic);
     }
     bwd_bytes += MeshPass(e, ctx, p, placement, Phase::kBackward, traffic);
-    if (ulysses_dim >= 0) bwd_bytes += UlyssesOut(e, ctx, placement, ulysses_dim, Phase::kBackward, traffic);
+    if (ulysses_dim >= 0)
+      bwd_bytes += UlyssesOut(e, ctx, placement, ulysses_dim, Phase::kBackward, traffic);
   }
   SetTraffic(e, traffic, fwd_bytes, bwd_bytes);
   const ShardBytes& s = ctx.shard;
@@ -115,10 +121,10 @@ void MeshTilePass(Estimate& e, const PlanContext& ctx, const SchemeParams& p, co
   // dQ per Q slot, dK,dV per KV slot. Ulysses adds head-layout copies.
   const double ulysses_fwd = ulysses_dim >= 0 ? 2 * s.q + s.kv : 0.0;
   const double ulysses_bwd = ulysses_dim >= 0 ? 2 * s.q + s.kv + s.lse : 0.0;
-  SetMemory(e, ctx,
-            ulysses_fwd + (a - 1) * s.q + (b - 1) * s.kv + (a + 1) * (s.o_partial + s.lse),
+  SetMemory(e, ctx, ulysses_fwd + (a - 1) * s.q + (b - 1) * s.kv + (a + 1) * (s.o_partial + s.lse),
             ulysses_bwd + (a - 1) * ((p.cache_forward ? 0.0 : s.q) + s.q + 2 * s.lse) +
-                (p.cache_forward ? 0.0 : (b - 1) * s.kv) + (a + 1) * s.dq_partial + (b + 1) * s.dkv_partial,
+                (p.cache_forward ? 0.0 : (b - 1) * s.kv) + (a + 1) * s.dq_partial +
+                (b + 1) * s.dkv_partial,
             ulysses_bwd + (a - 1) * s.q + (b - 1) * s.kv);
   FinishTime(e);
 }
@@ -177,12 +183,14 @@ class MeshExpander {
     const Workload& w = ctx_.workload;
     const int64_t P = ctx_.num_ranks;
     if (U_ < 1 || P % U_ != 0) {
-      return Status::Invalid(std::string(SchemeName(params_.scheme)) + ": Ulysses degree " + std::to_string(U_) +
-                             " does not divide " + std::to_string(P) + " ranks");
+      return Status::Invalid(std::string(SchemeName(params_.scheme)) + ": Ulysses degree " +
+                             std::to_string(U_) + " does not divide " + std::to_string(P) +
+                             " ranks");
     }
     if (w.q_heads % U_ != 0 || w.kv_heads % U_ != 0) {
-      return Status::Invalid(std::string(SchemeName(params_.scheme)) + ": Ulysses degree " + std::to_string(U_) +
-                             " does not divide the KV heads (" + std::to_string(w.kv_heads) + ")");
+      return Status::Invalid(std::string(SchemeName(params_.scheme)) + ": Ulysses degree " +
+                             std::to_string(U_) + " does not divide the KV heads (" +
+                             std::to_string(w.kv_heads) + ")");
     }
     const int64_t M = P / U_;
     shape_ = {M, params_.tile_a, params_.tile_b};
@@ -269,7 +277,8 @@ class MeshExpander {
     p.a2a_out_tensors = out.tensors;
     p.a2a_out_bytes = RoundBytes(AllToAllSent(out.bytes, U_));
     // Message sizes come from the same function the analytic estimate uses.
-    const mesh::MessageBytes m = mesh::PhaseMessageBytes(s, phase, cache && phase == Phase::kBackward);
+    const mesh::MessageBytes m =
+        mesh::PhaseMessageBytes(s, phase, cache && phase == Phase::kBackward);
     p.q_shift_bytes = RoundBytes(m.q_shift);
     p.kv_shift_bytes = RoundBytes(m.kv_shift);
     p.q_partial_bytes = RoundBytes(m.q_partial);

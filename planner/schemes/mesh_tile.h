@@ -21,7 +21,8 @@ std::string MeshTileProblem(const SchemeParams& params, int64_t mesh_ranks);
 // Fills flops, bytes, memory and time of a plan of the family: the Ulysses all-to-alls (with a
 // head-parallel dimension only) around the tile pass, `heads` query heads per rank.
 void MeshTilePass(Estimate& e, const PlanContext& ctx, const SchemeParams& params,
-                  const Placement& placement, const ShardLayout& layout, int64_t heads, Traffic& traffic);
+                  const Placement& placement, const ShardLayout& layout, int64_t heads,
+                  Traffic& traffic);
 
 // The schedule of a plan of the family (u_degree = 1 without head parallelism): the
 // greedy step schedule of the a x b tile over M = P/U ranks, replayed for every rank, with the

@@ -16,13 +16,15 @@ class MeshUlyssesStrategy final : public Strategy {
  public:
   Scheme scheme() const override { return Scheme(kName); }
   std::string_view summary() const override {
-    return "Ulysses over U GPUs x Mesh-Attention a x b tiles over the other GPUs (meshplan's hybrid)";
+    return "Ulysses over U GPUs x Mesh-Attention a x b tiles over the other GPUs (meshplan's "
+           "hybrid)";
   }
   std::vector<RankDim> RankDims(const SchemeParams& p) const override {
     return {{"ulysses", p.ulysses}, {"q", p.tile_a}, {"kv", p.tile_b}};
   }
   std::string DescribeDegrees(const SchemeParams& p) const override {
-    return "U=" + std::to_string(p.ulysses) + " a=" + std::to_string(p.tile_a) + " b=" + std::to_string(p.tile_b);
+    return "U=" + std::to_string(p.ulysses) + " a=" + std::to_string(p.tile_a) +
+           " b=" + std::to_string(p.tile_b);
   }
   bool UsesReduceChain() const override { return true; }
   std::optional<ParamProblem> CheckParams(const SchemeParams& p, const Workload& w) const override {
@@ -57,7 +59,8 @@ std::vector<SchemeParams> MeshUlyssesStrategy::Enumerate(const PlanContext& ctx)
 
 Estimate MeshUlyssesStrategy::Evaluate(const PlanContext& ctx, const SchemeParams& p) const {
   const Workload& w = ctx.workload;
-  if (p.ulysses < 2) return Invalid(p, "mesh-ulysses needs a head-parallel degree of at least 2 (U = 1 is mesh)");
+  if (p.ulysses < 2)
+    return Invalid(p, "mesh-ulysses needs a head-parallel degree of at least 2 (U = 1 is mesh)");
   if (ctx.num_ranks % p.ulysses != 0) {
     return Invalid(p, "Ulysses degree " + std::to_string(p.ulysses) + " does not divide the " +
                           std::to_string(ctx.num_ranks) + " GPUs");
@@ -66,7 +69,8 @@ Estimate MeshUlyssesStrategy::Evaluate(const PlanContext& ctx, const SchemeParam
   const int64_t mesh_ranks = ctx.num_ranks / p.ulysses;
   if (std::string why = MeshTileProblem(p, mesh_ranks); !why.empty()) return Invalid(p, why);
   const ShardLayout layout{p.layout, w.seq_len, mesh_ranks, p.ulysses};
-  if (std::string why = LayoutOrPlacementProblem(p, layout, w.mask); !why.empty()) return Invalid(p, why);
+  if (std::string why = LayoutOrPlacementProblem(p, layout, w.mask); !why.empty())
+    return Invalid(p, why);
   Estimate e = ValidEstimate(p);
   const Placement placement(RankDims(p), p.placement);
   Traffic traffic(ctx.num_ranks, ctx.topology.num_levels());

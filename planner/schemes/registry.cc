@@ -20,15 +20,9 @@ namespace {
 
 // The table: one line per scheme. Its order is the order of help texts, charts and searches.
 constexpr std::array kFactories = {
-    NewRingStrategy,
-    NewAllGatherKVStrategy,
-    NewUlyssesStrategy,
-    NewUspStrategy,
-    NewLoongTrainStrategy,
-    NewAttention2DStrategy,
-    NewMeshStrategy,
-    NewMeshUlyssesStrategy,
-    NewAttention2DOverlapStrategy,
+    NewRingStrategy, NewAllGatherKVStrategy, NewUlyssesStrategy,
+    NewUspStrategy,  NewLoongTrainStrategy,  NewAttention2DStrategy,
+    NewMeshStrategy, NewMeshUlyssesStrategy, NewAttention2DOverlapStrategy,
 };
 
 // The strategies, built once: they are stateless, so one shared, immutable instance of each
@@ -73,8 +67,8 @@ Result<Scheme> ParseScheme(std::string_view text) {
   for (const Scheme& scheme : AllSchemes()) {
     if (scheme.name() == text) return scheme;
   }
-  return Status::Invalid("unknown scheme '" + std::string(text) + "' (expected " + SchemeNamesText() +
-                         ")");
+  return Status::Invalid("unknown scheme '" + std::string(text) + "' (expected " +
+                         SchemeNamesText() + ")");
 }
 
 std::string SchemeNamesText() {

@@ -6,9 +6,9 @@
 #include <numeric>
 
 #include "planner/compute_model.h"
+#include "planner/patterns/ring_pass.h"
 #include "planner/schedule_builder.h"
 #include "planner/schemes/common.h"
-#include "planner/patterns/ring_pass.h"
 #include "planner/schemes/registry.h"
 
 namespace meshplan::planner::schemes {
@@ -20,12 +20,11 @@ class RingStrategy final : public Strategy {
  public:
   Scheme scheme() const override { return Scheme(kName); }
   std::string_view summary() const override {
-    return "Ring-Attention: K,V shards travel a ring of all GPUs (contiguous, zigzag or striped layout)";
+    return "Ring-Attention: K,V shards travel a ring of all GPUs (contiguous, zigzag or striped "
+           "layout)";
   }
   bool OffersBalancedLayout() const override { return true; }
-  std::vector<RankDim> RankDims(const SchemeParams& p) const override {
-    return {{"cp", p.ring}};
-  }
+  std::vector<RankDim> RankDims(const SchemeParams& p) const override { return {{"cp", p.ring}}; }
   std::string DescribeDegrees(const SchemeParams&) const override { return ""; }
   std::vector<SchemeParams> Enumerate(const PlanContext& ctx) const override;
   Estimate Evaluate(const PlanContext& ctx, const SchemeParams& params) const override;
@@ -37,7 +36,8 @@ std::vector<SchemeParams> RingStrategy::Enumerate(const PlanContext& ctx) const 
   p.scheme = scheme();
   p.ring = ctx.num_ranks;
   std::vector<SchemeParams> out;
-  AddVariants(ctx, p, SearchLayouts(ctx.workload.mask, /*every_layout=*/true), Placements::kCanonical, &out);
+  AddVariants(ctx, p, SearchLayouts(ctx.workload.mask, /*every_layout=*/true),
+              Placements::kCanonical, &out);
   return out;
 }
 
@@ -62,8 +62,8 @@ Estimate RingStrategy::Evaluate(const PlanContext& ctx, const SchemeParams& p) c
     fwd_bytes = RingPass(e, ctx, placement, 0, Phase::kForward, false, false, step_s, traffic);
   }
   if (HasBackward(w.pass)) {
-    bwd_bytes = RingPass(e, ctx, placement, 0, Phase::kBackward, p.cache_forward, /*own_shard_last=*/true, step_s,
-                         traffic);
+    bwd_bytes = RingPass(e, ctx, placement, 0, Phase::kBackward, p.cache_forward,
+                         /*own_shard_last=*/true, step_s, traffic);
   }
   SetTraffic(e, traffic, fwd_bytes, bwd_bytes);
   // Buffers: KV being used + KV arriving; fp32 O accumulator; backward adds dK,dV in and out

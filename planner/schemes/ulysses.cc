@@ -16,7 +16,8 @@ class UlyssesStrategy final : public Strategy {
  public:
   Scheme scheme() const override { return Scheme(kName); }
   std::string_view summary() const override {
-    return "DeepSpeed-Ulysses: all-to-all from sequence to head shards and back (needs KV heads >= GPUs)";
+    return "DeepSpeed-Ulysses: all-to-all from sequence to head shards and back (needs KV heads >= "
+           "GPUs)";
   }
   std::vector<RankDim> RankDims(const SchemeParams& p) const override {
     return {{"ulysses", p.ulysses}};
@@ -50,7 +51,8 @@ Estimate UlyssesStrategy::Evaluate(const PlanContext& ctx, const SchemeParams& p
   if (std::string why = UlyssesProblem(w, ranks); !why.empty()) return Invalid(p, why);
   if (p.layout != Layout::kContiguous) return Invalid(p, "Ulysses uses the contiguous layout");
   const ShardLayout layout{Layout::kContiguous, w.seq_len, 1, ranks};
-  if (std::string why = LayoutOrPlacementProblem(p, layout, w.mask); !why.empty()) return Invalid(p, why);
+  if (std::string why = LayoutOrPlacementProblem(p, layout, w.mask); !why.empty())
+    return Invalid(p, why);
 
   return HeadRingEstimate(ctx, p, layout, /*double_ring=*/false);
 }

@@ -62,7 +62,8 @@ Estimate UspStrategy::Evaluate(const PlanContext& ctx, const SchemeParams& p) co
   }
   if (std::string why = UlyssesProblem(w, p.ulysses); !why.empty()) return Invalid(p, why);
   const ShardLayout layout = ctx.LayoutFor(p.layout, p.ring, p.ulysses);
-  if (std::string why = LayoutOrPlacementProblem(p, layout, w.mask); !why.empty()) return Invalid(p, why);
+  if (std::string why = LayoutOrPlacementProblem(p, layout, w.mask); !why.empty())
+    return Invalid(p, why);
 
   return HeadRingEstimate(ctx, p, layout, /*double_ring=*/false);
 }

@@ -76,7 +76,8 @@ TEST(RunBench, APointThatDoesNotFitIsSkippedWithTheNeed) {
   ASSERT_EQ(rows->size(), 1u);
   EXPECT_EQ((*rows)[0].outcome, BenchOutcome::kSkipped);
   EXPECT_NE((*rows)[0].reason.find("host memory"), std::string::npos) << (*rows)[0].reason;
-  EXPECT_NE((*rows)[0].reason.find("1.00 KiB is available (test)"), std::string::npos) << (*rows)[0].reason;
+  EXPECT_NE((*rows)[0].reason.find("1.00 KiB is available (test)"), std::string::npos)
+      << (*rows)[0].reason;
 }
 
 TEST(RunBench, SpecErrorsAreOneLine) {

@@ -7,13 +7,13 @@
 #include <cmath>
 #include <string>
 
+#include "../planner/test_cluster.h"
 #include "capacity/scale_topology.h"
 #include "core/topology_toml.h"
 #include "core/units.h"
 #include "planner/context.h"
-#include "planner/search.h"
-#include "../planner/test_cluster.h"
 #include "planner/schemes/registry.h"
+#include "planner/search.h"
 
 namespace meshplan::capacity {
 namespace {
@@ -61,7 +61,8 @@ TEST(LongestFittingSequence, RingMatchesTheHandComputedMemoryBound) {
     EXPECT_FALSE(f.params.cache_forward);
     EXPECT_DOUBLE_EQ(f.peak_memory_bytes, static_cast<double>(expected / P) * per_token);
     EXPECT_LE(f.peak_memory_bytes + reserved, cluster.gpu.memory_bytes);
-    EXPECT_GT(static_cast<double>((expected + 2 * P) / P) * per_token + reserved, cluster.gpu.memory_bytes);
+    EXPECT_GT(static_cast<double>((expected + 2 * P) / P) * per_token + reserved,
+              cluster.gpu.memory_bytes);
   }
 }
 
@@ -77,12 +78,15 @@ TEST(LongestFittingSequence, LimitsAndReasons) {
   auto ulysses = LongestFittingSequence(cluster, w, {Scheme("ulysses")}, 0, kMaxSeqLen);
   ASSERT_TRUE(ulysses.ok());
   EXPECT_FALSE((*ulysses)[0].found);
-  EXPECT_NE((*ulysses)[0].reason.find("exceeds the 8 KV heads"), std::string::npos) << (*ulysses)[0].reason;
+  EXPECT_NE((*ulysses)[0].reason.find("exceeds the 8 KV heads"), std::string::npos)
+      << (*ulysses)[0].reason;
   // Reserving all the memory: nothing fits even at the granularity.
-  auto full = LongestFittingSequence(cluster, w, {Scheme("ring")}, cluster.gpu.memory_bytes, kMaxSeqLen);
+  auto full =
+      LongestFittingSequence(cluster, w, {Scheme("ring")}, cluster.gpu.memory_bytes, kMaxSeqLen);
   ASSERT_TRUE(full.ok());
   EXPECT_FALSE((*full)[0].found);
-  EXPECT_NE((*full)[0].reason.find("does not fit even at 32 tokens"), std::string::npos) << (*full)[0].reason;
+  EXPECT_NE((*full)[0].reason.find("does not fit even at 32 tokens"), std::string::npos)
+      << (*full)[0].reason;
   // Errors: a cap below the granularity, a document mask.
   EXPECT_FALSE(LongestFittingSequence(cluster, w, {Scheme("ring")}, 0, 16).ok());
   w.mask = Mask::Documents({1024, 1024});
@@ -116,9 +120,11 @@ TEST(LongestFittingSequence, MemoryGrowsWithTheSequenceForEveryScheme) {
       planner::SearchOptions options;
       options.schemes = {scheme};
       const planner::SearchResult result = planner::Search(ctx, options);
-      ASSERT_FALSE(result.ranked.empty()) << SchemeName(scheme) << " S=" << w.seq_len;  // valid at every multiple
+      ASSERT_FALSE(result.ranked.empty())
+          << SchemeName(scheme) << " S=" << w.seq_len;  // valid at every multiple
       double min_peak = result.ranked.front().peak_memory_bytes;
-      for (const planner::Estimate& e : result.ranked) min_peak = std::min(min_peak, e.peak_memory_bytes);
+      for (const planner::Estimate& e : result.ranked)
+        min_peak = std::min(min_peak, e.peak_memory_bytes);
       EXPECT_GT(min_peak, previous_min_peak) << SchemeName(scheme) << " S=" << w.seq_len;
       previous_min_peak = min_peak;
       const bool fits = result.ranked.front().fits;
@@ -126,10 +132,12 @@ TEST(LongestFittingSequence, MemoryGrowsWithTheSequenceForEveryScheme) {
       EXPECT_TRUE(fitted || !fits) << SchemeName(scheme) << " fits again at S=" << w.seq_len;
       fitted = fits;
     }
-    EXPECT_FALSE(fitted) << SchemeName(scheme) << ": the scan should reach sequences that do not fit";
+    EXPECT_FALSE(fitted) << SchemeName(scheme)
+                         << ": the scan should reach sequences that do not fit";
   }
   // And the search result is the last fitting candidate of such a scan.
-  auto fits = LongestFittingSequence(cluster, w, {Scheme("mesh"), Scheme("allgather-kv")}, 0, kMaxSeqLen);
+  auto fits =
+      LongestFittingSequence(cluster, w, {Scheme("mesh"), Scheme("allgather-kv")}, 0, kMaxSeqLen);
   ASSERT_TRUE(fits.ok());
   for (const LongestFit& f : *fits) {
     ASSERT_TRUE(f.found);
@@ -138,7 +146,8 @@ TEST(LongestFittingSequence, MemoryGrowsWithTheSequenceForEveryScheme) {
       const planner::PlanContext ctx(w, cluster);
       planner::SearchOptions options;
       options.schemes = {f.scheme};
-      EXPECT_EQ(planner::Search(ctx, options).ranked.front().fits, s == f.seq_len) << SchemeName(f.scheme);
+      EXPECT_EQ(planner::Search(ctx, options).ranked.front().fits, s == f.seq_len)
+          << SchemeName(f.scheme);
     }
   }
 }
@@ -152,7 +161,8 @@ TEST(SmallestClusterFor, ComputeBoundClusterFollowsTheFlopCount) {
   w.mask = Mask::Full();
   w.seq_len = int64_t{8} * 1024 * 105;  // divisible by 8m for m = 1..8 (and 2 * 8m for zigzag)
   const double rate = 1000e12 * 0.5;    // bf16 peak x efficiency
-  const double flops = 3.5 * 4.0 * static_cast<double>(w.seq_len) * static_cast<double>(w.seq_len) * 64 * 128;
+  const double flops =
+      3.5 * 4.0 * static_cast<double>(w.seq_len) * static_cast<double>(w.seq_len) * 64 * 128;
   const double budget = flops / (rate * 44);  // P >= 44 -> 48
   auto found = SmallestClusterFor(cluster, w, budget, {}, 0, 256);
   ASSERT_TRUE(found.ok()) << found.status().message();
@@ -210,8 +220,9 @@ TEST(SmallestClusterFor, MaxGpusOf2To62IsRefusedBeforeAnySearch) {
   w.seq_len = int64_t{64} << 10;
   auto none = SmallestClusterFor(DefaultTopology(), w, 1e-9, {}, 0, int64_t{1} << 62);
   ASSERT_FALSE(none.ok());
-  EXPECT_EQ(none.status().message(),
-            "fit: --max-gpus 4611686018427387904 is more than the 10000000 GPUs a topology may have");
+  EXPECT_EQ(
+      none.status().message(),
+      "fit: --max-gpus 4611686018427387904 is more than the 10000000 GPUs a topology may have");
 }
 
 TEST(SmallestClusterFor, MoreSizesThanTheLimitAreRefusedBeforeAnySearch) {
@@ -220,7 +231,8 @@ TEST(SmallestClusterFor, MoreSizesThanTheLimitAreRefusedBeforeAnySearch) {
   auto none = SmallestClusterFor(DefaultTopology(), w, 1e-9, {}, 0, 10'000'000);
   ASSERT_FALSE(none.ok());
   EXPECT_EQ(none.status().message(),
-            "fit: --max-gpus 10000000 means 1250000 cluster sizes of 8 GPUs to try, more than the 4096 one search "
+            "fit: --max-gpus 10000000 means 1250000 cluster sizes of 8 GPUs to try, more than the "
+            "4096 one search "
             "tries; lower --max-gpus");
 }
 
@@ -234,7 +246,8 @@ TEST(SmallestClusterFor, SearchStopsAtItsTimeLimitSayingHowFarItGot) {
   ASSERT_FALSE(none.ok());
   const std::string& m = none.status().message();
   EXPECT_EQ(m.rfind("fit: stopped after ", 0), 0u) << m;
-  EXPECT_NE(m.find("(the limit is 0.0 us), having tried 1 cluster sizes up to 8 GPUs without meeting the budget"),
+  EXPECT_NE(m.find("(the limit is 0.0 us), having tried 1 cluster sizes up to 8 GPUs without "
+                   "meeting the budget"),
             std::string::npos)
       << m;
 }
@@ -244,7 +257,8 @@ TEST(SmallestClusterFor, ABudgetThatIsNotAFinitePositiveNumberIsRefused) {
   for (double budget : {0.0, -1.0, std::nan(""), HUGE_VAL}) {
     auto none = SmallestClusterFor(DefaultTopology(), w, budget, {}, 0, 64);
     ASSERT_FALSE(none.ok()) << budget;
-    EXPECT_EQ(none.status().message(), "fit: the time budget must be positive and finite (seconds)");
+    EXPECT_EQ(none.status().message(),
+              "fit: the time budget must be positive and finite (seconds)");
   }
 }
 

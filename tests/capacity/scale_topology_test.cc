@@ -42,7 +42,8 @@ TEST(ScaleTopology, RejectsCountsThatAreNotWholeNodes) {
 }
 
 TEST(ScaleTopology, TorusKeepsItsOtherDimensions) {
-  auto torus = LoadTopologyFile(std::string(MESHPLAN_SOURCE_DIR) + "/topologies/hypothetical-torus-16x16.toml");
+  auto torus = LoadTopologyFile(std::string(MESHPLAN_SOURCE_DIR) +
+                                "/topologies/hypothetical-torus-16x16.toml");
   ASSERT_TRUE(torus.ok()) << torus.status().message();
   const NetworkLevel& outer = torus->levels.back();
   ASSERT_EQ(outer.kind, LinkKind::kTorus);

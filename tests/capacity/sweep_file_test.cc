@@ -3,7 +3,6 @@
 #include "capacity/sweep_file.h"
 
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <filesystem>
@@ -21,7 +20,8 @@ namespace {
 class SweepFileTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() / ("meshplan_sweep_file_test_" + std::to_string(getpid()));
+    dir_ = std::filesystem::temp_directory_path() /
+           ("meshplan_sweep_file_test_" + std::to_string(getpid()));
     std::filesystem::create_directories(dir_ / "sub");
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
@@ -102,10 +102,10 @@ TEST_F(SweepFileTest, KeysLeftOutStayUnset) {
   auto settings = ReadSweepFile(Write("one.toml", "heads = 16\n"));
   ASSERT_TRUE(settings.ok()) << settings.status().message();
   EXPECT_EQ(settings->workload.q_heads, 16);
-  EXPECT_FALSE(settings->topology_files || settings->gpus || settings->seq_lens || settings->schemes ||
-               settings->reserved_memory_bytes || settings->simulate);
-  EXPECT_FALSE(settings->workload.batch || settings->workload.kv_heads || settings->workload.dtype ||
-               settings->workload.mask || settings->workload.pass);
+  EXPECT_FALSE(settings->topology_files || settings->gpus || settings->seq_lens ||
+               settings->schemes || settings->reserved_memory_bytes || settings->simulate);
+  EXPECT_FALSE(settings->workload.batch || settings->workload.kv_heads ||
+               settings->workload.dtype || settings->workload.mask || settings->workload.pass);
 }
 
 TEST_F(SweepFileTest, ErrorsNameTheFileAndTheKey) {
@@ -127,7 +127,8 @@ TEST_F(SweepFileTest, ErrorsNameTheFileAndTheKey) {
   };
   for (const auto& [text, needles] : cases) {
     const std::string message = ErrorOf(text);
-    for (const std::string& needle : needles) EXPECT_NE(message.find(needle), std::string::npos) << message;
+    for (const std::string& needle : needles)
+      EXPECT_NE(message.find(needle), std::string::npos) << message;
   }
   auto missing = ReadSweepFile((dir_ / "missing.toml").string());
   ASSERT_FALSE(missing.ok());
@@ -137,16 +138,19 @@ TEST_F(SweepFileTest, ErrorsNameTheFileAndTheKey) {
 // Issue 17: "0^2" in a sweep file died with SIGFPE.
 TEST_F(SweepFileTest, ZeroToAPowerIsAnErrorNamingTheFileAndKey) {
   const std::string message = ErrorOf("seq = \"0^2\"\n");
-  EXPECT_NE(message.find(": seq: '0^2' is not a valid count: the base of a power must be at least 1"),
-            std::string::npos)
+  EXPECT_NE(
+      message.find(": seq: '0^2' is not a valid count: the base of a power must be at least 1"),
+      std::string::npos)
       << message;
-  EXPECT_NE(ErrorOf("heads = \"0^2\"\n").find(": heads: '0^2' is not a valid count"), std::string::npos);
+  EXPECT_NE(ErrorOf("heads = \"0^2\"\n").find(": heads: '0^2' is not a valid count"),
+            std::string::npos);
 }
 
 // Issue 17: reserve_gib = 1e308 (infinite bytes) and nan were accepted.
 TEST_F(SweepFileTest, ReserveGibMustBeFiniteAndInRange) {
   for (const char* text : {"reserve_gib = 1e308\n", "reserve_gib = nan\n", "reserve_gib = inf\n"}) {
-    EXPECT_NE(ErrorOf(text).find(": reserve_gib: must be a finite number of GiB, at most 1e6"), std::string::npos)
+    EXPECT_NE(ErrorOf(text).find(": reserve_gib: must be a finite number of GiB, at most 1e6"),
+              std::string::npos)
         << text;
   }
 }
@@ -158,7 +162,8 @@ TEST_F(SweepFileTest, WorkloadErrorsNameTheSweepFile) {
   ASSERT_TRUE(settings.ok()) << settings.status().message();
   auto spec = MakeSweepSpec(*settings);
   ASSERT_FALSE(spec.ok());
-  EXPECT_EQ(spec.status().message(), path + ": workload: heads (60) must be a multiple of kv-heads (8)");
+  EXPECT_EQ(spec.status().message(),
+            path + ": workload: heads (60) must be a multiple of kv-heads (8)");
 
   // With flags over the file, both are named.
   SweepSettings flags;
@@ -167,7 +172,8 @@ TEST_F(SweepFileTest, WorkloadErrorsNameTheSweepFile) {
   settings->Overlay(flags);
   spec = MakeSweepSpec(*settings);
   ASSERT_FALSE(spec.ok());
-  EXPECT_EQ(spec.status().message(), path + " and the flags: workload: heads (60) must be a multiple of kv-heads (7)");
+  EXPECT_EQ(spec.status().message(),
+            path + " and the flags: workload: heads (60) must be a multiple of kv-heads (7)");
 }
 
 }  // namespace

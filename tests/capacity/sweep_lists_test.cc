@@ -1,13 +1,14 @@
 // The list syntax of sweeps (docs/capacity-planning.md, List syntax): every row of the table and
 // every error the page names.
 #include "capacity/sweep_lists.h"
-#include "planner/schemes/registry.h"
 
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <string>
 #include <vector>
+
+#include "planner/schemes/registry.h"
 
 namespace meshplan::capacity {
 namespace {
@@ -28,7 +29,8 @@ TEST(ParseCountList, TheDocumentedForms) {
   EXPECT_EQ(Counts("8..100"), (std::vector<int64_t>{8, 16, 32, 64}));  // stops at the last <= HI
   EXPECT_EQ(Counts(" 2^20 , 8 "), (std::vector<int64_t>{M, 8}));
   // Items combine; duplicates are dropped, the first one kept.
-  EXPECT_EQ(Counts("32,8..64:+8,128..256,8"), (std::vector<int64_t>{32, 8, 16, 24, 40, 48, 56, 64, 128, 256}));
+  EXPECT_EQ(Counts("32,8..64:+8,128..256,8"),
+            (std::vector<int64_t>{32, 8, 16, 24, 40, 48, 56, 64, 128, 256}));
 }
 
 TEST(ParseCountList, ErrorsNameTheFlagAndTheItem) {
@@ -50,7 +52,8 @@ TEST(ParseCountList, ErrorsNameTheFlagAndTheItem) {
     ASSERT_FALSE(values.ok()) << text;
     const std::string& message = values.status().message();
     EXPECT_EQ(message.rfind("--gpus", 0), 0u) << message;
-    for (const std::string& needle : needles) EXPECT_NE(message.find(needle), std::string::npos) << message;
+    for (const std::string& needle : needles)
+      EXPECT_NE(message.find(needle), std::string::npos) << message;
   }
 }
 
@@ -71,7 +74,8 @@ TEST(ParseCountList, TheLongestListParsesWithoutQuadraticDeduplication) {
   // 1..100000:+1 is kMaxListValues values; a linear search per value made it 5e9 comparisons.
   const auto start = std::chrono::steady_clock::now();
   auto values = ParseCountList("1..100000:+1", "--gpus");
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ASSERT_TRUE(values.ok()) << values.status().message();
   EXPECT_EQ(values->size(), 100000u);
   EXPECT_EQ(values->back(), 100000);
@@ -81,8 +85,9 @@ TEST(ParseCountList, TheLongestListParsesWithoutQuadraticDeduplication) {
 TEST(ParseCountList, ZeroToAPowerInARangeIsAnError) {
   auto values = ParseCountList("0^2..8", "--gpus");
   ASSERT_FALSE(values.ok());
-  EXPECT_EQ(values.status().message(),
-            "--gpus: range '0^2..8': '0^2' is not a valid count: the base of a power must be at least 1");
+  EXPECT_EQ(
+      values.status().message(),
+      "--gpus: range '0^2..8': '0^2' is not a valid count: the base of a power must be at least 1");
 }
 
 }  // namespace

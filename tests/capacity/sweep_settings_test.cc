@@ -47,7 +47,8 @@ TEST(MakeSweepSpec, DefaultsForWhatNoLayerSets) {
 
 TEST(MakeSweepSpec, TakesEverySetField) {
   SweepSettings settings;
-  settings.topology_files = std::vector<std::string>{std::string(MESHPLAN_SOURCE_DIR) + "/topologies/dgx-h100-4node.toml"};
+  settings.topology_files = std::vector<std::string>{std::string(MESHPLAN_SOURCE_DIR) +
+                                                     "/topologies/dgx-h100-4node.toml"};
   settings.gpus = std::vector<int64_t>{8, 16};
   settings.seq_lens = std::vector<int64_t>{8192, 4096};
   settings.schemes = std::vector<Scheme>{Scheme("ring")};
@@ -75,7 +76,8 @@ TEST(MakeSweepSpec, ErrorsForAnInvalidWorkloadThenForTopologyFiles) {
   settings.topology_files = std::vector<std::string>{"/no/such/cluster.toml"};
   auto bad_workload = MakeSweepSpec(settings);
   ASSERT_FALSE(bad_workload.ok());
-  EXPECT_EQ(bad_workload.status().message().rfind("workload: ", 0), 0u) << bad_workload.status().message();
+  EXPECT_EQ(bad_workload.status().message().rfind("workload: ", 0), 0u)
+      << bad_workload.status().message();
   settings.workload.q_heads.reset();
   auto bad_file = MakeSweepSpec(settings);
   ASSERT_FALSE(bad_file.ok());

@@ -9,8 +9,8 @@
 #include "capacity/scale_topology.h"
 #include "core/topology_toml.h"
 #include "planner/context.h"
-#include "planner/search.h"
 #include "planner/schemes/registry.h"
+#include "planner/search.h"
 
 namespace meshplan::capacity {
 namespace {
@@ -152,12 +152,14 @@ TEST(RunSweep, Errors) {
   spec.gpus = {8, 12};
   auto bad_gpus = RunSweep(spec);
   ASSERT_FALSE(bad_gpus.ok());
-  EXPECT_NE(bad_gpus.status().message().find("12 GPUs"), std::string::npos) << bad_gpus.status().message();
+  EXPECT_NE(bad_gpus.status().message().find("12 GPUs"), std::string::npos)
+      << bad_gpus.status().message();
   spec.gpus = {8};
   spec.base.q_heads = 60;
   auto bad_workload = RunSweep(spec);
   ASSERT_FALSE(bad_workload.ok());
-  EXPECT_NE(bad_workload.status().message().find("S=4K"), std::string::npos) << bad_workload.status().message();
+  EXPECT_NE(bad_workload.status().message().find("S=4K"), std::string::npos)
+      << bad_workload.status().message();
 }
 
 TEST(RunSweep, MoreThanAMillionPointsAreRefusedBeforeAnyPlanning) {
@@ -169,7 +171,8 @@ TEST(RunSweep, MoreThanAMillionPointsAreRefusedBeforeAnyPlanning) {
   auto rows = RunSweep(spec);
   ASSERT_FALSE(rows.ok());
   EXPECT_EQ(rows.status().message(),
-            "sweep: 1 topologies x 2 GPU counts x 500001 sequence lengths is more than the 1000000 points one sweep "
+            "sweep: 1 topologies x 2 GPU counts x 500001 sequence lengths is more than the 1000000 "
+            "points one sweep "
             "plans");
 }
 

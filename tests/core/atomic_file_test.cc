@@ -113,7 +113,8 @@ TEST_F(AtomicFileTest, ALinkLoopIsRefusedNamingThePath) {
   Status status = WriteFileAtomically(a.string(), "x");
   ASSERT_FALSE(status.ok());
   EXPECT_EQ(status.code(), ErrorCode::kIo);
-  EXPECT_EQ(status.message().rfind(a.string() + ": has more than 40 levels of symbolic links", 0), 0u)
+  EXPECT_EQ(status.message().rfind(a.string() + ": has more than 40 levels of symbolic links", 0),
+            0u)
       << status.message();
 }
 
@@ -157,7 +158,8 @@ TEST_F(AtomicFileTest, DashWritesToStandardOutput) {
 TEST_F(AtomicFileTest, AReplacedFileKeepsItsPermissionBits) {
   const fs::path path = dir_ / "plan.toml";
   ASSERT_TRUE(WriteFileAtomically(path.string(), "a").ok());
-  fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);  // 0640
+  fs::permissions(path,
+                  fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);  // 0640
   ASSERT_TRUE(WriteFileAtomically(path.string(), "b").ok());
   EXPECT_EQ(fs::status(path).permissions() & fs::perms::all,
             fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
@@ -176,7 +178,8 @@ TEST_F(AtomicFileTest, ASocketIsRefusedAndLeftAlone) {
   ::close(fd);
   ASSERT_FALSE(status.ok());
   EXPECT_EQ(status.message(),
-            path.string() + ": is neither a file, a character device nor a FIFO; refusing to write to it");
+            path.string() +
+                ": is neither a file, a character device nor a FIFO; refusing to write to it");
   EXPECT_TRUE(fs::is_socket(path));
   EXPECT_EQ(FilesIn(dir_), 1);
 }
@@ -191,7 +194,8 @@ TEST_F(AtomicFileTest, CheckOutputPathAcceptsWhatCanBeWrittenAndNamesWhatCannot)
   EXPECT_EQ(directory.code(), ErrorCode::kInvalidInput);
   EXPECT_EQ(directory.message(), dir_.string() + ": is a directory, expected a file to write");
   const std::string missing = (dir_ / "no" / "out.csv").string();
-  EXPECT_EQ(CheckOutputPath(missing).message(), missing + ": directory " + (dir_ / "no").string() + " does not exist");
+  EXPECT_EQ(CheckOutputPath(missing).message(),
+            missing + ": directory " + (dir_ / "no").string() + " does not exist");
 }
 
 }  // namespace

@@ -33,7 +33,8 @@ TEST(BalancedDispatch, HandDerivedDocumentsBeatZigzagAndContiguous) {
 TEST(BalancedDispatch, EveryChunkOnceAndEveryShardItsCount) {
   std::mt19937 rng(7);
   for (int trial = 0; trial < 40; ++trial) {
-    const int64_t shards = 1 + static_cast<int64_t>(rng() % 9), k = 1 + static_cast<int64_t>(rng() % 5);
+    const int64_t shards = 1 + static_cast<int64_t>(rng() % 9),
+                  k = 1 + static_cast<int64_t>(rng() % 5);
     const int64_t seq = shards * k * (1 + static_cast<int64_t>(rng() % 6));
     std::vector<int64_t> docs;
     for (int64_t left = seq; left > 0;) {
@@ -76,13 +77,15 @@ TEST(BalancedLayout, RangesAreTheShardsChunksAndValidateNamesWhatIsMissing) {
   // offer it is the planner's to say (tests/planner/schemes/registry_test.cc checks that message).
   const Status bare = ShardLayout{Layout::kBalanced, 16, 2, 1}.Validate(counter.mask());
   ASSERT_FALSE(bare.ok());
-  EXPECT_NE(bare.message().find("balanced layout (load-balanced dispatch) has no chunk map"), std::string::npos)
+  EXPECT_NE(bare.message().find("balanced layout (load-balanced dispatch) has no chunk map"),
+            std::string::npos)
       << bare.message();
   // 12 tokens do not split into 2 x 4 chunks: the divisibility is reported, not a missing split.
   const PairCounter twelve(Mask::Documents({10, 2}), 12);
   const Status odd = MakeShardLayout(Layout::kBalanced, twelve, 2, 1).Validate(twelve.mask());
   ASSERT_FALSE(odd.ok());
-  EXPECT_NE(odd.message().find("not divisible by 8 (balanced layout: 8 chunks"), std::string::npos) << odd.message();
+  EXPECT_NE(odd.message().find("not divisible by 8 (balanced layout: 8 chunks"), std::string::npos)
+      << odd.message();
 }
 
 TEST(BalancedLayout, ParsesAndPrintsItsName) {

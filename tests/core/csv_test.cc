@@ -17,8 +17,9 @@ double ReadBack(const std::string& text) { return std::strtod(text.c_str(), null
 TEST(CsvNumber, ValuesReadBackExactly) {
   // The value the issue saw cut to 1.53932e+13 by %g; values with 17 significant digits; the
   // smallest and largest normal doubles; one third (no short decimal form).
-  for (double value : {15393162788864.0, 0.40339917795502793, 246290839502848.0, 1.0 / 3.0, 0.1, 2.5e-3,
-                       -7.25, std::numeric_limits<double>::min(), std::numeric_limits<double>::max()}) {
+  for (double value :
+       {15393162788864.0, 0.40339917795502793, 246290839502848.0, 1.0 / 3.0, 0.1, 2.5e-3, -7.25,
+        std::numeric_limits<double>::min(), std::numeric_limits<double>::max()}) {
     const std::string text = CsvNumber(value);
     EXPECT_EQ(ReadBack(text), value) << text;
   }

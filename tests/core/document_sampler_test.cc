@@ -25,10 +25,13 @@ std::vector<int64_t> Sample(const std::string& spec, int64_t seq) {
   return lengths.ok() ? *lengths : std::vector<int64_t>{};
 }
 
-int64_t Sum(const std::vector<int64_t>& v) { return std::accumulate(v.begin(), v.end(), int64_t{0}); }
+int64_t Sum(const std::vector<int64_t>& v) {
+  return std::accumulate(v.begin(), v.end(), int64_t{0});
+}
 
 TEST(DocumentSampler, LengthsCoverTheSequenceExactlyAndArePositive) {
-  for (const std::string spec : {"lognormal:median=100:sigma=1.5", "uniform:min=1:max=50", "lognormal:median=1"}) {
+  for (const std::string spec :
+       {"lognormal:median=100:sigma=1.5", "uniform:min=1:max=50", "lognormal:median=1"}) {
     for (int64_t seq : {1, 2, 97, 4096}) {
       const std::vector<int64_t> lengths = Sample(spec, seq);
       EXPECT_EQ(Sum(lengths), seq) << spec;
@@ -77,11 +80,13 @@ TEST(DocumentSampler, TheSeedDecidesTheDraw) {
 
 TEST(DocumentSampler, TooManyDocumentsAreRefused) {
   // Every draw is 1 token: 2^20 + 1 tokens need one document more than the limit.
-  auto lengths = SampleDocumentLengths(Parse("lognormal:median=1:sigma=0"), kMaxSampledDocuments + 1);
+  auto lengths =
+      SampleDocumentLengths(Parse("lognormal:median=1:sigma=0"), kMaxSampledDocuments + 1);
   ASSERT_FALSE(lengths.ok());
   EXPECT_NE(lengths.status().message().find("more than 1048576 documents"), std::string::npos)
       << lengths.status().message();
-  EXPECT_TRUE(SampleDocumentLengths(Parse("lognormal:median=1:sigma=0"), kMaxSampledDocuments).ok());
+  EXPECT_TRUE(
+      SampleDocumentLengths(Parse("lognormal:median=1:sigma=0"), kMaxSampledDocuments).ok());
 }
 
 TEST(DocumentSampler, ParseErrorsNameTheKey) {
@@ -130,7 +135,8 @@ TEST_F(EmpiricalSamplerTest, DrawsOnlyTheListedLengths) {
 TEST_F(EmpiricalSamplerTest, MissingFileIsNamed) {
   auto sampler = ParseDocumentSampler("empirical:file=" + path_ + ".absent");
   ASSERT_FALSE(sampler.ok());
-  EXPECT_NE(sampler.status().message().find(path_ + ".absent"), std::string::npos) << sampler.status().message();
+  EXPECT_NE(sampler.status().message().find(path_ + ".absent"), std::string::npos)
+      << sampler.status().message();
 }
 
 }  // namespace

@@ -16,11 +16,12 @@ TEST(EscapeControlBytesTest, ControlCharactersBecomeEscapes) {
 }
 
 TEST(EscapeControlBytesTest, WellFormedUtf8IsKeptAndEverythingElseEscaped) {
-  EXPECT_EQ(EscapeControlBytes("caf\xc3\xa9 \xe2\x86\x92 \xf0\x9f\x98\x80"), "caf\xc3\xa9 \xe2\x86\x92 \xf0\x9f\x98\x80");
-  EXPECT_EQ(EscapeControlBytes("\xff\xfe"), "\\xff\\xfe");     // never valid in UTF-8
-  EXPECT_EQ(EscapeControlBytes("\xc3"), "\\xc3");              // a lead byte cut off at the end
-  EXPECT_EQ(EscapeControlBytes("\xc0\xaf"), "\\xc0\\xaf");     // overlong '/'
-  EXPECT_EQ(EscapeControlBytes("\xed\xa0\x80"), "\\xed\\xa0\\x80");  // a UTF-16 surrogate
+  EXPECT_EQ(EscapeControlBytes("caf\xc3\xa9 \xe2\x86\x92 \xf0\x9f\x98\x80"),
+            "caf\xc3\xa9 \xe2\x86\x92 \xf0\x9f\x98\x80");
+  EXPECT_EQ(EscapeControlBytes("\xff\xfe"), "\\xff\\xfe");  // never valid in UTF-8
+  EXPECT_EQ(EscapeControlBytes("\xc3"), "\\xc3");           // a lead byte cut off at the end
+  EXPECT_EQ(EscapeControlBytes("\xc0\xaf"), "\\xc0\\xaf");  // overlong '/'
+  EXPECT_EQ(EscapeControlBytes("\xed\xa0\x80"), "\\xed\\xa0\\x80");           // a UTF-16 surrogate
   EXPECT_EQ(EscapeControlBytes("\xf4\x90\x80\x80"), "\\xf4\\x90\\x80\\x80");  // above U+10FFFF
 }
 

@@ -116,9 +116,14 @@ TEST(LayoutTest, ContiguousRangesAndSubRanges) {
 
 TEST(LayoutTest, BlockPairsMatchBruteForce) {
   const int64_t seq = 48;
-  std::vector<Mask> masks = {Mask::Full(), Mask::Causal(), Mask::Window(5), Mask::Window(13),
-                             Mask::Documents({7, 1, 20, 12, 8}), Mask::Documents({7, 1, 20, 12, 8}, true),
-                             Mask::Prefix(10), Mask::Prefix(30)};
+  std::vector<Mask> masks = {Mask::Full(),
+                             Mask::Causal(),
+                             Mask::Window(5),
+                             Mask::Window(13),
+                             Mask::Documents({7, 1, 20, 12, 8}),
+                             Mask::Documents({7, 1, 20, 12, 8}, true),
+                             Mask::Prefix(10),
+                             Mask::Prefix(30)};
   for (int64_t shards : {1, 2, 3, 4, 6}) {
     for (Layout kind : {Layout::kContiguous, Layout::kZigzag, Layout::kStriped}) {
       for (const Mask& mask : masks) {

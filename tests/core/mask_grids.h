@@ -20,7 +20,9 @@ struct MaskGrid {
   // rows[q][k] == 'x' when query q sees key k, '.' when it does not.
   std::vector<std::string> rows;
 
-  bool Sees(int64_t q, int64_t k) const { return rows[static_cast<size_t>(q)][static_cast<size_t>(k)] == 'x'; }
+  bool Sees(int64_t q, int64_t k) const {
+    return rows[static_cast<size_t>(q)][static_cast<size_t>(k)] == 'x';
+  }
 };
 
 // One grid per MaskKind at least (tests check that each kind has one), plus edge parameters.

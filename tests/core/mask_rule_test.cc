@@ -34,7 +34,8 @@ std::vector<int64_t> DocumentOfEachToken(const Mask& mask) {
   std::vector<int64_t> doc(static_cast<size_t>(kGridTokens), 0);
   int64_t token = 0;
   for (size_t d = 0; d < mask.document_lengths.size(); ++d) {
-    for (int64_t i = 0; i < mask.document_lengths[d]; ++i) doc[static_cast<size_t>(token++)] = static_cast<int64_t>(d);
+    for (int64_t i = 0; i < mask.document_lengths[d]; ++i)
+      doc[static_cast<size_t>(token++)] = static_cast<int64_t>(d);
   }
   return doc;
 }
@@ -44,17 +45,20 @@ TEST(MaskRule, EveryKindHasAHandWrittenGrid) {
   for (const MaskGrid& g : HandWrittenGrids()) {
     ASSERT_TRUE(ValidateMask(g.mask, kGridTokens).ok()) << g.name;
     ASSERT_EQ(g.rows.size(), static_cast<size_t>(kGridTokens)) << g.name;
-    for (const std::string& row : g.rows) ASSERT_EQ(row.size(), static_cast<size_t>(kGridTokens)) << g.name;
+    for (const std::string& row : g.rows)
+      ASSERT_EQ(row.size(), static_cast<size_t>(kGridTokens)) << g.name;
     covered.insert(static_cast<int32_t>(g.mask.kind));
   }
   for (int32_t code = 0; code <= static_cast<int32_t>(kLastMaskKind); ++code) {
-    EXPECT_TRUE(covered.count(code)) << "mask kind " << code << " has no grid in tests/core/mask_grids.h";
+    EXPECT_TRUE(covered.count(code))
+        << "mask kind " << code << " has no grid in tests/core/mask_grids.h";
   }
 }
 
 TEST(MaskRule, KindCodesAndDocumentKinds) {
   EXPECT_FALSE(IsMaskKind(-1));
-  for (int32_t code = 0; code <= static_cast<int32_t>(kLastMaskKind); ++code) EXPECT_TRUE(IsMaskKind(code));
+  for (int32_t code = 0; code <= static_cast<int32_t>(kLastMaskKind); ++code)
+    EXPECT_TRUE(IsMaskKind(code));
   EXPECT_FALSE(IsMaskKind(static_cast<int32_t>(kLastMaskKind) + 1));
   EXPECT_FALSE(HasDocuments(MaskKind::kFull));
   EXPECT_FALSE(HasDocuments(MaskKind::kCausal));
@@ -77,9 +81,12 @@ TEST(MaskRule, EveryPairMatchesTheHandWrittenGrid) {
     for (int64_t q = 0; q < kGridTokens; ++q) {
       for (int64_t k = 0; k < kGridTokens; ++k) {
         const bool expected = g.Sees(q, k);
-        EXPECT_EQ(Visible(g.mask.Params(), q, k, doc_of), expected) << g.name << " q " << q << " k " << k;
-        EXPECT_EQ(Visible(g.mask.Params(), q, k, other_doc_of), expected) << g.name << " q " << q << " k " << k;
-        EXPECT_EQ(VisibleInDocuments(g.mask.Params(), q, k, doc[static_cast<size_t>(q)], doc[static_cast<size_t>(k)]),
+        EXPECT_EQ(Visible(g.mask.Params(), q, k, doc_of), expected)
+            << g.name << " q " << q << " k " << k;
+        EXPECT_EQ(Visible(g.mask.Params(), q, k, other_doc_of), expected)
+            << g.name << " q " << q << " k " << k;
+        EXPECT_EQ(VisibleInDocuments(g.mask.Params(), q, k, doc[static_cast<size_t>(q)],
+                                     doc[static_cast<size_t>(k)]),
                   expected)
             << g.name << " q " << q << " k " << k;
       }
@@ -105,10 +112,13 @@ TEST(MaskRule, RectangleClaimsAreExactOnEveryRectangle) {
               for (int64_t k = k_lo; k <= k_hi; ++k) seen += g.Sees(q, k) ? 1 : 0;
             }
             const int64_t pairs = (q_hi - q_lo + 1) * (k_hi - k_lo + 1);
-            const std::string where = g.name + " q [" + std::to_string(q_lo) + ", " + std::to_string(q_hi) + "] k [" +
-                                      std::to_string(k_lo) + ", " + std::to_string(k_hi) + "]";
-            ASSERT_EQ(NoneVisible(g.mask.Params(), q_lo, q_hi, k_lo, k_hi, doc_of), seen == 0) << where;
-            ASSERT_EQ(AllVisible(g.mask.Params(), q_lo, q_hi, k_lo, k_hi, doc_of), seen == pairs) << where;
+            const std::string where = g.name + " q [" + std::to_string(q_lo) + ", " +
+                                      std::to_string(q_hi) + "] k [" + std::to_string(k_lo) + ", " +
+                                      std::to_string(k_hi) + "]";
+            ASSERT_EQ(NoneVisible(g.mask.Params(), q_lo, q_hi, k_lo, k_hi, doc_of), seen == 0)
+                << where;
+            ASSERT_EQ(AllVisible(g.mask.Params(), q_lo, q_hi, k_lo, k_hi, doc_of), seen == pairs)
+                << where;
           }
         }
       }
@@ -133,8 +143,9 @@ TEST(MaskRule, PairCounterAgreesWithTheHandWrittenGrids) {
               pairs += row;
               cut_rows += row > 0 && row < k1 - k0 ? 1 : 0;
             }
-            const std::string where = g.name + " q [" + std::to_string(q0) + ", " + std::to_string(q1) + ") k [" +
-                                      std::to_string(k0) + ", " + std::to_string(k1) + ")";
+            const std::string where = g.name + " q [" + std::to_string(q0) + ", " +
+                                      std::to_string(q1) + ") k [" + std::to_string(k0) + ", " +
+                                      std::to_string(k1) + ")";
             ASSERT_EQ(counter.Count(q0, q1, k0, k1), pairs) << where;
             ASSERT_EQ(counter.CutRows(q0, q1, k0, k1), cut_rows) << where;
             if (q0 == 0 && q1 == kGridTokens && k0 == 0 && k1 == kGridTokens) total = pairs;

@@ -66,8 +66,8 @@ void CheckRandomRectangles(const Mask& mask, int64_t seq, std::mt19937* rng) {
         << mask.ToString() << " S=" << seq << " q=[" << q0 << "," << q1 << ") k=[" << k0 << ","
         << k1 << ")";
     ASSERT_EQ(counter.CutRows(q0, q1, k0, k1), BruteCutRows(mask, q0, q1, k0, k1))
-        << "cut rows: " << mask.ToString() << " S=" << seq << " q=[" << q0 << "," << q1 << ") k=[" << k0 << ","
-        << k1 << ")";
+        << "cut rows: " << mask.ToString() << " S=" << seq << " q=[" << q0 << "," << q1 << ") k=["
+        << k0 << "," << k1 << ")";
   }
   EXPECT_EQ(counter.Total(), BruteCount(mask, 0, seq, 0, seq)) << mask.ToString();
 }
@@ -203,10 +203,10 @@ TEST(MaskTest, PrefixMustLieInsideTheSequence) {
 }
 
 TEST(MaskTest, ParseErrors) {
-  for (const char* text :
-       {"", "bogus", "Causal", "window:", "window:0", "window:-3", "window:1.5", "docs:", "docs-full:",
-        "prefix:", "prefix:0", "docs-sampled:", "docs-sampled:poisson:mean=3", "docs-sampled:uniform:min=3",
-        "docs-full-sampled:lognormal:sigma=1"}) {
+  for (const char* text : {"", "bogus", "Causal", "window:", "window:0", "window:-3", "window:1.5",
+                           "docs:", "docs-full:", "prefix:", "prefix:0",
+                           "docs-sampled:", "docs-sampled:poisson:mean=3",
+                           "docs-sampled:uniform:min=3", "docs-full-sampled:lognormal:sigma=1"}) {
     auto mask = ParseMask(text);
     EXPECT_FALSE(mask.ok()) << text;
     if (!mask.ok()) {
@@ -284,7 +284,9 @@ TEST(MaskTest, DocumentLengthsWhoseSumWrapsToSeqAreRefused) {
   mask.documents_source = "docs.txt";
   const Status st = ValidateMask(mask, 1024);
   ASSERT_FALSE(st.ok());
-  EXPECT_EQ(st.message(), "document lengths in 'docs.txt' sum to more than 2^63 - 1 tokens, but the sequence has 1024");
+  EXPECT_EQ(
+      st.message(),
+      "document lengths in 'docs.txt' sum to more than 2^63 - 1 tokens, but the sequence has 1024");
 }
 
 TEST(MaskTest, WindowFarLongerThanTheSequenceCountsLikeCausalWithoutOverflow) {
@@ -292,7 +294,8 @@ TEST(MaskTest, WindowFarLongerThanTheSequenceCountsLikeCausalWithoutOverflow) {
   // overflow int64 without the clamp to the sequence length.
   PairCounter counter(Mask::Window(int64_t{1} << 62), 1024);
   EXPECT_EQ(counter.Total(), 524800);
-  EXPECT_EQ(counter.Count(512, 1024, 0, 512), 512 * 512);  // every later query sees every earlier key
+  EXPECT_EQ(counter.Count(512, 1024, 0, 512),
+            512 * 512);  // every later query sees every earlier key
 }
 
 TEST_F(DocumentFileTest, ZeroToAPowerIsAnErrorNamingFileAndLine) {
@@ -300,8 +303,9 @@ TEST_F(DocumentFileTest, ZeroToAPowerIsAnErrorNamingFileAndLine) {
   Write("4 4\n0^2\n");
   auto lengths = ReadDocumentLengths(path_);
   ASSERT_FALSE(lengths.ok());
-  EXPECT_EQ(lengths.status().message(),
-            path_ + ":2: document length: '0^2' is not a valid count: the base of a power must be at least 1");
+  EXPECT_EQ(lengths.status().message(), path_ +
+                                            ":2: document length: '0^2' is not a valid count: the "
+                                            "base of a power must be at least 1");
 }
 
 TEST(MaskTest, DocumentsFileThatIsADirectorySaysSo) {

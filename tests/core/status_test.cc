@@ -22,7 +22,7 @@ Result<size_t> LengthOf(bool ok, int* calls) {
 }
 
 Status Twice(bool first_ok, bool second_ok, std::string* out, int* calls) {
-  MESHPLAN_ASSIGN_OR_RETURN(*out, Named(first_ok, calls));  // an existing variable
+  MESHPLAN_ASSIGN_OR_RETURN(*out, Named(first_ok, calls));                // an existing variable
   MESHPLAN_ASSIGN_OR_RETURN(const auto second, Named(second_ok, calls));  // two on one scope
   *out += second;
   return Status::Ok();

@@ -64,11 +64,11 @@ TEST(ShippedTopologiesTest, GpuCountsByHand) {
   };
   for (const Expect& e :
        {Expect{"dgx-h100-1node.toml", 8}, Expect{"dgx-h100-4node.toml", 32},
-        Expect{"dgx-h100-4gpu.toml", 4},
-        Expect{"dgx-h100-32node.toml", 256}, Expect{"dgx-h100-128node.toml", 1024},
-        Expect{"dgx-a100-16node.toml", 128}, Expect{"hgx-h200-32gpu.toml", 32},
-        Expect{"gb200-nvl72-4rack.toml", 288}, Expect{"h100-64node-1gpu.toml", 64},
-        Expect{"a100-16node-4gpu.toml", 64}, Expect{"hypothetical-torus-16x16.toml", 256}}) {
+        Expect{"dgx-h100-4gpu.toml", 4}, Expect{"dgx-h100-32node.toml", 256},
+        Expect{"dgx-h100-128node.toml", 1024}, Expect{"dgx-a100-16node.toml", 128},
+        Expect{"hgx-h200-32gpu.toml", 32}, Expect{"gb200-nvl72-4rack.toml", 288},
+        Expect{"h100-64node-1gpu.toml", 64}, Expect{"a100-16node-4gpu.toml", 64},
+        Expect{"hypothetical-torus-16x16.toml", 256}}) {
     auto topo = LoadTopologyFile((kTopologies / e.file).string());
     ASSERT_TRUE(topo.ok()) << topo.status().message();
     EXPECT_EQ(topo->num_gpus(), e.gpus) << e.file;
@@ -293,7 +293,8 @@ TEST(TopologyTomlTest, DeviceSharingKeysDefaultParseAndRoundTrip) {
   EXPECT_EQ(plain->gpu.concurrent_kernels, 1);
   EXPECT_EQ(plain->gpu.sharing, DeviceSharing::kProcessor);
   EXPECT_EQ(plain->gpu.backward_rate_ratio, 1.0);
-  EXPECT_EQ(TopologyToToml(*plain).find("ranks_per_device"), std::string::npos);  // defaults not written
+  EXPECT_EQ(TopologyToToml(*plain).find("ranks_per_device"),
+            std::string::npos);  // defaults not written
 
   const std::string text = Replace(kBase, "attention_efficiency = [[512, 0.3], [4096, 0.6]]",
                                    "attention_efficiency = [[512, 0.3], [4096, 0.6]]\n"
@@ -321,7 +322,8 @@ TEST(TopologyTomlTest, DeviceSharingKeysDefaultParseAndRoundTrip) {
 
 TEST(TopologyTomlTest, CopiesTakeComputeParsesAndRoundTrips) {
   const std::string at = "attention_efficiency = [[512, 0.3], [4096, 0.6]]";
-  auto topo = ParseTopologyToml(Replace(kBase, at, at + "\nranks_per_device = 4\ncopies_take_compute = true"), "t.toml");
+  auto topo = ParseTopologyToml(
+      Replace(kBase, at, at + "\nranks_per_device = 4\ncopies_take_compute = true"), "t.toml");
   ASSERT_TRUE(topo.ok()) << topo.status().message();
   EXPECT_TRUE(topo->gpu.copies_take_compute);
   const std::string written = TopologyToToml(*topo);
@@ -329,19 +331,25 @@ TEST(TopologyTomlTest, CopiesTakeComputeParsesAndRoundTrips) {
   auto again = ParseTopologyToml(written, "again.toml");
   ASSERT_TRUE(again.ok()) << again.status().message();
   EXPECT_TRUE(again->gpu.copies_take_compute);
-  ExpectError(Replace(kBase, at, at + "\ncopies_take_compute = 1"), {"gpu.copies_take_compute", "true or false"});
+  ExpectError(Replace(kBase, at, at + "\ncopies_take_compute = 1"),
+              {"gpu.copies_take_compute", "true or false"});
 }
 
 TEST(TopologyTomlTest, DeviceSharingErrorsNameTheKey) {
   const std::string at = "attention_efficiency = [[512, 0.3], [4096, 0.6]]";
   // level[0] groups 8 GPU slots: 3 ranks per device would straddle two nodes.
-  ExpectError(Replace(kBase, at, at + "\nranks_per_device = 3"), {"gpu.ranks_per_device", "does not divide"});
-  ExpectError(Replace(kBase, at, at + "\nranks_per_device = 0"), {"gpu.ranks_per_device", "1..4096"});
+  ExpectError(Replace(kBase, at, at + "\nranks_per_device = 3"),
+              {"gpu.ranks_per_device", "does not divide"});
+  ExpectError(Replace(kBase, at, at + "\nranks_per_device = 0"),
+              {"gpu.ranks_per_device", "1..4096"});
   ExpectError(Replace(kBase, at, at + "\nconcurrent_kernels = 0"), {"gpu.concurrent_kernels"});
-  ExpectError(Replace(kBase, at, at + "\nsharing = \"fifo\""), {"gpu.sharing", "processor or serial"});
+  ExpectError(Replace(kBase, at, at + "\nsharing = \"fifo\""),
+              {"gpu.sharing", "processor or serial"});
   ExpectError(Replace(kBase, at, at + "\nbackward_rate_ratio = 0"), {"gpu.backward_rate_ratio"});
-  ExpectError(Replace(kBase, at, at + "\nranks_per_device = 2.0"), {"gpu.ranks_per_device", "integer"});
-  ExpectError(Replace(kBase, at, at + "\nconcurrent_kernels = 0.5"), {"gpu.concurrent_kernels", "[1, 4096]"});
+  ExpectError(Replace(kBase, at, at + "\nranks_per_device = 2.0"),
+              {"gpu.ranks_per_device", "integer"});
+  ExpectError(Replace(kBase, at, at + "\nconcurrent_kernels = 0.5"),
+              {"gpu.concurrent_kernels", "[1, 4096]"});
 }
 
 // The cost of a mask's cut: cut_row_extra_pairs parses, round-trips, is refused below 0; the
@@ -351,26 +359,32 @@ TEST(TopologyTomlTest, CutRowExtraPairsParsesAndTheOldRatioIsRefused) {
   auto topo = ParseTopologyToml(Replace(kBase, at, at + "\ncut_row_extra_pairs = 52.5"), "t.toml");
   ASSERT_TRUE(topo.ok()) << topo.status().message();
   EXPECT_EQ(topo->gpu.cut_row_extra_pairs, 52.5);
-  EXPECT_EQ(ParseTopologyToml(kBase, "t.toml")->gpu.cut_row_extra_pairs, 0.0);  // default: cuts cost nothing
+  EXPECT_EQ(ParseTopologyToml(kBase, "t.toml")->gpu.cut_row_extra_pairs,
+            0.0);  // default: cuts cost nothing
   auto again = ParseTopologyToml(TopologyToToml(*topo), "again.toml");
   ASSERT_TRUE(again.ok()) << again.status().message();
   EXPECT_EQ(again->gpu.cut_row_extra_pairs, 52.5);
-  ExpectError(Replace(kBase, at, at + "\ncut_row_extra_pairs = -1"), {"gpu.cut_row_extra_pairs", "[0, 1e6]"});
+  ExpectError(Replace(kBase, at, at + "\ncut_row_extra_pairs = -1"),
+              {"gpu.cut_row_extra_pairs", "[0, 1e6]"});
   ExpectError(Replace(kBase, at, at + "\nmasked_block_rate_ratio = 0.85"),
               {"t.toml: gpu.masked_block_rate_ratio", "cut_row_extra_pairs", "meshplan calibrate"});
 }
 
 // Issue 17: memory_GB = 1e308 ran without a word (1e308 GB is 1e317 bytes: infinity).
 TEST(TopologyTomlTest, MemoryOf1e308GBIsRefused) {
-  ExpectError(Replace(kBase, "memory_GB = 80", "memory_GB = 1e308"), {"gpu.memory_GB: must be at most 1e+06"});
+  ExpectError(Replace(kBase, "memory_GB = 80", "memory_GB = 1e308"),
+              {"gpu.memory_GB: must be at most 1e+06"});
 }
 
 TEST(TopologyTomlTest, HugeRatesAndLatenciesAreRefused) {
-  ExpectError(Replace(kBase, "hbm_GBps = 3350.5", "hbm_GBps = 1e300"), {"gpu.hbm_GBps: must be at most 1e+12"});
-  ExpectError(Replace(kBase, "fp32 = 494.5", "fp32 = 1e300"), {"gpu.peak_tflops.fp32: must be at most 1e+12"});
+  ExpectError(Replace(kBase, "hbm_GBps = 3350.5", "hbm_GBps = 1e300"),
+              {"gpu.hbm_GBps: must be at most 1e+12"});
+  ExpectError(Replace(kBase, "fp32 = 494.5", "fp32 = 1e300"),
+              {"gpu.peak_tflops.fp32: must be at most 1e+12"});
   ExpectError(Replace(kBase, "bandwidth_GBps = 50", "bandwidth_GBps = 1e300"),
               {"level[1].bandwidth_GBps: must be at most 1e+12"});
-  ExpectError(Replace(kBase, "latency_us = 5", "latency_us = 1e300"), {"level[1].latency_us: must be at most 1e+06"});
+  ExpectError(Replace(kBase, "latency_us = 5", "latency_us = 1e300"),
+              {"level[1].latency_us: must be at most 1e+06"});
   ExpectError(Replace(kBase, "latency_us = 5", "latency_us = 5\noversubscription = 1e300"),
               {"level[1].oversubscription: must be at most 1e+06"});
   ExpectError(Replace(kBase, "memory_GB = 80", "memory_GB = 80\nlaunch_overhead_us = 1e300"),
@@ -406,9 +420,11 @@ TEST(TopologyTomlTest, WritingIsStableUnderReadingBack) {
   // (us -> s -> us in floating point) was written as its 17-digit decimal, which read back as a
   // slightly different value, written with other digits: write(read(write(x))) != write(x). Each
   // number below is written, read and written again; the two texts must be the same.
-  for (const std::string latency : {"1.44444444444444444444444444444444444444444444444444444444444444444494",
-                                     "0.1", "3.3333333333333333", "7e-3", "123456.789012345678"}) {
-    auto first = ParseTopologyToml(Replace(kBase, "latency_us = 5", "latency_us = " + latency), "t.toml");
+  for (const std::string latency :
+       {"1.44444444444444444444444444444444444444444444444444444444444444444494", "0.1",
+        "3.3333333333333333", "7e-3", "123456.789012345678"}) {
+    auto first =
+        ParseTopologyToml(Replace(kBase, "latency_us = 5", "latency_us = " + latency), "t.toml");
     ASSERT_TRUE(first.ok()) << first.status().message();
     const std::string written = TopologyToToml(*first);
     auto second = ParseTopologyToml(written, "written.toml");

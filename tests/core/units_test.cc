@@ -86,8 +86,9 @@ TEST(ParseCountTest, ZeroToAPowerIsAnErrorNotSigfpe) {
   for (const char* text : {"0^2", "0^0", "0^1*4"}) {
     auto result = ParseCount(text);
     ASSERT_FALSE(result.ok()) << text;
-    EXPECT_EQ(result.status().message(),
-              "'" + std::string(text) + "' is not a valid count: the base of a power must be at least 1");
+    EXPECT_EQ(
+        result.status().message(),
+        "'" + std::string(text) + "' is not a valid count: the base of a power must be at least 1");
   }
 }
 
@@ -99,8 +100,9 @@ TEST(ParseCountTest, HugeExponentIsDecidedWithoutLooping) {
   EXPECT_EQ(*ParseCount("1^9999999999"), 1);
   auto result = ParseCount("2^9999999999");
   ASSERT_FALSE(result.ok());
-  EXPECT_EQ(result.status().message(),
-            "'2^9999999999' is not a valid count: too large (exponent 9999999999 is larger than 62)");
+  EXPECT_EQ(
+      result.status().message(),
+      "'2^9999999999' is not a valid count: too large (exponent 9999999999 is larger than 62)");
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 0.5);
   EXPECT_EQ(*ParseCount("2^62"), int64_t{1} << 62);
   EXPECT_EQ(*ParseCount("3^0"), 1);
@@ -122,7 +124,8 @@ TEST(ParseCountTest, ControlBytesInTheInputAreEscapedInTheMessage) {
   // A newline and an ESC from a file must not break the message into lines or reach a terminal.
   auto result = ParseCount("12\n3\x1b");
   ASSERT_FALSE(result.ok());
-  EXPECT_EQ(result.status().message(), "'12\\n3\\x1b' is not a valid count: unexpected character '\\n'");
+  EXPECT_EQ(result.status().message(),
+            "'12\\n3\\x1b' is not a valid count: unexpected character '\\n'");
 }
 
 TEST(CheckReserveGiBTest, FiniteNotNegativeAtMostAMillion) {

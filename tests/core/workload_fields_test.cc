@@ -7,7 +7,8 @@ namespace meshplan {
 namespace {
 
 TEST(WorkloadFields, ApplyToReplacesOnlyTheSetFields) {
-  EXPECT_EQ(WorkloadFields{}.ApplyTo(Workload::Default()).Describe(), Workload::Default().Describe());
+  EXPECT_EQ(WorkloadFields{}.ApplyTo(Workload::Default()).Describe(),
+            Workload::Default().Describe());
   WorkloadFields fields;
   fields.batch = 2;
   fields.seq_len = 4096;

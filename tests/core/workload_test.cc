@@ -12,12 +12,14 @@ TEST(WorkloadTest, BatchOf2To62IsRefusedNamingEveryFactor) {
   const Status st = w.Validate();
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.message(),
-            "batch (4611686018427387904) x seq (1048576) x heads (64) x head-dim (128) is more than the 2^56 "
+            "batch (4611686018427387904) x seq (1048576) x heads (64) x head-dim (128) is more "
+            "than the 2^56 "
             "elements a tensor may have");
 }
 
 TEST(WorkloadTest, TensorOfExactly2To56ElementsIsAcceptedOneMoreBatchIsNot) {
-  // Default: seq 2^20, heads 64 = 2^6, head_dim 128 = 2^7, so batch 2^23 gives 2^(23+20+6+7) = 2^56.
+  // Default: seq 2^20, heads 64 = 2^6, head_dim 128 = 2^7, so batch 2^23 gives 2^(23+20+6+7) =
+  // 2^56.
   Workload w = Workload::Default();
   w.batch = int64_t{1} << 23;
   EXPECT_TRUE(w.Validate().ok()) << w.Validate().message();

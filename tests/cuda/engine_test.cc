@@ -16,9 +16,9 @@
 #include "executor/cuda/cudnn_attention.h"
 #include "executor/device/half_float.h"
 #include "executor/kernels/reference.h"
+#include "planner/schemes/registry.h"
 #include "planner/strategy.h"
 #include "tests/executor/scheme_cases.h"
-#include "planner/schemes/registry.h"
 
 namespace meshplan::exec {
 namespace {
@@ -46,11 +46,12 @@ class References {
   explicit References(uint64_t seed) : seeds_(seed) {}
 
   std::shared_ptr<const ReferenceData> For(const Workload& w, InputType type) {
-    std::string key = std::to_string(w.batch) + "/" + std::to_string(w.seq_len) + "/" + std::to_string(w.q_heads) +
-                      "/" + std::to_string(w.kv_heads) + "/" + std::to_string(w.head_dim) + "/" +
-                      std::to_string(static_cast<int>(w.pass)) + "/" + std::to_string(static_cast<int>(type)) + "/" +
-                      std::to_string(static_cast<int>(w.mask.kind)) + "/" + std::to_string(w.mask.window) + "/" +
-                      std::to_string(w.mask.prefix);
+    std::string key = std::to_string(w.batch) + "/" + std::to_string(w.seq_len) + "/" +
+                      std::to_string(w.q_heads) + "/" + std::to_string(w.kv_heads) + "/" +
+                      std::to_string(w.head_dim) + "/" + std::to_string(static_cast<int>(w.pass)) +
+                      "/" + std::to_string(static_cast<int>(type)) + "/" +
+                      std::to_string(static_cast<int>(w.mask.kind)) + "/" +
+                      std::to_string(w.mask.window) + "/" + std::to_string(w.mask.prefix);
     for (int64_t length : w.mask.document_lengths) key += "," + std::to_string(length);
     auto& slot = cache_[key];
     if (!slot) {
@@ -85,7 +86,8 @@ struct GpuCase {
   const AttentionTensors<float>& in() const { return data->in; }
 };
 
-GpuCase Build(const Case& c, Pass pass, References& references, InputType type, int64_t seq, int64_t dim) {
+GpuCase Build(const Case& c, Pass pass, References& references, InputType type, int64_t seq,
+              int64_t dim) {
   GpuCase g;
   g.w.batch = c.batch;
   g.w.seq_len = seq;
@@ -101,8 +103,9 @@ GpuCase Build(const Case& c, Pass pass, References& references, InputType type, 
   if (p.placement.empty()) p.placement = CanonicalPlacement(planner::RankDims(p));
   const auto strategy = planner::MakeStrategy(p.scheme);
   g.data = references.For(g.w, type);
-  g.what = std::string(SchemeName(p.scheme)) + " " + planner::DescribeParams(p) + " P=" + std::to_string(c.gpus) + " " +
-           g.w.Describe() + " " + InputTypeName(type) + " seed=" + std::to_string(g.data->seed);
+  g.what = std::string(SchemeName(p.scheme)) + " " + planner::DescribeParams(p) +
+           " P=" + std::to_string(c.gpus) + " " + g.w.Describe() + " " + InputTypeName(type) +
+           " seed=" + std::to_string(g.data->seed);
   auto schedule = strategy->Expand(ctx, p);
   EXPECT_TRUE(schedule.ok()) << g.what;
   if (schedule.ok()) g.schedule = std::move(*schedule);
@@ -125,7 +128,8 @@ void RunAndCheck(const GpuCase& g, ExecuteConfig config, double tolerance) {
   if (config.run.path == KernelPath::kCudnn) {
     // Every block ran on cuDNN: the device line counts its pieces and no own-kernel block.
     EXPECT_NE(run->device.find("cuDNN"), std::string::npos) << run->device;
-    EXPECT_NE(run->device.find("pieces, own kernels for 0 blocks"), std::string::npos) << run->device;
+    EXPECT_NE(run->device.find("pieces, own kernels for 0 blocks"), std::string::npos)
+        << run->device;
   }
   EXPECT_LT(MaxRelativeError(run->outputs.o, g.ref().o), tolerance) << "O " << g.what;
   EXPECT_LT(MaxRelativeError(run->outputs.lse, g.ref().lse), tolerance) << "LSE " << g.what;
@@ -167,16 +171,18 @@ TEST_P(GpuEngine, EverySchemeOnVirtualRanksMatchesPlainAttention) {
 
 INSTANTIATE_TEST_SUITE_P(Ranks, GpuEngine,
                          ::testing::Combine(::testing::Values(1, 2, 4, 8),
-                                            ::testing::Values(KernelPath::kAuto, KernelPath::kTensorCore)),
+                                            ::testing::Values(KernelPath::kAuto,
+                                                              KernelPath::kTensorCore)),
                          [](const ::testing::TestParamInfo<std::tuple<int64_t, KernelPath>>& info) {
                            return "P" + std::to_string(std::get<0>(info.param)) +
-                                  (std::get<1>(info.param) == KernelPath::kAuto ? "_auto" : "_tensor");
+                                  (std::get<1>(info.param) == KernelPath::kAuto ? "_auto"
+                                                                                : "_tensor");
                          });
 
 // --kernels cudnn: every block on cuDNN (a block it cannot express fails the run), for every
 // scheme case in every layout: contiguous and zigzag blocks are runs of consecutive positions,
-// striped ones progressions of one step (executor/kernels/attention_pieces.h); full and causal, GQA, head
-// dim 128, fp16 and bf16. Skipped where libcudnn.so.9 cannot be opened.
+// striped ones progressions of one step (executor/kernels/attention_pieces.h); full and causal,
+// GQA, head dim 128, fp16 and bf16. Skipped where libcudnn.so.9 cannot be opened.
 TEST(GpuEngineVariants, CudnnComputesEveryBlockOfEveryLayout) {
   std::string why;
   if (!HaveGpu(&why)) GTEST_SKIP() << "no CUDA device: " << why;
@@ -234,7 +240,8 @@ TEST(GpuEngineVariants, CudnnGraphsAreBuiltOncePerSession) {
   auto second = Execute(g.schedule, g.w, g.in(), config);
   ASSERT_TRUE(second.ok()) << second.status().message();
   EXPECT_NE(second->device.find(none), std::string::npos) << second->device;
-  // The same outputs, up to fp32 summation order: the reused graphs compute what the fresh ones did.
+  // The same outputs, up to fp32 summation order: the reused graphs compute what the fresh ones
+  // did.
   EXPECT_LT(MaxRelativeError(second->outputs.o, ToDouble(first->outputs.o)), 1e-5);
   config.session = nullptr;
   auto fresh = Execute(g.schedule, g.w, g.in(), config);
@@ -248,13 +255,17 @@ TEST(GpuEngineVariants, SimtKernelsAndFp16) {
   if (!HaveGpu(&why)) GTEST_SKIP() << "no CUDA device: " << why;
   References references(77);
   for (const Case& c : SchemeCases(4, Mask::Causal())) {
-    if (c.params.scheme != Scheme("ring") && c.params.scheme != Scheme("mesh") && c.params.scheme != Scheme("usp")) continue;
+    if (c.params.scheme != Scheme("ring") && c.params.scheme != Scheme("mesh") &&
+        c.params.scheme != Scheme("usp"))
+      continue;
     ExecuteConfig simt = CudaConfig();
     simt.run.path = KernelPath::kSimt;
-    RunAndCheck(Build(c, Pass::kForwardBackward, references, InputType::kBf16, 1024, 128), simt, 2e-2);
+    RunAndCheck(Build(c, Pass::kForwardBackward, references, InputType::kBf16, 1024, 128), simt,
+                2e-2);
     ExecuteConfig fp16 = CudaConfig(InputType::kFp16);
     // fp16 keeps 11 significant bits (unit roundoff 2^-12 = 2.4e-4): about 20x that.
-    RunAndCheck(Build(c, Pass::kForwardBackward, references, InputType::kFp16, 1024, 128), fp16, 5e-3);
+    RunAndCheck(Build(c, Pass::kForwardBackward, references, InputType::kFp16, 1024, 128), fp16,
+                5e-3);
     if (HasFailure()) return;
   }
 }
@@ -269,7 +280,8 @@ TEST(GpuEngineVariants, NcclAcrossGpusOfOneProcess) {
   for (const Case& c : SchemeCases(4, Mask::Causal())) {
     ExecuteConfig nccl = CudaConfig();
     nccl.transport = TransportKind::kNccl;
-    RunAndCheck(Build(c, Pass::kForwardBackward, references, InputType::kBf16, 512, 128), nccl, 2e-2);
+    RunAndCheck(Build(c, Pass::kForwardBackward, references, InputType::kBf16, 512, 128), nccl,
+                2e-2);
     if (HasFailure()) return;
   }
 }
@@ -286,7 +298,8 @@ TEST(GpuEngineVariants, InjectedFailureNamesRankAndOp) {
   config.run.fail_op = 2;
   auto run = Execute(g.schedule, g.w, g.in(), config);
   ASSERT_FALSE(run.ok());
-  EXPECT_NE(run.status().message().find("rank 1 op 2"), std::string::npos) << run.status().message();
+  EXPECT_NE(run.status().message().find("rank 1 op 2"), std::string::npos)
+      << run.status().message();
 }
 
 }  // namespace

@@ -35,8 +35,8 @@
 #include "core/workload.h"
 #include "executor/cuda/attention_kernels.h"
 #include "executor/cuda/kernels/internal.h"
-#include "executor/kernels/reference.h"
 #include "executor/io/tensor.h"
+#include "executor/kernels/reference.h"
 
 namespace meshplan::exec::cuda {
 namespace {
@@ -455,7 +455,8 @@ std::vector<Case> Cases() {
       MakeCase("fp16_d64_causal", InputType::kFp16, 64, Mask::Causal()),
       // Bidirectional documents and a prefix-LM mask: keys after the query are visible, so a
       // tile above the diagonal is not skipped (ClassifyTile kinds 4 and 5).
-      MakeCase("bf16_d128_docs_full", InputType::kBf16, 128, Mask::Documents({30, 1, 70, 76}, true)),
+      MakeCase("bf16_d128_docs_full", InputType::kBf16, 128,
+               Mask::Documents({30, 1, 70, 76}, true)),
       MakeCase("fp16_d64_prefix", InputType::kFp16, 64, Mask::Prefix(60)),
   };
   // Views holding a head slice: query heads [4, 8) (KV head 1), one launch for all of them.

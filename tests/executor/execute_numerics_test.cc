@@ -1,8 +1,8 @@
 // Every scheme's schedule, run for real on P in-process ranks (host backend, one engine per rank
 // on its own thread, fp32 inputs, happens-before checked), computes exact attention: O, LSE,
-// dQ, dK and dV match plain double-precision attention (executor/kernels/reference.h) with a maximum
-// relative error (max |x - ref| / max |ref| per tensor) below 1e-5. Inputs are random with a
-// fresh seed per case, printed on failure.
+// dQ, dK and dV match plain double-precision attention (executor/kernels/reference.h) with a
+// maximum relative error (max |x - ref| / max |ref| per tensor) below 1e-5. Inputs are random with
+// a fresh seed per case, printed on failure.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,9 +10,9 @@
 
 #include "executor/execute.h"
 #include "executor/kernels/reference.h"
+#include "planner/schemes/registry.h"
 #include "planner/strategy.h"
 #include "tests/executor/scheme_cases.h"
-#include "planner/schemes/registry.h"
 
 namespace meshplan::exec {
 namespace {
@@ -36,8 +36,9 @@ void Check(const Case& c, uint64_t seed) {
     if (p.placement.empty()) p.placement = CanonicalPlacement(planner::RankDims(p));
     const auto strategy = planner::MakeStrategy(p.scheme);
     const planner::Estimate e = strategy->Evaluate(ctx, p);
-    const std::string what = std::string(SchemeName(p.scheme)) + " " + planner::DescribeParams(p) + " P=" +
-                             std::to_string(c.gpus) + " " + w.Describe() + " seed=" + std::to_string(seed);
+    const std::string what = std::string(SchemeName(p.scheme)) + " " + planner::DescribeParams(p) +
+                             " P=" + std::to_string(c.gpus) + " " + w.Describe() +
+                             " seed=" + std::to_string(seed);
     ASSERT_TRUE(e.valid) << what << ": " << e.reason;
     auto schedule = strategy->Expand(ctx, p);
     ASSERT_TRUE(schedule.ok()) << what << ": " << schedule.status().message();

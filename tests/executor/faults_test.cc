@@ -6,8 +6,8 @@
 
 #include "executor/execute.h"
 #include "executor/kernels/reference.h"
-#include "planner/strategy.h"
 #include "planner/schemes/registry.h"
+#include "planner/strategy.h"
 
 namespace meshplan::exec {
 namespace {
@@ -52,20 +52,24 @@ Fixture Make(Scheme scheme) {
   return f;
 }
 
-double SecondsOf(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+double SecondsOf(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
 
 TEST(ExecutorFaults, AFailingRankStopsEveryRankAndIsNamed) {
   for (Scheme scheme : {Scheme("ring"), Scheme("mesh"), Scheme("attention2d")}) {
     Fixture f = Make(scheme);
     ExecuteConfig config;
-    config.run.recv_timeout = std::chrono::milliseconds(20000);  // the abort, not the timeout, must end it
+    config.run.recv_timeout =
+        std::chrono::milliseconds(20000);  // the abort, not the timeout, must end it
     config.run.fail_rank = 2;
     config.run.fail_op = 3;
     const auto start = Clock::now();
     auto r = Execute(f.schedule, f.w, f.inputs, config);
     ASSERT_FALSE(r.ok()) << SchemeName(scheme);
     EXPECT_NE(r.status().message().find("rank 2 op 3"), std::string::npos) << r.status().message();
-    EXPECT_NE(r.status().message().find("injected failure"), std::string::npos) << r.status().message();
+    EXPECT_NE(r.status().message().find("injected failure"), std::string::npos)
+        << r.status().message();
     EXPECT_LT(SecondsOf(start), 5.0) << SchemeName(scheme);
   }
 }
@@ -91,7 +95,8 @@ TEST(ExecutorFaults, APeerThatNeverAnswersEndsTheRunAtTheDeadline) {
 }
 
 TEST(ExecutorFaults, WithoutFaultsTheSameRunsSucceed) {
-  for (Scheme scheme : {Scheme("ring"), Scheme("mesh"), Scheme("attention2d"), Scheme("allgather-kv")}) {
+  for (Scheme scheme :
+       {Scheme("ring"), Scheme("mesh"), Scheme("attention2d"), Scheme("allgather-kv")}) {
     Fixture f = Make(scheme);
     auto r = Execute(f.schedule, f.w, f.inputs, {});
     EXPECT_TRUE(r.ok()) << SchemeName(scheme) << ": " << r.status().message();
@@ -115,8 +120,10 @@ TEST(ExecutorFaults, OneEngineForEveryRankNamesAFailingRankAndASilentPeer) {
     config.run.fail_op = 3;
     auto failed = Execute(f.schedule, f.w, f.inputs, config);
     ASSERT_FALSE(failed.ok()) << SchemeName(scheme);
-    EXPECT_NE(failed.status().message().find("rank 2 op 3"), std::string::npos) << failed.status().message();
-    EXPECT_NE(failed.status().message().find("injected failure"), std::string::npos) << failed.status().message();
+    EXPECT_NE(failed.status().message().find("rank 2 op 3"), std::string::npos)
+        << failed.status().message();
+    EXPECT_NE(failed.status().message().find("injected failure"), std::string::npos)
+        << failed.status().message();
 
     config.run.fail_rank = -1;
     config.run.fail_op = -1;

@@ -11,8 +11,8 @@
 #include "executor/execute.h"
 #include "executor/kernels/reference.h"
 #include "executor/transport/thread_transport.h"
-#include "planner/strategy.h"
 #include "planner/schemes/registry.h"
+#include "planner/strategy.h"
 
 namespace meshplan::exec {
 namespace {

@@ -72,16 +72,19 @@ TEST(CheckHostMemory, RefusesWithTheNeedTheLimitAndASizeThatFits) {
   need.run_phase_bytes = 4.0 * (1 << 30);  // 4 GiB
   need.ranks_bytes = 3.0 * (1 << 30);
   EXPECT_TRUE(CheckHostMemory(need, q, 4.0 * (1 << 30), "test").ok());  // exactly the need fits
-  EXPECT_TRUE(CheckHostMemory(need, q, 0, "test").ok());                // no limit known: not checked
+  EXPECT_TRUE(CheckHostMemory(need, q, 0, "test").ok());  // no limit known: not checked
   // A quarter of the need: 65536 x 1/4 = 16384 tokens = 16K.
   const Status s = CheckHostMemory(need, q, 1.0 * (1 << 30), "--max-memory 1G");
   EXPECT_EQ(s.code(), ErrorCode::kInvalidInput);
   EXPECT_EQ(s.message(),
-            "execute: this run needs about 4.00 GiB of host memory in this process (run 4.00 GiB, of which "
+            "execute: this run needs about 4.00 GiB of host memory in this process (run 4.00 GiB, "
+            "of which "
             "2 ranks 3.00 GiB) but 1.00 GiB is available "
-            "(--max-memory 1G); a plan of about 16K tokens or fewer would fit (--max-memory overrides the limit)");
+            "(--max-memory 1G); a plan of about 16K tokens or fewer would fit (--max-memory "
+            "overrides the limit)");
   // Below 1K tokens there is no size to suggest.
-  EXPECT_NE(CheckHostMemory(need, q, 1 << 20, "t").message().find("even 1K tokens would not fit"), std::string::npos);
+  EXPECT_NE(CheckHostMemory(need, q, 1 << 20, "t").message().find("even 1K tokens would not fit"),
+            std::string::npos);
 }
 
 TEST(AvailableHostMemoryBytes, SomethingOnLinux) {

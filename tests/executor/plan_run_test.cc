@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "executor/device/half_float.h"
-#include "tests/executor/scheme_cases.h"
 #include "planner/schemes/registry.h"
+#include "tests/executor/scheme_cases.h"
 
 namespace meshplan::exec {
 namespace {
@@ -32,7 +32,8 @@ Plan RingPlan(int64_t gpus, Pass pass) {
 }
 
 TEST(PlanRun, ABackwardPlanRunsWithItsForward) {
-  auto run = PreparePlanRun(RingPlan(4, Pass::kBackward), "p.toml", Cluster(4), {}, InputType::kFp32);
+  auto run =
+      PreparePlanRun(RingPlan(4, Pass::kBackward), "p.toml", Cluster(4), {}, InputType::kFp32);
   ASSERT_TRUE(run.ok()) << run.status().message();
   EXPECT_TRUE(run->widened);
   EXPECT_EQ(run->plan.workload.pass, Pass::kForwardBackward);
@@ -48,21 +49,26 @@ TEST(PlanRun, ABackwardPlanRunsWithItsForward) {
 }
 
 TEST(PlanRun, APlanForAnotherClusterIsRefusedNamingTheFile) {
-  auto run = PreparePlanRun(RingPlan(4, Pass::kForward), "p.toml", Cluster(8), {}, InputType::kFp32);
+  auto run =
+      PreparePlanRun(RingPlan(4, Pass::kForward), "p.toml", Cluster(8), {}, InputType::kFp32);
   ASSERT_FALSE(run.ok());
   EXPECT_EQ(run.status().code(), ErrorCode::kInvalidInput);
-  EXPECT_EQ(run.status().message().rfind("p.toml: plan for 4 GPUs", 0), 0u) << run.status().message();
+  EXPECT_EQ(run.status().message().rfind("p.toml: plan for 4 GPUs", 0), 0u)
+      << run.status().message();
 }
 
 TEST(PlanRun, CheckInputsAreRoundedToTheInputTypeWithItsTolerance) {
-  auto run = PreparePlanRun(RingPlan(4, Pass::kForward), "p.toml", Cluster(4), {"", 5}, InputType::kBf16);
+  auto run =
+      PreparePlanRun(RingPlan(4, Pass::kForward), "p.toml", Cluster(4), {"", 5}, InputType::kBf16);
   ASSERT_TRUE(run.ok()) << run.status().message();
   EXPECT_DOUBLE_EQ(run->tolerance, 2e-2);
   int changed_by_rounding = 0;
-  for (float x : CheckInputs(*run).q.data) changed_by_rounding += RoundToInput(InputType::kBf16, x) != x;
+  for (float x : CheckInputs(*run).q.data)
+    changed_by_rounding += RoundToInput(InputType::kBf16, x) != x;
   EXPECT_EQ(changed_by_rounding, 0);  // every value already a bf16
   // The same seed in fp32 keeps values bf16 cannot hold (random floats have 24 significant bits).
-  auto fp32 = PreparePlanRun(RingPlan(4, Pass::kForward), "p.toml", Cluster(4), {"", 5}, InputType::kFp32);
+  auto fp32 =
+      PreparePlanRun(RingPlan(4, Pass::kForward), "p.toml", Cluster(4), {"", 5}, InputType::kFp32);
   ASSERT_TRUE(fp32.ok());
   int not_bf16 = 0;
   for (float x : CheckInputs(*fp32).q.data) not_bf16 += RoundToInput(InputType::kBf16, x) != x;
@@ -70,7 +76,8 @@ TEST(PlanRun, CheckInputsAreRoundedToTheInputTypeWithItsTolerance) {
 }
 
 TEST(PlanRun, RepeatedRunsWarmUpOnceThenTimeEachRun) {
-  auto run = PreparePlanRun(RingPlan(4, Pass::kForwardBackward), "p.toml", Cluster(4), {}, InputType::kFp32);
+  auto run = PreparePlanRun(RingPlan(4, Pass::kForwardBackward), "p.toml", Cluster(4), {},
+                            InputType::kFp32);
   ASSERT_TRUE(run.ok()) << run.status().message();
   std::vector<int> seen;  // the observer's run numbers: 0 for the warm-up
   auto repeated = ExecuteRepeated(*run, ExecuteConfig{}, 3, [&](int r, int runs, double time_s) {
@@ -87,7 +94,8 @@ TEST(PlanRun, RepeatedRunsWarmUpOnceThenTimeEachRun) {
   EXPECT_EQ(repeated->first.timings.size(), 4u);  // the first timed run's, per rank
   EXPECT_EQ(repeated->first.outputs.o.data.size(), 64u * 2 * 8);
   // The same inputs give the same outputs up to fp32 summation order.
-  auto once = ExecuteRepeated(*run, ExecuteConfig{}, 1, [&](int r, int, double) { seen.push_back(r); });
+  auto once =
+      ExecuteRepeated(*run, ExecuteConfig{}, 1, [&](int r, int, double) { seen.push_back(r); });
   ASSERT_TRUE(once.ok()) << once.status().message();
   EXPECT_EQ(seen.size(), 5u);  // one run, no warm-up
   EXPECT_EQ(seen.back(), 1);

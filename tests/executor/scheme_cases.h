@@ -35,7 +35,7 @@ inline double MaxRelativeError(const TensorF& got, const TensorD& want) {
   double worst = 0, scale = 0;
   for (size_t i = 0; i < want.data.size(); ++i) {
     if (std::isnan(got.data[i])) return INFINITY;  // a poisoned or broken output
-    if (std::isinf(want.data[i])) {  // LSE of a row with nothing visible
+    if (std::isinf(want.data[i])) {                // LSE of a row with nothing visible
       if (!(std::isinf(got.data[i]) && got.data[i] < 0)) return INFINITY;
       continue;
     }
@@ -54,8 +54,12 @@ struct Case {
 
 inline std::vector<Mask> Masks() {
   // Documents sum to 192; the prefix ends inside a shard for every P tested.
-  return {Mask::Full(),          Mask::Causal(),    Mask::Window(40), Mask::Documents({30, 5, 97, 60}),
-          Mask::Documents({30, 5, 97, 60}, true), Mask::Prefix(50)};
+  return {Mask::Full(),
+          Mask::Causal(),
+          Mask::Window(40),
+          Mask::Documents({30, 5, 97, 60}),
+          Mask::Documents({30, 5, 97, 60}, true),
+          Mask::Prefix(50)};
 }
 
 inline SchemeParams Params(Scheme s, Layout layout) {
@@ -71,7 +75,9 @@ inline std::vector<Case> SchemeCases(int64_t P, const Mask& mask) {
   for (auto [hq, hkv] : {std::pair<int64_t, int64_t>{4, 4}, {8, 2}}) {  // MHA and GQA (g = 4)
     // Ring in every layout the mask allows, with and without the forward cache.
     for (Layout layout : {Layout::kContiguous, Layout::kZigzag, Layout::kStriped}) {
-      if (layout == Layout::kStriped && mask.kind != MaskKind::kFull && mask.kind != MaskKind::kCausal) continue;
+      if (layout == Layout::kStriped && mask.kind != MaskKind::kFull &&
+          mask.kind != MaskKind::kCausal)
+        continue;
       SchemeParams p = Params(Scheme("ring"), layout);
       p.ring = P;
       cases.push_back({P, p, mask, hq, hkv, 1});

@@ -24,7 +24,8 @@ inline void CheckOneLine(const Status& status) {
   Check(!status.ok(), "an error status that is ok");
   Check(status.code() != ErrorCode::kInternal, "an internal error for bad input");
   Check(!status.message().empty(), "an empty error message");
-  Check(EscapeControlBytes(status.message()).find('\n') == std::string::npos, "a message that is not one line");
+  Check(EscapeControlBytes(status.message()).find('\n') == std::string::npos,
+        "a message that is not one line");
 }
 
 }  // namespace meshplan::fuzz

@@ -19,7 +19,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   auto list = meshplan::capacity::ParseCountList(text, "--gpus");
   if (list.ok()) {
-    meshplan::fuzz::Check(!list->empty() && list->size() <= meshplan::capacity::kMaxListValues, "a list's size");
+    meshplan::fuzz::Check(!list->empty() && list->size() <= meshplan::capacity::kMaxListValues,
+                          "a list's size");
     for (int64_t v : *list) meshplan::fuzz::Check(v > 0, "a list value is not positive");
   } else {
     meshplan::fuzz::CheckOneLine(list.status());

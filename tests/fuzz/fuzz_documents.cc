@@ -22,11 +22,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   const meshplan::Mask mask = meshplan::Mask::Documents(*lengths);
   const meshplan::Status status = meshplan::ValidateMask(mask, fits ? sum : 1);
-  meshplan::fuzz::Check(status.ok() == fits, "the lengths' own sum does not validate (or an overflowing one does)");
+  meshplan::fuzz::Check(status.ok() == fits,
+                        "the lengths' own sum does not validate (or an overflowing one does)");
   if (fits && sum <= (int64_t{1} << 16)) {
     // Small enough to count: every pair count is within the causal bound.
     const meshplan::PairCounter counter(mask, sum);
-    meshplan::fuzz::Check(counter.Total() <= sum * (sum + 1) / 2, "more pairs than causal attention has");
+    meshplan::fuzz::Check(counter.Total() <= sum * (sum + 1) / 2,
+                          "more pairs than causal attention has");
   }
   return 0;
 }

@@ -1,5 +1,5 @@
-// .npy files (executor/io/npy.h): any bytes give an array whose values match its shape, or one error
-// line.
+// .npy files (executor/io/npy.h): any bytes give an array whose values match its shape, or one
+// error line.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>

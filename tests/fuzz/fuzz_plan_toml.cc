@@ -1,5 +1,5 @@
-// Plan files (planner/plan_file.h): any bytes give a plan or one error line; a plan that parses writes
-// back to a file that parses again to the same text.
+// Plan files (planner/plan_file.h): any bytes give a plan or one error line; a plan that parses
+// writes back to a file that parses again to the same text.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -18,6 +18,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string written = meshplan::planner::PlanToToml(*plan, "");
   auto again = meshplan::planner::ParsePlanToml(written, "written.toml");
   meshplan::fuzz::Check(again.ok(), "a written plan does not parse again");
-  meshplan::fuzz::Check(meshplan::planner::PlanToToml(*again, "") == written, "a plan does not round-trip");
+  meshplan::fuzz::Check(meshplan::planner::PlanToToml(*again, "") == written,
+                        "a plan does not round-trip");
   return 0;
 }

@@ -11,7 +11,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto settings = meshplan::capacity::ParseSweepToml(text, "fuzz.toml");
   if (!settings.ok()) {
     meshplan::fuzz::CheckOneLine(settings.status());
-    meshplan::fuzz::Check(settings.status().message().rfind("fuzz.toml", 0) == 0, "an error does not name the file");
+    meshplan::fuzz::Check(settings.status().message().rfind("fuzz.toml", 0) == 0,
+                          "an error does not name the file");
   }
   return 0;
 }

@@ -18,6 +18,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string written = meshplan::TopologyToToml(*topology);
   auto again = meshplan::ParseTopologyToml(written, "written.toml");
   meshplan::fuzz::Check(again.ok(), "a written topology does not parse again");
-  meshplan::fuzz::Check(meshplan::TopologyToToml(*again) == written, "a topology does not round-trip");
+  meshplan::fuzz::Check(meshplan::TopologyToToml(*again) == written,
+                        "a topology does not round-trip");
   return 0;
 }

@@ -31,8 +31,8 @@ std::string ReadAll(const fs::path& path) {
 std::vector<fs::path> FilesBelow(const fs::path& dir, bool (*keep)(const fs::path&)) {
   std::vector<fs::path> out;
   std::error_code error;
-  for (auto it = fs::recursive_directory_iterator(dir, error); !error && it != fs::recursive_directory_iterator();
-       it.increment(error)) {
+  for (auto it = fs::recursive_directory_iterator(dir, error);
+       !error && it != fs::recursive_directory_iterator(); it.increment(error)) {
     if (it->is_regular_file() && keep(it->path())) out.push_back(it->path());
   }
   std::sort(out.begin(), out.end());
@@ -52,7 +52,7 @@ bool Contains(const std::vector<std::string>& list, const std::string& item) {
 // What one part's files include and what its CMakeLists define and link.
 struct PartFacts {
   std::map<std::string, std::string> included;  // other part -> first "file:line" that includes it
-  std::map<std::string, std::string> linked;    // meshplan_* library -> the CMakeLists.txt linking it
+  std::map<std::string, std::string> linked;  // meshplan_* library -> the CMakeLists.txt linking it
 };
 
 class Checker {
@@ -69,10 +69,11 @@ class Checker {
       ReadCMakeLists(part);
     }
     for (const Part& part : rules_.parts) CheckLinksAreIncluded(part);
-        for (const Part& part : rules_.parts) CheckIncludesAreLinked(part);
+    for (const Part& part : rules_.parts) CheckIncludesAreLinked(part);
     for (const Part& part : rules_.parts) {
       report_.includes += part.name + "/ includes:";
-      for (const auto& [other, where] : facts_[part.name].included) report_.includes += " " + other + " (" + where + ")";
+      for (const auto& [other, where] : facts_[part.name].included)
+        report_.includes += " " + other + " (" + where + ")";
       report_.includes += "\n";
     }
     return std::move(report_);
@@ -88,13 +89,15 @@ class Checker {
     std::vector<fs::path> dirs;
     for (const fs::directory_entry& entry : fs::directory_iterator(root_, error)) {
       const std::string name = entry.path().filename().string();
-      if (entry.is_directory() && name[0] != '.' && name.rfind("build", 0) != 0) dirs.push_back(entry.path());
+      if (entry.is_directory() && name[0] != '.' && name.rfind("build", 0) != 0)
+        dirs.push_back(entry.path());
     }
     std::sort(dirs.begin(), dirs.end());
     for (const fs::path& dir : dirs) {
       const std::string name = dir.filename().string();
       if (parts_.count(name) == 0 && !IsFree(name) && !FilesBelow(dir, IsSource).empty()) {
-        report_.violations.push_back(name + "/ holds C++ sources but is no part of the layering rules");
+        report_.violations.push_back(name +
+                                     "/ holds C++ sources but is no part of the layering rules");
       }
     }
   }
@@ -167,23 +170,27 @@ class Checker {
         std::smatch match;
         if (!std::regex_search(line, match, include_line)) continue;
         const std::string target = match[1];
-        if (target == part.name || (parts_.count(target) == 0 && !IsFree(target))) continue;  // not another part
+        if (target == part.name || (parts_.count(target) == 0 && !IsFree(target)))
+          continue;  // not another part
         const std::string where = Relative(file) + ":" + std::to_string(number);
         facts_[part.name].included.emplace(target, where);
         if (!Contains(part.may_include, target)) {
-          report_.violations.push_back(where + ": " + line.substr(line.find('#')) + ": " + part.name +
-                                       "/ may include only " + Join(part.may_include) + " (and itself)");
+          report_.violations.push_back(where + ": " + line.substr(line.find('#')) + ": " +
+                                       part.name + "/ may include only " + Join(part.may_include) +
+                                       " (and itself)");
         }
       }
     }
   }
 
   void ReadCMakeLists(const Part& part) {
-    static const std::regex call(R"((add_library|add_executable|target_link_libraries)\s*\(([^)]*)\))");
+    static const std::regex call(
+        R"((add_library|add_executable|target_link_libraries)\s*\(([^)]*)\))");
     static const std::regex library(R"(meshplan_[A-Za-z0-9_]+)");
     for (const fs::path& cmake : FilesBelow(root_ / part.name, IsCMakeLists)) {
       const std::string text = ReadAll(cmake);
-      for (auto it = std::sregex_iterator(text.begin(), text.end(), call); it != std::sregex_iterator(); ++it) {
+      for (auto it = std::sregex_iterator(text.begin(), text.end(), call);
+           it != std::sregex_iterator(); ++it) {
         std::istringstream words((*it)[2].str());
         std::string first, word;
         words >> first;
@@ -192,7 +199,8 @@ class Checker {
           continue;
         }
         while (words >> word) {
-          if (std::regex_match(word, library)) facts_[part.name].linked.emplace(word, Relative(cmake));
+          if (std::regex_match(word, library))
+            facts_[part.name].linked.emplace(word, Relative(cmake));
         }
       }
     }
@@ -211,7 +219,8 @@ class Checker {
       links_[part.name].insert(owner->second);
       if (f.included.count(owner->second) != 0) continue;
       report_.violations.push_back(cmake + ": links " + library + ", but no file of " + part.name +
-                                   "/ includes a " + owner->second + "/ header (link only what the part includes)");
+                                   "/ includes a " + owner->second +
+                                   "/ header (link only what the part includes)");
     }
   }
 
@@ -227,9 +236,9 @@ class Checker {
     }
     for (const auto& [included, where] : facts_[part.name].included) {
       if (IsFree(included) || reachable.count(included) != 0) continue;
-      report_.violations.push_back(where + ": includes a " + included + "/ header, but no CMakeLists.txt of " +
-                                   part.name + "/ links a library of " + included +
-                                   "/, directly or through another part");
+      report_.violations.push_back(
+          where + ": includes a " + included + "/ header, but no CMakeLists.txt of " + part.name +
+          "/ links a library of " + included + "/, directly or through another part");
     }
   }
 
@@ -237,13 +246,15 @@ class Checker {
   const Rules& rules_;
   std::map<std::string, const Part*> parts_;
   std::map<std::string, PartFacts> facts_;
-  std::map<std::string, std::string> library_part_;      // meshplan_* library -> the part defining it
+  std::map<std::string, std::string> library_part_;  // meshplan_* library -> the part defining it
   std::map<std::string, std::set<std::string>> links_;  // part -> the other parts it links directly
   Report report_;
 };
 
 }  // namespace
 
-Report CheckLayering(const fs::path& root, const Rules& rules) { return Checker(root, rules).Run(); }
+Report CheckLayering(const fs::path& root, const Rules& rules) {
+  return Checker(root, rules).Run();
+}
 
 }  // namespace meshplan::layering

@@ -11,7 +11,7 @@ namespace meshplan::layering {
 
 // A top-level directory that builds one or more meshplan_* libraries (or the CLI).
 struct Part {
-  std::string name;                      // the directory, e.g. "planner"; subdirectories belong to it
+  std::string name;  // the directory, e.g. "planner"; subdirectories belong to it
   std::vector<std::string> may_include;  // the parts below it, whose headers its files may include
 };
 
@@ -27,13 +27,14 @@ struct Folder {
 
 struct Rules {
   std::vector<Part> parts;
-  std::vector<std::string> free_dirs;  // top-level directories that may include anything (tests/, bench/)
-  std::vector<Folder> folders;         // inside parts; a part with any has one for each subfolder
+  std::vector<std::string>
+      free_dirs;                // top-level directories that may include anything (tests/, bench/)
+  std::vector<Folder> folders;  // inside parts; a part with any has one for each subfolder
 };
 
 struct Report {
   std::vector<std::string> violations;  // one line each, naming the file (and line) at fault
-  std::string includes;                 // per part: the parts it includes, each with a file that does
+  std::string includes;  // per part: the parts it includes, each with a file that does
 };
 
 // Checks the tree at `root` against `rules`:

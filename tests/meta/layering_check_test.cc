@@ -4,7 +4,6 @@
 #include "tests/meta/layering_check.h"
 
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <filesystem>
@@ -29,26 +28,37 @@ class FakeTree : public ::testing::Test {
     Write("core/CMakeLists.txt", "add_library(meshplan_core types.cc)\n");
     Write("core/types.h", "#pragma once\n#include <string>\n");
     Write("planner/CMakeLists.txt",
-          "add_library(meshplan_planner search.cc)\ntarget_link_libraries(meshplan_planner PUBLIC meshplan_core)\n");
+          "add_library(meshplan_planner search.cc)\ntarget_link_libraries(meshplan_planner PUBLIC "
+          "meshplan_core)\n");
     Write("planner/search.h", "#include \"core/types.h\"\n");
-    Write("simulator/CMakeLists.txt", "add_library(meshplan_simulator simulate.cc)\n"
-                                      "target_link_libraries(meshplan_simulator PUBLIC meshplan_planner)\n");
-    Write("simulator/simulate.h", "#include \"planner/search.h\"\n#include \"simulator/other.h\"\n");
-    Write("executor/CMakeLists.txt", "add_library(meshplan_executor execute.cc)\n"
-                                     "target_link_libraries(meshplan_executor PUBLIC meshplan_planner Eigen3::Eigen)\n");
-    Write("executor/execute.h", "#include \"core/types.h\"\n#include \"planner/plan_schedule.h\"\n");
-    Write("executor/cuda/CMakeLists.txt", "add_library(meshplan_cuda cuda_execute.cc)\n"
-                                          "target_link_libraries(meshplan_cuda PUBLIC meshplan_executor)\n");
+    Write("simulator/CMakeLists.txt",
+          "add_library(meshplan_simulator simulate.cc)\n"
+          "target_link_libraries(meshplan_simulator PUBLIC meshplan_planner)\n");
+    Write("simulator/simulate.h",
+          "#include \"planner/search.h\"\n#include \"simulator/other.h\"\n");
+    Write("executor/CMakeLists.txt",
+          "add_library(meshplan_executor execute.cc)\n"
+          "target_link_libraries(meshplan_executor PUBLIC meshplan_planner Eigen3::Eigen)\n");
+    Write("executor/execute.h",
+          "#include \"core/types.h\"\n#include \"planner/plan_schedule.h\"\n");
+    Write("executor/cuda/CMakeLists.txt",
+          "add_library(meshplan_cuda cuda_execute.cc)\n"
+          "target_link_libraries(meshplan_cuda PUBLIC meshplan_executor)\n");
     Write("executor/cuda/cuda_execute.h", "#include \"executor/execute.h\"\n");
-    Write("capacity/CMakeLists.txt", "add_library(meshplan_capacity sweep.cc)\n"
-                                     "target_link_libraries(meshplan_capacity PUBLIC meshplan_simulator)\n");
+    Write("capacity/CMakeLists.txt",
+          "add_library(meshplan_capacity sweep.cc)\n"
+          "target_link_libraries(meshplan_capacity PUBLIC meshplan_simulator)\n");
     Write("capacity/sweep.h", "#include \"simulator/simulate.h\"\n#include \"planner/search.h\"\n");
-    Write("report/CMakeLists.txt", "add_library(meshplan_report charts.cc)\n"
-                                   "target_link_libraries(meshplan_report PUBLIC meshplan_capacity)\n");
+    Write("report/CMakeLists.txt",
+          "add_library(meshplan_report charts.cc)\n"
+          "target_link_libraries(meshplan_report PUBLIC meshplan_capacity)\n");
     Write("report/charts.h", "#include \"capacity/sweep.h\"\n");
-    Write("tools/CMakeLists.txt", "add_executable(meshplan main.cc)\n"
-                                  "target_link_libraries(meshplan PRIVATE meshplan_report meshplan_executor CLI11::CLI11)\n");
-    Write("tools/main.cc", "#include \"report/charts.h\"\n#include \"executor/cuda/cuda_execute.h\"\n");
+    Write(
+        "tools/CMakeLists.txt",
+        "add_executable(meshplan main.cc)\n"
+        "target_link_libraries(meshplan PRIVATE meshplan_report meshplan_executor CLI11::CLI11)\n");
+    Write("tools/main.cc",
+          "#include \"report/charts.h\"\n#include \"executor/cuda/cuda_execute.h\"\n");
     Write("tests/anything_test.cc", "#include \"tools/main.h\"\n#include \"executor/execute.h\"\n");
     Write("docs/notes.md", "#include \"tools/main.h\"\n");
   }
@@ -70,7 +80,8 @@ class FakeTree : public ::testing::Test {
     }
     std::string listed;
     for (const std::string& v : report.violations) listed += "\n  " + v;
-    ADD_FAILURE() << "no violation names all of " << ::testing::PrintToString(needles) << "; violations:" << listed;
+    ADD_FAILURE() << "no violation names all of " << ::testing::PrintToString(needles)
+                  << "; violations:" << listed;
   }
 
   fs::path root_;
@@ -79,14 +90,16 @@ class FakeTree : public ::testing::Test {
 TEST_F(FakeTree, ATreeThatFollowsTheRulesPasses) {
   const Report report = Check();
   EXPECT_TRUE(report.violations.empty()) << report.violations.front();
-  EXPECT_NE(report.includes.find("capacity/ includes: planner (capacity/sweep.h:2) simulator (capacity/sweep.h:1)"),
+  EXPECT_NE(report.includes.find(
+                "capacity/ includes: planner (capacity/sweep.h:2) simulator (capacity/sweep.h:1)"),
             std::string::npos)
       << report.includes;
 }
 
 TEST_F(FakeTree, IncludingAPartAboveFails) {
   Write("core/types.h", "#pragma once\n#include \"planner/search.h\"\n");
-  ExpectViolation(Check(), {"core/types.h:2", "#include \"planner/search.h\"", "core/ may include only nothing"});
+  ExpectViolation(Check(), {"core/types.h:2", "#include \"planner/search.h\"",
+                            "core/ may include only nothing"});
   SetUp();
   Write("capacity/sweep.h", "#include \"report/charts.h\"\n");
   ExpectViolation(Check(), {"capacity/sweep.h:1", "report/charts.h"});
@@ -104,24 +117,29 @@ TEST_F(FakeTree, SimulatorAndExecutorMayNotIncludeEachOther) {
 }
 
 TEST_F(FakeTree, LibrariesMayNotIncludeTestsOrBenchmarks) {
-  Write("planner/search.h", "#include \"core/types.h\"\n#include \"tests/planner/test_cluster.h\"\n");
+  Write("planner/search.h",
+        "#include \"core/types.h\"\n#include \"tests/planner/test_cluster.h\"\n");
   ExpectViolation(Check(), {"planner/search.h:2", "tests/planner/test_cluster.h"});
 }
 
 TEST_F(FakeTree, LinkingWhatNoFileIncludesFails) {
-  Write("planner/CMakeLists.txt", "add_library(meshplan_planner search.cc)\n"
-                                  "target_link_libraries(meshplan_planner PUBLIC meshplan_core meshplan_simulator)\n");
-  ExpectViolation(Check(), {"planner/CMakeLists.txt", "links meshplan_simulator", "no file of planner/"});
+  Write("planner/CMakeLists.txt",
+        "add_library(meshplan_planner search.cc)\n"
+        "target_link_libraries(meshplan_planner PUBLIC meshplan_core meshplan_simulator)\n");
+  ExpectViolation(Check(),
+                  {"planner/CMakeLists.txt", "links meshplan_simulator", "no file of planner/"});
 }
 
 TEST_F(FakeTree, AnExecutorThatLinksThePlannerWithoutIncludingItFails) {
   Write("executor/execute.h", "#include \"core/types.h\"\n");
-  ExpectViolation(Check(), {"executor/CMakeLists.txt", "links meshplan_planner", "no file of executor/"});
+  ExpectViolation(Check(),
+                  {"executor/CMakeLists.txt", "links meshplan_planner", "no file of executor/"});
 }
 
 TEST_F(FakeTree, IncludingWhatIsNotLinkedFails) {
   Write("report/CMakeLists.txt", "add_library(meshplan_report charts.cc)\n");
-  ExpectViolation(Check(), {"report/charts.h:1", "includes a capacity/ header", "report/ links a library of capacity/"});
+  ExpectViolation(Check(), {"report/charts.h:1", "includes a capacity/ header",
+                            "report/ links a library of capacity/"});
   // Reaching a part through another part's PUBLIC link is enough: capacity reaches planner
   // through the simulator (the baseline tree), but not once the simulator links nothing.
   SetUp();
@@ -130,8 +148,9 @@ TEST_F(FakeTree, IncludingWhatIsNotLinkedFails) {
 }
 
 TEST_F(FakeTree, LinkingAnUndefinedLibraryFails) {
-  Write("tools/CMakeLists.txt", "add_executable(meshplan main.cc)\n"
-                                "target_link_libraries(meshplan PRIVATE meshplan_report meshplan_executor meshplan_gui)\n");
+  Write("tools/CMakeLists.txt",
+        "add_executable(meshplan main.cc)\n"
+        "target_link_libraries(meshplan PRIVATE meshplan_report meshplan_executor meshplan_gui)\n");
   ExpectViolation(Check(), {"tools/CMakeLists.txt", "links meshplan_gui, which no part defines"});
 }
 

@@ -23,7 +23,8 @@ TEST(Layering, TheSourceTreeFollowsTheRules) {
         << folder.path;
   }
   // The check saw the tree: the CLI includes every part.
-  EXPECT_NE(report.includes.find("tools/ includes: capacity"), std::string::npos) << report.includes;
+  EXPECT_NE(report.includes.find("tools/ includes: capacity"), std::string::npos)
+      << report.includes;
 }
 
 }  // namespace

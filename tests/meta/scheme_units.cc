@@ -10,13 +10,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr const char* kProgramDirs[] = {"core", "planner", "simulator", "executor",
+constexpr const char* kProgramDirs[] = {"core",   "planner",  "simulator", "executor",
                                         "report", "capacity", "tools"};
 
 bool IsSourceFile(const fs::path& p) {
   const std::string ext = p.extension().string();
-  return ext == ".h" || ext == ".cc" || ext == ".cu" || ext == ".cuh" || ext == ".in" || ext == ".sh" ||
-         ext == ".py" || p.filename() == "CMakeLists.txt";
+  return ext == ".h" || ext == ".cc" || ext == ".cu" || ext == ".cuh" || ext == ".in" ||
+         ext == ".sh" || ext == ".py" || p.filename() == "CMakeLists.txt";
 }
 
 std::string UnitOf(const std::string& scheme) {
@@ -68,7 +68,8 @@ bool IsWord(const std::string& line, size_t begin, size_t end) {
 }
 
 bool NamedAt(const std::string& line, const std::regex& pattern) {
-  for (auto it = std::sregex_iterator(line.begin(), line.end(), pattern); it != std::sregex_iterator(); ++it) {
+  for (auto it = std::sregex_iterator(line.begin(), line.end(), pattern);
+       it != std::sregex_iterator(); ++it) {
     const size_t begin = static_cast<size_t>(it->position());
     if (IsWord(line, begin, begin + static_cast<size_t>(it->length()))) return true;
   }
@@ -78,7 +79,9 @@ bool NamedAt(const std::string& line, const std::regex& pattern) {
 // The exact lower-case name as a word of its own ('-' belongs to the word).
 std::regex ExactWord(const std::string& scheme) {
   std::string body;
-  for (char c : scheme) body += std::isalnum(static_cast<unsigned char>(c)) ? std::string(1, c) : "\\" + std::string(1, c);
+  for (char c : scheme)
+    body +=
+        std::isalnum(static_cast<unsigned char>(c)) ? std::string(1, c) : "\\" + std::string(1, c);
   return std::regex("(^|[^A-Za-z0-9-])" + body + "($|[^A-Za-z0-9-])");
 }
 
@@ -122,17 +125,20 @@ std::vector<std::string> CheckSchemeUnits(const fs::path& root, const Options& o
           if (may) continue;
           if (!Contains(o.common_words, s.name)) {
             if (NamedAt(line, s.any_case)) {
-              out.push_back(where + "names the scheme '" + s.name + "' outside its unit (" + UnitOf(s.name) +
-                            ") and the registry");
+              out.push_back(where + "names the scheme '" + s.name + "' outside its unit (" +
+                            UnitOf(s.name) + ") and the registry");
             }
-          } else if (!Contains(o.parameter_keys, s.name) && line.find('"' + s.name + '"') != std::string::npos) {
-            out.push_back(where + "has the scheme name \"" + s.name + "\" as a literal outside its unit (" +
-                          UnitOf(s.name) + ") and the registry");
+          } else if (!Contains(o.parameter_keys, s.name) &&
+                     line.find('"' + s.name + '"') != std::string::npos) {
+            out.push_back(where + "has the scheme name \"" + s.name +
+                          "\" as a literal outside its unit (" + UnitOf(s.name) +
+                          ") and the registry");
           }
         }
         if (listed >= 3 && any_outside && !is_unit) {
-          out.push_back(where + "lists " + std::to_string(listed) +
-                        " schemes: ask the registry (planner::AllSchemes, `meshplan plan --list-schemes`)");
+          out.push_back(
+              where + "lists " + std::to_string(listed) +
+              " schemes: ask the registry (planner::AllSchemes, `meshplan plan --list-schemes`)");
         }
         if (std::regex_search(line, plan_file_include) && file.rfind("tools/", 0) != 0 &&
             file != "planner/plan_file.cc") {

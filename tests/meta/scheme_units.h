@@ -26,7 +26,8 @@ struct Options {
 // free to name schemes):
 //  1. a scheme name that is not a common word appears nowhere outside its unit and the registry,
 //     in code or comment, case-insensitive, as a word of its own or a CamelCase part ('-' may be
-//     written '_' or left out: "mesh-ulysses", "Mesh_Ulysses", "NewMeshUlyssesStrategy"); the unit of a scheme whose name extends it
+//     written '_' or left out: "mesh-ulysses", "Mesh_Ulysses", "NewMeshUlyssesStrategy"); the unit
+//     of a scheme whose name extends it
 //     ("attention2d-o" for "attention2d") may name it;
 //  2. a common-word name that is not a parameter key appears nowhere as a string literal ("mesh")
 //     outside its unit and the registry;
@@ -34,6 +35,7 @@ struct Options {
 //     exact lower-case words (a copy of the list);
 //  4. planner/plan_file.h (the plan-file reader) is included only by tools/ and its own .cc.
 // Returns one line per violation: "FILE:LINE: what".
-std::vector<std::string> CheckSchemeUnits(const std::filesystem::path& root, const Options& options);
+std::vector<std::string> CheckSchemeUnits(const std::filesystem::path& root,
+                                          const Options& options);
 
 }  // namespace meshplan::scheme_units

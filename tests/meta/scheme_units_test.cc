@@ -49,7 +49,8 @@ std::string Joined(const std::vector<std::string>& lines) {
 TEST(SchemeUnits, NoSchemeIsNamedOutsideItsUnitAndTheRegistry) {
   const std::vector<std::string> schemes = RegisteredSchemes();
   ASSERT_GE(schemes.size(), 9u) << "meshplan plan --list-schemes listed too few schemes";
-  const std::vector<std::string> violations = CheckSchemeUnits(MESHPLAN_SOURCE_DIR, DomainOptions(schemes));
+  const std::vector<std::string> violations =
+      CheckSchemeUnits(MESHPLAN_SOURCE_DIR, DomainOptions(schemes));
   EXPECT_TRUE(violations.empty()) << Joined(violations);
 }
 
@@ -58,12 +59,14 @@ class SchemeUnitsFakeTree : public ::testing::Test {
   void SetUp() override {
     root_ = fs::temp_directory_path() / ("meshplan_scheme_units_" + std::to_string(getpid()));
     fs::remove_all(root_);
-    Write("planner/schemes/registry.cc", "NewLoongTrainStrategy, NewMeshStrategy, NewRingStrategy\n");
+    Write("planner/schemes/registry.cc",
+          "NewLoongTrainStrategy, NewMeshStrategy, NewRingStrategy\n");
     Write("planner/schemes/loongtrain.cc", "constexpr std::string_view kName = \"loongtrain\";\n");
     Write("planner/schemes/mesh.cc", "constexpr std::string_view kName = \"mesh\";\n");
     Write("planner/schemes/attention2d_o.cc", "// ATTENTION2D's tile, overlapped\n");
-    Write("report/plot.cc", "// a ring pass and the mesh tile family; GpuSpec is no scheme\n"
-                            "j.Key(\"ring\");  // the ring degree, a parameter key\n");
+    Write("report/plot.cc",
+          "// a ring pass and the mesh tile family; GpuSpec is no scheme\n"
+          "j.Key(\"ring\");  // the ring degree, a parameter key\n");
     Write("tools/plan_command.cc", "#include \"planner/plan_file.h\"\n");
   }
   void TearDown() override { fs::remove_all(root_); }
@@ -72,7 +75,8 @@ class SchemeUnitsFakeTree : public ::testing::Test {
     std::ofstream(root_ / rel) << text;
   }
   std::vector<std::string> Check() const {
-    return CheckSchemeUnits(root_, DomainOptions({"ring", "loongtrain", "mesh", "attention2d", "attention2d-o"}));
+    return CheckSchemeUnits(
+        root_, DomainOptions({"ring", "loongtrain", "mesh", "attention2d", "attention2d-o"}));
   }
   fs::path root_;
 };
@@ -96,7 +100,9 @@ TEST_F(SchemeUnitsFakeTree, ACommonWordNameFailsOnlyAsALiteral) {
   Write("report/charts.cc", "if (name == \"mesh\") colour = 1;\n");
   const std::vector<std::string> v = Check();
   ASSERT_EQ(v.size(), 1u) << Joined(v);
-  EXPECT_NE(v[0].find("report/charts.cc:1: has the scheme name \"mesh\" as a literal"), std::string::npos) << v[0];
+  EXPECT_NE(v[0].find("report/charts.cc:1: has the scheme name \"mesh\" as a literal"),
+            std::string::npos)
+      << v[0];
 }
 
 TEST_F(SchemeUnitsFakeTree, ACopyOfTheListFails) {
@@ -111,7 +117,9 @@ TEST_F(SchemeUnitsFakeTree, OnlyToolsIncludeThePlanFileReader) {
   Write("simulator/plan_simulation.cc", "#include \"planner/plan_file.h\"\n");
   const std::vector<std::string> v = Check();
   ASSERT_EQ(v.size(), 1u) << Joined(v);
-  EXPECT_NE(v[0].find("simulator/plan_simulation.cc:1: includes the plan-file reader"), std::string::npos) << v[0];
+  EXPECT_NE(v[0].find("simulator/plan_simulation.cc:1: includes the plan-file reader"),
+            std::string::npos)
+      << v[0];
 }
 
 }  // namespace

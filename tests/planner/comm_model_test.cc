@@ -1,7 +1,8 @@
 // Communication model: levels, bytes per level and pattern times worked out by hand.
+#include "planner/comm_model.h"
+
 #include <gtest/gtest.h>
 
-#include "planner/comm_model.h"
 #include "tests/planner/test_cluster.h"
 
 namespace meshplan::planner {

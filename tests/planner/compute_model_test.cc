@@ -1,9 +1,9 @@
 // Per-rank work of the 1-D and 2-D assignments against token-by-token brute force.
+#include "planner/compute_model.h"
+
 #include <gtest/gtest.h>
 
 #include <vector>
-
-#include "planner/compute_model.h"
 
 namespace meshplan::planner {
 namespace {
@@ -50,8 +50,8 @@ std::vector<int64_t> Tokens(const ShardLayout& sl, int64_t shard) {
   return out;
 }
 
-int64_t BrutePairs(const Mask& m, const std::vector<int64_t>& doc_of, const std::vector<int64_t>& qs,
-                   const std::vector<int64_t>& ks) {
+int64_t BrutePairs(const Mask& m, const std::vector<int64_t>& doc_of,
+                   const std::vector<int64_t>& qs, const std::vector<int64_t>& ks) {
   int64_t n = 0;
   for (int64_t q : qs) {
     for (int64_t k : ks) n += Visible(m, doc_of, q, k) ? 1 : 0;
@@ -71,7 +71,8 @@ std::vector<MaskCase> Cases() {
           {Mask::Window(7), {Layout::kContiguous, Layout::kZigzag}},
           {Mask::Window(50), {Layout::kContiguous, Layout::kZigzag}},
           {docs, {Layout::kContiguous, Layout::kZigzag, Layout::kBalanced}},
-          {Mask::Documents({5, 40, 3, 17, 31}, true), {Layout::kContiguous, Layout::kZigzag, Layout::kBalanced}},
+          {Mask::Documents({5, 40, 3, 17, 31}, true),
+           {Layout::kContiguous, Layout::kZigzag, Layout::kBalanced}},
           // The balanced layout with a causal mask takes the enumerating path, not the closed form.
           {Mask::Causal(), {Layout::kBalanced}},
           // Prefixes ending inside a zigzag chunk and past the middle (keys of later chunks seen).
@@ -103,7 +104,8 @@ TEST(ComputeModel, RowPairsMatchBruteForce) {
         const auto rows = RowPairs(sl, counter);
         for (int64_t i = 0; i < shards; ++i) {
           EXPECT_EQ(rows[i], BrutePairs(c.mask, doc_of, Tokens(sl, i), all))
-              << c.mask.ToString() << " " << LayoutName(layout) << " N=" << shards << " shard " << i;
+              << c.mask.ToString() << " " << LayoutName(layout) << " N=" << shards << " shard "
+              << i;
         }
       }
     }
@@ -116,7 +118,17 @@ TEST(ComputeModel, TilePairsMatchBruteForce) {
     const PairCounter counter(c.mask, seq);
     const auto doc_of = DocOf(c.mask, seq);
     for (Layout layout : c.layouts) {
-      for (auto [n, a] : std::vector<std::pair<int64_t, int64_t>>{{4, 2}, {6, 2}, {6, 3}, {6, 1}, {6, 6}, {8, 4}, {8, 8}, {8, 1}, {12, 3}, {12, 4}, {12, 12}}) {
+      for (auto [n, a] : std::vector<std::pair<int64_t, int64_t>>{{4, 2},
+                                                                  {6, 2},
+                                                                  {6, 3},
+                                                                  {6, 1},
+                                                                  {6, 6},
+                                                                  {8, 4},
+                                                                  {8, 8},
+                                                                  {8, 1},
+                                                                  {12, 3},
+                                                                  {12, 4},
+                                                                  {12, 12}}) {
         if (seq % (2 * n) != 0) continue;
         const ShardLayout sl = MakeShardLayout(layout, counter, n, 1);
         if (!sl.Validate(c.mask).ok()) continue;
@@ -131,7 +143,8 @@ TEST(ComputeModel, TilePairsMatchBruteForce) {
             for (int64_t t : Tokens(sl, j)) ks.push_back(t);
           }
           EXPECT_EQ(tile[g], BrutePairs(c.mask, doc_of, qs, ks))
-              << c.mask.ToString() << " " << LayoutName(layout) << " n=" << n << " a=" << a << " rank " << g;
+              << c.mask.ToString() << " " << LayoutName(layout) << " n=" << n << " a=" << a
+              << " rank " << g;
         }
       }
     }

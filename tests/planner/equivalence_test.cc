@@ -2,11 +2,12 @@
 // edge, 0.6% apart is not a tie), byte counts that must agree in total and per level, fits and
 // simulated status kept apart, and groups anchored on their representative (no chaining).
 #include "planner/equivalence.h"
-#include "planner/schemes/registry.h"
 
 #include <gtest/gtest.h>
 
 #include <vector>
+
+#include "planner/schemes/registry.h"
 
 namespace meshplan::planner {
 namespace {
@@ -14,7 +15,8 @@ namespace {
 constexpr double kMiB = 1024.0 * 1024.0;
 
 // A plan told apart by its ring degree, sending `nvlink_bytes` + `ib_bytes` per GPU.
-Estimate MakeEstimate(int64_t ring, double time_s, double nvlink_bytes = 64 * kMiB, double ib_bytes = 256 * kMiB) {
+Estimate MakeEstimate(int64_t ring, double time_s, double nvlink_bytes = 64 * kMiB,
+                      double ib_bytes = 256 * kMiB) {
   Estimate e;
   e.params.scheme = Scheme("ring");
   e.params.ring = ring;
@@ -97,7 +99,8 @@ TEST(Equivalence, FittingAndSimulatedStatusMustAgree) {
 TEST(Equivalence, GroupsAreAnchoredOnTheirRepresentativeNotChained) {
   // 1.000 ~ 1.004 (0.4%) and 1.004 ~ 1.008 (0.398%), but 1.000 and 1.008 are 0.8% apart: the
   // third plan starts its own group instead of joining through the second.
-  const std::vector<Estimate> ranked = {MakeEstimate(1, 1.000), MakeEstimate(2, 1.004), MakeEstimate(3, 1.008)};
+  const std::vector<Estimate> ranked = {MakeEstimate(1, 1.000), MakeEstimate(2, 1.004),
+                                        MakeEstimate(3, 1.008)};
   EXPECT_TRUE(IsEquivalent(ranked[1], ranked[2]));
   EXPECT_EQ(Members(GroupEquivalentPlans(ranked)), (std::vector<std::vector<size_t>>{{0, 1}, {2}}));
 }
@@ -107,7 +110,8 @@ TEST(Equivalence, APlanJoinsTheFirstEarlierGroupItMatchesEvenAcrossOthers) {
   // joins plan 0's group, and the groups stay in the order of their representatives.
   const std::vector<Estimate> ranked = {MakeEstimate(1, 1.000), MakeEstimate(2, 1.001, 32 * kMiB),
                                         MakeEstimate(3, 1.002), MakeEstimate(4, 1.003, 32 * kMiB)};
-  EXPECT_EQ(Members(GroupEquivalentPlans(ranked)), (std::vector<std::vector<size_t>>{{0, 2}, {1, 3}}));
+  EXPECT_EQ(Members(GroupEquivalentPlans(ranked)),
+            (std::vector<std::vector<size_t>>{{0, 2}, {1, 3}}));
 }
 
 TEST(Equivalence, AnEmptyRankingHasNoGroups) { EXPECT_TRUE(GroupEquivalentPlans({}).empty()); }

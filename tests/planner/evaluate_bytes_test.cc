@@ -3,9 +3,9 @@
 #include <gtest/gtest.h>
 
 #include "planner/context.h"
+#include "planner/schemes/registry.h"
 #include "planner/strategy.h"
 #include "tests/planner/test_cluster.h"
-#include "planner/schemes/registry.h"
 
 namespace meshplan::planner {
 namespace {
@@ -52,8 +52,10 @@ void ExpectBytes(const Workload& w, const Topology& t, SchemeParams p, double fw
   ASSERT_TRUE(e.valid) << e.reason;
   const double want_fwd = HasForward(w.pass) ? fwd : 0.0;
   const double want_bwd = HasBackward(w.pass) ? bwd : 0.0;
-  EXPECT_DOUBLE_EQ(e.fwd_bytes_per_rank, want_fwd) << SchemeName(p.scheme) << " " << planner::DescribeParams(p);
-  EXPECT_DOUBLE_EQ(e.bwd_bytes_per_rank, want_bwd) << SchemeName(p.scheme) << " " << planner::DescribeParams(p);
+  EXPECT_DOUBLE_EQ(e.fwd_bytes_per_rank, want_fwd)
+      << SchemeName(p.scheme) << " " << planner::DescribeParams(p);
+  EXPECT_DOUBLE_EQ(e.bwd_bytes_per_rank, want_bwd)
+      << SchemeName(p.scheme) << " " << planner::DescribeParams(p);
   // Symmetric schemes: every rank sends the same, so the busiest rank's total is the sum.
   EXPECT_NEAR(e.bytes_per_rank, want_fwd + want_bwd, 1e-6 * (want_fwd + want_bwd) + 1e-9);
 }
@@ -63,7 +65,8 @@ struct Config {
   int64_t gpus_per_node, nodes, seq, hq, hkv;
 };
 // MHA on 2 x 4 GPUs; GQA (g = 4) on 2 x 4; six ranks (3 x 2) for non-square tiles.
-const Config kConfigs[] = {{"mha-8", 4, 2, 4096, 4, 4}, {"gqa-8", 4, 2, 4096, 8, 2}, {"gqa-6", 2, 3, 6144, 4, 2}};
+const Config kConfigs[] = {
+    {"mha-8", 4, 2, 4096, 4, 4}, {"gqa-8", 4, 2, 4096, 8, 2}, {"gqa-6", 2, 3, 6144, 4, 2}};
 
 class EvaluateBytes : public ::testing::TestWithParam<std::tuple<Config, Pass>> {
  protected:
@@ -125,7 +128,9 @@ TEST_P(EvaluateBytes, Attention2D) {
     p.tile_a = a;
     p.tile_b = b;
     const double fwd = (a - 1) * s_.Q + (b - 1) * s_.KV + (a - 1) * (s_.Op + s_.L);
-    ExpectBytes(w_, t_, p, fwd, (a - 1) * (2 * s_.Q + 2 * s_.L) + (b - 1) * s_.KV + (a - 1) * s_.Op + (b - 1) * s_.dKVp);
+    ExpectBytes(
+        w_, t_, p, fwd,
+        (a - 1) * (2 * s_.Q + 2 * s_.L) + (b - 1) * s_.KV + (a - 1) * s_.Op + (b - 1) * s_.dKVp);
     p.cache_forward = true;
     ExpectBytes(w_, t_, p, fwd, (a - 1) * (s_.Q + 2 * s_.L) + (a - 1) * s_.Op + (b - 1) * s_.dKVp);
   }
@@ -139,15 +144,18 @@ TEST_P(EvaluateBytes, Attention2DOverlap) {
   for (int64_t a = 1; a <= P_; ++a) {
     if (P_ % a) continue;
     const int64_t b = P_ / a;
-    for (const std::vector<std::string>& placement : {std::vector<std::string>{"q", "kv"}, {"kv", "q"}}) {
+    for (const std::vector<std::string>& placement :
+         {std::vector<std::string>{"q", "kv"}, {"kv", "q"}}) {
       SchemeParams p = Params(Scheme("attention2d-o"), placement);
       p.tile_a = a;
       p.tile_b = b;
       const double fwd = (a - 1) * s_.Q + (b - 1) * s_.KV + (a - 1) * (s_.Op + s_.L);
-      ExpectBytes(w_, t_, p, fwd,
-                  (a - 1) * (2 * s_.Q + 2 * s_.L) + (b - 1) * s_.KV + (a - 1) * s_.Op + (b - 1) * s_.dKVp);
+      ExpectBytes(
+          w_, t_, p, fwd,
+          (a - 1) * (2 * s_.Q + 2 * s_.L) + (b - 1) * s_.KV + (a - 1) * s_.Op + (b - 1) * s_.dKVp);
       p.cache_forward = true;
-      ExpectBytes(w_, t_, p, fwd, (a - 1) * (s_.Q + 2 * s_.L) + (a - 1) * s_.Op + (b - 1) * s_.dKVp);
+      ExpectBytes(w_, t_, p, fwd,
+                  (a - 1) * (s_.Q + 2 * s_.L) + (a - 1) * s_.Op + (b - 1) * s_.dKVp);
     }
   }
 }
@@ -161,7 +169,9 @@ TEST_P(EvaluateBytes, Mesh) {
     p.tile_a = a;
     p.tile_b = b;
     const double fwd = (a - 1) * s_.Q + (b - 1) * s_.KV + (a - 1) * (s_.Op + s_.L);
-    ExpectBytes(w_, t_, p, fwd, (a - 1) * (2 * s_.Q + 2 * s_.L) + (b - 1) * s_.KV + (a - 1) * s_.Op + (b - 1) * s_.dKVp);
+    ExpectBytes(
+        w_, t_, p, fwd,
+        (a - 1) * (2 * s_.Q + 2 * s_.L) + (b - 1) * s_.KV + (a - 1) * s_.Op + (b - 1) * s_.dKVp);
     p.cache_forward = true;
     ExpectBytes(w_, t_, p, fwd, (a - 1) * (s_.Q + 2 * s_.L) + (a - 1) * s_.Op + (b - 1) * s_.dKVp);
     p.cache_forward = false;
@@ -182,9 +192,11 @@ TEST_P(EvaluateBytes, MeshUlysses) {
     p.ulysses = U;
     p.tile_a = a;
     p.tile_b = b;
-    ExpectBytes(w_, t_, p, 0.5 * (2 * s_.Q + s_.KV) + (a - 1) * s_.Q + (b - 1) * s_.KV + (a - 1) * (s_.Op + s_.L),
-                0.5 * (2 * s_.Q + s_.KV + s_.L) + (a - 1) * (2 * s_.Q + 2 * s_.L) + (b - 1) * s_.KV +
-                    (a - 1) * s_.Op + (b - 1) * s_.dKVp + 0.5 * (s_.Q + s_.KV));
+    ExpectBytes(
+        w_, t_, p,
+        0.5 * (2 * s_.Q + s_.KV) + (a - 1) * s_.Q + (b - 1) * s_.KV + (a - 1) * (s_.Op + s_.L),
+        0.5 * (2 * s_.Q + s_.KV + s_.L) + (a - 1) * (2 * s_.Q + 2 * s_.L) + (b - 1) * s_.KV +
+            (a - 1) * s_.Op + (b - 1) * s_.dKVp + 0.5 * (s_.Q + s_.KV));
   }
 }
 
@@ -218,7 +230,8 @@ TEST(EvaluateBytesLoongTrain, ClosedForms) {
   struct Case {
     int64_t gpus_per_node, nodes, hq, hkv, hp, cp, window;
   };
-  for (const Case& c : {Case{4, 2, 4, 4, 2, 4, 2}, Case{4, 2, 8, 2, 1, 8, 4}, Case{4, 3, 8, 2, 2, 6, 3}}) {
+  for (const Case& c :
+       {Case{4, 2, 4, 4, 2, 4, 2}, Case{4, 2, 8, 2, 1, 8, 4}, Case{4, 3, 8, 2, 2, 6, 3}}) {
     for (Pass pass : {Pass::kForward, Pass::kBackward, Pass::kForwardBackward}) {
       const Topology t = testing::SmallCluster(c.gpus_per_node, c.nodes);
       const Workload w = MakeWorkload(6144 * 2, c.hq, c.hkv, pass);

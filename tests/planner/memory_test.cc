@@ -1,16 +1,17 @@
 // Peak memory per rank, derived by hand from the buffers each scheme holds (docs/planner-model.md).
 #include <gtest/gtest.h>
 
+#include "planner/schemes/registry.h"
 #include "planner/strategy.h"
 #include "tests/planner/test_cluster.h"
-#include "planner/schemes/registry.h"
 
 namespace meshplan::planner {
 namespace {
 
 // 2 x 4 GPUs; B = 1, S = 8192, Hq = 8, Hkv = 2, d = 64, bf16 with fp32 partials.
 // Per rank: tokens n = 1024; X = n * d * 2 = 131072 bytes.
-//   Q = 8X = 1 MiB, KV = 2*2*X = 0.5 MiB, Op = dQp = 2 MiB (fp32), dKVp = 1 MiB, L = n*8*4 = 32 KiB.
+//   Q = 8X = 1 MiB, KV = 2*2*X = 0.5 MiB, Op = dQp = 2 MiB (fp32), dKVp = 1 MiB, L = n*8*4 = 32
+//   KiB.
 constexpr double kMiB = 1024.0 * 1024.0;
 constexpr double Q = 1 * kMiB, KV = 0.5 * kMiB, Op = 2 * kMiB, dQp = 2 * kMiB, dKVp = 1 * kMiB,
                  L = 32 * 1024.0;
@@ -47,10 +48,12 @@ TEST(Memory, RingHoldsTwoKvBuffersAndAccumulators) {
   EXPECT_DOUBLE_EQ(Peak(MakeWorkload(Pass::kForward), p), kBaseFwd + 2 * KV + Op + L);
   // fwd+bwd: the larger of the forward buffers and the backward's (2 KV + dK,dV in and out +
   // dQ accumulator) = max(1.5 MiB + 32 KiB, 1 + 2 + 2 MiB) = 5 MiB.
-  EXPECT_DOUBLE_EQ(Peak(MakeWorkload(Pass::kForwardBackward), p), kBaseFwdBwd + 2 * KV + 2 * dKVp + dQp);
+  EXPECT_DOUBLE_EQ(Peak(MakeWorkload(Pass::kForwardBackward), p),
+                   kBaseFwdBwd + 2 * KV + 2 * dKVp + dQp);
   // Cache: the 7 other KV shards stay from the forward; the backward moves no KV.
   p.cache_forward = true;
-  EXPECT_DOUBLE_EQ(Peak(MakeWorkload(Pass::kForwardBackward), p), kBaseFwdBwd + 7 * KV + 2 * dKVp + dQp);
+  EXPECT_DOUBLE_EQ(Peak(MakeWorkload(Pass::kForwardBackward), p),
+                   kBaseFwdBwd + 7 * KV + 2 * dKVp + dQp);
 }
 
 TEST(Memory, AllGatherHoldsTheWholeKv) {

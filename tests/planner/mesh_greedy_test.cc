@@ -272,7 +272,9 @@ TEST(MeshGreedy, NoHoldBackWhenTheSendIsFree) {
 double Exposed(const std::vector<MeshStep>& steps, const StepCosts& c) {
   double exposed = 0;
   for (const MeshStep& st : steps) {
-    double comm = st.shift == ShiftKind::kQ ? c.q_shift : st.shift == ShiftKind::kKV ? c.kv_shift : 0.0;
+    double comm = st.shift == ShiftKind::kQ    ? c.q_shift
+                  : st.shift == ShiftKind::kKV ? c.kv_shift
+                                               : 0.0;
     comm += static_cast<double>(st.q_partial_sends.size()) * c.q_partial +
             static_cast<double>(st.kv_partial_sends.size()) * c.kv_partial;
     exposed += std::max(0.0, comm - static_cast<double>(st.compute.size()) * c.block);
@@ -303,7 +305,8 @@ TEST(MeshGreedy, CachedRingChainIsPacedOneBlockPerHop) {
     for (int s = 0; s < n; ++s) {
       const int col = s + 1 < n ? s + 1 : 0;
       EXPECT_EQ(ComputeOf(steps[s]), (Blocks{{0, col}})) << "n=" << n << " step " << s;
-      EXPECT_EQ(steps[s].kv_partial_sends, s == 0 ? std::vector<int32_t>{} : std::vector<int32_t>{s})
+      EXPECT_EQ(steps[s].kv_partial_sends,
+                s == 0 ? std::vector<int32_t>{} : std::vector<int32_t>{s})
           << "n=" << n << " step " << s;
     }
     EXPECT_DOUBLE_EQ(Exposed(steps, o.costs), 0.0) << n;
@@ -324,7 +327,8 @@ TEST(MeshGreedy, CachedRingChainOwnerFirstExposesOneHop) {
     o.costs.kv_partial = 0.5;
     const std::vector<MeshStep> steps = GreedySchedule(o);
     ASSERT_EQ(steps.size(), static_cast<size_t>(n + 1)) << n;
-    for (int s = 0; s < n; ++s) EXPECT_EQ(ComputeOf(steps[s]), (Blocks{{0, s}})) << "n=" << n << " step " << s;
+    for (int s = 0; s < n; ++s)
+      EXPECT_EQ(ComputeOf(steps[s]), (Blocks{{0, s}})) << "n=" << n << " step " << s;
     EXPECT_TRUE(steps[n].compute.empty());
     EXPECT_DOUBLE_EQ(Exposed(steps, o.costs), 0.5) << n;
   }

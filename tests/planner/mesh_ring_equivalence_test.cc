@@ -9,13 +9,12 @@
 
 #include "planner/mesh/step_costs.h"
 #include "planner/schedule_check.h"
+#include "planner/schemes/registry.h"
 #include "planner/strategy.h"
 #include "tests/planner/test_cluster.h"
-#include "planner/schemes/registry.h"
 
 namespace meshplan::planner {
 namespace {
-
 
 SchemeParams RingParams(int64_t n, Layout layout, bool cache) {
   SchemeParams p;
@@ -79,10 +78,12 @@ TEST(MeshRingEquivalence, OneByNTileEqualsRingInBytesStepsAndTime) {
           // again (none with cache: the forward left every shard in place) and n-1 dK+dV hops
           // (the owner-last chain of each shard visits the n-1 other ranks).
           const double tokens = static_cast<double>(w.seq_len) / static_cast<double>(n);
-          const double kv = 2.0 * static_cast<double>(w.kv_heads) * tokens * static_cast<double>(w.head_dim) * 2;
+          const double kv =
+              2.0 * static_cast<double>(w.kv_heads) * tokens * static_cast<double>(w.head_dim) * 2;
           const double dkv = 2 * kv;
           double want_bytes = static_cast<double>(n - 1) * kv;
-          if (HasBackward(pass)) want_bytes += static_cast<double>(n - 1) * ((cache ? 0.0 : kv) + dkv);
+          if (HasBackward(pass))
+            want_bytes += static_cast<double>(n - 1) * ((cache ? 0.0 : kv) + dkv);
           EXPECT_DOUBLE_EQ(re.bytes_per_rank, want_bytes) << what;
           EXPECT_DOUBLE_EQ(me.bytes_per_rank, want_bytes) << what;
           for (const Schedule* s : {&*rs, &*ms}) {
@@ -109,7 +110,8 @@ TEST(MeshRingEquivalence, OneByNTileEqualsRingInBytesStepsAndTime) {
           // the same steps, so they must agree to rounding (1e-9 relative).
           const mesh::StepTimes fwd = mesh::PhaseStepTimes(ctx, mp, Phase::kForward);
           const mesh::StepTimes bwd = mesh::PhaseStepTimes(ctx, mp, Phase::kBackward);
-          const mesh::StepTimes bwd_uncached = mesh::PhaseStepTimes(ctx, MeshParams(n, layout, false), Phase::kBackward);
+          const mesh::StepTimes bwd_uncached =
+              mesh::PhaseStepTimes(ctx, MeshParams(n, layout, false), Phase::kBackward);
           ASSERT_GE(fwd.block, fwd.kv_shift) << what;
           ASSERT_GE(bwd.block, bwd_uncached.kv_shift + bwd.kv_partial) << what;
           const double nd = static_cast<double>(n);
@@ -144,7 +146,8 @@ TEST(MeshRingEquivalence, CachedBackwardChainOverlapsTheBlocks) {
     ASSERT_GE(t.block, t.kv_partial);
     const double hop = chain == ReduceChain::kOwnerLast ? 0.0 : t.kv_partial;
     EXPECT_NEAR(e.exposed_comm_s, hop, 1e-12) << static_cast<int>(chain);
-    EXPECT_NEAR(e.time_s, static_cast<double>(n) * t.block + hop, 1e-9 * e.time_s) << static_cast<int>(chain);
+    EXPECT_NEAR(e.time_s, static_cast<double>(n) * t.block + hop, 1e-9 * e.time_s)
+        << static_cast<int>(chain);
   }
 }
 

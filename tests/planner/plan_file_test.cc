@@ -98,7 +98,8 @@ std::vector<Plan> ExamplePlans() {
   plans.push_back(attention2d_o);
 
   for (Plan& p : plans) {
-    if (p.params.placement.empty()) p.params.placement = CanonicalPlacement(planner::RankDims(p.params));
+    if (p.params.placement.empty())
+      p.params.placement = CanonicalPlacement(planner::RankDims(p.params));
   }
   return plans;
 }
@@ -162,7 +163,8 @@ TEST(PlanIoTest, PrefixAndBidirectionalDocumentMasksRoundTrip) {
   const int64_t seq = plan.workload.seq_len;
   plan.workload.mask = Mask::Prefix(seq / 4 + 3);  // not a multiple of a K: written exactly
   std::string text = PlanToToml(plan);
-  EXPECT_NE(text.find("mask = \"prefix:" + std::to_string(seq / 4 + 3) + "\""), std::string::npos) << text;
+  EXPECT_NE(text.find("mask = \"prefix:" + std::to_string(seq / 4 + 3) + "\""), std::string::npos)
+      << text;
   auto back = ParsePlanToml(text, "p.toml");
   ASSERT_TRUE(back.ok()) << back.status().message();
   ExpectSamePlan(plan, *back);
@@ -182,7 +184,9 @@ TEST(PlanIoTest, SampledDocumentsAreStoredAsTheLengthsDrawn) {
   plan.workload.mask = *mask;
   ASSERT_TRUE(DrawDocuments(&plan.workload.mask, plan.workload.seq_len).ok());
   const std::string text = PlanToToml(plan);
-  EXPECT_NE(text.find("documents_source = \"sampled uniform:min=1K:max=4K:seed=3\""), std::string::npos) << text;
+  EXPECT_NE(text.find("documents_source = \"sampled uniform:min=1K:max=4K:seed=3\""),
+            std::string::npos)
+      << text;
   auto back = ParsePlanToml(text, "p.toml");
   ASSERT_TRUE(back.ok()) << back.status().message();
   // The file holds lengths, not a distribution: read back, nothing is drawn again.
@@ -191,10 +195,12 @@ TEST(PlanIoTest, SampledDocumentsAreStoredAsTheLengthsDrawn) {
   EXPECT_EQ(back->workload.mask.document_lengths, plan.workload.mask.document_lengths);
   // A sampled mask string in a plan is refused: a plan never depends on a draw.
   std::string sampled = text;
-  sampled.replace(sampled.find("mask = \"docs\""), 13, "mask = \"docs-sampled:uniform:min=1:max=2\"");
+  sampled.replace(sampled.find("mask = \"docs\""), 13,
+                  "mask = \"docs-sampled:uniform:min=1:max=2\"");
   auto refused = ParsePlanToml(sampled, "p.toml");
   ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.status().message().find("workload.mask"), std::string::npos) << refused.status().message();
+  EXPECT_NE(refused.status().message().find("workload.mask"), std::string::npos)
+      << refused.status().message();
 }
 
 TEST(PlanIoTest, EstimateIsAppendedVerbatimAndIgnored) {
@@ -364,16 +370,20 @@ TEST(PlanIoTest, FilesLoadAndMissingFileIsNotFound) {
 
 TEST(PlanIoTest, DegreesWhoseProductOverflowsAreRefused) {
   // Issue 17 (UBSan, int64 overflow in the rank count): 2^32 x 2^32 = 2^64 wraps to 0.
-  ExpectError(Replace(Replace(kMinimal, "tile_a = 4", "tile_a = 4294967296"), "tile_b = 4", "tile_b = 4294967296"),
-              {"scheme: the mesh scheme's degrees multiply to more than the 10 million GPUs a topology may have"});
-  ExpectError(Replace(kMinimal, "gpus = 16", "gpus = 1099511627776"), {"topology.gpus: must be at most 10000000"});
+  ExpectError(Replace(Replace(kMinimal, "tile_a = 4", "tile_a = 4294967296"), "tile_b = 4",
+                      "tile_b = 4294967296"),
+              {"scheme: the mesh scheme's degrees multiply to more than the 10 million GPUs a "
+               "topology may have"});
+  ExpectError(Replace(kMinimal, "gpus = 16", "gpus = 1099511627776"),
+              {"topology.gpus: must be at most 10000000"});
 }
 
 TEST(PlanIoTest, DocumentLengthsWhoseSumWrapsToSeqAreRefused) {
   // 4 x 2^62 + 65536 = 2^64 + 65536 wraps around to the plan's seq of 65536.
-  const std::string docs = Replace(kMinimal, "head_dim = 128",
-                                   "head_dim = 128\nmask = \"docs\"\ndocument_lengths = [4611686018427387904, "
-                                   "4611686018427387904, 4611686018427387904, 4611686018427387904, 65536]");
+  const std::string docs =
+      Replace(kMinimal, "head_dim = 128",
+              "head_dim = 128\nmask = \"docs\"\ndocument_lengths = [4611686018427387904, "
+              "4611686018427387904, 4611686018427387904, 4611686018427387904, 65536]");
   ExpectError(docs, {"workload:", "sum to more than 2^63 - 1 tokens, but the sequence has 65536"});
 }
 

@@ -6,9 +6,9 @@
 #include <algorithm>
 
 #include "planner/schedule_check.h"
+#include "planner/schemes/registry.h"
 #include "planner/strategy.h"
 #include "tests/planner/test_cluster.h"
-#include "planner/schemes/registry.h"
 
 namespace meshplan::planner {
 namespace {
@@ -21,15 +21,17 @@ struct Case {
 
 std::vector<Case> Cases() {
   return {
-      {"mha4-causal", 2, 2, 1024, 4, 4, Mask::Causal()},          // Ulysses valid (P = Hkv = 4)
-      {"gqa8-causal", 4, 2, 2048, 8, 2, Mask::Causal()},          // P = 8, g = 4
-      {"gqa6-full", 2, 3, 1536, 4, 2, Mask::Full()},              // P = 6: non-square tiles
+      {"mha4-causal", 2, 2, 1024, 4, 4, Mask::Causal()},  // Ulysses valid (P = Hkv = 4)
+      {"gqa8-causal", 4, 2, 2048, 8, 2, Mask::Causal()},  // P = 8, g = 4
+      {"gqa6-full", 2, 3, 1536, 4, 2, Mask::Full()},      // P = 6: non-square tiles
       {"gqa8-window", 4, 2, 2048, 8, 2, Mask::Window(300)},
       {"gqa8-docs", 4, 2, 2048, 8, 2, Mask::Documents({100, 900, 48, 1000})},
   };
 }
 
-double MaxOf(const std::vector<double>& v) { return v.empty() ? 0.0 : *std::max_element(v.begin(), v.end()); }
+double MaxOf(const std::vector<double>& v) {
+  return v.empty() ? 0.0 : *std::max_element(v.begin(), v.end());
+}
 double MeanOf(const std::vector<double>& v) {
   double s = 0;
   for (double x : v) s += x;
@@ -56,7 +58,8 @@ TEST(PlanScheduleAgreement, EveryCandidateExpandsToWhatItsEstimateSays) {
           const Estimate e = strategy->Evaluate(ctx, p);
           if (!e.valid) continue;
           const std::string what = std::string(c.name) + " " + std::string(PassName(pass)) + " " +
-                                   std::string(SchemeName(scheme)) + " " + planner::DescribeParams(p);
+                                   std::string(SchemeName(scheme)) + " " +
+                                   planner::DescribeParams(p);
           auto schedule = strategy->Expand(ctx, p);
           ASSERT_TRUE(schedule.ok()) << what << ": " << schedule.status().message();
           const Status st = CheckSchedule(*schedule, ctx);
@@ -71,16 +74,19 @@ TEST(PlanScheduleAgreement, EveryCandidateExpandsToWhatItsEstimateSays) {
           // Mesh: the estimate times the very step table the schedule runs (same step count).
           if (scheme == Scheme("mesh") || scheme == Scheme("mesh-ulysses")) {
             for (Phase phase : {Phase::kForward, Phase::kBackward}) {
-              const std::string label = phase == Phase::kForward ? "fwd mesh step" : "bwd mesh step";
+              const std::string label =
+                  phase == Phase::kForward ? "fwd mesh step" : "bwd mesh step";
               int64_t estimate_steps = 0;
-              for (const TimeStage& stage : e.stages) estimate_steps += stage.label == label ? stage.count : 0;
+              for (const TimeStage& stage : e.stages)
+                estimate_steps += stage.label == label ? stage.count : 0;
               int32_t last_step = -1;
               for (const RankProgram& prog : schedule->ranks) {
                 for (const Op& op : prog.ops) {
                   if (op.phase == phase) last_step = std::max(last_step, op.step);
                 }
               }
-              ASSERT_EQ(estimate_steps, last_step + 1) << what << " phase " << static_cast<int>(phase);
+              ASSERT_EQ(estimate_steps, last_step + 1)
+                  << what << " phase " << static_cast<int>(phase);
             }
           }
           // Zigzag balances causal work: every rank within 1% of the mean.
@@ -104,56 +110,57 @@ TEST(PlanScheduleAgreement, EveryCandidateExpandsToWhatItsEstimateSays) {
 TEST(PlanScheduleAgreement, MeshWithOneRowIsRing) {
   const Topology t = testing::SmallCluster(4, 2);
   for (Pass pass : {Pass::kForward, Pass::kForwardBackward})
-  for (bool cache : {false, true}) {
-    if (cache && !HasBackward(pass)) continue;
-    for (Layout layout : {Layout::kZigzag, Layout::kContiguous}) {
-      Workload w;
-      w.seq_len = 4096;
-      w.q_heads = 8;
-      w.kv_heads = 2;
-      w.head_dim = 32;
-      w.pass = pass;
-      const PlanContext ctx(w, t);
-      SchemeParams ring;
-      ring.scheme = Scheme("ring");
-      ring.layout = layout;
-      ring.ring = 8;
-      ring.placement = {"cp"};
-      ring.cache_forward = cache;
-      SchemeParams mesh;
-      mesh.scheme = Scheme("mesh");
-      mesh.layout = layout;
-      mesh.tile_a = 1;
-      mesh.tile_b = 8;
-      mesh.placement = {"q", "kv"};
-      mesh.cache_forward = cache;
-      auto rs = MakeStrategy(Scheme("ring"))->Expand(ctx, ring);
-      auto ms = MakeStrategy(Scheme("mesh"))->Expand(ctx, mesh);
-      ASSERT_TRUE(rs.ok() && ms.ok());
-      for (int64_t r = 0; r < 8; ++r) {
-        auto trace = [](const RankProgram& prog, OpKind kind, uint16_t tensors) {
-          std::vector<std::tuple<int, int32_t, int32_t, int32_t, uint16_t, int64_t>> out;
-          for (const Op& op : prog.ops) {
-            if (op.kind == kind && (kind == OpKind::kCompute || op.tensors == tensors)) {
-              out.emplace_back(static_cast<int>(op.phase), op.peer, op.q_shard, op.kv_shard, op.tensors, op.bytes);
+    for (bool cache : {false, true}) {
+      if (cache && !HasBackward(pass)) continue;
+      for (Layout layout : {Layout::kZigzag, Layout::kContiguous}) {
+        Workload w;
+        w.seq_len = 4096;
+        w.q_heads = 8;
+        w.kv_heads = 2;
+        w.head_dim = 32;
+        w.pass = pass;
+        const PlanContext ctx(w, t);
+        SchemeParams ring;
+        ring.scheme = Scheme("ring");
+        ring.layout = layout;
+        ring.ring = 8;
+        ring.placement = {"cp"};
+        ring.cache_forward = cache;
+        SchemeParams mesh;
+        mesh.scheme = Scheme("mesh");
+        mesh.layout = layout;
+        mesh.tile_a = 1;
+        mesh.tile_b = 8;
+        mesh.placement = {"q", "kv"};
+        mesh.cache_forward = cache;
+        auto rs = MakeStrategy(Scheme("ring"))->Expand(ctx, ring);
+        auto ms = MakeStrategy(Scheme("mesh"))->Expand(ctx, mesh);
+        ASSERT_TRUE(rs.ok() && ms.ok());
+        for (int64_t r = 0; r < 8; ++r) {
+          auto trace = [](const RankProgram& prog, OpKind kind, uint16_t tensors) {
+            std::vector<std::tuple<int, int32_t, int32_t, int32_t, uint16_t, int64_t>> out;
+            for (const Op& op : prog.ops) {
+              if (op.kind == kind && (kind == OpKind::kCompute || op.tensors == tensors)) {
+                out.emplace_back(static_cast<int>(op.phase), op.peer, op.q_shard, op.kv_shard,
+                                 op.tensors, op.bytes);
+              }
             }
-          }
-          return out;
-        };
-        for (OpKind kind : {OpKind::kRecv, OpKind::kSend, OpKind::kCompute}) {
-          for (uint16_t tensors : {kTensorKV, kTensorDKV}) {
-            const auto ring_ops = trace(rs->ranks[r], kind, tensors);
-            if (tensors == kTensorKV || HasBackward(pass)) {
-              EXPECT_FALSE(ring_ops.empty());
+            return out;
+          };
+          for (OpKind kind : {OpKind::kRecv, OpKind::kSend, OpKind::kCompute}) {
+            for (uint16_t tensors : {kTensorKV, kTensorDKV}) {
+              const auto ring_ops = trace(rs->ranks[r], kind, tensors);
+              if (tensors == kTensorKV || HasBackward(pass)) {
+                EXPECT_FALSE(ring_ops.empty());
+              }
+              EXPECT_EQ(ring_ops, trace(ms->ranks[r], kind, tensors))
+                  << "rank " << r << " " << OpKindName(kind) << " " << TensorNames(tensors) << " "
+                  << LayoutName(layout) << " " << PassName(pass) << (cache ? " cache" : "");
             }
-            EXPECT_EQ(ring_ops, trace(ms->ranks[r], kind, tensors))
-                << "rank " << r << " " << OpKindName(kind) << " " << TensorNames(tensors) << " "
-                << LayoutName(layout) << " " << PassName(pass) << (cache ? " cache" : "");
           }
         }
       }
     }
-  }
 }
 
 }  // namespace

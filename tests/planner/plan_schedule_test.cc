@@ -9,8 +9,8 @@
 #include <tuple>
 #include <vector>
 
-#include "tests/planner/test_cluster.h"
 #include "planner/schemes/registry.h"
+#include "tests/planner/test_cluster.h"
 
 namespace meshplan::planner {
 namespace {
@@ -101,7 +101,8 @@ std::vector<std::tuple<int32_t, int32_t, float>> Blocks(const Plan& plan, const 
   if (!expanded.ok()) return blocks;
   for (const RankProgram& prog : expanded->schedule.ranks) {
     for (const Op& op : prog.ops) {
-      if (op.kind == OpKind::kCompute) blocks.emplace_back(op.q_shard, op.kv_shard, op.cut_rows_per_pair);
+      if (op.kind == OpKind::kCompute)
+        blocks.emplace_back(op.q_shard, op.kv_shard, op.cut_rows_per_pair);
     }
   }
   return blocks;

@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "planner/plan_timer.h"
+#include "planner/schemes/registry.h"
 #include "planner/search.h"
 #include "tests/planner/test_cluster.h"
-#include "planner/schemes/registry.h"
 
 namespace meshplan::planner {
 namespace {

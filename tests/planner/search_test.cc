@@ -1,10 +1,11 @@
 // The search: ordering, rejected schemes with reasons, memory marking, and the time model.
+#include "planner/search.h"
+
 #include <gtest/gtest.h>
 
-#include "planner/search.h"
+#include "planner/schemes/registry.h"
 #include "planner/strategy.h"
 #include "tests/planner/test_cluster.h"
-#include "planner/schemes/registry.h"
 
 namespace meshplan::planner {
 namespace {
@@ -35,7 +36,8 @@ TEST(Search, RanksFittingPlansFirstByTimeAndExplainsRejections) {
   // Ulysses over 8 GPUs needs 8 KV heads; the workload has 2.
   ASSERT_EQ(r.rejected.size(), 1u);
   EXPECT_EQ(r.rejected[0].params.scheme, Scheme("ulysses"));
-  EXPECT_NE(r.rejected[0].reason.find("exceeds the 2 KV heads"), std::string::npos) << r.rejected[0].reason;
+  EXPECT_NE(r.rejected[0].reason.find("exceeds the 2 KV heads"), std::string::npos)
+      << r.rejected[0].reason;
   // Every other scheme appears.
   for (Scheme s : planner::AllSchemes()) {
     if (s == Scheme("ulysses")) continue;
@@ -94,7 +96,7 @@ TEST(TimeModel, RingForwardFollowsThePipelineFormula) {
   p.placement = {"cp"};
   const Estimate e = MakeStrategy(Scheme("ring"))->Evaluate(ctx, p);
   ASSERT_TRUE(e.valid) << e.reason;
-  const double n = double(w.seq_len) / 8;                             // tokens per shard
+  const double n = double(w.seq_len) / 8;                           // tokens per shard
   const double block_flops = 4.0 * n * n * w.q_heads * w.head_dim;  // 4 B sq skv Hq d
   const double c = block_flops / (1000e12 * 0.5);                   // peak x efficiency
   const double kv_bytes = 2.0 * w.kv_heads * n * w.head_dim * 2;    // K and V, bf16

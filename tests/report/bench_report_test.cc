@@ -1,12 +1,13 @@
 // The bench's renderings (report/bench_report.h) on hand-made rows: CSV and JSON numbers, the
 // table's notes for points that did not run, and the charts' series.
 #include "report/bench_report.h"
-#include "planner/schemes/registry.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <string>
+
+#include "planner/schemes/registry.h"
 
 namespace meshplan::report {
 namespace {
@@ -42,26 +43,37 @@ std::vector<BenchRow> Rows() {
   return {ran, none};
 }
 
-bool Has(const std::string& text, const std::string& needle) { return text.find(needle) != std::string::npos; }
+bool Has(const std::string& text, const std::string& needle) {
+  return text.find(needle) != std::string::npos;
+}
 
 TEST(BenchReport, CsvAndJsonCarryTheDerivedFigures) {
   // 8e9 FLOPs over 4 ranks: measured in 2 ms, 8e9 / 4 / 2e-3 = 1e12 = 1 TFLOP/s per rank;
   // predicted in 1 ms, 2 TFLOP/s per rank; error (2 - 1) / 1 = +100%.
   const std::string csv = BenchCsv(Rows());
   EXPECT_TRUE(Has(csv, "\ncausal,2048,ring,4,ran,"));
-  EXPECT_TRUE(Has(csv, ",8e+09,0.001,0.002,0.0015,0.0025,0.5,100,1,2,1048576,2097152,4194304,\n")) << csv;
-  EXPECT_TRUE(Has(csv, "\ncausal,2048,ulysses,4,no plan,,,,,,,,,,,,,,head-parallel degree 4 exceeds the 2 KV heads\n"))
+  EXPECT_TRUE(Has(csv, ",8e+09,0.001,0.002,0.0015,0.0025,0.5,100,1,2,1048576,2097152,4194304,\n"))
+      << csv;
+  EXPECT_TRUE(Has(csv,
+                  "\ncausal,2048,ulysses,4,no plan,,,,,,,,,,,,,,head-parallel degree 4 exceeds the "
+                  "2 KV heads\n"))
       << csv;
   const std::string json = BenchJson(Rows(), {"dgx-h100-4gpu", "backend cpu", "batch 1", 3});
-  EXPECT_TRUE(Has(json, "\"context\":{\"topology\":\"dgx-h100-4gpu\",\"run\":\"backend cpu\",\"workload\":\"batch 1\","
-                        "\"repeat\":3}"))
+  EXPECT_TRUE(Has(json,
+                  "\"context\":{\"topology\":\"dgx-h100-4gpu\",\"run\":\"backend "
+                  "cpu\",\"workload\":\"batch 1\","
+                  "\"repeat\":3}"))
       << json;
-  EXPECT_TRUE(Has(json, "\"error_pct\":100,\"tflops_per_rank\":1,\"predicted_tflops_per_rank\":2,")) << json;
-  EXPECT_TRUE(Has(json, "\"outcome\":\"no plan\",\"reason\":\"head-parallel degree 4 exceeds the 2 KV heads\"")) << json;
+  EXPECT_TRUE(Has(json, "\"error_pct\":100,\"tflops_per_rank\":1,\"predicted_tflops_per_rank\":2,"))
+      << json;
+  EXPECT_TRUE(Has(
+      json, "\"outcome\":\"no plan\",\"reason\":\"head-parallel degree 4 exceeds the 2 KV heads\""))
+      << json;
 }
 
 TEST(BenchReport, TableNotesWhyAPointDidNotRun) {
-  const std::string t = RenderBenchTable(Rows(), {"dgx-h100-4gpu (4 x H100)", "backend cpu", "batch 1", 3});
+  const std::string t =
+      RenderBenchTable(Rows(), {"dgx-h100-4gpu (4 x H100)", "backend cpu", "batch 1", 3});
   EXPECT_TRUE(Has(t, "mask causal:\n")) << t;
   EXPECT_TRUE(Has(t, "+100.0%")) << t;
   EXPECT_TRUE(Has(t, "no plan (note 1)")) << t;
@@ -81,7 +93,8 @@ TEST(BenchReport, ChartsPairMeasuredWithPredictedAndModel) {
   EXPECT_EQ(memory.series[0].points, (std::vector<std::pair<double, double>>{{2048, 1}}));  // 1 MiB
   EXPECT_EQ(memory.series[1].points, (std::vector<std::pair<double, double>>{{2048, 2}}));  // 2 MiB
 
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "meshplan_bench_charts_test";
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / "meshplan_bench_charts_test";
   std::filesystem::remove_all(dir);
   ASSERT_TRUE(WriteBenchCharts(Rows(), dir.string()).ok());
   EXPECT_TRUE(std::filesystem::exists(dir / "tflops-causal.svg"));

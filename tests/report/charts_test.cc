@@ -3,7 +3,6 @@
 #include "report/charts.h"
 
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,18 +16,18 @@
 #include "core/layout.h"
 #include "core/units.h"
 #include "planner/context.h"
+#include "planner/schemes/registry.h"
 #include "planner/strategy.h"
 #include "simulator/simulate.h"
 #include "tests/planner/test_cluster.h"
-#include "planner/schemes/registry.h"
 
 namespace meshplan::report {
 namespace {
 
 namespace fs = std::filesystem;
 
-SweepRow Row(Scheme scheme, int64_t gpus, int64_t seq, double time_s, bool valid = true, bool fits = true,
-             double comm_share = 0.1) {
+SweepRow Row(Scheme scheme, int64_t gpus, int64_t seq, double time_s, bool valid = true,
+             bool fits = true, double comm_share = 0.1) {
   SweepRow r;
   r.topology = "test";
   r.gpus = gpus;
@@ -50,19 +49,25 @@ std::vector<SweepRow> Rows() {
   const Scheme R = Scheme("ring"), U = Scheme("ulysses"), M = Scheme("mesh");
   return {
       // 8 GPUs
-      Row(R, 8, k64K, 0.100, true, true, 0.05), Row(U, 8, k64K, 0.090, true, true, 0.20),
+      Row(R, 8, k64K, 0.100, true, true, 0.05),
+      Row(U, 8, k64K, 0.090, true, true, 0.20),
       Row(M, 8, k64K, 0.095, true, true, 0.10),
-      Row(R, 8, k128K, 0.400, true, true, 0.02), Row(U, 8, k128K, 0.380, true, false),  // too big
+      Row(R, 8, k128K, 0.400, true, true, 0.02),
+      Row(U, 8, k128K, 0.380, true, false),  // too big
       Row(M, 8, k128K, 0.390, true, true, 0.04),
       // 16 GPUs
-      Row(R, 16, k64K, 0.060, true, true, 0.15), Row(U, 16, k64K, 0.050, false),  // invalid
+      Row(R, 16, k64K, 0.060, true, true, 0.15),
+      Row(U, 16, k64K, 0.050, false),  // invalid
       Row(M, 16, k64K, 0.055, true, true, 0.12),
-      Row(R, 16, k128K, 0.210, true, true, 0.07), Row(U, 16, k128K, 0.200, true, true, 0.30),
+      Row(R, 16, k128K, 0.210, true, true, 0.07),
+      Row(U, 16, k128K, 0.200, true, true, 0.30),
       Row(M, 16, k128K, 0.205, true, true, 0.06),
       // 32 GPUs: nothing fits at 128K
-      Row(R, 32, k64K, 0.040, true, true), Row(U, 32, k64K, 0.045, true, true),
+      Row(R, 32, k64K, 0.040, true, true),
+      Row(U, 32, k64K, 0.045, true, true),
       Row(M, 32, k64K, 0.030, true, true),
-      Row(R, 32, k128K, 0.120, true, false), Row(U, 32, k128K, 0.0, false),
+      Row(R, 32, k128K, 0.120, true, false),
+      Row(U, 32, k128K, 0.0, false),
       Row(M, 32, k128K, 0.110, true, false),
   };
 }
@@ -89,8 +94,8 @@ TEST(Charts, TimeVsGpusHasOneSeriesPerSchemeWithValidFittingPoints) {
   EXPECT_EQ(c.series[0].name, "ring");
   EXPECT_EQ(c.series[1].name, "ulysses");
   EXPECT_EQ(c.series[2].name, "mesh");
-  ExpectPoints(c.series[0], {{8, 400}, {16, 210}});   // 32: does not fit
-  ExpectPoints(c.series[1], {{16, 200}});             // 8: does not fit, 32: invalid
+  ExpectPoints(c.series[0], {{8, 400}, {16, 210}});  // 32: does not fit
+  ExpectPoints(c.series[1], {{16, 200}});            // 8: does not fit, 32: invalid
   ExpectPoints(c.series[2], {{8, 390}, {16, 205}});
 
   const plot::LineChart small = TimeVsGpus(Rows(), k64K);
@@ -200,7 +205,8 @@ TEST(Charts, BestSchemeMapMarksSchemesWithinHalfAPercentAsTies) {
             std::string::npos);
 }
 
-// ---- The timeline of a replayed 4-GPU ring -------------------------------------------------------
+// ---- The timeline of a replayed 4-GPU ring
+// -------------------------------------------------------
 
 struct Replay {
   Schedule schedule;
@@ -243,7 +249,8 @@ TEST(Charts, SimulatedTimelineHasOneLanePerRankAndOneBarPerOp) {
   ASSERT_EQ(replay.result.op_times.size(), 4u);
   const plot::Timeline t = SimulatedTimeline(replay.schedule, replay.result, 16);
   EXPECT_EQ(t.lanes, (std::vector<std::string>{"rank 0", "rank 1", "rank 2", "rank 3"}));
-  EXPECT_EQ(t.categories, (std::vector<std::string>{"compute fwd", "compute bwd", "send/recv", "collective"}));
+  EXPECT_EQ(t.categories,
+            (std::vector<std::string>{"compute fwd", "compute bwd", "send/recv", "collective"}));
   EXPECT_EQ(t.time_label, "time (ms)");
   EXPECT_NE(t.title.find("ring"), std::string::npos) << t.title;
   EXPECT_EQ(t.title.find("shown"), std::string::npos) << t.title;
@@ -284,7 +291,8 @@ TEST(Charts, SimulatedTimelineShowsTheFirstRanksWhenThereAreMany) {
   const plot::Timeline t = SimulatedTimeline(replay.schedule, replay.result, 2);
   EXPECT_EQ(t.lanes, (std::vector<std::string>{"rank 0", "rank 1"}));
   EXPECT_NE(t.title.find("first 2 ranks shown"), std::string::npos) << t.title;
-  EXPECT_EQ(t.bars.size(), replay.schedule.ranks[0].ops.size() + replay.schedule.ranks[1].ops.size());
+  EXPECT_EQ(t.bars.size(),
+            replay.schedule.ranks[0].ops.size() + replay.schedule.ranks[1].ops.size());
   for (const auto& b : t.bars) EXPECT_LT(b.lane, 2);
   // Without recorded op times: lanes but no bars, and the title says so.
   sim::SimResult bare = replay.result;
@@ -297,9 +305,12 @@ TEST(Charts, SimulatedTimelineShowsTheFirstRanksWhenThereAreMany) {
 
 TEST(Charts, RenderedTimelineHasOneBarPerOp) {
   const Replay replay = RingOnFourGpus();
-  const std::string svg = plot::RenderTimeline(SimulatedTimeline(replay.schedule, replay.result, 16));
+  const std::string svg =
+      plot::RenderTimeline(SimulatedTimeline(replay.schedule, replay.result, 16));
   size_t bars = 0;
-  for (size_t at = svg.find("class=\"bar\""); at != std::string::npos; at = svg.find("class=\"bar\"", at + 1)) ++bars;
+  for (size_t at = svg.find("class=\"bar\""); at != std::string::npos;
+       at = svg.find("class=\"bar\"", at + 1))
+    ++bars;
   EXPECT_EQ(static_cast<int64_t>(bars), replay.schedule.TotalOps());
   EXPECT_NE(svg.find(">rank 3</text>"), std::string::npos);
 }

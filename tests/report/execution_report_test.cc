@@ -74,7 +74,8 @@ TEST(ExecutionReport, JsonHasRanksClassesAndErrors) {
 
 TEST(ExecutionReport, ThroughputPerRankAndMemory) {
   ExecutionReport r = TwoRanks();
-  // 8e9 FLOPs over 2 ranks in the one run's 4 ms: 8e9 / 2 / 4e-3 = 1e12 FLOP/s = 1 TFLOP/s per rank.
+  // 8e9 FLOPs over 2 ranks in the one run's 4 ms: 8e9 / 2 / 4e-3 = 1e12 FLOP/s = 1 TFLOP/s per
+  // rank.
   r.flops = 8e9;
   r.process_peak_rss_bytes = 3 * 1048576.0;
   r.rank_peak_bytes = {1048576, 3 * 1048576};
@@ -83,13 +84,17 @@ TEST(ExecutionReport, ThroughputPerRankAndMemory) {
   const std::string t = RenderExecutionTable(r);
   EXPECT_TRUE(Has(t, "throughput: 1.000 TFLOP/s per rank (8.00e+09 FLOPs by LongCA's count")) << t;
   // Ranks 1 and 3 MiB: max 3, mean 2.
-  EXPECT_TRUE(Has(t, "memory:    process peak RSS 3.00 MiB; engine peak per rank: max 3.00 MiB, mean 2.00 MiB; "
-                     "planner's model 2.00 MiB per rank\n"))
+  EXPECT_TRUE(Has(
+      t,
+      "memory:    process peak RSS 3.00 MiB; engine peak per rank: max 3.00 MiB, mean 2.00 MiB; "
+      "planner's model 2.00 MiB per rank\n"))
       << t;
   const std::string j = RenderExecutionJson(r);
   EXPECT_TRUE(Has(j, "\"flops\":8e+09,\"tflops_per_rank\":1,")) << j;
-  EXPECT_TRUE(Has(j, "\"memory\":{\"process_peak_rss_bytes\":3145728,\"rank_peak_bytes\":[1048576,3145728],"
-                     "\"modelled_rank_peak_bytes\":2097152}"))
+  EXPECT_TRUE(
+      Has(j,
+          "\"memory\":{\"process_peak_rss_bytes\":3145728,\"rank_peak_bytes\":[1048576,3145728],"
+          "\"modelled_rank_peak_bytes\":2097152}"))
       << j;
   // With repeated runs the median time counts: runs of 2, 8 and 4 ms have median 4 ms.
   r.runs.stats = exec::RepeatStatsOf({2e-3, 8e-3, 4e-3});

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "tests/planner/test_cluster.h"
 #include "planner/schemes/registry.h"
+#include "tests/planner/test_cluster.h"
 
 namespace meshplan::report {
 namespace {
@@ -31,21 +31,27 @@ std::vector<capacity::LongestFit> Fits() {
 
 TEST(FitReport, LongestFitTableListsFitsThenReasons) {
   const Topology topology = meshplan::testing::SmallCluster(4, 2);
-  const std::string table = LongestFitTable(topology, Workload::Default(), 0, int64_t{3} << 20, Fits());
+  const std::string table =
+      LongestFitTable(topology, Workload::Default(), 0, int64_t{3} << 20, Fits());
   EXPECT_EQ(table.rfind("cluster:  test-cluster (8 x TestGPU, ", 0), 0u) << table;
   EXPECT_EQ(table.find(" S="), std::string::npos) << table;  // fit chooses the length
   EXPECT_NE(table.find("multiples of 16 tokens = 2 x 8 GPUs"), std::string::npos) << table;
   EXPECT_NE(table.find("  ring    3M+      3145728  2.00 GiB"), std::string::npos) << table;
   EXPECT_NE(table.find("+: reached --max-seq 3M"), std::string::npos) << table;
-  EXPECT_NE(table.find("no fitting sequence:\n  ulysses: head-parallel degree 8"), std::string::npos) << table;
+  EXPECT_NE(table.find("no fitting sequence:\n  ulysses: head-parallel degree 8"),
+            std::string::npos)
+      << table;
   EXPECT_EQ(table.find("reserved:"), std::string::npos) << table;
 
-  const std::string json = LongestFitJson(topology, Workload::Default(), 0, int64_t{3} << 20, Fits());
+  const std::string json =
+      LongestFitJson(topology, Workload::Default(), 0, int64_t{3} << 20, Fits());
   EXPECT_EQ(json.back(), '\n');
   EXPECT_NE(json.find("\"granularity\":16"), std::string::npos) << json;
-  EXPECT_NE(json.find("\"scheme\":\"ring\",\"found\":true,\"seq_len\":3145728,\"at_limit\":true"), std::string::npos)
+  EXPECT_NE(json.find("\"scheme\":\"ring\",\"found\":true,\"seq_len\":3145728,\"at_limit\":true"),
+            std::string::npos)
       << json;
-  EXPECT_NE(json.find("\"scheme\":\"ulysses\",\"found\":false,\"reason\":"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"scheme\":\"ulysses\",\"found\":false,\"reason\":"), std::string::npos)
+      << json;
 }
 
 TEST(FitReport, SmallestClusterTableAndJson) {
@@ -58,7 +64,8 @@ TEST(FitReport, SmallestClusterTableAndJson) {
   found.sizes_tried = 8;
   const std::string table = SmallestClusterTable(Workload::Default(), 1e9, 10, found);
   EXPECT_NE(table.find("reserved: "), std::string::npos) << table;
-  EXPECT_NE(table.find("smallest cluster: 64 GPUs (dgx@64, 8 sizes tried)\n"), std::string::npos) << table;
+  EXPECT_NE(table.find("smallest cluster: 64 GPUs (dgx@64, 8 sizes tried)\n"), std::string::npos)
+      << table;
   const std::string json = SmallestClusterJson(Workload::Default(), 10, found);
   EXPECT_EQ(json.rfind("{\"topology\":\"dgx@64\",\"gpus\":64,", 0), 0u) << json;
   EXPECT_NE(json.find("\"sizes_tried\":8}\n"), std::string::npos) << json;

@@ -13,8 +13,8 @@
 
 #include "core/topology_toml.h"
 #include "core/workload.h"
-#include "tests/tools/json_reader.h"
 #include "planner/schemes/registry.h"
+#include "tests/tools/json_reader.h"
 
 namespace meshplan::report {
 namespace {
@@ -44,8 +44,10 @@ planner::Estimate MakeEstimate(Scheme scheme, int64_t window, double time_s, dou
 // {1, 2, 4}, {3}, {5}.
 planner::SearchResult Ranked() {
   planner::SearchResult r;
-  r.ranked = {MakeEstimate(Scheme("usp"), 1, 1.000, 256 * kMiB), MakeEstimate(Scheme("loongtrain"), 2, 1.000, 256 * kMiB),
-              MakeEstimate(Scheme("mesh"), 1, 1.001, 257 * kMiB), MakeEstimate(Scheme("loongtrain"), 4, 1.004, 256 * kMiB),
+  r.ranked = {MakeEstimate(Scheme("usp"), 1, 1.000, 256 * kMiB),
+              MakeEstimate(Scheme("loongtrain"), 2, 1.000, 256 * kMiB),
+              MakeEstimate(Scheme("mesh"), 1, 1.001, 257 * kMiB),
+              MakeEstimate(Scheme("loongtrain"), 4, 1.004, 256 * kMiB),
               MakeEstimate(Scheme("ring"), 1, 1.006, 256 * kMiB)};
   // A time with 17 significant digits, to check that CSV and JSON keep them.
   r.ranked[0].time_s = r.ranked[1].time_s = 0.99999999999999989;
@@ -58,13 +60,14 @@ class PlanReportTest : public ::testing::Test {
   // PlanContext keeps references: the workload and topology live as long as it (found by ASan).
   PlanReportTest() : topology_(DefaultTopology()), ctx_(workload_, topology_) {}
   // The table's data rows: the lines after the rule under the header, up to a blank line or the
-// "... N more" line.
+  // "... N more" line.
   static std::vector<std::string> DataRows(const std::string& table) {
     std::vector<std::string> rows;
     std::istringstream in(table.substr(table.find("\n---") + 1));
     std::string line;
     std::getline(in, line);  // the rule
-    while (std::getline(in, line) && !line.empty() && line.rfind("...", 0) != 0) rows.push_back(line);
+    while (std::getline(in, line) && !line.empty() && line.rfind("...", 0) != 0)
+      rows.push_back(line);
     return rows;
   }
   Workload workload_;
@@ -105,8 +108,8 @@ TEST_F(PlanReportTest, WideTableKeepsEveryColumn) {
   PlanListing listing;
   listing.wide = true;
   const std::string table = PlanTable(ctx_, Ranked(), listing);
-  for (const char* column : {"scheme", "parameters", "compute", "exposed comm", "bytes/GPU nvlink", "bytes/GPU ib",
-                             "imbalance", "peak mem", "fits", "tie"}) {
+  for (const char* column : {"scheme", "parameters", "compute", "exposed comm", "bytes/GPU nvlink",
+                             "bytes/GPU ib", "imbalance", "peak mem", "fits", "tie"}) {
     EXPECT_NE(table.find(column), std::string::npos) << column << "\n" << table;
   }
 }
@@ -155,7 +158,8 @@ TEST_F(PlanReportTest, JsonWithAllVariantsIsFlatWithGroupNumbers) {
 TEST_F(PlanReportTest, JsonHoldsTheExplainBreakdown) {
   planner::SearchResult result = Ranked();
   // Plan 3 with two stages: 3 x max(0.2, 0.1) + 1 x (0.3 + 0.101) = 1.001 s.
-  result.ranked[2].stages = {{"ring step", 0.2, 0.1, true, 3}, {"all-to-all", 0.3, 0.101, false, 1}};
+  result.ranked[2].stages = {{"ring step", 0.2, 0.1, true, 3},
+                             {"all-to-all", 0.3, 0.101, false, 1}};
   const ExplainedPlan explained{3, nullptr};
   const std::string text = PlanJson(ctx_, result, PlanListing{}, &explained);
   Json j;
@@ -164,14 +168,15 @@ TEST_F(PlanReportTest, JsonHoldsTheExplainBreakdown) {
   ASSERT_NE(explain, nullptr) << text;
   EXPECT_EQ(explain->Find("rank")->number, 3);
   EXPECT_EQ(explain->Find("scheme")->string, "mesh");
-  EXPECT_EQ(explain->Find("communication")->Find("bytes_per_gpu_by_level")->Find("ib")->number, 257 * kMiB);
+  EXPECT_EQ(explain->Find("communication")->Find("bytes_per_gpu_by_level")->Find("ib")->number,
+            257 * kMiB);
   EXPECT_EQ(explain->Find("compute")->Find("flops_max")->number, 15393162788864.0);
   EXPECT_EQ(explain->Find("memory")->Find("peak_bytes_per_gpu")->number, 325 * kMiB);
   const std::vector<Json>& stages = explain->Find("time")->Find("stages")->items;
   ASSERT_EQ(stages.size(), 2u);
   EXPECT_EQ(stages[0].Find("label")->string, "ring step");
   EXPECT_EQ(stages[0].Find("count")->number, 3);
-  EXPECT_NEAR(stages[0].Find("stage_s")->number, 0.6, 1e-12);   // 3 x max(0.2, 0.1)
+  EXPECT_NEAR(stages[0].Find("stage_s")->number, 0.6, 1e-12);    // 3 x max(0.2, 0.1)
   EXPECT_NEAR(stages[1].Find("stage_s")->number, 0.401, 1e-12);  // 0.3 + 0.101, not overlapped
   EXPECT_FALSE(stages[1].Find("overlapped")->boolean);
   EXPECT_FALSE(explain->Find("schedule")->Find("expanded")->boolean);

@@ -28,10 +28,12 @@ TEST(SimulationReport, SpreadsSlowestRanksAndFormats) {
 
   const SimulationReport r = MakeSimulationReport(plan, topology, *sim, "p.toml", 0.5, 3);
   ASSERT_EQ(r.slowest.size(), 3u);
-  for (size_t i = 1; i < r.slowest.size(); ++i) EXPECT_GE(r.finish_s(r.slowest[i - 1]), r.finish_s(r.slowest[i]));
+  for (size_t i = 1; i < r.slowest.size(); ++i)
+    EXPECT_GE(r.finish_s(r.slowest[i - 1]), r.finish_s(r.slowest[i]));
   EXPECT_GE(r.compute.mean, r.compute.min * (1 - 1e-12));  // equal up to the rounding of the sum
   EXPECT_LE(r.compute.mean, r.compute.max * (1 + 1e-12));
-  EXPECT_EQ(MakeSimulationReport(plan, topology, *sim, "p.toml", 0.5, 0).slowest.size(), sim->result.ranks.size());
+  EXPECT_EQ(MakeSimulationReport(plan, topology, *sim, "p.toml", 0.5, 0).slowest.size(),
+            sim->result.ranks.size());
 
   const std::string table = SimulationTable(r);
   EXPECT_NE(table.find("(p.toml)"), std::string::npos) << table;
@@ -45,7 +47,9 @@ TEST(SimulationReport, SpreadsSlowestRanksAndFormats) {
   // Numbers at full precision: the simulated time reads back as the same double.
   const size_t at = csv.find("\nsimulated_s,");
   ASSERT_NE(at, std::string::npos) << csv;
-  EXPECT_EQ(std::strtod(csv.c_str() + at + std::string("\nsimulated_s,").size(), nullptr), r.simulated_s()) << csv;
+  EXPECT_EQ(std::strtod(csv.c_str() + at + std::string("\nsimulated_s,").size(), nullptr),
+            r.simulated_s())
+      << csv;
 }
 
 }  // namespace

@@ -36,7 +36,8 @@ struct Element {
     for (const auto& c : children) out += c->AllText();
     return out;
   }
-  void Collect(const std::function<bool(const Element&)>& keep, std::vector<const Element*>* out) const {
+  void Collect(const std::function<bool(const Element&)>& keep,
+               std::vector<const Element*>* out) const {
     if (keep(*this)) out->push_back(this);
     for (const auto& c : children) c->Collect(keep, out);
   }
@@ -84,11 +85,13 @@ class XmlParser {
     }
   }
   static bool NameChar(char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == ':' || c == '.';
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == ':' ||
+           c == '.';
   }
   bool Name(std::string* out) {
     const size_t start = i_;
-    if (i_ >= s_.size() || !(std::isalpha(static_cast<unsigned char>(s_[i_])) || s_[i_] == '_')) return false;
+    if (i_ >= s_.size() || !(std::isalpha(static_cast<unsigned char>(s_[i_])) || s_[i_] == '_'))
+      return false;
     while (i_ < s_.size() && NameChar(s_[i_])) ++i_;
     *out = s_.substr(start, i_ - start);
     return true;
@@ -105,13 +108,20 @@ class XmlParser {
       const size_t semi = s_.find(';', k);
       if (semi == std::string::npos || semi >= end) return false;
       const std::string entity = s_.substr(k + 1, semi - k - 1);
-      if (entity == "amp") *out += '&';
-      else if (entity == "lt") *out += '<';
-      else if (entity == "gt") *out += '>';
-      else if (entity == "quot") *out += '"';
-      else if (entity == "apos") *out += '\'';
-      else if (entity.size() > 1 && entity[0] == '#') *out += '?';  // numeric: fine, not decoded
-      else return false;
+      if (entity == "amp")
+        *out += '&';
+      else if (entity == "lt")
+        *out += '<';
+      else if (entity == "gt")
+        *out += '>';
+      else if (entity == "quot")
+        *out += '"';
+      else if (entity == "apos")
+        *out += '\'';
+      else if (entity.size() > 1 && entity[0] == '#')
+        *out += '?';  // numeric: fine, not decoded
+      else
+        return false;
       k = semi;
     }
     return true;
@@ -141,7 +151,8 @@ class XmlParser {
       if (i_ >= s_.size() || s_[i_] != '=') return Fail("attribute without '='");
       ++i_;
       SkipSpace();
-      if (i_ >= s_.size() || (s_[i_] != '"' && s_[i_] != '\'')) return Fail("unquoted attribute " + key);
+      if (i_ >= s_.size() || (s_[i_] != '"' && s_[i_] != '\''))
+        return Fail("unquoted attribute " + key);
       const char quote = s_[i_++];
       const size_t end = s_.find(quote, i_);
       if (end == std::string::npos) return Fail("unterminated attribute value");
@@ -184,13 +195,15 @@ class XmlParser {
 
 // The checker itself must reject what it claims to reject.
 TEST(XmlChecker, RejectsMalformedDocuments) {
-  for (const char* bad : {"<svg><g></svg>", "<svg a=1/>", "<svg a=\"x<y\"/>", "<svg>a & b</svg>",
-                          "<svg>a < b</svg>", "<svg a=\"1\" a=\"2\"/>", "<svg/><svg/>", "<svg>",
-                          "<svg a=\"&bogus;\"/>"}) {
+  for (const char* bad :
+       {"<svg><g></svg>", "<svg a=1/>", "<svg a=\"x<y\"/>", "<svg>a & b</svg>", "<svg>a < b</svg>",
+        "<svg a=\"1\" a=\"2\"/>", "<svg/><svg/>", "<svg>", "<svg a=\"&bogus;\"/>"}) {
     XmlParser p(bad);
     EXPECT_EQ(p.Parse(), nullptr) << bad;
   }
-  XmlParser ok("<?xml version=\"1.0\"?>\n<svg a='1' b=\"&lt;&amp;&quot;\"><g>x &gt; y</g><!-- c --></svg>\n");
+  XmlParser ok(
+      "<?xml version=\"1.0\"?>\n<svg a='1' b=\"&lt;&amp;&quot;\"><g>x &gt; y</g><!-- c "
+      "--></svg>\n");
   auto root = ok.Parse();
   ASSERT_NE(root, nullptr) << ok.error();
   EXPECT_EQ(root->Attr("b"), "<&\"");
@@ -403,7 +416,8 @@ TEST(LineChart, EmptyInputDrawsAxesAndSaysNoData) {
     chart.log_x = chart.log_y = log;
     for (int with_empty_series = 0; with_empty_series < 2; ++with_empty_series) {
       // Series without a usable point: none at all, or only NaN (and, on log axes, zero).
-      if (with_empty_series == 1) chart.series = {{"ring", {}}, {"mesh", {{log ? 0.0 : std::nan(""), 0}}}};
+      if (with_empty_series == 1)
+        chart.series = {{"ring", {}}, {"mesh", {{log ? 0.0 : std::nan(""), 0}}}};
       const std::string svg = RenderLineChart(chart);
       auto root = ParseSvg(svg);
       ASSERT_NE(root, nullptr);
@@ -626,7 +640,8 @@ TEST(Timeline, LanesBarsTooltipsAndTimeAxis) {
   t.time_label = "time (ms)";
   t.lanes = {"rank 0", "rank 1", "rank 2"};
   t.categories = {"compute fwd", "send/recv", "a&b"};
-  t.bars = {{0, 0.0, 1.5, 0}, {0, 0.5, 1.0, 1}, {1, 0.0, 2.0, 0}, {2, 1.0, 3.25, 2}, {1, 2.0, 2.0, 1}};
+  t.bars = {
+      {0, 0.0, 1.5, 0}, {0, 0.5, 1.0, 1}, {1, 0.0, 2.0, 0}, {2, 1.0, 3.25, 2}, {1, 2.0, 2.0, 1}};
   const std::string svg = RenderTimeline(t);
   auto root = ParseSvg(svg);
   ASSERT_NE(root, nullptr);

@@ -31,7 +31,8 @@ TEST(SweepOutput, CsvAndJsonHaveOneRowPerPointAndScheme) {
   size_t start = 0;
   while (start < csv.size()) {
     const size_t end = csv.find('\n', start);
-    EXPECT_EQ(static_cast<size_t>(std::count(csv.begin() + start, csv.begin() + end, ',')), header_commas)
+    EXPECT_EQ(static_cast<size_t>(std::count(csv.begin() + start, csv.begin() + end, ',')),
+              header_commas)
         << csv.substr(start, end - start);
     start = end + 1;
   }
@@ -39,15 +40,19 @@ TEST(SweepOutput, CsvAndJsonHaveOneRowPerPointAndScheme) {
   EXPECT_NE(csv.find("head-parallel degree 16 exceeds the 8 KV heads"), std::string::npos);
 
   const std::string json = SweepJson(*rows);
-  EXPECT_EQ(json.rfind("{\"rows\":[{\"topology\":\"dgx-h100-32node\",\"gpus\":8,\"seq_len\":65536,\"scheme\":\"ring\","
+  EXPECT_EQ(json.rfind("{\"rows\":[{\"topology\":\"dgx-h100-32node\",\"gpus\":8,\"seq_len\":65536,"
+                       "\"scheme\":\"ring\","
                        "\"valid\":true,",
                        0),
             0u)
       << json;
   size_t objects = 0;
-  for (size_t at = json.find("\"scheme\":"); at != std::string::npos; at = json.find("\"scheme\":", at + 1)) ++objects;
+  for (size_t at = json.find("\"scheme\":"); at != std::string::npos;
+       at = json.find("\"scheme\":", at + 1))
+    ++objects;
   EXPECT_EQ(objects, 4u);
-  EXPECT_NE(json.find("\"valid\":false,\"reason\":\"head-parallel degree 16"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"valid\":false,\"reason\":\"head-parallel degree 16"), std::string::npos)
+      << json;
 }
 
 }  // namespace

@@ -8,15 +8,16 @@
 #include <vector>
 
 #include "core/topology_toml.h"
+#include "planner/schemes/registry.h"
 #include "planner/search.h"
 #include "planner/strategy.h"
 #include "simulator/simulate.h"
-#include "planner/schemes/registry.h"
 
 namespace meshplan::sim {
 namespace {
 
-double Replay(const planner::PlanContext& ctx, const Topology& topology, const SchemeParams& params) {
+double Replay(const planner::PlanContext& ctx, const Topology& topology,
+              const SchemeParams& params) {
   auto schedule = planner::MakeStrategy(params.scheme)->Expand(ctx, params);
   EXPECT_TRUE(schedule.ok()) << schedule.status().message();
   if (!schedule.ok()) return 0;
@@ -50,7 +51,8 @@ TEST(Attention2DOverlapAgreement, PaperClustersWithinTenPercent) {
         ASSERT_FALSE(found.ranked.empty());
         const planner::Estimate& e = found.ranked.front();
         const std::string what = std::string(file) + " S=" + std::to_string(seq) + " " +
-                                 std::string(PassName(pass)) + " " + planner::DescribeParams(e.params);
+                                 std::string(PassName(pass)) + " " +
+                                 planner::DescribeParams(e.params);
         const double overlapped = Replay(ctx, *topology, e.params);
         EXPECT_NEAR(overlapped / e.time_s, 1.0, 0.10) << what;
         SchemeParams plain = e.params;

@@ -2,16 +2,17 @@
 // scheme, masks and passes on a shipped 32-GPU cluster, the replay of the merged schedule gives
 // the same end time, per-rank breakdown, bytes and op times as the replay of every op, up to the
 // nanosecond of rounding each merged op may carry; and it merges something where runs exist.
+#include "simulator/coalesce.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "core/topology_toml.h"
+#include "planner/schemes/registry.h"
 #include "planner/search.h"
 #include "planner/strategy.h"
-#include "simulator/coalesce.h"
 #include "simulator/simulate.h"
-#include "planner/schemes/registry.h"
 
 namespace meshplan::sim {
 namespace {
@@ -125,7 +126,8 @@ TEST(Coalesce, ABlockJoinsWhenEverythingWaitingOnTheTailWaitsOnItToo) {
 }
 
 TEST(Coalesce, TheTimingViewReplaysLikeEveryOp) {
-  auto topology = LoadTopologyFile(std::string(MESHPLAN_SOURCE_DIR) + "/topologies/dgx-h100-4node.toml");
+  auto topology =
+      LoadTopologyFile(std::string(MESHPLAN_SOURCE_DIR) + "/topologies/dgx-h100-4node.toml");
   ASSERT_TRUE(topology.ok()) << topology.status().message();
   int compared = 0;
   int64_t merged = 0;
@@ -158,22 +160,26 @@ TEST(Coalesce, TheTimingViewReplaysLikeEveryOp) {
           // Each merged op rounds its summed kernel time once where the blocks rounded each:
           // at most one nanosecond per merged block on any chain of ops.
           const double slack_s = (static_cast<double>(m) + 1) * 1e-9;
-          const std::string what = std::string(SchemeName(scheme)) + " " + planner::DescribeParams(e.params) + " " +
-                                   std::string(PassName(pass)) + " mask " + std::to_string(static_cast<int>(mask.kind));
+          const std::string what =
+              std::string(SchemeName(scheme)) + " " + planner::DescribeParams(e.params) + " " +
+              std::string(PassName(pass)) + " mask " + std::to_string(static_cast<int>(mask.kind));
           EXPECT_NEAR(b->total_s, a->total_s, slack_s) << what;
           ASSERT_EQ(a->ranks.size(), b->ranks.size());
           for (size_t r = 0; r < a->ranks.size(); ++r) {
-            EXPECT_NEAR(b->ranks[r].compute_s, a->ranks[r].compute_s, slack_s) << what << " rank " << r;
+            EXPECT_NEAR(b->ranks[r].compute_s, a->ranks[r].compute_s, slack_s)
+                << what << " rank " << r;
             EXPECT_NEAR(b->ranks[r].idle_s, a->ranks[r].idle_s, slack_s) << what << " rank " << r;
             EXPECT_EQ(b->ranks[r].bytes_sent, a->ranks[r].bytes_sent) << what;
           }
-          for (size_t l = 0; l < a->levels.size(); ++l) EXPECT_EQ(b->levels[l].bytes, a->levels[l].bytes) << what;
+          for (size_t l = 0; l < a->levels.size(); ++l)
+            EXPECT_EQ(b->levels[l].bytes, a->levels[l].bytes) << what;
           EXPECT_EQ(a->flows, b->flows) << what;
           ASSERT_EQ(a->op_times.size(), b->op_times.size());
           for (size_t r = 0; r < a->op_times.size(); ++r) {
             ASSERT_EQ(a->op_times[r].size(), b->op_times[r].size());
             for (size_t i = 0; i < a->op_times[r].size(); ++i) {
-              EXPECT_LE(std::llabs(a->op_times[r][i].end - b->op_times[r][i].end), m + 1) << what << " op " << i;
+              EXPECT_LE(std::llabs(a->op_times[r][i].end - b->op_times[r][i].end), m + 1)
+                  << what << " op " << i;
               if (HasFailure()) return;
             }
           }

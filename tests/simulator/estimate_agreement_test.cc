@@ -5,10 +5,10 @@
 #include <gtest/gtest.h>
 
 #include "core/topology_toml.h"
+#include "planner/schemes/registry.h"
 #include "planner/search.h"
 #include "planner/strategy.h"
 #include "simulator/simulate.h"
-#include "planner/schemes/registry.h"
 
 namespace meshplan::sim {
 namespace {
@@ -43,7 +43,8 @@ TEST(EstimateAgreement, SimulatedTimeIsWithinFifteenPercentOfTheEstimate) {
         ASSERT_TRUE(result.ok()) << result.status().message();
         const double ratio = result->total_s / e.time_s;
         const std::string what = std::string(file) + (mha ? " MHA fwd " : " GQA fwd+bwd ") +
-                                 std::string(SchemeName(scheme)) + " " + planner::DescribeParams(e.params);
+                                 std::string(SchemeName(scheme)) + " " +
+                                 planner::DescribeParams(e.params);
         if (scheme == Scheme("attention2d")) {
           // Explained: the estimate runs ATTENTION2D's collectives exposed (the plain published
           // variant), while the schedule's dependencies let blocks that need only local data

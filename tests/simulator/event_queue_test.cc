@@ -15,7 +15,8 @@ TEST(EventQueue, PopsByTimeThenInsertionOrderAndSecondNamesTheNextOne) {
   EXPECT_EQ(q.Second(), nullptr);
   std::mt19937 random(7);
   // Times drawn from a small range, so many events share a nanosecond.
-  for (int32_t k = 0; k < 2000; ++k) q.Push(static_cast<SimTime>(random() % 50), EventKind::kOpDone, k);
+  for (int32_t k = 0; k < 2000; ++k)
+    q.Push(static_cast<SimTime>(random() % 50), EventKind::kOpDone, k);
   SimTime last_time = -1;
   int32_t last_a = -1;
   while (!q.empty()) {

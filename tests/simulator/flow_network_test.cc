@@ -35,7 +35,8 @@ TEST(TorusRoutes, HopsFollowTheRouteDimensionByDimension) {
   const Topology t = Torus4x4();
   std::vector<std::tuple<int64_t, int, bool>> hops;
   t.ForEachHop(0, 0, 10, [&](int64_t unit, int dim, bool up) { hops.emplace_back(unit, dim, up); });
-  const std::vector<std::tuple<int64_t, int, bool>> want = {{0, 0, true}, {1, 0, true}, {2, 1, true}, {6, 1, true}};
+  const std::vector<std::tuple<int64_t, int, bool>> want = {
+      {0, 0, true}, {1, 0, true}, {2, 1, true}, {6, 1, true}};
   EXPECT_EQ(hops, want);
   // GPU 3 (3,0) to GPU 12 (0,3): one hop up in x (3 -> 0 wraps), one hop down in y (0 -> 3 wraps).
   hops.clear();

@@ -6,14 +6,13 @@
 #include <string>
 
 #include "planner/mesh/step_costs.h"
+#include "planner/schemes/registry.h"
 #include "planner/strategy.h"
 #include "simulator/simulate.h"
 #include "tests/planner/test_cluster.h"
-#include "planner/schemes/registry.h"
 
 namespace meshplan::sim {
 namespace {
-
 
 SchemeParams RingParams(int64_t n, bool cache) {
   SchemeParams p;
@@ -36,7 +35,8 @@ SchemeParams MeshParams(int64_t n, bool cache) {
   return p;
 }
 
-Result<SimResult> Replay(const planner::PlanContext& ctx, const Topology& topo, const SchemeParams& p) {
+Result<SimResult> Replay(const planner::PlanContext& ctx, const Topology& topo,
+                         const SchemeParams& p) {
   auto schedule = planner::MakeStrategy(p.scheme)->Expand(ctx, p);
   if (!schedule.ok()) return schedule.status();
   const Placement placement(planner::RankDims(p), p.placement);
@@ -77,11 +77,13 @@ TEST(MeshRingSimulation, CachedBackwardExposesLessThanOneHop) {
   const Workload w = testing::ComputeBoundWorkload(Pass::kBackward);
   const planner::PlanContext ctx(w, topo);
   for (const SchemeParams& p : {MeshParams(n, true), RingParams(n, true)}) {
-    const double hop = planner::mesh::PhaseStepTimes(ctx, MeshParams(n, true), Phase::kBackward).kv_partial;
+    const double hop =
+        planner::mesh::PhaseStepTimes(ctx, MeshParams(n, true), Phase::kBackward).kv_partial;
     ASSERT_GT(hop, 0);
     auto result = Replay(ctx, topo, p);
     ASSERT_TRUE(result.ok()) << result.status().message();
-    for (const RankStats& r : result->ranks) EXPECT_LT(r.exposed_comm_s, hop) << SchemeName(p.scheme);
+    for (const RankStats& r : result->ranks)
+      EXPECT_LT(r.exposed_comm_s, hop) << SchemeName(p.scheme);
   }
 }
 

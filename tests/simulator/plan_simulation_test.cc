@@ -12,10 +12,10 @@
 #include "core/topology_toml.h"
 #include "planner/context.h"
 #include "planner/plan_schedule.h"
+#include "planner/schemes/registry.h"
 #include "planner/search.h"
 #include "planner/strategy.h"
 #include "tests/planner/test_cluster.h"
-#include "planner/schemes/registry.h"
 
 namespace meshplan::sim {
 namespace {

@@ -2,6 +2,8 @@
 // steps a topology and placement allow (derived by hand below), the program check, the network's
 // weighted max-min filling against the full network (golden, arithmetic written out), and the
 // replay of representatives against the replay of every rank over the best plans of every scheme.
+#include "simulator/rank_symmetry.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,13 +11,12 @@
 #include <vector>
 
 #include "core/topology_toml.h"
+#include "planner/schemes/registry.h"
 #include "planner/search.h"
 #include "simulator/flow_network.h"
 #include "simulator/plan_simulation.h"
-#include "simulator/rank_symmetry.h"
 #include "tests/simulator/golden_helpers.h"
 #include "tests/simulator/top_plans.h"
-#include "planner/schemes/registry.h"
 
 namespace meshplan::sim {
 namespace {
@@ -203,7 +204,8 @@ TEST(SymmetryCheck, MapsCollectiveGroupsInCyclicOrder) {
   SymmetryCheck swapped(s, {"x", "y"});
   for (int32_t r = 0; r < 3; ++r) EXPECT_TRUE(swapped.Take(r, TwoGathers(row(r), column(r))));
   EXPECT_TRUE(swapped.Take(3, TwoGathers(column(3), row(3))));
-  EXPECT_EQ(swapped.Verify(groups).message(), "rank 1's collectives, moved along y, are not rank 3's");
+  EXPECT_EQ(swapped.Verify(groups).message(),
+            "rank 1's collectives, moved along y, are not rank 3's");
   // Groups that a translation does not map onto groups: pairs {0, 1} and {2, 3} of a ring of 4
   // moved by 1 are {1, 2} and {3, 0}, no group.
   const RankSymmetry ring({4}, {1});
@@ -292,9 +294,11 @@ double Relative(double a, double b) {
 // nanosecond, so times may move by a few nanoseconds per message on a path of about 100
 // messages: 1e-6 of a step of milliseconds bounds that with room, and is a thousand times below
 // the 0.1% the issue allows.
-void ExpectSymmetricReplaysMatch(const Topology& topology, int* symmetric, int* with_collectives, int* compared) {
+void ExpectSymmetricReplaysMatch(const Topology& topology, int* symmetric, int* with_collectives,
+                                 int* compared) {
   constexpr double kTolerance = 1e-6;
-  *compared = testing::ForEachTopPlan(topology, [&](const Plan& plan, const Workload&, const std::string& what) {
+  *compared = testing::ForEachTopPlan(topology, [&](const Plan& plan, const Workload&,
+                                                    const std::string& what) {
     SimOptions options;
     options.record_op_times = false;
     auto classes = SimulatePlan(plan, topology, options);
@@ -306,7 +310,8 @@ void ExpectSymmetricReplaysMatch(const Topology& topology, int* symmetric, int* 
     if (!classes->symmetric) return;
     ++*symmetric;
     const Scheme scheme = plan.params.scheme;
-    if (scheme != Scheme("ring") && scheme != Scheme("mesh") && scheme != Scheme("attention2d-o")) ++*with_collectives;
+    if (scheme != Scheme("ring") && scheme != Scheme("mesh") && scheme != Scheme("attention2d-o"))
+      ++*with_collectives;
     const SimResult& a = classes->result;
     const SimResult& b = every->result;
     EXPECT_LE(Relative(a.total_s, b.total_s), kTolerance) << what;
@@ -315,8 +320,10 @@ void ExpectSymmetricReplaysMatch(const Topology& topology, int* symmetric, int* 
     ASSERT_EQ(a.ranks.size(), b.ranks.size()) << what;
     for (size_t r = 0; r < a.ranks.size(); ++r) {
       const double bound = kTolerance * b.total_s;
-      EXPECT_LE(std::abs(a.ranks[r].compute_s - b.ranks[r].compute_s), bound) << what << " rank " << r;
-      EXPECT_LE(std::abs(a.ranks[r].exposed_comm_s - b.ranks[r].exposed_comm_s), bound) << what << " rank " << r;
+      EXPECT_LE(std::abs(a.ranks[r].compute_s - b.ranks[r].compute_s), bound)
+          << what << " rank " << r;
+      EXPECT_LE(std::abs(a.ranks[r].exposed_comm_s - b.ranks[r].exposed_comm_s), bound)
+          << what << " rank " << r;
       EXPECT_LE(std::abs(a.ranks[r].idle_s - b.ranks[r].idle_s), bound) << what << " rank " << r;
       EXPECT_EQ(a.ranks[r].bytes_sent, b.ranks[r].bytes_sent) << what << " rank " << r;
     }
@@ -330,7 +337,8 @@ void ExpectSymmetricReplaysMatch(const Topology& topology, int* symmetric, int* 
 
 TEST(SymmetricReplay, RepresentativesReplayLikeEveryRankOnANonBlockingCluster) {
   int symmetric = 0, with_collectives = 0, compared = 0;
-  ExpectSymmetricReplaysMatch(Load("dgx-h100-4node.toml"), &symmetric, &with_collectives, &compared);
+  ExpectSymmetricReplaysMatch(Load("dgx-h100-4node.toml"), &symmetric, &with_collectives,
+                              &compared);
   EXPECT_GE(compared, 80);
   // Not a vacuous comparison: plans of every scheme with balanced work are symmetric (62 of 133
   // when written), those of the schemes with collectives (allgather-kv, usp, loongtrain,

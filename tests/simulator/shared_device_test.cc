@@ -2,12 +2,13 @@
 //
 // The device: 1000 TFLOP/s bf16 at efficiency 0.5 = 500 TFLOP/s for one kernel alone, no launch
 // overhead, so a kernel of k TFLOP takes k * 2 ms = k * T alone, T = 2e6 ns.
+#include "simulator/shared_device.h"
+
 #include <gtest/gtest.h>
 
 #include <tuple>
 #include <utility>
 
-#include "simulator/shared_device.h"
 #include "simulator/simulate.h"
 
 namespace meshplan::sim {
@@ -15,7 +16,8 @@ namespace {
 
 constexpr double kT = 2e-3;  // seconds one 1-TFLOP kernel takes alone
 
-Topology SharedSwitch(int64_t ranks, int64_t per_device, int64_t concurrent, DeviceSharing sharing) {
+Topology SharedSwitch(int64_t ranks, int64_t per_device, int64_t concurrent,
+                      DeviceSharing sharing) {
   Topology t;
   t.name = "shared";
   t.source = "test";
@@ -72,11 +74,13 @@ void ExpectEnds(const std::vector<double>& got, const std::vector<double>& want_
 TEST(SharedDeviceGolden, TwoRanksOnOneKernelSlotShareOrQueue) {
   // Two 1-TFLOP kernels on one device that runs one kernel at full rate.
   // processor: both at rate 1/2 from 0, so both end at 2T.
-  ExpectEnds(EndsS(OneKernelEach({1, 1}), SharedSwitch(2, 2, 1, DeviceSharing::kProcessor)), {2, 2});
+  ExpectEnds(EndsS(OneKernelEach({1, 1}), SharedSwitch(2, 2, 1, DeviceSharing::kProcessor)),
+             {2, 2});
   // serial: rank 0's kernel first (0..T), then rank 1's (T..2T).
   ExpectEnds(EndsS(OneKernelEach({1, 1}), SharedSwitch(2, 2, 1, DeviceSharing::kSerial)), {1, 2});
   // Each rank on a device of its own (ranks_per_device 1): T each, in parallel.
-  ExpectEnds(EndsS(OneKernelEach({1, 1}), SharedSwitch(2, 1, 1, DeviceSharing::kProcessor)), {1, 1});
+  ExpectEnds(EndsS(OneKernelEach({1, 1}), SharedSwitch(2, 1, 1, DeviceSharing::kProcessor)),
+             {1, 1});
 }
 
 TEST(SharedDeviceGolden, FourRanksOnTwoKernelSlotsUnderProcessorSharing) {
@@ -206,7 +210,8 @@ std::vector<double> PairedCopiesEndS(int64_t pairs, double bytes, const Topology
   s.num_ranks = 2 * pairs;
   s.layout = ShardLayout{Layout::kContiguous, 1024, 1, 1};
   s.ranks.resize(static_cast<size_t>(2 * pairs));
-  for (int64_t i = 0; i < pairs; ++i) AddMessage(s, static_cast<int32_t>(2 * i), static_cast<int32_t>(2 * i + 1), bytes);
+  for (int64_t i = 0; i < pairs; ++i)
+    AddMessage(s, static_cast<int32_t>(2 * i), static_cast<int32_t>(2 * i + 1), bytes);
   std::vector<int64_t> gpu(static_cast<size_t>(s.num_ranks));
   for (int64_t r = 0; r < s.num_ranks; ++r) gpu[r] = r;
   auto result = Simulate(s, t, gpu, DType::kBf16);
@@ -236,7 +241,8 @@ TEST(SharedDeviceGolden, CopiesInsideADeviceShareItsCopySlots) {
 
 // Rank 0 computes a 1-TFLOP kernel (T = 2 ms alone) while rank 2 sends 100 MB to rank 3, both
 // from 0. Level 0: 100 GB/s, 2 us latency, so the copy moves from 2 us to 1002 us (its port and the
-// copy link of one slot both 100 GB/s). Returns the kernel's end and the message's (receiver's) end.
+// copy link of one slot both 100 GB/s). Returns the kernel's end and the message's (receiver's)
+// end.
 std::pair<double, double> KernelBesideACopyS(const Topology& t) {
   Schedule s = OneKernelEach({1, 0, 0, 0});
   s.ranks[1] = RankProgram{};

@@ -2,10 +2,10 @@
 #include <gtest/gtest.h>
 
 #include "core/kernel_time.h"
+#include "planner/schemes/registry.h"
 #include "planner/strategy.h"
 #include "simulator/simulate.h"
 #include "tests/simulator/golden_helpers.h"
-#include "planner/schemes/registry.h"
 
 namespace meshplan::sim {
 namespace {
@@ -130,7 +130,7 @@ TEST(SimulateGolden, RingForwardMatchesThePipelineFormula) {
     ASSERT_TRUE(r.ok()) << r.status().message();
     const double n = double(w.seq_len) / p;
     const double c = 4.0 * n * n * w.q_heads * w.head_dim / (1000e12 * 0.5);  // one block
-    const double kv = 2.0 * w.kv_heads * n * w.head_dim * 2;                   // K+V, bf16
+    const double kv = 2.0 * w.kv_heads * n * w.head_dim * 2;                  // K+V, bf16
     const double transfer = 2e-6 + kv / (gbps * 1e9);
     const double formula = c + (p - 1) * std::max(c, transfer);
     EXPECT_NEAR(r->total_s, formula, 0.02 * formula) << gbps << " GB/s";

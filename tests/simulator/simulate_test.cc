@@ -72,7 +72,8 @@ TEST(SimulateTest, AnOpWithTensOfThousandsOfDepsStartsAfterTheLast) {
     for (size_t r = 0; r < all->op_times.size(); ++r) {
       ASSERT_EQ(all->op_times[r].size(), last->op_times[r].size());
       for (size_t i = 0; i < all->op_times[r].size(); ++i) {
-        EXPECT_EQ(all->op_times[r][i].start, last->op_times[r][i].start) << "rank " << r << " op " << i;
+        EXPECT_EQ(all->op_times[r][i].start, last->op_times[r][i].start)
+            << "rank " << r << " op " << i;
         EXPECT_EQ(all->op_times[r][i].end, last->op_times[r][i].end) << "rank " << r << " op " << i;
       }
     }
@@ -104,7 +105,8 @@ TEST(SimulateTest, AnOpEndingPastTheHorizonFailsInsteadOfOverflowing) {
   s.ranks[0].Add(compute);
   auto r = Simulate(s, t, {0}, DType::kBf16);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().message(), "the replay runs past the simulator's horizon of 2^62 ns (146 years)");
+  EXPECT_EQ(r.status().message(),
+            "the replay runs past the simulator's horizon of 2^62 ns (146 years)");
 }
 
 }  // namespace

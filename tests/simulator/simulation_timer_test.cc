@@ -7,11 +7,11 @@
 #include <vector>
 
 #include "planner/context.h"
+#include "planner/schemes/registry.h"
 #include "planner/search.h"
 #include "planner/strategy.h"
 #include "simulator/plan_simulation.h"
 #include "tests/planner/test_cluster.h"
-#include "planner/schemes/registry.h"
 
 namespace meshplan::sim {
 namespace {

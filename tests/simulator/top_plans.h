@@ -10,8 +10,8 @@
 #include "core/topology.h"
 #include "planner/context.h"
 #include "planner/plan_schedule.h"
-#include "planner/search.h"
 #include "planner/schemes/registry.h"
+#include "planner/search.h"
 
 namespace meshplan::sim::testing {
 
@@ -35,8 +35,9 @@ int ForEachTopPlan(const Topology& topology, Check check) {
         for (size_t k = 0; k < found.ranked.size() && k < 3; ++k) {
           if (!found.ranked[k].valid) continue;
           const Plan plan = planner::MakePlan(ctx, found.ranked[k].params);
-          const std::string what = std::string(SchemeName(scheme)) + " " + planner::DescribeParams(plan.params) + " " +
-                                   std::string(PassName(pass)) + " mask " + std::to_string(static_cast<int>(mask.kind));
+          const std::string what =
+              std::string(SchemeName(scheme)) + " " + planner::DescribeParams(plan.params) + " " +
+              std::string(PassName(pass)) + " mask " + std::to_string(static_cast<int>(mask.kind));
           check(plan, w, what);
           if (::testing::Test::HasFailure()) return checked;
           ++checked;

@@ -16,10 +16,10 @@
 
 #include "core/json_writer.h"
 #include "planner/context.h"
+#include "planner/schemes/registry.h"
 #include "planner/strategy.h"
 #include "simulator/simulate.h"
 #include "tests/planner/test_cluster.h"
-#include "planner/schemes/registry.h"
 
 namespace meshplan::sim {
 namespace {
@@ -479,7 +479,8 @@ TEST_F(TraceTest, OnlyTheChosenRanksAppear) {
   }
   EXPECT_EQ(pids, (std::set<int64_t>{1, 6}));
   // One complete event per op of ranks 1 and 6.
-  EXPECT_EQ(complete, static_cast<int64_t>(replay.schedule.ranks[1].ops.size() + replay.schedule.ranks[6].ops.size()));
+  EXPECT_EQ(complete, static_cast<int64_t>(replay.schedule.ranks[1].ops.size() +
+                                           replay.schedule.ranks[6].ops.size()));
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "core/topology_toml.h"
 #include "planner/context.h"
 #include "planner/plan_schedule.h"
+#include "planner/schemes/registry.h"
 #include "planner/search.h"
 #include "simulator/coalesce.h"
 #include "simulator/plan_simulation.h"
@@ -21,7 +22,6 @@
 #include "simulator/replay_view.h"
 #include "simulator/simulate.h"
 #include "tests/simulator/top_plans.h"
-#include "planner/schemes/registry.h"
 
 namespace meshplan::sim {
 namespace {
@@ -55,7 +55,8 @@ void ExpectSameResult(const SimResult& a, const SimResult& b, const std::string&
 
 TEST(ViewExpansion, TheViewMadeDuringTheExpansionReplaysLikeTheViewOfTheFullSchedule) {
   const Topology topology = Load("dgx-h100-4node.toml");
-  const int compared = testing::ForEachTopPlan(topology, [&](const Plan& plan, const Workload& w, const std::string& what) {
+  const int compared = testing::ForEachTopPlan(topology, [&](const Plan& plan, const Workload& w,
+                                                             const std::string& what) {
     SimOptions options;
     options.record_op_times = false;
     options.use_symmetry = false;  // every rank's view (symmetry classes: rank_symmetry_test.cc)
@@ -72,27 +73,30 @@ TEST(ViewExpansion, TheViewMadeDuringTheExpansionReplaysLikeTheViewOfTheFullSche
 
 TEST(ViewExpansion, TheReplayFormMadeDuringTheExpansionReplaysLikeTheViewsOps) {
   const Topology topology = Load("dgx-h100-4node.toml");
-  const int compared = testing::ForEachTopPlan(topology, [&](const Plan& plan, const Workload& w, const std::string& what) {
-    SimOptions options;
-    options.record_op_times = false;
-    CoalescingSink views(topology.num_gpus());
-    auto expanded = planner::ExpandPlan(
-        plan, topology, [&](int64_t rank, RankProgram& program) { views.Take(rank, program); });
-    ASSERT_TRUE(expanded.ok()) << what;
-    auto from_ops = SimulateView(views.Finish(std::move(expanded->schedule)), topology,
-                                 expanded->rank_to_gpu, w.dtype, options);
-    ASSERT_TRUE(from_ops.ok()) << what << ": " << from_ops.status().message();
-    ReplayViewSink forms(topology.num_gpus());
-    auto again = planner::ExpandPlan(
-        plan, topology, [&](int64_t rank, RankProgram& program) { forms.Take(rank, program); });
-    ASSERT_TRUE(again.ok()) << what;
-    for (const RankProgram& program : again->schedule.ranks) EXPECT_TRUE(program.ops.empty()) << what;
-    auto form = forms.Finish(std::move(again->schedule));
-    ASSERT_TRUE(form.ok()) << what << ": " << form.status().message();
-    auto from_form = SimulateReplayView(std::move(form).value(), topology, again->rank_to_gpu, w.dtype, options);
-    ASSERT_TRUE(from_form.ok()) << what << ": " << from_form.status().message();
-    ExpectSameResult(*from_ops, *from_form, what);
-  });
+  const int compared = testing::ForEachTopPlan(
+      topology, [&](const Plan& plan, const Workload& w, const std::string& what) {
+        SimOptions options;
+        options.record_op_times = false;
+        CoalescingSink views(topology.num_gpus());
+        auto expanded = planner::ExpandPlan(
+            plan, topology, [&](int64_t rank, RankProgram& program) { views.Take(rank, program); });
+        ASSERT_TRUE(expanded.ok()) << what;
+        auto from_ops = SimulateView(views.Finish(std::move(expanded->schedule)), topology,
+                                     expanded->rank_to_gpu, w.dtype, options);
+        ASSERT_TRUE(from_ops.ok()) << what << ": " << from_ops.status().message();
+        ReplayViewSink forms(topology.num_gpus());
+        auto again = planner::ExpandPlan(
+            plan, topology, [&](int64_t rank, RankProgram& program) { forms.Take(rank, program); });
+        ASSERT_TRUE(again.ok()) << what;
+        for (const RankProgram& program : again->schedule.ranks)
+          EXPECT_TRUE(program.ops.empty()) << what;
+        auto form = forms.Finish(std::move(again->schedule));
+        ASSERT_TRUE(form.ok()) << what << ": " << form.status().message();
+        auto from_form = SimulateReplayView(std::move(form).value(), topology, again->rank_to_gpu,
+                                            w.dtype, options);
+        ASSERT_TRUE(from_form.ok()) << what << ": " << from_form.status().message();
+        ExpectSameResult(*from_ops, *from_form, what);
+      });
   EXPECT_GE(compared, 80);
 }
 
@@ -133,7 +137,8 @@ TEST(ViewExpansion, ExpandPlanHandsEveryRankToTheHookOnce) {
   Workload w = Workload::Default();
   w.seq_len = 1 << 15;
   const planner::PlanContext ctx(w, topology);
-  for (Scheme scheme : {Scheme("mesh"), Scheme("mesh-ulysses"), Scheme("ring"), Scheme("attention2d")}) {
+  for (Scheme scheme :
+       {Scheme("mesh"), Scheme("mesh-ulysses"), Scheme("ring"), Scheme("attention2d")}) {
     planner::SearchOptions only;
     only.schemes = {scheme};
     const planner::SearchResult found = planner::Search(ctx, only);

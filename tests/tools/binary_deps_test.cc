@@ -1,9 +1,8 @@
 // The meshplan binary's own shared-library needs (DT_NEEDED of its ELF dynamic section): it must
 // not need libnccl, so that it starts on machines without NCCL (NCCL is dlopened by the runs that
 // ask for it, executor/cuda/nccl_library.h).
-#include <gtest/gtest.h>
-
 #include <elf.h>
+#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstring>
@@ -20,7 +19,8 @@ namespace {
 // failures name what is malformed.
 std::vector<std::string> NeededLibraries(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  const std::vector<char> file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::vector<char> file((std::istreambuf_iterator<char>(in)),
+                               std::istreambuf_iterator<char>());
   std::vector<std::string> needed;
   Elf64_Ehdr header;
   if (file.size() < sizeof header) {
@@ -36,15 +36,16 @@ std::vector<std::string> NeededLibraries(const std::string& path) {
   auto section = [&](size_t i) {
     Elf64_Shdr s{};
     const size_t at = header.e_shoff + i * header.e_shentsize;
-    if (header.e_shentsize >= sizeof s && at + sizeof s <= file.size()) std::memcpy(&s, file.data() + at, sizeof s);
+    if (header.e_shentsize >= sizeof s && at + sizeof s <= file.size())
+      std::memcpy(&s, file.data() + at, sizeof s);
     return s;
   };
   for (size_t i = 0; i < header.e_shnum; ++i) {
     const Elf64_Shdr dynamic = section(i);
     if (dynamic.sh_type != SHT_DYNAMIC) continue;
     const Elf64_Shdr strings = section(dynamic.sh_link);
-    for (size_t at = dynamic.sh_offset; at + sizeof(Elf64_Dyn) <= dynamic.sh_offset + dynamic.sh_size;
-         at += sizeof(Elf64_Dyn)) {
+    for (size_t at = dynamic.sh_offset;
+         at + sizeof(Elf64_Dyn) <= dynamic.sh_offset + dynamic.sh_size; at += sizeof(Elf64_Dyn)) {
       Elf64_Dyn entry;
       if (at + sizeof entry > file.size()) break;
       std::memcpy(&entry, file.data() + at, sizeof entry);
@@ -71,7 +72,8 @@ std::string Joined(const std::vector<std::string>& names) {
 // pass for "no libnccl".
 TEST(MeshplanBinary, ReaderFindsTheCRuntime) {
   const auto needed = NeededLibraries(MESHPLAN_BINARY);
-  EXPECT_TRUE(std::any_of(needed.begin(), needed.end(), [](const std::string& n) { return n.rfind("libc.so", 0) == 0; }))
+  EXPECT_TRUE(std::any_of(needed.begin(), needed.end(),
+                          [](const std::string& n) { return n.rfind("libc.so", 0) == 0; }))
       << MESHPLAN_BINARY << " needs: " << Joined(needed);
 }
 
@@ -80,8 +82,8 @@ TEST(MeshplanBinary, DoesNotNeedNccl) {
   ASSERT_FALSE(needed.empty()) << MESHPLAN_BINARY << ": no DT_NEEDED entries found";
   for (const std::string& n : needed) {
     EXPECT_EQ(n.find("nccl"), std::string::npos)
-        << MESHPLAN_BINARY << " needs " << n << ": it would not start on a machine without NCCL (needs: "
-        << Joined(needed) << ")";
+        << MESHPLAN_BINARY << " needs " << n
+        << ": it would not start on a machine without NCCL (needs: " << Joined(needed) << ")";
   }
 }
 

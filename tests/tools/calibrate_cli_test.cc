@@ -1,7 +1,6 @@
 // `meshplan calibrate` end to end: refusals before any measuring, and (CalibrateSmoke, run alone
 // by CTest) a calibrated machine predicting a real execute within a loose bound.
 #include <gtest/gtest.h>
-
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -28,14 +27,16 @@ struct Ran {
 class CalibrateCli : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("meshplan_calibrate_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() /
+           ("meshplan_calibrate_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::create_directories(dir_);
   }
   void TearDown() override { fs::remove_all(dir_); }
   Ran Run(const std::string& args) {
     const std::string out = (dir_ / "stdout").string(), err = (dir_ / "stderr").string();
-    const int status = std::system((std::string(MESHPLAN_BINARY) + " " + args + " >" + out + " 2>" + err).c_str());
+    const int status =
+        std::system((std::string(MESHPLAN_BINARY) + " " + args + " >" + out + " 2>" + err).c_str());
     Ran r;
     r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     r.out = Read(out);
@@ -79,7 +80,8 @@ TEST_F(CalibrateCli, RefusesBadFlagsBeforeMeasuring) {
 // Runs only where CTest starts it alone (tests/CMakeLists.txt: CalibrateSmoke, RUN_SERIAL), so
 // no other test shares the cores while it times them.
 TEST_F(CalibrateCli, SmokeCalibratedMachinePredictsAnExecute) {
-  if (std::getenv("MESHPLAN_SERIAL_SMOKE") == nullptr) GTEST_SKIP() << "run by CTest as CalibrateSmoke";
+  if (std::getenv("MESHPLAN_SERIAL_SMOKE") == nullptr)
+    GTEST_SKIP() << "run by CTest as CalibrateSmoke";
   const fs::path machine = dir_ / "machine.toml", plan = dir_ / "plan.toml";
   Ran r = Run("calibrate --quick --ranks 2 --head-dim 64 -q -o " + machine.string());
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -89,8 +91,10 @@ TEST_F(CalibrateCli, SmokeCalibratedMachinePredictsAnExecute) {
   EXPECT_EQ(topo->gpu.ranks_per_device, 2);
   EXPECT_TRUE(topo->gpu.copies_take_compute);  // the threads transport copies on the cores
   r = Run("plan -t " + machine.string() +
-          " --seq 4K --heads 4 --kv-heads 4 --head-dim 64 --dtype fp32 --mask causal --pass fwd --schemes ring"
-          " --out " + plan.string());
+          " --seq 4K --heads 4 --kv-heads 4 --head-dim 64 --dtype fp32 --mask causal --pass fwd "
+          "--schemes ring"
+          " --out " +
+          plan.string());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   r = Run("execute " + plan.string() + " -t " + machine.string() + " --repeat 3 -q --format json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -105,10 +109,12 @@ TEST_F(CalibrateCli, SmokeCalibratedMachinePredictsAnExecute) {
     EXPECT_NE(k, std::string::npos) << r.out;
     return std::strtod(r.out.c_str() + r.out.find(':', k) + 1, nullptr);
   };
-  const double measured = number_after("measured", "time_s"), predicted = number_after("predicted", "time_s");
+  const double measured = number_after("measured", "time_s"),
+               predicted = number_after("predicted", "time_s");
   ASSERT_GT(predicted, 0);
   const double ratio = measured / predicted;
-  std::printf("calibrated prediction: measured %.4g s, predicted %.4g s, ratio %.3f\n", measured, predicted, ratio);
+  std::printf("calibrated prediction: measured %.4g s, predicted %.4g s, ratio %.3f\n", measured,
+              predicted, ratio);
   EXPECT_GT(ratio, 1 / 1.7) << "measured " << measured << " s, predicted " << predicted << " s";
   EXPECT_LT(ratio, 1.7) << "measured " << measured << " s, predicted " << predicted << " s";
 }

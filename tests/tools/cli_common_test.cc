@@ -14,7 +14,8 @@ namespace {
 using Cli17 = testing::CliFixture;
 
 TEST_F(Cli17, SeqZeroToAPowerIsOneErrorLineNotSigfpe) {
-  ExpectRefused("plan --seq 0^2", "--seq: '0^2' is not a valid count: the base of a power must be at least 1");
+  ExpectRefused("plan --seq 0^2",
+                "--seq: '0^2' is not a valid count: the base of a power must be at least 1");
 }
 
 TEST_F(Cli17, SeqWithAHugeExponentIsDecidedAtOnce) {
@@ -23,29 +24,36 @@ TEST_F(Cli17, SeqWithAHugeExponentIsDecidedAtOnce) {
   const auto start = std::chrono::steady_clock::now();
   ExpectRefusedWith("plan --seq 1^9999999999", {"no scheme has a valid plan for B=1 S=1 "});
   ExpectRefused("plan --seq 2^9999999999",
-                "--seq: '2^9999999999' is not a valid count: too large (exponent 9999999999 is larger than 62)");
+                "--seq: '2^9999999999' is not a valid count: too large (exponent 9999999999 is "
+                "larger than 62)");
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 10.0);
 }
 
 TEST_F(Cli17, DocumentsFileWithZeroToAPowerIsOneErrorLineNotSigfpe) {
   const std::string docs = Write("docs.txt", "2048\n0^2\n");
-  ExpectRefused("plan --seq 4K --mask docs:" + docs,
-                "--mask: " + docs + ":2: document length: '0^2' is not a valid count: the base of a power must be at "
-                "least 1");
+  ExpectRefused(
+      "plan --seq 4K --mask docs:" + docs,
+      "--mask: " + docs +
+          ":2: document length: '0^2' is not a valid count: the base of a power must be at "
+          "least 1");
 }
 
 TEST_F(Cli17, BatchOf2To62IsRefused) {
   // 2^62 x 2^20 x 64 x 128 elements do not fit in int64, let alone under 2^56.
   ExpectRefused("plan --batch 2^62",
-                "workload: batch (4611686018427387904) x seq (1048576) x heads (64) x head-dim (128) is more than "
+                "workload: batch (4611686018427387904) x seq (1048576) x heads (64) x head-dim "
+                "(128) is more than "
                 "the 2^56 elements a tensor may have");
 }
 
 TEST_F(Cli17, ReserveGibNanAndHugeAreRefused) {
   for (const char* value : {"nan", "1e308", "inf"}) {
-    ExpectRefused(std::string("plan --reserve-gib ") + value, "--reserve-gib: must be a finite number of GiB, at most 1e6");
-    ExpectRefused(std::string("fit --reserve-gib ") + value, "--reserve-gib: must be a finite number of GiB, at most 1e6");
-    ExpectRefused(std::string("sweep --reserve-gib ") + value, "--reserve-gib: must be a finite number of GiB, at most 1e6");
+    ExpectRefused(std::string("plan --reserve-gib ") + value,
+                  "--reserve-gib: must be a finite number of GiB, at most 1e6");
+    ExpectRefused(std::string("fit --reserve-gib ") + value,
+                  "--reserve-gib: must be a finite number of GiB, at most 1e6");
+    ExpectRefused(std::string("sweep --reserve-gib ") + value,
+                  "--reserve-gib: must be a finite number of GiB, at most 1e6");
   }
 }
 
@@ -66,9 +74,12 @@ TEST_F(Cli17, ADirectoryGivenAsTheTopologyFileSaysItIsADirectory) {
 TEST_F(Cli17, PlanWhoseTopologyNameDisagreesWithItsSourceIsRefused) {
   const std::string plan = MakeFourRankPlan();  // made for "four-gpus" from four.toml
   const std::string topology = WriteFourGpuTopology("renamed");  // the file changed since
-  ExpectRefused("simulate " + plan, plan + ": topology.name: the plan was made for topology 'four-gpus', but its source '" +
-                                        topology + "' describes 'renamed'; pass --topology FILE to run it on that "
-                                                   "cluster anyway");
+  ExpectRefused(
+      "simulate " + plan,
+      plan + ": topology.name: the plan was made for topology 'four-gpus', but its source '" +
+          topology +
+          "' describes 'renamed'; pass --topology FILE to run it on that "
+          "cluster anyway");
   // Named explicitly, the cluster is the user's choice.
   const testing::CliResult r = Run("simulate " + plan + " --topology " + topology);
   EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -78,7 +89,8 @@ TEST_F(Cli17, ControlBytesFromTheCommandLineAreEscapedOnOneLine) {
   ExpectRefused("plan --seq \"$(printf '1\\n2')\"",
                 "--seq: '1\\n2' is not a valid count: unexpected character '\\n'");
   ExpectRefused("plan --mask \"$(printf 'a\\033b')\"",
-                "--mask: unknown mask 'a\\x1bb' (expected full, causal, window:W, prefix:N, docs:FILE, docs-full:FILE, "
+                "--mask: unknown mask 'a\\x1bb' (expected full, causal, window:W, prefix:N, "
+                "docs:FILE, docs-full:FILE, "
                 "docs-sampled:SPEC or docs-full-sampled:SPEC)");
 }
 

@@ -35,7 +35,8 @@ class CliFixture : public ::testing::Test {
   // Runs `meshplan ARGS` through /bin/sh (ARGS is shell text), stdin from /dev/null.
   CliResult Run(const std::string& args) {
     const std::string out = (dir_ / "stdout").string(), err = (dir_ / "stderr").string();
-    const std::string cmd = std::string(MESHPLAN_BINARY) + " " + args + " >" + out + " 2>" + err + " </dev/null";
+    const std::string cmd =
+        std::string(MESHPLAN_BINARY) + " " + args + " >" + out + " 2>" + err + " </dev/null";
     const int status = std::system(cmd.c_str());
     CliResult r;
     r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -67,7 +68,8 @@ class CliFixture : public ::testing::Test {
     EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.err;
     EXPECT_EQ(r.err.rfind("meshplan: error: ", 0), 0u) << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "expected one line:\n" << r.err;
-    for (const std::string& part : parts) EXPECT_NE(r.err.find(part), std::string::npos) << args << "\n" << r.err;
+    for (const std::string& part : parts)
+      EXPECT_NE(r.err.find(part), std::string::npos) << args << "\n" << r.err;
   }
   // A cluster of 4 GPUs on one switch, as four.toml in the directory; returns its path.
   std::string WriteFourGpuTopology(const std::string& name = "four-gpus") {
@@ -90,7 +92,9 @@ latency_us = 0.94
   std::string MakeFourRankPlan() {
     const std::string topology = WriteFourGpuTopology();
     const std::string plan = (dir_ / "p.toml").string();
-    const CliResult r = Run("plan -t " + topology + " --seq 256 --heads 4 --kv-heads 2 --head-dim 16 -q --schemes mesh --out " + plan);
+    const CliResult r =
+        Run("plan -t " + topology +
+            " --seq 256 --heads 4 --kv-heads 2 --head-dim 16 -q --schemes mesh --out " + plan);
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return plan;
   }

@@ -1,16 +1,15 @@
 // The meshplan binary end to end: exit codes, one-line errors naming the problem, output files.
 #include <gtest/gtest.h>
-
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cctype>
+#include <chrono>
 #include <cmath>
-#include <exception>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -18,12 +17,12 @@
 #include <utility>
 #include <vector>
 
-#include "planner/plan_file.h"
 #include "executor/io/npy.h"
 #include "executor/kernels/reference.h"
+#include "planner/plan_file.h"
+#include "planner/schemes/registry.h"
 #include "tests/tools/cli_fixture.h"
 #include "tests/tools/json_reader.h"
-#include "planner/schemes/registry.h"
 
 namespace meshplan {
 namespace {
@@ -41,7 +40,8 @@ class Cli : public testing::CliFixture {
     EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.err;
     ASSERT_FALSE(r.err.empty()) << args;
     EXPECT_EQ(r.err.find("meshplan: error: "), 0u) << r.err;
-    for (const std::string& n : needles) EXPECT_NE(r.err.find(n), std::string::npos) << args << "\n" << r.err;
+    for (const std::string& n : needles)
+      EXPECT_NE(r.err.find(n), std::string::npos) << args << "\n" << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "expected one line:\n" << r.err;
   }
 };
@@ -50,8 +50,9 @@ TEST_F(Cli, VersionAndHelp) {
   RunResult r = Run("--version");
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.out.find("meshplan 0."), std::string::npos) << r.out;
-  for (const char* args : {"--help", "plan --help", "simulate --help", "topo --help", "topo show --help",
-                           "topo validate --help", "execute --help", "sweep --help", "fit --help"}) {
+  for (const char* args :
+       {"--help", "plan --help", "simulate --help", "topo --help", "topo show --help",
+        "topo validate --help", "execute --help", "sweep --help", "fit --help"}) {
     r = Run(args);
     EXPECT_EQ(r.exit_code, 0) << args;
     EXPECT_NE(r.out.find("Usage"), std::string::npos) << args << r.out;
@@ -66,7 +67,9 @@ TEST_F(Cli, DefaultPlanRanksSchemesAndNamesTheBest) {
   EXPECT_NE(r.out.find("256 x H100"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("S=1M Hq=64 Hkv=8 d=128 bf16 causal fwd+bwd"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("best that fits: #1"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("ulysses: head-parallel degree 256 exceeds the 8 KV heads"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("ulysses: head-parallel degree 256 exceeds the 8 KV heads"),
+            std::string::npos)
+      << r.out;
 }
 
 TEST_F(Cli, MachineFormats) {
@@ -83,8 +86,9 @@ TEST_F(Cli, MachineFormats) {
 
 TEST_F(Cli, OutWritesALoadablePlanAndExplainBreaksItDown) {
   const std::string plan = (dir_ / "plan.toml").string();
-  RunResult r = Run("plan -t " + std::string(MESHPLAN_SOURCE_DIR) +
-                    "/topologies/dgx-h100-4node.toml --seq 512K --schemes mesh --explain --out " + plan);
+  RunResult r =
+      Run("plan -t " + std::string(MESHPLAN_SOURCE_DIR) +
+          "/topologies/dgx-h100-4node.toml --seq 512K --schemes mesh --explain --out " + plan);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("time model"), std::string::npos);
   EXPECT_NE(r.out.find("rank 0's first ops"), std::string::npos);
@@ -130,11 +134,13 @@ group_size = 8
 bandwidth_GBps = 400
 latency_us = 1
 )");
-  ExpectInvalid("plan -t " + bf16_only + " --dtype fp8", {"bf16.toml", "gpu.peak_tflops", "no entry for fp8"});
+  ExpectInvalid("plan -t " + bf16_only + " --dtype fp8",
+                {"bf16.toml", "gpu.peak_tflops", "no entry for fp8"});
   ExpectInvalid("plan --pass sideways", {"--pass", "unknown pass"});
   ExpectInvalid("plan --mask diagonal", {"--mask", "unknown mask 'diagonal'"});
   ExpectInvalid("plan --mask window:0", {"window", "must be positive"});
-  ExpectInvalid("plan --mask docs:" + (dir_ / "missing.txt").string(), {"missing.txt", "cannot open"});
+  ExpectInvalid("plan --mask docs:" + (dir_ / "missing.txt").string(),
+                {"missing.txt", "cannot open"});
   const std::string docs = Write("docs.txt", "1K 2K\n");
   ExpectInvalid("plan --seq 4K --mask docs:" + docs, {"docs.txt", "sum to 3072 tokens", "4096"});
   const std::string bad_docs = Write("bad_docs.txt", "1K\n-5\n");
@@ -148,12 +154,15 @@ TEST_F(Cli, BadPlanRequests) {
   ExpectInvalid("plan --seq 256K --explain 100000", {"--explain"});
   ExpectInvalid("plan --reserve-gib=-1", {"--reserve-gib"});
   // Ulysses over 256 GPUs needs 256 KV heads.
-  ExpectInvalid("plan --schemes ulysses", {"no scheme has a valid plan", "ulysses: head-parallel degree 256 exceeds the 8 KV heads"});
+  ExpectInvalid(
+      "plan --schemes ulysses",
+      {"no scheme has a valid plan", "ulysses: head-parallel degree 256 exceeds the 8 KV heads"});
   ExpectInvalid("plan --heads 16 --kv-heads 1 --schemes usp,mesh-ulysses",
                 {"usp: head-parallel degree 2 exceeds the 1 KV heads", "mesh-ulysses: "});
   // 1000 tokens cannot be cut into 256 (or 512 zigzag) equal shards.
-  ExpectInvalid("plan --seq 1000", {"no scheme has a valid plan", "ring: sequence length 1000 is not divisible by 512",
-                                    "nearest multiples: 512 and 1024"});
+  ExpectInvalid("plan --seq 1000",
+                {"no scheme has a valid plan", "ring: sequence length 1000 is not divisible by 512",
+                 "nearest multiples: 512 and 1024"});
   ExpectInvalid("plan --frobnicate", {"frobnicate"});
 }
 
@@ -186,10 +195,12 @@ TEST_F(Cli, TopoShowAndValidate) {
   EXPECT_NE(r.out.find("ok (256 GPUs, 2 levels)"), std::string::npos) << r.out;
 }
 
+// ---- meshplan simulate
+// ----------------------------------------------------------------------------
 
-// ---- meshplan simulate ----------------------------------------------------------------------------
-
-std::string FourNode() { return std::string(MESHPLAN_SOURCE_DIR) + "/topologies/dgx-h100-4node.toml"; }
+std::string FourNode() {
+  return std::string(MESHPLAN_SOURCE_DIR) + "/topologies/dgx-h100-4node.toml";
+}
 
 TEST_F(Cli, SimulateAPlanFileFromPlanOut) {
   const std::string plan = (dir_ / "plan.toml").string();
@@ -224,7 +235,8 @@ TEST_F(Cli, SimulateAPlanFileFromPlanOut) {
 
 TEST_F(Cli, SimulateWritesATrace) {
   const std::string plan = (dir_ / "plan.toml").string();
-  ASSERT_EQ(Run("plan -t " + FourNode() + " --seq 256K --schemes ring -q --out " + plan).exit_code, 0);
+  ASSERT_EQ(Run("plan -t " + FourNode() + " --seq 256K --schemes ring -q --out " + plan).exit_code,
+            0);
   const std::string trace = (dir_ / "trace.json").string();
   const RunResult r = Run("simulate " + plan + " --topology " + FourNode() + " --trace " + trace);
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -238,7 +250,8 @@ TEST_F(Cli, SimulateWritesATrace) {
 TEST_F(Cli, SimulateTraceRanksPicksTheRanksAndRefusesBadLists) {
   // The 4-node DGX H100 file has 32 GPUs: under the default of 64 every rank is traced, no note.
   const std::string plan = (dir_ / "plan.toml").string();
-  ASSERT_EQ(Run("plan -t " + FourNode() + " --seq 256K --schemes ring -q --out " + plan).exit_code, 0);
+  ASSERT_EQ(Run("plan -t " + FourNode() + " --seq 256K --schemes ring -q --out " + plan).exit_code,
+            0);
   const std::string trace = (dir_ / "trace.json").string();
   RunResult r = Run("simulate " + plan + " -t " + FourNode() + " --trace " + trace);
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -247,10 +260,13 @@ TEST_F(Cli, SimulateTraceRanksPicksTheRanksAndRefusesBadLists) {
   r = Run("simulate " + plan + " -t " + FourNode() + " --trace " + trace + " --trace-ranks 2-3,30");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string text = Read(trace);
-  for (int rank : {2, 3, 30}) EXPECT_NE(text.find("\"pid\":" + std::to_string(rank) + ","), std::string::npos) << rank;
-  for (int rank : {0, 1, 4, 29, 31}) EXPECT_EQ(text.find("\"pid\":" + std::to_string(rank) + ","), std::string::npos) << rank;
+  for (int rank : {2, 3, 30})
+    EXPECT_NE(text.find("\"pid\":" + std::to_string(rank) + ","), std::string::npos) << rank;
+  for (int rank : {0, 1, 4, 29, 31})
+    EXPECT_EQ(text.find("\"pid\":" + std::to_string(rank) + ","), std::string::npos) << rank;
   for (const char* bad : {"32", "5-2", "x", "-1", ""}) {
-    r = Run("simulate " + plan + " -t " + FourNode() + " --trace " + trace + " --trace-ranks '" + bad + "'");
+    r = Run("simulate " + plan + " -t " + FourNode() + " --trace " + trace + " --trace-ranks '" +
+            bad + "'");
     EXPECT_EQ(r.exit_code, 2) << bad;
     EXPECT_EQ(r.err.rfind("meshplan: error: --trace-ranks: ", 0), 0u) << bad << ": " << r.err;
   }
@@ -262,9 +278,12 @@ TEST_F(Cli, SimulateNoCoalesceReplaysEveryOpToTheSameResult) {
   // replays every op. The simulated time must agree to the nanosecond per merged block
   // (tests/simulator/coalesce_test.cc), so to 1e-6 relative here.
   const std::string plan = (dir_ / "plan.toml").string();
-  ASSERT_EQ(Run("plan -t " + FourNode() + " --seq 256K --schemes attention2d -q --out " + plan).exit_code, 0);
+  ASSERT_EQ(
+      Run("plan -t " + FourNode() + " --seq 256K --schemes attention2d -q --out " + plan).exit_code,
+      0);
   const RunResult view = Run("simulate " + plan + " -t " + FourNode() + " --format json -q");
-  const RunResult every = Run("simulate " + plan + " -t " + FourNode() + " --format json -q --no-coalesce");
+  const RunResult every =
+      Run("simulate " + plan + " -t " + FourNode() + " --format json -q --no-coalesce");
   ASSERT_EQ(view.exit_code, 0) << view.err;
   ASSERT_EQ(every.exit_code, 0) << every.err;
   auto number = [](const std::string& json, const std::string& key) {
@@ -279,7 +298,8 @@ TEST_F(Cli, SimulateNoCoalesceReplaysEveryOpToTheSameResult) {
 
 TEST_F(Cli, SimulateTraceIntoAMissingDirectoryIsAnIoFailure) {
   const std::string plan = (dir_ / "plan.toml").string();
-  ASSERT_EQ(Run("plan -t " + FourNode() + " --seq 256K --schemes ring -q --out " + plan).exit_code, 0);
+  ASSERT_EQ(Run("plan -t " + FourNode() + " --seq 256K --schemes ring -q --out " + plan).exit_code,
+            0);
   const std::string trace = (dir_ / "no/such/dir/trace.json").string();
   const RunResult r = Run("simulate " + plan + " --trace " + trace);
   EXPECT_EQ(r.exit_code, 1) << r.err;
@@ -293,7 +313,8 @@ TEST_F(Cli, SimulateRejectsBadPlansAndFlags) {
   const std::string plan = (dir_ / "plan.toml").string();
   ASSERT_EQ(Run("plan --seq 256K -q --out " + plan).exit_code, 0);  // the built-in 256-GPU cluster
   // A 256-GPU plan on the 32-GPU cluster.
-  ExpectInvalid("simulate " + plan + " --topology " + FourNode(), {"plan.toml", "256", "32", "dgx-h100-4node.toml"});
+  ExpectInvalid("simulate " + plan + " --topology " + FourNode(),
+                {"plan.toml", "256", "32", "dgx-h100-4node.toml"});
   ExpectInvalid("simulate " + (dir_ / "missing.toml").string(), {"missing.toml"});
   ExpectInvalid("simulate " + plan + " --format xml", {"--format", "xml"});
   ExpectInvalid("simulate " + plan + " --ranks=-1", {"--ranks"});
@@ -310,7 +331,8 @@ TEST_F(Cli, SimulateRejectsBadPlansAndFlags) {
   ASSERT_NE(at, std::string::npos) << text;
   std::string moved = text;
   moved.replace(at, source.size(), "source = \"" + (dir_ / "gone.toml").string() + "\"");
-  ExpectInvalid("simulate " + Write("moved.toml", moved), {"moved.toml", "gone.toml", "--topology"});
+  ExpectInvalid("simulate " + Write("moved.toml", moved),
+                {"moved.toml", "gone.toml", "--topology"});
 }
 
 TEST_F(Cli, PlanSimulateReranksTheTopPlans) {
@@ -331,7 +353,8 @@ TEST_F(Cli, PlanSimulateReranksTheTopPlans) {
 
 TEST(JsonReader, ParsesWhatTheTestsRead) {
   Json j;
-  ASSERT_TRUE(Json::Parse(" {\"a\":[1,2.5e-3,-4],\"b\":{\"c\":\"x\\\"y\",\"d\":null,\"e\":true}} ", &j));
+  ASSERT_TRUE(
+      Json::Parse(" {\"a\":[1,2.5e-3,-4],\"b\":{\"c\":\"x\\\"y\",\"d\":null,\"e\":true}} ", &j));
   ASSERT_EQ(j.kind, Json::kObject);
   ASSERT_NE(j.Find("a"), nullptr);
   EXPECT_EQ(j.Find("a")->items.size(), 3u);
@@ -477,8 +500,8 @@ TEST_F(Execute, RepeatTimesNRunsAfterAWarmUpAndReportsTheirMedian) {
   ASSERT_TRUE(Json::Parse(r.out, &j)) << r.out;
   const Json* repeat = j.Find("repeat");
   ASSERT_NE(repeat, nullptr) << r.out;
-  for (const char* key : {"n", "warm_up", "median_s", "min_s", "max_s", "spread", "times_s", "median_run",
-                          "median_error_pct"}) {
+  for (const char* key : {"n", "warm_up", "median_s", "min_s", "max_s", "spread", "times_s",
+                          "median_run", "median_error_pct"}) {
     ASSERT_NE(repeat->Find(key), nullptr) << key << "\n" << r.out;
   }
   EXPECT_EQ(repeat->Find("n")->number, 3);
@@ -511,10 +534,10 @@ TEST_F(Execute, RepeatTimesNRunsAfterAWarmUpAndReportsTheirMedian) {
   r = Run("execute " + plan + " --repeat 2 --check");
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 3) << r.err;
-  for (const char* needle : {"2 timed runs after 1 untimed warm-up run: median ", ", spread ", "times:     ",
-                             "median run (run ", "measured, the median run", "time (median of 2)",
-                             "error vs predicted", "check (outputs of timed run 1 of 2)",
-                             "check passed"}) {
+  for (const char* needle :
+       {"2 timed runs after 1 untimed warm-up run: median ", ", spread ",
+        "times:     ", "median run (run ", "measured, the median run", "time (median of 2)",
+        "error vs predicted", "check (outputs of timed run 1 of 2)", "check passed"}) {
     EXPECT_NE(r.out.find(needle), std::string::npos) << needle << "\n" << r.out;
   }
 
@@ -532,7 +555,8 @@ TEST_F(Execute, RepeatTimesNRunsAfterAWarmUpAndReportsTheirMedian) {
   EXPECT_EQ(j.Find("repeat")->Find("n")->number, 1);
   EXPECT_EQ(j.Find("repeat")->Find("warm_up")->number, 0);
   ASSERT_EQ(j.Find("repeat")->Find("times_s")->items.size(), 1u);
-  EXPECT_DOUBLE_EQ(j.Find("repeat")->Find("times_s")->items[0].number, j.Find("measured")->Find("time_s")->number);
+  EXPECT_DOUBLE_EQ(j.Find("repeat")->Find("times_s")->items[0].number,
+                   j.Find("measured")->Find("time_s")->number);
 }
 
 // The JSON's per-rank and per-op-class objects agree with each other and with the errors: the
@@ -693,10 +717,12 @@ TEST_F(Execute, CudaBackendRunsOrSaysWhyNot) {
     ExpectInvalid("execute " + plan + " --backend cuda", {"--backend", "cuda", "not built"});
     return;
   }
-  ExpectInvalid("execute " + plan + " --backend cuda --transport threads", {"--transport", "threads", "local, nccl, mpi"});
+  ExpectInvalid("execute " + plan + " --backend cuda --transport threads",
+                {"--transport", "threads", "local, nccl, mpi"});
   ExpectInvalid("execute " + plan + " --backend cuda --dtype fp8", {"--dtype", "fp8"});
   ExpectInvalid("execute " + plan + " --backend cuda --kernels fast", {"--kernels", "fast"});
-  ExpectInvalid("execute " + plan + " --backend cuda --inject-silent 1", {"--inject-silent", "cuda"});
+  ExpectInvalid("execute " + plan + " --backend cuda --inject-silent 1",
+                {"--inject-silent", "cuda"});
   const fs::path out = dir_ / "cuda-out";
   const RunResult r = Run("execute " + plan + " --backend cuda --check --outputs " + out.string());
   if (r.exit_code == 0) {
@@ -793,8 +819,9 @@ TEST_F(Cli, SweepWritesOneCsvRowPerPointAndSchemeWithProgress) {
 TEST_F(Cli, SweepJsonToAFileAndSeveralTopologies) {
   const std::string topo = std::string(MESHPLAN_SOURCE_DIR) + "/topologies/";
   const std::string out = (dir_ / "rows.json").string();
-  const RunResult r = Run("sweep -t " + topo + "dgx-h100-4node.toml," + topo + "dgx-a100-16node.toml -t " + topo +
-                          "dgx-h100-1node.toml --seq 32K --schemes ring,ulysses --format json -q --out " + out);
+  const RunResult r =
+      Run("sweep -t " + topo + "dgx-h100-4node.toml," + topo + "dgx-a100-16node.toml -t " + topo +
+          "dgx-h100-1node.toml --seq 32K --schemes ring,ulysses --format json -q --out " + out);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(r.out.empty());
   const std::string json = Read(out);
@@ -803,14 +830,18 @@ TEST_F(Cli, SweepJsonToAFileAndSeveralTopologies) {
     EXPECT_NE(json.find(name), std::string::npos) << name;
   }
   size_t rows = 0;
-  for (size_t at = json.find("\"scheme\":"); at != std::string::npos; at = json.find("\"scheme\":", at + 1)) ++rows;
+  for (size_t at = json.find("\"scheme\":"); at != std::string::npos;
+       at = json.find("\"scheme\":", at + 1))
+    ++rows;
   EXPECT_EQ(rows, 6u);
 }
 
 TEST_F(Cli, SweepFileWithFlagsOverridingIt) {
   fs::create_directories(dir_ / "sub");
-  fs::copy_file(std::string(MESHPLAN_SOURCE_DIR) + "/topologies/dgx-h100-4node.toml", dir_ / "sub" / "four.toml");
-  const std::string file = Write("sub/sweep.toml", R"(topologies = ["four.toml"]   # relative to this file
+  fs::copy_file(std::string(MESHPLAN_SOURCE_DIR) + "/topologies/dgx-h100-4node.toml",
+                dir_ / "sub" / "four.toml");
+  const std::string file =
+      Write("sub/sweep.toml", R"(topologies = ["four.toml"]   # relative to this file
 gpus = "8..32"
 seq = [65536, "128K"]
 schemes = ["ring", "mesh", "usp"]
@@ -833,10 +864,12 @@ pass = "fwd"
   const std::string bad_range = Write("bad_range.toml", "gpus = \"32..8\"\n");
   ExpectInvalid("sweep --sweep-file " + bad_range, {"bad_range.toml", "gpus", "reversed"});
   const std::string bad_scheme = Write("bad_scheme.toml", "schemes = [\"ring\", \"spiral\"]\n");
-  ExpectInvalid("sweep --sweep-file " + bad_scheme, {"bad_scheme.toml", "schemes", "unknown scheme 'spiral'"});
+  ExpectInvalid("sweep --sweep-file " + bad_scheme,
+                {"bad_scheme.toml", "schemes", "unknown scheme 'spiral'"});
   const std::string bad_type = Write("bad_type.toml", "heads = 1.5\n");
   ExpectInvalid("sweep --sweep-file " + bad_type, {"bad_type.toml", "heads", "expected a count"});
-  ExpectInvalid("sweep --sweep-file " + (dir_ / "missing.toml").string(), {"missing.toml", "cannot open"});
+  ExpectInvalid("sweep --sweep-file " + (dir_ / "missing.toml").string(),
+                {"missing.toml", "cannot open"});
 }
 
 TEST_F(Cli, SweepBadListsAndSchemes) {
@@ -859,7 +892,8 @@ TEST_F(Cli, SweepBadListsAndSchemes) {
 }
 
 TEST_F(Cli, SweepListSyntaxExpandsRanges) {
-  const RunResult r = Run("sweep -q --gpus 8..64:+8,128..512,2048..4096:*2 --seq 64K --schemes ring");
+  const RunResult r =
+      Run("sweep -q --gpus 8..64:+8,128..512,2048..4096:*2 --seq 64K --schemes ring");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::vector<std::string> gpus;
   std::stringstream in(r.out);
@@ -882,11 +916,14 @@ TEST_F(Cli, FitPrintsTheLongestSequencePerScheme) {
   EXPECT_NE(r.out.find("reserved: 40.00 GiB"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("\n  ring "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("\n  mesh "), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("ulysses: head-parallel degree 32 exceeds the 8 KV heads"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("ulysses: head-parallel degree 32 exceeds the 8 KV heads"),
+            std::string::npos)
+      << r.out;
 
   r = Run("fit --schemes ring --format json --max-seq 1M");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("\"scheme\":\"ring\",\"found\":true,\"seq_len\":1048576,\"at_limit\":true"), std::string::npos)
+  EXPECT_NE(r.out.find("\"scheme\":\"ring\",\"found\":true,\"seq_len\":1048576,\"at_limit\":true"),
+            std::string::npos)
       << r.out;
 }
 
@@ -911,11 +948,13 @@ TEST_F(Cli, FitWithABudgetFindsTheSmallestCluster) {
   ExpectInvalid("fit --format csv", {"--format", "csv"});
 }
 
-// ---- meshplan simulate --timeline ----------------------------------------------------------------
+// ---- meshplan simulate --timeline
+// ----------------------------------------------------------------
 
 TEST_F(Cli, SimulateWritesAnSvgTimeline) {
   const std::string plan = (dir_ / "plan.toml").string();
-  ASSERT_EQ(Run("plan -t " + FourNode() + " --seq 256K --schemes ring -q --out " + plan).exit_code, 0);
+  ASSERT_EQ(Run("plan -t " + FourNode() + " --seq 256K --schemes ring -q --out " + plan).exit_code,
+            0);
   const std::string svg = (dir_ / "t.svg").string();
   RunResult r = Run("simulate " + plan + " --timeline " + svg);
   ASSERT_EQ(r.exit_code, 0) << r.err;

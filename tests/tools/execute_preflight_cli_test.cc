@@ -35,8 +35,10 @@ TEST_F(ExecutePreflight, RefusesTheReadmesLargePlanWithTheNumbers) {
   // o, lse, dq, dk, dv: 4 x 262144 x (2 x 8192 + 64 + 2 x 1024) = 18.0625 GiB; the float64
   // reference's q, k, v, o, lse, dO, dq, dk, dv: 8 x 262144 x (4 x 8192 + 64 + 4 x 1024) =
   // 72.125 GiB: 108.1875 GiB, printed "108.19 GiB".
-  EXPECT_EQ(Run("execute " + plan + " --check --max-memory 16G --outputs " + (dir_ / "out").string()), 2);
-  EXPECT_EQ(err_.rfind("meshplan: error: " + plan + ": execute: this run needs about ", 0), 0u) << err_;
+  EXPECT_EQ(
+      Run("execute " + plan + " --check --max-memory 16G --outputs " + (dir_ / "out").string()), 2);
+  EXPECT_EQ(err_.rfind("meshplan: error: " + plan + ": execute: this run needs about ", 0), 0u)
+      << err_;
   EXPECT_NE(err_.find("; --check 108.19 GiB) but "), std::string::npos) << err_;
   EXPECT_NE(err_.find("but 16.00 GiB is available (--max-memory 16G)"), std::string::npos) << err_;
   EXPECT_NE(err_.find("tokens or fewer would fit"), std::string::npos) << err_;
@@ -47,8 +49,10 @@ TEST_F(ExecutePreflight, RefusesTheReadmesLargePlanWithTheNumbers) {
 TEST_F(ExecutePreflight, ASmallPlanRunsAndABadLimitIsRefused) {
   const std::string plan = (dir_ / "small.toml").string();
   ASSERT_EQ(Run("plan -t " + std::string(MESHPLAN_SOURCE_DIR) +
-                "/topologies/dgx-h100-1node.toml --seq 1K --heads 8 --kv-heads 2 --head-dim 32 --schemes ring -q "
-                "--out " + plan),
+                "/topologies/dgx-h100-1node.toml --seq 1K --heads 8 --kv-heads 2 --head-dim 32 "
+                "--schemes ring -q "
+                "--out " +
+                plan),
             0)
       << err_;
   // 1K tokens, 8 heads of 32 on 8 ranks: a few MiB of working memory; 1 GiB is plenty, 1 MiB is
@@ -66,11 +70,14 @@ TEST_F(ExecutePreflight, ALongRunSaysHowLongFirst) {
   // Ulysses: every rank's first op is an all-to-all with rank 0, so no rank computes before the
   // failure ends the job.
   const std::string plan = (dir_ / "long.toml").string();
-  ASSERT_EQ(
-      Run("plan -t dgx-h100-4gpu --seq 64K --heads 8 --kv-heads 8 --head-dim 64 --schemes ulysses -q --out " + plan), 0)
+  ASSERT_EQ(Run("plan -t dgx-h100-4gpu --seq 64K --heads 8 --kv-heads 8 --head-dim 64 --schemes "
+                "ulysses -q --out " +
+                plan),
+            0)
       << err_;
   EXPECT_EQ(Run("execute " + plan + " --inject-fail 0:0"), 1) << err_;
-  EXPECT_EQ(err_.rfind("meshplan: note: 1 run of 1.54e+13 FLOPs will take at least ", 0), 0u) << err_;
+  EXPECT_EQ(err_.rfind("meshplan: note: 1 run of 1.54e+13 FLOPs will take at least ", 0), 0u)
+      << err_;
   EXPECT_NE(err_.find("GFLOP/s per core measured just now, on "), std::string::npos) << err_;
   // --quiet keeps it off stderr.
   EXPECT_EQ(Run("execute " + plan + " --inject-fail 0:0 -q"), 1);

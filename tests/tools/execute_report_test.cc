@@ -17,13 +17,16 @@ TEST_F(ExecuteOutputs17, AFailedRunRemovesTheOutputsOfAnEarlierRun) {
   const std::string plan = MakeFourRankPlan();
   const fs::path out = dir_ / "out";
   fs::create_directories(out);
-  for (const char* name : {"o.npy", "lse.npy", "dq.npy"}) Write("out/" + std::string(name), "earlier run");
+  for (const char* name : {"o.npy", "lse.npy", "dq.npy"})
+    Write("out/" + std::string(name), "earlier run");
   Write("out/notes.txt", "not an output");
-  const testing::CliResult r = Run("execute " + plan + " --inject-fail 2:3 --outputs " + out.string());
+  const testing::CliResult r =
+      Run("execute " + plan + " --inject-fail 2:3 --outputs " + out.string());
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_EQ(r.err.rfind("meshplan: error: run failed: rank 2 op 3", 0), 0u) << r.err;
   // One line, ending with what was removed (in the order o, lse, dq, dk, dv).
-  const std::string tail = "; removed o.npy, lse.npy, dq.npy of an earlier run from " + out.string() + "\n";
+  const std::string tail =
+      "; removed o.npy, lse.npy, dq.npy of an earlier run from " + out.string() + "\n";
   ASSERT_GE(r.err.size(), tail.size());
   EXPECT_EQ(r.err.substr(r.err.size() - tail.size()), tail) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;

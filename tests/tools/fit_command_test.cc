@@ -15,8 +15,9 @@ using Fit17 = testing::CliFixture;
 TEST_F(Fit17, MaxGpusOf2To62WithATinyBudgetIsRefusedAtOnce) {
   // Issue 17: this did not finish in 60 s.
   const auto start = std::chrono::steady_clock::now();
-  ExpectRefused("fit --seq 64K --max-gpus 2^62 --budget-s 1e-9",
-                "fit: --max-gpus 4611686018427387904 is more than the 10000000 GPUs a topology may have");
+  ExpectRefused(
+      "fit --seq 64K --max-gpus 2^62 --budget-s 1e-9",
+      "fit: --max-gpus 4611686018427387904 is more than the 10000000 GPUs a topology may have");
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 5.0);
 }
 

@@ -107,7 +107,8 @@ struct Json {
     if (Literal(t, at, "false")) return out->kind = kBool, true;
     if (Literal(t, at, "null")) return out->kind = kNull, true;
     const size_t end = t.find_first_not_of("+-0123456789.eE", at);
-    const std::string number = t.substr(at, end == std::string::npos ? std::string::npos : end - at);
+    const std::string number =
+        t.substr(at, end == std::string::npos ? std::string::npos : end - at);
     if (number.empty()) return false;
     size_t used = 0;
     try {

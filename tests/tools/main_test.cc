@@ -48,13 +48,15 @@ int TempFilesIn(const fs::path& dir) {
 // A sweep of thousands of points (minutes), interrupted after `delay`.
 void InterruptASweep(const fs::path& dir, int signal_number, std::chrono::milliseconds delay) {
   const fs::path out = dir / "rows.csv";
-  const pid_t pid = Start({"sweep", "--gpus", "8..8192:+8", "--seq", "64K..4M", "-q", "-o", out.string()});
+  const pid_t pid =
+      Start({"sweep", "--gpus", "8..8192:+8", "--seq", "64K..4M", "-q", "-o", out.string()});
   ASSERT_GT(pid, 0);
   std::this_thread::sleep_for(delay);
   ASSERT_EQ(::kill(pid, signal_number), 0);
   int status = 0;
   ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFSIGNALED(status)) << "exit status " << (WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+  ASSERT_TRUE(WIFSIGNALED(status))
+      << "exit status " << (WIFEXITED(status) ? WEXITSTATUS(status) : -1);
   EXPECT_EQ(WTERMSIG(status), signal_number);
   EXPECT_EQ(TempFilesIn(dir), 0);
   EXPECT_FALSE(fs::exists(out));  // interrupted before its rows were complete: no output at all

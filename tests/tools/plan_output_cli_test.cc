@@ -1,7 +1,6 @@
 // `meshplan plan` output end to end: machine formats that always parse (--explain inside JSON,
 // refused with CSV), equivalent plans grouped, numeric flags validated, the compact table's width.
 #include <gtest/gtest.h>
-
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -34,10 +33,13 @@ class PlanOutput : public testing::CliFixture {
     EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.err;
     EXPECT_TRUE(r.out.empty()) << args << "\n" << r.out;
     EXPECT_EQ(r.err.rfind("meshplan: error: ", 0), 0u) << r.err;
-    for (const std::string& n : needles) EXPECT_NE(r.err.find(n), std::string::npos) << args << "\n" << r.err;
+    for (const std::string& n : needles)
+      EXPECT_NE(r.err.find(n), std::string::npos) << args << "\n" << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "expected one line:\n" << r.err;
   }
-  static std::string FourNode() { return std::string(MESHPLAN_SOURCE_DIR) + "/topologies/dgx-h100-4node.toml"; }
+  static std::string FourNode() {
+    return std::string(MESHPLAN_SOURCE_DIR) + "/topologies/dgx-h100-4node.toml";
+  }
 };
 
 TEST_F(PlanOutput, JsonWithExplainIsOneDocumentHoldingTheBreakdown) {
@@ -49,7 +51,8 @@ TEST_F(PlanOutput, JsonWithExplainIsOneDocumentHoldingTheBreakdown) {
   const Json* explain = j.Find("explain");
   ASSERT_NE(explain, nullptr) << r.out;
   EXPECT_EQ(explain->Find("rank")->number, 2);
-  for (const char* key : {"scheme", "parameters", "communication", "compute", "memory", "time", "schedule"}) {
+  for (const char* key :
+       {"scheme", "parameters", "communication", "compute", "memory", "time", "schedule"}) {
     EXPECT_NE(explain->Find(key), nullptr) << key;
   }
   // The time model: the total is the sum of its stages (planner/estimate.h, FinishTime), and each
@@ -66,8 +69,9 @@ TEST_F(PlanOutput, JsonWithExplainIsOneDocumentHoldingTheBreakdown) {
   EXPECT_NEAR(time->Find("total_s")->number, sum_s, 1e-9);
   // Bytes: the forward and backward parts add up to the total.
   const Json* comm = explain->Find("communication");
-  EXPECT_NEAR(comm->Find("forward_bytes_per_gpu")->number + comm->Find("backward_bytes_per_gpu")->number,
-              comm->Find("bytes_per_gpu")->number, 1.0);
+  EXPECT_NEAR(
+      comm->Find("forward_bytes_per_gpu")->number + comm->Find("backward_bytes_per_gpu")->number,
+      comm->Find("bytes_per_gpu")->number, 1.0);
   // 32 ranks: the schedule is expanded and rank 0's first ops are listed (at most 24).
   const Json* schedule = explain->Find("schedule");
   EXPECT_TRUE(schedule->Find("expanded")->boolean);
@@ -76,10 +80,12 @@ TEST_F(PlanOutput, JsonWithExplainIsOneDocumentHoldingTheBreakdown) {
   EXPECT_GT(ops, 0u);
   EXPECT_LE(ops, 24u);
   // The plan explained is plan #2 of the ranking, whichever group holds it.
-  const Output all = Run("plan -t " + FourNode() + " --seq 256K --top 2 --all-variants --format json");
+  const Output all =
+      Run("plan -t " + FourNode() + " --seq 256K --top 2 --all-variants --format json");
   Json k;
   ASSERT_TRUE(Json::Parse(all.out, &k)) << all.out;
-  EXPECT_EQ(k.Find("plans")->items[1].Find("parameters")->string, explain->Find("parameters")->string);
+  EXPECT_EQ(k.Find("plans")->items[1].Find("parameters")->string,
+            explain->Find("parameters")->string);
 }
 
 TEST_F(PlanOutput, ExplainWithCsvIsRefusedAndBadNumbersToo) {
@@ -97,7 +103,8 @@ TEST_F(PlanOutput, ExplainWithCsvIsRefusedAndBadNumbersToo) {
   const Output json = Run("plan --seq 256K --format json --top 1");
   ASSERT_TRUE(Json::Parse(json.out, &j)) << json.out;
   // header + one row per valid plan
-  EXPECT_EQ(static_cast<double>(std::count(r.out.begin(), r.out.end(), '\n')), 1 + j.Find("valid")->number);
+  EXPECT_EQ(static_cast<double>(std::count(r.out.begin(), r.out.end(), '\n')),
+            1 + j.Find("valid")->number);
 }
 
 // The example: on the default cluster and workload, LoongTrain hp=8 cp=32 with windows
@@ -124,7 +131,8 @@ TEST_F(PlanOutput, EqualCostVariantsAreOneRow) {
   r = Run("plan");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   int rows = 0;
-  for (const char* w : {"2", "4", "8", "16"}) rows += r.out.find(loongtrain + w + rest) != std::string::npos;
+  for (const char* w : {"2", "4", "8", "16"})
+    rows += r.out.find(loongtrain + w + rest) != std::string::npos;
   EXPECT_LE(rows, 1) << r.out;
 
   // Every equivalent nested in JSON is within 0.5% of its representative's time and sends the same
@@ -187,9 +195,11 @@ TEST_F(PlanOutput, CsvNumbersMatchJsonExactly) {
   std::getline(in, line);
   std::vector<std::string> header;
   for (std::istringstream h(line); std::getline(h, line, ',');) header.push_back(line);
-  const std::map<std::string, std::string> json_key = {
-      {"time_s", "time_s"}, {"flops_max", "flops_max"}, {"bytes_per_gpu", "bytes_per_gpu"},
-      {"peak_memory_bytes", "peak_memory_bytes"}, {"exposed_comm_s", "exposed_comm_s"}};
+  const std::map<std::string, std::string> json_key = {{"time_s", "time_s"},
+                                                       {"flops_max", "flops_max"},
+                                                       {"bytes_per_gpu", "bytes_per_gpu"},
+                                                       {"peak_memory_bytes", "peak_memory_bytes"},
+                                                       {"exposed_comm_s", "exposed_comm_s"}};
   for (const Json& plan : j.Find("plans")->items) {
     ASSERT_TRUE(std::getline(in, line));
     // Parameters are quoted and hold no commas: split on commas.
@@ -199,7 +209,8 @@ TEST_F(PlanOutput, CsvNumbersMatchJsonExactly) {
     for (size_t c = 0; c < header.size(); ++c) {
       const auto key = json_key.find(header[c]);
       if (key == json_key.end()) continue;
-      EXPECT_EQ(std::strtod(fields[c].c_str(), nullptr), plan.Find(key->second)->number) << header[c];
+      EXPECT_EQ(std::strtod(fields[c].c_str(), nullptr), plan.Find(key->second)->number)
+          << header[c];
     }
   }
 }

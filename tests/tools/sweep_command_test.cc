@@ -24,8 +24,10 @@ TEST_F(Sweep17, SweepFileWithZeroToAPowerIsOneErrorLineNotSigfpe) {
 }
 
 TEST_F(Sweep17, SweepFileWorkloadErrorsNameTheSweepFile) {
-  const std::string file = Write("sweep.toml", "heads = 60\n");  // 60 is not a multiple of the 8 KV heads
-  ExpectRefused("sweep --sweep-file " + file, file + ": workload: heads (60) must be a multiple of kv-heads (8)");
+  const std::string file =
+      Write("sweep.toml", "heads = 60\n");  // 60 is not a multiple of the 8 KV heads
+  ExpectRefused("sweep --sweep-file " + file,
+                file + ": workload: heads (60) must be a multiple of kv-heads (8)");
 }
 
 TEST_F(Sweep17, DashWritesTheRowsToStandardOutput) {

@@ -25,8 +25,8 @@ template <typename Args>
 cudaError_t LaunchWithSharedMemory(void (*kernel)(Args), int64_t blocks, int threads, size_t bytes,
                                    cudaStream_t stream, const Args& args) {
   if (bytes > 48 * 1024) {
-    const cudaError_t err =
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
+    const cudaError_t err = cudaFuncSetAttribute(
+        kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
     if (err != cudaSuccess) return err;
   }
   kernel<<<static_cast<unsigned>(blocks), threads, bytes, stream>>>(args);

@@ -23,8 +23,8 @@ __device__ __forceinline__ SliceRow RowOf(const RowSlice& s, int64_t t) {
 }
 
 template <typename T>
-__global__ void FoldPieceKernel(const RowSlice s, const TensorView o, const TensorView lse, const T* piece_o,
-                                const float* piece_lse) {
+__global__ void FoldPieceKernel(const RowSlice s, const TensorView o, const TensorView lse,
+                                const T* piece_o, const float* piece_lse) {
   const int lane = static_cast<int>(threadIdx.x) & 31;
   const int64_t count = s.batch * s.n * s.heads;
   const int64_t warps = int64_t{gridDim.x} * (blockDim.x / 32);
@@ -50,22 +50,25 @@ __global__ void FoldPieceKernel(const RowSlice s, const TensorView o, const Tens
 }
 
 template <typename T>
-__global__ void PrepareBackwardKernel(const RowSlice s, const TensorView d_o, const TensorView delta,
-                                      const TensorView lse, T* pseudo_o, float* stats) {
+__global__ void PrepareBackwardKernel(const RowSlice s, const TensorView d_o,
+                                      const TensorView delta, const TensorView lse, T* pseudo_o,
+                                      float* stats) {
   const int lane = static_cast<int>(threadIdx.x) & 31;
   const int64_t count = s.batch * s.n * s.heads;
   const int64_t warps = int64_t{gridDim.x} * (blockDim.x / 32);
   for (int64_t t = (int64_t{blockIdx.x} * blockDim.x + threadIdx.x) / 32; t < count; t += warps) {
     const SliceRow r = RowOf(s, t);
     const int32_t h = s.head0 + r.hh;
-    const T* const g = static_cast<const T*>(d_o.data) + kern::RowIndex(d_o, r.b, s.row0 + r.i, h) * s.dim;
+    const T* const g =
+        static_cast<const T*>(d_o.data) + kern::RowIndex(d_o, r.b, s.row0 + r.i, h) * s.dim;
     float norm2 = 0.0f;
     for (int e = lane; e < s.dim; e += 32) {
       const float x = kern::ToFloat(g[e]);
       norm2 += x * x;
     }
     norm2 = kern::WarpSum(norm2);
-    const float d = static_cast<const float*>(delta.data)[kern::RowIndex(delta, r.b, s.row0 + r.i, h)];
+    const float d =
+        static_cast<const float*>(delta.data)[kern::RowIndex(delta, r.b, s.row0 + r.i, h)];
     const float alpha = norm2 > 0.0f ? d / norm2 : 0.0f;
     T* const out = pseudo_o + t * s.dim;
     for (int e = lane; e < s.dim; e += 32) out[e] = kern::FromFloat<T>(alpha * kern::ToFloat(g[e]));
@@ -83,46 +86,53 @@ __global__ void AddPieceKernel(const RowSlice s, const TensorView acc, const T* 
   for (int64_t x = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; x < total; x += stride) {
     const int32_t e = static_cast<int32_t>(x % s.dim);
     const SliceRow r = RowOf(s, x / s.dim);
-    float* const dst = static_cast<float*>(acc.data) + kern::RowIndex(acc, r.b, s.row0 + r.i, s.head0 + r.hh) * s.dim;
+    float* const dst = static_cast<float*>(acc.data) +
+                       kern::RowIndex(acc, r.b, s.row0 + r.i, s.head0 + r.hh) * s.dim;
     dst[e] += kern::ToFloat(piece[x]);
   }
 }
 
-bool Valid(const RowSlice& s) { return s.batch >= 0 && s.row0 >= 0 && s.n >= 0 && s.heads >= 0 && s.dim > 0; }
+bool Valid(const RowSlice& s) {
+  return s.batch >= 0 && s.row0 >= 0 && s.n >= 0 && s.heads >= 0 && s.dim > 0;
+}
 bool Empty(const RowSlice& s) { return s.batch == 0 || s.n == 0 || s.heads == 0; }
 
 }  // namespace
 
-cudaError_t LaunchFoldPiece(InputType type, const RowSlice& s, const TensorView& o, const TensorView& lse,
-                            const void* piece_o, const float* piece_lse, cudaStream_t stream) {
+cudaError_t LaunchFoldPiece(InputType type, const RowSlice& s, const TensorView& o,
+                            const TensorView& lse, const void* piece_o, const float* piece_lse,
+                            cudaStream_t stream) {
   if (!Valid(s) || type == InputType::kFp32) return cudaErrorInvalidValue;
   if (Empty(s)) return cudaSuccess;
   const unsigned grid = GridFor(s.batch * s.n * s.heads * 32, kThreads);
   if (type == InputType::kBf16) {
-    FoldPieceKernel<<<grid, kThreads, 0, stream>>>(s, o, lse, static_cast<const __nv_bfloat16*>(piece_o), piece_lse);
+    FoldPieceKernel<<<grid, kThreads, 0, stream>>>(
+        s, o, lse, static_cast<const __nv_bfloat16*>(piece_o), piece_lse);
   } else {
-    FoldPieceKernel<<<grid, kThreads, 0, stream>>>(s, o, lse, static_cast<const __half*>(piece_o), piece_lse);
+    FoldPieceKernel<<<grid, kThreads, 0, stream>>>(s, o, lse, static_cast<const __half*>(piece_o),
+                                                   piece_lse);
   }
   return cudaGetLastError();
 }
 
 cudaError_t LaunchPrepareBackwardPiece(InputType type, const RowSlice& s, const TensorView& d_o,
-                                       const TensorView& delta, const TensorView& lse, void* pseudo_o,
-                                       float* stats, cudaStream_t stream) {
+                                       const TensorView& delta, const TensorView& lse,
+                                       void* pseudo_o, float* stats, cudaStream_t stream) {
   if (!Valid(s) || type == InputType::kFp32) return cudaErrorInvalidValue;
   if (Empty(s)) return cudaSuccess;
   const unsigned grid = GridFor(s.batch * s.n * s.heads * 32, kThreads);
   if (type == InputType::kBf16) {
-    PrepareBackwardKernel<<<grid, kThreads, 0, stream>>>(s, d_o, delta, lse, static_cast<__nv_bfloat16*>(pseudo_o),
-                                                         stats);
+    PrepareBackwardKernel<<<grid, kThreads, 0, stream>>>(
+        s, d_o, delta, lse, static_cast<__nv_bfloat16*>(pseudo_o), stats);
   } else {
-    PrepareBackwardKernel<<<grid, kThreads, 0, stream>>>(s, d_o, delta, lse, static_cast<__half*>(pseudo_o), stats);
+    PrepareBackwardKernel<<<grid, kThreads, 0, stream>>>(s, d_o, delta, lse,
+                                                         static_cast<__half*>(pseudo_o), stats);
   }
   return cudaGetLastError();
 }
 
-cudaError_t LaunchAddPiece(InputType type, const RowSlice& s, const TensorView& acc, const void* piece,
-                           cudaStream_t stream) {
+cudaError_t LaunchAddPiece(InputType type, const RowSlice& s, const TensorView& acc,
+                           const void* piece, cudaStream_t stream) {
   if (!Valid(s) || type == InputType::kFp32) return cudaErrorInvalidValue;
   if (Empty(s)) return cudaSuccess;
   const unsigned grid = GridFor(s.batch * s.n * s.heads * s.dim, kThreads);

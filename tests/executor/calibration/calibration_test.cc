@@ -21,12 +21,12 @@ namespace meshplan::exec {
 namespace {
 
 struct Truth {
-  double peak_flops = 40e9;                 // one kernel alone, at efficiency 1
-  std::map<int64_t, double> efficiency;     // at every block size Calibrate measures
+  double peak_flops = 40e9;              // one kernel alone, at efficiency 1
+  std::map<int64_t, double> efficiency;  // at every block size Calibrate measures
   double backward_ratio = 1.3;
-  double cut_row_extra_pairs = 48;          // a cut row's extra pairs at the dense rate
+  double cut_row_extra_pairs = 48;  // a cut row's extra pairs at the dense rate
   double merge_bytes_per_s = 12e9;
-  double concurrent = 2;                    // kernels at full rate
+  double concurrent = 2;  // kernels at full rate
   DeviceSharing sharing = DeviceSharing::kProcessor;
   double latency_s = 9e-6;
   double bytes_per_s = 3e9;
@@ -39,9 +39,11 @@ class KnownTarget : public CalibrationTarget {
   // `ranks` copies at once on a device of `concurrent` slots: the last ends after the time alone
   // x ranks / min(concurrent, ranks) under processor sharing, x ceil(ranks / concurrent) served
   // in turn (the same for the integer concurrency these tests use).
-  Result<double> KernelSeconds(BlockPiece piece, int64_t n, int64_t heads, bool backward, int ranks) override {
+  Result<double> KernelSeconds(BlockPiece piece, int64_t n, int64_t heads, bool backward,
+                               int ranks) override {
     const double c = std::min(t_.concurrent, static_cast<double>(ranks));
-    const double stretch = t_.sharing == DeviceSharing::kProcessor ? ranks / c : std::ceil(ranks / c);
+    const double stretch =
+        t_.sharing == DeviceSharing::kProcessor ? ranks / c : std::ceil(ranks / c);
     return stretch * Alone(piece, n, heads, backward);
   }
   double Alone(BlockPiece piece, int64_t n, int64_t heads, bool backward) {
@@ -49,7 +51,8 @@ class KnownTarget : public CalibrationTarget {
     // The model's kernel: the visible pairs plus W per cut row at the dense rate. Cut rows by hand
     // (the rows that see some but not all keys): the diagonal's queries 0..n-1 see q + 1 of the n
     // keys, all but the last cut: n - 1; the partial's queries n/2..3n/2-1 see min(q + 1, n): the
-    // rows n/2..n-2 cut: n/2 - 1; the full and chunked pieces none (every chunk pair whole or hidden).
+    // rows n/2..n-2 cut: n/2 - 1; the full and chunked pieces none (every chunk pair whole or
+    // hidden).
     const double cut_rows = piece == BlockPiece::kDiagonal  ? static_cast<double>(n - 1)
                             : piece == BlockPiece::kPartial ? static_cast<double>(n / 2 - 1)
                                                             : 0.0;
@@ -69,8 +72,9 @@ class KnownTarget : public CalibrationTarget {
     for (int r = 0; r < ranks; ++r) {
       // Processor sharing of equal kernels: all end together after ranks / min(c, ranks) alone
       // times. Serial with an integer c: rank r waits for floor(r / c) kernels before it.
-      ends[r] = t_.sharing == DeviceSharing::kProcessor ? alone * ranks / std::min(c, static_cast<double>(ranks))
-                                                        : alone * (std::floor(r / c) + 1);
+      ends[r] = t_.sharing == DeviceSharing::kProcessor
+                    ? alone * ranks / std::min(c, static_cast<double>(ranks))
+                    : alone * (std::floor(r / c) + 1);
     }
     return ends;
   }
@@ -150,7 +154,8 @@ TEST(PiecePositions, AsTheHeaderSays) {
   AddRectangleWork(causal, {0, 512}, {0, 512}, &diagonal);
   AddRectangleWork(causal, {256, 768}, {0, 512}, &partial);
   for (TokenRange qc : {TokenRange{256, 512}, TokenRange{768, 1024}}) {
-    for (TokenRange kc : {TokenRange{0, 256}, TokenRange{512, 768}}) AddRectangleWork(causal, qc, kc, &chunked);
+    for (TokenRange kc : {TokenRange{0, 256}, TokenRange{512, 768}})
+      AddRectangleWork(causal, qc, kc, &chunked);
   }
   EXPECT_EQ(diagonal.cut_rows, PieceCutRows(BlockPiece::kDiagonal, 512));
   EXPECT_EQ(partial.cut_rows, PieceCutRows(BlockPiece::kPartial, 512));
@@ -167,18 +172,22 @@ TEST(Calibrate, RecoversInjectedRatesUnderProcessorSharing) {
     const GpuSpec& g = r->topology.gpu;
     // Calibrate's peak is the best forward sample: peak x the best efficiency; it scales the
     // curve to match, so peak x efficiency (the rate) is what must come back.
-    const double best = std::max_element(truth.efficiency.begin(), truth.efficiency.end(),
-                                         [](auto& a, auto& b) { return a.second < b.second; })->second;
+    const double best =
+        std::max_element(truth.efficiency.begin(), truth.efficiency.end(), [](auto& a, auto& b) {
+          return a.second < b.second;
+        })->second;
     ExpectRelative(g.PeakFlopsPerSecond(DType::kFp32), truth.peak_flops * best, 5e-4, "peak");
     ASSERT_EQ(g.attention_efficiency.size(), truth.efficiency.size());
     for (const EfficiencyPoint& p : g.attention_efficiency) {
-      ExpectRelative(g.PeakFlopsPerSecond(DType::kFp32) * p.efficiency, truth.peak_flops * truth.efficiency.at(p.block_tokens),
-                     5e-3 + 5e-4, "rate at a block size");
+      ExpectRelative(g.PeakFlopsPerSecond(DType::kFp32) * p.efficiency,
+                     truth.peak_flops * truth.efficiency.at(p.block_tokens), 5e-3 + 5e-4,
+                     "rate at a block size");
     }
     // The ratios are fitted against the rounded curve (3 digits) and rounded themselves: 5e-3 each.
     // The dense model is exact (MakeTruth), so the least-squares cut cost is exact before its own
     // 3-digit rounding.
-    ExpectRelative(g.cut_row_extra_pairs, truth.cut_row_extra_pairs, 5e-3 + 5e-4, "cut row extra pairs");
+    ExpectRelative(g.cut_row_extra_pairs, truth.cut_row_extra_pairs, 5e-3 + 5e-4,
+                   "cut row extra pairs");
     ExpectRelative(g.backward_rate_ratio, truth.backward_ratio, 3 * 5e-3 + 5e-4, "backward ratio");
     ExpectRelative(g.hbm_bytes_per_s, truth.merge_bytes_per_s, 5e-3, "merge bandwidth");
     EXPECT_EQ(g.ranks_per_device, 4);
@@ -190,8 +199,10 @@ TEST(Calibrate, RecoversInjectedRatesUnderProcessorSharing) {
     // 4096 / 3e9 s = 1.4 us of transfer besides the 9 us latency: the latency is over-estimated by
     // 1.4 us, and bytes / (t - latency) under-estimates the time by that much on 1 MiB (350 us):
     // at most 1.4 / 350 = 0.4% high in bandwidth, plus 3-digit rounding.
-    ExpectRelative(r->topology.levels[0].bandwidth_bytes_per_s, truth.bytes_per_s, 4e-3 + 5e-3, "bandwidth");
-    ExpectRelative(r->topology.levels[0].latency_s, truth.latency_s + 4096 / truth.bytes_per_s, 5e-3, "latency");
+    ExpectRelative(r->topology.levels[0].bandwidth_bytes_per_s, truth.bytes_per_s, 4e-3 + 5e-3,
+                   "bandwidth");
+    ExpectRelative(r->topology.levels[0].latency_s, truth.latency_s + 4096 / truth.bytes_per_s,
+                   5e-3, "latency");
     EXPECT_LT(r->kernel_max_residual, 2e-2);
     EXPECT_TRUE(r->topology.Validate().ok());
   }
@@ -224,8 +235,10 @@ TEST(Calibrate, AFailedMeasurementNamesWhatWasMeasured) {
   target.fail_merge = true;
   auto r = Calibrate(target, Spec(2, true));
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("merge of 1024 rows"), std::string::npos) << r.status().message();
-  EXPECT_NE(r.status().message().find("injected failure"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("merge of 1024 rows"), std::string::npos)
+      << r.status().message();
+  EXPECT_NE(r.status().message().find("injected failure"), std::string::npos)
+      << r.status().message();
 }
 
 TEST(Calibrate, RefusesABadSpec) {
@@ -248,7 +261,8 @@ namespace {
 
 TEST(CalibrationBlockSizes, TheDenseTailOnlyForFewRanks) {
   // 4096-token samples hold 64 MiB of scores per rank: measured for up to 16 ranks, not beyond.
-  const std::vector<int64_t> quick = {128, 512, 2048, 4096}, full = {128, 256, 512, 1024, 2048, 4096};
+  const std::vector<int64_t> quick = {128, 512, 2048, 4096},
+                             full = {128, 256, 512, 1024, 2048, 4096};
   EXPECT_EQ(CalibrationBlockSizes(true, 16), quick);
   EXPECT_EQ(CalibrationBlockSizes(false, 2), full);
   EXPECT_EQ(CalibrationBlockSizes(false, 17), (std::vector<int64_t>{128, 256, 512, 1024, 2048}));

@@ -1,5 +1,5 @@
-// The rough time estimate of CPU runs (executor/calibration/run_estimate.h): FLOPs x runs over the measured
-// rate of one core times the cores the ranks can use.
+// The rough time estimate of CPU runs (executor/calibration/run_estimate.h): FLOPs x runs over the
+// measured rate of one core times the cores the ranks can use.
 #include "executor/calibration/run_estimate.h"
 
 #include <gtest/gtest.h>
@@ -28,7 +28,8 @@ TEST(EstimateCpuRuns, FlopsOverTheMeasuredRateOnTheUsableCores) {
   ASSERT_TRUE(many.ok());
   const int hardware = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   EXPECT_EQ(many->cores, hardware);
-  EXPECT_NEAR(many->seconds, 3 * WorkloadFlops(w) / (many->flops_per_s * hardware), 1e-9 * many->seconds);
+  EXPECT_NEAR(many->seconds, 3 * WorkloadFlops(w) / (many->flops_per_s * hardware),
+              1e-9 * many->seconds);
 }
 
 }  // namespace

@@ -44,11 +44,12 @@ BlockProblem Problem(MaskKind mask_kind, int32_t head_begin, int32_t head_count,
 }
 
 // Skips the test when this machine cannot validate cuDNN graphs; else returns the result.
-#define VALIDATE_OR_SKIP(result_var, call)                                                       \
-  auto result_var = (call);                                                                      \
-  if (!result_var.ok() && (result_var.status().message().find("built without") != std::string::npos || \
-                           result_var.status().message().find("cannot open") != std::string::npos)) { \
-    GTEST_SKIP() << result_var.status().message();                                               \
+#define VALIDATE_OR_SKIP(result_var, call)                                         \
+  auto result_var = (call);                                                        \
+  if (!result_var.ok() &&                                                          \
+      (result_var.status().message().find("built without") != std::string::npos || \
+       result_var.status().message().find("cannot open") != std::string::npos)) {  \
+    GTEST_SKIP() << result_var.status().message();                                 \
   }
 
 TEST(CudnnGraphs, DiagonalCausalBlockWithGqaValidatesForwardAndBackward) {
@@ -88,7 +89,8 @@ TEST(CudnnGraphs, OffsetDiagonalUsesABottomRightTriangleThatValidates) {
   // rectangle (executor/kernels/attention_pieces.h).
   const auto qp = Range(32, 64), kp = Range(0, 64);
   const BlockProblem p = Problem(MaskKind::kCausal, 0, 2, 1);
-  VALIDATE_OR_SKIP(fwd, ValidateCudnnBlockOnHost(p, View(qp, 0, 2), View(kp, 0, 2), nullptr, false));
+  VALIDATE_OR_SKIP(fwd,
+                   ValidateCudnnBlockOnHost(p, View(qp, 0, 2), View(kp, 0, 2), nullptr, false));
   ASSERT_TRUE(fwd.ok()) << fwd.status().message();
   EXPECT_EQ(*fwd, 2);
 }
@@ -96,8 +98,8 @@ TEST(CudnnGraphs, OffsetDiagonalUsesABottomRightTriangleThatValidates) {
 TEST(CudnnGraphs, StripedBlocksAreCudnnPiecesThatValidate) {
   // Striped shards of 8 ranks, 128 rows each: rank 3 holds tokens 3 + 8i. Against rank 5's keys
   // (5 + 8j), key j is visible to query i iff j <= i - 1: query row 0 sees nothing and rows 1..127
-  // see a top-left triangle of keys 0..126 (executor/kernels/attention_pieces.h). Forward and backward,
-  // GQA group 4 on a head slice.
+  // see a top-left triangle of keys 0..126 (executor/kernels/attention_pieces.h). Forward and
+  // backward, GQA group 4 on a head slice.
   std::vector<int64_t> r3, r5;
   for (int64_t i = 0; i < 128; ++i) {
     r3.push_back(3 + 8 * i);
@@ -117,10 +119,12 @@ TEST(CudnnGraphs, BlocksCudnnCannotExpressAreRefused) {
   const auto pos = Range(0, 128);
   BlockProblem window = Problem(MaskKind::kWindow, 0, 4, 1);
   window.mask.window = 16;
-  VALIDATE_OR_SKIP(w, ValidateCudnnBlockOnHost(window, View(pos, 0, 4), View(pos, 0, 4), nullptr, false));
+  VALIDATE_OR_SKIP(
+      w, ValidateCudnnBlockOnHost(window, View(pos, 0, 4), View(pos, 0, 4), nullptr, false));
   EXPECT_FALSE(w.ok());
   // A head slice that straddles KV heads without starting on a group: heads 2..5 with group 4.
-  auto straddle = ValidateCudnnBlockOnHost(Problem(MaskKind::kCausal, 2, 4, 4), View(pos, 0, 8), View(pos, 0, 2), nullptr, false);
+  auto straddle = ValidateCudnnBlockOnHost(Problem(MaskKind::kCausal, 2, 4, 4), View(pos, 0, 8),
+                                           View(pos, 0, 2), nullptr, false);
   EXPECT_FALSE(straddle.ok());
 }
 
@@ -135,7 +139,8 @@ TEST(CudnnGraphs, ValidationRefusesWhatTheTargetCannotRun) {
   EXPECT_TRUE(hopper.ok()) << hopper.status().message();
   auto ampere = ValidateCudnnBlockOnHost(p, q, q, &q, true, 80);
   ASSERT_FALSE(ampere.ok());
-  EXPECT_NE(ampere.status().message().find("cuDNN graph of a piece"), std::string::npos) << ampere.status().message();
+  EXPECT_NE(ampere.status().message().find("cuDNN graph of a piece"), std::string::npos)
+      << ampere.status().message();
 }
 
 }  // namespace

@@ -20,7 +20,8 @@ namespace {
 TEST(LoadNccl, MissingLibraryIsAnErrorNamingItAndTheReason) {
   auto nccl = LoadNccl("libmeshplan_no_such_nccl.so.2");
   ASSERT_FALSE(nccl.ok());
-  EXPECT_EQ(nccl.status().code(), ErrorCode::kInvalidInput);  // the user's to fix: exit 2 in the CLI
+  EXPECT_EQ(nccl.status().code(),
+            ErrorCode::kInvalidInput);  // the user's to fix: exit 2 in the CLI
   EXPECT_TRUE(Contains(nccl.status().message(), "cannot load libmeshplan_no_such_nccl.so.2"));
   EXPECT_TRUE(Contains(nccl.status().message(), "cannot open shared object file"));  // dlerror()
   EXPECT_EQ(nccl.status().message().find('\n'), std::string::npos);
@@ -35,18 +36,24 @@ TEST(LoadNccl, LibraryWithoutNcclNamesTheMissingSymbol) {
 }
 
 void ExpectWorkingNccl(const NcclLibrary& nccl) {
-  const void* functions[] = {
-      reinterpret_cast<const void*>(nccl.GetVersion),        reinterpret_cast<const void*>(nccl.GetErrorString),
-      reinterpret_cast<const void*>(nccl.GetUniqueId),       reinterpret_cast<const void*>(nccl.CommInitAll),
-      reinterpret_cast<const void*>(nccl.CommInitRank),      reinterpret_cast<const void*>(nccl.CommDestroy),
-      reinterpret_cast<const void*>(nccl.CommAbort),         reinterpret_cast<const void*>(nccl.CommGetAsyncError),
-      reinterpret_cast<const void*>(nccl.GroupStart),        reinterpret_cast<const void*>(nccl.GroupEnd),
-      reinterpret_cast<const void*>(nccl.Send),              reinterpret_cast<const void*>(nccl.Recv)};
+  const void* functions[] = {reinterpret_cast<const void*>(nccl.GetVersion),
+                             reinterpret_cast<const void*>(nccl.GetErrorString),
+                             reinterpret_cast<const void*>(nccl.GetUniqueId),
+                             reinterpret_cast<const void*>(nccl.CommInitAll),
+                             reinterpret_cast<const void*>(nccl.CommInitRank),
+                             reinterpret_cast<const void*>(nccl.CommDestroy),
+                             reinterpret_cast<const void*>(nccl.CommAbort),
+                             reinterpret_cast<const void*>(nccl.CommGetAsyncError),
+                             reinterpret_cast<const void*>(nccl.GroupStart),
+                             reinterpret_cast<const void*>(nccl.GroupEnd),
+                             reinterpret_cast<const void*>(nccl.Send),
+                             reinterpret_cast<const void*>(nccl.Recv)};
   for (const void* fn : functions) EXPECT_NE(fn, nullptr);
   int version = 0;
   ASSERT_EQ(nccl.GetVersion(&version), ncclSuccess);
   const std::string name = NcclVersionName(version);
-  EXPECT_GE(std::stoi(name.substr(0, name.find('.'))), 2) << "NCCL " << name << " (code " << version << ")";
+  EXPECT_GE(std::stoi(name.substr(0, name.find('.'))), 2)
+      << "NCCL " << name << " (code " << version << ")";
   EXPECT_NE(std::string(nccl.GetErrorString(ncclInvalidArgument)), "");
 }
 
@@ -65,7 +72,8 @@ TEST(LoadNccl, DefaultNameLoadsOrNamesLibnccl) {
   auto nccl = LoadNccl();
   if (!nccl.ok()) {
     EXPECT_TRUE(Contains(nccl.status().message(), "libnccl.so.2"));
-    GTEST_SKIP() << "libnccl.so.2 is not on this machine's library path: " << nccl.status().message();
+    GTEST_SKIP() << "libnccl.so.2 is not on this machine's library path: "
+                 << nccl.status().message();
   }
   ExpectWorkingNccl(**nccl);
 }

@@ -10,20 +10,20 @@
 
 #include <algorithm>
 
-#include "executor/execute.h"
 #include "executor/device/op_tensors.h"
+#include "executor/execute.h"
 #include "executor/kernels/reference.h"
+#include "planner/schemes/registry.h"
 #include "planner/strategy.h"
 #include "tests/executor/scheme_cases.h"
-#include "planner/schemes/registry.h"
 
 namespace meshplan::exec {
 namespace {
 
 struct Planted {
   int32_t rank;
-  uint32_t send;       // the send whose deps were removed
-  uint32_t producer;   // the compute op it depended on
+  uint32_t send;      // the send whose deps were removed
+  uint32_t producer;  // the compute op it depended on
 };
 
 // Removes every dep of `send`.
@@ -79,9 +79,10 @@ TEST(DependencyCheck, NamesTheOpAndBufferOfAPlantedMissingDependency) {
       const std::string what = "rank " + std::to_string(r) + " op " + std::to_string(i);
       if (run.ok()) {
         // Issued before its producer: zeros were handed over, and the result shows it.
-        const double worst = std::max({MaxRelativeError(run->outputs.dk, ToDouble(clean->outputs.dk)),
-                                       MaxRelativeError(run->outputs.dv, ToDouble(clean->outputs.dv)),
-                                       MaxRelativeError(run->outputs.o, ToDouble(clean->outputs.o))});
+        const double worst =
+            std::max({MaxRelativeError(run->outputs.dk, ToDouble(clean->outputs.dk)),
+                      MaxRelativeError(run->outputs.dv, ToDouble(clean->outputs.dv)),
+                      MaxRelativeError(run->outputs.o, ToDouble(clean->outputs.o))});
         EXPECT_GT(worst, 1e-3) << what << ": a missing dependency went unnoticed";
         continue;
       }
@@ -91,7 +92,8 @@ TEST(DependencyCheck, NamesTheOpAndBufferOfAPlantedMissingDependency) {
       EXPECT_NE(m.find(what + " (bwd send) reads "), std::string::npos) << m;
       bool names_buffer = false;  // one of the tensors it sends, of the shard it names for them
       for (uint16_t bit : TensorBitsOf(op.tensors)) {
-        const std::string buffer = "reads " + TensorNames(bit) + " of shard " + std::to_string(ShardOf(op, bit));
+        const std::string buffer =
+            "reads " + TensorNames(bit) + " of shard " + std::to_string(ShardOf(op, bit));
         names_buffer = names_buffer || m.find(buffer) != std::string::npos;
       }
       EXPECT_TRUE(names_buffer) << m;

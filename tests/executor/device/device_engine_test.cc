@@ -1,26 +1,28 @@
 // The execution engine (executor/device/device_engine.h) on the host backend (host_device_ops.h,
-// real asynchronous streams): every scheme's schedule, issued in launch order with bf16 inputs, computes
-// exact attention. Expected values: plain double-precision attention (executor/kernels/reference.h) on the
-// same bf16-rounded inputs, so the only error left is fp32 arithmetic: max relative error below
-// 1e-5, as for the CPU executor. Outputs start as NaN so an element no rank wrote fails the check.
-// The same engine then runs with one engine per emulated process (threads joined by in-process
-// transports, as MPI or NCCL join processes), which exercises the host-side tracking of remote
-// ranks. Every run checks happens-before (RunOptions::check_dependencies).
+// real asynchronous streams): every scheme's schedule, issued in launch order with bf16 inputs,
+// computes exact attention. Expected values: plain double-precision attention
+// (executor/kernels/reference.h) on the same bf16-rounded inputs, so the only error left is fp32
+// arithmetic: max relative error below 1e-5, as for the CPU executor. Outputs start as NaN so an
+// element no rank wrote fails the check. The same engine then runs with one engine per emulated
+// process (threads joined by in-process transports, as MPI or NCCL join processes), which exercises
+// the host-side tracking of remote ranks. Every run checks happens-before
+// (RunOptions::check_dependencies).
+#include "executor/device/device_engine.h"
+
 #include <gtest/gtest.h>
 
 #include <random>
 #include <thread>
 
-#include "executor/device/device_engine.h"
 #include "executor/device/half_float.h"
 #include "executor/device/host_device_ops.h"
 #include "executor/execute.h"
 #include "executor/gather.h"
 #include "executor/kernels/reference.h"
 #include "executor/transport/thread_transport.h"
+#include "planner/schemes/registry.h"
 #include "planner/strategy.h"
 #include "tests/executor/scheme_cases.h"
-#include "planner/schemes/registry.h"
 
 namespace meshplan::exec {
 namespace {
@@ -50,8 +52,8 @@ std::optional<Prepared> Prepare(const Case& c, Pass pass, uint64_t seed, InputTy
   SchemeParams p = c.params;
   if (p.placement.empty()) p.placement = CanonicalPlacement(planner::RankDims(p));
   const auto strategy = planner::MakeStrategy(p.scheme);
-  out.what = std::string(SchemeName(p.scheme)) + " " + planner::DescribeParams(p) + " P=" + std::to_string(c.gpus) + " " +
-             w.Describe() + " seed=" + std::to_string(seed);
+  out.what = std::string(SchemeName(p.scheme)) + " " + planner::DescribeParams(p) +
+             " P=" + std::to_string(c.gpus) + " " + w.Describe() + " seed=" + std::to_string(seed);
   const planner::Estimate e = strategy->Evaluate(ctx, p);
   EXPECT_TRUE(e.valid) << out.what << ": " << e.reason;
   auto schedule = strategy->Expand(ctx, p);
@@ -73,7 +75,8 @@ std::optional<Prepared> Prepare(const Case& c, Pass pass, uint64_t seed, InputTy
 
 AttentionTensors<float> PoisonedOutputs(const Workload& w) {
   AttentionTensors<float> out = OutputTensors(w);
-  for (TensorF* t : {&out.o, &out.lse, &out.dq, &out.dk, &out.dv}) std::fill(t->data.begin(), t->data.end(), NAN);
+  for (TensorF* t : {&out.o, &out.lse, &out.dq, &out.dk, &out.dv})
+    std::fill(t->data.begin(), t->data.end(), NAN);
   return out;
 }
 
@@ -94,7 +97,8 @@ void RunAllLocal(const Prepared& p, InputType type) {
     RunOptions options;
     options.type = type;
     options.check_dependencies = true;
-    DeviceEngine engine(p.schedule, p.w, options, ops, std::vector<uint8_t>(p.schedule.num_ranks, 1));
+    DeviceEngine engine(p.schedule, p.w, options, ops,
+                        std::vector<uint8_t>(p.schedule.num_ranks, 1));
     ASSERT_TRUE(engine.LoadInputs(TensorInputSource(p.in)).ok()) << p.what;
     auto run = engine.Run();
     ASSERT_TRUE(run.ok()) << p.what << ": " << run.status().message();
@@ -111,7 +115,8 @@ void RunAllLocal(const Prepared& p, InputType type) {
     ExpectMatches(p, out, 1e-5);
   }
   // Every buffer the engine allocated was freed once it went away.
-  for (int64_t r = 0; r < p.schedule.num_ranks; ++r) EXPECT_EQ(ops.live_bytes(static_cast<int32_t>(r)), 0) << p.what;
+  for (int64_t r = 0; r < p.schedule.num_ranks; ++r)
+    EXPECT_EQ(ops.live_bytes(static_cast<int32_t>(r)), 0) << p.what;
 }
 
 class DeviceEngineNumerics : public ::testing::TestWithParam<int64_t> {};
@@ -208,7 +213,8 @@ void RunOneRankPerProcess(const Prepared& p) {
         all[t * cells + cell] = 1;
         const int64_t h = static_cast<int64_t>(cell % static_cast<size_t>(p.w.q_heads));
         const int64_t bs = static_cast<int64_t>(cell / static_cast<size_t>(p.w.q_heads));
-        for (int64_t e = 0; e < dim; ++e) dst[t]->data[(bs * heads + h) * dim + e] = mine[t]->data[(bs * heads + h) * dim + e];
+        for (int64_t e = 0; e < dim; ++e)
+          dst[t]->data[(bs * heads + h) * dim + e] = mine[t]->data[(bs * heads + h) * dim + e];
       }
     }
   }
@@ -257,9 +263,11 @@ TEST(DeviceEngine, InjectedFailureNamesTheRankAndOp) {
     ASSERT_TRUE(engine.LoadInputs(TensorInputSource(p->in)).ok());
     auto run = engine.Run();
     ASSERT_FALSE(run.ok());
-    const std::string expected = "rank 2 op " + std::to_string(index) + " (fwd " + std::string(OpKindName(kind)) + ")";
+    const std::string expected =
+        "rank 2 op " + std::to_string(index) + " (fwd " + std::string(OpKindName(kind)) + ")";
     EXPECT_NE(run.status().message().find(expected), std::string::npos) << run.status().message();
-    EXPECT_NE(run.status().message().find("injected failure"), std::string::npos) << run.status().message();
+    EXPECT_NE(run.status().message().find("injected failure"), std::string::npos)
+        << run.status().message();
   }
 }
 

@@ -3,14 +3,15 @@
 // stream, both ends of every send/receive pair in one exchange step, every member of every
 // collective instance in one exchange step. Matching is recomputed here from the schedule
 // contract (the k-th send from A to B pairs with the k-th receive on B from A).
+#include "executor/device/launch_order.h"
+
 #include <gtest/gtest.h>
 
 #include <map>
 
-#include "executor/device/launch_order.h"
+#include "planner/schemes/registry.h"
 #include "planner/strategy.h"
 #include "tests/planner/test_cluster.h"
-#include "planner/schemes/registry.h"
 
 namespace meshplan::exec {
 namespace {
@@ -53,36 +54,44 @@ void CheckOrder(const Schedule& s, const LaunchOrder& order, const std::string& 
       ASSERT_GE(step_of[r][i], 0) << what << ": rank " << r << " op " << i << " never issued";
       const Op& op = prog.ops[i];
       for (uint32_t d = 0; d < op.dep_count; ++d) {
-        ASSERT_LT(step_of[r][prog.deps[op.dep_begin + d]], step_of[r][i]) << what << ": dep not earlier";
+        ASSERT_LT(step_of[r][prog.deps[op.dep_begin + d]], step_of[r][i])
+            << what << ": dep not earlier";
       }
       const int stream = static_cast<int>(op.stream);
       if (last_on_stream.count(stream)) {
         // Consecutive point-to-point ops of a stream may share an exchange step (one NCCL group).
-        ASSERT_LE(last_on_stream[stream], step_of[r][i]) << what << ": stream order broken at rank " << r << " op " << i;
+        ASSERT_LE(last_on_stream[stream], step_of[r][i])
+            << what << ": stream order broken at rank " << r << " op " << i;
       }
       last_on_stream[stream] = step_of[r][i];
     }
   }
   // Pairs: the k-th send A->B and the k-th receive on B from A share a step.
   std::map<std::pair<int64_t, int64_t>, std::vector<int64_t>> sends, recvs;
-  std::map<std::pair<int64_t, int32_t>, std::vector<std::vector<int64_t>>> collectives;  // (group, instance)
+  std::map<std::pair<int64_t, int32_t>, std::vector<std::vector<int64_t>>>
+      collectives;  // (group, instance)
   for (size_t r = 0; r < n; ++r) {
     std::map<int32_t, int> instance;
     for (uint32_t i = 0; i < s.ranks[r].ops.size(); ++i) {
       const Op& op = s.ranks[r].ops[i];
-      if (op.kind == OpKind::kSend) sends[{static_cast<int64_t>(r), op.peer}].push_back(step_of[r][i]);
-      if (op.kind == OpKind::kRecv) recvs[{op.peer, static_cast<int64_t>(r)}].push_back(step_of[r][i]);
-      if (op.kind == OpKind::kAllGather || op.kind == OpKind::kReduceScatter || op.kind == OpKind::kAllToAll) {
+      if (op.kind == OpKind::kSend)
+        sends[{static_cast<int64_t>(r), op.peer}].push_back(step_of[r][i]);
+      if (op.kind == OpKind::kRecv)
+        recvs[{op.peer, static_cast<int64_t>(r)}].push_back(step_of[r][i]);
+      if (op.kind == OpKind::kAllGather || op.kind == OpKind::kReduceScatter ||
+          op.kind == OpKind::kAllToAll) {
         auto& list = collectives[{op.group, instance[op.group]++}];
         list.push_back({step_of[r][i]});
       }
     }
   }
   for (const auto& [key, list] : sends) {
-    ASSERT_EQ(list, recvs[key]) << what << ": sends " << key.first << "->" << key.second << " and receives differ";
+    ASSERT_EQ(list, recvs[key]) << what << ": sends " << key.first << "->" << key.second
+                                << " and receives differ";
   }
   for (const auto& [key, list] : collectives) {
-    for (const auto& member : list) ASSERT_EQ(member, list.front()) << what << ": collective split across steps";
+    for (const auto& member : list)
+      ASSERT_EQ(member, list.front()) << what << ": collective split across steps";
   }
 }
 
@@ -115,7 +124,8 @@ TEST(LaunchOrder, EveryCandidateScheduleOrdersForDeviceIssue) {
         const auto strategy = planner::MakeStrategy(scheme);
         for (const SchemeParams& p : strategy->Enumerate(ctx)) {
           if (!strategy->Evaluate(ctx, p).valid) continue;
-          const std::string what = std::string(SchemeName(scheme)) + " " + planner::DescribeParams(p) + " " + w.Describe();
+          const std::string what = std::string(SchemeName(scheme)) + " " +
+                                   planner::DescribeParams(p) + " " + w.Describe();
           auto schedule = strategy->Expand(ctx, p);
           ASSERT_TRUE(schedule.ok()) << what;
           auto order = BuildLaunchOrder(*schedule);
@@ -153,8 +163,10 @@ TEST(LaunchOrder, ScheduleNeedingBufferedSendsIsRefusedWithTheStuckOps) {
   // Rank 0 sends to 1 while 1 sends to 0: both sends are heads, and their receives are not.
   auto order = BuildLaunchOrder(s);
   ASSERT_FALSE(order.ok());
-  EXPECT_NE(order.status().message().find("cannot order the schedule"), std::string::npos) << order.status().message();
-  EXPECT_NE(order.status().message().find("op 0 (send to 1"), std::string::npos) << order.status().message();
+  EXPECT_NE(order.status().message().find("cannot order the schedule"), std::string::npos)
+      << order.status().message();
+  EXPECT_NE(order.status().message().find("op 0 (send to 1"), std::string::npos)
+      << order.status().message();
 }
 
 }  // namespace

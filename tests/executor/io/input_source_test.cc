@@ -11,9 +11,9 @@
 
 #include "executor/execute.h"
 #include "executor/kernels/reference.h"
+#include "planner/schemes/registry.h"
 #include "planner/strategy.h"
 #include "tests/executor/scheme_cases.h"
-#include "planner/schemes/registry.h"
 
 namespace meshplan::exec {
 namespace {
@@ -41,11 +41,13 @@ TEST(SeededInputSource, EveryRowIsTheWholeSequenceInputsRow) {
     for (int64_t pos : {63, 0, 31, 32, 5}) {
       source.Row(InputTensor::kQ, b, pos, row.data());
       for (int64_t e = 0; e < w.q_heads * w.head_dim; ++e) {
-        ASSERT_EQ(row[e], static_cast<float>(whole.q.data[static_cast<size_t>(whole.q.Index(b, pos, 0, 0) + e)]));
+        ASSERT_EQ(row[e], static_cast<float>(
+                              whole.q.data[static_cast<size_t>(whole.q.Index(b, pos, 0, 0) + e)]));
       }
       source.Row(InputTensor::kV, b, pos, row.data());
       for (int64_t e = 0; e < w.kv_heads * w.head_dim; ++e) {
-        ASSERT_EQ(row[e], static_cast<float>(whole.v.data[static_cast<size_t>(whole.v.Index(b, pos, 0, 0) + e)]));
+        ASSERT_EQ(row[e], static_cast<float>(
+                              whole.v.data[static_cast<size_t>(whole.v.Index(b, pos, 0, 0) + e)]));
       }
     }
   }
@@ -84,7 +86,8 @@ TEST(SeededInputValue, UniformInMinusOneToOneAndIndependentPerTensorAndSeed) {
 
 // Outputs of `schedule` run with `inputs`, on one engine for every rank (kLocal: a deterministic
 // merge order, so two runs of the same inputs agree bit for bit).
-AttentionTensors<float> RunWith(const Schedule& schedule, const Workload& w, const InputSource& inputs) {
+AttentionTensors<float> RunWith(const Schedule& schedule, const Workload& w,
+                                const InputSource& inputs) {
   ExecuteConfig config;
   config.transport = TransportKind::kLocal;
   config.run.recv_timeout = std::chrono::milliseconds(20000);
@@ -102,7 +105,8 @@ TEST(SeededInputSource, PerRankGenerationRunsBitIdenticalToTheWholeSequencePath)
   const Workload w = Gqa(Pass::kForwardBackward);
   const Topology topology = Cluster(4);
   const planner::PlanContext ctx(w, topology);
-  for (const SchemeParams& base : {Params(Scheme("ring"), Layout::kZigzag), Params(Scheme("mesh"), Layout::kZigzag)}) {
+  for (const SchemeParams& base :
+       {Params(Scheme("ring"), Layout::kZigzag), Params(Scheme("mesh"), Layout::kZigzag)}) {
     SchemeParams p = base;
     if (p.scheme == Scheme("ring")) p.ring = 4;
     if (p.scheme == Scheme("mesh")) {

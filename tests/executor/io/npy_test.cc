@@ -29,7 +29,8 @@ std::string BuildNpy(int major, int minor, const std::string& dict, const std::s
   std::string out("\x93NUMPY", 6);
   out.push_back(static_cast<char>(major));
   out.push_back(static_cast<char>(minor));
-  for (size_t i = 0; i < len_bytes; ++i) out.push_back(static_cast<char>((header_len >> (8 * i)) & 0xFF));
+  for (size_t i = 0; i < len_bytes; ++i)
+    out.push_back(static_cast<char>((header_len >> (8 * i)) & 0xFF));
   out += dict;
   out.append(header_len - dict.size() - 1, ' ');
   out.push_back('\n');
@@ -57,8 +58,9 @@ std::string LittleEndianF4(const std::vector<float>& values) {
 class NpyTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("meshplan_npy_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() /
+           ("meshplan_npy_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -78,7 +80,8 @@ class NpyTest : public ::testing::Test {
     return s.str();
   }
   // The error is one line, starts with the file name and contains `what`.
-  static void ExpectError(const Result<NpyArray>& r, const std::string& path, const std::string& what) {
+  static void ExpectError(const Result<NpyArray>& r, const std::string& path,
+                          const std::string& what) {
     ASSERT_FALSE(r.ok()) << "expected an error containing '" << what << "'";
     const std::string& m = r.status().message();
     EXPECT_EQ(m.rfind(path + ": ", 0), 0u) << m;
@@ -104,7 +107,8 @@ TEST_F(NpyTest, RoundTripFloat32IsExact) {
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->shape, (std::vector<int64_t>{2, 3, 4}));
   ASSERT_EQ(r->values.size(), values.size());
-  for (size_t i = 0; i < values.size(); ++i) EXPECT_EQ(r->values[i], static_cast<double>(values[i])) << i;
+  for (size_t i = 0; i < values.size(); ++i)
+    EXPECT_EQ(r->values[i], static_cast<double>(values[i])) << i;
   EXPECT_TRUE(std::signbit(r->values[5]));
   EXPECT_EQ(fs::directory_iterator(dir_)->path().filename(), "a.npy");  // no temporary left
 }
@@ -118,7 +122,8 @@ TEST_F(NpyTest, WrittenFileLayoutFollowsTheSpec) {
   EXPECT_EQ(bytes.substr(0, 6), std::string("\x93NUMPY", 6));
   EXPECT_EQ(bytes[6], '\x01');
   EXPECT_EQ(bytes[7], '\x00');
-  const size_t header_len = static_cast<unsigned char>(bytes[8]) | (static_cast<unsigned char>(bytes[9]) << 8);
+  const size_t header_len =
+      static_cast<unsigned char>(bytes[8]) | (static_cast<unsigned char>(bytes[9]) << 8);
   EXPECT_EQ((10 + header_len) % 64, 0u);
   ASSERT_EQ(bytes.size(), 10 + header_len + 8);
   const std::string header = bytes.substr(10, header_len);
@@ -136,8 +141,10 @@ TEST_F(NpyTest, OneDimensionalZeroDimensionalAndEmptyShapes) {
     std::vector<float> values;
     std::string printed;
   };
-  const std::vector<Case> cases = {
-      {{5}, {1, 2, 3, 4, 5}, "(5,)"}, {{}, {7.5f}, "()"}, {{0}, {}, "(0,)"}, {{3, 0, 2}, {}, "(3, 0, 2)"}};
+  const std::vector<Case> cases = {{{5}, {1, 2, 3, 4, 5}, "(5,)"},
+                                   {{}, {7.5f}, "()"},
+                                   {{0}, {}, "(0,)"},
+                                   {{3, 0, 2}, {}, "(3, 0, 2)"}};
   for (const Case& c : cases) {
     SCOPED_TRACE(c.printed);
     const std::string path = Path("s.npy");
@@ -151,8 +158,8 @@ TEST_F(NpyTest, OneDimensionalZeroDimensionalAndEmptyShapes) {
 }
 
 TEST_F(NpyTest, ReadsHandBuiltFloat64Version1) {
-  const std::vector<double> values = {1.0 / 3.0, -2.5, 1e300, -1e-300, 0.0, 42.0,
-                                      3.141592653589793, -7.0, 8.5, 9.25, 1e-5, -0.125};
+  const std::vector<double> values = {1.0 / 3.0,         -2.5, 1e300, -1e-300, 0.0,  42.0,
+                                      3.141592653589793, -7.0, 8.5,   9.25,    1e-5, -0.125};
   const std::string path = WriteRaw("f8.npy", BuildNpy(1, 0, kF8Dict34, LittleEndianF8(values)));
   const Result<NpyArray> r = ReadNpy(path);
   ASSERT_TRUE(r.ok()) << r.status().message();
@@ -162,7 +169,8 @@ TEST_F(NpyTest, ReadsHandBuiltFloat64Version1) {
 
 TEST_F(NpyTest, ReadsHandBuiltFloat32Version2) {
   const std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }";
-  const std::string path = WriteRaw("v2.npy", BuildNpy(2, 0, dict, LittleEndianF4({0.5f, -1.5f, 3.0f})));
+  const std::string path =
+      WriteRaw("v2.npy", BuildNpy(2, 0, dict, LittleEndianF4({0.5f, -1.5f, 3.0f})));
   const Result<NpyArray> r = ReadNpy(path);
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->shape, (std::vector<int64_t>{3}));
@@ -232,7 +240,8 @@ TEST_F(NpyTest, UnsupportedDtypes) {
 
 TEST_F(NpyTest, FortranOrder) {
   const std::string dict = "{'descr': '<f8', 'fortran_order': True, 'shape': (3, 4), }";
-  const std::string path = WriteRaw("fortran.npy", BuildNpy(1, 0, dict, LittleEndianF8(std::vector<double>(12, 1.0))));
+  const std::string path =
+      WriteRaw("fortran.npy", BuildNpy(1, 0, dict, LittleEndianF8(std::vector<double>(12, 1.0))));
   ExpectError(ReadNpy(path), path, "Fortran");
 }
 
@@ -255,8 +264,8 @@ TEST_F(NpyTest, TruncatedHeader) {
 }
 
 TEST_F(NpyTest, TrailingBytesAfterData) {
-  const std::string path =
-      WriteRaw("long.npy", BuildNpy(1, 0, kF8Dict34, LittleEndianF8(std::vector<double>(12, 1.0)) + "xyz"));
+  const std::string path = WriteRaw(
+      "long.npy", BuildNpy(1, 0, kF8Dict34, LittleEndianF8(std::vector<double>(12, 1.0)) + "xyz"));
   ExpectError(ReadNpy(path), path, "3 unexpected bytes");
 }
 
@@ -284,8 +293,10 @@ TEST_F(NpyTest, MalformedHeaders) {
       {"{'descr': '<f8', 'fortran_order': False, 'shape': (-2,)}", "non-negative integer"},
       {"{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3 4)}", "expected ',' or ')'"},
       {"{'descr': '<f8', 'fortran_order': false, 'shape': (2,)}", "expected True or False"},
-      {"{'descr': '<f8', 'fortran_order': False, 'shape': (2,), 'extra': 1}", "unexpected key 'extra'"},
-      {"{'descr': '<f8', 'descr': '<f8', 'fortran_order': False, 'shape': (2,)}", "duplicate key 'descr'"},
+      {"{'descr': '<f8', 'fortran_order': False, 'shape': (2,), 'extra': 1}",
+       "unexpected key 'extra'"},
+      {"{'descr': '<f8', 'descr': '<f8', 'fortran_order': False, 'shape': (2,)}",
+       "duplicate key 'descr'"},
       {"{'descr': '<f8' 'fortran_order': False, 'shape': (2,)}", "expected ',' or '}'"},
       {"{'descr' '<f8', 'fortran_order': False, 'shape': (2,)}", "expected ':'"},
       {"{'descr': '<f8, 'fortran_order': False, 'shape': (2,)}", "malformed header"},

@@ -1,7 +1,7 @@
-// The split of a block into fused-attention pieces (executor/kernels/attention_pieces.h): hand-derived
-// cases, and on many layouts a brute-force check that the pieces cover every visible (query, key)
-// pair exactly once and no hidden pair, the visibility of a piece's pair being read off its mask
-// alone (so a wrong alignment or offset shows up).
+// The split of a block into fused-attention pieces (executor/kernels/attention_pieces.h):
+// hand-derived cases, and on many layouts a brute-force check that the pieces cover every visible
+// (query, key) pair exactly once and no hidden pair, the visibility of a piece's pair being read
+// off its mask alone (so a wrong alignment or offset shows up).
 #include "executor/kernels/attention_pieces.h"
 
 #include <gtest/gtest.h>
@@ -25,12 +25,16 @@ std::vector<int64_t> Concat(std::vector<int64_t> a, const std::vector<int64_t>& 
 
 // Whether the piece's mask shows key row j of the block to query row i of the block.
 bool PieceShows(const AttentionPiece& p, int64_t i, int64_t j) {
-  if (i < p.q_row0 || i >= p.q_row0 + p.q_rows || j < p.k_row0 || j >= p.k_row0 + p.k_rows) return false;
+  if (i < p.q_row0 || i >= p.q_row0 + p.q_rows || j < p.k_row0 || j >= p.k_row0 + p.k_rows)
+    return false;
   const int64_t a = i - p.q_row0, b = j - p.k_row0;
   switch (p.mask) {
-    case PieceMask::kFull: return true;
-    case PieceMask::kCausalTopLeft: return b <= a;
-    case PieceMask::kCausalBottomRight: return b <= a + (p.k_rows - p.q_rows);
+    case PieceMask::kFull:
+      return true;
+    case PieceMask::kCausalTopLeft:
+      return b <= a;
+    case PieceMask::kCausalBottomRight:
+      return b <= a + (p.k_rows - p.q_rows);
   }
   return false;
 }
@@ -63,9 +67,10 @@ void ExpectExactCover(const std::vector<int64_t>& q, const std::vector<int64_t>&
     for (size_t j = 0; j < k.size(); ++j) {
       const int visible = kind == MaskKind::kFull || k[j] <= q[i] ? 1 : 0;
       int shown = 0;
-      for (const AttentionPiece& p : pieces) shown += PieceShows(p, static_cast<int64_t>(i), static_cast<int64_t>(j));
-      ASSERT_EQ(shown, visible) << "query row " << i << " (token " << q[i] << "), key row " << j << " (token "
-                                << k[j] << ")";
+      for (const AttentionPiece& p : pieces)
+        shown += PieceShows(p, static_cast<int64_t>(i), static_cast<int64_t>(j));
+      ASSERT_EQ(shown, visible) << "query row " << i << " (token " << q[i] << "), key row " << j
+                                << " (token " << k[j] << ")";
     }
   }
 }
@@ -181,7 +186,7 @@ TEST(AttentionPieces, UnequalStepsAndOtherMasksAreNotExpressible) {
   std::vector<int64_t> uneven = Stripe(0, 4, 32);
   uneven.back() += 1;  // the last step is 5
   EXPECT_FALSE(SplitIntoPieces(uneven, uneven, MaskKind::kCausal, 16));
-  EXPECT_FALSE(SplitIntoPieces(Range(0, 8), Range(0, 8), MaskKind::kWindow, 16));  // window
+  EXPECT_FALSE(SplitIntoPieces(Range(0, 8), Range(0, 8), MaskKind::kWindow, 16));     // window
   EXPECT_FALSE(SplitIntoPieces(Range(0, 8), Range(0, 8), MaskKind::kDocuments, 16));  // documents
 }
 
@@ -190,7 +195,8 @@ TEST(AttentionPieces, RandomStripedBlocksAreCoveredExactly) {
   for (int trial = 0; trial < 300; ++trial) {
     const int64_t stripes = 2 + static_cast<int64_t>(gen() % 7);
     const int64_t rows = 1 + static_cast<int64_t>(gen() % 40);
-    const int64_t qi = static_cast<int64_t>(gen() % stripes), kj = static_cast<int64_t>(gen() % stripes);
+    const int64_t qi = static_cast<int64_t>(gen() % stripes),
+                  kj = static_cast<int64_t>(gen() % stripes);
     // Keys from a later or earlier part of the sequence too (gathered or shifted shards).
     const int64_t shift = stripes * (static_cast<int64_t>(gen() % 5) - 2);
     const auto q = Stripe(qi, stripes, rows);

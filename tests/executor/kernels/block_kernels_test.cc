@@ -1,9 +1,9 @@
 // The CPU block kernels (executor/kernels/block_kernels.h) on blocks that the kernels split into
 // sub-tiles: 200 tokens (not a multiple of the sub-tile), rows in non-monotone orders (zigzag
 // shards, descending), and key sets that leave some query rows, and some whole sub-tiles, with no
-// visible key. Expected values come from the double-precision reference (executor/kernels/reference.h):
-// the blocks of one query set against a partition of the keys, merged (forward) or summed
-// (backward), must reproduce the reference's O, LSE, dQ, dK and dV.
+// visible key. Expected values come from the double-precision reference
+// (executor/kernels/reference.h): the blocks of one query set against a partition of the keys,
+// merged (forward) or summed (backward), must reproduce the reference's O, LSE, dQ, dK and dV.
 #include "executor/kernels/block_kernels.h"
 
 #include <gtest/gtest.h>
@@ -142,24 +142,28 @@ TEST_P(BlockKernelsTilingTest, ForwardAndBackwardMatchReference) {
   for (const std::vector<int64_t>& keys : halves) {
     const std::vector<float> k = Gather(ref.k, keys), v = Gather(ref.v, keys);
     const int64_t nk = static_cast<int64_t>(keys.size());
-    BlockForward(q_rows, {k.data(), nk, kDim, keys.data()}, {v.data(), nk, kDim, keys.data()}, kDim, scale, rule,
-                 {part.data(), kSeq, kDim}, part_lse.data());
+    BlockForward(q_rows, {k.data(), nk, kDim, keys.data()}, {v.data(), nk, kDim, keys.data()}, kDim,
+                 scale, rule, {part.data(), kSeq, kDim}, part_lse.data());
     for (int64_t i = 0; i < kSeq; ++i) {
       const bool sees_any = std::any_of(keys.begin(), keys.end(),
                                         [&](int64_t kp) { return Visible(c.mask, order[i], kp); });
       if (!sees_any) {
-        EXPECT_EQ(part_lse[i], -std::numeric_limits<float>::infinity()) << "row at position " << order[i];
-        for (int64_t e = 0; e < kDim; ++e) ASSERT_EQ(part[i * kDim + e], 0.0f) << "row at position " << order[i];
+        EXPECT_EQ(part_lse[i], -std::numeric_limits<float>::infinity())
+            << "row at position " << order[i];
+        for (int64_t e = 0; e < kDim; ++e)
+          ASSERT_EQ(part[i * kDim + e], 0.0f) << "row at position " << order[i];
       }
     }
     MergePartial({o.data(), kSeq, kDim}, lse.data(), part.data(), kDim, part_lse.data(), kDim);
   }
   for (int64_t i = 0; i < kSeq; ++i) {
     const int64_t pos = order[i];
-    EXPECT_NEAR(lse[i], ref.lse.at(0, pos, 0, 0), kTolerance * std::max(1.0, std::abs(ref.lse.at(0, pos, 0, 0))))
+    EXPECT_NEAR(lse[i], ref.lse.at(0, pos, 0, 0),
+                kTolerance * std::max(1.0, std::abs(ref.lse.at(0, pos, 0, 0))))
         << "position " << pos;
     for (int64_t e = 0; e < kDim; ++e) {
-      ASSERT_NEAR(o[i * kDim + e], ref.o.at(0, pos, 0, e), kTolerance) << "position " << pos << " e " << e;
+      ASSERT_NEAR(o[i * kDim + e], ref.o.at(0, pos, 0, e), kTolerance)
+          << "position " << pos << " e " << e;
     }
   }
 
@@ -169,7 +173,8 @@ TEST_P(BlockKernelsTilingTest, ForwardAndBackwardMatchReference) {
   for (int64_t i = 0; i < kSeq; ++i) {
     final_lse[i] = static_cast<float>(ref.lse.at(0, order[i], 0, 0));
     double sum = 0;
-    for (int64_t e = 0; e < kDim; ++e) sum += ref.d_o.at(0, order[i], 0, e) * ref.o.at(0, order[i], 0, e);
+    for (int64_t e = 0; e < kDim; ++e)
+      sum += ref.d_o.at(0, order[i], 0, e) * ref.o.at(0, order[i], 0, e);
     delta[i] = static_cast<float>(sum);
   }
   std::vector<float> dq(kSeq * kDim, 0.0f);
@@ -177,20 +182,23 @@ TEST_P(BlockKernelsTilingTest, ForwardAndBackwardMatchReference) {
     const std::vector<float> k = Gather(ref.k, keys), v = Gather(ref.v, keys);
     const int64_t nk = static_cast<int64_t>(keys.size());
     std::vector<float> dk(k.size(), 0.0f), dv(v.size(), 0.0f);
-    BlockBackward(q_rows, {k.data(), nk, kDim, keys.data()}, {v.data(), nk, kDim, keys.data()}, do_rows,
-                  final_lse.data(), delta.data(), kDim, scale, rule, {dq.data(), kSeq, kDim}, {dk.data(), nk, kDim},
-                  {dv.data(), nk, kDim});
+    BlockBackward(q_rows, {k.data(), nk, kDim, keys.data()}, {v.data(), nk, kDim, keys.data()},
+                  do_rows, final_lse.data(), delta.data(), kDim, scale, rule,
+                  {dq.data(), kSeq, kDim}, {dk.data(), nk, kDim}, {dv.data(), nk, kDim});
     // Every query row is in this block, so each key's dK and dV are complete.
     for (int64_t j = 0; j < nk; ++j) {
       for (int64_t e = 0; e < kDim; ++e) {
-        ASSERT_NEAR(dk[j * kDim + e], ref.dk.at(0, keys[j], 0, e), kTolerance) << "key " << keys[j] << " e " << e;
-        ASSERT_NEAR(dv[j * kDim + e], ref.dv.at(0, keys[j], 0, e), kTolerance) << "key " << keys[j] << " e " << e;
+        ASSERT_NEAR(dk[j * kDim + e], ref.dk.at(0, keys[j], 0, e), kTolerance)
+            << "key " << keys[j] << " e " << e;
+        ASSERT_NEAR(dv[j * kDim + e], ref.dv.at(0, keys[j], 0, e), kTolerance)
+            << "key " << keys[j] << " e " << e;
       }
     }
   }
   for (int64_t i = 0; i < kSeq; ++i) {
     for (int64_t e = 0; e < kDim; ++e) {
-      ASSERT_NEAR(dq[i * kDim + e], ref.dq.at(0, order[i], 0, e), kTolerance) << "position " << order[i] << " e " << e;
+      ASSERT_NEAR(dq[i * kDim + e], ref.dq.at(0, order[i], 0, e), kTolerance)
+          << "position " << order[i] << " e " << e;
     }
   }
 }
@@ -200,9 +208,10 @@ TEST_P(BlockKernelsTilingTest, ForwardAndBackwardMatchReference) {
 // every key a query row sees is in the block (checked by the callers' choice of keys), O, LSE and
 // dQ are the reference's; when moreover every query is in the block, so are dK and dV.
 void ExpectWholeBlockMatchesReference(const Workload& w, const AttentionTensors<double>& ref,
-                                      const std::vector<int64_t>& rows, const std::vector<int64_t>& keys,
-                                      bool every_query) {
-  const int64_t nq = static_cast<int64_t>(rows.size()), nk = static_cast<int64_t>(keys.size()), d = w.head_dim;
+                                      const std::vector<int64_t>& rows,
+                                      const std::vector<int64_t>& keys, bool every_query) {
+  const int64_t nq = static_cast<int64_t>(rows.size()), nk = static_cast<int64_t>(keys.size()),
+                d = w.head_dim;
   const std::vector<float> q = Gather(ref.q, rows), d_o = Gather(ref.d_o, rows);
   const std::vector<float> k = Gather(ref.k, keys), v = Gather(ref.v, keys);
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
@@ -211,21 +220,25 @@ void ExpectWholeBlockMatchesReference(const Workload& w, const AttentionTensors<
   const RowsView k_rows{k.data(), nk, d, keys.data()}, v_rows{v.data(), nk, d, keys.data()};
   std::vector<float> o(nq * d), lse(nq);
   BlockForward(q_rows, k_rows, v_rows, d, scale, rule, {o.data(), nq, d}, lse.data());
-  std::vector<float> final_lse(nq), delta(nq), dq(nq * d, 0.0f), dk(k.size(), 0.0f), dv(v.size(), 0.0f);
+  std::vector<float> final_lse(nq), delta(nq), dq(nq * d, 0.0f), dk(k.size(), 0.0f),
+      dv(v.size(), 0.0f);
   for (int64_t i = 0; i < nq; ++i) {
     const int64_t pos = rows[i];
-    ASSERT_NEAR(lse[i], ref.lse.at(0, pos, 0, 0), kTolerance * std::max(1.0, std::abs(ref.lse.at(0, pos, 0, 0))))
+    ASSERT_NEAR(lse[i], ref.lse.at(0, pos, 0, 0),
+                kTolerance * std::max(1.0, std::abs(ref.lse.at(0, pos, 0, 0))))
         << "position " << pos;
-    for (int64_t e = 0; e < d; ++e) ASSERT_NEAR(o[i * d + e], ref.o.at(0, pos, 0, e), kTolerance) << pos << " " << e;
+    for (int64_t e = 0; e < d; ++e)
+      ASSERT_NEAR(o[i * d + e], ref.o.at(0, pos, 0, e), kTolerance) << pos << " " << e;
     final_lse[i] = static_cast<float>(ref.lse.at(0, pos, 0, 0));
     double sum = 0;
     for (int64_t e = 0; e < d; ++e) sum += ref.d_o.at(0, pos, 0, e) * ref.o.at(0, pos, 0, e);
     delta[i] = static_cast<float>(sum);
   }
-  BlockBackward(q_rows, k_rows, v_rows, do_rows, final_lse.data(), delta.data(), d, scale, rule, {dq.data(), nq, d},
-                {dk.data(), nk, d}, {dv.data(), nk, d});
+  BlockBackward(q_rows, k_rows, v_rows, do_rows, final_lse.data(), delta.data(), d, scale, rule,
+                {dq.data(), nq, d}, {dk.data(), nk, d}, {dv.data(), nk, d});
   for (int64_t i = 0; i < nq; ++i) {
-    for (int64_t e = 0; e < d; ++e) ASSERT_NEAR(dq[i * d + e], ref.dq.at(0, rows[i], 0, e), kTolerance) << rows[i];
+    for (int64_t e = 0; e < d; ++e)
+      ASSERT_NEAR(dq[i * d + e], ref.dq.at(0, rows[i], 0, e), kTolerance) << rows[i];
   }
   if (!every_query) return;
   for (int64_t j = 0; j < nk; ++j) {
@@ -257,10 +270,11 @@ TEST(BlockKernelsBands, AFullBlockInRowBandsMatchesReference) {
 // Query panels (block_kernels.cc): a partly masked block's rows are taken in panels of up to 128
 // evenly stepped rows; the key tiles a whole panel sees entirely are one product of the panel, and
 // the rows then fold the rest of their keys in per 32-row tile (forward: a merge of partials). A
-// 640-token block against all 640 keys, rows ascending (panels of 128 whose earlier keys are shared,
-// e.g. rows [128, 256) share keys [0, 128)), in 4 stripes of step 4 (shards of 160 concatenated:
-// panels of 128 and 32 rows), and as zigzag chunks of 160 (0, 3, 1, 2: panels cut at the chunk
-// edges), under every partly masking mask: O, LSE, dQ, dK and dV must be the double reference's.
+// 640-token block against all 640 keys, rows ascending (panels of 128 whose earlier keys are
+// shared, e.g. rows [128, 256) share keys [0, 128)), in 4 stripes of step 4 (shards of 160
+// concatenated: panels of 128 and 32 rows), and as zigzag chunks of 160 (0, 3, 1, 2: panels cut at
+// the chunk edges), under every partly masking mask: O, LSE, dQ, dK and dV must be the double
+// reference's.
 TEST(BlockKernelsPanels, SharedKeysAndPerTileKeysMatchReference) {
   constexpr int64_t kTokens = 640, kD = 8;
   std::vector<int64_t> ascending(kTokens), striped, zigzag;
@@ -291,8 +305,8 @@ TEST(BlockKernelsPanels, SharedKeysAndPerTileKeysMatchReference) {
     ReferenceForward(w, ref);
     ReferenceBackward(w, ref);
     for (const auto& [order_name, order] :
-         std::vector<std::pair<std::string, std::vector<int64_t>>>{{"ascending", ascending}, {"striped", striped},
-                                                                   {"zigzag", zigzag}}) {
+         std::vector<std::pair<std::string, std::vector<int64_t>>>{
+             {"ascending", ascending}, {"striped", striped}, {"zigzag", zigzag}}) {
       SCOPED_TRACE(mask_name + " " + order_name);
       ExpectWholeBlockMatchesReference(w, ref, order, ascending, /*every_query=*/true);
     }
@@ -304,9 +318,14 @@ TEST(BlockKernelsPanels, SharedKeysAndPerTileKeysMatchReference) {
 // work the model charges as skipped would be computed pair by pair).
 TEST(MaskRuleRanges, ClaimsAreExactOnEveryRectangleOfASmallSequence) {
   constexpr int64_t kS = 24;
-  const std::vector<Mask> masks = {Mask::Full(),   Mask::Causal(), Mask::Window(5),
-                                   Mask::Documents({7, 1, 9, 7}), Mask::Documents({7, 1, 9, 7}, true),
-                                   Mask::Prefix(6), Mask::Prefix(1), Mask::Prefix(kS)};
+  const std::vector<Mask> masks = {Mask::Full(),
+                                   Mask::Causal(),
+                                   Mask::Window(5),
+                                   Mask::Documents({7, 1, 9, 7}),
+                                   Mask::Documents({7, 1, 9, 7}, true),
+                                   Mask::Prefix(6),
+                                   Mask::Prefix(1),
+                                   Mask::Prefix(kS)};
   for (const Mask& mask : masks) {
     const MaskRule rule(mask);
     const ReferenceVisibility reference(mask, kS);
@@ -320,9 +339,11 @@ TEST(MaskRuleRanges, ClaimsAreExactOnEveryRectangleOfASmallSequence) {
             }
             const int64_t pairs = (q_hi - q_lo + 1) * (k_hi - k_lo + 1);
             ASSERT_EQ(rule.NoneVisible(q_lo, q_hi, k_lo, k_hi), visible == 0)
-                << mask.ToString() << " q [" << q_lo << ", " << q_hi << "] k [" << k_lo << ", " << k_hi << "]";
+                << mask.ToString() << " q [" << q_lo << ", " << q_hi << "] k [" << k_lo << ", "
+                << k_hi << "]";
             ASSERT_EQ(rule.AllVisible(q_lo, q_hi, k_lo, k_hi), visible == pairs)
-                << mask.ToString() << " q [" << q_lo << ", " << q_hi << "] k [" << k_lo << ", " << k_hi << "]";
+                << mask.ToString() << " q [" << q_lo << ", " << q_hi << "] k [" << k_lo << ", "
+                << k_hi << "]";
           }
         }
       }

@@ -44,8 +44,10 @@ TEST(MaskAgreement, CpuForwardBlockSeesExactlyTheGridsPairs) {
   std::vector<float> v;
   for (int64_t k : k_positions) v.push_back(std::ldexp(1.0f, static_cast<int>(k)));
   for (const MaskGrid& g : HandWrittenGrids()) {
-    std::vector<float> o(static_cast<size_t>(kGridTokens), -1.0f), lse(static_cast<size_t>(kGridTokens), -1.0f);
-    BlockForward({zeros.data(), kGridTokens, 1, q_positions.data()}, {zeros.data(), kGridTokens, 1, k_positions.data()},
+    std::vector<float> o(static_cast<size_t>(kGridTokens), -1.0f),
+        lse(static_cast<size_t>(kGridTokens), -1.0f);
+    BlockForward({zeros.data(), kGridTokens, 1, q_positions.data()},
+                 {zeros.data(), kGridTokens, 1, k_positions.data()},
                  {v.data(), kGridTokens, 1, k_positions.data()}, 1, 1.0f, MaskRule(g.mask),
                  {o.data(), kGridTokens, 1}, lse.data());
     for (int64_t row = 0; row < kGridTokens; ++row) {
@@ -58,8 +60,10 @@ TEST(MaskAgreement, CpuForwardBlockSeesExactlyTheGridsPairs) {
         ++seen;
       }
       ASSERT_GT(seen, 0) << g.name;  // every grid row sees at least its own token
-      EXPECT_NEAR(o[static_cast<size_t>(row)], sum / static_cast<double>(seen), 1e-5) << g.name << " query " << q;
-      EXPECT_NEAR(lse[static_cast<size_t>(row)], std::log(static_cast<double>(seen)), 1e-6) << g.name << " query " << q;
+      EXPECT_NEAR(o[static_cast<size_t>(row)], sum / static_cast<double>(seen), 1e-5)
+          << g.name << " query " << q;
+      EXPECT_NEAR(lse[static_cast<size_t>(row)], std::log(static_cast<double>(seen)), 1e-6)
+          << g.name << " query " << q;
     }
   }
 }

@@ -11,7 +11,8 @@
 namespace meshplan::exec {
 namespace {
 
-Workload MakeWorkload(int64_t batch, int64_t seq, int64_t q_heads, int64_t kv_heads, int64_t dim, Mask mask) {
+Workload MakeWorkload(int64_t batch, int64_t seq, int64_t q_heads, int64_t kv_heads, int64_t dim,
+                      Mask mask) {
   Workload w;
   w.batch = batch;
   w.seq_len = seq;
@@ -108,16 +109,28 @@ struct VisibleSetCase {
 
 TEST(ReferenceForwardTest, MaskStructureMatchesHandWrittenVisibleSets) {
   const std::vector<VisibleSetCase> cases = {
-      {"full", Mask::Full(), {{0, 1, 2, 3, 4, 5}, {0, 1, 2, 3, 4, 5}, {0, 1, 2, 3, 4, 5},
-                              {0, 1, 2, 3, 4, 5}, {0, 1, 2, 3, 4, 5}, {0, 1, 2, 3, 4, 5}}},
-      {"causal", Mask::Causal(), {{0}, {0, 1}, {0, 1, 2}, {0, 1, 2, 3}, {0, 1, 2, 3, 4}, {0, 1, 2, 3, 4, 5}}},
+      {"full",
+       Mask::Full(),
+       {{0, 1, 2, 3, 4, 5},
+        {0, 1, 2, 3, 4, 5},
+        {0, 1, 2, 3, 4, 5},
+        {0, 1, 2, 3, 4, 5},
+        {0, 1, 2, 3, 4, 5},
+        {0, 1, 2, 3, 4, 5}}},
+      {"causal",
+       Mask::Causal(),
+       {{0}, {0, 1}, {0, 1, 2}, {0, 1, 2, 3}, {0, 1, 2, 3, 4}, {0, 1, 2, 3, 4, 5}}},
       {"window:1", Mask::Window(1), {{0}, {1}, {2}, {3}, {4}, {5}}},
       {"window:2", Mask::Window(2), {{0}, {0, 1}, {1, 2}, {2, 3}, {3, 4}, {4, 5}}},
       {"window:3", Mask::Window(3), {{0}, {0, 1}, {0, 1, 2}, {1, 2, 3}, {2, 3, 4}, {3, 4, 5}}},
-      {"window:10", Mask::Window(10), {{0}, {0, 1}, {0, 1, 2}, {0, 1, 2, 3}, {0, 1, 2, 3, 4}, {0, 1, 2, 3, 4, 5}}},
+      {"window:10",
+       Mask::Window(10),
+       {{0}, {0, 1}, {0, 1, 2}, {0, 1, 2, 3}, {0, 1, 2, 3, 4}, {0, 1, 2, 3, 4, 5}}},
       {"docs:2,3,1", Mask::Documents({2, 3, 1}), {{0}, {0, 1}, {2}, {2, 3}, {2, 3, 4}, {5}}},
       {"docs:1,1,4", Mask::Documents({1, 1, 4}), {{0}, {1}, {2}, {2, 3}, {2, 3, 4}, {2, 3, 4, 5}}},
-      {"docs:6", Mask::Documents({6}), {{0}, {0, 1}, {0, 1, 2}, {0, 1, 2, 3}, {0, 1, 2, 3, 4}, {0, 1, 2, 3, 4, 5}}},
+      {"docs:6",
+       Mask::Documents({6}),
+       {{0}, {0, 1}, {0, 1, 2}, {0, 1, 2, 3}, {0, 1, 2, 3, 4}, {0, 1, 2, 3, 4, 5}}},
   };
   for (const VisibleSetCase& c : cases) {
     SCOPED_TRACE(c.name);
@@ -170,7 +183,8 @@ TEST(ReferenceTest, GqaHeadMappingAndKvGradientAccumulation) {
     const int64_t g = h / 2;
     EXPECT_NEAR(t.o.at(0, 0, h, 0), 10.0 * static_cast<double>(g + 1), 1e-14) << "head " << h;
     EXPECT_NEAR(t.o.at(0, 0, h, 1), -3.0 * static_cast<double>(g + 1), 1e-14) << "head " << h;
-    const double qk = 0.1 * static_cast<double>(h + 1) * (1.0 + static_cast<double>(g)) + 0.3 * -0.5;
+    const double qk =
+        0.1 * static_cast<double>(h + 1) * (1.0 + static_cast<double>(g)) + 0.3 * -0.5;
     EXPECT_NEAR(t.lse.at(0, 0, h, 0), scale * qk, 1e-14) << "head " << h;
   }
   ReferenceBackward(w, t);
@@ -197,7 +211,8 @@ TEST(ReferenceForwardTest, RowZeroOfCausalFamilySeesOnlyKeyZero) {
         double qk = 0.0;
         for (int64_t e = 0; e < 5; ++e) qk += t.q.at(b, 0, h, e) * t.k.at(b, 0, h / 2, e);
         EXPECT_NEAR(t.lse.at(b, 0, h, 0), scale * qk, 1e-14);
-        for (int64_t e = 0; e < 5; ++e) EXPECT_NEAR(t.o.at(b, 0, h, e), t.v.at(b, 0, h / 2, e), 1e-14);
+        for (int64_t e = 0; e < 5; ++e)
+          EXPECT_NEAR(t.o.at(b, 0, h, e), t.v.at(b, 0, h / 2, e), 1e-14);
       }
     }
   }
@@ -217,7 +232,8 @@ TEST(ReferenceTest, WindowAtLeastSeqAndSingleDocumentEqualCausal) {
   AttentionTensors<double> expected = RandomInputs(causal, 11);
   ReferenceForward(causal, expected);
   ReferenceBackward(causal, expected);
-  for (const Mask& mask : {Mask::Window(S), Mask::Window(S + 1), Mask::Window(1000), Mask::Documents({S})}) {
+  for (const Mask& mask :
+       {Mask::Window(S), Mask::Window(S + 1), Mask::Window(1000), Mask::Documents({S})}) {
     SCOPED_TRACE(mask.ToString());
     const Workload w = MakeWorkload(2, S, 4, 2, 8, mask);
     AttentionTensors<double> t = RandomInputs(w, 11);
@@ -240,7 +256,8 @@ TEST(ReferenceTest, WindowSmallerThanSeqDiffersFromCausal) {
 
 TEST(ReferenceTest, RandomInputsAreReproducibleAndShaped) {
   const Workload w = MakeWorkload(2, 5, 6, 3, 4, Mask::Causal());
-  const AttentionTensors<double> a = RandomInputs(w, 42), b = RandomInputs(w, 42), c = RandomInputs(w, 43);
+  const AttentionTensors<double> a = RandomInputs(w, 42), b = RandomInputs(w, 42),
+                                 c = RandomInputs(w, 43);
   auto expect_shape = [](const TensorD& t, int64_t b, int64_t s, int64_t h, int64_t d) {
     EXPECT_EQ(t.batch, b);
     EXPECT_EQ(t.tokens, s);
@@ -298,8 +315,8 @@ double Loss(const Workload& w, AttentionTensors<double> t) {
 }
 
 void CheckAgainstFiniteDifferences(const Workload& w, const AttentionTensors<double>& inputs,
-                                   TensorD AttentionTensors<double>::*input, const TensorD& analytic,
-                                   const char* name) {
+                                   TensorD AttentionTensors<double>::*input,
+                                   const TensorD& analytic, const char* name) {
   SCOPED_TRACE(name);
   const double step = 1e-5;
   double max_grad = 0.0, max_err = 0.0;
@@ -344,7 +361,9 @@ std::vector<GradCase> GradCases() {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllMasks, ReferenceGradientTest, ::testing::ValuesIn(GradCases()),
-                         [](const ::testing::TestParamInfo<GradCase>& info) { return info.param.name; });
+                         [](const ::testing::TestParamInfo<GradCase>& info) {
+                           return info.param.name;
+                         });
 
 }  // namespace
 }  // namespace meshplan::exec

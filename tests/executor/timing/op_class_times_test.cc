@@ -1,5 +1,5 @@
-// Per-op-class sums (executor/timing/op_class_times.h) on a hand-made two-rank schedule, measured and
-// "predicted" times through the one function, and their signed errors.
+// Per-op-class sums (executor/timing/op_class_times.h) on a hand-made two-rank schedule, measured
+// and "predicted" times through the one function, and their signed errors.
 #include "executor/timing/op_class_times.h"
 
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
-// An op's duration (executor/timing/op_durations.h): end - max(start, end of the previous op on the same
-// stream of the rank), on hand-made times.
+// An op's duration (executor/timing/op_durations.h): end - max(start, end of the previous op on the
+// same stream of the rank), on hand-made times.
 #include "executor/timing/op_durations.h"
 
 #include <gtest/gtest.h>

@@ -1,6 +1,6 @@
-// Benchmark runs (executor/timing/repeat.h): the median, min, max and spread of hand-made run times, the
-// median run, the error against a prediction, the accepted repeat counts, and a summary of runs
-// from their op times.
+// Benchmark runs (executor/timing/repeat.h): the median, min, max and spread of hand-made run
+// times, the median run, the error against a prediction, the accepted repeat counts, and a summary
+// of runs from their op times.
 #include "executor/timing/repeat.h"
 
 #include <gtest/gtest.h>
@@ -81,7 +81,8 @@ TEST(Repeat, SummaryOfRunsDescribesTheMedianRun) {
   op.stream = StreamId::kCompute;
   op.kind = OpKind::kCompute;
   s.ranks[0].Add(op);
-  const std::vector<std::vector<std::vector<OpTiming>>> timings = {{{{0, 3}}}, {{{0, 1}}}, {{{0, 2}}}};
+  const std::vector<std::vector<std::vector<OpTiming>>> timings = {
+      {{{0, 3}}}, {{{0, 1}}}, {{{0, 2}}}};
   const RepeatedRuns runs = SummarizeRuns(s, 1, timings, {3.5, 1.5, 2.5});
   EXPECT_EQ(runs.warm_up, 1);
   EXPECT_EQ(runs.TimesS(), (std::vector<double>{3, 1, 2}));

@@ -13,7 +13,9 @@ namespace {
 Op OnStream(StreamId stream) {
   Op op;
   op.stream = stream;
-  op.kind = stream == StreamId::kCompute ? OpKind::kCompute : stream == StreamId::kSend ? OpKind::kSend : OpKind::kRecv;
+  op.kind = stream == StreamId::kCompute ? OpKind::kCompute
+            : stream == StreamId::kSend  ? OpKind::kSend
+                                         : OpKind::kRecv;
   return op;
 }
 

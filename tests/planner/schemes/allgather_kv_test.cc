@@ -1,13 +1,13 @@
-// All-gather KV's schedule expansion (planner/schemes/allgather_kv.cc): CheckSchedule passes and every
-// rank sends and receives exactly the bytes of docs/schemes.md.
+// All-gather KV's schedule expansion (planner/schemes/allgather_kv.cc): CheckSchedule passes and
+// every rank sends and receives exactly the bytes of docs/schemes.md.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
 #include "planner/schemes/common.h"
+#include "planner/schemes/registry.h"
 #include "tests/planner/schemes/expansion_cases.h"
 #include "tests/planner/test_cluster.h"
-#include "planner/schemes/registry.h"
 
 namespace meshplan::planner::scheme_tests {
 namespace {
@@ -18,8 +18,10 @@ TEST(SchemeScheduleTest, AllGatherKV) {
   RunAllPasses(Make(Scheme("allgather-kv"), 6, Layout::kContiguous, UnevenDocs(), 8, 8));
   RunAllPasses(Make(Scheme("allgather-kv"), 8, Layout::kStriped, Mask::Full(), 4, 4));
   RunAllPasses(Make(Scheme("allgather-kv"), 2, Layout::kZigzag, Mask::Window(200), 8, 8));
-  RunAllPasses(Make(Scheme("allgather-kv"), 6, Layout::kBalanced, UnevenDocs(), 8, 8));  // 24 chunks of 80
-  RunAllPasses(Make(Scheme("allgather-kv"), 4, Layout::kBalanced, Mask::Documents({700, 100, 900, 220}, true), 8, 2));
+  RunAllPasses(
+      Make(Scheme("allgather-kv"), 6, Layout::kBalanced, UnevenDocs(), 8, 8));  // 24 chunks of 80
+  RunAllPasses(Make(Scheme("allgather-kv"), 4, Layout::kBalanced,
+                    Mask::Documents({700, 100, 900, 220}, true), 8, 2));
 }
 
 // The balanced layout on documents of 28 and 4 tokens over 32 tokens, 2 GPUs: 8 chunks of 4
@@ -57,8 +59,8 @@ TEST(AllGatherBalanced, TheBusiestRankCarriesTheHandDerivedPairs) {
 
 // Invalid sizes are errors (kInvalidInput), not malformed schedules.
 TEST(SchemeScheduleTest, AllGatherKVInvalidSizesAreErrors) {
-  ExpectInvalid(
-      Make(Scheme("allgather-kv"), 4, Layout::kStriped, Mask::Window(10), 8, 8));  // striped + window
+  ExpectInvalid(Make(Scheme("allgather-kv"), 4, Layout::kStriped, Mask::Window(10), 8,
+                     8));  // striped + window
   // 1920 tokens do not split into 7 x 4 chunks.
   ExpectInvalid(Make(Scheme("allgather-kv"), 7, Layout::kBalanced, UnevenDocs(), 8, 8));
 }

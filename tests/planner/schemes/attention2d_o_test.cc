@@ -10,9 +10,9 @@
 #include <utility>
 #include <vector>
 
+#include "planner/schemes/registry.h"
 #include "tests/planner/schemes/expansion_cases.h"
 #include "tests/planner/test_cluster.h"
-#include "planner/schemes/registry.h"
 
 namespace meshplan::planner::scheme_tests {
 namespace {
@@ -37,7 +37,8 @@ std::vector<std::set<std::tuple<int, int32_t, int32_t>>> Blocks(const Schedule& 
   std::vector<std::set<std::tuple<int, int32_t, int32_t>>> out(s.ranks.size());
   for (size_t r = 0; r < s.ranks.size(); ++r) {
     for (const Op& op : s.ranks[r].ops) {
-      if (op.kind == OpKind::kCompute) out[r].insert({static_cast<int>(op.phase), op.q_shard, op.kv_shard});
+      if (op.kind == OpKind::kCompute)
+        out[r].insert({static_cast<int>(op.phase), op.q_shard, op.kv_shard});
     }
   }
   return out;
@@ -71,7 +72,8 @@ TEST(SchemeScheduleTest, Attention2DOverlapRowOrder) {
   for (const Op& op : s->ranks[4].ops) {
     if (op.kind == OpKind::kCompute) order.emplace_back(op.q_shard, op.kv_shard);
   }
-  const std::vector<std::pair<int32_t, int32_t>> want = {{4, 4}, {4, 1}, {5, 4}, {5, 1}, {3, 4}, {3, 1}};
+  const std::vector<std::pair<int32_t, int32_t>> want = {{4, 4}, {4, 1}, {5, 4},
+                                                         {5, 1}, {3, 4}, {3, 1}};
   EXPECT_EQ(order, want);
 }
 
@@ -93,10 +95,11 @@ TEST(SchemeScheduleTest, Attention2DOverlapWithOneRowIsRing) {
       ASSERT_TRUE(rs.ok() && ts.ok());
       for (int64_t r = 0; r < 6; ++r) {
         auto trace = [](const RankProgram& prog) {
-          std::vector<std::tuple<int, int, int32_t, int32_t, int32_t, uint16_t, int64_t, int32_t>> out;
+          std::vector<std::tuple<int, int, int32_t, int32_t, int32_t, uint16_t, int64_t, int32_t>>
+              out;
           for (const Op& op : prog.ops) {
-            out.emplace_back(static_cast<int>(op.kind), static_cast<int>(op.phase), op.peer, op.q_shard,
-                             op.kv_shard, op.tensors, op.bytes, op.tag);
+            out.emplace_back(static_cast<int>(op.kind), static_cast<int>(op.phase), op.peer,
+                             op.q_shard, op.kv_shard, op.tensors, op.bytes, op.tag);
           }
           return out;
         };
@@ -138,7 +141,8 @@ Workload HandWorkload(Pass pass) {
   return w;
 }
 
-Topology HandCluster(int64_t gpus_per_node, int64_t nodes, double nvlink_bytes_per_s, double net_bytes_per_s) {
+Topology HandCluster(int64_t gpus_per_node, int64_t nodes, double nvlink_bytes_per_s,
+                     double net_bytes_per_s) {
   Topology t = testing::SmallCluster(gpus_per_node, nodes);
   t.gpu.peak_tflops = {{DType::kBf16, 100}};
   t.gpu.attention_efficiency = {{1, 1.0}};
@@ -150,8 +154,8 @@ Topology HandCluster(int64_t gpus_per_node, int64_t nodes, double nvlink_bytes_p
   return t;
 }
 
-double EstimateSeconds(const Topology& t, const Workload& w, Scheme scheme, std::vector<std::string> placement,
-                       bool cache = false) {
+double EstimateSeconds(const Topology& t, const Workload& w, Scheme scheme,
+                       std::vector<std::string> placement, bool cache = false) {
   const PlanContext ctx(w, t);
   SchemeParams p;
   p.scheme = scheme;
@@ -180,7 +184,8 @@ TEST(Attention2DOverlapTime, HandDerivedForwardOnOneSwitch) {
   const Topology t = HandCluster(4, 1, 1e11, 25e9);
   const Workload w = HandWorkload(Pass::kForward);
   EXPECT_NEAR(EstimateSeconds(t, w, Scheme("attention2d"), {"q", "kv"}), 138.65582592 * kUs, 1e-12);
-  EXPECT_NEAR(EstimateSeconds(t, w, Scheme("attention2d-o"), {"q", "kv"}), 117.18098944 * kUs, 1e-12);
+  EXPECT_NEAR(EstimateSeconds(t, w, Scheme("attention2d-o"), {"q", "kv"}), 117.18098944 * kUs,
+              1e-12);
 }
 
 // Two nodes of 2 GPUs (NVLink 100 GB/s, network 25 GB/s). Placement q>kv puts each Q group in a
@@ -201,11 +206,15 @@ TEST(Attention2DOverlapTime, HandDerivedForwardOnOneSwitch) {
 TEST(Attention2DOverlapTime, HandDerivedOverTwoLevels) {
   const Topology t = HandCluster(2, 2, 1e11, 25e9);
   const Workload fwd = HandWorkload(Pass::kForward);
-  EXPECT_NEAR(EstimateSeconds(t, fwd, Scheme("attention2d"), {"q", "kv"}), 201.57038592 * kUs, 1e-12);
-  EXPECT_NEAR(EstimateSeconds(t, fwd, Scheme("attention2d-o"), {"q", "kv"}), 169.60978944 * kUs, 1e-12);
+  EXPECT_NEAR(EstimateSeconds(t, fwd, Scheme("attention2d"), {"q", "kv"}), 201.57038592 * kUs,
+              1e-12);
+  EXPECT_NEAR(EstimateSeconds(t, fwd, Scheme("attention2d-o"), {"q", "kv"}), 169.60978944 * kUs,
+              1e-12);
   const Workload bwd = HandWorkload(Pass::kBackward);
-  EXPECT_NEAR(EstimateSeconds(t, bwd, Scheme("attention2d"), {"q", "kv"}), 509.0050048 * kUs, 1e-12);
-  EXPECT_NEAR(EstimateSeconds(t, bwd, Scheme("attention2d-o"), {"q", "kv"}), 412.7195136 * kUs, 1e-12);
+  EXPECT_NEAR(EstimateSeconds(t, bwd, Scheme("attention2d"), {"q", "kv"}), 509.0050048 * kUs,
+              1e-12);
+  EXPECT_NEAR(EstimateSeconds(t, bwd, Scheme("attention2d-o"), {"q", "kv"}), 412.7195136 * kUs,
+              1e-12);
 }
 
 // Why ATTENTION2D-O is never slower than ATTENTION2D in the model: each row lasts at most its
@@ -216,7 +225,8 @@ TEST(Attention2DOverlapTime, HandDerivedOverTwoLevels) {
 // enumerates on clusters of 4 to 16 GPUs, masks, GQA, passes and cache choices.
 TEST(Attention2DOverlapTime, NeverSlowerThanAttention2D) {
   int compared = 0, faster = 0;
-  for (auto [per_node, nodes] : {std::pair<int64_t, int64_t>{4, 1}, {2, 2}, {2, 3}, {4, 2}, {4, 4}, {1, 8}}) {
+  for (auto [per_node, nodes] :
+       {std::pair<int64_t, int64_t>{4, 1}, {2, 2}, {2, 3}, {4, 2}, {4, 4}, {1, 8}}) {
     for (Mask mask : {Mask::Causal(), Mask::Full(), Mask::Window(500)}) {
       for (Pass pass : {Pass::kForward, Pass::kBackward, Pass::kForwardBackward}) {
         for (int64_t seq : {int64_t{4096}, int64_t{1} << 16}) {
@@ -234,7 +244,8 @@ TEST(Attention2DOverlapTime, NeverSlowerThanAttention2D) {
             p.scheme = Scheme("attention2d");
             const Estimate ep = plain->Evaluate(ctx, p);
             ASSERT_TRUE(ep.valid) << ep.reason;
-            EXPECT_LE(eo.time_s, ep.time_s * (1 + 1e-12)) << planner::DescribeParams(p) << " " << PassName(pass);
+            EXPECT_LE(eo.time_s, ep.time_s * (1 + 1e-12))
+                << planner::DescribeParams(p) << " " << PassName(pass);
             EXPECT_EQ(eo.bytes_per_rank, ep.bytes_per_rank) << planner::DescribeParams(p);
             faster += eo.time_s < ep.time_s * (1 - 1e-6) ? 1 : 0;
             ++compared;

@@ -11,8 +11,8 @@
 #include <utility>
 
 #include "planner/schedule_check.h"
-#include "planner/strategy.h"
 #include "planner/schemes/registry.h"
+#include "planner/strategy.h"
 
 namespace meshplan::planner::scheme_tests {
 

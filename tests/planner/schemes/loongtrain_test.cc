@@ -8,8 +8,8 @@
 #include <string>
 #include <tuple>
 
-#include "tests/planner/schemes/expansion_cases.h"
 #include "planner/schemes/registry.h"
+#include "tests/planner/schemes/expansion_cases.h"
 
 namespace meshplan::planner::scheme_tests {
 namespace {

@@ -15,9 +15,9 @@
 #include "core/schedule.h"
 #include "core/topology.h"
 #include "planner/context.h"
+#include "planner/schemes/registry.h"
 #include "planner/strategy.h"
 #include "tests/planner/test_cluster.h"
-#include "planner/schemes/registry.h"
 
 namespace meshplan::planner {
 namespace {
@@ -450,18 +450,19 @@ TEST(MeshSearch, OffersBothChainsAndStripedForCausalMasks) {
         layouts.insert(p.layout);
         chains.insert(p.reduce_chain);
       }
-      const std::set<Layout> want_layouts = kind == MaskKind::kCausal ? std::set<Layout>{Layout::kZigzag, Layout::kStriped}
-                                                                      : std::set<Layout>{Layout::kContiguous};
+      const std::set<Layout> want_layouts =
+          kind == MaskKind::kCausal ? std::set<Layout>{Layout::kZigzag, Layout::kStriped}
+                                    : std::set<Layout>{Layout::kContiguous};
       EXPECT_EQ(layouts, want_layouts) << SchemeName(scheme);
       if (scheme == Scheme("mesh")) {
-        EXPECT_EQ(chains, (std::set<ReduceChain>{ReduceChain::kOwnerLast, ReduceChain::kOwnerFirst}));
+        EXPECT_EQ(chains,
+                  (std::set<ReduceChain>{ReduceChain::kOwnerLast, ReduceChain::kOwnerFirst}));
       } else {
         EXPECT_EQ(chains, std::set<ReduceChain>{ReduceChain::kOwnerLast}) << SchemeName(scheme);
       }
     }
   }
 }
-
 
 // Time estimate derived by hand, with a launch overhead (the 26% gap at 4096 GPUs: a backward
 // block was charged 2.5 x (FLOP time + launch), where a backward kernel pays its launch once, as

@@ -18,9 +18,9 @@ namespace {
 
 // The names plan files have always used (docs/plan-format.md): a plan written by an earlier
 // meshplan must still parse, so the registry may add names but never rename these.
-constexpr std::string_view kPublishedNames[] = {"ring",        "allgather-kv", "ulysses",
-                                                "usp",         "loongtrain",   "attention2d",
-                                                "mesh",        "mesh-ulysses", "attention2d-o"};
+constexpr std::string_view kPublishedNames[] = {"ring", "allgather-kv", "ulysses",
+                                                "usp",  "loongtrain",   "attention2d",
+                                                "mesh", "mesh-ulysses", "attention2d-o"};
 
 TEST(SchemeRegistry, ListsEverySchemeOnceWithItsOwnStrategy) {
   std::set<std::string> seen;
@@ -28,8 +28,9 @@ TEST(SchemeRegistry, ListsEverySchemeOnceWithItsOwnStrategy) {
     const std::string name(s.name());
     EXPECT_TRUE(seen.insert(name).second) << name << " is registered twice";
     EXPECT_FALSE(name.empty());
-    EXPECT_TRUE(std::all_of(name.begin(), name.end(),
-                            [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'; }))
+    EXPECT_TRUE(std::all_of(
+        name.begin(), name.end(),
+        [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'; }))
         << name << ": a flag and file name uses lower case, digits and '-' only";
     const std::unique_ptr<Strategy> made = MakeStrategy(s);
     ASSERT_NE(made, nullptr) << name;
@@ -39,7 +40,8 @@ TEST(SchemeRegistry, ListsEverySchemeOnceWithItsOwnStrategy) {
     EXPECT_EQ(found->scheme(), s) << name;
     EXPECT_FALSE(found->summary().empty()) << name;
   }
-  for (std::string_view name : kPublishedNames) EXPECT_EQ(seen.count(std::string(name)), 1u) << name;
+  for (std::string_view name : kPublishedNames)
+    EXPECT_EQ(seen.count(std::string(name)), 1u) << name;
   EXPECT_EQ(FindStrategy(Scheme("no-such-scheme")), nullptr);
   EXPECT_EQ(MakeStrategy(Scheme("no-such-scheme")), nullptr);
   EXPECT_EQ(FindStrategy(Scheme()), nullptr);
@@ -74,7 +76,8 @@ TEST(SchemeRegistry, NamesTextJoinsWithCommasAndOr) {
   const std::string listing = SchemeListing();
   EXPECT_EQ(static_cast<size_t>(std::count(listing.begin(), listing.end(), '\n')), all.size());
   for (const Scheme& s : all) {
-    EXPECT_NE(("\n" + listing).find("\n" + std::string(s.name()) + " "), std::string::npos) << s.name();
+    EXPECT_NE(("\n" + listing).find("\n" + std::string(s.name()) + " "), std::string::npos)
+        << s.name();
   }
 }
 
@@ -156,7 +159,9 @@ TEST(SchemeRegistry, SchemesThatDoNotMakeTheBalancedLayoutNameThoseThatDo) {
   mesh.placement = {"q", "kv"};
   const Estimate e = FindStrategy(mesh.scheme)->Evaluate(ctx, mesh);
   EXPECT_FALSE(e.valid);
-  EXPECT_NE(e.reason.find("offered to ring, allgather-kv, usp and loongtrain only"), std::string::npos) << e.reason;
+  EXPECT_NE(e.reason.find("offered to ring, allgather-kv, usp and loongtrain only"),
+            std::string::npos)
+      << e.reason;
   // Ring makes it: the same workload's balanced ring plan is valid.
   SchemeParams ring;
   ring.scheme = Scheme("ring");

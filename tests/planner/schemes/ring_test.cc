@@ -2,8 +2,8 @@
 // and receives exactly the bytes of docs/schemes.md; the step structure by hand.
 #include <gtest/gtest.h>
 
-#include "tests/planner/schemes/expansion_cases.h"
 #include "planner/schemes/registry.h"
+#include "tests/planner/schemes/expansion_cases.h"
 
 namespace meshplan::planner::scheme_tests {
 namespace {
