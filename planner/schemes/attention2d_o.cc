@@ -146,12 +146,8 @@ class Attention2DOverlapStrategy final : public Strategy {
     return "ATTENTION2D-O: ATTENTION2D's tile, its gathers and reductions as ring steps overlapped "
            "with the blocks";
   }
-  std::vector<RankDim> RankDims(const SchemeParams& p) const override {
-    return {{"q", p.tile_a}, {"kv", p.tile_b}};
-  }
-  std::string DescribeDegrees(const SchemeParams& p) const override {
-    return "a=" + std::to_string(p.tile_a) + " b=" + std::to_string(p.tile_b);
-  }
+  std::vector<RankDim> RankDims(const SchemeParams& p) const override { return TileGrid(p); }
+  std::string DescribeDegrees(const SchemeParams& p) const override { return TileDegrees(p); }
   std::vector<SchemeParams> Enumerate(const PlanContext& ctx) const override;
   Estimate Evaluate(const PlanContext& ctx, const SchemeParams& params) const override;
   Result<Schedule> Expand(const PlanContext& ctx, const SchemeParams& params) const override;

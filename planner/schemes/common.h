@@ -92,6 +92,15 @@ Estimate ValidEstimate(const SchemeParams& params);
 // "fwd" or "bwd", for time-stage labels.
 inline const char* PhaseLabel(Phase phase) { return phase == Phase::kForward ? "fwd" : "bwd"; }
 
+// The a x b tile's rank grid, [q (a), kv (b)], and its degrees' short form "a=A b=B" (the tile
+// schemes' Strategy::RankDims and DescribeDegrees).
+inline std::vector<RankDim> TileGrid(const SchemeParams& p) {
+  return {{"q", p.tile_a}, {"kv", p.tile_b}};
+}
+inline std::string TileDegrees(const SchemeParams& p) {
+  return "a=" + std::to_string(p.tile_a) + " b=" + std::to_string(p.tile_b);
+}
+
 // Heads per rank for head-parallel degree U.
 inline int64_t HeadsPerRank(const Workload& w, int64_t degree) { return w.q_heads / degree; }
 

@@ -17,12 +17,8 @@ class MeshStrategy final : public Strategy {
     return "Mesh-Attention: an a x b tile per GPU, p2p ring shifts overlapped with the blocks by a "
            "greedy step schedule";
   }
-  std::vector<RankDim> RankDims(const SchemeParams& p) const override {
-    return {{"q", p.tile_a}, {"kv", p.tile_b}};
-  }
-  std::string DescribeDegrees(const SchemeParams& p) const override {
-    return "a=" + std::to_string(p.tile_a) + " b=" + std::to_string(p.tile_b);
-  }
+  std::vector<RankDim> RankDims(const SchemeParams& p) const override { return TileGrid(p); }
+  std::string DescribeDegrees(const SchemeParams& p) const override { return TileDegrees(p); }
   bool UsesReduceChain() const override { return true; }
   std::vector<SchemeParams> Enumerate(const PlanContext& ctx) const override;
   Estimate Evaluate(const PlanContext& ctx, const SchemeParams& params) const override;

@@ -23,8 +23,7 @@ class MeshUlyssesStrategy final : public Strategy {
     return {{"ulysses", p.ulysses}, {"q", p.tile_a}, {"kv", p.tile_b}};
   }
   std::string DescribeDegrees(const SchemeParams& p) const override {
-    return "U=" + std::to_string(p.ulysses) + " a=" + std::to_string(p.tile_a) +
-           " b=" + std::to_string(p.tile_b);
+    return "U=" + std::to_string(p.ulysses) + " " + TileDegrees(p);
   }
   bool UsesReduceChain() const override { return true; }
   std::optional<ParamProblem> CheckParams(const SchemeParams& p, const Workload& w) const override {
