@@ -18,6 +18,7 @@ void Replace(std::optional<T>& bottom, const std::optional<T>& top) {
 
 void SweepSettings::Overlay(const SweepSettings& top) {
   Replace(topology_files, top.topology_files);
+  Replace(attention_kernel, top.attention_kernel);
   Replace(gpus, top.gpus);
   Replace(seq_lens, top.seq_lens);
   Replace(schemes, top.schemes);
@@ -48,6 +49,10 @@ Result<SweepSpec> MakeSweepSpec(const SweepSettings& settings) {
       MESHPLAN_ASSIGN_OR_RETURN(auto topology, LoadTopology(path));
       spec.topologies.push_back(std::move(topology));
     }
+  }
+  if (settings.attention_kernel) {
+    for (Topology& topology : spec.topologies)
+      MESHPLAN_RETURN_IF_ERROR(topology.UseAttentionKernel(*settings.attention_kernel));
   }
   spec.gpus = settings.gpus.value_or(std::vector<int64_t>{});
   spec.schemes = settings.schemes.value_or(std::vector<Scheme>{});

@@ -19,6 +19,9 @@ namespace meshplan::capacity {
 // defaults of MakeSweepSpec.
 struct SweepSettings {
   std::optional<std::vector<std::string>> topology_files;  // cluster TOML files or shipped names
+  // The attention library every topology's kernel curve is taken from (Topology::
+  // UseAttentionKernel); unset: each file's gpu.attention_kernel.
+  std::optional<std::string> attention_kernel;
   std::optional<std::vector<int64_t>> gpus;
   std::optional<std::vector<int64_t>> seq_lens;
   std::optional<std::vector<Scheme>> schemes;

@@ -8,22 +8,39 @@
 
 namespace meshplan {
 
+// FLOP rate of the GPU's active attention kernel (GpuSpec::attention_kernel) on blocks with
+// `block_tokens` tokens on their shorter side at `head_dim`: peak(dtype) *
+// efficiency(block_tokens) * HeadDimRateFactor(head_dim). The planner and the simulator both
+// take their forward rate from here.
+inline double AttentionFlopsPerSecond(const GpuSpec& gpu, DType dtype, int64_t head_dim,
+                                      int64_t block_tokens) {
+  return gpu.PeakFlopsPerSecond(dtype) * gpu.Efficiency(block_tokens) *
+         gpu.HeadDimRateFactor(head_dim);
+}
+
 // Seconds to run `flops` of attention as `launches` kernels whose blocks have `block_tokens`
-// tokens on their shorter side, on a rank with a device of its own: flops / (peak(dtype) *
-// efficiency(block_tokens)) + launches * launch overhead. A GPU without a peak for dtype
+// tokens on their shorter side, on a rank with a device of its own: flops /
+// AttentionFlopsPerSecond + launches * launch overhead. A GPU without a peak for dtype
 // contributes no FLOP time (callers reject such workloads first: Topology::SupportsDType).
-inline double UnsharedKernelSeconds(const GpuSpec& gpu, DType dtype, double flops,
+inline double UnsharedKernelSeconds(const GpuSpec& gpu, DType dtype, int64_t head_dim, double flops,
                                     int64_t block_tokens, int64_t launches) {
-  const double rate = gpu.PeakFlopsPerSecond(dtype) * gpu.Efficiency(block_tokens);
+  const double rate = AttentionFlopsPerSecond(gpu, dtype, head_dim, block_tokens);
   return (rate > 0 ? flops / rate : 0.0) + static_cast<double>(launches) * gpu.launch_overhead_s;
+}
+
+// Seconds a ring step's partials of `bytes` take to cross HBM GpuSpec::ring_step_partial_passes
+// times (their merge into the running partials, beyond the kernel). The planner charges it on
+// every ring step after the first; the simulator on compute ops that carry partial bytes.
+inline double RingStepPartialSeconds(const GpuSpec& gpu, double bytes) {
+  return gpu.ring_step_partial_passes * bytes / gpu.hbm_bytes_per_s;
 }
 
 // The planner's kernel time: UnsharedKernelSeconds slowed by the ranks that share the device, all
 // computing at once (GpuSpec::SharedComputeSlowdown). The simulator times kernels unshared and
 // divides the device among the kernels actually running (simulator/shared_device.h).
-inline double KernelSeconds(const GpuSpec& gpu, DType dtype, double flops, int64_t block_tokens,
-                            int64_t launches) {
-  return UnsharedKernelSeconds(gpu, dtype, flops, block_tokens, launches) *
+inline double KernelSeconds(const GpuSpec& gpu, DType dtype, int64_t head_dim, double flops,
+                            int64_t block_tokens, int64_t launches) {
+  return UnsharedKernelSeconds(gpu, dtype, head_dim, flops, block_tokens, launches) *
          gpu.SharedComputeSlowdown();
 }
 

@@ -68,6 +68,9 @@ struct Plan {
   Workload workload;
   std::string topology_name;
   std::string topology_source;  // the file the plan was made for ("built-in" for the default)
+  // The attention library whose kernel curve the plan was made with (GpuSpec::attention_kernel);
+  // "" in plan files written before it was recorded: the topology file's default.
+  std::string attention_kernel;
   int64_t num_gpus = 0;
 };
 

@@ -83,7 +83,9 @@ struct Op {
   // along a cut of the mask kernels work tile by tile with a per-pair mask rather than in dense
   // products, which costs GpuSpec::cut_row_extra_pairs more pairs per cut row.
   float cut_rows_per_pair = 0;
-  int64_t bytes = 0;       // Send, collectives: bytes this rank sends; Recv: bytes received
+  // Send, collectives: bytes this rank sends; Recv: bytes received. Compute: the bytes of the
+  // partials a ring step after the first writes out and merges (RingStepPartialSeconds), else 0.
+  int64_t bytes = 0;
   double flops = 0;        // Compute: FLOPs (mask-aware; backward includes recomputation)
   uint32_t dep_begin = 0;  // deps are RankProgram::deps[dep_begin, dep_begin + dep_count)
   uint32_t dep_count = 0;

@@ -71,6 +71,43 @@ double GpuSpec::Efficiency(int64_t block_tokens) const {
   return curve.back().efficiency;
 }
 
+double GpuSpec::HeadDimRateFactor(int64_t head_dim) const {
+  if (head_dim <= 0 || pair_overhead_flops <= 0 || efficiency_head_dim <= 0) return 1.0;
+  const double k = pair_overhead_flops;
+  return (1.0 + k / (4.0 * static_cast<double>(efficiency_head_dim))) /
+         (1.0 + k / (4.0 * static_cast<double>(head_dim)));
+}
+
+bool IsAttentionLibrary(std::string_view name) {
+  for (std::string_view library : kAttentionLibraries) {
+    if (name == library) return true;
+  }
+  return false;
+}
+
+Status Topology::UseAttentionKernel(std::string_view library) {
+  if (!IsAttentionLibrary(library)) {
+    return Status::Invalid(source + ": --attention-kernel: unknown attention library '" +
+                           std::string(library) + "' (expected fa2, fa3, cudnn or own)");
+  }
+  auto it = gpu.attention_kernels.find(std::string(library));
+  if (it == gpu.attention_kernels.end()) {
+    std::string names;
+    for (const auto& [name, curve] : gpu.attention_kernels)
+      names += (names.empty() ? "" : ", ") + name;
+    return Status::Invalid(source + ": gpu.attention_kernels: no curve for '" +
+                           std::string(library) + "' on this GPU (it has: " + names + ")");
+  }
+  const AttentionKernelCurve& c = it->second;
+  gpu.attention_kernel = it->first;
+  gpu.attention_efficiency = c.efficiency;
+  gpu.backward_rate_ratio = c.backward_rate_ratio;
+  gpu.efficiency_head_dim = c.head_dim;
+  gpu.pair_overhead_flops = c.pair_overhead_flops;
+  gpu.ring_step_partial_passes = c.ring_step_partial_passes;
+  return Status::Ok();
+}
+
 int64_t Topology::num_gpus() const { return levels.empty() ? 0 : Span(num_levels() - 1); }
 
 int64_t Topology::Span(int level) const {
@@ -136,6 +173,34 @@ Status AtMost(const std::string& key, double value, double max) {
   return Status::Invalid(key + ": must be at most " + buffer);
 }
 
+// One kernel curve's ranges; keys are prefix.name[i] for points, prefix.backward_rate_ratio etc.
+Status CheckKernelCurve(const std::string& prefix, const std::string& name,
+                        const AttentionKernelCurve& c) {
+  const std::string curve_key = prefix + "." + name;
+  if (c.efficiency.empty())
+    return Status::Invalid(curve_key + ": needs at least one [block_tokens, efficiency] point");
+  for (size_t i = 0; i < c.efficiency.size(); ++i) {
+    const auto& p = c.efficiency[i];
+    const std::string key = curve_key + "[" + std::to_string(i) + "]";
+    if (p.block_tokens <= 0) return Status::Invalid(key + ": block_tokens must be positive");
+    if (!(p.efficiency > 0 && p.efficiency <= 1)) {
+      return Status::Invalid(key + ": efficiency must be in (0, 1]");
+    }
+    if (i > 0 && p.block_tokens <= c.efficiency[i - 1].block_tokens) {
+      return Status::Invalid(key + ": block_tokens must increase");
+    }
+  }
+  if (!(c.backward_rate_ratio > 0 && c.backward_rate_ratio <= 100))
+    return Status::Invalid(prefix + ".backward_rate_ratio: must be in (0, 100]");
+  if (c.head_dim < 1 || c.head_dim > 65536)
+    return Status::Invalid(prefix + ".head_dim: must be in 1..65536");
+  if (!(c.pair_overhead_flops >= 0 && c.pair_overhead_flops <= 1e6))
+    return Status::Invalid(prefix + ".pair_overhead_flops: must be in [0, 1e6]");
+  if (!(c.ring_step_partial_passes >= 0 && c.ring_step_partial_passes <= 1000))
+    return Status::Invalid(prefix + ".ring_step_partial_passes: must be in [0, 1000]");
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status Topology::Validate() const {
@@ -154,23 +219,21 @@ Status Topology::Validate() const {
     if (!(tflops > 0)) return Status::Invalid(key + ": must be positive");
     MESHPLAN_RETURN_IF_ERROR(AtMost(key, tflops, kMaxPeakTflops));
   }
-  if (gpu.attention_efficiency.empty()) {
-    return Status::Invalid(
-        "gpu.attention_efficiency: needs at least one [block_tokens, efficiency] point");
+  MESHPLAN_RETURN_IF_ERROR(
+      CheckKernelCurve("gpu", "attention_efficiency",
+                       {gpu.attention_efficiency, gpu.backward_rate_ratio, gpu.efficiency_head_dim,
+                        gpu.pair_overhead_flops, gpu.ring_step_partial_passes, ""}));
+  if (!IsAttentionLibrary(gpu.attention_kernel)) {
+    return Status::Invalid("gpu.attention_kernel: unknown attention library '" +
+                           gpu.attention_kernel + "' (expected fa2, fa3, cudnn or own)");
   }
-  for (size_t i = 0; i < gpu.attention_efficiency.size(); ++i) {
-    const auto& p = gpu.attention_efficiency[i];
-    const std::string key = "gpu.attention_efficiency[" + std::to_string(i) + "]";
-    if (p.block_tokens <= 0) return Status::Invalid(key + ": block_tokens must be positive");
-    if (!(p.efficiency > 0 && p.efficiency <= 1)) {
-      return Status::Invalid(key + ": efficiency must be in (0, 1]");
+  for (const auto& [name, curve] : gpu.attention_kernels) {
+    const std::string prefix = "gpu.attention_kernels." + name;
+    if (!IsAttentionLibrary(name)) {
+      return Status::Invalid(prefix +
+                             ": unknown attention library (expected fa2, fa3, cudnn or own)");
     }
-    if (i > 0 && p.block_tokens <= gpu.attention_efficiency[i - 1].block_tokens) {
-      return Status::Invalid(key + ": block_tokens must increase");
-    }
-  }
-  if (!(gpu.backward_rate_ratio > 0 && gpu.backward_rate_ratio <= 100)) {
-    return Status::Invalid("gpu.backward_rate_ratio: must be in (0, 100]");
+    MESHPLAN_RETURN_IF_ERROR(CheckKernelCurve(prefix, "efficiency", curve));
   }
   if (!(gpu.cut_row_extra_pairs >= 0 && gpu.cut_row_extra_pairs <= 1e6)) {
     return Status::Invalid("gpu.cut_row_extra_pairs: must be in [0, 1e6]");

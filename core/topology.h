@@ -45,6 +45,27 @@ struct EfficiencyPoint {
   double efficiency = 0;
 };
 
+// The attention libraries a topology may hold a kernel curve for (--attention-kernel): the
+// FlashAttention-2 and -3 kernels, cuDNN's fused attention, and meshplan's own kernels.
+inline constexpr std::string_view kAttentionLibraries[] = {"fa2", "fa3", "cudnn", "own"};
+bool IsAttentionLibrary(std::string_view name);
+
+// One attention library's kernel rate on a GPU ([gpu.attention_kernels.NAME],
+// topologies/README.md): the forward's fraction of peak by block size at head dim `head_dim`,
+// the backward's rate relative to it, and the work per (query, key) pair and head that is not
+// matrix products (exponent, scaling, masking), as FLOPs at the matmul rate, which sets how the
+// rate falls with smaller head dims (GpuSpec::HeadDimRateFactor).
+struct AttentionKernelCurve {
+  std::vector<EfficiencyPoint> efficiency;  // sorted by block_tokens, non-empty
+  double backward_rate_ratio = 1.0;
+  int64_t head_dim = 128;
+  double pair_overhead_flops = 0;
+  // Times a ring step's partials (O and LSE forward; dQ, dK and dV backward) cross HBM beyond
+  // the kernel (GpuSpec::ring_step_partial_passes).
+  double ring_step_partial_passes = 0;
+  std::string source;  // where the points come from (papers, measurements)
+};
+
 struct GpuSpec {
   std::string model;
   std::map<DType, double> peak_tflops;  // dense tensor-core TFLOP/s per dtype
@@ -55,6 +76,25 @@ struct GpuSpec {
   // Backward kernels' FLOP rate over the forward's at the same block size (the backward's FLOPs
   // already count its recomputation, kBackwardFlopsFactor = 2.5x the forward's).
   double backward_rate_ratio = 1.0;
+  // The head dim attention_efficiency was measured at, and the non-matmul work per (query, key)
+  // pair and head in FLOPs at the matmul rate (AttentionKernelCurve): together they scale the
+  // rate to other head dims (HeadDimRateFactor). 0 work: the rate does not depend on head dim.
+  int64_t efficiency_head_dim = 128;
+  double pair_overhead_flops = 0;
+  // A ring step after the first writes its partials out of the kernel and merges them into the
+  // running ones (the out/LSE correction forward; dQ accumulation, dK and dV partials backward):
+  // that many times the step's partial bytes cross HBM (3 at least: read both, write one; a
+  // library's merge in several elementwise kernels, format conversions and per-step launches add
+  // more). 0: not charged (meshplan's own kernels fold into the accumulator in the kernel).
+  // Charged by the planner's ring passes and by the simulator on the compute ops that carry
+  // partial bytes (Op::bytes), at hbm_bytes_per_s (core/kernel_time.h RingStepPartialSeconds).
+  double ring_step_partial_passes = 0;
+  // The library whose curve the fields above hold (attention_efficiency, backward_rate_ratio,
+  // efficiency_head_dim, pair_overhead_flops), and every library's curve, that one included
+  // (Topology::UseAttentionKernel copies one into the fields). A file with only the [gpu]
+  // fields holds one library, `attention_kernel` ("own" unless the file names it).
+  std::string attention_kernel = "own";
+  std::map<std::string, AttentionKernelCurve> attention_kernels;
   // Each query row that a cut of the mask crosses inside a block (Op::cut_rows_per_pair) costs
   // the kernel this many more (query, key) pairs at the block's rate: along the cut it works tile
   // by tile and masks pair by pair (a tiled kernel computes about half a tile per cut row). 0:
@@ -80,6 +120,11 @@ struct GpuSpec {
   // REQUIRES: peak_tflops has dtype (Topology::Validate checks the dtypes the planner uses).
   double PeakFlopsPerSecond(DType dtype) const;
   double Efficiency(int64_t block_tokens) const;
+  // The kernel's rate at `head_dim` over its rate at efficiency_head_dim, both doing 4 * head_dim
+  // matmul FLOPs and pair_overhead_flops (k) of other work per pair and head:
+  // (1 + k / (4 * efficiency_head_dim)) / (1 + k / (4 * head_dim)). 1 when k = 0 or head_dim <= 0
+  // (a schedule made without a workload).
+  double HeadDimRateFactor(int64_t head_dim) const;
   // The planner's steady state, every rank of a device computing at once: kernel time grows by
   // max(1, ranks_per_device / concurrent_kernels). (The simulator models the sharing op by op.)
   double SharedComputeSlowdown() const;
@@ -141,6 +186,9 @@ struct Topology {
   double RouteLatencySeconds(int level, int64_t gpu_a, int64_t gpu_b) const;
   // Checks ranges and consistency; errors name the key ("level[1].group_size: ...").
   Status Validate() const;
+  // Makes `library`'s curve the one every model uses (GpuSpec::attention_kernel). Errors, naming
+  // the source: an unknown library, or one this GPU has no curve for (listing those it has).
+  Status UseAttentionKernel(std::string_view library);
   // The GPU has a peak rate for `dtype`; the error names the source and key.
   Status SupportsDType(DType dtype) const;
 };

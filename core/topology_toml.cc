@@ -122,6 +122,121 @@ class Reader {
   const std::string& source_;
 };
 
+// An array of [block_tokens, efficiency] pairs at `key`.
+Status ReadCurve(const Reader& r, const toml::node& node, const std::string& key,
+                 std::vector<EfficiencyPoint>* out) {
+  const toml::array* points = node.as_array();
+  if (points == nullptr) {
+    return r.Fail(
+        key, "expected an array of [block_tokens, efficiency] pairs, got " + TomlTypeName(node));
+  }
+  for (size_t i = 0; i < points->size(); ++i) {
+    const std::string point_key = key + "[" + std::to_string(i) + "]";
+    const toml::array* pair = (*points)[i].as_array();
+    if (pair == nullptr || pair->size() != 2) {
+      return r.Fail(point_key, "expected a pair [block_tokens, efficiency]");
+    }
+    EfficiencyPoint point;
+    MESHPLAN_RETURN_IF_ERROR(
+        r.Integer((*pair)[0], point_key + ".block_tokens", &point.block_tokens));
+    MESHPLAN_RETURN_IF_ERROR(r.Number((*pair)[1], point_key + ".efficiency", &point.efficiency));
+    out->push_back(point);
+  }
+  return Status::Ok();
+}
+
+// The kernel curves: [gpu.attention_kernels.NAME] tables, and the [gpu] fields
+// (attention_efficiency with backward_rate_ratio, efficiency_head_dim and pair_overhead_flops) as
+// the curve of gpu.attention_kernel. That library's curve becomes the active one.
+Status ReadAttentionKernels(const Reader& r, const toml::table& t, GpuSpec* gpu) {
+  const std::string p = "gpu";
+  MESHPLAN_RETURN_IF_ERROR(r.StringAt(t, p, "attention_kernel", false, &gpu->attention_kernel));
+  if (!IsAttentionLibrary(gpu->attention_kernel)) {
+    return r.Fail("gpu.attention_kernel", "unknown attention library '" + gpu->attention_kernel +
+                                              "' (expected fa2, fa3, cudnn or own)");
+  }
+  auto tables = r.Find(t, p, "attention_kernels", false);
+  if (!tables.ok()) return tables.status();
+  if (*tables != nullptr) {
+    const toml::table* libraries = (*tables)->as_table();
+    if (libraries == nullptr) {
+      return r.Fail("gpu.attention_kernels",
+                    "expected tables [gpu.attention_kernels.NAME], got " + TomlTypeName(**tables));
+    }
+    for (auto&& [key, node] : *libraries) {
+      const std::string name(key.str());
+      const std::string prefix = "gpu.attention_kernels." + name;
+      if (!IsAttentionLibrary(name))
+        return r.Fail(prefix, "unknown attention library (expected fa2, fa3, cudnn or own)");
+      const toml::table* table = node.as_table();
+      if (table == nullptr) return r.Fail(prefix, "expected a table, got " + TomlTypeName(node));
+      MESHPLAN_RETURN_IF_ERROR(
+          r.CheckKeys(*table, prefix,
+                      {"efficiency", "backward_rate_ratio", "head_dim", "pair_overhead_flops",
+                       "ring_step_partial_passes", "source"}));
+      AttentionKernelCurve curve;
+      auto points = r.Find(*table, prefix, "efficiency", true);
+      if (!points.ok()) return points.status();
+      MESHPLAN_RETURN_IF_ERROR(ReadCurve(r, **points, prefix + ".efficiency", &curve.efficiency));
+      MESHPLAN_RETURN_IF_ERROR(
+          r.NumberAt(*table, prefix, "backward_rate_ratio", false, &curve.backward_rate_ratio));
+      MESHPLAN_RETURN_IF_ERROR(r.IntegerAt(*table, prefix, "head_dim", false, &curve.head_dim));
+      MESHPLAN_RETURN_IF_ERROR(
+          r.NumberAt(*table, prefix, "pair_overhead_flops", false, &curve.pair_overhead_flops));
+      MESHPLAN_RETURN_IF_ERROR(r.NumberAt(*table, prefix, "ring_step_partial_passes", false,
+                                          &curve.ring_step_partial_passes));
+      MESHPLAN_RETURN_IF_ERROR(r.StringAt(*table, prefix, "source", true, &curve.source));
+      gpu->attention_kernels[name] = std::move(curve);
+    }
+  }
+  const std::string& active = gpu->attention_kernel;
+  auto legacy = r.Find(t, p, "attention_efficiency", false);
+  if (!legacy.ok()) return legacy.status();
+  if (*legacy == nullptr) {
+    for (std::string_view key : {"backward_rate_ratio", "efficiency_head_dim",
+                                 "pair_overhead_flops", "ring_step_partial_passes"}) {
+      if (t.contains(key)) {
+        return r.Fail("gpu." + std::string(key),
+                      "describes gpu.attention_efficiency, which is absent (give it in "
+                      "[gpu.attention_kernels." +
+                          active + "])");
+      }
+    }
+    if (gpu->attention_kernels.count(active) == 0) {
+      return r.Fail(
+          gpu->attention_kernels.empty() ? "gpu.attention_efficiency" : "gpu.attention_kernel",
+          gpu->attention_kernels.empty()
+              ? std::string("missing required key (or [gpu.attention_kernels.NAME] tables)")
+              : "no curve for '" + active + "' (give [gpu.attention_kernels." + active +
+                    "] or gpu.attention_efficiency)");
+    }
+  } else {
+    if (gpu->attention_kernels.count(active) != 0) {
+      return r.Fail("gpu.attention_efficiency", "library '" + active +
+                                                    "' (gpu.attention_kernel) also has a curve in "
+                                                    "[gpu.attention_kernels." +
+                                                    active + "]: give one of them");
+    }
+    AttentionKernelCurve curve;
+    MESHPLAN_RETURN_IF_ERROR(ReadCurve(r, **legacy, "gpu.attention_efficiency", &curve.efficiency));
+    MESHPLAN_RETURN_IF_ERROR(
+        r.NumberAt(t, p, "backward_rate_ratio", false, &curve.backward_rate_ratio));
+    MESHPLAN_RETURN_IF_ERROR(r.IntegerAt(t, p, "efficiency_head_dim", false, &curve.head_dim));
+    MESHPLAN_RETURN_IF_ERROR(
+        r.NumberAt(t, p, "pair_overhead_flops", false, &curve.pair_overhead_flops));
+    MESHPLAN_RETURN_IF_ERROR(
+        r.NumberAt(t, p, "ring_step_partial_passes", false, &curve.ring_step_partial_passes));
+    gpu->attention_kernels[active] = std::move(curve);
+  }
+  const AttentionKernelCurve& c = gpu->attention_kernels[active];
+  gpu->attention_efficiency = c.efficiency;
+  gpu->backward_rate_ratio = c.backward_rate_ratio;
+  gpu->efficiency_head_dim = c.head_dim;
+  gpu->pair_overhead_flops = c.pair_overhead_flops;
+  gpu->ring_step_partial_passes = c.ring_step_partial_passes;
+  return Status::Ok();
+}
+
 Status ReadGpu(const Reader& r, const toml::table& t, GpuSpec* gpu) {
   const std::string p = "gpu";
   if (t.contains("masked_block_rate_ratio")) {
@@ -131,11 +246,12 @@ Status ReadGpu(const Reader& r, const toml::table& t, GpuSpec* gpu) {
                   "`meshplan calibrate` "
                   "(topologies/README.md)");
   }
-  MESHPLAN_RETURN_IF_ERROR(
-      r.CheckKeys(t, p,
-                  {"model", "memory_GB", "hbm_GBps", "launch_overhead_us", "peak_tflops",
-                   "attention_efficiency", "backward_rate_ratio", "cut_row_extra_pairs",
-                   "ranks_per_device", "concurrent_kernels", "sharing", "copies_take_compute"}));
+  MESHPLAN_RETURN_IF_ERROR(r.CheckKeys(
+      t, p,
+      {"model", "memory_GB", "hbm_GBps", "launch_overhead_us", "peak_tflops",
+       "attention_efficiency", "backward_rate_ratio", "efficiency_head_dim", "pair_overhead_flops",
+       "ring_step_partial_passes", "attention_kernel", "attention_kernels", "cut_row_extra_pairs",
+       "ranks_per_device", "concurrent_kernels", "sharing", "copies_take_compute"}));
   MESHPLAN_RETURN_IF_ERROR(r.StringAt(t, p, "model", true, &gpu->model));
   double memory_gb = 0, hbm_gbps = 0, launch_us = 0;
   MESHPLAN_RETURN_IF_ERROR(r.NumberAt(t, p, "memory_GB", true, &memory_gb));
@@ -144,8 +260,6 @@ Status ReadGpu(const Reader& r, const toml::table& t, GpuSpec* gpu) {
   gpu->memory_bytes = GbToBytes(memory_gb);
   gpu->hbm_bytes_per_s = GbToBytes(hbm_gbps);
   gpu->launch_overhead_s = UsToSeconds(launch_us);
-  MESHPLAN_RETURN_IF_ERROR(
-      r.NumberAt(t, p, "backward_rate_ratio", false, &gpu->backward_rate_ratio));
   MESHPLAN_RETURN_IF_ERROR(
       r.NumberAt(t, p, "cut_row_extra_pairs", false, &gpu->cut_row_extra_pairs));
   MESHPLAN_RETURN_IF_ERROR(r.IntegerAt(t, p, "ranks_per_device", false, &gpu->ranks_per_device));
@@ -175,26 +289,7 @@ Status ReadGpu(const Reader& r, const toml::table& t, GpuSpec* gpu) {
     gpu->peak_tflops[*dtype] = tflops;
   }
 
-  auto curve = r.Find(t, p, "attention_efficiency", true);
-  if (!curve.ok()) return curve.status();
-  const toml::array* points = (*curve)->as_array();
-  if (points == nullptr) {
-    return r.Fail(
-        "gpu.attention_efficiency",
-        "expected an array of [block_tokens, efficiency] pairs, got " + TomlTypeName(**curve));
-  }
-  for (size_t i = 0; i < points->size(); ++i) {
-    const std::string key = "gpu.attention_efficiency[" + std::to_string(i) + "]";
-    const toml::array* pair = (*points)[i].as_array();
-    if (pair == nullptr || pair->size() != 2) {
-      return r.Fail(key, "expected a pair [block_tokens, efficiency]");
-    }
-    EfficiencyPoint point;
-    MESHPLAN_RETURN_IF_ERROR(r.Integer((*pair)[0], key + ".block_tokens", &point.block_tokens));
-    MESHPLAN_RETURN_IF_ERROR(r.Number((*pair)[1], key + ".efficiency", &point.efficiency));
-    gpu->attention_efficiency.push_back(point);
-  }
-  return Status::Ok();
+  return ReadAttentionKernels(r, t, gpu);
 }
 
 Status ReadLevel(const Reader& r, const toml::table& t, const std::string& p, NetworkLevel* level) {
@@ -298,6 +393,16 @@ std::string FormatNumber(double value, double (*to_model)(double), double from_m
   return text;
 }
 
+// "[[512, 0.3], [1024, 0.4]]"
+std::string CurveText(const std::vector<EfficiencyPoint>& curve) {
+  std::string out = "[";
+  for (size_t i = 0; i < curve.size(); ++i) {
+    out += (i ? ", [" : "[") + std::to_string(curve[i].block_tokens) + ", " +
+           FormatNumber(curve[i].efficiency, Identity, 1) + "]";
+  }
+  return out + "]";
+}
+
 }  // namespace
 
 Result<Topology> ParseTopologyToml(std::string_view text, const std::string& source) {
@@ -339,18 +444,26 @@ std::string TopologyToToml(const Topology& t) {
     first = false;
   }
   out << " }\n";
-  out << "attention_efficiency = [";
-  for (size_t i = 0; i < g.attention_efficiency.size(); ++i) {
-    const EfficiencyPoint& p = g.attention_efficiency[i];
-    out << (i ? ", " : "") << "[" << p.block_tokens << ", "
-        << FormatNumber(p.efficiency, Identity, 1) << "]";
-  }
-  out << "]\n";
-  // The device-sharing keys only when they differ from their defaults, so a file without them
-  // writes back as it was.
+  // The active library's curve as the [gpu] fields, the others as [gpu.attention_kernels.NAME]
+  // tables after the [gpu] keys; optional keys only when they differ from their defaults, so a
+  // file without them writes back as it was.
   const GpuSpec defaults;
+  if (g.attention_kernel != defaults.attention_kernel) {
+    out << "attention_kernel = " << TomlQuote(g.attention_kernel) << "\n";
+  }
+  out << "attention_efficiency = " << CurveText(g.attention_efficiency) << "\n";
   if (g.backward_rate_ratio != defaults.backward_rate_ratio) {
     out << "backward_rate_ratio = " << FormatNumber(g.backward_rate_ratio, Identity, 1) << "\n";
+  }
+  if (g.efficiency_head_dim != defaults.efficiency_head_dim) {
+    out << "efficiency_head_dim = " << g.efficiency_head_dim << "\n";
+  }
+  if (g.pair_overhead_flops != defaults.pair_overhead_flops) {
+    out << "pair_overhead_flops = " << FormatNumber(g.pair_overhead_flops, Identity, 1) << "\n";
+  }
+  if (g.ring_step_partial_passes != defaults.ring_step_partial_passes) {
+    out << "ring_step_partial_passes = " << FormatNumber(g.ring_step_partial_passes, Identity, 1)
+        << "\n";
   }
   if (g.cut_row_extra_pairs != defaults.cut_row_extra_pairs) {
     out << "cut_row_extra_pairs = " << FormatNumber(g.cut_row_extra_pairs, Identity, 1) << "\n";
@@ -363,6 +476,24 @@ std::string TopologyToToml(const Topology& t) {
   }
   if (g.copies_take_compute != defaults.copies_take_compute) {
     out << "copies_take_compute = " << (g.copies_take_compute ? "true" : "false") << "\n";
+  }
+  const AttentionKernelCurve plain;
+  for (const auto& [name, c] : g.attention_kernels) {
+    if (name == g.attention_kernel) continue;
+    out << "\n[gpu.attention_kernels." << name << "]\n";
+    out << "efficiency = " << CurveText(c.efficiency) << "\n";
+    if (c.backward_rate_ratio != plain.backward_rate_ratio) {
+      out << "backward_rate_ratio = " << FormatNumber(c.backward_rate_ratio, Identity, 1) << "\n";
+    }
+    if (c.head_dim != plain.head_dim) out << "head_dim = " << c.head_dim << "\n";
+    if (c.pair_overhead_flops != plain.pair_overhead_flops) {
+      out << "pair_overhead_flops = " << FormatNumber(c.pair_overhead_flops, Identity, 1) << "\n";
+    }
+    if (c.ring_step_partial_passes != plain.ring_step_partial_passes) {
+      out << "ring_step_partial_passes = " << FormatNumber(c.ring_step_partial_passes, Identity, 1)
+          << "\n";
+    }
+    out << "source = " << TomlQuote(c.source) << "\n";
   }
   for (const NetworkLevel& l : t.levels) {
     out << "\n[[level]]\n";

@@ -22,6 +22,26 @@ double Traffic::MaxTotal() const {
   return best;
 }
 
+int64_t RingCollectiveSpreadSpan(const Topology& topology, int64_t gpu, int64_t peer) {
+  const int level = topology.LevelOf(gpu, peer);
+  if (level <= 0 || topology.HasHopRoutes(level)) return 0;
+  return topology.Span(level - 1);
+}
+
+namespace {
+
+// Members base + j * stride (j < size) in [unit, unit + span): an arithmetic progression's terms
+// in an interval, at least 1 (the sender itself).
+int64_t MembersInUnit(int64_t base, int64_t stride, int64_t size, int64_t unit, int64_t span) {
+  const int64_t lo = std::max(unit, base);
+  const int64_t hi = std::min(unit + span - 1, base + (size - 1) * stride);
+  if (hi < lo) return 1;
+  const int64_t first = (lo - base + stride - 1) / stride, last = (hi - base) / stride;
+  return std::max<int64_t>(1, last - first + 1);
+}
+
+}  // namespace
+
 CommModel::CommModel(const Topology& topology) : topology_(topology) {}
 
 void CommModel::GpuStrideAndSize(const Placement& placement, int dim, int64_t* stride,
@@ -65,8 +85,9 @@ void CommModel::WeighHopRoutes(const std::vector<int64_t>& peer, PatternRoute* r
   }
 }
 
-const PatternRoute& CommModel::Route(int64_t stride, int64_t size, bool all_to_all) {
-  auto key = std::make_tuple(stride, size, all_to_all);
+const PatternRoute& CommModel::Route(int64_t stride, int64_t size, bool all_to_all,
+                                     bool collective) {
+  auto key = std::make_tuple(stride, size, all_to_all, collective);
   auto it = routes_.find(key);
   if (it != routes_.end()) return *it->second;
   auto route = std::make_unique<PatternRoute>();
@@ -88,6 +109,17 @@ const PatternRoute& CommModel::Route(int64_t stride, int64_t size, bool all_to_a
       if (level >= 0) route->shift_entry[g * levels + level] = 1.0;
     }
     WeighHopRoutes(peers, route.get());
+    if (collective) {
+      for (int64_t g = 0; g < gpus; ++g) {
+        const int64_t span = RingCollectiveSpreadSpan(topology_, g, peers[g]);
+        if (span == 0) continue;
+        const int64_t base = g - ((g / stride) % size) * stride;
+        const double share =
+            1.0 / static_cast<double>(MembersInUnit(base, stride, size, g - g % span, span));
+        route->weight[g] *= share;
+        route->shift_entry[g * levels + route->level[g]] = share;
+      }
+    }
     for (int64_t g = 0; g < gpus; ++g) {
       if (route->level[g] < 0) continue;
       const PatternRoute::ShiftCost cost{route->level[g], route->hops[g], route->weight[g]};
@@ -143,9 +175,16 @@ double CommModel::RingShift(const Placement& placement, int dim, double bytes, i
 
 double CommModel::RingCollective(const Placement& placement, int dim, double chunk_bytes,
                                  Traffic* traffic) {
-  const int64_t p = placement.DimSize(dim);
-  if (p <= 1) return 0.0;
-  return static_cast<double>(p - 1) * RingShift(placement, dim, chunk_bytes, p - 1, traffic);
+  int64_t stride, size;
+  GpuStrideAndSize(placement, dim, &stride, &size);
+  if (size <= 1 || chunk_bytes <= 0) return 0.0;
+  const PatternRoute& route = Route(stride, size, false, /*collective=*/true);
+  if (traffic != nullptr)
+    traffic->AddScaled(route.shift_entry, chunk_bytes * static_cast<double>(size - 1));
+  double worst = 0;
+  for (const PatternRoute::ShiftCost& cost : route.distinct)
+    worst = std::max(worst, LinkSeconds(cost, chunk_bytes));
+  return static_cast<double>(size - 1) * worst;
 }
 
 double CommModel::AllToAll(const Placement& placement, int dim, double bytes, Traffic* traffic) {

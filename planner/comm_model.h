@@ -73,6 +73,14 @@ struct PatternRoute {
   std::vector<std::pair<double, double>> a2a_time_terms;
 };
 
+// A ring collective's step from `gpu` to `peer` that crosses a NIC level (a switch or fat tree
+// above the innermost level) is spread by NCCL over the NICs of the group's members in the
+// sender's unit of the level below: each carries 1/g of it, g those members. Returns the span
+// (GPUs) of that unit, or 0 when the step is not spread (same unit, innermost level, ring or
+// torus routes). The planner and the simulator both charge a collective step's NIC bytes as
+// 1/g of the step (g counted by each over the group's GPUs).
+int64_t RingCollectiveSpreadSpan(const Topology& topology, int64_t gpu, int64_t peer);
+
 class CommModel {
  public:
   explicit CommModel(const Topology& topology);
@@ -85,7 +93,11 @@ class CommModel {
   double RingShift(const Placement& placement, int dim, double bytes, int64_t count,
                    Traffic* traffic);
   // A ring collective (all-gather of a `chunk_bytes` shard, or reduce-scatter leaving one) over
-  // dim: p-1 ring steps of chunk_bytes. Returns its time.
+  // dim: p-1 ring steps of chunk_bytes. Returns its time. A step that leaves a node over a NIC
+  // level (switch or fat tree above the innermost) is charged as NCCL runs it, on the NICs of
+  // every member in the sender's node: its channels rotate the ring so that each of those g
+  // members' NICs carries 1/g of the crossing (RingCollectiveNicShare). Point-to-point shifts
+  // stay on the GPU's own NIC.
   double RingCollective(const Placement& placement, int dim, double chunk_bytes, Traffic* traffic);
   // All-to-all over dim where each rank holds `bytes` and keeps 1/p of it: (p-1)/p * bytes
   // sent, 1/p to each other member. Returns its time: per GPU, the slowest level's
@@ -95,14 +107,14 @@ class CommModel {
   int BottleneckLevel(const Placement& placement, int dim, double bytes);
 
  private:
-  const PatternRoute& Route(int64_t stride, int64_t size, bool all_to_all);
+  const PatternRoute& Route(int64_t stride, int64_t size, bool all_to_all, bool collective = false);
   double LinkSeconds(const PatternRoute::ShiftCost& cost, double bytes) const;
   // Fills the weights of a shift's costs on ring and torus levels (PatternRoute::ShiftCost).
   void WeighHopRoutes(const std::vector<int64_t>& peer, PatternRoute* route) const;
   static void GpuStrideAndSize(const Placement& placement, int dim, int64_t* stride, int64_t* size);
 
   const Topology& topology_;
-  std::map<std::tuple<int64_t, int64_t, bool>, std::unique_ptr<PatternRoute>> routes_;
+  std::map<std::tuple<int64_t, int64_t, bool, bool>, std::unique_ptr<PatternRoute>> routes_;
 };
 
 }  // namespace meshplan::planner

@@ -259,9 +259,15 @@ Result<Plan> FromTable(const toml::table& root, const std::string& source) {
   auto topology = top.Table("topology", true);
   if (!topology.ok()) return topology.status();
   TableReader t(**topology, "topology", source);
-  MESHPLAN_RETURN_IF_ERROR(t.CheckKeys({"name", "source", "gpus"}));
+  MESHPLAN_RETURN_IF_ERROR(t.CheckKeys({"name", "source", "gpus", "attention_kernel"}));
   MESHPLAN_RETURN_IF_ERROR(t.String("name", true, &plan.topology_name));
   MESHPLAN_RETURN_IF_ERROR(t.String("source", false, &plan.topology_source));
+  MESHPLAN_RETURN_IF_ERROR(t.String("attention_kernel", false, &plan.attention_kernel));
+  if (!plan.attention_kernel.empty() && !IsAttentionLibrary(plan.attention_kernel)) {
+    return t.Fail("topology.attention_kernel", "unknown attention library '" +
+                                                   plan.attention_kernel +
+                                                   "' (expected fa2, fa3, cudnn or own)");
+  }
   MESHPLAN_RETURN_IF_ERROR(t.Integer("gpus", true, &plan.num_gpus));
   if (plan.num_gpus < 1) return t.Fail("topology.gpus", "must be at least 1");
   if (plan.num_gpus > kMaxTopologyGpus) return t.Fail("topology.gpus", "must be at most 10000000");
@@ -338,6 +344,8 @@ std::string PlanToToml(const Plan& plan, const std::string& estimate_toml) {
   out << "\n[topology]\n";
   out << "name = " << TomlQuote(plan.topology_name) << "\n";
   out << "source = " << TomlQuote(plan.topology_source) << "\n";
+  if (!plan.attention_kernel.empty())
+    out << "attention_kernel = " << TomlQuote(plan.attention_kernel) << "\n";
   out << "gpus = " << plan.num_gpus << "\n";
 
   out << "\n[scheme]\n";

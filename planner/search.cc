@@ -76,6 +76,7 @@ Plan MakePlan(const PlanContext& ctx, const SchemeParams& params) {
   plan.topology_name = ctx.topology.name;
   // A file is stored as an absolute path so the plan can be simulated from any directory.
   plan.topology_source = ctx.topology.source;
+  plan.attention_kernel = ctx.topology.gpu.attention_kernel;
   if (!plan.topology_source.empty() && plan.topology_source != "built-in") {
     std::error_code error;
     const auto absolute = std::filesystem::absolute(plan.topology_source, error);

@@ -119,7 +119,8 @@ std::string RenderExecutionTable(const ExecutionReport& r) {
        {"idle", FormatSeconds(m.idle.min), FormatSeconds(m.idle.mean), FormatSeconds(m.idle.max)}},
       "  ");
   out += "\npredicted vs measured (simulated on " + std::to_string(topology.num_gpus()) + " x " +
-         topology.gpu.model + ", " + topology.name + "):\n";
+         topology.gpu.model + ", " + topology.name + ", attention kernel " +
+         topology.gpu.attention_kernel + "):\n";
   if (r.have_prediction) {
     const exec::RunTimeline& p = r.predicted;
     auto pct = [](double part, double whole) {

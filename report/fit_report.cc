@@ -30,7 +30,8 @@ std::string ShortCount(int64_t count) {
 
 std::string ClusterText(const Topology& t) {
   return t.name + " (" + std::to_string(t.num_gpus()) + " x " + t.gpu.model + ", " +
-         FormatBytes(t.gpu.memory_bytes) + " each)";
+         FormatBytes(t.gpu.memory_bytes) + " each, attention kernel " + t.gpu.attention_kernel +
+         ")";
 }
 
 }  // namespace

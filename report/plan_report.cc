@@ -62,7 +62,8 @@ std::string ClusterLine(const planner::PlanContext& ctx) {
     levels += (levels.empty() ? "" : ", ") + l.name + " " + std::to_string(l.group_size) + " x " +
               Fixed(l.bandwidth_bytes_per_s / 1e9, 0) + " GB/s";
   }
-  return std::to_string(t.num_gpus()) + " x " + t.gpu.model + " (" + t.name + ": " + levels + ")";
+  return std::to_string(t.num_gpus()) + " x " + t.gpu.model + " (" + t.name + ": " + levels +
+         "; attention kernel " + t.gpu.attention_kernel + ")";
 }
 
 std::string PlanTable(const planner::PlanContext& ctx, const planner::SearchResult& result,
@@ -263,6 +264,8 @@ std::string PlanJson(const planner::PlanContext& ctx, const planner::SearchResul
   j.Int(ctx.topology.num_gpus());
   j.Key("gpu");
   j.String(ctx.topology.gpu.model);
+  j.Key("attention_kernel");
+  j.String(ctx.topology.gpu.attention_kernel);
   j.Key("levels");
   j.BeginArray();
   for (const NetworkLevel& l : ctx.topology.levels) j.String(l.name);

@@ -79,7 +79,7 @@ std::string SimulationTable(const SimulationReport& r) {
                     planner::DescribeParams(r.plan->params) + " (" + r.plan_file + ")\n";
   out += "workload:  " + r.plan->workload.Describe() + "\n";
   out += "cluster:   " + std::to_string(t.num_gpus()) + " x " + t.gpu.model + " (" + t.name + ", " +
-         t.source + ")\n\n";
+         t.source + "; attention kernel " + t.gpu.attention_kernel + ")\n\n";
   out += "simulated: " + FormatSeconds(r.simulated_s()) + "\n";
   out += "estimated: " + FormatSeconds(r.estimated_s()) + " (planner); simulated is " +
          SignedPercent(r.difference_pct()) + "\n\n";

@@ -48,6 +48,10 @@ Result<ReplayProgram> MakeReplayProgram(const RankProgram& prog, int64_t rank, i
       case OpKind::kCompute:
         out.value = op.flops;
         out.peer_or_group = std::bit_cast<int32_t>(op.cut_rows_per_pair);
+        if (op.bytes > 0) {
+          if (st.partial_bytes.empty()) st.partial_bytes.assign(prog.ops.size(), 0.0);
+          st.partial_bytes[i] = static_cast<double>(op.bytes);
+        }
         break;
       case OpKind::kMerge: {
         // The partial's size is its message's.

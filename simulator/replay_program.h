@@ -63,6 +63,9 @@ struct ReplayProgram {
   std::vector<DepCount> waits;  // per op: min(deps, kManyDeps) (see DepCount)
   std::vector<int32_t> dependents_begin, dependents;        // CSR: ops that list op i as a dep
   int32_t stream_first[kReplayStreams] = {-1, -1, -1, -1};  // per stream, its first op or -1
+  // Per op, the ring-step partial bytes of a compute op (Op::bytes); empty when no op has any
+  // (every scheme but the ring family), so other programs pay nothing for it.
+  std::vector<double> partial_bytes;
 };
 
 // The replay form of rank `rank`'s program in a schedule of `num_ranks` ranks. Errors (one line,

@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "core/kernel_time.h"
+#include "planner/comm_model.h"
 #include "simulator/coalesce.h"
 #include "simulator/event_queue.h"
 #include "simulator/flow_network.h"
@@ -72,6 +73,9 @@ struct Collective {
   std::vector<int32_t> ops;  // per slot, the op index on that rank (-1 until arrived)
   int32_t arrived = 0;
   std::vector<int32_t> received, sent;
+  // Ring collectives: per slot, the share of its steps' bytes its own NIC carries (1 unless the
+  // step leaves the node: planner::RingCollectiveSpreadSpan); 0 until computed.
+  std::vector<double> nic_share;
   int64_t last_arrival = kNone;
 };
 
@@ -228,7 +232,7 @@ class Replayer {
     // UnsharedKernelSeconds(flops) = flops / rate + launch overhead, as nanoseconds per FLOP +
     // constant; a backward kernel runs at backward_rate_ratio of the forward's rate, and a block
     // the mask cuts does cut_row_extra_pairs more pairs per cut row (Op::cut_rows_per_pair).
-    const double rate = t_.gpu.PeakFlopsPerSecond(dtype_) * t_.gpu.Efficiency(block_tokens_);
+    const double rate = AttentionFlopsPerSecond(t_.gpu, dtype_, options_.head_dim, block_tokens_);
     ns_per_flop_ = rate > 0 ? kNanosecondsPerSecond / rate : 0.0;
     ns_per_backward_flop_ = ns_per_flop_ / t_.gpu.backward_rate_ratio;
     cut_row_extra_pairs_ = t_.gpu.cut_row_extra_pairs;
@@ -411,7 +415,7 @@ class Replayer {
     switch (op.kind) {
       case OpKind::kCompute:
       case OpKind::kMerge:
-        StartKernel(r, i, KernelNs(op));
+        StartKernel(r, i, KernelNs(st, i));
         break;
       case OpKind::kSend:
         StartSend(r, i, op);
@@ -430,21 +434,28 @@ class Replayer {
   // UnsharedKernelSeconds (core/kernel_time.h) of a compute op in nanoseconds, with the rate
   // precomputed (every block of a schedule has the layout's block size); an op standing for
   // several kernels (coalesce.h) pays the launch overhead of each.
+  // A ring step's compute op also merges its partials (Op::bytes, RingStepPartialSeconds).
   double KernelNs(const Op& op) const {
     return op.flops * (op.phase == Phase::kBackward ? ns_per_backward_flop_ : ns_per_flop_) *
                (1.0 + op.cut_rows_per_pair * cut_row_extra_pairs_) +
-           launch_ns_ * op.kernels;
+           launch_ns_ * op.kernels + PartialNs(static_cast<double>(op.bytes));
+  }
+  double PartialNs(double bytes) const {
+    return bytes > 0 ? RingStepPartialSeconds(t_.gpu, bytes) * kNanosecondsPerSecond : 0.0;
   }
   // The same for a replay op (replay_program.h): the same expression, so the same bits. A merge
   // reads both partials and writes one at HBM speed; its value is the partial's bytes.
-  double KernelNs(const ReplayOp& op) const {
+  double KernelNs(const ReplayProgram& program, int32_t i) const {
+    const ReplayOp& op = program.ops[static_cast<size_t>(i)];
     if (op.kind == OpKind::kMerge) {
       const double seconds = t_.gpu.launch_overhead_s + 3.0 * op.value / t_.gpu.hbm_bytes_per_s;
       return seconds * kNanosecondsPerSecond;
     }
+    const double partial_bytes =
+        program.partial_bytes.empty() ? 0.0 : program.partial_bytes[static_cast<size_t>(i)];
     return op.value * (op.phase() == Phase::kBackward ? ns_per_backward_flop_ : ns_per_flop_) *
                (1.0 + op.cut_rows_per_pair() * cut_row_extra_pairs_) +
-           launch_ns_ * op.kernels;
+           launch_ns_ * op.kernels + PartialNs(partial_bytes);
   }
 
   void StartKernel(int32_t r, int32_t i, double ns) {
@@ -640,6 +651,7 @@ class Replayer {
       c.ops.assign(waits_for.size(), -1);
       c.received.assign(waits_for.size(), 0);
       c.sent.assign(waits_for.size(), 0);
+      c.nic_share.assign(waits_for.size(), 0.0);
       open_collectives_.emplace(key, id);
     } else {
       id = it->second;
@@ -693,7 +705,31 @@ class Replayer {
       ChunkArrived(owner, bytes);
       return;
     }
-    LaunchFlow(gpu_[owner.src_rank], gpu_[to_rank], bytes, owner);
+    const double share =
+        collectives_[id].kind == OpKind::kAllToAll ? 1.0 : NicShare(id, from, to_rank);
+    LaunchFlow(gpu_[owner.src_rank], gpu_[to_rank], bytes * share, owner);
+  }
+
+  // The share of a ring collective step from slot `from` to `to_rank` that the sender's NIC
+  // carries (comm_model.h RingCollectiveSpreadSpan): 1 / the group's members in the sender's
+  // unit when the step leaves it over a NIC level, else 1. The flow carries that many bytes;
+  // the chunk forwarded on arrival is the whole one.
+  double NicShare(int32_t id, int32_t from, int32_t to_rank) {
+    Collective& c = collectives_[id];
+    double& share = c.nic_share[static_cast<size_t>(from)];
+    if (share > 0) return share;
+    const int32_t rank = (*c.ranks)[static_cast<size_t>(from)];
+    const int64_t src = gpu_[rank];
+    const int64_t span = planner::RingCollectiveSpreadSpan(t_, src, gpu_[to_rank]);
+    share = 1.0;
+    if (span > 0) {
+      const RankState::Membership& member = *MembershipOf(rank, c.orbit);
+      int64_t same_unit = 0;
+      for (int32_t m : s_.groups[static_cast<size_t>(member.group)])
+        same_unit += gpu_[m] / span == src / span ? 1 : 0;
+      share = 1.0 / static_cast<double>(std::max<int64_t>(1, same_unit));
+    }
+    return share;
   }
 
   // A chunk reached its receiver (with symmetry classes: the receiver's representative, which

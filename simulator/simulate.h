@@ -20,6 +20,9 @@
 namespace meshplan::sim {
 
 struct SimOptions {
+  // The workload's head dim, which scales the kernel rate (GpuSpec::HeadDimRateFactor); 0: the
+  // rate of the curve's own head dim. SimulatePlan and SimulatedSeconds set it from the plan.
+  int64_t head_dim = 0;
   bool record_op_times = true;  // keep every op's start and end (needed for traces)
   // Replay the timing view of the schedule (simulator/coalesce.h): runs of compute ops that time
   // as one are one op. The result is the same up to a nanosecond per merged op (op times are

@@ -20,6 +20,7 @@ Result<double> SimulatedSeconds(const planner::PlanContext& ctx, const SchemePar
     rank_to_gpu[static_cast<size_t>(r)] = placement.GpuOf(r);
   SimOptions options;
   options.record_op_times = false;
+  options.head_dim = ctx.workload.head_dim;
   MESHPLAN_ASSIGN_OR_RETURN(
       auto result, Simulate(schedule, ctx.topology, rank_to_gpu, ctx.workload.dtype, options));
   return result.total_s;

@@ -81,11 +81,26 @@ void TopologyFlag::Register(CLI::App& app) {
   app.add_option("--topology,-t", path,
                  "Cluster: a TOML file, or the name of a shipped one (meshplan topo list) "
                  "(default: built-in 32 x 8 H100, dgx-h100-32node)");
+  RegisterAttentionKernelFlag(app, &attention_kernel);
 }
 
 Result<Topology> TopologyFlag::Load() const {
-  if (path.empty()) return DefaultTopology();
-  return LoadTopologyFlag(path);
+  Result<Topology> topology =
+      path.empty() ? Result<Topology>(DefaultTopology()) : LoadTopologyFlag(path);
+  if (!topology.ok()) return topology;
+  MESHPLAN_RETURN_IF_ERROR(ApplyAttentionKernel(*topology, attention_kernel));
+  return topology;
+}
+
+void RegisterAttentionKernelFlag(CLI::App& app, std::string* library) {
+  app.add_option("--attention-kernel", *library,
+                 "Attention library whose kernel curve the model uses: fa2, fa3, cudnn or own "
+                 "(default: the cluster file's gpu.attention_kernel; topologies/README.md)");
+}
+
+Status ApplyAttentionKernel(Topology& topology, const std::string& library) {
+  if (library.empty()) return Status::Ok();
+  return topology.UseAttentionKernel(library);
 }
 
 Result<Topology> LoadTopologyFlag(const std::string& name_or_path) {
@@ -110,10 +125,9 @@ Result<Topology> SameNameAsPlan(const std::string& plan_file, const Plan& plan,
                          "; pass --topology FILE to run it on that cluster anyway");
 }
 
-}  // namespace
-
-Result<Topology> PlanTopology(const std::string& plan_file, const std::string& topology_flag,
-                              const Plan& plan) {
+// The topology file a plan runs on (PlanTopology, before its attention kernel is chosen).
+Result<Topology> PlanTopologyFile(const std::string& plan_file, const std::string& topology_flag,
+                                  const Plan& plan) {
   if (!topology_flag.empty()) return LoadTopologyFlag(topology_flag);
   if (plan.topology_source == "built-in") return SameNameAsPlan(plan_file, plan, DefaultTopology());
   std::error_code error;
@@ -124,6 +138,19 @@ Result<Topology> PlanTopology(const std::string& plan_file, const std::string& t
   return Status::Invalid(plan_file + ": made for topology '" + plan.topology_name + "' from '" +
                          plan.topology_source +
                          "', which is not a file here; pass --topology FILE");
+}
+
+}  // namespace
+
+Result<Topology> PlanTopology(const std::string& plan_file, const std::string& topology_flag,
+                              const Plan& plan, const std::string& attention_kernel_flag) {
+  MESHPLAN_ASSIGN_OR_RETURN(auto topology, PlanTopologyFile(plan_file, topology_flag, plan));
+  const std::string& library =
+      attention_kernel_flag.empty() ? plan.attention_kernel : attention_kernel_flag;
+  Status applied = ApplyAttentionKernel(topology, library);
+  if (!applied.ok() && attention_kernel_flag.empty()) return applied.WithContext(plan_file);
+  MESHPLAN_RETURN_IF_ERROR(applied);
+  return topology;
 }
 
 Status CheckFormat(const std::string& format, const std::vector<std::string>& allowed) {

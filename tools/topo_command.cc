@@ -30,7 +30,15 @@ std::string Describe(const Topology& t) {
                   tflops);
     out += buffer;
   }
-  out += "\nattention efficiency:";
+  std::string others;
+  for (const auto& [name, curve] : t.gpu.attention_kernels) {
+    if (name != t.gpu.attention_kernel) others += (others.empty() ? "" : ", ") + name;
+  }
+  out += "\nattention kernel: " + t.gpu.attention_kernel +
+         (others.empty() ? "" : " (curves also for " + others + ": --attention-kernel)");
+  std::snprintf(buffer, sizeof buffer, "\nattention efficiency (d = %lld):",
+                static_cast<long long>(t.gpu.efficiency_head_dim));
+  out += buffer;
   for (const EfficiencyPoint& p : t.gpu.attention_efficiency) {
     std::snprintf(buffer, sizeof buffer, " %s:%.0f%%", FormatCount(p.block_tokens).c_str(),
                   p.efficiency * 100);
@@ -39,6 +47,14 @@ std::string Describe(const Topology& t) {
   if (t.gpu.backward_rate_ratio != 1.0) {
     std::snprintf(buffer, sizeof buffer, "\nbackward kernels at %.3gx the forward's rate",
                   t.gpu.backward_rate_ratio);
+    out += buffer;
+  }
+  if (t.gpu.pair_overhead_flops > 0) {
+    std::snprintf(buffer, sizeof buffer,
+                  "\nnon-matmul work %.3g FLOPs per pair and head (d = 64 runs at %.2fx, d = 32 at "
+                  "%.2fx the rate of d = %lld)",
+                  t.gpu.pair_overhead_flops, t.gpu.HeadDimRateFactor(64),
+                  t.gpu.HeadDimRateFactor(32), static_cast<long long>(t.gpu.efficiency_head_dim));
     out += buffer;
   }
   if (t.gpu.ranks_per_device > 1) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "planner/compute_model.h"
+#include "planner/patterns/ring_pass.h"
 #include "planner/schemes/registry.h"
 
 namespace meshplan::planner::mesh {
@@ -42,9 +43,13 @@ StepTimes PhaseStepTimes(const PlanContext& ctx, const SchemeParams& p, Phase ph
   const double block_flops =
       ctx.ForwardFlops(max_pairs, w.q_heads / u) / static_cast<double>(p.tile_a * p.tile_b);
   StepTimes t;
-  const double forward_block =
-      KernelSeconds(ctx.topology.gpu, w.dtype, block_flops, layout.KernelBlockTokens(), 1);
-  t.block = phase == Phase::kForward ? forward_block : ctx.BackwardSeconds(forward_block, 1);
+  const double forward_block = KernelSeconds(ctx.topology.gpu, w.dtype, w.head_dim, block_flops,
+                                             layout.KernelBlockTokens(), 1);
+  // A Q slot's b blocks merge the partials of all but the first (ring_pass.h): on average
+  // (b - 1) / b merges per block.
+  t.block = RingStepSeconds(
+      ctx, phase, phase == Phase::kForward ? forward_block : ctx.BackwardSeconds(forward_block, 1),
+      p.tile_b);
   const Placement placement(RankDims(p), p.placement);
   const MessageBytes m = PhaseMessageBytes(ctx.shard, phase, p.cache_forward);
   const int q_dim = QDim(p), kv_dim = KvDim(p);

@@ -1,8 +1,22 @@
 #include "planner/patterns/ring_pass.h"
 
+#include "core/kernel_time.h"
 #include "planner/schemes/common.h"
 
 namespace meshplan::planner {
+
+double RingStepPartialBytes(const PlanContext& ctx, Phase phase) {
+  const ShardBytes& s = ctx.shard;
+  return phase == Phase::kForward ? s.o_partial + s.lse : s.dq_partial + s.dkv_partial;
+}
+
+double RingStepSeconds(const PlanContext& ctx, Phase phase, double block_s, int64_t steps) {
+  if (steps <= 1) return block_s;
+  const double merge_s =
+      RingStepPartialSeconds(ctx.topology.gpu, RingStepPartialBytes(ctx, phase)) *
+      ctx.topology.gpu.SharedComputeSlowdown();
+  return block_s + merge_s * static_cast<double>(steps - 1) / static_cast<double>(steps);
+}
 
 double RingPass(Estimate& e, const PlanContext& ctx, const Placement& placement, int dim,
                 Phase phase, bool cache, bool own_shard_last, double step_compute_s,
@@ -11,7 +25,8 @@ double RingPass(Estimate& e, const PlanContext& ctx, const Placement& placement,
   const ShardBytes& s = ctx.shard;
   if (phase == Phase::kForward) {
     const double t_kv = ctx.comm->RingShift(placement, dim, s.kv, r - 1, &traffic);
-    schemes::AddPipeline(e, "fwd ring step (KV shift)", r, step_compute_s, t_kv);
+    schemes::AddPipeline(e, "fwd ring step (KV shift)", r,
+                         RingStepSeconds(ctx, phase, step_compute_s, r), t_kv);
     return static_cast<double>(r - 1) * s.kv;
   }
   const double t_kv = cache ? 0.0 : ctx.comm->RingShift(placement, dim, s.kv, r - 1, &traffic);
@@ -19,9 +34,9 @@ double RingPass(Estimate& e, const PlanContext& ctx, const Placement& placement,
   // The dK,dV chain runs one step behind the KV ring; its last hop follows the last block,
   // unless the own shard runs last (cache only): then hop k overlaps block k+1 and the last hop
   // the own block.
-  schemes::AddPipeline(e,
-                       cache ? "bwd ring step (dK,dV hop)" : "bwd ring step (KV shift + dK,dV hop)",
-                       r, ctx.BackwardSeconds(step_compute_s, 1), t_kv + t_dkv);
+  schemes::AddPipeline(
+      e, cache ? "bwd ring step (dK,dV hop)" : "bwd ring step (KV shift + dK,dV hop)", r,
+      RingStepSeconds(ctx, phase, ctx.BackwardSeconds(step_compute_s, 1), r), t_kv + t_dkv);
   if (!(cache && own_shard_last)) schemes::AddExposed(e, "bwd last dK,dV hop", r > 1 ? t_dkv : 0.0);
   return static_cast<double>(r - 1) * ((cache ? 0.0 : s.kv) + s.dkv_partial);
 }
@@ -51,6 +66,16 @@ Op Message(OpKind kind, Phase phase, StreamId stream, uint16_t tensors, int32_t 
 
 namespace {
 
+// A block computed into a Q accumulator that already holds one (`started`) merges its partials:
+// its compute op carries their bytes (RingStepPartialBytes). Blocks without pairs are skipped, so
+// the first block of a pass need not be step 0's.
+void MarkStepPartials(RankProgram& prog, const PlanContext& ctx, Phase phase, bool& started,
+                      std::optional<uint32_t> compute) {
+  if (!compute) return;
+  if (started) prog.ops[*compute].bytes = WholeBytes(RingStepPartialBytes(ctx, phase));
+  started = true;
+}
+
 // RingPass::own_shard_last: the shard held at k >= 1 is computed at step k-1 and its partial
 // leaves right after (merged with the partial p+1 sent at step k-2 for k >= 2); the step-0
 // shard runs last and takes the total p+1 sent at step n-2. Messages p+1 -> p are the dK+dV
@@ -58,6 +83,7 @@ namespace {
 RingPassResult EmitOwnShardLast(RankProgram& prog, const PlanContext& ctx,
                                 const ShardLayout& layout, const RingPass& p) {
   RingPassResult result;
+  bool started = p.accumulator_started;
   const int64_t n = p.n;
   const int32_t next = p.rank_of[(p.pos + 1) % n];      // receive from
   const int32_t prev = p.rank_of[(p.pos + n - 1) % n];  // send to
@@ -74,6 +100,7 @@ RingPassResult EmitOwnShardLast(RankProgram& prog, const PlanContext& ctx,
     }
     std::optional<uint32_t> ready = EmitCompute(prog, ctx, layout, p.phase, p.q_shard, shard,
                                                 p.head_begin, p.head_count, step, compute_deps);
+    MarkStepPartials(prog, ctx, p.phase, started, ready);
     if (dkv_recv) {
       Op merge =
           Message(OpKind::kMerge, p.phase, StreamId::kCompute, kTensorDKV, -1, shard, step, 0, 0);
@@ -91,6 +118,8 @@ RingPassResult EmitOwnShardLast(RankProgram& prog, const PlanContext& ctx,
   }
   result.own_dkv_ready = EmitCompute(prog, ctx, layout, p.phase, p.q_shard, shard_at(0),
                                      p.head_begin, p.head_count, last, compute_deps);
+  MarkStepPartials(prog, ctx, p.phase, started, result.own_dkv_ready);
+  result.accumulator_started = started;
   if (recv) {
     Op merge = Message(OpKind::kMerge, p.phase, StreamId::kCompute, kTensorDKV, -1, shard_at(0),
                        last, 0, 0);
@@ -105,6 +134,7 @@ RingPassResult EmitRingPass(RankProgram& prog, const PlanContext& ctx, const Sha
                             const RingPass& p) {
   if (p.own_shard_last && !p.move_kv && p.dkv_chain) return EmitOwnShardLast(prog, ctx, layout, p);
   RingPassResult result;
+  bool started = p.accumulator_started;
   const int64_t n = p.n;
   const int32_t next = p.rank_of[(p.pos + 1) % n];      // receive from
   const int32_t prev = p.rank_of[(p.pos + n - 1) % n];  // send to
@@ -132,6 +162,7 @@ RingPassResult EmitRingPass(RankProgram& prog, const PlanContext& ctx, const Sha
     }
     const auto compute = EmitCompute(prog, ctx, layout, p.phase, p.q_shard, shard, p.head_begin,
                                      p.head_count, step, Deps({p.q_dep, kv_buffer}));
+    MarkStepPartials(prog, ctx, p.phase, started, compute);
     if (k == 0) result.own_dkv_ready = compute;
     if (p.dkv_chain && k >= 1) {
       std::optional<uint32_t> ready = compute;
@@ -155,6 +186,7 @@ RingPassResult EmitRingPass(RankProgram& prog, const PlanContext& ctx, const Sha
                        step + 1, 0, 0);
     result.own_dkv_ready = prog.Add(merge, Deps({recv, result.own_dkv_ready}));
   }
+  result.accumulator_started = started;
   return result;
 }
 

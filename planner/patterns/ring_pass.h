@@ -17,6 +17,18 @@
 
 namespace meshplan::planner {
 
+// Bytes of the partials one ring step writes out of its kernel and merges into the running ones:
+// forward O and LSE, backward dQ, dK and dV of the step's block. The same for every ring of the
+// head-parallel family: a position holds S/R tokens of Hq/U heads, S/P tokens of Hq heads
+// (ShardBytes). Steps after the first of a pass charge RingStepPartialSeconds of them
+// (core/kernel_time.h); EmitRingPass puts them on those steps' compute ops (Op::bytes).
+double RingStepPartialBytes(const PlanContext& ctx, Phase phase);
+
+// Per-step compute of a ring of `steps` steps in `phase` whose blocks take `block_s`: the block
+// and, on average over the steps, the merge of the partials of every step but the first:
+// block_s + RingStepPartialSeconds * (steps - 1) / steps.
+double RingStepSeconds(const PlanContext& ctx, Phase phase, double block_s, int64_t steps);
+
 // One ring pass over `dim` (size R): R steps of `step_compute_s`, KV shifts overlapped; the
 // backward adds the dK+dV owner-last chain (and no KV shifts with cache). With cache and
 // own_shard_last the backward runs the own shard last (sched::RingPass::own_shard_last), so the
@@ -56,6 +68,9 @@ struct RingPass {
   Channel kv_channel = kChanKv, dkv_channel = kChanDkv;
   StreamId send_stream = StreamId::kSend, recv_stream = StreamId::kRecv;
   int64_t kv_bytes = 0, dkv_bytes = 0;
+  // The Q accumulator already holds a block of this phase (an earlier round of a double ring):
+  // every block of this pass merges its partials (MarkStepPartials in ring_pass.cc).
+  bool accumulator_started = false;
   std::optional<uint32_t> q_dep;         // every compute waits for it (Q arrival)
   std::optional<uint32_t> kv_start_dep;  // the step-0 KV buffer arrives with it
 };
@@ -63,6 +78,8 @@ struct RingPassResult {
   // Last op that touches the partial dK+dV of the step-0 shard (its chain's final merge, or the
   // step-0 compute); nullopt when neither exists.
   std::optional<uint32_t> own_dkv_ready;
+  // The Q accumulator holds a block after the pass (RingPass::accumulator_started for the next).
+  bool accumulator_started = false;
 };
 RingPassResult EmitRingPass(RankProgram& prog, const PlanContext& ctx, const ShardLayout& layout,
                             const RingPass& pass);

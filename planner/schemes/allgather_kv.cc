@@ -50,7 +50,7 @@ Estimate AllGatherKVStrategy::Evaluate(const PlanContext& ctx, const SchemeParam
   const Placement placement(RankDims(p), p.placement);
   SetFlops(e, ctx, ctx.RowPairsFor(layout), w.q_heads);
   const double fwd_flops = e.flops_max / PassFlopsFactor(w.pass);
-  const double compute_s = KernelSeconds(ctx.topology.gpu, w.dtype, fwd_flops,
+  const double compute_s = KernelSeconds(ctx.topology.gpu, w.dtype, w.head_dim, fwd_flops,
                                          layout.KernelBlockTokens(), layout.RangesPerShard());
   Traffic traffic(ranks, ctx.topology.num_levels());
   CommModel& comm = *ctx.comm;

@@ -80,7 +80,7 @@ Estimate Attention2DStrategy::Evaluate(const PlanContext& ctx, const SchemeParam
   const Placement placement(RankDims(p), p.placement);
   SetFlops(e, ctx, ctx.TilePairsFor(layout, a), w.q_heads);
   const double compute_s =
-      KernelSeconds(ctx.topology.gpu, w.dtype, e.flops_max / PassFlopsFactor(w.pass),
+      KernelSeconds(ctx.topology.gpu, w.dtype, w.head_dim, e.flops_max / PassFlopsFactor(w.pass),
                     layout.KernelBlockTokens(), a * b);
   Traffic traffic(ranks, ctx.topology.num_levels());
   double fwd_bytes = 0, bwd_bytes = 0;

@@ -19,6 +19,7 @@
 #include <optional>
 
 #include "planner/compute_model.h"
+#include "planner/patterns/ring_pass.h"
 #include "planner/schedule_builder.h"
 #include "planner/schemes/common.h"
 #include "planner/schemes/registry.h"
@@ -72,7 +73,9 @@ double Attention2DOverlapPass(Estimate& e, const PlanContext& ctx, const Placeme
       a > 1 && b > 1 &&
       comm.BottleneckLevel(placement, q_dim, q_bytes) ==
           comm.BottleneckLevel(placement, kv_dim, fwd || !cache ? kv_bytes : dkv_bytes);
-  const double t_blk = fwd ? block_s : ctx.BackwardSeconds(block_s, 1);
+  // A Q slot's b blocks merge the partials of all but the first (ring_pass.h).
+  const double t_blk =
+      RingStepSeconds(ctx, phase, fwd ? block_s : ctx.BackwardSeconds(block_s, 1), b);
   const std::string ph = PhaseLabel(phase);
 
   // KV-group traffic during block l of row k (the compute stream waits for it at the next block):
@@ -174,7 +177,7 @@ Estimate Attention2DOverlapStrategy::Evaluate(const PlanContext& ctx, const Sche
   SetFlops(e, ctx, ctx.TilePairsFor(layout, a), w.q_heads);
   // The busiest rank's tile spread evenly over its a*b blocks (as ATTENTION2D's tile compute).
   const double tile_s =
-      KernelSeconds(ctx.topology.gpu, w.dtype, e.flops_max / PassFlopsFactor(w.pass),
+      KernelSeconds(ctx.topology.gpu, w.dtype, w.head_dim, e.flops_max / PassFlopsFactor(w.pass),
                     layout.KernelBlockTokens(), a * b);
   const double block_s = tile_s / static_cast<double>(a * b);
   Traffic traffic(ranks, ctx.topology.num_levels());
@@ -208,8 +211,9 @@ struct PhaseMessages {
   Phase phase = Phase::kForward;
   uint16_t q_tensors = 0, part_tensors = 0;
   int64_t q_bytes = 0, part_bytes = 0, kv_bytes = 0, dkv_bytes = 0;
-  bool move_kv = true;     // row 0 shifts K,V (not in a cached backward)
-  bool dkv_chain = false;  // backward: the last row reduces dK+dV
+  int64_t block_partial_bytes = 0;  // RingStepPartialBytes of the phase
+  bool move_kv = true;              // row 0 shifts K,V (not in a cached backward)
+  bool dkv_chain = false;           // backward: the last row reduces dK+dV
 };
 
 // The rank's view of its groups: peers and the global shard of every slot.
@@ -298,6 +302,7 @@ Arrivals EmitPhase(RankProgram& prog, const PlanContext& ctx, const ShardLayout&
     const int64_t tag_shift = own_last ? 1 : 0;
     std::optional<uint32_t> own_total;          // own_last: the receive of the own slot's total
     std::optional<uint32_t> kv_buffer = start;  // row 0's ring: the op that delivered slot l
+    bool started = false;                       // Q slot k's accumulator holds a block
     for (int64_t i = 0; i < b; ++i) {
       const int64_t l = own_last ? (i + 1) % b : i;
       const int64_t kv_shard = v.kv_slot[static_cast<size_t>(l)];
@@ -335,6 +340,11 @@ Arrivals EmitPhase(RankProgram& prog, const PlanContext& ctx, const ShardLayout&
       }
       const auto compute = sched::EmitCompute(prog, ctx, layout, m.phase, q_shard, kv_shard, 0,
                                               heads, k * b + l, deps);
+      // A Q slot's blocks after its first merge their partials (ring_pass.h).
+      if (compute) {
+        if (started) prog.ops[*compute].bytes = m.block_partial_bytes;
+        started = true;
+      }
       if (compute) last_compute = compute;
       if (chain && l >= 1) {  // this block completed KV slot l's partial on this rank
         if (dkv_in) {
@@ -402,6 +412,7 @@ Result<Schedule> Attention2DOverlapStrategy::Expand(const PlanContext& ctx,
   fwd.q_bytes = sched::WholeBytes(sb.q);
   fwd.part_bytes = sched::WholeBytes(sb.o_partial + sb.lse);
   fwd.kv_bytes = sched::WholeBytes(sb.kv);
+  fwd.block_partial_bytes = sched::WholeBytes(RingStepPartialBytes(ctx, Phase::kForward));
   PhaseMessages bwd;
   bwd.phase = Phase::kBackward;
   // LSE travels because the forward's chain delivered the final LSE only to the owner.
@@ -412,6 +423,7 @@ Result<Schedule> Attention2DOverlapStrategy::Expand(const PlanContext& ctx,
   bwd.part_bytes = sched::WholeBytes(sb.dq_partial);
   bwd.kv_bytes = sched::WholeBytes(sb.kv);
   bwd.dkv_bytes = sched::WholeBytes(sb.dkv_partial);
+  bwd.block_partial_bytes = sched::WholeBytes(RingStepPartialBytes(ctx, Phase::kBackward));
   bwd.move_kv = !params.cache_forward;
   bwd.dkv_chain = true;
 

@@ -22,7 +22,8 @@ double DoubleRingPass(Estimate& e, const PlanContext& ctx, const Placement& plac
   const ShardBytes& s = ctx.shard;
   const bool fwd = phase == Phase::kForward;
   const double msg = fwd ? s.kv : (cache ? 0.0 : s.kv) + s.dkv_partial;
-  const double step_s = fwd ? step_compute_s : ctx.BackwardSeconds(step_compute_s, 1);
+  const double step_s = RingStepSeconds(
+      ctx, phase, fwd ? step_compute_s : ctx.BackwardSeconds(step_compute_s, 1), w * windows);
   const double t_in = ctx.comm->RingShift(placement, inner_dim, msg, (w - 1) * windows, &traffic);
   const double t_out = ctx.comm->RingShift(placement, outer_dim, msg, windows - 1, &traffic);
   const bool shared = ctx.comm->BottleneckLevel(placement, inner_dim, msg) ==
@@ -52,8 +53,8 @@ Estimate HeadRingEstimate(const PlanContext& ctx, const SchemeParams& p, const S
   const Placement placement(RankDims(p), p.placement);
   SetFlops(e, ctx, ctx.RowPairsFor(layout), HeadsPerRank(w, u));
   const double step_s =
-      KernelSeconds(ctx.topology.gpu, w.dtype, e.flops_max / PassFlopsFactor(w.pass) / r,
-                    layout.KernelBlockTokens(), 1);
+      KernelSeconds(ctx.topology.gpu, w.dtype, w.head_dim,
+                    e.flops_max / PassFlopsFactor(w.pass) / r, layout.KernelBlockTokens(), 1);
   Traffic traffic(ctx.num_ranks, ctx.topology.num_levels());
   auto ring = [&](Phase phase, bool cache) {
     if (double_ring) return DoubleRingPass(e, ctx, placement, 1, 2, phase, cache, step_s, traffic);
@@ -184,6 +185,7 @@ void EmitDoubleRing(RankProgram& prog, const PlanContext& ctx, const ShardLayout
     pass.step_offset = step0;
     pass.kv_start_dep = move_kv ? round_start : q_dep;
     const sched::RingPassResult res = EmitRingPass(prog, ctx, layout, pass);
+    pass.accumulator_started = res.accumulator_started;
     if (dkv_chain && nw >= 2) {
       if (t == 0) {
         own_partial = res.own_dkv_ready;

@@ -18,6 +18,7 @@
 #include "planner/mesh/greedy.h"
 #include "planner/mesh/step_costs.h"
 #include "planner/patterns/all_to_all.h"
+#include "planner/patterns/ring_pass.h"
 #include "planner/schemes/common.h"
 #include "planner/schemes/registry.h"
 
@@ -158,6 +159,7 @@ struct PhasePlan {
   int64_t q_shift_bytes = 0, kv_shift_bytes = 0, q_partial_bytes = 0, kv_partial_bytes = 0;
   bool cached = false;  // backward with cache_forward: Q and KV of every slot kept from the forward
   double flops_factor = 1;
+  int64_t block_partial_bytes = 0;  // RingStepPartialBytes of the phase
   // Ulysses all-to-alls around the tile (a head-parallel dimension with U > 1 only).
   uint16_t a2a_in_tensors = 0, a2a_out_tensors = 0;
   int64_t a2a_in_bytes = 0, a2a_out_bytes = 0;
@@ -168,6 +170,7 @@ struct RankScratch {
   std::vector<BlockWork> work;            // pairs and cut pairs of local block (k, l), k*b + l
   std::vector<int32_t> q_slot, kv_slot;   // global shard of Q#k / KV#l of the current mesh rank
   std::vector<uint32_t> compute_op;       // op index of block (k, l) in the current phase, or kNoOp
+  std::vector<uint8_t> q_started;         // Q#k has a block in the current phase already
   std::vector<uint32_t> recv_q, recv_kv;  // Recv that delivered slot (current phase)
   std::vector<uint32_t> fwd_recv_q, fwd_recv_kv;  // forward's, for the cached backward
   std::vector<uint32_t> merge_q, merge_kv;        // Merge of the incoming partial of slot
@@ -283,6 +286,7 @@ class MeshExpander {
     p.kv_shift_bytes = RoundBytes(m.kv_shift);
     p.q_partial_bytes = RoundBytes(m.q_partial);
     p.kv_partial_bytes = RoundBytes(m.kv_partial);
+    p.block_partial_bytes = sched::WholeBytes(RingStepPartialBytes(ctx_, phase));
     if (phase == Phase::kForward) {
       p.q_shift_tensors = kTensorQ;
       p.kv_shift_tensors = kTensorKV;
@@ -350,6 +354,7 @@ class MeshExpander {
       sc.merge_q.assign(a, kNoOp);
       sc.merge_kv.assign(b, kNoOp);
       std::fill(sc.compute_op.begin(), sc.compute_op.end(), kNoOp);
+      sc.q_started.assign(static_cast<size_t>(a), 0);
       uint32_t last_compute_stream = kNoOp;
       // Local (slot 0) data is ready after the all-to-all in, or (backward after a forward)
       // once the forward is done on this rank: LSE and D need the final O of slot 0.
@@ -479,6 +484,10 @@ class MeshExpander {
       op.kv_shard = sc.kv_slot[static_cast<size_t>(blk.kv)];
       op.flops = ctx_.ForwardFlops(pairs, heads_) * p.flops_factor;
       op.cut_rows_per_pair = static_cast<float>(work.CutRowsPerPair());
+      // A Q slot's blocks after its first merge their partials (ring_pass.h).
+      uint8_t& started = sc.q_started[static_cast<size_t>(blk.q)];
+      if (started) op.bytes = p.block_partial_bytes;
+      started = 1;
       if (blk.q == 0 || blk.kv == 0) dep(local_dep);
       dep(sc.recv_q[static_cast<size_t>(blk.q)]);
       dep(sc.recv_kv[static_cast<size_t>(blk.kv)]);

@@ -54,7 +54,7 @@ Estimate RingStrategy::Evaluate(const PlanContext& ctx, const SchemeParams& p) c
   SetFlops(e, ctx, pairs, w.q_heads);
 
   const double fwd_flops_max = e.flops_max / PassFlopsFactor(w.pass);
-  const double step_s = KernelSeconds(ctx.topology.gpu, w.dtype, fwd_flops_max / ranks,
+  const double step_s = KernelSeconds(ctx.topology.gpu, w.dtype, w.head_dim, fwd_flops_max / ranks,
                                       layout.KernelBlockTokens(), 1);
   Traffic traffic(ranks, ctx.topology.num_levels());
   double fwd_bytes = 0, bwd_bytes = 0;

@@ -44,11 +44,33 @@ TEST_F(CommModelTest, PlacementDecidesWhichRingCrossesNodes) {
 
 TEST_F(CommModelTest, RingCollectiveIsPMinusOneShifts) {
   CommModel model(t_);
+  // The cluster's second level has one GPU per node: a ring of 2 over GPUs 0 and 4 (stride 4)
+  // crosses nodes with one member per node, so its step stays on the sender's own NIC.
+  const Placement pair({{"cp", 2}, {"x", 4}}, {"x", "cp"});
+  Traffic traffic(8, 2);
+  // All-gather of a 1 MB shard over 2 ranks: 1 ring step of 5 us + 1 MB / 50 GB/s = 25 us.
+  EXPECT_NEAR(model.RingCollective(pair, 0, 1e6, &traffic), 25e-6, 1e-12);
+  EXPECT_DOUBLE_EQ(traffic.MaxPerLevel()[1], 1e6);
+  // Inside a node (4 ranks, NVLink): 3 steps of 1 us + 1 MB / 400 GB/s = 3.5 us.
+  const Placement node({{"cp", 4}, {"x", 2}}, {"cp", "x"});
+  EXPECT_NEAR(model.RingCollective(node, 0, 1e6, nullptr), 3 * 3.5e-6, 1e-12);
+}
+
+TEST_F(CommModelTest, ARingCollectiveLeavingANodeUsesEveryNicOfTheNode) {
+  CommModel model(t_);
+  // 8 ranks over 2 nodes of 4: GPUs 3 -> 4 and 7 -> 0 cross nodes. NCCL's channels rotate the
+  // ring, so each crossing is spread over the NICs of the 4 members in the sender's node: the
+  // sender's NIC carries 1/4 of a step. A step takes the slower of NVLink (1 us + 1 MB / 400
+  // GB/s = 3.5 us) and IB (5 us + 0.25 MB / 50 GB/s = 10 us): 7 steps of 10 us. Before the
+  // spread the IB step was 25 us (the whole MB on one NIC).
   const Placement ring({{"cp", 8}}, {"cp"});
   Traffic traffic(8, 2);
-  // All-gather of a 1 MB shard over 8 ranks: 7 ring steps of 25 us, 7 MB sent per GPU.
-  EXPECT_NEAR(model.RingCollective(ring, 0, 1e6, &traffic), 7 * 25e-6, 1e-12);
-  EXPECT_DOUBLE_EQ(traffic.MaxTotal(), 7e6);
+  EXPECT_NEAR(model.RingCollective(ring, 0, 1e6, &traffic), 7 * 10e-6, 1e-12);
+  // Bytes per GPU: 7 MB over NVLink for the GPUs inside; GPU 3's NIC carries 7 x 0.25 MB.
+  EXPECT_DOUBLE_EQ(traffic.MaxPerLevel()[0], 7e6);
+  EXPECT_DOUBLE_EQ(traffic.MaxPerLevel()[1], 1.75e6);
+  // A point-to-point shift over the same crossing keeps the whole MB on the sender's NIC.
+  EXPECT_NEAR(model.RingShift(ring, 0, 1e6, 1, nullptr), 25e-6, 1e-12);
 }
 
 TEST_F(CommModelTest, AllToAllInsideANodeUsesNvlinkOnly) {

@@ -225,8 +225,10 @@ TEST(Attention2DOverlapTime, HandDerivedOverTwoLevels) {
 // enumerates on clusters of 4 to 16 GPUs, masks, GQA, passes and cache choices.
 TEST(Attention2DOverlapTime, NeverSlowerThanAttention2D) {
   int compared = 0, faster = 0;
-  for (auto [per_node, nodes] :
-       {std::pair<int64_t, int64_t>{4, 1}, {2, 2}, {2, 3}, {4, 2}, {4, 4}, {1, 8}}) {
+  // Clusters where no collective group has several members in one node and leaves it: there a
+  // collective's crossing is spread over the node's NICs (comm_model.h RingCollective), which
+  // Attention2D-O's point-to-point shifts cannot use, so Attention2D may be faster.
+  for (auto [per_node, nodes] : {std::pair<int64_t, int64_t>{4, 1}, {8, 1}, {1, 8}}) {
     for (Mask mask : {Mask::Causal(), Mask::Full(), Mask::Window(500)}) {
       for (Pass pass : {Pass::kForward, Pass::kBackward, Pass::kForwardBackward}) {
         for (int64_t seq : {int64_t{4096}, int64_t{1} << 16}) {
