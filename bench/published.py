@@ -181,21 +181,26 @@ def run_meshplan(cmd):
     return r.stdout
 
 
-def has_attention_kernel_flag(meshplan):
-    """True when `meshplan plan --help` mentions --attention-kernel (checked once per run)."""
-    return "--attention-kernel" in run_meshplan([meshplan, "plan", "--help"])
+def stated_model_error(meshplan):
+    """The model error meshplan's plan table uses for its ties (`model_error` of the JSON)."""
+    text = run_meshplan([meshplan, "plan", "-t", "dgx-h100-1node", "--seq", "8K", "--top", "1",
+                         "-q", "--format", "json"])
+    try:
+        return float(json.loads(text)["model_error"])
+    except (ValueError, KeyError, TypeError) as e:
+        raise SuiteError(f"meshplan plan --format json has no model_error: {e}")
 
 
-def plan_command(meshplan, key, cluster, schemes, kernel_flag):
-    """The `meshplan plan` argv for one workload group (schemes in first-appearance order)."""
+def plan_command(meshplan, key, cluster, schemes):
+    """The `meshplan plan` argv for one workload group (schemes in first-appearance order), with
+    the attention library the source ran."""
     d = dict(zip(GROUP_FIELDS, key))
     cmd = [meshplan, "plan", "-t", cluster, "--seq", str(d["seq_tokens"]),
            "--batch", str(d["batch"]), "--heads", str(d["q_heads"]),
            "--kv-heads", str(d["kv_heads"]), "--head-dim", str(d["head_dim"]),
            "--mask", d["mask"], "--pass", d["pass"], "--schemes", ",".join(schemes),
-           "--format", "csv", "--top", "0", "--all-variants", "-q", "--simulate", str(SIMULATE)]
-    if kernel_flag:
-        cmd += ["--attention-kernel", d["library"]]
+           "--format", "csv", "--top", "0", "--all-variants", "-q", "--simulate", str(SIMULATE),
+           "--attention-kernel", d["library"]]
     return cmd
 
 
@@ -278,7 +283,7 @@ def signed_error(predicted, measured):
     return predicted / measured - 1.0
 
 
-def evaluate_group(meshplan, key, pts, kernel_flag):
+def evaluate_group(meshplan, key, pts):
     """Run meshplan for one group and return (command, [record per point]).
 
     A record holds the point's id, source, cluster, scheme, selection, matched parameters, and
@@ -286,7 +291,7 @@ def evaluate_group(meshplan, key, pts, kernel_flag):
     """
     cluster = cluster_for(pts[0])
     schemes = list(dict.fromkeys(p["meshplan_scheme"] for p in pts))
-    cmd = plan_command(meshplan, key, cluster, schemes, kernel_flag)
+    cmd = plan_command(meshplan, key, cluster, schemes)
     rows = parse_plan_csv(run_meshplan(cmd), cmd)
     records = []
     for p in pts:
@@ -303,11 +308,11 @@ def evaluate_group(meshplan, key, pts, kernel_flag):
     return cmd, records
 
 
-def evaluate_all(meshplan, groups, kernel_flag):
+def evaluate_all(meshplan, groups):
     """Evaluate every group (a few at a time); returns ([commands], [records]) in group order."""
     workers = max(1, min(4, os.cpu_count() or 1))
     with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
-        futures = [pool.submit(evaluate_group, meshplan, k, v, kernel_flag)
+        futures = [pool.submit(evaluate_group, meshplan, k, v)
                    for k, v in groups.items()]
         results = [f.result() for f in futures]
     return [c for c, _ in results], [r for _, rs in results for r in rs]
@@ -499,8 +504,8 @@ def render(meta, records, summary, pairs, named, kernel_points, commands):
     """The whole Markdown report as one string."""
     out = ["# Published measurements against meshplan", "",
            f"meshplan: `{meta['meshplan']}`; points: `{meta['points']}`; "
-           f"`--attention-kernel`: {'passed' if meta['attention_kernel'] else 'not supported, not passed'}; "
-           f"`--simulate {SIMULATE}`.",
+           f"each point planned with the source's `--attention-kernel`; `--simulate {SIMULATE}`; "
+           f"meshplan's stated model error (its plan table's ties): {apct(meta['model_error'])}.",
            f"{len(records)} fidelity points in {len(commands)} workload groups; "
            f"{len(kernel_points)} kernel points. Error = predicted / measured - 1 "
            f"(negative: predicted too fast).", "",
@@ -573,6 +578,9 @@ def parse_args(argv):
     ap.add_argument("--json", metavar="FILE", help="also write per-point rows and summary as JSON")
     ap.add_argument("--max-median", type=float, metavar="F",
                     help="exit 1 if the overall median |error| of the estimate exceeds F (0.12 = 12%%)")
+    ap.add_argument("--check-model-error", action="store_true",
+                    help="exit 1 if that median exceeds the model error meshplan's plan table "
+                         "states for its ties")
     return ap.parse_args(argv)
 
 
@@ -582,10 +590,10 @@ def main(argv=None):
     try:
         points = load_points(args.points)
         check_meshplan(args.meshplan)
-        kernel_flag = has_attention_kernel_flag(args.meshplan)
+        model_error = stated_model_error(args.meshplan)
         kernel_points = [p for p in points if is_kernel_point(p)]
         fidelity = [p for p in points if not is_kernel_point(p)]
-        commands, records = evaluate_all(args.meshplan, group_points(fidelity), kernel_flag)
+        commands, records = evaluate_all(args.meshplan, group_points(fidelity))
         summary = summarize(records)
         pairs = ranking_pairs(records)
         named = [
@@ -595,7 +603,7 @@ def main(argv=None):
             ("zigzag vs contiguous ring",
              named_check(records, ring_layout("zigzag"), ring_layout("contiguous"))),
         ]
-        meta = {"meshplan": args.meshplan, "points": args.points, "attention_kernel": kernel_flag}
+        meta = {"meshplan": args.meshplan, "points": args.points, "model_error": model_error}
         sys.stdout.write(render(meta, records, summary, pairs, named, kernel_points, commands))
         if args.json:
             write_json(args.json, meta, records, summary, pairs, named, kernel_points, commands)
@@ -609,6 +617,11 @@ def main(argv=None):
     if args.max_median is not None and median is not None and median > args.max_median:
         print(f"published.py: overall median |error| of the estimate {100 * median:.1f}% exceeds "
               f"--max-median {100 * args.max_median:.1f}%", file=sys.stderr)
+        return 1
+    if args.check_model_error and median is not None and median > model_error:
+        print(f"published.py: overall median |error| of the estimate {100 * median:.1f}% exceeds "
+              f"the model error meshplan states for its ties ({100 * model_error:.1f}%, "
+              f"planner/equivalence.h kModelErrorFraction)", file=sys.stderr)
         return 1
     return 0
 

@@ -19,6 +19,7 @@ void Replace(std::optional<T>& bottom, const std::optional<T>& top) {
 void SweepSettings::Overlay(const SweepSettings& top) {
   Replace(topology_files, top.topology_files);
   Replace(attention_kernel, top.attention_kernel);
+  Replace(step_overhead_ms, top.step_overhead_ms);
   Replace(gpus, top.gpus);
   Replace(seq_lens, top.seq_lens);
   Replace(schemes, top.schemes);
@@ -50,9 +51,13 @@ Result<SweepSpec> MakeSweepSpec(const SweepSettings& settings) {
       spec.topologies.push_back(std::move(topology));
     }
   }
-  if (settings.attention_kernel) {
-    for (Topology& topology : spec.topologies)
+  for (Topology& topology : spec.topologies) {
+    if (settings.attention_kernel)
       MESHPLAN_RETURN_IF_ERROR(topology.UseAttentionKernel(*settings.attention_kernel));
+    if (settings.step_overhead_ms) {
+      MESHPLAN_RETURN_IF_ERROR(
+          topology.SetStepOverheadMs(*settings.step_overhead_ms).WithContext("--step-overhead-ms"));
+    }
   }
   spec.gpus = settings.gpus.value_or(std::vector<int64_t>{});
   spec.schemes = settings.schemes.value_or(std::vector<Scheme>{});

@@ -22,6 +22,9 @@ struct SweepSettings {
   // The attention library every topology's kernel curve is taken from (Topology::
   // UseAttentionKernel); unset: each file's gpu.attention_kernel.
   std::optional<std::string> attention_kernel;
+  // The framework's time per attention call for every topology (FrameworkSpec); unset: each
+  // file's.
+  std::optional<double> step_overhead_ms;
   std::optional<std::vector<int64_t>> gpus;
   std::optional<std::vector<int64_t>> seq_lens;
   std::optional<std::vector<Scheme>> schemes;

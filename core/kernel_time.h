@@ -5,6 +5,7 @@
 
 #include "core/dtype.h"
 #include "core/topology.h"
+#include "core/workload.h"
 
 namespace meshplan {
 
@@ -33,6 +34,14 @@ inline double UnsharedKernelSeconds(const GpuSpec& gpu, DType dtype, int64_t hea
 // every ring step after the first; the simulator on compute ops that carry partial bytes.
 inline double RingStepPartialSeconds(const GpuSpec& gpu, double bytes) {
   return gpu.ring_step_partial_passes * bytes / gpu.hbm_bytes_per_s;
+}
+
+// The framework's fixed time for a pass (Topology::framework): step_overhead_s per attention
+// call, the forward and the backward being one call each. The planner adds it to every plan's
+// time as a stage, the simulator to the replay's total.
+inline double FrameworkOverheadSeconds(const Topology& topology, Pass pass) {
+  const int calls = (HasForward(pass) ? 1 : 0) + (HasBackward(pass) ? 1 : 0);
+  return topology.framework.step_overhead_s * static_cast<double>(calls);
 }
 
 // The planner's kernel time: UnsharedKernelSeconds slowed by the ranks that share the device, all

@@ -108,6 +108,14 @@ Status Topology::UseAttentionKernel(std::string_view library) {
   return Status::Ok();
 }
 
+Status Topology::SetStepOverheadMs(double ms) {
+  if (!(ms >= 0 && ms * 1e3 <= kMaxStepOverheadUs))
+    return Status::Invalid("must be in [0, " +
+                           std::to_string(static_cast<int64_t>(kMaxStepOverheadUs / 1e3)) + "] ms");
+  framework.step_overhead_s = ms / 1e3;
+  return Status::Ok();
+}
+
 int64_t Topology::num_gpus() const { return levels.empty() ? 0 : Span(num_levels() - 1); }
 
 int64_t Topology::Span(int level) const {
@@ -244,6 +252,10 @@ Status Topology::Validate() const {
   if (!(gpu.concurrent_kernels >= 1 && gpu.concurrent_kernels <= 4096)) {
     return Status::Invalid("gpu.concurrent_kernels: must be in [1, 4096]");
   }
+  if (!(framework.step_overhead_s >= 0))
+    return Status::Invalid("framework.step_overhead_us: must not be negative");
+  MESHPLAN_RETURN_IF_ERROR(
+      AtMost("framework.step_overhead_us", framework.step_overhead_s * 1e6, kMaxStepOverheadUs));
   if (levels.empty()) return Status::Invalid("level: at least one network level is required");
   double total = 1;
   for (size_t i = 0; i < levels.size(); ++i) {

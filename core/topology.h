@@ -153,12 +153,24 @@ inline constexpr double kMaxPeakTflops = 1e12;     // every peak_tflops entry
 inline constexpr double kMaxLatencyUs = 1e6;       // launch_overhead_us and latency_us (1 s)
 inline constexpr double kMaxOversubscription = 1e6;
 
+// What the training framework adds around the attention kernels ([framework] in a topology
+// file, --step-overhead-ms on the command line).
+struct FrameworkSpec {
+  // Fixed time per attention call (the forward and the backward are one call each) that the
+  // kernels and messages do not account for: the framework's Python, its launches and
+  // synchronisations, allocator work. 0: not modelled. Added once per call to a plan's time by
+  // the planner and the simulator alike (FrameworkOverheadSeconds, core/kernel_time.h).
+  double step_overhead_s = 0;
+};
+inline constexpr double kMaxStepOverheadUs = 1e7;  // 10 s
+
 struct Topology {
   std::string name;
   std::string description;
   std::string source;  // file it was read from, or "built-in"
   GpuSpec gpu;
   std::vector<NetworkLevel> levels;  // innermost first; non-empty
+  FrameworkSpec framework;
 
   int64_t num_gpus() const;
   int num_levels() const { return static_cast<int>(levels.size()); }
@@ -189,6 +201,9 @@ struct Topology {
   // Makes `library`'s curve the one every model uses (GpuSpec::attention_kernel). Errors, naming
   // the source: an unknown library, or one this GPU has no curve for (listing those it has).
   Status UseAttentionKernel(std::string_view library);
+  // Sets framework.step_overhead_s from milliseconds; out of [0, 10 s] is an error (no key named:
+  // callers add theirs).
+  Status SetStepOverheadMs(double ms);
   // The GPU has a peak rate for `dtype`; the error names the source and key.
   Status SupportsDType(DType dtype) const;
 };

@@ -328,7 +328,8 @@ Result<Topology> FromTable(const toml::table& root, const std::string& source) {
   Reader r(source);
   Topology topo;
   topo.source = source;
-  MESHPLAN_RETURN_IF_ERROR(r.CheckKeys(root, "", {"name", "description", "gpu", "level"}));
+  MESHPLAN_RETURN_IF_ERROR(
+      r.CheckKeys(root, "", {"name", "description", "gpu", "level", "framework"}));
   MESHPLAN_RETURN_IF_ERROR(r.StringAt(root, "", "name", true, &topo.name));
   MESHPLAN_RETURN_IF_ERROR(r.StringAt(root, "", "description", false, &topo.description));
 
@@ -337,6 +338,20 @@ Result<Topology> FromTable(const toml::table& root, const std::string& source) {
   if (!(*gpu)->is_table())
     return r.Fail("gpu", "expected a table ([gpu]), got " + TomlTypeName(**gpu));
   MESHPLAN_RETURN_IF_ERROR(ReadGpu(r, *(*gpu)->as_table(), &topo.gpu));
+
+  auto framework = r.Find(root, "", "framework", false);
+  if (!framework.ok()) return framework.status();
+  if (*framework != nullptr) {
+    const toml::table* table = (*framework)->as_table();
+    if (table == nullptr)
+      return r.Fail("framework",
+                    "expected a table ([framework]), got " + TomlTypeName(**framework));
+    MESHPLAN_RETURN_IF_ERROR(r.CheckKeys(*table, "framework", {"step_overhead_us"}));
+    double overhead_us = 0;
+    MESHPLAN_RETURN_IF_ERROR(
+        r.NumberAt(*table, "framework", "step_overhead_us", false, &overhead_us));
+    topo.framework.step_overhead_s = UsToSeconds(overhead_us);
+  }
 
   auto levels = r.Find(root, "", "level", true);
   if (!levels.ok()) return levels.status();
@@ -476,6 +491,10 @@ std::string TopologyToToml(const Topology& t) {
   }
   if (g.copies_take_compute != defaults.copies_take_compute) {
     out << "copies_take_compute = " << (g.copies_take_compute ? "true" : "false") << "\n";
+  }
+  if (t.framework.step_overhead_s != 0) {
+    out << "\n[framework]\nstep_overhead_us = "
+        << FormatNumber(t.framework.step_overhead_s, UsToSeconds, 1e-6) << "\n";
   }
   const AttentionKernelCurve plain;
   for (const auto& [name, c] : g.attention_kernels) {

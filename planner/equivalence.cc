@@ -17,6 +17,18 @@ bool SameBytes(double a, double b) {
 
 double RankingSeconds(const Estimate& e) { return e.simulated_s >= 0 ? e.simulated_s : e.time_s; }
 
+std::vector<size_t> WithinModelError(const std::vector<Estimate>& ranked) {
+  std::vector<size_t> out;
+  const auto best =
+      std::find_if(ranked.begin(), ranked.end(), [](const Estimate& e) { return e.fits; });
+  if (best == ranked.end()) return out;
+  const double limit = RankingSeconds(*best) * (1 + kModelErrorFraction);
+  for (size_t i = 0; i < ranked.size(); ++i) {
+    if (ranked[i].fits && RankingSeconds(ranked[i]) <= limit) out.push_back(i);
+  }
+  return out;
+}
+
 bool IsEquivalent(const Estimate& representative, const Estimate& other, double time_tolerance) {
   if (representative.fits != other.fits) return false;
   if ((representative.simulated_s >= 0) != (other.simulated_s >= 0)) return false;

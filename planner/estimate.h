@@ -46,13 +46,16 @@ struct Estimate {
   std::vector<TimeStage> stages;
   double time_s = 0;
   double compute_s = 0;       // busiest rank's compute
-  double exposed_comm_s = 0;  // time_s - compute_s
+  double exposed_comm_s = 0;  // time_s - compute_s - framework_overhead_s
+  // The framework's fixed time around the kernels (FrameworkOverheadSeconds), set by
+  // EvaluatePlan and counted in time_s, not in the stages.
+  double framework_overhead_s = 0;
 
   // Replayed time (RerankBySimulation, planner/search.h); -1: not simulated.
   double simulated_s = -1;
 };
 
-// Fills time_s, compute_s and exposed_comm_s from stages.
+// Fills time_s, compute_s and exposed_comm_s from stages and framework_overhead_s.
 void FinishTime(Estimate& estimate);
 
 }  // namespace meshplan::planner

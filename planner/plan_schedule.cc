@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "planner/context.h"
+#include "planner/evaluate_plan.h"
 #include "planner/schemes/registry.h"
 #include "planner/strategy.h"
 
@@ -33,7 +34,7 @@ Result<PlanSchedule> ExpandPlan(const Plan& plan, const Topology& topology,
   const std::unique_ptr<Strategy> strategy = MakeStrategy(plan.params.scheme);
   if (strategy == nullptr) return Status::Internal("no strategy for scheme '" + scheme + "'");
   PlanSchedule out;
-  out.estimate = strategy->Evaluate(ctx, plan.params);
+  out.estimate = EvaluatePlan(ctx, *strategy, plan.params);
   if (!out.estimate.valid) {
     return Status::Invalid("plan " + scheme + " " + DescribeParams(plan.params) +
                            " is not valid on topology '" + topology.name +

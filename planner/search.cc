@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "planner/evaluate_plan.h"
 #include "planner/schemes/registry.h"
 #include "planner/strategy.h"
 
@@ -19,7 +20,7 @@ SearchResult Search(const PlanContext& ctx, const SearchOptions& options) {
     Estimate first_invalid;
     bool any_valid = false;
     for (const SchemeParams& params : strategy->Enumerate(ctx)) {
-      Estimate e = strategy->Evaluate(ctx, params);
+      Estimate e = EvaluatePlan(ctx, *strategy, params);
       ++result.evaluated;
       if (e.valid) {
         any_valid = true;

@@ -44,6 +44,26 @@ Listed List(const planner::SearchResult& result, const PlanListing& listing) {
   return l;
 }
 
+// "Plans #1, #3 and #4 are within the model's error ..." when more than one listed row is: the
+// groups of the plans the model cannot tell apart from the best (planner::WithinModelError).
+std::string ModelErrorLine(const planner::SearchResult& result, const Listed& listed) {
+  const std::vector<size_t> close = planner::WithinModelError(result.ranked);
+  if (close.size() < 2) return "";
+  std::vector<size_t> groups;
+  for (size_t i : close) {
+    const size_t g = listed.group_of[i];
+    if (std::find(groups.begin(), groups.end(), g) == groups.end()) groups.push_back(g);
+  }
+  const std::string pct = Fixed(planner::kModelErrorFraction * 100, 0) + "%";
+  if (groups.size() < 2) return "";
+  return "within the model's error: #" + std::to_string(close.front() + 1) + " to #" +
+         std::to_string(close.back() + 1) + " (" + std::to_string(close.size()) + " plans in " +
+         std::to_string(groups.size()) + " groups) are within " + pct + " of #" +
+         std::to_string(close.front() + 1) +
+         "'s time,\nthe model's median error on published GPU measurements (bench/published.py): "
+         "the ranking cannot tell them apart\n";
+}
+
 // The "tie" cell: "+4" on a grouped row that stands for 4 more plans; with every variant listed,
 // "=#1" on a plan equivalent to plan #1 (its group's representative).
 std::string TiesCell(const Listed& listed, const planner::PlanGroup& row) {
@@ -175,6 +195,7 @@ std::string PlanTable(const planner::PlanContext& ctx, const planner::SearchResu
   constexpr size_t kColumns = 120;
   out += "\n" + summary + (summary.size() + 2 + verdict.size() > kColumns ? ";\n" : "; ") +
          verdict + "\n";
+  out += ModelErrorLine(result, listed);
   if (!result.rejected.empty()) {
     out += "\nnot applicable:\n";
     for (const planner::Estimate& e : result.rejected) {
@@ -186,8 +207,9 @@ std::string PlanTable(const planner::PlanContext& ctx, const planner::SearchResu
 
 namespace {
 
+// `close`: whether the model cannot tell the plan apart from the best (WithinModelError).
 void PlanObject(const planner::PlanContext& ctx, const planner::Estimate& e, size_t index,
-                size_t group, bool simulated, JsonWriter& j) {
+                size_t group, bool simulated, bool close, JsonWriter& j) {
   j.Key("rank");
   j.Int(static_cast<long long>(index + 1));
   j.Key("group");
@@ -247,6 +269,8 @@ void PlanObject(const planner::PlanContext& ctx, const planner::Estimate& e, siz
   j.Number(e.peak_memory_bytes);
   j.Key("fits");
   j.Bool(e.fits);
+  j.Key("within_model_error");
+  j.Bool(close);
 }
 
 }  // namespace
@@ -286,22 +310,28 @@ std::string PlanJson(const planner::PlanContext& ctx, const planner::SearchResul
   j.Key("same_bytes_per_gpu");
   j.Bool(true);
   j.EndObject();
+  j.Key("model_error");
+  j.Number(planner::kModelErrorFraction);
   j.Key("all_variants");
   j.Bool(listing.all_variants);
   j.Key("plans");
   j.BeginArray();
   const bool simulated = AnySimulated(result);
+  const std::vector<size_t> close = planner::WithinModelError(result.ranked);
+  const auto is_close = [&](size_t i) {
+    return std::find(close.begin(), close.end(), i) != close.end();
+  };
   for (const planner::PlanGroup& row : listed.rows) {
     const size_t i = row.representative();
     j.BeginObject();
-    PlanObject(ctx, result.ranked[i], i, listed.group_of[i], simulated, j);
+    PlanObject(ctx, result.ranked[i], i, listed.group_of[i], simulated, is_close(i), j);
     if (!listing.all_variants) {
       j.Key("equivalents");
       j.BeginArray();
       for (size_t m = 1; m < row.members.size(); ++m) {
         const size_t k = row.members[m];
         j.BeginObject();
-        PlanObject(ctx, result.ranked[k], k, listed.group_of[k], simulated, j);
+        PlanObject(ctx, result.ranked[k], k, listed.group_of[k], simulated, is_close(k), j);
         j.EndObject();
       }
       j.EndArray();

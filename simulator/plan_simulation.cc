@@ -4,6 +4,7 @@
 #include <optional>
 #include <utility>
 
+#include "core/kernel_time.h"
 #include "planner/plan_schedule.h"
 #include "planner/schemes/registry.h"
 #include "simulator/rank_symmetry.h"
@@ -130,6 +131,8 @@ Result<PlanSimulation> SimulatePlan(const Plan& plan, const Topology& topology,
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!result.ok()) return result.status();
     out.result = std::move(result).value();
+    // The framework's fixed time around the kernels, as the planner adds it (EvaluatePlan).
+    out.result.total_s += FrameworkOverheadSeconds(topology, plan.workload.pass);
     return out;
   }
 }

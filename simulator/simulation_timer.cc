@@ -3,6 +3,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/kernel_time.h"
 #include "planner/schemes/registry.h"
 #include "planner/strategy.h"
 #include "simulator/simulate.h"
@@ -23,7 +24,7 @@ Result<double> SimulatedSeconds(const planner::PlanContext& ctx, const SchemePar
   options.head_dim = ctx.workload.head_dim;
   MESHPLAN_ASSIGN_OR_RETURN(
       auto result, Simulate(schedule, ctx.topology, rank_to_gpu, ctx.workload.dtype, options));
-  return result.total_s;
+  return result.total_s + FrameworkOverheadSeconds(ctx.topology, ctx.workload.pass);
 }
 
 Result<double> SimulationTimer::Seconds(const planner::PlanContext& ctx,

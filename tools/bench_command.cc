@@ -23,7 +23,7 @@ namespace {
 
 struct BenchFlags {
   std::string topology = "dgx-h100-4gpu";
-  std::string attention_kernel;
+  ModelFlags model;
   std::string schemes;
   WorkloadFlags workload;  // --seq and --mask hold lists here
   ExecuteFlags run;  // backend, transport, dtype, kernels, devices, seed, repeat, timeouts, memory
@@ -61,7 +61,7 @@ Result<capacity::BenchSpec> MakeSpec(BenchFlags& flags, report::BenchContext* co
   auto topology = LoadTopologyFlag(flags.topology);
   if (!topology.ok()) return topology.status();
   spec.topology = std::move(topology).value();
-  MESHPLAN_RETURN_IF_ERROR(ApplyAttentionKernel(spec.topology, flags.attention_kernel));
+  MESHPLAN_RETURN_IF_ERROR(flags.model.Apply(spec.topology));
   MESHPLAN_ASSIGN_OR_RETURN(auto fields, flags.workload.Fields([](const std::string& flag) {
     return flag != "--seq" && flag != "--mask";
   }));
@@ -168,7 +168,7 @@ Runner RegisterBenchCommand(CLI::App& app) {
          "Cluster the plans are made and predicted on, every GPU a rank: a TOML file (e.g. from "
          "meshplan calibrate) or a shipped cluster's name")
       ->capture_default_str();
-  RegisterAttentionKernelFlag(*cmd, &flags->attention_kernel);
+  flags->model.Register(*cmd);
   cmd->add_option("--schemes", flags->schemes,
                   "Comma-separated schemes (default: every scheme with a valid plan): " +
                       planner::SchemeNamesText() + " (meshplan plan --list-schemes)");

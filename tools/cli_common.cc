@@ -81,26 +81,40 @@ void TopologyFlag::Register(CLI::App& app) {
   app.add_option("--topology,-t", path,
                  "Cluster: a TOML file, or the name of a shipped one (meshplan topo list) "
                  "(default: built-in 32 x 8 H100, dgx-h100-32node)");
-  RegisterAttentionKernelFlag(app, &attention_kernel);
+  model.Register(app);
 }
 
 Result<Topology> TopologyFlag::Load() const {
   Result<Topology> topology =
       path.empty() ? Result<Topology>(DefaultTopology()) : LoadTopologyFlag(path);
   if (!topology.ok()) return topology;
-  MESHPLAN_RETURN_IF_ERROR(ApplyAttentionKernel(*topology, attention_kernel));
+  MESHPLAN_RETURN_IF_ERROR(model.Apply(*topology));
   return topology;
 }
 
-void RegisterAttentionKernelFlag(CLI::App& app, std::string* library) {
-  app.add_option("--attention-kernel", *library,
+void ModelFlags::Register(CLI::App& app) {
+  app.add_option("--attention-kernel", attention_kernel,
                  "Attention library whose kernel curve the model uses: fa2, fa3, cudnn or own "
                  "(default: the cluster file's gpu.attention_kernel; topologies/README.md)");
+  app.add_option_function<double>(
+      "--step-overhead-ms",
+      [this](double ms) {
+        step_overhead_ms = ms;
+        step_overhead_given = true;
+      },
+      "The framework's fixed time per attention call (forward and backward are a call "
+      "each), added to every plan's time (default: the cluster file's "
+      "framework.step_overhead_us, else 0)");
 }
 
-Status ApplyAttentionKernel(Topology& topology, const std::string& library) {
-  if (library.empty()) return Status::Ok();
-  return topology.UseAttentionKernel(library);
+Status ModelFlags::Apply(Topology& topology) const {
+  if (!attention_kernel.empty())
+    MESHPLAN_RETURN_IF_ERROR(topology.UseAttentionKernel(attention_kernel));
+  if (step_overhead_given) {
+    MESHPLAN_RETURN_IF_ERROR(
+        topology.SetStepOverheadMs(step_overhead_ms).WithContext("--step-overhead-ms"));
+  }
+  return Status::Ok();
 }
 
 Result<Topology> LoadTopologyFlag(const std::string& name_or_path) {
@@ -143,13 +157,13 @@ Result<Topology> PlanTopologyFile(const std::string& plan_file, const std::strin
 }  // namespace
 
 Result<Topology> PlanTopology(const std::string& plan_file, const std::string& topology_flag,
-                              const Plan& plan, const std::string& attention_kernel_flag) {
+                              const Plan& plan, const ModelFlags& model) {
   MESHPLAN_ASSIGN_OR_RETURN(auto topology, PlanTopologyFile(plan_file, topology_flag, plan));
-  const std::string& library =
-      attention_kernel_flag.empty() ? plan.attention_kernel : attention_kernel_flag;
-  Status applied = ApplyAttentionKernel(topology, library);
-  if (!applied.ok() && attention_kernel_flag.empty()) return applied.WithContext(plan_file);
-  MESHPLAN_RETURN_IF_ERROR(applied);
+  if (model.attention_kernel.empty() && !plan.attention_kernel.empty()) {
+    MESHPLAN_RETURN_IF_ERROR(
+        topology.UseAttentionKernel(plan.attention_kernel).WithContext(plan_file));
+  }
+  MESHPLAN_RETURN_IF_ERROR(model.Apply(topology));
   return topology;
 }
 

@@ -43,20 +43,28 @@ struct WorkloadFlags {
 };
 
 // --topology FILE|NAME (default: the built-in 32 x 8 H100 cluster).
-// --attention-kernel fa2|fa3|cudnn|own beside it: the library whose kernel curve every model uses
-// (default: the file's gpu.attention_kernel).
+// The model flags every command that predicts takes beside its cluster:
+//   --attention-kernel fa2|fa3|cudnn|own  the library whose kernel curve the model uses
+//                                          (default: the file's gpu.attention_kernel);
+//   --step-overhead-ms X                   the framework's fixed time per attention call
+//                                          (default: the file's framework.step_overhead_us).
+struct ModelFlags {
+  std::string attention_kernel;  // "": the file's
+  double step_overhead_ms = 0;   // used when given (step_overhead_given)
+  bool step_overhead_given = false;
+  void Register(CLI::App& app);
+  // Applies the flags given to `topology`. Errors: an unknown library or one the file has no
+  // curve for (naming the file), a negative or huge --step-overhead-ms.
+  Status Apply(Topology& topology) const;
+};
+
+// --topology FILE|NAME with the model flags.
 struct TopologyFlag {
   std::string path;  // a file, or a shipped cluster's name
-  std::string attention_kernel;
+  ModelFlags model;
   void Register(CLI::App& app);
   Result<Topology> Load() const;
 };
-
-// Registers --attention-kernel into `library`.
-void RegisterAttentionKernelFlag(CLI::App& app, std::string* library);
-// Makes `library` (when not empty) the topology's active attention kernel
-// (Topology::UseAttentionKernel); the error names the file and the flag.
-Status ApplyAttentionKernel(Topology& topology, const std::string& library);
 
 // A --topology value: a file, or a shipped cluster's name (core/topology_catalog.h); an error about
 // a name names the flag.
@@ -66,10 +74,10 @@ Result<Topology> LoadTopologyFlag(const std::string& name_or_path);
 // it is the built-in cluster or a file that exists here and still has the name the plan records
 // (a different name is an error naming plan_file and both names); otherwise an error asking for
 // --topology (naming plan_file).
-// The plan's attention kernel (Plan::attention_kernel) is made the active one unless
-// `attention_kernel_flag` names another.
+// The plan's attention kernel (Plan::attention_kernel) is made the active one unless `model`
+// names another; the model flags given are applied.
 Result<Topology> PlanTopology(const std::string& plan_file, const std::string& topology_flag,
-                              const Plan& plan, const std::string& attention_kernel_flag = "");
+                              const Plan& plan, const ModelFlags& model = {});
 
 // An output path a later WriteFileAtomically can use (core/atomic_file.h CheckOutputPath). Lets a
 // long command refuse a bad -o before it starts working.

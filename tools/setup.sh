@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 build_dir="${1:-build}"
 
 packages=(cmake g++ make libtomlplusplus-dev libcli11-dev libeigen3-dev libgtest-dev libbenchmark-dev
-          libopenmpi-dev openmpi-bin clang-format-14)
+          libopenmpi-dev openmpi-bin clang-format-14 python3)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -29,7 +29,7 @@ namespace {
 struct SimulateFlags {
   std::string plan;
   std::string topology;
-  std::string attention_kernel;
+  ModelFlags model;
   std::string trace;
   std::string timeline;
   std::string format = "table";
@@ -117,7 +117,7 @@ int RunSimulate(const SimulateFlags& flags) {
   if (flags.ranks < 0) return ReportError(Status::Invalid("--ranks: must not be negative"));
   auto plan = planner::LoadPlanFile(flags.plan);
   if (!plan.ok()) return ReportError(plan.status());
-  auto topology = PlanTopology(flags.plan, flags.topology, *plan, flags.attention_kernel);
+  auto topology = PlanTopology(flags.plan, flags.topology, *plan, flags.model);
   if (!topology.ok()) return ReportError(topology.status());
   auto trace_ranks = TraceRanks(flags.trace_ranks, flags.trace_ranks_given, plan->num_gpus);
   if (!trace_ranks.ok()) return ReportError(trace_ranks.status());
@@ -198,9 +198,7 @@ Runner RegisterSimulateCommand(CLI::App& app) {
   cmd->add_option("--topology,-t", flags->topology,
                   "Cluster TOML file or shipped cluster name (default: the plan's own topology, "
                   "when built-in or an existing file)");
-  cmd->add_option("--attention-kernel", flags->attention_kernel,
-                  "Attention library whose kernel curve the replay uses: fa2, fa3, cudnn or own "
-                  "(default: the one the plan was made with, else the cluster file's)");
+  flags->model.Register(*cmd);
   cmd->add_option("--trace", flags->trace,
                   "Write a Chrome trace (JSON; opens in Perfetto) to this file");
   cmd->add_option("--timeline", flags->timeline,

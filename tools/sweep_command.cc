@@ -23,7 +23,7 @@ namespace {
 
 struct SweepFlags {
   std::vector<std::string> topologies;  // repeatable and comma-separated
-  std::string attention_kernel;
+  ModelFlags model;
   std::string gpus;
   std::string schemes;
   WorkloadFlags workload;  // --seq holds a list here
@@ -41,7 +41,8 @@ Result<capacity::SweepSettings> GivenSettings(const SweepFlags& flags, const CLI
   auto given = [&](const std::string& flag) { return cmd.count(flag) > 0; };
   capacity::SweepSettings s;
   if (given("--topology")) s.topology_files = flags.topologies;
-  if (given("--attention-kernel")) s.attention_kernel = flags.attention_kernel;
+  if (given("--attention-kernel")) s.attention_kernel = flags.model.attention_kernel;
+  if (given("--step-overhead-ms")) s.step_overhead_ms = flags.model.step_overhead_ms;
   if (given("--gpus")) {
     auto gpus = capacity::ParseCountList(flags.gpus, "--gpus");
     if (!gpus.ok()) return gpus.status();
@@ -131,7 +132,7 @@ Runner RegisterSweepCommand(CLI::App& app) {
                   "Cluster TOML file(s) or shipped cluster name(s): repeat the flag or give a "
                   "comma list (default: built-in 32 x 8 H100)")
       ->delimiter(',');
-  RegisterAttentionKernelFlag(*cmd, &flags->attention_kernel);
+  flags->model.Register(*cmd);
   cmd->add_option(
       "--gpus", flags->gpus,
       "GPU counts: list and ranges, e.g. 8,16,32 or 8..1024 (doubling) or 8..64:+8 (default: each "

@@ -443,3 +443,103 @@ TEST(TopologyTomlTest, WritingIsStableUnderReadingBack) {
 
 }  // namespace
 }  // namespace meshplan
+
+namespace meshplan {
+namespace {
+
+// kBase with a second library: the [gpu] curve is FlashAttention-3's (the default), cuDNN's in a
+// table of its own, and a framework overhead.
+std::string TwoLibraries() {
+  std::string text = Replace(kBase, "attention_efficiency = [[512, 0.3], [4096, 0.6]]",
+                             "attention_kernel = \"fa3\"\n"
+                             "attention_efficiency = [[512, 0.3], [4096, 0.6]]\n"
+                             "backward_rate_ratio = 0.84\n"
+                             "ring_step_partial_passes = 12");
+  return Replace(text, "[[level]]\nname = \"nvlink\"",
+                 "[gpu.attention_kernels.cudnn]\n"
+                 "efficiency = [[4096, 0.65]]\n"
+                 "backward_rate_ratio = 0.81\n"
+                 "pair_overhead_flops = 290\n"
+                 "source = \"measured\"\n\n"
+                 "[framework]\nstep_overhead_us = 1500\n\n"
+                 "[[level]]\nname = \"nvlink\"");
+}
+
+TEST(TopologyTomlKernels, TheDefaultLibrarysCurveIsActiveAndAnotherCanBeChosen) {
+  auto topo = ParseTopologyToml(TwoLibraries(), "t.toml");
+  ASSERT_TRUE(topo.ok()) << topo.status().message();
+  EXPECT_EQ(topo->gpu.attention_kernel, "fa3");
+  EXPECT_DOUBLE_EQ(topo->gpu.Efficiency(4096), 0.6);
+  EXPECT_DOUBLE_EQ(topo->gpu.backward_rate_ratio, 0.84);
+  EXPECT_DOUBLE_EQ(topo->gpu.ring_step_partial_passes, 12);
+  EXPECT_DOUBLE_EQ(topo->framework.step_overhead_s, 1.5e-3);
+  ASSERT_TRUE(topo->UseAttentionKernel("cudnn").ok());
+  EXPECT_EQ(topo->gpu.attention_kernel, "cudnn");
+  EXPECT_DOUBLE_EQ(topo->gpu.Efficiency(512), 0.65);  // one point: held at every size
+  EXPECT_DOUBLE_EQ(topo->gpu.backward_rate_ratio, 0.81);
+  EXPECT_DOUBLE_EQ(topo->gpu.ring_step_partial_passes, 0);  // the table's default
+  // k = 290 at d = 128: d = 64 runs at (1 + 290/512) / (1 + 290/256) = 0.7340 of the rate.
+  EXPECT_NEAR(topo->gpu.HeadDimRateFactor(64), (1 + 290.0 / 512) / (1 + 290.0 / 256), 1e-15);
+  EXPECT_DOUBLE_EQ(topo->gpu.HeadDimRateFactor(128), 1.0);
+  // Back to fa3, from its copy in the table of curves.
+  ASSERT_TRUE(topo->UseAttentionKernel("fa3").ok());
+  EXPECT_DOUBLE_EQ(topo->gpu.ring_step_partial_passes, 12);
+  EXPECT_DOUBLE_EQ(topo->gpu.HeadDimRateFactor(64), 1.0);  // no non-matmul work given
+}
+
+TEST(TopologyTomlKernels, WritingAndReadingBackKeepsEveryCurve) {
+  auto topo = ParseTopologyToml(TwoLibraries(), "t.toml");
+  ASSERT_TRUE(topo.ok()) << topo.status().message();
+  const std::string text = TopologyToToml(*topo);
+  auto again = ParseTopologyToml(text, "again.toml");
+  ASSERT_TRUE(again.ok()) << again.status().message() << "\n" << text;
+  EXPECT_EQ(TopologyToToml(*again), text);
+  ASSERT_TRUE(again->UseAttentionKernel("cudnn").ok());
+  EXPECT_DOUBLE_EQ(again->gpu.pair_overhead_flops, 290);
+  EXPECT_DOUBLE_EQ(again->framework.step_overhead_s, 1.5e-3);
+}
+
+TEST(TopologyTomlKernels, ALibraryWithoutACurveIsOneLineNamingTheKey) {
+  auto topo = ParseTopologyToml(TwoLibraries(), "t.toml");
+  ASSERT_TRUE(topo.ok());
+  const Status fa2 = topo->UseAttentionKernel("fa2");
+  EXPECT_FALSE(fa2.ok());
+  EXPECT_EQ(fa2.message(),
+            "t.toml: gpu.attention_kernels: no curve for 'fa2' on this GPU (it has: cudnn, fa3)");
+  const Status odd = topo->UseAttentionKernel("flash4");
+  EXPECT_NE(odd.message().find("t.toml: --attention-kernel: unknown attention library 'flash4'"),
+            std::string::npos)
+      << odd.message();
+}
+
+TEST(TopologyTomlKernels, BadLibrariesAndCurvesAreErrors) {
+  const std::string two = TwoLibraries();
+  ExpectError(Replace(two, "[gpu.attention_kernels.cudnn]", "[gpu.attention_kernels.xformers]"),
+              {"gpu.attention_kernels.xformers: unknown attention library"});
+  ExpectError(Replace(two, "attention_kernel = \"fa3\"", "attention_kernel = \"fa9\""),
+              {"gpu.attention_kernel: unknown attention library 'fa9'"});
+  ExpectError(Replace(two, "efficiency = [[4096, 0.65]]", "efficiency = [[4096, 1.65]]"),
+              {"gpu.attention_kernels.cudnn.efficiency[0]: efficiency must be in (0, 1]"});
+  ExpectError(Replace(two, "pair_overhead_flops = 290", "pair_overhead_flops = -1"),
+              {"gpu.attention_kernels.cudnn.pair_overhead_flops: must be in [0, 1e6]"});
+  ExpectError(Replace(two, "source = \"measured\"\n", ""),
+              {"gpu.attention_kernels.cudnn.source: missing required key"});
+  ExpectError(Replace(two, "step_overhead_us = 1500", "step_overhead_us = -1"),
+              {"framework.step_overhead_us: must not be negative"});
+  // The default library names one without a curve: the [gpu] curve is absent.
+  std::string no_default = Replace(two, "attention_efficiency = [[512, 0.3], [4096, 0.6]]\n", "");
+  no_default = Replace(no_default, "backward_rate_ratio = 0.84\n", "");
+  no_default = Replace(no_default, "ring_step_partial_passes = 12\n", "");
+  ExpectError(no_default, {"gpu.attention_kernel: no curve for 'fa3'"});
+  // A [gpu] key of the curve without the curve.
+  ExpectError(Replace(no_default, "attention_kernel = \"fa3\"",
+                      "attention_kernel = \"cudnn\"\nbackward_rate_ratio = 0.9"),
+              {"gpu.backward_rate_ratio: describes gpu.attention_efficiency, which is absent"});
+  // One library given twice: as the [gpu] curve and as a table.
+  ExpectError(
+      Replace(two, "attention_kernel = \"fa3\"", "attention_kernel = \"cudnn\""),
+      {"gpu.attention_efficiency: library 'cudnn' (gpu.attention_kernel) also has a curve"});
+}
+
+}  // namespace
+}  // namespace meshplan

@@ -116,5 +116,22 @@ TEST(Equivalence, APlanJoinsTheFirstEarlierGroupItMatchesEvenAcrossOthers) {
 
 TEST(Equivalence, AnEmptyRankingHasNoGroups) { EXPECT_TRUE(GroupEquivalentPlans({}).empty()); }
 
+TEST(WithinModelError, PlansWithinFivePercentOfTheBestThatFitsCannotBeToldApart) {
+  EXPECT_DOUBLE_EQ(kModelErrorFraction, 0.05);
+  // The first plan does not fit; the best that fits takes 100 ms, so up to 105 ms is within the
+  // model's error: 100, 104.9 and 105 ms, not 105.1 ms; a plan that does not fit never is.
+  std::vector<Estimate> ranked = {MakeEstimate(2, 0.090),   MakeEstimate(4, 0.100),
+                                  MakeEstimate(8, 0.1049),  MakeEstimate(16, 0.105),
+                                  MakeEstimate(32, 0.1051), MakeEstimate(64, 0.103)};
+  ranked[0].fits = false;
+  ranked[5].fits = false;
+  EXPECT_EQ(WithinModelError(ranked), (std::vector<size_t>{1, 2, 3}));
+  // A simulated time ranks the plan instead of its estimate.
+  ranked[4].simulated_s = 0.101;
+  EXPECT_EQ(WithinModelError(ranked), (std::vector<size_t>{1, 2, 3, 4}));
+  for (Estimate& e : ranked) e.fits = false;
+  EXPECT_TRUE(WithinModelError(ranked).empty());
+}
+
 }  // namespace
 }  // namespace meshplan::planner

@@ -1,0 +1,16 @@
+#include "planner/evaluate_plan.h"
+
+#include "core/kernel_time.h"
+
+namespace meshplan::planner {
+
+Estimate EvaluatePlan(const PlanContext& ctx, const Strategy& strategy,
+                      const SchemeParams& params) {
+  Estimate e = strategy.Evaluate(ctx, params);
+  if (!e.valid) return e;
+  e.framework_overhead_s = FrameworkOverheadSeconds(ctx.topology, ctx.workload.pass);
+  FinishTime(e);
+  return e;
+}
+
+}  // namespace meshplan::planner

@@ -1,0 +1,82 @@
+// The ring step's costs beyond the kernel (issue 30), worked out by hand on a tiny ring.
+#include "planner/patterns/ring_pass.h"
+
+#include <gtest/gtest.h>
+
+#include "planner/evaluate_plan.h"
+#include "planner/schemes/registry.h"
+#include "tests/planner/test_cluster.h"
+
+namespace meshplan::planner {
+namespace {
+
+// A compute-bound ring of 4 on one node (test_cluster.h): 64K tokens, 32 query heads of 128, fp32
+// partials. A rank's forward partials: O is 32 heads x 16K tokens x 128 x 4 bytes = 268,435,456
+// bytes and LSE 16K x 32 x 4 = 2,097,152: 270,532,608 bytes.
+constexpr double kForwardPartialBytes = 268'435'456.0 + 2'097'152.0;
+
+SchemeParams RingOf4() {
+  SchemeParams p;
+  p.scheme = Scheme("ring");
+  p.layout = Layout::kZigzag;
+  p.ring = 4;
+  p.placement = {"cp"};
+  return p;
+}
+
+double EstimateSeconds(const Topology& t, const Workload& w, const SchemeParams& p) {
+  const PlanContext ctx(w, t);
+  const Estimate e = EvaluatePlan(ctx, *MakeStrategy(p.scheme), p);
+  EXPECT_TRUE(e.valid) << e.reason;
+  return e.time_s;
+}
+
+TEST(RingStepPartials, BytesAreTheRanksPartials) {
+  const Topology t = testing::SmallCluster(4, 1);
+  const PlanContext ctx(testing::ComputeBoundWorkload(Pass::kForward), t);
+  EXPECT_DOUBLE_EQ(RingStepPartialBytes(ctx, Phase::kForward), kForwardPartialBytes);
+  // Backward: dQ (as O) and dK + dV of 8 KV heads: 2 x 8 x 16K x 128 x 4 = 134,217,728.
+  EXPECT_DOUBLE_EQ(RingStepPartialBytes(ctx, Phase::kBackward), 268'435'456.0 + 134'217'728.0);
+}
+
+TEST(RingStepPartials, EveryStepButTheFirstMergesItsPartials) {
+  // 12 passes through 3e12 bytes/s: 12 x 270,532,608 / 3e12 = 1.0821 ms per step; the ring's 4
+  // steps merge 3 times, and the ring is compute-bound, so its time grows by 3.2464 ms.
+  Topology t = testing::SmallCluster(4, 1);
+  const Workload w = testing::ComputeBoundWorkload(Pass::kForward);
+  const double bare = EstimateSeconds(t, w, RingOf4());
+  t.gpu.ring_step_partial_passes = 12;
+  const double merged = EstimateSeconds(t, w, RingOf4());
+  EXPECT_NEAR(merged - bare, 3 * 12 * kForwardPartialBytes / 3e12, 1e-9);
+}
+
+TEST(RingStepPartials, MeshWithOneRowMergesAsRingDoes) {
+  // Mesh a = 1, b = 4 is Ring of 4: its Q slot's 4 blocks merge 3 times, the same 3.2464 ms.
+  Topology t = testing::SmallCluster(4, 1);
+  const Workload w = testing::ComputeBoundWorkload(Pass::kForward);
+  SchemeParams mesh;
+  mesh.scheme = Scheme("mesh");
+  mesh.layout = Layout::kZigzag;
+  mesh.tile_a = 1;
+  mesh.tile_b = 4;
+  mesh.placement = {"q", "kv"};
+  const double bare = EstimateSeconds(t, w, mesh);
+  t.gpu.ring_step_partial_passes = 12;
+  EXPECT_NEAR(EstimateSeconds(t, w, mesh) - bare, 3 * 12 * kForwardPartialBytes / 3e12, 1e-9);
+}
+
+TEST(FrameworkOverhead, IsChargedOncePerAttentionCall) {
+  // 1.5 ms per call: the forward alone is one call, forward + backward two.
+  Topology t = testing::SmallCluster(4, 1);
+  for (auto [pass, calls] : {std::pair<Pass, int>{Pass::kForward, 1}, {Pass::kBackward, 1},
+                             {Pass::kForwardBackward, 2}}) {
+    const Workload w = testing::ComputeBoundWorkload(pass);
+    t.framework.step_overhead_s = 0;
+    const double bare = EstimateSeconds(t, w, RingOf4());
+    t.framework.step_overhead_s = 1.5e-3;
+    EXPECT_NEAR(EstimateSeconds(t, w, RingOf4()) - bare, calls * 1.5e-3, 1e-12) << PassName(pass);
+  }
+}
+
+}  // namespace
+}  // namespace meshplan::planner

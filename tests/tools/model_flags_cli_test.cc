@@ -1,0 +1,102 @@
+// --attention-kernel and --step-overhead-ms end to end (tools/cli_common.h ModelFlags): the
+// library a plan is made with is named in the output, recorded in its plan file and used by
+// simulate; bad values are one line, exit 2.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "tests/tools/cli_fixture.h"
+#include "tests/tools/json_reader.h"
+
+namespace meshplan {
+namespace {
+
+using testing::Json;
+
+// Number field `key` of the first plan of a `plan --format json` output (NaN when absent).
+double FirstPlanNumber(const std::string& out, const std::string& key) {
+  Json j;
+  if (!Json::Parse(out, &j)) return std::nan("");
+  const Json* plans = j.Find("plans");
+  if (plans == nullptr || plans->items.empty()) return std::nan("");
+  const Json* v = plans->items.front().Find(key);
+  return v == nullptr ? std::nan("") : v->number;
+}
+
+class ModelFlagsCli : public testing::CliFixture {
+ protected:
+  void ExpectInvalid(const std::string& args, const std::string& needle) {
+    const testing::CliResult r = Run(args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.err;
+    EXPECT_EQ(r.err.find("meshplan: error: "), 0u) << r.err;
+    EXPECT_NE(r.err.find(needle), std::string::npos) << args << "\n" << r.err;
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "expected one line:\n" << r.err;
+  }
+  static constexpr const char* kSmall =
+      "-t dgx-h100-1node --seq 16K --heads 32 --kv-heads 8 --pass fwd -q";
+};
+
+TEST_F(ModelFlagsCli, ThePlanNamesItsLibraryAndTheFileDefaultIsFa3) {
+  const testing::CliResult r = Run(std::string("plan ") + kSmall + " --top 1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("attention kernel fa3"), std::string::npos) << r.out;
+  const testing::CliResult c = Run(std::string("plan ") + kSmall + " --top 1 --attention-kernel cudnn");
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  EXPECT_NE(c.out.find("attention kernel cudnn"), std::string::npos) << c.out;
+}
+
+TEST_F(ModelFlagsCli, AnotherLibraryChangesTheTimeByItsRate) {
+  // Ulysses on one node is one kernel over the whole 16K sequence: its forward time scales with
+  // 1 / rate. fa3 at 16K: 0.681 + (0.71 - 0.681) / 2 = 0.6955 of peak (log-linear between 8K and
+  // 32K); fa2: 0.377 + (0.381 - 0.377) / 2 = 0.379. The FLOP part of the compute (the 4 us
+  // launch of dgx-h100-1node.toml apart) so grows by 0.6955 / 0.379.
+  auto compute_s = [&](const std::string& library) {
+    const testing::CliResult r = Run(std::string("plan ") + kSmall +
+                                     " --schemes ulysses --format json --top 1 --attention-kernel " +
+                                     library);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return FirstPlanNumber(r.out, "compute_s");
+  };
+  const double launch_s = 4e-6;
+  EXPECT_NEAR((compute_s("fa2") - launch_s) / (compute_s("fa3") - launch_s), 0.6955 / 0.379, 1e-6);
+}
+
+TEST_F(ModelFlagsCli, APlanFileRecordsItsLibraryAndSimulateUsesIt) {
+  const std::string plan = (dir_ / "p.toml").string();
+  ASSERT_EQ(Run(std::string("plan ") + kSmall + " --attention-kernel fa2 -o " + plan).exit_code,
+            0);
+  const testing::CliResult sim = Run("simulate " + plan + " -q");
+  ASSERT_EQ(sim.exit_code, 0) << sim.err;
+  EXPECT_NE(sim.out.find("attention kernel fa2"), std::string::npos) << sim.out;
+  const testing::CliResult other = Run("simulate " + plan + " -q --attention-kernel fa3");
+  ASSERT_EQ(other.exit_code, 0) << other.err;
+  EXPECT_NE(other.out.find("attention kernel fa3"), std::string::npos) << other.out;
+}
+
+TEST_F(ModelFlagsCli, AFrameworkOverheadIsAddedOncePerCall) {
+  auto time_s = [&](const std::string& extra) {
+    const testing::CliResult r = Run(std::string("plan ") + kSmall +
+                                     " --schemes ulysses --format json --top 1 " + extra);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return FirstPlanNumber(r.out, "time_s");
+  };
+  EXPECT_NEAR(time_s("--step-overhead-ms 2") - time_s(""), 2e-3, 1e-12);
+}
+
+TEST_F(ModelFlagsCli, BadValuesAreOneLineExitTwo) {
+  ExpectInvalid(std::string("plan ") + kSmall + " --attention-kernel fa4",
+                "--attention-kernel: unknown attention library 'fa4'");
+  ExpectInvalid("plan -t dgx-a100-1node --seq 16K -q --attention-kernel fa3",
+                "dgx-a100-1node.toml: gpu.attention_kernels: no curve for 'fa3' on this GPU "
+                "(it has: fa2)");
+  ExpectInvalid(std::string("plan ") + kSmall + " --step-overhead-ms -1",
+                "--step-overhead-ms: must be in [0, 10000] ms");
+  ExpectInvalid("sweep -t dgx-h100-1node --seq 16K -q --attention-kernel xx",
+                "unknown attention library 'xx'");
+  ExpectInvalid("fit -t dgx-h100-1node --step-overhead-ms 1e12",
+                "--step-overhead-ms: must be in [0, 10000] ms");
+}
+
+}  // namespace
+}  // namespace meshplan
