@@ -10,7 +10,6 @@
 
 namespace meshplan::planner {
 
-Estimate EvaluatePlan(const PlanContext& ctx, const Strategy& strategy,
-                      const SchemeParams& params);
+Estimate EvaluatePlan(const PlanContext& ctx, const Strategy& strategy, const SchemeParams& params);
 
 }  // namespace meshplan::planner

@@ -41,7 +41,8 @@ TEST_F(ModelFlagsCli, ThePlanNamesItsLibraryAndTheFileDefaultIsFa3) {
   const testing::CliResult r = Run(std::string("plan ") + kSmall + " --top 1");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("attention kernel fa3"), std::string::npos) << r.out;
-  const testing::CliResult c = Run(std::string("plan ") + kSmall + " --top 1 --attention-kernel cudnn");
+  const testing::CliResult c =
+      Run(std::string("plan ") + kSmall + " --top 1 --attention-kernel cudnn");
   ASSERT_EQ(c.exit_code, 0) << c.err;
   EXPECT_NE(c.out.find("attention kernel cudnn"), std::string::npos) << c.out;
 }
@@ -52,9 +53,9 @@ TEST_F(ModelFlagsCli, AnotherLibraryChangesTheTimeByItsRate) {
   // 32K); fa2: 0.377 + (0.381 - 0.377) / 2 = 0.379. The FLOP part of the compute (the 4 us
   // launch of dgx-h100-1node.toml apart) so grows by 0.6955 / 0.379.
   auto compute_s = [&](const std::string& library) {
-    const testing::CliResult r = Run(std::string("plan ") + kSmall +
-                                     " --schemes ulysses --format json --top 1 --attention-kernel " +
-                                     library);
+    const testing::CliResult r =
+        Run(std::string("plan ") + kSmall +
+            " --schemes ulysses --format json --top 1 --attention-kernel " + library);
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return FirstPlanNumber(r.out, "compute_s");
   };
@@ -64,8 +65,7 @@ TEST_F(ModelFlagsCli, AnotherLibraryChangesTheTimeByItsRate) {
 
 TEST_F(ModelFlagsCli, APlanFileRecordsItsLibraryAndSimulateUsesIt) {
   const std::string plan = (dir_ / "p.toml").string();
-  ASSERT_EQ(Run(std::string("plan ") + kSmall + " --attention-kernel fa2 -o " + plan).exit_code,
-            0);
+  ASSERT_EQ(Run(std::string("plan ") + kSmall + " --attention-kernel fa2 -o " + plan).exit_code, 0);
   const testing::CliResult sim = Run("simulate " + plan + " -q");
   ASSERT_EQ(sim.exit_code, 0) << sim.err;
   EXPECT_NE(sim.out.find("attention kernel fa2"), std::string::npos) << sim.out;
@@ -76,8 +76,8 @@ TEST_F(ModelFlagsCli, APlanFileRecordsItsLibraryAndSimulateUsesIt) {
 
 TEST_F(ModelFlagsCli, AFrameworkOverheadIsAddedOncePerCall) {
   auto time_s = [&](const std::string& extra) {
-    const testing::CliResult r = Run(std::string("plan ") + kSmall +
-                                     " --schemes ulysses --format json --top 1 " + extra);
+    const testing::CliResult r =
+        Run(std::string("plan ") + kSmall + " --schemes ulysses --format json --top 1 " + extra);
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return FirstPlanNumber(r.out, "time_s");
   };

@@ -68,7 +68,8 @@ TEST(RingStepPartials, MeshWithOneRowMergesAsRingDoes) {
 TEST(FrameworkOverhead, IsChargedOncePerAttentionCall) {
   // 1.5 ms per call: the forward alone is one call, forward + backward two.
   Topology t = testing::SmallCluster(4, 1);
-  for (auto [pass, calls] : {std::pair<Pass, int>{Pass::kForward, 1}, {Pass::kBackward, 1},
+  for (auto [pass, calls] : {std::pair<Pass, int>{Pass::kForward, 1},
+                             {Pass::kBackward, 1},
                              {Pass::kForwardBackward, 2}}) {
     const Workload w = testing::ComputeBoundWorkload(pass);
     t.framework.step_overhead_s = 0;
