@@ -21,9 +21,10 @@ WORKLOADS = [("GQA fwd+bwd", ["--heads", "64", "--kv-heads", "8", "--pass", "fwd
 
 
 def schemes(meshplan):
-    text = subprocess.run([meshplan, "plan", "--help"], check=True, capture_output=True, text=True).stdout
-    line = next(l for l in text.splitlines() if "--schemes" in l)
-    return [s.strip() for s in line.split(":", 1)[1].split(",")]
+    """The registry's schemes, in its order: the first word of each `plan --list-schemes` line."""
+    text = subprocess.run([meshplan, "plan", "--list-schemes"], check=True, capture_output=True,
+                          text=True).stdout
+    return [line.split()[0] for line in text.splitlines() if line.strip()]
 
 
 def main():

@@ -45,9 +45,10 @@ def plan_rows(meshplan, topology, seq, heads, kv_heads, mask, pass_, schemes):
 
 
 def known_schemes(meshplan):
-    text = subprocess.run([meshplan, "plan", "--help"], check=True, capture_output=True, text=True).stdout
-    line = next(l for l in text.splitlines() if "--schemes" in l)
-    return set(s.strip() for s in line.split(":", 1)[1].split(","))
+    """The registry's schemes: the first word of each `meshplan plan --list-schemes` line."""
+    text = subprocess.run([meshplan, "plan", "--list-schemes"], check=True, capture_output=True,
+                          text=True).stdout
+    return set(line.split()[0] for line in text.splitlines() if line.strip())
 
 
 def mesh_table(meshplan):

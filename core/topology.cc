@@ -78,6 +78,20 @@ double GpuSpec::HeadDimRateFactor(int64_t head_dim) const {
          (1.0 + k / (4.0 * static_cast<double>(head_dim)));
 }
 
+std::string GpuSpec::HeadDimCaveat(int64_t head_dim) const {
+  if (efficiency_head_dim <= 0 || head_dim == efficiency_head_dim || pair_overhead_flops > 0)
+    return "";
+  const std::string d = std::to_string(head_dim);
+  return "the " + attention_kernel + " kernel curve was measured at head dim " +
+         std::to_string(efficiency_head_dim) +
+         " and has no head-dim term (pair_overhead_flops): head dim " + d +
+         " is predicted at that rate" +
+         (attention_kernel == "own"
+              ? " (on a CPU, 20-50% off between head dims 32 and 128; calibrate with --head-dim " +
+                    d + ")"
+              : " (give the library's curve at head dim " + d + ", topologies/README.md)");
+}
+
 bool IsAttentionLibrary(std::string_view name) {
   for (std::string_view library : kAttentionLibraries) {
     if (name == library) return true;
@@ -200,8 +214,8 @@ Status CheckKernelCurve(const std::string& prefix, const std::string& name,
   }
   if (!(c.backward_rate_ratio > 0 && c.backward_rate_ratio <= 100))
     return Status::Invalid(prefix + ".backward_rate_ratio: must be in (0, 100]");
-  if (c.head_dim < 1 || c.head_dim > 65536)
-    return Status::Invalid(prefix + ".head_dim: must be in 1..65536");
+  if (c.head_dim < 0 || c.head_dim > 65536)
+    return Status::Invalid(prefix + ".head_dim: must be in 1..65536 (0: not stated)");
   if (!(c.pair_overhead_flops >= 0 && c.pair_overhead_flops <= 1e6))
     return Status::Invalid(prefix + ".pair_overhead_flops: must be in [0, 1e6]");
   if (!(c.ring_step_partial_passes >= 0 && c.ring_step_partial_passes <= 1000))

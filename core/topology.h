@@ -58,7 +58,7 @@ bool IsAttentionLibrary(std::string_view name);
 struct AttentionKernelCurve {
   std::vector<EfficiencyPoint> efficiency;  // sorted by block_tokens, non-empty
   double backward_rate_ratio = 1.0;
-  int64_t head_dim = 128;
+  int64_t head_dim = 0;  // 0: not stated (the rate is then the same at every head dim)
   double pair_overhead_flops = 0;
   // Times a ring step's partials (O and LSE forward; dQ, dK and dV backward) cross HBM beyond
   // the kernel (GpuSpec::ring_step_partial_passes).
@@ -79,7 +79,7 @@ struct GpuSpec {
   // The head dim attention_efficiency was measured at, and the non-matmul work per (query, key)
   // pair and head in FLOPs at the matmul rate (AttentionKernelCurve): together they scale the
   // rate to other head dims (HeadDimRateFactor). 0 work: the rate does not depend on head dim.
-  int64_t efficiency_head_dim = 128;
+  int64_t efficiency_head_dim = 0;  // 0: not stated
   double pair_overhead_flops = 0;
   // A ring step after the first writes its partials out of the kernel and merges them into the
   // running ones (the out/LSE correction forward; dQ accumulation, dK and dV partials backward):
@@ -120,10 +120,14 @@ struct GpuSpec {
   // REQUIRES: peak_tflops has dtype (Topology::Validate checks the dtypes the planner uses).
   double PeakFlopsPerSecond(DType dtype) const;
   double Efficiency(int64_t block_tokens) const;
+  // Why a kernel time at `head_dim` is a guess: the curve was measured at another head dim and
+  // has no non-matmul work term to carry it over ("" when head_dim is the curve's, or the term
+  // is there). For a note beside a plan.
+  std::string HeadDimCaveat(int64_t head_dim) const;
   // The kernel's rate at `head_dim` over its rate at efficiency_head_dim, both doing 4 * head_dim
   // matmul FLOPs and pair_overhead_flops (k) of other work per pair and head:
-  // (1 + k / (4 * efficiency_head_dim)) / (1 + k / (4 * head_dim)). 1 when k = 0 or head_dim <= 0
-  // (a schedule made without a workload).
+  // (1 + k / (4 * efficiency_head_dim)) / (1 + k / (4 * head_dim)). 1 when k = 0, when the curve
+  // states no head dim, or head_dim <= 0 (a schedule made without a workload).
   double HeadDimRateFactor(int64_t head_dim) const;
   // The planner's steady state, every rank of a device computing at once: kernel time grows by
   // max(1, ranks_per_device / concurrent_kernels). (The simulator models the sharing op by op.)

@@ -167,6 +167,12 @@ Result<Topology> PlanTopology(const std::string& plan_file, const std::string& t
   return topology;
 }
 
+void NoteHeadDim(const Topology& topology, int64_t head_dim, bool quiet) {
+  const std::string caveat = topology.gpu.HeadDimCaveat(head_dim);
+  if (quiet || caveat.empty()) return;
+  std::fprintf(stderr, "meshplan: note: %s: %s\n", topology.source.c_str(), caveat.c_str());
+}
+
 Status CheckFormat(const std::string& format, const std::vector<std::string>& allowed) {
   std::string list;
   for (const auto& a : allowed) {

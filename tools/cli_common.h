@@ -83,6 +83,10 @@ Result<Topology> PlanTopology(const std::string& plan_file, const std::string& t
 // long command refuse a bad -o before it starts working.
 Status CheckWritableOutput(const std::string& path);
 
+// Prints "meshplan: note: SOURCE: ..." on stderr when `topology`'s kernel curve does not carry
+// over to `head_dim` (GpuSpec::HeadDimCaveat), unless `quiet`.
+void NoteHeadDim(const Topology& topology, int64_t head_dim, bool quiet);
+
 // --format table|json|csv
 Status CheckFormat(const std::string& format, const std::vector<std::string>& allowed);
 

@@ -32,6 +32,7 @@ int RunInProcess(const ExecuteFlags& flags) {
   const Prepared& p = *prepared;
   NoteWidenedPass(flags, p);
   NoteLongRun(flags, p);
+  NoteHeadDim(p.topology, p.run.plan.workload.head_dim, flags.quiet);
   auto run = exec::ExecuteRepeated(p.run, p.config, RepeatCount(flags).value(), RunProgress(flags));
   if (!run.ok()) {
     if (run.status().code() == ErrorCode::kInvalidInput) {
@@ -99,6 +100,7 @@ int RunMpi(const ExecuteFlags& flags, exec::MpiTransport& transport) {
     return kExitOk;
   }
   NoteWidenedPass(flags, p);
+  NoteHeadDim(p.topology, p.run.plan.workload.head_dim, flags.quiet);
   const std::string ranks = std::to_string(p.run.schedule.num_ranks);
   const std::string line =
       flags.backend == "cuda"

@@ -66,6 +66,7 @@ int RunPlan(const PlanFlags& flags) {
   if (Status st = topology->SupportsDType(workload->dtype); !st.ok()) return ReportError(st);
   if (Status st = CheckFormat(flags.format, {"table", "json", "csv"}); !st.ok())
     return ReportError(st);
+  NoteHeadDim(*topology, workload->head_dim, flags.quiet);
   if (Status st = CheckReserveGiB(flags.reserve_gib); !st.ok())
     return ReportError(st.WithContext("--reserve-gib"));
   if (flags.simulate < 0) return ReportError(Status::Invalid("--simulate: must not be negative"));

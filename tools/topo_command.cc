@@ -36,9 +36,13 @@ std::string Describe(const Topology& t) {
   }
   out += "\nattention kernel: " + t.gpu.attention_kernel +
          (others.empty() ? "" : " (curves also for " + others + ": --attention-kernel)");
-  std::snprintf(buffer, sizeof buffer, "\nattention efficiency (d = %lld):",
-                static_cast<long long>(t.gpu.efficiency_head_dim));
-  out += buffer;
+  if (t.gpu.efficiency_head_dim > 0) {
+    std::snprintf(buffer, sizeof buffer, "\nattention efficiency (d = %lld):",
+                  static_cast<long long>(t.gpu.efficiency_head_dim));
+    out += buffer;
+  } else {
+    out += "\nattention efficiency:";
+  }
   for (const EfficiencyPoint& p : t.gpu.attention_efficiency) {
     std::snprintf(buffer, sizeof buffer, " %s:%.0f%%", FormatCount(p.block_tokens).c_str(),
                   p.efficiency * 100);

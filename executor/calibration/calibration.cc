@@ -429,6 +429,7 @@ Status DescribeTopology(const CalibrationSpec& spec, const NetworkLevel& level,
   gpu.model = spec.device_model;
   gpu.memory_bytes = Significant(spec.memory_bytes / 1e9, 4) * 1e9;
   gpu.launch_overhead_s = 0;
+  gpu.efficiency_head_dim = spec.head_dim;  // the curve's head dim (plans at others get a note)
   t.levels = {level};
   return t.Validate().WithContext("calibrate: the fitted topology");
 }

@@ -459,6 +459,7 @@ std::string TwoLibraries() {
                  "[gpu.attention_kernels.cudnn]\n"
                  "efficiency = [[4096, 0.65]]\n"
                  "backward_rate_ratio = 0.81\n"
+                 "head_dim = 128\n"
                  "pair_overhead_flops = 290\n"
                  "source = \"measured\"\n\n"
                  "[framework]\nstep_overhead_us = 1500\n\n"

@@ -84,6 +84,22 @@ TEST_F(ModelFlagsCli, AFrameworkOverheadIsAddedOncePerCall) {
   EXPECT_NEAR(time_s("--step-overhead-ms 2") - time_s(""), 2e-3, 1e-12);
 }
 
+TEST_F(ModelFlagsCli, APlanAtAHeadDimTheCurveDoesNotCoverGetsANote) {
+  // fa3's curve is measured at d = 128 with no head-dim term: a d = 64 plan is a guess, said on
+  // stderr; fa2 has the term (k = 86), d = 128 is the curve's own, and -q says nothing.
+  const std::string d64 = "plan -t dgx-h100-1node --seq 16K --head-dim 64 --top 1";
+  const testing::CliResult fa3 = Run(d64);
+  ASSERT_EQ(fa3.exit_code, 0) << fa3.err;
+  EXPECT_NE(fa3.err.find("meshplan: note: "), std::string::npos) << fa3.err;
+  EXPECT_NE(fa3.err.find("the fa3 kernel curve was measured at head dim 128 and has no head-dim "
+                         "term (pair_overhead_flops): head dim 64 is predicted at that rate"),
+            std::string::npos)
+      << fa3.err;
+  EXPECT_EQ(Run(d64 + " --attention-kernel fa2").err.find("note:"), std::string::npos);
+  EXPECT_EQ(Run("plan -t dgx-h100-1node --seq 16K --top 1").err.find("note:"), std::string::npos);
+  EXPECT_EQ(Run(d64 + " -q").err, "");
+}
+
 TEST_F(ModelFlagsCli, BadValuesAreOneLineExitTwo) {
   ExpectInvalid(std::string("plan ") + kSmall + " --attention-kernel fa4",
                 "--attention-kernel: unknown attention library 'fa4'");
