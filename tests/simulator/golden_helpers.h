@@ -57,4 +57,23 @@ inline Schedule Empty(int64_t ranks) {
   return s;
 }
 
+// `p` ranks in one group, each issuing one ring all-gather of `shard_bytes` per rank (its op
+// carries the (p - 1) x shard_bytes it sends).
+inline Schedule AllGatherSchedule(int64_t p, int64_t shard_bytes) {
+  Schedule s = Empty(p);
+  std::vector<int32_t> group;
+  for (int64_t r = 0; r < p; ++r) group.push_back(static_cast<int32_t>(r));
+  s.groups.push_back(group);
+  for (int64_t r = 0; r < p; ++r) {
+    Op ag;
+    ag.kind = OpKind::kAllGather;
+    ag.stream = StreamId::kCollective;
+    ag.group = 0;
+    ag.tensors = kTensorKV;
+    ag.bytes = (p - 1) * shard_bytes;
+    s.ranks[r].Add(ag);
+  }
+  return s;
+}
+
 }  // namespace meshplan::sim::testing

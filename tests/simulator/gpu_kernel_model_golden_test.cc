@@ -80,17 +80,7 @@ TEST(GpuKernelModelGolden, ARingAllGatherLeavingANodeUsesEveryNicOfTheNode) {
   t.levels.push_back({"nvlink", LinkKind::kSwitch, 4, 400e9, 1e-6, 1.0, {}});
   t.levels.push_back({"ib", LinkKind::kFatTree, 2, 50e9, 5e-6, 1.0, {}});
   const int64_t p = 8;
-  Schedule s = Empty(p);
-  s.groups.push_back({0, 1, 2, 3, 4, 5, 6, 7});
-  for (int64_t r = 0; r < p; ++r) {
-    Op ag;
-    ag.kind = OpKind::kAllGather;
-    ag.stream = StreamId::kCollective;
-    ag.group = 0;
-    ag.tensors = kTensorKV;
-    ag.bytes = (p - 1) * 1'000'000;
-    s.ranks[r].Add(ag);
-  }
+  const Schedule s = testing::AllGatherSchedule(p, 1'000'000);
   auto r = Simulate(s, t, Identity(p), DType::kBf16);
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_GE(r->total_s, 40e-6);

@@ -63,17 +63,7 @@ TEST(SimulateGolden, RingAllGatherOnASwitchMatchesTheAlphaBetaFormula) {
   // p = 8 ranks, n = 8e6 bytes gathered (1e6 per rank): (p-1)(alpha + n/(p bw))
   // = 7 * (2000 + 1e6/100) ns = 84000 ns.
   const int64_t p = 8;
-  Schedule s = Empty(p);
-  s.groups.push_back({0, 1, 2, 3, 4, 5, 6, 7});
-  for (int64_t r = 0; r < p; ++r) {
-    Op ag;
-    ag.kind = OpKind::kAllGather;
-    ag.stream = StreamId::kCollective;
-    ag.group = 0;
-    ag.tensors = kTensorKV;
-    ag.bytes = (p - 1) * 1'000'000;  // what this rank sends in the ring all-gather
-    s.ranks[r].Add(ag);
-  }
+  const Schedule s = testing::AllGatherSchedule(p, 1'000'000);
   auto r = Simulate(s, OneSwitch(p), Identity(p), DType::kBf16);
   ASSERT_TRUE(r.ok()) << r.status().message();
   const double formula = 7 * (2e-6 + 1e6 / 100e9);
