@@ -122,6 +122,19 @@ Status Topology::UseAttentionKernel(std::string_view library) {
   return Status::Ok();
 }
 
+std::string CalibrationRecord::LoadCaveat(double load_now) const {
+  if (!recorded() || load_now < 0) return "";
+  const double allowed = std::max(1.0, static_cast<double>(cores) / 4.0);
+  if (std::fabs(load_now - load_average) <= allowed) return "";
+  char buffer[256];
+  std::snprintf(buffer, sizeof buffer,
+                "calibrated at a load of %.1f (1-minute average) and the load is %.1f now: the "
+                "prediction assumes the calibration's conditions (a change from 10-13 to 6 put "
+                "one run 47%% off, docs/fidelity.md)",
+                load_average, load_now);
+  return buffer;
+}
+
 Status Topology::SetStepOverheadMs(double ms) {
   if (!(ms >= 0 && ms * 1e3 <= kMaxStepOverheadUs))
     return Status::Invalid("must be in [0, " +
@@ -270,6 +283,12 @@ Status Topology::Validate() const {
     return Status::Invalid("framework.step_overhead_us: must not be negative");
   MESHPLAN_RETURN_IF_ERROR(
       AtMost("framework.step_overhead_us", framework.step_overhead_s * 1e6, kMaxStepOverheadUs));
+  if (calibration.recorded()) {
+    if (!std::isfinite(calibration.load_average) || calibration.load_average > 1e6)
+      return Status::Invalid("calibration.load_average: must be in [0, 1e6]");
+    if (calibration.cores < 0 || calibration.cores > 1'000'000)
+      return Status::Invalid("calibration.cores: must be in 1..1000000");
+  }
   if (levels.empty()) return Status::Invalid("level: at least one network level is required");
   double total = 1;
   for (size_t i = 0; i < levels.size(); ++i) {

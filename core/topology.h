@@ -168,6 +168,22 @@ struct FrameworkSpec {
 };
 inline constexpr double kMaxStepOverheadUs = 1e7;  // 10 s
 
+// The conditions a calibrated file was measured under ([calibration], written by `meshplan
+// calibrate`): a run under other conditions should not expect its prediction to hold.
+struct CalibrationRecord {
+  double load_average =
+      -1;             // the machine's 1-minute load average when calibrate started; < 0: none
+  int64_t cores = 0;  // the machine's hardware threads; 0: not recorded
+  // The fitted kernel model's residuals against its samples (|model / measured - 1|); < 0: none.
+  double kernel_median_error = -1, kernel_max_error = -1;
+
+  bool recorded() const { return load_average >= 0; }
+  // Why a run at `load_now` (the 1-minute load average when it starts) should not trust the
+  // prediction: the background load differs from the calibration's by more than
+  // max(1, cores / 4) ("" when it does not, or nothing was recorded).
+  std::string LoadCaveat(double load_now) const;
+};
+
 struct Topology {
   std::string name;
   std::string description;
@@ -175,6 +191,7 @@ struct Topology {
   GpuSpec gpu;
   std::vector<NetworkLevel> levels;  // innermost first; non-empty
   FrameworkSpec framework;
+  CalibrationRecord calibration;
 
   int64_t num_gpus() const;
   int num_levels() const { return static_cast<int>(levels.size()); }

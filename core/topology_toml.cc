@@ -292,6 +292,28 @@ Status ReadGpu(const Reader& r, const toml::table& t, GpuSpec* gpu) {
   return ReadAttentionKernels(r, t, gpu);
 }
 
+// [calibration]: every key optional, load_average >= 0 when given.
+Status ReadCalibration(const Reader& r, const toml::table& root, CalibrationRecord* out) {
+  auto node = r.Find(root, "", "calibration", false);
+  if (!node.ok()) return node.status();
+  if (*node == nullptr) return Status::Ok();
+  const toml::table* table = (*node)->as_table();
+  if (table == nullptr)
+    return r.Fail("calibration", "expected a table ([calibration]), got " + TomlTypeName(**node));
+  const std::string p = "calibration";
+  MESHPLAN_RETURN_IF_ERROR(
+      r.CheckKeys(*table, p, {"load_average", "cores", "kernel_median_error", "kernel_max_error"}));
+  MESHPLAN_RETURN_IF_ERROR(r.NumberAt(*table, p, "load_average", false, &out->load_average));
+  if (table->contains("load_average") && out->load_average < 0)
+    return r.Fail("calibration.load_average", "must not be negative");
+  MESHPLAN_RETURN_IF_ERROR(r.IntegerAt(*table, p, "cores", false, &out->cores));
+  MESHPLAN_RETURN_IF_ERROR(
+      r.NumberAt(*table, p, "kernel_median_error", false, &out->kernel_median_error));
+  MESHPLAN_RETURN_IF_ERROR(
+      r.NumberAt(*table, p, "kernel_max_error", false, &out->kernel_max_error));
+  return Status::Ok();
+}
+
 Status ReadLevel(const Reader& r, const toml::table& t, const std::string& p, NetworkLevel* level) {
   MESHPLAN_RETURN_IF_ERROR(r.CheckKeys(
       t, p,
@@ -329,7 +351,7 @@ Result<Topology> FromTable(const toml::table& root, const std::string& source) {
   Topology topo;
   topo.source = source;
   MESHPLAN_RETURN_IF_ERROR(
-      r.CheckKeys(root, "", {"name", "description", "gpu", "level", "framework"}));
+      r.CheckKeys(root, "", {"name", "description", "gpu", "level", "framework", "calibration"}));
   MESHPLAN_RETURN_IF_ERROR(r.StringAt(root, "", "name", true, &topo.name));
   MESHPLAN_RETURN_IF_ERROR(r.StringAt(root, "", "description", false, &topo.description));
 
@@ -352,6 +374,7 @@ Result<Topology> FromTable(const toml::table& root, const std::string& source) {
         r.NumberAt(*table, "framework", "step_overhead_us", false, &overhead_us));
     topo.framework.step_overhead_s = UsToSeconds(overhead_us);
   }
+  MESHPLAN_RETURN_IF_ERROR(ReadCalibration(r, root, &topo.calibration));
 
   auto levels = r.Find(root, "", "level", true);
   if (!levels.ok()) return levels.status();
@@ -491,6 +514,19 @@ std::string TopologyToToml(const Topology& t) {
   }
   if (g.copies_take_compute != defaults.copies_take_compute) {
     out << "copies_take_compute = " << (g.copies_take_compute ? "true" : "false") << "\n";
+  }
+  if (t.calibration.recorded()) {
+    out << "\n[calibration]\nload_average = "
+        << FormatNumber(t.calibration.load_average, Identity, 1) << "\n";
+    if (t.calibration.cores > 0) out << "cores = " << t.calibration.cores << "\n";
+    if (t.calibration.kernel_median_error >= 0) {
+      out << "kernel_median_error = "
+          << FormatNumber(t.calibration.kernel_median_error, Identity, 1) << "\n";
+    }
+    if (t.calibration.kernel_max_error >= 0) {
+      out << "kernel_max_error = " << FormatNumber(t.calibration.kernel_max_error, Identity, 1)
+          << "\n";
+    }
   }
   if (t.framework.step_overhead_s != 0) {
     out << "\n[framework]\nstep_overhead_us = "

@@ -1,6 +1,7 @@
 // `meshplan calibrate`: measure this machine with the executor's kernels and transport and write
 // it as a topology file (executor/calibration/calibration.h does the measuring and fitting).
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <memory>
@@ -184,12 +185,19 @@ Runner RegisterCalibrateCommand(CLI::App& app) {
       // Fail on an unwritable output before minutes of measuring, not after.
       if (Status st = CheckWritableOutput(f->out); !st.ok()) return ReportError(st);
     }
+    // The background load before our own threads start (the 1-minute average lags them).
+    const double load = exec::CpuCalibrationTarget::LoadAverage();
     exec::CpuCalibrationTarget target(spec.head_dim, spec.heads, spec.quick);
     const bool quiet = f->quiet;
     auto result = exec::Calibrate(target, spec, [quiet](const std::string& line) {
       if (!quiet) std::fprintf(stderr, "calibrate: %s\n", line.c_str());
     });
     if (!result.ok()) return ReportError(result.status());
+    CalibrationRecord& record = result->topology.calibration;
+    record.load_average = load >= 0 ? std::round(load * 100) / 100 : -1;
+    record.cores = static_cast<int64_t>(std::thread::hardware_concurrency());
+    record.kernel_median_error = std::round(result->kernel_median_residual * 1000) / 1000;
+    record.kernel_max_error = std::round(result->kernel_max_residual * 1000) / 1000;
     if (!quiet) PrintSummary(*result);
     if (f->samples) PrintSamples(*result);
     const std::string text = Header(*result) + TopologyToToml(result->topology);

@@ -33,6 +33,7 @@ int RunInProcess(const ExecuteFlags& flags) {
   NoteWidenedPass(flags, p);
   NoteLongRun(flags, p);
   NoteHeadDim(p.topology, p.run.plan.workload.head_dim, flags.quiet);
+  NoteCalibrationConditions(flags, p);
   auto run = exec::ExecuteRepeated(p.run, p.config, RepeatCount(flags).value(), RunProgress(flags));
   if (!run.ok()) {
     if (run.status().code() == ErrorCode::kInvalidInput) {

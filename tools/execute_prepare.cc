@@ -10,6 +10,7 @@
 #include "core/attention_flops.h"
 #include "core/escape.h"
 #include "core/units.h"
+#include "executor/calibration/cpu_calibration.h"
 #include "executor/calibration/run_estimate.h"
 #include "executor/host_memory.h"
 #include "executor/plan_run.h"
@@ -193,6 +194,15 @@ void NoteLongRun(const ExecuteFlags& flags, const Prepared& p) {
                runs, runs == 1 ? "" : "s", WorkloadFlops(p.run.plan.workload),
                FormatSeconds(estimate->seconds).c_str(), estimate->flops_per_s / 1e9,
                estimate->cores, estimate->cores == 1 ? "" : "s");
+  std::fflush(stderr);
+}
+
+void NoteCalibrationConditions(const ExecuteFlags& flags, const Prepared& p) {
+  if (flags.quiet || flags.backend != "cpu") return;
+  const std::string caveat =
+      p.topology.calibration.LoadCaveat(exec::CpuCalibrationTarget::LoadAverage());
+  if (caveat.empty()) return;
+  std::fprintf(stderr, "meshplan: note: %s was %s\n", p.topology.source.c_str(), caveat.c_str());
   std::fflush(stderr);
 }
 

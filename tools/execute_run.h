@@ -69,6 +69,9 @@ bool KeepsOutputs(const ExecuteFlags& flags);
 Result<exec::HostBudget> HostBudgetOf(const ExecuteFlags& flags, int64_t ranks);
 // Flags, plan file, topology, backend configuration, schedule and inputs.
 Result<Prepared> PrepareExecution(const ExecuteFlags& flags);
+// A note on stderr (unless --quiet) when a CPU run's machine load differs from the one its
+// calibrated topology was measured at (CalibrationRecord::LoadCaveat).
+void NoteCalibrationConditions(const ExecuteFlags& flags, const Prepared& p);
 // One line on stderr when the plan's pass bwd runs as fwd+bwd (none with --quiet).
 // A note on stderr (unless --quiet) before CPU threads runs estimated above
 // exec::kLongRunSeconds: the FLOPs and the time they take at least on this machine.

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <cstdlib>
 #include <fstream>
 #include <limits>
 #include <mutex>
@@ -309,6 +310,11 @@ std::string CpuCalibrationTarget::DeviceModel() {
   const unsigned threads = std::thread::hardware_concurrency();
   if (threads > 0) model += " (" + std::to_string(threads) + " hardware threads)";
   return model;
+}
+
+double CpuCalibrationTarget::LoadAverage() {
+  double load[1] = {0};
+  return getloadavg(load, 1) == 1 ? load[0] : -1.0;
 }
 
 double CpuCalibrationTarget::PhysicalMemoryBytes() {

@@ -31,6 +31,8 @@ class CpuCalibrationTarget : public CalibrationTarget {
   static std::string DeviceModel();
   // Physical memory (sysconf), 0 when unknown.
   static double PhysicalMemoryBytes();
+  // The 1-minute load average (getloadavg), -1 when unknown.
+  static double LoadAverage();
 
  private:
   int64_t d_, heads_;

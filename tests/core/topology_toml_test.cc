@@ -544,3 +544,45 @@ TEST(TopologyTomlKernels, BadLibrariesAndCurvesAreErrors) {
 
 }  // namespace
 }  // namespace meshplan
+
+namespace meshplan {
+namespace {
+
+TEST(CalibrationRecordTest, ALoadUnlikeTheCalibrationsGetsACaveat) {
+  CalibrationRecord r;
+  EXPECT_EQ(r.LoadCaveat(6.0), "");  // nothing recorded
+  r.load_average = 10.5;
+  r.cores = 2;  // allowed difference max(1, 2 / 4) = 1
+  EXPECT_EQ(r.LoadCaveat(10.0), "");
+  EXPECT_EQ(r.LoadCaveat(11.5), "");
+  EXPECT_NE(r.LoadCaveat(6.0).find("calibrated at a load of 10.5 (1-minute average) and the load "
+                                   "is 6.0 now"),
+            std::string::npos);
+  EXPECT_EQ(r.LoadCaveat(-1), "");  // the load is unknown now
+  r.cores = 16;                     // allowed difference 16 / 4 = 4
+  EXPECT_EQ(r.LoadCaveat(7.0), "");
+  EXPECT_NE(r.LoadCaveat(6.0), "");
+}
+
+TEST(CalibrationRecordTest, TheTableReadsAndWritesBack) {
+  const std::string text =
+      std::string(kBase) +
+      "\n[calibration]\nload_average = 1.25\ncores = 2\nkernel_median_error = 0.059\n"
+      "kernel_max_error = 0.319\n";
+  auto topo = ParseTopologyToml(text, "t.toml");
+  ASSERT_TRUE(topo.ok()) << topo.status().message();
+  EXPECT_DOUBLE_EQ(topo->calibration.load_average, 1.25);
+  EXPECT_EQ(topo->calibration.cores, 2);
+  EXPECT_DOUBLE_EQ(topo->calibration.kernel_max_error, 0.319);
+  auto again = ParseTopologyToml(TopologyToToml(*topo), "again.toml");
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(TopologyToToml(*again), TopologyToToml(*topo));
+  EXPECT_DOUBLE_EQ(again->calibration.kernel_median_error, 0.059);
+  ExpectError(std::string(kBase) + "\n[calibration]\nload_average = -2\n",
+              {"calibration.load_average: must not be negative"});
+  ExpectError(std::string(kBase) + "\n[calibration]\nload = 2\n",
+              {"unknown key 'calibration.load'"});
+}
+
+}  // namespace
+}  // namespace meshplan

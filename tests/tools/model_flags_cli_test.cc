@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 #include <string>
 
 #include "tests/tools/cli_fixture.h"
@@ -98,6 +99,23 @@ TEST_F(ModelFlagsCli, APlanAtAHeadDimTheCurveDoesNotCoverGetsANote) {
   EXPECT_EQ(Run(d64 + " --attention-kernel fa2").err.find("note:"), std::string::npos);
   EXPECT_EQ(Run("plan -t dgx-h100-1node --seq 16K --top 1").err.find("note:"), std::string::npos);
   EXPECT_EQ(Run(d64 + " -q").err, "");
+}
+
+TEST_F(ModelFlagsCli, ARunUnderAnotherLoadThanItsCalibrationGetsANote) {
+  // A calibrated file says it was measured at a load of 1000: no machine here runs at that, so
+  // execute says its prediction assumes other conditions; -q keeps it quiet.
+  const std::string plan = MakeFourRankPlan();
+  const std::string topology = (dir_ / "four.toml").string();
+  std::ofstream(topology, std::ios::app) << "\n[calibration]\nload_average = 1000\ncores = 2\n";
+  const testing::CliResult r = Run("execute " + plan + " -t " + topology);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("meshplan: note: " + topology +
+                       " was calibrated at a load of 1000.0 (1-minute average) and the load is "),
+            std::string::npos)
+      << r.err;
+  const testing::CliResult quiet = Run("execute " + plan + " -t " + topology + " -q");
+  ASSERT_EQ(quiet.exit_code, 0) << quiet.err;
+  EXPECT_EQ(quiet.err.find("note:"), std::string::npos) << quiet.err;
 }
 
 TEST_F(ModelFlagsCli, BadValuesAreOneLineExitTwo) {
