@@ -437,6 +437,51 @@ Status DescribeTopology(const CalibrationSpec& spec, const NetworkLevel& level,
 }  // namespace
 
 // The phases in order; each reads what the ones before it set.
+double PairOverheadFlops(int64_t d1, double t1, int64_t d2, double t2) {
+  if (!(t1 > 0 && t2 > 0) || d1 == d2) return 0;
+  const double r = t1 / t2;
+  if (std::fabs(r - 1) < 1e-9) return 0;
+  const double k = 4.0 * (static_cast<double>(d1) - r * static_cast<double>(d2)) / (r - 1);
+  return std::isfinite(k) ? std::clamp(k, 0.0, 1e6) : 0.0;
+}
+
+int64_t SecondHeadDim(int64_t head_dim) { return head_dim >= 64 ? head_dim / 2 : head_dim * 2; }
+
+namespace {
+
+// The head-dim term: one full forward block of kHeadDimTokens at the spec's head dim and at
+// SecondHeadDim, kCalibrationRounds times each (medians), the same heads. A target that cannot
+// measure another head dim leaves the term at 0 (plans at other head dims then get a note).
+constexpr int64_t kHeadDimTokens = 512;  // measured by both the quick and the full set
+Status MeasureHeadDimTerm(CalibrationTarget& target, const CalibrationSpec& spec,
+                          const CalibrationProgress& progress, CalibrationResult& out) {
+  if (!target.MeasuresOtherHeadDims()) return Status::Ok();
+  const int64_t other = SecondHeadDim(spec.head_dim);
+  const int64_t heads = SampleHeads(kHeadDimTokens, spec.heads);
+  std::vector<double> own, at_other;
+  for (int round = 0; round < kCalibrationRounds; ++round) {
+    MESHPLAN_ASSIGN_OR_RETURN(auto t_other,
+                              target.KernelSecondsAtHeadDim(other, kHeadDimTokens, heads));
+    MESHPLAN_ASSIGN_OR_RETURN(
+        auto t_own, target.KernelSeconds(BlockPiece::kFull, kHeadDimTokens, heads, false, 1));
+    at_other.push_back(t_other);
+    own.push_back(t_own);
+  }
+  const double k =
+      Significant(PairOverheadFlops(spec.head_dim, Median(own), other, Median(at_other)), 3);
+  out.topology.gpu.pair_overhead_flops = k;
+  if (progress) {
+    char line[160];
+    std::snprintf(line, sizeof line,
+                  "head dims %lld and %lld: %.3g FLOPs of other work per pair and head",
+                  static_cast<long long>(spec.head_dim), static_cast<long long>(other), k);
+    progress(line);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<CalibrationResult> Calibrate(CalibrationTarget& target, const CalibrationSpec& spec,
                                     const CalibrationProgress& progress) {
   MESHPLAN_RETURN_IF_ERROR(CheckCalibrationSpec(spec));
@@ -448,6 +493,7 @@ Result<CalibrationResult> Calibrate(CalibrationTarget& target, const Calibration
   MESHPLAN_RETURN_IF_ERROR(MeasureMerges(target, spec, progress, out));
   MESHPLAN_ASSIGN_OR_RETURN(auto level, MeasureMessages(target, spec, progress, out));
   MESHPLAN_RETURN_IF_ERROR(DescribeTopology(spec, level, out));
+  MESHPLAN_RETURN_IF_ERROR(MeasureHeadDimTerm(target, spec, progress, out));
   return out;
 }
 

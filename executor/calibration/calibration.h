@@ -72,6 +72,14 @@ class CalibrationTarget {
   // Whether the device's own processors make the copies between its ranks, so that they compute
   // nothing meanwhile (GpuSpec::copies_take_compute): a CPU's cores do, a GPU's copy engines not.
   virtual bool CopiesTakeCompute() const { return false; }
+  // Whether the target can run kernels at another head dim than the spec's, and one full forward
+  // n x n block at `head_dim` (`heads` heads, one rank): for the head-dim term
+  // (GpuSpec::pair_overhead_flops). REQUIRES: MeasuresOtherHeadDims().
+  virtual bool MeasuresOtherHeadDims() const { return false; }
+  virtual Result<double> KernelSecondsAtHeadDim(int64_t /*head_dim*/, int64_t /*n*/,
+                                                int64_t /*heads*/) {
+    return Status::Internal("no kernels at another head dim");
+  }
 };
 
 struct CalibrationSpec {
@@ -123,6 +131,14 @@ struct SharingMeasurement {
   std::vector<double> ends_s;  // each rank's end, all starting at once
   double spread = 0;           // (last end - first end) / last end
 };
+
+// The head-dim term from one block measured at two head dims d1 and d2 (seconds t1, t2): a pair
+// and head costs 4 d matmul FLOPs plus k more, so t1 / t2 = (4 d1 + k) / (4 d2 + k) and
+// k = 4 (d1 - r d2) / (r - 1), r = t1 / t2. Clamped to [0, 1e6]; 0 when r gives no k (equal
+// times, or a ratio the model cannot produce).
+double PairOverheadFlops(int64_t d1, double t1, int64_t d2, double t2);
+// The head dim calibrate measures beside the spec's: half of it from 64 up, else twice it.
+int64_t SecondHeadDim(int64_t head_dim);
 
 struct CalibrationResult {
   Topology topology;

@@ -297,6 +297,12 @@ Result<double> CpuCalibrationTarget::MessageSeconds(int64_t bytes) {
   return Median(one_way);
 }
 
+Result<double> CpuCalibrationTarget::KernelSecondsAtHeadDim(int64_t head_dim, int64_t n,
+                                                            int64_t heads) {
+  CpuCalibrationTarget other(head_dim, heads_, quick_);
+  return other.KernelSeconds(BlockPiece::kFull, n, heads, /*backward=*/false, 1);
+}
+
 std::string CpuCalibrationTarget::DeviceModel() {
   std::ifstream in("/proc/cpuinfo");
   std::string line, model = "CPU";

@@ -221,6 +221,55 @@ TEST(Calibrate, TellsSerialFromProcessorSharing) {
   EXPECT_NEAR(r->sharing.spread, 0.75, 1e-9);
 }
 
+// KnownTarget whose kernels also do k FLOPs-worth of other work per pair and head: a kernel at
+// head dim d takes (4 d + k) / (4 d) of KnownTarget's matmul time, at any other head dim d2
+// (4 d2 + k) / (4 d) of it.
+class HeadDimTarget : public KnownTarget {
+ public:
+  HeadDimTarget(const Truth& t, int64_t d, int64_t heads, double k)
+      : KnownTarget(t, d, heads), d_(static_cast<double>(d)), k_(k) {}
+  Result<double> KernelSeconds(BlockPiece piece, int64_t n, int64_t heads, bool backward,
+                               int ranks) override {
+    MESHPLAN_ASSIGN_OR_RETURN(auto t, KnownTarget::KernelSeconds(piece, n, heads, backward, ranks));
+    return t * (4 * d_ + k_) / (4 * d_);
+  }
+  bool MeasuresOtherHeadDims() const override { return true; }
+  Result<double> KernelSecondsAtHeadDim(int64_t head_dim, int64_t n, int64_t heads) override {
+    MESHPLAN_ASSIGN_OR_RETURN(auto t,
+                              KnownTarget::KernelSeconds(BlockPiece::kFull, n, heads, false, 1));
+    return t * (4 * static_cast<double>(head_dim) + k_) / (4 * d_);
+  }
+
+ private:
+  double d_, k_;
+};
+
+TEST(Calibrate, MeasuresASecondHeadDimAndFitsTheTerm) {
+  // Head dim 64 with k = 128: SecondHeadDim(64) = 32, t(64) / t(32) = (256 + 128) / (128 + 128)
+  // = 1.5, and 4 (64 - 1.5 x 32) / 0.5 = 128 comes back.
+  EXPECT_EQ(SecondHeadDim(64), 32);
+  EXPECT_EQ(SecondHeadDim(128), 64);
+  EXPECT_EQ(SecondHeadDim(16), 32);
+  EXPECT_DOUBLE_EQ(PairOverheadFlops(64, 1.5, 32, 1.0), 128);
+  EXPECT_DOUBLE_EQ(PairOverheadFlops(64, 2.0, 32, 1.0), 0);  // pure matmul: k = 0
+  EXPECT_DOUBLE_EQ(PairOverheadFlops(64, 2.5, 32, 1.0), 0);  // faster than matmul: clamped
+  EXPECT_DOUBLE_EQ(PairOverheadFlops(64, 1.0, 32, 1.0), 0);  // equal times: no k
+  HeadDimTarget target(MakeTruth(true), 64, 2, 128);
+  auto r = Calibrate(target, Spec(1, true));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_DOUBLE_EQ(r->topology.gpu.pair_overhead_flops, 128);
+  EXPECT_EQ(r->topology.gpu.efficiency_head_dim, 64);
+  // The fitted file then predicts head dim 32 at (1 + 128 / 256) / (1 + 128 / 128) = 0.75 of
+  // the FLOP rate at 64, as the target runs it: per FLOP, (128 + 128) / 128 against
+  // (256 + 128) / 256, 2 against 1.5.
+  EXPECT_DOUBLE_EQ(r->topology.gpu.HeadDimRateFactor(32), 0.75);
+  // A target that cannot run another head dim leaves the term at 0.
+  KnownTarget plain(MakeTruth(true), 64, 2);
+  auto p = Calibrate(plain, Spec(1, true));
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_DOUBLE_EQ(p->topology.gpu.pair_overhead_flops, 0);
+}
+
 TEST(Calibrate, OneRankNeedsNoSharingOrMessages) {
   KnownTarget target(MakeTruth(true), 64, 2);
   auto r = Calibrate(target, Spec(1, true));
