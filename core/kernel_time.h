@@ -32,7 +32,9 @@ inline double UnsharedKernelSeconds(const GpuSpec& gpu, DType dtype, int64_t hea
 // Seconds a ring step's partials of `bytes` take to cross HBM GpuSpec::ring_step_partial_passes
 // times (their merge into the running partials, beyond the kernel). The planner charges it on
 // every ring step after the first; the simulator on compute ops that carry partial bytes.
+// 0 without passes (whatever the HBM bandwidth, so a hand-built GPU without one stays finite).
 inline double RingStepPartialSeconds(const GpuSpec& gpu, double bytes) {
+  if (gpu.ring_step_partial_passes <= 0 || bytes <= 0) return 0.0;
   return gpu.ring_step_partial_passes * bytes / gpu.hbm_bytes_per_s;
 }
 
