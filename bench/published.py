@@ -2,7 +2,7 @@
 """Published-measurement suite: meshplan's predictions against measured context-parallel attention.
 
 Reads bench/published/points.csv (measured times of context-parallel attention from public sources,
-described in bench/published/README.md), runs one `meshplan plan` per workload group, matches each
+described in bench/published/README.md; bench/published/heldout.csv is the held-out set), runs one `meshplan plan` per workload group, matches each
 point to the plan row the source ran, and prints Markdown: the points with their estimate and
 simulated errors, summaries per source, a ranking check within each workload group, the
 single-GPU kernel points (listed, not predicted) and the command run for each group.
@@ -35,7 +35,7 @@ DEFAULT_POINTS = os.path.join(REPO, "bench", "published", "points.csv")
 SIMULATE = 1000          # plans replayed per group; every matched row must have a simulated time
 SHORT_MS = 15.0          # measured time at or below which a point counts as short
 RANK_MIN_GAP = 0.05      # pairs whose measured times differ by at most this are not ranked
-KERNEL_SOURCE = "MAGI-K"  # single-GPU kernel benchmarks: listed, not predicted
+KERNEL_SCHEME = "single kernel"  # meshplan_scheme of single-GPU kernel benchmarks: listed only
 PLAN_TIMEOUT_S = 120
 
 INT_COLUMNS = ("gpus", "seq_tokens", "batch", "q_heads", "kv_heads", "head_dim")
@@ -93,11 +93,14 @@ def load_points(path):
 
 def is_kernel_point(point):
     """True for a single-GPU kernel benchmark (not a context-parallel plan)."""
-    return point["source"] == KERNEL_SOURCE
+    return point["meshplan_scheme"] == KERNEL_SCHEME
 
 
 def cluster_for(point):
-    """Shipped topology name for a fidelity point's cluster; SuiteError if none is defined."""
+    """Shipped topology name for a fidelity point's cluster: the optional `cluster` column, else
+    the suite's sources by GPU count; SuiteError if neither names one."""
+    if (point.get("cluster") or "").strip():
+        return point["cluster"].strip()
     src, gpus = point["source"], point["gpus"]
     if src in ("USP-A", "USP-G") and gpus == 8:
         return "dgx-a100-1node"
@@ -137,8 +140,9 @@ def measured_seconds(point):
 
 
 def group_key(point):
-    """The workload a point belongs to: one meshplan run serves every point with this key."""
-    return tuple(point[f] for f in GROUP_FIELDS)
+    """The workload a point belongs to: one meshplan run serves every point with this key (its
+    fields, then the cluster)."""
+    return tuple(point[f] for f in GROUP_FIELDS) + (cluster_for(point),)
 
 
 def group_points(points):
@@ -152,7 +156,7 @@ def group_points(points):
 def group_label(key):
     """Short human label of a workload group key."""
     d = dict(zip(GROUP_FIELDS, key))
-    return (f"{d['source']} {d['gpus']}gpu seq={d['seq_tokens']} b={d['batch']} "
+    return (f"{d['source']} {key[-1]} {d['gpus']}gpu seq={d['seq_tokens']} b={d['batch']} "
             f"h={d['q_heads']}/{d['kv_heads']} d={d['head_dim']} {d['mask']} {d['pass']} "
             f"{d['library']}")
 
@@ -289,7 +293,7 @@ def evaluate_group(meshplan, key, pts):
     A record holds the point's id, source, cluster, scheme, selection, matched parameters, and
     measured/estimate/simulated seconds with signed errors.
     """
-    cluster = cluster_for(pts[0])
+    cluster = key[-1]
     schemes = list(dict.fromkeys(p["meshplan_scheme"] for p in pts))
     cmd = plan_command(meshplan, key, cluster, schemes)
     rows = parse_plan_csv(run_meshplan(cmd), cmd)
@@ -492,9 +496,10 @@ def render_named(title, checks):
 
 
 def render_kernel_points(points):
-    """Markdown lines: the single-GPU kernel points, measured TFLOP/s only."""
+    """Markdown lines: the single-GPU kernel points, measured TFLOP/s only (from either unit)."""
     rows = [[p["id"], p["library"], p["mask"], p["pass"], p["seq_tokens"],
-             f"{p['q_heads']}/{p['kv_heads']}", p["head_dim"], f"{p['measured']:g}"]
+             f"{p['q_heads']}/{p['kv_heads']}", p["head_dim"],
+             f"{fa_flops_per_gpu(p) / measured_seconds(p) / 1e12:.1f}"]
             for p in points]
     return table(["id", "library", "mask", "pass", "seq", "heads q/kv", "head dim",
                   "measured TFLOP/s (FA convention)"], rows)
@@ -602,6 +607,8 @@ def main(argv=None):
                          lambda r: r["scheme"] == "ring", lambda r: r["scheme"] == "allgather-kv")),
             ("zigzag vs contiguous ring",
              named_check(records, ring_layout("zigzag"), ring_layout("contiguous"))),
+            ("zigzag vs striped ring",
+             named_check(records, ring_layout("zigzag"), ring_layout("striped"))),
         ]
         meta = {"meshplan": args.meshplan, "points": args.points, "model_error": model_error}
         sys.stdout.write(render(meta, records, summary, pairs, named, kernel_points, commands))

@@ -119,6 +119,7 @@ Status Topology::UseAttentionKernel(std::string_view library) {
   gpu.efficiency_head_dim = c.head_dim;
   gpu.pair_overhead_flops = c.pair_overhead_flops;
   gpu.ring_step_partial_passes = c.ring_step_partial_passes;
+  gpu.cut_row_extra_pairs = c.cut_row_extra_pairs;
   return Status::Ok();
 }
 
@@ -233,6 +234,8 @@ Status CheckKernelCurve(const std::string& prefix, const std::string& name,
     return Status::Invalid(prefix + ".pair_overhead_flops: must be in [0, 1e6]");
   if (!(c.ring_step_partial_passes >= 0 && c.ring_step_partial_passes <= 1000))
     return Status::Invalid(prefix + ".ring_step_partial_passes: must be in [0, 1000]");
+  if (!(c.cut_row_extra_pairs >= 0 && c.cut_row_extra_pairs <= 1e6))
+    return Status::Invalid(prefix + ".cut_row_extra_pairs: must be in [0, 1e6]");
   return Status::Ok();
 }
 
@@ -254,10 +257,10 @@ Status Topology::Validate() const {
     if (!(tflops > 0)) return Status::Invalid(key + ": must be positive");
     MESHPLAN_RETURN_IF_ERROR(AtMost(key, tflops, kMaxPeakTflops));
   }
-  MESHPLAN_RETURN_IF_ERROR(
-      CheckKernelCurve("gpu", "attention_efficiency",
-                       {gpu.attention_efficiency, gpu.backward_rate_ratio, gpu.efficiency_head_dim,
-                        gpu.pair_overhead_flops, gpu.ring_step_partial_passes, ""}));
+  MESHPLAN_RETURN_IF_ERROR(CheckKernelCurve(
+      "gpu", "attention_efficiency",
+      {gpu.attention_efficiency, gpu.backward_rate_ratio, gpu.efficiency_head_dim,
+       gpu.pair_overhead_flops, gpu.ring_step_partial_passes, gpu.cut_row_extra_pairs, ""}));
   if (!IsAttentionLibrary(gpu.attention_kernel)) {
     return Status::Invalid("gpu.attention_kernel: unknown attention library '" +
                            gpu.attention_kernel + "' (expected fa2, fa3, cudnn or own)");
@@ -269,9 +272,6 @@ Status Topology::Validate() const {
                              ": unknown attention library (expected fa2, fa3, cudnn or own)");
     }
     MESHPLAN_RETURN_IF_ERROR(CheckKernelCurve(prefix, "efficiency", curve));
-  }
-  if (!(gpu.cut_row_extra_pairs >= 0 && gpu.cut_row_extra_pairs <= 1e6)) {
-    return Status::Invalid("gpu.cut_row_extra_pairs: must be in [0, 1e6]");
   }
   if (gpu.ranks_per_device < 1 || gpu.ranks_per_device > 4096) {
     return Status::Invalid("gpu.ranks_per_device: must be in 1..4096");

@@ -63,6 +63,9 @@ struct AttentionKernelCurve {
   // Times a ring step's partials (O and LSE forward; dQ, dK and dV backward) cross HBM beyond
   // the kernel (GpuSpec::ring_step_partial_passes).
   double ring_step_partial_passes = 0;
+  // Extra (query, key) pairs the kernel spends per query row a cut of the mask crosses inside a
+  // block (GpuSpec::cut_row_extra_pairs).
+  double cut_row_extra_pairs = 0;
   std::string source;  // where the points come from (papers, measurements)
 };
 
@@ -90,7 +93,8 @@ struct GpuSpec {
   // partial bytes (Op::bytes), at hbm_bytes_per_s (core/kernel_time.h RingStepPartialSeconds).
   double ring_step_partial_passes = 0;
   // The library whose curve the fields above hold (attention_efficiency, backward_rate_ratio,
-  // efficiency_head_dim, pair_overhead_flops), and every library's curve, that one included
+  // efficiency_head_dim, pair_overhead_flops, ring_step_partial_passes and cut_row_extra_pairs
+  // below), and every library's curve, that one included
   // (Topology::UseAttentionKernel copies one into the fields). A file with only the [gpu]
   // fields holds one library, `attention_kernel` ("own" unless the file names it).
   std::string attention_kernel = "own";
@@ -98,7 +102,7 @@ struct GpuSpec {
   // Each query row that a cut of the mask crosses inside a block (Op::cut_rows_per_pair) costs
   // the kernel this many more (query, key) pairs at the block's rate: along the cut it works tile
   // by tile and masks pair by pair (a tiled kernel computes about half a tile per cut row). 0:
-  // cuts cost nothing beyond their visible pairs.
+  // cuts cost nothing beyond their visible pairs. Part of the active library's curve.
   double cut_row_extra_pairs = 0;
 
   // Ranks that share one physical device (a topology's "GPUs" are rank slots: slots

@@ -173,7 +173,7 @@ Status ReadAttentionKernels(const Reader& r, const toml::table& t, GpuSpec* gpu)
       MESHPLAN_RETURN_IF_ERROR(
           r.CheckKeys(*table, prefix,
                       {"efficiency", "backward_rate_ratio", "head_dim", "pair_overhead_flops",
-                       "ring_step_partial_passes", "source"}));
+                       "ring_step_partial_passes", "cut_row_extra_pairs", "source"}));
       AttentionKernelCurve curve;
       auto points = r.Find(*table, prefix, "efficiency", true);
       if (!points.ok()) return points.status();
@@ -185,6 +185,8 @@ Status ReadAttentionKernels(const Reader& r, const toml::table& t, GpuSpec* gpu)
           r.NumberAt(*table, prefix, "pair_overhead_flops", false, &curve.pair_overhead_flops));
       MESHPLAN_RETURN_IF_ERROR(r.NumberAt(*table, prefix, "ring_step_partial_passes", false,
                                           &curve.ring_step_partial_passes));
+      MESHPLAN_RETURN_IF_ERROR(
+          r.NumberAt(*table, prefix, "cut_row_extra_pairs", false, &curve.cut_row_extra_pairs));
       MESHPLAN_RETURN_IF_ERROR(r.StringAt(*table, prefix, "source", true, &curve.source));
       gpu->attention_kernels[name] = std::move(curve);
     }
@@ -193,8 +195,9 @@ Status ReadAttentionKernels(const Reader& r, const toml::table& t, GpuSpec* gpu)
   auto legacy = r.Find(t, p, "attention_efficiency", false);
   if (!legacy.ok()) return legacy.status();
   if (*legacy == nullptr) {
-    for (std::string_view key : {"backward_rate_ratio", "efficiency_head_dim",
-                                 "pair_overhead_flops", "ring_step_partial_passes"}) {
+    for (std::string_view key :
+         {"backward_rate_ratio", "efficiency_head_dim", "pair_overhead_flops",
+          "ring_step_partial_passes", "cut_row_extra_pairs"}) {
       if (t.contains(key)) {
         return r.Fail("gpu." + std::string(key),
                       "describes gpu.attention_efficiency, which is absent (give it in "
@@ -226,6 +229,8 @@ Status ReadAttentionKernels(const Reader& r, const toml::table& t, GpuSpec* gpu)
         r.NumberAt(t, p, "pair_overhead_flops", false, &curve.pair_overhead_flops));
     MESHPLAN_RETURN_IF_ERROR(
         r.NumberAt(t, p, "ring_step_partial_passes", false, &curve.ring_step_partial_passes));
+    MESHPLAN_RETURN_IF_ERROR(
+        r.NumberAt(t, p, "cut_row_extra_pairs", false, &curve.cut_row_extra_pairs));
     gpu->attention_kernels[active] = std::move(curve);
   }
   const AttentionKernelCurve& c = gpu->attention_kernels[active];
@@ -234,6 +239,7 @@ Status ReadAttentionKernels(const Reader& r, const toml::table& t, GpuSpec* gpu)
   gpu->efficiency_head_dim = c.head_dim;
   gpu->pair_overhead_flops = c.pair_overhead_flops;
   gpu->ring_step_partial_passes = c.ring_step_partial_passes;
+  gpu->cut_row_extra_pairs = c.cut_row_extra_pairs;
   return Status::Ok();
 }
 
@@ -260,8 +266,6 @@ Status ReadGpu(const Reader& r, const toml::table& t, GpuSpec* gpu) {
   gpu->memory_bytes = GbToBytes(memory_gb);
   gpu->hbm_bytes_per_s = GbToBytes(hbm_gbps);
   gpu->launch_overhead_s = UsToSeconds(launch_us);
-  MESHPLAN_RETURN_IF_ERROR(
-      r.NumberAt(t, p, "cut_row_extra_pairs", false, &gpu->cut_row_extra_pairs));
   MESHPLAN_RETURN_IF_ERROR(r.IntegerAt(t, p, "ranks_per_device", false, &gpu->ranks_per_device));
   MESHPLAN_RETURN_IF_ERROR(r.NumberAt(t, p, "concurrent_kernels", false, &gpu->concurrent_kernels));
   std::string sharing(DeviceSharingName(gpu->sharing));
@@ -547,6 +551,9 @@ std::string TopologyToToml(const Topology& t) {
     if (c.ring_step_partial_passes != plain.ring_step_partial_passes) {
       out << "ring_step_partial_passes = " << FormatNumber(c.ring_step_partial_passes, Identity, 1)
           << "\n";
+    }
+    if (c.cut_row_extra_pairs != plain.cut_row_extra_pairs) {
+      out << "cut_row_extra_pairs = " << FormatNumber(c.cut_row_extra_pairs, Identity, 1) << "\n";
     }
     out << "source = " << TomlQuote(c.source) << "\n";
   }

@@ -53,6 +53,19 @@ int64_t GroupPrefix(int64_t x_end, int64_t a, int64_t b) {
   return a * groups + rem * std::min(b, full + 1);
 }
 
+// The documents' starts followed by the sequence length (empty for other masks).
+std::vector<int64_t> DocStarts(const Mask& mask) {
+  std::vector<int64_t> doc_starts;
+  if (!mask.IsDocuments()) return doc_starts;
+  int64_t start = 0;
+  for (int64_t length : mask.document_lengths) {
+    doc_starts.push_back(start);
+    start += length;
+  }
+  doc_starts.push_back(start);
+  return doc_starts;
+}
+
 }  // namespace
 
 std::vector<int64_t> RowPairs(const ShardLayout& layout, const PairCounter& counter) {
@@ -117,15 +130,7 @@ std::vector<int64_t> TilePairs(const ShardLayout& layout, const PairCounter& cou
   }
   // Window, documents and prefix (contiguous, zigzag or balanced), and causal balanced: only key
   // chunks a query range can reach count.
-  std::vector<int64_t> doc_starts;
-  if (mask.IsDocuments()) {
-    int64_t start = 0;
-    for (int64_t length : mask.document_lengths) {
-      doc_starts.push_back(start);
-      start += length;
-    }
-    doc_starts.push_back(start);
-  }
+  const std::vector<int64_t> doc_starts = DocStarts(mask);
   const int64_t chunk = ChunkTokens(layout);
   for (int64_t g = 0; g < n_ranks; ++g) {
     const int64_t base = a * (g / a), r = g % a;
@@ -137,6 +142,55 @@ std::vector<int64_t> TilePairs(const ShardLayout& layout, const PairCounter& cou
         for (int64_t x = first_chunk; x <= last_chunk; ++x) {
           if (ShardOfChunk(layout, x) % a != r) continue;
           total += counter.Count(q.begin, q.end, x * chunk, (x + 1) * chunk);
+        }
+      }
+    }
+    out[g] = total;
+  }
+  return out;
+}
+
+std::vector<int64_t> TileCutRows(const ShardLayout& layout, const PairCounter& counter, int64_t a) {
+  const int64_t n_ranks = layout.num_shards;
+  const int64_t b = n_ranks / a;
+  const Mask& mask = counter.mask();
+  std::vector<int64_t> out(n_ranks, 0);
+  if (mask.kind == MaskKind::kFull) return out;  // no block is cut
+  if (mask.kind == MaskKind::kCausal && layout.kind != Layout::kBalanced) {
+    // Every striped block is cut along its diagonal (n - 1 rows, core/layout.h). Otherwise only
+    // a diagonal block (q shard = kv shard) is cut, and each rank's tile holds exactly one: its
+    // Q shards [base, base + a) meet its KV shards r + a k (k < b) only at base + r (k = g / a <
+    // b). Contiguous: n - 1 cut rows; zigzag: its chunks are aligned, so only each of the two
+    // chunks against itself is cut, c - 1 rows each (c = n / 2).
+    const int64_t n = layout.seq_len / n_ranks;
+    const int64_t per_rank = layout.kind == Layout::kStriped  ? a * b * (n - 1)
+                             : layout.kind == Layout::kZigzag ? 2 * (n / 2 - 1)
+                                                              : n - 1;
+    std::fill(out.begin(), out.end(), per_rank);
+    return out;
+  }
+  const std::vector<int64_t> doc_starts = DocStarts(mask);
+  const int64_t chunk = ChunkTokens(layout);
+  for (int64_t g = 0; g < n_ranks; ++g) {
+    const int64_t base = a * (g / a), r = g % a;
+    int64_t total = 0;
+    for (int64_t i = base; i < base + a; ++i) {
+      for (const TokenRange& q : layout.Ranges(i)) {
+        // The rows' first reachable keys lie in [lo_first, hi_first], their last ones in
+        // [lo_last, hi_last] (both ends grow with the row): only chunks there can be cut.
+        const int64_t zones[2][2] = {{FirstReachableKey(mask, doc_starts, q.begin) / chunk,
+                                      FirstReachableKey(mask, doc_starts, q.end - 1) / chunk},
+                                     {LastReachableKey(mask, doc_starts, q.begin) / chunk,
+                                      LastReachableKey(mask, doc_starts, q.end - 1) / chunk}};
+        int64_t next = 0;  // first chunk not yet counted (the zones may overlap)
+        for (const auto& zone : zones) {
+          for (int64_t x = std::max(zone[0], next); x <= zone[1]; ++x) {
+            if (ShardOfChunk(layout, x) % a != r) continue;
+            BlockWork work;
+            AddRectangleWork(counter, q, TokenRange{x * chunk, (x + 1) * chunk}, &work);
+            total += work.cut_rows;
+          }
+          next = std::max(next, zone[1] + 1);
         }
       }
     }

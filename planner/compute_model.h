@@ -24,6 +24,14 @@ std::vector<int64_t> RowPairs(const ShardLayout& layout, const PairCounter& coun
 // reach.
 std::vector<int64_t> TilePairs(const ShardLayout& layout, const PairCounter& counter, int64_t a);
 
+// Cut rows per rank of the 2-D family's assignment (a = 1: the 1-D family, shard i against every
+// KV shard), summed over the rank's (q shard, kv shard) blocks as the schedule's compute ops count
+// them (ShardLayout::Work, BlockWork::cut_rows): what GpuSpec::cut_row_extra_pairs is charged on.
+// Closed forms for full and causal masks (causal balanced excepted); otherwise only the key
+// chunks where a query range's first or last reachable key falls are looked at (the chunks
+// between are whole, the ones outside empty).
+std::vector<int64_t> TileCutRows(const ShardLayout& layout, const PairCounter& counter, int64_t a);
+
 // The kernel time model lives in core so the simulator shares it.
 using meshplan::KernelSeconds;
 

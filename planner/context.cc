@@ -47,4 +47,30 @@ const std::vector<int64_t>& PlanContext::TilePairsFor(const ShardLayout& layout,
   return it->second;
 }
 
+const std::vector<int64_t>& PlanContext::TileCutRowsFor(const ShardLayout& layout,
+                                                        int64_t a) const {
+  WorkKey key{static_cast<int>(layout.kind), layout.num_shards, a};
+  auto it = cut_rows_cache_.find(key);
+  if (it == cut_rows_cache_.end())
+    it = cut_rows_cache_.emplace(key, TileCutRows(layout, counter, a)).first;
+  return it->second;
+}
+
+double PlanContext::KernelForwardFlopsMax(const std::vector<int64_t>& pairs,
+                                          const ShardLayout& layout, int64_t a,
+                                          int64_t heads) const {
+  const double w = topology.gpu.cut_row_extra_pairs;
+  double max_work = 0;
+  if (w > 0) {
+    const std::vector<int64_t>& cut_rows = TileCutRowsFor(layout, a);
+    for (size_t g = 0; g < pairs.size() && g < cut_rows.size(); ++g) {
+      max_work =
+          std::max(max_work, static_cast<double>(pairs[g]) + w * static_cast<double>(cut_rows[g]));
+    }
+  } else {
+    for (int64_t p : pairs) max_work = std::max(max_work, static_cast<double>(p));
+  }
+  return ForwardFlops(1, heads) * max_work;
+}
+
 }  // namespace meshplan::planner

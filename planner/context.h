@@ -65,6 +65,15 @@ struct PlanContext {
   // Unmasked pairs per shard (1-D family) or per rank (2-D family), cached by layout and tile.
   const std::vector<int64_t>& RowPairsFor(const ShardLayout& layout) const;
   const std::vector<int64_t>& TilePairsFor(const ShardLayout& layout, int64_t a) const;
+  // Cut rows per rank (TileCutRows; a = 1 for the 1-D family), cached likewise.
+  const std::vector<int64_t>& TileCutRowsFor(const ShardLayout& layout, int64_t a) const;
+
+  // Forward FLOPs the busiest rank's kernels spend on `pairs` (RowPairsFor, or TilePairsFor(layout,
+  // a)): max over ranks of pairs + GpuSpec::cut_row_extra_pairs x cut rows (TileCutRowsFor), at
+  // `heads` query heads. The simulator charges each compute op the same (simulator/simulate.cc);
+  // without a cut cost this is ForwardFlops(max pairs).
+  double KernelForwardFlopsMax(const std::vector<int64_t>& pairs, const ShardLayout& layout,
+                               int64_t a, int64_t heads) const;
 
   // Forward FLOPs of `pairs` unmasked (q, k) pairs over `heads` query heads: 4*B*pairs*heads*d.
   double ForwardFlops(int64_t pairs, int64_t heads) const {
@@ -85,6 +94,7 @@ struct PlanContext {
  private:
   using WorkKey = std::tuple<int, int64_t, int64_t>;  // layout kind, shards, a (0 for rows)
   mutable std::map<WorkKey, std::vector<int64_t>> work_cache_;
+  mutable std::map<WorkKey, std::vector<int64_t>> cut_rows_cache_;
   mutable std::map<int64_t, std::shared_ptr<const BalancedChunks>> balanced_cache_;  // by shards
 };
 

@@ -39,9 +39,8 @@ StepTimes PhaseStepTimes(const PlanContext& ctx, const SchemeParams& p, Phase ph
   const ShardLayout layout{p.layout, w.seq_len, ctx.num_ranks / u, u};
   // Block time: the busiest rank's forward work spread over its a*b blocks.
   const std::vector<int64_t>& pairs = ctx.TilePairsFor(layout, p.tile_a);
-  const int64_t max_pairs = pairs.empty() ? 0 : *std::max_element(pairs.begin(), pairs.end());
-  const double block_flops =
-      ctx.ForwardFlops(max_pairs, w.q_heads / u) / static_cast<double>(p.tile_a * p.tile_b);
+  const double block_flops = ctx.KernelForwardFlopsMax(pairs, layout, p.tile_a, w.q_heads / u) /
+                             static_cast<double>(p.tile_a * p.tile_b);
   StepTimes t;
   const double forward_block = KernelSeconds(ctx.topology.gpu, w.dtype, w.head_dim, block_flops,
                                              layout.KernelBlockTokens(), 1);

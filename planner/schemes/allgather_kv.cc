@@ -48,8 +48,9 @@ Estimate AllGatherKVStrategy::Evaluate(const PlanContext& ctx, const SchemeParam
   const Workload& w = ctx.workload;
   const ShardBytes& s = ctx.shard;
   const Placement placement(RankDims(p), p.placement);
-  SetFlops(e, ctx, ctx.RowPairsFor(layout), w.q_heads);
-  const double fwd_flops = e.flops_max / PassFlopsFactor(w.pass);
+  const std::vector<int64_t>& pairs = ctx.RowPairsFor(layout);
+  SetFlops(e, ctx, pairs, w.q_heads);
+  const double fwd_flops = ctx.KernelForwardFlopsMax(pairs, layout, 1, w.q_heads);
   const double compute_s = KernelSeconds(ctx.topology.gpu, w.dtype, w.head_dim, fwd_flops,
                                          layout.KernelBlockTokens(), layout.RangesPerShard());
   Traffic traffic(ranks, ctx.topology.num_levels());

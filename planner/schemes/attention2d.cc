@@ -78,10 +78,11 @@ Estimate Attention2DStrategy::Evaluate(const PlanContext& ctx, const SchemeParam
   const ShardBytes& s = ctx.shard;
   const int64_t a = p.tile_a, b = p.tile_b;
   const Placement placement(RankDims(p), p.placement);
-  SetFlops(e, ctx, ctx.TilePairsFor(layout, a), w.q_heads);
-  const double compute_s =
-      KernelSeconds(ctx.topology.gpu, w.dtype, w.head_dim, e.flops_max / PassFlopsFactor(w.pass),
-                    layout.KernelBlockTokens(), a * b);
+  const std::vector<int64_t>& pairs = ctx.TilePairsFor(layout, a);
+  SetFlops(e, ctx, pairs, w.q_heads);
+  const double compute_s = KernelSeconds(ctx.topology.gpu, w.dtype, w.head_dim,
+                                         ctx.KernelForwardFlopsMax(pairs, layout, a, w.q_heads),
+                                         layout.KernelBlockTokens(), a * b);
   Traffic traffic(ranks, ctx.topology.num_levels());
   double fwd_bytes = 0, bwd_bytes = 0;
   if (HasForward(w.pass)) {

@@ -174,11 +174,12 @@ Estimate Attention2DOverlapStrategy::Evaluate(const PlanContext& ctx, const Sche
   const ShardBytes& s = ctx.shard;
   const int64_t a = p.tile_a, b = p.tile_b;
   const Placement placement(RankDims(p), p.placement);
-  SetFlops(e, ctx, ctx.TilePairsFor(layout, a), w.q_heads);
+  const std::vector<int64_t>& pairs = ctx.TilePairsFor(layout, a);
+  SetFlops(e, ctx, pairs, w.q_heads);
   // The busiest rank's tile spread evenly over its a*b blocks (as ATTENTION2D's tile compute).
-  const double tile_s =
-      KernelSeconds(ctx.topology.gpu, w.dtype, w.head_dim, e.flops_max / PassFlopsFactor(w.pass),
-                    layout.KernelBlockTokens(), a * b);
+  const double tile_s = KernelSeconds(ctx.topology.gpu, w.dtype, w.head_dim,
+                                      ctx.KernelForwardFlopsMax(pairs, layout, a, w.q_heads),
+                                      layout.KernelBlockTokens(), a * b);
   const double block_s = tile_s / static_cast<double>(a * b);
   Traffic traffic(ranks, ctx.topology.num_levels());
   double fwd_bytes = 0, bwd_bytes = 0;

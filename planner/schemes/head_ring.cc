@@ -51,10 +51,12 @@ Estimate HeadRingEstimate(const PlanContext& ctx, const SchemeParams& p, const S
   const int64_t r = layout.num_shards;  // ring positions (1 for Ulysses)
   Estimate e = ValidEstimate(p);
   const Placement placement(RankDims(p), p.placement);
-  SetFlops(e, ctx, ctx.RowPairsFor(layout), HeadsPerRank(w, u));
-  const double step_s =
-      KernelSeconds(ctx.topology.gpu, w.dtype, w.head_dim,
-                    e.flops_max / PassFlopsFactor(w.pass) / r, layout.KernelBlockTokens(), 1);
+  const std::vector<int64_t>& pairs = ctx.RowPairsFor(layout);
+  SetFlops(e, ctx, pairs, HeadsPerRank(w, u));
+  const double step_s = KernelSeconds(
+      ctx.topology.gpu, w.dtype, w.head_dim,
+      ctx.KernelForwardFlopsMax(pairs, layout, 1, HeadsPerRank(w, u)) / static_cast<double>(r),
+      layout.KernelBlockTokens(), 1);
   Traffic traffic(ctx.num_ranks, ctx.topology.num_levels());
   auto ring = [&](Phase phase, bool cache) {
     if (double_ring) return DoubleRingPass(e, ctx, placement, 1, 2, phase, cache, step_s, traffic);

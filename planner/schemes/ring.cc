@@ -53,7 +53,7 @@ Estimate RingStrategy::Evaluate(const PlanContext& ctx, const SchemeParams& p) c
   const std::vector<int64_t>& pairs = ctx.RowPairsFor(layout);
   SetFlops(e, ctx, pairs, w.q_heads);
 
-  const double fwd_flops_max = e.flops_max / PassFlopsFactor(w.pass);
+  const double fwd_flops_max = ctx.KernelForwardFlopsMax(pairs, layout, 1, w.q_heads);
   const double step_s = KernelSeconds(ctx.topology.gpu, w.dtype, w.head_dim, fwd_flops_max / ranks,
                                       layout.KernelBlockTokens(), 1);
   Traffic traffic(ranks, ctx.topology.num_levels());

@@ -461,6 +461,7 @@ std::string TwoLibraries() {
                  "backward_rate_ratio = 0.81\n"
                  "head_dim = 128\n"
                  "pair_overhead_flops = 290\n"
+                 "cut_row_extra_pairs = 250\n"
                  "source = \"measured\"\n\n"
                  "[framework]\nstep_overhead_us = 1500\n\n"
                  "[[level]]\nname = \"nvlink\"");
@@ -479,12 +480,14 @@ TEST(TopologyTomlKernels, TheDefaultLibrarysCurveIsActiveAndAnotherCanBeChosen) 
   EXPECT_DOUBLE_EQ(topo->gpu.Efficiency(512), 0.65);  // one point: held at every size
   EXPECT_DOUBLE_EQ(topo->gpu.backward_rate_ratio, 0.81);
   EXPECT_DOUBLE_EQ(topo->gpu.ring_step_partial_passes, 0);  // the table's default
+  EXPECT_DOUBLE_EQ(topo->gpu.cut_row_extra_pairs, 250);     // each library its own cut cost
   // k = 290 at d = 128: d = 64 runs at (1 + 290/512) / (1 + 290/256) = 0.7340 of the rate.
   EXPECT_NEAR(topo->gpu.HeadDimRateFactor(64), (1 + 290.0 / 512) / (1 + 290.0 / 256), 1e-15);
   EXPECT_DOUBLE_EQ(topo->gpu.HeadDimRateFactor(128), 1.0);
   // Back to fa3, from its copy in the table of curves.
   ASSERT_TRUE(topo->UseAttentionKernel("fa3").ok());
   EXPECT_DOUBLE_EQ(topo->gpu.ring_step_partial_passes, 12);
+  EXPECT_DOUBLE_EQ(topo->gpu.cut_row_extra_pairs, 0);      // the [gpu] curve gives none
   EXPECT_DOUBLE_EQ(topo->gpu.HeadDimRateFactor(64), 1.0);  // no non-matmul work given
 }
 
@@ -497,6 +500,7 @@ TEST(TopologyTomlKernels, WritingAndReadingBackKeepsEveryCurve) {
   EXPECT_EQ(TopologyToToml(*again), text);
   ASSERT_TRUE(again->UseAttentionKernel("cudnn").ok());
   EXPECT_DOUBLE_EQ(again->gpu.pair_overhead_flops, 290);
+  EXPECT_DOUBLE_EQ(again->gpu.cut_row_extra_pairs, 250);
   EXPECT_DOUBLE_EQ(again->framework.step_overhead_s, 1.5e-3);
 }
 
@@ -523,6 +527,8 @@ TEST(TopologyTomlKernels, BadLibrariesAndCurvesAreErrors) {
               {"gpu.attention_kernels.cudnn.efficiency[0]: efficiency must be in (0, 1]"});
   ExpectError(Replace(two, "pair_overhead_flops = 290", "pair_overhead_flops = -1"),
               {"gpu.attention_kernels.cudnn.pair_overhead_flops: must be in [0, 1e6]"});
+  ExpectError(Replace(two, "cut_row_extra_pairs = 250", "cut_row_extra_pairs = -3"),
+              {"gpu.attention_kernels.cudnn.cut_row_extra_pairs: must be in [0, 1e6]"});
   ExpectError(Replace(two, "source = \"measured\"\n", ""),
               {"gpu.attention_kernels.cudnn.source: missing required key"});
   ExpectError(Replace(two, "step_overhead_us = 1500", "step_overhead_us = -1"),

@@ -151,6 +151,76 @@ TEST(ComputeModel, TilePairsMatchBruteForce) {
   }
 }
 
+// Cut rows of one block by the definition (core/layout.h BlockWork), token by token: the block's
+// pieces are its shards' runs of consecutive tokens split at chunk boundaries (a striped shard is
+// one piece), and a query row of a q piece is cut by a k piece when it sees some but not all of it.
+std::vector<std::vector<int64_t>> Pieces(const ShardLayout& sl, int64_t shard) {
+  const std::vector<int64_t> tokens = Tokens(sl, shard);
+  if (sl.kind == Layout::kStriped) return {tokens};
+  const int64_t chunk = sl.seq_len / (sl.RangesPerShard() * sl.num_shards);
+  std::vector<std::vector<int64_t>> out;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (i == 0 || tokens[i] != tokens[i - 1] + 1 || tokens[i] % chunk == 0) out.emplace_back();
+    out.back().push_back(tokens[i]);
+  }
+  return out;
+}
+
+int64_t BruteCutRows(const Mask& m, const std::vector<int64_t>& doc_of, const ShardLayout& sl,
+                     int64_t q_shard, int64_t kv_shard) {
+  int64_t cut = 0;
+  for (const auto& qp : Pieces(sl, q_shard)) {
+    for (const auto& kp : Pieces(sl, kv_shard)) {
+      for (int64_t q : qp) {
+        const int64_t seen = BrutePairs(m, doc_of, {q}, kp);
+        cut += (seen > 0 && seen < static_cast<int64_t>(kp.size())) ? 1 : 0;
+      }
+    }
+  }
+  return cut;
+}
+
+TEST(ComputeModel, TileCutRowsMatchBruteForce) {
+  const int64_t seq = 96;
+  for (const MaskCase& c : Cases()) {
+    const PairCounter counter(c.mask, seq);
+    const auto doc_of = DocOf(c.mask, seq);
+    for (Layout layout : c.layouts) {
+      for (auto [n, a] : std::vector<std::pair<int64_t, int64_t>>{
+               {1, 1}, {4, 1}, {4, 2}, {6, 1}, {6, 3}, {8, 4}, {8, 8}, {12, 3}, {12, 12}}) {
+        if (seq % (2 * n) != 0) continue;
+        const ShardLayout sl = MakeShardLayout(layout, counter, n, 1);
+        if (!sl.Validate(c.mask).ok()) continue;
+        const auto cut = TileCutRows(sl, counter, a);
+        for (int64_t g = 0; g < n; ++g) {
+          int64_t expected = 0;  // rank g's blocks: Q shards a*floor(g/a) + .., KV shards = g mod a
+          for (int64_t i = a * (g / a); i < a * (g / a) + a; ++i) {
+            for (int64_t j = g % a; j < n; j += a)
+              expected += BruteCutRows(c.mask, doc_of, sl, i, j);
+          }
+          EXPECT_EQ(cut[g], expected) << c.mask.ToString() << " " << LayoutName(layout)
+                                      << " n=" << n << " a=" << a << " rank " << g;
+        }
+      }
+    }
+  }
+}
+
+TEST(ComputeModel, TileCutRowsByHand) {
+  // 16 causal tokens. Contiguous, 4 shards of 4: only a rank's own block is cut, rows 0..2 seeing
+  // 1..3 of its 4 keys: 3 rows. Zigzag, 2 shards of two chunks of 4: its own block holds each
+  // chunk against itself (3 cut rows each) and two chunk pairs wholly seen or hidden: 6. Striped,
+  // 2 shards of 8: each of the 2 blocks a 1-D rank computes is cut on 7 of its 8 rows: 14.
+  const PairCounter counter(Mask::Causal(), 16);
+  EXPECT_EQ(TileCutRows({Layout::kContiguous, 16, 4, 1}, counter, 1),
+            (std::vector<int64_t>{3, 3, 3, 3}));
+  EXPECT_EQ(TileCutRows({Layout::kZigzag, 16, 2, 1}, counter, 1), (std::vector<int64_t>{6, 6}));
+  EXPECT_EQ(TileCutRows({Layout::kStriped, 16, 2, 1}, counter, 1), (std::vector<int64_t>{14, 14}));
+  // A full mask cuts nothing.
+  EXPECT_EQ(TileCutRows({Layout::kContiguous, 16, 4, 1}, PairCounter(Mask::Full(), 16), 2),
+            (std::vector<int64_t>{0, 0, 0, 0}));
+}
+
 TEST(ComputeModel, ZigzagCausalIsBalancedContiguousIsNot) {
   // 64 ranks at 1M tokens: zigzag gives every rank the same work; contiguous gives the last
   // rank about 2x the mean (ALGORITHMS.md: ~1.98x at P = 64).

@@ -50,6 +50,28 @@ TEST(RingStepPartials, EveryStepButTheFirstMergesItsPartials) {
   EXPECT_NEAR(merged - bare, 3 * 12 * kForwardPartialBytes / 3e12, 1e-9);
 }
 
+TEST(CutRows, ARingPaysItsDiagonalCutsAtTheKernelRate) {
+  // Zigzag ring of 4 at 64K tokens: a rank's chunks are 8K tokens, and only each of its two chunks
+  // against itself is cut, on 8191 rows each: 16,382 cut rows per rank. At 100 extra pairs per
+  // cut row that is 1,638,200 pairs x 4 x 32 heads x 128 = 26,840,268,800 FLOPs more, at 1000 x
+  // 0.5 TFLOP/s: 53.68 us. Every rank has the same work and the ring is compute-bound, so the
+  // whole pass grows by exactly that.
+  Topology t = testing::SmallCluster(4, 1);
+  const Workload w = testing::ComputeBoundWorkload(Pass::kForward);
+  const double bare = EstimateSeconds(t, w, RingOf4());
+  t.gpu.cut_row_extra_pairs = 100;
+  const double cut = EstimateSeconds(t, w, RingOf4());
+  EXPECT_NEAR(cut - bare, 26'840'268'800.0 / 5e14, 1e-10);
+  // Striped: every block of the 4 is cut on 16,383 of its rows: 65,532 per rank, 4x the pairs.
+  SchemeParams striped = RingOf4();
+  striped.layout = Layout::kStriped;
+  t.gpu.cut_row_extra_pairs = 0;
+  const double striped_bare = EstimateSeconds(t, w, striped);
+  t.gpu.cut_row_extra_pairs = 100;
+  EXPECT_NEAR(EstimateSeconds(t, w, striped) - striped_bare, 65'532.0 * 100 * 4 * 32 * 128 / 5e14,
+              1e-10);
+}
+
 TEST(RingStepPartials, MeshWithOneRowMergesAsRingDoes) {
   // Mesh a = 1, b = 4 is Ring of 4: its Q slot's 4 blocks merge 3 times, the same 3.2464 ms.
   Topology t = testing::SmallCluster(4, 1);
