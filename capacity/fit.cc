@@ -181,7 +181,8 @@ Result<SmallestCluster> SmallestClusterFor(const Topology& topology, const Workl
     if (!fastest || best.time_s < fastest->time_s) fastest = std::move(found);
   }
   std::string message = "fit: no cluster of up to " + std::to_string(max_gpus) + " GPUs runs " +
-                        w.Describe() + " within " + FormatSeconds(budget_s) + " per step";
+                        w.Describe() + " within " + FormatSeconds(budget_s) +
+                        " per attention layer";
   if (fastest) {
     message += ": the fastest fitting plan takes " + FormatSeconds(fastest->time_s) + " (" +
                std::string(SchemeName(fastest->params.scheme)) + " " +

@@ -1,6 +1,7 @@
 # Third-party dependencies, all from Debian packages (see README: the set-up command installs them).
 find_package(tomlplusplus REQUIRED)   # libtomlplusplus-dev
 find_package(CLI11 REQUIRED)          # libcli11-dev
+find_package(nlohmann_json 3 REQUIRED) # nlohmann-json3-dev (model config.json files)
 find_package(Eigen3 3.3 REQUIRED NO_MODULE)  # libeigen3-dev (executor kernels)
 find_package(Threads REQUIRED)
 if(MESHPLAN_BUILD_TESTS)

@@ -71,7 +71,12 @@ struct Plan {
   // The attention library whose kernel curve the plan was made with (GpuSpec::attention_kernel);
   // "" in plan files written before it was recorded: the topology file's default.
   std::string attention_kernel;
-  int64_t num_gpus = 0;
+  int64_t num_gpus = 0;  // the context-parallel group's GPUs
+  // Tensor parallelism and replicas beside the plan (--tp, --dp): the topology file is the whole
+  // cluster, the plan runs on ContextParallelCluster of it and its workload holds one GPU's heads.
+  // 1 and 1 in files that do not say.
+  int64_t tp = 1;
+  int64_t dp = 1;
 };
 
 // Maps scheme ranks to GPUs. A rank's canonical id is the mixed-radix number of its coordinates

@@ -15,7 +15,10 @@ bool SameBytes(double a, double b) {
 
 }  // namespace
 
-double RankingSeconds(const Estimate& e) { return e.simulated_s >= 0 ? e.simulated_s : e.time_s; }
+double RankingSeconds(const Estimate& e) {
+  if (e.model_layers_s >= 0) return e.model_layers_s;
+  return e.simulated_s >= 0 ? e.simulated_s : e.time_s;
+}
 
 std::vector<size_t> WithinModelError(const std::vector<Estimate>& ranked) {
   std::vector<size_t> out;

@@ -23,8 +23,9 @@ inline constexpr double kModelErrorFraction = 0.05;
 // (the best first); empty when no plan fits.
 std::vector<size_t> WithinModelError(const std::vector<Estimate>& ranked);
 
-// The time a ranking orders a plan by: its simulated time when it was replayed
-// (RerankBySimulation), else its estimated time.
+// The time a ranking orders a plan by: with a model, the time of all its layers
+// (Estimate::model_layers_s); else its simulated time when it was replayed (RerankBySimulation),
+// else its estimated time.
 double RankingSeconds(const Estimate& estimate);
 
 // Whether `other` is equivalent to `representative`, a plan ranked before it. All of:

@@ -53,6 +53,9 @@ struct Estimate {
 
   // Replayed time (RerankBySimulation, planner/search.h); -1: not simulated.
   double simulated_s = -1;
+  // With a model (--model): every attention layer of one training step under this plan, the
+  // layers of each kind at that kind's time (TimeModelLayers, planner/model_layers.h); -1: none.
+  double model_layers_s = -1;
 };
 
 // Fills time_s, compute_s and exposed_comm_s from stages and framework_overhead_s.

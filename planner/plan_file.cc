@@ -259,7 +259,7 @@ Result<Plan> FromTable(const toml::table& root, const std::string& source) {
   auto topology = top.Table("topology", true);
   if (!topology.ok()) return topology.status();
   TableReader t(**topology, "topology", source);
-  MESHPLAN_RETURN_IF_ERROR(t.CheckKeys({"name", "source", "gpus", "attention_kernel"}));
+  MESHPLAN_RETURN_IF_ERROR(t.CheckKeys({"name", "source", "gpus", "attention_kernel", "tp", "dp"}));
   MESHPLAN_RETURN_IF_ERROR(t.String("name", true, &plan.topology_name));
   MESHPLAN_RETURN_IF_ERROR(t.String("source", false, &plan.topology_source));
   MESHPLAN_RETURN_IF_ERROR(t.String("attention_kernel", false, &plan.attention_kernel));
@@ -271,6 +271,10 @@ Result<Plan> FromTable(const toml::table& root, const std::string& source) {
   MESHPLAN_RETURN_IF_ERROR(t.Integer("gpus", true, &plan.num_gpus));
   if (plan.num_gpus < 1) return t.Fail("topology.gpus", "must be at least 1");
   if (plan.num_gpus > kMaxTopologyGpus) return t.Fail("topology.gpus", "must be at most 10000000");
+  MESHPLAN_RETURN_IF_ERROR(t.Integer("tp", false, &plan.tp));
+  MESHPLAN_RETURN_IF_ERROR(t.Integer("dp", false, &plan.dp));
+  if (plan.tp < 1 || plan.tp > kMaxTopologyGpus) return t.Fail("topology.tp", "must be at least 1");
+  if (plan.dp < 1 || plan.dp > kMaxTopologyGpus) return t.Fail("topology.dp", "must be at least 1");
 
   auto scheme = top.Table("scheme", true);
   if (!scheme.ok()) return scheme.status();
@@ -347,6 +351,8 @@ std::string PlanToToml(const Plan& plan, const std::string& estimate_toml) {
   if (!plan.attention_kernel.empty())
     out << "attention_kernel = " << TomlQuote(plan.attention_kernel) << "\n";
   out << "gpus = " << plan.num_gpus << "\n";
+  if (plan.tp != 1) out << "tp = " << plan.tp << "\n";
+  if (plan.dp != 1) out << "dp = " << plan.dp << "\n";
 
   out << "\n[scheme]\n";
   out << "name = " << TomlQuote(SchemeName(s.scheme)) << "\n";

@@ -16,6 +16,7 @@
 #include "core/schedule.h"
 #include "planner/context.h"
 #include "planner/estimate.h"
+#include "planner/frameworks.h"
 
 namespace meshplan::planner {
 
@@ -55,6 +56,17 @@ class Strategy {
   virtual Estimate Evaluate(const PlanContext& ctx, const SchemeParams& params) const = 0;
   // REQUIRES: Evaluate(ctx, params).valid
   virtual Result<Schedule> Expand(const PlanContext& ctx, const SchemeParams& params) const = 0;
+  // Whether `framework` runs this plan for `workload`, and the settings that run it on a
+  // context-parallel group of `cp_gpus` GPUs (docs/frameworks.md cites each scheme's rules).
+  // Framework::kAny runs every plan. Default: no other framework implements the scheme.
+  virtual FrameworkRun RunIn(Framework framework, const SchemeParams& params,
+                             const Workload& workload, int64_t cp_gpus) const {
+    (void)params, (void)workload, (void)cp_gpus;
+    if (framework == Framework::kAny) return {};
+    return {std::string(FrameworkTitle(framework)) + " does not implement " +
+                std::string(scheme().name()),
+            ""};
+  }
 };
 
 // The strategy of `scheme`, from the registry; nullptr for a scheme the registry lacks.

@@ -100,10 +100,11 @@ double RowTime(const SweepRow& row) { return row.simulated_s >= 0 ? row.simulate
 
 plot::LineChart TimeVsGpus(const std::vector<SweepRow>& rows, int64_t seq_len) {
   plot::LineChart chart;
-  chart.title =
-      "Time per step vs GPU count at " + FormatCount(seq_len) + " tokens" + TopologySuffix(rows);
+  chart.title = "Time per attention layer vs GPU count at " + FormatCount(seq_len) + " tokens" +
+                TopologySuffix(rows);
   chart.x_label = "GPUs (count, log scale)";
-  chart.y_label = AnySimulated(rows) ? "time per step, simulated (ms)" : "time per step (ms)";
+  chart.y_label = AnySimulated(rows) ? "time per attention layer, simulated (ms)"
+                                     : "time per attention layer (ms)";
   chart.log_x = true;
   chart.log_y = true;
   chart.series = SeriesByScheme(
@@ -115,8 +116,8 @@ plot::LineChart TimeVsGpus(const std::vector<SweepRow>& rows, int64_t seq_len) {
 
 plot::LineChart CommShareVsSeq(const std::vector<SweepRow>& rows, int64_t gpus) {
   plot::LineChart chart;
-  chart.title = "Exposed communication share of step time on " + std::to_string(gpus) + " GPUs" +
-                TopologySuffix(rows);
+  chart.title = "Exposed communication share of a layer's time on " + std::to_string(gpus) +
+                " GPUs" + TopologySuffix(rows);
   chart.x_label = "sequence length (tokens, log scale)";
   chart.y_label = "exposed communication (% of step)";
   chart.log_x = true;
@@ -191,7 +192,7 @@ plot::Timeline SimulatedTimeline(const Schedule& schedule, const sim::SimResult&
   const int64_t ranks = static_cast<int64_t>(schedule.ranks.size());
   const int64_t shown = max_lanes > 0 ? std::min<int64_t>(ranks, max_lanes) : ranks;
   t.title = "Simulated timeline: " + std::string(SchemeName(schedule.scheme)) + " on " +
-            std::to_string(ranks) + " ranks, " + FormatSeconds(result.total_s) + " per step";
+            std::to_string(ranks) + " ranks, " + FormatSeconds(result.total_s) + " for the layer";
   if (shown < ranks) t.title += " (first " + std::to_string(shown) + " ranks shown)";
   if (result.op_times.empty()) t.title += " (op times not recorded)";
   t.time_label = "time (ms)";

@@ -117,21 +117,35 @@ std::string LongestFitJson(const Topology& topology, const Workload& workload,
   return json.str() + "\n";
 }
 
-std::string SmallestClusterTable(const Workload& workload, double reserved_bytes, double budget_s,
-                                 const SmallestCluster& found) {
+std::string TimeBudget::Describe(Pass pass) const {
+  const std::string words = " (" + std::string(PassName(pass)) + ")";
+  if (model.empty() && layers == 1)
+    return FormatSeconds(seconds) + " for one attention layer" + words;
+  return FormatSeconds(seconds) + " for the " + std::to_string(layers) + " attention layers" +
+         (model.empty() ? "" : " of " + model) + " in one training step" + words + ": " +
+         FormatSeconds(per_layer_s()) + " per layer";
+}
+
+std::string SmallestClusterTable(const Workload& workload, double reserved_bytes,
+                                 const TimeBudget& budget, const SmallestCluster& found) {
   std::string out = "workload: " + workload.Describe() + "\n";
   if (reserved_bytes > 0) out += "reserved: " + FormatBytes(reserved_bytes) + " per GPU\n";
-  out += "budget:   " + FormatSeconds(budget_s) + " per step\n\n";
+  out += "budget:   " + budget.Describe(workload.pass) + "\n\n";
   out += "smallest cluster: " + std::to_string(found.gpus) + " GPUs (" + found.topology + ", " +
          std::to_string(found.sizes_tried) + " sizes tried)\n";
   out += "plan:             " + std::string(SchemeName(found.params.scheme)) + " " +
          planner::DescribeParams(found.params) + "\n";
-  out += "time:             " + FormatSeconds(found.time_s) + "\n";
+  out += "time:             " + FormatSeconds(found.time_s) + " per attention layer";
+  if (budget.layers > 1) {
+    out += ", " + FormatSeconds(found.time_s * static_cast<double>(budget.layers)) + " for all " +
+           std::to_string(budget.layers);
+  }
+  out += "\n";
   out += "peak memory:      " + FormatBytes(found.peak_memory_bytes) + " per GPU\n";
   return out;
 }
 
-std::string SmallestClusterJson(const Workload& workload, double budget_s,
+std::string SmallestClusterJson(const Workload& workload, const TimeBudget& budget,
                                 const SmallestCluster& found) {
   JsonWriter json;
   json.BeginObject();
@@ -142,13 +156,23 @@ std::string SmallestClusterJson(const Workload& workload, double budget_s,
   json.Key("workload");
   json.String(workload.Describe());
   json.Key("budget_s");
-  json.Number(budget_s);
+  json.Number(budget.seconds);
+  json.Key("budget_is");
+  json.String(budget.Describe(workload.pass));
+  json.Key("per_layer_budget_s");
+  json.Number(budget.per_layer_s());
+  json.Key("layers");
+  json.Int(budget.layers);
   json.Key("scheme");
   json.String(SchemeName(found.params.scheme));
   json.Key("parameters");
   json.String(planner::DescribeParams(found.params));
   json.Key("time_s");
   json.Number(found.time_s);
+  if (budget.layers > 1) {
+    json.Key("all_layers_s");
+    json.Number(found.time_s * static_cast<double>(budget.layers));
+  }
   json.Key("peak_memory_bytes");
   json.Number(found.peak_memory_bytes);
   json.Key("sizes_tried");

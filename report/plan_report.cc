@@ -1,6 +1,7 @@
 #include "report/plan_report.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "core/csv.h"
@@ -73,6 +74,82 @@ std::string TiesCell(const Listed& listed, const planner::PlanGroup& row) {
   return representative != row.representative() ? "=#" + std::to_string(representative + 1) : "";
 }
 
+// Whether the listing has a model (then the plans have all-layer times).
+bool HasModel(const PlanListing& listing) {
+  return listing.model != nullptr && listing.model->layers > 0;
+}
+
+// "fwd+bwd" as the words for one training step's share of it.
+std::string PassWords(Pass pass) {
+  switch (pass) {
+    case Pass::kForward:
+      return "forward";
+    case Pass::kBackward:
+      return "backward";
+    default:
+      return "forward+backward";
+  }
+}
+
+// The table's lines on the model and the TP/DP degrees ("" without them).
+std::string ModelLines(const planner::PlanContext& ctx, const PlanListing& listing) {
+  if (listing.model == nullptr) return "";
+  const ModelView& m = *listing.model;
+  std::string out;
+  if (m.layers > 0) out += "model:    " + m.description + "\n";
+  if (!m.degrees.trivial()) {
+    out += "parallel: " + m.degrees.Describe(ctx.topology.num_gpus()) + "; each GPU computes " +
+           std::to_string(ctx.workload.q_heads) + "/" + std::to_string(ctx.workload.kv_heads) +
+           " heads; the cluster above is one CP group's\n";
+  }
+  if (m.layers > 0) {
+    const std::string pass = PassWords(ctx.workload.pass);
+    out += "times:    'time' is one attention layer (" + pass + "); 'all layers' is the model's " +
+           std::to_string(m.layers) + " attention layers in one training step (" + pass + ")";
+    if (m.window_layers > 0 && m.window_layers < m.layers) {
+      out += ",\n          " + std::to_string(m.layers - m.window_layers) +
+             " under the workload's mask and " + std::to_string(m.window_layers) +
+             " under window:" + std::to_string(m.window) + ", ranked by that sum";
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+// The lines on the framework: its best plan's settings, and the best plan over every scheme when
+// it is faster ("" for --framework any).
+std::string FrameworkLines(const planner::PlanContext& ctx, const planner::SearchResult& result,
+                           const PlanListing& listing) {
+  if (listing.framework == planner::Framework::kAny) return "";
+  const std::string title(planner::FrameworkTitle(listing.framework));
+  std::string out = "\nframework: " + title + " runs " + std::to_string(result.ranked.size()) +
+                    " of the " + std::to_string(listing.valid_any) + " valid plans";
+  const auto best = std::find_if(result.ranked.begin(), result.ranked.end(),
+                                 [](const planner::Estimate& e) { return e.fits; });
+  if (best == result.ranked.end()) return out + "; none of them fits\n";
+  out += "; #" + std::to_string(best - result.ranked.begin() + 1) + " runs with:\n  " +
+         planner::RunIn(listing.framework, best->params, ctx.workload, ctx.topology.num_gpus())
+             .settings +
+         "\n";
+  if (!listing.framework_note.empty()) out += listing.framework_note + "\n";
+  const planner::Estimate* any = listing.best_any;
+  if (any != nullptr) {
+    // Estimates of one layer on both sides (the best over every scheme was not replayed).
+    const double mine = best->time_s, theirs = any->time_s;
+    if (theirs < mine) {
+      out += "best over every scheme: " + std::string(SchemeName(any->params.scheme)) + " " +
+             planner::DescribeParams(any->params) + ", " + Fixed(mine / theirs, 2) +
+             "x faster per layer than #" + std::to_string(best - result.ranked.begin() + 1) + " (" +
+             planner::RunIn(listing.framework, any->params, ctx.workload, ctx.topology.num_gpus())
+                 .why_not +
+             ")\n";
+    } else {
+      out += "best over every scheme: the same time; the framework loses nothing\n";
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string ClusterLine(const planner::PlanContext& ctx) {
@@ -90,6 +167,7 @@ std::string PlanTable(const planner::PlanContext& ctx, const planner::SearchResu
                       const PlanListing& listing) {
   std::string out = "cluster:  " + ClusterLine(ctx) + "\n";
   out += "workload: " + ctx.workload.Describe() + "\n";
+  out += ModelLines(ctx, listing);
   if (ctx.reserved_memory_bytes > 0) {
     out += "memory:   " + FormatBytes(ctx.reserved_memory_bytes) +
            " per GPU reserved for the rest of the model\n";
@@ -120,8 +198,10 @@ std::string PlanTable(const planner::PlanContext& ctx, const planner::SearchResu
   } else {
     header.push_back("plan");
   }
+  const bool model = HasModel(listing);
   header.push_back("time");
   if (simulated) header.push_back("simulated");
+  if (model) header.push_back("all layers");
   if (wide) header.push_back("compute");
   header.push_back(wide ? "exposed comm" : "exposed");
   for (const NetworkLevel& l : ctx.topology.levels)
@@ -143,6 +223,11 @@ std::string PlanTable(const planner::PlanContext& ctx, const planner::SearchResu
     }
     row.push_back(seconds(e.time_s, 4));
     if (simulated) row.push_back(e.simulated_s >= 0 ? seconds(e.simulated_s, 4) : "-");
+    if (model) {
+      row.push_back(e.model_layers_s >= 0 && std::isfinite(e.model_layers_s)
+                        ? seconds(e.model_layers_s, 4)
+                        : "-");
+    }
     if (wide) row.push_back(seconds(e.compute_s, 4));
     row.push_back(seconds(e.exposed_comm_s, 3));
     for (size_t l = 0; l < ctx.topology.levels.size(); ++l) {
@@ -166,6 +251,13 @@ std::string PlanTable(const planner::PlanContext& ctx, const planner::SearchResu
       levels += (levels.empty() ? "" : ", ") + l.name;
     out += "\n" + levels +
            ": bytes sent per GPU over that network level (busiest GPU); mem: peak memory per GPU\n";
+  }
+  if (model &&
+      std::any_of(listed.rows.begin(), listed.rows.end(), [&](const planner::PlanGroup& g) {
+        return !std::isfinite(result.ranked[g.representative()].model_layers_s);
+      })) {
+    out += "all layers '-': the plan has no valid form for the model's window layers (window:" +
+           std::to_string(listing.model->window) + "), so it cannot serve the model\n";
   }
   if (ties) {
     const std::string within = Fixed(planner::kEquivalentTimeTolerance * 100, 1) + "%";
@@ -196,6 +288,7 @@ std::string PlanTable(const planner::PlanContext& ctx, const planner::SearchResu
   out += "\n" + summary + (summary.size() + 2 + verdict.size() > kColumns ? ";\n" : "; ") +
          verdict + "\n";
   out += ModelErrorLine(result, listed);
+  out += FrameworkLines(ctx, result, listing);
   if (!result.rejected.empty()) {
     out += "\nnot applicable:\n";
     for (const planner::Estimate& e : result.rejected) {
@@ -209,7 +302,8 @@ namespace {
 
 // `close`: whether the model cannot tell the plan apart from the best (WithinModelError).
 void PlanObject(const planner::PlanContext& ctx, const planner::Estimate& e, size_t index,
-                size_t group, bool simulated, bool close, JsonWriter& j) {
+                size_t group, bool simulated, bool close, planner::Framework framework,
+                JsonWriter& j) {
   j.Key("rank");
   j.Int(static_cast<long long>(index + 1));
   j.Key("group");
@@ -236,8 +330,20 @@ void PlanObject(const planner::PlanContext& ctx, const planner::Estimate& e, siz
   j.BeginArray();
   for (const auto& p : e.params.placement) j.String(p);
   j.EndArray();
+  if (framework != planner::Framework::kAny) {
+    j.Key("framework_settings");
+    j.String(planner::RunIn(framework, e.params, ctx.workload, ctx.topology.num_gpus()).settings);
+  }
   j.Key("time_s");
   j.Number(e.time_s);
+  if (e.model_layers_s >= 0) {  // --model: every attention layer of one training step
+    j.Key("all_layers_s");
+    if (std::isfinite(e.model_layers_s)) {
+      j.Number(e.model_layers_s);
+    } else {
+      j.Raw("null");
+    }
+  }
   if (simulated) {
     j.Key("simulated_s");
     if (e.simulated_s >= 0) {
@@ -297,6 +403,70 @@ std::string PlanJson(const planner::PlanContext& ctx, const planner::SearchResul
   j.EndObject();
   j.Key("workload");
   j.String(ctx.workload.Describe());
+  if (listing.model != nullptr) {
+    const ModelView& m = *listing.model;
+    if (m.layers > 0) {
+      j.Key("model");
+      j.BeginObject();
+      j.Key("name");
+      j.String(m.name);
+      j.Key("source");
+      j.String(m.source);
+      j.Key("layers");
+      j.Int(m.layers);
+      j.Key("window_layers");
+      j.Int(m.window_layers);
+      j.Key("window");
+      j.Int(m.window);
+      j.Key("q_heads");
+      j.Int(m.q_heads);
+      j.Key("kv_heads");
+      j.Int(m.kv_heads);
+      j.Key("time_s_is");
+      j.String("one attention layer, " + std::string(PassName(ctx.workload.pass)));
+      j.Key("all_layers_s_is");
+      j.String("all " + std::to_string(m.layers) + " attention layers of one training step, " +
+               std::string(PassName(ctx.workload.pass)));
+      j.EndObject();
+    }
+    j.Key("parallel");
+    j.BeginObject();
+    j.Key("tp");
+    j.Int(m.degrees.tp);
+    j.Key("cp");
+    j.Int(ctx.topology.num_gpus());
+    j.Key("dp");
+    j.Int(m.degrees.dp);
+    j.Key("gpus");
+    j.Int(m.degrees.tp * m.degrees.dp * ctx.topology.num_gpus());
+    j.EndObject();
+  }
+  if (listing.framework != planner::Framework::kAny) {
+    j.Key("framework");
+    j.BeginObject();
+    j.Key("name");
+    j.String(planner::FrameworkName(listing.framework));
+    j.Key("title");
+    j.String(planner::FrameworkTitle(listing.framework));
+    j.Key("note");
+    j.String(listing.framework_note);
+    if (listing.best_any != nullptr) {
+      const planner::Estimate& any = *listing.best_any;
+      j.Key("best_over_every_scheme");
+      j.BeginObject();
+      j.Key("scheme");
+      j.String(SchemeName(any.params.scheme));
+      j.Key("parameters");
+      j.String(planner::DescribeParams(any.params));
+      j.Key("time_s");
+      j.Number(any.time_s);
+      j.Key("why_not_this_framework");
+      j.String(planner::RunIn(listing.framework, any.params, ctx.workload, ctx.topology.num_gpus())
+                   .why_not);
+      j.EndObject();
+    }
+    j.EndObject();
+  }
   j.Key("evaluated");
   j.Int(result.evaluated);
   j.Key("valid");
@@ -324,14 +494,16 @@ std::string PlanJson(const planner::PlanContext& ctx, const planner::SearchResul
   for (const planner::PlanGroup& row : listed.rows) {
     const size_t i = row.representative();
     j.BeginObject();
-    PlanObject(ctx, result.ranked[i], i, listed.group_of[i], simulated, is_close(i), j);
+    PlanObject(ctx, result.ranked[i], i, listed.group_of[i], simulated, is_close(i),
+               listing.framework, j);
     if (!listing.all_variants) {
       j.Key("equivalents");
       j.BeginArray();
       for (size_t m = 1; m < row.members.size(); ++m) {
         const size_t k = row.members[m];
         j.BeginObject();
-        PlanObject(ctx, result.ranked[k], k, listed.group_of[k], simulated, is_close(k), j);
+        PlanObject(ctx, result.ranked[k], k, listed.group_of[k], simulated, is_close(k),
+                   listing.framework, j);
         j.EndObject();
       }
       j.EndArray();
@@ -367,7 +539,13 @@ std::string PlanCsv(const planner::PlanContext& ctx, const planner::SearchResult
   if (simulated) out += "simulated_s,";
   out += "compute_s,exposed_comm_s,bytes_per_gpu";
   for (const NetworkLevel& l : ctx.topology.levels) out += ",bytes_" + l.name;
-  out += ",flops_max,imbalance,peak_memory_bytes,fits,group,equivalents\n";
+  out += ",flops_max,imbalance,peak_memory_bytes,fits,group,equivalents";
+  // --model / --tp / --dp: the model, the degrees and the time of all the model's layers.
+  const ModelView* model = listing.model;
+  if (model != nullptr) out += ",model,layers,tp,cp,dp,all_layers_s";
+  const bool framework = listing.framework != planner::Framework::kAny;
+  if (framework) out += ",framework,framework_settings";
+  out += "\n";
   for (const planner::PlanGroup& row : listed.rows) {
     const size_t i = row.representative();
     const planner::Estimate& e = result.ranked[i];
@@ -383,8 +561,21 @@ std::string PlanCsv(const planner::PlanContext& ctx, const planner::SearchResult
     }
     out += "," + CsvNumber(e.flops_max) + "," + CsvNumber(e.imbalance()) + "," +
            CsvNumber(e.peak_memory_bytes) + "," + (e.fits ? "true" : "false") + "," +
-           std::to_string(listed.group_of[i] + 1) + "," + std::to_string(group.equivalents()) +
-           "\n";
+           std::to_string(listed.group_of[i] + 1) + "," + std::to_string(group.equivalents());
+    if (model != nullptr) {
+      out += "," + CsvField(model->name) + "," + std::to_string(model->layers) + "," +
+             std::to_string(model->degrees.tp) + "," + std::to_string(ctx.topology.num_gpus()) +
+             "," + std::to_string(model->degrees.dp) + "," +
+             (e.model_layers_s >= 0 && std::isfinite(e.model_layers_s) ? CsvNumber(e.model_layers_s)
+                                                                       : "");
+    }
+    if (framework) {
+      out += "," + std::string(planner::FrameworkName(listing.framework)) + "," +
+             CsvField(
+                 planner::RunIn(listing.framework, e.params, ctx.workload, ctx.topology.num_gpus())
+                     .settings);
+    }
+    out += "\n";
   }
   return out;
 }

@@ -62,9 +62,10 @@ Result<capacity::BenchSpec> MakeSpec(BenchFlags& flags, report::BenchContext* co
   if (!topology.ok()) return topology.status();
   spec.topology = std::move(topology).value();
   MESHPLAN_RETURN_IF_ERROR(flags.model.Apply(spec.topology));
-  MESHPLAN_ASSIGN_OR_RETURN(auto fields, flags.workload.Fields([](const std::string& flag) {
-    return flag != "--seq" && flag != "--mask";
-  }));
+  MESHPLAN_ASSIGN_OR_RETURN(auto fields,
+                            flags.workload.FieldsWithModel([](const std::string& flag) {
+                              return flag != "--seq" && flag != "--mask";
+                            }));
   spec.base = fields.ApplyTo(Workload::Default());
   MESHPLAN_ASSIGN_OR_RETURN(auto seq, capacity::ParseCountList(flags.workload.seq, "--seq"));
   spec.seq_lens = seq;

@@ -28,6 +28,11 @@ int ReportError(const Status& status) {
 }
 
 void WorkloadFlags::Register(CLI::App& app) {
+  app_ = &app;
+  app.add_option("--model", model,
+                 "Model whose attention to plan: a Hugging Face config.json, or a shipped name "
+                 "(llama-3.1-70b, ...: models/README.md); --heads, --kv-heads, --head-dim and "
+                 "--dtype given beside it override its values");
   app.add_option("--batch", batch, "Sequences per step")->capture_default_str();
   app.add_option("--seq", seq, "Sequence length in tokens (4096, 512K, 1M, 2^20)")
       ->capture_default_str();
@@ -69,12 +74,60 @@ Result<WorkloadFields> WorkloadFlags::Fields(
   return fields;
 }
 
+bool WorkloadFlags::Given(const std::string& flag) const {
+  return app_ != nullptr && app_->count(flag) > 0;
+}
+
+Result<std::optional<ModelConfig>> WorkloadFlags::Model() const {
+  if (model.empty()) return std::optional<ModelConfig>();
+  auto config = LoadModelConfig(model);
+  if (!config.ok()) return config.status().WithContext("--model");
+  return std::optional<ModelConfig>(std::move(config).value());
+}
+
+Result<WorkloadFields> WorkloadFlags::FieldsWithModel(
+    const std::function<bool(const std::string& flag)>& include) const {
+  MESHPLAN_ASSIGN_OR_RETURN(auto config, Model());
+  if (!config) return Fields(include);
+  const WorkloadFields from_model = config->Fields();
+  auto model_sets = [&](const std::string& flag) {
+    return flag == "--heads" || flag == "--kv-heads" || flag == "--head-dim" ||
+           (flag == "--dtype" && from_model.dtype.has_value());
+  };
+  auto counted = [&](const std::string& flag) {
+    return include(flag) && (!model_sets(flag) || Given(flag));
+  };
+  MESHPLAN_ASSIGN_OR_RETURN(auto flags, Fields(counted));
+  WorkloadFields out = from_model;
+  out.Overlay(flags);
+  return out;
+}
+
 Result<Workload> WorkloadFlags::Build() const {
-  MESHPLAN_ASSIGN_OR_RETURN(auto fields, Fields([](const std::string&) { return true; }));
+  MESHPLAN_ASSIGN_OR_RETURN(auto fields, FieldsWithModel([](const std::string&) { return true; }));
   Workload w = fields.ApplyTo(Workload::Default());
   if (Status st = SetSequenceLength(w, w.seq_len); !st.ok()) return st.WithContext("workload");
   if (Status st = w.Validate(); !st.ok()) return st.WithContext("workload");
   return w;
+}
+
+void ParallelFlags::Register(CLI::App& app) {
+  app.add_option("--tp", degrees.tp,
+                 "Tensor-parallel degree beside context parallelism: the innermost N GPUs of a "
+                 "node, dividing the heads; the context-parallel group takes the rest "
+                 "(docs/usage.md, tensor parallelism)")
+      ->capture_default_str();
+  app.add_option("--dp", degrees.dp,
+                 "Data-parallel replicas: the cluster's outermost groups, each running its own "
+                 "context-parallel groups")
+      ->capture_default_str();
+}
+
+Status ParallelFlags::Apply(Topology& topology, Workload& workload) const {
+  MESHPLAN_ASSIGN_OR_RETURN(auto cluster, ContextParallelCluster(topology, degrees));
+  MESHPLAN_RETURN_IF_ERROR(DivideHeads(workload, degrees.tp));
+  topology = std::move(cluster);
+  return Status::Ok();
 }
 
 void TopologyFlag::Register(CLI::App& app) {
@@ -158,7 +211,11 @@ Result<Topology> PlanTopologyFile(const std::string& plan_file, const std::strin
 
 Result<Topology> PlanTopology(const std::string& plan_file, const std::string& topology_flag,
                               const Plan& plan, const ModelFlags& model) {
-  MESHPLAN_ASSIGN_OR_RETURN(auto topology, PlanTopologyFile(plan_file, topology_flag, plan));
+  MESHPLAN_ASSIGN_OR_RETURN(auto whole, PlanTopologyFile(plan_file, topology_flag, plan));
+  // A plan made with --tp/--dp runs on one context-parallel group's share of the cluster.
+  auto cluster = ContextParallelCluster(whole, ParallelDegrees{plan.tp, plan.dp});
+  if (!cluster.ok()) return cluster.status().WithContext(plan_file);
+  Topology topology = std::move(cluster).value();
   if (model.attention_kernel.empty() && !plan.attention_kernel.empty()) {
     MESHPLAN_RETURN_IF_ERROR(
         topology.UseAttentionKernel(plan.attention_kernel).WithContext(plan_file));

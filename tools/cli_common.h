@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "core/model_config.h"
+#include "core/parallel_degrees.h"
 #include "core/plan.h"
 #include "core/status.h"
 #include "core/topology.h"
@@ -33,13 +35,36 @@ struct WorkloadFlags {
   std::string partial_dtype = "fp32";
   std::string mask = "causal";
   std::string pass = "fwd+bwd";
+  std::string model;  // --model NAME|FILE: heads, KV heads, head dim and dtype from a config.json
 
+  // Registers the flags on `app`, which it keeps to tell the flags given from their defaults.
   void Register(CLI::App& app);
   // The fields of the flags for which `given(flag)` is true (flag names as "--batch"), parsed but
   // not validated; errors name the flag.
   Result<WorkloadFields> Fields(const std::function<bool(const std::string& flag)>& given) const;
-  // Every flag (given or default), validated ("workload: ..." when inconsistent).
+  // The same over the model's fields (--model): a flag the model sets counts only when given on
+  // the command line, so a default never overrides the model. Errors: the model's file.
+  Result<WorkloadFields> FieldsWithModel(
+      const std::function<bool(const std::string& flag)>& include) const;
+  // The model --model names (nullopt without the flag). Errors: LoadModelConfig's.
+  Result<std::optional<ModelConfig>> Model() const;
+  // Every flag (given or default) over the model's fields, validated ("workload: ..." when
+  // inconsistent).
   Result<Workload> Build() const;
+  // True when `flag` was given on the command line.
+  bool Given(const std::string& flag) const;
+
+ private:
+  const CLI::App* app_ = nullptr;
+};
+
+// --tp N and --dp N: tensor parallelism and replicas beside context parallelism
+// (core/parallel_degrees.h).
+struct ParallelFlags {
+  ParallelDegrees degrees;
+  void Register(CLI::App& app);
+  // The cluster one context-parallel group sees and the heads each of its GPUs computes.
+  Status Apply(Topology& topology, Workload& workload) const;
 };
 
 // --topology FILE|NAME (default: the built-in 32 x 8 H100 cluster).
@@ -75,7 +100,8 @@ Result<Topology> LoadTopologyFlag(const std::string& name_or_path);
 // (a different name is an error naming plan_file and both names); otherwise an error asking for
 // --topology (naming plan_file).
 // The plan's attention kernel (Plan::attention_kernel) is made the active one unless `model`
-// names another; the model flags given are applied.
+// names another; the model flags given are applied. A plan made with --tp/--dp (Plan::tp, dp)
+// gets one context-parallel group's share of the cluster (ContextParallelCluster).
 Result<Topology> PlanTopology(const std::string& plan_file, const std::string& topology_flag,
                               const Plan& plan, const ModelFlags& model = {});
 

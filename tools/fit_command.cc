@@ -45,13 +45,20 @@ int RunSmallestCluster(const FitFlags& flags, const Topology& topology, const Wo
                        const std::vector<Scheme>& schemes, double reserved) {
   auto max_gpus = ParseCount(flags.max_gpus);
   if (!max_gpus.ok()) return ReportError(max_gpus.status().WithContext("--max-gpus"));
-  auto found = capacity::SmallestClusterFor(topology, workload, flags.budget_s, schemes, reserved,
-                                            *max_gpus);
+  // With a model the budget covers all its attention layers, shared evenly (report::TimeBudget).
+  auto model = flags.workload.Model();
+  if (!model.ok()) return ReportError(model.status());
+  report::TimeBudget budget{flags.budget_s};
+  if (*model) {
+    budget.layers = (*model)->layers;
+    budget.model = (*model)->name;
+  }
+  auto found = capacity::SmallestClusterFor(topology, workload, budget.per_layer_s(), schemes,
+                                            reserved, *max_gpus);
   if (!found.ok()) return ReportError(found.status());
-  const std::string text =
-      flags.format == "json"
-          ? report::SmallestClusterJson(workload, flags.budget_s, *found)
-          : report::SmallestClusterTable(workload, reserved, flags.budget_s, *found);
+  const std::string text = flags.format == "json"
+                               ? report::SmallestClusterJson(workload, budget, *found)
+                               : report::SmallestClusterTable(workload, reserved, budget, *found);
   std::fputs(text.c_str(), stdout);
   return kExitOk;
 }
@@ -101,7 +108,7 @@ Runner RegisterFitCommand(CLI::App& app) {
   auto flags = std::make_shared<FitFlags>();
   CLI::App* cmd = app.add_subcommand("fit",
                                      "Longest sequence each scheme fits in memory, or (--budget-s) "
-                                     "the smallest cluster meeting a step time");
+                                     "the smallest cluster meeting a time budget");
   flags->topology.Register(*cmd);
   flags->workload.Register(*cmd);
   // No default shown: --budget-s needs an explicit --seq, and without a budget fit finds the
@@ -120,7 +127,9 @@ Runner RegisterFitCommand(CLI::App& app) {
   cmd->add_option("--max-seq", flags->max_seq, "Longest sequence to try")->capture_default_str();
   cmd->add_option(
       "--budget-s", flags->budget_s,
-      "Step-time budget in seconds: find the smallest cluster that runs --seq within it");
+      "Time budget in seconds for one attention layer's --pass, or with --model for all the "
+      "model's attention layers in one training step: find the smallest cluster that runs --seq "
+      "within it");
   cmd->add_option("--max-gpus", flags->max_gpus, "Largest cluster to try with --budget-s")
       ->capture_default_str();
   cmd->add_option("--format", flags->format, "Output: table or json")->capture_default_str();

@@ -6,6 +6,8 @@
 
 #include "core/atomic_file.h"
 #include "core/units.h"
+#include "planner/frameworks.h"
+#include "planner/model_layers.h"
 #include "planner/plan_file.h"
 #include "planner/schemes/registry.h"
 #include "planner/search.h"
@@ -22,6 +24,8 @@ namespace {
 struct PlanFlags {
   WorkloadFlags workload;
   TopologyFlag topology;
+  ParallelFlags parallel;
+  std::string framework = "any";
   std::string schemes;
   std::string format = "table";
   std::string out;
@@ -54,15 +58,127 @@ Result<int> ExplainedPlanNumber(const PlanFlags& flags) {
   return number;
 }
 
+// The model's layers as planned: the workload's own mask for its global layers, a window for the
+// sliding ones (a window that reaches the whole sequence is the causal mask: those layers count as
+// global). Errors: a sliding model with a --mask other than causal (a window cannot be laid over
+// it).
+struct ModelWorkloads {
+  planner::ModelLayers layers;
+  std::optional<Workload> window;  // the sliding layers' workload, when there are such layers
+};
+
+Result<ModelWorkloads> MakeModelWorkloads(const ModelConfig& model, const Workload& workload) {
+  ModelWorkloads out;
+  out.layers.global_layers = model.global_layers();
+  if (model.window_layers == 0 || model.window >= workload.seq_len) {
+    out.layers.global_layers = model.layers;
+    return out;
+  }
+  if (workload.mask.kind != MaskKind::kCausal) {
+    return Status::Invalid("--model " + model.name + ": " + std::to_string(model.window_layers) +
+                           " of its layers attend through a " + std::to_string(model.window) +
+                           "-token window, which meshplan cannot lay over --mask " +
+                           workload.mask.ToString() + " (leave --mask causal)");
+  }
+  Workload w = workload;
+  w.mask = Mask::Window(model.window);
+  if (Status st = w.Validate(); !st.ok()) return st.WithContext("--model " + model.name);
+  out.layers.window_layers = model.window_layers;
+  out.window = w;
+  return out;
+}
+
+// What the listing says of the model and the degrees.
+report::ModelView MakeModelView(const std::optional<ModelConfig>& model,
+                                const ParallelDegrees& degrees) {
+  report::ModelView view;
+  view.degrees = degrees;
+  if (!model) return view;
+  view.name = model->name;
+  view.description = model->Describe();
+  view.source = model->source;
+  view.layers = model->layers;
+  view.window_layers = model->window_layers;
+  view.window = model->window;
+  view.q_heads = model->q_heads;
+  view.kv_heads = model->kv_heads;
+  return view;
+}
+
+// --framework: keeps the ranked plans the framework runs (in order) and returns the best fitting
+// plan over every scheme, taken before. Error: the framework runs none of the valid plans (the
+// reasons per scheme).
+Result<std::optional<planner::Estimate>> KeepFrameworkPlans(planner::Framework framework,
+                                                            const planner::PlanContext& ctx,
+                                                            planner::SearchResult* result) {
+  if (framework == planner::Framework::kAny) return std::optional<planner::Estimate>();
+  std::optional<planner::Estimate> best_any;
+  for (const planner::Estimate& e : result->ranked) {
+    if (e.fits) {
+      best_any = e;
+      break;
+    }
+  }
+  std::vector<planner::Estimate> kept;
+  std::string reasons;
+  std::vector<std::string> seen;
+  for (planner::Estimate& e : result->ranked) {
+    const std::string why =
+        planner::RunIn(framework, e.params, ctx.workload, ctx.topology.num_gpus()).why_not;
+    if (why.empty()) {
+      kept.push_back(std::move(e));
+      continue;
+    }
+    const std::string scheme(SchemeName(e.params.scheme));
+    if (std::find(seen.begin(), seen.end(), scheme) == seen.end()) {
+      seen.push_back(scheme);
+      reasons += (reasons.empty() ? "" : "; ") + scheme + ": " + why;
+    }
+  }
+  if (kept.empty()) {
+    return Status::Invalid("--framework " + std::string(planner::FrameworkName(framework)) + ": " +
+                           std::string(planner::FrameworkTitle(framework)) +
+                           " runs none of the valid plans (" + reasons + ")");
+  }
+  result->ranked = std::move(kept);
+  return best_any;
+}
+
 int RunPlan(const PlanFlags& flags) {
   if (flags.list_schemes) {  // the one list scripts and people read (the registry's)
     std::fputs(planner::SchemeListing().c_str(), stdout);
     return kExitOk;
   }
+  auto framework = planner::ParseFramework(flags.framework);
+  if (!framework.ok()) return ReportError(framework.status());
+  if (std::string why = planner::FrameworkUnsupported(*framework); !why.empty())
+    return ReportError(Status::Invalid(why));
   auto workload = flags.workload.Build();
   if (!workload.ok()) return ReportError(workload.status());
+  // TransformerEngine's rings send their partials in the workload's dtype (docs/frameworks.md).
+  std::string framework_note;
+  if (*framework == planner::Framework::kMegatron && !flags.workload.Given("--partial-dtype") &&
+      workload->partial_dtype != workload->dtype) {
+    workload->partial_dtype = workload->dtype;
+    framework_note = "partials travel in " + std::string(DTypeName(workload->dtype)) +
+                     ", as TransformerEngine sends them (--partial-dtype overrides)";
+  }
+  auto model = flags.workload.Model();
+  if (!model.ok()) return ReportError(model.status());
   auto topology = flags.topology.Load();
   if (!topology.ok()) return ReportError(topology.status());
+  if (Status st = flags.parallel.Apply(*topology, *workload); !st.ok()) return ReportError(st);
+  ModelWorkloads layers;
+  if (*model) {
+    auto made = MakeModelWorkloads(**model, *workload);
+    if (!made.ok()) return ReportError(made.status());
+    layers = std::move(made).value();
+    // Every layer slides: the plans are ranked on the window's workload.
+    if (layers.window && layers.layers.global_layers == 0) {
+      *workload = *layers.window;
+      layers.window.reset();
+    }
+  }
   if (Status st = topology->SupportsDType(workload->dtype); !st.ok()) return ReportError(st);
   if (Status st = CheckFormat(flags.format, {"table", "json", "csv"}); !st.ok())
     return ReportError(st);
@@ -87,7 +203,17 @@ int RunPlan(const PlanFlags& flags) {
   }
   const planner::PlanContext ctx(*workload, *topology, flags.reserve_gib * kGiB);
   planner::SearchResult result = planner::Search(ctx, options);
+  std::unique_ptr<planner::PlanContext> window_ctx;
+  if (layers.window) {
+    window_ctx =
+        std::make_unique<planner::PlanContext>(*layers.window, *topology, flags.reserve_gib * kGiB);
+  }
 
+  // Before the counts, so that plan numbers are the framework's ranking.
+  const size_t valid_any = result.ranked.size();
+  Result<std::optional<planner::Estimate>> best_any = std::optional<planner::Estimate>();
+  if (!result.ranked.empty()) best_any = KeepFrameworkPlans(*framework, ctx, &result);
+  if (!best_any.ok()) return ReportError(best_any.status());
   const int count = static_cast<int>(result.ranked.size());
   if (count == 0) {
     std::string reasons;
@@ -122,6 +248,7 @@ int RunPlan(const PlanFlags& flags) {
       return ReportError(st);
     }
   }
+  if (*model) planner::TimeModelLayers(window_ctx.get(), layers.layers, &result);
   // The breakdown's expanded schedule (skipped on large clusters).
   std::unique_ptr<Schedule> schedule;
   if (*explain > 0 && ctx.num_ranks <= kMaxExplainRanks) {
@@ -134,6 +261,12 @@ int RunPlan(const PlanFlags& flags) {
   listing.top = flags.top;
   listing.all_variants = flags.all_variants;
   listing.wide = flags.wide;
+  const report::ModelView view = MakeModelView(*model, flags.parallel.degrees);
+  if (*model || !flags.parallel.degrees.trivial()) listing.model = &view;
+  listing.framework = *framework;
+  listing.framework_note = framework_note;
+  listing.valid_any = valid_any;
+  if (*best_any) listing.best_any = &**best_any;
   if (flags.format == "json") {
     const report::ExplainedPlan explained{*explain, schedule.get()};
     std::fputs(report::PlanJson(ctx, result, listing, *explain > 0 ? &explained : nullptr).c_str(),
@@ -149,8 +282,10 @@ int RunPlan(const PlanFlags& flags) {
   }
   if (!flags.out.empty()) {
     const planner::Estimate& e = result.ranked[flags.pick - 1];
-    const std::string text =
-        planner::PlanToToml(planner::MakePlan(ctx, e.params), report::EstimateToml(e));
+    Plan plan = planner::MakePlan(ctx, e.params);
+    plan.tp = flags.parallel.degrees.tp;
+    plan.dp = flags.parallel.degrees.dp;
+    const std::string text = planner::PlanToToml(plan, report::EstimateToml(e));
     if (Status st = WriteFileAtomically(flags.out, text); !st.ok()) return ReportError(st);
     std::fprintf(stderr, "meshplan: wrote plan #%d (%s %s) to %s\n", flags.pick,
                  std::string(SchemeName(e.params.scheme)).c_str(),
@@ -167,6 +302,11 @@ Runner RegisterPlanCommand(CLI::App& app) {
       app.add_subcommand("plan", "Rank every context-parallel scheme for a workload on a cluster");
   flags->topology.Register(*cmd);
   flags->workload.Register(*cmd);
+  flags->parallel.Register(*cmd);
+  cmd->add_option("--framework", flags->framework,
+                  "Keep the plans this framework runs and print its settings for the best: "
+                  "megatron, yunchang, internevo, magi or any (docs/frameworks.md)")
+      ->capture_default_str();
   cmd->add_option("--schemes", flags->schemes,
                   "Comma-separated schemes to consider (default all): " +
                       planner::SchemeNamesText() + " (--list-schemes describes them)");

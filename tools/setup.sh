@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir="${1:-build}"
 
-packages=(cmake g++ make libtomlplusplus-dev libcli11-dev libeigen3-dev libgtest-dev libbenchmark-dev
+packages=(cmake g++ make libtomlplusplus-dev libcli11-dev nlohmann-json3-dev libeigen3-dev libgtest-dev libbenchmark-dev
           libopenmpi-dev openmpi-bin clang-format-14 python3)
 missing=()
 for p in "${packages[@]}"; do

@@ -63,12 +63,12 @@ Result<capacity::SweepSettings> GivenSettings(const SweepFlags& flags, const CLI
   }
   if (given("--simulate")) s.simulate = flags.simulate;
   // --seq is a list here, held by seq_lens.
-  auto workload = flags.workload.Fields(
+  auto workload = flags.workload.FieldsWithModel(
       [&](const std::string& flag) { return flag != "--seq" && given(flag); });
   if (!workload.ok()) return workload.status();
   s.workload = *workload;
-  for (const char* flag : {"--seq", "--batch", "--heads", "--kv-heads", "--head-dim", "--dtype",
-                           "--partial-dtype", "--mask", "--pass"}) {
+  for (const char* flag : {"--model", "--seq", "--batch", "--heads", "--kv-heads", "--head-dim",
+                           "--dtype", "--partial-dtype", "--mask", "--pass"}) {
     if (given(flag)) s.workload_source = "the flags";
   }
   return s;

@@ -26,6 +26,22 @@ class AllGatherKVStrategy final : public Strategy {
   std::string DescribeDegrees(const SchemeParams&) const override { return ""; }
   std::vector<SchemeParams> Enumerate(const PlanContext& ctx) const override;
   Estimate Evaluate(const PlanContext& ctx, const SchemeParams& params) const override;
+  // Megatron's all_gather (TransformerEngine: the DualChunkSwap split, windows allowed).
+  FrameworkRun RunIn(Framework f, const SchemeParams& p, const Workload& w,
+                     int64_t cp) const override {
+    namespace rules = framework_rules;
+    if (f == Framework::kMegatron) {
+      const std::string mask = w.mask.kind == MaskKind::kWindow
+                                   ? ""
+                                   : rules::CausalOrFull(w, "its all_gather (or a window)");
+      for (const std::string& why :
+           {mask, rules::MegatronLayout(p, w), rules::NoForwardCache(p, w)}) {
+        if (!why.empty()) return {why, ""};
+      }
+      return {"", MegatronSettings(cp, "all_gather")};
+    }
+    return Strategy::RunIn(f, p, w, cp);
+  }
   Result<Schedule> Expand(const PlanContext& ctx, const SchemeParams& params) const override;
 };
 

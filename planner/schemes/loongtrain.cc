@@ -50,6 +50,28 @@ class LoongTrainStrategy final : public Strategy {
   std::vector<SchemeParams> Enumerate(const PlanContext& ctx) const override;
   Estimate Evaluate(const PlanContext& ctx, const SchemeParams& params) const override;
   Result<Schedule> Expand(const PlanContext& ctx, const SchemeParams& params) const override;
+  // InternEvo's 2D-Attention (parallel.sequence_2D): zigzag double ring, causal, the head group
+  // first (head_first=True) or last (docs/frameworks.md).
+  FrameworkRun RunIn(Framework f, const SchemeParams& p, const Workload& w,
+                     int64_t cp) const override {
+    if (f != Framework::kInternEvo) return Strategy::RunIn(f, p, w, cp);
+    if (w.mask.kind != MaskKind::kCausal) return {"its zigzag double ring is causal only", ""};
+    if (p.layout != Layout::kZigzag) return {"its double ring is zigzag only", ""};
+    if (std::string why = framework_rules::NoForwardCache(p, w); !why.empty()) return {why, ""};
+    const bool head_first = p.placement == std::vector<std::string>{"head", "inner", "outer"};
+    if (!head_first && p.placement != std::vector<std::string>{"inner", "outer", "head"}) {
+      return {
+          "its process groups put the head group first or last (head_first), not between "
+          "the windows",
+          ""};
+    }
+    return {"", "parallel = dict(tensor=dict(size=" + std::to_string(p.ulysses * p.ring) +
+                    ", mode=\"isp\"), sequence_2D=dict(enable=True, head_size=" +
+                    std::to_string(p.ulysses) + ", context_size=" + std::to_string(p.ring) +
+                    ", window_size=" + std::to_string(p.window) +
+                    ", device_placement_strategy=dict(head_first=" +
+                    (head_first ? "True" : "False") + ", interleaved=False)))"};
+  }
 };
 
 std::vector<SchemeParams> LoongTrainStrategy::Enumerate(const PlanContext& ctx) const {

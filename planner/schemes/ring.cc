@@ -28,6 +28,24 @@ class RingStrategy final : public Strategy {
   std::string DescribeDegrees(const SchemeParams&) const override { return ""; }
   std::vector<SchemeParams> Enumerate(const PlanContext& ctx) const override;
   Estimate Evaluate(const PlanContext& ctx, const SchemeParams& params) const override;
+  // Megatron's p2p ring (TransformerEngine's DualChunkSwap split: zigzag) and yunchang's rings
+  // with Ulysses degree 1 (docs/frameworks.md).
+  FrameworkRun RunIn(Framework f, const SchemeParams& p, const Workload& w,
+                     int64_t cp) const override {
+    namespace rules = framework_rules;
+    if (f == Framework::kMegatron) {
+      for (const std::string& why : {rules::CausalOrFull(w, "its p2p ring"),
+                                     rules::MegatronLayout(p, w), rules::NoForwardCache(p, w)}) {
+        if (!why.empty()) return {why, ""};
+      }
+      return {"", MegatronSettings(cp, "p2p")};
+    }
+    if (f == Framework::kYunchang) {
+      if (std::string why = rules::YunchangRing(p, w); !why.empty()) return {why, ""};
+      return {"", YunchangSettings(1, cp, true, p.layout)};
+    }
+    return Strategy::RunIn(f, p, w, cp);
+  }
   Result<Schedule> Expand(const PlanContext& ctx, const SchemeParams& params) const override;
 };
 

@@ -30,6 +30,24 @@ class UlyssesStrategy final : public Strategy {
   std::vector<SchemeParams> Enumerate(const PlanContext& ctx) const override;
   Estimate Evaluate(const PlanContext& ctx, const SchemeParams& params) const override;
   Result<Schedule> Expand(const PlanContext& ctx, const SchemeParams& params) const override;
+  // Megatron's a2a and yunchang with ring degree 1: both keep the forward's all-to-all results
+  // for the backward (cache) (docs/frameworks.md).
+  FrameworkRun RunIn(Framework f, const SchemeParams& p, const Workload& w,
+                     int64_t cp) const override {
+    if (f != Framework::kMegatron && f != Framework::kYunchang) return Strategy::RunIn(f, p, w, cp);
+    if (HasBackward(w.pass) && !p.cache_forward)
+      return {"its all-to-all keeps the forward's results for the backward (cache)", ""};
+    if (f == Framework::kMegatron) {
+      if (w.mask.kind != MaskKind::kWindow) {
+        if (std::string why = framework_rules::CausalOrFull(w, "its a2a (or a window)");
+            !why.empty()) {
+          return {why, ""};
+        }
+      }
+      return {"", MegatronSettings(cp, "a2a")};
+    }
+    return {"", YunchangSettings(cp, 1, true, Layout::kContiguous)};
+  }
 };
 
 std::vector<SchemeParams> UlyssesStrategy::Enumerate(const PlanContext& ctx) const {

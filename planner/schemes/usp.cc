@@ -31,6 +31,30 @@ class UspStrategy final : public Strategy {
   std::vector<SchemeParams> Enumerate(const PlanContext& ctx) const override;
   Estimate Evaluate(const PlanContext& ctx, const SchemeParams& params) const override;
   Result<Schedule> Expand(const PlanContext& ctx, const SchemeParams& params) const override;
+  // Megatron's a2a+p2p (the all-to-all the inner level) and yunchang's set_seq_parallel_pg
+  // (docs/frameworks.md).
+  FrameworkRun RunIn(Framework f, const SchemeParams& p, const Workload& w,
+                     int64_t cp) const override {
+    namespace rules = framework_rules;
+    const bool ulysses_inner = p.placement.empty() || p.placement.front() != "ring";
+    if (f == Framework::kMegatron) {
+      for (const std::string& why : {rules::CausalOrFull(w, "its a2a+p2p"),
+                                     rules::MegatronLayout(p, w), rules::NoForwardCache(p, w)}) {
+        if (!why.empty()) return {why, ""};
+      }
+      if (!ulysses_inner)
+        return {"its a2a+p2p keeps the all-to-all inside (place=ulysses>ring)", ""};
+      return {"", MegatronSettings(cp, "a2a+p2p") + " --hierarchical-context-parallel-sizes " +
+                      std::to_string(p.ulysses) + " " + std::to_string(p.ring)};
+    }
+    if (f == Framework::kYunchang) {
+      if (std::string why = rules::YunchangRing(p, w); !why.empty()) return {why, ""};
+      if (!ulysses_inner && p.layout != Layout::kZigzag)
+        return {"use_ulysses_low=False shards inputs right only for the zigzag ring", ""};
+      return {"", YunchangSettings(p.ulysses, p.ring, ulysses_inner, p.layout)};
+    }
+    return Strategy::RunIn(f, p, w, cp);
+  }
 };
 
 std::vector<SchemeParams> UspStrategy::Enumerate(const PlanContext& ctx) const {

@@ -20,6 +20,7 @@ fail() {
 
 "$cmake" --install "$build_dir" --prefix "$prefix" >"$work/out" 2>"$work/err" || fail "cmake --install"
 for f in bin/meshplan share/meshplan/topologies/dgx-h100-4node.toml share/meshplan/topologies/README.md \
+         share/meshplan/models/llama-3.1-70b.json share/meshplan/models/README.md \
          share/doc/meshplan/README.md share/doc/meshplan/docs/usage.md share/doc/meshplan/docs/img/best-scheme.svg; do
   [ -e "$prefix/$f" ] || fail "not installed: $f"
 done
@@ -33,6 +34,8 @@ meshplan=$prefix/bin/meshplan
 mkdir "$work/run" && cd "$work/run" || exit 1
 "$meshplan" plan -t dgx-h100-4node --seq 64K --top 1 >"$work/out" 2>"$work/err" || fail "plan -t dgx-h100-4node"
 grep -q "dgx-h100-4node" "$work/out" || fail "the plan does not name dgx-h100-4node"
+"$meshplan" plan --model llama-3.1-70b --tp 8 --seq 1M --top 1 >"$work/out" 2>"$work/err" ||
+  fail "plan --model llama-3.1-70b (a shipped model, found beside the installed clusters)"
 "$meshplan" topo list >"$work/out" 2>"$work/err" || fail "topo list"
 grep -q "shipped clusters in $prefix/share/meshplan/topologies " "$work/out" ||
   fail "topo list does not read the installed directory"

@@ -14,6 +14,7 @@ trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/build/tools"
 ln -s "$binary" "$work/build/tools/meshplan"
 ln -s "$source_dir/topologies" "$work/topologies"
+ln -s "$source_dir/models" "$work/models"
 
 # One line per example: the expected exit code, a tab, the command.
 examples=$(awk '

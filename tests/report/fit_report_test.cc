@@ -62,13 +62,38 @@ TEST(FitReport, SmallestClusterTableAndJson) {
   found.time_s = 6.5;
   found.peak_memory_bytes = 1e10;
   found.sizes_tried = 8;
-  const std::string table = SmallestClusterTable(Workload::Default(), 1e9, 10, found);
+  const std::string table = SmallestClusterTable(Workload::Default(), 1e9, TimeBudget{10}, found);
   EXPECT_NE(table.find("reserved: "), std::string::npos) << table;
+  // Without a model the budget is one attention layer's (never "a step").
+  EXPECT_NE(table.find("budget:   10.000 s for one attention layer (fwd+bwd)\n"), std::string::npos)
+      << table;
   EXPECT_NE(table.find("smallest cluster: 64 GPUs (dgx@64, 8 sizes tried)\n"), std::string::npos)
       << table;
-  const std::string json = SmallestClusterJson(Workload::Default(), 10, found);
+  const std::string json = SmallestClusterJson(Workload::Default(), TimeBudget{10}, found);
   EXPECT_EQ(json.rfind("{\"topology\":\"dgx@64\",\"gpus\":64,", 0), 0u) << json;
   EXPECT_NE(json.find("\"sizes_tried\":8}\n"), std::string::npos) << json;
+}
+
+TEST(FitReport, AModelsBudgetCoversAllItsLayers) {
+  // 40 s for 80 layers: 0.5 s per layer; a found plan of 0.4 s per layer takes 32 s for all 80.
+  capacity::SmallestCluster found;
+  found.gpus = 256;
+  found.topology = "dgx@256";
+  found.params.scheme = Scheme("ring");
+  found.time_s = 0.4;
+  const TimeBudget budget{40, 80, "llama-3.1-70b"};
+  EXPECT_DOUBLE_EQ(budget.per_layer_s(), 0.5);
+  const std::string table = SmallestClusterTable(Workload::Default(), 0, budget, found);
+  EXPECT_NE(table.find("budget:   40.000 s for the 80 attention layers of llama-3.1-70b in one "
+                       "training step (fwd+bwd): 500.00 ms per layer\n"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(table.find("time:             400.00 ms per attention layer, 32.000 s for all 80\n"),
+            std::string::npos)
+      << table;
+  const std::string json = SmallestClusterJson(Workload::Default(), budget, found);
+  EXPECT_NE(json.find("\"per_layer_budget_s\":0.5,\"layers\":80,"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"all_layers_s\":32,"), std::string::npos) << json;
 }
 
 }  // namespace

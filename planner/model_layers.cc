@@ -1,0 +1,35 @@
+#include "planner/model_layers.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "planner/equivalence.h"
+#include "planner/evaluate_plan.h"
+#include "planner/strategy.h"
+
+namespace meshplan::planner {
+
+void TimeModelLayers(const PlanContext* window_ctx, const ModelLayers& layers,
+                     SearchResult* result) {
+  const bool both = layers.global_layers > 0 && layers.window_layers > 0;
+  for (Estimate& e : result->ranked) {
+    // A layer's time as the ranking has it: simulated when the plan was replayed.
+    const double layer_s = RankingSeconds(e);
+    if (!both) {  // one kind of layer: `ctx` is that kind's
+      e.model_layers_s = static_cast<double>(layers.global_layers + layers.window_layers) * layer_s;
+      continue;
+    }
+    const Estimate w = EvaluatePlan(*window_ctx, *MakeStrategy(e.params.scheme), e.params);
+    e.model_layers_s = w.valid ? static_cast<double>(layers.global_layers) * layer_s +
+                                     static_cast<double>(layers.window_layers) * w.time_s
+                               : std::numeric_limits<double>::infinity();
+  }
+  if (!both) return;
+  std::stable_sort(result->ranked.begin(), result->ranked.end(),
+                   [](const Estimate& x, const Estimate& y) {
+                     if (x.fits != y.fits) return x.fits;
+                     return x.model_layers_s < y.model_layers_s;
+                   });
+}
+
+}  // namespace meshplan::planner

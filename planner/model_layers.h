@@ -1,0 +1,29 @@
+// A model's attention layers under one context-parallel plan: the plan the search ranks serves
+// every layer of the model, global and sliding-window alike (a job runs one CP configuration).
+#pragma once
+
+#include <cstdint>
+
+#include "core/status.h"
+#include "planner/context.h"
+#include "planner/search.h"
+
+namespace meshplan::planner {
+
+struct ModelLayers {
+  int64_t global_layers = 0;  // layers under the workload's own mask
+  int64_t window_layers = 0;  // layers under a sliding window (window_ctx's mask)
+};
+
+// Sets Estimate::model_layers_s of every ranked plan (estimated in the global layers' context):
+// global_layers x its time (simulated when it was replayed: RankingSeconds) plus window_layers x
+// its estimated time in `window_ctx` (the same workload and cluster under the
+// window mask). Layers of both kinds re-sort the ranking by that sum (fitting plans first, the
+// estimated order on ties): the best plan is the best for the whole model. A plan that has no
+// valid evaluation for the window layers ranks after the others with model_layers_s infinite.
+// With one kind of layer, the ranking's context is that kind's and window_ctx is not used.
+// REQUIRES: window_ctx != nullptr when both kinds are present.
+void TimeModelLayers(const PlanContext* window_ctx, const ModelLayers& layers,
+                     SearchResult* result);
+
+}  // namespace meshplan::planner

@@ -1,0 +1,163 @@
+// --model, --tp/--dp and --framework end to end (issue 31): what the plan says of a model's layers,
+// TP beside CP, a framework's settings, and one-line refusals of bad models and degrees.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "tests/tools/cli_fixture.h"
+#include "tests/tools/json_reader.h"
+
+namespace meshplan {
+namespace {
+
+using testing::Json;
+
+class ModelCli : public testing::CliFixture {
+ protected:
+  static constexpr const char* kLlama =
+      "plan --model llama-3.1-70b --tp 8 -t dgx-h100-32node --seq 1M -q";
+
+  Json ParseJson(const testing::CliResult& r) {
+    Json j;
+    EXPECT_TRUE(Json::Parse(r.out, &j)) << r.out.substr(0, 400);
+    return j;
+  }
+  static double Number(const Json* object, const std::string& key) {
+    const Json* v = object == nullptr ? nullptr : object->Find(key);
+    return v == nullptr ? std::nan("") : v->number;
+  }
+};
+
+TEST_F(ModelCli, TheTableSaysWhichTimeIsALayerAndWhichAllOfThem) {
+  const testing::CliResult r = Run(std::string(kLlama) + " --framework megatron --top 3");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* part :
+       {"model:    llama-3.1-70b: 80 layers, 64/8 heads of 128\n",
+        "parallel: TP 8 x CP 32 x DP 1 = 256 GPUs; each GPU computes 8/1 heads",
+        "'time' is one attention layer (forward+backward); 'all layers' is the model's 80 "
+        "attention layers in one training step (forward+backward)",
+        "all layers", "framework: Megatron-Core (TransformerEngine) runs ",
+        "--context-parallel-size 32 --cp-comm-type ", "best over every scheme: "}) {
+    EXPECT_NE(r.out.find(part), std::string::npos) << part << "\n" << r.out;
+  }
+  // TP 8 on 8-GPU nodes leaves one CP rank per node: 32 of them.
+  EXPECT_NE(r.out.find("32 x H100 SXM5 80GB (dgx-h100-32node: nvlink 1 x 450 GB/s, ib 32 x 50"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find(" step:"), std::string::npos) << "a layer is never called a step";
+}
+
+TEST_F(ModelCli, JsonCarriesTheModelTheDegreesAndEveryLayersTime) {
+  const testing::CliResult r = Run(std::string(kLlama) + " --format json --top 2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json j = ParseJson(r);
+  const Json* model = j.Find("model");
+  ASSERT_NE(model, nullptr);
+  EXPECT_EQ(Number(model, "layers"), 80);
+  EXPECT_EQ(Number(model, "q_heads"), 64);
+  const Json* parallel = j.Find("parallel");
+  EXPECT_EQ(Number(parallel, "tp"), 8);
+  EXPECT_EQ(Number(parallel, "cp"), 32);
+  EXPECT_EQ(Number(parallel, "dp"), 1);
+  EXPECT_EQ(Number(parallel, "gpus"), 256);
+  const Json* plans = j.Find("plans");
+  ASSERT_TRUE(plans != nullptr && !plans->items.empty());
+  // Every layer of Llama 3.1 70B is global: all 80 take one layer's time.
+  const Json& first = plans->items.front();
+  EXPECT_NEAR(Number(&first, "all_layers_s"), 80 * Number(&first, "time_s"),
+              1e-9 * Number(&first, "all_layers_s"));
+}
+
+TEST_F(ModelCli, ASlidingModelSumsItsGlobalAndWindowLayers) {
+  // Gemma 2 27B: 23 global and 23 window:4096 layers. The same plan's time under each mask, from
+  // two runs with the model's heads given by hand, makes the sum: 23 x t_causal + 23 x t_window.
+  const std::string common =
+      " -t dgx-h100-1node --seq 64K --schemes ring --pass fwd --format json --top 0 "
+      "--all-variants -q";
+  const testing::CliResult gemma = Run("plan --model gemma-2-27b" + common);
+  ASSERT_EQ(gemma.exit_code, 0) << gemma.err;
+  const std::string heads = " --heads 32 --kv-heads 16 --head-dim 128";
+  const testing::CliResult causal = Run("plan" + heads + common);
+  const testing::CliResult window = Run("plan" + heads + " --mask window:4096" + common);
+  ASSERT_EQ(causal.exit_code, 0) << causal.err;
+  ASSERT_EQ(window.exit_code, 0) << window.err;
+  auto time_of = [&](const Json& doc, const std::string& params) {
+    for (const Json& p : doc.Find("plans")->items) {
+      if (p.Find("parameters")->string == params) return Number(&p, "time_s");
+    }
+    return std::nan("");
+  };
+  const Json g = ParseJson(gemma), c = ParseJson(causal), w = ParseJson(window);
+  int checked = 0;
+  for (const Json& p : g.Find("plans")->items) {
+    const std::string params = p.Find("parameters")->string;
+    const double in_window = time_of(w, params);
+    if (std::isnan(in_window)) {
+      // No such plan for the window layers (a striped ring takes causal and full masks only):
+      // the plan cannot serve the model, and says so with a null.
+      EXPECT_EQ(p.Find("all_layers_s")->kind, Json::kNull) << params;
+      continue;
+    }
+    const double expected = 23 * time_of(c, params) + 23 * in_window;
+    EXPECT_NEAR(Number(&p, "all_layers_s"), expected, 1e-9 * expected) << params;
+    ++checked;
+  }
+  EXPECT_GE(checked, 2);
+}
+
+TEST_F(ModelCli, FlagsGivenBesideAModelOverrideIt) {
+  const testing::CliResult r = Run(
+      "plan --model llama-3.1-8b --heads 16 --kv-heads 4 -t dgx-h100-1node --seq 64K -q --top 1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("workload: B=1 S=64K Hq=16 Hkv=4 d=128"), std::string::npos) << r.out;
+  // A config.json file works like a shipped name.
+  const std::string file = Write("config.json", R"({"num_attention_heads": 32,
+      "num_key_value_heads": 8, "hidden_size": 4096, "num_hidden_layers": 32})");
+  const testing::CliResult f = Run("plan --model " + file + " -t dgx-h100-1node --seq 64K -q");
+  ASSERT_EQ(f.exit_code, 0) << f.err;
+  EXPECT_NE(f.out.find("Hq=32 Hkv=8 d=128"), std::string::npos) << f.out;
+}
+
+TEST_F(ModelCli, BadModelsAndDegreesAreOneLineExit2) {
+  const std::string broken = Write("broken.json", "{\"num_attention_heads\": 8,");
+  ExpectRefusedWith("plan --model " + broken + " -q", {"--model: ", broken, "not JSON"});
+  const std::string odd = Write("odd.json", R"({"num_attention_heads": 12,
+      "num_key_value_heads": 5, "head_dim": 64, "num_hidden_layers": 2})");
+  ExpectRefusedWith("plan --model " + odd + " -q",
+                    {odd, "num_key_value_heads: 5 does not divide num_attention_heads (12)"});
+  const std::string mla = Write("mla.json", R"({"num_attention_heads": 128,
+      "hidden_size": 7168, "num_hidden_layers": 61, "kv_lora_rank": 512,
+      "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128})");
+  ExpectRefusedWith("plan --model " + mla + " -q", {"multi-head latent attention"});
+  ExpectRefusedWith("plan --model no-such-model -q", {"unknown model 'no-such-model'"});
+  ExpectRefused("plan --tp 3 -t dgx-h100-32node -q",
+                "--tp: 3 does not divide the 8 GPUs of a 'nvlink' group (TP stays inside a node)");
+  ExpectRefusedWith("plan --model llama-3.1-70b --tp 16 -q", {"--tp: 16 does not divide"});
+  ExpectRefusedWith("plan --framework magi -q", {"--framework magi: MagiAttention"});
+  ExpectRefusedWith("plan --framework deepspeed -q", {"--framework: unknown framework"});
+  ExpectRefusedWith("plan --model gemma-2-27b --mask full --seq 64K -q", {"window", "--mask full"});
+}
+
+TEST_F(ModelCli, APlanMadeBesideTpRunsOnItsCpGroup) {
+  const std::string plan = (dir_ / "p.toml").string();
+  ASSERT_EQ(Run(std::string(kLlama) + " -o " + plan).exit_code, 0);
+  const std::string text = Read(plan);
+  EXPECT_NE(text.find("tp = 8\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("gpus = 32\n"), std::string::npos) << text;
+  const testing::CliResult sim = Run("simulate " + plan + " -q");
+  EXPECT_EQ(sim.exit_code, 0) << sim.err;
+}
+
+TEST_F(ModelCli, FitBudgetsAllTheModelsLayers) {
+  const testing::CliResult r =
+      Run("fit --model llama-3.1-8b --seq 256K --budget-s 8 -t dgx-h100-32node --max-gpus 256");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("budget:   8.000 s for the 32 attention layers of llama-3.1-8b in one "
+                       "training step (fwd+bwd): 250.00 ms per layer"),
+            std::string::npos)
+      << r.out;
+}
+
+}  // namespace
+}  // namespace meshplan
