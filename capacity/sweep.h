@@ -4,9 +4,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "core/model_config.h"
 #include "core/plan.h"
 #include "core/status.h"
 #include "core/topology.h"
@@ -17,6 +19,10 @@ namespace meshplan::capacity {
 struct SweepSpec {
   std::vector<Topology> topologies;  // at least one
   std::vector<int64_t> gpus;         // empty: each topology's own size
+  // Tensor-parallel degrees (empty: 1): each point plans one CP group beside TP on `gpus` GPUs
+  // (ContextParallelCluster, DivideHeads).
+  std::vector<int64_t> tps;
+  std::optional<ModelConfig> model;  // rows then carry the time of all the model's layers
   std::vector<int64_t> seq_lens;     // at least one
   std::vector<Scheme> schemes;       // empty: every scheme
   Workload base;                     // everything but seq_len
@@ -44,7 +50,9 @@ struct SweepRow {
   double bytes_per_gpu = 0;
   double peak_memory_bytes = 0;
   bool fits = false;
-  double simulated_s = -1;  // when simulated
+  double simulated_s = -1;   // when simulated
+  int64_t tp = 1;            // tensor-parallel degree beside the plan (gpus counts all GPUs)
+  double all_layers_s = -1;  // with a model: all its attention layers of one training step
 };
 
 // Called after each point (topology x gpus x seq) with (done, total).

@@ -126,8 +126,8 @@ Result<SweepSettings> ParseSweepToml(std::string_view text, const std::string& p
   const toml::table& table = doc;
   MESHPLAN_RETURN_IF_ERROR(CheckTomlKeys(
       table, "",
-      {"topologies", "gpus", "seq", "schemes", "batch", "heads", "kv_heads", "head_dim", "dtype",
-       "partial_dtype", "mask", "pass", "reserve_gib", "simulate"},
+      {"topologies", "gpus", "tp", "seq", "schemes", "batch", "heads", "kv_heads", "head_dim",
+       "dtype", "partial_dtype", "mask", "pass", "reserve_gib", "simulate"},
       path));
   auto fail = [&](const std::string& key, const std::string& why) {
     return Status::Invalid(path + ": " + key + ": " + why);
@@ -147,12 +147,13 @@ Result<SweepSettings> ParseSweepToml(std::string_view text, const std::string& p
       settings.topology_files->push_back(keep ? name : (dir / p).string());
     }
   }
-  for (const char* key : {"gpus", "seq"}) {
+  for (const char* key : {"gpus", "seq", "tp"}) {
     const toml::node* n = table.get(key);
     if (n == nullptr) continue;
     MESHPLAN_ASSIGN_OR_RETURN(auto list_text, ListText(*n, key, path));
     MESHPLAN_ASSIGN_OR_RETURN(auto values, ParseCountList(list_text, path + ": " + key));
-    (std::string(key) == "gpus" ? settings.gpus : settings.seq_lens) = values;
+    const std::string k(key);
+    (k == "gpus" ? settings.gpus : k == "seq" ? settings.seq_lens : settings.tps) = values;
   }
   if (const toml::node* n = table.get("schemes")) {
     MESHPLAN_ASSIGN_OR_RETURN(auto names, StringList(*n, "schemes", path));

@@ -21,6 +21,8 @@ void SweepSettings::Overlay(const SweepSettings& top) {
   Replace(attention_kernel, top.attention_kernel);
   Replace(step_overhead_ms, top.step_overhead_ms);
   Replace(gpus, top.gpus);
+  Replace(tps, top.tps);
+  Replace(model, top.model);
   Replace(seq_lens, top.seq_lens);
   Replace(schemes, top.schemes);
   workload.Overlay(top.workload);
@@ -60,6 +62,8 @@ Result<SweepSpec> MakeSweepSpec(const SweepSettings& settings) {
     }
   }
   spec.gpus = settings.gpus.value_or(std::vector<int64_t>{});
+  spec.tps = settings.tps.value_or(std::vector<int64_t>{});
+  spec.model = settings.model;
   spec.schemes = settings.schemes.value_or(std::vector<Scheme>{});
   spec.reserved_memory_bytes = settings.reserved_memory_bytes.value_or(0.0);
   spec.simulate = settings.simulate.value_or(false);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "capacity/sweep.h"
+#include "core/model_config.h"
 #include "core/plan.h"
 #include "core/status.h"
 #include "core/workload_fields.h"
@@ -26,6 +27,10 @@ struct SweepSettings {
   // file's.
   std::optional<double> step_overhead_ms;
   std::optional<std::vector<int64_t>> gpus;
+  // Tensor-parallel degrees beside context parallelism (core/parallel_degrees.h); unset: 1.
+  std::optional<std::vector<int64_t>> tps;
+  // The model (--model): each row's time for all its layers; sliding layers planned apart.
+  std::optional<ModelConfig> model;
   std::optional<std::vector<int64_t>> seq_lens;
   std::optional<std::vector<Scheme>> schemes;
   WorkloadFields workload;  // seq_len is not used: seq_lens holds the sweep's lengths

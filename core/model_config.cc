@@ -202,6 +202,8 @@ Result<ModelConfig> ParseModelConfig(std::string_view text, const std::string& f
     root = Json::parse(text.begin(), text.end());
   } catch (const Json::parse_error& e) {
     return Status::Invalid(file + ": not JSON (at byte " + std::to_string(e.byte) + ")");
+  } catch (const Json::exception& e) {  // e.g. a number beyond a double (found by fuzzing)
+    return Status::Invalid(file + ": not JSON meshplan can read (" + std::string(e.what()) + ")");
   }
   if (!root.is_object()) return Status::Invalid(file + ": expected a JSON object");
   const Reader r(root, file);

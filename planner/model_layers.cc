@@ -9,6 +9,27 @@
 
 namespace meshplan::planner {
 
+Result<ModelWorkloads> MakeModelWorkloads(const ModelConfig& model, const Workload& workload) {
+  ModelWorkloads out;
+  out.layers.global_layers = model.global_layers();
+  if (model.window_layers == 0 || model.window >= workload.seq_len) {
+    out.layers.global_layers = model.layers;
+    return out;
+  }
+  if (workload.mask.kind != MaskKind::kCausal) {
+    return Status::Invalid("--model " + model.name + ": " + std::to_string(model.window_layers) +
+                           " of its layers attend through a " + std::to_string(model.window) +
+                           "-token window, which meshplan cannot lay over --mask " +
+                           workload.mask.ToString() + " (leave --mask causal)");
+  }
+  Workload w = workload;
+  w.mask = Mask::Window(model.window);
+  if (Status st = w.Validate(); !st.ok()) return st.WithContext("--model " + model.name);
+  out.layers.window_layers = model.window_layers;
+  out.window = w;
+  return out;
+}
+
 void TimeModelLayers(const PlanContext* window_ctx, const ModelLayers& layers,
                      SearchResult* result) {
   const bool both = layers.global_layers > 0 && layers.window_layers > 0;

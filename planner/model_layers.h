@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
+#include "core/model_config.h"
 #include "core/status.h"
 #include "planner/context.h"
 #include "planner/search.h"
@@ -14,6 +16,17 @@ struct ModelLayers {
   int64_t global_layers = 0;  // layers under the workload's own mask
   int64_t window_layers = 0;  // layers under a sliding window (window_ctx's mask)
 };
+
+// A model's layers as planned: the workload's own mask for its global layers, a window for the
+// sliding ones (a window that reaches the whole sequence is the causal mask: those layers count
+// as global).
+struct ModelWorkloads {
+  ModelLayers layers;
+  std::optional<Workload> window;  // the sliding layers' workload, when there are such layers
+};
+// Errors: a sliding model with a mask other than causal (a window cannot be laid over it), named
+// by --model and the model.
+Result<ModelWorkloads> MakeModelWorkloads(const ModelConfig& model, const Workload& workload);
 
 // Sets Estimate::model_layers_s of every ranked plan (estimated in the global layers' context):
 // global_layers x its time (simulated when it was replayed: RankingSeconds) plus window_layers x

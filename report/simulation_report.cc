@@ -80,9 +80,15 @@ std::string SimulationTable(const SimulationReport& r) {
   out += "workload:  " + r.plan->workload.Describe() + "\n";
   out += "cluster:   " + std::to_string(t.num_gpus()) + " x " + t.gpu.model + " (" + t.name + ", " +
          t.source + "; attention kernel " + t.gpu.attention_kernel + ")\n\n";
-  out += "simulated: " + FormatSeconds(r.simulated_s()) + "\n";
+  out += "simulated: " + FormatSeconds(r.simulated_s()) + " (one attention layer)\n";
   out += "estimated: " + FormatSeconds(r.estimated_s()) + " (planner); simulated is " +
-         SignedPercent(r.difference_pct()) + "\n\n";
+         SignedPercent(r.difference_pct()) + "\n";
+  if (r.all_layers_s >= 0) {
+    out += "all layers: " + FormatSeconds(r.all_layers_s) + " for the " +
+           std::to_string(r.model_layers) + " attention layers of " + r.model +
+           " in one training step (simulated)\n";
+  }
+  out += "\n";
   out += "per rank over " + std::to_string(res.ranks.size()) + " ranks:\n";
   out += Columns(
       {{"", "min", "mean", "max"},
@@ -154,6 +160,14 @@ std::string SimulationJson(const SimulationReport& r, const std::string& trace_f
   j.Number(r.estimated_s());
   j.Key("difference_pct");
   j.Number(r.difference_pct());
+  if (r.all_layers_s >= 0) {
+    j.Key("model");
+    j.String(r.model);
+    j.Key("layers");
+    j.Int(r.model_layers);
+    j.Key("all_layers_s");
+    j.Number(r.all_layers_s);
+  }
   j.Key("per_rank");
   j.BeginObject();
   SpreadJson(j, "compute_s", r.compute);
@@ -243,6 +257,11 @@ std::string SimulationCsv(const SimulationReport& r) {
       {"estimated_s", CsvNumber(r.estimated_s())},
       {"difference_pct", CsvNumber(r.difference_pct())},
   };
+  if (r.all_layers_s >= 0) {
+    rows.push_back({"model", r.model});
+    rows.push_back({"layers", std::to_string(r.model_layers)});
+    rows.push_back({"all_layers_s", CsvNumber(r.all_layers_s)});
+  }
   auto spread = [&rows](const std::string& name, const Spread& s) {
     rows.push_back({name + "_min", CsvNumber(s.min)});
     rows.push_back({name + "_mean", CsvNumber(s.mean)});

@@ -28,6 +28,11 @@ struct SimulationReport {
   double wall_s = 0;  // whole command: evaluate, expand, replay
   Spread compute, exposed, idle, bytes;
   std::vector<int64_t> slowest;  // ranks, latest finish first
+  // --model: the model, its attention layers and their time in one training step under this
+  // plan (the global layers at the simulated time, sliding ones at the window's replay).
+  std::string model;
+  int64_t model_layers = 0;
+  double all_layers_s = -1;
 
   double simulated_s() const { return sim->result.total_s; }
   double estimated_s() const { return sim->estimate.time_s; }

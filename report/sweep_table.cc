@@ -1,6 +1,7 @@
 #include "report/sweep_table.h"
 
 #include <charconv>
+#include <cmath>
 
 #include "core/csv.h"
 #include "core/json_writer.h"
@@ -24,7 +25,7 @@ std::string SweepCsv(const std::vector<SweepRow>& rows) {
   std::string out =
       "topology,gpus,seq_len,scheme,valid,parameters,time_s,compute_s,exposed_comm_s,comm_share,"
       "bytes_per_gpu,"
-      "peak_memory_bytes,fits,simulated_s,reason\n";
+      "peak_memory_bytes,fits,simulated_s,reason,tp,all_layers_s\n";
   for (const SweepRow& r : rows) {
     out += CsvField(r.topology) + "," + std::to_string(r.gpus) + "," + std::to_string(r.seq_len) +
            "," + std::string(SchemeName(r.scheme)) + "," + (r.valid ? "true" : "false") + ",";
@@ -35,10 +36,15 @@ std::string SweepCsv(const std::vector<SweepRow>& rows) {
              ShortNumber(r.peak_memory_bytes) + "," + (r.fits ? "true" : "false") + ",";
       // Empty field: not simulated.
       if (r.simulated_s >= 0) out += ShortNumber(r.simulated_s);
-      out += ",\n";
+      out += ",";
     } else {
-      out += ",,,,,,,,," + CsvField(r.reason) + "\n";
+      out += ",,,,,,,,," + CsvField(r.reason);
     }
+    // The TP degree beside the plan; empty all_layers_s: no model (or no valid plan).
+    out += "," + std::to_string(r.tp) + ",";
+    if (r.valid && r.all_layers_s >= 0 && std::isfinite(r.all_layers_s))
+      out += ShortNumber(r.all_layers_s);
+    out += "\n";
   }
   return out;
 }
@@ -64,6 +70,8 @@ std::string SweepJson(const std::vector<SweepRow>& rows) {
     if (!r.valid) {
       json.Key("reason");
       json.String(r.reason);
+      json.Key("tp");
+      json.Int(r.tp);
       json.EndObject();
       continue;
     }
@@ -71,6 +79,10 @@ std::string SweepJson(const std::vector<SweepRow>& rows) {
     json.String(planner::DescribeParams(r.params));
     json.Key("time_s");
     json.Number(r.time_s);
+    if (r.all_layers_s >= 0 && std::isfinite(r.all_layers_s)) {
+      json.Key("all_layers_s");
+      json.Number(r.all_layers_s);
+    }
     json.Key("compute_s");
     json.Number(r.compute_s);
     json.Key("exposed_comm_s");
@@ -87,6 +99,8 @@ std::string SweepJson(const std::vector<SweepRow>& rows) {
       json.Key("simulated_s");
       json.Number(r.simulated_s);
     }
+    json.Key("tp");  // the TP degree beside the plan (1: none)
+    json.Int(r.tp);
     json.EndObject();
   }
   json.EndArray();

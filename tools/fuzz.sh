@@ -1,7 +1,7 @@
 #!/bin/sh
 # Builds the libFuzzer targets of tests/fuzz with clang (ASan + UBSan) and runs each for SECONDS
-# seconds (default 60) from its seed corpus: the shipped topologies for topology_toml, the files
-# in tests/fuzz/corpus/TARGET for the others. Inputs that crash, leak, hang or trip a sanitizer
+# seconds (default 60) from its seed corpus: the shipped topologies for topology_toml, the shipped
+# models for model_config, the files in tests/fuzz/corpus/TARGET for the others. Inputs that crash, leak, hang or trip a sanitizer
 # are saved as BUILD/fuzz-artifacts/TARGET-*; the exit status is non-zero if any target failed.
 # Each target prints libFuzzer's final stats (execs, coverage) on the last lines of its log,
 # BUILD/fuzz-logs/TARGET.log. CI runs it for 30 s per target (.ci/run, docs/fuzzing.md).
@@ -13,7 +13,7 @@ set -eu
 seconds=${1:-60}
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${2:-$root/build-fuzz}
-targets="topology_toml plan_toml sweep_file documents counts npy"
+targets="topology_toml plan_toml sweep_file documents counts npy model_config"
 
 if [ ! -f "$build/CMakeCache.txt" ]; then
   CXX=${CXX:-clang++} cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMESHPLAN_BUILD_FUZZ=ON \
@@ -32,6 +32,8 @@ for target in $targets; do
   mkdir -p "$corpus"
   if [ "$target" = topology_toml ]; then
     cp "$root"/topologies/*.toml "$root"/tests/mpi/four_gpus.toml "$corpus"/
+  elif [ "$target" = model_config ]; then
+    cp "$root"/models/*.json "$corpus"/
   else
     cp "$root/tests/fuzz/corpus/$target"/* "$corpus"/
   fi

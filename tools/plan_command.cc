@@ -58,36 +58,6 @@ Result<int> ExplainedPlanNumber(const PlanFlags& flags) {
   return number;
 }
 
-// The model's layers as planned: the workload's own mask for its global layers, a window for the
-// sliding ones (a window that reaches the whole sequence is the causal mask: those layers count as
-// global). Errors: a sliding model with a --mask other than causal (a window cannot be laid over
-// it).
-struct ModelWorkloads {
-  planner::ModelLayers layers;
-  std::optional<Workload> window;  // the sliding layers' workload, when there are such layers
-};
-
-Result<ModelWorkloads> MakeModelWorkloads(const ModelConfig& model, const Workload& workload) {
-  ModelWorkloads out;
-  out.layers.global_layers = model.global_layers();
-  if (model.window_layers == 0 || model.window >= workload.seq_len) {
-    out.layers.global_layers = model.layers;
-    return out;
-  }
-  if (workload.mask.kind != MaskKind::kCausal) {
-    return Status::Invalid("--model " + model.name + ": " + std::to_string(model.window_layers) +
-                           " of its layers attend through a " + std::to_string(model.window) +
-                           "-token window, which meshplan cannot lay over --mask " +
-                           workload.mask.ToString() + " (leave --mask causal)");
-  }
-  Workload w = workload;
-  w.mask = Mask::Window(model.window);
-  if (Status st = w.Validate(); !st.ok()) return st.WithContext("--model " + model.name);
-  out.layers.window_layers = model.window_layers;
-  out.window = w;
-  return out;
-}
-
 // What the listing says of the model and the degrees.
 report::ModelView MakeModelView(const std::optional<ModelConfig>& model,
                                 const ParallelDegrees& degrees) {
@@ -168,9 +138,9 @@ int RunPlan(const PlanFlags& flags) {
   auto topology = flags.topology.Load();
   if (!topology.ok()) return ReportError(topology.status());
   if (Status st = flags.parallel.Apply(*topology, *workload); !st.ok()) return ReportError(st);
-  ModelWorkloads layers;
+  planner::ModelWorkloads layers;
   if (*model) {
-    auto made = MakeModelWorkloads(**model, *workload);
+    auto made = planner::MakeModelWorkloads(**model, *workload);
     if (!made.ok()) return ReportError(made.status());
     layers = std::move(made).value();
     // Every layer slides: the plans are ranked on the window's workload.

@@ -14,6 +14,7 @@
 
 #include "core/atomic_file.h"
 #include "core/escape.h"
+#include "planner/model_layers.h"
 #include "planner/plan_file.h"
 #include "report/charts.h"
 #include "report/simulation_report.h"
@@ -39,6 +40,7 @@ struct SimulateFlags {
   bool trace_ranks_given = false;  // else the first sim::kDefaultTraceRanks
   bool no_coalesce = false;
   bool no_symmetry = false;
+  std::string model_name;  // --model: the model whose layers the plan serves
 };
 
 // A rank or the end of a range: digits only, below `ranks`.
@@ -159,8 +161,31 @@ int RunSimulate(const SimulateFlags& flags) {
         plot::RenderTimeline(report::SimulatedTimeline(sim->schedule, sim->result, kTimelineLanes));
     if (Status st = WriteFileAtomically(flags.timeline, svg); !st.ok()) return ReportError(st);
   }
-  const report::SimulationReport summary =
+  report::SimulationReport summary =
       report::MakeSimulationReport(*plan, *topology, *sim, flags.plan, wall_s, flags.ranks);
+  if (!flags.model_name.empty()) {
+    // Every layer of the model under this plan: the sliding ones replayed under their window.
+    auto model = LoadModelConfig(flags.model_name);
+    if (!model.ok()) return ReportError(model.status().WithContext("--model"));
+    auto layers = planner::MakeModelWorkloads(*model, plan->workload);
+    if (!layers.ok()) return ReportError(layers.status());
+    double all = static_cast<double>(layers->layers.global_layers) * sim->result.total_s;
+    if (layers->window) {
+      Plan windowed = *plan;
+      windowed.workload = *layers->window;
+      sim::SimOptions plain;
+      auto w = sim::SimulatePlan(windowed, *topology, plain);
+      if (!w.ok()) {
+        return ReportError(w.status().WithContext("--model " + model->name + ": its " +
+                                                  std::to_string(model->window_layers) +
+                                                  " window layers under this plan"));
+      }
+      all += static_cast<double>(layers->layers.window_layers) * w->result.total_s;
+    }
+    summary.model = model->name;
+    summary.model_layers = model->layers;
+    summary.all_layers_s = all;
+  }
   if (flags.format == "json") {
     std::fputs(report::SimulationJson(summary, flags.trace).c_str(), stdout);
   } else if (flags.format == "csv") {
@@ -196,6 +221,9 @@ Runner RegisterSimulateCommand(CLI::App& app) {
   CLI::App* cmd =
       app.add_subcommand("simulate", "Replay a plan file in the simulator and report its timeline");
   cmd->add_option("plan", flags->plan, "Plan file (TOML, from meshplan plan --out)")->required();
+  cmd->add_option("--model", flags->model_name,
+                  "Model whose attention layers the plan serves (config.json or shipped name): "
+                  "adds the time of all of them in one training step");
   cmd->add_option("--topology,-t", flags->topology,
                   "Cluster TOML file or shipped cluster name (default: the plan's own topology, "
                   "when built-in or an existing file)");

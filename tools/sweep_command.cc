@@ -25,6 +25,7 @@ struct SweepFlags {
   std::vector<std::string> topologies;  // repeatable and comma-separated
   ModelFlags model;
   std::string gpus;
+  std::string tps;  // --tp: a list of TP degrees
   std::string schemes;
   WorkloadFlags workload;  // --seq holds a list here
   double reserve_gib = 0;
@@ -52,6 +53,12 @@ Result<capacity::SweepSettings> GivenSettings(const SweepFlags& flags, const CLI
     MESHPLAN_ASSIGN_OR_RETURN(auto seq, capacity::ParseCountList(flags.workload.seq, "--seq"));
     s.seq_lens = seq;
   }
+  if (given("--tp")) {
+    MESHPLAN_ASSIGN_OR_RETURN(auto tps, capacity::ParseCountList(flags.tps, "--tp"));
+    s.tps = tps;
+  }
+  MESHPLAN_ASSIGN_OR_RETURN(auto model, flags.workload.Model());
+  if (model) s.model = std::move(model);
   if (given("--schemes")) {
     auto schemes = capacity::ParseSchemeList(SplitList(flags.schemes), "--schemes");
     if (!schemes.ok()) return schemes.status();
@@ -104,6 +111,10 @@ int RunSweepCommand(const SweepFlags& flags, const CLI::App& cmd) {
   if (Status st = CheckFormat(flags.format, {"csv", "json"}); !st.ok()) return ReportError(st);
   auto spec = MakeSpec(flags, cmd);
   if (!spec.ok()) return ReportError(spec.status());
+  if (!flags.plot.empty() && spec->tps.size() > 1) {
+    return ReportError(Status::Invalid(
+        "--plot: the charts show one TP degree; sweep one --tp value at a time to plot"));
+  }
   capacity::Progress progress;
   if (!flags.quiet) {
     progress = [](int64_t done, int64_t total) {
@@ -138,6 +149,10 @@ Runner RegisterSweepCommand(CLI::App& app) {
       "GPU counts: list and ranges, e.g. 8,16,32 or 8..1024 (doubling) or 8..64:+8 (default: each "
       "topology's own size); the outermost network level is scaled");
   flags->workload.Register(*cmd);
+  cmd->add_option("--tp", flags->tps,
+                  "Tensor-parallel degrees beside context parallelism, a list or range like "
+                  "--gpus (default 1): each point plans one CP group, heads divided (CSV/JSON "
+                  "column tp)");
   cmd->get_option("--seq")->description(
       "Sequence lengths: list and ranges, e.g. 128K,1M or 128K..4M (doubling) or 64K..256K:+64K");
   cmd->add_option("--schemes", flags->schemes,

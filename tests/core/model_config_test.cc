@@ -122,6 +122,8 @@ TEST(ModelConfig, SlidingLayersFollowEachFamilysRule) {
 TEST(ModelConfig, BadFilesAreOneLineNamingTheFileAndField) {
   ExpectError("{\"num_attention_heads\": 8,", "not JSON");
   ExpectError("[1, 2]", "expected a JSON object");
+  // A number beyond a double is another exception of the JSON parser (found by fuzzing).
+  ExpectError("{\"num_attention_heads\": 4444444e4444}", "not JSON meshplan can read");
   ExpectError(R"({"num_key_value_heads": 8, "head_dim": 64, "num_hidden_layers": 2})",
               "num_attention_heads: missing field");
   ExpectError(R"({"num_attention_heads": 8, "head_dim": 64})", "num_hidden_layers: missing field");

@@ -147,6 +147,48 @@ TEST_F(ModelCli, APlanMadeBesideTpRunsOnItsCpGroup) {
   EXPECT_NE(text.find("gpus = 32\n"), std::string::npos) << text;
   const testing::CliResult sim = Run("simulate " + plan + " -q");
   EXPECT_EQ(sim.exit_code, 0) << sim.err;
+  // simulate --model: all 80 layers at the simulated layer time.
+  const testing::CliResult all =
+      Run("simulate " + plan + " -q --format json --model llama-3.1-70b");
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  const Json j = ParseJson(all);
+  EXPECT_EQ(Number(&j, "layers"), 80);
+  EXPECT_NEAR(Number(&j, "all_layers_s"), 80 * Number(&j, "simulated_s"),
+              1e-9 * Number(&j, "all_layers_s"));
+}
+
+TEST_F(ModelCli, SweepTakesTpAsAnAxisAndAModelsLayers) {
+  // The sweep's TP 8 row is the plan command's best ring beside TP 8 on the same cluster, and
+  // its all-layer time the model's 80 layers at that time.
+  const testing::CliResult sweep =
+      Run("sweep --model llama-3.1-70b --tp 1,8 -t dgx-h100-4node --seq 256K --schemes ring -q "
+          "--format json");
+  ASSERT_EQ(sweep.exit_code, 0) << sweep.err;
+  const Json rows = ParseJson(sweep);
+  ASSERT_EQ(rows.Find("rows")->items.size(), 2u);
+  const Json& tp8 = rows.Find("rows")->items[1];
+  EXPECT_EQ(Number(&tp8, "tp"), 8);
+  const testing::CliResult plan =
+      Run("plan --model llama-3.1-70b --tp 8 -t dgx-h100-4node --seq 256K --schemes ring -q "
+          "--format json --top 1");
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  const Json planned = ParseJson(plan);
+  const Json& best = planned.Find("plans")->items.front();
+  EXPECT_DOUBLE_EQ(Number(&tp8, "time_s"), Number(&best, "time_s"));
+  EXPECT_NEAR(Number(&tp8, "all_layers_s"), 80 * Number(&tp8, "time_s"),
+              1e-9 * Number(&tp8, "all_layers_s"));
+  // A TP degree the cluster or the heads cannot take makes its rows invalid, with the reason.
+  const testing::CliResult bad =
+      Run("sweep --tp 3 -t dgx-h100-4node --seq 256K --schemes ring -q --format json");
+  ASSERT_EQ(bad.exit_code, 0) << bad.err;
+  EXPECT_NE(bad.out.find("--tp: 3 does not divide the 8 GPUs"), std::string::npos) << bad.out;
+  // A sweep file says it as `tp`.
+  const std::string file = Write("s.toml", "tp = [2, 4]\nseq = [\"64K\"]\nschemes = [\"ring\"]\n");
+  const testing::CliResult from_file = Run("sweep --sweep-file " + file + " -t dgx-h100-1node -q");
+  ASSERT_EQ(from_file.exit_code, 0) << from_file.err;
+  // Each row ends with its TP degree (and an empty all_layers_s: no model).
+  EXPECT_NE(from_file.out.find(",2,\n"), std::string::npos) << from_file.out;
+  EXPECT_NE(from_file.out.find(",4,\n"), std::string::npos) << from_file.out;
 }
 
 TEST_F(ModelCli, FitBudgetsAllTheModelsLayers) {
