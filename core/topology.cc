@@ -241,6 +241,27 @@ Status CheckKernelCurve(const std::string& prefix, const std::string& name,
 
 }  // namespace
 
+std::vector<std::string> Topology::PlausibilityNotes() const {
+  std::vector<std::string> notes;
+  if (gpu.ranks_per_device > 1) return notes;
+  for (size_t i = 0; i < levels.size(); ++i) {
+    const NetworkLevel& l = levels[i];
+    const double gbps = l.bandwidth_bytes_per_s / 1e9;
+    const double limit = i == 0 ? 900.0 : 100.0;
+    if (gbps <= limit) continue;
+    char buffer[400];
+    std::snprintf(buffer, sizeof buffer,
+                  i == 0 ? "level '%s': %.0f GB/s per GPU per direction is faster than NVLink 5 "
+                           "(900 GB/s); bandwidth_GBps is gigabytes per second"
+                         : "level '%s': %.0f GB/s per GPU per direction is faster than an 800 Gb/s "
+                           "NIC (100 GB/s); bandwidth_GBps is gigabytes per second (a 400 Gb/s "
+                           "NIC is 50)",
+                  l.name.c_str(), gbps);
+    notes.push_back(buffer);
+  }
+  return notes;
+}
+
 Status Topology::Validate() const {
   if (gpu.model.empty()) return Status::Invalid("gpu.model: missing");
   if (!(gpu.memory_bytes > 0)) return Status::Invalid("gpu.memory_GB: must be positive");

@@ -222,6 +222,11 @@ struct Topology {
   // (their figures are end-to-end: one message through the fabric, as the sources quote them).
   double RouteLatencySeconds(int level, int64_t gpu_a, int64_t gpu_b) const;
   // Checks ranges and consistency; errors name the key ("level[1].group_size: ...").
+  // Values beyond what real hardware does, as notes for people ("level 'ib': 400 GB/s per GPU
+  // per direction is faster than an 800 Gb/s NIC ..."): the innermost level above NVLink 5's 900
+  // GB/s, an outer one above 100 GB/s (800 Gb/s), the usual slip being Gb/s written as GB/s.
+  // None for files whose ranks share devices (calibrated CPU files describe memory copies).
+  std::vector<std::string> PlausibilityNotes() const;
   Status Validate() const;
   // Makes `library`'s curve the one every model uses (GpuSpec::attention_kernel). Errors, naming
   // the source: an unknown library, or one this GPU has no curve for (listing those it has).

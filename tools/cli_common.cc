@@ -175,6 +175,14 @@ Result<Topology> LoadTopologyFlag(const std::string& name_or_path) {
   if (!topology.ok() && IsTopologyName(name_or_path)) {
     return topology.status().WithContext("--topology");
   }
+  // Values no hardware reaches (Gb/s written as GB/s, mostly) are said, not refused: a study may
+  // mean them.
+  if (topology.ok()) {
+    for (const std::string& note : topology->PlausibilityNotes()) {
+      std::fprintf(stderr, "meshplan: note: %s: %s\n", EscapeControlBytes(topology->source).c_str(),
+                   EscapeControlBytes(note).c_str());
+    }
+  }
   return topology;
 }
 

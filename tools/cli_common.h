@@ -92,7 +92,7 @@ struct TopologyFlag {
 };
 
 // A --topology value: a file, or a shipped cluster's name (core/topology_catalog.h); an error about
-// a name names the flag.
+// a name names the flag. Topology::PlausibilityNotes are printed on stderr as notes.
 Result<Topology> LoadTopologyFlag(const std::string& name_or_path);
 
 // The topology a plan file runs on: `topology_flag` when given, else the plan's own source when

@@ -26,6 +26,7 @@ struct PlanFlags {
   TopologyFlag topology;
   ParallelFlags parallel;
   std::string framework = "any";
+  std::string seq_round;  // --seq-round up|down: "" keeps --seq as given
   std::string schemes;
   std::string format = "table";
   std::string out;
@@ -114,6 +115,58 @@ Result<std::optional<planner::Estimate>> KeepFrameworkPlans(planner::Framework f
   return best_any;
 }
 
+// The reasons no scheme has a valid plan, each said once: schemes with the same reason follow
+// the first as "; a, b: the same"; when a reason is a length the layouts cannot split, how to
+// get one they can.
+std::string NoPlanReasons(const planner::SearchResult& result) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> groups;  // reason -> schemes
+  bool any_length = false;
+  for (const planner::Estimate& e : result.rejected) {
+    const std::string scheme(SchemeName(e.params.scheme));
+    any_length = any_length || e.reason.find("is not divisible by") != std::string::npos;
+    auto it = std::find_if(groups.begin(), groups.end(),
+                           [&](const auto& g) { return g.first == e.reason; });
+    if (it == groups.end()) {
+      groups.push_back({e.reason, {scheme}});
+    } else {
+      it->second.push_back(scheme);
+    }
+  }
+  std::string out;
+  for (const auto& [reason, schemes] : groups) {
+    out += (out.empty() ? "" : "; ") + schemes.front() + ": " + reason;
+    if (schemes.size() > 1) {
+      out += "; ";
+      for (size_t i = 1; i < schemes.size(); ++i) out += (i > 1 ? ", " : "") + schemes[i];
+      out += ": the same";
+    }
+  }
+  if (any_length) {
+    out +=
+        "; --seq-round up or down takes the nearest length they split (K and M are binary: "
+        "1M = 1048576)";
+  }
+  return out;
+}
+
+// --seq-round: the sequence rounded to a multiple of 2 chunks per GPU (every layout's unit on
+// `gpus` GPUs without sub-shards), and a note saying so. Errors: another value.
+Result<std::string> RoundSequence(const std::string& how, int64_t gpus, Workload& workload) {
+  if (how.empty()) return std::string();
+  if (how != "up" && how != "down")
+    return Status::Invalid("--seq-round: '" + how + "' is not up or down");
+  const int64_t unit = 2 * gpus;
+  const int64_t seq = workload.seq_len;
+  int64_t rounded = how == "up" ? (seq + unit - 1) / unit * unit : seq / unit * unit;
+  if (rounded < unit) rounded = unit;
+  if (rounded == seq) return std::string();
+  MESHPLAN_RETURN_IF_ERROR(SetSequenceLength(workload, rounded).WithContext("--seq-round"));
+  MESHPLAN_RETURN_IF_ERROR(workload.Validate().WithContext("--seq-round"));
+  return "--seq " + std::to_string(seq) + " rounded " + how + " to " + std::to_string(rounded) +
+         " (a multiple of " + std::to_string(unit) + ": 2 chunks per GPU x " +
+         std::to_string(gpus) + " GPUs)";
+}
+
 int RunPlan(const PlanFlags& flags) {
   if (flags.list_schemes) {  // the one list scripts and people read (the registry's)
     std::fputs(planner::SchemeListing().c_str(), stdout);
@@ -138,6 +191,9 @@ int RunPlan(const PlanFlags& flags) {
   auto topology = flags.topology.Load();
   if (!topology.ok()) return ReportError(topology.status());
   if (Status st = flags.parallel.Apply(*topology, *workload); !st.ok()) return ReportError(st);
+  auto rounded = RoundSequence(flags.seq_round, topology->num_gpus(), *workload);
+  if (!rounded.ok()) return ReportError(rounded.status());
+  if (!rounded->empty()) std::fprintf(stderr, "meshplan: note: %s\n", rounded->c_str());
   planner::ModelWorkloads layers;
   if (*model) {
     auto made = planner::MakeModelWorkloads(**model, *workload);
@@ -186,14 +242,9 @@ int RunPlan(const PlanFlags& flags) {
   if (!best_any.ok()) return ReportError(best_any.status());
   const int count = static_cast<int>(result.ranked.size());
   if (count == 0) {
-    std::string reasons;
-    for (const planner::Estimate& e : result.rejected) {
-      reasons += (reasons.empty() ? "" : "; ") + std::string(SchemeName(e.params.scheme)) + ": " +
-                 e.reason;
-    }
     return ReportError(Status::Invalid("no scheme has a valid plan for " + ctx.workload.Describe() +
                                        " on " + std::to_string(ctx.num_ranks) + " GPUs (" +
-                                       reasons + ")"));
+                                       NoPlanReasons(result) + ")"));
   }
   if ((flags.pick < 1 || flags.pick > count) && (!flags.out.empty() || flags.pick != 1)) {
     return ReportError(Status::Invalid("--pick: " + std::to_string(flags.pick) +
@@ -273,6 +324,9 @@ Runner RegisterPlanCommand(CLI::App& app) {
   flags->topology.Register(*cmd);
   flags->workload.Register(*cmd);
   flags->parallel.Register(*cmd);
+  cmd->add_option("--seq-round", flags->seq_round,
+                  "Round --seq to the nearest length every layout splits on this cluster (a "
+                  "multiple of 2 x GPUs): up or down; a note says what it became");
   cmd->add_option("--framework", flags->framework,
                   "Keep the plans this framework runs and print its settings for the best: "
                   "megatron, yunchang, internevo, magi or any (docs/frameworks.md)")

@@ -127,3 +127,28 @@ TEST(TopologyTest, ValidateErrorsNameTheKey) {
 
 }  // namespace
 }  // namespace meshplan
+
+namespace meshplan {
+namespace {
+
+TEST(TopologyNotes, GbPerSecondWrittenAsGBPerSecondIsSaid) {
+  // A 400 Gb/s NIC written as bandwidth_GBps = 400: 8x too fast, beyond any 800 Gb/s NIC (100
+  // GB/s). NVLink 4's 450 GB/s and a 50 GB/s NIC are real.
+  Topology t;
+  t.gpu.model = "G";
+  t.levels.push_back({"nvlink", LinkKind::kSwitch, 8, 450e9, 1e-6, 1.0, {}});
+  t.levels.push_back({"ib", LinkKind::kFatTree, 4, 50e9, 5e-6, 1.0, {}});
+  EXPECT_TRUE(t.PlausibilityNotes().empty());
+  t.levels[1].bandwidth_bytes_per_s = 400e9;
+  ASSERT_EQ(t.PlausibilityNotes().size(), 1u);
+  EXPECT_NE(t.PlausibilityNotes()[0].find("level 'ib': 400 GB/s per GPU per direction is faster "
+                                          "than an 800 Gb/s NIC"),
+            std::string::npos);
+  t.levels[0].bandwidth_bytes_per_s = 2000e9;  // beyond NVLink 5's 900 GB/s per direction
+  EXPECT_EQ(t.PlausibilityNotes().size(), 2u);
+  t.gpu.ranks_per_device = 4;  // a calibrated CPU: its levels are memory copies
+  EXPECT_TRUE(t.PlausibilityNotes().empty());
+}
+
+}  // namespace
+}  // namespace meshplan

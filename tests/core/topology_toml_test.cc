@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "core/toml_util.h"
+
 namespace meshplan {
 namespace {
 
@@ -465,6 +467,16 @@ std::string TwoLibraries() {
                  "source = \"measured\"\n\n"
                  "[framework]\nstep_overhead_us = 1500\n\n"
                  "[[level]]\nname = \"nvlink\"");
+}
+
+TEST(TopologyTomlKernels, AnUnknownKeyNamesTheNearestKnownOne) {
+  // Issue 32: bandwidth_gbps is bandwidth_GBps with other letter case (distance 0 without case);
+  // hbm_GB_ps is one edit from hbm_GBps; a key far from every known one gets no guess.
+  ExpectError(Replace(kBase, "bandwidth_GBps", "bandwidth_gbps"),
+              {"unknown key 'level[0].bandwidth_gbps' (did you mean 'bandwidth_GBps'?)"});
+  ExpectError(Replace(kBase, "hbm_GBps", "hbm_GB_ps"),
+              {"unknown key 'gpu.hbm_GB_ps' (did you mean 'hbm_GBps'?)"});
+  EXPECT_EQ(DidYouMean("frobnicate_everything", {"model", "memory_GB"}), "");
 }
 
 TEST(TopologyTomlKernels, TheDefaultLibrarysCurveIsActiveAndAnotherCanBeChosen) {

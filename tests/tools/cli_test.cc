@@ -163,6 +163,27 @@ TEST_F(Cli, BadPlanRequests) {
   ExpectInvalid("plan --seq 1000",
                 {"no scheme has a valid plan", "ring: sequence length 1000 is not divisible by 512",
                  "nearest multiples: 512 and 1024"});
+  // Issue 32: a decimal length is refused once per reason, not once per scheme, with the way out.
+  {
+    const RunResult r = Run("plan --seq 1000000");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("nearest multiples: 999936 and 1000448; allgather-kv, loongtrain, "),
+              std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("--seq-round up or down"), std::string::npos) << r.err;
+    EXPECT_LT(r.err.size(), 800u) << r.err;
+  }
+  // --seq-round takes the nearest length every layout splits on 256 GPUs: a multiple of 512.
+  {
+    const RunResult up = Run("plan --seq 1000000 --seq-round up --top 1 --format json");
+    EXPECT_EQ(up.exit_code, 0) << up.err;
+    EXPECT_NE(up.out.find("S=977K"), std::string::npos)
+        << up.out.substr(0, 300);  // 1000448 = 977 x 1024
+    EXPECT_NE(up.err.find("--seq 1000000 rounded up to 1000448"), std::string::npos) << up.err;
+    const RunResult down = Run("plan --seq 1000000 --seq-round down --top 1 --format json");
+    EXPECT_NE(down.out.find("S=999936"), std::string::npos) << down.out.substr(0, 300);
+    ExpectInvalid("plan --seq-round sideways", {"--seq-round: 'sideways' is not up or down"});
+  }
   ExpectInvalid("plan --frobnicate", {"frobnicate"});
 }
 
