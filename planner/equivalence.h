@@ -13,7 +13,7 @@ namespace meshplan::planner {
 inline constexpr double kEquivalentTimeTolerance = 0.005;
 
 // The model's error, measured: the median |error| of its estimates on published measurements of
-// GPU clusters (bench/published.py: 4.1% over 58 points, rounded up; the CPU fidelity table's
+// GPU clusters (bench/published.py: 4.4% over 58 points, rounded up; the CPU fidelity table's
 // median is 3-5%). Plans whose times differ by less cannot be told apart by the model, and the
 // plan table says so (WithinModelError). bench/published.py fails when its median exceeds it.
 inline constexpr double kModelErrorFraction = 0.05;
