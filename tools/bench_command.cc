@@ -202,10 +202,10 @@ Runner RegisterBenchCommand(CLI::App& app) {
       "(default: the memory available now)");
   cmd->add_option("--format", flags->format, "Output: table, csv or json")->capture_default_str();
   cmd->add_option("--out,-o", flags->out, "Write the output to this file instead of stdout");
-  cmd->add_option("--charts", flags->charts,
+  // --plot as on sweep; --charts, its first name, still works.
+  cmd->add_option("--plot,--charts", flags->charts,
                   "Write SVG charts (TFLOP/s and peak memory per rank vs sequence length, one per "
-                  "mask) into this "
-                  "directory");
+                  "mask) into this directory (--charts: the same)");
   cmd->add_flag("--quiet,-q", flags->quiet, "No progress messages on stderr");
   return [flags] { return RunBenchCommand(*flags); };
 }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "capacity/fit.h"
+#include "core/atomic_file.h"
 #include "core/units.h"
 #include "planner/schemes/registry.h"
 #include "report/fit_report.h"
@@ -25,7 +26,20 @@ struct FitFlags {
   double budget_s = 0;
   std::string max_gpus = "4096";
   std::string format = "table";
+  std::string out;     // --out: the report to this file (written whole, atomically)
+  bool quiet = false;  // -q: no notes on stderr
 };
+
+// The report where the flags say: stdout, or --out written atomically (with a line on stderr).
+int WriteFitReport(const FitFlags& flags, const std::string& text) {
+  if (flags.out.empty()) {
+    std::fputs(text.c_str(), stdout);
+    return kExitOk;
+  }
+  if (Status st = WriteFileAtomically(flags.out, text); !st.ok()) return ReportError(st);
+  if (!flags.quiet) std::fprintf(stderr, "meshplan: wrote the report to %s\n", flags.out.c_str());
+  return kExitOk;
+}
 
 int RunLongestFit(const FitFlags& flags, const Topology& topology, const Workload& workload,
                   const std::vector<Scheme>& schemes, double reserved) {
@@ -37,8 +51,7 @@ int RunLongestFit(const FitFlags& flags, const Topology& topology, const Workloa
       flags.format == "json"
           ? report::LongestFitJson(topology, workload, reserved, *max_seq, *fits)
           : report::LongestFitTable(topology, workload, reserved, *max_seq, *fits);
-  std::fputs(text.c_str(), stdout);
-  return kExitOk;
+  return WriteFitReport(flags, text);
 }
 
 int RunSmallestCluster(const FitFlags& flags, const Topology& topology, const Workload& workload,
@@ -59,12 +72,15 @@ int RunSmallestCluster(const FitFlags& flags, const Topology& topology, const Wo
   const std::string text = flags.format == "json"
                                ? report::SmallestClusterJson(workload, budget, *found)
                                : report::SmallestClusterTable(workload, reserved, budget, *found);
-  std::fputs(text.c_str(), stdout);
-  return kExitOk;
+  return WriteFitReport(flags, text);
 }
 
 int RunFit(const FitFlags& flags, const CLI::App& cmd) {
   if (Status st = CheckFormat(flags.format, {"table", "json"}); !st.ok()) return ReportError(st);
+  if (!flags.out.empty()) {
+    if (Status st = CheckWritableOutput(flags.out); !st.ok())
+      return ReportError(st.WithContext("--out"));
+  }
   if (Status st = CheckReserveGiB(flags.reserve_gib); !st.ok())
     return ReportError(st.WithContext("--reserve-gib"));
   const bool budget_mode = cmd.count("--budget-s") > 0;
@@ -133,6 +149,8 @@ Runner RegisterFitCommand(CLI::App& app) {
   cmd->add_option("--max-gpus", flags->max_gpus, "Largest cluster to try with --budget-s")
       ->capture_default_str();
   cmd->add_option("--format", flags->format, "Output: table or json")->capture_default_str();
+  cmd->add_option("--out,-o", flags->out, "Write the report to this file instead of stdout");
+  cmd->add_flag("--quiet,-q", flags->quiet, "No notes on stderr");
   return [cmd, flags] { return RunFit(*flags, *cmd); };
 }
 

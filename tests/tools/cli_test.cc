@@ -958,6 +958,13 @@ TEST_F(Cli, FitWithABudgetFindsTheSmallestCluster) {
   r = Run("fit --seq 2M --budget-s 10 --format json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("\"budget_s\":10"), std::string::npos) << r.out;
+  // Issue 32: -o writes the report to a file (stdout stays empty), -q keeps stderr quiet.
+  const std::string report = (dir_ / "fit.txt").string();
+  r = Run("fit --seq 2M --budget-s 10 -q -o " + report);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_TRUE(r.err.empty()) << r.err;
+  EXPECT_NE(Read(report).find("smallest cluster: "), std::string::npos);
 
   ExpectInvalid("fit --seq 1M --budget-s 0.001 --max-gpus 64 --schemes ring",
                 {"no cluster of up to 64 GPUs", "fastest fitting plan takes"});
