@@ -76,15 +76,20 @@ Result<std::vector<SweepRow>> RunSweep(const SweepSpec& spec, const Progress& pr
         if (!st.ok()) {
           return st.WithContext(PointName(cluster.original->name, gpus, seq) + ": workload");
         }
+        // A row of this point for `scheme`, its plan still to fill in.
+        auto point_row = [&](Scheme scheme) {
+          SweepRow row;
+          row.topology = cluster.original->name;
+          row.gpus = gpus;
+          row.seq_len = seq;
+          row.scheme = scheme;
+          row.tp = tp;
+          return row;
+        };
         Status tp_problem = cp_cluster.ok() ? DivideHeads(w, tp) : cp_cluster.status();
         if (!tp_problem.ok()) {
           for (Scheme scheme : schemes) {
-            SweepRow row;
-            row.topology = cluster.original->name;
-            row.gpus = gpus;
-            row.seq_len = seq;
-            row.scheme = scheme;
-            row.tp = tp;
+            SweepRow row = point_row(scheme);
             row.reason = tp_problem.message();
             rows.push_back(std::move(row));
           }
@@ -115,12 +120,7 @@ Result<std::vector<SweepRow>> RunSweep(const SweepSpec& spec, const Progress& pr
           planner::TimeModelLayers(window_ctx.get(), layers.layers, &result);
         }
         for (Scheme scheme : schemes) {
-          SweepRow row;
-          row.topology = cluster.original->name;
-          row.gpus = gpus;
-          row.seq_len = seq;
-          row.scheme = scheme;
-          row.tp = tp;
+          SweepRow row = point_row(scheme);
           const planner::Estimate* best = nullptr;
           for (const planner::Estimate& e : result.ranked) {
             if (e.params.scheme == scheme) {

@@ -66,6 +66,16 @@ std::vector<int64_t> DocStarts(const Mask& mask) {
   return doc_starts;
 }
 
+// Calls f(q) for every contiguous query range of rank g's Q shards in the 2-D assignment with
+// Q-group size a (shards [a floor(g / a), + a)).
+template <typename F>
+void ForEachTileQueryRange(const ShardLayout& layout, int64_t a, int64_t g, F f) {
+  const int64_t base = a * (g / a);
+  for (int64_t i = base; i < base + a; ++i) {
+    for (const TokenRange& q : layout.Ranges(i)) f(q);
+  }
+}
+
 }  // namespace
 
 std::vector<int64_t> RowPairs(const ShardLayout& layout, const PairCounter& counter) {
@@ -133,18 +143,16 @@ std::vector<int64_t> TilePairs(const ShardLayout& layout, const PairCounter& cou
   const std::vector<int64_t> doc_starts = DocStarts(mask);
   const int64_t chunk = ChunkTokens(layout);
   for (int64_t g = 0; g < n_ranks; ++g) {
-    const int64_t base = a * (g / a), r = g % a;
+    const int64_t r = g % a;
     int64_t total = 0;
-    for (int64_t i = base; i < base + a; ++i) {
-      for (const TokenRange& q : layout.Ranges(i)) {
-        const int64_t first_chunk = FirstReachableKey(mask, doc_starts, q.begin) / chunk;
-        const int64_t last_chunk = LastReachableKey(mask, doc_starts, q.end - 1) / chunk;
-        for (int64_t x = first_chunk; x <= last_chunk; ++x) {
-          if (ShardOfChunk(layout, x) % a != r) continue;
-          total += counter.Count(q.begin, q.end, x * chunk, (x + 1) * chunk);
-        }
+    ForEachTileQueryRange(layout, a, g, [&](const TokenRange& q) {
+      const int64_t first_chunk = FirstReachableKey(mask, doc_starts, q.begin) / chunk;
+      const int64_t last_chunk = LastReachableKey(mask, doc_starts, q.end - 1) / chunk;
+      for (int64_t x = first_chunk; x <= last_chunk; ++x) {
+        if (ShardOfChunk(layout, x) % a != r) continue;
+        total += counter.Count(q.begin, q.end, x * chunk, (x + 1) * chunk);
       }
-    }
+    });
     out[g] = total;
   }
   return out;
@@ -172,28 +180,26 @@ std::vector<int64_t> TileCutRows(const ShardLayout& layout, const PairCounter& c
   const std::vector<int64_t> doc_starts = DocStarts(mask);
   const int64_t chunk = ChunkTokens(layout);
   for (int64_t g = 0; g < n_ranks; ++g) {
-    const int64_t base = a * (g / a), r = g % a;
+    const int64_t r = g % a;
     int64_t total = 0;
-    for (int64_t i = base; i < base + a; ++i) {
-      for (const TokenRange& q : layout.Ranges(i)) {
-        // The rows' first reachable keys lie in [lo_first, hi_first], their last ones in
-        // [lo_last, hi_last] (both ends grow with the row): only chunks there can be cut.
-        const int64_t zones[2][2] = {{FirstReachableKey(mask, doc_starts, q.begin) / chunk,
-                                      FirstReachableKey(mask, doc_starts, q.end - 1) / chunk},
-                                     {LastReachableKey(mask, doc_starts, q.begin) / chunk,
-                                      LastReachableKey(mask, doc_starts, q.end - 1) / chunk}};
-        int64_t next = 0;  // first chunk not yet counted (the zones may overlap)
-        for (const auto& zone : zones) {
-          for (int64_t x = std::max(zone[0], next); x <= zone[1]; ++x) {
-            if (ShardOfChunk(layout, x) % a != r) continue;
-            BlockWork work;
-            AddRectangleWork(counter, q, TokenRange{x * chunk, (x + 1) * chunk}, &work);
-            total += work.cut_rows;
-          }
-          next = std::max(next, zone[1] + 1);
+    ForEachTileQueryRange(layout, a, g, [&](const TokenRange& q) {
+      // The rows' first reachable keys lie in [lo_first, hi_first], their last ones in
+      // [lo_last, hi_last] (both ends grow with the row): only chunks there can be cut.
+      const int64_t zones[2][2] = {{FirstReachableKey(mask, doc_starts, q.begin) / chunk,
+                                    FirstReachableKey(mask, doc_starts, q.end - 1) / chunk},
+                                   {LastReachableKey(mask, doc_starts, q.begin) / chunk,
+                                    LastReachableKey(mask, doc_starts, q.end - 1) / chunk}};
+      int64_t next = 0;  // first chunk not yet counted (the zones may overlap)
+      for (const auto& zone : zones) {
+        for (int64_t x = std::max(zone[0], next); x <= zone[1]; ++x) {
+          if (ShardOfChunk(layout, x) % a != r) continue;
+          BlockWork work;
+          AddRectangleWork(counter, q, TokenRange{x * chunk, (x + 1) * chunk}, &work);
+          total += work.cut_rows;
         }
+        next = std::max(next, zone[1] + 1);
       }
-    }
+    });
     out[g] = total;
   }
   return out;
