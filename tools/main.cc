@@ -55,9 +55,26 @@ int RunMeshplan(int argc, char** argv) {
 
 }  // namespace
 
+namespace {
+
+// What the command printed on standard output must have reached it: a full disk or a closed
+// pipe otherwise loses it without a word (issue 33). Flushes stdout and, when that or an earlier
+// write failed, says so in one line on stderr; returns the exit status to use.
+int CheckStandardOutput(int status) {
+  const bool failed = std::fflush(stdout) != 0 || std::ferror(stdout) != 0;
+  if (!failed) return status;
+  std::fprintf(stderr,
+               "meshplan: error: writing to standard output failed (a full disk or a "
+               "closed pipe): the output is incomplete\n");
+  return status == meshplan::tools::kExitOk ? meshplan::tools::kExitFailure : status;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   // An interrupted writer leaves no temporary file; an exception nobody caught is one error line.
   meshplan::InstallTempFileCleanupOnSignals();
   meshplan::tools::InstallTerminateGuard();
-  return meshplan::tools::RunGuarded([&] { return RunMeshplan(argc, argv); });
+  const int status = meshplan::tools::RunGuarded([&] { return RunMeshplan(argc, argv); });
+  return CheckStandardOutput(status);
 }

@@ -1,0 +1,48 @@
+// Issue 33: what a command prints must reach standard output; a full disk (/dev/full) or a closed
+// stdout is one error line and a non-zero exit, for every command.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "tests/tools/cli_fixture.h"
+
+namespace meshplan {
+namespace {
+
+class StdoutCheck : public testing::CliFixture {
+ protected:
+  // Runs `meshplan ARGS` with stdout sent to `target` (shell redirection text), stderr captured.
+  testing::CliResult RunTo(const std::string& args, const std::string& target) {
+    const std::string err = (dir_ / "stderr").string();
+    const std::string cmd =
+        std::string(MESHPLAN_BINARY) + " " + args + " " + target + " 2>" + err + " </dev/null";
+    const int status = std::system(cmd.c_str());
+    testing::CliResult r;
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.err = Read(err);
+    return r;
+  }
+};
+
+TEST_F(StdoutCheck, AFullDiskOrAClosedStdoutIsAnErrorForEveryCommand) {
+  for (const char* args :
+       {"topo list", "plan -t dgx-h100-1node --seq 64K -q", "--help", "--version",
+        "fit -t dgx-h100-1node -q", "sweep -t dgx-h100-1node --seq 64K --schemes ring -q",
+        "plan --list-schemes"}) {
+    for (const char* target : {">/dev/full", ">&-"}) {
+      const testing::CliResult r = RunTo(args, target);
+      EXPECT_NE(r.exit_code, 0) << args << " " << target;
+      EXPECT_NE(r.exit_code, -1) << args << " " << target << ": not a crash";
+      EXPECT_NE(r.err.find("meshplan: error: writing to standard output failed"), std::string::npos)
+          << args << " " << target << "\n"
+          << r.err;
+    }
+  }
+  // The same commands to a working stdout succeed.
+  EXPECT_EQ(RunTo("topo list", ">/dev/null").exit_code, 0);
+}
+
+}  // namespace
+}  // namespace meshplan
