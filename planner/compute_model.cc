@@ -1,6 +1,8 @@
 #include "planner/compute_model.h"
 
 #include <algorithm>
+#include <utility>
+#include <vector>
 
 namespace meshplan::planner {
 namespace {
@@ -64,6 +66,52 @@ std::vector<int64_t> DocStarts(const Mask& mask) {
   }
   doc_starts.push_back(start);
   return doc_starts;
+}
+
+// The chunks a query range [q.begin, q.end) can see only in part lie where its rows' first
+// reachable keys fall (zone 1) or their last ones (zone 2): both ends grow with the row, and every
+// mask here shows a row one interval of keys. Chunks between the zones are seen whole by every
+// row, the others not at all. Calls partial(x) once for each chunk of the zones (overlaps merged)
+// and returns the [lo, hi] chunks between them ({1, 0}: none).
+template <typename F>
+std::pair<int64_t, int64_t> ForEachPartialChunk(const Mask& mask,
+                                                const std::vector<int64_t>& doc_starts,
+                                                int64_t chunk, const TokenRange& q, F partial) {
+  const int64_t zones[2][2] = {{FirstReachableKey(mask, doc_starts, q.begin) / chunk,
+                                FirstReachableKey(mask, doc_starts, q.end - 1) / chunk},
+                               {LastReachableKey(mask, doc_starts, q.begin) / chunk,
+                                LastReachableKey(mask, doc_starts, q.end - 1) / chunk}};
+  int64_t next = 0;  // first chunk not yet visited (the zones may overlap)
+  for (const auto& zone : zones) {
+    for (int64_t x = std::max(zone[0], next); x <= zone[1]; ++x) partial(x);
+    next = std::max(next, zone[1] + 1);
+  }
+  return {zones[0][1] + 1, zones[1][0] - 1};
+}
+
+// Integers x in [lo, hi] with x mod a == r (0 <= r < a).
+int64_t CountCongruent(int64_t lo, int64_t hi, int64_t r, int64_t a) {
+  auto upto = [&](int64_t n) { return n < r ? int64_t{0} : (n - r) / a + 1; };  // x in [0, n]
+  if (hi < lo) return 0;
+  return upto(hi) - (lo > 0 ? upto(lo - 1) : 0);
+}
+
+// Chunks in [lo, hi] whose shard is in KV group r (shard mod a == r): arithmetic for contiguous
+// (chunk x is shard x) and zigzag (x, or 2N - 1 - x past the middle), counted for balanced.
+int64_t GroupChunksIn(const ShardLayout& layout, int64_t lo, int64_t hi, int64_t r, int64_t a) {
+  if (hi < lo) return 0;
+  if (layout.kind == Layout::kBalanced) {
+    int64_t n = 0;
+    for (int64_t x = lo; x <= hi; ++x) n += ShardOfChunk(layout, x) % a == r ? 1 : 0;
+    return n;
+  }
+  if (layout.kind != Layout::kZigzag) return CountCongruent(lo, hi, r, a);
+  const int64_t shards = layout.num_shards;
+  const int64_t front = CountCongruent(lo, std::min(hi, shards - 1), r, a);
+  const int64_t back_lo = std::max(lo, shards);
+  const int64_t back =
+      hi < back_lo ? 0 : CountCongruent(2 * shards - 1 - hi, 2 * shards - 1 - back_lo, r, a);
+  return front + back;
 }
 
 // Calls f(q) for every contiguous query range of rank g's Q shards in the 2-D assignment with
@@ -138,20 +186,21 @@ std::vector<int64_t> TilePairs(const ShardLayout& layout, const PairCounter& cou
     }
     return out;
   }
-  // Window, documents and prefix (contiguous, zigzag or balanced), and causal balanced: only key
-  // chunks a query range can reach count.
+  // Window, documents and prefix (contiguous, zigzag or balanced), and causal balanced: the key
+  // chunks a query range sees in part are counted pair by pair, those it sees whole by their
+  // number (ForEachPartialChunk), so a range costs its partial chunks, not every reachable one.
   const std::vector<int64_t> doc_starts = DocStarts(mask);
   const int64_t chunk = ChunkTokens(layout);
   for (int64_t g = 0; g < n_ranks; ++g) {
     const int64_t r = g % a;
     int64_t total = 0;
     ForEachTileQueryRange(layout, a, g, [&](const TokenRange& q) {
-      const int64_t first_chunk = FirstReachableKey(mask, doc_starts, q.begin) / chunk;
-      const int64_t last_chunk = LastReachableKey(mask, doc_starts, q.end - 1) / chunk;
-      for (int64_t x = first_chunk; x <= last_chunk; ++x) {
-        if (ShardOfChunk(layout, x) % a != r) continue;
-        total += counter.Count(q.begin, q.end, x * chunk, (x + 1) * chunk);
-      }
+      // Chunks seen in part are counted; those seen whole add the range's rows times a chunk.
+      const auto [lo, hi] = ForEachPartialChunk(mask, doc_starts, chunk, q, [&](int64_t x) {
+        if (ShardOfChunk(layout, x) % a == r)
+          total += counter.Count(q.begin, q.end, x * chunk, (x + 1) * chunk);
+      });
+      total += GroupChunksIn(layout, lo, hi, r, a) * q.size() * chunk;
     });
     out[g] = total;
   }
@@ -183,22 +232,13 @@ std::vector<int64_t> TileCutRows(const ShardLayout& layout, const PairCounter& c
     const int64_t r = g % a;
     int64_t total = 0;
     ForEachTileQueryRange(layout, a, g, [&](const TokenRange& q) {
-      // The rows' first reachable keys lie in [lo_first, hi_first], their last ones in
-      // [lo_last, hi_last] (both ends grow with the row): only chunks there can be cut.
-      const int64_t zones[2][2] = {{FirstReachableKey(mask, doc_starts, q.begin) / chunk,
-                                    FirstReachableKey(mask, doc_starts, q.end - 1) / chunk},
-                                   {LastReachableKey(mask, doc_starts, q.begin) / chunk,
-                                    LastReachableKey(mask, doc_starts, q.end - 1) / chunk}};
-      int64_t next = 0;  // first chunk not yet counted (the zones may overlap)
-      for (const auto& zone : zones) {
-        for (int64_t x = std::max(zone[0], next); x <= zone[1]; ++x) {
-          if (ShardOfChunk(layout, x) % a != r) continue;
-          BlockWork work;
-          AddRectangleWork(counter, q, TokenRange{x * chunk, (x + 1) * chunk}, &work);
-          total += work.cut_rows;
-        }
-        next = std::max(next, zone[1] + 1);
-      }
+      // Only chunks seen in part can be cut.
+      ForEachPartialChunk(mask, doc_starts, chunk, q, [&](int64_t x) {
+        if (ShardOfChunk(layout, x) % a != r) return;
+        BlockWork work;
+        AddRectangleWork(counter, q, TokenRange{x * chunk, (x + 1) * chunk}, &work);
+        total += work.cut_rows;
+      });
     });
     out[g] = total;
   }
