@@ -172,6 +172,11 @@ int RunPlan(const PlanFlags& flags) {
     std::fputs(planner::SchemeListing().c_str(), stdout);
     return kExitOk;
   }
+  // A bad --out is refused before the search, not after it (issue 33).
+  if (!flags.out.empty()) {
+    if (Status st = CheckWritableOutput(flags.out); !st.ok())
+      return ReportError(st.WithContext("--out"));
+  }
   auto framework = planner::ParseFramework(flags.framework);
   if (!framework.ok()) return ReportError(framework.status());
   if (std::string why = planner::FrameworkUnsupported(*framework); !why.empty())

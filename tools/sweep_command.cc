@@ -109,6 +109,10 @@ Status WriteSweepOutputs(const SweepFlags& flags, const std::vector<capacity::Sw
 
 int RunSweepCommand(const SweepFlags& flags, const CLI::App& cmd) {
   if (Status st = CheckFormat(flags.format, {"csv", "json"}); !st.ok()) return ReportError(st);
+  if (!flags.out.empty()) {
+    if (Status st = CheckWritableOutput(flags.out); !st.ok())
+      return ReportError(st.WithContext("--out"));
+  }
   auto spec = MakeSpec(flags, cmd);
   if (!spec.ok()) return ReportError(spec.status());
   if (!flags.plot.empty() && spec->tps.size() > 1) {

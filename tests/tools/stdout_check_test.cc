@@ -44,5 +44,18 @@ TEST_F(StdoutCheck, AFullDiskOrAClosedStdoutIsAnErrorForEveryCommand) {
   EXPECT_EQ(RunTo("topo list", ">/dev/null").exit_code, 0);
 }
 
+TEST_F(StdoutCheck, ABadOutPathIsRefusedBeforeAnyWorkWithExit2) {
+  // Issue 33: `plan --out DIR` ran the whole search and printed the table, then exited 1.
+  for (const std::string& args : {std::string("plan -t dgx-h100-1node --seq 64K -q --out "),
+                                  std::string("sweep -t dgx-h100-1node --seq 64K -q -o ")}) {
+    const testing::CliResult r = Run(args + dir_.string());
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.err;
+    EXPECT_TRUE(r.out.empty()) << args << ": nothing ran\n" << r.out.substr(0, 200);
+    EXPECT_NE(r.err.find("--out: " + dir_.string() + ": is a directory, expected a file to write"),
+              std::string::npos)
+        << r.err;
+  }
+}
+
 }  // namespace
 }  // namespace meshplan
