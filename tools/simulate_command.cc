@@ -116,7 +116,9 @@ constexpr int kTimelineLanes = 32;
 int RunSimulate(const SimulateFlags& flags) {
   if (Status st = CheckFormat(flags.format, {"table", "json", "csv"}); !st.ok())
     return ReportError(st);
-  if (flags.ranks < 0) return ReportError(Status::Invalid("--ranks: must not be negative"));
+  if (flags.ranks < 0) {
+    return ReportError(Status::Invalid("--slowest (--ranks): must not be negative"));
+  }
   auto plan = planner::LoadPlanFile(flags.plan);
   if (!plan.ok()) return ReportError(plan.status());
   auto topology = PlanTopology(flags.plan, flags.topology, *plan, flags.model);
@@ -233,7 +235,10 @@ Runner RegisterSimulateCommand(CLI::App& app) {
   cmd->add_option("--timeline", flags->timeline,
                   "Write an SVG timeline (one lane per rank, first 32 ranks) to this file");
   cmd->add_option("--format", flags->format, "Output: table, json or csv")->capture_default_str();
-  cmd->add_option("--ranks", flags->ranks, "Slowest ranks to list (0: all)")->capture_default_str();
+  // --slowest: `--ranks` means ranks sharing a machine elsewhere (calibrate, bench); the old
+  // spelling still works here.
+  cmd->add_option("--slowest,--ranks", flags->ranks, "Slowest ranks to list (0: all)")
+      ->capture_default_str();
   cmd->add_option("--trace-ranks", flags->trace_ranks,
                   "Ranks the trace holds: all, or ranks and ranges such as 0-15,100 (default: "
                   "every rank up to 64 "

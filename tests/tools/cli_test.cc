@@ -339,6 +339,8 @@ TEST_F(Cli, SimulateRejectsBadPlansAndFlags) {
   ExpectInvalid("simulate " + (dir_ / "missing.toml").string(), {"missing.toml"});
   ExpectInvalid("simulate " + plan + " --format xml", {"--format", "xml"});
   ExpectInvalid("simulate " + plan + " --ranks=-1", {"--ranks"});
+  // Issue 32: --slowest is the name (--ranks means ranks sharing a machine in calibrate).
+  ExpectInvalid("simulate " + plan + " --slowest=-1", {"--slowest"});
   ExpectInvalid("simulate", {"plan"});
 
   const std::string text = Read(plan);
