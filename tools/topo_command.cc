@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <memory>
 
+#include "core/atomic_file.h"
+#include "core/cluster_template.h"
 #include "core/topology_catalog.h"
 #include "core/topology_toml.h"
 #include "core/units.h"
@@ -88,6 +90,29 @@ std::string Describe(const Topology& t) {
   return out;
 }
 
+// `topo new`: the cluster the template describes, as a commented file on stdout or at `out`.
+int RunTopoNew(const ClusterTemplate& t, const std::string& out) {
+  if (!out.empty()) {
+    if (Status st = CheckWritableOutput(out); !st.ok()) return ReportError(st.WithContext("-o"));
+  }
+  auto source_name = ShippedClusterOfGpu(t.gpu);
+  if (!source_name.ok()) return ReportError(source_name.status());
+  auto source = LoadTopology(*source_name);
+  if (!source.ok()) return ReportError(source.status());
+  auto cluster = MakeCluster(t, *source);
+  if (!cluster.ok()) return ReportError(cluster.status());
+  const std::string text = ClusterHeader(t, *source_name) + TopologyToToml(*cluster);
+  if (out.empty()) {
+    std::fputs(text.c_str(), stdout);
+    return kExitOk;
+  }
+  if (Status st = WriteFileAtomically(out, text); !st.ok()) return ReportError(st);
+  std::fprintf(stderr, "meshplan: wrote %s (%lld GPUs) to %s; use it with -t %s\n",
+               cluster->name.c_str(), static_cast<long long>(cluster->num_gpus()), out.c_str(),
+               out.c_str());
+  return kExitOk;
+}
+
 }  // namespace
 
 Runner RegisterTopoCommand(CLI::App& app) {
@@ -107,7 +132,27 @@ Runner RegisterTopoCommand(CLI::App& app) {
       "validate", "Check a topology file (or shipped NAME); exit 2 with the reason if it is bad");
   validate->add_option("file", *validate_file, "Topology TOML file or shipped cluster name")
       ->required();
-  return [list, show, show_file, show_format, validate_file]() -> int {
+  auto template_flags = std::make_shared<ClusterTemplate>();
+  auto new_out = std::make_shared<std::string>();
+  CLI::App* make = topo->add_subcommand(
+      "new", "Write a cluster file from a GPU name, nodes, GPUs per node and NIC rate");
+  make->add_option("--gpu", template_flags->gpu,
+                   "GPU: h100, h200, h800, a100 or gb200 (its numbers and kernel curves come from "
+                   "the shipped file of that GPU)")
+      ->required();
+  make->add_option("--nodes", template_flags->nodes, "Nodes (gb200: NVL72 racks)")
+      ->capture_default_str();
+  make->add_option("--gpus-per-node", template_flags->gpus_per_node,
+                   "GPUs per node (one NVLink domain)")
+      ->capture_default_str();
+  make->add_option("--nic-gbps", template_flags->nic_gbits,
+                   "Each GPU's NIC in Gb/s (400 for NDR InfiniBand)")
+      ->capture_default_str();
+  make->add_option("--name", template_flags->name, "The cluster's name (default GPU-NODESxGPUS)");
+  make->add_option("--out,-o", *new_out, "Write the file here instead of stdout");
+  return [list, show, show_file, show_format, validate_file, make, template_flags,
+          new_out]() -> int {
+    if (*make) return RunTopoNew(*template_flags, *new_out);
     if (*list) {
       auto dir = ShippedTopologyDir(ProgramTopologySearch());
       if (!dir.ok()) return ReportError(dir.status());

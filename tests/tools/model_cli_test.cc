@@ -191,6 +191,25 @@ TEST_F(ModelCli, SweepTakesTpAsAnAxisAndAModelsLayers) {
   EXPECT_NE(from_file.out.find(",4,\n"), std::string::npos) << from_file.out;
 }
 
+TEST_F(ModelCli, TopoNewWritesAClusterFileInOneCommand) {
+  // Issue 32's target: a valid 8 x 8 H200 cluster from one command, its GPU from the shipped
+  // H200 file (H200 SXM 141GB, NVLink 4 at 450 GB/s), its NICs at 400 Gb/s = 50 GB/s.
+  const std::string file = (dir_ / "h200.toml").string();
+  const testing::CliResult r =
+      Run("topo new --gpu h200 --nodes 8 --gpus-per-node 8 --nic-gbps 400 -o " + file);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string text = Read(file);
+  EXPECT_NE(text.find("model = \"H200 SXM 141GB\""), std::string::npos) << text;
+  EXPECT_NE(text.find("bandwidth_GBps = 50\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("[gpu.attention_kernels."), std::string::npos) << "curves come along";
+  const testing::CliResult v = Run("topo validate " + file);
+  EXPECT_EQ(v.exit_code, 0) << v.err;
+  EXPECT_NE(v.out.find("ok (64 GPUs, 2 levels)"), std::string::npos) << v.out;
+  EXPECT_EQ(Run("plan -t " + file + " --seq 256K -q --top 1").exit_code, 0);
+  ExpectRefusedWith("topo new --gpu mi300", {"--gpu: unknown GPU 'mi300'"});
+  ExpectRefusedWith("topo new --gpu h100 --gpus-per-node 16", {"--gpus-per-node: 16"});
+}
+
 TEST_F(ModelCli, FitBudgetsAllTheModelsLayers) {
   const testing::CliResult r =
       Run("fit --model llama-3.1-8b --seq 256K --budget-s 8 -t dgx-h100-32node --max-gpus 256");
