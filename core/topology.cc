@@ -202,6 +202,13 @@ double Topology::RouteLatencySeconds(int level, int64_t gpu_a, int64_t gpu_b) co
 namespace {
 
 // "KEY: must be at most MAX" when value (in the file's units) is above max or not finite.
+Status AtLeast(const std::string& key, double value, double min) {
+  if (value >= min) return Status::Ok();
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%g", min);
+  return Status::Invalid(key + ": must be at least " + buffer);
+}
+
 Status AtMost(const std::string& key, double value, double max) {
   if (std::isfinite(value) && value <= max) return Status::Ok();
   char buffer[32];
@@ -268,6 +275,7 @@ Status Topology::Validate() const {
   MESHPLAN_RETURN_IF_ERROR(AtMost("gpu.memory_GB", gpu.memory_bytes / 1e9, kMaxGpuMemoryGB));
   if (!(gpu.hbm_bytes_per_s > 0)) return Status::Invalid("gpu.hbm_GBps: must be positive");
   MESHPLAN_RETURN_IF_ERROR(AtMost("gpu.hbm_GBps", gpu.hbm_bytes_per_s / 1e9, kMaxBandwidthGBps));
+  MESHPLAN_RETURN_IF_ERROR(AtLeast("gpu.hbm_GBps", gpu.hbm_bytes_per_s / 1e9, kMinBandwidthGBps));
   if (gpu.launch_overhead_s < 0)
     return Status::Invalid("gpu.launch_overhead_us: must not be negative");
   MESHPLAN_RETURN_IF_ERROR(
@@ -277,6 +285,7 @@ Status Topology::Validate() const {
     const std::string key = "gpu.peak_tflops." + std::string(DTypeName(dtype));
     if (!(tflops > 0)) return Status::Invalid(key + ": must be positive");
     MESHPLAN_RETURN_IF_ERROR(AtMost(key, tflops, kMaxPeakTflops));
+    MESHPLAN_RETURN_IF_ERROR(AtLeast(key, tflops, kMinPeakTflops));
   }
   MESHPLAN_RETURN_IF_ERROR(CheckKernelCurve(
       "gpu", "attention_efficiency",
@@ -325,6 +334,8 @@ Status Topology::Validate() const {
       return Status::Invalid(key + ".bandwidth_GBps: must be positive");
     MESHPLAN_RETURN_IF_ERROR(
         AtMost(key + ".bandwidth_GBps", l.bandwidth_bytes_per_s / 1e9, kMaxBandwidthGBps));
+    MESHPLAN_RETURN_IF_ERROR(
+        AtLeast(key + ".bandwidth_GBps", l.bandwidth_bytes_per_s / 1e9, kMinBandwidthGBps));
     if (l.latency_s < 0) return Status::Invalid(key + ".latency_us: must not be negative");
     MESHPLAN_RETURN_IF_ERROR(AtMost(key + ".latency_us", l.latency_s * 1e6, kMaxLatencyUs));
     if (!(l.oversubscription >= 1.0))

@@ -160,6 +160,10 @@ inline constexpr double kMaxBandwidthGBps = 1e12;  // hbm_GBps and every level's
 inline constexpr double kMaxPeakTflops = 1e12;     // every peak_tflops entry
 inline constexpr double kMaxLatencyUs = 1e6;       // launch_overhead_us and latency_us (1 s)
 inline constexpr double kMaxOversubscription = 1e6;
+// Floors for rates, far below any real link or processor (1 MB/s; a MFLOP/s), so that a value like
+// bandwidth_GBps = 1e-300 cannot make times of 60 digits.
+inline constexpr double kMinBandwidthGBps = 1e-3;  // hbm_GBps and every level's bandwidth_GBps
+inline constexpr double kMinPeakTflops = 1e-6;     // every peak_tflops entry
 
 // What the training framework adds around the attention kernels ([framework] in a topology
 // file, --step-overhead-ms on the command line).

@@ -1,6 +1,7 @@
 // meshplan command line. Each subcommand lives in its own file (tools/*_command.cc).
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <string>
 
 #include "core/escape.h"
 #include "core/temp_files.h"
@@ -10,6 +11,18 @@
 #include "tools/execute_run.h"
 
 namespace {
+
+// No meshplan flag takes an empty value ("--top ''" or "--reserve-gib="): CLI11 would read it as
+// 0 or as the default without a word (issue 33). The flag at fault, or "" when there is none.
+std::string EmptyValue(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg.empty() && i > 1 && std::string(argv[i - 1]).rfind("-", 0) == 0) return argv[i - 1];
+    if (arg.rfind("--", 0) == 0 && arg.size() > 2 && arg.back() == '=')
+      return arg.substr(0, arg.size() - 1);
+  }
+  return "";
+}
 
 int RunMeshplan(int argc, char** argv) {
   using namespace meshplan::tools;
@@ -27,6 +40,11 @@ int RunMeshplan(int argc, char** argv) {
   const Runner fit = RegisterFitCommand(app);
   const Runner calibrate = RegisterCalibrateCommand(app);
   const Runner bench = RegisterBenchCommand(app);
+  if (const std::string flag = EmptyValue(argc, argv); !flag.empty()) {
+    std::fprintf(stderr, "meshplan: error: %s: an empty value (give one, or leave the flag out)\n",
+                 meshplan::EscapeControlBytes(flag).c_str());
+    return kExitInvalidInput;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -469,6 +469,16 @@ std::string TwoLibraries() {
                  "[[level]]\nname = \"nvlink\"");
 }
 
+TEST(TopologyTomlKernels, TinyRatesAreRefusedLikeHugeOnes) {
+  // Issue 33: bandwidth_GBps = 1e-300 made plan print 63-digit times.
+  ExpectError(Replace(kBase, "bandwidth_GBps = 450", "bandwidth_GBps = 1e-300"),
+              {"level[0].bandwidth_GBps: must be at least 0.001"});
+  ExpectError(Replace(kBase, "hbm_GBps = 3350.5", "hbm_GBps = 1e-9"),
+              {"gpu.hbm_GBps: must be at least 0.001"});
+  ExpectError(Replace(kBase, "bf16 = 989", "bf16 = 1e-12"),
+              {"gpu.peak_tflops.bf16: must be at least 1e-06"});
+}
+
 TEST(TopologyTomlKernels, AnUnknownKeyNamesTheNearestKnownOne) {
   // Issue 32: bandwidth_gbps is bandwidth_GBps with other letter case (distance 0 without case);
   // hbm_GB_ps is one edit from hbm_GBps; a key far from every known one gets no guess.

@@ -57,5 +57,16 @@ TEST_F(StdoutCheck, ABadOutPathIsRefusedBeforeAnyWorkWithExit2) {
   }
 }
 
+TEST_F(StdoutCheck, AnEmptyFlagValueIsRefusedNotReadAsZero) {
+  // Issue 33: empty strings for --reserve-gib, --top and --max-memory were accepted.
+  for (const std::string& args :
+       {std::string("plan --reserve-gib '' -q"), std::string("plan --top '' -q"),
+        std::string("plan --top= -q"), std::string("execute p.toml --max-memory ''")}) {
+    const testing::CliResult r = Run(args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.err;
+    EXPECT_NE(r.err.find(": an empty value"), std::string::npos) << args << "\n" << r.err;
+  }
+}
+
 }  // namespace
 }  // namespace meshplan
