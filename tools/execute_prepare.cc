@@ -48,8 +48,9 @@ Status CheckFlags(const ExecuteFlags& flags) {
   } else {
     return Status::Invalid("--backend: '" + flags.backend + "' is not one of cpu, cuda");
   }
-  if (!(flags.timeout_s > 0) || !std::isfinite(flags.timeout_s) || flags.timeout_s > 1e6) {
-    return Status::Invalid("--timeout-s: must be a number of seconds in (0, 1e6]");
+  // A millisecond at least: the deadline is kept in whole milliseconds (5e-324 was accepted).
+  if (!(flags.timeout_s >= 1e-3) || !std::isfinite(flags.timeout_s) || flags.timeout_s > 1e6) {
+    return Status::Invalid("--timeout-s: must be a number of seconds in [0.001, 1e6]");
   }
   if (auto repeat = RepeatCount(flags); !repeat.ok()) return repeat.status();
   return CheckFormat(flags.format, {"table", "json"});

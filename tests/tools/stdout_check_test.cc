@@ -68,5 +68,17 @@ TEST_F(StdoutCheck, AnEmptyFlagValueIsRefusedNotReadAsZero) {
   }
 }
 
+TEST_F(StdoutCheck, ATimeoutBelowAMillisecondIsRefused) {
+  // Issue 33: --timeout-s 5e-324 was accepted (the deadline is kept in whole milliseconds).
+  const std::string plan = (dir_ / "p.toml").string();
+  ASSERT_EQ(Run("plan -t dgx-h100-4gpu --seq 256 --heads 4 --kv-heads 2 --head-dim 16 --schemes "
+                "ring -q --out " +
+                plan)
+                .exit_code,
+            0);
+  ExpectRefused("execute " + plan + " --timeout-s 5e-324",
+                "--timeout-s: must be a number of seconds in [0.001, 1e6]");
+}
+
 }  // namespace
 }  // namespace meshplan
