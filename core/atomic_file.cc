@@ -82,8 +82,13 @@ Result<OutputTarget> ResolveOutput(const std::string& original) {
           target.is_absolute() ? target.string() : (fs::path(path).parent_path() / target).string();
       continue;
     }
-    if (S_ISREG(st.st_mode))
+    if (S_ISREG(st.st_mode)) {
+      // A file nobody may write (mode 0444) was made read-only on purpose: replacing it by
+      // rename would ignore that (and root ignores the bits), so refuse (issue 33).
+      if ((st.st_mode & 0222) == 0)
+        return Refuse(original, path, "is read-only; make it writable or remove it first");
       return OutputTarget{OutputKind::kReplace, path, true, st.st_mode & 07777};
+    }
     if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))
       return OutputTarget{OutputKind::kDirect, path, true, 0};
     if (S_ISDIR(st.st_mode))

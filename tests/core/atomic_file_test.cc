@@ -184,6 +184,21 @@ TEST_F(AtomicFileTest, ASocketIsRefusedAndLeftAlone) {
   EXPECT_EQ(FilesIn(dir_), 1);
 }
 
+TEST_F(AtomicFileTest, AReadOnlyFileIsNotReplaced) {
+  // Issue 33: a 0444 file was replaced without a word (rename ignores its mode, root its bits).
+  const fs::path file = dir_ / "kept.csv";
+  std::ofstream(file) << "old\n";
+  fs::permissions(file, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+  const Status check = CheckOutputPath(file.string());
+  EXPECT_EQ(check.code(), ErrorCode::kInvalidInput);
+  EXPECT_EQ(check.message(), file.string() + ": is read-only; make it writable or remove it first");
+  EXPECT_FALSE(WriteFileAtomically(file.string(), "new\n").ok());
+  std::ifstream in(file);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line, "old");
+}
+
 TEST_F(AtomicFileTest, CheckOutputPathAcceptsWhatCanBeWrittenAndNamesWhatCannot) {
   EXPECT_TRUE(CheckOutputPath((dir_ / "new.csv").string()).ok());
   EXPECT_TRUE(CheckOutputPath("-").ok());
