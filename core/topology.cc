@@ -112,15 +112,18 @@ Status Topology::UseAttentionKernel(std::string_view library) {
     return Status::Invalid(source + ": gpu.attention_kernels: no curve for '" +
                            std::string(library) + "' on this GPU (it has: " + names + ")");
   }
-  const AttentionKernelCurve& c = it->second;
   gpu.attention_kernel = it->first;
-  gpu.attention_efficiency = c.efficiency;
-  gpu.backward_rate_ratio = c.backward_rate_ratio;
-  gpu.efficiency_head_dim = c.head_dim;
-  gpu.pair_overhead_flops = c.pair_overhead_flops;
-  gpu.ring_step_partial_passes = c.ring_step_partial_passes;
-  gpu.cut_row_extra_pairs = c.cut_row_extra_pairs;
+  gpu.UseCurve(it->second);
   return Status::Ok();
+}
+
+void GpuSpec::UseCurve(const AttentionKernelCurve& c) {
+  attention_efficiency = c.efficiency;
+  backward_rate_ratio = c.backward_rate_ratio;
+  efficiency_head_dim = c.head_dim;
+  pair_overhead_flops = c.pair_overhead_flops;
+  ring_step_partial_passes = c.ring_step_partial_passes;
+  cut_row_extra_pairs = c.cut_row_extra_pairs;
 }
 
 std::string CalibrationRecord::LoadCaveat(double load_now) const {

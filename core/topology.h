@@ -121,6 +121,9 @@ struct GpuSpec {
   // more runner among which the device divides itself (simulator/shared_device.h).
   bool copies_take_compute = false;
 
+  // Makes `curve` the active one: copies it into the fields above (attention_efficiency ...
+  // cut_row_extra_pairs), which the model reads. `attention_kernel` is the caller's to set.
+  void UseCurve(const AttentionKernelCurve& curve);
   // REQUIRES: peak_tflops has dtype (Topology::Validate checks the dtypes the planner uses).
   double PeakFlopsPerSecond(DType dtype) const;
   double Efficiency(int64_t block_tokens) const;

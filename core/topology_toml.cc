@@ -233,13 +233,7 @@ Status ReadAttentionKernels(const Reader& r, const toml::table& t, GpuSpec* gpu)
         r.NumberAt(t, p, "cut_row_extra_pairs", false, &curve.cut_row_extra_pairs));
     gpu->attention_kernels[active] = std::move(curve);
   }
-  const AttentionKernelCurve& c = gpu->attention_kernels[active];
-  gpu->attention_efficiency = c.efficiency;
-  gpu->backward_rate_ratio = c.backward_rate_ratio;
-  gpu->efficiency_head_dim = c.head_dim;
-  gpu->pair_overhead_flops = c.pair_overhead_flops;
-  gpu->ring_step_partial_passes = c.ring_step_partial_passes;
-  gpu->cut_row_extra_pairs = c.cut_row_extra_pairs;
+  gpu->UseCurve(gpu->attention_kernels[active]);
   return Status::Ok();
 }
 
