@@ -10,7 +10,9 @@ namespace meshplan {
 
 // Kinds of failure. kInvalidInput is what a user can fix (bad file, bad flag, impossible
 // plan) and maps to exit code 2 in the CLI; kInternal is a bug.
-enum class ErrorCode { kOk = 0, kInvalidInput, kNotFound, kIo, kInternal };
+// kOutOfMemory: memory the machine could not give while running (an allocation inside a rank);
+// the CLI reports it as "out of memory" with exit 2, as it does for std::bad_alloc.
+enum class ErrorCode { kOk = 0, kInvalidInput, kNotFound, kIo, kInternal, kOutOfMemory };
 
 class Status {
  public:
@@ -25,6 +27,9 @@ class Status {
   static Status Io(std::string message) { return Status(ErrorCode::kIo, std::move(message)); }
   static Status Internal(std::string message) {
     return Status(ErrorCode::kInternal, std::move(message));
+  }
+  static Status OutOfMemory(std::string message) {
+    return Status(ErrorCode::kOutOfMemory, std::move(message));
   }
 
   bool ok() const { return code_ == ErrorCode::kOk; }

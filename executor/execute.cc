@@ -59,14 +59,14 @@ Status RunHostThreads(const Schedule& schedule, const Workload& workload, const 
   for (int r = 0; r < ranks; ++r) {
     threads.emplace_back([&, r] {
       try {
-        HostDeviceOps ops(workload, {transports[r].get(), options.recv_timeout});
+        HostDeviceOps ops(workload, {transports[r].get(), options.recv_timeout, options.silent_rank});
         std::vector<uint8_t> local(static_cast<size_t>(ranks), 0);
         local[r] = 1;
         auto run = RunEngine(schedule, workload, inputs, options, ops, std::move(local), outputs,
                              covered, &collect);
         if (!run.ok()) {
           status[r] = run.status();
-          transports[r]->Abort(run.status().message());
+          transports[r]->Abort(run.status());
           return;
         }
         result->timings[r] = run->times[r];
@@ -74,7 +74,7 @@ Status RunHostThreads(const Schedule& schedule, const Workload& workload, const 
       } catch (...) {
         thrown[r] = std::current_exception();
         status[r] = Status::Internal("rank " + std::to_string(r) + ": an exception ended the rank");
-        transports[r]->Abort(status[r].message());
+        transports[r]->Abort(status[r]);
       }
     });
   }
@@ -105,12 +105,13 @@ Result<ExecutionResult> Execute(const Schedule& schedule, const Workload& worklo
   if (config.keep_outputs) result.outputs = OutputTensors(workload);
   AttentionTensors<float>* outputs = config.keep_outputs ? &result.outputs : nullptr;
   std::vector<uint8_t> covered(CoverageSize(workload), 0);
+  if (config.on_start) config.on_start();
   const Clock::time_point start = Clock::now();
   if (config.transport == TransportKind::kThreads) {
     MESHPLAN_RETURN_IF_ERROR(
         RunHostThreads(schedule, workload, inputs, config.run, outputs, &result, &covered));
   } else {
-    HostDeviceOps ops(workload, {nullptr, config.run.recv_timeout});
+    HostDeviceOps ops(workload, {nullptr, config.run.recv_timeout, config.run.silent_rank});
     auto run = RunEngine(schedule, workload, inputs, config.run, ops,
                          std::vector<uint8_t>(static_cast<size_t>(schedule.num_ranks), 1), outputs,
                          &covered);
@@ -148,7 +149,7 @@ Status ExecuteRank(const Schedule& schedule, const Workload& workload, const Inp
   // count only before a process's first threads allocate, which `meshplan execute` ensures by
   // calling it first (tools/execute_command.cc).
   KeepFreedHostMemoryMapped();
-  HostDeviceOps ops(workload, {&transport, config.run.recv_timeout});
+  HostDeviceOps ops(workload, {&transport, config.run.recv_timeout, config.run.silent_rank});
   std::vector<uint8_t> local(static_cast<size_t>(schedule.num_ranks), 0);
   local[rank] = 1;
   MESHPLAN_ASSIGN_OR_RETURN(auto run, RunEngine(schedule, workload, inputs, config.run, ops,

@@ -3,6 +3,7 @@
 // engine (executor/device/device_engine.h) over a DeviceOps: the host streams (CPU) or CUDA.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -47,6 +48,11 @@ struct ExecuteConfig {
   // State kept between runs (executor/backend_session.h); null: this run sets up its own and
   // drops it at the end. ExecuteRepeated and RunJobRank make one for their runs when it is null.
   std::shared_ptr<BackendSession> session;
+  // Called once the run is about to start, after every check Execute makes (backend, device,
+  // transport), right before the first rank runs; a caller removes what an earlier run left
+  // there (`execute --outputs`). Called by Execute, once per ExecuteRepeated, and by RunJobRank
+  // after the start barrier agreed; ExecuteRank alone does not call it. May be empty.
+  std::function<void()> on_start;
 };
 
 struct ExecutionResult {

@@ -121,12 +121,13 @@ Result<RepeatedExecution> ExecuteRepeated(const PlanRun& run, const ExecuteConfi
                                           int repeat, const RunObserver& observer) {
   MESHPLAN_RETURN_IF_ERROR(CheckRepeat(repeat).WithContext("repeat"));
   const int warm_up = WarmUpRuns(repeat);
-  const ExecuteConfig session_config = WithSession(config);
+  ExecuteConfig session_config = WithSession(config);
   RepeatedExecution out;
   std::vector<std::vector<std::vector<OpTiming>>> timings;
   std::vector<double> wall_s;
   for (int i = 0; i < warm_up + repeat; ++i) {
     MESHPLAN_ASSIGN_OR_RETURN(auto result, Execute(run, session_config));
+    session_config.on_start = nullptr;  // once, before the first run
     const int timed = i - warm_up + 1;  // 0: the warm-up
     if (observer)
       observer(timed < 1 ? 0 : timed, repeat, MeasureTimeline(run.schedule, result.timings).run_s);
@@ -157,7 +158,7 @@ Result<JobRank> RunJobRank(Transport& transport, const PlanRun* run, const Statu
     const Clock::time_point barrier_deadline = Clock::now() + timeout + std::chrono::seconds(30);
     auto codes = ExchangeCodes(transport, i > 0 || run != nullptr ? 0 : code, barrier_deadline);
     if (!codes.ok()) {
-      transport.Abort("rank " + std::to_string(rank) + ": start: " + codes.status().message());
+      transport.Abort(codes.status().WithContext("rank " + std::to_string(rank) + ": start"));
       return codes.status();
     }
     for (int r = 0; r < static_cast<int>(codes->size()); ++r) {
@@ -168,6 +169,7 @@ Result<JobRank> RunJobRank(Transport& transport, const PlanRun* run, const Statu
         return out;
       }
     }
+    if (i == 0 && config.on_start) config.on_start();
     const PlanRun& p = *run;
     AttentionTensors<float> outputs = OutputTensors(p.plan.workload);
     std::vector<uint8_t> covered(CoverageSize(p.plan.workload), 0);
@@ -176,15 +178,14 @@ Result<JobRank> RunJobRank(Transport& transport, const PlanRun* run, const Statu
     // A failing rank aborts the whole job from inside the engine; this is the backstop.
     const Status st = ExecuteRank(p.schedule, p.plan.workload, *p.inputs, session_config, transport,
                                   &outputs, &covered, &timings, &out.device);
-    if (!st.ok()) transport.Abort(st.message());
+    if (!st.ok()) transport.Abort(st);
     auto gathered = GatherOutputs(transport, p.plan.workload, outputs, covered, timings,
                                   Clock::now() + timeout);
     if (!gathered.ok()) {
       // A message that never came: the job may hang elsewhere, so end it. A gathered result that
       // is incomplete (no rank produced some element) is rank 0's to report.
       if (gathered.status().code() == ErrorCode::kIo || rank != 0) {
-        transport.Abort("rank " + std::to_string(rank) +
-                        ": gather: " + gathered.status().message());
+        transport.Abort(gathered.status().WithContext("rank " + std::to_string(rank) + ": gather"));
       }
       return gathered.status();
     }

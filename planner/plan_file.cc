@@ -281,7 +281,7 @@ Result<Plan> FromTable(const toml::table& root, const std::string& source) {
   MESHPLAN_RETURN_IF_ERROR(ReadScheme(TableReader(**scheme, "scheme", source), &plan.params));
 
   // [estimate] is informational (the planner's prediction when the plan was made): any table.
-  MESHPLAN_ASSIGN_OR_RETURN(auto estimate, top.Table("estimate", false));
+  if (auto estimate = top.Table("estimate", false); !estimate.ok()) return estimate.status();
 
   MESHPLAN_RETURN_IF_ERROR(CheckPlan(plan, source));
   return plan;

@@ -21,6 +21,7 @@ int ReportError(const Status& status) {
       return kExitOk;
     case ErrorCode::kInvalidInput:
     case ErrorCode::kNotFound:
+    case ErrorCode::kOutOfMemory:
       return kExitInvalidInput;
     default:
       return kExitFailure;

@@ -34,14 +34,21 @@ int RunInProcess(const ExecuteFlags& flags) {
   NoteLongRun(flags, p);
   NoteHeadDim(p.topology, p.run.plan.workload.head_dim, flags.quiet);
   NoteCalibrationConditions(flags, p);
-  auto run = exec::ExecuteRepeated(p.run, p.config, RepeatCount(flags).value(), RunProgress(flags));
+  StaleOutputs stale(flags);
+  exec::ExecuteConfig config = p.config;
+  config.on_start = [&stale] { stale.Remove(); };
+  auto run = exec::ExecuteRepeated(p.run, config, RepeatCount(flags).value(), RunProgress(flags));
   if (!run.ok()) {
     if (run.status().code() == ErrorCode::kInvalidInput) {
       return ReportError(run.status().WithContext("--backend " + flags.backend));
     }
+    if (run.status().code() == ErrorCode::kOutOfMemory) {
+      // As std::bad_alloc anywhere (tools/exception_guard.h): exit 2, "out of memory".
+      return ReportError(Status::OutOfMemory("out of memory: " + run.status().message() +
+                                             stale.Suffix()));
+    }
     std::fprintf(stderr, "meshplan: error: run failed: %s%s\n",
-                 EscapeControlBytes(run.status().message()).c_str(),
-                 RemoveStaleOutputs(flags).c_str());
+                 EscapeControlBytes(run.status().message()).c_str(), stale.Suffix().c_str());
     return kExitFailure;
   }
   const std::string line = flags.backend == "cuda"
@@ -49,7 +56,8 @@ int RunInProcess(const ExecuteFlags& flags) {
                                : "backend cpu, transport threads, " +
                                      std::to_string(p.run.schedule.num_ranks) +
                                      " ranks (one engine per rank, a worker thread per stream)";
-  return FinishExecution(flags, p, run->first.outputs, run->runs, line, run->first.peak_bytes);
+  return FinishExecution(flags, p, run->first.outputs, run->runs, line, stale,
+                         run->first.peak_bytes);
 }
 
 #if MESHPLAN_HAVE_MPI
@@ -73,30 +81,32 @@ int RunMpi(const ExecuteFlags& flags, exec::MpiTransport& transport) {
         std::to_string(transport.size()) + (transport.size() == 1 ? " process" : " processes") +
         "; run it as mpirun -np " + std::to_string(ranks) + " meshplan execute ...");
   }
-  const exec::ExecuteConfig config = prepared.ok() ? prepared->config : exec::ExecuteConfig{};
+  exec::ExecuteConfig config = prepared.ok() ? prepared->config : exec::ExecuteConfig{};
+  // Rank 0 alone owns the outputs directory; it clears an earlier run's files once every rank is
+  // ready, since a rank that fails later aborts the job before rank 0 could.
+  StaleOutputs stale(flags);
+  if (rank == 0) config.on_start = [&stale] { stale.Remove(); };
   auto job = exec::RunJobRank(transport, setup.ok() ? &prepared->run : nullptr, setup,
                               setup.ok() ? 0 : ExitCodeOf(setup), config, Timeout(flags),
                               RepeatCount(flags).value(), RunProgress(flags));
   if (!job.ok()) {
     std::fprintf(stderr, "meshplan: error: run failed: %s%s\n", job.status().message().c_str(),
-                 rank == 0 ? RemoveStaleOutputs(flags).c_str() : "");
+                 rank == 0 ? stale.Suffix().c_str() : "");
     return kExitFailure;
   }
   if (job->failed_rank >= 0) {
-    // Rank 0 alone owns the outputs directory.
-    const std::string removed =
-        rank == 0 && job->failure_code == kExitFailure ? RemoveStaleOutputs(flags) : "";
+    // A rank that could not prepare: nothing ran, and the outputs directory is left alone.
     if (rank == job->failed_rank) {
-      std::fprintf(stderr, "meshplan: error: %s%s%s\n",
+      std::fprintf(stderr, "meshplan: error: %s%s\n",
                    rank == 0 ? "" : ("rank " + std::to_string(rank) + ": ").c_str(),
-                   job->failure.message().c_str(), removed.c_str());
+                   job->failure.message().c_str());
     }
     return job->failure_code;
   }
   const Prepared& p = *prepared;
   if (rank != 0) {
     if (Status st = transport.Flush(exec::Clock::now() + Timeout(flags)); !st.ok()) {
-      transport.Abort("rank " + std::to_string(rank) + ": gather: " + st.message());
+      transport.Abort(st.WithContext("rank " + std::to_string(rank) + ": gather"));
     }
     return kExitOk;
   }
@@ -108,7 +118,7 @@ int RunMpi(const ExecuteFlags& flags, exec::MpiTransport& transport) {
           ? "backend cuda, transport mpi (NCCL between processes), " + ranks +
                 " ranks (one process per rank); rank 0: " + job->device
           : "backend cpu, transport mpi, " + ranks + " ranks (one process per rank)";
-  return FinishExecution(flags, p, job->gathered->outputs, job->runs, line);
+  return FinishExecution(flags, p, job->gathered->outputs, job->runs, line, stale);
 }
 #endif  // MESHPLAN_HAVE_MPI
 

@@ -1,5 +1,6 @@
 // The end of `meshplan execute`: the check against plain attention, the .npy outputs, and the
 // report (report/execution_report.h renders it).
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <utility>
@@ -24,7 +25,8 @@ using exec::AttentionTensors;
 // the report of every timed run. Returns the exit code.
 int FinishExecution(const ExecuteFlags& flags, const Prepared& p,
                     const AttentionTensors<float>& outputs, const exec::RepeatedRuns& runs,
-                    const std::string& run, const std::vector<int64_t>& rank_peak_bytes) {
+                    const std::string& run, StaleOutputs& stale,
+                    const std::vector<int64_t>& rank_peak_bytes) {
   report::ExecutionReport r;
   r.plan_file = flags.plan;
   r.plan = p.run.plan;
@@ -67,7 +69,7 @@ int FinishExecution(const ExecuteFlags& flags, const Prepared& p,
   if (passed && !flags.outputs.empty()) {
     auto written = exec::WriteOutputFiles(flags.outputs, p.run.plan.workload, outputs);
     if (!written.ok())
-      return ReportError(Status::Io(written.status().message() + RemoveStaleOutputs(flags)));
+      return ReportError(Status::Io(written.status().message() + stale.Suffix()));
     r.written = std::move(written).value();
   }
   std::fputs(
@@ -79,19 +81,30 @@ int FinishExecution(const ExecuteFlags& flags, const Prepared& p,
     std::fprintf(stderr, "meshplan: error: check failed: %s%s%s\n",
                  report::DescribeCheckFailure(r.check).c_str(),
                  flags.outputs.empty() ? "" : "; no outputs written",
-                 RemoveStaleOutputs(flags).c_str());
+                 stale.Suffix().c_str());
     return kExitFailure;
   }
   return kExitOk;
 }
 
-std::string RemoveStaleOutputs(const ExecuteFlags& flags) {
-  if (flags.outputs.empty()) return "";
-  const std::vector<std::string> removed = exec::RemoveStaleOutputFiles(flags.outputs);
-  if (removed.empty()) return "";
+void StaleOutputs::Remove() {
+  if (dir_.empty()) return;
+  for (const std::string& name : exec::RemoveStaleOutputFiles(dir_)) {
+    if (std::find(removed_.begin(), removed_.end(), name) == removed_.end())
+      removed_.push_back(name);
+  }
+}
+
+std::string StaleOutputs::Suffix() {
+  Remove();
+  if (removed_.empty()) return "";
+  // In the order a run writes them (exec::OutputFileNames), whenever each was removed.
   std::string names;
-  for (const std::string& name : removed) names += (names.empty() ? "" : ", ") + name;
-  return "; removed " + names + " of an earlier run from " + flags.outputs;
+  for (const std::string& name : exec::OutputFileNames()) {
+    if (std::find(removed_.begin(), removed_.end(), name) != removed_.end())
+      names += (names.empty() ? "" : ", ") + name;
+  }
+  return "; removed " + names + " of an earlier run from " + dir_;
 }
 
 }  // namespace meshplan::tools

@@ -80,15 +80,32 @@ void NoteWidenedPass(const ExecuteFlags& flags, const Prepared& p);
 
 // After successful runs (on rank 0 for MPI): check the first timed run's `outputs` against the
 // reference, write them, print the report of the timed `runs` (the median run's timeline). `run`
-// says what ran where ("backend cpu, transport threads, 4 ranks (...)"). Returns the exit code.
+// says what ran where ("backend cpu, transport threads, 4 ranks (...)"); `stale` what the run's
+// start removed from --outputs DIR (named when the check then fails). Returns the exit code.
+class StaleOutputs;
 int FinishExecution(const ExecuteFlags& flags, const Prepared& p,
                     const exec::AttentionTensors<float>& outputs, const exec::RepeatedRuns& runs,
-                    const std::string& run, const std::vector<int64_t>& rank_peak_bytes = {});
+                    const std::string& run, StaleOutputs& stale,
+                    const std::vector<int64_t>& rank_peak_bytes = {});
 
-// After a failed run or check with --outputs DIR: removes the output files an earlier run left in
-// DIR (exec::RemoveStaleOutputFiles) and returns what to append to the error line, e.g.
-// "; removed o.npy, lse.npy of an earlier run from DIR", or "" when there were none.
-std::string RemoveStaleOutputs(const ExecuteFlags& flags);
+// The output files an earlier run left in --outputs DIR (o.npy ... dv.npy, nothing else). They
+// are removed when this run starts (exec::ExecuteConfig::on_start: after every check, so an
+// error found before the run leaves DIR alone), so that a failure or a signal on any rank, under
+// any transport, can never leave them beside some of this run's files; a run that then fails
+// names them at the end of its error line.
+class StaleOutputs {
+ public:
+  explicit StaleOutputs(const ExecuteFlags& flags) : dir_(flags.outputs) {}
+  // Removes them now (nothing without --outputs).
+  void Remove();
+  // What to append to a failed run's error line: "; removed o.npy, lse.npy of an earlier run
+  // from DIR", or "" when there were none. Removes any that are still there first.
+  std::string Suffix();
+
+ private:
+  std::string dir_;
+  std::vector<std::string> removed_;
+};
 
 // --backend cuda (tools/execute_cuda.cc). Without CUDA in the build these return an error.
 bool CudaBackendBuilt();

@@ -61,7 +61,8 @@ int RunSmallestCluster(const FitFlags& flags, const Topology& topology, const Wo
   // With a model the budget covers all its attention layers, shared evenly (report::TimeBudget).
   auto model = flags.workload.Model();
   if (!model.ok()) return ReportError(model.status());
-  report::TimeBudget budget{flags.budget_s};
+  report::TimeBudget budget;
+  budget.seconds = flags.budget_s;
   if (*model) {
     budget.layers = (*model)->layers;
     budget.model = (*model)->name;

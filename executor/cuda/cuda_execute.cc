@@ -106,6 +106,7 @@ Result<ExecutionResult> ExecuteOnCuda(const Schedule& schedule, const Workload& 
   ExecutionResult result;
   if (config.keep_outputs) result.outputs = OutputTensors(workload);
   std::vector<uint8_t> covered(CoverageSize(workload), 0);
+  if (config.on_start) config.on_start();
   const auto start = std::chrono::steady_clock::now();
   auto run = RunEngine(schedule, workload, inputs, config.run, ops, std::vector<uint8_t>(ranks, 1),
                        config.keep_outputs ? &result.outputs : nullptr, &covered);

@@ -19,6 +19,13 @@ constexpr auto kNoDeadline = std::chrono::steady_clock::time_point::max();
 constexpr uint32_t kMaxTaggedOps = uint32_t{1} << 25;
 int64_t TransferTag(const Transfer& t) { return (static_cast<int64_t>(t.src_op) << 25) | t.dst_op; }
 
+// A receive that ended at its deadline (not one aborted because another rank failed).
+bool TimedOut(const Status& received) {
+  return !received.ok() && received.message().find("no message within the deadline") !=
+                               std::string::npos &&
+         received.message().find("aborted") == std::string::npos;
+}
+
 }  // namespace
 
 struct HostDeviceOps::Worker {
@@ -158,7 +165,7 @@ void HostDeviceOps::Fail(const Status& status) {
   failure_ = status;
   cv_.notify_all();
   // Peers in other processes stop too instead of waiting for this one.
-  if (config_.transport != nullptr) config_.transport->Abort(status.message());
+  if (config_.transport != nullptr) config_.transport->Abort(status);
 }
 
 void HostDeviceOps::Abort(const Status& why) {
@@ -198,8 +205,8 @@ Result<void*> HostDeviceOps::Allocate(int32_t rank, int64_t bytes, StreamId) {
   std::unique_ptr<char[]> block(
       new (std::nothrow) char[static_cast<size_t>(std::max<int64_t>(bytes, 1))]);
   if (block == nullptr) {
-    return Status::Internal("rank " + std::to_string(rank) + ": out of host memory allocating " +
-                            std::to_string(bytes) + " bytes");
+    return Status::OutOfMemory("rank " + std::to_string(rank) + ": could not allocate " +
+                               std::to_string(bytes) + " bytes of host memory");
   }
   void* ptr = block.get();
   memory_[rank][ptr] = std::move(block);
@@ -434,6 +441,11 @@ Status HostDeviceOps::Exchange(const std::vector<Transfer>& transfers) {
             const std::string root = RootWait(t.src_rank);
             if (!root.empty())
               waited = Status::Io(root + deadline + " (" + recv_what + " waited on it)");
+            if (config_.silent_rank >= 0) {
+              waited = Status::Io(waited.message() + " (rank " +
+                                  std::to_string(config_.silent_rank) +
+                                  " sends nothing: --inject-silent)");
+            }
           }
           MESHPLAN_RETURN_IF_ERROR(waited);
         }
@@ -462,6 +474,16 @@ Status HostDeviceOps::Exchange(const std::vector<Transfer>& transfers) {
         }
         Status received =
             config_.transport->Recv(t.src_rank, TransferTag(t), &payload, Clock::now() + timeout);
+        if (TimedOut(received) && config_.silent_rank >= 0 && !t.silent) {
+          // Stalled by the silent rank through others: its own receiver reports first.
+          received = config_.transport->Recv(t.src_rank, TransferTag(t), &payload,
+                                             Clock::now() + timeout);
+        }
+        if (TimedOut(received) && config_.silent_rank >= 0) {
+          received = Status::Io(received.message() + " (rank " +
+                                std::to_string(config_.silent_rank) +
+                                " sends nothing: --inject-silent)");
+        }
         {
           std::lock_guard<std::mutex> lock(mutex_);
           --waiting_;

@@ -40,6 +40,11 @@ struct HostOpsConfig {
   Transport* transport = nullptr;
   // A receive or rendezvous waiting longer than this fails, naming the rank, op and peer.
   std::chrono::milliseconds recv_timeout{30000};
+  // Fault injection (RunOptions::silent_rank): the rank that drops what it sends, or -1. A receive
+  // from another rank that times out waits one more recv_timeout before failing, so that the
+  // receive the silent rank starved, which stalled the others, fails first (one error line,
+  // under threads or MPI); every such error names the silent rank.
+  int silent_rank = -1;
 };
 
 class HostDeviceOps : public DeviceOps {

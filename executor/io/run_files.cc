@@ -1,7 +1,9 @@
 #include "executor/io/run_files.h"
 
 #include <filesystem>
+#include <memory>
 
+#include "core/temp_files.h"
 #include "executor/io/npy.h"
 
 namespace meshplan::exec {
@@ -42,8 +44,9 @@ Result<AttentionTensors<float>> ReadInputFiles(const std::string& dir, const Wor
   return in;
 }
 
-Result<std::vector<std::string>> WriteOutputFiles(const std::string& dir, const Workload& w,
-                                                  const AttentionTensors<float>& out) {
+Result<std::vector<std::string>> WriteOutputFiles(
+    const std::string& dir, const Workload& w, const AttentionTensors<float>& out,
+    const std::function<void(const std::string& name)>& after_file) {
   std::error_code error;
   fs::create_directories(dir, error);
   if (error)
@@ -66,13 +69,18 @@ Result<std::vector<std::string>> WriteOutputFiles(const std::string& dir, const 
     files.push_back({"dv.npy", kv_shape, &out.dv});
   }
   std::vector<std::string> written;
+  // The files in place so far, removed by a signal until the set is complete.
+  std::vector<std::unique_ptr<TempFileRegistration>> until_complete;
   for (const File& f : files) {
     const std::string path = (fs::path(dir) / f.name).string();
+    // Registered before the rename, so that no moment leaves it in place unregistered.
+    until_complete.push_back(std::make_unique<TempFileRegistration>(path));
     if (Status st = WriteNpyFloat32(path, f.shape, f.tensor->data); !st.ok()) {
       for (const std::string& name : written) fs::remove(fs::path(dir) / name, error);
       return st.code() == ErrorCode::kInvalidInput ? Status::Io(st.message()) : st;
     }
     written.push_back(f.name);
+    if (after_file) after_file(f.name);
   }
   return written;
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -17,10 +18,15 @@ namespace meshplan::exec {
 // kNotFound), naming the file.
 Result<AttentionTensors<float>> ReadInputFiles(const std::string& dir, const Workload& w);
 
-// Writes the outputs the pass produced into `dir` (created when missing). On failure removes the
-// files this call wrote, so a failed run leaves no output files. Returns the file names.
-Result<std::vector<std::string>> WriteOutputFiles(const std::string& dir, const Workload& w,
-                                                  const AttentionTensors<float>& out);
+// Writes the outputs the pass produced into `dir` (created when missing), as a set: each file
+// is written to a temporary file and renamed into place, and every file already in place stays
+// registered for removal on a signal (core/temp_files.h) until the last one is, so a failure or a
+// SIGINT, SIGTERM or SIGHUP while writing leaves none of them: the complete set or nothing (a
+// SIGKILL can still leave part of it). Returns the file names. `after_file` (testing; may be
+// empty) is called after each file is in place.
+Result<std::vector<std::string>> WriteOutputFiles(
+    const std::string& dir, const Workload& w, const AttentionTensors<float>& out,
+    const std::function<void(const std::string& name)>& after_file = {});
 
 // The names of every output file a run may write (o.npy, lse.npy, dq.npy, dk.npy, dv.npy).
 const std::vector<std::string>& OutputFileNames();

@@ -334,8 +334,8 @@ Status MpiTransport::Recv(int peer, int64_t tag, std::vector<float>* data,
   }
 }
 
-void MpiTransport::Abort(const std::string& why) {
-  std::string line = why.empty() ? std::string("(no reason given)") : why;
+void MpiTransport::Abort(const Status& why) {
+  std::string line = why.message().empty() ? std::string("(no reason given)") : why.message();
   std::replace(line.begin(), line.end(), '\n', ' ');
   std::replace(line.begin(), line.end(), '\r', ' ');
   std::fprintf(stderr, "meshplan: rank %d: aborting the MPI job: %s\n", rank_, line.c_str());
@@ -345,7 +345,9 @@ void MpiTransport::Abort(const std::string& why) {
   // abort anyway.
   const bool locked = state_->mu.try_lock_for(std::chrono::seconds(1));
   (void)locked;  // never released: this function does not return
-  MPI_Abort(MPI_COMM_WORLD, 2);
+  // Exit status 1: a run that failed after it started (docs/usage.md), 2 for memory the machine
+  // could not give; refusals before the run end through the start barrier with exit 2 instead.
+  MPI_Abort(MPI_COMM_WORLD, why.code() == ErrorCode::kOutOfMemory ? 2 : 1);
   std::abort();  // MPI_Abort does not return; this only guards a broken MPI library.
 }
 

@@ -93,9 +93,10 @@ class MpiTransport : public Transport {
   // still returns a message that has already arrived.
   Status Recv(int peer, int64_t tag, std::vector<float>* data, Clock::time_point deadline) override;
   // Prints "meshplan: rank R: aborting the MPI job: <why>" (newlines in `why` replaced by spaces)
-  // on stderr as one line, then MPI_Abort(MPI_COMM_WORLD, 2), which ends every rank of the job
-  // (mpirun exits non-zero). Does not return; should MPI_Abort ever return, calls std::abort().
-  [[noreturn]] void Abort(const std::string& why) override;
+  // on stderr as one line, then MPI_Abort(MPI_COMM_WORLD, code): 2 for kOutOfMemory, else 1 (a
+  // run that failed after it started), which ends every rank of the job (mpirun exits with that
+  // code). Does not return; should MPI_Abort ever return, calls std::abort().
+  [[noreturn]] void Abort(const Status& why) override;
 
   // Waits until every send issued so far has completed locally (its buffer was taken by MPI or
   // the receiver) or `deadline` passes: then fails (kIo) saying how many are still pending.

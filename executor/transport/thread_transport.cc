@@ -107,7 +107,7 @@ Status ThreadTransport::Recv(int peer, int64_t tag, std::vector<float>* data,
   return fabric_->Take(peer, rank_, tag, data, deadline);
 }
 
-void ThreadTransport::Abort(const std::string& why) { fabric_->Abort(why); }
+void ThreadTransport::Abort(const Status& why) { fabric_->Abort(why.message()); }
 
 std::vector<std::unique_ptr<Transport>> MakeThreadTransports(int ranks) {
   auto fabric = std::make_shared<ThreadFabric>(ranks);

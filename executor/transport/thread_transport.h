@@ -90,7 +90,7 @@ class ThreadTransport : public Transport {
   Status Recv(int peer, int64_t tag, std::vector<float>* data, Clock::time_point deadline) override;
   // Aborts the whole fabric: every rank's blocked and future Send/Recv fail with
   // "...: aborted: <why>". `why` is kept verbatim, so it should name the failing rank and op.
-  void Abort(const std::string& why) override;
+  void Abort(const Status& why) override;
 
   const std::shared_ptr<ThreadFabric>& fabric() const { return fabric_; }
 

@@ -27,9 +27,10 @@ class Transport {
   // aborted.
   virtual Status Recv(int peer, int64_t tag, std::vector<float>* data,
                       Clock::time_point deadline) = 0;
-  // Makes every rank's pending and future Send/Recv fail fast with `why` (a rank that fails
-  // calls this so the others stop instead of waiting for it).
-  virtual void Abort(const std::string& why) = 0;
+  // Makes every rank's pending and future Send/Recv fail fast with `why`'s message (a rank that
+  // fails calls this so the others stop instead of waiting for it). Its code decides the exit
+  // status where the abort ends the process (MPI): 2 for kOutOfMemory, else 1.
+  virtual void Abort(const Status& why) = 0;
 };
 
 }  // namespace meshplan::exec

@@ -63,4 +63,35 @@ rc=$?
 grep -q "meshplan: rank 2: aborting the MPI job: rank 2 op 3 .*injected failure" "$work/err" ||
   fail "no abort line naming rank 2 op 3"
 [ ! -e "$work/failed" ] || fail "a failed run left outputs"
+# Issue 33: a failure on any rank, rank 0 included, leaves no outputs of an earlier run in DIR
+# (rank 0 removes them when every rank is ready, before anything runs), exit 1; other files stay.
+for failing in 0:2 1:2; do
+  mkdir -p "$work/earlier"
+  for f in o lse dq dk dv; do echo "earlier run" >"$work/earlier/$f.npy"; done
+  echo "not an output" >"$work/earlier/notes.txt"
+  "$mpiexec" -np 4 --oversubscribe --allow-run-as-root "$meshplan" execute "$work/plan.toml" \
+    --transport mpi --inject-fail "$failing" --outputs "$work/earlier" >"$work/out" 2>"$work/err"
+  rc=$?
+  [ "$rc" -eq 1 ] || fail "--inject-fail $failing: mpirun exited $rc, expected 1"
+  for f in o lse dq dk dv; do
+    [ ! -e "$work/earlier/$f.npy" ] || fail "--inject-fail $failing left the earlier run's $f.npy"
+  done
+  [ -e "$work/earlier/notes.txt" ] || fail "--inject-fail $failing removed a file that is no output"
+done
+# A refusal before the run (a rank that cannot read its inputs) leaves them.
+for f in o lse dq dk dv; do echo "earlier run" >"$work/earlier/$f.npy"; done
+"$mpiexec" -np 4 --oversubscribe --allow-run-as-root "$meshplan" execute "$work/plan.toml" \
+  --transport mpi --inputs "$work/no-such-dir" --outputs "$work/earlier" >"$work/out" 2>"$work/err"
+rc=$?
+[ "$rc" -eq 2 ] || fail "missing inputs: mpirun exited $rc, expected 2"
+[ -e "$work/earlier/o.npy" ] || fail "a refused run removed the earlier outputs"
+
+# A silent rank: the rank it starved reports, naming it, in one line; exit 1.
+"$mpiexec" -np 4 --oversubscribe --allow-run-as-root "$meshplan" execute "$work/plan.toml" \
+  --transport mpi --inject-silent 2 --timeout-s 1 >"$work/out" 2>"$work/err"
+rc=$?
+[ "$rc" -eq 1 ] || fail "--inject-silent 2: mpirun exited $rc, expected 1"
+[ "$(grep -c '^meshplan: ' "$work/err")" -eq 1 ] || fail "--inject-silent 2: not one meshplan line"
+grep -q "^meshplan: rank [0-9]*: aborting the MPI job: .*recv from rank 2 .*(rank 2 sends nothing" \
+  "$work/err" || fail "--inject-silent 2: the line does not name the silent rank"
 echo "execute_mpi: passed"

@@ -219,7 +219,7 @@ std::string FlushCompletesSends(MpiTransport& t) {
 int RunAbortCase(MpiTransport& t) {
   if (t.rank() == 1) {
     std::this_thread::sleep_for(milliseconds(200));
-    t.Abort("rank 1: op 0 (test): injected failure");
+    t.Abort(Status::Internal("rank 1: op 0 (test): injected failure"));
   }
   std::vector<float> got;
   Status st = t.Recv(1, 5, &got, Clock::now() + std::chrono::seconds(60));

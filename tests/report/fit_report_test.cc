@@ -62,14 +62,14 @@ TEST(FitReport, SmallestClusterTableAndJson) {
   found.time_s = 6.5;
   found.peak_memory_bytes = 1e10;
   found.sizes_tried = 8;
-  const std::string table = SmallestClusterTable(Workload::Default(), 1e9, TimeBudget{10}, found);
+  const std::string table = SmallestClusterTable(Workload::Default(), 1e9, TimeBudget{10, 1, ""}, found);
   EXPECT_NE(table.find("reserved: "), std::string::npos) << table;
   // Without a model the budget is one attention layer's (never "a step").
   EXPECT_NE(table.find("budget:   10.000 s for one attention layer (fwd+bwd)\n"), std::string::npos)
       << table;
   EXPECT_NE(table.find("smallest cluster: 64 GPUs (dgx@64, 8 sizes tried)\n"), std::string::npos)
       << table;
-  const std::string json = SmallestClusterJson(Workload::Default(), TimeBudget{10}, found);
+  const std::string json = SmallestClusterJson(Workload::Default(), TimeBudget{10, 1, ""}, found);
   EXPECT_EQ(json.rfind("{\"topology\":\"dgx@64\",\"gpus\":64,", 0), 0u) << json;
   EXPECT_NE(json.find("\"sizes_tried\":8}\n"), std::string::npos) << json;
 }

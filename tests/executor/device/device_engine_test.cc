@@ -190,7 +190,7 @@ void RunOneRankPerProcess(const Prepared& p) {
       auto run = engine.Run();
       if (!run.ok()) {
         status[r] = run.status();
-        transports[r]->Abort(status[r].message());
+        transports[r]->Abort(status[r]);
         return;
       }
       outs[r] = OutputTensors(p.w);

@@ -217,7 +217,7 @@ TEST(ThreadTransportTest, AbortFromOneRankWakesBlockedReceivesOnOthers) {
   }
   std::this_thread::sleep_for(milliseconds(100));
   const auto abort_time = Clock::now();
-  transports[0]->Abort("rank 0: op 3 (compute): injected failure");
+  transports[0]->Abort(Status::Internal("rank 0: op 3 (compute): injected failure"));
   for (std::thread& t : blocked) t.join();
   const auto woke_after = Clock::now() - abort_time;
   EXPECT_LT(woke_after, milliseconds(1000));
@@ -234,8 +234,8 @@ TEST(ThreadTransportTest, AbortFromOneRankWakesBlockedReceivesOnOthers) {
 TEST(ThreadTransportTest, AfterAbortSendAndRecvFailFastEvenWithQueuedMessages) {
   auto transports = MakeThreadTransports(2);
   ASSERT_TRUE(transports[0]->Send(1, 5, {1.0f, 2.0f}).ok());
-  transports[1]->Abort("first reason");
-  transports[0]->Abort("second reason");  // the first reason is kept
+  transports[1]->Abort(Status::Internal("first reason"));
+  transports[0]->Abort(Status::Internal("second reason"));  // the first reason is kept
   Status sent = transports[0]->Send(1, 6, {3.0f});
   ASSERT_FALSE(sent.ok());
   EXPECT_EQ(sent.message(), "rank 0: send to rank 1 tag 6: aborted: first reason");
