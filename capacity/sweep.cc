@@ -147,7 +147,10 @@ Result<std::vector<SweepRow>> RunSweep(const SweepSpec& spec, const Progress& pr
           row.fits = best->fits;
           row.all_layers_s = best->model_layers_s;
           if (spec.simulate) {
-            auto simulated = sim::SimulatedSeconds(ctx, best->params);
+            sim::SimOptions replay;
+            replay.memory_limit_bytes = spec.replay_memory_limit_bytes;
+            replay.memory_limit_source = spec.replay_memory_limit_source;
+            auto simulated = sim::SimulatedSeconds(ctx, best->params, replay);
             if (!simulated.ok()) {
               return simulated.status().WithContext(
                   PointName(cluster.original->name, gpus, seq) + ": simulating " +

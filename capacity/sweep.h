@@ -28,6 +28,10 @@ struct SweepSpec {
   Workload base;                     // everything but seq_len
   double reserved_memory_bytes = 0;
   bool simulate = false;  // also replay each point's best plan per scheme
+  // With `simulate`: the host memory each replay may use (sim::SimOptions::memory_limit_bytes;
+  // 0: no limit); a point past it ends the sweep with one line naming the point.
+  double replay_memory_limit_bytes = 0;
+  std::string replay_memory_limit_source;
 };
 
 // A sweep plans at most this many points (topology x GPU count x sequence length): each list

@@ -59,7 +59,8 @@ Status RunHostThreads(const Schedule& schedule, const Workload& workload, const 
   for (int r = 0; r < ranks; ++r) {
     threads.emplace_back([&, r] {
       try {
-        HostDeviceOps ops(workload, {transports[r].get(), options.recv_timeout, options.silent_rank});
+        HostDeviceOps ops(workload,
+                          {transports[r].get(), options.recv_timeout, options.silent_rank});
         std::vector<uint8_t> local(static_cast<size_t>(ranks), 0);
         local[r] = 1;
         auto run = RunEngine(schedule, workload, inputs, options, ops, std::move(local), outputs,

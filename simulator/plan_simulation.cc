@@ -1,10 +1,13 @@
 #include "simulator/plan_simulation.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <optional>
 #include <utility>
 
 #include "core/kernel_time.h"
+#include "core/units.h"
 #include "planner/plan_schedule.h"
 #include "planner/schemes/registry.h"
 #include "simulator/rank_symmetry.h"
@@ -37,7 +40,39 @@ std::vector<std::string> DimNames(const Plan& plan) {
   return names;
 }
 
+double ProgramBytes(const RankProgram& program) {
+  return static_cast<double>(program.ops.capacity() * sizeof(Op) +
+                             program.deps.capacity() * sizeof(uint32_t));
+}
+
+// The one line for a replay whose projected need passed the limit, with the GPU count that
+// would fit if the need grows as the square of the GPUs (ranks x ops per rank, both ~P for the
+// ring family; the Mesh family grows slower, so the figure is a floor).
+Status MemoryRefusal(double projected_bytes, double program_bytes, int64_t kept_ranks, int64_t gpus,
+                     const SimOptions& options, const std::string& symmetry_note) {
+  const double scale = std::sqrt(options.memory_limit_bytes / projected_bytes);
+  int64_t fit = 1;
+  while (fit * 2 <= static_cast<int64_t>(static_cast<double>(gpus) * scale)) fit *= 2;
+  return Status::Invalid("replaying this plan needs about " + FormatBytes(projected_bytes) +
+                         " of host memory (" + std::to_string(kept_ranks) +
+                         " ranks' programs of about " + FormatBytes(program_bytes) + " each" +
+                         (symmetry_note.empty() ? "" : "; symmetry classes " + symmetry_note) +
+                         "), more than " + FormatBytes(options.memory_limit_bytes) + " (" +
+                         options.memory_limit_source + "); at most about " + std::to_string(fit) +
+                         " GPUs of this plan fit; --max-memory sets the limit");
+}
+
 }  // namespace
+
+double ProjectedReplayBytes(double seen_program_bytes, int64_t seen_ranks, int64_t kept_ranks,
+                            bool view_only) {
+  // The replay's peak per byte of expanded program kept, measured on 1024-GPU plans (peak RSS
+  // over the programs' bytes, docs/simulator.md): 0.53 (Mesh) to 1.0 (Ring) for the timing view,
+  // 1.9 to 2.1 with op times (the full schedule beside its replay state).
+  const double state_per_program_byte = view_only ? 1.0 : 2.1;
+  return seen_program_bytes / static_cast<double>(std::max<int64_t>(seen_ranks, 1)) *
+         static_cast<double>(kept_ranks) * state_per_program_byte;
+}
 
 Result<PlanSimulation> SimulatePlan(const Plan& plan, const Topology& topology,
                                     const SimOptions& caller_options) {
@@ -72,6 +107,21 @@ Result<PlanSimulation> SimulatePlan(const Plan& plan, const Topology& topology,
     if (symmetry) check.emplace(*symmetry, DimNames(plan));
     bool checking = check.has_value();  // no pair has failed yet
     bool dropped = false;               // a rank's program was dropped unviewed
+    // The memory the replay will need, projected as the programs come (SimOptions).
+    const int64_t kept_ranks = symmetry ? symmetry->Classes() : topology.num_gpus();
+    double seen_bytes = 0, projected_bytes = 0;
+    int64_t seen_ranks = 0;
+    bool over_limit = false;
+    auto keep = [&](RankProgram& program) {  // false: over the limit, program dropped
+      if (options.memory_limit_bytes <= 0) return true;
+      if (!over_limit) {
+        seen_bytes += ProgramBytes(program);
+        projected_bytes = ProjectedReplayBytes(seen_bytes, ++seen_ranks, kept_ranks, view_only);
+        over_limit = projected_bytes > options.memory_limit_bytes;
+      }
+      if (over_limit) program = RankProgram{};
+      return !over_limit;
+    };
     planner::RankProgramHook hook;
     int64_t handed = 0;
     if (view_only) {
@@ -83,10 +133,16 @@ Result<PlanSimulation> SimulatePlan(const Plan& plan, const Topology& topology,
           program = RankProgram{};
           return;
         }
-        sink.Take(rank, program);
+        if (keep(program)) sink.Take(rank, program);
       };
+    } else if (options.memory_limit_bytes > 0) {
+      hook = [&](int64_t, RankProgram& program) { keep(program); };
     }
     MESHPLAN_ASSIGN_OR_RETURN(auto expanded, planner::ExpandPlan(plan, topology, hook));
+    if (over_limit) {
+      return MemoryRefusal(projected_bytes, seen_bytes / static_cast<double>(seen_ranks),
+                           kept_ranks, topology.num_gpus(), options, symmetry_note);
+    }
     if (check) {
       const Status verified = check->Verify(expanded.schedule.groups);
       if (!verified.ok()) {

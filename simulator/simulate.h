@@ -38,7 +38,19 @@ struct SimOptions {
   // SimulatePlan only: called as the expansion hands over each rank's program (Mesh schedules
   // hand them over while expanding; the others after), with the ranks handed over so far.
   std::function<void(int64_t done_ranks, int64_t total_ranks)> expansion_progress;
+  // SimulatePlan only, > 0: the host memory the replay may use. After each rank's program the
+  // need is projected from the programs seen so far (ProjectedReplayBytes); past the limit the
+  // expansion keeps no more programs and SimulatePlan fails with one line (kInvalidInput) naming
+  // the need, the limit and `memory_limit_source`, before the replay allocates anything.
+  double memory_limit_bytes = 0;
+  std::string memory_limit_source;
 };
+
+// The host memory a replay of `kept_ranks` programs needs, projected from `seen_program_bytes`,
+// the expanded programs (ops and deps) of the first `seen_ranks` of them: their mean times the
+// ranks kept, times the replay's own state per program byte (measured: docs/simulator.md).
+double ProjectedReplayBytes(double seen_program_bytes, int64_t seen_ranks, int64_t kept_ranks,
+                            bool view_only);
 
 inline constexpr int64_t kProgressEvents = int64_t{1} << 16;
 

@@ -6,25 +6,25 @@
 #include "core/kernel_time.h"
 #include "planner/schemes/registry.h"
 #include "planner/strategy.h"
+#include "simulator/plan_simulation.h"
 #include "simulator/simulate.h"
 
 namespace meshplan::sim {
 
-Result<double> SimulatedSeconds(const planner::PlanContext& ctx, const SchemeParams& params) {
-  const std::unique_ptr<planner::Strategy> strategy = planner::MakeStrategy(params.scheme);
-  MESHPLAN_ASSIGN_OR_RETURN(auto schedule, strategy->Expand(ctx, params));
-  const std::vector<RankDim> dims = planner::RankDims(params);
-  MESHPLAN_RETURN_IF_ERROR(ValidatePlacement(dims, params.placement));
-  const Placement placement(dims, params.placement);
-  std::vector<int64_t> rank_to_gpu(static_cast<size_t>(schedule.num_ranks));
-  for (int64_t r = 0; r < schedule.num_ranks; ++r)
-    rank_to_gpu[static_cast<size_t>(r)] = placement.GpuOf(r);
-  SimOptions options;
-  options.record_op_times = false;
-  options.head_dim = ctx.workload.head_dim;
-  MESHPLAN_ASSIGN_OR_RETURN(
-      auto result, Simulate(schedule, ctx.topology, rank_to_gpu, ctx.workload.dtype, options));
-  return result.total_s + FrameworkOverheadSeconds(ctx.topology, ctx.workload.pass);
+Result<double> SimulatedSeconds(const planner::PlanContext& ctx, const SchemeParams& params,
+                                const SimOptions& options) {
+  // The plan these parameters make on ctx's cluster, replayed as `meshplan simulate` replays a
+  // plan file (timing view, symmetry classes, the memory limit): one path for both.
+  Plan plan;
+  plan.params = params;
+  plan.workload = ctx.workload;
+  plan.topology_name = ctx.topology.name;
+  plan.attention_kernel = ctx.topology.gpu.attention_kernel;
+  plan.num_gpus = ctx.topology.num_gpus();
+  SimOptions replay = options;
+  replay.record_op_times = false;
+  MESHPLAN_ASSIGN_OR_RETURN(auto simulated, SimulatePlan(plan, ctx.topology, replay));
+  return simulated.result.total_s;  // the framework's overhead included (SimulatePlan)
 }
 
 Result<double> SimulationTimer::Seconds(const planner::PlanContext& ctx,

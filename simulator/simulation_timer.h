@@ -9,14 +9,17 @@
 #include "core/status.h"
 #include "planner/context.h"
 #include "planner/plan_timer.h"
+#include "simulator/simulate.h"
 
 namespace meshplan::sim {
 
-// Expands `params` on ctx's workload and topology, places the ranks by params' placement and
-// replays the schedule with sim::Simulate (no op times kept). Returns the simulated step seconds.
-// Errors: expansion errors, an invalid placement, replay errors, passed through.
+// The plan `params` make on ctx's workload and topology, replayed by SimulatePlan (no op times
+// kept; `options` gives the memory limit and progress). Returns the simulated seconds of one
+// attention layer (fwd and/or bwd). Errors: SimulatePlan's, passed through (a replay past
+// options.memory_limit_bytes is refused with kInvalidInput).
 // REQUIRES: the plan is valid (its strategy's Evaluate says so).
-Result<double> SimulatedSeconds(const planner::PlanContext& ctx, const SchemeParams& params);
+Result<double> SimulatedSeconds(const planner::PlanContext& ctx, const SchemeParams& params,
+                                const SimOptions& options = {});
 
 // SimulatedSeconds behind the planner's PlanTimer interface.
 class SimulationTimer : public planner::PlanTimer {

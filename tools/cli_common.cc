@@ -10,6 +10,7 @@
 #include "core/topology_catalog.h"
 #include "core/topology_toml.h"
 #include "core/units.h"
+#include "executor/host_memory.h"
 
 namespace meshplan::tools {
 
@@ -237,6 +238,19 @@ void NoteHeadDim(const Topology& topology, int64_t head_dim, bool quiet) {
   const std::string caveat = topology.gpu.HeadDimCaveat(head_dim);
   if (quiet || caveat.empty()) return;
   std::fprintf(stderr, "meshplan: note: %s: %s\n", topology.source.c_str(), caveat.c_str());
+}
+
+Status SetReplayMemoryLimit(const std::string& max_memory, sim::SimOptions* options) {
+  if (max_memory.empty()) {
+    options->memory_limit_bytes = exec::AvailableHostMemoryBytes();
+    options->memory_limit_source = "available now, from /proc/meminfo and the cgroup limit";
+    return Status::Ok();
+  }
+  auto bytes = ParseCount(max_memory);
+  if (!bytes.ok()) return bytes.status().WithContext("--max-memory");
+  options->memory_limit_bytes = static_cast<double>(*bytes);
+  options->memory_limit_source = "--max-memory " + max_memory;
+  return Status::Ok();
 }
 
 Status CheckFormat(const std::string& format, const std::vector<std::string>& allowed) {

@@ -13,6 +13,7 @@
 #include "core/topology.h"
 #include "core/workload.h"
 #include "core/workload_fields.h"
+#include "simulator/simulate.h"
 
 namespace meshplan::tools {
 
@@ -112,6 +113,10 @@ Status CheckWritableOutput(const std::string& path);
 // Prints "meshplan: note: SOURCE: ..." on stderr when `topology`'s kernel curve does not carry
 // over to `head_dim` (GpuSpec::HeadDimCaveat), unless `quiet`.
 void NoteHeadDim(const Topology& topology, int64_t head_dim, bool quiet);
+
+// --max-memory of a replay (simulate, sweep --simulate): sets options->memory_limit_bytes and
+// its source for the message; "" is the host memory available now (/proc/meminfo, cgroup).
+Status SetReplayMemoryLimit(const std::string& max_memory, sim::SimOptions* options);
 
 // --format table|json|csv
 Status CheckFormat(const std::string& format, const std::vector<std::string>& allowed);

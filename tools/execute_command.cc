@@ -44,8 +44,8 @@ int RunInProcess(const ExecuteFlags& flags) {
     }
     if (run.status().code() == ErrorCode::kOutOfMemory) {
       // As std::bad_alloc anywhere (tools/exception_guard.h): exit 2, "out of memory".
-      return ReportError(Status::OutOfMemory("out of memory: " + run.status().message() +
-                                             stale.Suffix()));
+      return ReportError(
+          Status::OutOfMemory("out of memory: " + run.status().message() + stale.Suffix()));
     }
     std::fprintf(stderr, "meshplan: error: run failed: %s%s\n",
                  EscapeControlBytes(run.status().message()).c_str(), stale.Suffix().c_str());

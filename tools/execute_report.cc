@@ -68,8 +68,7 @@ int FinishExecution(const ExecuteFlags& flags, const Prepared& p,
   const bool passed = !r.checked || r.check.passed();
   if (passed && !flags.outputs.empty()) {
     auto written = exec::WriteOutputFiles(flags.outputs, p.run.plan.workload, outputs);
-    if (!written.ok())
-      return ReportError(Status::Io(written.status().message() + stale.Suffix()));
+    if (!written.ok()) return ReportError(Status::Io(written.status().message() + stale.Suffix()));
     r.written = std::move(written).value();
   }
   std::fputs(
@@ -80,8 +79,7 @@ int FinishExecution(const ExecuteFlags& flags, const Prepared& p,
   if (!passed) {
     std::fprintf(stderr, "meshplan: error: check failed: %s%s%s\n",
                  report::DescribeCheckFailure(r.check).c_str(),
-                 flags.outputs.empty() ? "" : "; no outputs written",
-                 stale.Suffix().c_str());
+                 flags.outputs.empty() ? "" : "; no outputs written", stale.Suffix().c_str());
     return kExitFailure;
   }
   return kExitOk;

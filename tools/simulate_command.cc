@@ -41,6 +41,7 @@ struct SimulateFlags {
   bool no_coalesce = false;
   bool no_symmetry = false;
   std::string model_name;  // --model: the model whose layers the plan serves
+  std::string max_memory;  // --max-memory: host memory the replay may use ("": available now)
 };
 
 // A rank or the end of a range: digits only, below `ranks`.
@@ -131,6 +132,8 @@ int RunSimulate(const SimulateFlags& flags) {
   options.record_op_times = !flags.trace.empty() || !flags.timeline.empty();
   options.coalesce_compute = !flags.no_coalesce;
   options.use_symmetry = !flags.no_symmetry;
+  if (Status st = SetReplayMemoryLimit(flags.max_memory, &options); !st.ok())
+    return ReportError(st);
   if (!flags.quiet) {
     auto line = std::make_shared<ProgressLine>();
     options.expansion_progress = [line](int64_t done, int64_t total) {
@@ -252,6 +255,11 @@ Runner RegisterSimulateCommand(CLI::App& app) {
                 "Replay every rank, not one representative per symmetry class (the same result up "
                 "to rounding; "
                 "slower, and far larger at thousands of ranks)");
+  cmd->add_option("--max-memory", flags->max_memory,
+                  "Host memory the replay may use (e.g. 16G; K, M, G are binary); a plan whose "
+                  "replay is projected to need more is refused as its programs are expanded, "
+                  "before the replay (default: the memory available now, from /proc/meminfo "
+                  "and the cgroup limit)");
   cmd->add_flag("--quiet,-q", flags->quiet,
                 "No progress messages on stderr (replays over 2 s report every second)");
   return [flags] { return RunSimulate(*flags); };

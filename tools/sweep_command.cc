@@ -35,6 +35,7 @@ struct SweepFlags {
   std::string sweep_file;
   std::string plot;  // directory for the SVG charts
   bool quiet = false;
+  std::string max_memory;  // --max-memory: host memory each replay may use
 };
 
 // The flags given on the command line as a layer of sweep settings (over the sweep file's).
@@ -115,6 +116,18 @@ int RunSweepCommand(const SweepFlags& flags, const CLI::App& cmd) {
   }
   auto spec = MakeSpec(flags, cmd);
   if (!spec.ok()) return ReportError(spec.status());
+  if (!flags.max_memory.empty() && !spec->simulate) {
+    return ReportError(
+        Status::Invalid("--max-memory: limits the replays of --simulate, which "
+                        "this sweep does not make"));
+  }
+  if (spec->simulate) {
+    sim::SimOptions replay;
+    if (Status st = SetReplayMemoryLimit(flags.max_memory, &replay); !st.ok())
+      return ReportError(st);
+    spec->replay_memory_limit_bytes = replay.memory_limit_bytes;
+    spec->replay_memory_limit_source = replay.memory_limit_source;
+  }
   if (!flags.plot.empty() && spec->tps.size() > 1) {
     return ReportError(Status::Invalid(
         "--plot: the charts show one TP degree; sweep one --tp value at a time to plot"));
@@ -167,6 +180,10 @@ Runner RegisterSweepCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--simulate", flags->simulate,
                 "Also replay each point's best plan per scheme in the simulator");
+  cmd->add_option("--max-memory", flags->max_memory,
+                  "With --simulate: host memory each replay may use (e.g. 16G); a point whose "
+                  "replay is projected to need more ends the sweep with one line (default: the "
+                  "memory available now)");
   cmd->add_option("--format", flags->format, "Output: csv or json")->capture_default_str();
   cmd->add_option("--out,-o", flags->out, "Write the rows to this file instead of stdout");
   cmd->add_option(

@@ -21,8 +21,8 @@ int64_t TransferTag(const Transfer& t) { return (static_cast<int64_t>(t.src_op) 
 
 // A receive that ended at its deadline (not one aborted because another rank failed).
 bool TimedOut(const Status& received) {
-  return !received.ok() && received.message().find("no message within the deadline") !=
-                               std::string::npos &&
+  return !received.ok() &&
+         received.message().find("no message within the deadline") != std::string::npos &&
          received.message().find("aborted") == std::string::npos;
 }
 
@@ -442,9 +442,9 @@ Status HostDeviceOps::Exchange(const std::vector<Transfer>& transfers) {
             if (!root.empty())
               waited = Status::Io(root + deadline + " (" + recv_what + " waited on it)");
             if (config_.silent_rank >= 0) {
-              waited = Status::Io(waited.message() + " (rank " +
-                                  std::to_string(config_.silent_rank) +
-                                  " sends nothing: --inject-silent)");
+              waited =
+                  Status::Io(waited.message() + " (rank " + std::to_string(config_.silent_rank) +
+                             " sends nothing: --inject-silent)");
             }
           }
           MESHPLAN_RETURN_IF_ERROR(waited);
@@ -476,13 +476,13 @@ Status HostDeviceOps::Exchange(const std::vector<Transfer>& transfers) {
             config_.transport->Recv(t.src_rank, TransferTag(t), &payload, Clock::now() + timeout);
         if (TimedOut(received) && config_.silent_rank >= 0 && !t.silent) {
           // Stalled by the silent rank through others: its own receiver reports first.
-          received = config_.transport->Recv(t.src_rank, TransferTag(t), &payload,
-                                             Clock::now() + timeout);
+          received =
+              config_.transport->Recv(t.src_rank, TransferTag(t), &payload, Clock::now() + timeout);
         }
         if (TimedOut(received) && config_.silent_rank >= 0) {
-          received = Status::Io(received.message() + " (rank " +
-                                std::to_string(config_.silent_rank) +
-                                " sends nothing: --inject-silent)");
+          received =
+              Status::Io(received.message() + " (rank " + std::to_string(config_.silent_rank) +
+                         " sends nothing: --inject-silent)");
         }
         {
           std::lock_guard<std::mutex> lock(mutex_);

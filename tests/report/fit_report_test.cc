@@ -62,7 +62,8 @@ TEST(FitReport, SmallestClusterTableAndJson) {
   found.time_s = 6.5;
   found.peak_memory_bytes = 1e10;
   found.sizes_tried = 8;
-  const std::string table = SmallestClusterTable(Workload::Default(), 1e9, TimeBudget{10, 1, ""}, found);
+  const std::string table =
+      SmallestClusterTable(Workload::Default(), 1e9, TimeBudget{10, 1, ""}, found);
   EXPECT_NE(table.find("reserved: "), std::string::npos) << table;
   // Without a model the budget is one attention layer's (never "a step").
   EXPECT_NE(table.find("budget:   10.000 s for one attention layer (fwd+bwd)\n"), std::string::npos)

@@ -171,5 +171,44 @@ TEST(SimulatePlanTest, ProgressCountsCompletedOpsUpToTheSchedulesOps) {
   }
 }
 
+// Issue 33: the replay's memory, projected from the programs as they are expanded.
+TEST(SimulatePlanTest, ProjectedReplayBytesIsTheMeanProgramTimesTheRanksKept) {
+  // 1000 bytes over the first 4 ranks: 250 per rank; 16 ranks kept: 4000 bytes of programs.
+  // The timing view's replay needs 1.0 of that, a replay with op times 2.1 (measured factors).
+  EXPECT_DOUBLE_EQ(ProjectedReplayBytes(1000, 4, 16, true), 4000.0);
+  EXPECT_DOUBLE_EQ(ProjectedReplayBytes(1000, 4, 16, false), 8400.0);
+}
+
+TEST(SimulatePlanTest, AReplayPastTheMemoryLimitIsRefusedWithTheNeedAndTheGpusThatFit) {
+  const Workload w = SmallWorkload();
+  const Topology topology = testing::SmallCluster(4, 2);  // 8 GPUs
+  const Plan plan = PlanFor(w, topology, MeshParams(2, 4));
+  SimOptions options;
+  options.use_symmetry = false;       // every rank's program is kept
+  options.memory_limit_bytes = 1000;  // less than one rank's program (hundreds of ops of 72 B)
+  options.memory_limit_source = "--max-memory 1000";
+  const auto refused = SimulatePlan(plan, topology, options);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), ErrorCode::kInvalidInput);
+  const std::string& m = refused.status().message();
+  EXPECT_TRUE(Contains(m, "replaying this plan needs about ")) << m;
+  EXPECT_TRUE(Contains(m, "(8 ranks' programs of about ")) << m;
+  EXPECT_TRUE(Contains(m, "more than 1000 B (--max-memory 1000)")) << m;
+  // Under a need above the limit, at most half the GPUs fit (a power of two below 8).
+  EXPECT_TRUE(Contains(m, "at most about 4 GPUs") || Contains(m, "at most about 2 GPUs") ||
+              Contains(m, "at most about 1 GPUs"))
+      << m;
+
+  // The same plan under a limit it fits (1 GiB) replays, with the time it has without a limit.
+  options.memory_limit_bytes = double(1 << 30);
+  const auto fits = SimulatePlan(plan, topology, options);
+  ASSERT_TRUE(fits.ok()) << fits.status().message();
+  SimOptions unlimited;
+  unlimited.use_symmetry = false;
+  const auto reference = SimulatePlan(plan, topology, unlimited);
+  ASSERT_TRUE(reference.ok()) << reference.status().message();
+  EXPECT_EQ(fits->result.total_s, reference->result.total_s);
+}
+
 }  // namespace
 }  // namespace meshplan::sim

@@ -45,7 +45,8 @@ TEST_F(ExecuteFaults33, MemoryARankCannotGetIsOutOfMemoryWithExit2) {
   const std::string plan = (dir_ / "big.toml").string();
   testing::CliResult r =
       Run("plan -t dgx-h100-4gpu --seq 32K --heads 4 --kv-heads 4 --head-dim 128 --schemes ring "
-          "-q --out " + plan);
+          "-q --out " +
+          plan);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   for (const char* kib : {"400000", "800000"}) {
     const std::string err = (dir_ / "err").string();

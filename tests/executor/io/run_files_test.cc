@@ -62,10 +62,10 @@ class OutputFilesTest : public ::testing::Test {
     if (child == 0) {
       InstallTempFileCleanupOnSignals();
       const Workload w = Small();
-      auto written = WriteOutputFiles((dir_ / "out").string(), w, Outputs(w),
-                                      [&](const std::string& name) {
-                                        if (name == raise_after) ::raise(signal_number);
-                                      });
+      auto written =
+          WriteOutputFiles((dir_ / "out").string(), w, Outputs(w), [&](const std::string& name) {
+            if (name == raise_after) ::raise(signal_number);
+          });
       ::_exit(written.ok() ? 0 : 3);
     }
     int status = 0;
