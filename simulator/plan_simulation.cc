@@ -53,13 +53,18 @@ Status MemoryRefusal(double projected_bytes, double program_bytes, int64_t kept_
   const double scale = std::sqrt(options.memory_limit_bytes / projected_bytes);
   int64_t fit = 1;
   while (fit * 2 <= static_cast<int64_t>(static_cast<double>(gpus) * scale)) fit *= 2;
-  return Status::Invalid("replaying this plan needs about " + FormatBytes(projected_bytes) +
-                         " of host memory (" + std::to_string(kept_ranks) +
-                         " ranks' programs of about " + FormatBytes(program_bytes) + " each" +
-                         (symmetry_note.empty() ? "" : "; symmetry classes " + symmetry_note) +
-                         "), more than " + FormatBytes(options.memory_limit_bytes) + " (" +
-                         options.memory_limit_source + "); at most about " + std::to_string(fit) +
-                         " GPUs of this plan fit; --max-memory sets the limit");
+  const std::string programs = kept_ranks == 1
+                                   ? "one rank's program of about " + FormatBytes(program_bytes)
+                                   : std::to_string(kept_ranks) + " ranks' programs of about " +
+                                         FormatBytes(program_bytes) + " each";
+  // symmetry_note is empty while the classes are in use (it is set once they are proven).
+  const std::string classes = symmetry_note.empty() ? ": the symmetry classes' representatives"
+                                                    : "; symmetry classes " + symmetry_note;
+  return Status::Invalid(
+      "replaying this plan needs about " + FormatBytes(projected_bytes) + " of host memory (" +
+      programs + classes + "), more than " + FormatBytes(options.memory_limit_bytes) + " (" +
+      options.memory_limit_source + "); at most about " + std::to_string(fit) +
+      (fit == 1 ? " GPU" : " GPUs") + " of this plan fit; --max-memory sets the limit");
 }
 
 }  // namespace
