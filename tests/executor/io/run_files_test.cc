@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/temp_files.h"
+#include "executor/device/engine_outputs.h"
 #include "executor/io/npy.h"
 
 namespace meshplan::exec {
@@ -42,12 +43,7 @@ class OutputFilesTest : public ::testing::Test {
     return w;
   }
   static AttentionTensors<float> Outputs(const Workload& w) {
-    AttentionTensors<float> out;
-    out.o = TensorF(w.batch, w.seq_len, w.q_heads, w.head_dim);
-    out.lse = TensorF(w.batch, w.seq_len, w.q_heads, 1);
-    out.dq = TensorF(w.batch, w.seq_len, w.q_heads, w.head_dim);
-    out.dk = TensorF(w.batch, w.seq_len, w.kv_heads, w.head_dim);
-    out.dv = TensorF(w.batch, w.seq_len, w.kv_heads, w.head_dim);
+    AttentionTensors<float> out = OutputTensors(w);
     for (TensorF* t : {&out.o, &out.lse, &out.dq, &out.dk, &out.dv}) {
       for (size_t i = 0; i < t->data.size(); ++i) t->data[i] = static_cast<float>(i);
     }
