@@ -96,11 +96,16 @@ Schedule NewSchedule(const PlanContext& ctx, const SchemeParams& params, const S
   s.num_ranks = ctx.num_ranks;
   s.layout = layout;
   s.ranks.resize(static_cast<size_t>(ctx.num_ranks));
+  if (ctx.rank_done) return s;
   for (RankProgram& r : s.ranks) {
     r.ops.reserve(ops_per_rank);
     r.deps.reserve(2 * ops_per_rank);
   }
   return s;
+}
+
+void HandOver(const PlanContext& ctx, int64_t rank, RankProgram& program) {
+  if (ctx.rank_done) ctx.rank_done(rank, program);
 }
 
 }  // namespace meshplan::planner::sched

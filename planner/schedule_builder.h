@@ -60,8 +60,15 @@ std::optional<uint32_t> LastOnStream(const RankProgram& prog, StreamId stream);
 Status CheckGrid(const PlanContext& ctx, const SchemeParams& params, const ShardLayout& layout,
                  int64_t ulysses);
 
-// A schedule with num_ranks empty programs (ops reserved) and the given layout.
+// A schedule with num_ranks empty programs and the given layout; `ops_per_rank` ops are reserved
+// in each up front unless ctx.rank_done takes the programs as they complete (then each grows as
+// it is built, so that the programs handed over never all exist at once).
 Schedule NewSchedule(const PlanContext& ctx, const SchemeParams& params, const ShardLayout& layout,
                      size_t ops_per_rank);
+
+// Hands rank `rank`'s complete program to ctx.rank_done, when set, which may replace it (the
+// simulator keeps only its timing view): every scheme calls it as it finishes each rank, so that
+// an expansion never holds every rank's full program at once (PlanContext::rank_done).
+void HandOver(const PlanContext& ctx, int64_t rank, RankProgram& program);
 
 }  // namespace meshplan::planner::sched

@@ -263,6 +263,7 @@ Schedule ExpandHeadRing(const PlanContext& ctx, const SchemeParams& params,
                      bwd_out, Deps({LastOnStream(prog, StreamId::kCompute)}),
                      A2ADirection::kHeadsToSeq);
     }
+    sched::HandOver(ctx, g, prog);
   }
   return s;
 }

@@ -261,7 +261,7 @@ class MeshExpander {
         prog.ops.reserve(op_bound);
         prog.deps.reserve(dep_bound);
         EmitRank(prog, m, u, sc);
-        if (ctx_.rank_done) ctx_.rank_done(u + U_ * m, prog);  // complete: it may be replaced
+        sched::HandOver(ctx_, u + U_ * m, prog);  // complete: it may be replaced
       }
     }
     return sched;

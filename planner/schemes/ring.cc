@@ -125,6 +125,7 @@ Result<Schedule> RingStrategy::Expand(const PlanContext& ctx, const SchemeParams
       pass.own_shard_last = params.cache_forward;  // chain order: the last hop hides behind it
       sched::EmitRingPass(s.ranks[r], ctx, layout, pass);
     }
+    sched::HandOver(ctx, r, s.ranks[r]);
   }
   return s;
 }

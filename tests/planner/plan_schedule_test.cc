@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "planner/schemes/registry.h"
+#include "planner/strategy.h"
 #include "tests/planner/test_cluster.h"
 
 namespace meshplan::planner {
@@ -150,6 +151,45 @@ TEST(ExpandPlanTest, ComputeOpsSayHowMuchOfTheirBlockTheMaskCuts) {
   const auto full = Blocks(mesh, Cluster(2));
   EXPECT_FALSE(full.empty());
   for (const auto& [q, kv, cut] : full) EXPECT_EQ(cut, 0.0f) << q << "," << kv;
+}
+
+// Issue 33: every scheme hands each rank's program to PlanContext::rank_done as soon as the rank
+// is complete, so a consumer that replaces it (the simulator keeps only its timing view) never
+// has every rank's full program at once. Seen here: a hook that empties each program it gets
+// leaves the expanded schedule with every program empty, each rank handed over exactly once.
+TEST(ExpandPlanTest, EverySchemeHandsEachRankOverAsItCompletes) {
+  Workload w = MeshPlan(2, 4).workload;
+  w.kv_heads = 8;                        // Ulysses over all 8 GPUs needs 8 KV heads
+  const Topology topology = Cluster(2);  // 8 GPUs
+  for (const Scheme& scheme : AllSchemes()) {
+    const Strategy* strategy = FindStrategy(scheme);
+    ASSERT_NE(strategy, nullptr) << SchemeName(scheme);
+    PlanContext ctx(w, topology);
+    std::vector<int> handed(8, 0);
+    bool complete = true;  // every program handed over had ops
+    ctx.rank_done = [&](int64_t rank, RankProgram& program) {
+      ++handed[static_cast<size_t>(rank)];
+      complete = complete && !program.ops.empty();
+      program = RankProgram{};
+    };
+    int expanded = 0;
+    for (const SchemeParams& params : strategy->Enumerate(ctx)) {
+      std::fill(handed.begin(), handed.end(), 0);
+      auto schedule = strategy->Expand(ctx, params);
+      if (!schedule.ok()) continue;
+      ++expanded;
+      for (int r = 0; r < 8; ++r) {
+        EXPECT_EQ(handed[static_cast<size_t>(r)], 1)
+            << SchemeName(scheme) << " " << DescribeParams(params) << ": rank " << r;
+        EXPECT_TRUE(schedule->ranks[static_cast<size_t>(r)].ops.empty())
+            << SchemeName(scheme) << " " << DescribeParams(params) << ": rank " << r
+            << " was not handed over while expanding";
+      }
+      if (expanded == 3) break;  // a few parameter sets per scheme
+    }
+    EXPECT_GT(expanded, 0) << SchemeName(scheme) << ": no parameters expanded on 8 GPUs";
+    EXPECT_TRUE(complete) << SchemeName(scheme) << ": an empty program was handed over";
+  }
 }
 
 }  // namespace
