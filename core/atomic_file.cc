@@ -237,4 +237,23 @@ Status CheckOutputPath(const std::string& path) {
   return Status::Ok();
 }
 
+Status CheckOutputDirectory(const std::string& dir) {
+  namespace fs = std::filesystem;
+  if (dir.empty()) return Status::Invalid("an empty path, expected a directory");
+  std::error_code error;
+  fs::path existing(dir);
+  while (!existing.empty() && !fs::exists(existing, error)) existing = existing.parent_path();
+  if (existing.empty()) existing = ".";
+  const bool itself = existing == fs::path(dir);
+  if (!fs::is_directory(existing, error)) {
+    return Status::Invalid(
+        dir + (itself ? ": is not a directory, expected one for the output files"
+                      : ": cannot be created: " + existing.string() + " is not a directory"));
+  }
+  if (::access(existing.c_str(), W_OK) != 0) {
+    return Status::Invalid(dir + ": directory " + existing.string() + " is not writable");
+  }
+  return Status::Ok();
+}
+
 }  // namespace meshplan

@@ -37,4 +37,10 @@ Status WriteFileAtomically(const std::string& path, std::string_view contents);
 // expected a file to write", "directory D does not exist", "directory D is not writable".
 Status CheckOutputPath(const std::string& path);
 
+// Checks before any work that files can be written into directory `dir`, created (with its
+// missing parents) when it does not exist: an existing `dir` is a writable directory, else its
+// nearest existing ancestor is. Errors are kInvalidInput and name `dir`: "is not a directory",
+// "cannot be created: P is not a directory", "directory P is not writable".
+Status CheckOutputDirectory(const std::string& dir);
+
 }  // namespace meshplan

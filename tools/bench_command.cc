@@ -57,6 +57,8 @@ Result<capacity::BenchSpec> MakeSpec(BenchFlags& flags, report::BenchContext* co
   MESHPLAN_RETURN_IF_ERROR(CheckFlags(flags.run));
   if (!flags.out.empty())
     MESHPLAN_RETURN_IF_ERROR(CheckWritableOutput(flags.out).WithContext("--out"));
+  if (!flags.charts.empty())
+    MESHPLAN_RETURN_IF_ERROR(CheckOutputDirectory(flags.charts).WithContext("--plot"));
   capacity::BenchSpec spec;
   auto topology = LoadTopologyFlag(flags.topology);
   if (!topology.ok()) return topology.status();

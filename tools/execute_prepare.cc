@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "core/atomic_file.h"
 #include "core/attention_flops.h"
 #include "core/escape.h"
 #include "core/units.h"
@@ -53,6 +54,9 @@ Status CheckFlags(const ExecuteFlags& flags) {
     return Status::Invalid("--timeout-s: must be a number of seconds in [0.001, 1e6]");
   }
   if (auto repeat = RepeatCount(flags); !repeat.ok()) return repeat.status();
+  if (!flags.outputs.empty()) {
+    MESHPLAN_RETURN_IF_ERROR(CheckOutputDirectory(flags.outputs).WithContext("--outputs"));
+  }
   return CheckFormat(flags.format, {"table", "json"});
 }
 

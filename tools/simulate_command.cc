@@ -120,6 +120,12 @@ int RunSimulate(const SimulateFlags& flags) {
   if (flags.ranks < 0) {
     return ReportError(Status::Invalid("--slowest (--ranks): must not be negative"));
   }
+  // Output paths before any work: a bad one is refused (exit 2) before the replay.
+  for (const auto& [flag, path] :
+       {std::pair{"--trace", &flags.trace}, {"--timeline", &flags.timeline}}) {
+    if (path->empty()) continue;
+    if (Status st = CheckWritableOutput(*path); !st.ok()) return ReportError(st.WithContext(flag));
+  }
   auto plan = planner::LoadPlanFile(flags.plan);
   if (!plan.ok()) return ReportError(plan.status());
   auto topology = PlanTopology(flags.plan, flags.topology, *plan, flags.model);

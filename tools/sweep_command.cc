@@ -110,6 +110,10 @@ Status WriteSweepOutputs(const SweepFlags& flags, const std::vector<capacity::Sw
 
 int RunSweepCommand(const SweepFlags& flags, const CLI::App& cmd) {
   if (Status st = CheckFormat(flags.format, {"csv", "json"}); !st.ok()) return ReportError(st);
+  if (!flags.plot.empty()) {
+    if (Status st = CheckOutputDirectory(flags.plot); !st.ok())
+      return ReportError(st.WithContext("--plot"));
+  }
   if (!flags.out.empty()) {
     if (Status st = CheckWritableOutput(flags.out); !st.ok())
       return ReportError(st.WithContext("--out"));

@@ -317,13 +317,15 @@ TEST_F(Cli, SimulateNoCoalesceReplaysEveryOpToTheSameResult) {
   EXPECT_LT(number(view.out, "events"), number(every.out, "events"));
 }
 
-TEST_F(Cli, SimulateTraceIntoAMissingDirectoryIsAnIoFailure) {
+TEST_F(Cli, SimulateTraceIntoAMissingDirectoryIsRefused) {
   const std::string plan = (dir_ / "plan.toml").string();
   ASSERT_EQ(Run("plan -t " + FourNode() + " --seq 256K --schemes ring -q --out " + plan).exit_code,
             0);
   const std::string trace = (dir_ / "no/such/dir/trace.json").string();
   const RunResult r = Run("simulate " + plan + " --trace " + trace);
-  EXPECT_EQ(r.exit_code, 1) << r.err;
+  // Issue 33's exit-code contract: an output path that cannot be written is a refusal of input,
+  // exit 2, found before the replay (it was an I/O failure, exit 1, after it).
+  EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("no/such/dir/trace.json"), std::string::npos) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   EXPECT_TRUE(r.out.empty()) << r.out;
@@ -1001,10 +1003,11 @@ TEST_F(Cli, SimulateWritesAnSvgTimeline) {
   EXPECT_NE(r.err.find("wrote timeline"), std::string::npos) << r.err;
   EXPECT_NE(r.out.find("simulated"), std::string::npos) << r.out;  // the report still prints
 
-  // An unwritable path fails as I/O, with nothing on stdout and nothing created.
+  // An unwritable path is refused (exit 2 since issue 33's contract; it was exit 1 after the
+  // replay), with nothing on stdout and nothing created.
   const std::string bad = (dir_ / "no/such/dir/t.svg").string();
   r = Run("simulate " + plan + " --timeline " + bad);
-  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("no/such/dir/t.svg"), std::string::npos) << r.err;
   EXPECT_TRUE(r.out.empty()) << r.out;
   EXPECT_FALSE(fs::exists(dir_ / "no"));
