@@ -89,30 +89,44 @@ std::pair<int64_t, int64_t> ForEachPartialChunk(const Mask& mask,
   return {zones[0][1] + 1, zones[1][0] - 1};
 }
 
-// Integers x in [lo, hi] with x mod a == r (0 <= r < a).
-int64_t CountCongruent(int64_t lo, int64_t hi, int64_t r, int64_t a) {
-  auto upto = [&](int64_t n) { return n < r ? int64_t{0} : (n - r) / a + 1; };  // x in [0, n]
-  if (hi < lo) return 0;
-  return upto(hi) - (lo > 0 ? upto(lo - 1) : 0);
-}
-
-// Chunks in [lo, hi] whose shard is in KV group r (shard mod a == r): arithmetic for contiguous
-// (chunk x is shard x) and zigzag (x, or 2N - 1 - x past the middle), counted for balanced.
-int64_t GroupChunksIn(const ShardLayout& layout, int64_t lo, int64_t hi, int64_t r, int64_t a) {
-  if (hi < lo) return 0;
-  if (layout.kind == Layout::kBalanced) {
-    int64_t n = 0;
-    for (int64_t x = lo; x <= hi; ++x) n += ShardOfChunk(layout, x) % a == r ? 1 : 0;
-    return n;
+// Adds w for every shard of a range to the count of its KV group (shard mod a), in O(1) per
+// range: each group gets w x floor(L / a) and the L mod a groups from lo mod a on (cyclically) w
+// more, kept as a difference array until FlushInto.
+class ResidueAdder {
+ public:
+  explicit ResidueAdder(int64_t a) : a_(a), diff_(static_cast<size_t>(a) + 1, 0) {}
+  // Shards lo..hi.
+  void AddShards(int64_t lo, int64_t hi, int64_t w) {
+    if (hi < lo) return;
+    const int64_t length = hi - lo + 1;
+    all_ += (length / a_) * w;
+    const int64_t rem = length % a_, start = lo % a_;
+    if (rem == 0) return;
+    diff_[static_cast<size_t>(start)] += w;
+    if (start + rem <= a_) {
+      diff_[static_cast<size_t>(start + rem)] -= w;
+    } else {
+      diff_[static_cast<size_t>(a_)] -= w;
+      diff_[0] += w;
+      diff_[static_cast<size_t>(start + rem - a_)] -= w;
+    }
   }
-  if (layout.kind != Layout::kZigzag) return CountCongruent(lo, hi, r, a);
-  const int64_t shards = layout.num_shards;
-  const int64_t front = CountCongruent(lo, std::min(hi, shards - 1), r, a);
-  const int64_t back_lo = std::max(lo, shards);
-  const int64_t back =
-      hi < back_lo ? 0 : CountCongruent(2 * shards - 1 - hi, 2 * shards - 1 - back_lo, r, a);
-  return front + back;
-}
+  // Adds every group's total to counts[r] (r < a) and starts over.
+  void FlushInto(int64_t* counts) {
+    int64_t running = 0;
+    for (int64_t r = 0; r < a_; ++r) {
+      running += diff_[static_cast<size_t>(r)];
+      counts[r] += all_ + running;
+    }
+    std::fill(diff_.begin(), diff_.end(), 0);
+    all_ = 0;
+  }
+
+ private:
+  int64_t a_;
+  std::vector<int64_t> diff_;
+  int64_t all_ = 0;
+};
 
 // Calls f(q) for every contiguous query range of rank g's Q shards in the 2-D assignment with
 // Q-group size a (shards [a floor(g / a), + a)).
@@ -189,20 +203,34 @@ std::vector<int64_t> TilePairs(const ShardLayout& layout, const PairCounter& cou
   // Window, documents and prefix (contiguous, zigzag or balanced), and causal balanced: the key
   // chunks a query range sees in part are counted pair by pair, those it sees whole by their
   // number (ForEachPartialChunk), so a range costs its partial chunks, not every reachable one.
+  // The a ranks of one Q group (base + r, r < a) share its query ranges: each range is walked
+  // once for the group and each chunk credited to the rank whose KV group holds it.
   const std::vector<int64_t> doc_starts = DocStarts(mask);
   const int64_t chunk = ChunkTokens(layout);
-  for (int64_t g = 0; g < n_ranks; ++g) {
-    const int64_t r = g % a;
-    int64_t total = 0;
-    ForEachTileQueryRange(layout, a, g, [&](const TokenRange& q) {
-      // Chunks seen in part are counted; those seen whole add the range's rows times a chunk.
+  ResidueAdder whole(a);  // the chunks seen whole, by KV group, for one Q group at a time
+  for (int64_t base = 0; base < n_ranks; base += a) {
+    int64_t* tile = &out[static_cast<size_t>(base)];  // tile[r]: rank base + r
+    ForEachTileQueryRange(layout, a, base, [&](const TokenRange& q) {
       const auto [lo, hi] = ForEachPartialChunk(mask, doc_starts, chunk, q, [&](int64_t x) {
-        if (ShardOfChunk(layout, x) % a == r)
-          total += counter.Count(q.begin, q.end, x * chunk, (x + 1) * chunk);
+        tile[ShardOfChunk(layout, x) % a] +=
+            counter.Count(q.begin, q.end, x * chunk, (x + 1) * chunk);
       });
-      total += GroupChunksIn(layout, lo, hi, r, a) * q.size() * chunk;
+      // Chunks seen whole add the range's rows times a chunk, to the rank whose group holds them.
+      if (hi < lo) return;
+      const int64_t w = q.size() * chunk;
+      if (layout.kind == Layout::kBalanced || hi - lo + 1 <= a) {
+        for (int64_t x = lo; x <= hi; ++x) tile[ShardOfChunk(layout, x) % a] += w;
+      } else if (layout.kind == Layout::kZigzag) {
+        // Chunk x is shard x in front, shard 2N - 1 - x past the middle (core/layout.h).
+        const int64_t shards = layout.num_shards;
+        if (lo <= shards - 1) whole.AddShards(lo, std::min(hi, shards - 1), w);
+        if (hi >= shards)
+          whole.AddShards(2 * shards - 1 - hi, 2 * shards - 1 - std::max(lo, shards), w);
+      } else {
+        whole.AddShards(lo, hi, w);  // contiguous: chunk x is shard x
+      }
     });
-    out[g] = total;
+    whole.FlushInto(tile);
   }
   return out;
 }
@@ -226,21 +254,20 @@ std::vector<int64_t> TileCutRows(const ShardLayout& layout, const PairCounter& c
     std::fill(out.begin(), out.end(), per_rank);
     return out;
   }
+  // As TilePairs: each Q group's ranges walked once, each cut chunk credited to its KV group's
+  // rank.
   const std::vector<int64_t> doc_starts = DocStarts(mask);
   const int64_t chunk = ChunkTokens(layout);
-  for (int64_t g = 0; g < n_ranks; ++g) {
-    const int64_t r = g % a;
-    int64_t total = 0;
-    ForEachTileQueryRange(layout, a, g, [&](const TokenRange& q) {
+  for (int64_t base = 0; base < n_ranks; base += a) {
+    int64_t* tile = &out[static_cast<size_t>(base)];
+    ForEachTileQueryRange(layout, a, base, [&](const TokenRange& q) {
       // Only chunks seen in part can be cut.
       ForEachPartialChunk(mask, doc_starts, chunk, q, [&](int64_t x) {
-        if (ShardOfChunk(layout, x) % a != r) return;
         BlockWork work;
         AddRectangleWork(counter, q, TokenRange{x * chunk, (x + 1) * chunk}, &work);
-        total += work.cut_rows;
+        tile[ShardOfChunk(layout, x) % a] += work.cut_rows;
       });
     });
-    out[g] = total;
   }
   return out;
 }
