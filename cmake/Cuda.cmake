@@ -42,8 +42,11 @@ else()
   set(CMAKE_CUDA_STANDARD 17)
   set(CMAKE_CUDA_STANDARD_REQUIRED ON)
   set(CMAKE_CUDA_EXTENSIONS OFF)
-  # One CUDA runtime in every program: the shared libcudart that CUDA::cudart names.
-  set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
+  # One CUDA runtime in every program, linked in statically (CUDA::cudart_static): the binary then
+  # needs no libcudart at load time and plans on machines without CUDA (issue 32); the static
+  # runtime opens the driver (libcuda) itself at the first CUDA call, which fails with one line
+  # where there is none. cuDNN and NCCL (both opened at run time) carry their own runtimes.
+  set(CMAKE_CUDA_RUNTIME_LIBRARY Static)
   enable_language(CUDA)
   find_package(CUDAToolkit REQUIRED)
   set(MESHPLAN_HAVE_CUDA ON)

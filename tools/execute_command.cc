@@ -15,12 +15,10 @@
 #include "executor/execute.h"
 #include "executor/host_allocator.h"
 #include "executor/plan_run.h"
+#include "executor/transport/mpi_plugin.h"
 #include "tools/cli_common.h"
 #include "tools/commands.h"
 #include "tools/execute_run.h"
-#if MESHPLAN_HAVE_MPI
-#include "executor/transport/mpi_transport.h"
-#endif
 
 namespace meshplan::tools {
 namespace {
@@ -60,7 +58,6 @@ int RunInProcess(const ExecuteFlags& flags) {
                          run->first.peak_bytes);
 }
 
-#if MESHPLAN_HAVE_MPI
 int ExitCodeOf(const Status& status) {
   return status.code() == ErrorCode::kInvalidInput || status.code() == ErrorCode::kNotFound
              ? kExitInvalidInput
@@ -70,7 +67,8 @@ int ExitCodeOf(const Status& status) {
 // One process per rank. Every rank prepares (plan, schedule, inputs) itself; the job agrees that
 // all are ready (else the first failing rank, rank 0 first, prints its error and every rank exits
 // with its code); each runs its rank; rank 0 gathers, checks and prints.
-int RunMpi(const ExecuteFlags& flags, exec::MpiTransport& transport) {
+int RunMpi(const ExecuteFlags& flags, exec::MpiJob& mpi) {
+  exec::Transport& transport = mpi.transport();
   const int rank = transport.rank();
   auto prepared = PrepareExecution(flags);
   Status setup = prepared.ok() ? Status::Ok() : prepared.status();
@@ -105,7 +103,7 @@ int RunMpi(const ExecuteFlags& flags, exec::MpiTransport& transport) {
   }
   const Prepared& p = *prepared;
   if (rank != 0) {
-    if (Status st = transport.Flush(exec::Clock::now() + Timeout(flags)); !st.ok()) {
+    if (Status st = mpi.Flush(exec::Clock::now() + Timeout(flags)); !st.ok()) {
       transport.Abort(st.WithContext("rank " + std::to_string(rank) + ": gather"));
     }
     return kExitOk;
@@ -120,29 +118,20 @@ int RunMpi(const ExecuteFlags& flags, exec::MpiTransport& transport) {
           : "backend cpu, transport mpi, " + ranks + " ranks (one process per rank)";
   return FinishExecution(flags, p, job->gathered->outputs, job->runs, line, stale);
 }
-#endif  // MESHPLAN_HAVE_MPI
 
 int RunExecute(ExecuteFlags flags) {
   if (flags.transport.empty()) flags.transport = flags.backend == "cuda" ? "local" : "threads";
   // Before any thread starts: glibc fixes its arena count at the first thread's allocation.
   if (flags.backend != "cuda") exec::KeepFreedHostMemoryMapped();
   if (flags.transport != "mpi") return RunInProcess(flags);
-#if MESHPLAN_HAVE_MPI
-  // Flags first, so a bad flag needs no MPI; then MPI is initialised only for --transport mpi.
+  // Flags first, so a bad flag needs no MPI; then the MPI plug-in is opened and MPI initialised,
+  // only for --transport mpi (executor/transport/mpi_plugin.h).
   if (Status st = CheckFlags(flags); !st.ok()) return ReportError(st);
-  auto session = exec::MpiSession::Init(nullptr, nullptr);
-  if (!session.ok()) return ReportError(session.status().WithContext("--transport mpi"));
-  int code;
-  {
-    exec::MpiTransport transport(**session);
-    code = RunMpi(flags, transport);
-  }  // the transport drains its sends before the session finalizes MPI
+  auto job = exec::OpenMpiJob();
+  if (!job.ok()) return ReportError(job.status().WithContext("--transport mpi"));
+  const int code = RunMpi(flags, **job);
+  job->reset();  // drains the sends, then finalizes MPI
   return code;
-#else
-  return ReportError(
-      Status::Invalid("--transport mpi: this binary was built without MPI (install libopenmpi-dev "
-                      "and openmpi-bin, then rebuild)"));
-#endif
 }
 
 }  // namespace

@@ -42,4 +42,19 @@ grep -q "shipped clusters in $prefix/share/meshplan/topologies " "$work/out" ||
 "$meshplan" plan -t no-such-cluster >"$work/out" 2>"$work/err"
 [ $? -eq 2 ] || fail "an unknown name did not exit 2"
 grep -q "unknown cluster 'no-such-cluster'.*dgx-h100-4node" "$work/err" || fail "no list of names in the error"
+# Issue 32: with MPI in the build, the MPI plug-in is installed under LIBDIR/meshplan/ and the
+# installed binary finds it: as a singleton MPI process (no mpirun) a 4-rank plan is refused by
+# the plug-in's job ("this MPI job has 1 process"), not for want of the plug-in.
+if [ -e "$build_dir/tools/libmeshplan_mpi.so" ]; then
+  found=no
+  for f in "$prefix"/lib*/meshplan/libmeshplan_mpi.so "$prefix"/lib/*/meshplan/libmeshplan_mpi.so; do
+    [ -e "$f" ] && found=yes
+  done
+  [ "$found" = yes ] || fail "the MPI plug-in is not installed"
+  "$meshplan" plan -t dgx-h100-4gpu --seq 256 --heads 4 --kv-heads 2 --head-dim 16 --schemes ring \
+    -q --out p.toml >"$work/out" 2>"$work/err" || fail "plan -t dgx-h100-4gpu"
+  timeout 60 "$meshplan" execute p.toml -q --transport mpi >"$work/out" 2>"$work/err"
+  grep -q "this MPI job has 1 process" "$work/err" ||
+    fail "the installed binary did not open its MPI plug-in"
+fi
 echo "install_test: passed"

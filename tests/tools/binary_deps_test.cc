@@ -87,5 +87,19 @@ TEST(MeshplanBinary, DoesNotNeedNccl) {
   }
 }
 
+// Issue 32: the binary plans on a laptop or a login node without CUDA or MPI. The CUDA runtime is
+// linked in statically (it opens the driver itself), cuDNN and NCCL are opened at run time, and
+// MPI lives in the plug-in libmeshplan_mpi.so (executor/transport/mpi_plugin.h).
+TEST(MeshplanBinary, NeedsNoCudaRuntimeCudnnOrMpi) {
+  const auto needed = NeededLibraries(MESHPLAN_BINARY);
+  ASSERT_FALSE(needed.empty()) << MESHPLAN_BINARY << ": no DT_NEEDED entries found";
+  for (const std::string& n : needed) {
+    for (const char* library : {"libcudart", "libcudnn", "libcublas", "libcuda.", "libmpi"}) {
+      EXPECT_EQ(n.rfind(library, 0), std::string::npos)
+          << MESHPLAN_BINARY << " needs " << n << " (needs: " << Joined(needed) << ")";
+    }
+  }
+}
+
 }  // namespace
 }  // namespace meshplan

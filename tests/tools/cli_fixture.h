@@ -32,11 +32,12 @@ class CliFixture : public ::testing::Test {
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
-  // Runs `meshplan ARGS` through /bin/sh (ARGS is shell text), stdin from /dev/null.
-  CliResult Run(const std::string& args) {
+  // Runs `meshplan ARGS` through /bin/sh (ARGS is shell text), stdin from /dev/null; `env`
+  // (shell text, e.g. "NAME=value") is set for it alone.
+  CliResult Run(const std::string& args, const std::string& env = "") {
     const std::string out = (dir_ / "stdout").string(), err = (dir_ / "stderr").string();
-    const std::string cmd =
-        std::string(MESHPLAN_BINARY) + " " + args + " >" + out + " 2>" + err + " </dev/null";
+    const std::string cmd = (env.empty() ? "" : env + " ") + std::string(MESHPLAN_BINARY) + " " +
+                            args + " >" + out + " 2>" + err + " </dev/null";
     const int status = std::system(cmd.c_str());
     CliResult r;
     r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;

@@ -85,6 +85,22 @@ TEST_F(ExitCodes33, AnOutputPathThatCannotBeWrittenIsExit2BeforeAnyWork) {
   ExpectExit2("bench -t dgx-h100-4gpu --seq 256 -q --plot " + file);
 }
 
+// Issue 32: without the MPI plug-in (or without MPI in the build) --transport mpi is refused with
+// one line; the rest of meshplan does not need it.
+TEST_F(ExitCodes33, TransportMpiWithoutThePluginIsExit2WithOneLine) {
+  const std::string plan = Plan();
+  const testing::CliResult r = Run("execute " + plan + " -q --transport mpi",
+                                   "MESHPLAN_MPI_PLUGIN=" + (dir_ / "no-plugin.so").string());
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.err.rfind("meshplan: error: --transport mpi: mpi is not available", 0), 0u) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  // The same environment runs the plan on threads.
+  EXPECT_EQ(
+      Run("execute " + plan + " -q", "MESHPLAN_MPI_PLUGIN=" + (dir_ / "no-plugin.so").string())
+          .exit_code,
+      0);
+}
+
 TEST_F(ExitCodes33, ARunThatFailsAfterItStartedIsExit1) {
   const testing::CliResult r = Run("execute " + Plan() + " -q --inject-fail 1:0");
   EXPECT_EQ(r.exit_code, 1) << r.err;
