@@ -1,10 +1,13 @@
 // `meshplan calibrate` end to end: refusals before any measuring, and (CalibrateSmoke, run alone
 // by CTest) a calibrated machine predicting a real execute within a loose bound.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -79,25 +82,76 @@ TEST_F(CalibrateCli, RefusesBadFlagsBeforeMeasuring) {
 
 // Runs only where CTest starts it alone (tests/CMakeLists.txt: CalibrateSmoke, RUN_SERIAL), so
 // no other test shares the cores while it times them.
+// The CPU time other processes used while `phase` ran, in cores: all CPUs' busy time
+// (/proc/stat) minus what this test's children used (getrusage), over the phase's wall time.
+// Issue 32: the smoke test failed (ratio 2.17) when the calibration ran under one load and the
+// execute under another; comparing the two phases' foreign load tells such a run apart.
+template <typename Phase>
+double ForeignCores(Phase phase) {
+  auto busy_s = [] {
+    std::ifstream in("/proc/stat");
+    std::string cpu;
+    double user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
+    in >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq >> steal;
+    return (user + nice + system + irq + softirq + steal) /
+           static_cast<double>(sysconf(_SC_CLK_TCK));
+  };
+  auto children_s = [] {
+    rusage usage{};
+    getrusage(RUSAGE_CHILDREN, &usage);
+    return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+           1e-6 * static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
+  };
+  const double busy0 = busy_s(), children0 = children_s();
+  const auto start = std::chrono::steady_clock::now();
+  phase();
+  const double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double foreign = (busy_s() - busy0) - (children_s() - children0);
+  return wall > 0 ? std::max(0.0, foreign / wall) : 0.0;
+}
+
 TEST_F(CalibrateCli, SmokeCalibratedMachinePredictsAnExecute) {
   if (std::getenv("MESHPLAN_SERIAL_SMOKE") == nullptr)
     GTEST_SKIP() << "run by CTest as CalibrateSmoke";
   const fs::path machine = dir_ / "machine.toml", plan = dir_ / "plan.toml";
-  Ran r = Run("calibrate --quick --ranks 2 --head-dim 64 -q -o " + machine.string());
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  auto topo = LoadTopologyFile(machine.string());
-  ASSERT_TRUE(topo.ok()) << topo.status().message();
-  EXPECT_EQ(topo->num_gpus(), 2);
-  EXPECT_EQ(topo->gpu.ranks_per_device, 2);
-  EXPECT_TRUE(topo->gpu.copies_take_compute);  // the threads transport copies on the cores
-  r = Run("plan -t " + machine.string() +
-          " --seq 4K --heads 4 --kv-heads 4 --head-dim 64 --dtype fp32 --mask causal --pass fwd "
-          "--schemes ring"
-          " --out " +
-          plan.string());
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  r = Run("execute " + plan.string() + " -t " + machine.string() + " --repeat 3 -q --format json");
-  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // A calibration and an execute under different loads from other processes (CTest runs this
+  // test alone, but the machine may not be ours alone) compare two machines, not the model: such
+  // an attempt (foreign load differing by more than half a core between the phases) is
+  // measured again, at most 3 times; the bound below applies to the first undisturbed one.
+  constexpr double kMaxLoadChangeCores = 0.5;
+  Ran r;
+  double calibrate_load = 0, execute_load = 0;
+  for (int attempt = 1; attempt <= 3; ++attempt) {
+    calibrate_load = ForeignCores(
+        [&] { r = Run("calibrate --quick --ranks 2 --head-dim 64 -q -o " + machine.string()); });
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    auto topo = LoadTopologyFile(machine.string());
+    ASSERT_TRUE(topo.ok()) << topo.status().message();
+    EXPECT_EQ(topo->num_gpus(), 2);
+    EXPECT_EQ(topo->gpu.ranks_per_device, 2);
+    EXPECT_TRUE(topo->gpu.copies_take_compute);  // the threads transport copies on the cores
+    r = Run("plan -t " + machine.string() +
+            " --seq 4K --heads 4 --kv-heads 4 --head-dim 64 --dtype fp32 --mask causal --pass fwd "
+            "--schemes ring"
+            " --out " +
+            plan.string());
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    execute_load = ForeignCores([&] {
+      r = Run("execute " + plan.string() + " -t " + machine.string() +
+              " --repeat 3 -q --format json");
+    });
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    std::printf(
+        "attempt %d: other processes used %.2f cores during calibrate, %.2f during execute\n",
+        attempt, calibrate_load, execute_load);
+    if (std::abs(calibrate_load - execute_load) <= kMaxLoadChangeCores) break;
+  }
+  if (std::abs(calibrate_load - execute_load) > kMaxLoadChangeCores) {
+    GTEST_SKIP() << "the machine's load from other processes changed between calibrate ("
+                 << calibrate_load << " cores) and execute (" << execute_load
+                 << " cores) in 3 attempts: nothing to compare";
+  }
   // The median measured time over the simulated one. The bound: the fidelity target allows 20%
   // model error (docs/fidelity.md); a busy 2-core machine adds run-to-run noise, seen up to 40%
   // when another build shares it. 1.2 x 1.4 = 1.68 < 1.7, so noise and model error together stay
