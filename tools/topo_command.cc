@@ -1,10 +1,13 @@
 // `meshplan topo list|show|validate`: the shipped clusters, and inspecting and checking cluster
 // files.
 #include <cstdio>
+#include <fstream>
 #include <memory>
+#include <sstream>
 
 #include "core/atomic_file.h"
 #include "core/cluster_template.h"
+#include "core/nccl_tests_log.h"
 #include "core/topology_catalog.h"
 #include "core/topology_toml.h"
 #include "core/units.h"
@@ -113,6 +116,82 @@ int RunTopoNew(const ClusterTemplate& t, const std::string& out) {
   return kExitOk;
 }
 
+struct FromNcclTestsFlags {
+  std::string log;
+  std::string base;   // -t: the cluster whose level is set
+  std::string level;  // the level the log measured
+  std::string out;
+};
+
+// `topo from-nccl-tests`: the base cluster with one level's bandwidth set to the bus bandwidth
+// an nccl-tests log measured (its highest busbw), as a file on stdout or at `out`.
+int RunTopoFromNcclTests(const FromNcclTestsFlags& f) {
+  if (!f.out.empty()) {
+    if (Status st = CheckWritableOutput(f.out); !st.ok()) return ReportError(st.WithContext("-o"));
+  }
+  std::ifstream in(f.log, std::ios::binary);
+  if (!in) return ReportError(Status::NotFound(f.log + ": cannot read the nccl-tests log"));
+  std::ostringstream text;
+  text << in.rdbuf();
+  auto measured = ParseNcclTestsLog(text.str(), f.log);
+  if (!measured.ok()) return ReportError(measured.status());
+  auto cluster = LoadTopologyFlag(f.base);
+  if (!cluster.ok()) return ReportError(cluster.status());
+  NetworkLevel* level = nullptr;
+  std::string names;
+  bool innermost = false;
+  for (NetworkLevel& l : cluster->levels) {
+    names += (names.empty() ? "" : ", ") + l.name;
+    if (l.name == f.level) {
+      level = &l;
+      innermost = &l == &cluster->levels.front();
+    }
+  }
+  if (level == nullptr) {
+    return ReportError(Status::Invalid("--level: '" + f.level + "' is not a level of " +
+                                       cluster->name + " (" + names + ")"));
+  }
+  // busbw is a level's per-GPU rate only when the ranks cross that level alone.
+  if (innermost && measured->hosts > 1) {
+    std::fprintf(stderr,
+                 "meshplan: note: %s spans %lld hosts: its busbw includes the network between "
+                 "them; for %s measure the GPUs of one host\n",
+                 f.log.c_str(), static_cast<long long>(measured->hosts), f.level.c_str());
+  } else if (!innermost && measured->ranks > measured->hosts && measured->hosts > 0) {
+    std::fprintf(stderr,
+                 "meshplan: note: %s has several ranks per host: NCCL's rings cross the network "
+                 "only between hosts, so busbw is above one NIC's rate; for %s measure one rank "
+                 "per host (mpirun -npernode 1 ... -g 1)\n",
+                 f.log.c_str(), f.level.c_str());
+  }
+  const double before_GBps = level->bandwidth_bytes_per_s / 1e9;
+  level->bandwidth_bytes_per_s = measured->peak_busbw_GBps * 1e9;
+  if (Status st = cluster->Validate(); !st.ok())
+    return ReportError(st.WithContext(f.log + ": the measured bandwidth"));
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "# %s: level %s's bandwidth_GBps set to %.4g (was %.4g), the highest bus bandwidth "
+                "(busbw) in %s%s%s: %.4g GB/s at %lld bytes, %lld rows, %lld ranks on %lld "
+                "host(s)%s%s\n",
+                cluster->name.c_str(), f.level.c_str(), measured->peak_busbw_GBps, before_GBps,
+                f.log.c_str(), measured->collective.empty() ? "" : ", ",
+                measured->collective.c_str(), measured->peak_busbw_GBps,
+                static_cast<long long>(measured->peak_bytes),
+                static_cast<long long>(measured->rows), static_cast<long long>(measured->ranks),
+                static_cast<long long>(measured->hosts), measured->device.empty() ? "" : ", ",
+                measured->device.c_str());
+  const std::string file = std::string(line) + TopologyToToml(*cluster);
+  if (f.out.empty()) {
+    std::fputs(file.c_str(), stdout);
+  } else {
+    if (Status st = WriteFileAtomically(f.out, file); !st.ok()) return ReportError(st);
+  }
+  std::fprintf(stderr, "meshplan: %s: %s bandwidth %.4g -> %.4g GB/s per GPU (busbw of %s)%s%s\n",
+               cluster->name.c_str(), f.level.c_str(), before_GBps, measured->peak_busbw_GBps,
+               f.log.c_str(), f.out.empty() ? "" : "; wrote ", f.out.c_str());
+  return kExitOk;
+}
+
 }  // namespace
 
 Runner RegisterTopoCommand(CLI::App& app) {
@@ -150,9 +229,25 @@ Runner RegisterTopoCommand(CLI::App& app) {
       ->capture_default_str();
   make->add_option("--name", template_flags->name, "The cluster's name (default GPU-NODESxGPUS)");
   make->add_option("--out,-o", *new_out, "Write the file here instead of stdout");
-  return [list, show, show_file, show_format, validate_file, make, template_flags,
-          new_out]() -> int {
+  auto nccl_flags = std::make_shared<FromNcclTestsFlags>();
+  CLI::App* from_nccl = topo->add_subcommand(
+      "from-nccl-tests",
+      "Write a cluster file whose level bandwidth is the bus bandwidth an nccl-tests log measured");
+  from_nccl->add_option("log", nccl_flags->log, "nccl-tests output (all_reduce_perf ... > LOG)")
+      ->required();
+  from_nccl
+      ->add_option("--topology,-t", nccl_flags->base,
+                   "The cluster to start from (FILE or shipped NAME)")
+      ->required();
+  from_nccl
+      ->add_option("--level", nccl_flags->level,
+                   "The level the log measured (nvlink for one node's GPUs, ib across nodes)")
+      ->required();
+  from_nccl->add_option("--out,-o", nccl_flags->out, "Write the file here instead of stdout");
+  return [list, show, show_file, show_format, validate_file, make, template_flags, new_out,
+          from_nccl, nccl_flags]() -> int {
     if (*make) return RunTopoNew(*template_flags, *new_out);
+    if (*from_nccl) return RunTopoFromNcclTests(*nccl_flags);
     if (*list) {
       auto dir = ShippedTopologyDir(ProgramTopologySearch());
       if (!dir.ok()) return ReportError(dir.status());

@@ -1,0 +1,56 @@
+// Issue 32: `meshplan topo from-nccl-tests LOG -t BASE --level NAME` writes the base cluster with
+// that level's bandwidth set to the log's highest bus bandwidth, a file the other commands read.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "core/topology_toml.h"
+#include "tests/tools/cli_fixture.h"
+
+namespace meshplan {
+namespace {
+
+using TopoFromNcclTests = testing::CliFixture;
+
+// One host, 8 ranks: all_reduce_perf -g 8 (rows cut down); busbw peaks at 362.41 (in-place, 1 GiB).
+constexpr const char* kOneHostLog =
+    "# nThread 1 nGpus 8 minBytes 8 maxBytes 1073741824 step: 2(factor)\n"
+    "#  Rank  0 Group  0 Pid  11 on     node-a device  0 [0x18] NVIDIA H100 80GB HBM3\n"
+    "#  Rank  1 Group  0 Pid  11 on     node-a device  1 [0x2a] NVIDIA H100 80GB HBM3\n"
+    "#       size         count      type   redop    root     time   algbw   busbw #wrong     "
+    "time   algbw   busbw #wrong\n"
+    "           8             2     float     sum      -1    30.10    0.00    0.00      0    "
+    "29.90    0.00    0.00      0\n"
+    "  1073741824     268435456     float     sum      -1   5190.2  206.88  362.04      0   "
+    "5185.1  207.08  362.41      0\n";
+
+TEST_F(TopoFromNcclTests, SetsTheLevelsBandwidthToThePeakBusbw) {
+  const std::string log = Write("ar.log", kOneHostLog);
+  const std::string out = (dir_ / "measured.toml").string();
+  const testing::CliResult r =
+      Run("topo from-nccl-tests " + log + " -t dgx-h100-1node --level nvlink -o " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("nvlink bandwidth 450 -> 362.4 GB/s per GPU"), std::string::npos) << r.err;
+  auto t = LoadTopologyFile(out);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_DOUBLE_EQ(t->levels[0].bandwidth_bytes_per_s, 362.41e9);
+  // The file plans.
+  EXPECT_EQ(Run("plan -t " + out + " --seq 64K -q --top 1").exit_code, 0);
+}
+
+TEST_F(TopoFromNcclTests, RefusesAnUnknownLevelAMissingLogAndALogWithoutRows) {
+  const std::string log = Write("ar.log", kOneHostLog);
+  ExpectRefused(
+      "topo from-nccl-tests " + log + " -t dgx-h100-1node --level pcie",
+      "--level: 'pcie' is not a level of dgx-h100-1node (nvlink, ib)");  // the file has an ib level
+                                                                         // of 1 node
+  const std::string missing = (dir_ / "missing.log").string();
+  ExpectRefused("topo from-nccl-tests " + missing + " -t dgx-h100-1node --level nvlink",
+                missing + ": cannot read the nccl-tests log");
+  const std::string empty = Write("empty.log", "# nothing\n");
+  ExpectRefusedWith("topo from-nccl-tests " + empty + " -t dgx-h100-1node --level nvlink",
+                    {"empty.log: no nccl-tests result rows"});
+}
+
+}  // namespace
+}  // namespace meshplan
