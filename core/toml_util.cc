@@ -122,6 +122,10 @@ size_t CaselessDistance(std::string_view a, std::string_view b) {
 }  // namespace
 
 std::string DidYouMean(std::string_view key, std::initializer_list<std::string_view> allowed) {
+  return DidYouMean(key, std::span<const std::string_view>(allowed.begin(), allowed.size()));
+}
+
+std::string DidYouMean(std::string_view key, std::span<const std::string_view> allowed) {
   std::string_view best;
   size_t best_distance = std::max<size_t>(2, key.size() / 4) + 1;
   for (std::string_view a : allowed) {
@@ -136,6 +140,37 @@ std::string DidYouMean(std::string_view key, std::initializer_list<std::string_v
 
 Status CheckTomlKeys(const toml::table& table, const std::string& prefix,
                      std::initializer_list<std::string_view> allowed, const std::string& source) {
+  return CheckTomlKeys(table, prefix,
+                       std::span<const std::string_view>(allowed.begin(), allowed.size()), source);
+}
+
+void CollectKeyProblems(const toml::table& table, const std::string& prefix,
+                        std::span<const std::string_view> allowed,
+                        std::span<const std::string_view> required,
+                        std::vector<std::string>* problems) {
+  auto full = [&](std::string_view name) {
+    return prefix.empty() ? std::string(name) : prefix + "." + std::string(name);
+  };
+  std::vector<std::string> suggested;  // "(did you mean 'X'?)" of each unknown key
+  for (auto&& [key, node] : table) {
+    bool known = false;
+    for (std::string_view a : allowed) known = known || key.str() == a;
+    if (known) continue;
+    const std::string hint = DidYouMean(key.str(), allowed);
+    suggested.push_back(hint);
+    problems->push_back("unknown key '" + full(key.str()) + "'" + hint);
+  }
+  for (std::string_view name : required) {
+    if (table.contains(name)) continue;
+    // A misspelling already names it ("memory_gb ... did you mean 'memory_GB'?").
+    const std::string hint = " (did you mean '" + std::string(name) + "'?)";
+    if (std::find(suggested.begin(), suggested.end(), hint) != suggested.end()) continue;
+    problems->push_back(full(name) + ": missing required key");
+  }
+}
+
+Status CheckTomlKeys(const toml::table& table, const std::string& prefix,
+                     std::span<const std::string_view> allowed, const std::string& source) {
   for (auto&& [key, node] : table) {
     bool known = false;
     for (std::string_view a : allowed) known = known || key.str() == a;

@@ -5,8 +5,10 @@
 
 #include <cstddef>
 #include <initializer_list>
+#include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/status.h"
 
@@ -26,10 +28,19 @@ inline constexpr size_t kMaxTextFileBytes = size_t{64} << 20;
 Result<std::string> ReadTextFile(const std::string& path);
 // " (did you mean 'X'?)" for the allowed key nearest to `key` (edit distance, letters compared
 // without case) when it is close: at most max(2, size / 4) edits; "" otherwise.
+std::string DidYouMean(std::string_view key, std::span<const std::string_view> allowed);
 std::string DidYouMean(std::string_view key, std::initializer_list<std::string_view> allowed);
 // Every key of `table` must be in `allowed`; errors read "SOURCE: unknown key 'PREFIX.KEY'",
 // followed by DidYouMean's suggestion when one is close.
 Status CheckTomlKeys(const toml::table& table, const std::string& prefix,
+                     std::span<const std::string_view> allowed, const std::string& source);
+Status CheckTomlKeys(const toml::table& table, const std::string& prefix,
                      std::initializer_list<std::string_view> allowed, const std::string& source);
+// Every problem with `table`'s keys at once, each "unknown key 'PREFIX.KEY'" (with DidYouMean's
+// suggestion) or "PREFIX.KEY: missing required key", appended to `problems` (no source).
+void CollectKeyProblems(const toml::table& table, const std::string& prefix,
+                        std::span<const std::string_view> allowed,
+                        std::span<const std::string_view> required,
+                        std::vector<std::string>* problems);
 
 }  // namespace meshplan

@@ -16,7 +16,7 @@ namespace meshplan::plot {
 // white); after 8 series the colours repeat with other marker shapes and dash patterns.
 // Okabe-Ito's eight colour-blind-safe colours, then three of Paul Tol's (wine, teal, indigo): at
 // least one colour per scheme (nine), so that no two schemes of a best-scheme map share one
-// (issue 32: Ring and ATTENTION2D-O were both drawn in the first blue).
+// (issue 32: with eight colours the first and the ninth scheme were both drawn in blue).
 inline constexpr const char* kPalette[] = {"#0072B2", "#E69F00", "#009E73", "#D55E00",
                                            "#CC79A7", "#56B4E9", "#000000", "#F0E442",
                                            "#882255", "#44AA99", "#332288"};

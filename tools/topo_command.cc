@@ -7,6 +7,7 @@
 
 #include "core/atomic_file.h"
 #include "core/cluster_template.h"
+#include "core/escape.h"
 #include "core/nccl_tests_log.h"
 #include "core/topology_catalog.h"
 #include "core/topology_toml.h"
@@ -110,9 +111,11 @@ int RunTopoNew(const ClusterTemplate& t, const std::string& out) {
     return kExitOk;
   }
   if (Status st = WriteFileAtomically(out, text); !st.ok()) return ReportError(st);
+  // Escaped: --name and -o are the user's text, and this must stay one line.
   std::fprintf(stderr, "meshplan: wrote %s (%lld GPUs) to %s; use it with -t %s\n",
-               cluster->name.c_str(), static_cast<long long>(cluster->num_gpus()), out.c_str(),
-               out.c_str());
+               EscapeControlBytes(cluster->name).c_str(),
+               static_cast<long long>(cluster->num_gpus()), EscapeControlBytes(out).c_str(),
+               EscapeControlBytes(out).c_str());
   return kExitOk;
 }
 

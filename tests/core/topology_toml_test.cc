@@ -612,5 +612,22 @@ TEST(CalibrationRecordTest, TheTableReadsAndWritesBack) {
               {"unknown key 'calibration.load'"});
 }
 
+// Issue 32: a file written by hand with several key mistakes gets them all in one message, in
+// the order root, [gpu], each [[level]] (keys of a table in sorted order, then its missing ones);
+// a required key a misspelling already points at is not listed again as missing.
+TEST(TopologyTomlKeys, EveryKeyProblemAtOnce) {
+  const char* text =
+      "name = \"mine\"\n"
+      "[gpu]\nmodel = \"H100\"\nmemory_gb = 80\nhbm_GBps = 3350\n"
+      "[[level]]\nname = \"nvlink\"\nkind = \"switch\"\ngroup_size = 8\nbandwidth_gbps = 450\n";
+  auto t = ParseTopologyToml(text, "mine.toml");
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().code(), ErrorCode::kInvalidInput);
+  EXPECT_EQ(t.status().message(),
+            "mine.toml: 4 problems: unknown key 'gpu.memory_gb' (did you mean 'memory_GB'?); "
+            "gpu.peak_tflops: missing required key; unknown key 'level[0].bandwidth_gbps' (did "
+            "you mean 'bandwidth_GBps'?); level[0].latency_us: missing required key");
+}
+
 }  // namespace
 }  // namespace meshplan

@@ -1,5 +1,5 @@
 // The chart palette (report/svg_canvas.h): one colour per scheme, so a best-scheme map never
-// draws two schemes alike (issue 32: Ring and ATTENTION2D-O shared the first blue).
+// draws two schemes alike (issue 32: the first and the ninth scheme shared a blue).
 #include "report/svg_canvas.h"
 
 #include <gtest/gtest.h>
