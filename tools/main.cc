@@ -9,6 +9,7 @@
 #include "tools/commands.h"
 #include "tools/exception_guard.h"
 #include "tools/execute_run.h"
+#include "tools/forced_outputs.h"
 
 namespace {
 
@@ -40,6 +41,8 @@ int RunMeshplan(int argc, char** argv) {
   const Runner fit = RegisterFitCommand(app);
   const Runner calibrate = RegisterCalibrateCommand(app);
   const Runner bench = RegisterBenchCommand(app);
+  bool force = false;
+  AddForceFlags(app, &force);
   if (const std::string flag = EmptyValue(argc, argv); !flag.empty()) {
     std::fprintf(stderr, "meshplan: error: %s: an empty value (give one, or leave the flag out)\n",
                  meshplan::EscapeControlBytes(flag).c_str());
@@ -57,6 +60,13 @@ int RunMeshplan(int argc, char** argv) {
     std::fprintf(stderr, "meshplan: error: %s (see meshplan --help)\n",
                  meshplan::EscapeControlBytes(e.what()).c_str());
     return kExitInvalidInput;
+  }
+  // --force: read-only output files the command names become writable for its run.
+  ForcedOutputs forced;
+  if (force) {
+    const CLI::App* leaf = &app;
+    while (!leaf->get_subcommands().empty()) leaf = leaf->get_subcommands().front();
+    if (meshplan::Status st = forced.Allow(OutputPaths(*leaf)); !st.ok()) return ReportError(st);
   }
   for (CLI::App* sub : app.get_subcommands()) {
     if (sub->get_name() == "plan") return plan();

@@ -101,6 +101,23 @@ TEST_F(ExitCodes33, TransportMpiWithoutThePluginIsExit2WithOneLine) {
       0);
 }
 
+// A read-only output file (no write bit) is refused (exit 2); --force replaces it, and the new
+// file is read-only like the old one.
+TEST_F(ExitCodes33, AReadOnlyOutputIsReplacedOnlyWithForce) {
+  const std::string out = Write("ro.toml", "an earlier file\n");
+  ASSERT_EQ(::chmod(out.c_str(), 0444), 0);
+  ExpectExit2("topo new --gpu h100 --nodes 1 -o " + out);
+  EXPECT_EQ(Read(out), "an earlier file\n");
+  const testing::CliResult r = Run("topo new --gpu h100 --nodes 1 -o " + out + " --force");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Read(out).rfind("# ", 0), 0u) << Read(out).substr(0, 200);  // the new cluster file
+  struct stat st {};
+  ASSERT_EQ(::stat(out.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0444u);
+  // --force is offered where a command names output files, and nowhere else.
+  ExpectExit2("execute " + Plan() + " --force");
+}
+
 TEST_F(ExitCodes33, ARunThatFailsAfterItStartedIsExit1) {
   const testing::CliResult r = Run("execute " + Plan() + " -q --inject-fail 1:0");
   EXPECT_EQ(r.exit_code, 1) << r.err;
