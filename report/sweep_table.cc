@@ -5,7 +5,9 @@
 
 #include "core/csv.h"
 #include "core/json_writer.h"
+#include "core/units.h"
 #include "planner/schemes/registry.h"
+#include "report/text_table.h"
 
 namespace meshplan::report {
 namespace {
@@ -47,6 +49,45 @@ std::string SweepCsv(const std::vector<SweepRow>& rows) {
     out += "\n";
   }
   return out;
+}
+
+std::string SweepTextTable(const std::vector<SweepRow>& rows) {
+  bool tp = false, layers = false, invalid = false;
+  for (const SweepRow& r : rows) {
+    tp = tp || r.tp > 1;
+    layers = layers || (r.valid && r.all_layers_s >= 0);
+    invalid = invalid || !r.valid;
+  }
+  std::vector<std::vector<std::string>> table;
+  std::vector<std::string> header = {"topology",  "gpus", "seq",     "scheme",
+                                     "plan",      "time", "exposed", "comm",
+                                     "bytes/gpu", "mem",  "fits",    "simulated"};
+  if (tp) header.push_back("tp");
+  if (layers) header.push_back("all layers");
+  if (invalid) header.push_back("no valid plan");
+  table.push_back(header);
+  for (const SweepRow& r : rows) {
+    std::vector<std::string> row = {r.topology, std::to_string(r.gpus), FormatCount(r.seq_len),
+                                    std::string(SchemeName(r.scheme))};
+    if (r.valid) {
+      row.insert(row.end(),
+                 {planner::DescribeParams(r.params), ShortSeconds(r.time_s),
+                  ShortSeconds(r.exposed_comm_s), Fixed(100 * r.comm_share, 1) + "%",
+                  ShortBytes(r.bytes_per_gpu), ShortBytes(r.peak_memory_bytes),
+                  r.fits ? "yes" : "no", r.simulated_s >= 0 ? ShortSeconds(r.simulated_s) : "-"});
+    } else {
+      row.insert(row.end(), {"-", "-", "-", "-", "-", "-", "-", "-"});
+    }
+    if (tp) row.push_back(std::to_string(r.tp));
+    if (layers) {
+      row.push_back(r.valid && r.all_layers_s >= 0 && std::isfinite(r.all_layers_s)
+                        ? ShortSeconds(r.all_layers_s)
+                        : "-");
+    }
+    if (invalid) row.push_back(r.valid ? "" : r.reason);
+    table.push_back(std::move(row));
+  }
+  return Columns(table, "", true);
 }
 
 std::string SweepJson(const std::vector<SweepRow>& rows) {

@@ -14,5 +14,9 @@ namespace meshplan::report {
 std::string SweepCsv(const std::vector<capacity::SweepRow>& rows);
 // {"rows": [...]} with the CSV's fields; invalid rows carry `reason` and no numbers.
 std::string SweepJson(const std::vector<capacity::SweepRow>& rows);
+// For people (`--format table`, the default on a terminal): aligned columns with units (time,
+// exposed communication, its share, bytes per GPU, peak memory, fits, simulated; TP and all
+// layers when any row has them); an invalid row shows "-" and, in a last column, its reason.
+std::string SweepTextTable(const std::vector<capacity::SweepRow>& rows);
 
 }  // namespace meshplan::report

@@ -1,5 +1,7 @@
 // `meshplan sweep`: the planner (and optionally the simulator) over GPU counts, sequence lengths,
 // topologies and schemes, one CSV/JSON row per point and scheme (docs/capacity-planning.md).
+#include <unistd.h>
+
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -30,7 +32,7 @@ struct SweepFlags {
   WorkloadFlags workload;  // --seq holds a list here
   double reserve_gib = 0;
   bool simulate = false;
-  std::string format = "csv";
+  std::string format;  // "": table on a terminal without --out, else csv
   std::string out;
   std::string sweep_file;
   std::string plot;  // directory for the SVG charts
@@ -96,8 +98,9 @@ Result<capacity::SweepSpec> MakeSpec(const SweepFlags& flags, const CLI::App& cm
 
 // Writes the rows where the flags say (stdout or --out); the place to add more outputs.
 Status WriteSweepOutputs(const SweepFlags& flags, const std::vector<capacity::SweepRow>& rows) {
-  const std::string text =
-      flags.format == "json" ? report::SweepJson(rows) : report::SweepCsv(rows);
+  const std::string text = flags.format == "json"    ? report::SweepJson(rows)
+                           : flags.format == "table" ? report::SweepTextTable(rows)
+                                                     : report::SweepCsv(rows);
   if (flags.out.empty()) {
     std::fputs(text.c_str(), stdout);
     return Status::Ok();
@@ -108,8 +111,12 @@ Status WriteSweepOutputs(const SweepFlags& flags, const std::vector<capacity::Sw
   return Status::Ok();
 }
 
-int RunSweepCommand(const SweepFlags& flags, const CLI::App& cmd) {
-  if (Status st = CheckFormat(flags.format, {"csv", "json"}); !st.ok()) return ReportError(st);
+int RunSweepCommand(SweepFlags flags, const CLI::App& cmd) {
+  // Rows of 17-digit CSV are for files and pipes; a person at a terminal gets the table.
+  if (flags.format.empty())
+    flags.format = flags.out.empty() && ::isatty(STDOUT_FILENO) != 0 ? "table" : "csv";
+  if (Status st = CheckFormat(flags.format, {"csv", "json", "table"}); !st.ok())
+    return ReportError(st);
   if (!flags.plot.empty()) {
     if (Status st = CheckOutputDirectory(flags.plot); !st.ok())
       return ReportError(st.WithContext("--plot"));
@@ -188,7 +195,9 @@ Runner RegisterSweepCommand(CLI::App& app) {
                   "With --simulate: host memory each replay may use (e.g. 16G); a point whose "
                   "replay is projected to need more ends the sweep with one line (default: the "
                   "memory available now)");
-  cmd->add_option("--format", flags->format, "Output: csv or json")->capture_default_str();
+  cmd->add_option("--format", flags->format,
+                  "Output: csv, json or table (aligned columns with units; the default when "
+                  "standard output is a terminal and no --out is given, csv otherwise)");
   cmd->add_option("--out,-o", flags->out, "Write the rows to this file instead of stdout");
   cmd->add_option(
       "--plot", flags->plot,

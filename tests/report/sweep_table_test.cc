@@ -55,5 +55,39 @@ TEST(SweepOutput, CsvAndJsonHaveOneRowPerPointAndScheme) {
       << json;
 }
 
+// Issue 32: `sweep --format table` (the default on a terminal) is for people: units, no
+// 17-digit numbers, an invalid row's reason in a last column. Values derived by hand.
+TEST(SweepOutput, TheTextTableShowsUnitsAndReasons) {
+  capacity::SweepRow valid;
+  valid.topology = "t";
+  valid.gpus = 1024;
+  valid.seq_len = 1 << 20;
+  valid.scheme = Scheme("ring");
+  valid.valid = true;
+  valid.params.scheme = Scheme("ring");
+  valid.time_s = 0.5;             // "500.0 ms" (ShortSeconds, 4 digits)
+  valid.exposed_comm_s = 0.125;   // "125.0 ms"
+  valid.comm_share = 0.25;        // "25.0%"
+  valid.bytes_per_gpu = 1 << 30;  // "1.00 GiB"
+  valid.peak_memory_bytes = 512;  // "512 B"
+  valid.fits = true;
+  capacity::SweepRow invalid = valid;
+  invalid.valid = false;
+  invalid.reason = "too few KV heads";
+  const std::string t = SweepTextTable({valid, invalid});
+  EXPECT_EQ(t.rfind("topology  gpus  seq  scheme  plan", 0), 0u) << t;
+  EXPECT_NE(t.find("\nt         1024  1M   ring    zigzag"), std::string::npos) << t;
+  EXPECT_NE(t.find("\n--"), std::string::npos) << t;  // a rule under the header
+  EXPECT_NE(t.find("500.0 ms  125.0 ms  25.0%  1.00 GiB"), std::string::npos) << t;
+  EXPECT_NE(t.find("512 B  yes   -"), std::string::npos) << t;   // not simulated: "-"
+  EXPECT_NE(t.find("no valid plan\n"), std::string::npos) << t;  // the last header column
+  EXPECT_NE(
+      t.find("-         -         -      -          -      -     -          too few KV heads\n"),
+      std::string::npos)
+      << t;
+  EXPECT_EQ(t.find("e+"), std::string::npos) << t;
+  EXPECT_EQ(std::count(t.begin(), t.end(), '\n'), 4) << t;  // header, rule, two rows
+}
+
 }  // namespace
 }  // namespace meshplan::report
