@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "core/json_writer.h"
 #include "report/text_table.h"
 
 namespace meshplan::report {
@@ -47,6 +48,54 @@ std::string TopologyListText(const std::string& dir, const std::vector<ShippedTo
       "\nThe source of every number is the comment beside it in its file; README.md there "
       "describes the schema.\n";
   return out;
+}
+
+std::string TopologyListJson(const std::string& dir, const std::vector<ShippedTopology>& clusters) {
+  JsonWriter j;
+  j.BeginObject();
+  j.Key("dir");
+  j.String(dir);
+  j.Key("clusters");
+  j.BeginArray();
+  for (const ShippedTopology& c : clusters) {
+    const Topology& t = c.topology;
+    j.BeginObject();
+    j.Key("name");
+    j.String(c.name);
+    j.Key("path");
+    j.String(c.path);
+    j.Key("description");
+    j.String(t.description);
+    j.Key("gpus");
+    j.Int(t.num_gpus());
+    j.Key("gpu");
+    j.String(t.gpu.model);
+    j.Key("attention_kernel");
+    j.String(t.gpu.attention_kernel);
+    j.Key("levels");
+    j.BeginArray();
+    for (const NetworkLevel& l : t.levels) {
+      j.BeginObject();
+      j.Key("name");
+      j.String(l.name);
+      j.Key("kind");
+      j.String(LinkKindName(l.kind));
+      j.Key("group_size");
+      j.Int(l.group_size);
+      j.Key("bandwidth_GBps");
+      j.Number(l.bandwidth_bytes_per_s / 1e9);
+      j.Key("latency_us");
+      j.Number(l.latency_s * 1e6);
+      j.Key("oversubscription");
+      j.Number(l.oversubscription);
+      j.EndObject();
+    }
+    j.EndArray();
+    j.EndObject();
+  }
+  j.EndArray();
+  j.EndObject();
+  return j.Take() + "\n";
 }
 
 }  // namespace meshplan::report

@@ -18,4 +18,9 @@ std::string DescribeLevel(const NetworkLevel& level);
 // the numbers come from.
 std::string TopologyListText(const std::string& dir, const std::vector<ShippedTopology>& clusters);
 
+// The same as one JSON object (`topo list --format json`): {"dir": ..., "clusters": [{"name",
+// "path", "description", "gpus", "gpu", "attention_kernel", "levels": [{"name", "kind",
+// "group_size", "bandwidth_GBps", "latency_us", "oversubscription"}]}]}, ending in a newline.
+std::string TopologyListJson(const std::string& dir, const std::vector<ShippedTopology>& clusters);
+
 }  // namespace meshplan::report

@@ -205,6 +205,8 @@ Runner RegisterTopoCommand(CLI::App& app) {
   auto show_format = std::make_shared<std::string>("text");
   auto validate_file = std::make_shared<std::string>();
   CLI::App* list = topo->add_subcommand("list", "List the shipped clusters (use one with -t NAME)");
+  auto list_format = std::make_shared<std::string>("text");
+  list->add_option("--format", *list_format, "text or json")->capture_default_str();
   CLI::App* show = topo->add_subcommand(
       "show", "Print a topology (FILE or shipped NAME, or the built-in default)");
   show->add_option("file", *show_file,
@@ -247,16 +249,20 @@ Runner RegisterTopoCommand(CLI::App& app) {
                    "The level the log measured (nvlink for one node's GPUs, ib across nodes)")
       ->required();
   from_nccl->add_option("--out,-o", nccl_flags->out, "Write the file here instead of stdout");
-  return [list, show, show_file, show_format, validate_file, make, template_flags, new_out,
-          from_nccl, nccl_flags]() -> int {
+  return [list, list_format, show, show_file, show_format, validate_file, make, template_flags,
+          new_out, from_nccl, nccl_flags]() -> int {
     if (*make) return RunTopoNew(*template_flags, *new_out);
     if (*from_nccl) return RunTopoFromNcclTests(*nccl_flags);
     if (*list) {
+      if (Status st = CheckFormat(*list_format, {"text", "json"}); !st.ok()) return ReportError(st);
       auto dir = ShippedTopologyDir(ProgramTopologySearch());
       if (!dir.ok()) return ReportError(dir.status());
       auto clusters = LoadTopologiesIn(*dir);
       if (!clusters.ok()) return ReportError(clusters.status());
-      std::fputs(report::TopologyListText(*dir, *clusters).c_str(), stdout);
+      std::fputs((*list_format == "json" ? report::TopologyListJson(*dir, *clusters)
+                                         : report::TopologyListText(*dir, *clusters))
+                     .c_str(),
+                 stdout);
       return kExitOk;
     }
     if (*show) {
