@@ -50,6 +50,54 @@ std::string TopologyListText(const std::string& dir, const std::vector<ShippedTo
   return out;
 }
 
+namespace {
+
+// One cluster as a JSON object (TopologyListJson's element; TopologyJson's whole output).
+void WriteClusterJson(JsonWriter& j, const std::string& name, const std::string& path,
+                      const Topology& t) {
+  j.BeginObject();
+  j.Key("name");
+  j.String(name);
+  j.Key("path");
+  j.String(path);
+  j.Key("description");
+  j.String(t.description);
+  j.Key("gpus");
+  j.Int(t.num_gpus());
+  j.Key("gpu");
+  j.String(t.gpu.model);
+  j.Key("attention_kernel");
+  j.String(t.gpu.attention_kernel);
+  j.Key("levels");
+  j.BeginArray();
+  for (const NetworkLevel& l : t.levels) {
+    j.BeginObject();
+    j.Key("name");
+    j.String(l.name);
+    j.Key("kind");
+    j.String(LinkKindName(l.kind));
+    j.Key("group_size");
+    j.Int(l.group_size);
+    j.Key("bandwidth_GBps");
+    j.Number(l.bandwidth_bytes_per_s / 1e9);
+    j.Key("latency_us");
+    j.Number(l.latency_s * 1e6);
+    j.Key("oversubscription");
+    j.Number(l.oversubscription);
+    j.EndObject();
+  }
+  j.EndArray();
+  j.EndObject();
+}
+
+}  // namespace
+
+std::string TopologyJson(const Topology& topology) {
+  JsonWriter j;
+  WriteClusterJson(j, topology.name, topology.source, topology);
+  return j.Take() + "\n";
+}
+
 std::string TopologyListJson(const std::string& dir, const std::vector<ShippedTopology>& clusters) {
   JsonWriter j;
   j.BeginObject();
@@ -57,42 +105,7 @@ std::string TopologyListJson(const std::string& dir, const std::vector<ShippedTo
   j.String(dir);
   j.Key("clusters");
   j.BeginArray();
-  for (const ShippedTopology& c : clusters) {
-    const Topology& t = c.topology;
-    j.BeginObject();
-    j.Key("name");
-    j.String(c.name);
-    j.Key("path");
-    j.String(c.path);
-    j.Key("description");
-    j.String(t.description);
-    j.Key("gpus");
-    j.Int(t.num_gpus());
-    j.Key("gpu");
-    j.String(t.gpu.model);
-    j.Key("attention_kernel");
-    j.String(t.gpu.attention_kernel);
-    j.Key("levels");
-    j.BeginArray();
-    for (const NetworkLevel& l : t.levels) {
-      j.BeginObject();
-      j.Key("name");
-      j.String(l.name);
-      j.Key("kind");
-      j.String(LinkKindName(l.kind));
-      j.Key("group_size");
-      j.Int(l.group_size);
-      j.Key("bandwidth_GBps");
-      j.Number(l.bandwidth_bytes_per_s / 1e9);
-      j.Key("latency_us");
-      j.Number(l.latency_s * 1e6);
-      j.Key("oversubscription");
-      j.Number(l.oversubscription);
-      j.EndObject();
-    }
-    j.EndArray();
-    j.EndObject();
-  }
+  for (const ShippedTopology& c : clusters) WriteClusterJson(j, c.name, c.path, c.topology);
   j.EndArray();
   j.EndObject();
   return j.Take() + "\n";

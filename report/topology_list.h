@@ -22,5 +22,7 @@ std::string TopologyListText(const std::string& dir, const std::vector<ShippedTo
 // "path", "description", "gpus", "gpu", "attention_kernel", "levels": [{"name", "kind",
 // "group_size", "bandwidth_GBps", "latency_us", "oversubscription"}]}]}, ending in a newline.
 std::string TopologyListJson(const std::string& dir, const std::vector<ShippedTopology>& clusters);
+// One cluster as TopologyListJson's element (`topo show --format json`), its file as "path".
+std::string TopologyJson(const Topology& topology);
 
 }  // namespace meshplan::report

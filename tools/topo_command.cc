@@ -211,7 +211,7 @@ Runner RegisterTopoCommand(CLI::App& app) {
       "show", "Print a topology (FILE or shipped NAME, or the built-in default)");
   show->add_option("file", *show_file,
                    "Topology TOML file or shipped cluster name (default: built-in)");
-  show->add_option("--format", *show_format, "text or toml")->capture_default_str();
+  show->add_option("--format", *show_format, "text, toml or json")->capture_default_str();
   CLI::App* validate = topo->add_subcommand(
       "validate", "Check a topology file (or shipped NAME); exit 2 with the reason if it is bad");
   validate->add_option("file", *validate_file, "Topology TOML file or shipped cluster name")
@@ -266,10 +266,15 @@ Runner RegisterTopoCommand(CLI::App& app) {
       return kExitOk;
     }
     if (*show) {
-      if (Status st = CheckFormat(*show_format, {"text", "toml"}); !st.ok()) return ReportError(st);
+      if (Status st = CheckFormat(*show_format, {"text", "toml", "json"}); !st.ok())
+        return ReportError(st);
       auto t = show_file->empty() ? Result<Topology>(DefaultTopology()) : LoadTopology(*show_file);
       if (!t.ok()) return ReportError(t.status());
-      std::fputs((*show_format == "toml" ? TopologyToToml(*t) : Describe(*t)).c_str(), stdout);
+      std::fputs((*show_format == "toml"   ? TopologyToToml(*t)
+                  : *show_format == "json" ? report::TopologyJson(*t)
+                                           : Describe(*t))
+                     .c_str(),
+                 stdout);
       return kExitOk;
     }
     auto t = LoadTopology(*validate_file);

@@ -1,5 +1,5 @@
-// Issue 32: `topo list --format json`, the shipped clusters for scripts: one object per file with
-// its levels, the same clusters `topo list` shows.
+// Issue 32: `topo list --format json` and `topo show --format json`, the clusters for scripts: one
+// object per file with its levels, the same clusters `topo list` shows.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -44,6 +44,21 @@ TEST_F(TopoListJson, ListsEveryShippedClusterWithItsLevels) {
   }
   EXPECT_TRUE(found) << r.out.substr(0, 300);
   ExpectRefusedWith("topo list --format csv", {"--format", "csv"});
+}
+
+TEST_F(TopoListJson, ShowGivesOneClusterAsJson) {
+  const testing::CliResult r = Run("topo show dgx-h100-4node --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  testing::Json j;
+  ASSERT_TRUE(testing::Json::Parse(r.out, &j)) << r.out.substr(0, 300);
+  auto file =
+      LoadTopologyFile(std::string(MESHPLAN_SOURCE_DIR) + "/topologies/dgx-h100-4node.toml");
+  ASSERT_TRUE(file.ok()) << file.status().message();
+  EXPECT_EQ(j.Find("name")->string, file->name);
+  EXPECT_EQ(j.Find("gpus")->number, static_cast<double>(file->num_gpus()));
+  EXPECT_EQ(j.Find("levels")->items.size(), file->levels.size());
+  EXPECT_DOUBLE_EQ(j.Find("levels")->items[0].Find("latency_us")->number,
+                   file->levels[0].latency_s * 1e6);
 }
 
 }  // namespace
