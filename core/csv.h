@@ -27,4 +27,10 @@ inline std::string CsvNumber(double value) {
   return std::string(buffer, result.ptr);
 }
 
+// A byte count as an integer (rounded), never in exponent notation; not finite: empty field.
+inline std::string CsvBytes(double value) {
+  if (!std::isfinite(value)) return "";
+  return std::to_string(std::llround(value));
+}
+
 }  // namespace meshplan

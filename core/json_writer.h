@@ -39,6 +39,15 @@ class JsonWriter {
     const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
     out_.append(buffer, result.ptr);
   }
+  // A byte count: always an integer (rounded), never 1.0752e+10; null when not finite.
+  void Bytes(double value) {
+    if (!std::isfinite(value)) {
+      Separate();
+      out_ += "null";
+      return;
+    }
+    Int(std::llround(value));
+  }
   void Int(long long value) {
     Separate();
     char buffer[24];

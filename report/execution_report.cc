@@ -3,10 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
+#include <optional>
 
 #include "core/json_writer.h"
 #include "core/units.h"
 #include "planner/schemes/registry.h"
+#include "report/csv_record.h"
 #include "report/text_table.h"
 #include "report/timeline_comparison.h"
 
@@ -127,19 +130,22 @@ std::string RenderExecutionTable(const ExecutionReport& r) {
       return Fixed(Fraction(part, whole) * 100, 1) + "%";
     };
     const double measured = MeasuredTime(r);
-    auto error = [](double measured_value, double predicted_value) {
-      return ErrorCell(ErrorPct(measured_value, predicted_value));
+    const Errors errors = r.compare_times ? Errors::kWithErrors : Errors::kSideBySide;
+    // Each pair of times, with its error where the times are comparable.
+    auto pair = [&](std::string label, double predicted_value, double measured_value) {
+      std::vector<std::string> row = {std::move(label), FormatSeconds(predicted_value),
+                                      FormatSeconds(measured_value)};
+      if (r.compare_times) row.push_back(ErrorCell(ErrorPct(measured_value, predicted_value)));
+      return row;
     };
+    std::vector<std::string> header = {"", "predicted", "measured"};
+    if (r.compare_times) header.push_back("error vs predicted");
     out += Columns(
-        {{"", "predicted", "measured", "error vs predicted"},
-         {n > 1 ? "time (median of " + std::to_string(n) + ")" : "time", FormatSeconds(p.run_s),
-          FormatSeconds(measured), error(measured, p.run_s)},
-         {"compute (mean)", FormatSeconds(p.compute.mean), FormatSeconds(m.compute.mean),
-          error(m.compute.mean, p.compute.mean)},
-         {"exposed comm (mean)", FormatSeconds(p.exposed.mean), FormatSeconds(m.exposed.mean),
-          error(m.exposed.mean, p.exposed.mean)},
-         {"idle (mean)", FormatSeconds(p.idle.mean), FormatSeconds(m.idle.mean),
-          error(m.idle.mean, p.idle.mean)},
+        {header,
+         pair(n > 1 ? "time (median of " + std::to_string(n) + ")" : "time", p.run_s, measured),
+         pair("compute (mean)", p.compute.mean, m.compute.mean),
+         pair("exposed comm (mean)", p.exposed.mean, m.exposed.mean),
+         pair("idle (mean)", p.idle.mean, m.idle.mean),
          {"exposed comm / time", pct(p.exposed.mean, p.run_s), pct(m.exposed.mean, m.run_s)},
          {"compute / time", pct(p.compute.mean, p.run_s), pct(m.compute.mean, m.run_s)}},
         "  ");
@@ -153,16 +159,18 @@ std::string RenderExecutionTable(const ExecutionReport& r) {
             "in the "
             "prediction; --repeat N adds an untimed warm-up run)\n";
       }
+    } else if (r.backend == "cpu") {
+      out += r.compare_times
+                 ? "  (the CPU executor's speed is not the cluster's: compare the schedule's "
+                   "shape, the ratios, not the times)\n"
+                 : "  (the CPU executor's speed is not the cluster's, so no errors are shown "
+                   "(--errors shows them): compare the shares; `meshplan calibrate` describes "
+                   "this machine)\n";
     } else {
-      out +=
-          r.backend == "cpu"
-              ? "  (the CPU executor's speed is not the cluster's: compare the schedule's shape, "
-                "the "
-                "ratios, not the times)\n"
-              : "  (measured on this machine's GPUs; the prediction is for the plan's cluster)\n";
+      out += "  (measured on this machine's GPUs; the prediction is for the plan's cluster)\n";
     }
-    out += "\n" + RenderRankComparison(p, m);
-    out += "\n" + RenderOpClassComparison(p, m);
+    out += "\n" + RenderRankComparison(p, m, errors);
+    out += "\n" + RenderOpClassComparison(p, m, errors);
   } else {
     out += "  unavailable: " + r.prediction_error + "\n";
   }
@@ -299,13 +307,13 @@ std::string RenderExecutionJson(const ExecutionReport& r) {
   j.Key("memory");
   j.BeginObject();
   j.Key("process_peak_rss_bytes");
-  j.Number(r.process_peak_rss_bytes);
+  j.Bytes(r.process_peak_rss_bytes);
   j.Key("rank_peak_bytes");
   j.BeginArray();
   for (int64_t b : r.rank_peak_bytes) j.Int(b);
   j.EndArray();
   j.Key("modelled_rank_peak_bytes");
-  j.Number(r.modelled_rank_peak_bytes);
+  j.Bytes(r.modelled_rank_peak_bytes);
   j.EndObject();
   j.Key("measured");
   TimelineJson(j, r.measured);
@@ -323,6 +331,8 @@ std::string RenderExecutionJson(const ExecutionReport& r) {
   } else {
     j.Raw("null");
   }
+  j.Key("times_comparable");
+  j.Bool(r.compare_times);
   j.Key("topology");
   j.String(r.topology.name);
   if (r.checked) {
@@ -360,6 +370,44 @@ std::string RenderExecutionJson(const ExecutionReport& r) {
   }
   j.EndObject();
   return j.Take() + "\n";
+}
+
+std::string ExecutionCsv(const ExecutionReport& r, bool with_header) {
+  CsvRecord c;
+  c.Add("plan", r.plan_file);
+  c.Add("scheme", std::string(SchemeName(r.plan.params.scheme)));
+  c.Add("parameters", planner::DescribeParams(r.plan.params));
+  AddWorkloadColumns(r.plan.workload, c);
+  c.Add("backend", r.backend);
+  c.Add("transport", r.transport);
+  c.AddInt("ranks", r.ranks);
+  c.Add("topology", r.topology.name);
+  c.AddInt("runs", TimedRuns(r));
+  const bool repeated = r.runs.stats.n > 0;
+  c.AddNumber("time_s", MeasuredTime(r));
+  c.AddNumber("min_s", repeated ? r.runs.stats.min_s : MeasuredTime(r));
+  c.AddNumber("max_s", repeated ? r.runs.stats.max_s : MeasuredTime(r));
+  c.AddNumber("wall_s", r.wall_s);
+  c.AddNumber("compute_mean_s", r.measured.compute.mean);
+  c.AddNumber("exposed_comm_mean_s", r.measured.exposed.mean);
+  c.AddNumber("idle_mean_s", r.measured.idle.mean);
+  const double absent = std::numeric_limits<double>::quiet_NaN();  // an empty field
+  const std::optional<double> error =
+      r.have_prediction ? ErrorPct(MeasuredTime(r), r.predicted.run_s) : std::nullopt;
+  c.AddNumber("predicted_s", r.have_prediction ? r.predicted.run_s : absent);
+  c.AddNumber("error_pct", error ? *error : absent);
+  c.Add("times_comparable", r.compare_times ? "true" : "false");
+  c.AddNumber("tflops_per_rank", TflopsPerRank(r));
+  c.AddInt("process_peak_rss_bytes", std::llround(r.process_peak_rss_bytes));
+  // Empty where not known here (the other processes of an MPI job).
+  c.Add("rank_peak_bytes_max",
+        r.rank_peak_bytes.empty() ? "" : std::to_string(MaxOf(r.rank_peak_bytes)));
+  c.AddInt("modelled_rank_peak_bytes", std::llround(r.modelled_rank_peak_bytes));
+  c.Add("check", !r.checked ? "" : r.check.passed() ? "passed" : "failed");
+  double worst = r.checked ? 0 : absent;
+  for (const auto& [name, e] : r.check.errors) worst = std::max(worst, e);
+  c.AddNumber("check_max_relative_error", worst);
+  return (with_header ? c.Header() : "") + c.Row();
 }
 
 std::string DescribeCheckFailure(const exec::OutputCheck& check) {

@@ -34,7 +34,13 @@ struct ExecutionReport {
   double wall_s = 0;
   exec::RunTimeline measured;
   bool have_prediction = false;
-  exec::RunTimeline predicted;   // report::PredictedTimeline (report/predicted_timeline.h)
+  exec::RunTimeline predicted;  // report::PredictedTimeline (report/predicted_timeline.h)
+  // Whether the measured times can be held against the predicted ones: false for CPU ranks
+  // against a cluster that is not a calibration of this machine, where they differ by factors of
+  // thousands by design. Then the table shows both side by side, says so in one line and gives no
+  // percentage errors (the shares of compute and communication are the comparison); JSON keeps
+  // its errors and says `"times_comparable": false`.
+  bool compare_times = true;
   std::string prediction_error;  // why there is no prediction
   // Throughput and memory, the benchmark's figures: the run's FLOPs by LongCA's count
   // (core/attention_flops.h), over the ranks and the measured (median) time, is TFLOP/s per rank;
@@ -56,6 +62,12 @@ double TflopsPerRank(const ExecutionReport& r);
 
 std::string RenderExecutionTable(const ExecutionReport& r);
 std::string RenderExecutionJson(const ExecutionReport& r);
+// The run as one CSV row, after a header line unless `with_header` is false (to append to a file
+// that has one): what ran, the measured times (median, min, max over the timed runs, and the
+// median run's means), the prediction and its error, throughput, memory and the check. Numbers
+// at full precision, bytes as integers; the same columns whatever the plan or cluster (empty
+// fields where a value is absent), so runs append into one file.
+std::string ExecutionCsv(const ExecutionReport& r, bool with_header);
 
 // "1.23e-04"
 std::string Scientific(double value);

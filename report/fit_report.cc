@@ -82,7 +82,7 @@ std::string LongestFitJson(const Topology& topology, const Workload& workload,
   json.Key("workload");
   json.String(WorkloadWithoutSeq(workload));
   json.Key("reserved_bytes");
-  json.Number(reserved_bytes);
+  json.Bytes(reserved_bytes);
   json.Key("granularity");
   json.Int(capacity::FitGranularity(topology.num_gpus()));
   json.Key("max_seq");
@@ -103,7 +103,7 @@ std::string LongestFitJson(const Topology& topology, const Workload& workload,
       json.Key("parameters");
       json.String(planner::DescribeParams(f.params));
       json.Key("peak_memory_bytes");
-      json.Number(f.peak_memory_bytes);
+      json.Bytes(f.peak_memory_bytes);
       json.Key("time_s");
       json.Number(f.time_s);
     } else {
@@ -174,7 +174,7 @@ std::string SmallestClusterJson(const Workload& workload, const TimeBudget& budg
     json.Number(found.time_s * static_cast<double>(budget.layers));
   }
   json.Key("peak_memory_bytes");
-  json.Number(found.peak_memory_bytes);
+  json.Bytes(found.peak_memory_bytes);
   json.Key("sizes_tried");
   json.Int(found.sizes_tried);
   json.EndObject();

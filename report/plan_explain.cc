@@ -127,16 +127,16 @@ void PlanExplainJson(const planner::PlanContext& ctx, const planner::Estimate& e
   j.Key("communication");
   j.BeginObject();
   j.Key("bytes_per_gpu");
-  j.Number(e.bytes_per_rank);
+  j.Bytes(e.bytes_per_rank);
   j.Key("forward_bytes_per_gpu");
-  j.Number(e.fwd_bytes_per_rank);
+  j.Bytes(e.fwd_bytes_per_rank);
   j.Key("backward_bytes_per_gpu");
-  j.Number(e.bwd_bytes_per_rank);
+  j.Bytes(e.bwd_bytes_per_rank);
   j.Key("bytes_per_gpu_by_level");  // the busiest GPU over each level
   j.BeginObject();
   for (size_t l = 0; l < ctx.topology.levels.size() && l < e.level_bytes.size(); ++l) {
     j.Key(ctx.topology.levels[l].name);
-    j.Number(e.level_bytes[l]);
+    j.Bytes(e.level_bytes[l]);
   }
   j.EndObject();
   j.EndObject();
@@ -154,9 +154,9 @@ void PlanExplainJson(const planner::PlanContext& ctx, const planner::Estimate& e
   j.Key("memory");
   j.BeginObject();
   j.Key("peak_bytes_per_gpu");
-  j.Number(e.peak_memory_bytes);
+  j.Bytes(e.peak_memory_bytes);
   j.Key("gpu_bytes");
-  j.Number(ctx.topology.gpu.memory_bytes);
+  j.Bytes(ctx.topology.gpu.memory_bytes);
   j.Key("fits");
   j.Bool(e.fits);
   j.Key("cache_forward");

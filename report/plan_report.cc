@@ -357,12 +357,12 @@ void PlanObject(const planner::PlanContext& ctx, const planner::Estimate& e, siz
   j.Key("exposed_comm_s");
   j.Number(e.exposed_comm_s);
   j.Key("bytes_per_gpu");
-  j.Number(e.bytes_per_rank);
+  j.Bytes(e.bytes_per_rank);
   j.Key("bytes_per_gpu_by_level");
   j.BeginObject();
   for (size_t l = 0; l < ctx.topology.levels.size() && l < e.level_bytes.size(); ++l) {
     j.Key(ctx.topology.levels[l].name);
-    j.Number(e.level_bytes[l]);
+    j.Bytes(e.level_bytes[l]);
   }
   j.EndObject();
   j.Key("flops_max");
@@ -372,7 +372,7 @@ void PlanObject(const planner::PlanContext& ctx, const planner::Estimate& e, siz
   j.Key("imbalance");
   j.Number(e.imbalance());
   j.Key("peak_memory_bytes");
-  j.Number(e.peak_memory_bytes);
+  j.Bytes(e.peak_memory_bytes);
   j.Key("fits");
   j.Bool(e.fits);
   j.Key("within_model_error");
@@ -555,12 +555,12 @@ std::string PlanCsv(const planner::PlanContext& ctx, const planner::SearchResult
     // Empty field: not simulated.
     if (simulated) out += (e.simulated_s >= 0 ? CsvNumber(e.simulated_s) : "") + ",";
     out += CsvNumber(e.compute_s) + "," + CsvNumber(e.exposed_comm_s) + "," +
-           CsvNumber(e.bytes_per_rank);
+           CsvBytes(e.bytes_per_rank);
     for (size_t l = 0; l < ctx.topology.levels.size(); ++l) {
-      out += "," + CsvNumber(l < e.level_bytes.size() ? e.level_bytes[l] : 0.0);
+      out += "," + CsvBytes(l < e.level_bytes.size() ? e.level_bytes[l] : 0.0);
     }
     out += "," + CsvNumber(e.flops_max) + "," + CsvNumber(e.imbalance()) + "," +
-           CsvNumber(e.peak_memory_bytes) + "," + (e.fits ? "true" : "false") + "," +
+           CsvBytes(e.peak_memory_bytes) + "," + (e.fits ? "true" : "false") + "," +
            std::to_string(listed.group_of[i] + 1) + "," + std::to_string(group.equivalents());
     if (model != nullptr) {
       out += "," + CsvField(model->name) + "," + std::to_string(model->layers) + "," +

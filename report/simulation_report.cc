@@ -1,7 +1,9 @@
 #include "report/simulation_report.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <limits>
 #include <numeric>
 #include <utility>
 
@@ -9,6 +11,7 @@
 #include "core/json_writer.h"
 #include "core/units.h"
 #include "planner/schemes/registry.h"
+#include "report/csv_record.h"
 #include "report/text_table.h"
 
 namespace meshplan::report {
@@ -193,7 +196,7 @@ std::string SimulationJson(const SimulationReport& r, const std::string& trace_f
     j.Key("idle_s");
     j.Number(s.idle_s);
     j.Key("bytes_sent");
-    j.Number(s.bytes_sent);
+    j.Bytes(s.bytes_sent);
     j.EndObject();
   }
   j.EndArray();
@@ -204,7 +207,7 @@ std::string SimulationJson(const SimulationReport& r, const std::string& trace_f
     j.Key("name");
     j.String(l.name);
     j.Key("bytes");
-    j.Number(l.bytes);
+    j.Bytes(l.bytes);
     j.Key("utilization");
     j.Number(l.utilization);
     if (!l.busiest_link.empty()) {
@@ -213,7 +216,7 @@ std::string SimulationJson(const SimulationReport& r, const std::string& trace_f
       j.Key("name");
       j.String(l.busiest_link);
       j.Key("bytes");
-      j.Number(l.busiest_link_bytes);
+      j.Bytes(l.busiest_link_bytes);
       j.Key("utilization");
       j.Number(l.busiest_link_utilization);
       j.EndObject();
@@ -245,7 +248,51 @@ std::string SimulationJson(const SimulationReport& r, const std::string& trace_f
   return j.Take() + "\n";
 }
 
-std::string SimulationCsv(const SimulationReport& r) {
+std::string SimulationCsv(const SimulationReport& r, bool with_header) {
+  const sim::SimResult& res = r.sim->result;
+  const double absent = std::numeric_limits<double>::quiet_NaN();  // an empty field
+  CsvRecord c;
+  c.Add("plan", r.plan_file);
+  c.Add("scheme", std::string(SchemeName(r.plan->params.scheme)));
+  c.Add("parameters", planner::DescribeParams(r.plan->params));
+  AddWorkloadColumns(r.plan->workload, c);
+  c.Add("topology", r.topology->name);
+  c.AddInt("gpus", r.topology->num_gpus());
+  c.AddNumber("simulated_s", r.simulated_s());
+  c.AddNumber("estimated_s", r.estimated_s());
+  c.AddNumber("difference_pct", r.difference_pct());
+  const bool model = r.all_layers_s >= 0;
+  c.Add("model", model ? r.model : "");
+  c.Add("layers", model ? std::to_string(r.model_layers) : "");
+  c.AddNumber("all_layers_s", model ? r.all_layers_s : absent);
+  for (const auto& [name, s] : {std::pair<const char*, const Spread*>{"compute_s", &r.compute},
+                                {"exposed_comm_s", &r.exposed},
+                                {"idle_s", &r.idle}}) {
+    c.AddNumber(std::string(name) + "_min", s->min);
+    c.AddNumber(std::string(name) + "_mean", s->mean);
+    c.AddNumber(std::string(name) + "_max", s->max);
+  }
+  c.AddInt("bytes_sent_min", std::llround(r.bytes.min));
+  c.AddInt("bytes_sent_mean", std::llround(r.bytes.mean));
+  c.AddInt("bytes_sent_max", std::llround(r.bytes.max));
+  std::string bytes, utilization;
+  for (const sim::LevelStats& l : res.levels) {
+    bytes += (bytes.empty() ? "" : ";") + l.name + "=" + std::to_string(std::llround(l.bytes));
+    utilization += (utilization.empty() ? "" : ";") + l.name + "=" + CsvNumber(l.utilization);
+  }
+  c.Add("bytes_by_level", bytes);
+  c.Add("utilization_by_level", utilization);
+  c.Add("critical_path", res.critical_path);
+  c.Add("symmetry", r.sim->symmetry);
+  c.AddInt("events", res.events);
+  c.AddInt("flows", res.flows);
+  c.AddNumber("replay_wall_s", r.sim->replay_wall_s);
+  c.AddNumber("events_per_s", r.events_per_s());
+  c.AddNumber("wall_s", r.wall_s);
+  return (with_header ? c.Header() : "") + c.Row();
+}
+
+std::string SimulationMetricsCsv(const SimulationReport& r) {
   const sim::SimResult& res = r.sim->result;
   std::vector<std::pair<std::string, std::string>> rows = {
       {"plan", r.plan_file},
@@ -272,7 +319,7 @@ std::string SimulationCsv(const SimulationReport& r) {
   spread("idle_s", r.idle);
   spread("bytes_sent", r.bytes);
   for (const sim::LevelStats& l : res.levels) {
-    rows.push_back({"bytes_" + l.name, CsvNumber(l.bytes)});
+    rows.push_back({"bytes_" + l.name, CsvBytes(l.bytes)});
     rows.push_back({"utilization_" + l.name, CsvNumber(l.utilization)});
     if (!l.busiest_link.empty()) {
       rows.push_back({"busiest_link_utilization_" + l.name, CsvNumber(l.busiest_link_utilization)});

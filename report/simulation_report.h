@@ -1,6 +1,6 @@
 // What `meshplan simulate` reports about one replayed plan (docs/simulator.md): the simulated
 // time against the planner's estimate, per-rank spreads, the slowest ranks and the network
-// levels, as a table, JSON or CSV.
+// levels, as a table, JSON, a CSV row or a metric,value list.
 #pragma once
 
 #include <cstdint>
@@ -59,7 +59,12 @@ SimulationReport MakeSimulationReport(const Plan& plan, const Topology& topology
 std::string SimulationTable(const SimulationReport& r);
 // One JSON object (and a newline); "trace" names trace_file when it is not empty.
 std::string SimulationJson(const SimulationReport& r, const std::string& trace_file);
-// One metric per row: "metric,value".
-std::string SimulationCsv(const SimulationReport& r);
+// The run as one CSV row after a header line (left out when `with_header` is false, to append to
+// a file that has one): the plan and workload, simulated and estimated times, the per-rank
+// spreads, bytes per level ("name=bytes;..." in one field, so every cluster has the same columns),
+// the replay's size and speed. Numbers at full precision, bytes as integers.
+std::string SimulationCsv(const SimulationReport& r, bool with_header = true);
+// The same figures one per row under "metric,value" (`simulate --format metrics`).
+std::string SimulationMetricsCsv(const SimulationReport& r);
 
 }  // namespace meshplan::report

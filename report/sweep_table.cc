@@ -34,8 +34,8 @@ std::string SweepCsv(const std::vector<SweepRow>& rows) {
     if (r.valid) {
       out += CsvField(planner::DescribeParams(r.params)) + "," + ShortNumber(r.time_s) + "," +
              ShortNumber(r.compute_s) + "," + ShortNumber(r.exposed_comm_s) + "," +
-             ShortNumber(r.comm_share) + "," + ShortNumber(r.bytes_per_gpu) + "," +
-             ShortNumber(r.peak_memory_bytes) + "," + (r.fits ? "true" : "false") + ",";
+             ShortNumber(r.comm_share) + "," + CsvBytes(r.bytes_per_gpu) + "," +
+             CsvBytes(r.peak_memory_bytes) + "," + (r.fits ? "true" : "false") + ",";
       // Empty field: not simulated.
       if (r.simulated_s >= 0) out += ShortNumber(r.simulated_s);
       out += ",";
@@ -131,9 +131,9 @@ std::string SweepJson(const std::vector<SweepRow>& rows) {
     json.Key("comm_share");
     json.Number(r.comm_share);
     json.Key("bytes_per_gpu");
-    json.Number(r.bytes_per_gpu);
+    json.Bytes(r.bytes_per_gpu);
     json.Key("peak_memory_bytes");
-    json.Number(r.peak_memory_bytes);
+    json.Bytes(r.peak_memory_bytes);
     json.Key("fits");
     json.Bool(r.fits);
     if (r.simulated_s >= 0) {

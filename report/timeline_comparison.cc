@@ -83,31 +83,42 @@ std::vector<size_t> ColumnStarts(const std::vector<std::vector<std::string>>& ro
 }  // namespace
 
 std::string RenderRankComparison(const exec::RunTimeline& predicted,
-                                 const exec::RunTimeline& measured) {
+                                 const exec::RunTimeline& measured, Errors errors) {
+  const bool with_errors = errors == Errors::kWithErrors;
   const std::vector<size_t> shown = RanksShown(predicted, measured);
-  std::vector<std::vector<std::string>> rows = {{"rank", "predicted", "measured", "error",
-                                                 "predicted", "measured", "error", "predicted",
-                                                 "measured", "error"}};
+  // Per group: predicted, measured and (with errors) the error.
+  const size_t group_width = with_errors ? 3 : 2;
+  std::vector<std::string> header = {"rank"};
+  for (int group = 0; group < 3; ++group) {
+    header.push_back("predicted");
+    header.push_back("measured");
+    if (with_errors) header.push_back("error");
+  }
+  std::vector<std::vector<std::string>> rows = {header};
   for (size_t r : shown) {
     const exec::RankTimes& p = predicted.ranks[r];
     const exec::RankTimes& m = measured.ranks[r];
-    rows.push_back({std::to_string(r), FormatSeconds(p.compute_s), FormatSeconds(m.compute_s),
-                    ErrorCell(ErrorPct(m.compute_s, p.compute_s)), FormatSeconds(p.exposed_comm_s),
-                    FormatSeconds(m.exposed_comm_s),
-                    ErrorCell(ErrorPct(m.exposed_comm_s, p.exposed_comm_s)),
-                    FormatSeconds(p.idle_s), FormatSeconds(m.idle_s),
-                    ErrorCell(ErrorPct(m.idle_s, p.idle_s))});
+    std::vector<std::string> row = {std::to_string(r)};
+    for (const auto& [p_s, m_s] : {std::pair{p.compute_s, m.compute_s},
+                                   {p.exposed_comm_s, m.exposed_comm_s},
+                                   {p.idle_s, m.idle_s}}) {
+      row.push_back(FormatSeconds(p_s));
+      row.push_back(FormatSeconds(m_s));
+      if (with_errors) row.push_back(ErrorCell(ErrorPct(m_s, p_s)));
+    }
+    rows.push_back(std::move(row));
   }
   const std::string indent = "  ";
   // The group labels over each group's first column.
   const std::vector<size_t> starts = ColumnStarts(rows);
   std::string groups = indent;
-  for (const auto& [column, label] :
-       {std::pair<size_t, const char*>{1, "compute"}, {4, "exposed comm"}, {7, "idle"}}) {
-    groups.resize(indent.size() + starts[column], ' ');
+  for (const auto& [group, label] :
+       {std::pair<size_t, const char*>{0, "compute"}, {1, "exposed comm"}, {2, "idle"}}) {
+    groups.resize(indent.size() + starts[1 + group * group_width], ' ');
     groups += label;
   }
-  std::string out = "per rank, predicted vs measured (error vs predicted):\n";
+  std::string out = with_errors ? "per rank, predicted vs measured (error vs predicted):\n"
+                                : "per rank, predicted and measured:\n";
   out += groups + "\n";
   out += Columns(rows, indent);
   const size_t ranks = CommonRanks(predicted, measured);
@@ -124,7 +135,8 @@ std::string RenderRankComparison(const exec::RunTimeline& predicted,
 }
 
 std::string RenderOpClassComparison(const exec::RunTimeline& predicted,
-                                    const exec::RunTimeline& measured) {
+                                    const exec::RunTimeline& measured, Errors errors) {
+  const bool with_errors = errors == Errors::kWithErrors;
   std::string out = "per op class, predicted vs measured (sum over ranks of op durations):\n";
   if (!predicted.op_classes || !measured.op_classes) {
     out += std::string("  unavailable: ") + (predicted.op_classes
@@ -132,8 +144,8 @@ std::string RenderOpClassComparison(const exec::RunTimeline& predicted,
                                                  : "the prediction recorded no per-op times\n");
     return out;
   }
-  std::vector<std::vector<std::string>> rows = {
-      {"class", "ops", "predicted", "measured", "error vs predicted"}};
+  std::vector<std::vector<std::string>> rows = {{"class", "ops", "predicted", "measured"}};
+  if (with_errors) rows[0].push_back("error vs predicted");
   for (size_t c = 0; c < exec::kNumOpClasses; ++c) {
     const exec::OpClassTimes& p = (*predicted.op_classes)[c];
     const exec::OpClassTimes& m = (*measured.op_classes)[c];
@@ -141,8 +153,8 @@ std::string RenderOpClassComparison(const exec::RunTimeline& predicted,
     std::string ops = std::to_string(m.ops);
     if (p.ops != m.ops) ops += " (predicted " + std::to_string(p.ops) + ")";
     rows.push_back({std::string(exec::OpClassName(static_cast<exec::OpClass>(c))), ops,
-                    FormatSeconds(p.sum_s), FormatSeconds(m.sum_s),
-                    ErrorCell(ErrorPct(m.sum_s, p.sum_s))});
+                    FormatSeconds(p.sum_s), FormatSeconds(m.sum_s)});
+    if (with_errors) rows.back().push_back(ErrorCell(ErrorPct(m.sum_s, p.sum_s)));
   }
   out += Columns(rows, "  ");
   return out;

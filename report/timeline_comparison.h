@@ -35,16 +35,24 @@ std::string ErrorCell(std::optional<double> percent);
 std::vector<size_t> RanksShown(const exec::RunTimeline& predicted,
                                const exec::RunTimeline& measured);
 
+// Whether the comparison tables give each pair's error: kWithErrors where the measured times are
+// meant to match the prediction; kSideBySide where they cannot (CPU ranks against a GPU
+// cluster's prediction), so the tables show the two without errors.
+enum class Errors { kWithErrors, kSideBySide };
+
 // "per rank ..." heading, one row per rank of RanksShown: compute, exposed comm, idle, each as
-// predicted, measured, error; a note when some ranks are left out. Width <= 100 columns while
-// every time is below 1000 s (FormatSeconds: at most 9 characters).
+// predicted, measured, error (no error under kSideBySide); a note when some ranks are left out.
+// Width <= 100 columns while every time is below 1000 s (FormatSeconds: at most 9 characters).
 std::string RenderRankComparison(const exec::RunTimeline& predicted,
-                                 const exec::RunTimeline& measured);
+                                 const exec::RunTimeline& measured,
+                                 Errors errors = Errors::kWithErrors);
 
 // "per op class ..." heading, one row per class with ops in either timeline: ops, predicted,
-// measured, error; a line saying why when either timeline has no op classes.
+// measured, error (none under kSideBySide); a line saying why when either timeline has no op
+// classes.
 std::string RenderOpClassComparison(const exec::RunTimeline& predicted,
-                                    const exec::RunTimeline& measured);
+                                    const exec::RunTimeline& measured,
+                                    Errors errors = Errors::kWithErrors);
 
 // Inside an open object: "ranks": [{"rank", "compute_s", "exposed_comm_s", "idle_s", "busy_s"}]
 // and "op_classes": [{"class", "ops", "time_s"}] (every class, in OpClass order; null when absent).

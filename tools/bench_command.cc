@@ -17,6 +17,7 @@
 #include "tools/cli_common.h"
 #include "tools/commands.h"
 #include "tools/execute_run.h"
+#include "tools/progress_bar.h"
 
 namespace meshplan::tools {
 namespace {
@@ -115,19 +116,22 @@ int RunBenchCommand(BenchFlags& flags) {
   auto spec = MakeSpec(flags, &context);
   if (!spec.ok()) return ReportError(spec.status());
   capacity::BenchProgress progress;
+  // A line per point (its outcome is worth keeping); on a terminal, above a bar with the time left.
+  auto bar = std::make_shared<ProgressBar>("bench");
   if (!flags.quiet) {
-    progress = [](const capacity::BenchRow& row, int64_t done, int64_t total) {
+    progress = [bar](const capacity::BenchRow& row, int64_t done, int64_t total) {
       std::string what = std::string(capacity::BenchOutcomeName(row.outcome));
       if (row.outcome == capacity::BenchOutcome::kRan)
         what += " in " + FormatSeconds(row.median_s) + " (median)";
-      std::fprintf(stderr, "meshplan: bench: %lld/%lld %s %s %s: %s\n",
-                   static_cast<long long>(done), static_cast<long long>(total), row.mask.c_str(),
-                   FormatCount(row.seq_len).c_str(), std::string(SchemeName(row.scheme)).c_str(),
-                   what.c_str());
-      std::fflush(stderr);
+      bar->Update(done, total);
+      bar->Print("meshplan: bench: " + std::to_string(done) + "/" + std::to_string(total) + " " +
+                 row.mask + " " + FormatCount(row.seq_len) + " " +
+                 std::string(SchemeName(row.scheme)) + ": " + what);
     };
   }
   auto rows = capacity::RunBench(*spec, progress);
+  progress = {};
+  bar.reset();  // erased before the table reaches the terminal
   if (!rows.ok()) return ReportError(rows.status());
   const std::string text = flags.format == "json"  ? report::BenchJson(*rows, context)
                            : flags.format == "csv" ? report::BenchCsv(*rows)

@@ -13,9 +13,11 @@
 #include "core/units.h"
 #include "executor/calibration/calibration.h"
 #include "executor/calibration/cpu_calibration.h"
+#include "report/calibration_report.h"
 #include "tools/cli_common.h"
 #include "tools/commands.h"
 #include "tools/execute_run.h"
+#include "tools/progress_bar.h"
 
 namespace meshplan::tools {
 namespace {
@@ -32,6 +34,7 @@ struct CalibrateFlags {
   bool samples = false;  // print every kernel sample, measured against the fitted model
   std::string out;
   std::string name = "machine";
+  std::string format = "toml";  // toml: the topology file; json: it with the fit and samples
 };
 
 Status CheckFlags(const CalibrateFlags& f) {
@@ -53,7 +56,7 @@ Status CheckFlags(const CalibrateFlags& f) {
         "'); an MPI job on one machine shares its cores the same way, see docs/fidelity.md");
   }
   if (f.name.empty()) return Status::Invalid("--name: must not be empty");
-  return Status::Ok();
+  return CheckFormat(f.format, {"toml", "json"});
 }
 
 // The file's first lines: what made it and how well the model fits what was measured.
@@ -161,6 +164,10 @@ Runner RegisterCalibrateCommand(CLI::App& app) {
                 "Fewer block sizes and repetitions: about 30 s instead of up to 2 minutes");
   cmd->add_option("-o,--out", f->out, "Write the topology here (atomically); default: stdout");
   cmd->add_option("--name", f->name, "The topology's name")->capture_default_str();
+  cmd->add_option("--format", f->format,
+                  "Output: toml (the topology file plan, simulate and execute -t read) or json "
+                  "(the cluster, the fit's residuals, every sample, and the TOML text as \"toml\")")
+      ->capture_default_str();
   cmd->add_flag("-q,--quiet", f->quiet, "No progress or summary on stderr (errors still go there)");
   cmd->add_flag(
       "--samples", f->samples,
@@ -189,9 +196,17 @@ Runner RegisterCalibrateCommand(CLI::App& app) {
     const double load = exec::CpuCalibrationTarget::LoadAverage();
     exec::CpuCalibrationTarget target(spec.head_dim, spec.heads, spec.quick);
     const bool quiet = f->quiet;
-    auto result = exec::Calibrate(target, spec, [quiet](const std::string& line) {
-      if (!quiet) std::fprintf(stderr, "calibrate: %s\n", line.c_str());
+    // A line per phase; on a terminal, above a bar of the phases (they differ in length, so it
+    // shows no time left).
+    auto bar = std::make_unique<ProgressBar>("calibrate", /*time_left=*/false);
+    const int phases = exec::CalibrationPhases(target, spec);
+    int phase = 0;
+    auto result = exec::Calibrate(target, spec, [&](const std::string& line) {
+      if (quiet) return;
+      bar->Update(phase++, phases);
+      bar->Print("calibrate: " + line);
     });
+    bar.reset();
     if (!result.ok()) return ReportError(result.status());
     CalibrationRecord& record = result->topology.calibration;
     record.load_average = load >= 0 ? std::round(load * 100) / 100 : -1;
@@ -200,7 +215,8 @@ Runner RegisterCalibrateCommand(CLI::App& app) {
     record.kernel_max_error = std::round(result->kernel_max_residual * 1000) / 1000;
     if (!quiet) PrintSummary(*result);
     if (f->samples) PrintSamples(*result);
-    const std::string text = Header(*result) + TopologyToToml(result->topology);
+    std::string text = Header(*result) + TopologyToToml(result->topology);
+    if (f->format == "json") text = report::CalibrationJson(*result, text);
     if (f->out.empty()) {
       std::fputs(text.c_str(), stdout);
       return kExitOk;

@@ -7,6 +7,7 @@
 
 #include "core/atomic_file.h"
 #include "core/escape.h"
+#include "core/toml_util.h"
 #include "core/topology_catalog.h"
 #include "core/topology_toml.h"
 #include "core/units.h"
@@ -273,5 +274,46 @@ std::vector<std::string> SplitList(const std::string& text) {
 }
 
 Status CheckWritableOutput(const std::string& path) { return CheckOutputPath(path); }
+
+int EmitReport(const std::string& out, const std::string& text, bool quiet) {
+  if (out.empty()) {
+    std::fputs(text.c_str(), stdout);
+    std::fflush(stdout);
+    return kExitOk;
+  }
+  if (Status st = WriteFileAtomically(out, text); !st.ok()) return ReportError(st);
+  if (!quiet) std::fprintf(stderr, "meshplan: wrote the report to %s\n", out.c_str());
+  return kExitOk;
+}
+
+int EmitCsvReport(const std::string& out, const std::string& csv, bool append, bool quiet) {
+  if (!append) return EmitReport(out, csv, quiet);
+  const size_t end_of_header = csv.find('\n') + 1;
+  const std::string header = csv.substr(0, end_of_header);
+  const std::string rows = csv.substr(end_of_header);
+  if (out.empty()) return EmitReport(out, rows, quiet);
+  std::error_code ec;
+  if (!std::filesystem::exists(out, ec)) return EmitReport(out, csv, quiet);
+  Result<std::string> existing = ReadTextFile(out);
+  if (!existing.ok()) return ReportError(existing.status());
+  std::string text = std::move(existing).value();
+  const std::string their_header = text.substr(0, text.find('\n') + 1);
+  if (their_header != header) {
+    auto shown = [](std::string line) {
+      if (!line.empty() && line.back() == '\n') line.pop_back();
+      return line.size() > 200 ? line.substr(0, 200) + "..." : line;
+    };
+    return ReportError(Status::Invalid(
+        out +
+        ": --append: the file's header is not this report's, so rows would not line up "
+        "(file: \"" +
+        shown(their_header) + "\"; this report: \"" + shown(header) +
+        "\"); write to a new file or leave out --append"));
+  }
+  if (!text.empty() && text.back() != '\n') text += '\n';
+  if (Status st = WriteFileAtomically(out, text + rows); !st.ok()) return ReportError(st);
+  if (!quiet) std::fprintf(stderr, "meshplan: appended to %s\n", out.c_str());
+  return kExitOk;
+}
 
 }  // namespace meshplan::tools

@@ -110,6 +110,17 @@ Result<Topology> PlanTopology(const std::string& plan_file, const std::string& t
 // long command refuse a bad -o before it starts working.
 Status CheckWritableOutput(const std::string& path);
 
+// A command's report where -o says: stdout when `out` is empty, else `out` written atomically
+// with a line on stderr ("meshplan: wrote the report to OUT") unless `quiet`. Returns the exit
+// code.
+int EmitReport(const std::string& out, const std::string& text, bool quiet);
+
+// A CSV report (`csv`: a header line, then rows) where -o says, with --append: onto an existing
+// file whose first line is the same header (anything else there is refused, exit 2, naming the
+// file and both headers), else as a new file; on stdout without the header, for `>> FILE`.
+// The file is rewritten atomically either way. Returns the exit code.
+int EmitCsvReport(const std::string& out, const std::string& csv, bool append, bool quiet);
+
 // Prints "meshplan: note: SOURCE: ..." on stderr when `topology`'s kernel curve does not carry
 // over to `head_dim` (GpuSpec::HeadDimCaveat), unless `quiet`.
 void NoteHeadDim(const Topology& topology, int64_t head_dim, bool quiet);

@@ -189,7 +189,17 @@ Runner RegisterExecuteCommand(CLI::App& app) {
   cmd->add_option("--timeout-s", flags->timeout_s,
                   "A receive waiting longer than this fails the run (seconds)")
       ->capture_default_str();
-  cmd->add_option("--format", flags->format, "Output: table or json")->capture_default_str();
+  cmd->add_option("--format", flags->format,
+                  "Output: table, json or csv (one row per run, with a header)")
+      ->capture_default_str();
+  cmd->add_option("-o,--out", flags->out, "Write the report here (atomically); default: stdout");
+  cmd->add_flag("--append", flags->append,
+                "With --format csv: add the row to -o's file when it has the same header (on "
+                "stdout: the row without the header, for >> FILE)");
+  cmd->add_flag("--errors", flags->errors,
+                "Percentage errors against the prediction even when the plan's cluster is not "
+                "this machine (CPU ranks against a GPU cluster; a calibrated file always has "
+                "them)");
   cmd->add_option(
          "--repeat", flags->repeat,
          "Benchmark: N timed runs of the same inputs (1 to 1000; one untimed warm-up run first "

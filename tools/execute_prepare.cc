@@ -57,7 +57,12 @@ Status CheckFlags(const ExecuteFlags& flags) {
   if (!flags.outputs.empty()) {
     MESHPLAN_RETURN_IF_ERROR(CheckOutputDirectory(flags.outputs).WithContext("--outputs"));
   }
-  return CheckFormat(flags.format, {"table", "json"});
+  if (flags.append && flags.format != "csv")
+    return Status::Invalid("--append: only with --format csv (got --format " + flags.format + ")");
+  if (!flags.out.empty()) {
+    MESHPLAN_RETURN_IF_ERROR(CheckWritableOutput(flags.out).WithContext("-o"));
+  }
+  return CheckFormat(flags.format, {"table", "json", "csv"});
 }
 
 Result<int> RepeatCount(const ExecuteFlags& flags) {

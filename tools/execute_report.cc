@@ -71,18 +71,24 @@ int FinishExecution(const ExecuteFlags& flags, const Prepared& p,
     if (!written.ok()) return ReportError(Status::Io(written.status().message() + stale.Suffix()));
     r.written = std::move(written).value();
   }
-  std::fputs(
-      (flags.format == "json" ? report::RenderExecutionJson(r) : report::RenderExecutionTable(r))
-          .c_str(),
-      stdout);
-  std::fflush(stdout);
+  // CPU ranks against a cluster that is not a calibration of this machine (its ranks would share
+  // a device) run at another speed by design: no percentage errors unless --errors.
+  r.compare_times = flags.errors || flags.backend != "cpu" || p.topology.gpu.ranks_per_device > 1;
+  const int written_report =
+      flags.format == "csv"
+          ? EmitCsvReport(flags.out, report::ExecutionCsv(r, /*with_header=*/true), flags.append,
+                          flags.quiet)
+          : EmitReport(flags.out,
+                       flags.format == "json" ? report::RenderExecutionJson(r)
+                                              : report::RenderExecutionTable(r),
+                       flags.quiet);
   if (!passed) {
     std::fprintf(stderr, "meshplan: error: check failed: %s%s%s\n",
                  report::DescribeCheckFailure(r.check).c_str(),
                  flags.outputs.empty() ? "" : "; no outputs written", stale.Suffix().c_str());
     return kExitFailure;
   }
-  return kExitOk;
+  return written_report;
 }
 
 void StaleOutputs::Remove() {

@@ -32,7 +32,10 @@ struct ExecuteFlags {
   std::string inputs;
   std::string outputs;
   double timeout_s = 30;
-  std::string format = "table";
+  std::string format = "table";  // table, json or csv
+  std::string out;               // -o: the report into this file (atomically); "": stdout
+  bool append = false;           // --append: CSV rows onto -o's file (or stdout without a header)
+  bool errors = false;  // --errors: percentage errors even against a cluster that is not this one
   std::string inject_fail;          // "RANK:OP"
   std::string inject_silent;        // "RANK"; empty: not given
   bool check_dependencies = false;  // the engine's happens-before checker

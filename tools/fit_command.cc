@@ -32,13 +32,7 @@ struct FitFlags {
 
 // The report where the flags say: stdout, or --out written atomically (with a line on stderr).
 int WriteFitReport(const FitFlags& flags, const std::string& text) {
-  if (flags.out.empty()) {
-    std::fputs(text.c_str(), stdout);
-    return kExitOk;
-  }
-  if (Status st = WriteFileAtomically(flags.out, text); !st.ok()) return ReportError(st);
-  if (!flags.quiet) std::fprintf(stderr, "meshplan: wrote the report to %s\n", flags.out.c_str());
-  return kExitOk;
+  return EmitReport(flags.out, text, flags.quiet);
 }
 
 int RunLongestFit(const FitFlags& flags, const Topology& topology, const Workload& workload,

@@ -23,6 +23,7 @@
 #include "simulator/trace.h"
 #include "tools/cli_common.h"
 #include "tools/commands.h"
+#include "tools/progress_bar.h"
 
 namespace meshplan::tools {
 namespace {
@@ -33,7 +34,9 @@ struct SimulateFlags {
   ModelFlags model;
   std::string trace;
   std::string timeline;
-  std::string format = "table";
+  std::string format = "table";  // table, json, csv (one row) or metrics (metric,value rows)
+  std::string out;               // -o: the report into this file (atomically); "": stdout
+  bool append = false;           // --append: the CSV row onto -o's file (stdout: no header)
   int ranks = 8;
   bool quiet = false;
   std::string trace_ranks;
@@ -87,15 +90,23 @@ Result<std::vector<int64_t>> TraceRanks(const std::string& text, bool given, int
   return list;
 }
 
-// Progress on stderr for replays that take a while: nothing in the first 2 s, then a line at most
-// every second.
-// Progress lines on stderr, the first after 2 s and then at most one a second, counted from
-// when it was made (before the expansion): "meshplan: simulate: <what> <done> of <total> <unit>
-// (<pct>) after <t> s". The expansion and the replay share one.
+// Progress on stderr for replays that take a while, counted from when it was made (before the
+// expansion); the expansion and the replay share one. On a terminal, a bar per phase with the
+// time left (tools/progress_bar.h); elsewhere lines, the first after 2 s and then at most one a
+// second: "meshplan: simulate: <what> <done> of <total> <unit> (<pct>) after <t> s".
 class ProgressLine {
  public:
-  ProgressLine() : start_(Clock::now()), next_(start_ + std::chrono::seconds(2)) {}
+  ProgressLine()
+      : start_(Clock::now()), next_(start_ + std::chrono::seconds(2)), bar_("simulate") {}
   void Report(const char* what, const char* unit, int64_t done, int64_t total) {
+    if (bar_.drawing()) {
+      if (phase_ != what) {
+        phase_ = what;
+        bar_.NextPhase(std::string("simulate: ") + (phase_.empty() ? "replaying" : "expanding"));
+      }
+      bar_.Update(done, total);
+      return;
+    }
     const Clock::time_point now = Clock::now();
     if (now < next_) return;
     next_ = now + std::chrono::seconds(1);
@@ -109,20 +120,26 @@ class ProgressLine {
  private:
   using Clock = std::chrono::steady_clock;
   Clock::time_point start_, next_;
+  ProgressBar bar_;
+  std::string phase_ = "-";  // the `what` of the phase the bar shows; "-": none yet
 };
 
 // Ranks drawn in the --timeline picture (one lane each); more stay readable only in the trace.
 constexpr int kTimelineLanes = 32;
 
 int RunSimulate(const SimulateFlags& flags) {
-  if (Status st = CheckFormat(flags.format, {"table", "json", "csv"}); !st.ok())
+  if (Status st = CheckFormat(flags.format, {"table", "json", "csv", "metrics"}); !st.ok())
     return ReportError(st);
+  if (flags.append && flags.format != "csv") {
+    return ReportError(
+        Status::Invalid("--append: only with --format csv (got --format " + flags.format + ")"));
+  }
   if (flags.ranks < 0) {
     return ReportError(Status::Invalid("--slowest (--ranks): must not be negative"));
   }
   // Output paths before any work: a bad one is refused (exit 2) before the replay.
   for (const auto& [flag, path] :
-       {std::pair{"--trace", &flags.trace}, {"--timeline", &flags.timeline}}) {
+       {std::pair{"--trace", &flags.trace}, {"--timeline", &flags.timeline}, {"-o", &flags.out}}) {
     if (path->empty()) continue;
     if (Status st = CheckWritableOutput(*path); !st.ok()) return ReportError(st.WithContext(flag));
   }
@@ -140,8 +157,9 @@ int RunSimulate(const SimulateFlags& flags) {
   options.use_symmetry = !flags.no_symmetry;
   if (Status st = SetReplayMemoryLimit(flags.max_memory, &options); !st.ok())
     return ReportError(st);
+  std::shared_ptr<ProgressLine> line;
   if (!flags.quiet) {
-    auto line = std::make_shared<ProgressLine>();
+    line = std::make_shared<ProgressLine>();
     options.expansion_progress = [line](int64_t done, int64_t total) {
       line->Report("expanded ", "ranks", done, total);
     };
@@ -151,6 +169,9 @@ int RunSimulate(const SimulateFlags& flags) {
   }
   const auto start = std::chrono::steady_clock::now();
   auto sim = sim::SimulatePlan(*plan, *topology, options);
+  options.expansion_progress = {};
+  options.progress = {};
+  line.reset();  // a bar is erased before anything else reaches the terminal
   const double wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!sim.ok()) return ReportError(sim.status().WithContext(flags.plan));
@@ -197,13 +218,15 @@ int RunSimulate(const SimulateFlags& flags) {
     summary.model_layers = model->layers;
     summary.all_layers_s = all;
   }
-  if (flags.format == "json") {
-    std::fputs(report::SimulationJson(summary, flags.trace).c_str(), stdout);
-  } else if (flags.format == "csv") {
-    std::fputs(report::SimulationCsv(summary).c_str(), stdout);
-  } else {
-    std::fputs(report::SimulationTable(summary).c_str(), stdout);
-  }
+  const int written =
+      flags.format == "csv"
+          ? EmitCsvReport(flags.out, report::SimulationCsv(summary), flags.append, flags.quiet)
+          : EmitReport(flags.out,
+                       flags.format == "json"      ? report::SimulationJson(summary, flags.trace)
+                       : flags.format == "metrics" ? report::SimulationMetricsCsv(summary)
+                                                   : report::SimulationTable(summary),
+                       flags.quiet);
+  if (written != kExitOk) return written;
   if (!flags.trace.empty()) {
     int64_t ops = 0, traced = 0;
     for (size_t r = 0; r < sim->schedule.ranks.size(); ++r) {
@@ -243,7 +266,14 @@ Runner RegisterSimulateCommand(CLI::App& app) {
                   "Write a Chrome trace (JSON; opens in Perfetto) to this file");
   cmd->add_option("--timeline", flags->timeline,
                   "Write an SVG timeline (one lane per rank, first 32 ranks) to this file");
-  cmd->add_option("--format", flags->format, "Output: table, json or csv")->capture_default_str();
+  cmd->add_option("--format", flags->format,
+                  "Output: table, json, csv (one row per run with a header; --append adds "
+                  "rows) or metrics (one metric,value pair per line)")
+      ->capture_default_str();
+  cmd->add_option("-o,--out", flags->out, "Write the report here (atomically); default: stdout");
+  cmd->add_flag("--append", flags->append,
+                "With --format csv: add the row to -o's file when it has the same header (on "
+                "stdout: the row without the header, for >> FILE)");
   // --slowest: `--ranks` means ranks sharing a machine elsewhere (calibrate, bench); the old
   // spelling still works here.
   cmd->add_option("--slowest,--ranks", flags->ranks, "Slowest ranks to list (0: all)")

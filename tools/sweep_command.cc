@@ -19,6 +19,7 @@
 #include "report/sweep_table.h"
 #include "tools/cli_common.h"
 #include "tools/commands.h"
+#include "tools/progress_bar.h"
 
 namespace meshplan::tools {
 namespace {
@@ -144,7 +145,11 @@ int RunSweepCommand(SweepFlags flags, const CLI::App& cmd) {
         "--plot: the charts show one TP degree; sweep one --tp value at a time to plot"));
   }
   capacity::Progress progress;
-  if (!flags.quiet) {
+  // On a terminal a bar with the time left; elsewhere (logs, pipes) a line per point.
+  auto bar = std::make_shared<ProgressBar>("sweep");
+  if (!flags.quiet && bar->drawing()) {
+    progress = [bar](int64_t done, int64_t total) { bar->Update(done, total); };
+  } else if (!flags.quiet) {
     progress = [](int64_t done, int64_t total) {
       std::fprintf(stderr, "meshplan: sweep: point %lld/%lld\n", static_cast<long long>(done),
                    static_cast<long long>(total));
@@ -152,6 +157,8 @@ int RunSweepCommand(SweepFlags flags, const CLI::App& cmd) {
     };
   }
   auto rows = capacity::RunSweep(*spec, progress);
+  progress = {};
+  bar.reset();  // erased before the table reaches the terminal
   if (!rows.ok()) return ReportError(rows.status());
   if (Status st = WriteSweepOutputs(flags, *rows); !st.ok()) return ReportError(st);
   if (!flags.plot.empty()) {

@@ -95,7 +95,7 @@ std::string Describe(const Topology& t) {
 }
 
 // `topo new`: the cluster the template describes, as a commented file on stdout or at `out`.
-int RunTopoNew(const ClusterTemplate& t, const std::string& out) {
+int RunTopoNew(const ClusterTemplate& t, const std::string& out, bool quiet) {
   if (!out.empty()) {
     if (Status st = CheckWritableOutput(out); !st.ok()) return ReportError(st.WithContext("-o"));
   }
@@ -111,6 +111,7 @@ int RunTopoNew(const ClusterTemplate& t, const std::string& out) {
     return kExitOk;
   }
   if (Status st = WriteFileAtomically(out, text); !st.ok()) return ReportError(st);
+  if (quiet) return kExitOk;
   // Escaped: --name and -o are the user's text, and this must stay one line.
   std::fprintf(stderr, "meshplan: wrote %s (%lld GPUs) to %s; use it with -t %s\n",
                EscapeControlBytes(cluster->name).c_str(),
@@ -124,6 +125,7 @@ struct FromNcclTestsFlags {
   std::string base;   // -t: the cluster whose level is set
   std::string level;  // the level the log measured
   std::string out;
+  bool quiet = false;  // -q: no summary line on stderr
 };
 
 // `topo from-nccl-tests`: the base cluster with one level's bandwidth set to the bus bandwidth
@@ -189,6 +191,7 @@ int RunTopoFromNcclTests(const FromNcclTestsFlags& f) {
   } else {
     if (Status st = WriteFileAtomically(f.out, file); !st.ok()) return ReportError(st);
   }
+  if (f.quiet) return kExitOk;
   std::fprintf(stderr, "meshplan: %s: %s bandwidth %.4g -> %.4g GB/s per GPU (busbw of %s)%s%s\n",
                cluster->name.c_str(), f.level.c_str(), before_GBps, measured->peak_busbw_GBps,
                f.log.c_str(), f.out.empty() ? "" : "; wrote ", f.out.c_str());
@@ -203,15 +206,26 @@ Runner RegisterTopoCommand(CLI::App& app) {
   topo->require_subcommand(1);
   auto show_file = std::make_shared<std::string>();
   auto show_format = std::make_shared<std::string>("text");
+  // -o FILE and -q, as every command has them (issue 32): list and show write their report there.
+  auto report_out = std::make_shared<std::string>();
+  auto quiet = std::make_shared<bool>(false);
+  auto add_out_and_quiet = [report_out, quiet](CLI::App* command, const std::string& what) {
+    command->add_option("--out,-o", *report_out,
+                        "Write " + what + " here (atomically) instead of stdout");
+    command->add_flag("--quiet,-q", *quiet, "No notes on stderr (errors still go there)");
+  };
   auto validate_file = std::make_shared<std::string>();
   CLI::App* list = topo->add_subcommand("list", "List the shipped clusters (use one with -t NAME)");
-  auto list_format = std::make_shared<std::string>("text");
-  list->add_option("--format", *list_format, "text or json")->capture_default_str();
+  auto list_format = std::make_shared<std::string>("table");
+  list->add_option("--format", *list_format, "table or json (text: table's old name)")
+      ->capture_default_str();
+  add_out_and_quiet(list, "the list");
   CLI::App* show = topo->add_subcommand(
       "show", "Print a topology (FILE or shipped NAME, or the built-in default)");
   show->add_option("file", *show_file,
                    "Topology TOML file or shipped cluster name (default: built-in)");
   show->add_option("--format", *show_format, "text, toml or json")->capture_default_str();
+  add_out_and_quiet(show, "the topology");
   CLI::App* validate = topo->add_subcommand(
       "validate", "Check a topology file (or shipped NAME); exit 2 with the reason if it is bad");
   validate->add_option("file", *validate_file, "Topology TOML file or shipped cluster name")
@@ -234,6 +248,7 @@ Runner RegisterTopoCommand(CLI::App& app) {
       ->capture_default_str();
   make->add_option("--name", template_flags->name, "The cluster's name (default GPU-NODESxGPUS)");
   make->add_option("--out,-o", *new_out, "Write the file here instead of stdout");
+  make->add_flag("--quiet,-q", *quiet, "No summary line on stderr (errors still go there)");
   auto nccl_flags = std::make_shared<FromNcclTestsFlags>();
   CLI::App* from_nccl = topo->add_subcommand(
       "from-nccl-tests",
@@ -249,33 +264,42 @@ Runner RegisterTopoCommand(CLI::App& app) {
                    "The level the log measured (nvlink for one node's GPUs, ib across nodes)")
       ->required();
   from_nccl->add_option("--out,-o", nccl_flags->out, "Write the file here instead of stdout");
+  from_nccl->add_flag("--quiet,-q", nccl_flags->quiet,
+                      "No summary line on stderr (errors still go there)");
   return [list, list_format, show, show_file, show_format, validate_file, make, template_flags,
-          new_out, from_nccl, nccl_flags]() -> int {
-    if (*make) return RunTopoNew(*template_flags, *new_out);
+          new_out, from_nccl, nccl_flags, report_out, quiet]() -> int {
+    if (*make) return RunTopoNew(*template_flags, *new_out, *quiet);
     if (*from_nccl) return RunTopoFromNcclTests(*nccl_flags);
     if (*list) {
-      if (Status st = CheckFormat(*list_format, {"text", "json"}); !st.ok()) return ReportError(st);
+      if (Status st = CheckFormat(*list_format, {"table", "text", "json"}); !st.ok())
+        return ReportError(st);
+      if (!report_out->empty()) {
+        if (Status st = CheckWritableOutput(*report_out); !st.ok())
+          return ReportError(st.WithContext("-o"));
+      }
       auto dir = ShippedTopologyDir(ProgramTopologySearch());
       if (!dir.ok()) return ReportError(dir.status());
       auto clusters = LoadTopologiesIn(*dir);
       if (!clusters.ok()) return ReportError(clusters.status());
-      std::fputs((*list_format == "json" ? report::TopologyListJson(*dir, *clusters)
-                                         : report::TopologyListText(*dir, *clusters))
-                     .c_str(),
-                 stdout);
-      return kExitOk;
+      return EmitReport(*report_out,
+                        *list_format == "json" ? report::TopologyListJson(*dir, *clusters)
+                                               : report::TopologyListText(*dir, *clusters),
+                        *quiet);
     }
     if (*show) {
       if (Status st = CheckFormat(*show_format, {"text", "toml", "json"}); !st.ok())
         return ReportError(st);
+      if (!report_out->empty()) {
+        if (Status st = CheckWritableOutput(*report_out); !st.ok())
+          return ReportError(st.WithContext("-o"));
+      }
       auto t = show_file->empty() ? Result<Topology>(DefaultTopology()) : LoadTopology(*show_file);
       if (!t.ok()) return ReportError(t.status());
-      std::fputs((*show_format == "toml"   ? TopologyToToml(*t)
-                  : *show_format == "json" ? report::TopologyJson(*t)
-                                           : Describe(*t))
-                     .c_str(),
-                 stdout);
-      return kExitOk;
+      return EmitReport(*report_out,
+                        *show_format == "toml"   ? TopologyToToml(*t)
+                        : *show_format == "json" ? report::TopologyJson(*t)
+                                                 : Describe(*t),
+                        *quiet);
     }
     auto t = LoadTopology(*validate_file);
     if (!t.ok()) return ReportError(t.status());

@@ -445,6 +445,11 @@ double PairOverheadFlops(int64_t d1, double t1, int64_t d2, double t2) {
   return std::isfinite(k) ? std::clamp(k, 0.0, 1e6) : 0.0;
 }
 
+int CalibrationPhases(const CalibrationTarget& target, const CalibrationSpec& spec) {
+  return (spec.ranks > 1 ? 2 : 0) + kCalibrationRounds + 1 +
+         (target.MeasuresOtherHeadDims() ? 1 : 0);
+}
+
 int64_t SecondHeadDim(int64_t head_dim) { return head_dim >= 64 ? head_dim / 2 : head_dim * 2; }
 
 namespace {

@@ -164,6 +164,11 @@ inline constexpr int kCalibrationRounds = 3;
 // measurement of calibration is summarised by it, robust to the odd slow repetition.
 double Median(std::vector<double> values);
 
+// How many times Calibrate calls `progress` for `spec` on `target`: once per phase, that is
+// sharing and messages with more than one rank, each of the kCalibrationRounds kernel rounds,
+// merges, and the head-dim term where the target measures other head dims. A progress bar's total.
+int CalibrationPhases(const CalibrationTarget& target, const CalibrationSpec& spec);
+
 // kInvalidInput naming the flag (--ranks, --head-dim, --heads) for a spec out of range.
 Status CheckCalibrationSpec(const CalibrationSpec& spec);
 

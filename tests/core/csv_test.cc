@@ -8,6 +8,8 @@
 #include <limits>
 #include <string>
 
+#include "core/json_writer.h"
+
 namespace meshplan {
 namespace {
 
@@ -44,6 +46,28 @@ TEST(CsvField, QuotesOnlyWhenNeeded) {
   EXPECT_EQ(CsvField("a,b"), "\"a,b\"");
   EXPECT_EQ(CsvField("say \"hi\""), "\"say \"\"hi\"\"\"");
   EXPECT_EQ(CsvField("two\nlines"), "\"two\nlines\"");
+}
+
+TEST(Csv, BytesAreIntegersNeverExponents) {
+  // 1.0752e10 is what the shortest form of the double gives (10 characters against 11 digits):
+  // byte counts must read as integers.
+  EXPECT_EQ(CsvNumber(1.0752e10), "1.0752e+10");
+  EXPECT_EQ(CsvBytes(1.0752e10), "10752000000");
+  EXPECT_EQ(CsvBytes(2.6), "3");  // rounded
+  EXPECT_EQ(CsvBytes(std::nan("")), "");
+}
+
+TEST(JsonWriter, BytesAreIntegersNeverExponents) {
+  JsonWriter j;
+  j.BeginObject();
+  j.Key("a");
+  j.Bytes(1.0752e10);
+  j.Key("b");
+  j.Bytes(std::nan(""));
+  j.Key("c");
+  j.Number(1.0752e10);  // other numbers keep the shortest form
+  j.EndObject();
+  EXPECT_EQ(j.Take(), "{\"a\":10752000000,\"b\":null,\"c\":1.0752e+10}");
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
 namespace meshplan::report {
@@ -99,6 +100,81 @@ TEST(ExecutionReport, ThroughputPerRankAndMemory) {
   // With repeated runs the median time counts: runs of 2, 8 and 4 ms have median 4 ms.
   r.runs.stats = exec::RepeatStatsOf({2e-3, 8e-3, 4e-3});
   EXPECT_DOUBLE_EQ(TflopsPerRank(r), 1.0);
+}
+
+TEST(ExecutionReport, TimesThatCannotBeComparedAreShownSideBySideWithoutErrors) {
+  // CPU ranks against a GPU cluster's prediction (issue 32): both times, no percentage errors,
+  // one line saying why; JSON keeps its errors and says the times are not comparable.
+  ExecutionReport r = TwoRanks();
+  r.compare_times = false;
+  const std::string t = RenderExecutionTable(r);
+  EXPECT_FALSE(Has(t, "error vs predicted")) << t;
+  EXPECT_FALSE(Has(t, "+100.0%")) << t;
+  EXPECT_TRUE(Has(t, "  time                 2.00 ms    4.00 ms\n")) << t;
+  EXPECT_TRUE(Has(t, "  compute (mean)       1.50 ms    3.00 ms\n")) << t;
+  // The shares stay: predicted exposed 0.5 of 2 ms = 25.0%; measured 0.5 of 4 ms = 12.5%.
+  EXPECT_TRUE(Has(t, "  exposed comm / time  25.0%      12.5%\n")) << t;
+  EXPECT_TRUE(Has(t, "so no errors are shown (--errors shows them)")) << t;
+  EXPECT_TRUE(Has(t, "per rank, predicted and measured:\n")) << t;
+  // Rank 0: compute 1 and 2 ms, exposed 1 and 1 ms, idle 0 and 1 ms, without error columns.
+  EXPECT_TRUE(Has(t, "  0     1.00 ms    2.00 ms   1.00 ms    1.00 ms   0.0 us     1.00 ms\n"))
+      << t;
+  EXPECT_TRUE(Has(t, "  compute fwd  4    3.00 ms    6.00 ms\n")) << t;
+  const std::string j = RenderExecutionJson(r);
+  EXPECT_TRUE(Has(j, "\"error_pct\":{\"time\":100,")) << j;
+  EXPECT_TRUE(Has(j, "\"times_comparable\":false")) << j;
+  EXPECT_TRUE(Has(RenderExecutionJson(TwoRanks()), "\"times_comparable\":true"));
+}
+
+// The value of `column` in a header-and-row CSV (no quoted commas in the columns asked for).
+std::string CsvValue(const std::string& csv, const std::string& column) {
+  const size_t header_end = csv.find('\n');
+  const std::string header = "," + csv.substr(0, header_end) + ",";
+  const size_t at = header.find("," + column + ",");
+  if (at == std::string::npos) return "<no column " + column + ">";
+  const long index =
+      std::count(header.begin(), header.begin() + static_cast<long>(at) + 1, ',') - 1;
+  std::string row = csv.substr(header_end + 1);
+  row = row.substr(0, row.find('\n'));
+  size_t start = 0;
+  for (long i = 0; i < index; ++i) start = row.find(',', start) + 1;
+  return row.substr(start, row.find(',', start) - start);
+}
+
+TEST(ExecutionReport, CsvIsOneRowUnderAHeader) {
+  ExecutionReport r = TwoRanks();
+  r.flops = 8e9;
+  r.process_peak_rss_bytes = 3 * 1048576.0;
+  const std::string csv = ExecutionCsv(r, /*with_header=*/true);
+  ASSERT_EQ(std::count(csv.begin(), csv.end(), '\n'), 2) << csv;
+  const std::string row = csv.substr(csv.find('\n') + 1);
+  EXPECT_EQ(ExecutionCsv(r, /*with_header=*/false), row);
+  EXPECT_EQ(CsvValue(csv, "plan"), "p.toml");
+  EXPECT_EQ(CsvValue(csv, "backend"), "cpu");
+  EXPECT_EQ(CsvValue(csv, "ranks"), "2");
+  // The one run's time is its timeline's 4 ms; predicted 2 ms; error (4 - 2) / 2 = +100%.
+  EXPECT_EQ(CsvValue(csv, "time_s"), "0.004");
+  EXPECT_EQ(CsvValue(csv, "min_s"), "0.004");
+  EXPECT_EQ(CsvValue(csv, "predicted_s"), "0.002");
+  EXPECT_EQ(CsvValue(csv, "error_pct"), "100");
+  EXPECT_EQ(CsvValue(csv, "times_comparable"), "true");
+  // 8e9 FLOPs / 2 ranks / 4 ms = 1 TFLOP/s per rank; 3 MiB as an integer.
+  EXPECT_EQ(CsvValue(csv, "tflops_per_rank"), "1");
+  EXPECT_EQ(CsvValue(csv, "process_peak_rss_bytes"), "3145728");
+  // Not checked: empty check fields; no prediction: empty predicted_s and error_pct.
+  EXPECT_EQ(CsvValue(csv, "check"), "");
+  r.have_prediction = false;
+  const std::string none = ExecutionCsv(r, true);
+  EXPECT_EQ(CsvValue(none, "predicted_s"), "");
+  EXPECT_EQ(CsvValue(none, "error_pct"), "");
+  // The header does not depend on the report: rows of different runs line up.
+  EXPECT_EQ(none.substr(0, none.find('\n')), csv.substr(0, csv.find('\n')));
+  // Median of runs of 2, 8 and 4 ms: 4 ms; min 2 ms, max 8 ms.
+  r.runs.stats = exec::RepeatStatsOf({2e-3, 8e-3, 4e-3});
+  const std::string repeated = ExecutionCsv(r, true);
+  EXPECT_EQ(CsvValue(repeated, "runs"), "3");
+  EXPECT_EQ(CsvValue(repeated, "min_s"), "0.002");
+  EXPECT_EQ(CsvValue(repeated, "max_s"), "0.008");
 }
 
 }  // namespace

@@ -114,8 +114,9 @@ TEST_F(ExitCodes33, AReadOnlyOutputIsReplacedOnlyWithForce) {
   struct stat st {};
   ASSERT_EQ(::stat(out.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0444u);
-  // --force is offered where a command names output files, and nowhere else.
-  ExpectExit2("execute " + Plan() + " --force");
+  // --force is offered where a command names output files, and nowhere else. (`execute` names one
+  // since issue 32 gave it -o, so --force is asked of `topo validate`, which writes nothing.)
+  ExpectExit2("topo validate dgx-h100-4gpu --force");
 }
 
 TEST_F(ExitCodes33, ARunThatFailsAfterItStartedIsExit1) {

@@ -58,8 +58,8 @@ struct Json {
           if (at + 4 >= t.size()) return false;
           out->push_back('?');
           at += 4;
-        } else if (std::string("\"\\/bfnrt").find(e) != std::string::npos) {
-          out->push_back(e);
+        } else if (const size_t k = std::string("\"\\/bfnrt").find(e); k != std::string::npos) {
+          out->push_back("\"\\/\b\f\n\r\t"[k]);  // the character the escape stands for
         } else {
           return false;
         }

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <tuple>
 #include <vector>
 
 #include "core/layout.h"
@@ -268,6 +269,23 @@ TEST(Calibrate, MeasuresASecondHeadDimAndFitsTheTerm) {
   auto p = Calibrate(plain, Spec(1, true));
   ASSERT_TRUE(p.ok()) << p.status().message();
   EXPECT_DOUBLE_EQ(p->topology.gpu.pair_overhead_flops, 0);
+}
+
+TEST(Calibrate, SaysOneLinePerPhaseAsCalibrationPhasesCounts) {
+  // 4 ranks: sharing, 3 kernel rounds, merges, messages = 6 lines; with the head-dim term 7;
+  // one rank has no sharing or messages: 3 rounds and merges = 4.
+  for (const auto& [ranks, head_dims, expected] :
+       {std::tuple{4, false, 6}, std::tuple{4, true, 7}, std::tuple{1, false, 4}}) {
+    KnownTarget known(MakeTruth(true), 64, 2);
+    HeadDimTarget with_head_dims(MakeTruth(true), 64, 2, 128);
+    CalibrationTarget& target = head_dims ? static_cast<CalibrationTarget&>(with_head_dims)
+                                          : static_cast<CalibrationTarget&>(known);
+    int lines = 0;
+    auto r = Calibrate(target, Spec(ranks, true), [&lines](const std::string&) { ++lines; });
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_EQ(lines, expected) << ranks << " ranks";
+    EXPECT_EQ(CalibrationPhases(target, Spec(ranks, true)), expected) << ranks << " ranks";
+  }
 }
 
 TEST(Calibrate, OneRankNeedsNoSharingOrMessages) {
