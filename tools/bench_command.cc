@@ -208,10 +208,11 @@ Runner RegisterBenchCommand(CLI::App& app) {
       "(default: the memory available now)");
   cmd->add_option("--format", flags->format, "Output: table, csv or json")->capture_default_str();
   cmd->add_option("--out,-o", flags->out, "Write the output to this file instead of stdout");
-  // --plot as on sweep; --charts, its first name, still works.
-  cmd->add_option("--plot,--charts", flags->charts,
+  // --plot as on sweep; --charts, its first name, still works for a release (hidden from --help).
+  cmd->add_option("--plot", flags->charts,
                   "Write SVG charts (TFLOP/s and peak memory per rank vs sequence length, one per "
-                  "mask) into this directory (--charts: the same)");
+                  "mask) into this directory");
+  cmd->add_option("--charts", flags->charts, "The old name of --plot")->group("");
   cmd->add_flag("--quiet,-q", flags->quiet, "No progress messages on stderr");
   return [flags] { return RunBenchCommand(*flags); };
 }

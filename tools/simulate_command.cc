@@ -274,10 +274,11 @@ Runner RegisterSimulateCommand(CLI::App& app) {
   cmd->add_flag("--append", flags->append,
                 "With --format csv: add the row to -o's file when it has the same header (on "
                 "stdout: the row without the header, for >> FILE)");
-  // --slowest: `--ranks` means ranks sharing a machine elsewhere (calibrate, bench); the old
-  // spelling still works here.
-  cmd->add_option("--slowest,--ranks", flags->ranks, "Slowest ranks to list (0: all)")
+  // --slowest: `--ranks` means ranks sharing a machine elsewhere (calibrate); the old spelling
+  // still works here for a release (hidden from --help).
+  cmd->add_option("--slowest", flags->ranks, "Slowest ranks to list (0: all)")
       ->capture_default_str();
+  cmd->add_option("--ranks", flags->ranks, "The old name of --slowest")->group("");
   cmd->add_option("--trace-ranks", flags->trace_ranks,
                   "Ranks the trace holds: all, or ranks and ranges such as 0-15,100 (default: "
                   "every rank up to 64 "
