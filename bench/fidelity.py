@@ -10,8 +10,15 @@ an H100 topology of P GPUs, scaled by one factor (the median measured/predicted)
 calibration buys.
 
 Usage: python3 bench/fidelity.py [--meshplan build/tools/meshplan] [--out DIR] [--ranks 2,4,8]
-       [--seq 4K] [--repeat 2] [--rounds 2] [--mpi-ranks 4] [--passes fwd,fwd+bwd] [--quick]
-       [--calibrate-each once|workload]
+       [--seq 4K[,8K...]] [--heads 8] [--kv-heads N] [--head-dim 64] [--dtype fp32]
+       [--repeat 2] [--rounds 2] [--mpi-ranks 4] [--passes fwd,fwd+bwd] [--quick]
+       [--calibrate-each once|workload] [--backend cpu|cuda] [--kernels auto|tensor|simt]
+
+--backend cuda (issue 34) is the GPU table: P virtual ranks on one GPU, calibrated with
+`meshplan calibrate --backend cuda` and run with `execute --backend cuda` (bf16 by default, no MPI
+rows); e.g. on an H100 or H200:
+  python3 bench/fidelity.py --backend cuda --ranks 8 --mpi-ranks '' --seq 16K,64K,128K \
+      --heads 32 --kv-heads 8 --head-dim 128 --repeat 3 --rounds 1 --quick
 Writes DIR/fidelity.md (tables and summary), DIR/fidelity.csv and the calibrated machine-P.toml files.
 """
 import argparse
@@ -56,8 +63,12 @@ def main():
     ap.add_argument("--out", default="fidelity-out")
     ap.add_argument("--ranks", default="2,4,8")
     ap.add_argument("--mpi-ranks", default="4", help="P for the MPI rows ('' for none)")
-    ap.add_argument("--seq", default="4K")
+    ap.add_argument("--seq", default="4K", help="sequence lengths, comma-separated: each is its own workloads")
     ap.add_argument("--heads", default="8")
+    ap.add_argument("--kv-heads", default="", help="KV heads (default: --heads)")
+    ap.add_argument("--dtype", default="", help="default fp32 on the cpu backend, bf16 on cuda")
+    ap.add_argument("--backend", choices=["cpu", "cuda"], default="cpu")
+    ap.add_argument("--kernels", default="auto", help="cuda: auto (cuDNN where it can), tensor or simt")
     ap.add_argument("--head-dim", default="64")
     ap.add_argument("--repeat", default="2",
                     help="timed runs per execute (after a warm-up when > 1); 1 times a process's first, cold run "
@@ -72,17 +83,20 @@ def main():
                          "runs (a machine whose speed drifts over minutes is then described as it runs)")
     args = ap.parse_args()
     mp = args.meshplan
+    kv_heads = args.kv_heads or args.heads
+    dtype = args.dtype or ("bf16" if args.backend == "cuda" else "fp32")
+    backend = ["--backend", args.backend] + (["--kernels", args.kernels] if args.backend == "cuda" else [])
     os.makedirs(args.out, exist_ok=True)
     rows = []
     started = time.time()
-    mpi = shutil.which("mpirun") and args.mpi_ranks
+    mpi = shutil.which("mpirun") and args.mpi_ranks and args.backend == "cpu"
     runs = [(int(p), "threads") for p in args.ranks.split(",")]
     if mpi:
         runs += [(int(p), "mpi") for p in args.mpi_ranks.split(",")]
     machines = {}
 
     def calibrate(ranks, machine):
-        cal = [mp, "calibrate", "--ranks", str(ranks), "--head-dim", args.head_dim, "-o", machine]
+        cal = [mp, "calibrate", *backend, "--ranks", str(ranks), "--head-dim", args.head_dim, "-o", machine]
         if args.quick:
             cal.append("--quick")
         print(f"[{time.time() - started:6.0f} s] calibrate --ranks {ranks}", file=sys.stderr, flush=True)
@@ -96,47 +110,49 @@ def main():
             h100_topology(os.path.join(args.out, f"h100-{ranks}.toml"), ranks)
         h100 = os.path.join(args.out, f"h100-{ranks}.toml")
         first_workload = True
-        for mask in args.masks.split(","):
-            for pss in args.passes.split(","):
-                if args.calibrate_each == "workload" and not first_workload:
-                    calibrate(ranks, machine)
-                first_workload = False
-                workload = ["--seq", args.seq, "--heads", args.heads, "--kv-heads", args.heads, "--head-dim",
-                            args.head_dim, "--dtype", "fp32", "--mask", mask, "--pass", pss]
-                plans = json.loads(run([mp, "plan", "-t", machine, *workload, "--format", "json", "--top", "0", "--all-variants", "-q"]))
-                chosen = {}
-                for p in plans["plans"]:
-                    if p["fits"] and p["scheme"] != "mesh-ulysses":
-                        chosen.setdefault(variant_key(p), p)
-                # Every plan of the workload first, then --rounds rounds over all of them (the
-                # order reversed every other round): the machine's drift over minutes then hits
-                # every plan alike instead of the plans measured in a slow minute.
-                entries = []
-                for i, (key, p) in enumerate(sorted(chosen.items())):
-                    plan_file = os.path.join(args.out, f"plan-{i}.toml")
-                    run([mp, "plan", "-t", machine, *workload, "--pick", str(p["rank"]), "--out", plan_file, "-q"])
-                    label = f"{key[0]} {key[1]}".strip() + (" cache" if p["cache_forward"] else "")
-                    entries.append(dict(file=plan_file, label=label, times=[], predicted=None))
-                for rnd in range(int(args.rounds)):
-                    print(f"[{time.time() - started:6.0f} s] P={ranks} {transport} {mask} {pss}: round {rnd + 1}/"
-                          f"{args.rounds}, {len(entries)} plans", file=sys.stderr, flush=True)
-                    for e in (entries if rnd % 2 == 0 else list(reversed(entries))):
-                        ex = [mp, "execute", e["file"], "-t", machine, "--repeat", args.repeat, "-q", "--format", "json"]
-                        if transport == "mpi":
-                            ex = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(ranks), *ex,
-                                  "--transport", "mpi"]
-                        j = json.loads(run(ex))
-                        e["times"] += j["repeat"]["times_s"] if "repeat" in j else [j["measured"]["time_s"]]
-                        e["predicted"] = j["predicted"]["time_s"]
-                for e in entries:
-                    measured = statistics.median(e["times"])
-                    predicted = e["predicted"]
-                    spread = (max(e["times"]) - min(e["times"])) / measured
-                    h = json.loads(run([mp, "simulate", e["file"], "-t", h100, "--format", "json"]))
-                    rows.append(dict(ranks=ranks, transport=transport, mask=mask, pass_=pss, plan=e["label"],
-                                     predicted_s=predicted, measured_s=measured, spread=spread,
-                                     error_pct=100 * (measured - predicted) / predicted,
-                                     h100_s=h["simulated_s"]))
+        for seq, mask, pss in [(q, m, p) for q in args.seq.split(",") for m in args.masks.split(",")
+                               for p in args.passes.split(",")]:
+            if args.calibrate_each == "workload" and not first_workload:
+                calibrate(ranks, machine)
+            first_workload = False
+            workload = ["--seq", seq, "--heads", args.heads, "--kv-heads", kv_heads, "--head-dim",
+                        args.head_dim, "--dtype", dtype, "--mask", mask, "--pass", pss]
+            plans = json.loads(run([mp, "plan", "-t", machine, *workload, "--format", "json", "--top", "0", "--all-variants", "-q"]))
+            chosen = {}
+            for p in plans["plans"]:
+                # (the CPU table leaves the Ulysses-Mesh hybrid out; the GPU table has every scheme)
+                if p["fits"] and (args.backend == "cuda" or p["scheme"] != "mesh-ulysses"):
+                    chosen.setdefault(variant_key(p), p)
+            # Every plan of the workload first, then --rounds rounds over all of them (the
+            # order reversed every other round): the machine's drift over minutes then hits
+            # every plan alike instead of the plans measured in a slow minute.
+            entries = []
+            for i, (key, p) in enumerate(sorted(chosen.items())):
+                plan_file = os.path.join(args.out, f"plan-{i}.toml")
+                run([mp, "plan", "-t", machine, *workload, "--pick", str(p["rank"]), "--out", plan_file, "-q"])
+                label = f"{key[0]} {key[1]}".strip() + (" cache" if p["cache_forward"] else "")
+                entries.append(dict(file=plan_file, label=label, times=[], predicted=None))
+            for rnd in range(int(args.rounds)):
+                print(f"[{time.time() - started:6.0f} s] P={ranks} {transport} {seq} {mask} {pss}: round {rnd + 1}/"
+                      f"{args.rounds}, {len(entries)} plans", file=sys.stderr, flush=True)
+                for e in (entries if rnd % 2 == 0 else list(reversed(entries))):
+                    ex = [mp, "execute", e["file"], "-t", machine, *backend, "--repeat", args.repeat, "-q",
+                          "--format", "json"]
+                    if transport == "mpi":
+                        ex = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(ranks), *ex,
+                              "--transport", "mpi"]
+                    j = json.loads(run(ex))
+                    e["times"] += j["repeat"]["times_s"] if "repeat" in j else [j["measured"]["time_s"]]
+                    e["predicted"] = j["predicted"]["time_s"]
+            for e in entries:
+                measured = statistics.median(e["times"])
+                predicted = e["predicted"]
+                spread = (max(e["times"]) - min(e["times"])) / measured
+                h = json.loads(run([mp, "simulate", e["file"], "-t", h100, "--format", "json"]))
+                rows.append(dict(ranks=ranks, transport=transport, seq=seq, mask=mask, pass_=pss, plan=e["label"],
+                                 predicted_s=predicted, measured_s=measured, spread=spread,
+                                 error_pct=100 * (measured - predicted) / predicted,
+                                 h100_s=h["simulated_s"]))
     # The uncalibrated H100 prediction, scaled by the one factor that best fits (median ratio).
     scale = statistics.median(r["measured_s"] / r["h100_s"] for r in rows)
     for r in rows:
@@ -147,23 +163,24 @@ def main():
         w.writerows(rows)
     errors = [abs(r["error_pct"]) for r in rows]
     h100_errors = [abs(r["h100_scaled_error_pct"]) for r in rows]
-    lines = ["| P | transport | mask | pass | plan | predicted | measured (median) | spread | error | "
-             "H100 x scale error |", "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| P | transport | seq | mask | pass | plan | predicted | measured (median) | spread | error | "
+             "H100 x scale error |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| {r['ranks']} | {r['transport']} | {r['mask']} | {r['pass_']} | {r['plan']} | "
+        lines.append(f"| {r['ranks']} | {r['transport']} | {r['seq']} | {r['mask']} | {r['pass_']} | {r['plan']} | "
                      f"{r['predicted_s'] * 1e3:.1f} ms | {r['measured_s'] * 1e3:.1f} ms | {100 * r['spread']:.0f}% | "
                      f"{r['error_pct']:+.1f}% | {r['h100_scaled_error_pct']:+.1f}% |")
     # Ranking: per workload, the simulator's first choice against the fastest measured plan.
     ranking = []
     groups = {}
     for r in rows:
-        groups.setdefault((r["ranks"], r["transport"], r["mask"], r["pass_"]), []).append(r)
+        groups.setdefault((r["ranks"], r["transport"], r["seq"], r["mask"], r["pass_"]), []).append(r)
     for key, rs in groups.items():
         best_sim = min(rs, key=lambda r: r["predicted_s"])
         fastest = min(rs, key=lambda r: r["measured_s"])
         ranking.append((key, best_sim["plan"], fastest["plan"], 100 * (best_sim["measured_s"] / fastest["measured_s"] - 1)))
     summary = [
-        f"{len(rows)} plans, {len(groups)} workloads ({args.seq} tokens, {args.heads} heads, d {args.head_dim}, fp32), "
+        f"{len(rows)} plans, {len(groups)} workloads ({args.seq} tokens, {args.heads}/{kv_heads} heads, "
+        f"d {args.head_dim}, {dtype}, backend {args.backend}), "
         f"{args.rounds} rounds of --repeat {args.repeat}, {time.time() - started:.0f} s in all.",
         f"Calibrated: median |error| {statistics.median(errors):.1f}%, max {max(errors):.1f}%.",
         f"H100 topology x {scale:.4g} (one factor for the table): median |error| {statistics.median(h100_errors):.1f}%, "
@@ -177,10 +194,11 @@ def main():
         errs = [r["error_pct"] for r in rows if r["ranks"] == ranks and r["transport"] == transport]
         by_group.append(f"| {ranks} | {transport} | {len(errs)} | {statistics.median(errs):+.1f}% | "
                         f"{statistics.median(abs(e) for e in errs):.1f}% | {max(abs(e) for e in errs):.1f}% |")
-    rank_lines = ["| P | transport | mask | pass | simulator's first | fastest measured | first's excess |",
-                  "|---|---|---|---|---|---|---|"]
+    rank_lines = ["| P | transport | seq | mask | pass | simulator's first | fastest measured | first's excess |",
+                  "|---|---|---|---|---|---|---|---|"]
     for key, sim_first, fastest, excess in ranking:
-        rank_lines.append(f"| {key[0]} | {key[1]} | {key[2]} | {key[3]} | {sim_first} | {fastest} | {excess:.1f}% |")
+        rank_lines.append(f"| {key[0]} | {key[1]} | {key[2]} | {key[3]} | {key[4]} | {sim_first} | {fastest} | "
+                          f"{excess:.1f}% |")
     with open(os.path.join(args.out, "fidelity.md"), "w") as f:
         f.write("\n".join(summary) + "\n\n" + "\n".join(by_group) + "\n\n" + "\n".join(lines) + "\n\n" +
                 "\n".join(rank_lines) + "\n")

@@ -10,20 +10,28 @@
 #      same comparison, TFLOP/s next to one whole-sequence torch call;
 #   4. torch SDPA (flash, cuDNN) on the kernel benchmark's shapes (bench/torch_sdpa_bench.py);
 #   5. `meshplan bench --backend cuda`: every scheme x mask x length, measured next to predicted;
+#   6. (issue 34) `curves`: torch SDPA's flash and cuDNN backends by length (1K-64K), head dim
+#      (64, 128), full and causal, forward and backward, turned into the per-library kernel curves
+#      of a topology file (bench/attention_curves.py -> curves.toml, with device, versions, date);
+#   7. (issue 34) `calibrate`: `meshplan calibrate --backend cuda` on 8 virtual ranks;
+#   8. (issue 34) `fidelity`: the GPU fidelity table (bench/fidelity.py --backend cuda): every
+#      scheme's plans on 8 virtual ranks, predicted on the calibrated file against measured;
 # then prints one summary table (tools/gpu/summarize.py).
 #
 #   bash tools/gpu/device-check.sh BUNDLE [STEPS]     STEPS: comma list of validate,compare,
-#                                                     sanitize,efficiency,torchbench,bench
-#                                                     (default all; they run in the order
-#                                                     validate, compare, efficiency, torchbench,
-#                                                     bench, sanitize: the slowest and least
-#                                                     likely to find news last)
+#                                                     sanitize,efficiency,torchbench,bench,
+#                                                     curves,calibrate,fidelity (default: the
+#                                                     first six; they run in the order validate,
+#                                                     compare, efficiency, torchbench, curves,
+#                                                     calibrate, fidelity, bench, sanitize: the
+#                                                     slowest and least likely to find news last)
 # Environment: SEQ (compare, default 65536), MASKS (causal,full), SCHEMES (all 8), KERNELS (auto),
 # SIZES (torch bench, 4096,8192,16384), QUICK=1 (fewer kernel-benchmark sizes), EFF_SEQ (efficiency,
 # 131072), BENCH_SEQ (bench, 16K,64K), MEMCHECK_FILTER / RACECHECK_FILTER (kernel tests under the
 # sanitizers; RACECHECK_FILTER=none skips racecheck), and per-step limits in seconds T_VALIDATE (300),
 # T_COMPARE (420), T_SANITIZE (170 per tool), T_EFFICIENCY (420), T_TORCHBENCH (240), T_BENCH (300),
-# so that one device call can be sized to the time lent.
+# T_CURVES (240), T_CALIBRATE (120), T_FIDELITY (420), so that one device call can be sized to the
+# time lent; CURVE_SIZES (1024,...,65536), FID_SEQ (fidelity lengths, 16K,64K), FID_HEADS (32).
 # Everything is written to one folder, packed as $OUT/results.tgz when $OUT is set (the device
 # tool brings back few files), else left in ./gpu-results.
 set -uo pipefail
@@ -79,6 +87,41 @@ if has torchbench; then
   echo "== torch SDPA on the kernel benchmark's shapes"
   PYTHONUNBUFFERED=1 timeout "${T_TORCHBENCH:-240}" python3 bench/torch_sdpa_bench.py --sizes "${SIZES:-4096,8192,16384}" \
     --json "$OUT/torch_sdpa.json" 2>&1 | tee "$OUT/torch_sdpa.log" || status=1
+  pack
+fi
+if has curves; then
+  echo "== attention library curves: torch SDPA flash and cuDNN, 1K-64K, d 64 and 128"
+  PYTHONUNBUFFERED=1 timeout "${T_CURVES:-240}" python3 bench/torch_sdpa_bench.py \
+    --sizes "${CURVE_SIZES:-1024,2048,4096,8192,16384,32768,65536}" --dims 64,128 --repeat 5 \
+    --json "$OUT/curves_sdpa.json" > "$OUT/curves_sdpa.log" 2>&1 || status=1
+  # The dense bf16 peak the curves are fractions of (H100 and H200 SXM: 989 TFLOP/s, A100: 312).
+  gpu_name="$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
+  case "$gpu_name" in
+    *H100*|*H200*) peak=989 ;;
+    *A100*) peak=312 ;;
+    *) peak="" ;;
+  esac
+  if [ -n "$peak" ] && [ -f "$OUT/curves_sdpa.json" ]; then
+    python3 bench/attention_curves.py "$OUT/curves_sdpa.json" --peak-tflops "$peak" > "$OUT/curves.toml" || status=1
+    cat "$OUT/curves.toml"
+  else
+    echo "curves: no peak known for '$gpu_name' (or no measurement); see $OUT/curves_sdpa.log"
+  fi
+  pack
+fi
+if has calibrate; then
+  echo "== meshplan calibrate --backend cuda (8 virtual ranks)"
+  timeout "${T_CALIBRATE:-120}" "$bundle/bin/meshplan" calibrate --backend cuda --ranks 8 --head-dim 128 --quick \
+    -o "$OUT/machine-gpu.toml" > "$OUT/calibrate.log" 2>&1 || status=1
+  tail -12 "$OUT/calibrate.log"
+  pack
+fi
+if has fidelity; then
+  echo "== GPU fidelity table: predicted on the calibrated GPU file vs measured, 8 virtual ranks"
+  PYTHONUNBUFFERED=1 timeout "${T_FIDELITY:-420}" python3 bench/fidelity.py --meshplan "$bundle/bin/meshplan" \
+    --backend cuda --ranks 8 --mpi-ranks '' --seq "${FID_SEQ:-16K,64K}" --heads "${FID_HEADS:-32}" --kv-heads 8 \
+    --head-dim 128 --repeat 3 --rounds 1 --quick --out "$OUT/fidelity" > "$OUT/fidelity.log" 2>&1 || status=1
+  tail -6 "$OUT/fidelity.log"
   pack
 fi
 if has bench; then
