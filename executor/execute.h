@@ -45,6 +45,10 @@ struct ExecuteConfig {
   // false: every output element is still produced and its coverage checked, but nothing is copied
   // out (ExecutionResult::outputs stays empty), so a benchmark holds no global output tensors.
   bool keep_outputs = true;
+  // false: the schedule need not produce every output element (calibration runs time a few blocks
+  // of a sequence they do not cover, executor/calibration/engine_calibration.h); the run then
+  // computes no attention result, only its timings. true: a missing element fails the run.
+  bool check_coverage = true;
   // State kept between runs (executor/backend_session.h); null: this run sets up its own and
   // drops it at the end. ExecuteRepeated and RunJobRank make one for their runs when it is null.
   std::shared_ptr<BackendSession> session;
@@ -68,7 +72,8 @@ struct ExecutionResult {
 // Executes `schedule` (expanded for `workload`, whose pass must include the forward when it
 // includes the backward) with every rank in this process. Each rank reads only its own rows of
 // q, k, v and, for a backward, d_o from `inputs`. Every output element must be produced by some
-// rank; a missing one is an error. Failures name the rank and op.
+// rank (unless ExecuteConfig::check_coverage is false); a missing one is an error. Failures name
+// the rank and op.
 Result<ExecutionResult> Execute(const Schedule& schedule, const Workload& workload,
                                 const InputSource& inputs, const ExecuteConfig& config);
 // The same with whole input tensors (q, k, v, and d_o for a backward).

@@ -1,5 +1,8 @@
 // `meshplan calibrate`: measure this machine with the executor's kernels and transport and write
-// it as a topology file (executor/calibration/calibration.h does the measuring and fitting).
+// it as a topology file (executor/calibration/calibration.h does the measuring and fitting). The
+// cpu backend is measured by CpuCalibrationTarget (the CPU kernels and threads transport called
+// directly), a GPU (--backend cuda) by EngineCalibrationTarget (tiny schedules through the
+// execution engine, as runs use the device).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -13,7 +16,9 @@
 #include "core/units.h"
 #include "executor/calibration/calibration.h"
 #include "executor/calibration/cpu_calibration.h"
+#include "executor/calibration/engine_calibration.h"
 #include "report/calibration_report.h"
+#include "tools/calibrate_cuda.h"
 #include "tools/cli_common.h"
 #include "tools/commands.h"
 #include "tools/execute_run.h"
@@ -24,9 +29,9 @@ namespace {
 
 struct CalibrateFlags {
   std::string backend = "cpu";
-  std::string transport = "threads";
-  int ranks = 0;
-  bool ranks_given = false;  // else: the hardware threads
+  std::string transport;  // empty: the backend's (cpu: threads, cuda: local)
+  std::string kernels;    // cuda only; empty: auto
+  int ranks = 0;          // given with --ranks; else the hardware threads (cpu) or kCudaRanks
   int64_t head_dim = 128;
   int64_t heads = 1;
   bool quick = false;
@@ -37,6 +42,9 @@ struct CalibrateFlags {
   std::string format = "toml";  // toml: the topology file; json: it with the fit and samples
 };
 
+// Virtual ranks a GPU is calibrated for without --ranks (the device checks' plans use 8).
+constexpr int kCudaRanks = 8;
+
 Status CheckFlags(const CalibrateFlags& f) {
   if (f.backend == "cuda") {
     if (!CudaBackendBuilt()) {
@@ -44,16 +52,21 @@ Status CheckFlags(const CalibrateFlags& f) {
           "--backend: backend 'cuda' is not built in this binary (it was built without the CUDA "
           "toolkit)");
     }
-    return Status::Invalid(
-        "--backend: calibrate measures the cpu backend only in this version; for a GPU, run "
-        "`meshplan execute --backend cuda --repeat N` and compare (docs/fidelity.md)");
-  }
-  if (f.backend != "cpu")
+    if (!f.transport.empty() && f.transport != "local") {
+      return Status::Invalid(
+          "--transport: calibrate --backend cuda measures the copies between "
+          "virtual ranks on one GPU (local), got '" +
+          f.transport + "'");
+    }
+  } else if (f.backend == "cpu") {
+    if (!f.kernels.empty()) return Status::Invalid("--kernels: applies to --backend cuda only");
+    if (!f.transport.empty() && f.transport != "threads") {
+      return Status::Invalid(
+          "--transport: calibrate measures the threads transport (got '" + f.transport +
+          "'); an MPI job on one machine shares its cores the same way, see docs/fidelity.md");
+    }
+  } else {
     return Status::Invalid("--backend: expected cpu or cuda, got '" + f.backend + "'");
-  if (f.transport != "threads") {
-    return Status::Invalid(
-        "--transport: calibrate measures the threads transport (got '" + f.transport +
-        "'); an MPI job on one machine shares its cores the same way, see docs/fidelity.md");
   }
   if (f.name.empty()) return Status::Invalid("--name: must not be empty");
   return CheckFormat(f.format, {"toml", "json"});
@@ -143,19 +156,27 @@ Runner RegisterCalibrateCommand(CLI::App& app) {
   auto f = std::make_shared<CalibrateFlags>();
   CLI::App* cmd =
       app.add_subcommand("calibrate",
-                         "Measure this machine with the executor's own kernels and transport and "
-                         "write it as a topology file "
+                         "Measure this machine (or its GPU: --backend cuda) with the executor's "
+                         "own kernels and transport and write it as a topology file "
                          "(for plan, simulate, sweep and execute -t): kernel rate by block size "
                          "and mask piece, backward and merge "
                          "rates, how ranks share the device, message latency and bandwidth");
-  cmd->add_option("--backend", f->backend, "Backend to measure: cpu (cuda: not in this version)")
+  cmd->add_option("--backend", f->backend,
+                  "Backend to measure: cpu (the CPU kernels and threads transport) or cuda (the "
+                  "first GPU through the execution engine, as execute --backend cuda uses it: "
+                  "--ranks virtual ranks sharing it, the kernels --kernels picks, "
+                  "device-to-device copies, merges)")
       ->capture_default_str();
-  cmd->add_option("--transport", f->transport, "Transport to measure: threads")
-      ->capture_default_str();
+  cmd->add_option("--transport", f->transport,
+                  "Transport to measure: threads (cpu, the default there) or local (cuda, the "
+                  "default there: copies between virtual ranks)");
+  cmd->add_option("--kernels", f->kernels,
+                  "cuda only: the kernels blocks run on, as for execute: auto (cuDNN where it "
+                  "takes a block, else the own kernels; the default), cudnn, tensor or simt");
   CLI::Option* ranks = cmd->add_option("--ranks", f->ranks,
                                        "Ranks that will share the machine (the topology's GPU "
                                        "slots, 1 to 256; default: the hardware "
-                                       "threads)");
+                                       "threads; cuda: 8 virtual ranks)");
   cmd->add_option("--head-dim", f->head_dim,
                   "Head dimension of the kernels measured (the plans' d)")
       ->capture_default_str();
@@ -176,19 +197,35 @@ Runner RegisterCalibrateCommand(CLI::App& app) {
       "Also print every kernel sample on stderr: measured and model time, rate against the peak");
   return [f, ranks]() -> int {
     if (Status st = CheckFlags(*f); !st.ok()) return ReportError(st);
+    const bool cuda = f->backend == "cuda";
+    // The CUDA engine's configuration as execute --backend cuda fills it (bf16 inputs, the
+    // kernels of --kernels); the target makes its runs one engine for all virtual ranks.
+    exec::ExecuteConfig cuda_config;
+    if (cuda) {
+      Status st = SetCudaKernels(f->kernels.empty() ? "auto" : f->kernels, exec::InputType::kBf16,
+                                 &cuda_config);
+      if (!st.ok()) return ReportError(st);
+    }
     exec::CalibrationSpec spec;
-    spec.ranks =
-        ranks->count() > 0
-            ? f->ranks
-            : static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u,
-                                          static_cast<unsigned>(exec::kMaxCalibrationRanks)));
+    const int cpu_ranks =
+        static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u,
+                                    static_cast<unsigned>(exec::kMaxCalibrationRanks)));
+    spec.ranks = ranks->count() > 0 ? f->ranks : (cuda ? kCudaRanks : cpu_ranks);
     spec.head_dim = f->head_dim;
     spec.heads = f->heads;
     spec.quick = f->quick;
     spec.name = f->name;
-    spec.transport = f->transport;
-    spec.device_model = exec::CpuCalibrationTarget::DeviceModel();
-    spec.memory_bytes = exec::CpuCalibrationTarget::PhysicalMemoryBytes();
+    spec.transport = cuda ? "local" : "threads";
+    if (cuda) {
+      // No GPU (no driver, no device): refused here, before anything is measured or written.
+      auto device = FirstCudaDevice();
+      if (!device.ok()) return ReportError(device.status());
+      spec.device_model = device->model;
+      spec.memory_bytes = device->memory_bytes;
+    } else {
+      spec.device_model = exec::CpuCalibrationTarget::DeviceModel();
+      spec.memory_bytes = exec::CpuCalibrationTarget::PhysicalMemoryBytes();
+    }
     if (Status st = exec::CheckCalibrationSpec(spec); !st.ok()) return ReportError(st);
     if (!f->out.empty()) {
       // Fail on an unwritable output before minutes of measuring, not after.
@@ -196,14 +233,20 @@ Runner RegisterCalibrateCommand(CLI::App& app) {
     }
     // The background load before our own threads start (the 1-minute average lags them).
     const double load = exec::CpuCalibrationTarget::LoadAverage();
-    exec::CpuCalibrationTarget target(spec.head_dim, spec.heads, spec.quick);
+    std::unique_ptr<exec::CalibrationTarget> target;
+    if (cuda) {
+      target = std::make_unique<exec::EngineCalibrationTarget>(cuda_config, spec.head_dim,
+                                                               spec.heads, spec.quick);
+    } else {
+      target = std::make_unique<exec::CpuCalibrationTarget>(spec.head_dim, spec.heads, spec.quick);
+    }
     const bool quiet = f->quiet;
     // A line per phase; on a terminal, above a bar of the phases (they differ in length, so it
     // shows no time left).
     auto bar = std::make_unique<ProgressBar>("calibrate", /*time_left=*/false);
-    const int phases = exec::CalibrationPhases(target, spec);
+    const int phases = exec::CalibrationPhases(*target, spec);
     int phase = 0;
-    auto result = exec::Calibrate(target, spec, [&](const std::string& line) {
+    auto result = exec::Calibrate(*target, spec, [&](const std::string& line) {
       if (quiet) return;
       bar->Update(phase++, phases);
       bar->Print("calibrate: " + line);

@@ -1,6 +1,7 @@
 // `meshplan execute --backend cuda`: flags of the CUDA backend of the execution engine
-// (exec::Execute with Backend::kCuda). Compiled into every binary; without CUDA in the build the
-// entry points say so (CheckFlags refuses the backend before they are reached).
+// (exec::Execute with Backend::kCuda), and the kernel settings calibrate shares with it. Compiled
+// into every binary; without CUDA in the build the entry points say so (CheckFlags refuses the
+// backend before they are reached).
 #include <cstdio>
 #include <string>
 
@@ -23,10 +24,10 @@ exec::InputType TypeOf(const ExecuteFlags& flags, const Workload& w) {
   return w.dtype == DType::kFp16 ? exec::InputType::kFp16 : exec::InputType::kBf16;
 }
 
-exec::KernelPath PathOf(const ExecuteFlags& flags) {
-  if (flags.kernels == "tensor") return exec::KernelPath::kTensorCore;
-  if (flags.kernels == "simt") return exec::KernelPath::kSimt;
-  if (flags.kernels == "cudnn") return exec::KernelPath::kCudnn;
+exec::KernelPath PathOf(const std::string& kernels) {
+  if (kernels == "tensor") return exec::KernelPath::kTensorCore;
+  if (kernels == "simt") return exec::KernelPath::kSimt;
+  if (kernels == "cudnn") return exec::KernelPath::kCudnn;
   return exec::KernelPath::kAuto;
 }
 
@@ -34,24 +35,28 @@ exec::KernelPath PathOf(const ExecuteFlags& flags) {
 
 bool CudaBackendBuilt() { return true; }
 
+Status SetCudaKernels(const std::string& kernels, exec::InputType type,
+                      exec::ExecuteConfig* config) {
+  if (kernels != "auto" && kernels != "cudnn" && kernels != "tensor" && kernels != "simt") {
+    return Status::Invalid("--kernels: '" + kernels + "' is not one of auto, cudnn, tensor, simt");
+  }
+  config->backend = exec::Backend::kCuda;
+  config->run.type = type;
+  config->run.path = PathOf(kernels);
+  return Status::Ok();
+}
+
 Status PrepareCuda(const ExecuteFlags& flags, const Plan& plan, Prepared* p) {
   if (!flags.dtype.empty() && flags.dtype != "bf16" && flags.dtype != "fp16") {
     return Status::Invalid("--dtype: '" + flags.dtype + "' is not one of bf16, fp16");
   }
-  if (flags.kernels != "auto" && flags.kernels != "cudnn" && flags.kernels != "tensor" &&
-      flags.kernels != "simt") {
-    return Status::Invalid("--kernels: '" + flags.kernels +
-                           "' is not one of auto, cudnn, tensor, simt");
-  }
+  const exec::InputType type = TypeOf(flags, plan.workload);
+  MESHPLAN_RETURN_IF_ERROR(SetCudaKernels(flags.kernels, type, &p->config));
   if (flags.devices < 0)
     return Status::Invalid("--devices: must be 0 (every GPU) or a positive count");
-  const exec::InputType type = TypeOf(flags, plan.workload);
-  p->config.backend = exec::Backend::kCuda;
   p->config.transport =
       flags.transport == "local" ? exec::TransportKind::kLocal : exec::TransportKind::kNccl;
   p->config.devices = flags.devices;
-  p->config.run.type = type;
-  p->config.run.path = PathOf(flags);
   p->config.run.progress_timeout_s = flags.timeout_s;
   // NCCL is loaded at run time (executor/cuda/nccl_library.h): say here, before any run starts,
   // when it does not load, so that under mpirun every process learns it at the job's start.
@@ -77,6 +82,9 @@ namespace {
 Status NotBuilt() { return Status::Invalid("--backend cuda: this binary was built without CUDA"); }
 }  // namespace
 
+Status SetCudaKernels(const std::string&, exec::InputType, exec::ExecuteConfig*) {
+  return NotBuilt();
+}
 Status PrepareCuda(const ExecuteFlags&, const Plan&, Prepared*) { return NotBuilt(); }
 std::string CudaRunLine(const ExecuteFlags&, const Prepared&, const std::string&) {
   return "backend cuda";

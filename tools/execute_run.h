@@ -112,8 +112,14 @@ class StaleOutputs {
 
 // --backend cuda (tools/execute_cuda.cc). Without CUDA in the build these return an error.
 bool CudaBackendBuilt();
+// The CUDA backend's kernels of an engine configuration, shared by execute, bench and calibrate:
+// checks --kernels (auto, cudnn, tensor or simt; the error names the flag) and sets the backend,
+// config->run.path and config->run.type (bf16 or fp16).
+Status SetCudaKernels(const std::string& kernels, exec::InputType type,
+                      exec::ExecuteConfig* config);
 // Checks --dtype, --kernels and --devices and sets the CUDA part of p->config (the input type
-// follows --dtype, else the plan's dtype when 16-bit, else bf16) and the precision note.
+// follows --dtype, else the plan's dtype when 16-bit, else bf16; the kernels by SetCudaKernels)
+// and the precision note.
 Status PrepareCuda(const ExecuteFlags& flags, const Plan& plan, Prepared* p);
 // The run line of the report for a CUDA run ("backend cuda (device), kernels, transport, ranks").
 std::string CudaRunLine(const ExecuteFlags& flags, const Prepared& p, const std::string& device);

@@ -68,6 +68,12 @@ std::string CudaDeviceName(int device) {
          std::to_string(prop.minor) + ", " + memory + ")";
 }
 
+double CudaDeviceMemoryBytes(int device) {
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, device) != cudaSuccess) return 0;
+  return static_cast<double>(prop.totalGlobalMem);
+}
+
 CudnnDevices::CudnnDevices() = default;
 
 CudnnDevices::~CudnnDevices() {

@@ -120,5 +120,7 @@ class CudaDeviceOps : public DeviceOps {
 Result<int> CudaDeviceCount();
 // "NVIDIA H200 (sm_90, 139.8 GiB)"
 std::string CudaDeviceName(int device);
+// The device's global memory in bytes (cudaDeviceProp::totalGlobalMem), 0 when unknown.
+double CudaDeviceMemoryBytes(int device);
 
 }  // namespace meshplan::exec::cuda

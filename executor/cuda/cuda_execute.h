@@ -29,7 +29,8 @@ Status NcclAvailable(const ExecuteConfig& config);
 
 // Every rank in this process: config.transport kLocal (device-to-device copies, ranks spread
 // round-robin over config.devices GPUs) or kNccl (one GPU per rank). Every output element must be
-// produced (else kInternal). Inputs are rounded to config.run.type (bf16 or fp16).
+// produced (else kInternal) unless config.check_coverage is false. Inputs are rounded to
+// config.run.type (bf16 or fp16).
 Result<ExecutionResult> ExecuteOnCuda(const Schedule& schedule, const Workload& workload,
                                       const InputSource& inputs, const ExecuteConfig& config);
 

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
 #include <vector>
@@ -26,8 +27,10 @@ namespace {
 
 namespace fe = cudnn_frontend;
 
-constexpr int32_t kMaxPieces = 16;  // a zigzag block has at most 2 x 2 run pairs, 2 pieces each
-constexpr int64_t kAlign = 256;     // bytes; cuDNN wants 16-byte aligned operands
+// A zigzag block has at most 2 x 2 run pairs, 2 pieces each under a causal mask and 3 under a
+// window (attention_pieces.h).
+constexpr int32_t kMaxPieces = 16;
+constexpr int64_t kAlign = 256;  // bytes; cuDNN wants 16-byte aligned operands
 
 enum Uid : int64_t { kQ = 1, kK, kV, kO, kStats, kDo, kDq, kDk, kDv };
 
@@ -51,12 +54,13 @@ struct GraphKey {
   InputType type = InputType::kBf16;
   int64_t batch = 0, hq = 0, hkv = 0, n = 0, m = 0, d = 0;
   PieceMask mask = PieceMask::kFull;
+  int64_t band_offset = 0, band_width = 0;  // kBand only (AttentionPiece)
   float scale = 0;
   int64_t q_rows = 0, q_heads = 0, k_rows = 0, k_heads = 0, v_rows = 0, v_heads = 0, do_rows = 0,
           do_heads = 0;
   auto Tie() const {
-    return std::tie(backward, type, batch, hq, hkv, n, m, d, mask, scale, q_rows, q_heads, k_rows,
-                    k_heads, v_rows, v_heads, do_rows, do_heads);
+    return std::tie(backward, type, batch, hq, hkv, n, m, d, mask, band_offset, band_width, scale,
+                    q_rows, q_heads, k_rows, k_heads, v_rows, v_heads, do_rows, do_heads);
   }
   bool operator<(const GraphKey& o) const { return Tie() < o.Tie(); }
 };
@@ -96,6 +100,45 @@ const void* At(const TensorView& t, int64_t row0, int32_t h0, int32_t d) {
   return static_cast<const char*>(t.data) + Offset(t, row0, h0, d) * 2;
 }
 
+// cuDNN's diagonal band for a kBand piece. What the cuDNN frontend 1.32.0 does with the band
+// attributes (.deps/cudnn-frontend/include/cudnn_frontend/...), for query row i and key column j
+// of an s_q x s_kv piece:
+// - graph_properties.h, SDPA_attributes and SDPA_backward_attributes (the same setters on both):
+//   set_diagonal_alignment(TOP_LEFT | BOTTOM_RIGHT), set_diagonal_band_left_bound(int L) (also
+//   called set_sliding_window_length), set_diagonal_band_right_bound(int R); set_causal_mask is
+//   TOP_LEFT with R = 0, set_causal_mask_bottom_right BOTTOM_RIGHT with R = 0.
+// - utils/attn_score_modifiers.h, sliding_window_mask, and node/diagonal_band_mask.h,
+//   expand_node (the composite lowering that cuDNN < 9.21 gets): with a = 0 for TOP_LEFT and
+//   a = s_kv - s_q for BOTTOM_RIGHT, the right bound keeps (j, i) iff i + a + R >= j (CMP_GE),
+//   the left bound keeps it iff j + L - a > i (CMP_GT; "column + window_size - (s_kv - s_q) >
+//   row"), everything else becomes -inf. Together: visible iff i + a - L < j <= i + a + R, a band
+//   of L + R keys per row, clipped by the piece's edges: R = 0 keeps the diagonal j = i + a
+//   itself and nothing right of it, L = 1 nothing left of it (L = 1, R = 0: the diagonal alone).
+// - Limits (node/sdpa_support_surface.h, forward; node/scaled_dot_product_flash_attention.h,
+//   CompositeSDPABackwardNode::pre_validate_node, backward): a left bound needs s_q <= s_kv
+//   ("Sliding window attention is only supported with max_s_q <= max_s_kv"); L <= 0 is refused
+//   (backward always, forward below cuDNN 9.10); R < 0 is refused; a left bound needs a right
+//   bound (the alignment) below cuDNN 9.10.2; BOTTOM_RIGHT with a left bound needs s_q == s_kv
+//   below cuDNN 9.6 (forward), and is refused on Hopper for s_q == s_kv up to cuDNN 9.9; the
+//   unified node takes bounds only from cuDNN 9.21 (the frontend then picks the composite one);
+//   ragged (packed) sequences take bounds only with a padding mask. Backward: s_q = s_kv = 1 is
+//   refused whatever the mask.
+// A band piece (attention_pieces.h) has i + offset - width < j <= i + offset with n <= m,
+// width >= 1 and 0 <= offset <= width - 1: TOP_LEFT with R = offset and L = width - offset >= 1
+// always fits. When offset = m - n > 0 (the band ends at the piece's bottom-right corner: the
+// last query sees the last key, as when fewer queries end where their keys end), BOTTOM_RIGHT
+// with R = 0 and L = width says the same with no right shift: the causal-plus-window form that
+// sliding-window models run, preferred here. These semantics are the frontend's graph; whether
+// cuDNN's fused kernels compute them exactly, and how fast, has not run on a GPU yet.
+struct CudnnBand {
+  bool bottom_right = false;
+  int64_t left = 0, right = 0;
+};
+CudnnBand BandOf(int64_t n, int64_t m, int64_t offset, int64_t width) {
+  if (offset > 0 && offset == m - n) return {true, width, 0};
+  return {false, width - offset, offset};
+}
+
 // The frontend graph of one piece (not yet built for a device). sm_version > 0 names the target
 // architecture (e.g. 90) instead of asking the current device. Throws what the frontend throws.
 std::shared_ptr<fe::graph::Graph> DescribeGraph(const GraphKey& key, int32_t sm_version = 0) {
@@ -116,6 +159,14 @@ std::shared_ptr<fe::graph::Graph> DescribeGraph(const GraphKey& key, int32_t sm_
   auto set_mask = [&](auto& attrs) {
     if (key.mask == PieceMask::kCausalTopLeft) attrs.set_causal_mask(true);
     if (key.mask == PieceMask::kCausalBottomRight) attrs.set_causal_mask_bottom_right(true);
+    if (key.mask == PieceMask::kBand) {
+      const CudnnBand band = BandOf(key.n, key.m, key.band_offset, key.band_width);
+      attrs
+          .set_diagonal_alignment(band.bottom_right ? fe::DiagonalAlignment_t::BOTTOM_RIGHT
+                                                    : fe::DiagonalAlignment_t::TOP_LEFT)
+          .set_diagonal_band_left_bound(static_cast<int>(band.left))
+          .set_diagonal_band_right_bound(static_cast<int>(band.right));
+    }
   };
   // Temporaries are dense [batch][n][heads][dim]: the strides of a view of n rows and its heads.
   const Layout dense_q = ViewLayout(key.batch, key.hq, key.n, key.d, key.n, key.hq);
@@ -170,8 +221,17 @@ std::optional<PieceKeys> KeysOf(const BlockProblem& p, const TensorView& q, cons
   }
   const auto heads = MapHeads(p);
   if (!heads) return std::nullopt;
-  auto pieces = SplitIntoPieces(HostPositions(q), HostPositions(k), p.mask.kind, kMaxPieces);
+  MaskParams mask;
+  mask.kind = p.mask.kind;
+  mask.window = p.mask.window;
+  mask.prefix = p.mask.prefix;
+  auto pieces = SplitIntoPieces(HostPositions(q), HostPositions(k), mask, kMaxPieces);
   if (!pieces) return std::nullopt;
+  for (const AttentionPiece& piece : *pieces) {
+    // The band's bounds travel as int (graph_properties.h); a band piece's width is below its
+    // rows plus keys, so this refuses only blocks of billions of rows.
+    if (piece.band_width > std::numeric_limits<int>::max()) return std::nullopt;
+  }
   PieceKeys out;
   out.pieces = std::move(*pieces);
   for (const AttentionPiece& piece : out.pieces) {
@@ -185,6 +245,8 @@ std::optional<PieceKeys> KeysOf(const BlockProblem& p, const TensorView& q, cons
     key.m = piece.k_rows;
     key.d = p.dim;
     key.mask = piece.mask;
+    key.band_offset = piece.band_offset;
+    key.band_width = piece.band_width;
     key.scale = p.scale;
     key.q_rows = q.rows;
     key.q_heads = q.heads;

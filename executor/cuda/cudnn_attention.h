@@ -4,9 +4,14 @@
 // accumulators from the final LSE and delta.
 //
 // A block is split on the host into pieces cuDNN computes exactly
-// (executor/kernels/attention_pieces.h): runs of consecutive token positions, full or causal
-// corner-aligned masks. Blocks whose mask is not expressible that way (window, documents, striped
-// layouts) are not Supported and run on the own kernels. Each piece runs cuDNN into 16-bit
+// (executor/kernels/attention_pieces.h): runs of consecutive token positions, or one progression
+// of a common step (striped layouts), under a full mask, a causal corner-aligned mask or, for
+// sliding windows (window:W), a diagonal band (cuDNN's diagonal alignment with left and right
+// bounds; cudnn_attention.cc says what the frontend does with them). Blocks not expressible that
+// way (documents and prefix masks, positions that are neither a few runs nor one progression) are
+// not Supported and run on the own kernels. The band pieces' graphs are validated on the host
+// (tests/executor/cuda/cudnn_graph_test.cc), but their numerics and speed have not run on a GPU
+// yet: they wait for a lent device (tests/cuda/engine_test.cc). Each piece runs cuDNN into 16-bit
 // temporaries that glue kernels fold into the accumulators (executor/cuda/cudnn_glue.h); cuDNN's
 // backward, which derives delta from an O it is given, gets a pseudo-O whose rowsum with dO is the
 // engine's delta.

@@ -51,6 +51,51 @@ void CausalPieces(const Run& q, const Run& k, int64_t c, std::vector<AttentionPi
     out.push_back({q.row0 + skip + tri_rows, rows - tri_rows, k.row0, m, PieceMask::kFull});
 }
 
+// Pieces of one run pair under a window of w >= 1 rows: query row i (from q.row0) sees key row j
+// (from k.row0) iff i + c - w < j <= i + c, 0 <= j < k.rows. For runs of consecutive positions
+// c = q.first - k.first and w is the window W; for a striped block both are quotients by the step
+// (StridedPieces). Appends, on the rows and keys that hold a visible pair only:
+// - the causal pieces of CausalPieces (a full rectangle, a triangle, or both) when the last of
+//   those rows still sees the first of those keys (the window's lower edge cuts nothing);
+// - else one kBand piece when there are no more such rows than keys (its contract in
+//   attention_pieces.h holds: see the bounds below);
+// - else the causal pieces of the rows that see the first key and one band for the rows after
+//   them (at most 3 pieces).
+void BandPieces(const Run& q, const Run& k, int64_t c, int64_t w,
+                std::vector<AttentionPiece>& out) {
+  const int64_t n = q.rows, m = k.rows;
+  // A window wider than every distance in the pair cuts nothing; narrowing it to n + c keeps the
+  // sums below far from overflow (when n + c <= 0 no row sees a key, whatever the width).
+  if (w > n + c) w = std::max<int64_t>(1, n + c);
+  // Rows that see a key: the diagonal reaches key 0 (i + c >= 0) and the band starts at or
+  // before the last key (i + c - w + 1 <= m - 1). Row i sees keys lo(i) = max(0, i + c - w + 1)
+  // to hi(i) = min(m - 1, i + c), both non-decreasing in i, so those rows' keys run from the first
+  // row's lo to the last row's hi.
+  const int64_t r0 = std::max<int64_t>(0, -c), r1 = std::min(n - 1, m + w - 2 - c);
+  if (r0 > r1) return;
+  const int64_t k0 = std::max<int64_t>(0, r0 + c - w + 1), k1 = std::min(m - 1, r1 + c);
+  // On these rows and keys row i sees j iff i + off - w < j <= i + off. 0 <= off <= w - 1: off is
+  // c + r0 >= 0 with r0 + c <= w - 1 when k0 = 0, and w - 1 when k0 = r0 + c - w + 1.
+  const int64_t rows = r1 - r0 + 1, keys = k1 - k0 + 1, off = c + r0 - k0;
+  const Run hq{q.row0 + r0, rows, q.first + r0}, hk{k.row0 + k0, keys, k.first + k0};
+  if (rows - 1 + off - w + 1 <= 0) {  // the last row's window reaches back to key 0
+    CausalPieces(hq, hk, off, out);
+    return;
+  }
+  // rows <= keys whenever k0 > 0: every row's lo is then r0 + c - w + 1 plus its index, and
+  // keys = min(m - 1, r1 + c) - k0 + 1 is r1 - r0 + w or m + w - 1 - c - r0 >= r1 - r0 + 1.
+  if (rows <= keys) {
+    out.push_back({hq.row0, rows, hk.row0, keys, PieceMask::kBand, off, w});
+    return;
+  }
+  // So k0 = 0: rows 0..split-1 see key 0 (i + off - w < 0), rows split.. do not, with
+  // 1 <= split <= rows - 1 (off <= w - 1, and the last row does not see key 0). The first part
+  // takes the causal branch above, the second the band branch (its keys start after 0).
+  const int64_t split = w - off;
+  BandPieces({hq.row0, split, hq.first}, hk, off, w, out);
+  BandPieces({hq.row0 + split, rows - split, hq.first + split}, hk, off + split, w, out);
+}
+
 // The step s >= 1 by which every position follows the previous one (0 for a single row), or
 // nullopt when the positions are no such progression.
 std::optional<int64_t> Stride(const std::vector<int64_t>& pos) {
@@ -66,19 +111,29 @@ std::optional<int64_t> Stride(const std::vector<int64_t>& pos) {
 int64_t FloorDiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
 
 // A striped block: query positions q0 + s i and key positions k0 + s j with one step s (either
-// side may be a single row). Key j is visible to query i iff k0 + s j <= q0 + s i, i.e.
+// side may be a single row). Causal: key j is visible to query i iff k0 + s j <= q0 + s i, i.e.
 // j <= i + floor((q0 - k0) / s): the same triangle-and-rectangle split as consecutive runs, on row
-// indices. nullopt when the positions are not such progressions.
+// indices. Window W: also q0 + s i - (k0 + s j) < W, i.e. j > i + floor((q0 - k0 - W) / s): a
+// band of width floor((q0 - k0) / s) - floor((q0 - k0 - W) / s) on row indices (nothing visible
+// when that is 0: no distance q - k of the progressions lies in [0, W)). nullopt when the
+// positions are not such progressions.
 std::optional<std::vector<AttentionPiece>> StridedPieces(const std::vector<int64_t>& q_positions,
-                                                         const std::vector<int64_t>& k_positions) {
+                                                         const std::vector<int64_t>& k_positions,
+                                                         const MaskParams& mask) {
   const auto sq = Stride(q_positions), sk = Stride(k_positions);
   if (!sq || !sk || q_positions.empty() || k_positions.empty()) return std::nullopt;
   if (*sq > 0 && *sk > 0 && *sq != *sk) return std::nullopt;
   const int64_t s = std::max<int64_t>(1, std::max(*sq, *sk));
   const Run q{0, static_cast<int64_t>(q_positions.size()), q_positions.front()};
   const Run k{0, static_cast<int64_t>(k_positions.size()), k_positions.front()};
+  const int64_t d = q.first - k.first, c = FloorDiv(d, s);
   std::vector<AttentionPiece> pieces;
-  CausalPieces(q, k, FloorDiv(q.first - k.first, s), pieces);
+  if (mask.kind == MaskKind::kWindow) {
+    const int64_t w = c - FloorDiv(d - mask.window, s);
+    if (w > 0) BandPieces(q, k, c, w, pieces);
+  } else {
+    CausalPieces(q, k, c, pieces);
+  }
   return pieces;
 }
 
@@ -86,13 +141,17 @@ std::optional<std::vector<AttentionPiece>> StridedPieces(const std::vector<int64
 
 std::optional<std::vector<AttentionPiece>> SplitIntoPieces(const std::vector<int64_t>& q_positions,
                                                            const std::vector<int64_t>& k_positions,
-                                                           MaskKind mask_kind, int32_t max_pieces) {
-  if (mask_kind != MaskKind::kFull && mask_kind != MaskKind::kCausal) return std::nullopt;
+                                                           const MaskParams& mask,
+                                                           int32_t max_pieces) {
+  const bool window = mask.kind == MaskKind::kWindow;
+  if (mask.kind != MaskKind::kFull && mask.kind != MaskKind::kCausal && !window)
+    return std::nullopt;
+  if (window && mask.window < 1) return std::nullopt;
   std::vector<AttentionPiece> pieces;
   const int64_t n = static_cast<int64_t>(q_positions.size()),
                 m = static_cast<int64_t>(k_positions.size());
   // Full: every pair visible, positions do not matter, the block is one rectangle.
-  if (mask_kind == MaskKind::kFull) {
+  if (mask.kind == MaskKind::kFull) {
     if (n > 0 && m > 0) pieces.push_back({0, n, 0, m, PieceMask::kFull});
     return pieces;
   }
@@ -100,15 +159,19 @@ std::optional<std::vector<AttentionPiece>> SplitIntoPieces(const std::vector<int
   const auto k_runs = Runs(k_positions, max_pieces);
   if (!q_runs || !k_runs) {
     // Too many runs of consecutive positions: a striped block, whose rows go up by the stripe
-    // step on both sides, is still one or two pieces.
-    auto strided = StridedPieces(q_positions, k_positions);
+    // step on both sides, is still one to three pieces.
+    auto strided = StridedPieces(q_positions, k_positions, mask);
     if (strided && static_cast<int32_t>(strided->size()) <= max_pieces) return strided;
     return std::nullopt;
   }
   for (const Run& q : *q_runs) {
     for (const Run& k : *k_runs) {
       const size_t before = pieces.size();
-      CausalPieces(q, k, q.first - k.first, pieces);
+      if (window) {
+        BandPieces(q, k, q.first - k.first, mask.window, pieces);
+      } else {
+        CausalPieces(q, k, q.first - k.first, pieces);
+      }
       // A full piece over the same query rows as the previous one, on the key rows right after
       // it, extends it: full rectangles need adjacent rows, not consecutive positions (gathered
       // keys of zigzag shards give many such runs).
@@ -126,6 +189,14 @@ std::optional<std::vector<AttentionPiece>> SplitIntoPieces(const std::vector<int
     }
   }
   return pieces;
+}
+
+std::optional<std::vector<AttentionPiece>> SplitIntoPieces(const std::vector<int64_t>& q_positions,
+                                                           const std::vector<int64_t>& k_positions,
+                                                           MaskKind mask_kind, int32_t max_pieces) {
+  MaskParams mask;
+  mask.kind = mask_kind;
+  return SplitIntoPieces(q_positions, k_positions, mask, max_pieces);
 }
 
 }  // namespace meshplan::exec

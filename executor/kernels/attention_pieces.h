@@ -1,10 +1,10 @@
 // Splitting a block of attention into pieces that a fused attention library (cuDNN's SDPA) can
 // compute exactly. A block is Q rows against K rows, each row carrying its token position, under
-// the workload's mask; fused kernels only know a full rectangle or a causal triangle aligned to a
-// corner. A piece is a run of consecutive Q rows against a run of consecutive K rows whose token
-// positions go up by one common step (1 for contiguous and zigzag shards, the stripe count for
-// striped ones), with one of those masks on row offsets; the pieces of a block cover every
-// visible (query, key) pair exactly once and no hidden pair. Host code, no CUDA.
+// the workload's mask; fused kernels only know a full rectangle, a causal triangle aligned to a
+// corner, or a diagonal band. A piece is a run of consecutive Q rows against a run of consecutive
+// K rows whose token positions go up by one common step (1 for contiguous and zigzag shards, the
+// stripe count for striped ones), with one of those masks on row offsets; the pieces of a block
+// cover every visible (query, key) pair exactly once and no hidden pair. Host code, no CUDA.
 #pragma once
 
 #include <cstdint>
@@ -19,20 +19,44 @@ enum class PieceMask : uint8_t {
   kFull,               // every pair visible
   kCausalTopLeft,      // key j visible to query i iff j <= i (rows and keys from the piece's start)
   kCausalBottomRight,  // key j visible to query i iff j <= i + (k_rows - q_rows); k_rows >= q_rows
+  kBand,               // key j visible to query i iff i + band_offset - band_width < j
+                       //                              <= i + band_offset (AttentionPiece)
 };
 
 struct AttentionPiece {
   int64_t q_row0 = 0, q_rows = 0;  // rows of the block's Q (indices into q_positions)
   int64_t k_row0 = 0, k_rows = 0;  // rows of the block's K
   PieceMask mask = PieceMask::kFull;
+  // kBand only (0 otherwise): the band of band_width keys ending band_offset keys right of the
+  // diagonal j = i. A band piece always has q_rows <= k_rows, band_width >= 1 and
+  // 0 <= band_offset <= band_width - 1, and its last query row does not see key 0 (the band's
+  // lower edge cuts the piece; otherwise the piece would be full or causal). Those bounds are what
+  // a diagonal band mask with a left bound needs (executor/cuda/cudnn_attention.cc).
+  int64_t band_offset = 0, band_width = 0;
 };
 
-// The pieces of the block, or nullopt when it cannot be split into at most `max_pieces`: a mask
-// other than full (one piece, whatever the positions) or causal (key position <= query position;
-// core/mask_rule.h), or causal positions that break into too many runs of consecutive positions
-// and are not one progression of a common step on both sides either (a striped block is: its
-// queries q0 + s i see keys k0 + s j iff j <= i + floor((q0 - k0) / s), one or two pieces). An
-// empty vector means nothing in the block is visible.
+// The pieces of the block, or nullopt when it cannot be split into at most `max_pieces`:
+// - full: one piece, whatever the positions;
+// - causal (key position <= query position; core/mask_rule.h): per (query run, key run) pair of
+//   runs of consecutive positions, nothing, a full rectangle, a top-left triangle, or a
+//   bottom-right triangle and a full rectangle;
+// - window W (query position q sees key position k iff q - W < k <= q): per run pair, nothing, a
+//   full rectangle, the causal pieces above (the window's lower edge misses the pair), one band,
+//   or, when the pair has more visible query rows than keys, the causal pieces of the rows whose
+//   window reaches back to the pair's first key and one band for the rest (at most 3);
+// - any other mask (documents, prefix), or a window of width < 1: nullopt.
+// Causal and window positions that break into more than `max_pieces` runs of consecutive
+// positions may still be one progression of a common step s on both sides (a striped block: its
+// queries q0 + s i see keys k0 + s j iff j <= i + floor((q0 - k0) / s), and under a window also
+// j > i + floor((q0 - k0 - W) / s): the same split on row indices); otherwise nullopt. An empty
+// vector means nothing in the block is visible.
+std::optional<std::vector<AttentionPiece>> SplitIntoPieces(const std::vector<int64_t>& q_positions,
+                                                           const std::vector<int64_t>& k_positions,
+                                                           const MaskParams& mask,
+                                                           int32_t max_pieces);
+
+// The same for a mask without parameters (full, causal); a window needs its width, so
+// MaskKind::kWindow here is a window of width 0: nullopt.
 std::optional<std::vector<AttentionPiece>> SplitIntoPieces(const std::vector<int64_t>& q_positions,
                                                            const std::vector<int64_t>& k_positions,
                                                            MaskKind mask_kind, int32_t max_pieces);

@@ -17,7 +17,7 @@
 //
 //   executor/*.h (entry points: execute, plan_run, gather, output check, host set-up)
 //     cuda         the CUDA backend and its entry (cuda_execute)
-//       calibration  measures the machine with the CPU kernels and the thread transport
+//       calibration  measures the machine: the CPU kernels and thread transport, or the engine
 //         device       the engine, its DeviceOps and host backend, its options and outputs
 //           kernels      CPU block kernels, the float64 reference, the cuDNN piece split
 //             io           host tensors, .npy files, run files, input sources

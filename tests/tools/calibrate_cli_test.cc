@@ -36,10 +36,12 @@ class CalibrateCli : public ::testing::Test {
     fs::create_directories(dir_);
   }
   void TearDown() override { fs::remove_all(dir_); }
-  Ran Run(const std::string& args) {
+  // `env` (shell text, e.g. "NAME=value") is set for the command alone.
+  Ran Run(const std::string& args, const std::string& env = "") {
     const std::string out = (dir_ / "stdout").string(), err = (dir_ / "stderr").string();
-    const int status =
-        std::system((std::string(MESHPLAN_BINARY) + " " + args + " >" + out + " 2>" + err).c_str());
+    const int status = std::system(((env.empty() ? "" : env + " ") + std::string(MESHPLAN_BINARY) +
+                                    " " + args + " >" + out + " 2>" + err)
+                                       .c_str());
     Ran r;
     r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     r.out = Read(out);
@@ -53,8 +55,9 @@ class CalibrateCli : public ::testing::Test {
     return s.str();
   }
   // Exit 2, one stderr line with `needle`, and nothing written at `out` (when given).
-  void ExpectRefused(const std::string& args, const std::string& needle, const fs::path& out = {}) {
-    const Ran r = Run(args);
+  void ExpectRefused(const std::string& args, const std::string& needle, const fs::path& out = {},
+                     const std::string& env = "") {
+    const Ran r = Run(args, env);
     EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.err;
     EXPECT_EQ(r.err.rfind("meshplan: error: ", 0), 0u) << r.err;
     EXPECT_NE(r.err.find(needle), std::string::npos) << args << "\n" << r.err;
@@ -73,11 +76,42 @@ TEST_F(CalibrateCli, RefusesBadFlagsBeforeMeasuring) {
   ExpectRefused("calibrate --quick --ranks 300 -o " + out.string(), "--ranks", out);
   ExpectRefused("calibrate --quick --head-dim 0 -o " + out.string(), "--head-dim", out);
   ExpectRefused("calibrate --quick --backend tpu -o " + out.string(), "--backend", out);
-  ExpectRefused("calibrate --quick --backend cuda -o " + out.string(), "--backend", out);
+  // Issue 34 changed this refusal: --backend cuda measures a GPU now, so it is refused only where
+  // none is usable. No device is visible here on any machine (CUDA_VISIBLE_DEVICES is empty), so
+  // the refusal, exit 2 with one line naming --backend, holds with a GPU too.
+  ExpectRefused("calibrate --quick --backend cuda -o " + out.string(), "--backend", out,
+                "CUDA_VISIBLE_DEVICES=");
+  ExpectRefused("calibrate --quick --kernels tensor -o " + out.string(), "--kernels", out);
+  ExpectRefused("calibrate --quick --backend cpu --kernels auto -o " + out.string(), "--kernels",
+                out);
   ExpectRefused("calibrate --quick --transport mpi -o " + out.string(), "--transport", out);
   // An output that cannot be written is refused at once, not after the measuring.
   ExpectRefused("calibrate --quick -o " + (dir_ / "missing" / "m.toml").string(), "does not exist");
   ExpectRefused("calibrate --quick -o " + dir_.string(), "is a directory");
+}
+
+// --backend cuda as the binary was built (issue 34): without CUDA in the build, refused as not
+// built; with it but no usable device (no driver, or none visible: CUDA_VISIBLE_DEVICES empty
+// hides every GPU, so this holds on a GPU machine too), refused in one line that names --backend
+// cuda and the reason, before anything is measured or written. Its own flags are checked first.
+TEST_F(CalibrateCli, CudaWithoutADeviceSaysWhyInOneLine) {
+  const fs::path out = dir_ / "gpu.toml";
+  const bool built = Run("--version").out.find("cuda") != std::string::npos;
+  if (!built) {
+    ExpectRefused("calibrate --backend cuda --quick -o " + out.string(), "not built", out);
+    return;
+  }
+  const Ran r =
+      Run("calibrate --backend cuda --ranks 8 --quick -o " + out.string(), "CUDA_VISIBLE_DEVICES=");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.err.rfind("meshplan: error: --backend cuda: ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find("CUDA"), std::string::npos) << r.err;  // the reason: no driver or device
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_FALSE(fs::exists(out));
+  ExpectRefused("calibrate --backend cuda --kernels fast -o " + out.string(), "--kernels", out);
+  ExpectRefused("calibrate --backend cuda --transport threads -o " + out.string(), "--transport",
+                out);
 }
 
 // Runs only where CTest starts it alone (tests/CMakeLists.txt: CalibrateSmoke, RUN_SERIAL), so

@@ -44,16 +44,49 @@ def random_inputs(torch, seq, hq, hkv, d):
     return {n: torch.randn(s, device="cuda").to(torch.bfloat16).float() for n, s in shapes.items()}
 
 
-def reference(torch, t, causal, group):
-    """float32 O, LSE ([B,S,Hq]), dQ, dK, dV in meshplan's [B,S,H,d] layout."""
+def window_of(mask):
+    """W of a `window:W` mask (K and M binary, as meshplan reads them), else None."""
+    if not mask.startswith("window:"):
+        return None
+    text = mask.split(":", 1)[1]
+    scale = {"K": 1024, "M": 1024 * 1024}.get(text[-1:].upper(), 1)
+    return int(text[:-1] if scale > 1 else text) * scale
+
+
+def visible_pairs(seq, mask):
+    """(query, key) pairs the mask shows: S^2 full, S (S + 1) / 2 causal, and for window:W (key k
+    visible to query q iff q - W < k <= q) min(q + 1, W) summed over q."""
+    window = window_of(mask)
+    if window is not None:
+        w = min(window, seq)
+        return w * (w + 1) // 2 + (seq - w) * w
+    return seq * (seq + 1) // 2 if mask == "causal" else seq * seq
+
+
+def band_mask(torch, seq, window):
+    """[S, S] bool, True where key j is visible to query i: i - W < j <= i."""
+    i = torch.arange(seq, device="cuda").unsqueeze(1)
+    j = torch.arange(seq, device="cuda").unsqueeze(0)
+    return (j <= i) & (j > i - window)
+
+
+def reference(torch, t, causal, group, window=None):
+    """float32 O, LSE ([B,S,Hq]), dQ, dK, dV in meshplan's [B,S,H,d] layout (a `window` as an
+    additive -inf bias outside the band)."""
     F = torch.nn.functional
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     q = t["q"].transpose(1, 2).contiguous().requires_grad_(True)           # [B,Hq,S,d]
     k = t["k"].transpose(1, 2).repeat_interleave(group, dim=1).contiguous().requires_grad_(True)
     v = t["v"].transpose(1, 2).repeat_interleave(group, dim=1).contiguous().requires_grad_(True)
+    bias = None
+    if window is not None:
+        seq = q.shape[2]
+        bias = torch.zeros(seq, seq, device="cuda", dtype=torch.float32)
+        bias.masked_fill_(~band_mask(torch, seq, window), float("-inf"))
+        bias = bias.expand(q.shape[0], q.shape[1], seq, seq)
     out, lse = torch.ops.aten._scaled_dot_product_efficient_attention(
-        q, k, v, None, True, 0.0, causal)[:2]
+        q, k, v, bias, True, 0.0, causal)[:2]
     seq = q.shape[2]
     lse = lse[:, :, :seq]
     dq, dk, dv = torch.autograd.grad(out, (q, k, v), t["d_o"].transpose(1, 2))
@@ -64,8 +97,9 @@ def reference(torch, t, causal, group):
             "dq": dq.transpose(1, 2), "dk": dk.transpose(1, 2), "dv": dv.transpose(1, 2)}
 
 
-def torch_whole_ms(torch, t, causal, group, backend="flash", repeat=5):
-    """Median ms of torch bf16 SDPA (flash or cudnn backend) fwd+bwd over the whole sequence."""
+def torch_whole_ms(torch, t, causal, group, backend="flash", repeat=5, window=None):
+    """Median ms of torch bf16 SDPA (flash, efficient or cudnn backend) fwd+bwd over the whole
+    sequence; a `window` as a boolean attn_mask (which torch's flash backend does not take)."""
     F = torch.nn.functional
     from torch.nn.attention import SDPBackend, sdpa_kernel
     q = t["q"].to(torch.bfloat16).transpose(1, 2).detach().requires_grad_(True)
@@ -73,14 +107,19 @@ def torch_whole_ms(torch, t, causal, group, backend="flash", repeat=5):
     v = t["v"].to(torch.bfloat16).transpose(1, 2).repeat_interleave(group, dim=1).detach().requires_grad_(True)
     do = t["d_o"].to(torch.bfloat16).transpose(1, 2)
     times = []
-    chosen = SDPBackend.FLASH_ATTENTION if backend == "flash" else SDPBackend.CUDNN_ATTENTION
+    chosen = {"flash": SDPBackend.FLASH_ATTENTION, "efficient": SDPBackend.EFFICIENT_ATTENTION,
+              "cudnn": SDPBackend.CUDNN_ATTENTION}[backend]
+    attn_mask = None if window is None else band_mask(torch, q.shape[2], window)
     with sdpa_kernel([chosen]):
         for i in range(repeat + 2):
             torch.cuda.synchronize()
             s = torch.cuda.Event(enable_timing=True)
             e = torch.cuda.Event(enable_timing=True)
             s.record()
-            out = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+            if attn_mask is None:
+                out = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+            else:
+                out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask)
             torch.autograd.grad(out, (q, k, v), do)
             e.record()
             e.synchronize()
@@ -135,31 +174,38 @@ def main():
     results = []
     for mask in args.masks.split(","):
         causal = mask == "causal"
-        inputs_dir = os.path.join(args.work, "inputs-" + mask)
+        window = window_of(mask)
+        inputs_dir = os.path.join(args.work, "inputs-" + mask.replace(":", "-"))
         t0 = time.time()
         if args.no_reference:
             t = random_inputs(torch, args.seq, args.heads, args.kv_heads, args.dim)
             ref = None
         else:
             t = make_inputs(torch, args.seq, args.heads, args.kv_heads, args.dim, 7 if causal else 8, inputs_dir)
-            ref = reference(torch, t, causal, group)
-        torch_ms = torch_whole_ms(torch, t, causal, group)
+            ref = reference(torch, t, causal, group, window)
+        # A window is an attn_mask, which torch's flash backend does not take: its efficient one
+        # stands in (the "torch flash" column then times that backend).
+        torch_ms = torch_whole_ms(torch, t, causal, group, "flash" if window is None else "efficient",
+                                  window=window)
         try:
-            torch_cudnn_ms = torch_whole_ms(torch, t, causal, group, "cudnn")
+            torch_cudnn_ms = torch_whole_ms(torch, t, causal, group, "cudnn", window=window)
         except Exception as e:  # a torch without the cuDNN SDPA backend for this shape
             print(f"[{mask}] torch cudnn SDPA unavailable: {str(e).splitlines()[0][:120]}")
             torch_cudnn_ms = float("nan")
-        # Useful FLOPs of fwd+bwd (LongCA / FlashAttention convention): 3.5 x 4 S^2 Hq d, halved
-        # for causal.
-        flops = 3.5 * 4.0 * args.seq * args.seq * args.heads * args.dim * (0.5 if causal else 1.0)
+        # Useful FLOPs of fwd+bwd (LongCA / FlashAttention convention): 3.5 x 4 pairs Hq d, the
+        # pairs the mask shows (S^2 full, about half that causal, about S W for a window).
+        flops = 3.5 * 4.0 * visible_pairs(args.seq, mask) * args.heads * args.dim
+        if causal:  # the FlashAttention convention halves S^2 (not S (S + 1) / 2)
+            flops = 3.5 * 4.0 * args.seq * args.seq * args.heads * args.dim * 0.5
         print(f"[{mask}] inputs{'' if ref is None else ' + float32 reference'} in {time.time() - t0:.1f} s; whole-sequence bf16 "
               f"fwd+bwd: torch flash {torch_ms:.2f} ms ({flops / torch_ms / 1e9:.0f} TFLOP/s), torch cudnn "
               f"{torch_cudnn_ms:.2f} ms ({flops / torch_cudnn_ms / 1e9:.0f} TFLOP/s)", flush=True)
         for scheme in args.schemes.split(","):
             rec = {"mask": mask, "scheme": scheme, "torch_flash_ms": torch_ms, "torch_cudnn_ms": torch_cudnn_ms,
                    "flops": flops}
-            plan = os.path.join(args.work, f"plan-{scheme}-{mask}.toml")
-            outputs = os.path.join(args.work, f"out-{scheme}-{mask}")
+            tag = mask.replace(":", "-")
+            plan = os.path.join(args.work, f"plan-{scheme}-{tag}.toml")
+            outputs = os.path.join(args.work, f"out-{scheme}-{tag}")
             cmd = [args.meshplan, "plan", "-t", args.topology, "--seq", str(args.seq), "--heads",
                    str(args.heads), "--kv-heads", str(args.kv_heads), "--head-dim", str(args.dim),
                    "--mask", mask, "--pass", "fwd+bwd", "--schemes", scheme, "--pick", "1",

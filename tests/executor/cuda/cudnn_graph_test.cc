@@ -1,10 +1,12 @@
 // The cuDNN path's graphs (executor/cuda/cudnn_attention.h) described for the blocks the schemes
 // make and validated by the cuDNN frontend on the host: no GPU needed, so the shapes, strides,
-// GQA grouping and mask attributes the path gives cuDNN are checked in CI. Skipped where the
-// build has no cuDNN path or libcudnn.so.9 cannot be opened (the GPU tests run the graphs).
+// GQA grouping and mask attributes (corner-aligned causal masks, and diagonal bands for sliding
+// windows) the path gives cuDNN are checked in CI. Skipped where the build has no cuDNN path or
+// libcudnn.so.9 cannot be opened (the GPU tests run the graphs).
 #include <gtest/gtest.h>
 
 #if MESHPLAN_HAVE_CUDA
+#include <cmath>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -117,10 +119,21 @@ TEST(CudnnGraphs, StripedBlocksAreCudnnPiecesThatValidate) {
 
 TEST(CudnnGraphs, BlocksCudnnCannotExpressAreRefused) {
   const auto pos = Range(0, 128);
+  // Documents: no piece split (executor/kernels/attention_pieces.h).
+  const BlockProblem docs = Problem(MaskKind::kDocuments, 0, 4, 1);
+  VALIDATE_OR_SKIP(
+      d, ValidateCudnnBlockOnHost(docs, View(pos, 0, 4), View(pos, 0, 4), nullptr, false));
+  EXPECT_FALSE(d.ok());
+  // A window on positions that are neither a few runs of consecutive positions nor one
+  // progression (steps 4 and 8 on 32 rows each): the own kernels' block, as a causal one is.
+  std::vector<int64_t> by4, by8;
+  for (int64_t i = 0; i < 32; ++i) {
+    by4.push_back(4 * i);
+    by8.push_back(8 * i);
+  }
   BlockProblem window = Problem(MaskKind::kWindow, 0, 4, 1);
   window.mask.window = 16;
-  VALIDATE_OR_SKIP(
-      w, ValidateCudnnBlockOnHost(window, View(pos, 0, 4), View(pos, 0, 4), nullptr, false));
+  auto w = ValidateCudnnBlockOnHost(window, View(by4, 0, 4), View(by8, 0, 4), nullptr, false);
   EXPECT_FALSE(w.ok());
   // A head slice that straddles KV heads without starting on a group: heads 2..5 with group 4.
   auto straddle = ValidateCudnnBlockOnHost(Problem(MaskKind::kCausal, 2, 4, 4), View(pos, 0, 8),
@@ -141,6 +154,133 @@ TEST(CudnnGraphs, ValidationRefusesWhatTheTargetCannotRun) {
   ASSERT_FALSE(ampere.ok());
   EXPECT_NE(ampere.status().message().find("cuDNN graph of a piece"), std::string::npos)
       << ampere.status().message();
+}
+
+// ---- Sliding windows: band pieces (diagonal band masks) ----
+
+BlockProblem WindowProblem(int64_t w, InputType type, int32_t dim) {
+  BlockProblem p = Problem(MaskKind::kWindow, 0, 8, 4);  // 8 query heads over 2 KV heads
+  p.type = type;
+  p.dim = dim;
+  p.scale = 1.0f / std::sqrt(static_cast<float>(dim));
+  p.mask.window = w;
+  return p;
+}
+
+// Validates the block's graphs under window:w forward and backward, bf16 and fp16, head dims 64
+// and 128 (GQA group 4), and expects `pieces` pieces each time. For tests that have passed
+// SKIP_WITHOUT_CUDNN: a machine that cannot validate cuDNN graphs fails here.
+::testing::AssertionResult WindowBlockValidates(const std::vector<int64_t>& qp,
+                                                const std::vector<int64_t>& kp, int64_t w,
+                                                int32_t pieces) {
+  const TensorView q = View(qp, 0, 8), k = View(kp, 0, 2);
+  for (InputType type : {InputType::kBf16, InputType::kFp16}) {
+    for (int32_t dim : {64, 128}) {
+      for (bool backward : {false, true}) {
+        const BlockProblem p = WindowProblem(w, type, dim);
+        auto got = ValidateCudnnBlockOnHost(p, q, k, backward ? &q : nullptr, backward);
+        const std::string at = std::string(type == InputType::kBf16 ? "bf16" : "fp16") + " d" +
+                               std::to_string(dim) + (backward ? " backward" : " forward");
+        if (!got.ok()) return ::testing::AssertionFailure() << at << ": " << got.status().message();
+        if (*got != pieces) {
+          return ::testing::AssertionFailure()
+                 << at << ": " << *got << " pieces, expected " << pieces;
+        }
+      }
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// Skips the test when this machine cannot validate cuDNN graphs (probing with a causal block).
+#define SKIP_WITHOUT_CUDNN()                                                                       \
+  {                                                                                                \
+    const auto probe_pos = Range(0, 64);                                                           \
+    VALIDATE_OR_SKIP(probe, ValidateCudnnBlockOnHost(Problem(MaskKind::kCausal, 0, 2, 1),          \
+                                                     View(probe_pos, 0, 2), View(probe_pos, 0, 2), \
+                                                     nullptr, false));                             \
+    ASSERT_TRUE(probe.ok()) << probe.status().message();                                           \
+  }
+
+TEST(CudnnGraphs, WindowDiagonalBlockIsATopLeftBandThatValidates) {
+  // Tokens 1024..1279 against themselves, W = 64: the window's lower edge cuts the block, one
+  // band with offset 0 and width 64: TOP_LEFT, left bound 64, right bound 0. W = 1: the diagonal
+  // alone (left bound 1, right bound 0). W = 256 (the block) cuts nothing: the causal top-left
+  // triangle.
+  SKIP_WITHOUT_CUDNN();
+  const auto pos = Range(1024, 256);
+  EXPECT_TRUE(WindowBlockValidates(pos, pos, 64, 1));
+  EXPECT_TRUE(WindowBlockValidates(pos, pos, 1, 1));
+  EXPECT_TRUE(WindowBlockValidates(pos, pos, 256, 1));
+}
+
+TEST(CudnnGraphs, WindowBlockBeforeTheDiagonalIsAShiftedBandThatValidates) {
+  // Queries 256..511 against keys 0..255, W = 64: queries 256..318 see keys from 193 + i on:
+  // rows 0..62 over keys 193..255, offset 63 = W - 1: TOP_LEFT, right bound 63, left bound 1
+  // (an upper triangle). W = 300: every row and key, offset 256, width 300: right bound 256,
+  // left bound 44. One piece each.
+  SKIP_WITHOUT_CUDNN();
+  EXPECT_TRUE(WindowBlockValidates(Range(256, 256), Range(0, 256), 64, 1));
+  EXPECT_TRUE(WindowBlockValidates(Range(256, 256), Range(0, 256), 300, 1));
+}
+
+TEST(CudnnGraphs, WindowBandEndingAtTheBottomRightCornerValidates) {
+  // Queries 64..127 against keys 0..127 (fewer queries than keys), W = 32: the visible keys are
+  // 33..127, 64 rows over 95 keys with offset 31 = 95 - 64: the band ends at the piece's
+  // bottom-right corner, so BOTTOM_RIGHT with left bound 32 and right bound 0. W = 100: every
+  // key, offset 64 = 128 - 64, BOTTOM_RIGHT, left bound 100. One piece each.
+  SKIP_WITHOUT_CUDNN();
+  EXPECT_TRUE(WindowBlockValidates(Range(64, 64), Range(0, 128), 32, 1));
+  EXPECT_TRUE(WindowBlockValidates(Range(64, 64), Range(0, 128), 100, 1));
+}
+
+TEST(CudnnGraphs, WindowZigzagAndStripedBlocksValidate) {
+  SKIP_WITHOUT_CUDNN();
+  // Zigzag shards of 4 ranks, 8 chunks of 64 tokens: rank 2 holds chunks 2 (128..191) and 5
+  // (320..383), rank 3 chunks 3 and 4, one run (192..319). Rank 3's queries against rank 2's
+  // keys, W = 96: chunk 5 follows every query; against chunk 2 (c = 64), queries 192..286 see
+  // something, 95 rows over 64 keys, too many rows for one band. Rows 0..31 still see key 128
+  // (192 + i - 96 < 128): every key, a full 32 x 64 rectangle; rows 32..94 see keys from
+  // 97 + i on: one band over keys 129..191, offset 95 = W - 1 (TOP_LEFT, right bound 95, left
+  // bound 1): 2 pieces.
+  std::vector<int64_t> r2 = Range(128, 64);
+  const auto c5 = Range(320, 64);
+  r2.insert(r2.end(), c5.begin(), c5.end());
+  EXPECT_TRUE(WindowBlockValidates(Range(192, 128), r2, 96, 2));
+  // Rank 2 against itself, W = 96: each chunk's diagonal block is a top-left triangle (96 > 64
+  // cuts nothing), chunk 5 is 129 or more past chunk 2: 2 pieces.
+  EXPECT_TRUE(WindowBlockValidates(r2, r2, 96, 2));
+  // Striped shards of 8 ranks, 128 rows each: rank 3 holds 3 + 8i, rank 5 5 + 8j. W = 40:
+  // q - k = 8(i - j) - 2 lies in [0, 40) iff i - j is 1..5: row 0 sees nothing, rows 1..127 a
+  // band of width 5 over keys 0..126 with offset 0 (attention_pieces.h): 1 piece.
+  std::vector<int64_t> s3, s5;
+  for (int64_t i = 0; i < 128; ++i) {
+    s3.push_back(3 + 8 * i);
+    s5.push_back(5 + 8 * i);
+  }
+  EXPECT_TRUE(WindowBlockValidates(s3, s5, 40, 1));
+}
+
+TEST(CudnnGraphs, WindowBlocksOfContiguousShardsValidate) {
+  // Every (query shard, key shard) block of 1024 tokens in 4 contiguous shards of 256, for
+  // windows below, at and above a shard: each validates forward and backward (bf16, d 128), or
+  // has nothing visible (0 pieces).
+  SKIP_WITHOUT_CUDNN();
+  for (int64_t w : {1, 40, 255, 256, 257, 600}) {
+    for (int64_t qr = 0; qr < 4; ++qr) {
+      for (int64_t kr = 0; kr < 4; ++kr) {
+        const auto qp = Range(256 * qr, 256), kp = Range(256 * kr, 256);
+        const TensorView q = View(qp, 0, 8), k = View(kp, 0, 2);
+        const BlockProblem p = WindowProblem(w, InputType::kBf16, 128);
+        for (bool backward : {false, true}) {
+          auto got = ValidateCudnnBlockOnHost(p, q, k, backward ? &q : nullptr, backward);
+          EXPECT_TRUE(got.ok()) << "W " << w << " shards " << qr << ", " << kr
+                                << (backward ? " backward: " : " forward: ")
+                                << got.status().message();
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // The split of a block into fused-attention pieces (executor/kernels/attention_pieces.h):
 // hand-derived cases, and on many layouts a brute-force check that the pieces cover every visible
-// (query, key) pair exactly once and no hidden pair, the visibility of a piece's pair being read
-// off its mask alone (so a wrong alignment or offset shows up).
+// (query, key) pair exactly once and no hidden pair, the visibility of a pair in the block being
+// core/mask_rule.h's rule and in a piece being read off the piece's mask alone (so a wrong
+// alignment, offset or band width shows up).
 #include "executor/kernels/attention_pieces.h"
 
 #include <gtest/gtest.h>
@@ -35,13 +36,28 @@ bool PieceShows(const AttentionPiece& p, int64_t i, int64_t j) {
       return b <= a;
     case PieceMask::kCausalBottomRight:
       return b <= a + (p.k_rows - p.q_rows);
+    case PieceMask::kBand:
+      return a + p.band_offset - p.band_width < b && b <= a + p.band_offset;
   }
   return false;
 }
 
-// Every pair is shown by exactly as many pieces as it is visible (1 or 0).
-void ExpectExactCover(const std::vector<int64_t>& q, const std::vector<int64_t>& k, MaskKind kind,
-                      const std::vector<AttentionPiece>& pieces) {
+MaskParams Window(int64_t w) {
+  MaskParams m;
+  m.kind = MaskKind::kWindow;
+  m.window = w;
+  return m;
+}
+
+MaskParams Kind(MaskKind kind) {
+  MaskParams m;
+  m.kind = kind;
+  return m;
+}
+
+// Every pair is shown by exactly as many pieces as it is visible (1 or 0) under `mask`.
+void ExpectExactCover(const std::vector<int64_t>& q, const std::vector<int64_t>& k,
+                      const MaskParams& mask, const std::vector<AttentionPiece>& pieces) {
   for (const AttentionPiece& p : pieces) {
     ASSERT_GT(p.q_rows, 0);
     ASSERT_GT(p.k_rows, 0);
@@ -50,6 +66,19 @@ void ExpectExactCover(const std::vector<int64_t>& q, const std::vector<int64_t>&
     }
     if (p.mask == PieceMask::kCausalTopLeft) {
       ASSERT_EQ(p.k_rows, p.q_rows);
+    }
+    if (p.mask == PieceMask::kBand) {
+      // The band's contract (what a diagonal band mask with a left bound can take): no more
+      // queries than keys, 0 <= offset <= width - 1, and a lower edge that cuts the piece (the
+      // last query row does not see key 0).
+      ASSERT_LE(p.q_rows, p.k_rows);
+      ASSERT_GE(p.band_width, 1);
+      ASSERT_GE(p.band_offset, 0);
+      ASSERT_LE(p.band_offset, p.band_width - 1);
+      ASSERT_GE(p.q_rows - 1 + p.band_offset - p.band_width, 0);
+    } else {
+      ASSERT_EQ(p.band_offset, 0);
+      ASSERT_EQ(p.band_width, 0);
     }
     // Inside a causal piece the Q and K positions go up by one common step (1 for consecutive
     // runs, the stripe count for striped blocks), which is what lets a mask on row offsets stand
@@ -65,7 +94,7 @@ void ExpectExactCover(const std::vector<int64_t>& q, const std::vector<int64_t>&
   }
   for (size_t i = 0; i < q.size(); ++i) {
     for (size_t j = 0; j < k.size(); ++j) {
-      const int visible = kind == MaskKind::kFull || k[j] <= q[i] ? 1 : 0;
+      const int visible = VisibleInDocuments(mask, q[i], k[j], 0, 0) ? 1 : 0;
       int shown = 0;
       for (const AttentionPiece& p : pieces)
         shown += PieceShows(p, static_cast<int64_t>(i), static_cast<int64_t>(j));
@@ -73,6 +102,11 @@ void ExpectExactCover(const std::vector<int64_t>& q, const std::vector<int64_t>&
                                 << " (token " << k[j] << ")";
     }
   }
+}
+
+void ExpectExactCover(const std::vector<int64_t>& q, const std::vector<int64_t>& k, MaskKind kind,
+                      const std::vector<AttentionPiece>& pieces) {
+  ExpectExactCover(q, k, Kind(kind), pieces);
 }
 
 TEST(AttentionPieces, DiagonalBlockIsOneTopLeftTriangle) {
@@ -186,8 +220,18 @@ TEST(AttentionPieces, UnequalStepsAndOtherMasksAreNotExpressible) {
   std::vector<int64_t> uneven = Stripe(0, 4, 32);
   uneven.back() += 1;  // the last step is 5
   EXPECT_FALSE(SplitIntoPieces(uneven, uneven, MaskKind::kCausal, 16));
-  EXPECT_FALSE(SplitIntoPieces(Range(0, 8), Range(0, 8), MaskKind::kWindow, 16));     // window
+  // A window without its width (the MaskKind overload: width 0) or of width 0 is no mask; with
+  // a width it splits (the Window* tests below).
+  EXPECT_FALSE(SplitIntoPieces(Range(0, 8), Range(0, 8), MaskKind::kWindow, 16));
+  EXPECT_FALSE(SplitIntoPieces(Range(0, 8), Range(0, 8), Window(0), 16));
+  EXPECT_TRUE(SplitIntoPieces(Range(0, 8), Range(0, 8), Window(3), 16));
   EXPECT_FALSE(SplitIntoPieces(Range(0, 8), Range(0, 8), MaskKind::kDocuments, 16));  // documents
+  EXPECT_FALSE(SplitIntoPieces(Range(0, 8), Range(0, 8), MaskKind::kDocumentsFull, 16));
+  EXPECT_FALSE(SplitIntoPieces(Range(0, 8), Range(0, 8), MaskKind::kPrefix, 16));
+  // Windows on positions that are neither few runs nor one progression stay on the own kernels,
+  // as causal ones do.
+  EXPECT_FALSE(SplitIntoPieces(Stripe(0, 4, 32), Stripe(0, 8, 32), Window(16), 16));
+  EXPECT_FALSE(SplitIntoPieces(uneven, uneven, Window(16), 16));
 }
 
 TEST(AttentionPieces, RandomStripedBlocksAreCoveredExactly) {
@@ -230,6 +274,276 @@ TEST(AttentionPieces, RandomRunLayoutsAreCoveredExactly) {
       ExpectExactCover(q, k, kind, *pieces);
       if (HasFatalFailure()) return;
     }
+  }
+}
+
+// ---- Sliding windows: query position q sees key position k iff q - W < k <= q ----
+
+// The only piece of a split, checked against its expected rows, keys and mask.
+void ExpectOnePiece(const std::optional<std::vector<AttentionPiece>>& pieces, AttentionPiece want) {
+  ASSERT_TRUE(pieces);
+  ASSERT_EQ(pieces->size(), 1u);
+  const AttentionPiece& p = pieces->front();
+  EXPECT_EQ(p.mask, want.mask);
+  EXPECT_EQ(p.q_row0, want.q_row0);
+  EXPECT_EQ(p.q_rows, want.q_rows);
+  EXPECT_EQ(p.k_row0, want.k_row0);
+  EXPECT_EQ(p.k_rows, want.k_rows);
+  EXPECT_EQ(p.band_offset, want.band_offset);
+  EXPECT_EQ(p.band_width, want.band_width);
+}
+
+TEST(AttentionPieces, WindowOnTheDiagonalBlock) {
+  // Q and K both hold tokens 8..15: query row i sees key rows i - W < j <= i.
+  // W = 3, smaller than the block: row 7 no longer sees key 0 (7 - 3 >= 0), so the window's
+  // lower edge cuts the block: one band, offset 0 (the diagonal), width 3.
+  const auto narrow = SplitIntoPieces(Range(8, 8), Range(8, 8), Window(3), 16);
+  ExpectOnePiece(narrow, {0, 8, 0, 8, PieceMask::kBand, 0, 3});
+  ExpectExactCover(Range(8, 8), Range(8, 8), Window(3), *narrow);
+  // W = 1: the diagonal alone, a band of width 1.
+  const auto one = SplitIntoPieces(Range(8, 8), Range(8, 8), Window(1), 16);
+  ExpectOnePiece(one, {0, 8, 0, 8, PieceMask::kBand, 0, 1});
+  ExpectExactCover(Range(8, 8), Range(8, 8), Window(1), *one);
+  // W = 8, the block: row 7 sees keys 7 - 8 < j, all of them, so the window cuts nothing and the
+  // block is the causal diagonal block, one top-left triangle; W = 20 the same.
+  for (int64_t w : {8, 20}) {
+    const auto wide = SplitIntoPieces(Range(8, 8), Range(8, 8), Window(w), 16);
+    ExpectOnePiece(wide, {0, 8, 0, 8, PieceMask::kCausalTopLeft, 0, 0});
+    ExpectExactCover(Range(8, 8), Range(8, 8), Window(w), *wide);
+  }
+}
+
+TEST(AttentionPieces, WindowOnTheBlockBeforeTheDiagonal) {
+  // Queries 8..15 against keys 0..7 (c = 8): query 8 + i sees keys 8 + i - W < k <= 8 + i.
+  // W = 3: query 8 sees keys 6, 7 and query 9 key 7; queries 10..15 see nothing. The visible
+  // rows 0..1 and keys 6..7 are one band: row i sees j (from key 6) iff i + 2 - 3 < j <= i + 2,
+  // offset 8 - 6 = 2 = W - 1, width 3 (an upper triangle).
+  const auto narrow = SplitIntoPieces(Range(8, 8), Range(0, 8), Window(3), 16);
+  ExpectOnePiece(narrow, {0, 2, 6, 2, PieceMask::kBand, 2, 3});
+  ExpectExactCover(Range(8, 8), Range(0, 8), Window(3), *narrow);
+  // W = 8, the block: query 8 + i sees keys i + 1..7, rows 0..6 and keys 1..7, offset 7.
+  const auto equal = SplitIntoPieces(Range(8, 8), Range(0, 8), Window(8), 16);
+  ExpectOnePiece(equal, {0, 7, 1, 7, PieceMask::kBand, 7, 8});
+  ExpectExactCover(Range(8, 8), Range(0, 8), Window(8), *equal);
+  // W = 12: query 8 + i sees keys k > i - 4: rows 0..3 see all 8 keys, rows 4..7 lose keys
+  // 0..3 one by one. Every row and key is visible, so one band over the block with offset 8
+  // (key row j = 8 + i is the diagonal) and width 12.
+  const auto wide = SplitIntoPieces(Range(8, 8), Range(0, 8), Window(12), 16);
+  ExpectOnePiece(wide, {0, 8, 0, 8, PieceMask::kBand, 8, 12});
+  ExpectExactCover(Range(8, 8), Range(0, 8), Window(12), *wide);
+  // W = 16: query 15 sees key 0 (15 - 16 < 0): every pair, one full rectangle.
+  const auto all = SplitIntoPieces(Range(8, 8), Range(0, 8), Window(16), 16);
+  ExpectOnePiece(all, {0, 8, 0, 8, PieceMask::kFull, 0, 0});
+}
+
+TEST(AttentionPieces, WindowBlocksWithNothingVisibleAreEmpty) {
+  // Keys 0..7 against queries 16..23 with W = 8: the nearest pair is 16 - 7 = 9 >= 8 apart.
+  const auto far = SplitIntoPieces(Range(16, 8), Range(0, 8), Window(8), 16);
+  ASSERT_TRUE(far);
+  EXPECT_TRUE(far->empty());
+  // Keys after the queries: nothing, whatever the width.
+  const auto after = SplitIntoPieces(Range(0, 8), Range(8, 8), Window(100), 16);
+  ASSERT_TRUE(after);
+  EXPECT_TRUE(after->empty());
+  // W = 1 off the diagonal: a query sees only its own token.
+  const auto off = SplitIntoPieces(Range(8, 8), Range(0, 8), Window(1), 16);
+  ASSERT_TRUE(off);
+  EXPECT_TRUE(off->empty());
+}
+
+TEST(AttentionPieces, WindowWithMoreQueriesThanKeysSplitsAtTheFirstKey) {
+  // Queries 0..15 against keys 0..3, W = 6: query i sees keys i - 6 < k <= min(i, 3); queries
+  // 0..8 see something (8 - 6 < 3). Nine rows over four keys is too many for one band, so:
+  // rows 0..5 still see key 0 (i - 6 < 0): the causal pieces, a top-left triangle over rows and
+  // keys 0..3 and a full rectangle for rows 4..5; rows 6..8 see keys from i - 5: one band over
+  // keys 1..3 with offset 6 - 1 = 5 and width 6. Three pieces.
+  const auto pieces = SplitIntoPieces(Range(0, 16), Range(0, 4), Window(6), 16);
+  ASSERT_TRUE(pieces);
+  ASSERT_EQ(pieces->size(), 3u);
+  EXPECT_EQ((*pieces)[0].mask, PieceMask::kCausalTopLeft);
+  EXPECT_EQ((*pieces)[0].q_rows, 4);
+  EXPECT_EQ((*pieces)[1].mask, PieceMask::kFull);
+  EXPECT_EQ((*pieces)[1].q_row0, 4);
+  EXPECT_EQ((*pieces)[1].q_rows, 2);
+  EXPECT_EQ((*pieces)[2].mask, PieceMask::kBand);
+  EXPECT_EQ((*pieces)[2].q_row0, 6);
+  EXPECT_EQ((*pieces)[2].q_rows, 3);
+  EXPECT_EQ((*pieces)[2].k_row0, 1);
+  EXPECT_EQ((*pieces)[2].k_rows, 3);
+  EXPECT_EQ((*pieces)[2].band_offset, 5);
+  EXPECT_EQ((*pieces)[2].band_width, 6);
+  ExpectExactCover(Range(0, 16), Range(0, 4), Window(6), *pieces);
+}
+
+TEST(AttentionPieces, WindowOnZigzagShards) {
+  // 4 ranks, 8 chunks of 8 tokens: rank 1 holds chunks 1 (8..15) and 6 (48..55), rank 0 chunks 0
+  // (0..7) and 7 (56..63).
+  const auto r0 = Concat(Range(0, 8), Range(56, 8));
+  const auto r1 = Concat(Range(8, 8), Range(48, 8));
+  // Rank 1 against itself, W = 6: chunk 1 and chunk 6 each see themselves (a band of width 6 on
+  // the diagonal); chunk 6 against chunk 1 is 33 or more apart, chunk 1 against chunk 6 is
+  // after it: 2 pieces.
+  const auto own = SplitIntoPieces(r1, r1, Window(6), 16);
+  ASSERT_TRUE(own);
+  ASSERT_EQ(own->size(), 2u);
+  EXPECT_EQ((*own)[0].mask, PieceMask::kBand);
+  EXPECT_EQ((*own)[1].mask, PieceMask::kBand);
+  EXPECT_EQ((*own)[1].q_row0, 8);
+  EXPECT_EQ((*own)[1].k_row0, 8);
+  ExpectExactCover(r1, r1, Window(6), *own);
+  // W = 20 is wider than a chunk: each diagonal chunk is a top-left triangle, and chunk 6 is
+  // still 33 or more past chunk 1: 2 triangles.
+  const auto wide = SplitIntoPieces(r1, r1, Window(20), 16);
+  ASSERT_TRUE(wide);
+  ASSERT_EQ(wide->size(), 2u);
+  EXPECT_EQ((*wide)[0].mask, PieceMask::kCausalTopLeft);
+  EXPECT_EQ((*wide)[1].mask, PieceMask::kCausalTopLeft);
+  ExpectExactCover(r1, r1, Window(20), *wide);
+  // Rank 1's queries against rank 0's keys, W = 6: chunk 1 sees the end of chunk 0 (queries
+  // 8..12 see keys from 3..7 on: rows 0..4, keys 3..7, offset 5 = W - 1); chunk 6 sees chunk 7
+  // after it (nothing) and chunk 0 too far back: 1 piece.
+  const auto other = SplitIntoPieces(r1, r0, Window(6), 16);
+  ExpectOnePiece(other, {0, 5, 3, 5, PieceMask::kBand, 5, 6});
+  ExpectExactCover(r1, r0, Window(6), *other);
+  // Rank 0's queries against rank 1's keys, W = 8: chunk 7 (56..63) sees chunk 6 (48..55): the
+  // band of queries 56..62 over keys 49..55 (rows 8..14, key rows 9..15, offset 7 = W - 1).
+  const auto back = SplitIntoPieces(r0, r1, Window(8), 16);
+  ExpectOnePiece(back, {8, 7, 9, 7, PieceMask::kBand, 7, 8});
+  ExpectExactCover(r0, r1, Window(8), *back);
+}
+
+TEST(AttentionPieces, WindowOnStripedBlocks) {
+  // 4 stripes, 32 rows each; rank 1 holds 1 + 4i. W = 8 against rank 0 (keys 4j): q - k =
+  // 1 + 4(i - j) lies in [0, 8) iff i - j is 0 or 1: row indices i - 2 < j <= i, one band of
+  // width floor(1/4) - floor((1 - 8)/4) = 0 - (-2) = 2 on the diagonal.
+  const auto earlier = SplitIntoPieces(Stripe(1, 4, 32), Stripe(0, 4, 32), Window(8), 16);
+  ExpectOnePiece(earlier, {0, 32, 0, 32, PieceMask::kBand, 0, 2});
+  ExpectExactCover(Stripe(1, 4, 32), Stripe(0, 4, 32), Window(8), *earlier);
+  // Against rank 2 (keys 2 + 4j): q - k = 4(i - j) - 1 in [0, 8) iff i - j is 1 or 2: c =
+  // floor(-1/4) = -1, width -1 - floor(-9/4) = 2. Row 0 sees nothing, rows 1..31 see keys
+  // i - 2 and i - 1: one band from row 1 over keys 0..30, offset 0.
+  const auto later = SplitIntoPieces(Stripe(1, 4, 32), Stripe(2, 4, 32), Window(8), 16);
+  ExpectOnePiece(later, {1, 31, 0, 31, PieceMask::kBand, 0, 2});
+  ExpectExactCover(Stripe(1, 4, 32), Stripe(2, 4, 32), Window(8), *later);
+  // W = 1 between different stripes: no token meets itself, nothing is visible.
+  const auto none = SplitIntoPieces(Stripe(1, 4, 32), Stripe(0, 4, 32), Window(1), 16);
+  ASSERT_TRUE(none);
+  EXPECT_TRUE(none->empty());
+  // W = 1 on a rank's own stripe: the diagonal, a band of width 1.
+  const auto self = SplitIntoPieces(Stripe(1, 4, 32), Stripe(1, 4, 32), Window(1), 16);
+  ExpectOnePiece(self, {0, 32, 0, 32, PieceMask::kBand, 0, 1});
+}
+
+// Every (query shard, key shard) block of a sequence in `shards` shards of `layout`, for windows
+// of many widths, is covered exactly within `max_pieces` pieces per block.
+enum class Layout { kContiguous, kZigzag, kStriped };
+std::vector<int64_t> Shard(Layout layout, int64_t seq, int64_t shards, int64_t r) {
+  const int64_t rows = seq / shards;
+  if (layout == Layout::kContiguous) return Range(r * rows, rows);
+  if (layout == Layout::kStriped) return Stripe(r, shards, rows);
+  const int64_t chunk = rows / 2;
+  return Concat(Range(r * chunk, chunk), Range((2 * shards - 1 - r) * chunk, chunk));
+}
+
+void ExpectEveryBlockCovered(Layout layout, int64_t seq, int64_t shards, size_t max_pieces) {
+  for (int64_t w : {1, 2, 7, 15, 16, 17, 31, 32, 33, 48, 100, 1000}) {
+    for (int64_t qr = 0; qr < shards; ++qr) {
+      for (int64_t kr = 0; kr < shards; ++kr) {
+        const auto q = Shard(layout, seq, shards, qr), k = Shard(layout, seq, shards, kr);
+        const auto pieces = SplitIntoPieces(q, k, Window(w), 16);
+        ASSERT_TRUE(pieces) << "W " << w << " shards " << qr << ", " << kr;
+        EXPECT_LE(pieces->size(), max_pieces) << "W " << w << " shards " << qr << ", " << kr;
+        ExpectExactCover(q, k, Window(w), *pieces);
+        if (::testing::Test::HasFailure()) return;
+      }
+    }
+  }
+}
+
+TEST(AttentionPieces, WindowBlocksOfEveryLayoutAreCoveredExactly) {
+  // 128 tokens in 4 shards of 32 (zigzag: chunks of 16; striped: step 4), window widths below,
+  // at and above a chunk and a shard. Contiguous: one run pair of equal sizes, whose visible rows
+  // and keys are as many (a square), so one band or the causal pieces: at most 2. Zigzag: 2 x 2
+  // run pairs of at most 2 pieces each. Striped: one progression, at most 2 as contiguous.
+  ExpectEveryBlockCovered(Layout::kContiguous, 128, 4, 2);
+  ExpectEveryBlockCovered(Layout::kZigzag, 128, 4, 8);
+  ExpectEveryBlockCovered(Layout::kStriped, 128, 4, 2);
+  // 8 striped shards of 16 rows go past the 16-run limit only with longer shards: 512 tokens.
+  ExpectEveryBlockCovered(Layout::kStriped, 512, 8, 2);
+}
+
+TEST(AttentionPieces, GatheredZigzagKeysUnderAWindowNeedFewPieces) {
+  // All-gather of 8 zigzag shards of 16 chunks (4 tokens each), as GatheredZigzagKeysNeedFewPieces;
+  // rank 0's queries c0 (0..3) and c15 (60..63). W = 6: c0 sees itself (W > 4: a top-left
+  // triangle). c15 sees itself (a triangle), c14 (56..59: query 60 + i sees keys past 54 + i, a
+  // band of offset 4 and width 6 over the 4 x 4 pair) and the last token of c13 (55, seen by
+  // query 60 alone: a 1 x 1 full piece): 4 pieces.
+  std::vector<int64_t> keys;
+  for (int r = 0; r < 8; ++r) keys = Concat(Concat(keys, Range(4 * r, 4)), Range(4 * (15 - r), 4));
+  const auto q = Concat(Range(0, 4), Range(60, 4));
+  const auto pieces = SplitIntoPieces(q, keys, Window(6), 16);
+  ASSERT_TRUE(pieces);
+  EXPECT_EQ(pieces->size(), 4u);
+  ExpectExactCover(q, keys, Window(6), *pieces);
+  for (int64_t w : {1, 3, 4, 5, 9, 30, 64}) {
+    const auto any = SplitIntoPieces(q, keys, Window(w), 16);
+    ASSERT_TRUE(any) << "W " << w;
+    ExpectExactCover(q, keys, Window(w), *any);
+  }
+}
+
+// Runs of consecutive positions.
+size_t RunCount(const std::vector<int64_t>& pos) {
+  size_t runs = 0;
+  for (size_t i = 0; i < pos.size(); ++i) runs += i == 0 || pos[i] != pos[i - 1] + 1;
+  return runs;
+}
+
+TEST(AttentionPieces, RandomWindowRunLayoutsAreCoveredExactly) {
+  std::mt19937_64 gen(29);
+  for (int trial = 0; trial < 400; ++trial) {
+    // Up to 3 runs per side at random offsets and lengths (overlapping Q and K tokens included),
+    // as RandomRunLayoutsAreCoveredExactly, and a random width from 1 to past the layout.
+    auto side = [&](int runs) {
+      std::vector<int64_t> v;
+      int64_t next = static_cast<int64_t>(gen() % 8);
+      for (int r = 0; r < runs; ++r) {
+        const int64_t len = 1 + static_cast<int64_t>(gen() % 12);
+        v = Concat(v, Range(next, len));
+        next += len + 1 + static_cast<int64_t>(gen() % 12);
+      }
+      return v;
+    };
+    const auto q = side(1 + static_cast<int>(gen() % 3));
+    const auto k = side(1 + static_cast<int>(gen() % 3));
+    const int64_t w = 1 + static_cast<int64_t>(gen() % 40);
+    const auto pieces = SplitIntoPieces(q, k, Window(w), 64);
+    ASSERT_TRUE(pieces) << "W " << w;
+    // At most 3 pieces per run pair.
+    EXPECT_LE(pieces->size(), 3 * RunCount(q) * RunCount(k));
+    ExpectExactCover(q, k, Window(w), *pieces);
+    if (HasFatalFailure()) return;
+  }
+}
+
+TEST(AttentionPieces, RandomWindowStripedBlocksAreCoveredExactly) {
+  std::mt19937_64 gen(31);
+  for (int trial = 0; trial < 300; ++trial) {
+    const int64_t stripes = 2 + static_cast<int64_t>(gen() % 7);
+    const int64_t rows = 1 + static_cast<int64_t>(gen() % 40);
+    const int64_t qi = static_cast<int64_t>(gen() % stripes),
+                  kj = static_cast<int64_t>(gen() % stripes);
+    const int64_t shift = stripes * (static_cast<int64_t>(gen() % 5) - 2);
+    const auto q = Stripe(qi, stripes, rows);
+    const auto k = Stripe(kj + shift, stripes, 1 + static_cast<int64_t>(gen() % 40));
+    const int64_t w = 1 + static_cast<int64_t>(gen() % (4 * stripes + 40));
+    // max_pieces 3: a side of more than 3 rows is more than 3 runs (every row its own run), so
+    // the progression's split is taken, at most 3 pieces; on at most 3 query rows each row's
+    // keys are adjacent rows, whose full pieces merge: at most one piece per query row.
+    const auto pieces = SplitIntoPieces(q, k, Window(w), 3);
+    ASSERT_TRUE(pieces) << "stripes " << stripes << " rows " << rows << " W " << w;
+    ExpectExactCover(q, k, Window(w), *pieces);
+    if (HasFatalFailure()) return;
   }
 }
 
