@@ -10,6 +10,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "executor/cuda/cudnn_glue.h"
@@ -28,7 +29,12 @@ namespace {
 namespace fe = cudnn_frontend;
 
 // A zigzag block has at most 2 x 2 run pairs, 2 pieces each under a causal mask and 3 under a
-// window (attention_pieces.h).
+// window (attention_pieces.h). Document blocks have a piece (two across a causal diagonal) per
+// document they hold on both sides, so a block over more short documents than this goes to the
+// own kernels. Not raised for documents: each piece costs a cuDNN launch, its temporaries and a
+// glue kernel, and each distinct piece shape a graph build of tens of milliseconds (documents of
+// many lengths make many shapes); whether many small pieces still beat the own kernels has not
+// been measured on a GPU.
 constexpr int32_t kMaxPieces = 16;
 constexpr int64_t kAlign = 256;  // bytes; cuDNN wants 16-byte aligned operands
 
@@ -90,6 +96,15 @@ std::vector<int64_t> HostPositions(const TensorView& t) {
   for (int64_t i = 0; i < t.rows; ++i)
     pos[static_cast<size_t>(i)] = t.host_positions ? t.host_positions[i] : i;
   return pos;
+}
+
+// The document starts a host split reads: the host copy for the document kinds (empty for the
+// others), or nullopt when a document mask has none (DeviceMask::host_doc_starts null: only the
+// device holds them).
+std::optional<std::span<const int64_t>> HostDocStarts(const DeviceMask& m) {
+  if (!HasDocuments(m.kind)) return std::span<const int64_t>{};
+  if (m.host_doc_starts == nullptr || m.num_docs < 1) return std::nullopt;
+  return std::span<const int64_t>(m.host_doc_starts, static_cast<size_t>(m.num_docs));
 }
 
 // Element offset of (row0, global head h0) in a view.
@@ -225,7 +240,9 @@ std::optional<PieceKeys> KeysOf(const BlockProblem& p, const TensorView& q, cons
   mask.kind = p.mask.kind;
   mask.window = p.mask.window;
   mask.prefix = p.mask.prefix;
-  auto pieces = SplitIntoPieces(HostPositions(q), HostPositions(k), mask, kMaxPieces);
+  const auto doc_starts = HostDocStarts(p.mask);
+  if (!doc_starts) return std::nullopt;  // document starts the host cannot see
+  auto pieces = SplitIntoPieces(HostPositions(q), HostPositions(k), mask, *doc_starts, kMaxPieces);
   if (!pieces) return std::nullopt;
   for (const AttentionPiece& piece : *pieces) {
     // The band's bounds travel as int (graph_properties.h); a band piece's width is below its

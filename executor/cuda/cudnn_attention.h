@@ -7,14 +7,18 @@
 // (executor/kernels/attention_pieces.h): runs of consecutive token positions, or one progression
 // of a common step (striped layouts), under a full mask, a causal corner-aligned mask or, for
 // sliding windows (window:W), a diagonal band (cuDNN's diagonal alignment with left and right
-// bounds; cudnn_attention.cc says what the frontend does with them). Blocks not expressible that
-// way (documents and prefix masks, positions that are neither a few runs nor one progression) are
-// not Supported and run on the own kernels. The band pieces' graphs are validated on the host
-// (tests/executor/cuda/cudnn_graph_test.cc), but their numerics and speed have not run on a GPU
-// yet: they wait for a lent device (tests/cuda/engine_test.cc). Each piece runs cuDNN into 16-bit
-// temporaries that glue kernels fold into the accumulators (executor/cuda/cudnn_glue.h); cuDNN's
-// backward, which derives delta from an O it is given, gets a pseudo-O whose rowsum with dO is the
-// engine's delta.
+// bounds; cudnn_attention.cc says what the frontend does with them). Document masks (docs,
+// docs-full) cut those runs at the document starts, which the block's mask carries in host
+// memory (DeviceMask::host_doc_starts, set by the engine): per pair of cut runs in one document a
+// full rectangle (docs-full) or the causal pieces (docs), nothing across documents; no ragged
+// layout. Blocks not expressible that way (prefix masks, documents without host starts, positions
+// that are neither a few runs nor one progression, more than 16 pieces, as a block over many
+// short documents has) are not Supported and run on the own kernels. The band and document
+// pieces' graphs are validated on the host (tests/executor/cuda/cudnn_graph_test.cc), but their
+// numerics and speed have not run on a GPU yet: they wait for a lent device
+// (tests/cuda/engine_test.cc). Each piece runs cuDNN into 16-bit temporaries that glue kernels
+// fold into the accumulators (executor/cuda/cudnn_glue.h); cuDNN's backward, which derives delta
+// from an O it is given, gets a pseudo-O whose rowsum with dO is the engine's delta.
 //
 // cuDNN is opened at run time (dlopen of libcudnn.so.9 by the frontend), so a program built with
 // this path starts on machines without cuDNN; CreateCudnnAttention then says why it is missing.
@@ -39,7 +43,8 @@ class CudnnAttention {
   virtual std::string Describe() const = 0;
   // Whether Forward/Backward can compute this block: bf16/fp16, a head dim cuDNN takes, heads
   // that map onto cuDNN's GQA grouping, host positions on q and k (TensorView::host_positions),
-  // an expressible mask, and cuDNN graphs that build for every piece (built and cached here).
+  // an expressible mask (documents: with host starts, DeviceMask::host_doc_starts), and cuDNN
+  // graphs that build for every piece (built and cached here).
   virtual bool Supports(const BlockProblem& p, const TensorView& q, const TensorView& k,
                         bool backward) = 0;
   virtual Status Forward(const BlockProblem& p, const TensorView& q, const TensorView& k,

@@ -148,6 +148,8 @@ BlockProblem DeviceEngine::Problem(const Op& op) const {
   p.mask.window = workload_.mask.window;
   p.mask.prefix = workload_.mask.prefix;
   p.mask.num_docs = static_cast<int32_t>(workload_.mask.document_lengths.size());
+  // Host starts for host-side splits (cuDNN); the device copy is set per rank by the caller.
+  if (!doc_starts_.empty()) p.mask.host_doc_starts = doc_starts_.data();
   return p;
 }
 
@@ -267,9 +269,13 @@ Status DeviceEngine::ReleaseDead() {
 Status DeviceEngine::LoadInputs(const InputSource& inputs) {
   MESHPLAN_RETURN_IF_ERROR(ops_.Prepare(schedule_, local_));
   const EntryKind kind = schedule_.layout.subdivide > 1 ? EntryKind::kSubShard : EntryKind::kShard;
-  std::vector<int64_t> doc_starts{0};
-  for (int64_t len : workload_.mask.document_lengths) doc_starts.push_back(doc_starts.back() + len);
-  doc_starts.pop_back();
+  doc_starts_.clear();
+  if (workload_.mask.IsDocuments()) {
+    doc_starts_.push_back(0);
+    for (int64_t len : workload_.mask.document_lengths)
+      doc_starts_.push_back(doc_starts_.back() + len);
+    doc_starts_.pop_back();
+  }
   for (int32_t r = 0; r < schedule_.num_ranks; ++r) {
     RankState& state = *ranks_[r];
     const std::vector<int64_t> positions = SubShardPositions(schedule_.layout, r);
@@ -315,8 +321,8 @@ Status DeviceEngine::LoadInputs(const InputSource& inputs) {
     }
     if (workload_.mask.IsDocuments()) {
       MESHPLAN_ASSIGN_OR_RETURN(
-          auto ptr, ops_.Upload(r, doc_starts.data(),
-                                static_cast<int64_t>(doc_starts.size() * sizeof(int64_t))));
+          auto ptr, ops_.Upload(r, doc_starts_.data(),
+                                static_cast<int64_t>(doc_starts_.size() * sizeof(int64_t))));
       state.static_buffers.push_back(ptr);
       state.doc_starts = static_cast<const int64_t*>(ptr);
     }

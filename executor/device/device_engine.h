@@ -130,6 +130,10 @@ class DeviceEngine {
   DeviceOps& ops_;
   std::vector<uint8_t> local_;
   std::vector<std::unique_ptr<RankState>> ranks_;
+  // The documents' first positions of a document mask (DeviceMask::doc_starts' convention; empty
+  // otherwise), set by LoadInputs: uploaded to every local rank, and given to every block in host
+  // memory (DeviceMask::host_doc_starts) for backends that split blocks on the host.
+  std::vector<int64_t> doc_starts_;
   // Buffers whose last entry went away, freed after the step that dropped them ended.
   std::shared_ptr<std::vector<std::unique_ptr<Block>>> dead_;
   Status release_error_;

@@ -35,6 +35,10 @@ struct DeviceMask {
   int64_t prefix = 0;
   const int64_t* doc_starts = nullptr;  // device memory, ascending, doc_starts[0] == 0
   int32_t num_docs = 0;
+  // The same num_docs starts in host memory, valid while the call runs, for backends that plan a
+  // block on the host (cuDNN cuts runs of positions at the document starts); null when not known
+  // (then such a backend leaves document blocks to the kernels). Kernels never read it.
+  const int64_t* host_doc_starts = nullptr;
 };
 
 struct TensorView {

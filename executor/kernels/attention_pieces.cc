@@ -137,12 +137,118 @@ std::optional<std::vector<AttentionPiece>> StridedPieces(const std::vector<int64
   return pieces;
 }
 
+// A full piece over the same query rows as the piece before it, on the key rows right after
+// it, extends it: full rectangles need adjacent rows, not consecutive positions (gathered keys of
+// zigzag shards give many such runs). Looks at the last piece only when the last run pair added
+// exactly one piece (`before`: the count before that pair).
+void MergeLastFull(std::vector<AttentionPiece>& pieces, size_t before) {
+  if (pieces.size() != before + 1 || before == 0) return;
+  AttentionPiece& prev = pieces[before - 1];
+  const AttentionPiece& cur = pieces[before];
+  if (prev.mask == PieceMask::kFull && cur.mask == PieceMask::kFull && prev.q_row0 == cur.q_row0 &&
+      prev.q_rows == cur.q_rows && prev.k_row0 + prev.k_rows == cur.k_row0) {
+    prev.k_rows += cur.k_rows;
+    pieces.pop_back();
+  }
+}
+
+// A run of rows (positions run.first + step i) that lies in one document.
+struct DocRun {
+  Run run;
+  int64_t doc = 0;  // index into the document starts
+};
+
+// Cuts each run, whose positions go up by `step` >= 1, at the document starts inside it: a new
+// cut run begins at the first row whose position is at or past each start. Appends in row order;
+// each cut run keeps the step. nullopt when a position lies before doc_starts[0]
+// (REQUIRES: doc_starts non-empty and ascending).
+std::optional<std::vector<DocRun>> CutAtDocuments(const std::vector<Run>& runs, int64_t step,
+                                                  std::span<const int64_t> doc_starts) {
+  std::vector<DocRun> out;
+  for (const Run& r : runs) {
+    for (int64_t i = 0; i < r.rows;) {
+      const int64_t pos = r.first + step * i;
+      const auto next = std::upper_bound(doc_starts.begin(), doc_starts.end(), pos);
+      if (next == doc_starts.begin()) return std::nullopt;
+      const int64_t doc = static_cast<int64_t>(next - doc_starts.begin()) - 1;
+      // Rows i.. up to the last whose position is before the next document's start.
+      int64_t rows = r.rows - i;
+      if (next != doc_starts.end()) rows = std::min(rows, (*next - pos + step - 1) / step);
+      out.push_back({{r.row0 + i, rows, pos}, doc});
+      i += rows;
+    }
+  }
+  return out;
+}
+
+// The pieces of a block under documents (causal within each document) or documents-full (every
+// pair within each document): both sides as runs of consecutive positions (step 1), or, past
+// `max_pieces` runs, as one progression of a common step each; the runs cut at the document
+// starts (CutAtDocuments); then per (query run, key run) pair in one document, a full rectangle
+// (documents-full) or CausalPieces with c = floor((q.first - k.first) / step) (documents: the
+// causal rule on the pair's rows, as for a striped block); pairs in different documents hold
+// nothing. Key runs are grouped by document, so only pairs in one document are visited. nullopt
+// when the positions are neither, a position lies before the first start, or the pieces are more
+// than `max_pieces`.
+std::optional<std::vector<AttentionPiece>> DocumentPieces(const std::vector<int64_t>& q_positions,
+                                                          const std::vector<int64_t>& k_positions,
+                                                          MaskKind kind,
+                                                          std::span<const int64_t> doc_starts,
+                                                          int32_t max_pieces) {
+  if (q_positions.empty() || k_positions.empty()) return std::vector<AttentionPiece>{};
+  int64_t step = 1;
+  auto q_runs = Runs(q_positions, max_pieces);
+  auto k_runs = Runs(k_positions, max_pieces);
+  if (!q_runs || !k_runs) {
+    const auto sq = Stride(q_positions), sk = Stride(k_positions);
+    if (!sq || !sk || (*sq > 0 && *sk > 0 && *sq != *sk)) return std::nullopt;
+    step = std::max<int64_t>(1, std::max(*sq, *sk));
+    q_runs = std::vector<Run>{{0, static_cast<int64_t>(q_positions.size()), q_positions.front()}};
+    k_runs = std::vector<Run>{{0, static_cast<int64_t>(k_positions.size()), k_positions.front()}};
+  }
+  const auto q_cut = CutAtDocuments(*q_runs, step, doc_starts);
+  auto k_cut = CutAtDocuments(*k_runs, step, doc_starts);
+  if (!q_cut || !k_cut) return std::nullopt;
+  // Key runs by document, in row order within each (so adjacent full pieces still merge).
+  std::stable_sort(k_cut->begin(), k_cut->end(),
+                   [](const DocRun& a, const DocRun& b) { return a.doc < b.doc; });
+  std::vector<AttentionPiece> pieces;
+  for (const DocRun& q : *q_cut) {
+    auto it = std::lower_bound(k_cut->begin(), k_cut->end(), q.doc,
+                               [](const DocRun& a, int64_t doc) { return a.doc < doc; });
+    for (; it != k_cut->end() && it->doc == q.doc; ++it) {
+      const Run& k = it->run;
+      const size_t before = pieces.size();
+      if (kind == MaskKind::kDocumentsFull) {
+        pieces.push_back({q.run.row0, q.run.rows, k.row0, k.rows, PieceMask::kFull});
+      } else {
+        CausalPieces(q.run, k, FloorDiv(q.run.first - k.first, step), pieces);
+      }
+      MergeLastFull(pieces, before);
+      if (static_cast<int64_t>(pieces.size()) > max_pieces) return std::nullopt;
+    }
+  }
+  return pieces;
+}
+
 }  // namespace
 
 std::optional<std::vector<AttentionPiece>> SplitIntoPieces(const std::vector<int64_t>& q_positions,
                                                            const std::vector<int64_t>& k_positions,
                                                            const MaskParams& mask,
                                                            int32_t max_pieces) {
+  return SplitIntoPieces(q_positions, k_positions, mask, {}, max_pieces);
+}
+
+std::optional<std::vector<AttentionPiece>> SplitIntoPieces(const std::vector<int64_t>& q_positions,
+                                                           const std::vector<int64_t>& k_positions,
+                                                           const MaskParams& mask,
+                                                           std::span<const int64_t> doc_starts,
+                                                           int32_t max_pieces) {
+  if (HasDocuments(mask.kind)) {
+    if (doc_starts.empty() || doc_starts.front() != 0) return std::nullopt;
+    return DocumentPieces(q_positions, k_positions, mask.kind, doc_starts, max_pieces);
+  }
   const bool window = mask.kind == MaskKind::kWindow;
   if (mask.kind != MaskKind::kFull && mask.kind != MaskKind::kCausal && !window)
     return std::nullopt;
@@ -172,19 +278,7 @@ std::optional<std::vector<AttentionPiece>> SplitIntoPieces(const std::vector<int
       } else {
         CausalPieces(q, k, q.first - k.first, pieces);
       }
-      // A full piece over the same query rows as the previous one, on the key rows right after
-      // it, extends it: full rectangles need adjacent rows, not consecutive positions (gathered
-      // keys of zigzag shards give many such runs).
-      if (pieces.size() == before + 1 && before > 0) {
-        AttentionPiece& prev = pieces[before - 1];
-        const AttentionPiece& cur = pieces[before];
-        if (prev.mask == PieceMask::kFull && cur.mask == PieceMask::kFull &&
-            prev.q_row0 == cur.q_row0 && prev.q_rows == cur.q_rows &&
-            prev.k_row0 + prev.k_rows == cur.k_row0) {
-          prev.k_rows += cur.k_rows;
-          pieces.pop_back();
-        }
-      }
+      MergeLastFull(pieces, before);
       if (static_cast<int32_t>(pieces.size()) > max_pieces) return std::nullopt;
     }
   }

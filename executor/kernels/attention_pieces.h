@@ -4,11 +4,14 @@
 // corner, or a diagonal band. A piece is a run of consecutive Q rows against a run of consecutive
 // K rows whose token positions go up by one common step (1 for contiguous and zigzag shards, the
 // stripe count for striped ones), with one of those masks on row offsets; the pieces of a block
-// cover every visible (query, key) pair exactly once and no hidden pair. Host code, no CUDA.
+// cover every visible (query, key) pair exactly once and no hidden pair. Document masks are split
+// the same way once every run is cut at the document starts (no ragged or padded layout is
+// needed: a piece never crosses a document boundary). Host code, no CUDA.
 #pragma once
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "core/mask_rule.h"
@@ -44,19 +47,38 @@ struct AttentionPiece {
 //   full rectangle, the causal pieces above (the window's lower edge misses the pair), one band,
 //   or, when the pair has more visible query rows than keys, the causal pieces of the rows whose
 //   window reaches back to the pair's first key and one band for the rest (at most 3);
-// - any other mask (documents, prefix), or a window of width < 1: nullopt.
-// Causal and window positions that break into more than `max_pieces` runs of consecutive
-// positions may still be one progression of a common step s on both sides (a striped block: its
-// queries q0 + s i see keys k0 + s j iff j <= i + floor((q0 - k0) / s), and under a window also
-// j > i + floor((q0 - k0 - W) / s): the same split on row indices); otherwise nullopt. An empty
-// vector means nothing in the block is visible.
+// - documents and documents-full (core/mask_rule.h): with the document starts (the overload
+//   below), each run is cut at the document starts inside it; per (query run, key run) pair of
+//   those cut runs, nothing when they lie in different documents, else one full rectangle
+//   (documents-full) or the causal pieces above (documents). Without document starts: nullopt;
+// - any other mask (prefix), or a window of width < 1: nullopt.
+// Causal, window and document positions that break into more than `max_pieces` runs of
+// consecutive positions may still be one progression of a common step s on both sides (a striped
+// block: its queries q0 + s i see keys k0 + s j iff j <= i + floor((q0 - k0) / s), and under a
+// window also j > i + floor((q0 - k0 - W) / s): the same split on row indices; documents cut each
+// progression at the document starts into progressions of the same step); otherwise nullopt. An
+// empty vector means nothing in the block is visible. nullopt also when the pieces would be more
+// than `max_pieces` (a block over many short documents has a piece per document).
 std::optional<std::vector<AttentionPiece>> SplitIntoPieces(const std::vector<int64_t>& q_positions,
                                                            const std::vector<int64_t>& k_positions,
                                                            const MaskParams& mask,
                                                            int32_t max_pieces);
 
-// The same for a mask without parameters (full, causal); a window needs its width, so
-// MaskKind::kWindow here is a window of width 0: nullopt.
+// The same with the document starts of a document mask: the first position of each document,
+// ascending, doc_starts[0] == 0 (DeviceMask's convention, executor/device/kernel_args.h: document
+// d holds positions doc_starts[d] to doc_starts[d + 1] - 1, the last one every position from its
+// start on). Read only for the document kinds, which need a non-empty doc_starts starting at 0
+// and positions >= 0 (else nullopt). Cost: a binary search in doc_starts per cut run, and a step
+// per pair of cut runs in one document (never a pair across documents).
+std::optional<std::vector<AttentionPiece>> SplitIntoPieces(const std::vector<int64_t>& q_positions,
+                                                           const std::vector<int64_t>& k_positions,
+                                                           const MaskParams& mask,
+                                                           std::span<const int64_t> doc_starts,
+                                                           int32_t max_pieces);
+
+// The same for a mask without parameters (full, causal); a window needs its width and documents
+// their starts, so MaskKind::kWindow here is a window of width 0 and the document kinds have no
+// documents: nullopt.
 std::optional<std::vector<AttentionPiece>> SplitIntoPieces(const std::vector<int64_t>& q_positions,
                                                            const std::vector<int64_t>& k_positions,
                                                            MaskKind mask_kind, int32_t max_pieces);

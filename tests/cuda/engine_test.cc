@@ -145,7 +145,10 @@ void RunAndCheck(const GpuCase& g, ExecuteConfig config, double tolerance) {
 }
 
 // (ranks P, kernel path): kAuto runs cuDNN's fused attention on the blocks it can express and the
-// own kernels on the rest; kTensorCore keeps the own kernels under test on every block.
+// own kernels on the rest; kTensorCore keeps the own kernels under test on every block. Under
+// kAuto the document masks of Masks() run their blocks that split at the document starts on cuDNN
+// (executor/kernels/attention_pieces.h; not yet run on a GPU when this was written: a failure on
+// a document mask there points at the document pieces).
 class GpuEngine : public ::testing::TestWithParam<std::tuple<int64_t, KernelPath>> {};
 
 // Head dim 64 and a 192-token sequence: shards of 192/P rows, so the tensor-core kernels see

@@ -1,7 +1,8 @@
 // The cuDNN path's graphs (executor/cuda/cudnn_attention.h) described for the blocks the schemes
 // make and validated by the cuDNN frontend on the host: no GPU needed, so the shapes, strides,
-// GQA grouping and mask attributes (corner-aligned causal masks, and diagonal bands for sliding
-// windows) the path gives cuDNN are checked in CI. Skipped where the build has no cuDNN path or
+// GQA grouping and mask attributes (corner-aligned causal masks, diagonal bands for sliding
+// windows, and the pieces of document masks cut at document starts) the path gives cuDNN are
+// checked in CI. Skipped where the build has no cuDNN path or
 // libcudnn.so.9 cannot be opened (the GPU tests run the graphs).
 #include <gtest/gtest.h>
 
@@ -119,11 +120,17 @@ TEST(CudnnGraphs, StripedBlocksAreCudnnPiecesThatValidate) {
 
 TEST(CudnnGraphs, BlocksCudnnCannotExpressAreRefused) {
   const auto pos = Range(0, 128);
-  // Documents: no piece split (executor/kernels/attention_pieces.h).
+  // Documents whose starts only the device holds (no DeviceMask::host_doc_starts): the host
+  // cannot cut the runs at them. (Documents with host starts split: the Document* tests below.)
   const BlockProblem docs = Problem(MaskKind::kDocuments, 0, 4, 1);
   VALIDATE_OR_SKIP(
       d, ValidateCudnnBlockOnHost(docs, View(pos, 0, 4), View(pos, 0, 4), nullptr, false));
   EXPECT_FALSE(d.ok());
+  // A prefix mask: no piece split (executor/kernels/attention_pieces.h).
+  BlockProblem prefix = Problem(MaskKind::kPrefix, 0, 4, 1);
+  prefix.mask.prefix = 50;
+  auto pre = ValidateCudnnBlockOnHost(prefix, View(pos, 0, 4), View(pos, 0, 4), nullptr, false);
+  EXPECT_FALSE(pre.ok());
   // A window on positions that are neither a few runs of consecutive positions nor one
   // progression (steps 4 and 8 on 32 rows each): the own kernels' block, as a causal one is.
   std::vector<int64_t> by4, by8;
@@ -280,6 +287,133 @@ TEST(CudnnGraphs, WindowBlocksOfContiguousShardsValidate) {
         }
       }
     }
+  }
+}
+
+// ---- Documents: runs cut at the document starts, full or causal pieces per document ----
+
+// A document block's problem: 8 query heads over 2 KV heads, documents from `starts` (held by
+// the caller) given in host memory as the engine gives them (DeviceMask::host_doc_starts).
+BlockProblem DocumentProblem(bool bidirectional, const std::vector<int64_t>& starts, InputType type,
+                             int32_t dim) {
+  BlockProblem p =
+      Problem(bidirectional ? MaskKind::kDocumentsFull : MaskKind::kDocuments, 0, 8, 4);
+  p.type = type;
+  p.dim = dim;
+  p.scale = 1.0f / std::sqrt(static_cast<float>(dim));
+  p.mask.host_doc_starts = starts.data();
+  p.mask.num_docs = static_cast<int32_t>(starts.size());
+  return p;
+}
+
+// As WindowBlockValidates, for a document block (docs, or docs-full when bidirectional):
+// forward and backward, bf16 and fp16, head dims 64 and 128, `pieces` pieces each time.
+::testing::AssertionResult DocumentBlockValidates(const std::vector<int64_t>& qp,
+                                                  const std::vector<int64_t>& kp,
+                                                  bool bidirectional,
+                                                  const std::vector<int64_t>& starts,
+                                                  int32_t pieces) {
+  const TensorView q = View(qp, 0, 8), k = View(kp, 0, 2);
+  for (InputType type : {InputType::kBf16, InputType::kFp16}) {
+    for (int32_t dim : {64, 128}) {
+      for (bool backward : {false, true}) {
+        const BlockProblem p = DocumentProblem(bidirectional, starts, type, dim);
+        auto got = ValidateCudnnBlockOnHost(p, q, k, backward ? &q : nullptr, backward);
+        const std::string at = std::string(bidirectional ? "docs-full " : "docs ") +
+                               (type == InputType::kBf16 ? "bf16" : "fp16") + " d" +
+                               std::to_string(dim) + (backward ? " backward" : " forward");
+        if (!got.ok()) return ::testing::AssertionFailure() << at << ": " << got.status().message();
+        if (*got != pieces) {
+          return ::testing::AssertionFailure()
+                 << at << ": " << *got << " pieces, expected " << pieces;
+        }
+      }
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+TEST(CudnnGraphs, DocumentDiagonalAndOffDiagonalBlocksValidate) {
+  SKIP_WITHOUT_CUDNN();
+  // Tokens 0..255 against themselves, documents from 0, 100 and 180: a top-left triangle (docs)
+  // or a full square (docs-full) per document, 100, 80 and 76 rows: 3 pieces.
+  const std::vector<int64_t> three{0, 100, 180};
+  EXPECT_TRUE(DocumentBlockValidates(Range(0, 256), Range(0, 256), false, three, 3));
+  EXPECT_TRUE(DocumentBlockValidates(Range(0, 256), Range(0, 256), true, three, 3));
+  // Queries 256..511 against keys 0..255, documents from 0, 100 and 300: only document 1 holds
+  // both, queries 256..299 (rows 0..43) and keys 100..255 (rows 100..255), every key before
+  // every query: one full 44 x 156 rectangle under either kind.
+  const std::vector<int64_t> across{0, 100, 300};
+  EXPECT_TRUE(DocumentBlockValidates(Range(256, 256), Range(0, 256), false, across, 1));
+  EXPECT_TRUE(DocumentBlockValidates(Range(256, 256), Range(0, 256), true, across, 1));
+  // One document longer than the block (documents from 0 and 4096): the causal diagonal block.
+  const std::vector<int64_t> long_doc{0, 4096};
+  EXPECT_TRUE(DocumentBlockValidates(Range(1024, 256), Range(1024, 256), false, long_doc, 1));
+}
+
+TEST(CudnnGraphs, DocumentZigzagAndStripedBlocksValidate) {
+  SKIP_WITHOUT_CUDNN();
+  // Zigzag shards of 4 ranks, 8 chunks of 64 tokens: rank 2 holds 128..191 and 320..383 (rows
+  // 0..63, 64..127), rank 1 64..127 and 384..447. Documents from 0, 150 and 350: rank 2's rows
+  // are cut at 150 (row 22) and 350 (row 94).
+  const std::vector<int64_t> starts{0, 150, 350};
+  std::vector<int64_t> r2 = Range(128, 64), r1 = Range(64, 64);
+  const auto c5 = Range(320, 64), c6 = Range(384, 64);
+  r2.insert(r2.end(), c5.begin(), c5.end());
+  r1.insert(r1.end(), c6.begin(), c6.end());
+  // Rank 2 against rank 1, docs: queries 128..149 see all of keys 64..127 (document 0, full
+  // 22 x 64); queries 350..383 and keys 384..447 share document 2 but the keys come later:
+  // 1 piece. docs-full: that second pair is a full 34 x 64 rectangle too: 2 pieces.
+  EXPECT_TRUE(DocumentBlockValidates(r2, r1, false, starts, 1));
+  EXPECT_TRUE(DocumentBlockValidates(r2, r1, true, starts, 2));
+  // Rank 2 against itself, docs: document 0 a 22-row triangle; document 1 a 42-row triangle
+  // (150..191), 320..349 against 150..191 full and against themselves a 30-row triangle;
+  // document 2 a 34-row triangle: 5 pieces. docs-full: document 1's query runs each see key rows
+  // 22..93 as one rectangle: 4 pieces.
+  EXPECT_TRUE(DocumentBlockValidates(r2, r2, false, starts, 5));
+  EXPECT_TRUE(DocumentBlockValidates(r2, r2, true, starts, 4));
+  // Striped shards of 8 ranks, 128 rows each (1024 tokens), documents from 0 and 512: rank 3's
+  // rows 3 + 8i and rank 5's 5 + 8j are cut at row 64 (507 < 512 < 515). In each document key
+  // j (from the document's first row) is visible to query i iff j <= i - 1: a 63-row top-left
+  // triangle from the document's second query row, 2 pieces; docs-full a 64 x 64 square each.
+  std::vector<int64_t> s3, s5;
+  for (int64_t i = 0; i < 128; ++i) {
+    s3.push_back(3 + 8 * i);
+    s5.push_back(5 + 8 * i);
+  }
+  const std::vector<int64_t> half{0, 512};
+  EXPECT_TRUE(DocumentBlockValidates(s3, s5, false, half, 2));
+  EXPECT_TRUE(DocumentBlockValidates(s3, s5, true, half, 2));
+}
+
+TEST(CudnnGraphs, DocumentBlocksCudnnCannotTakeAreRefused) {
+  SKIP_WITHOUT_CUDNN();
+  // Tokens 0..63 against themselves, documents from 0, 1, 2 and 32: tokens 0 and 1 are documents
+  // of one token (1 x 1 pieces), then 30- and 32-row triangles: 4 pieces. The forward graphs
+  // validate; cuDNN's backward refuses s_q = s_kv = 1 (cudnn_attention.cc), so the backward
+  // block is refused (the own kernels' block).
+  const std::vector<int64_t> ones{0, 1, 2, 32};
+  const auto pos = Range(0, 64);
+  const TensorView q = View(pos, 0, 8), k = View(pos, 0, 2);
+  auto fwd = ValidateCudnnBlockOnHost(DocumentProblem(false, ones, InputType::kBf16, 128), q, k,
+                                      nullptr, false);
+  ASSERT_TRUE(fwd.ok()) << fwd.status().message();
+  EXPECT_EQ(*fwd, 4);
+  auto bwd =
+      ValidateCudnnBlockOnHost(DocumentProblem(false, ones, InputType::kBf16, 128), q, k, &q, true);
+  ASSERT_FALSE(bwd.ok());
+  EXPECT_NE(bwd.status().message().find("cuDNN graph of a piece"), std::string::npos)
+      << bwd.status().message();
+  // Tokens 0..255 in 32 documents of 8: 32 pieces, past the 16 a block may take.
+  std::vector<int64_t> many;
+  for (int64_t t = 0; t < 256; t += 8) many.push_back(t);
+  const auto all = Range(0, 256);
+  for (bool bidirectional : {false, true}) {
+    auto got = ValidateCudnnBlockOnHost(DocumentProblem(bidirectional, many, InputType::kBf16, 128),
+                                        View(all, 0, 8), View(all, 0, 2), nullptr, false);
+    ASSERT_FALSE(got.ok());
+    EXPECT_NE(got.status().message().find("cannot express"), std::string::npos)
+        << got.status().message();
   }
 }
 

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <numeric>
 #include <random>
 
@@ -55,9 +56,17 @@ MaskParams Kind(MaskKind kind) {
   return m;
 }
 
-// Every pair is shown by exactly as many pieces as it is visible (1 or 0) under `mask`.
+// Every pair is shown by exactly as many pieces as it is visible (1 or 0) under `mask`, the
+// documents of a document mask starting at `doc_starts` (attention_pieces.h's convention).
 void ExpectExactCover(const std::vector<int64_t>& q, const std::vector<int64_t>& k,
-                      const MaskParams& mask, const std::vector<AttentionPiece>& pieces) {
+                      const MaskParams& mask, const std::vector<int64_t>& doc_starts,
+                      const std::vector<AttentionPiece>& pieces) {
+  // The document index of a position: the last start at or before it (-1 before the first).
+  auto doc_of = [&](int64_t t) {
+    return static_cast<int64_t>(std::upper_bound(doc_starts.begin(), doc_starts.end(), t) -
+                                doc_starts.begin()) -
+           1;
+  };
   for (const AttentionPiece& p : pieces) {
     ASSERT_GT(p.q_rows, 0);
     ASSERT_GT(p.k_rows, 0);
@@ -94,7 +103,7 @@ void ExpectExactCover(const std::vector<int64_t>& q, const std::vector<int64_t>&
   }
   for (size_t i = 0; i < q.size(); ++i) {
     for (size_t j = 0; j < k.size(); ++j) {
-      const int visible = VisibleInDocuments(mask, q[i], k[j], 0, 0) ? 1 : 0;
+      const int visible = VisibleInDocuments(mask, q[i], k[j], doc_of(q[i]), doc_of(k[j])) ? 1 : 0;
       int shown = 0;
       for (const AttentionPiece& p : pieces)
         shown += PieceShows(p, static_cast<int64_t>(i), static_cast<int64_t>(j));
@@ -102,6 +111,11 @@ void ExpectExactCover(const std::vector<int64_t>& q, const std::vector<int64_t>&
                                 << " (token " << k[j] << ")";
     }
   }
+}
+
+void ExpectExactCover(const std::vector<int64_t>& q, const std::vector<int64_t>& k,
+                      const MaskParams& mask, const std::vector<AttentionPiece>& pieces) {
+  ExpectExactCover(q, k, mask, {}, pieces);
 }
 
 void ExpectExactCover(const std::vector<int64_t>& q, const std::vector<int64_t>& k, MaskKind kind,
@@ -225,6 +239,8 @@ TEST(AttentionPieces, UnequalStepsAndOtherMasksAreNotExpressible) {
   EXPECT_FALSE(SplitIntoPieces(Range(0, 8), Range(0, 8), MaskKind::kWindow, 16));
   EXPECT_FALSE(SplitIntoPieces(Range(0, 8), Range(0, 8), Window(0), 16));
   EXPECT_TRUE(SplitIntoPieces(Range(0, 8), Range(0, 8), Window(3), 16));
+  // Documents without their starts (the MaskKind overload has none) are no mask either; with
+  // them they split (the Documents* tests below).
   EXPECT_FALSE(SplitIntoPieces(Range(0, 8), Range(0, 8), MaskKind::kDocuments, 16));  // documents
   EXPECT_FALSE(SplitIntoPieces(Range(0, 8), Range(0, 8), MaskKind::kDocumentsFull, 16));
   EXPECT_FALSE(SplitIntoPieces(Range(0, 8), Range(0, 8), MaskKind::kPrefix, 16));
@@ -544,6 +560,358 @@ TEST(AttentionPieces, RandomWindowStripedBlocksAreCoveredExactly) {
     ASSERT_TRUE(pieces) << "stripes " << stripes << " rows " << rows << " W " << w;
     ExpectExactCover(q, k, Window(w), *pieces);
     if (HasFatalFailure()) return;
+  }
+}
+
+// ---- Documents: causal (docs) or bidirectional (docs-full) within each document ----
+
+MaskParams Docs(bool bidirectional) {
+  return Kind(bidirectional ? MaskKind::kDocumentsFull : MaskKind::kDocuments);
+}
+
+std::optional<std::vector<AttentionPiece>> SplitDocs(const std::vector<int64_t>& q,
+                                                     const std::vector<int64_t>& k,
+                                                     bool bidirectional,
+                                                     const std::vector<int64_t>& doc_starts,
+                                                     int32_t max_pieces = 16) {
+  return SplitIntoPieces(q, k, Docs(bidirectional), doc_starts, max_pieces);
+}
+
+// The pieces of a split, checked against the expected rows, keys and masks in order.
+void ExpectPieces(const std::optional<std::vector<AttentionPiece>>& pieces,
+                  const std::vector<AttentionPiece>& want) {
+  ASSERT_TRUE(pieces);
+  ASSERT_EQ(pieces->size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    const AttentionPiece &p = (*pieces)[i], &w = want[i];
+    EXPECT_EQ(p.mask, w.mask) << "piece " << i;
+    EXPECT_EQ(p.q_row0, w.q_row0) << "piece " << i;
+    EXPECT_EQ(p.q_rows, w.q_rows) << "piece " << i;
+    EXPECT_EQ(p.k_row0, w.k_row0) << "piece " << i;
+    EXPECT_EQ(p.k_rows, w.k_rows) << "piece " << i;
+  }
+}
+
+TEST(AttentionPieces, OneDocumentIsTheCausalOrTheFullSplit) {
+  const std::vector<int64_t> one{0};
+  // Tokens 8..15 against themselves: docs is the causal diagonal block (one top-left triangle),
+  // docs-full every pair (one full rectangle).
+  const auto diag = SplitDocs(Range(8, 8), Range(8, 8), false, one);
+  ExpectPieces(diag, {{0, 8, 0, 8, PieceMask::kCausalTopLeft}});
+  ExpectExactCover(Range(8, 8), Range(8, 8), Docs(false), one, *diag);
+  const auto diag_full = SplitDocs(Range(8, 8), Range(8, 8), true, one);
+  ExpectPieces(diag_full, {{0, 8, 0, 8, PieceMask::kFull}});
+  ExpectExactCover(Range(8, 8), Range(8, 8), Docs(true), one, *diag_full);
+  // Queries 4..11 against keys 0..7 (c = 4): docs as causal, a bottom-right triangle of rows 0..3
+  // over the 8 keys and a full rectangle of rows 4..7: 2 pieces; docs-full one rectangle.
+  const auto offset = SplitDocs(Range(4, 8), Range(0, 8), false, one);
+  ExpectPieces(offset,
+               {{0, 4, 0, 8, PieceMask::kCausalBottomRight}, {4, 4, 0, 8, PieceMask::kFull}});
+  ExpectExactCover(Range(4, 8), Range(0, 8), Docs(false), one, *offset);
+  // Keys 8..15 after queries 0..7: docs sees nothing, docs-full every pair (bidirectional).
+  const auto after = SplitDocs(Range(0, 8), Range(8, 8), false, one);
+  ASSERT_TRUE(after);
+  EXPECT_TRUE(after->empty());
+  const auto after_full = SplitDocs(Range(0, 8), Range(8, 8), true, one);
+  ExpectPieces(after_full, {{0, 8, 0, 8, PieceMask::kFull}});
+  ExpectExactCover(Range(0, 8), Range(8, 8), Docs(true), one, *after_full);
+}
+
+TEST(AttentionPieces, ADocumentBoundaryInsideADiagonalBlockCutsIt) {
+  // Tokens 0..15 against themselves, documents from 0 and 6: rows and keys 0..5 are document 0,
+  // 6..15 document 1. docs: a top-left triangle per document (6 x 6, then 10 x 10); docs-full a
+  // full square per document. Across the boundary nothing: 2 pieces each.
+  const std::vector<int64_t> starts{0, 6};
+  const auto docs = SplitDocs(Range(0, 16), Range(0, 16), false, starts);
+  ExpectPieces(
+      docs, {{0, 6, 0, 6, PieceMask::kCausalTopLeft}, {6, 10, 6, 10, PieceMask::kCausalTopLeft}});
+  ExpectExactCover(Range(0, 16), Range(0, 16), Docs(false), starts, *docs);
+  const auto full = SplitDocs(Range(0, 16), Range(0, 16), true, starts);
+  ExpectPieces(full, {{0, 6, 0, 6, PieceMask::kFull}, {6, 10, 6, 10, PieceMask::kFull}});
+  ExpectExactCover(Range(0, 16), Range(0, 16), Docs(true), starts, *full);
+}
+
+TEST(AttentionPieces, ADocumentBoundaryInsideAnOffDiagonalBlockCutsIt) {
+  // Queries 16..31 against keys 0..15, documents from 0, 10 and 20: queries 16..19 (rows 0..3)
+  // share document 1 with keys 10..15 (rows 10..15), all before them: one full 4 x 6 rectangle,
+  // under either kind; queries 20..31 are document 2, which holds no key.
+  const std::vector<int64_t> starts{0, 10, 20};
+  for (bool bidirectional : {false, true}) {
+    const auto pieces = SplitDocs(Range(16, 16), Range(0, 16), bidirectional, starts);
+    ExpectPieces(pieces, {{0, 4, 10, 6, PieceMask::kFull}});
+    ExpectExactCover(Range(16, 16), Range(0, 16), Docs(bidirectional), starts, *pieces);
+  }
+  // Queries 8..15 against keys 0..15, documents from 0 and 10. Document 0: queries 8, 9 (rows 0,
+  // 1) against keys 0..9 (c = 8): docs, row i sees keys j <= i + 8, a bottom-right triangle of 2
+  // rows over the 10 keys. Document 1: queries 10..15 (rows 2..7) against keys 10..15 (rows
+  // 10..15), c = 0: a top-left triangle. docs-full: the same rows and keys as full rectangles.
+  const std::vector<int64_t> two{0, 10};
+  const auto docs = SplitDocs(Range(8, 8), Range(0, 16), false, two);
+  ExpectPieces(docs, {{0, 2, 0, 10, PieceMask::kCausalBottomRight},
+                      {2, 6, 10, 6, PieceMask::kCausalTopLeft}});
+  ExpectExactCover(Range(8, 8), Range(0, 16), Docs(false), two, *docs);
+  const auto full = SplitDocs(Range(8, 8), Range(0, 16), true, two);
+  ExpectPieces(full, {{0, 2, 0, 10, PieceMask::kFull}, {2, 6, 10, 6, PieceMask::kFull}});
+  ExpectExactCover(Range(8, 8), Range(0, 16), Docs(true), two, *full);
+}
+
+TEST(AttentionPieces, ManyShortDocumentsAreAPieceEachUpToMaxPieces) {
+  // Tokens 0..15 against themselves in 8 documents of 2 tokens: a 2 x 2 top-left triangle (docs)
+  // or full square (docs-full) per document, 8 pieces: within max_pieces 8, refused under 7 (the
+  // own kernels' block then).
+  std::vector<int64_t> starts;
+  for (int64_t t = 0; t < 16; t += 2) starts.push_back(t);
+  for (bool bidirectional : {false, true}) {
+    const auto fits = SplitDocs(Range(0, 16), Range(0, 16), bidirectional, starts, 8);
+    ASSERT_TRUE(fits);
+    ASSERT_EQ(fits->size(), 8u);
+    for (int64_t d = 0; d < 8; ++d) {
+      const AttentionPiece& p = (*fits)[static_cast<size_t>(d)];
+      EXPECT_EQ(p.mask, bidirectional ? PieceMask::kFull : PieceMask::kCausalTopLeft);
+      EXPECT_EQ(p.q_row0, 2 * d);
+      EXPECT_EQ(p.k_row0, 2 * d);
+      EXPECT_EQ(p.q_rows, 2);
+      EXPECT_EQ(p.k_rows, 2);
+    }
+    ExpectExactCover(Range(0, 16), Range(0, 16), Docs(bidirectional), starts, *fits);
+    EXPECT_FALSE(SplitDocs(Range(0, 16), Range(0, 16), bidirectional, starts, 7));
+  }
+  // Many documents but no shared one: queries 16..31 against keys 0..15, documents of 2 tokens
+  // throughout. Nothing is visible, so no piece, even under max_pieces 1.
+  std::vector<int64_t> more;
+  for (int64_t t = 0; t < 32; t += 2) more.push_back(t);
+  for (bool bidirectional : {false, true}) {
+    const auto none = SplitDocs(Range(16, 16), Range(0, 16), bidirectional, more, 1);
+    ASSERT_TRUE(none);
+    EXPECT_TRUE(none->empty());
+  }
+}
+
+TEST(AttentionPieces, DocumentsOfOneTokenAreOneByOnePieces) {
+  // Tokens 0..7, each its own document: each token sees itself only, a 1 x 1 full piece (a
+  // 1 x 1 causal pair is full) per token under either kind: 8 pieces on the diagonal.
+  const std::vector<int64_t> each = Range(0, 8);
+  for (bool bidirectional : {false, true}) {
+    const auto pieces = SplitDocs(Range(0, 8), Range(0, 8), bidirectional, each);
+    ASSERT_TRUE(pieces);
+    ASSERT_EQ(pieces->size(), 8u);
+    for (int64_t t = 0; t < 8; ++t) {
+      const AttentionPiece& p = (*pieces)[static_cast<size_t>(t)];
+      EXPECT_EQ(p.mask, PieceMask::kFull);
+      EXPECT_EQ(p.q_row0, t);
+      EXPECT_EQ(p.k_row0, t);
+      EXPECT_EQ(p.q_rows, 1);
+      EXPECT_EQ(p.k_rows, 1);
+    }
+    ExpectExactCover(Range(0, 8), Range(0, 8), Docs(bidirectional), each, *pieces);
+  }
+  // Documents from 0, 1, 2 and 5 on tokens 0..7: tokens 0 and 1 alone (1 x 1 full), then 2..4
+  // and 5..7 (a 3 x 3 triangle or square each): 4 pieces.
+  const std::vector<int64_t> mixed{0, 1, 2, 5};
+  const auto docs = SplitDocs(Range(0, 8), Range(0, 8), false, mixed);
+  ExpectPieces(docs, {{0, 1, 0, 1, PieceMask::kFull},
+                      {1, 1, 1, 1, PieceMask::kFull},
+                      {2, 3, 2, 3, PieceMask::kCausalTopLeft},
+                      {5, 3, 5, 3, PieceMask::kCausalTopLeft}});
+  ExpectExactCover(Range(0, 8), Range(0, 8), Docs(false), mixed, *docs);
+}
+
+TEST(AttentionPieces, ADocumentLongerThanABlock) {
+  // Documents from 0 and 100. Queries 32..47 against keys 16..31 lie in document 0 (c = 16 >= 15:
+  // every key before every query): one full rectangle under either kind.
+  const std::vector<int64_t> starts{0, 100};
+  for (bool bidirectional : {false, true}) {
+    const auto inside = SplitDocs(Range(32, 16), Range(16, 16), bidirectional, starts);
+    ExpectPieces(inside, {{0, 16, 0, 16, PieceMask::kFull}});
+  }
+  // Tokens 96..103 against themselves: the end of document 0 (rows 0..3) and the start of
+  // document 1 (rows 4..7), a 4 x 4 triangle (docs) or square (docs-full) each: 2 pieces.
+  const auto docs = SplitDocs(Range(96, 8), Range(96, 8), false, starts);
+  ExpectPieces(docs,
+               {{0, 4, 0, 4, PieceMask::kCausalTopLeft}, {4, 4, 4, 4, PieceMask::kCausalTopLeft}});
+  ExpectExactCover(Range(96, 8), Range(96, 8), Docs(false), starts, *docs);
+  const auto full = SplitDocs(Range(96, 8), Range(96, 8), true, starts);
+  ExpectPieces(full, {{0, 4, 0, 4, PieceMask::kFull}, {4, 4, 4, 4, PieceMask::kFull}});
+}
+
+TEST(AttentionPieces, DocumentsOnZigzagShards) {
+  // 4 ranks, 8 chunks of 8 tokens: rank 1 holds chunks 1 (8..15, rows 0..7) and 6 (48..55, rows
+  // 8..15). Documents from 0, 12 and 52: rows 0..3 are document 0, rows 4..11 document 1
+  // (tokens 12..15 and 48..51), rows 12..15 document 2. Rank 1 against itself, docs:
+  // document 0, a 4 x 4 top-left triangle; document 1, tokens 12..15 against 12..15 a triangle
+  // and against 48..51 nothing (later), tokens 48..51 against 12..15 full and against 48..51 a
+  // triangle; document 2, a triangle: 5 pieces.
+  const auto r1 = Concat(Range(8, 8), Range(48, 8));
+  const std::vector<int64_t> starts{0, 12, 52};
+  const auto docs = SplitDocs(r1, r1, false, starts);
+  ExpectPieces(docs, {{0, 4, 0, 4, PieceMask::kCausalTopLeft},
+                      {4, 4, 4, 4, PieceMask::kCausalTopLeft},
+                      {8, 4, 4, 4, PieceMask::kFull},
+                      {8, 4, 8, 4, PieceMask::kCausalTopLeft},
+                      {12, 4, 12, 4, PieceMask::kCausalTopLeft}});
+  ExpectExactCover(r1, r1, Docs(false), starts, *docs);
+  // docs-full: document 1's rows 4..11 see key rows 4..11, adjacent rows, so each of its two
+  // query runs is one 4 x 8 rectangle (the 4 x 4 pieces merge): 4 pieces.
+  const auto full = SplitDocs(r1, r1, true, starts);
+  ExpectPieces(full, {{0, 4, 0, 4, PieceMask::kFull},
+                      {4, 4, 4, 8, PieceMask::kFull},
+                      {8, 4, 4, 8, PieceMask::kFull},
+                      {12, 4, 12, 4, PieceMask::kFull}});
+  ExpectExactCover(r1, r1, Docs(true), starts, *full);
+}
+
+TEST(AttentionPieces, StripedDocumentBlocksCutTheProgression) {
+  // 4 stripes of 32 rows (128 tokens), documents from 0 and 64: rank 1's queries 1 + 4i against
+  // rank 0's keys 4j. Rows 0..15 (tokens 1..61) and key rows 0..15 (0..60) are document 0, the
+  // rest document 1; in each, key j (from the document's first row) is visible to query i iff
+  // 4j <= 1 + 4i, j <= i: a 16 x 16 top-left triangle per document, 2 pieces (more than 16
+  // runs: the progression's split, cut at 64).
+  const std::vector<int64_t> starts{0, 64};
+  const auto q = Stripe(1, 4, 32), k = Stripe(0, 4, 32);
+  const auto docs = SplitDocs(q, k, false, starts);
+  ExpectPieces(docs, {{0, 16, 0, 16, PieceMask::kCausalTopLeft},
+                      {16, 16, 16, 16, PieceMask::kCausalTopLeft}});
+  ExpectExactCover(q, k, Docs(false), starts, *docs);
+  // docs-full: a 16 x 16 square per document.
+  const auto full = SplitDocs(q, k, true, starts);
+  ExpectPieces(full, {{0, 16, 0, 16, PieceMask::kFull}, {16, 16, 16, 16, PieceMask::kFull}});
+  ExpectExactCover(q, k, Docs(true), starts, *full);
+}
+
+TEST(AttentionPieces, DocumentBlocksThatAreNotExpressible) {
+  // No starts, starts not from 0, a position before the first start: nullopt.
+  EXPECT_FALSE(SplitDocs(Range(0, 8), Range(0, 8), false, {}));
+  EXPECT_FALSE(SplitDocs(Range(0, 8), Range(0, 8), true, {}));
+  EXPECT_FALSE(SplitDocs(Range(8, 8), Range(8, 8), false, {4, 12}));
+  EXPECT_FALSE(SplitDocs(Range(-2, 8), Range(0, 8), true, {0}));
+  // The MaskParams overload has no starts: documents are refused there, as before.
+  EXPECT_FALSE(SplitIntoPieces(Range(0, 8), Range(0, 8), Docs(false), 16));
+  // Positions that are neither at most max_pieces runs nor one progression of a common step.
+  EXPECT_FALSE(SplitDocs(Stripe(0, 4, 32), Stripe(0, 8, 32), false, {0}));
+  EXPECT_FALSE(SplitDocs(Stripe(0, 4, 32), Stripe(0, 8, 32), true, {0}));
+  // A prefix mask is still no split, document starts or not.
+  EXPECT_FALSE(SplitIntoPieces(Range(0, 8), Range(0, 8), Kind(MaskKind::kPrefix),
+                               std::vector<int64_t>{0}, 16));
+}
+
+// Every (query shard, key shard) block of `seq` tokens in `shards` shards of `layout`, and (but
+// for striped shards, whose gathered keys are neither few runs nor one progression) every query
+// shard against all keys gathered in rank order, under both document kinds with documents from
+// `starts`: covered exactly with no piece limit, and within 16 pieces (cuDNN's limit,
+// executor/cuda/cudnn_attention.cc) exactly too, always there when `all_fit` (else the split may
+// refuse a block).
+void ExpectDocumentBlocksCovered(Layout layout, int64_t seq, int64_t shards,
+                                 const std::vector<int64_t>& starts, bool all_fit) {
+  std::vector<int64_t> gathered;
+  for (int64_t r = 0; r < shards; ++r) gathered = Concat(gathered, Shard(layout, seq, shards, r));
+  const int64_t key_sets = layout == Layout::kStriped ? shards : shards + 1;
+  for (bool bidirectional : {false, true}) {
+    for (int64_t qr = 0; qr < shards; ++qr) {
+      for (int64_t kr = 0; kr < key_sets; ++kr) {  // kr == shards: the gathered keys
+        const auto q = Shard(layout, seq, shards, qr);
+        const auto k = kr < shards ? Shard(layout, seq, shards, kr) : gathered;
+        const std::string at = std::string(bidirectional ? "docs-full" : "docs") + " shards " +
+                               std::to_string(qr) + ", " + std::to_string(kr);
+        const auto any = SplitDocs(q, k, bidirectional, starts, 1 << 20);
+        ASSERT_TRUE(any) << at;
+        ExpectExactCover(q, k, Docs(bidirectional), starts, *any);
+        const auto within = SplitDocs(q, k, bidirectional, starts, 16);
+        if (all_fit) EXPECT_TRUE(within) << at;
+        if (within) {
+          EXPECT_LE(within->size(), 16u) << at;
+          ExpectExactCover(q, k, Docs(bidirectional), starts, *within);
+        }
+        if (::testing::Test::HasFailure()) return;
+      }
+    }
+  }
+}
+
+TEST(AttentionPieces, DocumentBlocksOfEveryLayoutAreCoveredExactly) {
+  // 128 tokens in 4 shards of 32 (zigzag: chunks of 16; striped: step 4, 32 runs, more than 16,
+  // so the progression's split). Document layouts: one document; boundaries inside blocks; a
+  // document longer than a shard; these few documents fit 16 pieces on every block (asserted).
+  // Then documents of one token among longer ones, and documents of 3 tokens (a contiguous
+  // diagonal block meets 11 of them, a zigzag one about 12): the split may refuse a block there,
+  // but never covers one wrongly.
+  const std::vector<std::vector<int64_t>> few = {{0}, {0, 5, 37, 40, 100}, {0, 80}};
+  const std::vector<int64_t> ones{0, 1, 2, 3, 20, 21, 22, 63, 64, 127};
+  std::vector<int64_t> short3;
+  for (int64_t t = 0; t < 128; t += 3) short3.push_back(t);
+  for (Layout layout : {Layout::kContiguous, Layout::kZigzag, Layout::kStriped}) {
+    for (const auto& starts : few) {
+      ExpectDocumentBlocksCovered(layout, 128, 4, starts, true);
+      if (HasFailure()) return;
+    }
+    ExpectDocumentBlocksCovered(layout, 128, 4, ones, false);
+    ExpectDocumentBlocksCovered(layout, 128, 4, short3, false);
+    if (HasFailure()) return;
+  }
+  // The refusal: tokens 0..63 against themselves in documents of 3 tokens meet 22 documents
+  // (0..2, ..., 60..62, and 63 alone before 64): 22 triangles or squares, over 16.
+  std::vector<int64_t> starts;
+  for (int64_t t = 0; t < 66; t += 3) starts.push_back(t);
+  for (bool bidirectional : {false, true}) {
+    EXPECT_FALSE(SplitDocs(Range(0, 64), Range(0, 64), bidirectional, starts, 16));
+    const auto all = SplitDocs(Range(0, 64), Range(0, 64), bidirectional, starts, 22);
+    ASSERT_TRUE(all);
+    EXPECT_EQ(all->size(), 22u);
+  }
+}
+
+TEST(AttentionPieces, RandomDocumentRunLayoutsAreCoveredExactly) {
+  std::mt19937_64 gen(37);
+  for (int trial = 0; trial < 400; ++trial) {
+    // Up to 3 runs per side at random offsets and lengths, as RandomRunLayoutsAreCoveredExactly,
+    // and documents of 1 to 12 tokens.
+    auto side = [&](int runs) {
+      std::vector<int64_t> v;
+      int64_t next = static_cast<int64_t>(gen() % 8);
+      for (int r = 0; r < runs; ++r) {
+        const int64_t len = 1 + static_cast<int64_t>(gen() % 12);
+        v = Concat(v, Range(next, len));
+        next += len + 1 + static_cast<int64_t>(gen() % 12);
+      }
+      return v;
+    };
+    const auto q = side(1 + static_cast<int>(gen() % 3));
+    const auto k = side(1 + static_cast<int>(gen() % 3));
+    std::vector<int64_t> starts{0};
+    while (starts.back() < 80)
+      starts.push_back(starts.back() + 1 + static_cast<int64_t>(gen() % 12));
+    for (bool bidirectional : {false, true}) {
+      const auto pieces = SplitDocs(q, k, bidirectional, starts, 1 << 20);
+      ASSERT_TRUE(pieces);
+      ExpectExactCover(q, k, Docs(bidirectional), starts, *pieces);
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
+TEST(AttentionPieces, RandomDocumentStripedBlocksAreCoveredExactly) {
+  std::mt19937_64 gen(41);
+  for (int trial = 0; trial < 300; ++trial) {
+    const int64_t stripes = 2 + static_cast<int64_t>(gen() % 7);
+    const int64_t qi = static_cast<int64_t>(gen() % stripes),
+                  kj = static_cast<int64_t>(gen() % stripes);
+    const int64_t shift = stripes * static_cast<int64_t>(gen() % 5);
+    const auto q = Stripe(qi, stripes, 1 + static_cast<int64_t>(gen() % 40));
+    const auto k = Stripe(kj + shift, stripes, 1 + static_cast<int64_t>(gen() % 40));
+    // At most 4 documents. max_pieces 8: a side of more than 8 rows is more than 8 runs, so the
+    // progressions' split is taken: one cut run per document and side, at most 4 pairs of at most
+    // 2 pieces. On at most 8 rows a side, each query row's keys in its document are adjacent rows
+    // whose visible 1 x 1 pieces merge: at most one piece per query row.
+    std::vector<int64_t> starts{0};
+    const int64_t docs = static_cast<int64_t>(gen() % 4);
+    for (int64_t d = 0; d < docs; ++d)
+      starts.push_back(starts.back() + 1 + static_cast<int64_t>(gen() % (20 * stripes)));
+    for (bool bidirectional : {false, true}) {
+      const auto pieces = SplitDocs(q, k, bidirectional, starts, 8);
+      ASSERT_TRUE(pieces) << "stripes " << stripes << " docs " << starts.size();
+      EXPECT_LE(pieces->size(), 8u);
+      ExpectExactCover(q, k, Docs(bidirectional), starts, *pieces);
+      if (HasFatalFailure()) return;
+    }
   }
 }
 
