@@ -268,20 +268,25 @@ TEST(AttentionPieces, RandomStripedBlocksAreCoveredExactly) {
   }
 }
 
+// `runs` runs of consecutive positions (lengths 1 to max_len) at random offsets and gaps: a
+// random block side for the exact-cover sweeps below (the draws in a fixed order, so a seed
+// gives one layout).
+std::vector<int64_t> RandomRuns(std::mt19937_64& gen, int runs, int64_t max_len) {
+  std::vector<int64_t> v;
+  int64_t next = static_cast<int64_t>(gen() % 8);
+  for (int r = 0; r < runs; ++r) {
+    const int64_t len = 1 + static_cast<int64_t>(gen() % static_cast<uint64_t>(max_len));
+    v = Concat(v, Range(next, len));
+    next += len + 1 + static_cast<int64_t>(gen() % 12);
+  }
+  return v;
+}
+
 TEST(AttentionPieces, RandomRunLayoutsAreCoveredExactly) {
   std::mt19937_64 gen(11);
   for (int trial = 0; trial < 300; ++trial) {
     // Up to 3 runs per side at random offsets and lengths (overlapping Q and K tokens included).
-    auto side = [&](int runs) {
-      std::vector<int64_t> v;
-      int64_t next = static_cast<int64_t>(gen() % 8);
-      for (int r = 0; r < runs; ++r) {
-        const int64_t len = 1 + static_cast<int64_t>(gen() % 9);
-        v = Concat(v, Range(next, len));
-        next += len + 1 + static_cast<int64_t>(gen() % 12);
-      }
-      return v;
-    };
+    auto side = [&](int runs) { return RandomRuns(gen, runs, 9); };
     const auto q = side(1 + static_cast<int>(gen() % 3));
     const auto k = side(1 + static_cast<int>(gen() % 3));
     for (MaskKind kind : {MaskKind::kFull, MaskKind::kCausal}) {
@@ -520,16 +525,7 @@ TEST(AttentionPieces, RandomWindowRunLayoutsAreCoveredExactly) {
   for (int trial = 0; trial < 400; ++trial) {
     // Up to 3 runs per side at random offsets and lengths (overlapping Q and K tokens included),
     // as RandomRunLayoutsAreCoveredExactly, and a random width from 1 to past the layout.
-    auto side = [&](int runs) {
-      std::vector<int64_t> v;
-      int64_t next = static_cast<int64_t>(gen() % 8);
-      for (int r = 0; r < runs; ++r) {
-        const int64_t len = 1 + static_cast<int64_t>(gen() % 12);
-        v = Concat(v, Range(next, len));
-        next += len + 1 + static_cast<int64_t>(gen() % 12);
-      }
-      return v;
-    };
+    auto side = [&](int runs) { return RandomRuns(gen, runs, 12); };
     const auto q = side(1 + static_cast<int>(gen() % 3));
     const auto k = side(1 + static_cast<int>(gen() % 3));
     const int64_t w = 1 + static_cast<int64_t>(gen() % 40);
@@ -864,16 +860,7 @@ TEST(AttentionPieces, RandomDocumentRunLayoutsAreCoveredExactly) {
   for (int trial = 0; trial < 400; ++trial) {
     // Up to 3 runs per side at random offsets and lengths, as RandomRunLayoutsAreCoveredExactly,
     // and documents of 1 to 12 tokens.
-    auto side = [&](int runs) {
-      std::vector<int64_t> v;
-      int64_t next = static_cast<int64_t>(gen() % 8);
-      for (int r = 0; r < runs; ++r) {
-        const int64_t len = 1 + static_cast<int64_t>(gen() % 12);
-        v = Concat(v, Range(next, len));
-        next += len + 1 + static_cast<int64_t>(gen() % 12);
-      }
-      return v;
-    };
+    auto side = [&](int runs) { return RandomRuns(gen, runs, 12); };
     const auto q = side(1 + static_cast<int>(gen() % 3));
     const auto k = side(1 + static_cast<int>(gen() % 3));
     std::vector<int64_t> starts{0};
