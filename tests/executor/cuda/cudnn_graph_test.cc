@@ -8,6 +8,7 @@
 
 #if MESHPLAN_HAVE_CUDA
 #include <cmath>
+#include <functional>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -174,19 +175,20 @@ BlockProblem WindowProblem(int64_t w, InputType type, int32_t dim) {
   return p;
 }
 
-// Validates the block's graphs under window:w forward and backward, bf16 and fp16, head dims 64
-// and 128 (GQA group 4), and expects `pieces` pieces each time. For tests that have passed
-// SKIP_WITHOUT_CUDNN: a machine that cannot validate cuDNN graphs fails here.
-::testing::AssertionResult WindowBlockValidates(const std::vector<int64_t>& qp,
-                                                const std::vector<int64_t>& kp, int64_t w,
-                                                int32_t pieces) {
+// The block of `qp` against `kp` made by `problem` (for an element type and head dim) validates
+// on the host forward and backward, bf16 and fp16, head dims 64 and 128, in `pieces` pieces each
+// time; a failure names `label` and the case.
+::testing::AssertionResult BlockValidatesEverywhere(
+    const std::vector<int64_t>& qp, const std::vector<int64_t>& kp,
+    const std::function<BlockProblem(InputType, int32_t)>& problem, const std::string& label,
+    int32_t pieces) {
   const TensorView q = View(qp, 0, 8), k = View(kp, 0, 2);
   for (InputType type : {InputType::kBf16, InputType::kFp16}) {
     for (int32_t dim : {64, 128}) {
       for (bool backward : {false, true}) {
-        const BlockProblem p = WindowProblem(w, type, dim);
+        const BlockProblem p = problem(type, dim);
         auto got = ValidateCudnnBlockOnHost(p, q, k, backward ? &q : nullptr, backward);
-        const std::string at = std::string(type == InputType::kBf16 ? "bf16" : "fp16") + " d" +
+        const std::string at = label + (type == InputType::kBf16 ? "bf16" : "fp16") + " d" +
                                std::to_string(dim) + (backward ? " backward" : " forward");
         if (!got.ok()) return ::testing::AssertionFailure() << at << ": " << got.status().message();
         if (*got != pieces) {
@@ -197,6 +199,16 @@ BlockProblem WindowProblem(int64_t w, InputType type, int32_t dim) {
     }
   }
   return ::testing::AssertionSuccess();
+}
+
+// Validates the block's graphs under window:w forward and backward, bf16 and fp16, head dims 64
+// and 128 (GQA group 4), and expects `pieces` pieces each time. For tests that have passed
+// SKIP_WITHOUT_CUDNN: a machine that cannot validate cuDNN graphs fails here.
+::testing::AssertionResult WindowBlockValidates(const std::vector<int64_t>& qp,
+                                                const std::vector<int64_t>& kp, int64_t w,
+                                                int32_t pieces) {
+  return BlockValidatesEverywhere(
+      qp, kp, [w](InputType type, int32_t dim) { return WindowProblem(w, type, dim); }, "", pieces);
 }
 
 // Skips the test when this machine cannot validate cuDNN graphs (probing with a causal block).
@@ -313,24 +325,12 @@ BlockProblem DocumentProblem(bool bidirectional, const std::vector<int64_t>& sta
                                                   bool bidirectional,
                                                   const std::vector<int64_t>& starts,
                                                   int32_t pieces) {
-  const TensorView q = View(qp, 0, 8), k = View(kp, 0, 2);
-  for (InputType type : {InputType::kBf16, InputType::kFp16}) {
-    for (int32_t dim : {64, 128}) {
-      for (bool backward : {false, true}) {
-        const BlockProblem p = DocumentProblem(bidirectional, starts, type, dim);
-        auto got = ValidateCudnnBlockOnHost(p, q, k, backward ? &q : nullptr, backward);
-        const std::string at = std::string(bidirectional ? "docs-full " : "docs ") +
-                               (type == InputType::kBf16 ? "bf16" : "fp16") + " d" +
-                               std::to_string(dim) + (backward ? " backward" : " forward");
-        if (!got.ok()) return ::testing::AssertionFailure() << at << ": " << got.status().message();
-        if (*got != pieces) {
-          return ::testing::AssertionFailure()
-                 << at << ": " << *got << " pieces, expected " << pieces;
-        }
-      }
-    }
-  }
-  return ::testing::AssertionSuccess();
+  return BlockValidatesEverywhere(
+      qp, kp,
+      [&](InputType type, int32_t dim) {
+        return DocumentProblem(bidirectional, starts, type, dim);
+      },
+      bidirectional ? "docs-full " : "docs ", pieces);
 }
 
 TEST(CudnnGraphs, DocumentDiagonalAndOffDiagonalBlocksValidate) {
