@@ -46,6 +46,18 @@ inline double FrameworkOverheadSeconds(const Topology& topology, Pass pass) {
   return topology.framework.step_overhead_s * static_cast<double>(calls);
 }
 
+// The last rank's lag behind fair sharing of an oversubscribed device (GpuSpec::sharing_end_lag_s),
+// once per run: 0 unless the device is shared by more ranks than it runs at full rate under
+// processor sharing (serial sharing's staggered ends are modelled op by op). The planner adds it to
+// every plan's time beside the framework's overhead, the simulator to the replay's total.
+inline double SharedDeviceEndLagSeconds(const GpuSpec& gpu) {
+  if (gpu.sharing != DeviceSharing::kProcessor || gpu.ranks_per_device <= 1 ||
+      static_cast<double>(gpu.ranks_per_device) <= gpu.concurrent_kernels) {
+    return 0.0;
+  }
+  return gpu.sharing_end_lag_s;
+}
+
 // The planner's kernel time: UnsharedKernelSeconds slowed by the ranks that share the device, all
 // computing at once (GpuSpec::SharedComputeSlowdown). The simulator times kernels unshared and
 // divides the device among the kernels actually running (simulator/shared_device.h).

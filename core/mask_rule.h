@@ -88,6 +88,38 @@ MESHPLAN_HOST_DEVICE bool Visible(const MaskParams& m, int64_t q, int64_t k, con
   return VisibleInDocuments(m, q, k, doc_of(q), doc_of(k));
 }
 
+// The keys query position q sees, as one inclusive range of positions [first, last]: every mask
+// here shows a row one contiguous range of keys (a key k is visible exactly when first <= k <=
+// last). doc_first and doc_last are the first and last positions of q's document, read by the
+// document kinds only. For kernels that test many keys of one row: two comparisons per key
+// instead of a document lookup per key (tests/core/mask_rule_test.cc checks it against Visible
+// on every hand-written grid).
+struct VisibleKeyRange {
+  int64_t first = 0, last = 0;
+  MESHPLAN_HOST_DEVICE bool Contains(int64_t k) const { return first <= k && k <= last; }
+};
+
+MESHPLAN_HOST_DEVICE VisibleKeyRange VisibleKeys(const MaskParams& m, int64_t q, int64_t doc_first,
+                                                 int64_t doc_last) {
+  // Beyond every position (positions are tokens of one sequence, far below 2^62).
+  constexpr int64_t kUnbounded = int64_t{1} << 62;
+  switch (m.kind) {
+    case MaskKind::kFull:
+      return {-kUnbounded, kUnbounded};
+    case MaskKind::kCausal:
+      return {-kUnbounded, q};
+    case MaskKind::kWindow:
+      return {q - m.window + 1, q};
+    case MaskKind::kDocuments:
+      return {doc_first, q};
+    case MaskKind::kDocumentsFull:
+      return {doc_first, doc_last};
+    case MaskKind::kPrefix:
+      return {-kUnbounded, mask_rule_detail::Max(q, m.prefix - 1)};
+  }
+  return {1, 0};
+}
+
 // Whether no pair / every pair of queries [q_lo, q_hi] and keys [k_lo, k_hi] (inclusive ranges
 // of positions) is visible. Exact for every mask here: the rectangle's most visible pair decides
 // NoneVisible and its least visible pair AllVisible. Causal family: the most visible pair is

@@ -312,6 +312,8 @@ Status Topology::Validate() const {
   if (!(gpu.concurrent_kernels >= 1 && gpu.concurrent_kernels <= 4096)) {
     return Status::Invalid("gpu.concurrent_kernels: must be in [1, 4096]");
   }
+  if (!(gpu.sharing_end_lag_s >= 0 && gpu.sharing_end_lag_s <= 10.0))
+    return Status::Invalid("gpu.sharing_end_lag_us: must be in [0, 10000000] (10 s)");
   if (!(framework.step_overhead_s >= 0))
     return Status::Invalid("framework.step_overhead_us: must not be negative");
   MESHPLAN_RETURN_IF_ERROR(

@@ -120,6 +120,13 @@ struct GpuSpec {
   // move them (a GPU). With it, the simulator counts every copy in flight inside a device as one
   // more runner among which the device divides itself (simulator/shared_device.h).
   bool copies_take_compute = false;
+  // Time-slicing shares an oversubscribed device fairly only on average: when its ranks outnumber
+  // the kernels it runs at full rate (ranks_per_device > concurrent_kernels, processor sharing),
+  // the last of equal kernels started together ends this long after the fair end, all of them
+  // ending together. A scheduler's lag is bounded by a few of its periods, whatever the run's
+  // length, so it is a time, charged once per run (core/kernel_time.h SharedDeviceEndLagSeconds),
+  // not a rate. meshplan calibrate measures it (docs/fidelity.md); 0: not charged.
+  double sharing_end_lag_s = 0;
 
   // Makes `curve` the active one: copies it into the fields above (attention_efficiency ...
   // cut_row_extra_pairs), which the model reads. `attention_kernel` is the caller's to set.

@@ -258,6 +258,7 @@ constexpr std::string_view kGpuKeys[] = {"model",
                                          "ranks_per_device",
                                          "concurrent_kernels",
                                          "sharing",
+                                         "sharing_end_lag_us",
                                          "copies_take_compute"};
 constexpr std::string_view kGpuRequired[] = {"model", "memory_GB", "hbm_GBps", "peak_tflops"};
 constexpr std::string_view kLevelKeys[] = {
@@ -309,6 +310,9 @@ Status ReadGpu(const Reader& r, const toml::table& t, GpuSpec* gpu) {
   if (!parsed_sharing.ok()) return r.Fail("gpu.sharing", parsed_sharing.status().message());
   gpu->sharing = *parsed_sharing;
   MESHPLAN_RETURN_IF_ERROR(r.BoolAt(t, p, "copies_take_compute", false, &gpu->copies_take_compute));
+  double lag_us = gpu->sharing_end_lag_s * 1e6;
+  MESHPLAN_RETURN_IF_ERROR(r.NumberAt(t, p, "sharing_end_lag_us", false, &lag_us));
+  gpu->sharing_end_lag_s = UsToSeconds(lag_us);
 
   auto peak = r.Find(t, p, "peak_tflops", true);
   if (!peak.ok()) return peak.status();
@@ -557,6 +561,9 @@ std::string TopologyToToml(const Topology& t) {
   }
   if (g.copies_take_compute != defaults.copies_take_compute) {
     out << "copies_take_compute = " << (g.copies_take_compute ? "true" : "false") << "\n";
+  }
+  if (g.sharing_end_lag_s != defaults.sharing_end_lag_s) {
+    out << "sharing_end_lag_us = " << FormatNumber(g.sharing_end_lag_s, UsToSeconds, 1e-6) << "\n";
   }
   if (t.calibration.recorded()) {
     out << "\n[calibration]\nload_average = "

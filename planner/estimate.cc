@@ -10,7 +10,7 @@ void FinishTime(Estimate& e) {
     e.compute_s += static_cast<double>(s.count) * s.compute_s;
   }
   e.exposed_comm_s = e.time_s - e.compute_s;
-  e.time_s += e.framework_overhead_s;
+  e.time_s += e.framework_overhead_s + e.shared_device_lag_s;
 }
 
 }  // namespace meshplan::planner

@@ -46,10 +46,13 @@ struct Estimate {
   std::vector<TimeStage> stages;
   double time_s = 0;
   double compute_s = 0;       // busiest rank's compute
-  double exposed_comm_s = 0;  // time_s - compute_s - framework_overhead_s
+  double exposed_comm_s = 0;  // time_s - compute_s - framework_overhead_s - shared_device_lag_s
   // The framework's fixed time around the kernels (FrameworkOverheadSeconds), set by
   // EvaluatePlan and counted in time_s, not in the stages.
   double framework_overhead_s = 0;
+  // The last rank's lag on an oversubscribed shared device (SharedDeviceEndLagSeconds), the same
+  // way.
+  double shared_device_lag_s = 0;
 
   // Replayed time (RerankBySimulation, planner/search.h); -1: not simulated.
   double simulated_s = -1;
@@ -58,7 +61,8 @@ struct Estimate {
   double model_layers_s = -1;
 };
 
-// Fills time_s, compute_s and exposed_comm_s from stages and framework_overhead_s.
+// Fills time_s, compute_s and exposed_comm_s from stages, framework_overhead_s and
+// shared_device_lag_s.
 void FinishTime(Estimate& estimate);
 
 }  // namespace meshplan::planner

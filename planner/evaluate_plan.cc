@@ -9,6 +9,7 @@ Estimate EvaluatePlan(const PlanContext& ctx, const Strategy& strategy,
   Estimate e = strategy.Evaluate(ctx, params);
   if (!e.valid) return e;
   e.framework_overhead_s = FrameworkOverheadSeconds(ctx.topology, ctx.workload.pass);
+  e.shared_device_lag_s = SharedDeviceEndLagSeconds(ctx.topology.gpu);
   FinishTime(e);
   return e;
 }

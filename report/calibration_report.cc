@@ -67,6 +67,8 @@ std::string CalibrationJson(const exec::CalibrationResult& result, const std::st
   j.EndArray();
   j.Key("spread");
   j.Number(result.sharing.spread);
+  j.Key("end_lag_s");
+  j.Number(result.sharing.end_lag_s);
   j.EndObject();
   j.Key("toml");
   j.String(toml);

@@ -192,8 +192,10 @@ Result<PlanSimulation> SimulatePlan(const Plan& plan, const Topology& topology,
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!result.ok()) return result.status();
     out.result = std::move(result).value();
-    // The framework's fixed time around the kernels, as the planner adds it (EvaluatePlan).
-    out.result.total_s += FrameworkOverheadSeconds(topology, plan.workload.pass);
+    // The framework's fixed time around the kernels and the last rank's lag on a shared device,
+    // as the planner adds them (EvaluatePlan).
+    out.result.total_s += FrameworkOverheadSeconds(topology, plan.workload.pass) +
+                          SharedDeviceEndLagSeconds(topology.gpu);
     return out;
   }
 }

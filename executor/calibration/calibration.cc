@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <sstream>
 
 #include "core/kernel_time.h"
@@ -208,7 +209,7 @@ Status MeasureSharing(CalibrationTarget& target, const CalibrationSpec& spec,
   Say(progress, "sharing: " + std::to_string(spec.ranks) + " ranks run " +
                     std::to_string(share_repeats) + " blocks of " + std::to_string(share_n) +
                     " at once");
-  std::vector<double> concurrency, spreads, alone;
+  std::vector<double> concurrency_by_last, concurrency_by_mean, spreads, lags, alone;
   std::vector<double> ends;
   for (int trial = 0; trial < 3; ++trial) {
     auto one = target.ConcurrentEndsSeconds(1, share_n, share_repeats);
@@ -224,20 +225,34 @@ Status MeasureSharing(CalibrationTarget& target, const CalibrationSpec& spec,
     if (!(*latest > 0) || !((*one)[0] > 0))
       return Status::Internal("calibrate: a sharing run measured no time");
     // Work of `ranks` kernels over the time the last one took: the device's effective
-    // parallelism (exact for either sharing when ranks is a multiple of it).
-    concurrency.push_back(static_cast<double>(spec.ranks) * (*one)[0] / *latest);
+    // parallelism (exact for either sharing when ranks is a multiple of it). Under processor
+    // sharing equal kernels end together but for the scheduler's lag, which is a time
+    // (GpuSpec::sharing_end_lag_s), not a rate: there the work over the mean end is the
+    // parallelism and the last end's distance from the mean is the lag.
+    const double mean_end =
+        std::accumulate(all->begin(), all->end(), 0.0) / static_cast<double>(all->size());
+    concurrency_by_last.push_back(static_cast<double>(spec.ranks) * (*one)[0] / *latest);
+    concurrency_by_mean.push_back(static_cast<double>(spec.ranks) * (*one)[0] / mean_end);
     spreads.push_back((*latest - *first) / *latest);
+    lags.push_back(*latest - mean_end);
     alone.push_back((*one)[0]);
     if (trial == 0) ends = *all;
   }
   out.sharing.alone_s = Median(alone);
   out.sharing.ends_s = ends;
   out.sharing.spread = Median(spreads);
-  gpu.concurrent_kernels =
-      std::clamp(Significant(Median(concurrency), 2), 1.0, static_cast<double>(spec.ranks));
   // Under processor sharing equal kernels end together; served one after another, the last
   // of ranks >= 2c ends at least twice as late as the first (spread >= 1/2). Halfway between.
   gpu.sharing = out.sharing.spread > 0.25 ? DeviceSharing::kSerial : DeviceSharing::kProcessor;
+  const bool processor = gpu.sharing == DeviceSharing::kProcessor;
+  gpu.concurrent_kernels =
+      std::clamp(Significant(Median(processor ? concurrency_by_mean : concurrency_by_last), 2), 1.0,
+                 static_cast<double>(spec.ranks));
+  // Serial sharing's staggered ends are its model; only time-slicing has a lag beside it.
+  out.sharing.end_lag_s = Median(lags);
+  gpu.sharing_end_lag_s = processor && static_cast<double>(spec.ranks) > gpu.concurrent_kernels
+                              ? Significant(out.sharing.end_lag_s, 3)
+                              : 0.0;
   return Status::Ok();
 }
 

@@ -83,11 +83,17 @@ struct TilePlan {
   bool accumulate = false;
 };
 
+// Key rows [begin, end) of a block planned as one tile, and their positions' range.
+struct KeyTile {
+  int64_t begin = 0, end = 0;
+  PositionRange positions;
+};
+
 // Per-thread scratch, reused across calls (each rank runs on its own thread): no allocation or
 // fresh page faults per block.
 struct Scratch {
   std::vector<float> scores, ds, row, inv_sum, o_part, lse_part;
-  std::vector<PositionRange> key_tiles;
+  std::vector<KeyTile> key_tiles;
   std::vector<size_t> pending;  // key tiles a panel sees in part, planned per query tile
   TilePlan plan;
 };
@@ -115,11 +121,10 @@ void AppendKeys(std::vector<KeySpan>& spans, int64_t begin, int64_t end, int64_t
 }
 
 // Plans query rows [row_begin, row_end) of a partly masked block against the key tiles listed in
-// `tiles` (indices into `key_tiles`, ascending; `key_tiles[t]`: position range of key rows
-// [t * kKeyTile, min((t + 1) * kKeyTile, n_k))).
+// `tiles` (indices into `key_tiles`, ascending).
 void PlanTile(const RowsView& q, int64_t row_begin, int64_t row_end,
-              const std::vector<PositionRange>& key_tiles, const std::vector<size_t>& tiles,
-              int64_t nk, const MaskRule& mask, TilePlan& plan) {
+              const std::vector<KeyTile>& key_tiles, const std::vector<size_t>& tiles,
+              const MaskRule& mask, TilePlan& plan) {
   plan.row_begin = row_begin;
   plan.rows = row_end - row_begin;
   plan.cols = 0;
@@ -127,9 +132,9 @@ void PlanTile(const RowsView& q, int64_t row_begin, int64_t row_end,
   plan.masked.clear();
   const PositionRange qr = RangeOf(q.positions + row_begin, plan.rows);
   for (size_t t : tiles) {
-    const Visibility visibility = Classify(qr, key_tiles[t], mask);
+    const Visibility visibility = Classify(qr, key_tiles[t].positions, mask);
     if (visibility == Visibility::kNone) continue;
-    const int64_t begin = static_cast<int64_t>(t) * kKeyTile, end = std::min(begin + kKeyTile, nk);
+    const int64_t begin = key_tiles[t].begin, end = key_tiles[t].end;
     AppendKeys(plan.runs, begin, end, plan.cols);
     if (visibility == Visibility::kPartial) AppendKeys(plan.masked, begin, end, plan.cols);
     plan.cols += end - begin;
@@ -139,16 +144,40 @@ void PlanTile(const RowsView& q, int64_t row_begin, int64_t row_end,
 // End of the query panel that starts at row `begin`: at most `max_rows` rows, whose positions
 // step by one constant amount (a contiguous run, a stripe), cut back to whole query tiles; at
 // least one tile. A panel whose positions jumped (two zigzag chunks) would
-// span a position range wider than its rows, and see fewer keys whole.
-int64_t PanelEnd(const RowsView& q, int64_t begin, int64_t max_rows) {
+// span a position range wider than its rows, and see fewer keys whole. A panel also ends where
+// a document starts (its last tile then short): rows of two documents share no key, so a panel
+// across a start would see no key tile whole and run entirely as query tiles.
+int64_t PanelEnd(const RowsView& q, int64_t begin, int64_t max_rows, const MaskRule& mask) {
   const int64_t limit = std::min(q.rows, begin + max_rows);
   int64_t end = begin + 1;
   if (end < limit) {
     const int64_t step = q.positions[end] - q.positions[begin];
     while (end < limit && q.positions[end] - q.positions[end - 1] == step) ++end;
   }
+  if (end - begin > 1) {
+    const int64_t step = q.positions[begin + 1] - q.positions[begin];
+    const int64_t next_start = mask.NextDocumentStart(q.positions[begin]);
+    if (step > 0 && next_start <= q.positions[end - 1]) {
+      return begin + (next_start - q.positions[begin] + step - 1) / step;
+    }
+  }
   if (end < q.rows) end = begin + std::max<int64_t>(1, (end - begin) / kQueryTile) * kQueryTile;
   return std::min(end, q.rows);
+}
+
+// End of the key tile that starts at row `begin`: kKeyTile keys, or fewer where a document starts
+// inside them and their positions increase: a tile across a start is seen in part by every row
+// of both documents (masked pair by pair), two tiles each seen whole or not at all.
+int64_t KeyTileEnd(const RowsView& k, int64_t begin, const MaskRule& mask) {
+  const int64_t end = std::min(begin + kKeyTile, k.rows);
+  const int64_t next_start = mask.NextDocumentStart(k.positions[begin]);
+  if (next_start > k.positions[end - 1]) return end;
+  for (int64_t row = begin + 1; row < end; ++row) {
+    if (k.positions[row] <= k.positions[row - 1]) return end;  // not increasing: one tile
+  }
+  int64_t split = begin + 1;
+  while (k.positions[split] < next_start) ++split;
+  return split;
 }
 
 // Calls fn(plan) for each piece of a block with some visible pair (visibility kAll or kPartial).
@@ -179,10 +208,12 @@ void ForEachTile(const RowsView& q, const RowsView& k, const MaskRule& mask, Vis
     }
     return;
   }
-  std::vector<PositionRange>& key_tiles = scratch.key_tiles;
+  std::vector<KeyTile>& key_tiles = scratch.key_tiles;
   key_tiles.clear();
-  for (int64_t begin = 0; begin < k.rows; begin += kKeyTile) {
-    key_tiles.push_back(RangeOf(k.positions + begin, std::min(kKeyTile, k.rows - begin)));
+  for (int64_t begin = 0; begin < k.rows;) {
+    const int64_t end = KeyTileEnd(k, begin, mask);
+    key_tiles.push_back({begin, end, RangeOf(k.positions + begin, end - begin)});
+    begin = end;
   }
   // The panel's shared piece holds at most kDenseScoreElements scores.
   const int64_t max_panel =
@@ -200,25 +231,24 @@ void ForEachTile(const RowsView& q, const RowsView& k, const MaskRule& mask, Vis
     plan.accumulate = false;
     pending.clear();
     for (size_t t = 0; t < key_tiles.size(); ++t) {
-      const Visibility visibility = Classify(pr, key_tiles[t], mask);
+      const Visibility visibility = Classify(pr, key_tiles[t].positions, mask);
       if (visibility == Visibility::kNone) continue;
       if (visibility == Visibility::kPartial) {
         pending.push_back(t);
         continue;
       }
-      const int64_t begin = static_cast<int64_t>(t) * kKeyTile,
-                    end = std::min(begin + kKeyTile, k.rows);
+      const int64_t begin = key_tiles[t].begin, end = key_tiles[t].end;
       AppendKeys(plan.runs, begin, end, plan.cols);
       plan.cols += end - begin;
     }
   };
   for (int64_t panel = 0; panel < q.rows;) {
-    int64_t panel_end = PanelEnd(q, panel, std::min(kPanelRows, max_panel));
+    int64_t panel_end = PanelEnd(q, panel, std::min(kPanelRows, max_panel), mask);
     plan_panel(panel, panel_end);
     if (pending.empty()) {
       // Seen whole by every row (a zigzag chunk pair): as many rows as evenly stepped and still
       // seeing no key tile in part, one product as large as a dense block's.
-      const int64_t wide_end = PanelEnd(q, panel, max_panel);
+      const int64_t wide_end = PanelEnd(q, panel, max_panel, mask);
       if (wide_end > panel_end) {
         plan_panel(panel, wide_end);
         if (pending.empty()) {
@@ -232,8 +262,7 @@ void ForEachTile(const RowsView& q, const RowsView& k, const MaskRule& mask, Vis
     if (shared) fn(plan);
     if (!pending.empty() || !shared) {
       for (int64_t begin = panel; begin < panel_end; begin += kQueryTile) {
-        PlanTile(q, begin, std::min(begin + kQueryTile, panel_end), key_tiles, pending, k.rows,
-                 mask, plan);
+        PlanTile(q, begin, std::min(begin + kQueryTile, panel_end), key_tiles, pending, mask, plan);
         plan.accumulate = shared;
         if (plan.cols > 0 || !shared) fn(plan);
       }
@@ -251,12 +280,15 @@ void TileScores(Dense& s, const TilePlan& plan, const RowsView& q, const RowsVie
     s.middleCols(run.col, run.size()).noalias() =
         scale * qt * Map(Slice(k, run.begin, run.end), d).transpose();
   }
-  for (const KeySpan& span : plan.masked) {
-    for (int64_t i = 0; i < plan.rows; ++i) {
-      const int64_t qp = q.positions[plan.row_begin + i];
+  if (plan.masked.empty()) return;
+  // Per pair only two comparisons: the row's visible keys are one range (found once per row).
+  for (int64_t i = 0; i < plan.rows; ++i) {
+    const VisibleKeyRange visible = mask.VisibleKeys(q.positions[plan.row_begin + i]);
+    for (const KeySpan& span : plan.masked) {
       float* row = s.data() + i * plan.cols + span.col;
+      const int64_t* key_positions = k.positions + span.begin;
       for (int64_t j = 0; j < span.size(); ++j) {
-        if (!mask.Visible(qp, k.positions[span.begin + j])) row[j] = kNegInf;
+        if (!visible.Contains(key_positions[j])) row[j] = kNegInf;
       }
     }
   }
@@ -360,7 +392,23 @@ MaskRule::MaskRule(const Mask& mask) : params_(mask.Params()) {
       doc_starts_.push_back(start);
       start += length;
     }
+    sequence_end_ = start;
   }
+}
+
+int64_t MaskRule::NextDocumentStart(int64_t position) const {
+  const auto next = std::upper_bound(doc_starts_.begin(), doc_starts_.end(), position);
+  return next == doc_starts_.end() ? std::numeric_limits<int64_t>::max() : *next;
+}
+
+VisibleKeyRange MaskRule::VisibleKeys(int64_t q) const {
+  if (!HasDocuments(params_.kind)) return meshplan::VisibleKeys(params_, q, 0, 0);
+  // DocOf(q) documents start at or before q: q's is the last of them.
+  const size_t doc = static_cast<size_t>(DocOf(q));
+  if (doc == 0) return {1, 0};  // before every document: no key (positions are never negative)
+  const int64_t first = doc_starts_[doc - 1];
+  const int64_t end = doc < doc_starts_.size() ? doc_starts_[doc] : sequence_end_;
+  return meshplan::VisibleKeys(params_, q, first, end - 1);
 }
 
 void BlockForward(const RowsView& q, const RowsView& k, const RowsView& v, int64_t d, float scale,

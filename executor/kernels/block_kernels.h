@@ -28,6 +28,12 @@ class MaskRule {
   bool Visible(int64_t q, int64_t k) const {
     return meshplan::Visible(params_, q, k, DocLookup{this});
   }
+  // The keys position q sees (core/mask_rule.h VisibleKeys): one document lookup per row, then
+  // two comparisons per key.
+  VisibleKeyRange VisibleKeys(int64_t q) const;
+  // The first document start after `position` (the largest int64_t when none follows, or the
+  // mask has no documents).
+  int64_t NextDocumentStart(int64_t position) const;
   bool full() const { return params_.kind == MaskKind::kFull; }
   // Whether no pair / every pair of queries in [q_lo, q_hi] and keys in [k_lo, k_hi] is visible
   // (exact: see core/mask_rule.h).
@@ -51,6 +57,7 @@ class MaskRule {
   }
   MaskParams params_;
   std::vector<int64_t> doc_starts_;
+  int64_t sequence_end_ = 0;  // one past the last position of the documents
 };
 
 struct RowsView {

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 #include <string>
 #include <vector>
@@ -94,6 +95,30 @@ TEST(MaskRule, EveryPairMatchesTheHandWrittenGrid) {
     // Kinds without documents never ask for one.
     if (!g.mask.IsDocuments()) {
       EXPECT_EQ(lookups, 0) << g.name;
+    }
+  }
+}
+
+// Every row of every grid sees one range of keys, and VisibleKeys names it: the grid's first and
+// last visible key of the row (an empty range for a row that sees none), and every key between
+// them visible.
+TEST(MaskRule, EachRowSeesTheOneKeyRangeVisibleKeysNames) {
+  for (const MaskGrid& g : HandWrittenGrids()) {
+    const std::vector<int64_t> doc = DocumentOfEachToken(g.mask);
+    for (int64_t q = 0; q < kGridTokens; ++q) {
+      // q's document by hand: the tokens around q with q's index (without documents every token
+      // has index 0, so the whole grid, which those kinds do not read).
+      int64_t doc_first = q, doc_last = q;
+      while (doc_first > 0 &&
+             doc[static_cast<size_t>(doc_first - 1)] == doc[static_cast<size_t>(q)])
+        --doc_first;
+      while (doc_last + 1 < kGridTokens &&
+             doc[static_cast<size_t>(doc_last + 1)] == doc[static_cast<size_t>(q)])
+        ++doc_last;
+      const VisibleKeyRange range = VisibleKeys(g.mask.Params(), q, doc_first, doc_last);
+      for (int64_t k = 0; k < kGridTokens; ++k) {
+        EXPECT_EQ(range.Contains(k), g.Sees(q, k)) << g.name << " q " << q << " k " << k;
+      }
     }
   }
 }

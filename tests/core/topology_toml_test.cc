@@ -345,6 +345,30 @@ TEST(TopologyTomlTest, CopiesTakeComputeParsesAndRoundTrips) {
               {"gpu.copies_take_compute", "true or false"});
 }
 
+// The last rank's lag on a shared device: microseconds in the file, seconds in the model (16500
+// us = 16.5e-3 s), written back only when set, refused below 0 and above 10 s with the key named.
+TEST(TopologyTomlTest, SharingEndLagParsesRoundTripsAndIsBounded) {
+  const std::string at = "attention_efficiency = [[512, 0.3], [4096, 0.6]]";
+  auto plain = ParseTopologyToml(kBase, "t.toml");
+  ASSERT_TRUE(plain.ok()) << plain.status().message();
+  EXPECT_EQ(plain->gpu.sharing_end_lag_s, 0.0);
+  EXPECT_EQ(TopologyToToml(*plain).find("sharing_end_lag_us"), std::string::npos);
+  auto topo = ParseTopologyToml(
+      Replace(kBase, at, at + "\nranks_per_device = 4\nsharing_end_lag_us = 16500"), "t.toml");
+  ASSERT_TRUE(topo.ok()) << topo.status().message();
+  EXPECT_DOUBLE_EQ(topo->gpu.sharing_end_lag_s, 16.5e-3);
+  const std::string written = TopologyToToml(*topo);
+  EXPECT_NE(written.find("sharing_end_lag_us = 16500\n"), std::string::npos) << written;
+  auto again = ParseTopologyToml(written, "again.toml");
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_DOUBLE_EQ(again->gpu.sharing_end_lag_s, 16.5e-3);
+  ExpectError(Replace(kBase, at, at + "\nsharing_end_lag_us = -1"), {"gpu.sharing_end_lag_us"});
+  ExpectError(Replace(kBase, at, at + "\nsharing_end_lag_us = 2e7"),
+              {"gpu.sharing_end_lag_us", "10 s"});
+  ExpectError(Replace(kBase, at, at + "\nsharing_end_lag_us = \"16 ms\""),
+              {"gpu.sharing_end_lag_us"});
+}
+
 TEST(TopologyTomlTest, DeviceSharingErrorsNameTheKey) {
   const std::string at = "attention_efficiency = [[512, 0.3], [4096, 0.6]]";
   // level[0] groups 8 GPU slots: 3 ranks per device would straddle two nodes.

@@ -220,6 +220,40 @@ TEST(Calibrate, TellsSerialFromProcessorSharing) {
   EXPECT_EQ(r->topology.gpu.sharing, DeviceSharing::kSerial);
   ExpectRelative(r->topology.gpu.concurrent_kernels, 2.0, 5e-2, "concurrent kernels");
   EXPECT_NEAR(r->sharing.spread, 0.75, 1e-9);
+  // Served in turn the ends are the model's own; no lag is charged beside them.
+  EXPECT_EQ(r->topology.gpu.sharing_end_lag_s, 0.0);
+}
+
+// KnownTarget under processor sharing whose equal kernels, started together, end unevenly around
+// the fair end F = repeats x alone x ranks / c: at 0.96, 0.98, 1.00 and 1.06 F (4 ranks).
+class UnevenEndsTarget : public KnownTarget {
+ public:
+  using KnownTarget::KnownTarget;
+  Result<std::vector<double>> ConcurrentEndsSeconds(int ranks, int64_t n, int repeats) override {
+    MESHPLAN_ASSIGN_OR_RETURN(std::vector<double> ends,
+                              KnownTarget::ConcurrentEndsSeconds(ranks, n, repeats));
+    if (ranks != 4) return ends;
+    const double f = ends[0];
+    fair_end_s = f;
+    return std::vector<double>{0.96 * f, 0.98 * f, 1.00 * f, 1.06 * f};
+  }
+  double fair_end_s = 0;
+};
+
+TEST(Calibrate, TheLastRanksLagIsATimeBesideTheFairShare) {
+  UnevenEndsTarget target(MakeTruth(true), 64, 2);
+  auto r = Calibrate(target, Spec(4, true));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const GpuSpec& g = r->topology.gpu;
+  // The mean end is F: the work of 4 kernels over F is the injected parallelism; the last end is
+  // 0.06 F after the mean (3 significant digits); the spread (1.06 - 0.96) / 1.06 = 9.4% says
+  // processor sharing.
+  EXPECT_EQ(g.sharing, DeviceSharing::kProcessor);
+  ExpectRelative(g.concurrent_kernels, MakeTruth(true).concurrent, 5e-2, "concurrent kernels");
+  ASSERT_GT(target.fair_end_s, 0.0);
+  ExpectRelative(g.sharing_end_lag_s, 0.06 * target.fair_end_s, 5e-3, "end lag");
+  EXPECT_NEAR(r->sharing.end_lag_s, 0.06 * target.fair_end_s, 1e-12);
+  EXPECT_NEAR(r->sharing.spread, 0.10 / 1.06, 1e-12);
 }
 
 // KnownTarget whose kernels also do k FLOPs-worth of other work per pair and head: a kernel at

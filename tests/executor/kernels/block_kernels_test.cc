@@ -274,7 +274,10 @@ TEST(BlockKernelsBands, AFullBlockInRowBandsMatchesReference) {
 // shared, e.g. rows [128, 256) share keys [0, 128)), in 4 stripes of step 4 (shards of 160
 // concatenated: panels of 128 and 32 rows), and as zigzag chunks of 160 (0, 3, 1, 2: panels cut at
 // the chunk edges), under every partly masking mask: O, LSE, dQ, dK and dV must be the double
-// reference's.
+// reference's. The keys come ascending, striped and as zigzag chunks too. Document starts inside a
+// key tile split it where the keys' positions increase, and end a panel (starts at 300 and 500:
+// 300 = 9 x 32 + 12 splits the tile of keys [288, 320) and ends the panel [256, 384) at row 300;
+// the short documents below put several starts, and one-token documents, in one tile).
 TEST(BlockKernelsPanels, SharedKeysAndPerTileKeysMatchReference) {
   constexpr int64_t kTokens = 640, kD = 8;
   std::vector<int64_t> ascending(kTokens), striped, zigzag;
@@ -290,6 +293,8 @@ TEST(BlockKernelsPanels, SharedKeysAndPerTileKeysMatchReference) {
       {"window150", Mask::Window(150)},
       {"documents", Mask::Documents({300, 200, 140})},
       {"documents_full", Mask::Documents({300, 200, 140}, true)},
+      {"short_documents", Mask::Documents({37, 5, 1, 90, 1, 150, 356})},
+      {"short_documents_full", Mask::Documents({37, 5, 1, 90, 1, 150, 356}, true)},
       {"prefix200", Mask::Prefix(200)},
   };
   for (const auto& [mask_name, mask] : masks) {
@@ -304,11 +309,13 @@ TEST(BlockKernelsPanels, SharedKeysAndPerTileKeysMatchReference) {
     AttentionTensors<double> ref = RandomInputs(w, 7);
     ReferenceForward(w, ref);
     ReferenceBackward(w, ref);
-    for (const auto& [order_name, order] :
-         std::vector<std::pair<std::string, std::vector<int64_t>>>{
-             {"ascending", ascending}, {"striped", striped}, {"zigzag", zigzag}}) {
-      SCOPED_TRACE(mask_name + " " + order_name);
-      ExpectWholeBlockMatchesReference(w, ref, order, ascending, /*every_query=*/true);
+    const std::vector<std::pair<std::string, std::vector<int64_t>>> orders = {
+        {"ascending", ascending}, {"striped", striped}, {"zigzag", zigzag}};
+    for (const auto& [order_name, order] : orders) {
+      for (const auto& [key_order_name, key_order] : orders) {
+        SCOPED_TRACE(mask_name + " rows " + order_name + " keys " + key_order_name);
+        ExpectWholeBlockMatchesReference(w, ref, order, key_order, /*every_query=*/true);
+      }
     }
   }
 }
