@@ -112,7 +112,7 @@ void PrintSummary(const exec::CalibrationResult& r) {
     std::fprintf(stderr,
                  "calibrate: %d ranks on one device: %.2g kernels at full rate, %s sharing (one "
                  "alone %.1f ms, "
-                 "all at once end spread %.0f%%, the last %.3g ms after the mean)\n",
+                 "all at once end spread %.0f%%, the last %.3g ms after the median)\n",
                  r.sharing.ranks, g.concurrent_kernels,
                  std::string(DeviceSharingName(g.sharing)).c_str(), 1e3 * r.sharing.alone_s,
                  100 * r.sharing.spread, 1e3 * r.sharing.end_lag_s);

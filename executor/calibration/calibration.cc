@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 #include <sstream>
 
 #include "core/kernel_time.h"
@@ -209,7 +208,8 @@ Status MeasureSharing(CalibrationTarget& target, const CalibrationSpec& spec,
   Say(progress, "sharing: " + std::to_string(spec.ranks) + " ranks run " +
                     std::to_string(share_repeats) + " blocks of " + std::to_string(share_n) +
                     " at once");
-  std::vector<double> concurrency_by_last, concurrency_by_mean, spreads, lags, alone;
+  std::vector<double> concurrency_by_last, concurrency_by_median, spreads, late_fractions, lags,
+      alone;
   std::vector<double> ends;
   for (int trial = 0; trial < 3; ++trial) {
     auto one = target.ConcurrentEndsSeconds(1, share_n, share_repeats);
@@ -224,30 +224,33 @@ Status MeasureSharing(CalibrationTarget& target, const CalibrationSpec& spec,
     const auto [first, latest] = std::minmax_element(all->begin(), all->end());
     if (!(*latest > 0) || !((*one)[0] > 0))
       return Status::Internal("calibrate: a sharing run measured no time");
-    // Work of `ranks` kernels over the time the last one took: the device's effective
-    // parallelism (exact for either sharing when ranks is a multiple of it). Under processor
-    // sharing equal kernels end together but for the scheduler's lag, which is a time
-    // (GpuSpec::sharing_end_lag_s), not a rate: there the work over the mean end is the
-    // parallelism and the last end's distance from the mean is the lag.
-    const double mean_end =
-        std::accumulate(all->begin(), all->end(), 0.0) / static_cast<double>(all->size());
+    // Served in turn (serial), work of `ranks` kernels over the time the last one took is the
+    // device's effective parallelism. Time-sliced (processor), equal kernels end together but
+    // for the scheduler: a lag of the last behind the others (GpuSpec::sharing_end_lag_s, a time,
+    // not a rate), and a thread that had a core to itself for a while ending early (3 threads on
+    // 2 cores: ends 1, 1.5, 1.5 alone-times). The median end is the fair one in both cases, so
+    // there the work over the median end is the parallelism and the last end's distance from it
+    // the lag. Serial ends spread evenly below the last, so the median lies well below it.
+    const double median_end = Median(*all);
     concurrency_by_last.push_back(static_cast<double>(spec.ranks) * (*one)[0] / *latest);
-    concurrency_by_mean.push_back(static_cast<double>(spec.ranks) * (*one)[0] / mean_end);
+    concurrency_by_median.push_back(static_cast<double>(spec.ranks) * (*one)[0] / median_end);
     spreads.push_back((*latest - *first) / *latest);
-    lags.push_back(*latest - mean_end);
+    late_fractions.push_back((*latest - median_end) / *latest);
+    lags.push_back(*latest - median_end);
     alone.push_back((*one)[0]);
     if (trial == 0) ends = *all;
   }
   out.sharing.alone_s = Median(alone);
   out.sharing.ends_s = ends;
   out.sharing.spread = Median(spreads);
-  // Under processor sharing equal kernels end together; served one after another, the last
-  // of ranks >= 2c ends at least twice as late as the first (spread >= 1/2). Halfway between.
-  gpu.sharing = out.sharing.spread > 0.25 ? DeviceSharing::kSerial : DeviceSharing::kProcessor;
+  // Served one after another, the median end of ranks > c lies at least a quarter of the last
+  // end before it (ends 1, 2: 1.5 against 2; 1, 1, 2, 2: 1.5 against 2; more ranks, further);
+  // time-sliced, at the last end but for the lag (a few percent here). A fifth between.
+  gpu.sharing = Median(late_fractions) > 0.2 ? DeviceSharing::kSerial : DeviceSharing::kProcessor;
   const bool processor = gpu.sharing == DeviceSharing::kProcessor;
   gpu.concurrent_kernels =
-      std::clamp(Significant(Median(processor ? concurrency_by_mean : concurrency_by_last), 2), 1.0,
-                 static_cast<double>(spec.ranks));
+      std::clamp(Significant(Median(processor ? concurrency_by_median : concurrency_by_last), 2),
+                 1.0, static_cast<double>(spec.ranks));
   // Serial sharing's staggered ends are its model; only time-slicing has a lag beside it.
   out.sharing.end_lag_s = Median(lags);
   gpu.sharing_end_lag_s = processor && static_cast<double>(spec.ranks) > gpu.concurrent_kernels

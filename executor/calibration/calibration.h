@@ -130,7 +130,7 @@ struct SharingMeasurement {
   double alone_s = 0;          // one rank alone
   std::vector<double> ends_s;  // each rank's end, all starting at once
   double spread = 0;           // (last end - first end) / last end
-  double end_lag_s = 0;        // last end - mean end (median over the trials)
+  double end_lag_s = 0;        // last end - median end (median over the trials)
 };
 
 // The head-dim term from one block measured at two head dims d1 and d2 (seconds t1, t2): a pair

@@ -224,36 +224,57 @@ TEST(Calibrate, TellsSerialFromProcessorSharing) {
   EXPECT_EQ(r->topology.gpu.sharing_end_lag_s, 0.0);
 }
 
-// KnownTarget under processor sharing whose equal kernels, started together, end unevenly around
-// the fair end F = repeats x alone x ranks / c: at 0.96, 0.98, 1.00 and 1.06 F (4 ranks).
+// KnownTarget under processor sharing whose equal kernels, started together, end at the given
+// multiples of the fair end F = repeats x alone x ranks / c when `ranks` of them run at once.
 class UnevenEndsTarget : public KnownTarget {
  public:
-  using KnownTarget::KnownTarget;
+  UnevenEndsTarget(const Truth& t, int ranks, std::vector<double> ends_over_fair)
+      : KnownTarget(t, 64, 2), ranks_(ranks), ends_over_fair_(std::move(ends_over_fair)) {}
   Result<std::vector<double>> ConcurrentEndsSeconds(int ranks, int64_t n, int repeats) override {
     MESHPLAN_ASSIGN_OR_RETURN(std::vector<double> ends,
                               KnownTarget::ConcurrentEndsSeconds(ranks, n, repeats));
-    if (ranks != 4) return ends;
-    const double f = ends[0];
-    fair_end_s = f;
-    return std::vector<double>{0.96 * f, 0.98 * f, 1.00 * f, 1.06 * f};
+    if (ranks != ranks_) return ends;
+    fair_end_s = ends[0];
+    for (size_t i = 0; i < ends.size(); ++i) ends[i] = ends_over_fair_[i] * fair_end_s;
+    return ends;
   }
   double fair_end_s = 0;
+
+ private:
+  int ranks_;
+  std::vector<double> ends_over_fair_;
 };
 
 TEST(Calibrate, TheLastRanksLagIsATimeBesideTheFairShare) {
-  UnevenEndsTarget target(MakeTruth(true), 64, 2);
+  UnevenEndsTarget target(MakeTruth(true), 4, {0.96, 0.98, 1.00, 1.06});
   auto r = Calibrate(target, Spec(4, true));
   ASSERT_TRUE(r.ok()) << r.status().message();
   const GpuSpec& g = r->topology.gpu;
-  // The mean end is F: the work of 4 kernels over F is the injected parallelism; the last end is
-  // 0.06 F after the mean (3 significant digits); the spread (1.06 - 0.96) / 1.06 = 9.4% says
-  // processor sharing.
+  // The median end is 0.99 F: the work of 4 kernels over it is the injected parallelism / 0.99
+  // (within the 2-digit rounding and 5%); the last end is 1.06 - 0.99 = 0.07 F after it (3
+  // significant digits), (1.06 - 0.99) / 1.06 = 6.6% of the last end: processor sharing.
   EXPECT_EQ(g.sharing, DeviceSharing::kProcessor);
-  ExpectRelative(g.concurrent_kernels, MakeTruth(true).concurrent, 5e-2, "concurrent kernels");
+  ExpectRelative(g.concurrent_kernels, MakeTruth(true).concurrent / 0.99, 5e-2,
+                 "concurrent kernels");
   ASSERT_GT(target.fair_end_s, 0.0);
-  ExpectRelative(g.sharing_end_lag_s, 0.06 * target.fair_end_s, 5e-3, "end lag");
-  EXPECT_NEAR(r->sharing.end_lag_s, 0.06 * target.fair_end_s, 1e-12);
+  ExpectRelative(g.sharing_end_lag_s, 0.07 * target.fair_end_s, 5e-3, "end lag");
+  EXPECT_NEAR(r->sharing.end_lag_s, 0.07 * target.fair_end_s, 1e-12);
   EXPECT_NEAR(r->sharing.spread, 0.10 / 1.06, 1e-12);
+}
+
+// Three time-sliced ranks on two cores: one has a core to itself and ends first, at 2/3 of the
+// fair end F = 1.5 alone-times, and the other two then get a core each and end at F (ends 1, 1.5,
+// 1.5 alone-times). The spread (1.5 - 1) / 1.5 = 33% once read as serial sharing; the median end
+// is F, so it is processor sharing of 3 kernels over F = 2 kernels at full rate, with no lag.
+TEST(Calibrate, AThreadAloneOnACoreForAWhileIsStillProcessorSharing) {
+  UnevenEndsTarget target(MakeTruth(true), 3, {2.0 / 3.0, 1.0, 1.0});
+  auto r = Calibrate(target, Spec(3, true));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const GpuSpec& g = r->topology.gpu;
+  EXPECT_EQ(g.sharing, DeviceSharing::kProcessor);
+  ExpectRelative(g.concurrent_kernels, 2.0, 5e-2, "concurrent kernels");
+  EXPECT_NEAR(g.sharing_end_lag_s, 0.0, 1e-12);
+  EXPECT_NEAR(r->sharing.spread, 1.0 / 3.0, 1e-12);
 }
 
 // KnownTarget whose kernels also do k FLOPs-worth of other work per pair and head: a kernel at
