@@ -16,21 +16,24 @@
 #   7. (issue 34) `calibrate`: `meshplan calibrate --backend cuda` on 8 virtual ranks;
 #   8. (issue 34) `fidelity`: the GPU fidelity table (bench/fidelity.py --backend cuda): every
 #      scheme's plans on 8 virtual ranks, predicted on the calibrated file against measured;
+#   9. (issue 30) `ringsteps`: ring-flash-attention's forward on zigzag, striped and contiguous
+#      shards taken apart on one GPU, each rank's attention call and merge per step timed
+#      (bench/ring_layout_steps.py): where striped Ring's measured 15-18% over zigzag lies;
 # then prints one summary table (tools/gpu/summarize.py).
 #
 #   bash tools/gpu/device-check.sh BUNDLE [STEPS]     STEPS: comma list of validate,compare,
 #                                                     sanitize,efficiency,torchbench,bench,
-#                                                     curves,calibrate,fidelity (default: the
+#                                                     curves,calibrate,fidelity,ringsteps (default: the
 #                                                     first six; they run in the order validate,
 #                                                     compare, efficiency, torchbench, curves,
-#                                                     calibrate, fidelity, bench, sanitize: the
+#                                                     calibrate, fidelity, ringsteps, bench, sanitize: the
 #                                                     slowest and least likely to find news last)
 # Environment: SEQ (compare, default 65536), MASKS (causal,full), SCHEMES (all 8), KERNELS (auto),
 # SIZES (torch bench, 4096,8192,16384), QUICK=1 (fewer kernel-benchmark sizes), EFF_SEQ (efficiency,
 # 131072), BENCH_SEQ (bench, 16K,64K), MEMCHECK_FILTER / RACECHECK_FILTER (kernel tests under the
 # sanitizers; RACECHECK_FILTER=none skips racecheck), and per-step limits in seconds T_VALIDATE (300),
 # T_COMPARE (420), T_SANITIZE (170 per tool), T_EFFICIENCY (420), T_TORCHBENCH (240), T_BENCH (300),
-# T_CURVES (240), T_CALIBRATE (120), T_FIDELITY (420), so that one device call can be sized to the
+# T_CURVES (240), T_CALIBRATE (120), T_FIDELITY (420), T_RINGSTEPS (120), so that one device call can be sized to the
 # time lent; CURVE_SIZES (1024,...,65536), FID_SEQ (fidelity lengths, 16K,64K), FID_HEADS (32).
 # Everything is written to one folder, packed as $OUT/results.tgz when $OUT is set (the device
 # tool brings back few files), else left in ./gpu-results.
@@ -122,6 +125,12 @@ if has fidelity; then
     --backend cuda --ranks 8 --mpi-ranks '' --seq "${FID_SEQ:-16K,64K}" --heads "${FID_HEADS:-32}" --kv-heads 8 \
     --head-dim 128 --repeat 3 --rounds 1 --quick --out "$OUT/fidelity" > "$OUT/fidelity.log" 2>&1 || status=1
   tail -6 "$OUT/fidelity.log"
+  pack
+fi
+if has ringsteps; then
+  echo "== ring-flash-attention's forward by layout, step by step (8 ranks of 8K tokens, 32/8 heads, d 128)"
+  PYTHONUNBUFFERED=1 timeout "${T_RINGSTEPS:-120}" python3 bench/ring_layout_steps.py \
+    --json "$OUT/ring_layout_steps.json" 2>&1 | tee "$OUT/ring_layout_steps.log" || status=1
   pack
 fi
 if has bench; then
