@@ -32,6 +32,7 @@ struct HostDeviceOps::Worker {
   int32_t rank = 0;
   StreamId stream = StreamId::kCompute;
   std::deque<Task> queue;
+  std::condition_variable cv;  // queued work or stopping
   std::thread thread;
 };
 
@@ -51,7 +52,7 @@ HostDeviceOps::~HostDeviceOps() {
       Fail(Status::Internal("host device destroyed while work was queued"));
     stopping_ = true;
   }
-  cv_.notify_all();
+  NotifyEveryone();
   for (auto& w : workers_) {
     if (w && w->thread.joinable()) w->thread.join();
   }
@@ -100,10 +101,18 @@ Status HostDeviceOps::Prepare(const Schedule& schedule, const std::vector<uint8_
   return Status::Ok();
 }
 
+void HostDeviceOps::NotifyEveryone() {
+  for (auto& w : workers_) {
+    if (w) w->cv.notify_all();
+  }
+  state_cv_.notify_all();
+  done_cv_.notify_all();
+}
+
 void HostDeviceOps::WorkerLoop(Worker* w) {
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
-    cv_.wait(lock, [&] { return stopping_ || !w->queue.empty(); });
+    w->cv.wait(lock, [&] { return stopping_ || !w->queue.empty(); });
     if (w->queue.empty()) return;  // stopping
     Task task = std::move(w->queue.front());
     w->queue.pop_front();
@@ -117,19 +126,20 @@ void HostDeviceOps::WorkerLoop(Worker* w) {
       if (!st.ok()) Fail(st);
     }
     --busy_;
-    cv_.notify_all();
+    done_cv_.notify_all();
   }
 }
 
 void HostDeviceOps::Enqueue(int32_t rank, StreamId stream, Task task) {
+  Worker* w = nullptr;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!failure_.ok()) return;
-    workers_[static_cast<size_t>(rank) * kStreams + static_cast<int>(stream)]->queue.push_back(
-        std::move(task));
+    w = workers_[static_cast<size_t>(rank) * kStreams + static_cast<int>(stream)].get();
+    w->queue.push_back(std::move(task));
     ++busy_;
   }
-  cv_.notify_all();
+  w->cv.notify_one();  // the worker outlives every Enqueue (joined in the destructor)
 }
 
 Status HostDeviceOps::WaitUntil(std::unique_lock<std::mutex>& lock,
@@ -137,7 +147,7 @@ Status HostDeviceOps::WaitUntil(std::unique_lock<std::mutex>& lock,
                                 std::chrono::steady_clock::time_point deadline,
                                 const std::string& what) {
   ++waiting_;
-  const bool ok = cv_.wait_until(lock, deadline, [&] { return !failure_.ok() || ready(); });
+  const bool ok = state_cv_.wait_until(lock, deadline, [&] { return !failure_.ok() || ready(); });
   --waiting_;
   if (!failure_.ok()) return Status::Io(what + ": aborted: " + failure_.message());
   if (!ok) return Status::Io(what);
@@ -163,7 +173,7 @@ std::string HostDeviceOps::RootWait(int32_t src) const {
 void HostDeviceOps::Fail(const Status& status) {
   if (!failure_.ok()) return;
   failure_ = status;
-  cv_.notify_all();
+  NotifyEveryone();
   // Peers in other processes stop too instead of waiting for this one.
   if (config_.transport != nullptr) config_.transport->Abort(status);
 }
@@ -171,7 +181,7 @@ void HostDeviceOps::Fail(const Status& status) {
 void HostDeviceOps::Abort(const Status& why) {
   std::unique_lock<std::mutex> lock(mutex_);
   Fail(why);
-  cv_.wait(lock, [&] { return busy_ == 0; });  // running tasks end: every wait ends on failure
+  done_cv_.wait(lock, [&] { return busy_ == 0; });  // running tasks end: every wait ends on failure
 }
 
 void HostDeviceOps::Release(const PendingFree& f) {
@@ -281,7 +291,7 @@ Status HostDeviceOps::EndOp(int32_t rank, uint32_t op, StreamId stream) {
       waiting.swap(frees_after_[rank][op]);
       for (const PendingFree& f : waiting) Release(f);
     }
-    cv_.notify_all();
+    state_cv_.notify_all();
     return Status::Ok();
   });
   return Status::Ok();
@@ -419,7 +429,7 @@ Status HostDeviceOps::Exchange(const std::vector<Transfer>& transfers) {
         Enqueue(t.src_rank, t.src_stream, [this, rv, t]() -> Status {
           std::unique_lock<std::mutex> lock(mutex_);
           rv->ready = true;
-          cv_.notify_all();
+          state_cv_.notify_all();
           return WaitUntil(
               lock, [&] { return rv->copied; }, kNoDeadline,
               OpName(t.src_rank, t.src_op) + ": send to rank " + std::to_string(t.dst_rank));
@@ -454,7 +464,7 @@ Status HostDeviceOps::Exchange(const std::vector<Transfer>& transfers) {
           std::lock_guard<std::mutex> lock(mutex_);
           rv->copied = true;
         }
-        cv_.notify_all();
+        state_cv_.notify_all();
         return Status::Ok();
       });
     } else if (src_here) {
@@ -510,7 +520,7 @@ Status HostDeviceOps::Finish(double timeout_s, std::vector<std::vector<OpTiming>
       std::chrono::duration<double>(timeout_s));
   while (busy_ > 0 && failure_.ok()) {
     const int64_t before = completed_;
-    if (!cv_.wait_for(lock, window, [&] { return completed_ != before || !failure_.ok(); }) &&
+    if (!done_cv_.wait_for(lock, window, [&] { return completed_ != before || !failure_.ok(); }) &&
         !Computing()) {
       char limit[32];
       std::snprintf(limit, sizeof limit, "%g", timeout_s);
@@ -518,7 +528,7 @@ Status HostDeviceOps::Finish(double timeout_s, std::vector<std::vector<OpTiming>
                             std::to_string(busy_) + " tasks still queued or running)"));
     }
   }
-  cv_.wait(lock, [&] { return busy_ == 0; });
+  done_cv_.wait(lock, [&] { return busy_ == 0; });
   if (!failure_.ok()) return failure_;
   if (times != nullptr) *times = times_;
   return Status::Ok();

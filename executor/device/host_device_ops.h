@@ -108,7 +108,15 @@ class HostDeviceOps : public DeviceOps {
   std::chrono::steady_clock::time_point start_;
 
   mutable std::mutex mutex_;
-  std::condition_variable cv_;  // any change: queued work, ended ops, rendezvous, abort
+  // Who waits on what, so that a change wakes only the threads it concerns (a notify_all to every
+  // worker for every change made P ranks x 4 streams of threads wake for each of an all-to-all's
+  // P^2 transfers: 40 ms of a 2-core machine's time per all-to-all at P = 8, docs/fidelity.md):
+  // an idle worker waits on its own Worker::cv for queued work; a running task on state_cv_ for
+  // ended ops, rendezvous and failure (WaitUntil); Finish and Abort on done_cv_ for ended tasks.
+  std::condition_variable state_cv_;
+  std::condition_variable done_cv_;
+  // A change that ends waits of every kind (a failure, stopping): every condition variable.
+  void NotifyEveryone();                          // lock need not be held
   std::vector<std::unique_ptr<Worker>> workers_;  // [rank * 4 + stream], local ranks only
   std::vector<std::vector<uint8_t>> ended_;       // [rank][op]: the op's end was reached
   std::vector<std::vector<OpTiming>> times_;

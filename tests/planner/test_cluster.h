@@ -1,6 +1,7 @@
 // Small clusters (and a workload that suits them) built in code for tests.
 #pragma once
 
+#include "core/plan.h"
 #include "core/topology.h"
 #include "core/workload.h"
 
@@ -48,6 +49,16 @@ inline Workload ComputeBoundWorkload(Pass pass) {
   w.mask = Mask::Causal();
   w.pass = pass;
   return w;
+}
+
+// Ring over all `ring` GPUs of a context-parallel placement, on zigzag shards.
+inline SchemeParams ZigzagRing(int64_t ring) {
+  SchemeParams p;
+  p.scheme = Scheme("ring");
+  p.layout = Layout::kZigzag;
+  p.ring = ring;
+  p.placement = {"cp"};
+  return p;
 }
 
 }  // namespace meshplan::testing

@@ -95,11 +95,7 @@ TEST(GpuKernelModelGolden, ARingPlanMergesAsThePlannerChargesIt) {
   // 3e12 bytes/s, 3.2464 ms in all; the replay's time grows by that, as the estimate's does.
   Topology t = meshplan::testing::SmallCluster(4, 1);
   const Workload w = meshplan::testing::ComputeBoundWorkload(Pass::kForward);
-  SchemeParams ring;
-  ring.scheme = Scheme("ring");
-  ring.layout = Layout::kZigzag;
-  ring.ring = 4;
-  ring.placement = {"cp"};
+  const SchemeParams ring = meshplan::testing::ZigzagRing(4);
   auto bare = SimulatedSeconds(planner::PlanContext(w, t), ring);
   t.gpu.ring_step_partial_passes = 12;
   auto merged = SimulatedSeconds(planner::PlanContext(w, t), ring);

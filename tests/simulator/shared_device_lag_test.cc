@@ -38,11 +38,7 @@ TEST(SharedDeviceLag, EstimateAndReplayGrowByTheLagOnce) {
   t.gpu.concurrent_kernels = 2;
   t.gpu.sharing = DeviceSharing::kProcessor;
   const Workload w = meshplan::testing::ComputeBoundWorkload(Pass::kForward);
-  SchemeParams ring;
-  ring.scheme = Scheme("ring");
-  ring.layout = Layout::kZigzag;
-  ring.ring = 4;
-  ring.placement = {"cp"};
+  const SchemeParams ring = meshplan::testing::ZigzagRing(4);
   auto timed = [&](const Topology& topology) {
     const planner::PlanContext ctx(w, topology);
     const planner::Estimate e =
