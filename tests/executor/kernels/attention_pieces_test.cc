@@ -314,23 +314,27 @@ void ExpectOnePiece(const std::optional<std::vector<AttentionPiece>>& pieces, At
   EXPECT_EQ(p.band_width, want.band_width);
 }
 
+// Splits (q, k) under `mask` into at most 16 pieces: one piece, `want`, covering exactly the
+// visible pairs.
+void ExpectSplitIsOnePiece(const std::vector<int64_t>& q, const std::vector<int64_t>& k,
+                           const MaskParams& mask, AttentionPiece want) {
+  const auto pieces = SplitIntoPieces(q, k, mask, 16);
+  ExpectOnePiece(pieces, want);
+  if (pieces) ExpectExactCover(q, k, mask, *pieces);
+}
+
 TEST(AttentionPieces, WindowOnTheDiagonalBlock) {
   // Q and K both hold tokens 8..15: query row i sees key rows i - W < j <= i.
   // W = 3, smaller than the block: row 7 no longer sees key 0 (7 - 3 >= 0), so the window's
   // lower edge cuts the block: one band, offset 0 (the diagonal), width 3.
-  const auto narrow = SplitIntoPieces(Range(8, 8), Range(8, 8), Window(3), 16);
-  ExpectOnePiece(narrow, {0, 8, 0, 8, PieceMask::kBand, 0, 3});
-  ExpectExactCover(Range(8, 8), Range(8, 8), Window(3), *narrow);
+  ExpectSplitIsOnePiece(Range(8, 8), Range(8, 8), Window(3), {0, 8, 0, 8, PieceMask::kBand, 0, 3});
   // W = 1: the diagonal alone, a band of width 1.
-  const auto one = SplitIntoPieces(Range(8, 8), Range(8, 8), Window(1), 16);
-  ExpectOnePiece(one, {0, 8, 0, 8, PieceMask::kBand, 0, 1});
-  ExpectExactCover(Range(8, 8), Range(8, 8), Window(1), *one);
+  ExpectSplitIsOnePiece(Range(8, 8), Range(8, 8), Window(1), {0, 8, 0, 8, PieceMask::kBand, 0, 1});
   // W = 8, the block: row 7 sees keys 7 - 8 < j, all of them, so the window cuts nothing and the
   // block is the causal diagonal block, one top-left triangle; W = 20 the same.
   for (int64_t w : {8, 20}) {
-    const auto wide = SplitIntoPieces(Range(8, 8), Range(8, 8), Window(w), 16);
-    ExpectOnePiece(wide, {0, 8, 0, 8, PieceMask::kCausalTopLeft, 0, 0});
-    ExpectExactCover(Range(8, 8), Range(8, 8), Window(w), *wide);
+    ExpectSplitIsOnePiece(Range(8, 8), Range(8, 8), Window(w),
+                          {0, 8, 0, 8, PieceMask::kCausalTopLeft, 0, 0});
   }
 }
 
@@ -339,19 +343,14 @@ TEST(AttentionPieces, WindowOnTheBlockBeforeTheDiagonal) {
   // W = 3: query 8 sees keys 6, 7 and query 9 key 7; queries 10..15 see nothing. The visible
   // rows 0..1 and keys 6..7 are one band: row i sees j (from key 6) iff i + 2 - 3 < j <= i + 2,
   // offset 8 - 6 = 2 = W - 1, width 3 (an upper triangle).
-  const auto narrow = SplitIntoPieces(Range(8, 8), Range(0, 8), Window(3), 16);
-  ExpectOnePiece(narrow, {0, 2, 6, 2, PieceMask::kBand, 2, 3});
-  ExpectExactCover(Range(8, 8), Range(0, 8), Window(3), *narrow);
+  ExpectSplitIsOnePiece(Range(8, 8), Range(0, 8), Window(3), {0, 2, 6, 2, PieceMask::kBand, 2, 3});
   // W = 8, the block: query 8 + i sees keys i + 1..7, rows 0..6 and keys 1..7, offset 7.
-  const auto equal = SplitIntoPieces(Range(8, 8), Range(0, 8), Window(8), 16);
-  ExpectOnePiece(equal, {0, 7, 1, 7, PieceMask::kBand, 7, 8});
-  ExpectExactCover(Range(8, 8), Range(0, 8), Window(8), *equal);
+  ExpectSplitIsOnePiece(Range(8, 8), Range(0, 8), Window(8), {0, 7, 1, 7, PieceMask::kBand, 7, 8});
   // W = 12: query 8 + i sees keys k > i - 4: rows 0..3 see all 8 keys, rows 4..7 lose keys
   // 0..3 one by one. Every row and key is visible, so one band over the block with offset 8
   // (key row j = 8 + i is the diagonal) and width 12.
-  const auto wide = SplitIntoPieces(Range(8, 8), Range(0, 8), Window(12), 16);
-  ExpectOnePiece(wide, {0, 8, 0, 8, PieceMask::kBand, 8, 12});
-  ExpectExactCover(Range(8, 8), Range(0, 8), Window(12), *wide);
+  ExpectSplitIsOnePiece(Range(8, 8), Range(0, 8), Window(12),
+                        {0, 8, 0, 8, PieceMask::kBand, 8, 12});
   // W = 16: query 15 sees key 0 (15 - 16 < 0): every pair, one full rectangle.
   const auto all = SplitIntoPieces(Range(8, 8), Range(0, 8), Window(16), 16);
   ExpectOnePiece(all, {0, 8, 0, 8, PieceMask::kFull, 0, 0});
@@ -423,29 +422,23 @@ TEST(AttentionPieces, WindowOnZigzagShards) {
   // Rank 1's queries against rank 0's keys, W = 6: chunk 1 sees the end of chunk 0 (queries
   // 8..12 see keys from 3..7 on: rows 0..4, keys 3..7, offset 5 = W - 1); chunk 6 sees chunk 7
   // after it (nothing) and chunk 0 too far back: 1 piece.
-  const auto other = SplitIntoPieces(r1, r0, Window(6), 16);
-  ExpectOnePiece(other, {0, 5, 3, 5, PieceMask::kBand, 5, 6});
-  ExpectExactCover(r1, r0, Window(6), *other);
+  ExpectSplitIsOnePiece(r1, r0, Window(6), {0, 5, 3, 5, PieceMask::kBand, 5, 6});
   // Rank 0's queries against rank 1's keys, W = 8: chunk 7 (56..63) sees chunk 6 (48..55): the
   // band of queries 56..62 over keys 49..55 (rows 8..14, key rows 9..15, offset 7 = W - 1).
-  const auto back = SplitIntoPieces(r0, r1, Window(8), 16);
-  ExpectOnePiece(back, {8, 7, 9, 7, PieceMask::kBand, 7, 8});
-  ExpectExactCover(r0, r1, Window(8), *back);
+  ExpectSplitIsOnePiece(r0, r1, Window(8), {8, 7, 9, 7, PieceMask::kBand, 7, 8});
 }
 
 TEST(AttentionPieces, WindowOnStripedBlocks) {
   // 4 stripes, 32 rows each; rank 1 holds 1 + 4i. W = 8 against rank 0 (keys 4j): q - k =
   // 1 + 4(i - j) lies in [0, 8) iff i - j is 0 or 1: row indices i - 2 < j <= i, one band of
   // width floor(1/4) - floor((1 - 8)/4) = 0 - (-2) = 2 on the diagonal.
-  const auto earlier = SplitIntoPieces(Stripe(1, 4, 32), Stripe(0, 4, 32), Window(8), 16);
-  ExpectOnePiece(earlier, {0, 32, 0, 32, PieceMask::kBand, 0, 2});
-  ExpectExactCover(Stripe(1, 4, 32), Stripe(0, 4, 32), Window(8), *earlier);
+  ExpectSplitIsOnePiece(Stripe(1, 4, 32), Stripe(0, 4, 32), Window(8),
+                        {0, 32, 0, 32, PieceMask::kBand, 0, 2});
   // Against rank 2 (keys 2 + 4j): q - k = 4(i - j) - 1 in [0, 8) iff i - j is 1 or 2: c =
   // floor(-1/4) = -1, width -1 - floor(-9/4) = 2. Row 0 sees nothing, rows 1..31 see keys
   // i - 2 and i - 1: one band from row 1 over keys 0..30, offset 0.
-  const auto later = SplitIntoPieces(Stripe(1, 4, 32), Stripe(2, 4, 32), Window(8), 16);
-  ExpectOnePiece(later, {1, 31, 0, 31, PieceMask::kBand, 0, 2});
-  ExpectExactCover(Stripe(1, 4, 32), Stripe(2, 4, 32), Window(8), *later);
+  ExpectSplitIsOnePiece(Stripe(1, 4, 32), Stripe(2, 4, 32), Window(8),
+                        {1, 31, 0, 31, PieceMask::kBand, 0, 2});
   // W = 1 between different stripes: no token meets itself, nothing is visible.
   const auto none = SplitIntoPieces(Stripe(1, 4, 32), Stripe(0, 4, 32), Window(1), 16);
   ASSERT_TRUE(none);
