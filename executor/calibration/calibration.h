@@ -72,6 +72,12 @@ class CalibrationTarget {
   // Whether the device's own processors make the copies between its ranks, so that they compute
   // nothing meanwhile (GpuSpec::copies_take_compute): a CPU's cores do, a GPU's copy engines not.
   virtual bool CopiesTakeCompute() const { return false; }
+  // How many kernels the device can run at full rate at once where that is a count of
+  // processors the target knows (a CPU whose block kernels are single-threaded: its hardware
+  // threads); 0 where it is not (a GPU's ranks share SMs within kernels). The measured
+  // parallelism never exceeds it: equal kernels time-sliced over these processors cannot all end
+  // before ranks / processors alone-times, however the scheduler spreads their ends.
+  virtual int Processors() const { return 0; }
   // Whether the target can run kernels at another head dim than the spec's, and one full forward
   // n x n block at `head_dim` (`heads` heads, one rank): for the head-dim term
   // (GpuSpec::pair_overhead_flops). REQUIRES: MeasuresOtherHeadDims().
@@ -130,7 +136,9 @@ struct SharingMeasurement {
   double alone_s = 0;          // one rank alone
   std::vector<double> ends_s;  // each rank's end, all starting at once
   double spread = 0;           // (last end - first end) / last end
-  double end_lag_s = 0;        // last end - median end (median over the trials)
+  // Last end - fair end (median over the trials). The fair end is the median end, or the
+  // processors' full share (ranks / Processors() alone-times) where that is later.
+  double end_lag_s = 0;
 };
 
 // The head-dim term from one block measured at two head dims d1 and d2 (seconds t1, t2): a pair
@@ -160,6 +168,10 @@ using CalibrationProgress = std::function<void(const std::string& line)>;
 inline constexpr int kMaxCalibrationRanks = 256;
 // Rounds over every kernel sample (Calibrate takes each sample's median over them).
 inline constexpr int kCalibrationRounds = 3;
+// Trials of the sharing measurement (one rank alone, then all at once; the median of each
+// statistic over them): the scheduler's spread of equal threads' ends varies from trial to trial
+// (3 threads on 2 cores: lags of 7 to 50 ms in 0.2 s runs here).
+inline constexpr int kSharingTrials = 5;
 
 // The median (mean of the two middle values for an even count; 0 for none): every repeated
 // measurement of calibration is summarised by it, robust to the odd slow repetition.

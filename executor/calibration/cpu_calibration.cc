@@ -252,6 +252,10 @@ Result<std::vector<double>> CpuCalibrationTarget::ConcurrentEndsSeconds(int rank
   });
 }
 
+int CpuCalibrationTarget::Processors() const {
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
 Result<double> CpuCalibrationTarget::MessageSeconds(int64_t bytes) {
   const size_t floats = static_cast<size_t>(std::max<int64_t>(1, bytes / 4));
   MESHPLAN_RETURN_IF_ERROR(CheckFloats(4.0 * static_cast<double>(floats), "a message"));

@@ -26,6 +26,8 @@ class CpuCalibrationTarget : public CalibrationTarget {
   Result<double> MessageSeconds(int64_t bytes) override;
   // The threads transport's copies run on the cores that compute.
   bool CopiesTakeCompute() const override { return true; }
+  // The hardware threads (a rank's block kernel runs on one).
+  int Processors() const override;
   bool MeasuresOtherHeadDims() const override { return true; }
   Result<double> KernelSecondsAtHeadDim(int64_t head_dim, int64_t n, int64_t heads) override;
 

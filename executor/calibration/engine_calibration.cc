@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <thread>
 
 #include "executor/io/input_source.h"
 
@@ -117,6 +118,11 @@ Result<double> EngineCalibrationTarget::KernelSeconds(BlockPiece piece, int64_t 
 Result<double> EngineCalibrationTarget::KernelSecondsAtHeadDim(int64_t head_dim, int64_t n,
                                                                int64_t heads) {
   return BlockSeconds(BlockPiece::kFull, n, heads, head_dim, /*backward=*/false, 1);
+}
+
+int EngineCalibrationTarget::Processors() const {
+  if (config_.backend != Backend::kCpu) return 0;
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
 Result<double> EngineCalibrationTarget::MergeSeconds(int64_t n) {

@@ -61,6 +61,8 @@ class EngineCalibrationTarget : public CalibrationTarget {
   Result<double> MessageSeconds(int64_t bytes) override;
   // The CPU backend's copies run on the cores that compute; a GPU's on its copy engines.
   bool CopiesTakeCompute() const override { return config_.backend == Backend::kCpu; }
+  // The CPU backend's hardware threads (a host stream's kernel runs on one); a GPU's: 0.
+  int Processors() const override;
   bool MeasuresOtherHeadDims() const override { return true; }
   Result<double> KernelSecondsAtHeadDim(int64_t head_dim, int64_t n, int64_t heads) override;
 

@@ -277,6 +277,51 @@ TEST(Calibrate, AThreadAloneOnACoreForAWhileIsStillProcessorSharing) {
   EXPECT_NEAR(r->sharing.spread, 1.0 / 3.0, 1e-12);
 }
 
+// The same uneven ends on a target that knows its processors: 3 threads on 2 cores ending at
+// 1.25, 1.43 and 1.65 alone-times (a trial measured on this machine's 2 cores). The median end,
+// 1.43, would read as 3 / 1.43 = 2.1 kernels at full rate, more than 2 cores run; the fair end is
+// the cores' full share instead, 3 / 2 = 1.5 alone-times: 2 kernels at full rate, and the last
+// end 1.65 - 1.5 = 0.15 alone-times after it (not 1.65 - 1.43 = 0.22).
+class ProcessorsTarget : public UnevenEndsTarget {
+ public:
+  ProcessorsTarget(const Truth& t, int ranks, std::vector<double> ends_over_fair, int processors)
+      : UnevenEndsTarget(t, ranks, std::move(ends_over_fair)), processors_(processors) {}
+  int Processors() const override { return processors_; }
+
+ private:
+  int processors_;
+};
+
+TEST(Calibrate, TheFairEndIsNeverBeforeTheProcessorsFullShare) {
+  // MakeTruth's concurrency is 2, so UnevenEndsTarget's fair end F is 1.5 alone-times for 3 ranks
+  // and the ends 1.25, 1.43, 1.65 alone-times are 1.25 / 1.5, 1.43 / 1.5, 1.65 / 1.5 of F.
+  const std::vector<double> ends = {1.25 / 1.5, 1.43 / 1.5, 1.65 / 1.5};
+  ProcessorsTarget two_cores(MakeTruth(true), 3, ends, 2);
+  auto r = Calibrate(two_cores, Spec(3, true));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->topology.gpu.sharing, DeviceSharing::kProcessor);
+  EXPECT_NEAR(r->topology.gpu.concurrent_kernels, 2.0, 1e-12);
+  // The lag: (1.65 - 1.5) / 1.5 F = 0.1 F, to 3 significant digits.
+  ExpectRelative(r->topology.gpu.sharing_end_lag_s, 0.1 * two_cores.fair_end_s, 5e-3, "end lag");
+  EXPECT_NEAR(r->sharing.end_lag_s, 0.1 * two_cores.fair_end_s, 1e-12);
+
+  // Without a processor count the median end stands: 3 / 1.43 = 2.098 -> 2.1 kernels (2 digits),
+  // and the lag is (1.65 - 1.43) / 1.5 F.
+  UnevenEndsTarget unknown(MakeTruth(true), 3, ends);
+  auto u = Calibrate(unknown, Spec(3, true));
+  ASSERT_TRUE(u.ok()) << u.status().message();
+  EXPECT_NEAR(u->topology.gpu.concurrent_kernels, 2.1, 1e-12);
+  EXPECT_NEAR(u->sharing.end_lag_s, 0.22 / 1.5 * unknown.fair_end_s, 1e-12);
+
+  // Processors to spare (4 cores for 3 ranks) bound nothing: the median end is later than the
+  // full share 3 / 4 alone-times, so the result is the unknown count's.
+  ProcessorsTarget four_cores(MakeTruth(true), 3, ends, 4);
+  auto f = Calibrate(four_cores, Spec(3, true));
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  EXPECT_NEAR(f->topology.gpu.concurrent_kernels, 2.1, 1e-12);
+  EXPECT_NEAR(f->sharing.end_lag_s, u->sharing.end_lag_s, 1e-12);
+}
+
 // KnownTarget whose kernels also do k FLOPs-worth of other work per pair and head: a kernel at
 // head dim d takes (4 d + k) / (4 d) of KnownTarget's matmul time, at any other head dim d2
 // (4 d2 + k) / (4 d) of it.
