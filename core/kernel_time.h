@@ -38,6 +38,15 @@ inline double RingStepPartialSeconds(const GpuSpec& gpu, double bytes) {
   return gpu.ring_step_partial_passes * bytes / gpu.hbm_bytes_per_s;
 }
 
+// Seconds the partials of `sliced_bytes` (Op::sliced_bytes: a forward ring step's partials whose
+// causal diagonal is strict) take to cross HBM GpuSpec::sliced_merge_passes more times: the
+// library runs such a block on a slice of its rows and copies the merged slice back. Beside
+// RingStepPartialSeconds, which charges those bytes' ordinary merge. 0 without passes.
+inline double SlicedMergeSeconds(const GpuSpec& gpu, double sliced_bytes) {
+  if (gpu.sliced_merge_passes <= 0 || sliced_bytes <= 0) return 0.0;
+  return gpu.sliced_merge_passes * sliced_bytes / gpu.hbm_bytes_per_s;
+}
+
 // The framework's fixed time for a pass (Topology::framework): step_overhead_s per attention
 // call, the forward and the backward being one call each. The planner adds it to every plan's
 // time as a stage, the simulator to the replay's total.

@@ -86,6 +86,10 @@ struct Op {
   // Send, collectives: bytes this rank sends; Recv: bytes received. Compute: the bytes of the
   // partials a ring step after the first writes out and merges (RingStepPartialSeconds), else 0.
   int64_t bytes = 0;
+  // Compute: of `bytes`, those of a forward block whose causal diagonal is strict (its first
+  // query row sees none of its keys), which a library without the diagonal's offset merges
+  // through a slice and a copy (SlicedMergeSeconds, core/kernel_time.h), else 0.
+  int64_t sliced_bytes = 0;
   double flops = 0;        // Compute: FLOPs (mask-aware; backward includes recomputation)
   uint32_t dep_begin = 0;  // deps are RankProgram::deps[dep_begin, dep_begin + dep_count)
   uint32_t dep_count = 0;

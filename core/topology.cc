@@ -124,6 +124,7 @@ void GpuSpec::UseCurve(const AttentionKernelCurve& c) {
   pair_overhead_flops = c.pair_overhead_flops;
   ring_step_partial_passes = c.ring_step_partial_passes;
   cut_row_extra_pairs = c.cut_row_extra_pairs;
+  sliced_merge_passes = c.sliced_merge_passes;
 }
 
 std::string CalibrationRecord::LoadCaveat(double load_now) const {
@@ -246,6 +247,8 @@ Status CheckKernelCurve(const std::string& prefix, const std::string& name,
     return Status::Invalid(prefix + ".ring_step_partial_passes: must be in [0, 1000]");
   if (!(c.cut_row_extra_pairs >= 0 && c.cut_row_extra_pairs <= 1e6))
     return Status::Invalid(prefix + ".cut_row_extra_pairs: must be in [0, 1e6]");
+  if (!(c.sliced_merge_passes >= 0 && c.sliced_merge_passes <= 1000))
+    return Status::Invalid(prefix + ".sliced_merge_passes: must be in [0, 1000]");
   return Status::Ok();
 }
 
@@ -290,10 +293,11 @@ Status Topology::Validate() const {
     MESHPLAN_RETURN_IF_ERROR(AtMost(key, tflops, kMaxPeakTflops));
     MESHPLAN_RETURN_IF_ERROR(AtLeast(key, tflops, kMinPeakTflops));
   }
-  MESHPLAN_RETURN_IF_ERROR(CheckKernelCurve(
-      "gpu", "attention_efficiency",
-      {gpu.attention_efficiency, gpu.backward_rate_ratio, gpu.efficiency_head_dim,
-       gpu.pair_overhead_flops, gpu.ring_step_partial_passes, gpu.cut_row_extra_pairs, ""}));
+  MESHPLAN_RETURN_IF_ERROR(
+      CheckKernelCurve("gpu", "attention_efficiency",
+                       {gpu.attention_efficiency, gpu.backward_rate_ratio, gpu.efficiency_head_dim,
+                        gpu.pair_overhead_flops, gpu.ring_step_partial_passes,
+                        gpu.cut_row_extra_pairs, gpu.sliced_merge_passes, ""}));
   if (!IsAttentionLibrary(gpu.attention_kernel)) {
     return Status::Invalid("gpu.attention_kernel: unknown attention library '" +
                            gpu.attention_kernel + "' (expected fa2, fa3, cudnn or own)");

@@ -66,6 +66,9 @@ struct AttentionKernelCurve {
   // Extra (query, key) pairs the kernel spends per query row a cut of the mask crosses inside a
   // block (GpuSpec::cut_row_extra_pairs).
   double cut_row_extra_pairs = 0;
+  // Times the partials of a forward ring step whose causal diagonal is strict cross HBM beyond
+  // ring_step_partial_passes (GpuSpec::sliced_merge_passes).
+  double sliced_merge_passes = 0;
   std::string source;  // where the points come from (papers, measurements)
 };
 
@@ -104,6 +107,17 @@ struct GpuSpec {
   // by tile and masks pair by pair (a tiled kernel computes about half a tile per cut row). 0:
   // cuts cost nothing beyond their visible pairs. Part of the active library's curve.
   double cut_row_extra_pairs = 0;
+  // A forward block whose causal diagonal is strict (its first query row sees none of its keys:
+  // a striped shard against a later one) is one that flash-attn's causal call cannot express: a
+  // ring built on it runs the block on the queries after the first against the keys before the
+  // last, and merges that partial into a slice of the running output, which it then copies back
+  // (ring-flash-attention 8996282, stripe_flash_attn.py and utils.py update_out_and_lse:
+  // `out[slice_] = slice_out`, a read and a write of the rows' fp32 O and LSE). That many more
+  // times such a step's partial bytes cross HBM (Op::sliced_bytes): 2 for the FlashAttention
+  // libraries, 0 where the kernel takes the diagonal's offset (cuDNN, meshplan's own kernels).
+  // Charged by the planner's ring passes and by the simulator alike (core/kernel_time.h
+  // SlicedMergeSeconds). Part of the active library's curve.
+  double sliced_merge_passes = 0;
 
   // Ranks that share one physical device (a topology's "GPUs" are rank slots: slots
   // [n*k, n*k + k) are device n). 1: a device per rank. Ranks of one device share its compute
@@ -129,7 +143,7 @@ struct GpuSpec {
   double sharing_end_lag_s = 0;
 
   // Makes `curve` the active one: copies it into the fields above (attention_efficiency ...
-  // cut_row_extra_pairs), which the model reads. `attention_kernel` is the caller's to set.
+  // sliced_merge_passes), which the model reads. `attention_kernel` is the caller's to set.
   void UseCurve(const AttentionKernelCurve& curve);
   // REQUIRES: peak_tflops has dtype (Topology::Validate checks the dtypes the planner uses).
   double PeakFlopsPerSecond(DType dtype) const;

@@ -171,10 +171,10 @@ Status ReadAttentionKernels(const Reader& r, const toml::table& t, GpuSpec* gpu)
         return r.Fail(prefix, "unknown attention library (expected fa2, fa3, cudnn or own)");
       const toml::table* table = node.as_table();
       if (table == nullptr) return r.Fail(prefix, "expected a table, got " + TomlTypeName(node));
-      MESHPLAN_RETURN_IF_ERROR(
-          r.CheckKeys(*table, prefix,
-                      {"efficiency", "backward_rate_ratio", "head_dim", "pair_overhead_flops",
-                       "ring_step_partial_passes", "cut_row_extra_pairs", "source"}));
+      MESHPLAN_RETURN_IF_ERROR(r.CheckKeys(
+          *table, prefix,
+          {"efficiency", "backward_rate_ratio", "head_dim", "pair_overhead_flops",
+           "ring_step_partial_passes", "cut_row_extra_pairs", "sliced_merge_passes", "source"}));
       AttentionKernelCurve curve;
       auto points = r.Find(*table, prefix, "efficiency", true);
       if (!points.ok()) return points.status();
@@ -188,6 +188,8 @@ Status ReadAttentionKernels(const Reader& r, const toml::table& t, GpuSpec* gpu)
                                           &curve.ring_step_partial_passes));
       MESHPLAN_RETURN_IF_ERROR(
           r.NumberAt(*table, prefix, "cut_row_extra_pairs", false, &curve.cut_row_extra_pairs));
+      MESHPLAN_RETURN_IF_ERROR(
+          r.NumberAt(*table, prefix, "sliced_merge_passes", false, &curve.sliced_merge_passes));
       MESHPLAN_RETURN_IF_ERROR(r.StringAt(*table, prefix, "source", true, &curve.source));
       gpu->attention_kernels[name] = std::move(curve);
     }
@@ -198,7 +200,7 @@ Status ReadAttentionKernels(const Reader& r, const toml::table& t, GpuSpec* gpu)
   if (*legacy == nullptr) {
     for (std::string_view key :
          {"backward_rate_ratio", "efficiency_head_dim", "pair_overhead_flops",
-          "ring_step_partial_passes", "cut_row_extra_pairs"}) {
+          "ring_step_partial_passes", "cut_row_extra_pairs", "sliced_merge_passes"}) {
       if (t.contains(key)) {
         return r.Fail("gpu." + std::string(key),
                       "describes gpu.attention_efficiency, which is absent (give it in "
@@ -232,6 +234,8 @@ Status ReadAttentionKernels(const Reader& r, const toml::table& t, GpuSpec* gpu)
         r.NumberAt(t, p, "ring_step_partial_passes", false, &curve.ring_step_partial_passes));
     MESHPLAN_RETURN_IF_ERROR(
         r.NumberAt(t, p, "cut_row_extra_pairs", false, &curve.cut_row_extra_pairs));
+    MESHPLAN_RETURN_IF_ERROR(
+        r.NumberAt(t, p, "sliced_merge_passes", false, &curve.sliced_merge_passes));
     gpu->attention_kernels[active] = std::move(curve);
   }
   gpu->UseCurve(gpu->attention_kernels[active]);
@@ -255,6 +259,7 @@ constexpr std::string_view kGpuKeys[] = {"model",
                                          "attention_kernel",
                                          "attention_kernels",
                                          "cut_row_extra_pairs",
+                                         "sliced_merge_passes",
                                          "ranks_per_device",
                                          "concurrent_kernels",
                                          "sharing",
@@ -553,6 +558,9 @@ std::string TopologyToToml(const Topology& t) {
   if (g.cut_row_extra_pairs != defaults.cut_row_extra_pairs) {
     out << "cut_row_extra_pairs = " << FormatNumber(g.cut_row_extra_pairs, Identity, 1) << "\n";
   }
+  if (g.sliced_merge_passes != defaults.sliced_merge_passes) {
+    out << "sliced_merge_passes = " << FormatNumber(g.sliced_merge_passes, Identity, 1) << "\n";
+  }
   if (g.ranks_per_device != defaults.ranks_per_device ||
       g.concurrent_kernels != defaults.concurrent_kernels || g.sharing != defaults.sharing) {
     out << "ranks_per_device = " << g.ranks_per_device << "\n";
@@ -600,6 +608,9 @@ std::string TopologyToToml(const Topology& t) {
     }
     if (c.cut_row_extra_pairs != plain.cut_row_extra_pairs) {
       out << "cut_row_extra_pairs = " << FormatNumber(c.cut_row_extra_pairs, Identity, 1) << "\n";
+    }
+    if (c.sliced_merge_passes != plain.sliced_merge_passes) {
+      out << "sliced_merge_passes = " << FormatNumber(c.sliced_merge_passes, Identity, 1) << "\n";
     }
     out << "source = " << TomlQuote(c.source) << "\n";
   }

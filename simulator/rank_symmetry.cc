@@ -155,6 +155,7 @@ uint64_t OpDigest(const RankProgram& program, size_t i) {
           (static_cast<uint64_t>(op.stream) << 16) | (static_cast<uint64_t>(op.kernels) << 24) |
           (static_cast<uint64_t>(std::bit_cast<uint32_t>(op.cut_rows_per_pair)) << 32),
       static_cast<uint64_t>(op.bytes));
+  h = Combine(h, static_cast<uint64_t>(op.sliced_bytes));
   h = Combine(h, std::bit_cast<uint64_t>(op.flops) ^
                      (static_cast<uint64_t>(op.dep_count) * 0x9e3779b97f4a7c15ULL));
   for (uint32_t k = 0; k < op.dep_count; ++k) h = Combine(h, program.deps[op.dep_begin + k]);

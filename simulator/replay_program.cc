@@ -52,6 +52,10 @@ Result<ReplayProgram> MakeReplayProgram(const RankProgram& prog, int64_t rank, i
           if (st.partial_bytes.empty()) st.partial_bytes.assign(prog.ops.size(), 0.0);
           st.partial_bytes[i] = static_cast<double>(op.bytes);
         }
+        if (op.sliced_bytes > 0) {
+          if (st.sliced_bytes.empty()) st.sliced_bytes.assign(prog.ops.size(), 0.0);
+          st.sliced_bytes[i] = static_cast<double>(op.sliced_bytes);
+        }
         break;
       case OpKind::kMerge: {
         // The partial's size is its message's.

@@ -66,6 +66,8 @@ struct ReplayProgram {
   // Per op, the ring-step partial bytes of a compute op (Op::bytes); empty when no op has any
   // (every scheme but the ring family), so other programs pay nothing for it.
   std::vector<double> partial_bytes;
+  // Per op, those of them merged through a slice (Op::sliced_bytes); empty when no op has any.
+  std::vector<double> sliced_bytes;
 };
 
 // The replay form of rank `rank`'s program in a schedule of `num_ranks` ranks. Errors (one line,

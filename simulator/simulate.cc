@@ -434,14 +434,18 @@ class Replayer {
   // UnsharedKernelSeconds (core/kernel_time.h) of a compute op in nanoseconds, with the rate
   // precomputed (every block of a schedule has the layout's block size); an op standing for
   // several kernels (coalesce.h) pays the launch overhead of each.
-  // A ring step's compute op also merges its partials (Op::bytes, RingStepPartialSeconds).
+  // A ring step's compute op also merges its partials (Op::bytes, RingStepPartialSeconds), those
+  // of a strict causal diagonal through a slice (Op::sliced_bytes, SlicedMergeSeconds).
   double KernelNs(const Op& op) const {
     return op.flops * (op.phase == Phase::kBackward ? ns_per_backward_flop_ : ns_per_flop_) *
                (1.0 + op.cut_rows_per_pair * cut_row_extra_pairs_) +
-           launch_ns_ * op.kernels + PartialNs(static_cast<double>(op.bytes));
+           launch_ns_ * op.kernels +
+           PartialNs(static_cast<double>(op.bytes), static_cast<double>(op.sliced_bytes));
   }
-  double PartialNs(double bytes) const {
-    return bytes > 0 ? RingStepPartialSeconds(t_.gpu, bytes) * kNanosecondsPerSecond : 0.0;
+  double PartialNs(double bytes, double sliced_bytes) const {
+    if (!(bytes > 0)) return 0.0;
+    return (RingStepPartialSeconds(t_.gpu, bytes) + SlicedMergeSeconds(t_.gpu, sliced_bytes)) *
+           kNanosecondsPerSecond;
   }
   // The same for a replay op (replay_program.h): the same expression, so the same bits. A merge
   // reads both partials and writes one at HBM speed; its value is the partial's bytes.
@@ -453,9 +457,11 @@ class Replayer {
     }
     const double partial_bytes =
         program.partial_bytes.empty() ? 0.0 : program.partial_bytes[static_cast<size_t>(i)];
+    const double sliced_bytes =
+        program.sliced_bytes.empty() ? 0.0 : program.sliced_bytes[static_cast<size_t>(i)];
     return op.value * (op.phase() == Phase::kBackward ? ns_per_backward_flop_ : ns_per_flop_) *
                (1.0 + op.cut_rows_per_pair() * cut_row_extra_pairs_) +
-           launch_ns_ * op.kernels + PartialNs(partial_bytes);
+           launch_ns_ * op.kernels + PartialNs(partial_bytes, sliced_bytes);
   }
 
   void StartKernel(int32_t r, int32_t i, double ns) {

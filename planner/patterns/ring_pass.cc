@@ -10,23 +10,38 @@ double RingStepPartialBytes(const PlanContext& ctx, Phase phase) {
   return phase == Phase::kForward ? s.o_partial + s.lse : s.dq_partial + s.dkv_partial;
 }
 
-double RingStepSeconds(const PlanContext& ctx, Phase phase, double block_s, int64_t steps) {
+bool SlicedRingSteps(const PlanContext& ctx, const ShardLayout& layout, Phase phase) {
+  return phase == Phase::kForward && layout.kind == Layout::kStriped && layout.num_shards > 1 &&
+         ctx.workload.mask.kind == MaskKind::kCausal;
+}
+
+bool StrictDiagonalBlock(const PlanContext& ctx, const ShardLayout& layout, Phase phase,
+                         int64_t q_shard, int64_t kv_shard) {
+  // Striped shard i holds tokens i, i + n, i + 2n, ...: query j n + q sees key m n + k (k > q)
+  // iff m n + k <= j n + q, iff m < j; row j = 0 sees none.
+  return SlicedRingSteps(ctx, layout, phase) && kv_shard > q_shard;
+}
+
+double RingStepSeconds(const PlanContext& ctx, Phase phase, double block_s, int64_t steps,
+                       bool sliced_steps) {
   if (steps <= 1) return block_s;
-  const double merge_s =
-      RingStepPartialSeconds(ctx.topology.gpu, RingStepPartialBytes(ctx, phase)) *
-      ctx.topology.gpu.SharedComputeSlowdown();
+  const double bytes = RingStepPartialBytes(ctx, phase);
+  const double merge_s = (RingStepPartialSeconds(ctx.topology.gpu, bytes) +
+                          (sliced_steps ? SlicedMergeSeconds(ctx.topology.gpu, bytes) : 0.0)) *
+                         ctx.topology.gpu.SharedComputeSlowdown();
   return block_s + merge_s * static_cast<double>(steps - 1) / static_cast<double>(steps);
 }
 
-double RingPass(Estimate& e, const PlanContext& ctx, const Placement& placement, int dim,
-                Phase phase, bool cache, bool own_shard_last, double step_compute_s,
-                Traffic& traffic) {
+double RingPass(Estimate& e, const PlanContext& ctx, const Placement& placement,
+                const ShardLayout& layout, int dim, Phase phase, bool cache, bool own_shard_last,
+                double step_compute_s, Traffic& traffic) {
   const int64_t r = placement.DimSize(dim);
   const ShardBytes& s = ctx.shard;
   if (phase == Phase::kForward) {
     const double t_kv = ctx.comm->RingShift(placement, dim, s.kv, r - 1, &traffic);
-    schemes::AddPipeline(e, "fwd ring step (KV shift)", r,
-                         RingStepSeconds(ctx, phase, step_compute_s, r), t_kv);
+    schemes::AddPipeline(
+        e, "fwd ring step (KV shift)", r,
+        RingStepSeconds(ctx, phase, step_compute_s, r, SlicedRingSteps(ctx, layout, phase)), t_kv);
     return static_cast<double>(r - 1) * s.kv;
   }
   const double t_kv = cache ? 0.0 : ctx.comm->RingShift(placement, dim, s.kv, r - 1, &traffic);
@@ -67,12 +82,18 @@ Op Message(OpKind kind, Phase phase, StreamId stream, uint16_t tensors, int32_t 
 namespace {
 
 // A block computed into a Q accumulator that already holds one (`started`) merges its partials:
-// its compute op carries their bytes (RingStepPartialBytes). Blocks without pairs are skipped, so
+// its compute op carries their bytes (RingStepPartialBytes), and as sliced_bytes too when the
+// block's causal diagonal is strict (StrictDiagonalBlock). Blocks without pairs are skipped, so
 // the first block of a pass need not be step 0's.
-void MarkStepPartials(RankProgram& prog, const PlanContext& ctx, Phase phase, bool& started,
-                      std::optional<uint32_t> compute) {
+void MarkStepPartials(RankProgram& prog, const PlanContext& ctx, const ShardLayout& layout,
+                      Phase phase, bool& started, std::optional<uint32_t> compute) {
   if (!compute) return;
-  if (started) prog.ops[*compute].bytes = WholeBytes(RingStepPartialBytes(ctx, phase));
+  if (started) {
+    Op& op = prog.ops[*compute];
+    op.bytes = WholeBytes(RingStepPartialBytes(ctx, phase));
+    if (StrictDiagonalBlock(ctx, layout, phase, op.q_shard, op.kv_shard))
+      op.sliced_bytes = op.bytes;
+  }
   started = true;
 }
 
@@ -100,7 +121,7 @@ RingPassResult EmitOwnShardLast(RankProgram& prog, const PlanContext& ctx,
     }
     std::optional<uint32_t> ready = EmitCompute(prog, ctx, layout, p.phase, p.q_shard, shard,
                                                 p.head_begin, p.head_count, step, compute_deps);
-    MarkStepPartials(prog, ctx, p.phase, started, ready);
+    MarkStepPartials(prog, ctx, layout, p.phase, started, ready);
     if (dkv_recv) {
       Op merge =
           Message(OpKind::kMerge, p.phase, StreamId::kCompute, kTensorDKV, -1, shard, step, 0, 0);
@@ -118,7 +139,7 @@ RingPassResult EmitOwnShardLast(RankProgram& prog, const PlanContext& ctx,
   }
   result.own_dkv_ready = EmitCompute(prog, ctx, layout, p.phase, p.q_shard, shard_at(0),
                                      p.head_begin, p.head_count, last, compute_deps);
-  MarkStepPartials(prog, ctx, p.phase, started, result.own_dkv_ready);
+  MarkStepPartials(prog, ctx, layout, p.phase, started, result.own_dkv_ready);
   result.accumulator_started = started;
   if (recv) {
     Op merge = Message(OpKind::kMerge, p.phase, StreamId::kCompute, kTensorDKV, -1, shard_at(0),
@@ -162,7 +183,7 @@ RingPassResult EmitRingPass(RankProgram& prog, const PlanContext& ctx, const Sha
     }
     const auto compute = EmitCompute(prog, ctx, layout, p.phase, p.q_shard, shard, p.head_begin,
                                      p.head_count, step, Deps({p.q_dep, kv_buffer}));
-    MarkStepPartials(prog, ctx, p.phase, started, compute);
+    MarkStepPartials(prog, ctx, layout, p.phase, started, compute);
     if (k == 0) result.own_dkv_ready = compute;
     if (p.dkv_chain && k >= 1) {
       std::optional<uint32_t> ready = compute;

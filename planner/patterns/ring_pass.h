@@ -24,18 +24,31 @@ namespace meshplan::planner {
 // (core/kernel_time.h); EmitRingPass puts them on those steps' compute ops (Op::bytes).
 double RingStepPartialBytes(const PlanContext& ctx, Phase phase);
 
+// Whether a ring pass over `layout` in `phase` holds blocks whose causal diagonal is strict (the
+// block's first query row sees none of its keys): the forward of a causal striped ring, where a
+// shard meets every later shard's keys. Every step after the first then has a rank holding one
+// (position 0 holds a later shard from step 1 on).
+bool SlicedRingSteps(const PlanContext& ctx, const ShardLayout& layout, Phase phase);
+// Whether block (q_shard, kv_shard) of such a pass is one (a later striped shard's keys).
+bool StrictDiagonalBlock(const PlanContext& ctx, const ShardLayout& layout, Phase phase,
+                         int64_t q_shard, int64_t kv_shard);
+
 // Per-step compute of a ring of `steps` steps in `phase` whose blocks take `block_s`: the block
 // and, on average over the steps, the merge of the partials of every step but the first:
-// block_s + RingStepPartialSeconds * (steps - 1) / steps.
-double RingStepSeconds(const PlanContext& ctx, Phase phase, double block_s, int64_t steps);
+// block_s + (RingStepPartialSeconds + [sliced_steps] SlicedMergeSeconds) * (steps - 1) / steps.
+// `sliced_steps` (SlicedRingSteps): every step after the first has a rank whose block's diagonal
+// is strict, and the step lasts as long as that rank's merge through a slice.
+double RingStepSeconds(const PlanContext& ctx, Phase phase, double block_s, int64_t steps,
+                       bool sliced_steps = false);
 
-// One ring pass over `dim` (size R): R steps of `step_compute_s`, KV shifts overlapped; the
-// backward adds the dK+dV owner-last chain (and no KV shifts with cache). With cache and
-// own_shard_last the backward runs the own shard last (sched::RingPass::own_shard_last), so the
-// chain's last hop overlaps it instead of following the last block.
-double RingPass(Estimate& e, const PlanContext& ctx, const Placement& placement, int dim,
-                Phase phase, bool cache, bool own_shard_last, double step_compute_s,
-                Traffic& traffic);
+// One ring pass over `dim` (size R) of the shards of `layout`: R steps of `step_compute_s`, KV
+// shifts overlapped; the backward adds the dK+dV owner-last chain (and no KV shifts with cache).
+// With cache and own_shard_last the backward runs the own shard last
+// (sched::RingPass::own_shard_last), so the chain's last hop overlaps it instead of following the
+// last block.
+double RingPass(Estimate& e, const PlanContext& ctx, const Placement& placement,
+                const ShardLayout& layout, int dim, Phase phase, bool cache, bool own_shard_last,
+                double step_compute_s, Traffic& traffic);
 
 }  // namespace meshplan::planner
 

@@ -16,14 +16,15 @@ namespace {
 // stages and traffic to the estimate and returns the bytes one rank sends (the expansion below
 // emits the same messages).
 double DoubleRingPass(Estimate& e, const PlanContext& ctx, const Placement& placement,
-                      int inner_dim, int outer_dim, Phase phase, bool cache, double step_compute_s,
-                      Traffic& traffic) {
+                      const ShardLayout& layout, int inner_dim, int outer_dim, Phase phase,
+                      bool cache, double step_compute_s, Traffic& traffic) {
   const int64_t w = placement.DimSize(inner_dim), windows = placement.DimSize(outer_dim);
   const ShardBytes& s = ctx.shard;
   const bool fwd = phase == Phase::kForward;
   const double msg = fwd ? s.kv : (cache ? 0.0 : s.kv) + s.dkv_partial;
-  const double step_s = RingStepSeconds(
-      ctx, phase, fwd ? step_compute_s : ctx.BackwardSeconds(step_compute_s, 1), w * windows);
+  const double step_s =
+      RingStepSeconds(ctx, phase, fwd ? step_compute_s : ctx.BackwardSeconds(step_compute_s, 1),
+                      w * windows, SlicedRingSteps(ctx, layout, phase));
   const double t_in = ctx.comm->RingShift(placement, inner_dim, msg, (w - 1) * windows, &traffic);
   const double t_out = ctx.comm->RingShift(placement, outer_dim, msg, windows - 1, &traffic);
   const bool shared = ctx.comm->BottleneckLevel(placement, inner_dim, msg) ==
@@ -59,9 +60,10 @@ Estimate HeadRingEstimate(const PlanContext& ctx, const SchemeParams& p, const S
       layout.KernelBlockTokens(), 1);
   Traffic traffic(ctx.num_ranks, ctx.topology.num_levels());
   auto ring = [&](Phase phase, bool cache) {
-    if (double_ring) return DoubleRingPass(e, ctx, placement, 1, 2, phase, cache, step_s, traffic);
+    if (double_ring)
+      return DoubleRingPass(e, ctx, placement, layout, 1, 2, phase, cache, step_s, traffic);
     if (r > 1)
-      return RingPass(e, ctx, placement, 1, phase, cache, /*own_shard_last=*/false, step_s,
+      return RingPass(e, ctx, placement, layout, 1, phase, cache, /*own_shard_last=*/false, step_s,
                       traffic);
     AddCompute(
         e, phase == Phase::kForward ? "fwd attention (full sequence, own heads)" : "bwd attention",

@@ -77,10 +77,11 @@ Estimate RingStrategy::Evaluate(const PlanContext& ctx, const SchemeParams& p) c
   Traffic traffic(ranks, ctx.topology.num_levels());
   double fwd_bytes = 0, bwd_bytes = 0;
   if (HasForward(w.pass)) {
-    fwd_bytes = RingPass(e, ctx, placement, 0, Phase::kForward, false, false, step_s, traffic);
+    fwd_bytes =
+        RingPass(e, ctx, placement, layout, 0, Phase::kForward, false, false, step_s, traffic);
   }
   if (HasBackward(w.pass)) {
-    bwd_bytes = RingPass(e, ctx, placement, 0, Phase::kBackward, p.cache_forward,
+    bwd_bytes = RingPass(e, ctx, placement, layout, 0, Phase::kBackward, p.cache_forward,
                          /*own_shard_last=*/true, step_s, traffic);
   }
   SetTraffic(e, traffic, fwd_bytes, bwd_bytes);

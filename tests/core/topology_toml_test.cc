@@ -480,7 +480,8 @@ std::string TwoLibraries() {
                              "attention_kernel = \"fa3\"\n"
                              "attention_efficiency = [[512, 0.3], [4096, 0.6]]\n"
                              "backward_rate_ratio = 0.84\n"
-                             "ring_step_partial_passes = 12");
+                             "ring_step_partial_passes = 12\n"
+                             "sliced_merge_passes = 2");
   return Replace(text, "[[level]]\nname = \"nvlink\"",
                  "[gpu.attention_kernels.cudnn]\n"
                  "efficiency = [[4096, 0.65]]\n"
@@ -520,8 +521,10 @@ TEST(TopologyTomlKernels, TheDefaultLibrarysCurveIsActiveAndAnotherCanBeChosen) 
   EXPECT_DOUBLE_EQ(topo->gpu.Efficiency(4096), 0.6);
   EXPECT_DOUBLE_EQ(topo->gpu.backward_rate_ratio, 0.84);
   EXPECT_DOUBLE_EQ(topo->gpu.ring_step_partial_passes, 12);
+  EXPECT_DOUBLE_EQ(topo->gpu.sliced_merge_passes, 2);
   EXPECT_DOUBLE_EQ(topo->framework.step_overhead_s, 1.5e-3);
   ASSERT_TRUE(topo->UseAttentionKernel("cudnn").ok());
+  EXPECT_DOUBLE_EQ(topo->gpu.sliced_merge_passes, 0);  // cuDNN's table gives none
   EXPECT_EQ(topo->gpu.attention_kernel, "cudnn");
   EXPECT_DOUBLE_EQ(topo->gpu.Efficiency(512), 0.65);  // one point: held at every size
   EXPECT_DOUBLE_EQ(topo->gpu.backward_rate_ratio, 0.81);
@@ -533,6 +536,7 @@ TEST(TopologyTomlKernels, TheDefaultLibrarysCurveIsActiveAndAnotherCanBeChosen) 
   // Back to fa3, from its copy in the table of curves.
   ASSERT_TRUE(topo->UseAttentionKernel("fa3").ok());
   EXPECT_DOUBLE_EQ(topo->gpu.ring_step_partial_passes, 12);
+  EXPECT_DOUBLE_EQ(topo->gpu.sliced_merge_passes, 2);
   EXPECT_DOUBLE_EQ(topo->gpu.cut_row_extra_pairs, 0);      // the [gpu] curve gives none
   EXPECT_DOUBLE_EQ(topo->gpu.HeadDimRateFactor(64), 1.0);  // no non-matmul work given
 }
@@ -547,6 +551,8 @@ TEST(TopologyTomlKernels, WritingAndReadingBackKeepsEveryCurve) {
   ASSERT_TRUE(again->UseAttentionKernel("cudnn").ok());
   EXPECT_DOUBLE_EQ(again->gpu.pair_overhead_flops, 290);
   EXPECT_DOUBLE_EQ(again->gpu.cut_row_extra_pairs, 250);
+  ASSERT_TRUE(again->UseAttentionKernel("fa3").ok());
+  EXPECT_DOUBLE_EQ(again->gpu.sliced_merge_passes, 2);
   EXPECT_DOUBLE_EQ(again->framework.step_overhead_s, 1.5e-3);
 }
 
@@ -575,6 +581,11 @@ TEST(TopologyTomlKernels, BadLibrariesAndCurvesAreErrors) {
               {"gpu.attention_kernels.cudnn.pair_overhead_flops: must be in [0, 1e6]"});
   ExpectError(Replace(two, "cut_row_extra_pairs = 250", "cut_row_extra_pairs = -3"),
               {"gpu.attention_kernels.cudnn.cut_row_extra_pairs: must be in [0, 1e6]"});
+  ExpectError(Replace(two, "cut_row_extra_pairs = 250",
+                      "cut_row_extra_pairs = 250\nsliced_merge_passes = 1001"),
+              {"gpu.attention_kernels.cudnn.sliced_merge_passes: must be in [0, 1000]"});
+  ExpectError(Replace(two, "sliced_merge_passes = 2", "sliced_merge_passes = -2"),
+              {"gpu.sliced_merge_passes: must be in [0, 1000]"});
   ExpectError(Replace(two, "source = \"measured\"\n", ""),
               {"gpu.attention_kernels.cudnn.source: missing required key"});
   ExpectError(Replace(two, "step_overhead_us = 1500", "step_overhead_us = -1"),
@@ -583,6 +594,7 @@ TEST(TopologyTomlKernels, BadLibrariesAndCurvesAreErrors) {
   std::string no_default = Replace(two, "attention_efficiency = [[512, 0.3], [4096, 0.6]]\n", "");
   no_default = Replace(no_default, "backward_rate_ratio = 0.84\n", "");
   no_default = Replace(no_default, "ring_step_partial_passes = 12\n", "");
+  no_default = Replace(no_default, "sliced_merge_passes = 2\n", "");
   ExpectError(no_default, {"gpu.attention_kernel: no curve for 'fa3'"});
   // A [gpu] key of the curve without the curve.
   ExpectError(Replace(no_default, "attention_kernel = \"fa3\"",

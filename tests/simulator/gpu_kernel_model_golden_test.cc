@@ -50,6 +50,22 @@ TEST(GpuKernelModelGolden, ARingStepsPartialsCrossHbmTheirPassesTimes) {
   EXPECT_NEAR(bare->total_s, 4e-3, 1e-9);
 }
 
+TEST(GpuKernelModelGolden, ASlicedMergeCrossesHbmItsPassesMoreTimes) {
+  // As above, and the second block's partials are merged through a slice: 2 more passes of 1e9
+  // bytes through 2e12 bytes/s, 1 ms. Total 2 + 2 + 6 + 1 = 11 ms.
+  Topology t = OneGpu();
+  t.gpu.ring_step_partial_passes = 12;
+  t.gpu.sliced_merge_passes = 2;
+  Schedule s = Empty(1);
+  const uint32_t first = s.ranks[0].Add(Compute(1e12, 0));
+  Op sliced = Compute(1e12, 1'000'000'000);
+  sliced.sliced_bytes = 1'000'000'000;
+  s.ranks[0].Add(sliced, {first});
+  auto r = Simulate(s, t, Identity(1), DType::kBf16);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_NEAR(r->total_s, 11e-3, 1e-9);
+}
+
 TEST(GpuKernelModelGolden, ASmallerHeadDimRunsAtTheCurvesRateTimesItsFactor) {
   // k = 64 FLOPs of other work per pair at d = 128: rate(d = 32) = rate(128) * (1 + 64/512) /
   // (1 + 64/128) = 0.75 of it. 1 TFLOP at 500 * 0.75 = 375 TFLOP/s: 1/375 s.
@@ -101,6 +117,24 @@ TEST(GpuKernelModelGolden, ARingPlanMergesAsThePlannerChargesIt) {
   auto merged = SimulatedSeconds(planner::PlanContext(w, t), ring);
   ASSERT_TRUE(bare.ok() && merged.ok());
   EXPECT_NEAR(*merged - *bare, 3 * 12 * (268'435'456.0 + 2'097'152.0) / 3e12, 1e-8);
+  // Striped: rank 0 holds a later shard at steps 1..3 and merges it through a slice, 2 more
+  // passes each (0.54106 ms in all, what the estimate adds: ring_pass_test.cc); the ring waits
+  // for it. The replay knows rank 0 had slack: its three strict blocks lack their diagonals,
+  // 16,384 pairs each of 4 x 32 x 128 FLOPs, 3 x 16,384 x 16,384 / 5e14 = 1.6106 us less work
+  // than rank 3, whose blocks all hold theirs and which set the time before. It grows by the
+  // difference.
+  SchemeParams striped = ring;
+  striped.layout = Layout::kStriped;
+  auto striped_bare = SimulatedSeconds(planner::PlanContext(w, t), striped);
+  t.gpu.sliced_merge_passes = 2;
+  auto striped_sliced = SimulatedSeconds(planner::PlanContext(w, t), striped);
+  ASSERT_TRUE(striped_bare.ok() && striped_sliced.ok());
+  EXPECT_NEAR(*striped_sliced - *striped_bare,
+              3 * 2 * (268'435'456.0 + 2'097'152.0) / 3e12 - 3.0 * 16'384 * 16'384 / 5e14, 1e-8);
+  auto zigzag_sliced = SimulatedSeconds(planner::PlanContext(w, t), ring);
+  ASSERT_TRUE(zigzag_sliced.ok());
+  EXPECT_NEAR(*zigzag_sliced, *merged, 1e-12);  // no strict diagonal in a zigzag ring
+  t.gpu.sliced_merge_passes = 0;
   // The framework's 1.5 ms per call is added once to the forward's replay.
   t.framework.step_overhead_s = 1.5e-3;
   auto overhead = SimulatedSeconds(planner::PlanContext(w, t), ring);
