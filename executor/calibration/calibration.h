@@ -136,7 +136,7 @@ struct SharingMeasurement {
   double alone_s = 0;          // one rank alone
   std::vector<double> ends_s;  // each rank's end, all starting at once
   double spread = 0;           // (last end - first end) / last end
-  // Last end - fair end (median over the trials). The fair end is the median end, or the
+  // Last end - fair end (mean over the trials). The fair end is the median end, or the
   // processors' full share (ranks / Processors() alone-times) where that is later.
   double end_lag_s = 0;
 };

@@ -322,6 +322,43 @@ TEST(Calibrate, TheFairEndIsNeverBeforeTheProcessorsFullShare) {
   EXPECT_NEAR(f->sharing.end_lag_s, u->sharing.end_lag_s, 1e-12);
 }
 
+// 3 ranks on 2 cores whose race takes one of two shapes, trial by trial: ends 1, 1.5, 1.5
+// alone-times (one thread alone on a core: no lag) in the first, third and fifth trials; 4/3, 4/3,
+// 5/3 (one thread sharing a core throughout: the last 1/6 alone-time past the fair 1.5) in the
+// second and fourth. The median lag of the 5 trials would be 0; the expected lag of a run is the
+// mean, 2/5 x 1/6 alone-times = 1/15.
+class TwoShapesTarget : public KnownTarget {
+ public:
+  explicit TwoShapesTarget(const Truth& t) : KnownTarget(t, 64, 2) {}
+  int Processors() const override { return 2; }
+  Result<std::vector<double>> ConcurrentEndsSeconds(int ranks, int64_t n, int repeats) override {
+    MESHPLAN_ASSIGN_OR_RETURN(std::vector<double> ends,
+                              KnownTarget::ConcurrentEndsSeconds(ranks, n, repeats));
+    if (ranks != 3) return ends;
+    alone_s = ends[0] / 1.5;  // KnownTarget ends all at the fair 1.5 alone-times
+    const bool lagging = trials_++ % 2 == 1;
+    ends = lagging ? std::vector<double>{4.0 / 3, 4.0 / 3, 5.0 / 3}
+                   : std::vector<double>{1.0, 1.5, 1.5};
+    for (double& e : ends) e *= alone_s;
+    return ends;
+  }
+  double alone_s = 0;
+
+ private:
+  int trials_ = 0;
+};
+
+TEST(Calibrate, TheLagIsTheMeanOverTheTrials) {
+  TwoShapesTarget target(MakeTruth(true));
+  auto r = Calibrate(target, Spec(3, true));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(kSharingTrials, 5);
+  EXPECT_EQ(r->topology.gpu.sharing, DeviceSharing::kProcessor);
+  EXPECT_NEAR(r->topology.gpu.concurrent_kernels, 2.0, 1e-12);
+  EXPECT_NEAR(r->sharing.end_lag_s, target.alone_s / 15.0, 1e-12);
+  ExpectRelative(r->topology.gpu.sharing_end_lag_s, target.alone_s / 15.0, 5e-3, "end lag");
+}
+
 // KnownTarget whose kernels also do k FLOPs-worth of other work per pair and head: a kernel at
 // head dim d takes (4 d + k) / (4 d) of KnownTarget's matmul time, at any other head dim d2
 // (4 d2 + k) / (4 d) of it.
