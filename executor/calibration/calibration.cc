@@ -70,6 +70,12 @@ double Median(std::vector<double> v) {
   return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
 }
 
+double FairEndSeconds(const std::vector<double>& ends_s, double work_s, int processors) {
+  const double median_end = Median(ends_s);
+  if (processors <= 0 || !(work_s > 0)) return median_end;
+  return std::max(median_end, work_s / static_cast<double>(processors));
+}
+
 double PieceMedianResidual(const CalibrationResult& result, BlockPiece piece) {
   std::vector<double> residuals;
   for (const KernelSample& k : result.kernels) {
@@ -212,7 +218,7 @@ Status MeasureSharing(CalibrationTarget& target, const CalibrationSpec& spec,
   std::vector<double> concurrency_by_last, concurrency_by_median, spreads, late_fractions, lags,
       alone;
   std::vector<double> ends;
-  const double processors = static_cast<double>(target.Processors());
+  const int processors = target.Processors();
   for (int trial = 0; trial < kSharingTrials; ++trial) {
     auto one = target.ConcurrentEndsSeconds(1, share_n, share_repeats);
     if (!one.ok()) return one.status().WithContext("calibrate: one rank alone");
@@ -240,7 +246,7 @@ Status MeasureSharing(CalibrationTarget& target, const CalibrationSpec& spec,
     // 0.22 alone-times instead of 0.15 past the fair 1.5.
     const double work_s = static_cast<double>(spec.ranks) * (*one)[0];
     const double median_end = Median(*all);
-    const double fair_end = processors > 0 ? std::max(median_end, work_s / processors) : median_end;
+    const double fair_end = FairEndSeconds(*all, work_s, processors);
     concurrency_by_last.push_back(work_s / *latest);
     concurrency_by_median.push_back(work_s / fair_end);
     spreads.push_back((*latest - *first) / *latest);

@@ -59,7 +59,11 @@ class CalibrationTarget {
  public:
   virtual ~CalibrationTarget() = default;
   // One n x n block of `piece` with `heads` heads, forward or backward, run by `ranks` ranks at
-  // once (each its own copy): when the last of them ended.
+  // once (each its own copy): when they ended, as the device's fair share of their work
+  // (FairEndSeconds) where the target can tell it (the CPU target: from each thread's CPU time),
+  // else when the last of them ended. The last rank's lag behind the fair end is the sharing
+  // phase's (GpuSpec::sharing_end_lag_s), charged once per plan; in every kernel's time it would
+  // be charged twice.
   virtual Result<double> KernelSeconds(BlockPiece piece, int64_t n, int64_t heads, bool backward,
                                        int ranks) = 0;
   // Folding one partial (O and LSE of n rows, all heads, fp32) into an accumulator.
@@ -176,6 +180,14 @@ inline constexpr int kSharingTrials = 5;
 // The median (mean of the two middle values for an even count; 0 for none): every repeated
 // measurement of calibration is summarised by it, robust to the odd slow repetition.
 double Median(std::vector<double> values);
+
+// When `ends_s.size()` equal shares of `work_s` seconds of work (at full rate, all shares
+// together), started at once on a device of `processors` processors, fairly end: their median
+// end, or the processors' full share work_s / processors where that is later (the median alone
+// can come early: 3 equal threads on 2 cores end at 1.33, 1.33 and 1.67 alone-times when one of
+// them shares a core throughout, and no schedule ends 3 alone-times of work on 2 cores before
+// 1.5). With processors 0 (unknown), or no work, the median end.
+double FairEndSeconds(const std::vector<double>& ends_s, double work_s, int processors);
 
 // How many times Calibrate calls `progress` for `spec` on `target`: once per phase, that is
 // sharing and messages with more than one rank, each of the kCalibrationRounds kernel rounds,

@@ -322,6 +322,23 @@ TEST(Calibrate, TheFairEndIsNeverBeforeTheProcessorsFullShare) {
   EXPECT_NEAR(f->sharing.end_lag_s, u->sharing.end_lag_s, 1e-12);
 }
 
+// FairEndSeconds by hand, in alone-times of one share (3 shares: work 3).
+TEST(FairEndSeconds, TheMedianEndBoundedByTheProcessorsFullShare) {
+  // One thread shares a core throughout: ends 4/3, 4/3, 5/3; the median 4/3 comes before the
+  // 2 cores' full share 3 / 2, which is the fair end.
+  EXPECT_NEAR(FairEndSeconds({4.0 / 3, 4.0 / 3, 5.0 / 3}, 3.0, 2), 1.5, 1e-12);
+  // One thread alone on a core: ends 1, 1.5, 1.5; the median is the full share already.
+  EXPECT_NEAR(FairEndSeconds({1.0, 1.5, 1.5}, 3.0, 2), 1.5, 1e-12);
+  // Another tenant slowed every thread: ends 2, 2, 2.1; the median 2 is after the full share.
+  EXPECT_NEAR(FairEndSeconds({2.0, 2.0, 2.1}, 3.0, 2), 2.0, 1e-12);
+  // Processors unknown, or no work given: the median end.
+  EXPECT_NEAR(FairEndSeconds({4.0 / 3, 4.0 / 3, 5.0 / 3}, 3.0, 0), 4.0 / 3, 1e-12);
+  EXPECT_NEAR(FairEndSeconds({4.0 / 3, 4.0 / 3, 5.0 / 3}, 0.0, 2), 4.0 / 3, 1e-12);
+  // An even count: the median is the mean of the middle two (ends 1, 2, 3, 4: 2.5), later than
+  // 4 shares over 2 processors.
+  EXPECT_NEAR(FairEndSeconds({1.0, 2.0, 3.0, 4.0}, 4.0, 2), 2.5, 1e-12);
+}
+
 // 3 ranks on 2 cores whose race takes one of two shapes, trial by trial: ends 1, 1.5, 1.5
 // alone-times (one thread alone on a core: no lag) in the first, third and fifth trials; 4/3, 4/3,
 // 5/3 (one thread sharing a core throughout: the last 1/6 alone-time past the fair 1.5) in the

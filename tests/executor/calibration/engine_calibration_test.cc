@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -34,12 +35,25 @@ void ExpectTime(const Result<double>& t, const char* what) {
 // products): it must take longer than the forward of the same block. The diagonal piece has
 // n(n+1)/2 of the full piece's n^2 pairs (0.50 at n = 512), and the kernels skip the tiles above
 // the diagonal: well under 0.9x the full block.
+//
+// Each time is the least of 3 measurements, taken in turn: another test on the other core (ctest
+// -j2) only ever slows one, and a single slowed median once failed this test there.
+Result<double> LeastOfThree(EngineCalibrationTarget& target, BlockPiece piece, int64_t n,
+                            bool backward) {
+  double least = 0;
+  for (int i = 0; i < 3; ++i) {
+    MESHPLAN_ASSIGN_OR_RETURN(const double t, target.KernelSeconds(piece, n, kHeads, backward, 1));
+    least = i == 0 ? t : std::min(least, t);
+  }
+  return least;
+}
+
 TEST(EngineCalibration, BlockTimesFollowTheirWork) {
   EngineCalibrationTarget target = CpuTarget();
   const int64_t n = 512;
-  const auto full = target.KernelSeconds(BlockPiece::kFull, n, kHeads, false, 1);
-  const auto full_backward = target.KernelSeconds(BlockPiece::kFull, n, kHeads, true, 1);
-  const auto diagonal = target.KernelSeconds(BlockPiece::kDiagonal, n, kHeads, false, 1);
+  const auto full = LeastOfThree(target, BlockPiece::kFull, n, false);
+  const auto full_backward = LeastOfThree(target, BlockPiece::kFull, n, true);
+  const auto diagonal = LeastOfThree(target, BlockPiece::kDiagonal, n, false);
   ExpectTime(full, "full forward");
   ExpectTime(full_backward, "full backward");
   ExpectTime(diagonal, "diagonal forward");
