@@ -9,9 +9,14 @@
 // causal's.
 //
 //   taskset -c 0 build/bench/mask_kernel_bench [--seq 6144] [--head-dim 32] [--cut-row-pairs 51]
-//       [--repeat 5] MASK...
+//       [--repeat 5] [--chunks N] MASK...
 //   (default masks: causal, window:1K, two sampled document masks, documents of 1024 tokens and
 //   documents of 1001-1047 tokens, whose starts fall inside key tiles)
+//
+// --chunks N orders the block's rows (queries and keys alike) as N equal chunks of the sequence
+// in the order 0, N-1, 1, N-2, ... (zigzag's for N = 2): the same pairs and cut rows as the
+// contiguous block, so a kernel that costs more per charged unit there does work by layout that
+// the model does not charge (a zigzag or balanced shard's blocks have such rows).
 //
 // Best of --repeat runs, wall clock. c defaults to 51, this machine's calibrated value
 // (`meshplan calibrate`, topologies written by it carry it as cut_row_extra_pairs).
@@ -30,7 +35,7 @@ namespace meshplan::exec {
 namespace {
 
 struct Options {
-  int64_t seq = 6144, head_dim = 32, repeat = 5;
+  int64_t seq = 6144, head_dim = 32, repeat = 5, chunks = 1;
   double cut_row_pairs = 51;
   std::vector<std::string> masks;
 };
@@ -54,8 +59,12 @@ int Run(const Options& options) {
   for (std::vector<float>* t : {&q, &k, &v}) {
     for (float& x : *t) x = dist(gen);
   }
-  std::vector<int64_t> positions(static_cast<size_t>(s));
-  for (int64_t i = 0; i < s; ++i) positions[static_cast<size_t>(i)] = i;
+  std::vector<int64_t> positions;
+  const int64_t c = options.chunks, chunk = s / c;
+  for (int64_t i = 0; i < c; ++i) {
+    const int64_t x = i % 2 == 0 ? i / 2 : c - 1 - i / 2;  // 0, c-1, 1, c-2, ...
+    for (int64_t t = 0; t < chunk; ++t) positions.push_back(x * chunk + t);
+  }
   std::printf("%-58s %10s %8s %5s %10s %8s %12s\n", "mask", "pairs", "cut_rows", "docs", "seconds",
               "ns/pair", "ns/charged");
   for (const std::string& text : options.masks) {
@@ -105,6 +114,8 @@ int main(int argc, char** argv) {
       options.head_dim = std::atoll(argv[++i]);
     } else if (arg == "--repeat" && has_value) {
       options.repeat = std::max<int64_t>(1, std::atoll(argv[++i]));
+    } else if (arg == "--chunks" && has_value) {
+      options.chunks = std::max<int64_t>(1, std::atoll(argv[++i]));
     } else if (arg == "--cut-row-pairs" && has_value) {
       options.cut_row_pairs = std::atof(argv[++i]);
     } else if (!arg.empty() && arg[0] == '-') {
@@ -115,8 +126,10 @@ int main(int argc, char** argv) {
       options.masks.push_back(arg);
     }
   }
-  if (options.seq < 64 || options.head_dim < 1) {
-    std::fprintf(stderr, "mask_kernel_bench: --seq must be >= 64 and --head-dim >= 1\n");
+  if (options.seq < 64 || options.head_dim < 1 || options.seq % options.chunks != 0) {
+    std::fprintf(stderr,
+                 "mask_kernel_bench: --seq must be >= 64 and a multiple of --chunks, --head-dim "
+                 ">= 1\n");
     return 2;
   }
   if (options.masks.empty()) {

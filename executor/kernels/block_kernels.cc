@@ -141,19 +141,26 @@ void PlanTile(const RowsView& q, int64_t row_begin, int64_t row_end,
   }
 }
 
-// End of the query panel that starts at row `begin`: at most `max_rows` rows, whose positions
-// step by one constant amount (a contiguous run, a stripe), cut back to whole query tiles; at
-// least one tile. A panel whose positions jumped (two zigzag chunks) would
-// span a position range wider than its rows, and see fewer keys whole. A panel also ends where
-// a document starts (its last tile then short): rows of two documents share no key, so a panel
-// across a start would see no key tile whole and run entirely as query tiles.
-int64_t PanelEnd(const RowsView& q, int64_t begin, int64_t max_rows, const MaskRule& mask) {
-  const int64_t limit = std::min(q.rows, begin + max_rows);
-  int64_t end = begin + 1;
-  if (end < limit) {
-    const int64_t step = q.positions[end] - q.positions[begin];
-    while (end < limit && q.positions[end] - q.positions[end - 1] == step) ++end;
-  }
+// End of the run of rows from `begin` whose positions step by one constant amount: a zigzag or
+// balanced shard's rows are a few such runs (its chunks), a contiguous or striped one's one. Tiles
+// and panels stay inside a run: one across a jump spans both chunks' positions and is seen in
+// part by rows that see either (documents over balanced chunks of 512 cost 1.48x the contiguous
+// block's time per charged pair before, `mask_kernel_bench --chunks 12`, docs/benchmarks.md).
+int64_t StepRunEnd(const int64_t* positions, int64_t begin, int64_t rows) {
+  if (begin + 2 >= rows) return rows;
+  const int64_t step = positions[begin + 1] - positions[begin];
+  int64_t end = begin + 2;
+  while (end < rows && positions[end] - positions[end - 1] == step) ++end;
+  return end;
+}
+
+// End of the query panel that starts at row `begin` of a run that ends at `run_end`
+// (StepRunEnd): at most `max_rows` rows, cut back to whole query tiles where the run goes on. A
+// panel also ends where a document starts (its last tile then short): rows of two documents share
+// no key, so a panel across a start would see no key tile whole and run entirely as query tiles.
+int64_t PanelEnd(const RowsView& q, int64_t begin, int64_t run_end, int64_t max_rows,
+                 const MaskRule& mask) {
+  int64_t end = std::min(run_end, begin + max_rows);
   if (end - begin > 1) {
     const int64_t step = q.positions[begin + 1] - q.positions[begin];
     const int64_t next_start = mask.NextDocumentStart(q.positions[begin]);
@@ -161,15 +168,16 @@ int64_t PanelEnd(const RowsView& q, int64_t begin, int64_t max_rows, const MaskR
       return begin + (next_start - q.positions[begin] + step - 1) / step;
     }
   }
-  if (end < q.rows) end = begin + std::max<int64_t>(1, (end - begin) / kQueryTile) * kQueryTile;
-  return std::min(end, q.rows);
+  if (end < run_end) end = begin + std::max<int64_t>(1, (end - begin) / kQueryTile) * kQueryTile;
+  return end;
 }
 
-// End of the key tile that starts at row `begin`: kKeyTile keys, or fewer where a document starts
-// inside them and their positions increase: a tile across a start is seen in part by every row
-// of both documents (masked pair by pair), two tiles each seen whole or not at all.
-int64_t KeyTileEnd(const RowsView& k, int64_t begin, const MaskRule& mask) {
-  const int64_t end = std::min(begin + kKeyTile, k.rows);
+// End of the key tile that starts at row `begin` of a run that ends at `run_end`: kKeyTile keys,
+// or fewer where the run ends, or where a document starts inside them and their positions
+// increase: a tile across a start is seen in part by every row of both documents (masked pair by
+// pair), two tiles each seen whole or not at all.
+int64_t KeyTileEnd(const RowsView& k, int64_t begin, int64_t run_end, const MaskRule& mask) {
+  const int64_t end = std::min(begin + kKeyTile, run_end);
   const int64_t next_start = mask.NextDocumentStart(k.positions[begin]);
   if (next_start > k.positions[end - 1]) return end;
   for (int64_t row = begin + 1; row < end; ++row) {
@@ -210,10 +218,14 @@ void ForEachTile(const RowsView& q, const RowsView& k, const MaskRule& mask, Vis
   }
   std::vector<KeyTile>& key_tiles = scratch.key_tiles;
   key_tiles.clear();
-  for (int64_t begin = 0; begin < k.rows;) {
-    const int64_t end = KeyTileEnd(k, begin, mask);
-    key_tiles.push_back({begin, end, RangeOf(k.positions + begin, end - begin)});
-    begin = end;
+  for (int64_t run = 0; run < k.rows;) {
+    const int64_t run_end = StepRunEnd(k.positions, run, k.rows);
+    for (int64_t begin = run; begin < run_end;) {
+      const int64_t end = KeyTileEnd(k, begin, run_end, mask);
+      key_tiles.push_back({begin, end, RangeOf(k.positions + begin, end - begin)});
+      begin = end;
+    }
+    run = run_end;
   }
   // The panel's shared piece holds at most kDenseScoreElements scores.
   const int64_t max_panel =
@@ -242,32 +254,37 @@ void ForEachTile(const RowsView& q, const RowsView& k, const MaskRule& mask, Vis
       plan.cols += end - begin;
     }
   };
-  for (int64_t panel = 0; panel < q.rows;) {
-    int64_t panel_end = PanelEnd(q, panel, std::min(kPanelRows, max_panel), mask);
-    plan_panel(panel, panel_end);
-    if (pending.empty()) {
-      // Seen whole by every row (a zigzag chunk pair): as many rows as evenly stepped and still
-      // seeing no key tile in part, one product as large as a dense block's.
-      const int64_t wide_end = PanelEnd(q, panel, max_panel, mask);
-      if (wide_end > panel_end) {
-        plan_panel(panel, wide_end);
-        if (pending.empty()) {
-          panel_end = wide_end;
-        } else {
-          plan_panel(panel, panel_end);
+  for (int64_t run = 0; run < q.rows;) {
+    const int64_t run_end = StepRunEnd(q.positions, run, q.rows);
+    for (int64_t panel = run; panel < run_end;) {
+      int64_t panel_end = PanelEnd(q, panel, run_end, std::min(kPanelRows, max_panel), mask);
+      plan_panel(panel, panel_end);
+      if (pending.empty()) {
+        // Seen whole by every row (a zigzag chunk pair): as many rows as the run has and still
+        // seeing no key tile in part, one product as large as a dense block's.
+        const int64_t wide_end = PanelEnd(q, panel, run_end, max_panel, mask);
+        if (wide_end > panel_end) {
+          plan_panel(panel, wide_end);
+          if (pending.empty()) {
+            panel_end = wide_end;
+          } else {
+            plan_panel(panel, panel_end);
+          }
         }
       }
-    }
-    const bool shared = plan.cols > 0;
-    if (shared) fn(plan);
-    if (!pending.empty() || !shared) {
-      for (int64_t begin = panel; begin < panel_end; begin += kQueryTile) {
-        PlanTile(q, begin, std::min(begin + kQueryTile, panel_end), key_tiles, pending, mask, plan);
-        plan.accumulate = shared;
-        if (plan.cols > 0 || !shared) fn(plan);
+      const bool shared = plan.cols > 0;
+      if (shared) fn(plan);
+      if (!pending.empty() || !shared) {
+        for (int64_t begin = panel; begin < panel_end; begin += kQueryTile) {
+          PlanTile(q, begin, std::min(begin + kQueryTile, panel_end), key_tiles, pending, mask,
+                   plan);
+          plan.accumulate = shared;
+          if (plan.cols > 0 || !shared) fn(plan);
+        }
       }
+      panel = panel_end;
     }
-    panel = panel_end;
+    run = run_end;
   }
 }
 
@@ -439,6 +456,18 @@ void BlockForward(const RowsView& q, const RowsView& k, const RowsView& v, int64
       std::fill(lse + plan.row_begin, lse + plan.row_begin + plan.rows, kNegInf);
     }
   });
+}
+
+BlockWorkPairs PlannedPairs(const RowsView& q, const RowsView& k, const MaskRule& mask) {
+  BlockWorkPairs work;
+  const Visibility visibility =
+      q.rows == 0 || k.rows == 0 ? Visibility::kNone : Classify(q, k, mask);
+  if (visibility == Visibility::kNone) return work;
+  ForEachTile(q, k, mask, visibility, [&](const TilePlan& plan) {
+    work.computed += plan.rows * plan.cols;
+    for (const KeySpan& tile : plan.masked) work.masked += plan.rows * tile.size();
+  });
+  return work;
 }
 
 void MergePartial(MutableRows o, float* lse, const float* o_in, int64_t o_in_stride,

@@ -79,6 +79,16 @@ struct MutableRows {
 void BlockForward(const RowsView& q, const RowsView& k, const RowsView& v, int64_t d, float scale,
                   const MaskRule& mask, MutableRows o, float* lse);
 
+// The pairs the kernels compute for a block (positions only; BlockForward and BlockBackward tile it
+// alike): every pair of the products they run (`computed`, the visible pairs and the hidden ones
+// that share a product with them), and of those the ones masked pair by pair (`masked`). What the
+// cost model charges them for is the visible pairs and the cut rows (core/mask.h PairCounter);
+// this is what they do, for tests and benchmarks.
+struct BlockWorkPairs {
+  int64_t computed = 0, masked = 0;
+};
+BlockWorkPairs PlannedPairs(const RowsView& q, const RowsView& k, const MaskRule& mask);
+
 // Folds a partial (o_in, lse_in) of the same rows into the accumulator (o, lse), in fp32:
 // lse' = log(exp(lse) + exp(lse_in)); o = exp(lse - lse') o + exp(lse_in - lse') o_in.
 void MergePartial(MutableRows o, float* lse, const float* o_in, int64_t o_in_stride,

@@ -320,6 +320,31 @@ TEST(BlockKernelsPanels, SharedKeysAndPerTileKeysMatchReference) {
   }
 }
 
+// Tiles and panels stay inside a chunk. 256 tokens as 4 chunks of 64 in the order 0, 2, 1, 3
+// (rows 0-63 hold positions 0-63, rows 64-127 positions 128-191, rows 128-191 positions 64-127,
+// rows 192-255 positions 192-255), documents of 100, 60 and 96 tokens seen whole within each
+// (documents_full: starts at 100 and 160). Position 100 is row 164: a key tile or query panel
+// restarted there and running 32 rows would take rows 164-195, positions 100-127 and 192-195,
+// two documents across the jump at row 192, and be masked pair by pair. Cut at the jump, every
+// tile and panel lies in one document (the starts split them; 160 is row 96, a tile edge), so the
+// kernels compute exactly the visible pairs, 100^2 + 60^2 + 96^2 = 22816, and mask none: as many
+// as the same block in position order.
+TEST(BlockKernelsPanels, TilesAndPanelsEndWherePositionsJump) {
+  const MaskRule rule(Mask::Documents({100, 60, 96}, true));
+  std::vector<int64_t> chunked, ascending(256);
+  for (int64_t c : {0, 2, 1, 3}) {
+    for (int64_t i = 0; i < 64; ++i) chunked.push_back(c * 64 + i);
+  }
+  std::iota(ascending.begin(), ascending.end(), 0);
+  std::vector<float> data(256, 0.0f);  // positions only: the plan reads no values
+  for (const std::vector<int64_t>* order : {&chunked, &ascending}) {
+    const RowsView rows{data.data(), 256, 0, order->data()};
+    const BlockWorkPairs work = PlannedPairs(rows, rows, rule);
+    EXPECT_EQ(work.computed, 100 * 100 + 60 * 60 + 96 * 96);
+    EXPECT_EQ(work.masked, 0);
+  }
+}
+
 // MaskRule's range claims against every pair of the range: NoneVisible and AllVisible must be
 // right (the kernels skip or take whole sub-tiles on them) and, on contiguous ranges, exact (else
 // work the model charges as skipped would be computed pair by pair).
