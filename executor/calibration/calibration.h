@@ -59,11 +59,11 @@ class CalibrationTarget {
  public:
   virtual ~CalibrationTarget() = default;
   // One n x n block of `piece` with `heads` heads, forward or backward, run by `ranks` ranks at
-  // once (each its own copy): when they ended, as the device's fair share of their work
-  // (FairEndSeconds) where the target can tell it (the CPU target: from each thread's CPU time),
-  // else when the last of them ended. The last rank's lag behind the fair end is the sharing
-  // phase's (GpuSpec::sharing_end_lag_s), charged once per plan; in every kernel's time it would
-  // be charged twice.
+  // once (each its own copy): the time their work takes spread evenly over the device, where the
+  // target can tell it (the CPU target: the threads' CPU time over the cores they can use), else
+  // when the last of them ended. Not the scheduler's placement of them: the last rank's lag is
+  // the sharing phase's (GpuSpec::sharing_end_lag_s), charged once per plan; in every kernel's
+  // time it would be charged twice.
   virtual Result<double> KernelSeconds(BlockPiece piece, int64_t n, int64_t heads, bool backward,
                                        int ranks) = 0;
   // Folding one partial (O and LSE of n rows, all heads, fp32) into an accumulator.

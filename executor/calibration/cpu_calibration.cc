@@ -239,12 +239,16 @@ Result<double> CpuCalibrationTarget::KernelSeconds(BlockPiece piece, int64_t n, 
   run(*blocks[0]);
   const double alone_s = Seconds(Clock::now() - alone_start).count();
   const int inner = InnerRepeats(alone_s, quick_);
-  // Each repetition's fair end, not its last: with more ranks than cores the scheduler leaves one
-  // thread behind in some runs (3 on 2 cores: ends 1.33, 1.33, 1.67 alone-times against the fair
-  // 1.5), a lag that calibrate measures and plans are charged once (sharing_end_lag_s); timed
-  // into the kernels too, it made the 3-rank calibrations' kernels up to 11% slow at random and
-  // every 3-rank plan run 8-26% faster than predicted. The work is the threads' CPU time: the
-  // kernels as slowed by their sharing of caches and memory, which the fair end keeps.
+  // Each repetition's time is the threads' CPU time over the cores they can use: their work at
+  // full rate, as sharing the caches and memory slowed it, spread over every core. Not their last
+  // end: with more ranks than cores the scheduler leaves one thread behind in some runs (3 on 2
+  // cores: ends 1.33, 1.33, 1.67 alone-times against the fair 1.5), a lag that calibrate measures
+  // and plans are charged once (sharing_end_lag_s); timed into the kernels too, it made the
+  // 3-rank calibrations' kernels up to 11% slow at random. Nor their median end: in a short run
+  // the scheduler left a core idle for up to 20 ms after a thread alone on it ended (3 threads of
+  // 20 ms each ended at 20, 40 and 40 ms, not 20, 30 and 30), which read 128- and 512-token
+  // blocks 15-20% slow at 3 ranks and not at 6. Where the target knows no processor count, the
+  // median end (FairEndSeconds).
   const int processors = Processors();
   const double fair_end_s = MedianOfRuns(
       [&] {
@@ -252,7 +256,8 @@ Result<double> CpuCalibrationTarget::KernelSeconds(BlockPiece piece, int64_t n, 
           for (int i = 0; i < inner; ++i) run(*blocks[r]);
         });
         const double work_s = std::accumulate(at_once.cpu_s.begin(), at_once.cpu_s.end(), 0.0);
-        return FairEndSeconds(at_once.ends_s, work_s, processors);
+        if (processors <= 0 || !(work_s > 0)) return FairEndSeconds(at_once.ends_s, work_s, 0);
+        return work_s / std::min(processors, ranks);
       },
       min_reps, max_reps, min_total_s);
   return fair_end_s / inner;
