@@ -36,7 +36,7 @@ void ExpectTime(const Result<double>& t, const char* what) {
 // n(n+1)/2 of the full piece's n^2 pairs (0.50 at n = 512), and the kernels skip the tiles above
 // the diagonal: well under 0.9x the full block.
 //
-// Each time is the least of 3 measurements, taken in turn: another test on the other core (ctest
+// Each time is the least of 3 measurements in a row: another test on the other core (ctest
 // -j2) only ever slows one, and a single slowed median once failed this test there.
 Result<double> LeastOfThree(EngineCalibrationTarget& target, BlockPiece piece, int64_t n,
                             bool backward) {
