@@ -76,6 +76,14 @@ double FairEndSeconds(const std::vector<double>& ends_s, double work_s, int proc
   return std::max(median_end, work_s / static_cast<double>(processors));
 }
 
+double SpreadWorkSeconds(const std::vector<double>& ends_s, const std::vector<double>& cpu_s,
+                         int processors) {
+  const double work_s = std::accumulate(cpu_s.begin(), cpu_s.end(), 0.0);
+  const int ranks = static_cast<int>(cpu_s.size());
+  if (processors <= 0 || ranks == 0 || !(work_s > 0)) return FairEndSeconds(ends_s, 0, 0);
+  return work_s / static_cast<double>(std::min(processors, ranks));
+}
+
 double PieceMedianResidual(const CalibrationResult& result, BlockPiece piece) {
   std::vector<double> residuals;
   for (const KernelSample& k : result.kernels) {

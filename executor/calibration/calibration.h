@@ -189,6 +189,14 @@ double Median(std::vector<double> values);
 // 1.5). With processors 0 (unknown), or no work, the median end.
 double FairEndSeconds(const std::vector<double>& ends_s, double work_s, int processors);
 
+// The time of one run of equal kernels on several ranks at once, as a kernel sample takes it:
+// their CPU time (`cpu_s`, per rank) summed and spread over the cores they can use,
+// min(processors, ranks), leaving out where the scheduler placed them (a core left idle, one
+// thread behind: the sharing phase's lag). With processors 0 (unknown) or no CPU time measured,
+// FairEndSeconds of the ends alone, that is their median.
+double SpreadWorkSeconds(const std::vector<double>& ends_s, const std::vector<double>& cpu_s,
+                         int processors);
+
 // How many times Calibrate calls `progress` for `spec` on `target`: once per phase, that is
 // sharing and messages with more than one rank, each of the kCalibrationRounds kernel rounds,
 // merges, and the head-dim term where the target measures other head dims. A progress bar's total.

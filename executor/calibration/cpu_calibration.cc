@@ -12,7 +12,6 @@
 #include <fstream>
 #include <limits>
 #include <mutex>
-#include <numeric>
 #include <random>
 #include <thread>
 
@@ -247,17 +246,14 @@ Result<double> CpuCalibrationTarget::KernelSeconds(BlockPiece piece, int64_t n, 
   // 3-rank calibrations' kernels up to 11% slow at random. Nor their median end: in a short run
   // the scheduler left a core idle for up to 20 ms after a thread alone on it ended (3 threads of
   // 20 ms each ended at 20, 40 and 40 ms, not 20, 30 and 30), which read 128- and 512-token
-  // blocks 15-20% slow at 3 ranks and not at 6. Where the target knows no processor count, the
-  // median end (FairEndSeconds).
+  // blocks 15-20% slow at 3 ranks and not at 6 (SpreadWorkSeconds).
   const int processors = Processors();
   const double fair_end_s = MedianOfRuns(
       [&] {
         const RanksAtOnce at_once = RunAtOnce(ranks, [&](int r) {
           for (int i = 0; i < inner; ++i) run(*blocks[r]);
         });
-        const double work_s = std::accumulate(at_once.cpu_s.begin(), at_once.cpu_s.end(), 0.0);
-        if (processors <= 0 || !(work_s > 0)) return FairEndSeconds(at_once.ends_s, work_s, 0);
-        return work_s / std::min(processors, ranks);
+        return SpreadWorkSeconds(at_once.ends_s, at_once.cpu_s, processors);
       },
       min_reps, max_reps, min_total_s);
   return fair_end_s / inner;

@@ -339,6 +339,20 @@ TEST(FairEndSeconds, TheMedianEndBoundedByTheProcessorsFullShare) {
   EXPECT_NEAR(FairEndSeconds({1.0, 2.0, 3.0, 4.0}, 4.0, 2), 2.5, 1e-12);
 }
 
+// SpreadWorkSeconds by hand, in milliseconds as seconds.
+TEST(SpreadWorkSeconds, TheThreadsCpuTimeOverTheCoresTheyCanUse) {
+  // Three 20 ms threads on 2 cores that ended at 20, 40 and 40 (the scheduler left the first
+  // one's core idle): 60 of CPU time over 2 cores is 30, not the median end 40.
+  EXPECT_NEAR(SpreadWorkSeconds({20, 40, 40}, {20, 20, 20}, 2), 30.0, 1e-12);
+  // One thread sharing a core throughout (ends 26.7, 26.7, 33.3 for 20 each): 30 again.
+  EXPECT_NEAR(SpreadWorkSeconds({26.7, 26.7, 33.3}, {20, 20, 20}, 2), 30.0, 1e-12);
+  // Fewer ranks than cores: each has a core, so the time is the mean CPU time, (20 + 22) / 2.
+  EXPECT_NEAR(SpreadWorkSeconds({20, 22}, {20, 22}, 4), 21.0, 1e-12);
+  // Processors unknown, or no CPU time measured: the median end.
+  EXPECT_NEAR(SpreadWorkSeconds({20, 40, 40}, {20, 20, 20}, 0), 40.0, 1e-12);
+  EXPECT_NEAR(SpreadWorkSeconds({20, 40, 40}, {0, 0, 0}, 2), 40.0, 1e-12);
+}
+
 // 3 ranks on 2 cores whose race takes one of two shapes, trial by trial: ends 1, 1.5, 1.5
 // alone-times (one thread alone on a core: no lag) in the first, third and fifth trials; 4/3, 4/3,
 // 5/3 (one thread sharing a core throughout: the last 1/6 alone-time past the fair 1.5) in the
