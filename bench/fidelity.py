@@ -88,6 +88,7 @@ def main():
     backend = ["--backend", args.backend] + (["--kernels", args.kernels] if args.backend == "cuda" else [])
     os.makedirs(args.out, exist_ok=True)
     rows = []
+    failures = []
     started = time.time()
     mpi = shutil.which("mpirun") and args.mpi_ranks and args.backend == "cpu"
     runs = [(int(p), "threads") for p in args.ranks.split(",")]
@@ -97,6 +98,11 @@ def main():
 
     def calibrate(ranks, machine):
         cal = [mp, "calibrate", *backend, "--ranks", str(ranks), "--head-dim", args.head_dim, "-o", machine]
+        if args.backend == "cuda":
+            # A GPU block reaches its rate only with the heads a plan's blocks carry (one head:
+            # a peak of 83 TFLOP/s read on an H200 where the plans ran at 400+).
+            # Every kernel sample in the log: the first GPU tables are read against them.
+            cal += ["--heads", args.heads, "--samples"]
         if args.quick:
             cal.append("--quick")
         print(f"[{time.time() - started:6.0f} s] calibrate --ranks {ranks}", file=sys.stderr, flush=True)
@@ -141,10 +147,19 @@ def main():
                     if transport == "mpi":
                         ex = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(ranks), *ex,
                               "--transport", "mpi"]
-                    j = json.loads(run(ex))
+                    try:
+                        j = json.loads(run(ex))
+                    except RuntimeError as err:
+                        # One plan that fails to run (a first run on a new device, say) is
+                        # reported and left out; the rest of the table still comes out.
+                        print(f"FAILED {e['label']} ({seq} {mask} {pss}): {str(err).splitlines()[-1][:300]}",
+                              file=sys.stderr, flush=True)
+                        failures.append(f"{seq} {mask} {pss} {e['label']}")
+                        e["failed"] = True
+                        continue
                     e["times"] += j["repeat"]["times_s"] if "repeat" in j else [j["measured"]["time_s"]]
                     e["predicted"] = j["predicted"]["time_s"]
-            for e in entries:
+            for e in [e for e in entries if e["times"] and not e.get("failed")]:
                 measured = statistics.median(e["times"])
                 predicted = e["predicted"]
                 spread = (max(e["times"]) - min(e["times"])) / measured
@@ -153,6 +168,16 @@ def main():
                                  predicted_s=predicted, measured_s=measured, spread=spread,
                                  error_pct=100 * (measured - predicted) / predicted,
                                  h100_s=h["simulated_s"]))
+                r = rows[-1]
+                print(f"row: P={ranks} {seq} {mask} {pss} {r['plan']}: predicted {predicted * 1e3:.2f} ms, "
+                      f"measured {measured * 1e3:.2f} ms ({r['error_pct']:+.1f}%)", file=sys.stderr, flush=True)
+            # The tables so far, after every workload: a run cut off by a time limit keeps them.
+            write_tables(args, rows, failures, kv_heads, dtype, started)
+
+
+def write_tables(args, rows, failures, kv_heads, dtype, started):
+    if not rows:
+        return
     # The uncalibrated H100 prediction, scaled by the one factor that best fits (median ratio).
     scale = statistics.median(r["measured_s"] / r["h100_s"] for r in rows)
     for r in rows:
@@ -188,6 +213,8 @@ def main():
         f"Ranking: the simulator's first choice is within {max(x[3] for x in ranking):.1f}% of the fastest measured "
         f"plan in the worst workload (median {statistics.median(x[3] for x in ranking):.1f}%).",
     ]
+    if failures:
+        summary.append(f"{len(failures)} plans failed to run and are left out: {'; '.join(failures)}.")
     by_group = ["| P | transport | plans | median error (signed) | median abs error | max abs error |",
                 "|---|---|---|---|---|---|"]
     for ranks, transport in sorted({(r["ranks"], r["transport"]) for r in rows}, key=lambda k: (k[1], k[0])):

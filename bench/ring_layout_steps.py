@@ -129,15 +129,23 @@ def time_layouts(args):
         return None
     import torch.nn.functional as F
 
-    @torch.jit.script
-    def update(out: torch.Tensor, lse: torch.Tensor, block_out: torch.Tensor,
-               block_lse: torch.Tensor):
+    def update_eager(out: torch.Tensor, lse: torch.Tensor, block_out: torch.Tensor,
+                     block_lse: torch.Tensor):
         # utils.py _update_out_and_lse at 8996282.
         block_out = block_out.to(torch.float32)
         block_lse = block_lse.transpose(-2, -1).unsqueeze(dim=-1)
         out = out - F.sigmoid(block_lse - lse) * (out - block_out)
         lse = lse - F.logsigmoid(lse - block_lse)
         return out, lse
+
+    # Scripted as the source runs it; eager where this torch no longer scripts it (TorchScript is
+    # deprecated), which the report records.
+    try:
+        update = torch.jit.script(update_eager)
+        merge_mode = "torch.jit.script"
+    except Exception as err:  # noqa: BLE001 (any scripting failure falls back)
+        update = update_eager
+        merge_mode = f"eager ({type(err).__name__})"
 
     n, hq, hkv, d = args.tokens_per_gpu, args.heads, args.kv_heads, args.head_dim
     dev, dt = "cuda", torch.bfloat16
@@ -195,9 +203,10 @@ def time_layouts(args):
                 events_ms(clones, args.warmup, args.repeat))
     report = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
               "tokens_per_gpu": n, "heads": hq, "kv_heads": hkv, "head_dim": d,
-              "gpus": args.gpus, "layouts": {}}
+              "gpus": args.gpus, "merge": merge_mode, "layouts": {}}
     print(f"device: {report['device']}  torch {torch.__version__}; {args.gpus} ranks of {n} "
-          f"tokens, {hq}/{hkv} heads, d {d}, bf16; ms per step: the slowest rank's call + merge")
+          f"tokens, {hq}/{hkv} heads, d {d}, bf16, merge {merge_mode}; ms per step: the slowest rank's "
+          "call + merge")
     for layout in args.layouts.split(","):
         per_step = []
         for s in range(args.gpus):

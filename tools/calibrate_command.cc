@@ -33,7 +33,7 @@ struct CalibrateFlags {
   std::string kernels;    // cuda only; empty: auto
   int ranks = 0;          // given with --ranks; else the hardware threads (cpu) or kCudaRanks
   int64_t head_dim = 128;
-  int64_t heads = 1;
+  int64_t heads = 1;  // given with --heads; else 1 (cpu) or kCudaHeads
   bool quick = false;
   bool quiet = false;
   bool samples = false;  // print every kernel sample, measured against the fitted model
@@ -44,6 +44,11 @@ struct CalibrateFlags {
 
 // Virtual ranks a GPU is calibrated for without --ranks (the device checks' plans use 8).
 constexpr int kCudaRanks = 8;
+// Heads per block a GPU is calibrated with without --heads: a block call reaches the GPU's rate
+// only with enough heads to fill its SMs (a 4K block of one head is 32 query tiles for 132 SMs).
+// Calibrated with one head on an H200 (2026-11-28, docs/gpu-results.md), the blocks read a peak of
+// 83 TFLOP/s and 2K blocks 31% of it, where the plans it predicted ran at 400-450 TFLOP/s.
+constexpr int64_t kCudaHeads = 32;
 
 Status CheckFlags(const CalibrateFlags& f) {
   if (f.backend == "cuda") {
@@ -180,7 +185,10 @@ Runner RegisterCalibrateCommand(CLI::App& app) {
   cmd->add_option("--head-dim", f->head_dim,
                   "Head dimension of the kernels measured (the plans' d)")
       ->capture_default_str();
-  cmd->add_option("--heads", f->heads, "Heads per kernel call measured")->capture_default_str();
+  CLI::Option* heads =
+      cmd->add_option("--heads", f->heads,
+                      "Heads per kernel call measured, as the plans' blocks carry them (default: 1 "
+                      "on cpu, 32 on cuda: a GPU block call needs enough heads to fill the SMs)");
   cmd->add_flag(
       "--quick", f->quick,
       "Fewer block sizes and repetitions: about a third of the time (measured on 2 cores: "
@@ -195,7 +203,7 @@ Runner RegisterCalibrateCommand(CLI::App& app) {
   cmd->add_flag(
       "--samples", f->samples,
       "Also print every kernel sample on stderr: measured and model time, rate against the peak");
-  return [f, ranks]() -> int {
+  return [f, ranks, heads]() -> int {
     if (Status st = CheckFlags(*f); !st.ok()) return ReportError(st);
     const bool cuda = f->backend == "cuda";
     // The CUDA engine's configuration as execute --backend cuda fills it (bf16 inputs, the
@@ -212,7 +220,7 @@ Runner RegisterCalibrateCommand(CLI::App& app) {
                                     static_cast<unsigned>(exec::kMaxCalibrationRanks)));
     spec.ranks = ranks->count() > 0 ? f->ranks : (cuda ? kCudaRanks : cpu_ranks);
     spec.head_dim = f->head_dim;
-    spec.heads = f->heads;
+    spec.heads = heads->count() > 0 ? f->heads : (cuda ? kCudaHeads : 1);
     spec.quick = f->quick;
     spec.name = f->name;
     spec.transport = cuda ? "local" : "threads";

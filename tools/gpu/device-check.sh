@@ -25,8 +25,8 @@
 #                                                     sanitize,efficiency,torchbench,bench,
 #                                                     curves,calibrate,fidelity,ringsteps (default: the
 #                                                     first six; they run in the order validate,
-#                                                     compare, efficiency, torchbench, curves,
-#                                                     calibrate, fidelity, ringsteps, bench, sanitize: the
+#                                                     compare, efficiency, torchbench, curves, ringsteps,
+#                                                     calibrate, fidelity, bench, sanitize: the
 #                                                     slowest and least likely to find news last)
 # Environment: SEQ (compare, default 65536), MASKS (causal,full), SCHEMES (all 8), KERNELS (auto),
 # SIZES (torch bench, 4096,8192,16384), QUICK=1 (fewer kernel-benchmark sizes), EFF_SEQ (efficiency,
@@ -112,9 +112,15 @@ if has curves; then
   fi
   pack
 fi
+if has ringsteps; then
+  echo "== ring-flash-attention's forward by layout, step by step (8 ranks of 8K tokens, 32/8 heads, d 128)"
+  PYTHONUNBUFFERED=1 timeout "${T_RINGSTEPS:-120}" python3 bench/ring_layout_steps.py \
+    --json "$OUT/ring_layout_steps.json" 2>&1 | tee "$OUT/ring_layout_steps.log" || status=1
+  pack
+fi
 if has calibrate; then
   echo "== meshplan calibrate --backend cuda (8 virtual ranks)"
-  timeout "${T_CALIBRATE:-120}" "$bundle/bin/meshplan" calibrate --backend cuda --ranks 8 --head-dim 128 --quick \
+  timeout "${T_CALIBRATE:-120}" "$bundle/bin/meshplan" calibrate --backend cuda --ranks 8 --head-dim 128 --heads "${FID_HEADS:-32}" --quick \
     -o "$OUT/machine-gpu.toml" > "$OUT/calibrate.log" 2>&1 || status=1
   tail -12 "$OUT/calibrate.log"
   pack
@@ -125,12 +131,6 @@ if has fidelity; then
     --backend cuda --ranks 8 --mpi-ranks '' --seq "${FID_SEQ:-16K,64K}" --heads "${FID_HEADS:-32}" --kv-heads 8 \
     --head-dim 128 --repeat 3 --rounds 1 --quick --out "$OUT/fidelity" > "$OUT/fidelity.log" 2>&1 || status=1
   tail -6 "$OUT/fidelity.log"
-  pack
-fi
-if has ringsteps; then
-  echo "== ring-flash-attention's forward by layout, step by step (8 ranks of 8K tokens, 32/8 heads, d 128)"
-  PYTHONUNBUFFERED=1 timeout "${T_RINGSTEPS:-120}" python3 bench/ring_layout_steps.py \
-    --json "$OUT/ring_layout_steps.json" 2>&1 | tee "$OUT/ring_layout_steps.log" || status=1
   pack
 fi
 if has bench; then
