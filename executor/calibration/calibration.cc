@@ -377,9 +377,23 @@ void FitKernels(const std::vector<int64_t>& sizes, CalibrationResult& out) {
   {
     // The cut forward samples: with a = dense model time / measured and c = a x cut rows per
     // pair, the relative residual is a + c W - 1; least squares over W: sum c (1 - a) / sum c^2.
+    // Only sizes whose full forward block reaches kCutFitMinEfficiency of the peak, where any
+    // does: below it a block's time is the floor of issuing it (a GPU engine's host work per op,
+    // tens of microseconds), the same for a masked block as for a full one, and says nothing of
+    // what the mask costs. Measured on an H200 (docs/gpu-results.md, 2026-11-28): 128- and
+    // 512-token blocks at 1% and 14% of the peak pulled the fit to 80 pairs per cut row; the 2K
+    // samples alone give 530, where torch's cuDNN on the same GPU gives 578. A CPU's blocks are
+    // all above it (96-100%), so its fit is unchanged.
+    const auto kernel_bound = [&gpu](int64_t n) {
+      return gpu.Efficiency(n) >= kCutFitMinEfficiency;
+    };
+    const bool any_bound = std::any_of(out.kernels.begin(), out.kernels.end(), [&](auto& k) {
+      return !k.backward && PieceCutRows(k.piece, k.n) > 0 && kernel_bound(k.n);
+    });
     double num = 0, den = 0;
     for (const KernelSample& k : out.kernels) {
       if (k.backward || PieceCutRows(k.piece, k.n) == 0) continue;
+      if (any_bound && !kernel_bound(k.n)) continue;
       const double a = k.flops / (peak * gpu.Efficiency(k.n) * k.measured_s);
       const double c = a * PieceCutRowsPerPair(k.piece, k.n);
       num += c * (1.0 - a);

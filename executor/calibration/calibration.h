@@ -112,6 +112,10 @@ struct CalibrationSpec {
 // SampleHeads heads to bound their cost.
 std::vector<int64_t> CalibrationBlockSizes(bool quick, int ranks);
 inline constexpr int64_t kAllPiecesTokens = 2048;
+// The cut term (cut_row_extra_pairs) is fitted on the sizes whose full forward block runs at
+// this fraction of the peak or more, where any do: smaller blocks bound by the cost of issuing
+// them time the same masked or not (calibration.cc says what was measured).
+inline constexpr double kCutFitMinEfficiency = 0.5;
 inline constexpr int kMaxTailRanks = 16;
 // Heads of the n-token samples: the spec's up to kAllPiecesTokens, then scaled by
 // (kAllPiecesTokens / n)^2 (at least 1) so a sample costs no more FLOPs than one of that size.
