@@ -52,9 +52,9 @@ TEST_F(ModelFlagsCli, AnotherLibraryChangesTheTimeByItsRate) {
   // Ulysses on one node is one kernel over the whole 16K sequence: its forward time scales with
   // 1 / rate. fa3 at 16K: 0.681 + (0.71 - 0.681) / 2 = 0.6955 of peak (log-linear between 8K and
   // 32K); fa2: 0.377 + (0.381 - 0.377) / 2 = 0.379. The block is cut along its diagonal: its
-  // 16384 x 16385 / 2 = 134,225,920 pairs cost 16383 cut rows x cut_row_extra_pairs more (fa2 250:
-  // 4,095,750; fa3 120: 1,965,960). The FLOP part of the compute (the 4 us launch of
-  // dgx-h100-1node.toml apart) so grows by 0.6955 / 0.379 x 138,321,670 / 136,191,880.
+  // 16384 x 16385 / 2 = 134,225,920 pairs cost 16383 cut rows x cut_row_extra_pairs more (fa2 537:
+  // 8,797,671; fa3 120: 1,965,960). The FLOP part of the compute (the 4 us launch of
+  // dgx-h100-1node.toml apart) so grows by 0.6955 / 0.379 x 143,023,591 / 136,191,880.
   auto compute_s = [&](const std::string& library) {
     const testing::CliResult r =
         Run(std::string("plan ") + kSmall +
@@ -64,7 +64,7 @@ TEST_F(ModelFlagsCli, AnotherLibraryChangesTheTimeByItsRate) {
   };
   const double launch_s = 4e-6;
   EXPECT_NEAR((compute_s("fa2") - launch_s) / (compute_s("fa3") - launch_s),
-              0.6955 / 0.379 * 138'321'670.0 / 136'191'880.0, 1e-6);
+              0.6955 / 0.379 * 143'023'591.0 / 136'191'880.0, 1e-6);
 }
 
 TEST_F(ModelFlagsCli, APlanFileRecordsItsLibraryAndSimulateUsesIt) {
