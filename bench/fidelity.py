@@ -148,7 +148,8 @@ def main():
                         ex = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(ranks), *ex,
                               "--transport", "mpi"]
                     try:
-                        j = json.loads(run(ex))
+                        text = run(ex)
+                        j = json.loads(text)
                     except RuntimeError as err:
                         # One plan that fails to run (a first run on a new device, say) is
                         # reported and left out; the rest of the table still comes out.
@@ -159,6 +160,11 @@ def main():
                         continue
                     e["times"] += j["repeat"]["times_s"] if "repeat" in j else [j["measured"]["time_s"]]
                     e["predicted"] = j["predicted"]["time_s"]
+                    # The whole report (per rank and op class, predicted and measured), for
+                    # reading a plan's error apart afterwards.
+                    tag = re.sub(r"[^A-Za-z0-9.+-]+", "_", f"{ranks}-{transport}-{seq}-{mask}-{pss}-{e['label']}")
+                    with open(os.path.join(args.out, f"execute-{tag}-r{rnd}.json"), "w") as f:
+                        f.write(text)
             for e in [e for e in entries if e["times"] and not e.get("failed")]:
                 measured = statistics.median(e["times"])
                 predicted = e["predicted"]

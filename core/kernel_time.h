@@ -1,6 +1,7 @@
 // Kernel time model shared by the planner's estimates and the simulator's compute model.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "core/dtype.h"
@@ -55,16 +56,18 @@ inline double FrameworkOverheadSeconds(const Topology& topology, Pass pass) {
   return topology.framework.step_overhead_s * static_cast<double>(calls);
 }
 
-// The last rank's lag behind fair sharing of an oversubscribed device (GpuSpec::sharing_end_lag_s),
-// once per run: 0 unless the device is shared by more ranks than it runs at full rate under
-// processor sharing (serial sharing's staggered ends are modelled op by op). The planner adds it to
-// every plan's time beside the framework's overhead, the simulator to the replay's total.
-inline double SharedDeviceEndLagSeconds(const GpuSpec& gpu) {
+// The last rank's lag behind fair sharing of an oversubscribed device, once per run of
+// `run_s` seconds without it: GpuSpec::sharing_end_lag_s + sharing_end_lag_fraction x run_s; 0
+// unless the device is shared by more ranks than it runs at full rate under processor sharing
+// (serial sharing's staggered ends are modelled op by op). The planner adds it to every plan's
+// time beside the framework's overhead, the simulator to the replay's total, each with its own
+// lag-free time as run_s.
+inline double SharedDeviceEndLagSeconds(const GpuSpec& gpu, double run_s) {
   if (gpu.sharing != DeviceSharing::kProcessor || gpu.ranks_per_device <= 1 ||
       static_cast<double>(gpu.ranks_per_device) <= gpu.concurrent_kernels) {
     return 0.0;
   }
-  return gpu.sharing_end_lag_s;
+  return gpu.sharing_end_lag_s + gpu.sharing_end_lag_fraction * std::max(0.0, run_s);
 }
 
 // The planner's kernel time: UnsharedKernelSeconds slowed by the ranks that share the device, all

@@ -318,6 +318,8 @@ Status Topology::Validate() const {
   }
   if (!(gpu.sharing_end_lag_s >= 0 && gpu.sharing_end_lag_s <= 10.0))
     return Status::Invalid("gpu.sharing_end_lag_us: must be in [0, 10000000] (10 s)");
+  if (!(gpu.sharing_end_lag_fraction >= 0 && gpu.sharing_end_lag_fraction <= 1.0))
+    return Status::Invalid("gpu.sharing_end_lag_fraction: must be in [0, 1] (of the run's time)");
   if (!(framework.step_overhead_s >= 0))
     return Status::Invalid("framework.step_overhead_us: must not be negative");
   MESHPLAN_RETURN_IF_ERROR(

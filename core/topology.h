@@ -136,11 +136,15 @@ struct GpuSpec {
   bool copies_take_compute = false;
   // Time-slicing shares an oversubscribed device fairly only on average: when its ranks outnumber
   // the kernels it runs at full rate (ranks_per_device > concurrent_kernels, processor sharing),
-  // the last of equal kernels started together ends this long after the fair end, all of them
-  // ending together. A scheduler's lag is bounded by a few of its periods, whatever the run's
-  // length, so it is a time, charged once per run (core/kernel_time.h SharedDeviceEndLagSeconds),
-  // not a rate. meshplan calibrate measures it (docs/fidelity.md); 0: not charged.
+  // the last of equal kernels started together ends after the fair end by
+  //   sharing_end_lag_s + sharing_end_lag_fraction x the run's lag-free time,
+  // charged once per run (core/kernel_time.h SharedDeviceEndLagSeconds). The time is the
+  // scheduler's few periods; the fraction is a placement that persists through the run (3 threads
+  // on 2 cores: one keeping a core to itself for a while, the other two sharing one), so it grows
+  // with the run: measured on 2 cores at P = 3, runs of 75, 154 and 323 ms ended 14, 24 and 39 ms
+  // late (docs/fidelity.md). meshplan calibrate measures both at two race lengths; 0: not charged.
   double sharing_end_lag_s = 0;
+  double sharing_end_lag_fraction = 0;
 
   // Makes `curve` the active one: copies it into the fields above (attention_efficiency ...
   // sliced_merge_passes), which the model reads. `attention_kernel` is the caller's to set.

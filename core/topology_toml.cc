@@ -264,6 +264,7 @@ constexpr std::string_view kGpuKeys[] = {"model",
                                          "concurrent_kernels",
                                          "sharing",
                                          "sharing_end_lag_us",
+                                         "sharing_end_lag_fraction",
                                          "copies_take_compute"};
 constexpr std::string_view kGpuRequired[] = {"model", "memory_GB", "hbm_GBps", "peak_tflops"};
 constexpr std::string_view kLevelKeys[] = {
@@ -318,6 +319,8 @@ Status ReadGpu(const Reader& r, const toml::table& t, GpuSpec* gpu) {
   double lag_us = gpu->sharing_end_lag_s * 1e6;
   MESHPLAN_RETURN_IF_ERROR(r.NumberAt(t, p, "sharing_end_lag_us", false, &lag_us));
   gpu->sharing_end_lag_s = UsToSeconds(lag_us);
+  MESHPLAN_RETURN_IF_ERROR(
+      r.NumberAt(t, p, "sharing_end_lag_fraction", false, &gpu->sharing_end_lag_fraction));
 
   auto peak = r.Find(t, p, "peak_tflops", true);
   if (!peak.ok()) return peak.status();
@@ -572,6 +575,10 @@ std::string TopologyToToml(const Topology& t) {
   }
   if (g.sharing_end_lag_s != defaults.sharing_end_lag_s) {
     out << "sharing_end_lag_us = " << FormatNumber(g.sharing_end_lag_s, UsToSeconds, 1e-6) << "\n";
+  }
+  if (g.sharing_end_lag_fraction != defaults.sharing_end_lag_fraction) {
+    out << "sharing_end_lag_fraction = " << FormatNumber(g.sharing_end_lag_fraction, Identity, 1)
+        << "\n";
   }
   if (t.calibration.recorded()) {
     out << "\n[calibration]\nload_average = "

@@ -9,7 +9,9 @@ Estimate EvaluatePlan(const PlanContext& ctx, const Strategy& strategy,
   Estimate e = strategy.Evaluate(ctx, params);
   if (!e.valid) return e;
   e.framework_overhead_s = FrameworkOverheadSeconds(ctx.topology, ctx.workload.pass);
-  e.shared_device_lag_s = SharedDeviceEndLagSeconds(ctx.topology.gpu);
+  FinishTime(e);  // the lag-free time first: the lag can grow with it
+  e.shared_device_lag_s =
+      SharedDeviceEndLagSeconds(ctx.topology.gpu, e.time_s - e.framework_overhead_s);
   FinishTime(e);
   return e;
 }

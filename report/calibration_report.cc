@@ -69,6 +69,12 @@ std::string CalibrationJson(const exec::CalibrationResult& result, const std::st
   j.Number(result.sharing.spread);
   j.Key("end_lag_s");
   j.Number(result.sharing.end_lag_s);
+  j.Key("fair_end_s");
+  j.Number(result.sharing.fair_end_s);
+  j.Key("long_end_lag_s");
+  j.Number(result.sharing.long_end_lag_s);
+  j.Key("long_fair_end_s");
+  j.Number(result.sharing.long_fair_end_s);
   j.EndObject();
   j.Key("toml");
   j.String(toml);

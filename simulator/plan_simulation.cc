@@ -195,7 +195,7 @@ Result<PlanSimulation> SimulatePlan(const Plan& plan, const Topology& topology,
     // The framework's fixed time around the kernels and the last rank's lag on a shared device,
     // as the planner adds them (EvaluatePlan).
     out.result.total_s += FrameworkOverheadSeconds(topology, plan.workload.pass) +
-                          SharedDeviceEndLagSeconds(topology.gpu);
+                          SharedDeviceEndLagSeconds(topology.gpu, out.result.total_s);
     return out;
   }
 }

@@ -121,6 +121,14 @@ void PrintSummary(const exec::CalibrationResult& r) {
                  r.sharing.ranks, g.concurrent_kernels,
                  std::string(DeviceSharingName(g.sharing)).c_str(), 1e3 * r.sharing.alone_s,
                  100 * r.sharing.spread, 1e3 * r.sharing.end_lag_s);
+    if (r.sharing.long_fair_end_s > 0) {
+      std::fprintf(stderr,
+                   "calibrate: the last rank's lag: %.3g ms in races of %.3g ms, %.3g ms in races "
+                   "of %.3g ms: %.3g ms + %.3g of the run\n",
+                   1e3 * r.sharing.end_lag_s, 1e3 * r.sharing.fair_end_s,
+                   1e3 * r.sharing.long_end_lag_s, 1e3 * r.sharing.long_fair_end_s,
+                   1e3 * g.sharing_end_lag_s, g.sharing_end_lag_fraction);
+    }
     const NetworkLevel& l = r.topology.levels[0];
     std::fprintf(
         stderr,
@@ -191,8 +199,8 @@ Runner RegisterCalibrateCommand(CLI::App& app) {
                       "on cpu, 32 on cuda: a GPU block call needs enough heads to fill the SMs)");
   cmd->add_flag(
       "--quick", f->quick,
-      "Fewer block sizes and repetitions: about a third of the time (measured on 2 cores: "
-      "11-16 s against 38-42 s)");
+      "Fewer block sizes and repetitions: a third to a half of the time (measured on 2 cores: "
+      "16-21 s against 44-45 s)");
   cmd->add_option("-o,--out", f->out, "Write the topology here (atomically); default: stdout");
   cmd->add_option("--name", f->name, "The topology's name")->capture_default_str();
   cmd->add_option("--format", f->format,

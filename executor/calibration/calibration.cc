@@ -200,6 +200,29 @@ void Say(const CalibrationProgress& progress, const std::string& line) {
   if (progress) progress(line);
 }
 
+}  // namespace
+
+EndLag FitEndLag(double f1_s, double lag1_s, double f2_s, double lag2_s) {
+  EndLag out;
+  if (!(f2_s > f1_s)) {
+    out.time_s = std::max(0.0, (lag1_s + lag2_s) / 2);
+    return out;
+  }
+  out.fraction = (lag2_s - lag1_s) / (f2_s - f1_s);
+  out.time_s = lag1_s - out.fraction * f1_s;
+  if (out.fraction < 0) {
+    out.fraction = 0;
+    out.time_s = std::max(0.0, (lag1_s + lag2_s) / 2);
+  } else if (out.time_s < 0) {
+    out.time_s = 0;
+    out.fraction = (lag1_s * f1_s + lag2_s * f2_s) / (f1_s * f1_s + f2_s * f2_s);
+  }
+  out.fraction = std::min(out.fraction, 1.0);
+  return out;
+}
+
+namespace {
+
 // Phase 1, sharing: how the device serves its ranks' kernels at once. Measured first because
 // the kernels are measured on every rank at once and converted with it. Sets out.sharing and the
 // GPU's ranks_per_device, copies_take_compute, concurrent_kernels and sharing (the last two only
@@ -222,15 +245,19 @@ Status MeasureSharing(CalibrationTarget& target, const CalibrationSpec& spec,
       static_cast<int>(std::clamp(std::ceil(share_s / *block_s), 1.0, 10000.0));
   Say(progress, "sharing: " + std::to_string(spec.ranks) + " ranks run " +
                     std::to_string(share_repeats) + " blocks of " + std::to_string(share_n) +
-                    " at once");
+                    " at once (then " + std::to_string(kLongRaceFactor * share_repeats) +
+                    " if they time-slice more ranks than it runs at full rate)");
   std::vector<double> concurrency_by_last, concurrency_by_median, spreads, late_fractions, lags,
-      alone;
+      fair_ends, alone;
   std::vector<double> ends;
   const int processors = target.Processors();
-  for (int trial = 0; trial < kSharingTrials; ++trial) {
-    auto one = target.ConcurrentEndsSeconds(1, share_n, share_repeats);
+  // One trial of `repeats` blocks a rank: one rank alone, then all at once. Appends to `lags`
+  // and `fair_ends` (and, where `all_stats`, to the other statistics).
+  auto race = [&](int repeats, bool all_stats, std::vector<double>& race_lags,
+                  std::vector<double>& race_fair_ends) -> Status {
+    auto one = target.ConcurrentEndsSeconds(1, share_n, repeats);
     if (!one.ok()) return one.status().WithContext("calibrate: one rank alone");
-    auto all = target.ConcurrentEndsSeconds(spec.ranks, share_n, share_repeats);
+    auto all = target.ConcurrentEndsSeconds(spec.ranks, share_n, repeats);
     if (!all.ok())
       return all.status().WithContext("calibrate: " + std::to_string(spec.ranks) +
                                       " ranks at once");
@@ -242,27 +269,33 @@ Status MeasureSharing(CalibrationTarget& target, const CalibrationSpec& spec,
       return Status::Internal("calibrate: a sharing run measured no time");
     // Served in turn (serial), work of `ranks` kernels over the time the last one took is the
     // device's effective parallelism. Time-sliced (processor), equal kernels end together but
-    // for the scheduler: a lag of the last behind the others (GpuSpec::sharing_end_lag_s, a time,
-    // not a rate), and a thread that had a core to itself for a while ending early (3 threads on
-    // 2 cores: ends 1, 1.5, 1.5 alone-times). The median end is the fair one in both cases, so
-    // there the work over the median end is the parallelism and the last end's distance from it
-    // the lag. Serial ends spread evenly below the last, so the median lies well below it.
+    // for the scheduler: a lag of the last behind the others (GpuSpec::sharing_end_lag_s,
+    // sharing_end_lag_fraction), and a thread that had a core to itself for a while ending early
+    // (3 threads on 2 cores: ends 1, 1.5, 1.5 alone-times). The median end is the fair one in both
+    // cases, so there the work over the median end is the parallelism and the last end's distance
+    // from it the lag. Serial ends spread evenly below the last, so the median lies well below it.
     //
     // On a device of known processors the fair end is never before their full share: 3 threads
     // on 2 cores measured here ended at 1.25, 1.43 and 1.65 alone-times (one had a core to itself
     // for a while), a median that read as 2.1 kernels at full rate on 2 cores and put the lag at
     // 0.22 alone-times instead of 0.15 past the fair 1.5.
     const double work_s = static_cast<double>(spec.ranks) * (*one)[0];
-    const double median_end = Median(*all);
     const double fair_end = FairEndSeconds(*all, work_s, processors);
-    concurrency_by_last.push_back(work_s / *latest);
-    concurrency_by_median.push_back(work_s / fair_end);
-    spreads.push_back((*latest - *first) / *latest);
-    late_fractions.push_back((*latest - median_end) / *latest);
-    lags.push_back(std::max(0.0, *latest - fair_end));
-    alone.push_back((*one)[0]);
-    if (trial == 0) ends = *all;
-  }
+    race_lags.push_back(std::max(0.0, *latest - fair_end));
+    race_fair_ends.push_back(fair_end);
+    if (all_stats) {
+      const double median_end = Median(*all);
+      concurrency_by_last.push_back(work_s / *latest);
+      concurrency_by_median.push_back(work_s / fair_end);
+      spreads.push_back((*latest - *first) / *latest);
+      late_fractions.push_back((*latest - median_end) / *latest);
+      alone.push_back((*one)[0]);
+      if (ends.empty()) ends = *all;
+    }
+    return Status::Ok();
+  };
+  for (int trial = 0; trial < kSharingTrials; ++trial)
+    MESHPLAN_RETURN_IF_ERROR(race(share_repeats, true, lags, fair_ends));
   out.sharing.alone_s = Median(alone);
   out.sharing.ends_s = ends;
   out.sharing.spread = Median(spreads);
@@ -279,11 +312,29 @@ Status MeasureSharing(CalibrationTarget& target, const CalibrationSpec& spec,
   // no lag when one thread has a core to itself and the other two share one, a sixth of the
   // alone time when one thread shares a core throughout, in about half the trials each), so the
   // median of 5 is either, and a run's expected lag is the mean.
-  out.sharing.end_lag_s = std::accumulate(lags.begin(), lags.end(), 0.0) /
-                          static_cast<double>(std::max<size_t>(1, lags.size()));
-  gpu.sharing_end_lag_s = processor && static_cast<double>(spec.ranks) > gpu.concurrent_kernels
-                              ? Significant(out.sharing.end_lag_s, 3)
-                              : 0.0;
+  auto mean = [](const std::vector<double>& v) {
+    return std::accumulate(v.begin(), v.end(), 0.0) /
+           static_cast<double>(std::max<size_t>(1, v.size()));
+  };
+  out.sharing.end_lag_s = mean(lags);
+  out.sharing.fair_end_s = mean(fair_ends);
+  if (!processor || static_cast<double>(spec.ranks) <= gpu.concurrent_kernels) {
+    gpu.sharing_end_lag_s = 0;
+    gpu.sharing_end_lag_fraction = 0;
+    return Status::Ok();
+  }
+  // The same race kLongRaceFactor times as long: whether the lag grows with the run (at P = 3 on
+  // 2 cores it does, by a tenth of the run; at P = 6 it is a time: docs/fidelity.md).
+  std::vector<double> long_lags, long_fair_ends;
+  for (int trial = 0; trial < kSharingTrials; ++trial)
+    MESHPLAN_RETURN_IF_ERROR(
+        race(kLongRaceFactor * share_repeats, false, long_lags, long_fair_ends));
+  out.sharing.long_end_lag_s = mean(long_lags);
+  out.sharing.long_fair_end_s = mean(long_fair_ends);
+  const EndLag lag = FitEndLag(out.sharing.fair_end_s, out.sharing.end_lag_s,
+                               out.sharing.long_fair_end_s, out.sharing.long_end_lag_s);
+  gpu.sharing_end_lag_s = Significant(lag.time_s, 3);
+  gpu.sharing_end_lag_fraction = Significant(lag.fraction, 3);
   return Status::Ok();
 }
 

@@ -147,6 +147,12 @@ struct SharingMeasurement {
   // Last end - fair end (mean over the trials). The fair end is the median end, or the
   // processors' full share (ranks / Processors() alone-times) where that is later.
   double end_lag_s = 0;
+  double fair_end_s = 0;  // the mean fair end of those trials
+  // Where the ranks time-slice an oversubscribed device, the same race kLongRaceFactor times as
+  // long: its mean lag and fair end (0: not run). The two races give the lag's time and its
+  // fraction of the run (GpuSpec::sharing_end_lag_s, sharing_end_lag_fraction; FitEndLag).
+  double long_end_lag_s = 0;
+  double long_fair_end_s = 0;
 };
 
 // The head-dim term from one block measured at two head dims d1 and d2 (seconds t1, t2): a pair
@@ -180,6 +186,19 @@ inline constexpr int kCalibrationRounds = 3;
 // statistic over them): the scheduler's spread of equal threads' ends varies from trial to trial
 // (3 threads on 2 cores: lags of 7 to 50 ms in 0.2 s runs here).
 inline constexpr int kSharingTrials = 5;
+// How much longer the second race of the sharing phase is than the first (time-sliced devices).
+inline constexpr int kLongRaceFactor = 3;
+
+// The lag of the last rank as a time plus a fraction of the run, from the mean lags L1, L2 of
+// races whose fair ends were F1 < F2: the line through the two points, lag = time + fraction x F.
+// A negative fraction (the longer race lagged less: noise) gives fraction 0 and the mean of the
+// two lags as the time; a negative time, the least-squares fraction through the origin and time 0;
+// the fraction at most 1. F2 <= F1: the mean lag as the time.
+struct EndLag {
+  double time_s = 0;
+  double fraction = 0;
+};
+EndLag FitEndLag(double f1_s, double lag1_s, double f2_s, double lag2_s);
 
 // The median (mean of the two middle values for an even count; 0 for none): every repeated
 // measurement of calibration is summarised by it, robust to the odd slow repetition.

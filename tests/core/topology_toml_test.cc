@@ -369,6 +369,32 @@ TEST(TopologyTomlTest, SharingEndLagParsesRoundTripsAndIsBounded) {
               {"gpu.sharing_end_lag_us"});
 }
 
+// The lag's part that grows with the run: a plain fraction, written back only when set, refused
+// outside [0, 1] with the key named.
+TEST(TopologyTomlTest, SharingEndLagFractionParsesRoundTripsAndIsBounded) {
+  const std::string at = "attention_efficiency = [[512, 0.3], [4096, 0.6]]";
+  auto plain = ParseTopologyToml(kBase, "t.toml");
+  ASSERT_TRUE(plain.ok()) << plain.status().message();
+  EXPECT_EQ(plain->gpu.sharing_end_lag_fraction, 0.0);
+  EXPECT_EQ(TopologyToToml(*plain).find("sharing_end_lag_fraction"), std::string::npos);
+  auto topo = ParseTopologyToml(
+      Replace(kBase, at, at + "\nranks_per_device = 4\nsharing_end_lag_fraction = 0.104"),
+      "t.toml");
+  ASSERT_TRUE(topo.ok()) << topo.status().message();
+  EXPECT_DOUBLE_EQ(topo->gpu.sharing_end_lag_fraction, 0.104);
+  const std::string written = TopologyToToml(*topo);
+  EXPECT_NE(written.find("sharing_end_lag_fraction = 0.104\n"), std::string::npos) << written;
+  auto again = ParseTopologyToml(written, "again.toml");
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_DOUBLE_EQ(again->gpu.sharing_end_lag_fraction, 0.104);
+  ExpectError(Replace(kBase, at, at + "\nsharing_end_lag_fraction = -0.1"),
+              {"gpu.sharing_end_lag_fraction"});
+  ExpectError(Replace(kBase, at, at + "\nsharing_end_lag_fraction = 1.5"),
+              {"gpu.sharing_end_lag_fraction", "[0, 1]"});
+  ExpectError(Replace(kBase, at, at + "\nsharing_end_lag_fraction = \"10%\""),
+              {"gpu.sharing_end_lag_fraction"});
+}
+
 TEST(TopologyTomlTest, DeviceSharingErrorsNameTheKey) {
   const std::string at = "attention_efficiency = [[512, 0.3], [4096, 0.6]]";
   // level[0] groups 8 GPU slots: 3 ranks per device would straddle two nodes.

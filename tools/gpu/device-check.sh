@@ -29,6 +29,8 @@
 #                                                     calibrate, fidelity, bench, sanitize: the
 #                                                     slowest and least likely to find news last)
 # Environment: SEQ (compare, default 65536), MASKS (causal,full), SCHEMES (all 8), KERNELS (auto),
+# COMPARE_REPEAT (compare's execute --repeat: 1 times one cold run, graph builds included; 3 a
+# warm-up then 3 timed runs),
 # SIZES (torch bench, 4096,8192,16384), QUICK=1 (fewer kernel-benchmark sizes), EFF_SEQ (efficiency,
 # 131072), BENCH_SEQ (bench, 16K,64K), MEMCHECK_FILTER / RACECHECK_FILTER (kernel tests under the
 # sanitizers; RACECHECK_FILTER=none skips racecheck), and per-step limits in seconds T_VALIDATE (300),
@@ -74,7 +76,8 @@ if has compare; then
   echo "== execute --backend cuda vs torch float32 reference"
   PYTHONUNBUFFERED=1 timeout "${T_COMPARE:-420}" python3 tools/gpu/compare_with_torch.py --meshplan "$bundle/bin/meshplan" \
     --topology "$bundle/topologies/dgx-h100-1node.toml" --out "$OUT" --seq "${SEQ:-65536}" \
-    --masks "${MASKS:-causal,full}" --kernels "${KERNELS:-auto}" ${SCHEMES:+--schemes "$SCHEMES"} 2>&1 | tee "$OUT/compare.log" || status=1
+    --masks "${MASKS:-causal,full}" --kernels "${KERNELS:-auto}" ${SCHEMES:+--schemes "$SCHEMES"} \
+    --repeat "${COMPARE_REPEAT:-1}" 2>&1 | tee "$OUT/compare.log" || status=1
   pack
 fi
 if has efficiency; then

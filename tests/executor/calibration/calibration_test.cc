@@ -15,6 +15,7 @@
 #include <tuple>
 #include <vector>
 
+#include "core/kernel_time.h"
 #include "core/layout.h"
 #include "core/mask.h"
 
@@ -271,7 +272,9 @@ TEST(Calibrate, TheCutTermComesFromBlocksThatAreNotBoundByIssuingThem) {
 }
 
 // KnownTarget under processor sharing whose equal kernels, started together, end at the given
-// multiples of the fair end F = repeats x alone x ranks / c when `ranks` of them run at once.
+// multiples of the fair end F = repeats x alone x ranks / c when `ranks` of them run at once: a
+// lag that is a fixed share of the race, in the first races and the kLongRaceFactor times longer
+// ones alike. fair_end_s is the first races' F.
 class UnevenEndsTarget : public KnownTarget {
  public:
   UnevenEndsTarget(const Truth& t, int ranks, std::vector<double> ends_over_fair)
@@ -280,8 +283,9 @@ class UnevenEndsTarget : public KnownTarget {
     MESHPLAN_ASSIGN_OR_RETURN(std::vector<double> ends,
                               KnownTarget::ConcurrentEndsSeconds(ranks, n, repeats));
     if (ranks != ranks_) return ends;
-    fair_end_s = ends[0];
-    for (size_t i = 0; i < ends.size(); ++i) ends[i] = ends_over_fair_[i] * fair_end_s;
+    const double fair = ends[0];
+    if (fair_end_s == 0) fair_end_s = fair;
+    for (size_t i = 0; i < ends.size(); ++i) ends[i] = ends_over_fair_[i] * fair;
     return ends;
   }
   double fair_end_s = 0;
@@ -303,9 +307,19 @@ TEST(Calibrate, TheLastRanksLagIsATimeBesideTheFairShare) {
   ExpectRelative(g.concurrent_kernels, MakeTruth(true).concurrent / 0.99, 5e-2,
                  "concurrent kernels");
   ASSERT_GT(target.fair_end_s, 0.0);
-  ExpectRelative(g.sharing_end_lag_s, 0.07 * target.fair_end_s, 5e-3, "end lag");
   EXPECT_NEAR(r->sharing.end_lag_s, 0.07 * target.fair_end_s, 1e-12);
   EXPECT_NEAR(r->sharing.spread, 0.10 / 1.06, 1e-12);
+  // The lag is 0.07 F in races of F and of kLongRaceFactor F alike, each after its median end
+  // 0.99 F: no time, a fraction 0.07 / 0.99 of the run's fair end (3 significant digits), so a
+  // run as long as the first race is charged 0.07 F.
+  const double f = target.fair_end_s;
+  EXPECT_NEAR(r->sharing.fair_end_s, 0.99 * f, 1e-12);
+  EXPECT_NEAR(r->sharing.long_fair_end_s, 0.99 * kLongRaceFactor * f, 1e-12);
+  EXPECT_NEAR(r->sharing.long_end_lag_s, 0.07 * kLongRaceFactor * f, 1e-12);
+  EXPECT_NEAR(g.sharing_end_lag_s, 0.0, 1e-12);
+  ExpectRelative(g.sharing_end_lag_fraction, 0.07 / 0.99, 5e-3, "end lag fraction");
+  ExpectRelative(SharedDeviceEndLagSeconds(g, 0.99 * f), 0.07 * f, 5e-3,
+                 "end lag of a run as long as the first race");
 }
 
 // Three time-sliced ranks on two cores: one has a core to itself and ends first, at 2/3 of the
@@ -320,6 +334,7 @@ TEST(Calibrate, AThreadAloneOnACoreForAWhileIsStillProcessorSharing) {
   EXPECT_EQ(g.sharing, DeviceSharing::kProcessor);
   ExpectRelative(g.concurrent_kernels, 2.0, 5e-2, "concurrent kernels");
   EXPECT_NEAR(g.sharing_end_lag_s, 0.0, 1e-12);
+  EXPECT_NEAR(g.sharing_end_lag_fraction, 0.0, 1e-12);
   EXPECT_NEAR(r->sharing.spread, 1.0 / 3.0, 1e-12);
 }
 
@@ -347,9 +362,11 @@ TEST(Calibrate, TheFairEndIsNeverBeforeTheProcessorsFullShare) {
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->topology.gpu.sharing, DeviceSharing::kProcessor);
   EXPECT_NEAR(r->topology.gpu.concurrent_kernels, 2.0, 1e-12);
-  // The lag: (1.65 - 1.5) / 1.5 F = 0.1 F, to 3 significant digits.
-  ExpectRelative(r->topology.gpu.sharing_end_lag_s, 0.1 * two_cores.fair_end_s, 5e-3, "end lag");
+  // The lag: (1.65 - 1.5) / 1.5 F = 0.1 F in every race, a fraction 0.1 of the run (3 significant
+  // digits) and no time.
   EXPECT_NEAR(r->sharing.end_lag_s, 0.1 * two_cores.fair_end_s, 1e-12);
+  EXPECT_NEAR(r->topology.gpu.sharing_end_lag_s, 0.0, 1e-12);
+  ExpectRelative(r->topology.gpu.sharing_end_lag_fraction, 0.1, 5e-3, "end lag fraction");
 
   // Without a processor count the median end stands: 3 / 1.43 = 2.098 -> 2.1 kernels (2 digits),
   // and the lag is (1.65 - 1.43) / 1.5 F.
@@ -402,8 +419,9 @@ TEST(SpreadWorkSeconds, TheThreadsCpuTimeOverTheCoresTheyCanUse) {
 // 3 ranks on 2 cores whose race takes one of two shapes, trial by trial: ends 1, 1.5, 1.5
 // alone-times (one thread alone on a core: no lag) in the first, third and fifth trials; 4/3, 4/3,
 // 5/3 (one thread sharing a core throughout: the last 1/6 alone-time past the fair 1.5) in the
-// second and fourth. The median lag of the 5 trials would be 0; the expected lag of a run is the
-// mean, 2/5 x 1/6 alone-times = 1/15.
+// second and fourth, in the first races and the kLongRaceFactor times longer ones alike. The median
+// lag of the 5 trials would be 0; the expected lag of a run is the mean, 2/5 x 1/6 alone-times =
+// 1/15. alone_s is the first races' alone time.
 class TwoShapesTarget : public KnownTarget {
  public:
   explicit TwoShapesTarget(const Truth& t) : KnownTarget(t, 64, 2) {}
@@ -412,17 +430,18 @@ class TwoShapesTarget : public KnownTarget {
     MESHPLAN_ASSIGN_OR_RETURN(std::vector<double> ends,
                               KnownTarget::ConcurrentEndsSeconds(ranks, n, repeats));
     if (ranks != 3) return ends;
-    alone_s = ends[0] / 1.5;  // KnownTarget ends all at the fair 1.5 alone-times
-    const bool lagging = trials_++ % 2 == 1;
+    const double alone = ends[0] / 1.5;  // KnownTarget ends all at the fair 1.5 alone-times
+    if (alone_s == 0) alone_s = alone;
+    const bool lagging = trials_[repeats]++ % 2 == 1;
     ends = lagging ? std::vector<double>{4.0 / 3, 4.0 / 3, 5.0 / 3}
                    : std::vector<double>{1.0, 1.5, 1.5};
-    for (double& e : ends) e *= alone_s;
+    for (double& e : ends) e *= alone;
     return ends;
   }
   double alone_s = 0;
 
  private:
-  int trials_ = 0;
+  std::map<int, int> trials_;  // by race length (blocks per rank)
 };
 
 TEST(Calibrate, TheLagIsTheMeanOverTheTrials) {
@@ -433,7 +452,52 @@ TEST(Calibrate, TheLagIsTheMeanOverTheTrials) {
   EXPECT_EQ(r->topology.gpu.sharing, DeviceSharing::kProcessor);
   EXPECT_NEAR(r->topology.gpu.concurrent_kernels, 2.0, 1e-12);
   EXPECT_NEAR(r->sharing.end_lag_s, target.alone_s / 15.0, 1e-12);
-  ExpectRelative(r->topology.gpu.sharing_end_lag_s, target.alone_s / 15.0, 5e-3, "end lag");
+  // The same mean in the longer races, kLongRaceFactor times the first's: a share of the run,
+  // (1/15) / 1.5 = 2/45 of it (3 significant digits), no time; a run as long as the first race
+  // (its fair end, 1.5 alone-times) is charged 1/15 alone-time.
+  EXPECT_NEAR(r->sharing.long_end_lag_s, kLongRaceFactor * target.alone_s / 15.0, 1e-12);
+  EXPECT_NEAR(r->topology.gpu.sharing_end_lag_s, 0.0, 1e-12);
+  ExpectRelative(r->topology.gpu.sharing_end_lag_fraction, 2.0 / 45.0, 5e-3, "end lag fraction");
+  ExpectRelative(SharedDeviceEndLagSeconds(r->topology.gpu, 1.5 * target.alone_s),
+                 target.alone_s / 15.0, 5e-3, "end lag of a run as long as the first race");
+}
+
+// A lag that is a time plus a share of the race (6 ms + 0.1 of its fair end, as 3 threads on 2
+// cores measured in docs/fidelity.md): both come back from the two race lengths.
+class TimeAndShareLagTarget : public KnownTarget {
+ public:
+  explicit TimeAndShareLagTarget(const Truth& t) : KnownTarget(t, 64, 2) {}
+  int Processors() const override { return 2; }
+  Result<std::vector<double>> ConcurrentEndsSeconds(int ranks, int64_t n, int repeats) override {
+    MESHPLAN_ASSIGN_OR_RETURN(std::vector<double> ends,
+                              KnownTarget::ConcurrentEndsSeconds(ranks, n, repeats));
+    if (ranks != 3) return ends;
+    // KnownTarget's 3 ends are all at the fair end F (2 kernels at full rate): the last one late.
+    ends.back() += 6e-3 + 0.1 * ends.back();
+    return ends;
+  }
+};
+
+TEST(Calibrate, TheLagIsATimeAndAShareOfTheRun) {
+  TimeAndShareLagTarget target(MakeTruth(true));
+  auto r = Calibrate(target, Spec(3, true));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const GpuSpec& g = r->topology.gpu;
+  EXPECT_EQ(g.sharing, DeviceSharing::kProcessor);
+  ASSERT_GT(r->sharing.long_fair_end_s, r->sharing.fair_end_s);
+  ExpectRelative(g.sharing_end_lag_s, 6e-3, 5e-3, "end lag time");
+  ExpectRelative(g.sharing_end_lag_fraction, 0.1, 5e-3, "end lag fraction");
+
+  // FitEndLag's corners, by hand: the line through (0.2, 0.026) and (0.6, 0.066) is 6 ms + 0.1 F;
+  // a longer race that lagged less gives the mean lag as a time; a line below the origin, the
+  // fraction through it, (0.02 x 0.2 + 0.08 x 0.6) / (0.04 + 0.36) = 0.13.
+  EXPECT_NEAR(FitEndLag(0.2, 0.026, 0.6, 0.066).time_s, 6e-3, 1e-12);
+  EXPECT_NEAR(FitEndLag(0.2, 0.026, 0.6, 0.066).fraction, 0.1, 1e-12);
+  EXPECT_NEAR(FitEndLag(0.2, 0.03, 0.6, 0.02).time_s, 0.025, 1e-12);
+  EXPECT_EQ(FitEndLag(0.2, 0.03, 0.6, 0.02).fraction, 0.0);
+  EXPECT_EQ(FitEndLag(0.2, 0.02, 0.6, 0.08).time_s, 0.0);
+  EXPECT_NEAR(FitEndLag(0.2, 0.02, 0.6, 0.08).fraction, 0.13, 1e-12);
+  EXPECT_NEAR(FitEndLag(0.2, 0.02, 0.2, 0.04).time_s, 0.03, 1e-12);  // equal races: the mean
 }
 
 // KnownTarget whose kernels also do k FLOPs-worth of other work per pair and head: a kernel at
