@@ -216,7 +216,7 @@ void BM_Attention(benchmark::State& state, Config c) {
   p.head_begin = 0;
   p.head_count = static_cast<int32_t>(c.heads);
   p.group_size = static_cast<int32_t>(kGroup);
-  p.mask.kind = c.causal ? MaskKind::kCausal : MaskKind::kFull;
+  p.mask.params.kind = c.causal ? MaskKind::kCausal : MaskKind::kFull;
   const int32_t hq = static_cast<int32_t>(c.heads), hkv = static_cast<int32_t>(c.heads / kGroup);
   std::vector<int64_t> host_positions(static_cast<size_t>(c.n));
   for (int64_t i = 0; i < c.n; ++i) host_positions[static_cast<size_t>(i)] = i;

@@ -25,10 +25,12 @@ bool IsMemoryRefusal(const Status& status) {
          status.message().find("host memory") != std::string::npos;
 }
 
-// Runs one planned point; fills the measured part of `row`.
-void RunPoint(const BenchSpec& spec, const Workload& w, BenchRow* row) {
-  const planner::PlanContext ctx(w, spec.topology);
-  const Plan plan = planner::MakePlan(ctx, row->params);
+// Runs one planned point on the CP group's cluster; fills the measured part of `row`.
+void RunPoint(const BenchSpec& spec, const planner::PreparedRequest& point, BenchRow* row) {
+  const planner::PlanContext ctx(point.workload, point.cluster);
+  Plan plan = planner::MakePlan(ctx, row->params);
+  plan.tp = spec.degrees.tp;
+  plan.dp = spec.degrees.dp;
   const bool host = spec.config.backend == exec::Backend::kCpu;
   exec::HostBudget budget;
   budget.limit_bytes = spec.memory_limit_bytes;
@@ -36,7 +38,7 @@ void RunPoint(const BenchSpec& spec, const Workload& w, BenchRow* row) {
   budget.ranks_in_process = host ? row->ranks : 0;
   budget.keep_outputs = false;
   exec::ResetPeakResident();
-  auto run = exec::PreparePlanRun(plan, PointName(*row), spec.topology, {"", spec.seed},
+  auto run = exec::PreparePlanRun(plan, PointName(*row), point.cluster, {"", spec.seed},
                                   spec.config.run.type, budget);
   if (!run.ok()) {
     row->outcome = IsMemoryRefusal(run.status()) ? BenchOutcome::kSkipped : BenchOutcome::kFailed;
@@ -118,6 +120,12 @@ Result<std::vector<BenchRow>> RunBench(const BenchSpec& spec, const BenchProgres
     sweep.schemes = schemes;
     sweep.base = spec.base;
     sweep.base.mask = mask.mask;
+    sweep.model = spec.model;
+    sweep.tps = {spec.degrees.tp};
+    sweep.dp = spec.degrees.dp;
+    sweep.framework = spec.framework;
+    sweep.seq_rounding = spec.seq_rounding;
+    sweep.partial_dtype_given = spec.partial_dtype_given;
     sweep.simulate = true;
     auto planned = RunSweep(sweep);
     if (!planned.ok()) return planned.status().WithContext("bench: mask " + mask.name);
@@ -133,11 +141,13 @@ Result<std::vector<BenchRow>> RunBench(const BenchSpec& spec, const BenchProgres
       } else {
         row.params = point.params;
         row.predicted_s = point.simulated_s;
-        Workload w = sweep.base;
-        // The sweep drew the same documents for this length: the draw is deterministic.
-        MESHPLAN_RETURN_IF_ERROR(
-            SetSequenceLength(w, point.seq_len).WithContext("bench: mask " + mask.name));
-        RunPoint(spec, w, &row);
+        // The sweep's request again: the same cluster and workload (the documents' draw is
+        // deterministic).
+        auto prepared = planner::PrepareRequest(
+            SweepPointRequest(sweep, spec.topology, spec.degrees.tp, point.seq_len));
+        if (!prepared.ok()) return prepared.status().WithContext("bench: mask " + mask.name);
+        row.ranks = prepared->cluster.num_gpus();
+        RunPoint(spec, *prepared, &row);
       }
       rows.push_back(std::move(row));
       if (progress) progress(rows.back(), ++done, total);

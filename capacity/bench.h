@@ -11,11 +11,14 @@
 #include <vector>
 
 #include "core/mask.h"
+#include "core/model_config.h"
+#include "core/parallel_degrees.h"
 #include "core/plan.h"
 #include "core/status.h"
 #include "core/topology.h"
 #include "core/workload.h"
 #include "executor/execute.h"
+#include "planner/plan_request.h"
 
 namespace meshplan::capacity {
 
@@ -25,11 +28,18 @@ struct BenchMask {
 };
 
 struct BenchSpec {
-  Topology topology;                // plans are made and predicted on it; every GPU is a rank
-  Workload base;                    // everything but seq_len and mask
-  std::vector<BenchMask> masks;     // at least one
-  std::vector<int64_t> seq_lens;    // at least one
-  std::vector<Scheme> schemes;      // empty: every scheme
+  Topology topology;              // plans are made and predicted on it; every GPU is a rank
+  Workload base;                  // everything but seq_len and mask
+  std::vector<BenchMask> masks;   // at least one
+  std::vector<int64_t> seq_lens;  // at least one
+  std::vector<Scheme> schemes;    // empty: every scheme
+  // The planning choices beside them, as every planning command takes them (plan_request.h):
+  // the ranks are one context-parallel group's GPUs (all of them without TP and DP).
+  std::optional<ModelConfig> model;
+  ParallelDegrees degrees;
+  planner::Framework framework = planner::Framework::kAny;
+  planner::SeqRounding seq_rounding = planner::SeqRounding::kAsGiven;
+  bool partial_dtype_given = false;
   int repeat = 3;                   // timed runs per point (exec::CheckRepeat)
   uint64_t seed = 1;                // of the random inputs (generated per rank)
   exec::ExecuteConfig config;       // backend, transport, input type; outputs are never kept

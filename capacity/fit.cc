@@ -8,6 +8,7 @@
 #include "capacity/scale_topology.h"
 #include "core/units.h"
 #include "planner/context.h"
+#include "planner/plan_request.h"
 #include "planner/schemes/registry.h"
 #include "planner/search.h"
 
@@ -22,26 +23,34 @@ struct Probe {
   planner::Estimate best;  // when valid
 };
 
-Probe PlanAt(const Topology& topology, const Workload& base, Scheme scheme, double reserved_bytes,
-             int64_t seq_len) {
-  Workload w = base;
+Probe PlanAt(const planner::PlanRequest& base, Scheme scheme, int64_t seq_len) {
+  planner::PlanRequest request = base;
+  request.search.schemes = {scheme};
   Probe probe;
-  if (Status st = SetSequenceLength(w, seq_len); !st.ok()) {
+  if (Status st = SetSequenceLength(request.workload, seq_len); !st.ok()) {
     probe.reason = st.message();
     return probe;
   }
-  const planner::PlanContext ctx(w, topology, reserved_bytes);
-  planner::SearchOptions options;
-  options.schemes = {scheme};
-  planner::SearchResult result = planner::Search(ctx, options);
-  if (result.ranked.empty()) {
-    probe.reason = result.rejected.empty() ? "no valid plan" : result.rejected.front().reason;
+  auto answer = planner::AnswerPlanRequest(request);
+  if (!answer.ok()) {
+    probe.reason = answer.status().message();
+    return probe;
+  }
+  const planner::Estimate* best = (*answer)->BestOf(scheme);
+  if (best == nullptr) {
+    probe.reason = (*answer)->WhyNone(scheme);
     return probe;
   }
   probe.valid = true;
-  probe.best = std::move(result.ranked.front());
+  probe.best = *best;
   probe.fits = probe.best.fits;
   return probe;
+}
+
+// An estimate's time per attention layer: with a model, all its layers' time shared evenly.
+double PerLayerSeconds(const planner::PlanRequest& request, const planner::Estimate& e) {
+  if (!request.model || request.model->layers <= 0 || e.model_layers_s < 0) return e.time_s;
+  return e.model_layers_s / static_cast<double>(request.model->layers);
 }
 
 }  // namespace
@@ -52,12 +61,29 @@ Result<std::vector<LongestFit>> LongestFittingSequence(const Topology& topology,
                                                        const Workload& base,
                                                        const std::vector<Scheme>& schemes,
                                                        double reserved_bytes, int64_t max_seq) {
+  planner::PlanRequest request;
+  request.topology = topology;
+  request.workload = base;
+  request.search.schemes = schemes;
+  request.reserved_bytes = reserved_bytes;
+  return LongestFittingSequence(request, max_seq);
+}
+
+Result<std::vector<LongestFit>> LongestFittingSequence(const planner::PlanRequest& asked,
+                                                       int64_t max_seq) {
+  const Workload& base = asked.workload;
+  const std::vector<Scheme>& schemes = asked.search.schemes;
+  const double reserved_bytes = asked.reserved_bytes;
+  // Every candidate is a multiple of 2 x the CP group's GPUs: rounding would change none.
+  planner::PlanRequest request = asked;
+  request.seq_rounding = planner::SeqRounding::kAsGiven;
   if (base.mask.IsDocuments() && !base.mask.sampler) {
     return Status::Invalid(
         "fit: a document mask read from a file fixes the sequence length; use docs-sampled:SPEC "
         "(documents drawn for each length), causal, full, window or prefix");
   }
-  MESHPLAN_RETURN_IF_ERROR(topology.SupportsDType(base.dtype));
+  MESHPLAN_ASSIGN_OR_RETURN(planner::PreparedRequest prepared, planner::PrepareRequest(request));
+  const Topology& topology = prepared.cluster;
   const int64_t unit = FitGranularity(topology.num_gpus());
   const int64_t limit = std::min(max_seq, kMaxSeqLen);
   const int64_t k_max = limit / unit;
@@ -80,7 +106,7 @@ Result<std::vector<LongestFit>> LongestFittingSequence(const Topology& topology,
     LongestFit fit;
     fit.scheme = scheme;
     fit.granularity = unit;
-    Probe low = PlanAt(topology, base, scheme, reserved_bytes, unit);
+    Probe low = PlanAt(request, scheme, unit);
     if (!low.valid) {
       fit.reason = low.reason;
       out.push_back(std::move(fit));
@@ -102,7 +128,7 @@ Result<std::vector<LongestFit>> LongestFittingSequence(const Topology& topology,
     Probe best = std::move(low);
     while (bad - good > 1) {
       const int64_t mid = good + (bad - good) / 2;
-      Probe probe = PlanAt(topology, base, scheme, reserved_bytes, mid * unit);
+      Probe probe = PlanAt(request, scheme, mid * unit);
       if (probe.valid && probe.fits) {
         good = mid;
         best = std::move(probe);
@@ -125,6 +151,18 @@ Result<SmallestCluster> SmallestClusterFor(const Topology& topology, const Workl
                                            double budget_s, const std::vector<Scheme>& schemes,
                                            double reserved_bytes, int64_t max_gpus,
                                            const FitSearchLimits& limits) {
+  planner::PlanRequest request;
+  request.topology = topology;
+  request.workload = w;
+  request.search.schemes = schemes;
+  request.reserved_bytes = reserved_bytes;
+  return SmallestClusterFor(request, budget_s, max_gpus, limits);
+}
+
+Result<SmallestCluster> SmallestClusterFor(const planner::PlanRequest& request, double budget_s,
+                                           int64_t max_gpus, const FitSearchLimits& limits) {
+  const Topology& topology = request.topology;
+  const Workload& w = request.workload;
   if (!(budget_s > 0) || !std::isfinite(budget_s)) {
     return Status::Invalid("fit: the time budget must be positive and finite (seconds)");
   }
@@ -149,9 +187,9 @@ Result<SmallestCluster> SmallestClusterFor(const Topology& topology, const Workl
                            " GPUs to try, more than the " + std::to_string(limits.max_sizes) +
                            " one search tries; lower --max-gpus");
   }
-  planner::SearchOptions options;
-  options.schemes = schemes;
-  std::optional<SmallestCluster> fastest;  // the fastest fitting plan seen, for the error
+  std::optional<SmallestCluster> fastest;
+  Status unanswered;  // the last size's error, when some size could not be planned  // the fastest
+                      // fitting plan seen, for the error
   int64_t tried = 0;
   const auto start = std::chrono::steady_clock::now();
   for (int64_t gpus = step; gpus <= max_gpus; gpus += step) {
@@ -164,20 +202,26 @@ Result<SmallestCluster> SmallestClusterFor(const Topology& topology, const Workl
                              std::to_string(gpus - step) +
                              " GPUs without meeting the budget; lower --max-gpus");
     }
-    MESHPLAN_ASSIGN_OR_RETURN(auto scaled, ScaleTopology(topology, gpus));
+    planner::PlanRequest sized = request;
+    MESHPLAN_ASSIGN_OR_RETURN(sized.topology, ScaleTopology(topology, gpus));
     ++tried;
-    const planner::PlanContext ctx(w, scaled, reserved_bytes);
-    const planner::SearchResult result = planner::Search(ctx, options);
+    // A size the request cannot be answered at (e.g. one TP does not divide) is not a candidate.
+    auto answer = planner::AnswerPlanRequest(sized);
+    if (!answer.ok()) {
+      unanswered = answer.status().WithContext(std::to_string(gpus) + " GPUs");
+      continue;
+    }
+    const planner::SearchResult& result = (*answer)->result;
     if (result.ranked.empty() || !result.ranked.front().fits) continue;
     const planner::Estimate& best = result.ranked.front();
     SmallestCluster found;
     found.gpus = gpus;
-    found.topology = scaled.name;
+    found.topology = sized.topology.name;
     found.params = best.params;
-    found.time_s = best.time_s;
+    found.time_s = PerLayerSeconds(request, best);
     found.peak_memory_bytes = best.peak_memory_bytes;
     found.sizes_tried = tried;
-    if (best.time_s <= budget_s) return found;
+    if (found.time_s <= budget_s) return found;
     if (!fastest || best.time_s < fastest->time_s) fastest = std::move(found);
   }
   std::string message = "fit: no cluster of up to " + std::to_string(max_gpus) + " GPUs runs " +
@@ -190,6 +234,7 @@ Result<SmallestCluster> SmallestClusterFor(const Topology& topology, const Workl
                " GPUs)";
   } else {
     message += ": no plan fits in memory at any of those sizes";
+    if (!unanswered.ok()) message += " (" + unanswered.message() + ")";
   }
   return Status::Invalid(message);
 }

@@ -10,6 +10,7 @@
 #include "core/status.h"
 #include "core/topology.h"
 #include "core/workload.h"
+#include "planner/plan_request.h"
 
 namespace meshplan::capacity {
 
@@ -38,6 +39,10 @@ Result<std::vector<LongestFit>> LongestFittingSequence(const Topology& topology,
                                                        const Workload& base,
                                                        const std::vector<Scheme>& schemes,
                                                        double reserved_bytes, int64_t max_seq);
+// The same for a whole planning request (its model, degrees and framework; its seq_len and
+// rounding are not used): lengths are multiples of FitGranularity of the CP group's GPUs.
+Result<std::vector<LongestFit>> LongestFittingSequence(const planner::PlanRequest& request,
+                                                       int64_t max_seq);
 
 struct SmallestCluster {
   int64_t gpus = 0;
@@ -64,5 +69,9 @@ Result<SmallestCluster> SmallestClusterFor(const Topology& topology, const Workl
                                            double budget_s, const std::vector<Scheme>& schemes,
                                            double reserved_bytes, int64_t max_gpus,
                                            const FitSearchLimits& limits = {});
+// The same for a whole planning request, each size its topology scaled; with a model, a plan's
+// time per layer is the time of all its layers over their count (budget_s stays per layer).
+Result<SmallestCluster> SmallestClusterFor(const planner::PlanRequest& request, double budget_s,
+                                           int64_t max_gpus, const FitSearchLimits& limits = {});
 
 }  // namespace meshplan::capacity

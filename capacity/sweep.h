@@ -13,6 +13,7 @@
 #include "core/status.h"
 #include "core/topology.h"
 #include "core/workload.h"
+#include "planner/plan_request.h"
 
 namespace meshplan::capacity {
 
@@ -22,10 +23,14 @@ struct SweepSpec {
   // Tensor-parallel degrees (empty: 1): each point plans one CP group beside TP on `gpus` GPUs
   // (ContextParallelCluster, DivideHeads).
   std::vector<int64_t> tps;
+  int64_t dp = 1;                    // data-parallel replicas beside TP and CP
   std::optional<ModelConfig> model;  // rows then carry the time of all the model's layers
   std::vector<int64_t> seq_lens;     // at least one
   std::vector<Scheme> schemes;       // empty: every scheme
   Workload base;                     // everything but seq_len
+  bool partial_dtype_given = false;  // base.partial_dtype was asked for (planner::PlanRequest)
+  planner::Framework framework = planner::Framework::kAny;             // rows: the plans it runs
+  planner::SeqRounding seq_rounding = planner::SeqRounding::kAsGiven;  // each point's length
   double reserved_memory_bytes = 0;
   bool simulate = false;  // also replay each point's best plan per scheme
   // With `simulate`: the host memory each replay may use (sim::SimOptions::memory_limit_bytes;
@@ -42,7 +47,7 @@ inline constexpr int64_t kMaxSweepPoints = 1'000'000;
 struct SweepRow {
   std::string topology;
   int64_t gpus = 0;
-  int64_t seq_len = 0;
+  int64_t seq_len = 0;  // as planned (--seq-round may have rounded the point's length)
   Scheme scheme;
   bool valid = false;
   std::string reason;   // when !valid
@@ -62,8 +67,15 @@ struct SweepRow {
 // Called after each point (topology x gpus x seq) with (done, total).
 using Progress = std::function<void(int64_t, int64_t)>;
 
+// The planning request of one point: `cluster` (a topology scaled to the point's GPU count) with
+// TP degree `tp`, the spec's workload at `seq_len`, and every other choice from the spec.
+planner::PlanRequest SweepPointRequest(const SweepSpec& spec, const Topology& cluster, int64_t tp,
+                                       int64_t seq_len);
+
 // Rows in order topology, gpus, seq_len, scheme. Errors: empty lists, a GPU count a topology
-// cannot be scaled to, an invalid workload (named by the point).
+// cannot be scaled to, an invalid workload (named by the point), a model the mask cannot take. A
+// point the request cannot be answered at (degrees the cluster or heads cannot take) is a row per
+// scheme with the reason.
 Result<std::vector<SweepRow>> RunSweep(const SweepSpec& spec, const Progress& progress = {});
 
 }  // namespace meshplan::capacity

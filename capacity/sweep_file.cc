@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "capacity/sweep_lists.h"
+#include "core/model_config.h"
 #include "core/toml_util.h"
 #include "core/topology_catalog.h"
 #include "core/units.h"
@@ -114,6 +115,59 @@ Status ReadWorkloadKeys(const toml::table& table, const std::string& path, Workl
   return parse("pass", ParsePass, &fields->pass);
 }
 
+// The keys every planning command takes as flags (--model, --dp, --framework, --seq-round,
+// --attention-kernel, --step-overhead-ms), with the flags' parsers.
+Status ReadPlanningKeys(const toml::table& table, const std::string& path,
+                        SweepSettings* settings) {
+  auto fail = [&](const std::string& key, const std::string& why) {
+    return Status::Invalid(path + ": " + key + ": " + why);
+  };
+  auto text = [&](const char* key) -> Result<std::optional<std::string>> {
+    const toml::node* n = table.get(key);
+    if (n == nullptr) return std::optional<std::string>();
+    const auto* s = n->as_string();
+    if (s == nullptr) return fail(key, "expected a string, got " + TomlTypeName(*n));
+    return std::optional<std::string>(s->get());
+  };
+  MESHPLAN_ASSIGN_OR_RETURN(auto model, text("model"));
+  if (model) {
+    auto config = LoadModelConfig(*model);
+    if (!config.ok()) return config.status().WithContext(path + ": model");
+    // The model's heads, head dim and dtype, under the file's own workload keys.
+    WorkloadFields fields = config->Fields();
+    fields.Overlay(settings->workload);
+    settings->workload = fields;
+    settings->workload_source = path;
+    settings->model = std::move(config).value();
+  }
+  MESHPLAN_ASSIGN_OR_RETURN(auto framework, text("framework"));
+  if (framework) {
+    auto parsed = planner::ParseFramework(*framework);
+    if (!parsed.ok()) return parsed.status().WithContext(path + ": framework");
+    settings->framework = *parsed;
+  }
+  MESHPLAN_ASSIGN_OR_RETURN(auto rounding, text("seq_round"));
+  if (rounding) {
+    if (*rounding != "up" && *rounding != "down") return fail("seq_round", "expected up or down");
+    settings->seq_rounding =
+        *rounding == "up" ? planner::SeqRounding::kUp : planner::SeqRounding::kDown;
+  }
+  MESHPLAN_ASSIGN_OR_RETURN(auto kernel, text("attention_kernel"));
+  if (kernel) settings->attention_kernel = *kernel;
+  if (const toml::node* n = table.get("dp")) {
+    const auto* i = n->as_integer();
+    if (i == nullptr || i->get() < 1)
+      return fail("dp", "expected a whole number of replicas (1 or more)");
+    settings->dp = i->get();
+  }
+  if (const toml::node* n = table.get("step_overhead_ms")) {
+    const auto value = n->value<double>();
+    if (!value) return fail("step_overhead_ms", "expected a number, got " + TomlTypeName(*n));
+    settings->step_overhead_ms = *value;
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<SweepSettings> ReadSweepFile(const std::string& path) {
@@ -125,9 +179,11 @@ Result<SweepSettings> ParseSweepToml(std::string_view text, const std::string& p
   MESHPLAN_ASSIGN_OR_RETURN(auto doc, ParseTomlDocument(text, path));
   const toml::table& table = doc;
   MESHPLAN_RETURN_IF_ERROR(CheckTomlKeys(
-      table, "",
-      {"topologies", "gpus", "tp", "seq", "schemes", "batch", "heads", "kv_heads", "head_dim",
-       "dtype", "partial_dtype", "mask", "pass", "reserve_gib", "simulate"},
+      table, "", {"topologies",      "gpus",  "tp",        "seq",         "schemes",
+                  "batch",           "heads", "kv_heads",  "head_dim",    "dtype",
+                  "partial_dtype",   "mask",  "pass",      "reserve_gib", "simulate",
+                  "model",           "dp",    "framework", "seq_round",   "attention_kernel",
+                  "step_overhead_ms"},
       path));
   auto fail = [&](const std::string& key, const std::string& why) {
     return Status::Invalid(path + ": " + key + ": " + why);
@@ -178,6 +234,7 @@ Result<SweepSettings> ParseSweepToml(std::string_view text, const std::string& p
     if (Status st = CheckReserveGiB(value); !st.ok()) return fail("reserve_gib", st.message());
     settings.reserved_memory_bytes = value * kGiB;
   }
+  MESHPLAN_RETURN_IF_ERROR(ReadPlanningKeys(table, path, &settings));
   if (const toml::node* n = table.get("simulate")) {
     const auto* b = n->as_boolean();
     if (b == nullptr) return fail("simulate", "expected true or false, got " + TomlTypeName(*n));

@@ -28,6 +28,9 @@ void SweepSettings::Overlay(const SweepSettings& top) {
   workload.Overlay(top.workload);
   Replace(reserved_memory_bytes, top.reserved_memory_bytes);
   Replace(simulate, top.simulate);
+  Replace(framework, top.framework);
+  Replace(seq_rounding, top.seq_rounding);
+  Replace(dp, top.dp);
   if (!top.workload_source.empty()) {
     workload_source = workload_source.empty() ? top.workload_source
                                               : workload_source + " and " + top.workload_source;
@@ -67,6 +70,12 @@ Result<SweepSpec> MakeSweepSpec(const SweepSettings& settings) {
   spec.schemes = settings.schemes.value_or(std::vector<Scheme>{});
   spec.reserved_memory_bytes = settings.reserved_memory_bytes.value_or(0.0);
   spec.simulate = settings.simulate.value_or(false);
+  spec.framework = settings.framework.value_or(planner::Framework::kAny);
+  if (std::string why = planner::FrameworkUnsupported(spec.framework); !why.empty())
+    return Status::Invalid(why);
+  spec.seq_rounding = settings.seq_rounding.value_or(planner::SeqRounding::kAsGiven);
+  spec.dp = settings.dp.value_or(1);
+  spec.partial_dtype_given = settings.workload.partial_dtype.has_value();
   return spec;
 }
 

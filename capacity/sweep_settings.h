@@ -13,6 +13,7 @@
 #include "core/plan.h"
 #include "core/status.h"
 #include "core/workload_fields.h"
+#include "planner/plan_request.h"
 
 namespace meshplan::capacity {
 
@@ -39,6 +40,11 @@ struct SweepSettings {
   std::string workload_source;
   std::optional<double> reserved_memory_bytes;
   std::optional<bool> simulate;
+  // The planning choices every planning command takes (planner/plan_request.h): the framework
+  // whose plans the rows keep, the rounding of each length, the data-parallel replicas.
+  std::optional<planner::Framework> framework;
+  std::optional<planner::SeqRounding> seq_rounding;
+  std::optional<int64_t> dp;
 
   // Replaces the fields that `top` sets by top's (workload field by field).
   void Overlay(const SweepSettings& top);

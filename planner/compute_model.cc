@@ -18,31 +18,20 @@ int64_t ShardOfChunk(const ShardLayout& layout, int64_t x) {
   return x < layout.num_shards ? x : 2 * layout.num_shards - 1 - x;
 }
 
-// First key a query at `q` can see (window, documents, prefix masks).
-int64_t FirstReachableKey(const Mask& mask, const std::vector<int64_t>& doc_starts, int64_t q) {
-  switch (mask.kind) {
-    case MaskKind::kWindow:
-      return std::max<int64_t>(0, q - mask.window + 1);
-    case MaskKind::kDocuments:
-    case MaskKind::kDocumentsFull: {
-      auto it = std::upper_bound(doc_starts.begin(), doc_starts.end(), q);
-      return *(it - 1);
-    }
-    default:
-      return 0;
+// The keys a query at `q` sees within a sequence of `seq_len`: the one mask rule's range
+// (core/mask_rule.h VisibleKeys, which the kernels use too; it handles every MaskKind in a switch
+// without a default, so a kind it does not know fails to build: -Werror=switch), clamped to the
+// sequence. doc_starts: DocStarts(mask).
+VisibleKeyRange ReachableKeys(const Mask& mask, const std::vector<int64_t>& doc_starts,
+                              int64_t seq_len, int64_t q) {
+  int64_t doc_first = 0, doc_last = 0;
+  if (HasDocuments(mask.kind)) {
+    const auto it = std::upper_bound(doc_starts.begin(), doc_starts.end(), q);
+    doc_first = *(it - 1);
+    doc_last = *it - 1;
   }
-}
-
-// Last key a query at `q` can see (the same masks); doc_starts ends with the sequence length.
-int64_t LastReachableKey(const Mask& mask, const std::vector<int64_t>& doc_starts, int64_t q) {
-  switch (mask.kind) {
-    case MaskKind::kDocumentsFull:
-      return *std::upper_bound(doc_starts.begin(), doc_starts.end(), q) - 1;
-    case MaskKind::kPrefix:
-      return std::max(q, mask.prefix - 1);
-    default:
-      return q;
-  }
+  const VisibleKeyRange keys = VisibleKeys(mask.Params(), q, doc_first, doc_last);
+  return {std::max<int64_t>(keys.first, 0), std::min(keys.last, seq_len - 1)};
 }
 
 // Sum over y in [0, x_end) of min(b, floor(y / a) + 1): y's within one multiple of a share a
@@ -76,11 +65,12 @@ std::vector<int64_t> DocStarts(const Mask& mask) {
 template <typename F>
 std::pair<int64_t, int64_t> ForEachPartialChunk(const Mask& mask,
                                                 const std::vector<int64_t>& doc_starts,
-                                                int64_t chunk, const TokenRange& q, F partial) {
-  const int64_t zones[2][2] = {{FirstReachableKey(mask, doc_starts, q.begin) / chunk,
-                                FirstReachableKey(mask, doc_starts, q.end - 1) / chunk},
-                               {LastReachableKey(mask, doc_starts, q.begin) / chunk,
-                                LastReachableKey(mask, doc_starts, q.end - 1) / chunk}};
+                                                int64_t seq_len, int64_t chunk, const TokenRange& q,
+                                                F partial) {
+  const VisibleKeyRange first_row = ReachableKeys(mask, doc_starts, seq_len, q.begin);
+  const VisibleKeyRange last_row = ReachableKeys(mask, doc_starts, seq_len, q.end - 1);
+  const int64_t zones[2][2] = {{first_row.first / chunk, last_row.first / chunk},
+                               {first_row.last / chunk, last_row.last / chunk}};
   int64_t next = 0;  // first chunk not yet visited (the zones may overlap)
   for (const auto& zone : zones) {
     for (int64_t x = std::max(zone[0], next); x <= zone[1]; ++x) partial(x);
@@ -211,10 +201,11 @@ std::vector<int64_t> TilePairs(const ShardLayout& layout, const PairCounter& cou
   for (int64_t base = 0; base < n_ranks; base += a) {
     int64_t* tile = &out[static_cast<size_t>(base)];  // tile[r]: rank base + r
     ForEachTileQueryRange(layout, a, base, [&](const TokenRange& q) {
-      const auto [lo, hi] = ForEachPartialChunk(mask, doc_starts, chunk, q, [&](int64_t x) {
-        tile[ShardOfChunk(layout, x) % a] +=
-            counter.Count(q.begin, q.end, x * chunk, (x + 1) * chunk);
-      });
+      const auto [lo, hi] =
+          ForEachPartialChunk(mask, doc_starts, layout.seq_len, chunk, q, [&](int64_t x) {
+            tile[ShardOfChunk(layout, x) % a] +=
+                counter.Count(q.begin, q.end, x * chunk, (x + 1) * chunk);
+          });
       // Chunks seen whole add the range's rows times a chunk, to the rank whose group holds them.
       if (hi < lo) return;
       const int64_t w = q.size() * chunk;
@@ -262,7 +253,7 @@ std::vector<int64_t> TileCutRows(const ShardLayout& layout, const PairCounter& c
     int64_t* tile = &out[static_cast<size_t>(base)];
     ForEachTileQueryRange(layout, a, base, [&](const TokenRange& q) {
       // Only chunks seen in part can be cut.
-      ForEachPartialChunk(mask, doc_starts, chunk, q, [&](int64_t x) {
+      ForEachPartialChunk(mask, doc_starts, layout.seq_len, chunk, q, [&](int64_t x) {
         BlockWork work;
         AddRectangleWork(counter, q, TokenRange{x * chunk, (x + 1) * chunk}, &work);
         tile[ShardOfChunk(layout, x) % a] += work.cut_rows;

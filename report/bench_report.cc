@@ -9,6 +9,7 @@
 #include "core/units.h"
 #include "planner/schemes/registry.h"
 #include "report/text_table.h"
+#include "report/workload_json.h"
 
 namespace meshplan::report {
 namespace {
@@ -113,7 +114,7 @@ std::string BenchJson(const std::vector<BenchRow>& rows, const BenchContext& con
   j.Key("run");
   j.String(context.run);
   j.Key("workload");
-  j.String(context.workload);
+  WriteWorkloadJson(j, context.base, context.workload, {.seq = false, .mask = false});
   j.Key("repeat");
   j.Int(context.repeat);
   j.EndObject();

@@ -18,6 +18,7 @@ struct BenchContext {
   std::string run;       // "backend cpu, transport threads, 4 ranks", ...
   std::string workload;  // the base workload without its length and mask
   int repeat = 0;
+  Workload base;  // its fields (the JSON's workload object; seq and mask not used)
 };
 
 // One block per mask: a row per (length, scheme) with the plan, predicted and measured time, the

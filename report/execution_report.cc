@@ -12,6 +12,7 @@
 #include "report/csv_record.h"
 #include "report/text_table.h"
 #include "report/timeline_comparison.h"
+#include "report/workload_json.h"
 
 namespace meshplan::report {
 
@@ -273,7 +274,7 @@ std::string RenderExecutionJson(const ExecutionReport& r) {
   j.Key("parameters");
   j.String(planner::DescribeParams(plan.params));
   j.Key("workload");
-  j.String(plan.workload.Describe());
+  WriteWorkloadJson(j, plan.workload);
   j.Key("pass_widened");
   j.Bool(r.widened);
   j.EndObject();

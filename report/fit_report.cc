@@ -4,6 +4,7 @@
 #include "core/units.h"
 #include "planner/schemes/registry.h"
 #include "report/text_table.h"
+#include "report/workload_json.h"
 
 namespace meshplan::report {
 namespace {
@@ -80,7 +81,7 @@ std::string LongestFitJson(const Topology& topology, const Workload& workload,
   json.Key("gpus");
   json.Int(topology.num_gpus());
   json.Key("workload");
-  json.String(WorkloadWithoutSeq(workload));
+  WriteWorkloadJson(json, workload, WorkloadWithoutSeq(workload), {.seq = false});
   json.Key("reserved_bytes");
   json.Bytes(reserved_bytes);
   json.Key("granularity");
@@ -154,7 +155,7 @@ std::string SmallestClusterJson(const Workload& workload, const TimeBudget& budg
   json.Key("gpus");
   json.Int(found.gpus);
   json.Key("workload");
-  json.String(workload.Describe());
+  WriteWorkloadJson(json, workload);
   json.Key("budget_s");
   json.Number(budget.seconds);
   json.Key("budget_is");

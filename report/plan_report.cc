@@ -11,6 +11,7 @@
 #include "planner/schemes/registry.h"
 #include "report/plan_explain.h"
 #include "report/text_table.h"
+#include "report/workload_json.h"
 
 namespace meshplan::report {
 namespace {
@@ -402,7 +403,7 @@ std::string PlanJson(const planner::PlanContext& ctx, const planner::SearchResul
   j.EndArray();
   j.EndObject();
   j.Key("workload");
-  j.String(ctx.workload.Describe());
+  WriteWorkloadJson(j, ctx.workload);
   if (listing.model != nullptr) {
     const ModelView& m = *listing.model;
     if (m.layers > 0) {

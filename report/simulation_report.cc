@@ -13,6 +13,7 @@
 #include "planner/schemes/registry.h"
 #include "report/csv_record.h"
 #include "report/text_table.h"
+#include "report/workload_json.h"
 
 namespace meshplan::report {
 namespace {
@@ -146,7 +147,7 @@ std::string SimulationJson(const SimulationReport& r, const std::string& trace_f
   j.Key("parameters");
   j.String(planner::DescribeParams(r.plan->params));
   j.Key("workload");
-  j.String(r.plan->workload.Describe());
+  WriteWorkloadJson(j, r.plan->workload);
   j.EndObject();
   j.Key("topology");
   j.BeginObject();

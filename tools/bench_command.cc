@@ -17,6 +17,7 @@
 #include "tools/cli_common.h"
 #include "tools/commands.h"
 #include "tools/execute_run.h"
+#include "tools/planning_flags.h"
 #include "tools/progress_bar.h"
 
 namespace meshplan::tools {
@@ -27,6 +28,8 @@ struct BenchFlags {
   ModelFlags model;
   std::string schemes;
   WorkloadFlags workload;  // --seq and --mask hold lists here
+  ParallelFlags parallel;  // --tp, --dp
+  PlanningFlags planning;  // --framework, --seq-round
   ExecuteFlags run;  // backend, transport, dtype, kernels, devices, seed, repeat, timeouts, memory
   std::string format = "table";
   std::string out;
@@ -72,6 +75,15 @@ Result<capacity::BenchSpec> MakeSpec(BenchFlags& flags, report::BenchContext* co
   spec.base = fields.ApplyTo(Workload::Default());
   MESHPLAN_ASSIGN_OR_RETURN(auto seq, capacity::ParseCountList(flags.workload.seq, "--seq"));
   spec.seq_lens = seq;
+  MESHPLAN_ASSIGN_OR_RETURN(spec.model, flags.workload.Model());
+  spec.degrees = flags.parallel.degrees;
+  spec.partial_dtype_given = flags.workload.Given("--partial-dtype");
+  planner::PlanRequest request;
+  MESHPLAN_RETURN_IF_ERROR(flags.planning.ApplyTo(&request));
+  if (std::string why = planner::FrameworkUnsupported(request.framework); !why.empty())
+    return Status::Invalid(why);
+  spec.framework = request.framework;
+  spec.seq_rounding = request.seq_rounding;
   auto masks = ParseMasks(flags.workload.mask);
   if (!masks.ok()) return masks.status();
   spec.masks = *masks;
@@ -83,7 +95,9 @@ Result<capacity::BenchSpec> MakeSpec(BenchFlags& flags, report::BenchContext* co
   spec.repeat = RepeatCount(flags.run).value();
   spec.seed = flags.run.seed;
   spec.config.run.recv_timeout = Timeout(flags.run);
-  const int64_t ranks = spec.topology.num_gpus();
+  // One context-parallel group's GPUs are the ranks (all of them without --tp and --dp).
+  MESHPLAN_ASSIGN_OR_RETURN(Topology group, ContextParallelCluster(spec.topology, spec.degrees));
+  const int64_t ranks = group.num_gpus();
   std::string run_line = "backend cpu, transport threads, " + std::to_string(ranks) +
                          " ranks (one engine per rank, a worker thread per stream)";
   if (flags.run.backend == "cuda") {
@@ -103,6 +117,7 @@ Result<capacity::BenchSpec> MakeSpec(BenchFlags& flags, report::BenchContext* co
   context->topology =
       spec.topology.name + " (" + std::to_string(ranks) + " x " + spec.topology.gpu.model + ")";
   context->run = run_line;
+  context->base = spec.base;
   context->workload =
       "batch " + std::to_string(shown.batch) + ", " + std::to_string(shown.q_heads) + "/" +
       std::to_string(shown.kv_heads) + " heads of " + std::to_string(shown.head_dim) + ", " +
@@ -180,6 +195,8 @@ Runner RegisterBenchCommand(CLI::App& app) {
                   "Comma-separated schemes (default: every scheme with a valid plan): " +
                       planner::SchemeNamesText() + " (meshplan plan --list-schemes)");
   flags->workload.Register(*cmd);
+  flags->parallel.Register(*cmd);
+  flags->planning.Register(*cmd);
   cmd->get_option("--seq")->description(
       "Sequence lengths: list and ranges, e.g. 1K,2K,4K or 1K..16K (doubling)");
   cmd->get_option("--mask")->description(

@@ -163,6 +163,104 @@ void PrintSamples(const exec::CalibrationResult& r) {
   }
 }
 
+// The calibration the flags ask for: ranks and heads (defaults by backend), the device measured.
+// Errors: no GPU for --backend cuda, a spec CheckCalibrationSpec refuses.
+Result<exec::CalibrationSpec> MakeCalibrationSpec(const CalibrateFlags& f, bool ranks_given,
+                                                  bool heads_given) {
+  const bool cuda = f.backend == "cuda";
+  exec::CalibrationSpec spec;
+  const int cpu_ranks = static_cast<int>(std::clamp(
+      std::thread::hardware_concurrency(), 1u, static_cast<unsigned>(exec::kMaxCalibrationRanks)));
+  spec.ranks = ranks_given ? f.ranks : (cuda ? kCudaRanks : cpu_ranks);
+  spec.head_dim = f.head_dim;
+  spec.heads = heads_given ? f.heads : (cuda ? kCudaHeads : 1);
+  spec.quick = f.quick;
+  spec.name = f.name;
+  spec.transport = cuda ? "local" : "threads";
+  if (cuda) {
+    // No GPU (no driver, no device): refused here, before anything is measured or written.
+    MESHPLAN_ASSIGN_OR_RETURN(auto device, FirstCudaDevice());
+    spec.device_model = device.model;
+    spec.memory_bytes = device.memory_bytes;
+  } else {
+    spec.device_model = exec::CpuCalibrationTarget::DeviceModel();
+    spec.memory_bytes = exec::CpuCalibrationTarget::PhysicalMemoryBytes();
+  }
+  MESHPLAN_RETURN_IF_ERROR(exec::CheckCalibrationSpec(spec));
+  return spec;
+}
+
+// The CUDA engine's configuration as execute --backend cuda fills it (bf16 inputs, the kernels
+// of --kernels); nothing for the CPU.
+Result<exec::ExecuteConfig> CudaConfig(const CalibrateFlags& f) {
+  exec::ExecuteConfig config;
+  if (f.backend == "cuda") {
+    MESHPLAN_RETURN_IF_ERROR(
+        SetCudaKernels(f.kernels.empty() ? "auto" : f.kernels, exec::InputType::kBf16, &config));
+  }
+  return config;
+}
+
+// What is measured: the CPU kernels and threads, or the CUDA engine (one for all virtual ranks).
+std::unique_ptr<exec::CalibrationTarget> MakeTarget(const CalibrateFlags& f,
+                                                    const exec::CalibrationSpec& spec,
+                                                    const exec::ExecuteConfig& cuda_config) {
+  if (f.backend == "cuda") {
+    return std::make_unique<exec::EngineCalibrationTarget>(cuda_config, spec.head_dim, spec.heads,
+                                                           spec.quick);
+  }
+  return std::make_unique<exec::CpuCalibrationTarget>(spec.head_dim, spec.heads, spec.quick);
+}
+
+// The measured topology as text (TOML, or JSON holding it) with its record of the run.
+std::string CalibrationText(const CalibrateFlags& f, exec::CalibrationResult& result, double load) {
+  CalibrationRecord& record = result.topology.calibration;
+  record.load_average = load >= 0 ? std::round(load * 100) / 100 : -1;
+  record.cores = static_cast<int64_t>(std::thread::hardware_concurrency());
+  record.kernel_median_error = std::round(result.kernel_median_residual * 1000) / 1000;
+  record.kernel_max_error = std::round(result.kernel_max_residual * 1000) / 1000;
+  std::string text = Header(result) + TopologyToToml(result.topology);
+  if (f.format == "json") text = report::CalibrationJson(result, text);
+  return text;
+}
+
+int RunCalibrate(const CalibrateFlags& f, bool ranks_given, bool heads_given) {
+  if (Status st = CheckFlags(f); !st.ok()) return ReportError(st);
+  auto cuda_config = CudaConfig(f);
+  if (!cuda_config.ok()) return ReportError(cuda_config.status());
+  auto spec = MakeCalibrationSpec(f, ranks_given, heads_given);
+  if (!spec.ok()) return ReportError(spec.status());
+  // Fail on an unwritable output before minutes of measuring, not after.
+  if (!f.out.empty()) {
+    if (Status st = CheckWritableOutput(f.out); !st.ok()) return ReportError(st);
+  }
+  // The background load before our own threads start (the 1-minute average lags them).
+  const double load = exec::CpuCalibrationTarget::LoadAverage();
+  const std::unique_ptr<exec::CalibrationTarget> target = MakeTarget(f, *spec, *cuda_config);
+  // A line per phase; on a terminal, above a bar of the phases (they differ in length, so it
+  // shows no time left).
+  auto bar = std::make_unique<ProgressBar>("calibrate", /*time_left=*/false);
+  const int phases = exec::CalibrationPhases(*target, *spec);
+  int phase = 0;
+  auto result = exec::Calibrate(*target, *spec, [&](const std::string& line) {
+    if (f.quiet) return;
+    bar->Update(phase++, phases);
+    bar->Print("calibrate: " + line);
+  });
+  bar.reset();
+  if (!result.ok()) return ReportError(result.status());
+  const std::string text = CalibrationText(f, *result, load);
+  if (!f.quiet) PrintSummary(*result);
+  if (f.samples) PrintSamples(*result);
+  if (f.out.empty()) {
+    std::fputs(text.c_str(), stdout);
+    return kExitOk;
+  }
+  if (Status st = WriteFileAtomically(f.out, text); !st.ok()) return ReportError(st);
+  if (!f.quiet) std::fprintf(stderr, "calibrate: wrote %s\n", f.out.c_str());
+  return kExitOk;
+}
+
 }  // namespace
 
 Runner RegisterCalibrateCommand(CLI::App& app) {
@@ -212,79 +310,7 @@ Runner RegisterCalibrateCommand(CLI::App& app) {
       "--samples", f->samples,
       "Also print every kernel sample on stderr: measured and model time, rate against the peak");
   return [f, ranks, heads]() -> int {
-    if (Status st = CheckFlags(*f); !st.ok()) return ReportError(st);
-    const bool cuda = f->backend == "cuda";
-    // The CUDA engine's configuration as execute --backend cuda fills it (bf16 inputs, the
-    // kernels of --kernels); the target makes its runs one engine for all virtual ranks.
-    exec::ExecuteConfig cuda_config;
-    if (cuda) {
-      Status st = SetCudaKernels(f->kernels.empty() ? "auto" : f->kernels, exec::InputType::kBf16,
-                                 &cuda_config);
-      if (!st.ok()) return ReportError(st);
-    }
-    exec::CalibrationSpec spec;
-    const int cpu_ranks =
-        static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u,
-                                    static_cast<unsigned>(exec::kMaxCalibrationRanks)));
-    spec.ranks = ranks->count() > 0 ? f->ranks : (cuda ? kCudaRanks : cpu_ranks);
-    spec.head_dim = f->head_dim;
-    spec.heads = heads->count() > 0 ? f->heads : (cuda ? kCudaHeads : 1);
-    spec.quick = f->quick;
-    spec.name = f->name;
-    spec.transport = cuda ? "local" : "threads";
-    if (cuda) {
-      // No GPU (no driver, no device): refused here, before anything is measured or written.
-      auto device = FirstCudaDevice();
-      if (!device.ok()) return ReportError(device.status());
-      spec.device_model = device->model;
-      spec.memory_bytes = device->memory_bytes;
-    } else {
-      spec.device_model = exec::CpuCalibrationTarget::DeviceModel();
-      spec.memory_bytes = exec::CpuCalibrationTarget::PhysicalMemoryBytes();
-    }
-    if (Status st = exec::CheckCalibrationSpec(spec); !st.ok()) return ReportError(st);
-    if (!f->out.empty()) {
-      // Fail on an unwritable output before minutes of measuring, not after.
-      if (Status st = CheckWritableOutput(f->out); !st.ok()) return ReportError(st);
-    }
-    // The background load before our own threads start (the 1-minute average lags them).
-    const double load = exec::CpuCalibrationTarget::LoadAverage();
-    std::unique_ptr<exec::CalibrationTarget> target;
-    if (cuda) {
-      target = std::make_unique<exec::EngineCalibrationTarget>(cuda_config, spec.head_dim,
-                                                               spec.heads, spec.quick);
-    } else {
-      target = std::make_unique<exec::CpuCalibrationTarget>(spec.head_dim, spec.heads, spec.quick);
-    }
-    const bool quiet = f->quiet;
-    // A line per phase; on a terminal, above a bar of the phases (they differ in length, so it
-    // shows no time left).
-    auto bar = std::make_unique<ProgressBar>("calibrate", /*time_left=*/false);
-    const int phases = exec::CalibrationPhases(*target, spec);
-    int phase = 0;
-    auto result = exec::Calibrate(*target, spec, [&](const std::string& line) {
-      if (quiet) return;
-      bar->Update(phase++, phases);
-      bar->Print("calibrate: " + line);
-    });
-    bar.reset();
-    if (!result.ok()) return ReportError(result.status());
-    CalibrationRecord& record = result->topology.calibration;
-    record.load_average = load >= 0 ? std::round(load * 100) / 100 : -1;
-    record.cores = static_cast<int64_t>(std::thread::hardware_concurrency());
-    record.kernel_median_error = std::round(result->kernel_median_residual * 1000) / 1000;
-    record.kernel_max_error = std::round(result->kernel_max_residual * 1000) / 1000;
-    if (!quiet) PrintSummary(*result);
-    if (f->samples) PrintSamples(*result);
-    std::string text = Header(*result) + TopologyToToml(result->topology);
-    if (f->format == "json") text = report::CalibrationJson(*result, text);
-    if (f->out.empty()) {
-      std::fputs(text.c_str(), stdout);
-      return kExitOk;
-    }
-    if (Status st = WriteFileAtomically(f->out, text); !st.ok()) return ReportError(st);
-    if (!quiet) std::fprintf(stderr, "calibrate: wrote %s\n", f->out.c_str());
-    return kExitOk;
+    return RunCalibrate(*f, ranks->count() > 0, heads->count() > 0);
   };
 }
 

@@ -126,13 +126,6 @@ void ParallelFlags::Register(CLI::App& app) {
       ->capture_default_str();
 }
 
-Status ParallelFlags::Apply(Topology& topology, Workload& workload) const {
-  MESHPLAN_ASSIGN_OR_RETURN(auto cluster, ContextParallelCluster(topology, degrees));
-  MESHPLAN_RETURN_IF_ERROR(DivideHeads(workload, degrees.tp));
-  topology = std::move(cluster);
-  return Status::Ok();
-}
-
 void TopologyFlag::Register(CLI::App& app) {
   app.add_option("--topology,-t", path,
                  "Cluster: a TOML file, or the name of a shipped one (meshplan topo list) "

@@ -64,8 +64,6 @@ struct WorkloadFlags {
 struct ParallelFlags {
   ParallelDegrees degrees;
   void Register(CLI::App& app);
-  // The cluster one context-parallel group sees and the heads each of its GPUs computes.
-  Status Apply(Topology& topology, Workload& workload) const;
 };
 
 // --topology FILE|NAME (default: the built-in 32 x 8 H100 cluster).

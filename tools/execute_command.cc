@@ -64,6 +64,40 @@ int ExitCodeOf(const Status& status) {
              : kExitFailure;
 }
 
+// A rank other than 0 after its run: its part of the gather sent, nothing printed.
+int FinishOtherRank(const ExecuteFlags& flags, exec::MpiJob& mpi) {
+  exec::Transport& transport = mpi.transport();
+  if (Status st = mpi.Flush(exec::Clock::now() + Timeout(flags)); !st.ok()) {
+    transport.Abort(st.WithContext("rank " + std::to_string(transport.rank()) + ": gather"));
+  }
+  return kExitOk;
+}
+
+// Rank 0 after the job: the notes, then the check and the report of the gathered outputs.
+int FinishRankZero(const ExecuteFlags& flags, const Prepared& p, const exec::JobRank& job,
+                   StaleOutputs& stale) {
+  NoteWidenedPass(flags, p);
+  NoteHeadDim(p.topology, p.run.plan.workload.head_dim, flags.quiet);
+  const std::string ranks = std::to_string(p.run.schedule.num_ranks);
+  const std::string line =
+      flags.backend == "cuda"
+          ? "backend cuda, transport mpi (NCCL between processes), " + ranks +
+                " ranks (one process per rank); rank 0: " + job.device
+          : "backend cpu, transport mpi, " + ranks + " ranks (one process per rank)";
+  return FinishExecution(flags, p, job.gathered->outputs, job.runs, line, stale);
+}
+
+// This rank's preparation, and a plan whose ranks are not the job's processes.
+Status MpiSetup(const Result<Prepared>& prepared, const exec::Transport& transport) {
+  if (!prepared.ok()) return prepared.status();
+  const int64_t ranks = prepared->run.schedule.num_ranks;
+  if (ranks == transport.size()) return Status::Ok();
+  return Status::Invalid(
+      "--transport mpi: the plan has " + std::to_string(ranks) + " ranks but this MPI job has " +
+      std::to_string(transport.size()) + (transport.size() == 1 ? " process" : " processes") +
+      "; run it as mpirun -np " + std::to_string(ranks) + " meshplan execute ...");
+}
+
 // One process per rank. Every rank prepares (plan, schedule, inputs) itself; the job agrees that
 // all are ready (else the first failing rank, rank 0 first, prints its error and every rank exits
 // with its code); each runs its rank; rank 0 gathers, checks and prints.
@@ -71,14 +105,7 @@ int RunMpi(const ExecuteFlags& flags, exec::MpiJob& mpi) {
   exec::Transport& transport = mpi.transport();
   const int rank = transport.rank();
   auto prepared = PrepareExecution(flags);
-  Status setup = prepared.ok() ? Status::Ok() : prepared.status();
-  if (setup.ok() && prepared->run.schedule.num_ranks != transport.size()) {
-    const int64_t ranks = prepared->run.schedule.num_ranks;
-    setup = Status::Invalid(
-        "--transport mpi: the plan has " + std::to_string(ranks) + " ranks but this MPI job has " +
-        std::to_string(transport.size()) + (transport.size() == 1 ? " process" : " processes") +
-        "; run it as mpirun -np " + std::to_string(ranks) + " meshplan execute ...");
-  }
+  const Status setup = MpiSetup(prepared, transport);
   exec::ExecuteConfig config = prepared.ok() ? prepared->config : exec::ExecuteConfig{};
   // Rank 0 alone owns the outputs directory; it clears an earlier run's files once every rank is
   // ready, since a rank that fails later aborts the job before rank 0 could.
@@ -101,22 +128,8 @@ int RunMpi(const ExecuteFlags& flags, exec::MpiJob& mpi) {
     }
     return job->failure_code;
   }
-  const Prepared& p = *prepared;
-  if (rank != 0) {
-    if (Status st = mpi.Flush(exec::Clock::now() + Timeout(flags)); !st.ok()) {
-      transport.Abort(st.WithContext("rank " + std::to_string(rank) + ": gather"));
-    }
-    return kExitOk;
-  }
-  NoteWidenedPass(flags, p);
-  NoteHeadDim(p.topology, p.run.plan.workload.head_dim, flags.quiet);
-  const std::string ranks = std::to_string(p.run.schedule.num_ranks);
-  const std::string line =
-      flags.backend == "cuda"
-          ? "backend cuda, transport mpi (NCCL between processes), " + ranks +
-                " ranks (one process per rank); rank 0: " + job->device
-          : "backend cpu, transport mpi, " + ranks + " ranks (one process per rank)";
-  return FinishExecution(flags, p, job->gathered->outputs, job->runs, line, stale);
+  if (rank != 0) return FinishOtherRank(flags, mpi);
+  return FinishRankZero(flags, *prepared, *job, stale);
 }
 
 int RunExecute(ExecuteFlags flags) {
@@ -134,6 +147,103 @@ int RunExecute(ExecuteFlags flags) {
   return code;
 }
 
+// The plan, and what runs it: backend, transport, input type, kernels, devices.
+void RegisterRunFlags(CLI::App* cmd, ExecuteFlags& f) {
+  cmd->add_option("plan", f.plan, "Plan file (TOML, from meshplan plan --out)")->required();
+  cmd->add_option("--backend", f.backend,
+                  std::string("Compute backend: cpu, or cuda (GPU kernels") +
+                      (CudaBackendBuilt() ? ")" : "; not built in this binary)"))
+      ->capture_default_str();
+  cmd->add_option(
+      "--transport", f.transport,
+      "cpu: threads (default) or mpi; cuda: local (default: every rank in this process, "
+      "device-to-device copies, any number of ranks per GPU), nccl (this process, one GPU per "
+      "rank) or mpi (one process per rank, NCCL: mpirun -np P meshplan execute ...)");
+  cmd->add_option(
+      "--dtype", f.dtype,
+      "cuda: input type bf16 or fp16 (default: the plan's dtype when 16-bit, else bf16); "
+      "accumulation is fp32");
+  cmd->add_option(
+         "--kernels", f.kernels,
+         "cuda: auto (cuDNN's fused attention where it can compute a block, own tensor-core "
+         "kernels "
+         "elsewhere), cudnn (cuDNN for every block), tensor (own tensor-core kernels) or simt (own "
+         "portable kernels)")
+      ->capture_default_str();
+  cmd->add_option(
+         "--devices", f.devices,
+         "cuda, transport local: GPUs the ranks spread over round-robin (0: every visible GPU)")
+      ->capture_default_str();
+}
+
+// The check, the inputs and outputs, the prediction's cluster, the receive timeout.
+void RegisterDataFlags(CLI::App* cmd, ExecuteFlags& f) {
+  cmd->add_flag(
+      "--check", f.check,
+      "Compare O, LSE, dQ, dK, dV with plain attention in float64; fails (exit 1) when a "
+      "max relative error (max |x - ref| / max |ref|) exceeds 1e-4 (cpu), 2e-2 (cuda bf16) "
+      "or 5e-3 (cuda fp16)");
+  cmd->add_option("--seed", f.seed, "Seed of the random inputs (when no --inputs)")
+      ->capture_default_str();
+  cmd->add_option(
+      "--inputs", f.inputs,
+      "Directory with q.npy, k.npy, v.npy ([B,S,Hq,d], [B,S,Hkv,d]) and d_o.npy for a backward");
+  cmd->add_option("--outputs", f.outputs,
+                  "Directory (created if missing) for o.npy, lse.npy ([B,S,Hq]), dq.npy, dk.npy, "
+                  "dv.npy; written "
+                  "only after a successful run (and check)");
+  cmd->add_option("--topology,-t", f.topology,
+                  "Cluster TOML file or shipped cluster name for the prediction (default: the "
+                  "plan's own topology)");
+  cmd->add_option("--timeout-s", f.timeout_s,
+                  "A receive waiting longer than this fails the run (seconds)")
+      ->capture_default_str();
+}
+
+// The report, its errors, repeated runs, notes and the memory limit.
+void RegisterReportFlags(CLI::App* cmd, ExecuteFlags& f) {
+  cmd->add_option("--format", f.format,
+                  "Output: table, json or csv (one row per run, with a header)")
+      ->capture_default_str();
+  cmd->add_option("-o,--out", f.out, "Write the report here (atomically); default: stdout");
+  cmd->add_flag("--append", f.append,
+                "With --format csv: add the row to -o's file when it has the same header (on "
+                "stdout: the row without the header, for >> FILE)");
+  cmd->add_flag("--errors", f.errors,
+                "Percentage errors against the prediction even when the plan's cluster is not "
+                "this machine (CPU ranks against a GPU cluster; a calibrated file always has "
+                "them)");
+  cmd->add_option(
+         "--repeat", f.repeat,
+         "Benchmark: N timed runs of the same inputs (1 to 1000; one untimed warm-up run first "
+         "when "
+         "N > 1); reports the median, min, max and spread of the measured time, the median run's "
+         "timeline, and its error against the prediction; --check and --outputs use the first "
+         "timed "
+         "run; progress on stderr per run")
+      ->capture_default_str();
+  cmd->add_flag("--quiet,-q", f.quiet,
+                "No progress messages or notes on stderr (errors still go there)");
+}
+
+// Testing: injected failures and the dependency check.
+void RegisterTestingFlags(CLI::App* cmd, ExecuteFlags& f) {
+  cmd->add_option("--inject-fail", f.inject_fail,
+                  "Testing: rank RANK fails at its op OP (RANK:OP), as if that op had failed");
+  cmd->add_option(
+      "--max-memory", f.max_memory,
+      "Host memory the run may use (e.g. 16G; K, M, G are binary); the run is refused before "
+      "anything is allocated when its estimated need exceeds it (default: the memory available "
+      "now, from /proc/meminfo and the cgroup limit)");
+  cmd->add_flag(
+      "--check-dependencies", f.check_dependencies,
+      "Testing: fail the run, naming the op and the buffer, when an op reads a buffer that no "
+      "chain of the schedule's deps and stream order puts after the op that wrote it");
+  cmd->add_option(
+      "--inject-silent", f.inject_silent,
+      "Testing: this rank drops every message it sends, like a peer that never answers");
+}
+
 }  // namespace
 
 Runner RegisterExecuteCommand(CLI::App& app) {
@@ -144,87 +254,10 @@ Runner RegisterExecuteCommand(CLI::App& app) {
                          "process; CUDA: GPU kernels with device copies or NCCL), check it "
                          "against plain attention, and compare the measured timeline with "
                          "the simulator's");
-  cmd->add_option("plan", flags->plan, "Plan file (TOML, from meshplan plan --out)")->required();
-  cmd->add_option("--backend", flags->backend,
-                  std::string("Compute backend: cpu, or cuda (GPU kernels") +
-                      (CudaBackendBuilt() ? ")" : "; not built in this binary)"))
-      ->capture_default_str();
-  cmd->add_option(
-      "--transport", flags->transport,
-      "cpu: threads (default) or mpi; cuda: local (default: every rank in this process, "
-      "device-to-device copies, any number of ranks per GPU), nccl (this process, one GPU per "
-      "rank) or mpi (one process per rank, NCCL: mpirun -np P meshplan execute ...)");
-  cmd->add_option(
-      "--dtype", flags->dtype,
-      "cuda: input type bf16 or fp16 (default: the plan's dtype when 16-bit, else bf16); "
-      "accumulation is fp32");
-  cmd->add_option(
-         "--kernels", flags->kernels,
-         "cuda: auto (cuDNN's fused attention where it can compute a block, own tensor-core "
-         "kernels "
-         "elsewhere), cudnn (cuDNN for every block), tensor (own tensor-core kernels) or simt (own "
-         "portable kernels)")
-      ->capture_default_str();
-  cmd->add_option(
-         "--devices", flags->devices,
-         "cuda, transport local: GPUs the ranks spread over round-robin (0: every visible GPU)")
-      ->capture_default_str();
-  cmd->add_flag(
-      "--check", flags->check,
-      "Compare O, LSE, dQ, dK, dV with plain attention in float64; fails (exit 1) when a "
-      "max relative error (max |x - ref| / max |ref|) exceeds 1e-4 (cpu), 2e-2 (cuda bf16) "
-      "or 5e-3 (cuda fp16)");
-  cmd->add_option("--seed", flags->seed, "Seed of the random inputs (when no --inputs)")
-      ->capture_default_str();
-  cmd->add_option(
-      "--inputs", flags->inputs,
-      "Directory with q.npy, k.npy, v.npy ([B,S,Hq,d], [B,S,Hkv,d]) and d_o.npy for a backward");
-  cmd->add_option("--outputs", flags->outputs,
-                  "Directory (created if missing) for o.npy, lse.npy ([B,S,Hq]), dq.npy, dk.npy, "
-                  "dv.npy; written "
-                  "only after a successful run (and check)");
-  cmd->add_option("--topology,-t", flags->topology,
-                  "Cluster TOML file or shipped cluster name for the prediction (default: the "
-                  "plan's own topology)");
-  cmd->add_option("--timeout-s", flags->timeout_s,
-                  "A receive waiting longer than this fails the run (seconds)")
-      ->capture_default_str();
-  cmd->add_option("--format", flags->format,
-                  "Output: table, json or csv (one row per run, with a header)")
-      ->capture_default_str();
-  cmd->add_option("-o,--out", flags->out, "Write the report here (atomically); default: stdout");
-  cmd->add_flag("--append", flags->append,
-                "With --format csv: add the row to -o's file when it has the same header (on "
-                "stdout: the row without the header, for >> FILE)");
-  cmd->add_flag("--errors", flags->errors,
-                "Percentage errors against the prediction even when the plan's cluster is not "
-                "this machine (CPU ranks against a GPU cluster; a calibrated file always has "
-                "them)");
-  cmd->add_option(
-         "--repeat", flags->repeat,
-         "Benchmark: N timed runs of the same inputs (1 to 1000; one untimed warm-up run first "
-         "when "
-         "N > 1); reports the median, min, max and spread of the measured time, the median run's "
-         "timeline, and its error against the prediction; --check and --outputs use the first "
-         "timed "
-         "run; progress on stderr per run")
-      ->capture_default_str();
-  cmd->add_flag("--quiet,-q", flags->quiet,
-                "No progress messages or notes on stderr (errors still go there)");
-  cmd->add_option("--inject-fail", flags->inject_fail,
-                  "Testing: rank RANK fails at its op OP (RANK:OP), as if that op had failed");
-  cmd->add_option(
-      "--max-memory", flags->max_memory,
-      "Host memory the run may use (e.g. 16G; K, M, G are binary); the run is refused before "
-      "anything is allocated when its estimated need exceeds it (default: the memory available "
-      "now, from /proc/meminfo and the cgroup limit)");
-  cmd->add_flag(
-      "--check-dependencies", flags->check_dependencies,
-      "Testing: fail the run, naming the op and the buffer, when an op reads a buffer that no "
-      "chain of the schedule's deps and stream order puts after the op that wrote it");
-  cmd->add_option(
-      "--inject-silent", flags->inject_silent,
-      "Testing: this rank drops every message it sends, like a peer that never answers");
+  RegisterRunFlags(cmd, *flags);
+  RegisterDataFlags(cmd, *flags);
+  RegisterReportFlags(cmd, *flags);
+  RegisterTestingFlags(cmd, *flags);
   return [flags] { return RunExecute(*flags); };
 }
 

@@ -22,33 +22,42 @@
 
 namespace meshplan::tools {
 
-Status CheckFlags(const ExecuteFlags& flags) {
-  if (flags.backend == "cuda") {
-    if (!CudaBackendBuilt()) {
-      return Status::Invalid(
-          "--backend: backend 'cuda' is not built in this binary (it was built without the "
-          "CUDA toolkit in /usr/local/cuda; available: cpu)");
-    }
-    if (flags.transport != "local" && flags.transport != "nccl" && flags.transport != "mpi") {
-      return Status::Invalid("--transport: '" + flags.transport +
-                             "' is not one of local, nccl, mpi (backend cuda)");
-    }
-    if (!flags.inject_fail.empty() && flags.transport == "mpi") {
-      return Status::Invalid("--inject-fail: not supported with --backend cuda --transport mpi");
-    }
-    if (!flags.inject_silent.empty())
-      return Status::Invalid("--inject-silent: not supported with --backend cuda");
-  } else if (flags.backend == "cpu") {
+namespace {
+
+// --backend and the flags that depend on it: the transport, the CUDA-only flags, the testing
+// flags each backend supports.
+Status CheckBackendFlags(const ExecuteFlags& flags) {
+  if (flags.backend == "cpu") {
     if (flags.transport != "threads" && flags.transport != "mpi") {
       return Status::Invalid("--transport: '" + flags.transport +
                              "' is not one of threads, mpi (backend cpu)");
     }
-    if (!flags.dtype.empty() || flags.kernels != "auto" || flags.devices != 1) {
+    if (!flags.dtype.empty() || flags.kernels != "auto" || flags.devices != 1)
       return Status::Invalid("--dtype, --kernels and --devices apply to --backend cuda only");
-    }
-  } else {
-    return Status::Invalid("--backend: '" + flags.backend + "' is not one of cpu, cuda");
+    return Status::Ok();
   }
+  if (flags.backend != "cuda")
+    return Status::Invalid("--backend: '" + flags.backend + "' is not one of cpu, cuda");
+  if (!CudaBackendBuilt()) {
+    return Status::Invalid(
+        "--backend: backend 'cuda' is not built in this binary (it was built without the "
+        "CUDA toolkit in /usr/local/cuda; available: cpu)");
+  }
+  if (flags.transport != "local" && flags.transport != "nccl" && flags.transport != "mpi") {
+    return Status::Invalid("--transport: '" + flags.transport +
+                           "' is not one of local, nccl, mpi (backend cuda)");
+  }
+  if (!flags.inject_fail.empty() && flags.transport == "mpi")
+    return Status::Invalid("--inject-fail: not supported with --backend cuda --transport mpi");
+  if (!flags.inject_silent.empty())
+    return Status::Invalid("--inject-silent: not supported with --backend cuda");
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status CheckFlags(const ExecuteFlags& flags) {
+  MESHPLAN_RETURN_IF_ERROR(CheckBackendFlags(flags));
   // A millisecond at least: the deadline is kept in whole milliseconds (5e-324 was accepted).
   if (!(flags.timeout_s >= 1e-3) || !std::isfinite(flags.timeout_s) || flags.timeout_s > 1e6) {
     return Status::Invalid("--timeout-s: must be a number of seconds in [0.001, 1e6]");

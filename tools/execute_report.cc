@@ -21,12 +21,13 @@ namespace meshplan::tools {
 
 using exec::AttentionTensors;
 
-// After successful runs (on rank 0 for MPI): check and write the first timed run's outputs, print
-// the report of every timed run. Returns the exit code.
-int FinishExecution(const ExecuteFlags& flags, const Prepared& p,
-                    const AttentionTensors<float>& outputs, const exec::RepeatedRuns& runs,
-                    const std::string& run, StaleOutputs& stale,
-                    const std::vector<int64_t>& rank_peak_bytes) {
+namespace {
+
+// What the report says of the run before any check: the plan, where it ran, the timed runs, the
+// prediction beside them (or why there is none) and the memory figures.
+report::ExecutionReport RunReport(const ExecuteFlags& flags, const Prepared& p,
+                                  const exec::RepeatedRuns& runs, const std::string& run,
+                                  const std::vector<int64_t>& rank_peak_bytes) {
   report::ExecutionReport r;
   r.plan_file = flags.plan;
   r.plan = p.run.plan;
@@ -40,7 +41,6 @@ int FinishExecution(const ExecuteFlags& flags, const Prepared& p,
   r.seed = flags.seed;
   r.outputs_dir = flags.outputs;
   r.ranks = static_cast<int>(p.run.schedule.num_ranks);
-  if (runs.timelines.empty()) return ReportError(Status::Internal("execute: no timed run"));
   r.runs = runs;
   r.wall_s = runs.MedianWallS();
   r.measured = runs.MedianRun();
@@ -60,6 +60,34 @@ int FinishExecution(const ExecuteFlags& flags, const Prepared& p,
       flags.backend == "cpu"
           ? exec::HostRankBytes(p.run.plan.workload, p.run.modelled_rank_peak_bytes)
           : p.run.modelled_rank_peak_bytes;
+  // CPU ranks against a cluster that is not a calibration of this machine (its ranks would share
+  // a device) run at another speed by design: no percentage errors unless --errors.
+  r.compare_times = flags.errors || flags.backend != "cpu" || p.topology.gpu.ranks_per_device > 1;
+  return r;
+}
+
+// The report in the format asked for, where -o says. Returns the exit code.
+int EmitExecutionReport(const ExecuteFlags& flags, const report::ExecutionReport& r) {
+  if (flags.format == "csv") {
+    return EmitCsvReport(flags.out, report::ExecutionCsv(r, /*with_header=*/true), flags.append,
+                         flags.quiet);
+  }
+  return EmitReport(
+      flags.out,
+      flags.format == "json" ? report::RenderExecutionJson(r) : report::RenderExecutionTable(r),
+      flags.quiet);
+}
+
+}  // namespace
+
+// After successful runs (on rank 0 for MPI): check and write the first timed run's outputs, print
+// the report of every timed run. Returns the exit code.
+int FinishExecution(const ExecuteFlags& flags, const Prepared& p,
+                    const AttentionTensors<float>& outputs, const exec::RepeatedRuns& runs,
+                    const std::string& run, StaleOutputs& stale,
+                    const std::vector<int64_t>& rank_peak_bytes) {
+  if (runs.timelines.empty()) return ReportError(Status::Internal("execute: no timed run"));
+  report::ExecutionReport r = RunReport(flags, p, runs, run, rank_peak_bytes);
   if (flags.check) {
     r.checked = true;
     r.check =
@@ -71,17 +99,7 @@ int FinishExecution(const ExecuteFlags& flags, const Prepared& p,
     if (!written.ok()) return ReportError(Status::Io(written.status().message() + stale.Suffix()));
     r.written = std::move(written).value();
   }
-  // CPU ranks against a cluster that is not a calibration of this machine (its ranks would share
-  // a device) run at another speed by design: no percentage errors unless --errors.
-  r.compare_times = flags.errors || flags.backend != "cpu" || p.topology.gpu.ranks_per_device > 1;
-  const int written_report =
-      flags.format == "csv"
-          ? EmitCsvReport(flags.out, report::ExecutionCsv(r, /*with_header=*/true), flags.append,
-                          flags.quiet)
-          : EmitReport(flags.out,
-                       flags.format == "json" ? report::RenderExecutionJson(r)
-                                              : report::RenderExecutionTable(r),
-                       flags.quiet);
+  const int written_report = EmitExecutionReport(flags, r);
   if (!passed) {
     std::fprintf(stderr, "meshplan: error: check failed: %s%s%s\n",
                  report::DescribeCheckFailure(r.check).c_str(),

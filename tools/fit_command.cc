@@ -13,6 +13,7 @@
 #include "report/fit_report.h"
 #include "tools/cli_common.h"
 #include "tools/commands.h"
+#include "tools/planning_flags.h"
 
 namespace meshplan::tools {
 namespace {
@@ -20,6 +21,8 @@ namespace {
 struct FitFlags {
   WorkloadFlags workload;
   TopologyFlag topology;
+  ParallelFlags parallel;  // --tp, --dp
+  PlanningFlags planning;  // --framework, --seq-round
   std::string schemes;
   double reserve_gib = 0;
   std::string max_seq = "1G";
@@ -35,12 +38,14 @@ int WriteFitReport(const FitFlags& flags, const std::string& text) {
   return EmitReport(flags.out, text, flags.quiet);
 }
 
-int RunLongestFit(const FitFlags& flags, const Topology& topology, const Workload& workload,
-                  const std::vector<Scheme>& schemes, double reserved) {
+int RunLongestFit(const FitFlags& flags, const planner::PlanRequest& request) {
   auto max_seq = ParseCount(flags.max_seq);
   if (!max_seq.ok()) return ReportError(max_seq.status().WithContext("--max-seq"));
-  auto fits = capacity::LongestFittingSequence(topology, workload, schemes, reserved, *max_seq);
+  auto fits = capacity::LongestFittingSequence(request, *max_seq);
   if (!fits.ok()) return ReportError(fits.status());
+  const Topology& topology = request.topology;
+  const Workload& workload = request.workload;
+  const double reserved = request.reserved_bytes;
   const std::string text =
       flags.format == "json"
           ? report::LongestFitJson(topology, workload, reserved, *max_seq, *fits)
@@ -48,69 +53,65 @@ int RunLongestFit(const FitFlags& flags, const Topology& topology, const Workloa
   return WriteFitReport(flags, text);
 }
 
-int RunSmallestCluster(const FitFlags& flags, const Topology& topology, const Workload& workload,
-                       const std::vector<Scheme>& schemes, double reserved) {
+int RunSmallestCluster(const FitFlags& flags, const planner::PlanRequest& request) {
   auto max_gpus = ParseCount(flags.max_gpus);
   if (!max_gpus.ok()) return ReportError(max_gpus.status().WithContext("--max-gpus"));
   // With a model the budget covers all its attention layers, shared evenly (report::TimeBudget).
-  auto model = flags.workload.Model();
-  if (!model.ok()) return ReportError(model.status());
   report::TimeBudget budget;
   budget.seconds = flags.budget_s;
-  if (*model) {
-    budget.layers = (*model)->layers;
-    budget.model = (*model)->name;
+  if (request.model) {
+    budget.layers = request.model->layers;
+    budget.model = request.model->name;
   }
-  auto found = capacity::SmallestClusterFor(topology, workload, budget.per_layer_s(), schemes,
-                                            reserved, *max_gpus);
+  auto found = capacity::SmallestClusterFor(request, budget.per_layer_s(), *max_gpus);
   if (!found.ok()) return ReportError(found.status());
-  const std::string text = flags.format == "json"
-                               ? report::SmallestClusterJson(workload, budget, *found)
-                               : report::SmallestClusterTable(workload, reserved, budget, *found);
+  const Workload& workload = request.workload;
+  const std::string text =
+      flags.format == "json"
+          ? report::SmallestClusterJson(workload, budget, *found)
+          : report::SmallestClusterTable(workload, request.reserved_bytes, budget, *found);
   return WriteFitReport(flags, text);
 }
 
-int RunFit(const FitFlags& flags, const CLI::App& cmd) {
-  if (Status st = CheckFormat(flags.format, {"table", "json"}); !st.ok()) return ReportError(st);
-  if (!flags.out.empty()) {
-    if (Status st = CheckWritableOutput(flags.out); !st.ok())
-      return ReportError(st.WithContext("--out"));
-  }
-  if (Status st = CheckReserveGiB(flags.reserve_gib); !st.ok())
-    return ReportError(st.WithContext("--reserve-gib"));
+// The flags that belong to one of fit's two questions (with --budget-s or without).
+Status CheckFitMode(const FitFlags& flags, const CLI::App& cmd) {
   const bool budget_mode = cmd.count("--budget-s") > 0;
-  if (budget_mode && !(flags.budget_s > 0 && std::isfinite(flags.budget_s))) {
-    return ReportError(Status::Invalid("--budget-s: must be positive and finite (seconds)"));
-  }
-  if (!budget_mode && cmd.count("--max-gpus") > 0) {
-    return ReportError(Status::Invalid("--max-gpus: only applies with --budget-s"));
-  }
-  if (budget_mode && cmd.count("--seq") == 0) {
-    return ReportError(
-        Status::Invalid("--budget-s: needs --seq, the sequence length to run within the budget"));
-  }
+  if (budget_mode && !(flags.budget_s > 0 && std::isfinite(flags.budget_s)))
+    return Status::Invalid("--budget-s: must be positive and finite (seconds)");
+  if (!budget_mode && cmd.count("--max-gpus") > 0)
+    return Status::Invalid("--max-gpus: only applies with --budget-s");
+  if (budget_mode && cmd.count("--seq") == 0)
+    return Status::Invalid("--budget-s: needs --seq, the sequence length to run within the budget");
   if (!budget_mode && cmd.count("--seq") > 0) {
-    return ReportError(Status::Invalid(
-        "--seq: only applies with --budget-s (without it, fit finds the longest sequence)"));
+    return Status::Invalid(
+        "--seq: only applies with --budget-s (without it, fit finds the longest sequence)");
   }
-  if (budget_mode && cmd.count("--max-seq") > 0) {
-    return ReportError(
-        Status::Invalid("--max-seq: does not apply with --budget-s (--seq gives the sequence)"));
+  if (!budget_mode && cmd.count("--seq-round") > 0) {
+    return Status::Invalid(
+        "--seq-round: only applies with --budget-s (fit's lengths are multiples of 2 x GPUs)");
   }
-  std::vector<Scheme> schemes;
-  for (const std::string& name : SplitList(flags.schemes)) {
-    auto scheme = planner::ParseScheme(name);
-    if (!scheme.ok()) return ReportError(scheme.status().WithContext("--schemes"));
-    schemes.push_back(*scheme);
-  }
-  auto topology = flags.topology.Load();
-  if (!topology.ok()) return ReportError(topology.status());
+  if (budget_mode && cmd.count("--max-seq") > 0)
+    return Status::Invalid("--max-seq: does not apply with --budget-s (--seq gives the sequence)");
+  return Status::Ok();
+}
+
+// The checks of fit's own flags, before any planning.
+Status CheckFitFlags(const FitFlags& flags, const CLI::App& cmd) {
+  MESHPLAN_RETURN_IF_ERROR(CheckFormat(flags.format, {"table", "json"}));
+  if (!flags.out.empty())
+    MESHPLAN_RETURN_IF_ERROR(CheckWritableOutput(flags.out).WithContext("--out"));
+  MESHPLAN_RETURN_IF_ERROR(CheckReserveGiB(flags.reserve_gib).WithContext("--reserve-gib"));
+  return CheckFitMode(flags, cmd);
+}
+
+int RunFit(const FitFlags& flags, const CLI::App& cmd) {
+  if (Status st = CheckFitFlags(flags, cmd); !st.ok()) return ReportError(st);
   // Without a budget the sequence is what `fit` finds; --seq's default stands in for it.
-  auto workload = flags.workload.Build();
-  if (!workload.ok()) return ReportError(workload.status());
-  const double reserved = flags.reserve_gib * kGiB;
-  return budget_mode ? RunSmallestCluster(flags, *topology, *workload, schemes, reserved)
-                     : RunLongestFit(flags, *topology, *workload, schemes, reserved);
+  auto request = MakePlanRequest(flags.workload, flags.topology, flags.parallel.degrees,
+                                 flags.planning, flags.schemes, flags.reserve_gib);
+  if (!request.ok()) return ReportError(request.status());
+  return cmd.count("--budget-s") > 0 ? RunSmallestCluster(flags, *request)
+                                     : RunLongestFit(flags, *request);
 }
 
 }  // namespace
@@ -122,6 +123,8 @@ Runner RegisterFitCommand(CLI::App& app) {
                                      "the smallest cluster meeting a time budget");
   flags->topology.Register(*cmd);
   flags->workload.Register(*cmd);
+  flags->parallel.Register(*cmd);
+  flags->planning.Register(*cmd);
   // No default shown: --budget-s needs an explicit --seq, and without a budget fit finds the
   // length.
   cmd->get_option("--seq")

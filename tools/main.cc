@@ -1,7 +1,9 @@
 // meshplan command line. Each subcommand lives in its own file (tools/*_command.cc).
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "core/escape.h"
 #include "core/temp_files.h"
@@ -25,24 +27,10 @@ std::string EmptyValue(int argc, char** argv) {
   return "";
 }
 
-int RunMeshplan(int argc, char** argv) {
+// Parses the command line into `app`; returns the exit code when parsing ends the program (help,
+// version, a parse error: one line on stderr), else nullopt.
+std::optional<int> ParseCommandLine(CLI::App& app, int argc, char** argv) {
   using namespace meshplan::tools;
-  CLI::App app{
-      "meshplan: plan, simulate, execute and validate context-parallel attention on GPU clusters"};
-  app.set_version_flag("--version", std::string("meshplan ") + MESHPLAN_VERSION +
-                                        " (execute backends: cpu" +
-                                        (CudaBackendBuilt() ? ", cuda" : "") + ")");
-  app.require_subcommand(1);
-  const Runner plan = RegisterPlanCommand(app);
-  const Runner simulate = RegisterSimulateCommand(app);
-  const Runner topo = RegisterTopoCommand(app);
-  const Runner execute = RegisterExecuteCommand(app);
-  const Runner sweep = RegisterSweepCommand(app);
-  const Runner fit = RegisterFitCommand(app);
-  const Runner calibrate = RegisterCalibrateCommand(app);
-  const Runner bench = RegisterBenchCommand(app);
-  bool force = false;
-  AddForceFlags(app, &force);
   if (const std::string flag = EmptyValue(argc, argv); !flag.empty()) {
     std::fprintf(stderr, "meshplan: error: %s: an empty value (give one, or leave the flag out)\n",
                  meshplan::EscapeControlBytes(flag).c_str());
@@ -61,6 +49,25 @@ int RunMeshplan(int argc, char** argv) {
                  meshplan::EscapeControlBytes(e.what()).c_str());
     return kExitInvalidInput;
   }
+  return std::nullopt;
+}
+
+int RunMeshplan(int argc, char** argv) {
+  using namespace meshplan::tools;
+  CLI::App app{
+      "meshplan: plan, simulate, execute and validate context-parallel attention on GPU clusters"};
+  app.set_version_flag("--version", std::string("meshplan ") + MESHPLAN_VERSION +
+                                        " (execute backends: cpu" +
+                                        (CudaBackendBuilt() ? ", cuda" : "") + ")");
+  app.require_subcommand(1);
+  const std::pair<const char*, Runner> commands[] = {
+      {"plan", RegisterPlanCommand(app)},           {"simulate", RegisterSimulateCommand(app)},
+      {"topo", RegisterTopoCommand(app)},           {"execute", RegisterExecuteCommand(app)},
+      {"sweep", RegisterSweepCommand(app)},         {"fit", RegisterFitCommand(app)},
+      {"calibrate", RegisterCalibrateCommand(app)}, {"bench", RegisterBenchCommand(app)}};
+  bool force = false;
+  AddForceFlags(app, &force);
+  if (const std::optional<int> code = ParseCommandLine(app, argc, argv)) return *code;
   // --force: read-only output files the command names become writable for its run.
   ForcedOutputs forced;
   if (force) {
@@ -69,14 +76,9 @@ int RunMeshplan(int argc, char** argv) {
     if (meshplan::Status st = forced.Allow(OutputPaths(*leaf)); !st.ok()) return ReportError(st);
   }
   for (CLI::App* sub : app.get_subcommands()) {
-    if (sub->get_name() == "plan") return plan();
-    if (sub->get_name() == "simulate") return simulate();
-    if (sub->get_name() == "topo") return topo();
-    if (sub->get_name() == "execute") return execute();
-    if (sub->get_name() == "sweep") return sweep();
-    if (sub->get_name() == "fit") return fit();
-    if (sub->get_name() == "calibrate") return calibrate();
-    if (sub->get_name() == "bench") return bench();
+    for (const auto& [name, run] : commands) {
+      if (sub->get_name() == name) return run();
+    }
   }
   return kExitInvalidInput;
 }

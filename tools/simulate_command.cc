@@ -14,11 +14,11 @@
 
 #include "core/atomic_file.h"
 #include "core/escape.h"
-#include "planner/model_layers.h"
 #include "planner/plan_file.h"
 #include "report/charts.h"
 #include "report/simulation_report.h"
 #include "report/svg_plot.h"
+#include "simulator/model_layers_replay.h"
 #include "simulator/plan_simulation.h"
 #include "simulator/trace.h"
 #include "tools/cli_common.h"
@@ -127,36 +127,28 @@ class ProgressLine {
 // Ranks drawn in the --timeline picture (one lane each); more stay readable only in the trace.
 constexpr int kTimelineLanes = 32;
 
-int RunSimulate(const SimulateFlags& flags) {
-  if (Status st = CheckFormat(flags.format, {"table", "json", "csv", "metrics"}); !st.ok())
-    return ReportError(st);
-  if (flags.append && flags.format != "csv") {
-    return ReportError(
-        Status::Invalid("--append: only with --format csv (got --format " + flags.format + ")"));
-  }
-  if (flags.ranks < 0) {
-    return ReportError(Status::Invalid("--slowest (--ranks): must not be negative"));
-  }
-  // Output paths before any work: a bad one is refused (exit 2) before the replay.
+// simulate's own flags, and every output path, before any work: a bad one is refused (exit 2)
+// before the replay.
+Status CheckSimulateFlags(const SimulateFlags& flags) {
+  MESHPLAN_RETURN_IF_ERROR(CheckFormat(flags.format, {"table", "json", "csv", "metrics"}));
+  if (flags.append && flags.format != "csv")
+    return Status::Invalid("--append: only with --format csv (got --format " + flags.format + ")");
+  if (flags.ranks < 0) return Status::Invalid("--slowest (--ranks): must not be negative");
   for (const auto& [flag, path] :
        {std::pair{"--trace", &flags.trace}, {"--timeline", &flags.timeline}, {"-o", &flags.out}}) {
-    if (path->empty()) continue;
-    if (Status st = CheckWritableOutput(*path); !st.ok()) return ReportError(st.WithContext(flag));
+    if (!path->empty()) MESHPLAN_RETURN_IF_ERROR(CheckWritableOutput(*path).WithContext(flag));
   }
-  auto plan = planner::LoadPlanFile(flags.plan);
-  if (!plan.ok()) return ReportError(plan.status());
-  auto topology = PlanTopology(flags.plan, flags.topology, *plan, flags.model);
-  if (!topology.ok()) return ReportError(topology.status());
-  NoteHeadDim(*topology, plan->workload.head_dim, flags.quiet);
-  auto trace_ranks = TraceRanks(flags.trace_ranks, flags.trace_ranks_given, plan->num_gpus);
-  if (!trace_ranks.ok()) return ReportError(trace_ranks.status());
+  return Status::Ok();
+}
 
+// The replay the flags ask for, with progress on stderr unless -q, and its wall-clock seconds.
+Result<sim::PlanSimulation> Replay(const SimulateFlags& flags, const Plan& plan,
+                                   const Topology& topology, double* wall_s) {
   sim::SimOptions options;
   options.record_op_times = !flags.trace.empty() || !flags.timeline.empty();
   options.coalesce_compute = !flags.no_coalesce;
   options.use_symmetry = !flags.no_symmetry;
-  if (Status st = SetReplayMemoryLimit(flags.max_memory, &options); !st.ok())
-    return ReportError(st);
+  MESHPLAN_RETURN_IF_ERROR(SetReplayMemoryLimit(flags.max_memory, &options));
   std::shared_ptr<ProgressLine> line;
   if (!flags.quiet) {
     line = std::make_shared<ProgressLine>();
@@ -168,83 +160,100 @@ int RunSimulate(const SimulateFlags& flags) {
     };
   }
   const auto start = std::chrono::steady_clock::now();
-  auto sim = sim::SimulatePlan(*plan, *topology, options);
+  auto sim = sim::SimulatePlan(plan, topology, options);
   options.expansion_progress = {};
   options.progress = {};
   line.reset();  // a bar is erased before anything else reaches the terminal
-  const double wall_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (!sim.ok()) return ReportError(sim.status().WithContext(flags.plan));
+  *wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!sim.ok()) return sim.status().WithContext(flags.plan);
+  return sim;
+}
 
-  // The trace goes first so that a failure to write it leaves only the error on the terminal.
+// The trace and the timeline, before the report, so that a failure to write them leaves only the
+// error on the terminal.
+Status WriteTraceFiles(const SimulateFlags& flags, const sim::PlanSimulation& sim,
+                       const std::vector<int64_t>& trace_ranks, int64_t plan_gpus) {
   if (!flags.trace.empty()) {
     const std::string trace =
-        sim::ChromeTrace(sim->schedule, sim->result, sim->rank_to_gpu, *trace_ranks);
-    if (Status st = WriteFileAtomically(flags.trace, trace); !st.ok()) return ReportError(st);
-    if (!flags.trace_ranks_given && !trace_ranks->empty() && !flags.quiet) {
+        sim::ChromeTrace(sim.schedule, sim.result, sim.rank_to_gpu, trace_ranks);
+    MESHPLAN_RETURN_IF_ERROR(WriteFileAtomically(flags.trace, trace));
+    if (!flags.trace_ranks_given && !trace_ranks.empty() && !flags.quiet) {
       std::fprintf(
           stderr,
           "meshplan: note: the trace holds ranks 0-%lld of %lld (--trace-ranks all: every rank)\n",
-          static_cast<long long>(trace_ranks->back()), static_cast<long long>(plan->num_gpus));
+          static_cast<long long>(trace_ranks.back()), static_cast<long long>(plan_gpus));
     }
   }
   if (!flags.timeline.empty()) {
     const std::string svg =
-        plot::RenderTimeline(report::SimulatedTimeline(sim->schedule, sim->result, kTimelineLanes));
-    if (Status st = WriteFileAtomically(flags.timeline, svg); !st.ok()) return ReportError(st);
+        plot::RenderTimeline(report::SimulatedTimeline(sim.schedule, sim.result, kTimelineLanes));
+    MESHPLAN_RETURN_IF_ERROR(WriteFileAtomically(flags.timeline, svg));
   }
-  report::SimulationReport summary =
-      report::MakeSimulationReport(*plan, *topology, *sim, flags.plan, wall_s, flags.ranks);
-  if (!flags.model_name.empty()) {
-    // Every layer of the model under this plan: the sliding ones replayed under their window.
-    auto model = LoadModelConfig(flags.model_name);
-    if (!model.ok()) return ReportError(model.status().WithContext("--model"));
-    auto layers = planner::MakeModelWorkloads(*model, plan->workload);
-    if (!layers.ok()) return ReportError(layers.status());
-    double all = static_cast<double>(layers->layers.global_layers) * sim->result.total_s;
-    if (layers->window) {
-      Plan windowed = *plan;
-      windowed.workload = *layers->window;
-      sim::SimOptions plain;
-      auto w = sim::SimulatePlan(windowed, *topology, plain);
-      if (!w.ok()) {
-        return ReportError(w.status().WithContext("--model " + model->name + ": its " +
-                                                  std::to_string(model->window_layers) +
-                                                  " window layers under this plan"));
-      }
-      all += static_cast<double>(layers->layers.window_layers) * w->result.total_s;
-    }
-    summary.model = model->name;
-    summary.model_layers = model->layers;
-    summary.all_layers_s = all;
-  }
-  const int written =
-      flags.format == "csv"
-          ? EmitCsvReport(flags.out, report::SimulationCsv(summary), flags.append, flags.quiet)
-          : EmitReport(flags.out,
-                       flags.format == "json"      ? report::SimulationJson(summary, flags.trace)
-                       : flags.format == "metrics" ? report::SimulationMetricsCsv(summary)
-                                                   : report::SimulationTable(summary),
-                       flags.quiet);
-  if (written != kExitOk) return written;
+  return Status::Ok();
+}
+
+// The report in the format asked for, where -o says. Returns the exit code.
+int EmitSimulationReport(const SimulateFlags& flags, const report::SimulationReport& summary) {
+  if (flags.format == "csv")
+    return EmitCsvReport(flags.out, report::SimulationCsv(summary), flags.append, flags.quiet);
+  return EmitReport(flags.out,
+                    flags.format == "json"      ? report::SimulationJson(summary, flags.trace)
+                    : flags.format == "metrics" ? report::SimulationMetricsCsv(summary)
+                                                : report::SimulationTable(summary),
+                    flags.quiet);
+}
+
+// "wrote ..." lines for the trace and the timeline.
+void NoteWrittenFiles(const SimulateFlags& flags, const sim::PlanSimulation& sim,
+                      const std::vector<int64_t>& trace_ranks) {
   if (!flags.trace.empty()) {
     int64_t ops = 0, traced = 0;
-    for (size_t r = 0; r < sim->schedule.ranks.size(); ++r) {
+    for (size_t r = 0; r < sim.schedule.ranks.size(); ++r) {
       const bool in =
-          trace_ranks->empty() ||
-          std::binary_search(trace_ranks->begin(), trace_ranks->end(), static_cast<int64_t>(r));
-      ops += in ? static_cast<int64_t>(sim->schedule.ranks[r].ops.size()) : 0;
+          trace_ranks.empty() ||
+          std::binary_search(trace_ranks.begin(), trace_ranks.end(), static_cast<int64_t>(r));
+      ops += in ? static_cast<int64_t>(sim.schedule.ranks[r].ops.size()) : 0;
       traced += in;
     }
     std::fprintf(stderr, "meshplan: wrote trace (%lld ops of %lld ranks) to %s\n",
                  static_cast<long long>(ops), static_cast<long long>(traced), flags.trace.c_str());
   }
   if (!flags.timeline.empty()) {
-    const int64_t ranks = sim->schedule.num_ranks;
+    const int64_t ranks = sim.schedule.num_ranks;
     std::fprintf(stderr, "meshplan: wrote timeline (%lld of %lld ranks) to %s\n",
                  static_cast<long long>(std::min<int64_t>(ranks, kTimelineLanes)),
                  static_cast<long long>(ranks), flags.timeline.c_str());
   }
+}
+
+int RunSimulate(const SimulateFlags& flags) {
+  if (Status st = CheckSimulateFlags(flags); !st.ok()) return ReportError(st);
+  auto plan = planner::LoadPlanFile(flags.plan);
+  if (!plan.ok()) return ReportError(plan.status());
+  auto topology = PlanTopology(flags.plan, flags.topology, *plan, flags.model);
+  if (!topology.ok()) return ReportError(topology.status());
+  NoteHeadDim(*topology, plan->workload.head_dim, flags.quiet);
+  auto trace_ranks = TraceRanks(flags.trace_ranks, flags.trace_ranks_given, plan->num_gpus);
+  if (!trace_ranks.ok()) return ReportError(trace_ranks.status());
+  double wall_s = 0;
+  auto sim = Replay(flags, *plan, *topology, &wall_s);
+  if (!sim.ok()) return ReportError(sim.status());
+  if (Status st = WriteTraceFiles(flags, *sim, *trace_ranks, plan->num_gpus); !st.ok())
+    return ReportError(st);
+  report::SimulationReport summary =
+      report::MakeSimulationReport(*plan, *topology, *sim, flags.plan, wall_s, flags.ranks);
+  if (!flags.model_name.empty()) {
+    // Every layer of the model under this plan: the sliding ones replayed under their window.
+    auto model = LoadModelConfig(flags.model_name);
+    if (!model.ok()) return ReportError(model.status().WithContext("--model"));
+    auto layers = sim::ReplayModelLayers(*plan, *topology, *model, sim->result.total_s);
+    if (!layers.ok()) return ReportError(layers.status());
+    summary.model = layers->model;
+    summary.model_layers = layers->layers;
+    summary.all_layers_s = layers->all_layers_s;
+  }
+  if (int written = EmitSimulationReport(flags, summary); written != kExitOk) return written;
+  NoteWrittenFiles(flags, *sim, *trace_ranks);
   return kExitOk;
 }
 

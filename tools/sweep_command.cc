@@ -3,7 +3,9 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,6 +21,7 @@
 #include "report/sweep_table.h"
 #include "tools/cli_common.h"
 #include "tools/commands.h"
+#include "tools/planning_flags.h"
 #include "tools/progress_bar.h"
 
 namespace meshplan::tools {
@@ -28,7 +31,9 @@ struct SweepFlags {
   std::vector<std::string> topologies;  // repeatable and comma-separated
   ModelFlags model;
   std::string gpus;
-  std::string tps;  // --tp: a list of TP degrees
+  std::string tps;         // --tp: a list of TP degrees
+  int64_t dp = 1;          // --dp
+  PlanningFlags planning;  // --framework, --seq-round
   std::string schemes;
   WorkloadFlags workload;  // --seq holds a list here
   double reserve_gib = 0;
@@ -41,43 +46,57 @@ struct SweepFlags {
   std::string max_memory;  // --max-memory: host memory each replay may use
 };
 
-// The flags given on the command line as a layer of sweep settings (over the sweep file's).
-Result<capacity::SweepSettings> GivenSettings(const SweepFlags& flags, const CLI::App& cmd) {
-  auto given = [&](const std::string& flag) { return cmd.count(flag) > 0; };
-  capacity::SweepSettings s;
-  if (given("--topology")) s.topology_files = flags.topologies;
-  if (given("--attention-kernel")) s.attention_kernel = flags.model.attention_kernel;
-  if (given("--step-overhead-ms")) s.step_overhead_ms = flags.model.step_overhead_ms;
-  if (given("--gpus")) {
-    auto gpus = capacity::ParseCountList(flags.gpus, "--gpus");
-    if (!gpus.ok()) return gpus.status();
-    s.gpus = *gpus;
+// True when `flag` was given on the command line.
+using GivenFlag = std::function<bool(const std::string& flag)>;
+
+// The list flags given (--gpus, --seq, --tp) into `s`.
+Status GivenLists(const SweepFlags& flags, const GivenFlag& given, capacity::SweepSettings& s) {
+  const std::pair<const char*, std::pair<const std::string*, std::optional<std::vector<int64_t>>*>>
+      lists[] = {{"--gpus", {&flags.gpus, &s.gpus}},
+                 {"--seq", {&flags.workload.seq, &s.seq_lens}},
+                 {"--tp", {&flags.tps, &s.tps}}};
+  for (const auto& [flag, list] : lists) {
+    if (!given(flag)) continue;
+    MESHPLAN_ASSIGN_OR_RETURN(*list.second, capacity::ParseCountList(*list.first, flag));
   }
-  if (given("--seq")) {
-    MESHPLAN_ASSIGN_OR_RETURN(auto seq, capacity::ParseCountList(flags.workload.seq, "--seq"));
-    s.seq_lens = seq;
-  }
-  if (given("--tp")) {
-    MESHPLAN_ASSIGN_OR_RETURN(auto tps, capacity::ParseCountList(flags.tps, "--tp"));
-    s.tps = tps;
-  }
+  return Status::Ok();
+}
+
+// The planning flags given (--dp, --framework, --seq-round, --model, --schemes, --reserve-gib)
+// into `s`.
+Status GivenPlanning(const SweepFlags& flags, const GivenFlag& given, capacity::SweepSettings& s) {
+  if (given("--dp")) s.dp = flags.dp;
+  planner::PlanRequest request;
+  MESHPLAN_RETURN_IF_ERROR(flags.planning.ApplyTo(&request));
+  if (given("--framework")) s.framework = request.framework;
+  if (given("--seq-round")) s.seq_rounding = request.seq_rounding;
   MESHPLAN_ASSIGN_OR_RETURN(auto model, flags.workload.Model());
   if (model) s.model = std::move(model);
   if (given("--schemes")) {
-    auto schemes = capacity::ParseSchemeList(SplitList(flags.schemes), "--schemes");
-    if (!schemes.ok()) return schemes.status();
-    s.schemes = *schemes;
+    MESHPLAN_ASSIGN_OR_RETURN(s.schemes,
+                              capacity::ParseSchemeList(SplitList(flags.schemes), "--schemes"));
   }
   if (given("--reserve-gib")) {
     MESHPLAN_RETURN_IF_ERROR(CheckReserveGiB(flags.reserve_gib).WithContext("--reserve-gib"));
     s.reserved_memory_bytes = flags.reserve_gib * kGiB;
   }
+  return Status::Ok();
+}
+
+// The flags given on the command line as a layer of sweep settings (over the sweep file's).
+Result<capacity::SweepSettings> GivenSettings(const SweepFlags& flags, const CLI::App& cmd) {
+  const GivenFlag given = [&](const std::string& flag) { return cmd.count(flag) > 0; };
+  capacity::SweepSettings s;
+  if (given("--topology")) s.topology_files = flags.topologies;
+  if (given("--attention-kernel")) s.attention_kernel = flags.model.attention_kernel;
+  if (given("--step-overhead-ms")) s.step_overhead_ms = flags.model.step_overhead_ms;
+  MESHPLAN_RETURN_IF_ERROR(GivenLists(flags, given, s));
+  MESHPLAN_RETURN_IF_ERROR(GivenPlanning(flags, given, s));
   if (given("--simulate")) s.simulate = flags.simulate;
   // --seq is a list here, held by seq_lens.
-  auto workload = flags.workload.FieldsWithModel(
-      [&](const std::string& flag) { return flag != "--seq" && given(flag); });
-  if (!workload.ok()) return workload.status();
-  s.workload = *workload;
+  MESHPLAN_ASSIGN_OR_RETURN(
+      s.workload, flags.workload.FieldsWithModel(
+                      [&](const std::string& flag) { return flag != "--seq" && given(flag); }));
   for (const char* flag : {"--model", "--seq", "--batch", "--heads", "--kv-heads", "--head-dim",
                            "--dtype", "--partial-dtype", "--mask", "--pass"}) {
     if (given(flag)) s.workload_source = "the flags";
@@ -112,53 +131,65 @@ Status WriteSweepOutputs(const SweepFlags& flags, const std::vector<capacity::Sw
   return Status::Ok();
 }
 
-int RunSweepCommand(SweepFlags flags, const CLI::App& cmd) {
-  // Rows of 17-digit CSV are for files and pipes; a person at a terminal gets the table.
-  if (flags.format.empty())
-    flags.format = flags.out.empty() && ::isatty(STDOUT_FILENO) != 0 ? "table" : "csv";
-  if (Status st = CheckFormat(flags.format, {"csv", "json", "table"}); !st.ok())
-    return ReportError(st);
-  if (!flags.plot.empty()) {
-    if (Status st = CheckOutputDirectory(flags.plot); !st.ok())
-      return ReportError(st.WithContext("--plot"));
+// The output flags, before any planning.
+Status CheckSweepOutputs(const SweepFlags& flags) {
+  MESHPLAN_RETURN_IF_ERROR(CheckFormat(flags.format, {"csv", "json", "table"}));
+  if (!flags.plot.empty())
+    MESHPLAN_RETURN_IF_ERROR(CheckOutputDirectory(flags.plot).WithContext("--plot"));
+  if (!flags.out.empty())
+    MESHPLAN_RETURN_IF_ERROR(CheckWritableOutput(flags.out).WithContext("--out"));
+  return Status::Ok();
+}
+
+// The flags' sweep, with the replays' memory limit and the checks that need the spec.
+Result<capacity::SweepSpec> MakeCheckedSpec(const SweepFlags& flags, const CLI::App& cmd) {
+  MESHPLAN_ASSIGN_OR_RETURN(capacity::SweepSpec spec, MakeSpec(flags, cmd));
+  if (!flags.max_memory.empty() && !spec.simulate) {
+    return Status::Invalid(
+        "--max-memory: limits the replays of --simulate, which this sweep does not make");
   }
-  if (!flags.out.empty()) {
-    if (Status st = CheckWritableOutput(flags.out); !st.ok())
-      return ReportError(st.WithContext("--out"));
-  }
-  auto spec = MakeSpec(flags, cmd);
-  if (!spec.ok()) return ReportError(spec.status());
-  if (!flags.max_memory.empty() && !spec->simulate) {
-    return ReportError(
-        Status::Invalid("--max-memory: limits the replays of --simulate, which "
-                        "this sweep does not make"));
-  }
-  if (spec->simulate) {
+  if (spec.simulate) {
     sim::SimOptions replay;
-    if (Status st = SetReplayMemoryLimit(flags.max_memory, &replay); !st.ok())
-      return ReportError(st);
-    spec->replay_memory_limit_bytes = replay.memory_limit_bytes;
-    spec->replay_memory_limit_source = replay.memory_limit_source;
+    MESHPLAN_RETURN_IF_ERROR(SetReplayMemoryLimit(flags.max_memory, &replay));
+    spec.replay_memory_limit_bytes = replay.memory_limit_bytes;
+    spec.replay_memory_limit_source = replay.memory_limit_source;
   }
-  if (!flags.plot.empty() && spec->tps.size() > 1) {
-    return ReportError(Status::Invalid(
-        "--plot: the charts show one TP degree; sweep one --tp value at a time to plot"));
+  if (!flags.plot.empty() && spec.tps.size() > 1) {
+    return Status::Invalid(
+        "--plot: the charts show one TP degree; sweep one --tp value at a time to plot");
   }
+  return spec;
+}
+
+// The sweep's rows, with progress on stderr unless -q: on a terminal a bar with the time left
+// (erased before the table reaches the terminal); elsewhere (logs, pipes) a line per point.
+Result<std::vector<capacity::SweepRow>> RunWithProgress(const capacity::SweepSpec& spec,
+                                                        bool quiet) {
   capacity::Progress progress;
-  // On a terminal a bar with the time left; elsewhere (logs, pipes) a line per point.
   auto bar = std::make_shared<ProgressBar>("sweep");
-  if (!flags.quiet && bar->drawing()) {
+  if (!quiet && bar->drawing()) {
     progress = [bar](int64_t done, int64_t total) { bar->Update(done, total); };
-  } else if (!flags.quiet) {
+  } else if (!quiet) {
     progress = [](int64_t done, int64_t total) {
       std::fprintf(stderr, "meshplan: sweep: point %lld/%lld\n", static_cast<long long>(done),
                    static_cast<long long>(total));
       std::fflush(stderr);
     };
   }
-  auto rows = capacity::RunSweep(*spec, progress);
+  auto rows = capacity::RunSweep(spec, progress);
   progress = {};
-  bar.reset();  // erased before the table reaches the terminal
+  bar.reset();
+  return rows;
+}
+
+int RunSweepCommand(SweepFlags flags, const CLI::App& cmd) {
+  // Rows of 17-digit CSV are for files and pipes; a person at a terminal gets the table.
+  if (flags.format.empty())
+    flags.format = flags.out.empty() && ::isatty(STDOUT_FILENO) != 0 ? "table" : "csv";
+  if (Status st = CheckSweepOutputs(flags); !st.ok()) return ReportError(st);
+  auto spec = MakeCheckedSpec(flags, cmd);
+  if (!spec.ok()) return ReportError(spec.status());
+  auto rows = RunWithProgress(*spec, flags.quiet);
   if (!rows.ok()) return ReportError(rows.status());
   if (Status st = WriteSweepOutputs(flags, *rows); !st.ok()) return ReportError(st);
   if (!flags.plot.empty()) {
@@ -188,6 +219,11 @@ Runner RegisterSweepCommand(CLI::App& app) {
                   "Tensor-parallel degrees beside context parallelism, a list or range like "
                   "--gpus (default 1): each point plans one CP group, heads divided (CSV/JSON "
                   "column tp)");
+  cmd->add_option("--dp", flags->dp,
+                  "Data-parallel replicas beside TP and CP: the cluster's outermost groups, each "
+                  "running its own context-parallel groups")
+      ->capture_default_str();
+  flags->planning.Register(*cmd);
   cmd->get_option("--seq")->description(
       "Sequence lengths: list and ranges, e.g. 128K,1M or 128K..4M (doubling) or 64K..256K:+64K");
   cmd->add_option("--schemes", flags->schemes,

@@ -355,7 +355,7 @@ CudnnAttention* CudaDeviceOps::CudnnFor(int32_t rank, const BlockProblem& p, con
         "rank " + std::to_string(rank) + ": --kernels cudnn: cuDNN cannot compute a " +
         (backward ? "backward" : "forward") + " block of " + std::to_string(q.rows) + " x " +
         std::to_string(k.rows) + " rows (mask kind " +
-        std::to_string(static_cast<int32_t>(p.mask.kind)) +
+        std::to_string(static_cast<int32_t>(p.mask.params.kind)) +
         ", or positions that are neither a few runs of consecutive tokens nor one stride); use "
         "--kernels auto");
   } else if (config_.path == KernelPath::kAuto) {

@@ -102,7 +102,7 @@ std::vector<int64_t> HostPositions(const TensorView& t) {
 // others), or nullopt when a document mask has none (DeviceMask::host_doc_starts null: only the
 // device holds them).
 std::optional<std::span<const int64_t>> HostDocStarts(const DeviceMask& m) {
-  if (!HasDocuments(m.kind)) return std::span<const int64_t>{};
+  if (!HasDocuments(m.params.kind)) return std::span<const int64_t>{};
   if (m.host_doc_starts == nullptr || m.num_docs < 1) return std::nullopt;
   return std::span<const int64_t>(m.host_doc_starts, static_cast<size_t>(m.num_docs));
 }
@@ -236,10 +236,7 @@ std::optional<PieceKeys> KeysOf(const BlockProblem& p, const TensorView& q, cons
   }
   const auto heads = MapHeads(p);
   if (!heads) return std::nullopt;
-  MaskParams mask;
-  mask.kind = p.mask.kind;
-  mask.window = p.mask.window;
-  mask.prefix = p.mask.prefix;
+  const MaskParams mask = p.mask.params;
   const auto doc_starts = HostDocStarts(p.mask);
   if (!doc_starts) return std::nullopt;  // document starts the host cannot see
   auto pieces = SplitIntoPieces(HostPositions(q), HostPositions(k), mask, *doc_starts, kMaxPieces);

@@ -144,9 +144,7 @@ BlockProblem DeviceEngine::Problem(const Op& op) const {
   p.head_begin = op.head_begin;
   p.head_count = op.head_count;
   p.group_size = static_cast<int32_t>(workload_.group_size());
-  p.mask.kind = workload_.mask.kind;
-  p.mask.window = workload_.mask.window;
-  p.mask.prefix = workload_.mask.prefix;
+  p.mask.params = workload_.mask.Params();
   p.mask.num_docs = static_cast<int32_t>(workload_.mask.document_lengths.size());
   // Host starts for host-side splits (cuDNN); the device copy is set per rank by the caller.
   if (!doc_starts_.empty()) p.mask.host_doc_starts = doc_starts_.data();

@@ -30,9 +30,8 @@ enum class KernelPath : uint8_t { kAuto, kTensorCore, kSimt, kCudnn };
 // The mask of a block, evaluated on token positions by core/mask_rule.h's rule; document indices
 // come from doc_starts (doc(t) = index of the last doc_starts[i] <= t).
 struct DeviceMask {
-  MaskKind kind = MaskKind::kFull;
-  int64_t window = 0;
-  int64_t prefix = 0;
+  // The mask's kind and parameters, one type from flag to kernel (core/mask.h Mask::Params).
+  MaskParams params{MaskKind::kFull, 0, 0};
   const int64_t* doc_starts = nullptr;  // device memory, ascending, doc_starts[0] == 0
   int32_t num_docs = 0;
   // The same num_docs starts in host memory, valid while the call runs, for backends that plan a

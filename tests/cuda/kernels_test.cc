@@ -277,9 +277,7 @@ class Problem {
     const int64_t B = c_.batch, d = c_.dim;
     const size_t nb = blocks_.size();
     DeviceMask dmask;
-    dmask.kind = c_.mask.kind;
-    dmask.window = c_.mask.window;
-    dmask.prefix = c_.mask.prefix;
+    dmask.params = c_.mask.Params();
     std::vector<int64_t> starts;
     int64_t start = 0;
     for (int64_t len : c_.mask.document_lengths) {
@@ -615,7 +613,7 @@ TEST_F(CudaKernelTest, InvisibleBlockIsANoOp) {
     p.dim = kDim;
     p.scale = 0.125f;
     p.head_count = 1;
-    p.mask.kind = MaskKind::kCausal;
+    p.mask.params.kind = MaskKind::kCausal;
     if (path == KernelPath::kTensorCore && !TensorCorePathSupports(p)) continue;
     CUDA_ASSERT_OK(LaunchFill(o.as<float>(), 7.0f, kRows * kDim, nullptr));
     CUDA_ASSERT_OK(LaunchFill(lse.as<float>(), 1.5f, kRows, nullptr));

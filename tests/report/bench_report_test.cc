@@ -59,10 +59,14 @@ TEST(BenchReport, CsvAndJsonCarryTheDerivedFigures) {
                   "2 KV heads\n"))
       << csv;
   const std::string json = BenchJson(Rows(), {"dgx-h100-4gpu", "backend cpu", "batch 1", 3});
+  // The workload as fields (issue 45): the context's base is Workload::Default's (batch 1, 64/8
+  // heads of 128, bf16, fp32 partials, fwd+bwd); a bench varies the length and the mask, so
+  // neither is a field; the text is the context's.
   EXPECT_TRUE(Has(json,
                   "\"context\":{\"topology\":\"dgx-h100-4gpu\",\"run\":\"backend "
-                  "cpu\",\"workload\":\"batch 1\","
-                  "\"repeat\":3}"))
+                  "cpu\",\"workload\":{\"batch\":1,\"heads\":64,\"kv_heads\":8,\"head_dim\":128,"
+                  "\"dtype\":\"bf16\",\"partial_dtype\":\"fp32\",\"pass\":\"fwd+bwd\",\"text\":"
+                  "\"batch 1\"},\"repeat\":3}"))
       << json;
   EXPECT_TRUE(Has(json, "\"error_pct\":100,\"tflops_per_rank\":1,\"predicted_tflops_per_rank\":2,"))
       << json;

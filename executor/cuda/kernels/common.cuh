@@ -115,9 +115,7 @@ __device__ __forceinline__ int32_t DocOf(const DeviceMask& m, int64_t t) {
 }
 
 // The rule's view of a device mask (core/mask_rule.h).
-__device__ __forceinline__ MaskParams ParamsOf(const DeviceMask& m) {
-  return MaskParams{m.kind, m.window, m.prefix};
-}
+__device__ __forceinline__ MaskParams ParamsOf(const DeviceMask& m) { return m.params; }
 
 // Visibility of (query position q, key position k); see DeviceMask.
 __device__ __forceinline__ bool Visible(const DeviceMask& m, int64_t q, int64_t k) {
@@ -125,7 +123,7 @@ __device__ __forceinline__ bool Visible(const DeviceMask& m, int64_t q, int64_t 
 }
 
 // Whether the mask needs document indices (then VisibleWithDocs wants them precomputed).
-__device__ __forceinline__ bool HasDocs(const DeviceMask& m) { return HasDocuments(m.kind); }
+__device__ __forceinline__ bool HasDocs(const DeviceMask& m) { return HasDocuments(m.params.kind); }
 
 // Visible() with the document indices of q and k precomputed (read by the document kinds only).
 __device__ __forceinline__ bool VisibleWithDocs(const DeviceMask& m, int64_t q, int64_t k,

@@ -18,9 +18,10 @@ cudaError_t CheckProblem(const BlockProblem& p, const TensorView& q, const Tenso
   if (p.batch < 0 || p.head_count < 0 || p.head_begin < 0 || p.group_size < 1 || p.dim < 1)
     return cudaErrorInvalidValue;
   if (p.type != InputType::kBf16 && p.type != InputType::kFp16) return cudaErrorInvalidValue;
-  if (!IsMaskKind(static_cast<int32_t>(p.mask.kind))) return cudaErrorInvalidValue;
-  if (p.mask.kind == MaskKind::kPrefix && p.mask.prefix < 1) return cudaErrorInvalidValue;
-  if (HasDocuments(p.mask.kind) && (p.mask.doc_starts == nullptr || p.mask.num_docs < 1))
+  const MaskParams& mask = p.mask.params;
+  if (!IsMaskKind(static_cast<int32_t>(mask.kind))) return cudaErrorInvalidValue;
+  if (mask.kind == MaskKind::kPrefix && mask.prefix < 1) return cudaErrorInvalidValue;
+  if (HasDocuments(mask.kind) && (p.mask.doc_starts == nullptr || p.mask.num_docs < 1))
     return cudaErrorInvalidValue;
   if (q.rows < 0 || k.rows < 0 || v.rows != k.rows) return cudaErrorInvalidValue;
   if (p.batch == 0 || p.head_count == 0 || q.rows == 0 || k.rows == 0) {

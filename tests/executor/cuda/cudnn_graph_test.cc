@@ -43,7 +43,7 @@ BlockProblem Problem(MaskKind mask_kind, int32_t head_begin, int32_t head_count,
   p.head_begin = head_begin;
   p.head_count = head_count;
   p.group_size = group;
-  p.mask.kind = mask_kind;
+  p.mask.params.kind = mask_kind;
   return p;
 }
 
@@ -129,7 +129,7 @@ TEST(CudnnGraphs, BlocksCudnnCannotExpressAreRefused) {
   EXPECT_FALSE(d.ok());
   // A prefix mask: no piece split (executor/kernels/attention_pieces.h).
   BlockProblem prefix = Problem(MaskKind::kPrefix, 0, 4, 1);
-  prefix.mask.prefix = 50;
+  prefix.mask.params.prefix = 50;
   auto pre = ValidateCudnnBlockOnHost(prefix, View(pos, 0, 4), View(pos, 0, 4), nullptr, false);
   EXPECT_FALSE(pre.ok());
   // A window on positions that are neither a few runs of consecutive positions nor one
@@ -140,7 +140,7 @@ TEST(CudnnGraphs, BlocksCudnnCannotExpressAreRefused) {
     by8.push_back(8 * i);
   }
   BlockProblem window = Problem(MaskKind::kWindow, 0, 4, 1);
-  window.mask.window = 16;
+  window.mask.params.window = 16;
   auto w = ValidateCudnnBlockOnHost(window, View(by4, 0, 4), View(by8, 0, 4), nullptr, false);
   EXPECT_FALSE(w.ok());
   // A head slice that straddles KV heads without starting on a group: heads 2..5 with group 4.
@@ -171,7 +171,7 @@ BlockProblem WindowProblem(int64_t w, InputType type, int32_t dim) {
   p.type = type;
   p.dim = dim;
   p.scale = 1.0f / std::sqrt(static_cast<float>(dim));
-  p.mask.window = w;
+  p.mask.params.window = w;
   return p;
 }
 
