@@ -39,6 +39,12 @@ capture() {  # BINARY DIR: one .out (stdout + exit code) and .err per command, .
   run plan --seq 1000000
   run sweep -q --seq 64K,256K --gpus 8,64 --format csv
   run fit --seq 2M --budget-s 1
+  # Models, TP and frameworks (issue 45: the planning request moved out of the commands).
+  run plan -q --model llama-3.1-70b --tp 8 --framework megatron -t dgx-h100-32node --seq 1M --top 0 --format json
+  run plan -q --model gemma-2-27b -t dgx-h100-4node --seq 128K --top 10 --format json
+  run plan -q --model llama-3.1-8b --tp 2 --framework yunchang -t dgx-h100-4node --seq 100001 --seq-round up --top 5
+  run sweep -q --model llama-3.1-70b --tp 8 --seq 256K,1M --gpus 64,256 --format csv
+  run fit -q --model llama-3.1-8b --seq 512K --budget-s 2 --format json
   local s
   for s in $("$new" plan --list-schemes | awk '{print $1}'); do
     run plan -q -t dgx-h100-4node --seq 128K --heads 32 --kv-heads 32 --schemes "$s" --top 3 --out "p-$s.toml"
@@ -61,9 +67,31 @@ capture() {  # BINARY DIR: one .out (stdout + exit code) and .err per command, .
   done
 }
 
-norm() {  # masks what differs between two runs of one binary: timings and the binary's path
+# masks what differs between two runs of one binary: timings and the binary's path; the source
+# tree a binary was built in (shipped clusters' paths) becomes SRC (arguments: FILE BINARY); a JSON
+# "workload" object becomes its "text", the string it was before issue 45 made it an object.
+norm() {
+  local tree
+  tree=$(dirname "$(dirname "$(dirname "$2")")")
   sed -E 's/"(replay_wall_s|events_per_s|wall_s|search_s|elapsed_s)":[0-9.e+-]+/"\1":X/g; s/^replay: .*/replay: X/;
-          s#Usage: [^ ]*meshplan[^ ]*#Usage: meshplan#; s/in [0-9.]+ (ms|us|s)\b/in X/g' "$1"
+          s#Usage: [^ ]*meshplan[^ ]*#Usage: meshplan#; s/in [0-9.]+ (ms|us|s)\b/in X/g' "$1" |
+    sed "s#$tree/#SRC/#g" |
+    python3 -c '
+import json, re, sys
+def text(o):
+    if isinstance(o, dict):
+        return {k: v["text"] if k == "workload" and isinstance(v, dict) and "text" in v else text(v)
+                for k, v in o.items()}
+    return [text(x) for x in o] if isinstance(o, list) else o
+for line in sys.stdin:
+    try:
+        if not line.lstrip().startswith("{"):
+            raise ValueError
+        o = json.loads(re.sub(r":X([,}])", lambda m: ":\"X\"" + m.group(1), line))
+        print(json.dumps(text(o), separators=(",", ":")))
+    except ValueError:
+        print(line, end="")
+'
 }
 
 capture "$old" "$work/old"
@@ -72,7 +100,7 @@ differ=0 same=0
 for f in "$work"/old/*; do
   b=$(basename "$f")
   case "$b" in *.cmd) continue ;; esac
-  if diff <(norm "$f") <(norm "$work/new/$b") > "$work/diff"; then
+  if diff <(norm "$f" "$old") <(norm "$work/new/$b" "$new") > "$work/diff"; then
     same=$((same + 1))
   else
     differ=$((differ + 1))

@@ -13,4 +13,12 @@ void FinishTime(Estimate& e) {
   e.time_s += e.framework_overhead_s + e.shared_device_lag_s;
 }
 
+void AddExposed(Estimate& e, const std::string& label, double comm_s) {
+  if (comm_s > 0) e.stages.push_back({label, 0.0, comm_s, false, 1});
+}
+
+void AddCompute(Estimate& e, const std::string& label, double compute_s) {
+  e.stages.push_back({label, compute_s, 0.0, false, 1});
+}
+
 }  // namespace meshplan::planner

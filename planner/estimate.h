@@ -1,10 +1,12 @@
-// The analytic verdict on one plan: validity, bytes, FLOPs, memory and time.
+// The analytic verdict on one plan: validity, bytes, FLOPs, memory and time, and the helpers that
+// add its time stages (the strategies' and the communication patterns' alike).
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "core/plan.h"
+#include "core/schedule.h"
 
 namespace meshplan::planner {
 
@@ -64,5 +66,13 @@ struct Estimate {
 // Fills time_s, compute_s and exposed_comm_s from stages, framework_overhead_s and
 // shared_device_lag_s.
 void FinishTime(Estimate& estimate);
+
+// "fwd" or "bwd", for time-stage labels.
+inline const char* PhaseLabel(Phase phase) { return phase == Phase::kForward ? "fwd" : "bwd"; }
+// Appends a stage of `comm_s` seconds of communication that no compute hides; nothing when
+// comm_s is 0 (nothing moves).
+void AddExposed(Estimate& e, const std::string& label, double comm_s);
+// Appends a stage of `compute_s` seconds of compute that overlaps no communication.
+void AddCompute(Estimate& e, const std::string& label, double compute_s);
 
 }  // namespace meshplan::planner

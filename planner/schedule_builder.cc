@@ -2,8 +2,6 @@
 
 #include <cmath>
 
-#include "planner/schemes/registry.h"
-
 namespace meshplan::planner::sched {
 
 int64_t WholeBytes(double bytes) { return std::llround(bytes); }
@@ -66,17 +64,17 @@ std::optional<uint32_t> LastOnStream(const RankProgram& prog, StreamId stream) {
   return std::nullopt;
 }
 
-Status CheckGrid(const PlanContext& ctx, const SchemeParams& params, const ShardLayout& layout,
-                 int64_t ulysses) {
+Status CheckGrid(const PlanContext& ctx, const SchemeParams& params,
+                 const std::vector<RankDim>& dims, const ShardLayout& layout, int64_t ulysses) {
   int64_t ranks = 1;
-  std::string dims;
-  for (const RankDim& d : RankDims(params)) {
+  std::string grid;
+  for (const RankDim& d : dims) {
     if (d.size < 1) return Status::Invalid("rank dimension '" + d.name + "' must be at least 1");
     ranks *= d.size;
-    dims += (dims.empty() ? "" : " x ") + d.name + "=" + std::to_string(d.size);
+    grid += (grid.empty() ? "" : " x ") + d.name + "=" + std::to_string(d.size);
   }
   if (ranks != ctx.num_ranks) {
-    return Status::Invalid(std::string(SchemeName(params.scheme)) + " rank grid " + dims + " has " +
+    return Status::Invalid(std::string(SchemeName(params.scheme)) + " rank grid " + grid + " has " +
                            std::to_string(ranks) + " ranks, but the cluster has " +
                            std::to_string(ctx.num_ranks) + " GPUs");
   }

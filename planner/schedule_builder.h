@@ -55,10 +55,11 @@ std::optional<uint32_t> EmitCollective(RankProgram& prog, const Schedule& schedu
 // Index of the last op on `stream`, if any (used to make a collective wait for the computes).
 std::optional<uint32_t> LastOnStream(const RankProgram& prog, StreamId stream);
 
-// Common checks: the rank grid has ctx.num_ranks ranks, the layout suits the mask, and the
-// Ulysses degree u divides the KV heads (and so the query heads).
-Status CheckGrid(const PlanContext& ctx, const SchemeParams& params, const ShardLayout& layout,
-                 int64_t ulysses);
+// Common checks: the rank grid `dims` (the scheme's RankDims(params)) has ctx.num_ranks ranks,
+// the layout suits the mask, and the Ulysses degree u divides the KV heads (and so the query
+// heads).
+Status CheckGrid(const PlanContext& ctx, const SchemeParams& params,
+                 const std::vector<RankDim>& dims, const ShardLayout& layout, int64_t ulysses);
 
 // A schedule with num_ranks empty programs and the given layout; `ops_per_rank` ops are reserved
 // in each up front unless ctx.rank_done takes the programs as they complete (then each grows as

@@ -4,7 +4,6 @@
 
 #include "planner/compute_model.h"
 #include "planner/patterns/ring_pass.h"
-#include "planner/schemes/registry.h"
 
 namespace meshplan::planner::mesh {
 
@@ -25,17 +24,19 @@ MessageBytes PhaseMessageBytes(const ShardBytes& s, Phase phase, bool cache) {
 
 // The tile's two rings are the last two dimensions of the rank grid: [q, kv], or [h, q, kv] where
 // a head-parallel dimension comes first.
-int QDim(const SchemeParams& params) { return static_cast<int>(RankDims(params).size()) - 2; }
-int KvDim(const SchemeParams& params) { return QDim(params) + 1; }
+int QDim(const Placement& placement) { return placement.num_dims() - 2; }
+int KvDim(const Placement& placement) { return QDim(placement) + 1; }
 
 StepCosts StepTimes::Costs() const {
   auto floor = [](double x) { return std::max(x, 1e-12); };
   return {floor(block), floor(q_shift), floor(kv_shift), floor(q_partial), floor(kv_partial)};
 }
 
-StepTimes PhaseStepTimes(const PlanContext& ctx, const SchemeParams& p, Phase phase) {
+StepTimes PhaseStepTimes(const PlanContext& ctx, const SchemeParams& p, const Placement& placement,
+                         Phase phase) {
   const Workload& w = ctx.workload;
-  const int64_t u = QDim(p) == 1 ? p.ulysses : 1;  // head-parallel degree
+  const int q_dim = QDim(placement), kv_dim = KvDim(placement);
+  const int64_t u = q_dim == 1 ? p.ulysses : 1;  // head-parallel degree
   const ShardLayout layout{p.layout, w.seq_len, ctx.num_ranks / u, u};
   // Block time: the busiest rank's forward work spread over its a*b blocks.
   const std::vector<int64_t>& pairs = ctx.TilePairsFor(layout, p.tile_a);
@@ -49,9 +50,7 @@ StepTimes PhaseStepTimes(const PlanContext& ctx, const SchemeParams& p, Phase ph
   t.block = RingStepSeconds(
       ctx, phase, phase == Phase::kForward ? forward_block : ctx.BackwardSeconds(forward_block, 1),
       p.tile_b);
-  const Placement placement(RankDims(p), p.placement);
   const MessageBytes m = PhaseMessageBytes(ctx.shard, phase, p.cache_forward);
-  const int q_dim = QDim(p), kv_dim = KvDim(p);
   CommModel& comm = *ctx.comm;
   t.q_shift = comm.RingShift(placement, q_dim, m.q_shift, 1, nullptr);
   t.kv_shift = m.kv_shift > 0 ? comm.RingShift(placement, kv_dim, m.kv_shift, 1, nullptr) : 0.0;

@@ -31,12 +31,14 @@ struct StepTimes {
   StepCosts Costs() const;
 };
 // REQUIRES: params is a valid plan of the Mesh tile family (a tile, or a tile after a
-// head-parallel dimension) for ctx.
-StepTimes PhaseStepTimes(const PlanContext& ctx, const SchemeParams& params, Phase phase);
+// head-parallel dimension) for ctx, and `placement` its rank grid on the GPUs
+// (Placement(RankDims(params), params.placement)).
+StepTimes PhaseStepTimes(const PlanContext& ctx, const SchemeParams& params,
+                         const Placement& placement, Phase phase);
 
-// Rank-grid dimensions of the Q and KV rings (the last two of planner::RankDims(params): 0 and 1,
-// or 1 and 2 after a head-parallel dimension).
-int QDim(const SchemeParams& params);
-int KvDim(const SchemeParams& params);
+// Rank-grid dimensions of the Q and KV rings (the last two of the plan's rank grid, as `placement`
+// holds it: 0 and 1, or 1 and 2 after a head-parallel dimension).
+int QDim(const Placement& placement);
+int KvDim(const Placement& placement);
 
 }  // namespace meshplan::planner::mesh

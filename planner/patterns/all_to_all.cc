@@ -2,8 +2,6 @@
 
 #include <string>
 
-#include "planner/schemes/common.h"
-
 namespace meshplan::planner {
 
 double UlyssesIn(Estimate& e, const PlanContext& ctx, const Placement& placement, int dim,
@@ -11,9 +9,8 @@ double UlyssesIn(Estimate& e, const PlanContext& ctx, const Placement& placement
   const int64_t u = placement.DimSize(dim);
   if (u <= 1) return 0.0;
   const A2APayload in = UlyssesInPayload(ctx.shard, phase, cache);
-  schemes::AddExposed(
-      e, std::string(schemes::PhaseLabel(phase)) + " all-to-all " + in.names + " (seq->heads)",
-      ctx.comm->AllToAll(placement, dim, in.bytes, &traffic));
+  AddExposed(e, std::string(PhaseLabel(phase)) + " all-to-all " + in.names + " (seq->heads)",
+             ctx.comm->AllToAll(placement, dim, in.bytes, &traffic));
   return AllToAllSent(in.bytes, u);
 }
 
@@ -22,9 +19,8 @@ double UlyssesOut(Estimate& e, const PlanContext& ctx, const Placement& placemen
   const int64_t u = placement.DimSize(dim);
   if (u <= 1) return 0.0;
   const A2APayload out = UlyssesOutPayload(ctx.shard, phase);
-  schemes::AddExposed(
-      e, std::string(schemes::PhaseLabel(phase)) + " all-to-all " + out.names + " (heads->seq)",
-      ctx.comm->AllToAll(placement, dim, out.bytes, &traffic));
+  AddExposed(e, std::string(PhaseLabel(phase)) + " all-to-all " + out.names + " (heads->seq)",
+             ctx.comm->AllToAll(placement, dim, out.bytes, &traffic));
   return AllToAllSent(out.bytes, u);
 }
 

@@ -1,9 +1,23 @@
 #include "planner/patterns/ring_pass.h"
 
+#include <string>
+
 #include "core/kernel_time.h"
-#include "planner/schemes/common.h"
 
 namespace meshplan::planner {
+
+namespace {
+
+// A pipelined loop of `steps` steps where step s+1's transfer overlaps step s's compute:
+// one compute-only step, then steps-1 overlapped steps.
+void AddPipeline(Estimate& e, const std::string& label, int64_t steps, double step_compute_s,
+                 double step_comm_s) {
+  if (steps <= 0) return;
+  e.stages.push_back({label + " (first step)", step_compute_s, 0.0, true, 1});
+  if (steps > 1) e.stages.push_back({label, step_compute_s, step_comm_s, true, steps - 1});
+}
+
+}  // namespace
 
 double RingStepPartialBytes(const PlanContext& ctx, Phase phase) {
   const ShardBytes& s = ctx.shard;
@@ -20,6 +34,13 @@ bool StrictDiagonalBlock(const PlanContext& ctx, const ShardLayout& layout, Phas
   // Striped shard i holds tokens i, i + n, i + 2n, ...: query j n + q sees key m n + k (k > q)
   // iff m n + k <= j n + q, iff m < j; row j = 0 sees none.
   return SlicedRingSteps(ctx, layout, phase) && kv_shard > q_shard;
+}
+
+double RingBlockSeconds(const PlanContext& ctx, const ShardLayout& layout, int64_t heads) {
+  const Workload& w = ctx.workload;
+  const double flops = ctx.KernelForwardFlopsMax(ctx.RowPairsFor(layout), layout, 1, heads) /
+                       static_cast<double>(layout.num_shards);
+  return KernelSeconds(ctx.topology.gpu, w.dtype, w.head_dim, flops, layout.KernelBlockTokens(), 1);
 }
 
 double RingStepSeconds(const PlanContext& ctx, Phase phase, double block_s, int64_t steps,
@@ -39,9 +60,9 @@ double RingPass(Estimate& e, const PlanContext& ctx, const Placement& placement,
   const ShardBytes& s = ctx.shard;
   if (phase == Phase::kForward) {
     const double t_kv = ctx.comm->RingShift(placement, dim, s.kv, r - 1, &traffic);
-    schemes::AddPipeline(
-        e, "fwd ring step (KV shift)", r,
-        RingStepSeconds(ctx, phase, step_compute_s, r, SlicedRingSteps(ctx, layout, phase)), t_kv);
+    AddPipeline(e, "fwd ring step (KV shift)", r,
+                RingStepSeconds(ctx, phase, step_compute_s, r, SlicedRingSteps(ctx, layout, phase)),
+                t_kv);
     return static_cast<double>(r - 1) * s.kv;
   }
   const double t_kv = cache ? 0.0 : ctx.comm->RingShift(placement, dim, s.kv, r - 1, &traffic);
@@ -49,10 +70,9 @@ double RingPass(Estimate& e, const PlanContext& ctx, const Placement& placement,
   // The dK,dV chain runs one step behind the KV ring; its last hop follows the last block,
   // unless the own shard runs last (cache only): then hop k overlaps block k+1 and the last hop
   // the own block.
-  schemes::AddPipeline(
-      e, cache ? "bwd ring step (dK,dV hop)" : "bwd ring step (KV shift + dK,dV hop)", r,
-      RingStepSeconds(ctx, phase, ctx.BackwardSeconds(step_compute_s, 1), r), t_kv + t_dkv);
-  if (!(cache && own_shard_last)) schemes::AddExposed(e, "bwd last dK,dV hop", r > 1 ? t_dkv : 0.0);
+  AddPipeline(e, cache ? "bwd ring step (dK,dV hop)" : "bwd ring step (KV shift + dK,dV hop)", r,
+              RingStepSeconds(ctx, phase, ctx.BackwardSeconds(step_compute_s, 1), r), t_kv + t_dkv);
+  if (!(cache && own_shard_last)) AddExposed(e, "bwd last dK,dV hop", r > 1 ? t_dkv : 0.0);
   return static_cast<double>(r - 1) * ((cache ? 0.0 : s.kv) + s.dkv_partial);
 }
 

@@ -33,6 +33,12 @@ bool SlicedRingSteps(const PlanContext& ctx, const ShardLayout& layout, Phase ph
 bool StrictDiagonalBlock(const PlanContext& ctx, const ShardLayout& layout, Phase phase,
                          int64_t q_shard, int64_t kv_shard);
 
+// Seconds of one block of a ring pass over the shards of `layout` (R = layout.num_shards steps,
+// R = 1 for a whole sequence): the busiest rank's forward kernel work on its pairs
+// (PlanContext::RowPairsFor) at `heads` query heads, spread evenly over the R steps. The block
+// time RingStepSeconds and RingPass take as block_s and step_compute_s.
+double RingBlockSeconds(const PlanContext& ctx, const ShardLayout& layout, int64_t heads);
+
 // Per-step compute of a ring of `steps` steps in `phase` whose blocks take `block_s`: the block
 // and, on average over the steps, the merge of the partials of every step but the first:
 // block_s + (RingStepPartialSeconds + [sliced_steps] SlicedMergeSeconds) * (steps - 1) / steps.

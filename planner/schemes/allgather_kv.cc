@@ -50,7 +50,8 @@ std::vector<SchemeParams> AllGatherKVStrategy::Enumerate(const PlanContext& ctx)
   p.scheme = scheme();
   p.ring = ctx.num_ranks;
   std::vector<SchemeParams> out;
-  AddVariants(ctx, p, SearchLayouts(ctx.workload.mask, false), Placements::kCanonical, &out);
+  AddVariants(ctx, p, RankDims(p), SearchLayouts(ctx.workload.mask, false), Placements::kCanonical,
+              &out);
   return out;
 }
 
@@ -59,6 +60,8 @@ Estimate AllGatherKVStrategy::Evaluate(const PlanContext& ctx, const SchemeParam
   if (std::string why = WholeClusterProblem(ctx, p, "all-gather"); !why.empty())
     return Invalid(p, why);
   const ShardLayout layout = ctx.LayoutFor(p.layout, ranks, 1);
+  if (std::string why = LayoutOrPlacementProblem(p, layout, ctx.workload.mask); !why.empty())
+    return Invalid(p, why);
 
   Estimate e = ValidEstimate(p);
   const Workload& w = ctx.workload;
@@ -111,7 +114,7 @@ Result<Schedule> AllGatherKVStrategy::Expand(const PlanContext& ctx,
   const int64_t p = ctx.num_ranks;
   const Workload& w = ctx.workload;
   const ShardLayout layout = ctx.LayoutFor(params.layout, p, 1);
-  MESHPLAN_RETURN_IF_ERROR(sched::CheckGrid(ctx, params, layout, 1));
+  MESHPLAN_RETURN_IF_ERROR(sched::CheckGrid(ctx, params, RankDims(params), layout, 1));
 
   Schedule s = sched::NewSchedule(ctx, params, layout, static_cast<size_t>(2 * p + 4));
   s.groups.emplace_back(static_cast<size_t>(p));

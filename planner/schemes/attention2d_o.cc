@@ -160,7 +160,7 @@ std::vector<SchemeParams> Attention2DOverlapStrategy::Enumerate(const PlanContex
   std::vector<SchemeParams> out;
   SchemeParams p;
   p.scheme = scheme();
-  AddTileCandidates(ctx, p, ctx.num_ranks, /*both_reduce_chains=*/false, &out);
+  AddTileCandidates(ctx, *this, p, ctx.num_ranks, /*both_reduce_chains=*/false, &out);
   return out;
 }
 
@@ -169,6 +169,8 @@ Estimate Attention2DOverlapStrategy::Evaluate(const PlanContext& ctx, const Sche
   const int64_t ranks = ctx.num_ranks;
   if (std::string why = TileGridProblem(ctx, p); !why.empty()) return Invalid(p, why);
   const ShardLayout layout{p.layout, w.seq_len, ranks, 1};
+  if (std::string why = LayoutOrPlacementProblem(p, layout, w.mask); !why.empty())
+    return Invalid(p, why);
 
   Estimate e = ValidEstimate(p);
   const ShardBytes& s = ctx.shard;
@@ -404,7 +406,7 @@ Result<Schedule> Attention2DOverlapStrategy::Expand(const PlanContext& ctx,
   const int64_t a = params.tile_a, b = params.tile_b, p = ctx.num_ranks;
   const Workload& w = ctx.workload;
   const ShardLayout layout{params.layout, w.seq_len, p, 1};
-  MESHPLAN_RETURN_IF_ERROR(sched::CheckGrid(ctx, params, layout, 1));
+  MESHPLAN_RETURN_IF_ERROR(sched::CheckGrid(ctx, params, RankDims(params), layout, 1));
   const ShardBytes& sb = ctx.shard;
   PhaseMessages fwd;
   fwd.phase = Phase::kForward;

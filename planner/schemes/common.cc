@@ -2,8 +2,6 @@
 
 #include <algorithm>
 
-#include "planner/schemes/registry.h"
-
 namespace meshplan::planner::schemes {
 
 Estimate Invalid(const SchemeParams& params, std::string reason) {
@@ -75,21 +73,6 @@ void SetTraffic(Estimate& e, const Traffic& traffic, double fwd_bytes, double bw
   e.bytes_per_rank = traffic.MaxTotal();
 }
 
-void AddPipeline(Estimate& e, const std::string& label, int64_t steps, double step_compute_s,
-                 double step_comm_s) {
-  if (steps <= 0) return;
-  e.stages.push_back({label + " (first step)", step_compute_s, 0.0, true, 1});
-  if (steps > 1) e.stages.push_back({label, step_compute_s, step_comm_s, true, steps - 1});
-}
-
-void AddExposed(Estimate& e, const std::string& label, double comm_s) {
-  if (comm_s > 0) e.stages.push_back({label, 0.0, comm_s, false, 1});
-}
-
-void AddCompute(Estimate& e, const std::string& label, double compute_s) {
-  e.stages.push_back({label, compute_s, 0.0, false, 1});
-}
-
 std::vector<std::vector<std::string>> AllPlacements(const std::vector<RankDim>& dims) {
   // Orders differing only in where size-1 dimensions sit are the same placement: permute the
   // dimensions of size > 1 (canonical order first) and append the others.
@@ -134,12 +117,12 @@ std::vector<int64_t> Divisors(int64_t n) {
   return out;
 }
 
-void AddVariants(const PlanContext& ctx, SchemeParams base, const std::vector<Layout>& layouts,
-                 Placements placements, std::vector<SchemeParams>* out) {
-  const auto orders =
-      placements == Placements::kAll
-          ? AllPlacements(RankDims(base))
-          : std::vector<std::vector<std::string>>{CanonicalPlacement(RankDims(base))};
+void AddVariants(const PlanContext& ctx, SchemeParams base, const std::vector<RankDim>& dims,
+                 const std::vector<Layout>& layouts, Placements placements,
+                 std::vector<SchemeParams>* out) {
+  const auto orders = placements == Placements::kAll
+                          ? AllPlacements(dims)
+                          : std::vector<std::vector<std::string>>{CanonicalPlacement(dims)};
   for (Layout layout : layouts) {
     for (bool cache : {false, true}) {
       if (cache && !HasBackward(ctx.workload.pass)) continue;
@@ -161,8 +144,8 @@ std::vector<Layout> TileLayouts(const Mask& mask) {
   return layouts;
 }
 
-void AddTileCandidates(const PlanContext& ctx, SchemeParams base, int64_t ranks,
-                       bool both_reduce_chains, std::vector<SchemeParams>* out) {
+void AddTileCandidates(const PlanContext& ctx, const Strategy& strategy, SchemeParams base,
+                       int64_t ranks, bool both_reduce_chains, std::vector<SchemeParams>* out) {
   const std::vector<ReduceChain> chains =
       both_reduce_chains
           ? std::vector<ReduceChain>{ReduceChain::kOwnerLast, ReduceChain::kOwnerFirst}
@@ -172,41 +155,10 @@ void AddTileCandidates(const PlanContext& ctx, SchemeParams base, int64_t ranks,
     base.tile_b = ranks / a;
     for (ReduceChain chain : chains) {
       base.reduce_chain = chain;
-      AddVariants(ctx, base, TileLayouts(ctx.workload.mask), Placements::kAll, out);
+      AddVariants(ctx, base, strategy.RankDims(base), TileLayouts(ctx.workload.mask),
+                  Placements::kAll, out);
     }
   }
-}
-
-namespace {
-
-// The registry's schemes that offer the balanced layout, joined for prose ("a, b and c").
-std::string BalancedLayoutSchemes() {
-  std::vector<std::string> names;
-  for (const Scheme& s : AllSchemes()) {
-    if (FindStrategy(s)->OffersBalancedLayout()) names.emplace_back(s.name());
-  }
-  std::string out;
-  for (size_t i = 0; i < names.size(); ++i) {
-    if (i > 0) out += i + 1 == names.size() ? " and " : ", ";
-    out += names[i];
-  }
-  return out;
-}
-
-}  // namespace
-
-std::string LayoutOrPlacementProblem(const SchemeParams& params, const ShardLayout& layout,
-                                     const Mask& mask) {
-  const Strategy* strategy = FindStrategy(params.scheme);
-  if (layout.kind == Layout::kBalanced &&
-      (strategy == nullptr || !strategy->OffersBalancedLayout())) {
-    return "the balanced layout (load-balanced dispatch) is offered to " + BalancedLayoutSchemes() +
-           " only";
-  }
-  if (Status st = layout.Validate(mask); !st.ok()) return st.message();
-  if (Status st = ValidatePlacement(RankDims(params), params.placement); !st.ok())
-    return st.message();
-  return "";
 }
 
 std::string WholeClusterProblem(const PlanContext& ctx, const SchemeParams& p,
@@ -215,8 +167,7 @@ std::string WholeClusterProblem(const PlanContext& ctx, const SchemeParams& p,
     return degree_name + " degree " + std::to_string(p.ring) + " must equal the " +
            std::to_string(ctx.num_ranks) + " GPUs";
   }
-  const ShardLayout layout = ctx.LayoutFor(p.layout, ctx.num_ranks, 1);
-  return LayoutOrPlacementProblem(p, layout, ctx.workload.mask);
+  return "";
 }
 
 std::string TileGridProblem(const PlanContext& ctx, const SchemeParams& p) {
@@ -225,8 +176,7 @@ std::string TileGridProblem(const PlanContext& ctx, const SchemeParams& p) {
     return "tile " + std::to_string(p.tile_a) + " x " + std::to_string(p.tile_b) +
            " does not cover the " + std::to_string(ranks) + " GPUs (a*b must equal P)";
   }
-  const ShardLayout layout{p.layout, ctx.workload.seq_len, ranks, 1};
-  return LayoutOrPlacementProblem(p, layout, ctx.workload.mask);
+  return "";
 }
 
 Estimate ValidEstimate(const SchemeParams& params) {

@@ -1,5 +1,7 @@
 // Pieces every strategy's analytic evaluation shares: validity helpers, FLOPs and memory
-// bookkeeping, the pipeline time shape, and enumeration helpers.
+// bookkeeping, and enumeration helpers. They know no scheme but the one their caller hands them
+// (its rank grid, or its strategy): nothing here asks the registry. The time stages' helpers
+// (AddExposed, AddCompute, PhaseLabel) are planner/estimate.h's, which the patterns share too.
 #pragma once
 
 #include <optional>
@@ -38,13 +40,6 @@ void SetMemory(Estimate& e, const PlanContext& ctx, double fwd_work, double bwd_
 // Copies per-level and total bytes; fwd_bytes/bwd_bytes are the closed-form per-rank volumes.
 void SetTraffic(Estimate& e, const Traffic& traffic, double fwd_bytes, double bwd_bytes);
 
-// A pipelined loop of `steps` steps where step s+1's transfer overlaps step s's compute:
-// one compute-only step, then steps-1 overlapped steps.
-void AddPipeline(Estimate& e, const std::string& label, int64_t steps, double step_compute_s,
-                 double step_comm_s);
-void AddExposed(Estimate& e, const std::string& label, double comm_s);
-void AddCompute(Estimate& e, const std::string& label, double compute_s);
-
 // All orders of the dimensions (placements), canonical first.
 std::vector<std::vector<std::string>> AllPlacements(const std::vector<RankDim>& dims);
 // Layouts the search tries: contiguous for full masks; for causal masks zigzag (which balances
@@ -56,9 +51,10 @@ std::vector<int64_t> Divisors(int64_t n);
 // Which placements AddVariants tries.
 enum class Placements { kCanonical, kAll };
 // Appends `base` once per layout in `layouts`, per cache choice (caching only when the pass has
-// a backward) and per placement of its rank grid.
-void AddVariants(const PlanContext& ctx, SchemeParams base, const std::vector<Layout>& layouts,
-                 Placements placements, std::vector<SchemeParams>* out);
+// a backward) and per placement of its rank grid `dims` (its strategy's RankDims(base)).
+void AddVariants(const PlanContext& ctx, SchemeParams base, const std::vector<RankDim>& dims,
+                 const std::vector<Layout>& layouts, Placements placements,
+                 std::vector<SchemeParams>* out);
 
 // Layouts the 2-D tile schemes try (issue 14): those of SearchLayouts, and for causal masks
 // striped too. Striped balances causal work as zigzag does (every block of a striped layout is a
@@ -67,30 +63,25 @@ void AddVariants(const PlanContext& ctx, SchemeParams base, const std::vector<La
 // Contiguous is left out for causal masks: its last tile row does (2a - 1) times the first's work.
 std::vector<Layout> TileLayouts(const Mask& mask);
 
-// Every tile a x b = ranks of `base` (a 2-D scheme; base.ulysses is kept), with TileLayouts,
-// cache choices and all placements (AddVariants), and for Mesh both reduce chains (owner-last,
-// owner-first) when both_reduce_chains, else base's chain only, appended to `out`.
-void AddTileCandidates(const PlanContext& ctx, SchemeParams base, int64_t ranks,
-                       bool both_reduce_chains, std::vector<SchemeParams>* out);
+// Every tile a x b = ranks of `base` (a 2-D scheme of `strategy`, whose RankDims gives each
+// tile's rank grid; base.ulysses is kept), with TileLayouts, cache choices and all placements
+// (AddVariants), and for Mesh both reduce chains (owner-last, owner-first) when
+// both_reduce_chains, else base's chain only, appended to `out`.
+void AddTileCandidates(const PlanContext& ctx, const Strategy& strategy, SchemeParams base,
+                       int64_t ranks, bool both_reduce_chains, std::vector<SchemeParams>* out);
 
-// Checks every scheme shares: the scheme offers the layout (balanced: Strategy::
-// OffersBalancedLayout), the layout fits the sequence and mask, the placement names the rank
-// grid's dimensions. Empty when fine, else the reason.
-std::string LayoutOrPlacementProblem(const SchemeParams& params, const ShardLayout& layout,
-                                     const Mask& mask);
-// The checks of the schemes whose one rank dimension spans every GPU (ring, all-gather KV):
-// `degree_name` degree p.ring equals the GPU count, then LayoutOrPlacementProblem over P shards.
+// The check of the schemes whose one rank dimension spans every GPU (ring, all-gather KV):
+// `degree_name` degree p.ring equals the GPU count. "" when valid; the layout and placement
+// check over P shards (the registry's LayoutOrPlacementProblem) follows it.
 std::string WholeClusterProblem(const PlanContext& ctx, const SchemeParams& params,
                                 const std::string& degree_name);
-// The 2-D tile of the collective tile schemes (one tile over every GPU): a x b = P, then
-// LayoutOrPlacementProblem over P shards. "" when valid.
+// The 2-D tile of the collective tile schemes (one tile over every GPU): a x b = P. "" when
+// valid; the layout and placement check over P shards (the registry's LayoutOrPlacementProblem)
+// follows it.
 std::string TileGridProblem(const PlanContext& ctx, const SchemeParams& params);
 
 // A valid estimate for params, to be filled by the strategy.
 Estimate ValidEstimate(const SchemeParams& params);
-
-// "fwd" or "bwd", for time-stage labels.
-inline const char* PhaseLabel(Phase phase) { return phase == Phase::kForward ? "fwd" : "bwd"; }
 
 // The a x b tile's rank grid, [q (a), kv (b)], and its degrees' short form "a=A b=B" (the tile
 // schemes' Strategy::RankDims and DescribeDegrees).

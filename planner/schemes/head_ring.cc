@@ -1,11 +1,9 @@
 #include "planner/schemes/head_ring.h"
 
-#include "planner/compute_model.h"
 #include "planner/patterns/all_to_all.h"
 #include "planner/patterns/ring_pass.h"
 #include "planner/schedule_builder.h"
 #include "planner/schemes/common.h"
-#include "planner/schemes/registry.h"
 
 namespace meshplan::planner::schemes {
 
@@ -44,20 +42,17 @@ double DoubleRingPass(Estimate& e, const PlanContext& ctx, const Placement& plac
 
 }  // namespace
 
-Estimate HeadRingEstimate(const PlanContext& ctx, const SchemeParams& p, const ShardLayout& layout,
+Estimate HeadRingEstimate(const PlanContext& ctx, const SchemeParams& p,
+                          const std::vector<RankDim>& dims, const ShardLayout& layout,
                           bool double_ring) {
   const Workload& w = ctx.workload;
   const ShardBytes& s = ctx.shard;
   const int64_t u = p.ulysses;
   const int64_t r = layout.num_shards;  // ring positions (1 for Ulysses)
   Estimate e = ValidEstimate(p);
-  const Placement placement(RankDims(p), p.placement);
-  const std::vector<int64_t>& pairs = ctx.RowPairsFor(layout);
-  SetFlops(e, ctx, pairs, HeadsPerRank(w, u));
-  const double step_s = KernelSeconds(
-      ctx.topology.gpu, w.dtype, w.head_dim,
-      ctx.KernelForwardFlopsMax(pairs, layout, 1, HeadsPerRank(w, u)) / static_cast<double>(r),
-      layout.KernelBlockTokens(), 1);
+  const Placement placement(dims, p.placement);
+  SetFlops(e, ctx, ctx.RowPairsFor(layout), HeadsPerRank(w, u));
+  const double step_s = RingBlockSeconds(ctx, layout, HeadsPerRank(w, u));
   Traffic traffic(ctx.num_ranks, ctx.topology.num_levels());
   auto ring = [&](Phase phase, bool cache) {
     if (double_ring)

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "core/layout.h"
 #include "core/plan.h"
@@ -14,10 +15,12 @@
 
 namespace meshplan::planner::schemes {
 
-// REQUIRES: p is a valid plan of the family and layout its compute layout (R shards of the
-// sequence, subdivided U ways); double_ring: the ring is a double ring over rank-grid dimensions
-// 1 (inner) and 2 (outer), else a plain ring over dimension 1 (or none, R = 1).
-Estimate HeadRingEstimate(const PlanContext& ctx, const SchemeParams& p, const ShardLayout& layout,
+// REQUIRES: p is a valid plan of the family, dims its rank grid (its strategy's RankDims(p)) and
+// layout its compute layout (R shards of the sequence, subdivided U ways); double_ring: the ring
+// is a double ring over rank-grid dimensions 1 (inner) and 2 (outer), else a plain ring over
+// dimension 1 (or none, R = 1).
+Estimate HeadRingEstimate(const PlanContext& ctx, const SchemeParams& p,
+                          const std::vector<RankDim>& dims, const ShardLayout& layout,
                           bool double_ring);
 
 // Head-parallel (Ulysses degree u) x double-ring (r ring ranks in r/w windows of w) schedule:

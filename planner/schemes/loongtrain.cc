@@ -139,7 +139,7 @@ Estimate LoongTrainStrategy::Evaluate(const PlanContext& ctx, const SchemeParams
   if (std::string why = LayoutOrPlacementProblem(p, layout, w.mask); !why.empty())
     return Invalid(p, why);
 
-  return HeadRingEstimate(ctx, p, layout, /*double_ring=*/true);
+  return HeadRingEstimate(ctx, p, RankDims(p), layout, /*double_ring=*/true);
 }
 
 Result<Schedule> LoongTrainStrategy::Expand(const PlanContext& ctx,
@@ -151,7 +151,7 @@ Result<Schedule> LoongTrainStrategy::Expand(const PlanContext& ctx,
                            std::to_string(cp));
   }
   const ShardLayout layout = ctx.LayoutFor(params.layout, cp, u);
-  MESHPLAN_RETURN_IF_ERROR(sched::CheckGrid(ctx, params, layout, u));
+  MESHPLAN_RETURN_IF_ERROR(sched::CheckGrid(ctx, params, RankDims(params), layout, u));
   return ExpandHeadRing(ctx, params, layout, u, cp, w);
 }
 

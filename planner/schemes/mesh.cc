@@ -29,7 +29,7 @@ std::vector<SchemeParams> MeshStrategy::Enumerate(const PlanContext& ctx) const 
   std::vector<SchemeParams> out;
   SchemeParams p;
   p.scheme = scheme();
-  AddTileCandidates(ctx, p, ctx.num_ranks, /*both_reduce_chains=*/true, &out);
+  AddTileCandidates(ctx, *this, p, ctx.num_ranks, /*both_reduce_chains=*/true, &out);
   return out;
 }
 
@@ -47,7 +47,7 @@ Estimate MeshStrategy::Evaluate(const PlanContext& ctx, const SchemeParams& p) c
 }
 
 Result<Schedule> MeshStrategy::Expand(const PlanContext& ctx, const SchemeParams& params) const {
-  return ExpandMeshTiles(ctx, params, /*u_degree=*/1);
+  return ExpandMeshTiles(ctx, params, RankDims(params), /*u_degree=*/1);
 }
 
 }  // namespace

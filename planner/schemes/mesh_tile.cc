@@ -20,7 +20,6 @@
 #include "planner/patterns/all_to_all.h"
 #include "planner/patterns/ring_pass.h"
 #include "planner/schemes/common.h"
-#include "planner/schemes/registry.h"
 
 namespace meshplan::planner::schemes {
 
@@ -46,7 +45,7 @@ int64_t ChainHops(ReduceChain chain, int64_t n) {
 // and traffic to the estimate and returns the bytes one rank sends.
 double MeshPass(Estimate& e, const PlanContext& ctx, const SchemeParams& params,
                 const Placement& placement, Phase phase, Traffic& traffic) {
-  const int q_dim = mesh::QDim(params), kv_dim = mesh::KvDim(params);
+  const int q_dim = mesh::QDim(placement), kv_dim = mesh::KvDim(placement);
   const int64_t a = placement.DimSize(q_dim), b = placement.DimSize(kv_dim);
   const bool fwd = phase == Phase::kForward;
   const mesh::MessageBytes m = mesh::PhaseMessageBytes(ctx.shard, phase, params.cache_forward);
@@ -60,7 +59,7 @@ double MeshPass(Estimate& e, const PlanContext& ctx, const SchemeParams& params,
   comm.RingShift(placement, kv_dim, m.kv_partial, cb, &traffic);
 
   // The same step table the schedule expansion replays (planner/mesh/step_costs.h).
-  const mesh::StepTimes t = mesh::PhaseStepTimes(ctx, params, phase);
+  const mesh::StepTimes t = mesh::PhaseStepTimes(ctx, params, placement, phase);
   mesh::GreedyOptions options;
   options.a = a;
   options.b = b;
@@ -94,7 +93,8 @@ double MeshPass(Estimate& e, const PlanContext& ctx, const SchemeParams& params,
 void MeshTilePass(Estimate& e, const PlanContext& ctx, const SchemeParams& p,
                   const Placement& placement, const ShardLayout& layout, int64_t heads,
                   Traffic& traffic) {
-  const int ulysses_dim = mesh::QDim(p) == 1 ? 0 : -1;  // the head-parallel dimension, if any
+  // The head-parallel dimension, if any.
+  const int ulysses_dim = mesh::QDim(placement) == 1 ? 0 : -1;
   const Workload& w = ctx.workload;
   const int64_t a = p.tile_a, b = p.tile_b;
   SetFlops(e, ctx, ctx.TilePairsFor(layout, a), heads);
@@ -179,8 +179,9 @@ struct RankScratch {
 
 class MeshExpander {
  public:
-  MeshExpander(const PlanContext& ctx, const SchemeParams& params, int64_t u_degree)
-      : ctx_(ctx), params_(params), U_(u_degree) {}
+  MeshExpander(const PlanContext& ctx, const SchemeParams& params, const std::vector<RankDim>& dims,
+               int64_t u_degree)
+      : ctx_(ctx), params_(params), dims_(dims), U_(u_degree) {}
 
   Result<Schedule> Run() {
     const Workload& w = ctx_.workload;
@@ -208,12 +209,13 @@ class MeshExpander {
     sched.layout = ShardLayout{params_.layout, w.seq_len, M, U_};
     MESHPLAN_RETURN_IF_ERROR(sched.layout.Validate(w.mask));
     // The placement sets the step costs the greedy schedule depends on.
-    MESHPLAN_RETURN_IF_ERROR(ValidatePlacement(RankDims(params_), params_.placement));
+    MESHPLAN_RETURN_IF_ERROR(ValidatePlacement(dims_, params_.placement));
+    const Placement placement(dims_, params_.placement);
     heads_ = w.q_heads / U_;
 
     const int32_t a = static_cast<int32_t>(shape_.a), b = static_cast<int32_t>(shape_.b);
-    if (HasForward(w.pass)) phases_.push_back(MakePhase(Phase::kForward, sched.layout));
-    if (HasBackward(w.pass)) phases_.push_back(MakePhase(Phase::kBackward, sched.layout));
+    if (HasForward(w.pass)) phases_.push_back(MakePhase(Phase::kForward, placement));
+    if (HasBackward(w.pass)) phases_.push_back(MakePhase(Phase::kBackward, placement));
 
     if (U_ > 1) {
       sched.groups.resize(static_cast<size_t>(M));
@@ -268,7 +270,7 @@ class MeshExpander {
   }
 
  private:
-  PhasePlan MakePhase(Phase phase, const ShardLayout& layout) const {
+  PhasePlan MakePhase(Phase phase, const Placement& placement) const {
     const ShardBytes& s = ctx_.shard;
     const bool cache = params_.cache_forward;
     PhasePlan p;
@@ -307,7 +309,7 @@ class MeshExpander {
     g.phase = phase;
     g.chain = params_.reduce_chain;
     g.kv_present = p.cached;
-    g.costs = mesh::PhaseStepTimes(ctx_, params_, phase).Costs();
+    g.costs = mesh::PhaseStepTimes(ctx_, params_, placement, phase).Costs();
     p.steps = mesh::GreedySchedule(g);
     return p;
   }
@@ -533,6 +535,7 @@ class MeshExpander {
 
   const PlanContext& ctx_;
   const SchemeParams& params_;
+  const std::vector<RankDim>& dims_;
   int64_t U_ = 1;
   MeshShape shape_;
   int64_t heads_ = 1;
@@ -542,8 +545,8 @@ class MeshExpander {
 }  // namespace
 
 Result<Schedule> ExpandMeshTiles(const PlanContext& ctx, const SchemeParams& params,
-                                 int64_t u_degree) {
-  return MeshExpander(ctx, params, u_degree).Run();
+                                 const std::vector<RankDim>& dims, int64_t u_degree) {
+  return MeshExpander(ctx, params, dims, u_degree).Run();
 }
 
 }  // namespace meshplan::planner::schemes

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "core/layout.h"
 #include "core/plan.h"
@@ -24,11 +25,11 @@ void MeshTilePass(Estimate& e, const PlanContext& ctx, const SchemeParams& param
                   const Placement& placement, const ShardLayout& layout, int64_t heads,
                   Traffic& traffic);
 
-// The schedule of a plan of the family (u_degree = 1 without head parallelism): the
-// greedy step schedule of the a x b tile over M = P/U ranks, replayed for every rank, with the
-// Ulysses all-to-alls around it when U > 1 (docs/mesh-attention.md). Rank = u + U*m.
-// Invalid sizes, layouts and placements are errors.
+// The schedule of a plan of the family (u_degree = 1 without head parallelism) whose rank grid
+// is `dims` (its strategy's RankDims(params)): the greedy step schedule of the a x b tile over
+// M = P/U ranks, replayed for every rank, with the Ulysses all-to-alls around it when U > 1
+// (docs/mesh-attention.md). Rank = u + U*m. Invalid sizes, layouts and placements are errors.
 Result<Schedule> ExpandMeshTiles(const PlanContext& ctx, const SchemeParams& params,
-                                 int64_t u_degree);
+                                 const std::vector<RankDim>& dims, int64_t u_degree);
 
 }  // namespace meshplan::planner::schemes

@@ -44,7 +44,7 @@ std::vector<SchemeParams> MeshUlyssesStrategy::Enumerate(const PlanContext& ctx)
     p.ulysses = u;
     // The owner-last chain only, so that the candidates (already x Ulysses degrees) do not
     // double; the chains differ by one hop per reduction (docs/mesh-attention.md).
-    AddTileCandidates(ctx, p, mesh_ranks, /*both_reduce_chains=*/false, &out);
+    AddTileCandidates(ctx, *this, p, mesh_ranks, /*both_reduce_chains=*/false, &out);
   }
   if (out.empty()) {  // keep one candidate so the reason is shown
     p.ulysses = 2;
@@ -79,7 +79,7 @@ Estimate MeshUlyssesStrategy::Evaluate(const PlanContext& ctx, const SchemeParam
 
 Result<Schedule> MeshUlyssesStrategy::Expand(const PlanContext& ctx,
                                              const SchemeParams& params) const {
-  return ExpandMeshTiles(ctx, params, params.ulysses);
+  return ExpandMeshTiles(ctx, params, RankDims(params), params.ulysses);
 }
 
 }  // namespace

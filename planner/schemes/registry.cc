@@ -42,6 +42,20 @@ const Table& TheTable() {
   return table;
 }
 
+// The schemes that offer the balanced layout, joined for prose ("a, b and c").
+std::string BalancedLayoutSchemes() {
+  std::vector<std::string> names;
+  for (const Scheme& s : AllSchemes()) {
+    if (FindStrategy(s)->OffersBalancedLayout()) names.emplace_back(s.name());
+  }
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i > 0) out += i + 1 == names.size() ? " and " : ", ";
+    out += names[i];
+  }
+  return out;
+}
+
 }  // namespace
 }  // namespace schemes
 
@@ -120,6 +134,20 @@ std::string DescribeParams(const SchemeParams& params) {
     add("place=" + p);
   }
   return out;
+}
+
+std::string LayoutOrPlacementProblem(const SchemeParams& params, const ShardLayout& layout,
+                                     const Mask& mask) {
+  const Strategy* strategy = FindStrategy(params.scheme);
+  if (layout.kind == Layout::kBalanced &&
+      (strategy == nullptr || !strategy->OffersBalancedLayout())) {
+    return "the balanced layout (load-balanced dispatch) is offered to " +
+           schemes::BalancedLayoutSchemes() + " only";
+  }
+  if (Status st = layout.Validate(mask); !st.ok()) return st.message();
+  if (Status st = ValidatePlacement(RankDims(params), params.placement); !st.ok())
+    return st.message();
+  return "";
 }
 
 }  // namespace meshplan::planner

@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/layout.h"
+#include "core/mask.h"
 #include "core/plan.h"
 #include "core/status.h"
 #include "planner/strategy.h"
@@ -32,5 +34,12 @@ std::string SchemeListing();
 std::vector<RankDim> RankDims(const SchemeParams& params);
 // Short human form of a plan's parameters: "a=8 b=32 zigzag cache place=q>kv".
 std::string DescribeParams(const SchemeParams& params);
+
+// The check every scheme's Evaluate shares (here because its refusal names schemes): the scheme
+// of params offers the layout (balanced: Strategy::OffersBalancedLayout; the refusal names every
+// scheme that does), the layout fits the sequence and mask, the placement names the rank grid's
+// dimensions. Empty when fine, else the reason.
+std::string LayoutOrPlacementProblem(const SchemeParams& params, const ShardLayout& layout,
+                                     const Mask& mask);
 
 }  // namespace meshplan::planner

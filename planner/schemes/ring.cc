@@ -5,7 +5,6 @@
 // for a 1 x P tile: docs/mesh-attention.md).
 #include <numeric>
 
-#include "planner/compute_model.h"
 #include "planner/patterns/ring_pass.h"
 #include "planner/schedule_builder.h"
 #include "planner/schemes/common.h"
@@ -54,7 +53,7 @@ std::vector<SchemeParams> RingStrategy::Enumerate(const PlanContext& ctx) const 
   p.scheme = scheme();
   p.ring = ctx.num_ranks;
   std::vector<SchemeParams> out;
-  AddVariants(ctx, p, SearchLayouts(ctx.workload.mask, /*every_layout=*/true),
+  AddVariants(ctx, p, RankDims(p), SearchLayouts(ctx.workload.mask, /*every_layout=*/true),
               Placements::kCanonical, &out);
   return out;
 }
@@ -63,17 +62,16 @@ Estimate RingStrategy::Evaluate(const PlanContext& ctx, const SchemeParams& p) c
   const int64_t ranks = ctx.num_ranks;
   if (std::string why = WholeClusterProblem(ctx, p, "ring"); !why.empty()) return Invalid(p, why);
   const ShardLayout layout = ctx.LayoutFor(p.layout, ranks, 1);
+  if (std::string why = LayoutOrPlacementProblem(p, layout, ctx.workload.mask); !why.empty())
+    return Invalid(p, why);
 
   Estimate e = ValidEstimate(p);
   const Workload& w = ctx.workload;
   const ShardBytes& s = ctx.shard;
   const Placement placement(RankDims(p), p.placement);
-  const std::vector<int64_t>& pairs = ctx.RowPairsFor(layout);
-  SetFlops(e, ctx, pairs, w.q_heads);
+  SetFlops(e, ctx, ctx.RowPairsFor(layout), w.q_heads);
 
-  const double fwd_flops_max = ctx.KernelForwardFlopsMax(pairs, layout, 1, w.q_heads);
-  const double step_s = KernelSeconds(ctx.topology.gpu, w.dtype, w.head_dim, fwd_flops_max / ranks,
-                                      layout.KernelBlockTokens(), 1);
+  const double step_s = RingBlockSeconds(ctx, layout, w.q_heads);
   Traffic traffic(ranks, ctx.topology.num_levels());
   double fwd_bytes = 0, bwd_bytes = 0;
   if (HasForward(w.pass)) {
@@ -98,7 +96,7 @@ Result<Schedule> RingStrategy::Expand(const PlanContext& ctx, const SchemeParams
   const int64_t p = ctx.num_ranks;
   const Workload& w = ctx.workload;
   const ShardLayout layout = ctx.LayoutFor(params.layout, p, 1);
-  MESHPLAN_RETURN_IF_ERROR(sched::CheckGrid(ctx, params, layout, 1));
+  MESHPLAN_RETURN_IF_ERROR(sched::CheckGrid(ctx, params, RankDims(params), layout, 1));
 
   Schedule s = sched::NewSchedule(ctx, params, layout, static_cast<size_t>(7 * p));
   std::vector<int32_t> ring(static_cast<size_t>(p));

@@ -55,7 +55,7 @@ std::vector<SchemeParams> UlyssesStrategy::Enumerate(const PlanContext& ctx) con
   p.scheme = scheme();
   p.ulysses = ctx.num_ranks;
   std::vector<SchemeParams> out;
-  AddVariants(ctx, p, {Layout::kContiguous}, Placements::kCanonical, &out);
+  AddVariants(ctx, p, RankDims(p), {Layout::kContiguous}, Placements::kCanonical, &out);
   return out;
 }
 
@@ -72,13 +72,13 @@ Estimate UlyssesStrategy::Evaluate(const PlanContext& ctx, const SchemeParams& p
   if (std::string why = LayoutOrPlacementProblem(p, layout, w.mask); !why.empty())
     return Invalid(p, why);
 
-  return HeadRingEstimate(ctx, p, layout, /*double_ring=*/false);
+  return HeadRingEstimate(ctx, p, RankDims(p), layout, /*double_ring=*/false);
 }
 
 Result<Schedule> UlyssesStrategy::Expand(const PlanContext& ctx, const SchemeParams& params) const {
   const int64_t u = params.ulysses;
   const ShardLayout layout{Layout::kContiguous, ctx.workload.seq_len, 1, u};
-  MESHPLAN_RETURN_IF_ERROR(sched::CheckGrid(ctx, params, layout, u));
+  MESHPLAN_RETURN_IF_ERROR(sched::CheckGrid(ctx, params, RankDims(params), layout, u));
   return ExpandHeadRing(ctx, params, layout, u, /*r=*/1, /*w=*/1);
 }
 

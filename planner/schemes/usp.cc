@@ -65,7 +65,8 @@ std::vector<SchemeParams> UspStrategy::Enumerate(const PlanContext& ctx) const {
     if (u == 1 || u == ctx.num_ranks || !UlyssesProblem(ctx.workload, u).empty()) continue;
     p.ulysses = u;
     p.ring = ctx.num_ranks / u;
-    AddVariants(ctx, p, SearchLayouts(ctx.workload.mask, false), Placements::kAll, &out);
+    AddVariants(ctx, p, RankDims(p), SearchLayouts(ctx.workload.mask, false), Placements::kAll,
+                &out);
   }
   if (out.empty()) {  // keep one candidate so the reason is shown
     p.ulysses = 2;
@@ -89,14 +90,14 @@ Estimate UspStrategy::Evaluate(const PlanContext& ctx, const SchemeParams& p) co
   if (std::string why = LayoutOrPlacementProblem(p, layout, w.mask); !why.empty())
     return Invalid(p, why);
 
-  return HeadRingEstimate(ctx, p, layout, /*double_ring=*/false);
+  return HeadRingEstimate(ctx, p, RankDims(p), layout, /*double_ring=*/false);
 }
 
 Result<Schedule> UspStrategy::Expand(const PlanContext& ctx, const SchemeParams& params) const {
   const int64_t u = params.ulysses, r = params.ring;
   if (u < 1 || r < 1) return Status::Invalid("usp needs ulysses >= 1 and ring >= 1");
   const ShardLayout layout = ctx.LayoutFor(params.layout, r, u);
-  MESHPLAN_RETURN_IF_ERROR(sched::CheckGrid(ctx, params, layout, u));
+  MESHPLAN_RETURN_IF_ERROR(sched::CheckGrid(ctx, params, RankDims(params), layout, u));
   return ExpandHeadRing(ctx, params, layout, u, r, /*w=*/r);
 }
 

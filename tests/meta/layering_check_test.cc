@@ -173,6 +173,21 @@ TEST_F(FakeTree, ExecutorFoldersIncludeOnlyWhatTheirRuleAllows) {
   ExpectViolation(Check(), {"executor/extras/ holds C++ sources but has no folder rule"});
 }
 
+TEST_F(FakeTree, PlannerFoldersBelowTheSchemeUnitsMayNotIncludeThem) {
+  Write("planner/schemes/registry.h", "#pragma once\n#include \"planner/search.h\"\n");
+  Write("planner/patterns/ring_pass.h", "#pragma once\n#include \"planner/search.h\"\n");
+  Write("planner/mesh/step_costs.h", "#include \"planner/patterns/ring_pass.h\"\n");
+  EXPECT_TRUE(Check().violations.empty()) << Check().violations.front();
+  Write("planner/patterns/ring_pass.cc", "#include \"planner/schemes/registry.h\"\n");
+  ExpectViolation(Check(), {"planner/patterns/ring_pass.cc:1", "planner/schemes/registry.h",
+                            "planner/patterns/ may include of planner/ only planner"});
+  Write("planner/patterns/ring_pass.cc", "#include \"planner/mesh/step_costs.h\"\n");
+  ExpectViolation(Check(), {"planner/patterns/ring_pass.cc:1", "planner/mesh/step_costs.h"});
+  Write("planner/patterns/ring_pass.cc", "\n");
+  Write("planner/mesh/step_costs.cc", "#include \"planner/schemes/registry.h\"\n");
+  ExpectViolation(Check(), {"planner/mesh/step_costs.cc:1", "planner/schemes/registry.h"});
+}
+
 TEST_F(FakeTree, SourcesOutsideEveryPartFail) {
   Write("extras/helper.cc", "#include \"core/types.h\"\n");
   ExpectViolation(Check(), {"extras/ holds C++ sources but is no part of the layering rules"});

@@ -26,6 +26,17 @@
 //
 // The leaves include nothing else of executor/; the engine takes nothing from the entry points
 // above it, and nothing below calibration includes it.
+//
+// Inside planner/, the scheme units sit above what they share (docs/architecture.md, "The
+// planner: a scheme is one unit"):
+//
+//   planner/schemes   the scheme units, their shared helpers and the registry
+//     planner/mesh      the Mesh tile's step table (greedy, step costs)
+//       planner/patterns  the communication patterns several schemes share (ring pass, all-to-all)
+//
+// Each includes the planner's top-level files freely (a folder rule cannot hold those back:
+// search.cc, plan_file.cc and plan_schedule.cc ask the registry), so that the registry and
+// schemes/common.h stay out of everything below the units.
 #pragma once
 
 #include "tests/meta/layering_check.h"
@@ -57,6 +68,9 @@ inline Rules MeshplanRules() {
       {"executor/cuda",
        {"executor", "executor/device", "executor/kernels", "executor/transport", "executor/timing",
         "executor/io"}},
+      {"planner/patterns", {"planner"}},
+      {"planner/mesh", {"planner", "planner/patterns"}},
+      {"planner/schemes", {"planner", "planner/mesh", "planner/patterns"}},
   };
   return rules;
 }

@@ -38,6 +38,11 @@ SchemeParams MeshParams(int64_t n, Layout layout, bool cache) {
   return p;
 }
 
+// The tile's step times on the plan's own placement.
+mesh::StepTimes PlanStepTimes(const PlanContext& ctx, const SchemeParams& p, Phase phase) {
+  return mesh::PhaseStepTimes(ctx, p, Placement(RankDims(p), p.placement), phase);
+}
+
 // Steps of a phase in a schedule: the highest Op::step of the phase, plus one.
 int64_t ScheduleSteps(const Schedule& s, Phase phase) {
   int32_t last = -1;
@@ -108,10 +113,10 @@ TEST(MeshRingEquivalence, OneByNTileEqualsRingInBytesStepsAndTime) {
           // forward is n blocks; the backward n blocks plus, without cache, the last dK+dV hop
           // after the last block (with cache it overlaps the own block). The two estimates model
           // the same steps, so they must agree to rounding (1e-9 relative).
-          const mesh::StepTimes fwd = mesh::PhaseStepTimes(ctx, mp, Phase::kForward);
-          const mesh::StepTimes bwd = mesh::PhaseStepTimes(ctx, mp, Phase::kBackward);
+          const mesh::StepTimes fwd = PlanStepTimes(ctx, mp, Phase::kForward);
+          const mesh::StepTimes bwd = PlanStepTimes(ctx, mp, Phase::kBackward);
           const mesh::StepTimes bwd_uncached =
-              mesh::PhaseStepTimes(ctx, MeshParams(n, layout, false), Phase::kBackward);
+              PlanStepTimes(ctx, MeshParams(n, layout, false), Phase::kBackward);
           ASSERT_GE(fwd.block, fwd.kv_shift) << what;
           ASSERT_GE(bwd.block, bwd_uncached.kv_shift + bwd.kv_partial) << what;
           const double nd = static_cast<double>(n);
@@ -142,7 +147,7 @@ TEST(MeshRingEquivalence, CachedBackwardChainOverlapsTheBlocks) {
     p.reduce_chain = chain;
     const Estimate e = MakeStrategy(Scheme("mesh"))->Evaluate(ctx, p);
     ASSERT_TRUE(e.valid);
-    const mesh::StepTimes t = mesh::PhaseStepTimes(ctx, p, Phase::kBackward);
+    const mesh::StepTimes t = PlanStepTimes(ctx, p, Phase::kBackward);
     ASSERT_GE(t.block, t.kv_partial);
     const double hop = chain == ReduceChain::kOwnerLast ? 0.0 : t.kv_partial;
     EXPECT_NEAR(e.exposed_comm_s, hop, 1e-12) << static_cast<int>(chain);

@@ -77,8 +77,10 @@ TEST(MeshRingSimulation, CachedBackwardExposesLessThanOneHop) {
   const Workload w = testing::ComputeBoundWorkload(Pass::kBackward);
   const planner::PlanContext ctx(w, topo);
   for (const SchemeParams& p : {MeshParams(n, true), RingParams(n, true)}) {
+    const SchemeParams tile = MeshParams(n, true);
+    const Placement placement(planner::RankDims(tile), tile.placement);
     const double hop =
-        planner::mesh::PhaseStepTimes(ctx, MeshParams(n, true), Phase::kBackward).kv_partial;
+        planner::mesh::PhaseStepTimes(ctx, tile, placement, Phase::kBackward).kv_partial;
     ASSERT_GT(hop, 0);
     auto result = Replay(ctx, topo, p);
     ASSERT_TRUE(result.ok()) << result.status().message();
