@@ -28,7 +28,7 @@
 #include <string>
 #include <vector>
 
-#include "core/mask.h"
+#include "core/sequence/mask.h"
 #include "executor/kernels/block_kernels.h"
 
 namespace meshplan::exec {

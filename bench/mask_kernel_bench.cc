@@ -1,7 +1,7 @@
 // The CPU block kernel's time per unit of what the cost model charges, mask by mask.
 //
 // The model charges a block its visible pairs plus cut_row_extra_pairs per cut row (a row that
-// sees some but not all of the block's keys; core/mask.h PairCounter,
+// sees some but not all of the block's keys; core/sequence/mask.h PairCounter,
 // GpuSpec::cut_row_extra_pairs), at one rate whatever the mask. This program times the forward
 // kernel on one S x S block (every token of a sequence, one head, single-threaded) under each mask
 // given and prints the kernel's nanoseconds per visible pair and per charged unit (pairs + c x cut
@@ -28,7 +28,7 @@
 #include <string>
 #include <vector>
 
-#include "core/mask.h"
+#include "core/sequence/mask.h"
 #include "executor/kernels/block_kernels.h"
 
 namespace meshplan::exec {

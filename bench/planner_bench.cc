@@ -6,8 +6,8 @@
 // Run: ./build/bench/planner_bench
 #include <benchmark/benchmark.h>
 
-#include "core/mask.h"
-#include "core/topology_toml.h"
+#include "core/cluster/topology_toml.h"
+#include "core/sequence/mask.h"
 #include "planner/schemes/registry.h"
 #include "planner/search.h"
 #include "planner/strategy.h"

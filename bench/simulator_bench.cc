@@ -5,7 +5,7 @@
 // Run: ./build/bench/simulator_bench
 #include <benchmark/benchmark.h>
 
-#include "core/topology_toml.h"
+#include "core/cluster/topology_toml.h"
 #include "planner/schemes/registry.h"
 #include "planner/strategy.h"
 #include "simulator/simulate.h"

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "capacity/sweep.h"
-#include "core/topology_toml.h"
+#include "core/cluster/topology_toml.h"
 #include "planner/schemes/registry.h"
 
 namespace meshplan::capacity {

@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "capacity/sweep.h"
-#include "core/attention_flops.h"
+#include "core/cost/attention_flops.h"
 #include "executor/host_memory.h"
 #include "executor/plan_run.h"
 #include "executor/timing/repeat.h"

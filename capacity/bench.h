@@ -2,7 +2,7 @@
 // Attention Benchmark (arXiv 2510.17896) measures context-parallel attention: for every point the
 // best plan of each scheme on the topology (every GPU a rank), run for real (warm-up plus N timed
 // runs), with its measured TFLOP/s per rank and peak memory next to the simulator's prediction
-// and the planner's memory model. report/bench_report.h renders the rows.
+// and the planner's memory model. report/runs/bench_report.h renders the rows.
 #pragma once
 
 #include <cstdint>
@@ -10,13 +10,13 @@
 #include <string>
 #include <vector>
 
-#include "core/mask.h"
-#include "core/model_config.h"
-#include "core/parallel_degrees.h"
-#include "core/plan.h"
-#include "core/status.h"
-#include "core/topology.h"
-#include "core/workload.h"
+#include "core/base/status.h"
+#include "core/cluster/topology.h"
+#include "core/plan/plan.h"
+#include "core/sequence/mask.h"
+#include "core/workload/model_config.h"
+#include "core/workload/parallel_degrees.h"
+#include "core/workload/workload.h"
 #include "executor/execute.h"
 #include "planner/plan_request.h"
 
@@ -66,7 +66,7 @@ struct BenchRow {
   BenchOutcome outcome = BenchOutcome::kNoPlan;
   std::string reason;
   SchemeParams params;     // the scheme's best plan (kRan, kSkipped, kFailed)
-  double flops = 0;        // LongCA's count (core/attention_flops.h) of the run's pass
+  double flops = 0;        // LongCA's count (core/cost/attention_flops.h) of the run's pass
   double predicted_s = 0;  // the simulator's time on the topology
   double median_s = 0, min_s = 0, max_s = 0, spread = 0;  // measured (exec::RepeatStats)
   double rank_peak_bytes = 0;           // most memory any rank's engine held (host or device)

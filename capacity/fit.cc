@@ -6,7 +6,7 @@
 #include <optional>
 
 #include "capacity/scale_topology.h"
-#include "core/units.h"
+#include "core/base/units.h"
 #include "planner/context.h"
 #include "planner/plan_request.h"
 #include "planner/schemes/registry.h"

@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "core/plan.h"
-#include "core/status.h"
-#include "core/topology.h"
-#include "core/workload.h"
+#include "core/base/status.h"
+#include "core/cluster/topology.h"
+#include "core/plan/plan.h"
+#include "core/workload/workload.h"
 #include "planner/plan_request.h"
 
 namespace meshplan::capacity {

@@ -4,8 +4,8 @@
 
 #include <cstdint>
 
-#include "core/status.h"
-#include "core/topology.h"
+#include "core/base/status.h"
+#include "core/cluster/topology.h"
 
 namespace meshplan::capacity {
 

@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "capacity/scale_topology.h"
-#include "core/units.h"
+#include "core/base/units.h"
 #include "planner/schemes/registry.h"
 #include "simulator/simulation_timer.h"
 

@@ -1,5 +1,5 @@
 // Capacity planning: sweeps of the planner (and optionally the simulator) over clusters of
-// several sizes, sequence lengths and schemes. report/sweep_table.h renders the rows.
+// several sizes, sequence lengths and schemes. report/capacity/sweep_table.h renders the rows.
 #pragma once
 
 #include <cstdint>
@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
-#include "core/model_config.h"
-#include "core/plan.h"
-#include "core/status.h"
-#include "core/topology.h"
-#include "core/workload.h"
+#include "core/base/status.h"
+#include "core/cluster/topology.h"
+#include "core/plan/plan.h"
+#include "core/workload/model_config.h"
+#include "core/workload/workload.h"
 #include "planner/plan_request.h"
 
 namespace meshplan::capacity {

@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "capacity/sweep_lists.h"
-#include "core/model_config.h"
-#include "core/toml_util.h"
-#include "core/topology_catalog.h"
-#include "core/units.h"
+#include "core/base/toml_util.h"
+#include "core/base/units.h"
+#include "core/cluster/topology_catalog.h"
+#include "core/workload/model_config.h"
 
 namespace meshplan::capacity {
 namespace {
@@ -66,6 +66,18 @@ Result<std::vector<std::string>> StringList(const toml::node& node, const std::s
   return out;
 }
 
+// The string at `key` of a sweep file (nullopt when absent). Error: another type, naming the file
+// and key.
+Result<std::optional<std::string>> StringKey(const toml::table& table, const char* key,
+                                             const std::string& path) {
+  const toml::node* n = table.get(key);
+  if (n == nullptr) return std::optional<std::string>();
+  const auto* s = n->as_string();
+  if (s == nullptr)
+    return Status::Invalid(path + ": " + key + ": expected a string, got " + TomlTypeName(*n));
+  return std::optional<std::string>(s->get());
+}
+
 // The workload keys of a sweep file, checked so that errors name the file and key.
 Status ReadWorkloadKeys(const toml::table& table, const std::string& path, WorkloadFields* fields) {
   auto fail = [&](const std::string& key, const std::string& why) {
@@ -93,13 +105,7 @@ Status ReadWorkloadKeys(const toml::table& table, const std::string& path, Workl
     fields->*member = *parsed;
   }
   // Names: strings, parsed as the flags of the same name parse them.
-  auto name = [&](const char* key) -> Result<std::optional<std::string>> {
-    const toml::node* n = table.get(key);
-    if (n == nullptr) return std::optional<std::string>();
-    const auto* s = n->as_string();
-    if (s == nullptr) return fail(key, "expected a string, got " + TomlTypeName(*n));
-    return std::optional<std::string>(s->get());
-  };
+  auto name = [&](const char* key) { return StringKey(table, key, path); };
   auto parse = [&](const char* key, auto parser, auto* out) -> Status {
     auto text = name(key);
     if (!text.ok()) return text.status();
@@ -122,13 +128,7 @@ Status ReadPlanningKeys(const toml::table& table, const std::string& path,
   auto fail = [&](const std::string& key, const std::string& why) {
     return Status::Invalid(path + ": " + key + ": " + why);
   };
-  auto text = [&](const char* key) -> Result<std::optional<std::string>> {
-    const toml::node* n = table.get(key);
-    if (n == nullptr) return std::optional<std::string>();
-    const auto* s = n->as_string();
-    if (s == nullptr) return fail(key, "expected a string, got " + TomlTypeName(*n));
-    return std::optional<std::string>(s->get());
-  };
+  auto text = [&](const char* key) { return StringKey(table, key, path); };
   MESHPLAN_ASSIGN_OR_RETURN(auto model, text("model"));
   if (model) {
     auto config = LoadModelConfig(*model);

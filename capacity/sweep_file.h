@@ -5,7 +5,7 @@
 #include <string_view>
 
 #include "capacity/sweep_settings.h"
-#include "core/status.h"
+#include "core/base/status.h"
 
 namespace meshplan::capacity {
 

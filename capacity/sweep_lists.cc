@@ -4,7 +4,7 @@
 #include <limits>
 #include <unordered_set>
 
-#include "core/units.h"
+#include "core/base/units.h"
 #include "planner/schemes/registry.h"
 
 namespace meshplan::capacity {

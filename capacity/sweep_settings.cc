@@ -2,8 +2,8 @@
 
 #include <utility>
 
-#include "core/topology_catalog.h"
-#include "core/topology_toml.h"
+#include "core/cluster/topology_catalog.h"
+#include "core/cluster/topology_toml.h"
 
 namespace meshplan::capacity {
 namespace {

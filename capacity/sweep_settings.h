@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "capacity/sweep.h"
-#include "core/model_config.h"
-#include "core/plan.h"
-#include "core/status.h"
-#include "core/workload_fields.h"
+#include "core/base/status.h"
+#include "core/plan/plan.h"
+#include "core/workload/model_config.h"
+#include "core/workload/workload_fields.h"
 #include "planner/plan_request.h"
 
 namespace meshplan::capacity {
@@ -28,7 +28,8 @@ struct SweepSettings {
   // file's.
   std::optional<double> step_overhead_ms;
   std::optional<std::vector<int64_t>> gpus;
-  // Tensor-parallel degrees beside context parallelism (core/parallel_degrees.h); unset: 1.
+  // Tensor-parallel degrees beside context parallelism (core/workload/parallel_degrees.h);
+  // unset: 1.
   std::optional<std::vector<int64_t>> tps;
   // The model (--model): each row's time for all its layers; sliding layers planned apart.
   std::optional<ModelConfig> model;
@@ -53,7 +54,7 @@ struct SweepSettings {
 // The sweep `settings` describe, with these defaults for what they leave unset: the built-in
 // cluster, each topology's own size, 1M tokens (Workload::Default's length), every scheme, the
 // other fields of Workload::Default, no memory reserved, no simulation. Loads the topology files
-// (a shipped cluster by name, core/topology_catalog.h).
+// (a shipped cluster by name, core/cluster/topology_catalog.h).
 // Errors, in this order: the workload at the first sequence length is invalid ("workload: ...",
 // or "SOURCE: workload: ..." with the settings' workload_source), a topology file cannot be
 // loaded or a name is not a shipped cluster.

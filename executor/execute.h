@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "core/schedule.h"
-#include "core/status.h"
-#include "core/workload.h"
+#include "core/base/status.h"
+#include "core/plan/schedule.h"
+#include "core/workload/workload.h"
 #include "executor/backend_session.h"
 #include "executor/device/engine_outputs.h"
 #include "executor/device/run_options.h"

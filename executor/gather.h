@@ -10,8 +10,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/status.h"
-#include "core/workload.h"
+#include "core/base/status.h"
+#include "core/workload/workload.h"
 #include "executor/device/engine_outputs.h"
 #include "executor/device/run_options.h"
 #include "executor/io/tensor.h"

@@ -8,8 +8,8 @@
 #endif
 #include <sstream>
 
-#include "core/dtype.h"
-#include "core/units.h"
+#include "core/base/dtype.h"
+#include "core/base/units.h"
 
 namespace meshplan::exec {
 namespace {

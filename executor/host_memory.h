@@ -17,8 +17,8 @@
 #include <cstdint>
 #include <string>
 
-#include "core/status.h"
-#include "core/workload.h"
+#include "core/base/status.h"
+#include "core/workload/workload.h"
 
 namespace meshplan::exec {
 

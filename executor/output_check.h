@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/workload.h"
+#include "core/workload/workload.h"
 #include "executor/device/kernel_args.h"
 #include "executor/io/tensor.h"
 

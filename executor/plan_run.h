@@ -8,10 +8,10 @@
 #include <optional>
 #include <string>
 
-#include "core/plan.h"
-#include "core/schedule.h"
-#include "core/status.h"
-#include "core/topology.h"
+#include "core/base/status.h"
+#include "core/cluster/topology.h"
+#include "core/plan/plan.h"
+#include "core/plan/schedule.h"
 #include "executor/execute.h"
 #include "executor/gather.h"
 #include "executor/io/input_source.h"

@@ -16,8 +16,8 @@
 #include <utility>
 #include <vector>
 
-#include "core/plan.h"
-#include "core/topology.h"
+#include "core/cluster/topology.h"
+#include "core/plan/plan.h"
 
 namespace meshplan::planner {
 

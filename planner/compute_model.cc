@@ -19,9 +19,9 @@ int64_t ShardOfChunk(const ShardLayout& layout, int64_t x) {
 }
 
 // The keys a query at `q` sees within a sequence of `seq_len`: the one mask rule's range
-// (core/mask_rule.h VisibleKeys, which the kernels use too; it handles every MaskKind in a switch
-// without a default, so a kind it does not know fails to build: -Werror=switch), clamped to the
-// sequence. doc_starts: DocStarts(mask).
+// (core/sequence/mask_rule.h VisibleKeys, which the kernels use too; it handles every MaskKind in a
+// switch without a default, so a kind it does not know fails to build: -Werror=switch), clamped to
+// the sequence. doc_starts: DocStarts(mask).
 VisibleKeyRange ReachableKeys(const Mask& mask, const std::vector<int64_t>& doc_starts,
                               int64_t seq_len, int64_t q) {
   int64_t doc_first = 0, doc_last = 0;
@@ -212,7 +212,7 @@ std::vector<int64_t> TilePairs(const ShardLayout& layout, const PairCounter& cou
       if (layout.kind == Layout::kBalanced || hi - lo + 1 <= a) {
         for (int64_t x = lo; x <= hi; ++x) tile[ShardOfChunk(layout, x) % a] += w;
       } else if (layout.kind == Layout::kZigzag) {
-        // Chunk x is shard x in front, shard 2N - 1 - x past the middle (core/layout.h).
+        // Chunk x is shard x in front, shard 2N - 1 - x past the middle (core/sequence/layout.h).
         const int64_t shards = layout.num_shards;
         if (lo <= shards - 1) whole.AddShards(lo, std::min(hi, shards - 1), w);
         if (hi >= shards)
@@ -233,10 +233,10 @@ std::vector<int64_t> TileCutRows(const ShardLayout& layout, const PairCounter& c
   std::vector<int64_t> out(n_ranks, 0);
   if (mask.kind == MaskKind::kFull) return out;  // no block is cut
   if (mask.kind == MaskKind::kCausal && layout.kind != Layout::kBalanced) {
-    // Every striped block is cut along its diagonal (n - 1 rows, core/layout.h). Otherwise only
-    // a diagonal block (q shard = kv shard) is cut, and each rank's tile holds exactly one: its
-    // Q shards [base, base + a) meet its KV shards r + a k (k < b) only at base + r (k = g / a <
-    // b). Contiguous: n - 1 cut rows; zigzag: its chunks are aligned, so only each of the two
+    // Every striped block is cut along its diagonal (n - 1 rows, core/sequence/layout.h). Otherwise
+    // only a diagonal block (q shard = kv shard) is cut, and each rank's tile holds exactly one:
+    // its Q shards [base, base + a) meet its KV shards r + a k (k < b) only at base + r (k = g / a
+    // < b). Contiguous: n - 1 cut rows; zigzag: its chunks are aligned, so only each of the two
     // chunks against itself is cut, c - 1 rows each (c = n / 2).
     const int64_t n = layout.seq_len / n_ranks;
     const int64_t per_rank = layout.kind == Layout::kStriped  ? a * b * (n - 1)

@@ -4,11 +4,11 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/dtype.h"
-#include "core/kernel_time.h"
-#include "core/layout.h"
-#include "core/mask.h"
-#include "core/topology.h"
+#include "core/base/dtype.h"
+#include "core/cluster/topology.h"
+#include "core/cost/kernel_time.h"
+#include "core/sequence/layout.h"
+#include "core/sequence/mask.h"
 
 namespace meshplan::planner {
 

@@ -8,12 +8,12 @@
 #include <tuple>
 #include <vector>
 
-#include "core/attention_flops.h"
-#include "core/layout.h"
-#include "core/mask.h"
-#include "core/schedule.h"
-#include "core/topology.h"
-#include "core/workload.h"
+#include "core/cluster/topology.h"
+#include "core/cost/attention_flops.h"
+#include "core/plan/schedule.h"
+#include "core/sequence/layout.h"
+#include "core/sequence/mask.h"
+#include "core/workload/workload.h"
 #include "planner/comm_model.h"
 
 namespace meshplan::planner {
@@ -58,8 +58,8 @@ struct PlanContext {
   // for every rank the expansion did not. Empty: expansions ignore it.
   RankProgramHook rank_done;
 
-  // The shard layout of `kind` for this workload (MakeShardLayout in core/layout.h): a balanced
-  // layout's chunks are computed once per shard count and shared.
+  // The shard layout of `kind` for this workload (MakeShardLayout in core/sequence/layout.h): a
+  // balanced layout's chunks are computed once per shard count and shared.
   ShardLayout LayoutFor(Layout kind, int64_t shards, int64_t subdivide) const;
 
   // Unmasked pairs per shard (1-D family) or per rank (2-D family), cached by layout and tile.

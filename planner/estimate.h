@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "core/plan.h"
-#include "core/schedule.h"
+#include "core/plan/plan.h"
+#include "core/plan/schedule.h"
 
 namespace meshplan::planner {
 

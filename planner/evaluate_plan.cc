@@ -1,6 +1,6 @@
 #include "planner/evaluate_plan.h"
 
-#include "core/kernel_time.h"
+#include "core/cost/kernel_time.h"
 
 namespace meshplan::planner {
 

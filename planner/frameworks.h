@@ -7,9 +7,9 @@
 #include <string>
 #include <string_view>
 
-#include "core/plan.h"
-#include "core/status.h"
-#include "core/workload.h"
+#include "core/base/status.h"
+#include "core/plan/plan.h"
+#include "core/workload/workload.h"
 
 namespace meshplan::planner {
 

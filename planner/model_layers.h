@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <optional>
 
-#include "core/model_config.h"
-#include "core/status.h"
+#include "core/base/status.h"
+#include "core/workload/model_config.h"
 #include "planner/context.h"
 #include "planner/search.h"
 

@@ -13,9 +13,9 @@
 #include <optional>
 #include <sstream>
 
-#include "core/checked_math.h"
-#include "core/toml_util.h"
-#include "core/topology.h"
+#include "core/base/checked_math.h"
+#include "core/base/toml_util.h"
+#include "core/cluster/topology.h"
 #include "planner/schemes/registry.h"
 
 namespace meshplan::planner {

@@ -6,8 +6,8 @@
 #include <string>
 #include <string_view>
 
-#include "core/plan.h"
-#include "core/status.h"
+#include "core/base/status.h"
+#include "core/plan/plan.h"
 
 namespace meshplan::planner {
 

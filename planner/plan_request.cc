@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "core/dtype.h"
+#include "core/base/dtype.h"
 #include "planner/schemes/registry.h"
 
 namespace meshplan::planner {

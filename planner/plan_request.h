@@ -15,11 +15,11 @@
 #include <utility>
 #include <vector>
 
-#include "core/model_config.h"
-#include "core/parallel_degrees.h"
-#include "core/status.h"
-#include "core/topology.h"
-#include "core/workload.h"
+#include "core/base/status.h"
+#include "core/cluster/topology.h"
+#include "core/workload/model_config.h"
+#include "core/workload/parallel_degrees.h"
+#include "core/workload/workload.h"
 #include "planner/context.h"
 #include "planner/frameworks.h"
 #include "planner/model_layers.h"

@@ -1,15 +1,16 @@
 // A plan file's recipe, checked against a topology and expanded: the one path from a Plan to the
-// Schedule it stands for (core/plan.h, core/schedule.h), for every consumer that replays or runs
-// plans. SimulatePlan uses it; tools/execute_command.cc still has its own copy, to be switched.
+// Schedule it stands for (core/plan/plan.h, core/plan/schedule.h), for every consumer that replays
+// or runs plans. SimulatePlan uses it; tools/execute_command.cc still has its own copy, to be
+// switched.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
-#include "core/plan.h"
-#include "core/schedule.h"
-#include "core/status.h"
-#include "core/topology.h"
+#include "core/base/status.h"
+#include "core/cluster/topology.h"
+#include "core/plan/plan.h"
+#include "core/plan/schedule.h"
 #include "planner/context.h"
 #include "planner/estimate.h"
 

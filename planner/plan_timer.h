@@ -2,8 +2,8 @@
 // tools/ so that the planner library never depends on the simulator.
 #pragma once
 
-#include "core/plan.h"
-#include "core/status.h"
+#include "core/base/status.h"
+#include "core/plan/plan.h"
 #include "planner/context.h"
 
 namespace meshplan::planner {

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "core/schedule.h"
-#include "core/status.h"
+#include "core/base/status.h"
+#include "core/plan/schedule.h"
 #include "planner/context.h"
 
 namespace meshplan::planner::sched {

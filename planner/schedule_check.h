@@ -1,5 +1,5 @@
-// Structural checks and summaries of expanded schedules (core/schedule.h). docs/schedules.md lists
-// the invariants.
+// Structural checks and summaries of expanded schedules (core/plan/schedule.h). docs/schedules.md
+// lists the invariants.
 //
 // Who calls CheckSchedule: the tests, never a run. tests/planner/plan_schedule_agreement_test.cc
 // checks every candidate the search enumerates on small clusters, and each scheme's test
@@ -14,8 +14,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/schedule.h"
-#include "core/status.h"
+#include "core/base/status.h"
+#include "core/plan/schedule.h"
 #include "planner/context.h"
 
 namespace meshplan::planner {

@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "core/plan.h"
+#include "core/plan/plan.h"
 #include "planner/context.h"
 #include "planner/estimate.h"
 #include "planner/plan_timer.h"

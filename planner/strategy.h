@@ -12,8 +12,8 @@
 #include <string_view>
 #include <vector>
 
-#include "core/plan.h"
-#include "core/schedule.h"
+#include "core/plan/plan.h"
+#include "core/plan/schedule.h"
 #include "planner/context.h"
 #include "planner/estimate.h"
 #include "planner/frameworks.h"
@@ -36,8 +36,9 @@ class Strategy {
   // then shown by DescribeParams).
   virtual bool UsesLayout() const { return true; }
   virtual bool UsesReduceChain() const { return false; }
-  // Whether the scheme builds the load-balanced dispatch layout (core/balanced_dispatch.h); the
-  // others refuse layout = balanced, naming the schemes that offer it.
+  // Whether the scheme builds the load-balanced dispatch layout
+  // (core/sequence/balanced_dispatch.h); the others refuse layout = balanced, naming the schemes
+  // that offer it.
   virtual bool OffersBalancedLayout() const { return false; }
   // Checks of a plan's parameters that need only the workload (a plan file is read before any
   // cluster is known). A problem names the [scheme] key at fault ("window") and the reason.

@@ -76,7 +76,7 @@ RankResult CoalesceRank(const RankProgram& in) {
       if (joins) {
         Op& merged = out.program.ops[run];
         merged.flops += op.flops;
-        merged.bytes += op.bytes;  // ring-step partials (core/schedule.h Op::bytes)
+        merged.bytes += op.bytes;  // ring-step partials (core/plan/schedule.h Op::bytes)
         merged.sliced_bytes += op.sliced_bytes;
         merged.kernels = static_cast<uint16_t>(merged.kernels + 1);
         cut_flops += op.flops * static_cast<double>(op.cut_rows_per_pair);

@@ -22,7 +22,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/schedule.h"
+#include "core/plan/schedule.h"
 
 namespace meshplan::sim {
 

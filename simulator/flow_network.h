@@ -24,8 +24,8 @@
 #include <string>
 #include <vector>
 
-#include "core/status.h"
-#include "core/topology.h"
+#include "core/base/status.h"
+#include "core/cluster/topology.h"
 #include "simulator/sim_time.h"
 
 namespace meshplan::sim {

@@ -5,10 +5,10 @@
 
 #include <string>
 
-#include "core/model_config.h"
-#include "core/plan.h"
-#include "core/status.h"
-#include "core/topology.h"
+#include "core/base/status.h"
+#include "core/cluster/topology.h"
+#include "core/plan/plan.h"
+#include "core/workload/model_config.h"
 
 namespace meshplan::sim {
 

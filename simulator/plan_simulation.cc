@@ -6,8 +6,8 @@
 #include <optional>
 #include <utility>
 
-#include "core/kernel_time.h"
-#include "core/units.h"
+#include "core/base/units.h"
+#include "core/cost/kernel_time.h"
 #include "planner/plan_schedule.h"
 #include "planner/schemes/registry.h"
 #include "simulator/rank_symmetry.h"

@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "core/plan.h"
-#include "core/schedule.h"
-#include "core/status.h"
-#include "core/topology.h"
+#include "core/base/status.h"
+#include "core/cluster/topology.h"
+#include "core/plan/plan.h"
+#include "core/plan/schedule.h"
 #include "planner/estimate.h"
 #include "simulator/simulate.h"
 

@@ -25,9 +25,9 @@
 #include <string>
 #include <vector>
 
-#include "core/schedule.h"
-#include "core/status.h"
-#include "core/topology.h"
+#include "core/base/status.h"
+#include "core/cluster/topology.h"
+#include "core/plan/schedule.h"
 
 namespace meshplan::sim {
 

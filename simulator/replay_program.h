@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/schedule.h"
-#include "core/status.h"
+#include "core/base/status.h"
+#include "core/plan/schedule.h"
 #include "simulator/sim_time.h"
 
 namespace meshplan::sim {

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "core/schedule.h"
-#include "core/status.h"
+#include "core/base/status.h"
+#include "core/plan/schedule.h"
 #include "simulator/coalesce.h"
 #include "simulator/replay_program.h"
 

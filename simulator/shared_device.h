@@ -19,7 +19,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/topology.h"
+#include "core/cluster/topology.h"
 #include "simulator/sim_time.h"
 
 namespace meshplan::sim {

@@ -5,7 +5,7 @@
 #include <deque>
 #include <unordered_map>
 
-#include "core/kernel_time.h"
+#include "core/cost/kernel_time.h"
 #include "planner/comm_model.h"
 #include "simulator/coalesce.h"
 #include "simulator/event_queue.h"
@@ -431,7 +431,7 @@ class Replayer {
 
   // A compute-stream op of `ns` alone on its device: on a device of its own it ends after `ns`
   // (FromSeconds rounding); on a shared one the device divides itself among its kernels.
-  // UnsharedKernelSeconds (core/kernel_time.h) of a compute op in nanoseconds, with the rate
+  // UnsharedKernelSeconds (core/cost/kernel_time.h) of a compute op in nanoseconds, with the rate
   // precomputed (every block of a schedule has the layout's block size); an op standing for
   // several kernels (coalesce.h) pays the launch overhead of each.
   // A ring step's compute op also merges its partials (Op::bytes, RingStepPartialSeconds), those

@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "core/dtype.h"
-#include "core/schedule.h"
-#include "core/status.h"
-#include "core/topology.h"
+#include "core/base/dtype.h"
+#include "core/base/status.h"
+#include "core/cluster/topology.h"
+#include "core/plan/schedule.h"
 #include "simulator/coalesce.h"
 #include "simulator/rank_symmetry.h"
 #include "simulator/replay_view.h"

@@ -3,7 +3,7 @@
 #include <memory>
 #include <vector>
 
-#include "core/kernel_time.h"
+#include "core/cost/kernel_time.h"
 #include "planner/schemes/registry.h"
 #include "planner/strategy.h"
 #include "simulator/plan_simulation.h"

@@ -5,8 +5,8 @@
 #include <functional>
 #include <utility>
 
-#include "core/plan.h"
-#include "core/status.h"
+#include "core/base/status.h"
+#include "core/plan/plan.h"
 #include "planner/context.h"
 #include "planner/plan_timer.h"
 #include "simulator/simulate.h"

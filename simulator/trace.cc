@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/json_writer.h"
+#include "core/base/json_writer.h"
 
 namespace meshplan::sim {
 namespace {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "core/schedule.h"
+#include "core/plan/schedule.h"
 #include "simulator/simulate.h"
 
 namespace meshplan::sim {

@@ -1,6 +1,6 @@
 // `meshplan bench`: the executor over schemes x masks x sequence lengths (capacity/bench.h), as a
 // table, CSV or JSON of TFLOP/s per rank and peak memory, measured next to predicted, plus SVG
-// charts (report/bench_report.h); docs/benchmarks.md.
+// charts (report/runs/bench_report.h); docs/benchmarks.md.
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -9,11 +9,11 @@
 
 #include "capacity/bench.h"
 #include "capacity/sweep_lists.h"
-#include "core/atomic_file.h"
-#include "core/units.h"
+#include "core/base/atomic_file.h"
+#include "core/base/units.h"
 #include "executor/host_memory.h"
 #include "planner/schemes/registry.h"
-#include "report/bench_report.h"
+#include "report/runs/bench_report.h"
 #include "tools/cli_common.h"
 #include "tools/commands.h"
 #include "tools/execute_run.h"

@@ -11,13 +11,13 @@
 #include <string>
 #include <thread>
 
-#include "core/atomic_file.h"
-#include "core/topology_toml.h"
-#include "core/units.h"
+#include "core/base/atomic_file.h"
+#include "core/base/units.h"
+#include "core/cluster/topology_toml.h"
 #include "executor/calibration/calibration.h"
 #include "executor/calibration/cpu_calibration.h"
 #include "executor/calibration/engine_calibration.h"
-#include "report/calibration_report.h"
+#include "report/runs/calibration_report.h"
 #include "tools/calibrate_cuda.h"
 #include "tools/cli_common.h"
 #include "tools/commands.h"

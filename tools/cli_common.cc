@@ -5,12 +5,12 @@
 #include <sstream>
 #include <utility>
 
-#include "core/atomic_file.h"
-#include "core/escape.h"
-#include "core/toml_util.h"
-#include "core/topology_catalog.h"
-#include "core/topology_toml.h"
-#include "core/units.h"
+#include "core/base/atomic_file.h"
+#include "core/base/escape.h"
+#include "core/base/toml_util.h"
+#include "core/base/units.h"
+#include "core/cluster/topology_catalog.h"
+#include "core/cluster/topology_toml.h"
 #include "executor/host_memory.h"
 
 namespace meshplan::tools {

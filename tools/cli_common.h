@@ -6,13 +6,13 @@
 #include <string>
 #include <vector>
 
-#include "core/model_config.h"
-#include "core/parallel_degrees.h"
-#include "core/plan.h"
-#include "core/status.h"
-#include "core/topology.h"
-#include "core/workload.h"
-#include "core/workload_fields.h"
+#include "core/base/status.h"
+#include "core/cluster/topology.h"
+#include "core/plan/plan.h"
+#include "core/workload/model_config.h"
+#include "core/workload/parallel_degrees.h"
+#include "core/workload/workload.h"
+#include "core/workload/workload_fields.h"
 #include "simulator/simulate.h"
 
 namespace meshplan::tools {
@@ -60,7 +60,7 @@ struct WorkloadFlags {
 };
 
 // --tp N and --dp N: tensor parallelism and replicas beside context parallelism
-// (core/parallel_degrees.h).
+// (core/workload/parallel_degrees.h).
 struct ParallelFlags {
   ParallelDegrees degrees;
   void Register(CLI::App& app);
@@ -90,8 +90,8 @@ struct TopologyFlag {
   Result<Topology> Load() const;
 };
 
-// A --topology value: a file, or a shipped cluster's name (core/topology_catalog.h); an error about
-// a name names the flag. Topology::PlausibilityNotes are printed on stderr as notes.
+// A --topology value: a file, or a shipped cluster's name (core/cluster/topology_catalog.h); an
+// error about a name names the flag. Topology::PlausibilityNotes are printed on stderr as notes.
 Result<Topology> LoadTopologyFlag(const std::string& name_or_path);
 
 // The topology a plan file runs on: `topology_flag` when given, else the plan's own source when
@@ -104,8 +104,8 @@ Result<Topology> LoadTopologyFlag(const std::string& name_or_path);
 Result<Topology> PlanTopology(const std::string& plan_file, const std::string& topology_flag,
                               const Plan& plan, const ModelFlags& model = {});
 
-// An output path a later WriteFileAtomically can use (core/atomic_file.h CheckOutputPath). Lets a
-// long command refuse a bad -o before it starts working.
+// An output path a later WriteFileAtomically can use (core/base/atomic_file.h CheckOutputPath).
+// Lets a long command refuse a bad -o before it starts working.
 Status CheckWritableOutput(const std::string& path);
 
 // A command's report where -o says: stdout when `out` is empty, else `out` written atomically

@@ -7,8 +7,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "core/escape.h"
-#include "core/temp_files.h"
+#include "core/base/escape.h"
+#include "core/base/temp_files.h"
 #include "tools/cli_common.h"
 
 namespace meshplan::tools {

@@ -13,7 +13,7 @@ namespace meshplan::tools {
 int RunGuarded(const std::function<int()>& command);
 
 // Makes std::terminate (an exception escaping a worker thread or a noexcept function) print the
-// same one line, remove the registered temporary files (core/temp_files.h) and exit with
+// same one line, remove the registered temporary files (core/base/temp_files.h) and exit with
 // kExitInvalidInput instead of aborting.
 void InstallTerminateGuard();
 

@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/escape.h"
+#include "core/base/escape.h"
 #include "executor/execute.h"
 #include "executor/host_allocator.h"
 #include "executor/plan_run.h"

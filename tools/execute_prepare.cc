@@ -7,10 +7,10 @@
 #include <optional>
 #include <string>
 
-#include "core/atomic_file.h"
-#include "core/attention_flops.h"
-#include "core/escape.h"
-#include "core/units.h"
+#include "core/base/atomic_file.h"
+#include "core/base/escape.h"
+#include "core/base/units.h"
+#include "core/cost/attention_flops.h"
 #include "executor/calibration/cpu_calibration.h"
 #include "executor/calibration/run_estimate.h"
 #include "executor/host_memory.h"

@@ -1,18 +1,18 @@
 // The end of `meshplan execute`: the check against plain attention, the .npy outputs, and the
-// report (report/execution_report.h renders it).
+// report (report/runs/execution_report.h renders it).
 #include <algorithm>
 #include <cstdio>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "core/attention_flops.h"
+#include "core/cost/attention_flops.h"
 #include "executor/host_memory.h"
 #include "executor/io/run_files.h"
 #include "executor/output_check.h"
 #include "executor/timing/repeat.h"
-#include "report/execution_report.h"
-#include "report/predicted_timeline.h"
+#include "report/runs/execution_report.h"
+#include "report/runs/predicted_timeline.h"
 #include "simulator/plan_simulation.h"
 #include "tools/cli_common.h"
 #include "tools/execute_run.h"

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "core/plan.h"
-#include "core/schedule.h"
-#include "core/topology.h"
+#include "core/cluster/topology.h"
+#include "core/plan/plan.h"
+#include "core/plan/schedule.h"
 #include "executor/execute.h"
 #include "executor/io/tensor.h"
 #include "executor/output_check.h"

@@ -7,10 +7,10 @@
 #include <vector>
 
 #include "capacity/fit.h"
-#include "core/atomic_file.h"
-#include "core/units.h"
+#include "core/base/atomic_file.h"
+#include "core/base/units.h"
 #include "planner/schemes/registry.h"
-#include "report/fit_report.h"
+#include "report/capacity/fit_report.h"
 #include "tools/cli_common.h"
 #include "tools/commands.h"
 #include "tools/planning_flags.h"

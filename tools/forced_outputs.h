@@ -1,5 +1,5 @@
 // `--force` (issue 33): an output file made read-only on purpose (no write bit set) is refused
-// by every writer (core/atomic_file.h); with --force the command replaces it, and the new file
+// by every writer (core/base/atomic_file.h); with --force the command replaces it, and the new file
 // keeps the old one's read-only mode. The writers stay strict: the flag makes the named files
 // writable for the command's run and restores their modes after it.
 #pragma once
@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/status.h"
+#include "core/base/status.h"
 
 namespace meshplan::tools {
 

@@ -5,8 +5,8 @@
 #include <string>
 #include <utility>
 
-#include "core/escape.h"
-#include "core/temp_files.h"
+#include "core/base/escape.h"
+#include "core/base/temp_files.h"
 #include "tools/cli_common.h"
 #include "tools/commands.h"
 #include "tools/exception_guard.h"

@@ -4,16 +4,16 @@
 #include <cstdio>
 #include <memory>
 
-#include "core/atomic_file.h"
-#include "core/units.h"
+#include "core/base/atomic_file.h"
+#include "core/base/units.h"
 #include "planner/frameworks.h"
 #include "planner/model_layers.h"
 #include "planner/plan_file.h"
 #include "planner/schemes/registry.h"
 #include "planner/search.h"
 #include "planner/strategy.h"
-#include "report/plan_explain.h"
-#include "report/plan_report.h"
+#include "report/plan/plan_explain.h"
+#include "report/plan/plan_report.h"
 #include "simulator/simulation_timer.h"
 #include "tools/cli_common.h"
 #include "tools/commands.h"

@@ -2,7 +2,7 @@
 
 #include <utility>
 
-#include "core/units.h"
+#include "core/base/units.h"
 #include "planner/schemes/registry.h"
 
 namespace meshplan::tools {

@@ -6,7 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
-#include "core/status.h"
+#include "core/base/status.h"
 #include "planner/plan_request.h"
 #include "tools/cli_common.h"
 

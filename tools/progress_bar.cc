@@ -7,7 +7,7 @@
 #include <cstring>
 #include <utility>
 
-#include "report/progress_text.h"
+#include "report/format/progress_text.h"
 
 namespace meshplan::tools {
 

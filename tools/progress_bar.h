@@ -1,8 +1,8 @@
 // Progress of long work on stderr, for people: on a terminal, one line redrawn in place
-// (report/progress_text.h: a bar, the count, the percentage, the time so far and the time left),
-// shown only once the work has run kProgressQuietSeconds (short commands stay silent), at most
-// kRedrawsPerSecond times a second, and erased when the work ends. Off a terminal (logs, pipes,
-// tests) the commands keep their line per step.
+// (report/format/progress_text.h: a bar, the count, the percentage, the time so far and the time
+// left), shown only once the work has run kProgressQuietSeconds (short commands stay silent), at
+// most kRedrawsPerSecond times a second, and erased when the work ends. Off a terminal (logs,
+// pipes, tests) the commands keep their line per step.
 #pragma once
 
 #include <cstdint>

@@ -12,12 +12,12 @@
 #include <system_error>
 #include <vector>
 
-#include "core/atomic_file.h"
-#include "core/escape.h"
+#include "core/base/atomic_file.h"
+#include "core/base/escape.h"
 #include "planner/plan_file.h"
-#include "report/charts.h"
-#include "report/simulation_report.h"
-#include "report/svg_plot.h"
+#include "report/capacity/charts.h"
+#include "report/runs/simulation_report.h"
+#include "report/svg/svg_plot.h"
 #include "simulator/model_layers_replay.h"
 #include "simulator/plan_simulation.h"
 #include "simulator/trace.h"

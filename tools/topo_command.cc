@@ -5,16 +5,16 @@
 #include <memory>
 #include <sstream>
 
-#include "core/atomic_file.h"
-#include "core/cluster_template.h"
-#include "core/escape.h"
-#include "core/nccl_tests_log.h"
-#include "core/toml_util.h"
-#include "core/topology_catalog.h"
-#include "core/topology_toml.h"
-#include "core/units.h"
-#include "report/topology_list.h"
-#include "report/topology_text.h"
+#include "core/base/atomic_file.h"
+#include "core/base/escape.h"
+#include "core/base/toml_util.h"
+#include "core/base/units.h"
+#include "core/cluster/cluster_template.h"
+#include "core/cluster/nccl_tests_log.h"
+#include "core/cluster/topology_catalog.h"
+#include "core/cluster/topology_toml.h"
+#include "report/topology/topology_list.h"
+#include "report/topology/topology_text.h"
 #include "tools/cli_common.h"
 #include "tools/commands.h"
 
@@ -229,14 +229,19 @@ void RegisterFromNcclTests(CLI::App* topo, TopoFlags& f) {
                         "No summary line on stderr (errors still go there)");
 }
 
+// --format and -o of list and show, before any work.
+Status CheckReportFlags(const std::string& format, const std::vector<std::string>& formats,
+                        const std::string& out) {
+  MESHPLAN_RETURN_IF_ERROR(CheckFormat(format, formats));
+  if (!out.empty()) MESHPLAN_RETURN_IF_ERROR(CheckWritableOutput(out).WithContext("-o"));
+  return Status::Ok();
+}
+
 // `topo list`: the shipped clusters, as a table or JSON.
 int RunTopoList(const TopoFlags& f) {
-  if (Status st = CheckFormat(f.list_format, {"table", "text", "json"}); !st.ok())
+  if (Status st = CheckReportFlags(f.list_format, {"table", "text", "json"}, f.report_out);
+      !st.ok())
     return ReportError(st);
-  if (!f.report_out.empty()) {
-    if (Status st = CheckWritableOutput(f.report_out); !st.ok())
-      return ReportError(st.WithContext("-o"));
-  }
   auto dir = ShippedTopologyDir(ProgramTopologySearch());
   if (!dir.ok()) return ReportError(dir.status());
   auto clusters = LoadTopologiesIn(*dir);
@@ -249,12 +254,8 @@ int RunTopoList(const TopoFlags& f) {
 
 // `topo show`: one topology as text, TOML or JSON.
 int RunTopoShow(const TopoFlags& f) {
-  if (Status st = CheckFormat(f.show_format, {"text", "toml", "json"}); !st.ok())
+  if (Status st = CheckReportFlags(f.show_format, {"text", "toml", "json"}, f.report_out); !st.ok())
     return ReportError(st);
-  if (!f.report_out.empty()) {
-    if (Status st = CheckWritableOutput(f.report_out); !st.ok())
-      return ReportError(st.WithContext("-o"));
-  }
   auto t = f.show_file.empty() ? Result<Topology>(DefaultTopology()) : LoadTopology(f.show_file);
   if (!t.ok()) return ReportError(t.status());
   return EmitReport(f.report_out,

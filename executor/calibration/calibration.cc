@@ -5,7 +5,7 @@
 #include <numeric>
 #include <sstream>
 
-#include "core/kernel_time.h"
+#include "core/cost/kernel_time.h"
 #include "planner/context.h"
 
 namespace meshplan::exec {

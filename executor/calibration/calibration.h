@@ -1,6 +1,6 @@
 // `meshplan calibrate`: measure the machine the executor runs on and describe it as a topology
-// (core/topology.h) that plan, simulate and sweep read like any cluster file. docs/fidelity.md
-// says how each number is measured and fitted.
+// (core/cluster/topology.h) that plan, simulate and sweep read like any cluster file.
+// docs/fidelity.md says how each number is measured and fitted.
 //
 // The measurements come from a CalibrationTarget (the CPU block kernels and a transport here, a
 // target with known rates in the tests); Calibrate fits them to the planner's model:
@@ -24,8 +24,8 @@
 #include <string_view>
 #include <vector>
 
-#include "core/status.h"
-#include "core/topology.h"
+#include "core/base/status.h"
+#include "core/cluster/topology.h"
 
 namespace meshplan::exec {
 
@@ -48,7 +48,7 @@ inline constexpr BlockPiece kBlockPieces[] = {BlockPiece::kFull, BlockPiece::kDi
 void PiecePositions(BlockPiece piece, int64_t n, std::vector<int64_t>* q, std::vector<int64_t>* k);
 // Visible (query, key) pairs of the piece, counted query by query over its positions.
 int64_t PieceVisiblePairs(BlockPiece piece, int64_t n);
-// The piece's cut rows (BlockWork's sense, core/layout.h) and those per visible pair
+// The piece's cut rows (BlockWork's sense, core/sequence/layout.h) and those per visible pair
 // (Op::cut_rows_per_pair's sense).
 int64_t PieceCutRows(BlockPiece piece, int64_t n);
 double PieceCutRowsPerPair(BlockPiece piece, int64_t n);

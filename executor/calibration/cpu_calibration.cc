@@ -15,7 +15,7 @@
 #include <random>
 #include <thread>
 
-#include "core/mask.h"
+#include "core/sequence/mask.h"
 #include "executor/device/host_kernels.h"
 #include "executor/host_allocator.h"
 #include "executor/kernels/block_kernels.h"

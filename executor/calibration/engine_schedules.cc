@@ -4,7 +4,7 @@
 #include <memory>
 #include <string>
 
-#include "core/attention_flops.h"
+#include "core/cost/attention_flops.h"
 
 namespace meshplan::exec {
 namespace {

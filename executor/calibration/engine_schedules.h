@@ -1,6 +1,7 @@
 // The tiny schedules that EngineCalibrationTarget (engine_calibration.h) runs through the execution
-// engine: each is a workload, a hand-built Schedule (core/schedule.h) and, per rank, the ops whose
-// engine timings (OpTiming) make the measurement. Plain data; nothing here runs or times anything.
+// engine: each is a workload, a hand-built Schedule (core/plan/schedule.h) and, per rank, the ops
+// whose engine timings (OpTiming) make the measurement. Plain data; nothing here runs or times
+// anything.
 //
 // A block's token positions come from the schedule's layout, whose shards partition the sequence:
 // a block's query and key rows are one shard each, so they are either the same positions (a rank's
@@ -26,9 +27,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/schedule.h"
-#include "core/status.h"
-#include "core/workload.h"
+#include "core/base/status.h"
+#include "core/plan/schedule.h"
+#include "core/workload/workload.h"
 #include "executor/calibration/calibration.h"
 #include "executor/device/kernel_args.h"
 

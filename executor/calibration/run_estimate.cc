@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <thread>
 
-#include "core/attention_flops.h"
+#include "core/cost/attention_flops.h"
 #include "executor/calibration/cpu_calibration.h"
 
 namespace meshplan::exec {

@@ -7,8 +7,8 @@
 
 #include <cstdint>
 
-#include "core/status.h"
-#include "core/workload.h"
+#include "core/base/status.h"
+#include "core/workload/workload.h"
 
 namespace meshplan::exec {
 

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "core/schedule.h"
-#include "core/status.h"
-#include "core/workload.h"
+#include "core/base/status.h"
+#include "core/plan/schedule.h"
+#include "core/workload/workload.h"
 #include "executor/cuda/cuda_device_ops.h"
 #include "executor/execute.h"
 #include "executor/io/tensor.h"

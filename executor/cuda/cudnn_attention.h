@@ -31,7 +31,7 @@
 #include <memory>
 #include <string>
 
-#include "core/status.h"
+#include "core/base/status.h"
 #include "executor/device/kernel_args.h"
 
 namespace meshplan::exec::cuda {

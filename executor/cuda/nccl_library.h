@@ -14,7 +14,7 @@
 #include <memory>
 #include <string>
 
-#include "core/status.h"
+#include "core/base/status.h"
 
 namespace meshplan::exec::cuda {
 

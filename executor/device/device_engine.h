@@ -24,9 +24,9 @@
 #include <mutex>
 #include <vector>
 
-#include "core/schedule.h"
-#include "core/status.h"
-#include "core/workload.h"
+#include "core/base/status.h"
+#include "core/plan/schedule.h"
+#include "core/workload/workload.h"
 #include "executor/device/device_ops.h"
 #include "executor/device/launch_order.h"
 #include "executor/device/run_options.h"

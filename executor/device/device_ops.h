@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "core/schedule.h"
-#include "core/status.h"
+#include "core/base/status.h"
+#include "core/plan/schedule.h"
 #include "executor/device/kernel_args.h"
 #include "executor/device/run_options.h"
 #include "executor/timing/op_timing.h"

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "core/schedule.h"
+#include "core/plan/schedule.h"
 
 namespace meshplan::exec {
 namespace {

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/workload.h"
+#include "core/workload/workload.h"
 #include "executor/device/shard_store.h"
 #include "executor/io/tensor.h"
 

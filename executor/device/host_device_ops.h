@@ -27,7 +27,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/workload.h"
+#include "core/workload/workload.h"
 #include "executor/device/device_ops.h"
 #include "executor/kernels/block_kernels.h"
 #include "executor/timing/op_timing.h"

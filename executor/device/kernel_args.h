@@ -11,7 +11,7 @@
 
 #include <cstdint>
 
-#include "core/mask_rule.h"
+#include "core/sequence/mask_rule.h"
 
 namespace meshplan::exec {
 
@@ -27,10 +27,11 @@ inline int32_t InputBytes(InputType type) { return type == InputType::kFp32 ? 4 
 // (attention_kernels.h) treat kCudnn as kAuto.
 enum class KernelPath : uint8_t { kAuto, kTensorCore, kSimt, kCudnn };
 
-// The mask of a block, evaluated on token positions by core/mask_rule.h's rule; document indices
-// come from doc_starts (doc(t) = index of the last doc_starts[i] <= t).
+// The mask of a block, evaluated on token positions by core/sequence/mask_rule.h's rule; document
+// indices come from doc_starts (doc(t) = index of the last doc_starts[i] <= t).
 struct DeviceMask {
-  // The mask's kind and parameters, one type from flag to kernel (core/mask.h Mask::Params).
+  // The mask's kind and parameters, one type from flag to kernel (core/sequence/mask.h
+  // Mask::Params).
   MaskParams params{MaskKind::kFull, 0, 0};
   const int64_t* doc_starts = nullptr;  // device memory, ascending, doc_starts[0] == 0
   int32_t num_docs = 0;

@@ -17,8 +17,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/schedule.h"
-#include "core/status.h"
+#include "core/base/status.h"
+#include "core/plan/schedule.h"
 
 namespace meshplan::exec {
 

@@ -1,11 +1,11 @@
-// How the executors read a schedule op's tensor bits (core/schedule.h), shared by the CPU rank
+// How the executors read a schedule op's tensor bits (core/plan/schedule.h), shared by the CPU rank
 // runner and the device engine so that both give every op the same meaning.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
-#include "core/schedule.h"
+#include "core/plan/schedule.h"
 
 namespace meshplan::exec {
 

@@ -12,8 +12,8 @@
 #include <tuple>
 #include <vector>
 
-#include "core/layout.h"
-#include "core/schedule.h"
+#include "core/plan/schedule.h"
+#include "core/sequence/layout.h"
 
 namespace meshplan::exec {
 

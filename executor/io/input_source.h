@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-#include "core/workload.h"
+#include "core/workload/workload.h"
 #include "executor/io/tensor.h"
 
 namespace meshplan::exec {

@@ -11,7 +11,7 @@
 #include <sstream>
 #include <string_view>
 
-#include "core/atomic_file.h"
+#include "core/base/atomic_file.h"
 
 namespace meshplan::exec {
 namespace {

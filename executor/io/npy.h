@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/status.h"
+#include "core/base/status.h"
 #include "executor/io/tensor.h"
 
 namespace meshplan::exec {

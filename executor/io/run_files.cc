@@ -3,7 +3,7 @@
 #include <filesystem>
 #include <memory>
 
-#include "core/temp_files.h"
+#include "core/base/temp_files.h"
 #include "executor/io/npy.h"
 
 namespace meshplan::exec {

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "core/status.h"
-#include "core/workload.h"
+#include "core/base/status.h"
+#include "core/workload/workload.h"
 #include "executor/io/tensor.h"
 
 namespace meshplan::exec {
@@ -20,8 +20,8 @@ Result<AttentionTensors<float>> ReadInputFiles(const std::string& dir, const Wor
 
 // Writes the outputs the pass produced into `dir` (created when missing), as a set: each file
 // is written to a temporary file and renamed into place, and every file already in place stays
-// registered for removal on a signal (core/temp_files.h) until the last one is, so a failure or a
-// SIGINT, SIGTERM or SIGHUP while writing leaves none of them: the complete set or nothing (a
+// registered for removal on a signal (core/base/temp_files.h) until the last one is, so a failure
+// or a SIGINT, SIGTERM or SIGHUP while writing leaves none of them: the complete set or nothing (a
 // SIGKILL can still leave part of it). Returns the file names. `after_file` (testing; may be
 // empty) is called after each file is in place.
 Result<std::vector<std::string>> WriteOutputFiles(

@@ -14,7 +14,7 @@
 #include <span>
 #include <vector>
 
-#include "core/mask_rule.h"
+#include "core/sequence/mask_rule.h"
 
 namespace meshplan::exec {
 
@@ -40,14 +40,16 @@ struct AttentionPiece {
 
 // The pieces of the block, or nullopt when it cannot be split into at most `max_pieces`:
 // - full: one piece, whatever the positions;
-// - causal (key position <= query position; core/mask_rule.h): per (query run, key run) pair of
+// - causal (key position <= query position; core/sequence/mask_rule.h): per (query run, key run)
+// pair of
 //   runs of consecutive positions, nothing, a full rectangle, a top-left triangle, or a
 //   bottom-right triangle and a full rectangle;
 // - window W (query position q sees key position k iff q - W < k <= q): per run pair, nothing, a
 //   full rectangle, the causal pieces above (the window's lower edge misses the pair), one band,
 //   or, when the pair has more visible query rows than keys, the causal pieces of the rows whose
 //   window reaches back to the pair's first key and one band for the rest (at most 3);
-// - documents and documents-full (core/mask_rule.h): with the document starts (the overload
+// - documents and documents-full (core/sequence/mask_rule.h): with the document starts (the
+// overload
 //   below), each run is cut at the document starts inside it; per (query run, key run) pair of
 //   those cut runs, nothing when they lie in different documents, else one full rectangle
 //   (documents-full) or the causal pieces above (documents). Without document starts: nullopt;

@@ -15,28 +15,28 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/mask.h"
-#include "core/mask_rule.h"
+#include "core/sequence/mask.h"
+#include "core/sequence/mask_rule.h"
 
 namespace meshplan::exec {
 
-// Decides visibility of (query position, key position) pairs for a mask: core/mask_rule.h's rule
-// with the document lookup it needs.
+// Decides visibility of (query position, key position) pairs for a mask:
+// core/sequence/mask_rule.h's rule with the document lookup it needs.
 class MaskRule {
  public:
   explicit MaskRule(const Mask& mask);
   bool Visible(int64_t q, int64_t k) const {
     return meshplan::Visible(params_, q, k, DocLookup{this});
   }
-  // The keys position q sees (core/mask_rule.h VisibleKeys): one document lookup per row, then
-  // two comparisons per key.
+  // The keys position q sees (core/sequence/mask_rule.h VisibleKeys): one document lookup per row,
+  // then two comparisons per key.
   VisibleKeyRange VisibleKeys(int64_t q) const;
   // The first document start after `position` (the largest int64_t when none follows, or the
   // mask has no documents).
   int64_t NextDocumentStart(int64_t position) const;
   bool full() const { return params_.kind == MaskKind::kFull; }
   // Whether no pair / every pair of queries in [q_lo, q_hi] and keys in [k_lo, k_hi] is visible
-  // (exact: see core/mask_rule.h).
+  // (exact: see core/sequence/mask_rule.h).
   bool NoneVisible(int64_t q_lo, int64_t q_hi, int64_t k_lo, int64_t k_hi) const {
     return meshplan::NoneVisible(params_, q_lo, q_hi, k_lo, k_hi, DocLookup{this});
   }
@@ -82,8 +82,8 @@ void BlockForward(const RowsView& q, const RowsView& k, const RowsView& v, int64
 // The pairs the kernels compute for a block (positions only; BlockForward and BlockBackward tile it
 // alike): every pair of the products they run (`computed`, the visible pairs and the hidden ones
 // that share a product with them), and of those the ones masked pair by pair (`masked`). What the
-// cost model charges them for is the visible pairs and the cut rows (core/mask.h PairCounter);
-// this is what they do, for tests and benchmarks.
+// cost model charges them for is the visible pairs and the cut rows (core/sequence/mask.h
+// PairCounter); this is what they do, for tests and benchmarks.
 struct BlockWorkPairs {
   int64_t computed = 0, masked = 0;
 };

@@ -6,7 +6,7 @@
 #include <limits>
 #include <vector>
 
-#include "core/mask_rule.h"
+#include "core/sequence/mask_rule.h"
 #include "executor/io/input_source.h"
 
 namespace meshplan::exec {

@@ -6,15 +6,15 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/mask_rule.h"
-#include "core/workload.h"
+#include "core/sequence/mask_rule.h"
+#include "core/workload/workload.h"
 #include "executor/io/tensor.h"
 
 namespace meshplan::exec {
 
-// "May query position q see key position k?", in O(1): core/mask_rule.h's rule with a table of
-// each token's document (tests/core/mask_rule_test.cc checks the rule against hand-written grids,
-// and the reference against them too).
+// "May query position q see key position k?", in O(1): core/sequence/mask_rule.h's rule with a
+// table of each token's document (tests/core/sequence/mask_rule_test.cc checks the rule against
+// hand-written grids, and the reference against them too).
 class ReferenceVisibility {
  public:
   // REQUIRES: ValidateMask(mask, seq_len).ok().

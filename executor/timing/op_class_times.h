@@ -9,12 +9,12 @@
 #include <string_view>
 #include <vector>
 
-#include "core/schedule.h"
+#include "core/plan/schedule.h"
 #include "executor/timing/op_timing.h"
 
 namespace meshplan::exec {
 
-// The schedule's op kinds (core/schedule.h OpKind), computes and merges split by Op::phase.
+// The schedule's op kinds (core/plan/schedule.h OpKind), computes and merges split by Op::phase.
 enum class OpClass : uint8_t {
   kComputeForward,
   kComputeBackward,

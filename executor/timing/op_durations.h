@@ -14,7 +14,7 @@
 
 #include <vector>
 
-#include "core/schedule.h"
+#include "core/plan/schedule.h"
 #include "executor/timing/op_timing.h"
 
 namespace meshplan::exec {

@@ -9,8 +9,8 @@
 #include <functional>
 #include <vector>
 
-#include "core/schedule.h"
-#include "core/status.h"
+#include "core/base/status.h"
+#include "core/plan/schedule.h"
 #include "executor/timing/op_timing.h"
 #include "executor/timing/timeline.h"
 

@@ -8,7 +8,7 @@
 #include <optional>
 #include <vector>
 
-#include "core/schedule.h"
+#include "core/plan/schedule.h"
 #include "executor/timing/op_class_times.h"
 #include "executor/timing/op_timing.h"
 

@@ -11,7 +11,7 @@
 #include <memory>
 #include <string>
 
-#include "core/status.h"
+#include "core/base/status.h"
 #include "executor/transport/transport.h"
 
 namespace meshplan::exec {

@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "core/status.h"
+#include "core/base/status.h"
 #include "executor/transport/transport.h"
 
 namespace meshplan::exec {

@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/status.h"
+#include "core/base/status.h"
 #include "executor/transport/transport.h"
 
 namespace meshplan::exec {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/status.h"
+#include "core/base/status.h"
 
 namespace meshplan::exec {
 

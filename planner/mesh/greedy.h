@@ -19,8 +19,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/plan.h"
-#include "core/schedule.h"
+#include "core/plan/plan.h"
+#include "core/plan/schedule.h"
 
 namespace meshplan::planner::mesh {
 

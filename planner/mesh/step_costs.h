@@ -3,8 +3,8 @@
 // the greedy's StepCosts from here, so they follow the same step table.
 #pragma once
 
-#include "core/plan.h"
-#include "core/schedule.h"
+#include "core/plan/plan.h"
+#include "core/plan/schedule.h"
 #include "planner/context.h"
 #include "planner/mesh/greedy.h"
 

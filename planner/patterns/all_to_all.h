@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "core/schedule.h"
+#include "core/plan/schedule.h"
 #include "planner/comm_model.h"
 #include "planner/context.h"
 #include "planner/estimate.h"

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "core/kernel_time.h"
+#include "core/cost/kernel_time.h"
 
 namespace meshplan::planner {
 

@@ -9,7 +9,7 @@
 #include <optional>
 #include <vector>
 
-#include "core/schedule.h"
+#include "core/plan/schedule.h"
 #include "planner/comm_model.h"
 #include "planner/context.h"
 #include "planner/estimate.h"
@@ -21,7 +21,7 @@ namespace meshplan::planner {
 // forward O and LSE, backward dQ, dK and dV of the step's block. The same for every ring of the
 // head-parallel family: a position holds S/R tokens of Hq/U heads, S/P tokens of Hq heads
 // (ShardBytes). Steps after the first of a pass charge RingStepPartialSeconds of them
-// (core/kernel_time.h); EmitRingPass puts them on those steps' compute ops (Op::bytes).
+// (core/cost/kernel_time.h); EmitRingPass puts them on those steps' compute ops (Op::bytes).
 double RingStepPartialBytes(const PlanContext& ctx, Phase phase);
 
 // Whether a ring pass over `layout` in `phase` holds blocks whose causal diagonal is strict (the

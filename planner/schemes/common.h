@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/plan.h"
+#include "core/plan/plan.h"
 #include "planner/comm_model.h"
 #include "planner/context.h"
 #include "planner/estimate.h"

@@ -7,9 +7,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/layout.h"
-#include "core/plan.h"
-#include "core/schedule.h"
+#include "core/plan/plan.h"
+#include "core/plan/schedule.h"
+#include "core/sequence/layout.h"
 #include "planner/context.h"
 #include "planner/estimate.h"
 

@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "core/layout.h"
-#include "core/plan.h"
-#include "core/schedule.h"
-#include "core/status.h"
+#include "core/base/status.h"
+#include "core/plan/plan.h"
+#include "core/plan/schedule.h"
+#include "core/sequence/layout.h"
 #include "planner/comm_model.h"
 #include "planner/context.h"
 #include "planner/estimate.h"

@@ -11,10 +11,10 @@
 #include <string_view>
 #include <vector>
 
-#include "core/layout.h"
-#include "core/mask.h"
-#include "core/plan.h"
-#include "core/status.h"
+#include "core/base/status.h"
+#include "core/plan/plan.h"
+#include "core/sequence/layout.h"
+#include "core/sequence/mask.h"
 #include "planner/strategy.h"
 
 namespace meshplan::planner {

@@ -7,8 +7,8 @@
 
 #include <string>
 
-#include "core/topology_catalog.h"
-#include "core/topology_toml.h"
+#include "core/cluster/topology_catalog.h"
+#include "core/cluster/topology_toml.h"
 #include "planner/schemes/registry.h"
 
 namespace meshplan::capacity {

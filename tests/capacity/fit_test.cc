@@ -9,8 +9,8 @@
 
 #include "../planner/test_cluster.h"
 #include "capacity/scale_topology.h"
-#include "core/topology_toml.h"
-#include "core/units.h"
+#include "core/base/units.h"
+#include "core/cluster/topology_toml.h"
 #include "planner/context.h"
 #include "planner/schemes/registry.h"
 #include "planner/search.h"

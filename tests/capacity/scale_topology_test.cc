@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "core/topology_toml.h"
+#include "core/cluster/topology_toml.h"
 
 namespace meshplan::capacity {
 namespace {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "capacity/sweep_settings.h"
-#include "core/units.h"
+#include "core/base/units.h"
 #include "planner/schemes/registry.h"
 
 namespace meshplan::capacity {

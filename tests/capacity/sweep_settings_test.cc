@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/topology_toml.h"
+#include "core/cluster/topology_toml.h"
 #include "planner/schemes/registry.h"
 
 namespace meshplan::capacity {

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "capacity/scale_topology.h"
-#include "core/topology_toml.h"
+#include "core/cluster/topology_toml.h"
 #include "planner/context.h"
 #include "planner/schemes/registry.h"
 #include "planner/search.h"

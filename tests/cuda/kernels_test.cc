@@ -31,8 +31,8 @@
 #include <string>
 #include <vector>
 
-#include "core/mask.h"
-#include "core/workload.h"
+#include "core/sequence/mask.h"
+#include "core/workload/workload.h"
 #include "executor/cuda/attention_kernels.h"
 #include "executor/cuda/kernels/internal.h"
 #include "executor/io/tensor.h"

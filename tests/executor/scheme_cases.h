@@ -9,9 +9,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/mask.h"
-#include "core/plan.h"
-#include "core/topology.h"
+#include "core/cluster/topology.h"
+#include "core/plan/plan.h"
+#include "core/sequence/mask.h"
 #include "executor/io/tensor.h"
 #include "planner/schemes/registry.h"
 

@@ -7,8 +7,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "core/escape.h"
-#include "core/status.h"
+#include "core/base/escape.h"
+#include "core/base/status.h"
 
 namespace meshplan::fuzz {
 

@@ -1,12 +1,12 @@
-// Size expressions (core/units.h ParseCount) and list/range expressions (capacity/sweep_lists.h):
-// any text gives a positive value (a list of at most kMaxListValues) or one error line, in time
-// proportional to its length.
+// Size expressions (core/base/units.h ParseCount) and list/range expressions
+// (capacity/sweep_lists.h): any text gives a positive value (a list of at most kMaxListValues) or
+// one error line, in time proportional to its length.
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
 #include "capacity/sweep_lists.h"
-#include "core/units.h"
+#include "core/base/units.h"
 #include "tests/fuzz/fuzz_check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,10 +1,10 @@
-// Document-length files (core/mask.h): any bytes give positive lengths or one error line; the
-// lengths then validate against their own sum without overflow, or are refused.
+// Document-length files (core/sequence/mask.h): any bytes give positive lengths or one error line;
+// the lengths then validate against their own sum without overflow, or are refused.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 
-#include "core/mask.h"
+#include "core/sequence/mask.h"
 #include "tests/fuzz/fuzz_check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

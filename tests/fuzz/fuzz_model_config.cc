@@ -1,11 +1,11 @@
-// Model configs (core/model_config.h): any bytes give a model or one error line, and a model
-// that parses is one meshplan can plan (positive sizes, KV heads dividing the heads, no more
+// Model configs (core/workload/model_config.h): any bytes give a model or one error line, and a
+// model that parses is one meshplan can plan (positive sizes, KV heads dividing the heads, no more
 // sliding layers than layers).
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 
-#include "core/model_config.h"
+#include "core/workload/model_config.h"
 #include "tests/fuzz/fuzz_check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,11 +1,11 @@
-// Topology files (core/topology_toml.h): any bytes give a topology or one error line; a topology
-// that parses writes back to a file that parses again to the same text.
+// Topology files (core/cluster/topology_toml.h): any bytes give a topology or one error line; a
+// topology that parses writes back to a file that parses again to the same text.
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
-#include "core/topology_toml.h"
+#include "core/cluster/topology_toml.h"
 #include "tests/fuzz/fuzz_check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -52,13 +52,13 @@ class FakeTree : public ::testing::Test {
     Write("report/CMakeLists.txt",
           "add_library(meshplan_report charts.cc)\n"
           "target_link_libraries(meshplan_report PUBLIC meshplan_capacity)\n");
-    Write("report/charts.h", "#include \"capacity/sweep.h\"\n");
+    Write("report/capacity/charts.h", "#include \"capacity/sweep.h\"\n");
     Write(
         "tools/CMakeLists.txt",
         "add_executable(meshplan main.cc)\n"
         "target_link_libraries(meshplan PRIVATE meshplan_report meshplan_executor CLI11::CLI11)\n");
     Write("tools/main.cc",
-          "#include \"report/charts.h\"\n#include \"executor/cuda/cuda_execute.h\"\n");
+          "#include \"report/capacity/charts.h\"\n#include \"executor/cuda/cuda_execute.h\"\n");
     Write("tests/anything_test.cc", "#include \"tools/main.h\"\n#include \"executor/execute.h\"\n");
     Write("docs/notes.md", "#include \"tools/main.h\"\n");
   }
@@ -101,11 +101,11 @@ TEST_F(FakeTree, IncludingAPartAboveFails) {
   ExpectViolation(Check(), {"core/types.h:2", "#include \"planner/search.h\"",
                             "core/ may include only nothing"});
   SetUp();
-  Write("capacity/sweep.h", "#include \"report/charts.h\"\n");
-  ExpectViolation(Check(), {"capacity/sweep.h:1", "report/charts.h"});
+  Write("capacity/sweep.h", "#include \"report/capacity/charts.h\"\n");
+  ExpectViolation(Check(), {"capacity/sweep.h:1", "report/capacity/charts.h"});
   SetUp();
-  Write("report/charts.h", "#include \"capacity/sweep.h\"\n#include \"tools/main.h\"\n");
-  ExpectViolation(Check(), {"report/charts.h:2", "tools/main.h"});
+  Write("report/capacity/charts.h", "#include \"capacity/sweep.h\"\n#include \"tools/main.h\"\n");
+  ExpectViolation(Check(), {"report/capacity/charts.h:2", "tools/main.h"});
 }
 
 TEST_F(FakeTree, SimulatorAndExecutorMayNotIncludeEachOther) {
@@ -138,7 +138,7 @@ TEST_F(FakeTree, AnExecutorThatLinksThePlannerWithoutIncludingItFails) {
 
 TEST_F(FakeTree, IncludingWhatIsNotLinkedFails) {
   Write("report/CMakeLists.txt", "add_library(meshplan_report charts.cc)\n");
-  ExpectViolation(Check(), {"report/charts.h:1", "includes a capacity/ header",
+  ExpectViolation(Check(), {"report/capacity/charts.h:1", "includes a capacity/ header",
                             "report/ links a library of capacity/"});
   // Reaching a part through another part's PUBLIC link is enough: capacity reaches planner
   // through the simulator (the baseline tree), but not once the simulator links nothing.

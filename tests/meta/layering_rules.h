@@ -27,6 +27,16 @@
 // The leaves include nothing else of executor/; the engine takes nothing from the entry points
 // above it, and nothing below calibration includes it.
 //
+// core/ and report/ are folders by concern too, each folder naming the folders it may include:
+//
+//   core/plan (Plan, Schedule)       core/cost (kernel time, FLOPs)
+//     core/workload (workload, model, TP/DP degrees)
+//       core/sequence (masks, documents, layouts)   core/cluster (topology, its files)
+//         core/base (status, units, dtype, files, text formats)
+//
+//   report/runs   report/capacity   report/plan   report/topology
+//     report/format (text tables, CSV, workload JSON)   report/svg (drawing)
+//
 // Inside planner/, the scheme units sit above what they share (docs/architecture.md, "The
 // planner: a scheme is one unit"):
 //
@@ -56,6 +66,21 @@ inline Rules MeshplanRules() {
   };
   rules.free_dirs = {"tests", "bench"};
   rules.folders = {
+      // core/ by concern: the base types and formats, masks and layouts of the sequence, the
+      // cluster model and its files, the workload and model, the cost formulas, plans.
+      {"core/base", {}},
+      {"core/sequence", {"core/base"}},
+      {"core/cluster", {"core/base"}},
+      {"core/workload", {"core/base", "core/sequence", "core/cluster"}},
+      {"core/cost", {"core/base", "core/sequence", "core/cluster", "core/workload"}},
+      {"core/plan", {"core/base", "core/sequence", "core/workload"}},
+      // report/ by concern: text and CSV building blocks and SVG drawing below what they render.
+      {"report/format", {}},
+      {"report/svg", {}},
+      {"report/topology", {"report/format"}},
+      {"report/plan", {"report/format"}},
+      {"report/capacity", {"report/format", "report/svg"}},
+      {"report/runs", {"report/format", "report/svg", "report/topology"}},
       {"executor/io", {}},
       {"executor/transport", {}},
       {"executor/timing", {}},

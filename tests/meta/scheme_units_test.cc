@@ -97,10 +97,10 @@ TEST_F(SchemeUnitsFakeTree, ADistinctiveNameOutsideItsUnitFailsInAnySpelling) {
 }
 
 TEST_F(SchemeUnitsFakeTree, ACommonWordNameFailsOnlyAsALiteral) {
-  Write("report/charts.cc", "if (name == \"mesh\") colour = 1;\n");
+  Write("report/capacity/charts.cc", "if (name == \"mesh\") colour = 1;\n");
   const std::vector<std::string> v = Check();
   ASSERT_EQ(v.size(), 1u) << Joined(v);
-  EXPECT_NE(v[0].find("report/charts.cc:1: has the scheme name \"mesh\" as a literal"),
+  EXPECT_NE(v[0].find("report/capacity/charts.cc:1: has the scheme name \"mesh\" as a literal"),
             std::string::npos)
       << v[0];
 }

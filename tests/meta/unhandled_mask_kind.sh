@@ -1,8 +1,8 @@
 #!/bin/sh
 # A mask kind the rule does not handle cannot be costed silently (issue 45): a scratch copy of
-# core/mask_rule.h with one more MaskKind (kFake, the last) must make the planner's pair counts
-# (planner/compute_model.cc, which takes every visible-key range from the rule's VisibleKeys)
-# fail to compile under the project's -Werror=switch, naming the kind; the same command over an
+# core/sequence/mask_rule.h with one more MaskKind (kFake, the last) must make the planner's pair
+# counts (planner/compute_model.cc, which takes every visible-key range from the rule's
+# VisibleKeys) fail to compile under the project's -Werror=switch, naming the kind; the same command over an
 # unchanged copy must compile, so that the failure is the fake kind's and nothing else's.
 # Usage: sh unhandled_mask_kind.sh CXX SOURCE_DIR [INCLUDE_DIR...]
 set -u
@@ -12,18 +12,23 @@ trap 'rm -rf "$work"' EXIT
 includes=""
 for dir in "$@"; do includes="$includes -isystem $dir"; done
 
-compile() {  # SCRATCH_DIR: compute_model.cc with SCRATCH_DIR/core/mask_rule.h in front
+compile() {  # SCRATCH_DIR: compute_model.cc with SCRATCH_DIR/core/sequence/mask_rule.h in front
   # shellcheck disable=SC2086
   "$cxx" -std=c++20 -fsyntax-only -Wall -Werror=switch -I "$1" -I "$src" $includes \
     "$src/planner/compute_model.cc" 2>&1
 }
 
-mkdir -p "$work/same/core" "$work/fake/core"
-cp "$src/core/mask_rule.h" "$work/same/core/mask_rule.h"
-sed 's/kDocumentsFull, kPrefix };/kDocumentsFull, kPrefix, kFake };/' "$src/core/mask_rule.h" \
-  > "$work/fake/core/mask_rule.h"
-if cmp -s "$work/same/core/mask_rule.h" "$work/fake/core/mask_rule.h"; then
-  echo "unhandled_mask_kind: the MaskKind enum in core/mask_rule.h changed shape; update the sed" >&2
+rule=core/sequence/mask_rule.h
+# The scratch copies must exist: a failed copy would compile the real rule twice and pass nothing.
+mkdir -p "$work/same/$(dirname $rule)" "$work/fake/$(dirname $rule)" &&
+  cp "$src/$rule" "$work/same/$rule" &&
+  sed 's/kDocumentsFull, kPrefix };/kDocumentsFull, kPrefix, kFake };/' "$src/$rule" \
+    > "$work/fake/$rule" || {
+  echo "unhandled_mask_kind: cannot make the scratch copies of $src/$rule" >&2
+  exit 1
+}
+if cmp -s "$work/same/$rule" "$work/fake/$rule"; then
+  echo "unhandled_mask_kind: the MaskKind enum in $rule changed shape; update the sed" >&2
   exit 1
 fi
 if ! out=$(compile "$work/same"); then

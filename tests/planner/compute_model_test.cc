@@ -28,7 +28,7 @@ bool Visible(const Mask& m, const std::vector<int64_t>& doc_of, int64_t q, int64
 }
 
 // The balanced layout's chunks are an input here (their choice is tested in
-// tests/core/balanced_dispatch_test.cc): owner of token t = the owner of its chunk.
+// tests/core/sequence/balanced_dispatch_test.cc): owner of token t = the owner of its chunk.
 std::vector<int64_t> Tokens(const ShardLayout& sl, int64_t shard) {
   const Layout layout = sl.kind;
   const int64_t seq = sl.seq_len, shards = sl.num_shards;
@@ -151,9 +151,10 @@ TEST(ComputeModel, TilePairsMatchBruteForce) {
   }
 }
 
-// Cut rows of one block by the definition (core/layout.h BlockWork), token by token: the block's
-// pieces are its shards' runs of consecutive tokens split at chunk boundaries (a striped shard is
-// one piece), and a query row of a q piece is cut by a k piece when it sees some but not all of it.
+// Cut rows of one block by the definition (core/sequence/layout.h BlockWork), token by token: the
+// block's pieces are its shards' runs of consecutive tokens split at chunk boundaries (a striped
+// shard is one piece), and a query row of a q piece is cut by a k piece when it sees some but not
+// all of it.
 std::vector<std::vector<int64_t>> Pieces(const ShardLayout& sl, int64_t shard) {
   const std::vector<int64_t> tokens = Tokens(sl, shard);
   if (sl.kind == Layout::kStriped) return {tokens};

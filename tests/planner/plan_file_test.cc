@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "core/atomic_file.h"
+#include "core/base/atomic_file.h"
 #include "planner/schemes/registry.h"
 
 namespace meshplan::planner {

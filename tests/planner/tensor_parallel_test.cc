@@ -2,7 +2,7 @@
 // computes, the levels its ring uses and the bytes each NIC carries.
 #include <gtest/gtest.h>
 
-#include "core/parallel_degrees.h"
+#include "core/workload/parallel_degrees.h"
 #include "planner/evaluate_plan.h"
 #include "planner/strategy.h"
 #include "tests/planner/test_cluster.h"

@@ -1,9 +1,9 @@
 // Small clusters (and a workload that suits them) built in code for tests.
 #pragma once
 
-#include "core/plan.h"
-#include "core/topology.h"
-#include "core/workload.h"
+#include "core/cluster/topology.h"
+#include "core/plan/plan.h"
+#include "core/workload/workload.h"
 
 namespace meshplan::testing {
 

@@ -8,7 +8,7 @@
 
 #include <cmath>
 
-#include "core/topology_toml.h"
+#include "core/cluster/topology_toml.h"
 #include "planner/schemes/registry.h"
 #include "planner/search.h"
 #include "planner/strategy.h"

@@ -4,7 +4,7 @@
 // ("Simulated vs estimated") explains the difference.
 #include <gtest/gtest.h>
 
-#include "core/topology_toml.h"
+#include "core/cluster/topology_toml.h"
 #include "planner/schemes/registry.h"
 #include "planner/search.h"
 #include "planner/strategy.h"

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/schedule.h"
-#include "core/topology.h"
+#include "core/cluster/topology.h"
+#include "core/plan/schedule.h"
 
 namespace meshplan::sim::testing {
 

@@ -3,7 +3,7 @@
 // leaves a node over the node's NICs.
 #include <gtest/gtest.h>
 
-#include "core/kernel_time.h"
+#include "core/cost/kernel_time.h"
 #include "simulator/simulate.h"
 #include "simulator/simulation_timer.h"
 #include "tests/planner/test_cluster.h"

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/topology_toml.h"
+#include "core/cluster/topology_toml.h"
 #include "planner/schemes/registry.h"
 #include "planner/search.h"
 #include "simulator/flow_network.h"

@@ -3,7 +3,7 @@
 // both grow by exactly the lag, once per run; otherwise neither moves.
 #include <gtest/gtest.h>
 
-#include "core/kernel_time.h"
+#include "core/cost/kernel_time.h"
 #include "planner/evaluate_plan.h"
 #include "planner/strategy.h"
 #include "simulator/simulation_timer.h"

@@ -1,7 +1,7 @@
 // Golden timings of the simulator, with the arithmetic written out. Time is integer nanoseconds.
 #include <gtest/gtest.h>
 
-#include "core/kernel_time.h"
+#include "core/cost/kernel_time.h"
 #include "planner/schemes/registry.h"
 #include "planner/strategy.h"
 #include "simulator/simulate.h"

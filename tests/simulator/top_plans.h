@@ -6,8 +6,8 @@
 
 #include <string>
 
-#include "core/plan.h"
-#include "core/topology.h"
+#include "core/cluster/topology.h"
+#include "core/plan/plan.h"
 #include "planner/context.h"
 #include "planner/plan_schedule.h"
 #include "planner/schemes/registry.h"

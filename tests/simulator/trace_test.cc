@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/json_writer.h"
+#include "core/base/json_writer.h"
 #include "planner/context.h"
 #include "planner/schemes/registry.h"
 #include "planner/strategy.h"

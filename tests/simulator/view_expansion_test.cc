@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "core/topology_toml.h"
+#include "core/cluster/topology_toml.h"
 #include "planner/context.h"
 #include "planner/plan_schedule.h"
 #include "planner/schemes/registry.h"

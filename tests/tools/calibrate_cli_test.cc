@@ -15,7 +15,7 @@
 #include <sstream>
 #include <string>
 
-#include "core/topology_toml.h"
+#include "core/cluster/topology_toml.h"
 
 namespace meshplan {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "core/topology_toml.h"
+#include "core/cluster/topology_toml.h"
 #include "tests/tools/cli_fixture.h"
 
 namespace meshplan {

@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <string>
 
-#include "core/topology_toml.h"
+#include "core/cluster/topology_toml.h"
 #include "tests/tools/cli_fixture.h"
 #include "tests/tools/json_reader.h"
 

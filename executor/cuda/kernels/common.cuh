@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-#include "core/mask_rule.h"
+#include "core/sequence/mask_rule.h"
 #include "executor/cuda/attention_kernels.h"
 
 namespace meshplan::exec::cuda::kern {
@@ -114,7 +114,7 @@ __device__ __forceinline__ int32_t DocOf(const DeviceMask& m, int64_t t) {
   return lo - 1;
 }
 
-// The rule's view of a device mask (core/mask_rule.h).
+// The rule's view of a device mask (core/sequence/mask_rule.h).
 __device__ __forceinline__ MaskParams ParamsOf(const DeviceMask& m) { return m.params; }
 
 // Visibility of (query position q, key position k); see DeviceMask.

@@ -15,9 +15,9 @@
 #include <tuple>
 #include <vector>
 
-#include "core/kernel_time.h"
-#include "core/layout.h"
-#include "core/mask.h"
+#include "core/cost/kernel_time.h"
+#include "core/sequence/layout.h"
+#include "core/sequence/mask.h"
 
 namespace meshplan::exec {
 namespace {

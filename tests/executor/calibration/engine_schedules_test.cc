@@ -7,8 +7,8 @@
 
 #include <string>
 
-#include "core/layout.h"
-#include "core/mask.h"
+#include "core/sequence/layout.h"
+#include "core/sequence/mask.h"
 #include "executor/execute.h"
 #include "executor/io/input_source.h"
 

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <thread>
 
-#include "core/attention_flops.h"
+#include "core/cost/attention_flops.h"
 
 namespace meshplan::exec {
 namespace {

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "core/temp_files.h"
+#include "core/base/temp_files.h"
 #include "executor/device/engine_outputs.h"
 #include "executor/io/npy.h"
 

@@ -1,7 +1,7 @@
 // The split of a block into fused-attention pieces (executor/kernels/attention_pieces.h):
 // hand-derived cases, and on many layouts a brute-force check that the pieces cover every visible
 // (query, key) pair exactly once and no hidden pair, the visibility of a pair in the block being
-// core/mask_rule.h's rule and in a piece being read off the piece's mask alone (so a wrong
+// core/sequence/mask_rule.h's rule and in a piece being read off the piece's mask alone (so a wrong
 // alignment, offset or band width shows up).
 #include "executor/kernels/attention_pieces.h"
 

@@ -65,7 +65,7 @@ std::vector<float> Gather(const TensorD& t, const std::vector<int64_t>& order) {
   return out;
 }
 
-// Visibility straight from the mask's definition (core/mask.h), independent of MaskRule.
+// Visibility straight from the mask's definition (core/sequence/mask.h), independent of MaskRule.
 bool Visible(const Mask& mask, int64_t q, int64_t k) {
   switch (mask.kind) {
     case MaskKind::kFull:

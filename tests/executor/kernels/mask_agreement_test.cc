@@ -1,6 +1,6 @@
 // The executor's users of the mask rule against the hand-written grids of every mask kind
-// (tests/core/mask_grids.h): the CPU kernels' MaskRule, the float64 reference's visibility, and a
-// CPU forward block whose output identifies each row's visible keys.
+// (tests/core/sequence/mask_grids.h): the CPU kernels' MaskRule, the float64 reference's
+// visibility, and a CPU forward block whose output identifies each row's visible keys.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,7 +9,7 @@
 
 #include "executor/kernels/block_kernels.h"
 #include "executor/kernels/reference.h"
-#include "tests/core/mask_grids.h"
+#include "tests/core/sequence/mask_grids.h"
 
 namespace meshplan::exec {
 namespace {

@@ -100,7 +100,7 @@ TEST(ReferenceForwardTest, ScoresAreScaledByOneOverSqrtD) {
 
 // With k = 0 every visible score is 0, so O_i is the mean of v over the keys row i sees and
 // LSE_i = log(number of keys seen). v_j = 2^j makes the mean identify the set. The visible sets
-// below are written out by hand from the mask definitions in core/mask.h (S = 6).
+// below are written out by hand from the mask definitions in core/sequence/mask.h (S = 6).
 struct VisibleSetCase {
   std::string name;
   Mask mask;

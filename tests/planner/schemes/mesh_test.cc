@@ -12,8 +12,8 @@
 #include <tuple>
 #include <vector>
 
-#include "core/schedule.h"
-#include "core/topology.h"
+#include "core/cluster/topology.h"
+#include "core/plan/schedule.h"
 #include "planner/context.h"
 #include "planner/schemes/registry.h"
 #include "planner/strategy.h"

@@ -1,0 +1,95 @@
+#include "core/cluster/cluster_template.h"
+
+#include <array>
+#include <cstdio>
+#include <utility>
+
+namespace meshplan {
+namespace {
+
+// Each GPU and the shipped file that describes it (docs: topologies/README.md).
+constexpr std::array<std::pair<std::string_view, std::string_view>, 5> kGpuFiles = {{
+    {"h100", "dgx-h100-1node"},
+    {"h200", "hgx-h200-32gpu"},
+    {"h800", "dgx-h800-1node"},
+    {"a100", "dgx-a100-1node"},
+    {"gb200", "gb200-nvl72-4rack"},
+}};
+
+std::string GpuNames() {
+  std::string out;
+  for (const auto& [gpu, file] : kGpuFiles) out += (out.empty() ? "" : ", ") + std::string(gpu);
+  return out;
+}
+
+std::string Number(double x) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%g", x);
+  return buffer;
+}
+
+}  // namespace
+
+Result<std::string> ShippedClusterOfGpu(std::string_view gpu) {
+  for (const auto& [name, file] : kGpuFiles) {
+    if (gpu == name) return std::string(file);
+  }
+  return Status::Invalid("--gpu: unknown GPU '" + std::string(gpu) + "' (known: " + GpuNames() +
+                         ")");
+}
+
+Result<Topology> MakeCluster(const ClusterTemplate& t, const Topology& source) {
+  if (t.nodes < 1) return Status::Invalid("--nodes: must be at least 1");
+  if (t.gpus_per_node < 1) return Status::Invalid("--gpus-per-node: must be at least 1");
+  if (!(t.nic_gbits > 0 && t.nic_gbits <= 1600))
+    return Status::Invalid("--nic-gbps: must be in (0, 1600] Gb/s per GPU");
+  if (source.levels.empty()) return Status::Invalid(source.source + ": has no levels");
+  const NetworkLevel& nvlink = source.levels.front();
+  if (t.gpus_per_node > nvlink.group_size) {
+    return Status::Invalid("--gpus-per-node: " + std::to_string(t.gpus_per_node) +
+                           " is more than one " + source.gpu.model + " NVLink domain holds (" +
+                           std::to_string(nvlink.group_size) + ", " + source.source + ")");
+  }
+  Topology out;
+  out.name = t.name.empty()
+                 ? t.gpu + "-" + std::to_string(t.nodes) + "x" + std::to_string(t.gpus_per_node)
+                 : t.name;
+  out.description = std::to_string(t.nodes) + " x " + std::to_string(t.gpus_per_node) + " " +
+                    source.gpu.model + ", NVLink in the node, one " + Number(t.nic_gbits) +
+                    " Gb/s NIC per GPU (meshplan topo new)";
+  out.source = out.name;
+  out.gpu = source.gpu;
+  out.framework = source.framework;
+  NetworkLevel node = nvlink;
+  node.group_size = t.gpus_per_node;
+  out.levels.push_back(node);
+  NetworkLevel net;
+  net.name = "net";
+  net.kind = LinkKind::kRailFatTree;
+  net.group_size = t.nodes;
+  net.bandwidth_bytes_per_s = t.nic_gbits / 8.0 * 1e9;
+  net.latency_s = source.levels.size() > 1 ? source.levels[1].latency_s : 5e-6;
+  net.oversubscription = 1.0;
+  out.levels.push_back(net);
+  MESHPLAN_RETURN_IF_ERROR(out.Validate());
+  return out;
+}
+
+std::string ClusterHeader(const ClusterTemplate& t, const std::string& source_name) {
+  return "# Written by `meshplan topo new --gpu " + t.gpu + " --nodes " + std::to_string(t.nodes) +
+         " --gpus-per-node " + std::to_string(t.gpus_per_node) + " --nic-gbps " +
+         Number(t.nic_gbits) +
+         "`.\n"
+         "# [gpu] (memory, HBM, peak rates, every attention library's kernel curve) and the\n"
+         "# nvlink level are the shipped topologies/" +
+         source_name +
+         ".toml's, where each number has its source.\n"
+         "# net: one NIC per GPU at " +
+         Number(t.nic_gbits) + " Gb/s = " + Number(t.nic_gbits / 8.0) +
+         " GB/s per direction, a non-blocking rail-optimised\n"
+         "# fat tree, the latency of that file's network. Replace the levels' bandwidth and "
+         "latency\n"
+         "# with measured bus bandwidths (nccl-tests) when you have them (topologies/README.md).\n";
+}
+
+}  // namespace meshplan

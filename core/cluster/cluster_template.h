@@ -1,0 +1,39 @@
+// `meshplan topo new`: a cluster file from a few numbers, so that no one guesses a GPU's rates or
+// kernel curves. The GPU's numbers (memory, HBM, peaks, attention kernel curves) and its NVLink
+// come from the shipped cluster file of that GPU, where every number has its source; the network
+// between nodes is one NIC per GPU at the rate given.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "core/base/status.h"
+#include "core/cluster/topology.h"
+
+namespace meshplan {
+
+struct ClusterTemplate {
+  std::string gpu;            // h100, h200, h800, a100, gb200
+  int64_t nodes = 1;          // nodes (GB200: NVL72 racks)
+  int64_t gpus_per_node = 8;  // GPUs in one NVLink domain
+  double nic_gbits = 400;     // each GPU's NIC, Gb/s (per direction)
+  std::string name;           // the cluster's name ("" : gpu-NxG)
+};
+
+// The shipped cluster file (by name) whose GPU and NVLink a template of `gpu` takes. Errors: an
+// unknown GPU, listing the known ones.
+Result<std::string> ShippedClusterOfGpu(std::string_view gpu);
+
+// The cluster: `source`'s GPU (every curve) and its innermost level with group_size =
+// gpus_per_node, then a level "net" (rail-optimised fat tree, non-blocking, the source's latency
+// between nodes or 5 us) of `nodes` groups at nic_gbits / 8 GB/s per GPU. Errors name the flag:
+// sizes below 1, more GPUs per node than the source's NVLink domain holds, a NIC rate not in (0,
+// 1600] Gb/s.
+Result<Topology> MakeCluster(const ClusterTemplate& t, const Topology& source);
+
+// Comment lines that head the written file: the command, where each number comes from, and what to
+// replace with measurements.
+std::string ClusterHeader(const ClusterTemplate& t, const std::string& source_name);
+
+}  // namespace meshplan

@@ -1,0 +1,82 @@
+// Kernel time model shared by the planner's estimates and the simulator's compute model.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "core/base/dtype.h"
+#include "core/cluster/topology.h"
+#include "core/workload/workload.h"
+
+namespace meshplan {
+
+// FLOP rate of the GPU's active attention kernel (GpuSpec::attention_kernel) on blocks with
+// `block_tokens` tokens on their shorter side at `head_dim`: peak(dtype) *
+// efficiency(block_tokens) * HeadDimRateFactor(head_dim). The planner and the simulator both
+// take their forward rate from here.
+inline double AttentionFlopsPerSecond(const GpuSpec& gpu, DType dtype, int64_t head_dim,
+                                      int64_t block_tokens) {
+  return gpu.PeakFlopsPerSecond(dtype) * gpu.Efficiency(block_tokens) *
+         gpu.HeadDimRateFactor(head_dim);
+}
+
+// Seconds to run `flops` of attention as `launches` kernels whose blocks have `block_tokens`
+// tokens on their shorter side, on a rank with a device of its own: flops /
+// AttentionFlopsPerSecond + launches * launch overhead. A GPU without a peak for dtype
+// contributes no FLOP time (callers reject such workloads first: Topology::SupportsDType).
+inline double UnsharedKernelSeconds(const GpuSpec& gpu, DType dtype, int64_t head_dim, double flops,
+                                    int64_t block_tokens, int64_t launches) {
+  const double rate = AttentionFlopsPerSecond(gpu, dtype, head_dim, block_tokens);
+  return (rate > 0 ? flops / rate : 0.0) + static_cast<double>(launches) * gpu.launch_overhead_s;
+}
+
+// Seconds a ring step's partials of `bytes` take to cross HBM GpuSpec::ring_step_partial_passes
+// times (their merge into the running partials, beyond the kernel). The planner charges it on
+// every ring step after the first; the simulator on compute ops that carry partial bytes.
+// 0 without passes (whatever the HBM bandwidth, so a hand-built GPU without one stays finite).
+inline double RingStepPartialSeconds(const GpuSpec& gpu, double bytes) {
+  if (gpu.ring_step_partial_passes <= 0 || bytes <= 0) return 0.0;
+  return gpu.ring_step_partial_passes * bytes / gpu.hbm_bytes_per_s;
+}
+
+// Seconds the partials of `sliced_bytes` (Op::sliced_bytes: a forward ring step's partials whose
+// causal diagonal is strict) take to cross HBM GpuSpec::sliced_merge_passes more times: the
+// library runs such a block on a slice of its rows and copies the merged slice back. Beside
+// RingStepPartialSeconds, which charges those bytes' ordinary merge. 0 without passes.
+inline double SlicedMergeSeconds(const GpuSpec& gpu, double sliced_bytes) {
+  if (gpu.sliced_merge_passes <= 0 || sliced_bytes <= 0) return 0.0;
+  return gpu.sliced_merge_passes * sliced_bytes / gpu.hbm_bytes_per_s;
+}
+
+// The framework's fixed time for a pass (Topology::framework): step_overhead_s per attention
+// call, the forward and the backward being one call each. The planner adds it to every plan's
+// time as a stage, the simulator to the replay's total.
+inline double FrameworkOverheadSeconds(const Topology& topology, Pass pass) {
+  const int calls = (HasForward(pass) ? 1 : 0) + (HasBackward(pass) ? 1 : 0);
+  return topology.framework.step_overhead_s * static_cast<double>(calls);
+}
+
+// The last rank's lag behind fair sharing of an oversubscribed device, once per run of
+// `run_s` seconds without it: GpuSpec::sharing_end_lag_s + sharing_end_lag_fraction x run_s; 0
+// unless the device is shared by more ranks than it runs at full rate under processor sharing
+// (serial sharing's staggered ends are modelled op by op). The planner adds it to every plan's
+// time beside the framework's overhead, the simulator to the replay's total, each with its own
+// lag-free time as run_s.
+inline double SharedDeviceEndLagSeconds(const GpuSpec& gpu, double run_s) {
+  if (gpu.sharing != DeviceSharing::kProcessor || gpu.ranks_per_device <= 1 ||
+      static_cast<double>(gpu.ranks_per_device) <= gpu.concurrent_kernels) {
+    return 0.0;
+  }
+  return gpu.sharing_end_lag_s + gpu.sharing_end_lag_fraction * std::max(0.0, run_s);
+}
+
+// The planner's kernel time: UnsharedKernelSeconds slowed by the ranks that share the device, all
+// computing at once (GpuSpec::SharedComputeSlowdown). The simulator times kernels unshared and
+// divides the device among the kernels actually running (simulator/shared_device.h).
+inline double KernelSeconds(const GpuSpec& gpu, DType dtype, int64_t head_dim, double flops,
+                            int64_t block_tokens, int64_t launches) {
+  return UnsharedKernelSeconds(gpu, dtype, head_dim, flops, block_tokens, launches) *
+         gpu.SharedComputeSlowdown();
+}
+
+}  // namespace meshplan

@@ -1,0 +1,141 @@
+#include "core/sequence/layout.h"
+
+#include <algorithm>
+
+namespace meshplan {
+
+std::string_view LayoutName(Layout layout) {
+  switch (layout) {
+    case Layout::kContiguous:
+      return "contiguous";
+    case Layout::kZigzag:
+      return "zigzag";
+    case Layout::kStriped:
+      return "striped";
+    case Layout::kBalanced:
+      return "balanced";
+  }
+  return "contiguous";
+}
+
+Result<Layout> ParseLayout(std::string_view text) {
+  for (Layout l : {Layout::kContiguous, Layout::kZigzag, Layout::kStriped, Layout::kBalanced}) {
+    if (text == LayoutName(l)) return l;
+  }
+  return Status::Invalid("unknown layout '" + std::string(text) +
+                         "' (expected contiguous, zigzag, striped or balanced)");
+}
+
+Status ShardLayout::Validate(const Mask& mask) const {
+  const int64_t pieces = RangesPerShard() * num_shards;
+  if (num_shards < 1 || subdivide < 1) return Status::Invalid("layout needs at least one shard");
+  const int64_t unit = pieces * subdivide;
+  if (seq_len % unit != 0) {
+    const int64_t below = seq_len / unit * unit, above = below + unit;
+    return Status::Invalid(
+        "sequence length " + std::to_string(seq_len) + " is not divisible by " +
+        std::to_string(unit) + " (" + std::string(LayoutName(kind)) +
+        " layout: " + std::to_string(pieces) + " chunks x " + std::to_string(subdivide) +
+        " sub-shards); nearest multiples: " + (below > 0 ? std::to_string(below) + " and " : "") +
+        std::to_string(above));
+  }
+  if (kind == Layout::kStriped && mask.kind != MaskKind::kFull && mask.kind != MaskKind::kCausal) {
+    return Status::Invalid("the striped layout supports only full and causal masks");
+  }
+  if (kind == Layout::kBalanced && balanced == nullptr) {
+    return Status::Invalid(
+        "the balanced layout (load-balanced dispatch) has no chunk map here: the scheme "
+        "did not make one, or its chunks do not divide into the sub-shards");
+  }
+  return Status::Ok();
+}
+
+ShardLayout MakeShardLayout(Layout kind, const PairCounter& counter, int64_t shards,
+                            int64_t subdivide) {
+  ShardLayout layout{kind, counter.seq_len(), shards, subdivide};
+  const int64_t unit = shards * kBalancedChunksPerShard * subdivide;
+  if (kind == Layout::kBalanced && shards >= 1 && subdivide >= 1 && counter.seq_len() % unit == 0) {
+    layout.balanced = BalanceChunks(counter, shards, kBalancedChunksPerShard);
+  }
+  return layout;
+}
+
+std::vector<TokenRange> ShardLayout::Ranges(int64_t shard) const {
+  if (kind == Layout::kBalanced) {
+    const int64_t k = balanced->chunks_per_shard, c = balanced->chunk_tokens;
+    std::vector<TokenRange> out;
+    out.reserve(static_cast<size_t>(k));
+    for (int64_t i = shard * k; i < (shard + 1) * k; ++i) {
+      const int64_t x = balanced->chunks_of_shard[i];
+      out.push_back({x * c, (x + 1) * c});
+    }
+    return out;
+  }
+  if (kind == Layout::kZigzag) {
+    const int64_t c = seq_len / (2 * num_shards);
+    const int64_t other = 2 * num_shards - 1 - shard;
+    return {{shard * c, (shard + 1) * c}, {other * c, (other + 1) * c}};
+  }
+  const int64_t n = seq_len / num_shards;
+  return {{shard * n, (shard + 1) * n}};
+}
+
+std::vector<TokenRange> ShardLayout::SubRanges(int64_t sub) const {
+  const int64_t shard = sub / subdivide, part = sub % subdivide;
+  std::vector<TokenRange> out;
+  for (const TokenRange& r : Ranges(shard)) {
+    const int64_t piece = r.size() / subdivide;
+    out.push_back({r.begin + part * piece, r.begin + (part + 1) * piece});
+  }
+  return out;
+}
+
+int64_t ShardLayout::RangesPerShard() const {
+  if (kind == Layout::kZigzag) return 2;
+  return kind == Layout::kBalanced ? kBalancedChunksPerShard : 1;
+}
+
+int64_t ShardLayout::KernelBlockTokens() const {
+  if (kind == Layout::kZigzag) return seq_len / (2 * num_shards);
+  if (kind == Layout::kBalanced) return seq_len / (kBalancedChunksPerShard * num_shards);
+  return seq_len / num_shards;
+}
+
+double BlockWork::CutRowsPerPair() const {
+  return pairs > 0 ? static_cast<double>(cut_rows) / static_cast<double>(pairs) : 0.0;
+}
+
+void AddRectangleWork(const PairCounter& counter, TokenRange q, TokenRange k, BlockWork* work) {
+  const int64_t pairs = counter.Count(q.begin, q.end, k.begin, k.end);
+  work->pairs += pairs;
+  if (pairs > 0 && pairs < q.size() * k.size())
+    work->cut_rows += counter.CutRows(q.begin, q.end, k.begin, k.end);
+}
+
+int64_t ShardLayout::BlockPairs(const PairCounter& counter, int64_t q_shard,
+                                int64_t kv_shard) const {
+  return Work(counter, q_shard, kv_shard).pairs;
+}
+
+BlockWork ShardLayout::Work(const PairCounter& counter, int64_t q_shard, int64_t kv_shard) const {
+  BlockWork work;
+  if (kind == Layout::kStriped) {
+    // q = i + N*m, k = j + N*l with m, l in [0, n). Full: n^2. Causal: k <= q iff l < m, or
+    // l == m and j <= i: n(n-1)/2 + (j <= i ? n : 0). Row m sees m keys (m + 1 when j <= i): every
+    // row is cut but the one that sees none (m = 0, j > i) or all (m = n - 1, j <= i): n - 1.
+    const int64_t n = seq_len / num_shards;
+    if (counter.mask().kind == MaskKind::kFull) {
+      work.pairs = n * n;
+    } else {
+      work.pairs = n * (n - 1) / 2 + (kv_shard <= q_shard ? n : 0);
+      work.cut_rows = n - 1;
+    }
+    return work;
+  }
+  for (const TokenRange& q : Ranges(q_shard)) {
+    for (const TokenRange& k : Ranges(kv_shard)) AddRectangleWork(counter, q, k, &work);
+  }
+  return work;
+}
+
+}  // namespace meshplan

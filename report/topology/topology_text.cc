@@ -1,0 +1,96 @@
+#include "report/topology/topology_text.h"
+
+#include <cstdio>
+
+#include "core/base/units.h"
+
+namespace meshplan::report {
+namespace {
+
+// The GPU's lines: model, memory, peaks, kernel curves and the model's per-GPU terms.
+std::string GpuText(const Topology& t) {
+  char buffer[256];
+  std::string out = "name:        " + t.name + "\n";
+  if (!t.description.empty()) out += "description: " + t.description + "\n";
+  out += "source:      " + t.source + "\n";
+  out += "GPUs:        " + std::to_string(t.num_gpus()) + " x " + t.gpu.model + "\n";
+  std::snprintf(buffer, sizeof buffer,
+                "memory:      %s per GPU, HBM %.0f GB/s, launch overhead %.1f us\n",
+                FormatBytes(t.gpu.memory_bytes).c_str(), t.gpu.hbm_bytes_per_s / 1e9,
+                t.gpu.launch_overhead_s * 1e6);
+  out += buffer;
+  out += "peak:       ";
+  for (const auto& [dtype, tflops] : t.gpu.peak_tflops) {
+    std::snprintf(buffer, sizeof buffer, " %s %.4g TFLOP/s", std::string(DTypeName(dtype)).c_str(),
+                  tflops);
+    out += buffer;
+  }
+  std::string others;
+  for (const auto& [name, curve] : t.gpu.attention_kernels) {
+    if (name != t.gpu.attention_kernel) others += (others.empty() ? "" : ", ") + name;
+  }
+  out += "\nattention kernel: " + t.gpu.attention_kernel +
+         (others.empty() ? "" : " (curves also for " + others + ": --attention-kernel)");
+  if (t.gpu.efficiency_head_dim > 0) {
+    std::snprintf(buffer, sizeof buffer, "\nattention efficiency (d = %lld):",
+                  static_cast<long long>(t.gpu.efficiency_head_dim));
+    out += buffer;
+  } else {
+    out += "\nattention efficiency:";
+  }
+  for (const EfficiencyPoint& p : t.gpu.attention_efficiency) {
+    std::snprintf(buffer, sizeof buffer, " %s:%.0f%%", FormatCount(p.block_tokens).c_str(),
+                  p.efficiency * 100);
+    out += buffer;
+  }
+  if (t.gpu.backward_rate_ratio != 1.0) {
+    std::snprintf(buffer, sizeof buffer, "\nbackward kernels at %.3gx the forward's rate",
+                  t.gpu.backward_rate_ratio);
+    out += buffer;
+  }
+  if (t.gpu.pair_overhead_flops > 0) {
+    std::snprintf(buffer, sizeof buffer,
+                  "\nnon-matmul work %.3g FLOPs per pair and head (d = 64 runs at %.2fx, d = 32 at "
+                  "%.2fx the rate of d = %lld)",
+                  t.gpu.pair_overhead_flops, t.gpu.HeadDimRateFactor(64),
+                  t.gpu.HeadDimRateFactor(32), static_cast<long long>(t.gpu.efficiency_head_dim));
+    out += buffer;
+  }
+  if (t.gpu.ranks_per_device > 1) {
+    std::snprintf(buffer, sizeof buffer,
+                  "\nshared device: %lld ranks per device, %.3g kernels at full rate, %s sharing",
+                  static_cast<long long>(t.gpu.ranks_per_device), t.gpu.concurrent_kernels,
+                  std::string(DeviceSharingName(t.gpu.sharing)).c_str());
+    out += buffer;
+  }
+  return out;
+}
+
+// The network levels, innermost first, one line each.
+std::string LevelsText(const Topology& t) {
+  char buffer[256];
+  std::string out = "\nlevels (innermost first):\n";
+  for (int i = 0; i < t.num_levels(); ++i) {
+    const NetworkLevel& l = t.levels[i];
+    std::snprintf(
+        buffer, sizeof buffer,
+        "  %d %-8s %-13s group %-5lld (%lld GPUs) %7.1f GB/s per GPU per direction, %.2f us, "
+        "oversubscription %.2g",
+        i, l.name.c_str(), std::string(LinkKindName(l.kind)).c_str(),
+        static_cast<long long>(l.group_size), static_cast<long long>(t.Span(i)),
+        l.bandwidth_bytes_per_s / 1e9, l.latency_s * 1e6, l.oversubscription);
+    out += buffer;
+    if (!l.torus_dims.empty()) {
+      out += ", dims";
+      for (int64_t d : l.torus_dims) out += " " + std::to_string(d);
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string TopologyText(const Topology& t) { return GpuText(t) + LevelsText(t); }
+
+}  // namespace meshplan::report

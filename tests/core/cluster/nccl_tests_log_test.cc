@@ -1,0 +1,74 @@
+// ParseNcclTestsLog (core/cluster/nccl_tests_log.h) on a log laid out as nccl-tests prints it; the
+// expected values are read off the sample by hand.
+#include "core/cluster/nccl_tests_log.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace meshplan {
+namespace {
+
+// all_reduce_perf -b 8 -e 8G -f 2 -g 1 under mpirun on two hosts of 2 GPUs each (rows cut down).
+constexpr const char* kLog =
+    "# nThread 1 nGpus 1 minBytes 8 maxBytes 8589934592 step: 2(factor) warmup iters: 5 iters: 20\n"
+    "#\n"
+    "# Using devices\n"
+    "#  Rank  0 Group  0 Pid  11 on     node-a device  0 [0x18] NVIDIA H100 80GB HBM3\n"
+    "#  Rank  1 Group  0 Pid  12 on     node-a device  1 [0x2a] NVIDIA H100 80GB HBM3\n"
+    "#  Rank  2 Group  0 Pid  13 on     node-b device  0 [0x18] NVIDIA H100 80GB HBM3\n"
+    "#  Rank  3 Group  0 Pid  14 on     node-b device  1 [0x2a] NVIDIA H100 80GB HBM3\n"
+    "#\n"
+    "#                                                 out-of-place                       "
+    "in-place\n"
+    "#       size         count      type   redop    root     time   algbw   busbw #wrong     time "
+    "  algbw   busbw #wrong\n"
+    "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us) "
+    " (GB/s)  (GB/s)\n"
+    "           8             2     float     sum      -1    36.25    0.00    0.00      0    35.80 "
+    "   0.00    0.00      0\n"
+    "     1048576        262144     float     sum      -1    120.5    8.70   13.05      0    119.8 "
+    "   8.75   13.13      0\n"
+    "  4294967296    1073741824     float     sum      -1  48375.3   88.78  133.17      0  48359.7 "
+    "  88.81  133.22      0\n"
+    "  8589934592    2147483648     float     sum      -1  96210.1   89.28  133.92      0  96300.2 "
+    "  89.20  133.80      0\n"
+    "# Out of bounds values : 0 OK\n"
+    "# Avg bus bandwidth    : 70.04\n"
+    "#\n";
+
+TEST(NcclTestsLog, ReadsRanksHostsDeviceAndThePeakBusBandwidth) {
+  auto r = ParseNcclTestsLog(kLog, "ar.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->ranks, 4);  // four "# Rank" lines
+  EXPECT_EQ(r->hosts, 2);  // node-a and node-b
+  EXPECT_EQ(r->device, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(r->rows, 4);
+  // The highest busbw of all eight columns: out-of-place 133.92 at 8589934592 bytes (in-place
+  // 133.80 there, 133.22 at 4 GiB).
+  EXPECT_DOUBLE_EQ(r->peak_busbw_GBps, 133.92);
+  EXPECT_EQ(r->peak_bytes, 8589934592);
+}
+
+TEST(NcclTestsLog, RefusesALogWithoutRowsAndAMalformedRow) {
+  auto none = ParseNcclTestsLog("# nThread 1\n# nothing measured\n", "empty.log");
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().code(), ErrorCode::kInvalidInput);
+  EXPECT_EQ(none.status().message().rfind("empty.log: no nccl-tests result rows", 0), 0u)
+      << none.status().message();
+
+  const std::string header =
+      "#  size count type redop root time algbw busbw #wrong time algbw busbw #wrong\n";
+  auto short_row = ParseNcclTestsLog(header + "8 2 float sum -1 36.25 0.00\n", "short.log");
+  ASSERT_FALSE(short_row.ok());
+  EXPECT_EQ(short_row.status().message(),
+            "short.log:2: a result row with 7 columns, the header has 13");
+
+  auto bad =
+      ParseNcclTestsLog(header + "8 2 float sum -1 36.25 0.00 nan 0 35.8 0.00 0.00 0\n", "bad.log");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(), "bad.log:2: busbw 'nan' is not a finite number >= 0");
+}
+
+}  // namespace
+}  // namespace meshplan

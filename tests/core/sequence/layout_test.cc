@@ -1,0 +1,250 @@
+#include "core/sequence/layout.h"
+
+#include <gtest/gtest.h>
+
+namespace meshplan {
+namespace {
+
+// Shard of token t under each layout, written from the definitions in layout.h.
+int64_t ShardOf(Layout kind, int64_t seq, int64_t shards, int64_t t) {
+  switch (kind) {
+    case Layout::kContiguous:
+      return t / (seq / shards);
+    case Layout::kZigzag: {
+      const int64_t chunk = t / (seq / (2 * shards));
+      return chunk < shards ? chunk : 2 * shards - 1 - chunk;
+    }
+    case Layout::kStriped:
+      return t % shards;
+    case Layout::kBalanced:  // chunks chosen by work: tests/core/sequence/balanced_dispatch_test.cc
+      break;
+  }
+  return -1;
+}
+
+bool Allowed(const Mask& mask, int64_t q, int64_t k) {
+  switch (mask.kind) {
+    case MaskKind::kFull:
+      return true;
+    case MaskKind::kCausal:
+      return k <= q;
+    case MaskKind::kWindow:
+      return q - mask.window < k && k <= q;
+    case MaskKind::kDocuments:
+    case MaskKind::kDocumentsFull: {
+      int64_t start = 0;
+      for (int64_t length : mask.document_lengths) {
+        if (q < start + length) {
+          return start <= k && (mask.kind == MaskKind::kDocuments ? k <= q : k < start + length);
+        }
+        start += length;
+      }
+      return false;
+    }
+    case MaskKind::kPrefix:
+      return k < mask.prefix || k <= q;
+  }
+  return false;
+}
+
+int64_t BruteBlockPairs(Layout kind, const Mask& mask, int64_t seq, int64_t shards, int64_t i,
+                        int64_t j) {
+  int64_t n = 0;
+  for (int64_t q = 0; q < seq; ++q) {
+    if (ShardOf(kind, seq, shards, q) != i) continue;
+    for (int64_t k = 0; k < seq; ++k) {
+      if (ShardOf(kind, seq, shards, k) == j && Allowed(mask, q, k)) ++n;
+    }
+  }
+  return n;
+}
+
+TEST(LayoutTest, NamesRoundTrip) {
+  for (Layout l : {Layout::kContiguous, Layout::kZigzag, Layout::kStriped}) {
+    EXPECT_EQ(*ParseLayout(LayoutName(l)), l);
+  }
+  auto bad = ParseLayout("zig-zag");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("zig-zag"), std::string::npos);
+}
+
+TEST(LayoutTest, ZigzagRangesByHand) {
+  // S = 16, N = 4: 8 chunks of 2 tokens; shard i holds chunks i and 7 - i.
+  ShardLayout layout{Layout::kZigzag, 16, 4, 1};
+  auto r0 = layout.Ranges(0);
+  ASSERT_EQ(r0.size(), 2u);
+  EXPECT_EQ(r0[0].begin, 0);
+  EXPECT_EQ(r0[0].end, 2);
+  EXPECT_EQ(r0[1].begin, 14);
+  EXPECT_EQ(r0[1].end, 16);
+  auto r1 = layout.Ranges(1);
+  EXPECT_EQ(r1[0].begin, 2);
+  EXPECT_EQ(r1[1].begin, 12);
+  auto r3 = layout.Ranges(3);  // the middle two chunks: [6, 8) and [8, 10)
+  EXPECT_EQ(r3[0].begin, 6);
+  EXPECT_EQ(r3[0].end, 8);
+  EXPECT_EQ(r3[1].begin, 8);
+  EXPECT_EQ(r3[1].end, 10);
+  EXPECT_EQ(layout.shard_tokens(), 4);
+  EXPECT_EQ(layout.KernelBlockTokens(), 2);
+}
+
+TEST(LayoutTest, ContiguousRangesAndSubRanges) {
+  ShardLayout contiguous{Layout::kContiguous, 12, 3, 1};
+  auto r2 = contiguous.Ranges(2);
+  ASSERT_EQ(r2.size(), 1u);
+  EXPECT_EQ(r2[0].begin, 8);
+  EXPECT_EQ(r2[0].end, 12);
+  EXPECT_EQ(contiguous.KernelBlockTokens(), 4);
+
+  // Zigzag S = 32, N = 4, U = 2: chunks of 4; shard 0 = [0,4) + [28,32).
+  // Sub-shard 0 takes the first half of each range, sub-shard 1 the second.
+  ShardLayout sub{Layout::kZigzag, 32, 4, 2};
+  auto s0 = sub.SubRanges(0), s1 = sub.SubRanges(1), s7 = sub.SubRanges(7);
+  ASSERT_EQ(s0.size(), 2u);
+  EXPECT_EQ(s0[0].begin, 0);
+  EXPECT_EQ(s0[0].end, 2);
+  EXPECT_EQ(s0[1].begin, 28);
+  EXPECT_EQ(s0[1].end, 30);
+  EXPECT_EQ(s1[0].begin, 2);
+  EXPECT_EQ(s1[1].begin, 30);
+  // Sub-shard 7 = shard 3, part 1: shard 3 = [12,16) + [16,20) -> [14,16) + [18,20).
+  EXPECT_EQ(s7[0].begin, 14);
+  EXPECT_EQ(s7[1].begin, 18);
+  EXPECT_EQ(s7[1].end, 20);
+}
+
+TEST(LayoutTest, BlockPairsMatchBruteForce) {
+  const int64_t seq = 48;
+  std::vector<Mask> masks = {Mask::Full(),
+                             Mask::Causal(),
+                             Mask::Window(5),
+                             Mask::Window(13),
+                             Mask::Documents({7, 1, 20, 12, 8}),
+                             Mask::Documents({7, 1, 20, 12, 8}, true),
+                             Mask::Prefix(10),
+                             Mask::Prefix(30)};
+  for (int64_t shards : {1, 2, 3, 4, 6}) {
+    for (Layout kind : {Layout::kContiguous, Layout::kZigzag, Layout::kStriped}) {
+      for (const Mask& mask : masks) {
+        ShardLayout layout{kind, seq, shards, 1};
+        if (!layout.Validate(mask).ok()) continue;  // striped: full and causal only
+        PairCounter counter(mask, seq);
+        int64_t total = 0;
+        for (int64_t i = 0; i < shards; ++i) {
+          for (int64_t j = 0; j < shards; ++j) {
+            const int64_t pairs = layout.BlockPairs(counter, i, j);
+            EXPECT_EQ(pairs, BruteBlockPairs(kind, mask, seq, shards, i, j))
+                << LayoutName(kind) << " " << mask.ToString() << " N=" << shards << " block " << i
+                << "," << j;
+            total += pairs;
+          }
+        }
+        EXPECT_EQ(total, counter.Total()) << LayoutName(kind) << " " << mask.ToString();
+      }
+    }
+  }
+}
+
+TEST(LayoutTest, ZigzagCausalBlocksFollowTheClosedForm) {
+  // Each zigzag shard has chunks i and 2N-1-i of c = S/(2N) tokens. For i != j exactly two of
+  // the four chunk pairs lie fully below the diagonal: 2c^2. On the diagonal two chunk pairs
+  // are triangles c(c+1)/2 and one is full: 2c^2 + c.
+  for (auto [seq, shards] : {std::pair<int64_t, int64_t>{64, 4}, {96, 8}, {1 << 20, 16}}) {
+    ShardLayout layout{Layout::kZigzag, seq, shards, 1};
+    PairCounter counter(Mask::Causal(), seq);
+    const int64_t c = seq / (2 * shards);
+    for (int64_t i = 0; i < shards; ++i) {
+      for (int64_t j = 0; j < shards; ++j) {
+        EXPECT_EQ(layout.BlockPairs(counter, i, j), 2 * c * c + (i == j ? c : 0))
+            << "S=" << seq << " N=" << shards << " block " << i << "," << j;
+      }
+    }
+  }
+}
+
+TEST(LayoutTest, StripedCausalClosedForm) {
+  // Striped S = 12, N = 3, n = 4 tokens per shard: n(n-1)/2 = 6, plus n = 4 when j <= i.
+  ShardLayout layout{Layout::kStriped, 12, 3, 1};
+  PairCounter counter(Mask::Causal(), 12);
+  EXPECT_EQ(layout.BlockPairs(counter, 0, 0), 10);
+  EXPECT_EQ(layout.BlockPairs(counter, 0, 2), 6);
+  EXPECT_EQ(layout.BlockPairs(counter, 2, 0), 10);
+}
+
+TEST(LayoutTest, CutRowsAreTheRowsTheMaskCutsInEachRectangle) {
+  // Zigzag causal, chunks of c: off the diagonal the two visible chunk pairs are whole (every key
+  // before every query) and the other two hidden: no cut row however cut the block is. On the
+  // diagonal each of the two triangles has c - 1 cut rows (row r of a chunk sees r + 1 of its c
+  // keys) and the third chunk pair is whole: 2(c - 1) cut rows over 2c^2 + c pairs.
+  {
+    const int64_t seq = 64, shards = 4, c = seq / (2 * shards);
+    ShardLayout layout{Layout::kZigzag, seq, shards, 1};
+    PairCounter counter(Mask::Causal(), seq);
+    for (int64_t i = 0; i < shards; ++i) {
+      for (int64_t j = 0; j < shards; ++j) {
+        const BlockWork w = layout.Work(counter, i, j);
+        EXPECT_EQ(w.pairs, layout.BlockPairs(counter, i, j));
+        EXPECT_EQ(w.cut_rows, i == j ? 2 * (c - 1) : 0) << i << "," << j;
+      }
+    }
+    const BlockWork diagonal = layout.Work(counter, 1, 1);
+    EXPECT_DOUBLE_EQ(diagonal.CutRowsPerPair(), static_cast<double>(2 * (c - 1)) / (2 * c * c + c));
+  }
+  // Contiguous: one rectangle per block; its cut rows are the rows that see some but not all of
+  // the block's keys (brute-force counts, any mask); a full mask cuts nothing.
+  for (const Mask& mask : {Mask::Causal(), Mask::Window(5), Mask::Full()}) {
+    const int64_t seq = 24, shards = 4, n = seq / shards;
+    ShardLayout layout{Layout::kContiguous, seq, shards, 1};
+    PairCounter counter(mask, seq);
+    for (int64_t i = 0; i < shards; ++i) {
+      for (int64_t j = 0; j < shards; ++j) {
+        const int64_t pairs = BruteBlockPairs(Layout::kContiguous, mask, seq, shards, i, j);
+        const BlockWork w = layout.Work(counter, i, j);
+        EXPECT_EQ(w.pairs, pairs);
+        int64_t cut_rows = 0;
+        for (int64_t q = i * n; q < (i + 1) * n; ++q) {
+          int64_t visible = 0;
+          for (int64_t k = j * n; k < (j + 1) * n; ++k) visible += Allowed(mask, q, k) ? 1 : 0;
+          cut_rows += visible > 0 && visible < n ? 1 : 0;
+        }
+        EXPECT_EQ(w.cut_rows, cut_rows) << mask.ToString() << " " << i << "," << j;
+      }
+    }
+  }
+  // Striped causal, S = 12 over 3 shards (n = 4): shard 0 holds 0, 3, 6, 9, shard 2 holds 2, 5, 8,
+  // 11. Block (0, 0): queries 0, 3, 6, 9 see 1, 2, 3, 4 of the keys: 3 cut rows. Block (0, 2): they
+  // see 0, 1, 2, 3: 3 cut rows. Full: none.
+  ShardLayout striped{Layout::kStriped, 12, 3, 1};
+  PairCounter causal(Mask::Causal(), 12), full(Mask::Full(), 12);
+  EXPECT_EQ(striped.Work(causal, 0, 0).cut_rows, 3);
+  EXPECT_EQ(striped.Work(causal, 0, 2).cut_rows, 3);
+  EXPECT_DOUBLE_EQ(striped.Work(causal, 0, 0).CutRowsPerPair(), 3.0 / 10.0);
+  EXPECT_EQ(striped.Work(full, 0, 2).cut_rows, 0);
+  EXPECT_DOUBLE_EQ(BlockWork{}.CutRowsPerPair(), 0.0);
+}
+
+TEST(LayoutTest, ValidateMessages) {
+  ShardLayout zigzag{Layout::kZigzag, 100, 8, 1};
+  Status s = zigzag.Validate(Mask::Causal());
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("100"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("16"), std::string::npos) << s.message();  // 2N chunks
+  EXPECT_NE(s.message().find("zigzag"), std::string::npos) << s.message();
+
+  // 96 = 2 * 8 * 6 is fine for zigzag but not with 4 sub-shards (needs 64 | S).
+  EXPECT_TRUE((ShardLayout{Layout::kZigzag, 96, 8, 1}.Validate(Mask::Causal()).ok()));
+  Status sub = ShardLayout{Layout::kZigzag, 96, 8, 4}.Validate(Mask::Causal());
+  ASSERT_FALSE(sub.ok());
+  EXPECT_NE(sub.message().find("64"), std::string::npos) << sub.message();
+
+  Status striped = ShardLayout{Layout::kStriped, 64, 4, 1}.Validate(Mask::Window(8));
+  ASSERT_FALSE(striped.ok());
+  EXPECT_NE(striped.message().find("striped"), std::string::npos);
+  EXPECT_TRUE((ShardLayout{Layout::kStriped, 64, 4, 1}.Validate(Mask::Full()).ok()));
+
+  EXPECT_FALSE((ShardLayout{Layout::kContiguous, 64, 0, 1}.Validate(Mask::Causal()).ok()));
+}
+
+}  // namespace
+}  // namespace meshplan
