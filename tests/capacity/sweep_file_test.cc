@@ -178,3 +178,70 @@ TEST_F(SweepFileTest, WorkloadErrorsNameTheSweepFile) {
 
 }  // namespace
 }  // namespace meshplan::capacity
+
+namespace meshplan::capacity {
+namespace {
+
+// The planning keys every planning command takes as flags (issue 45): the values as the flags
+// parse them. Llama 3.1 8B's config (models/llama-3.1-8b.json): 32 heads, 8 KV heads, head dim
+// 4096 / 32 = 128, bf16; the file's own heads = 16 overrides the model's.
+TEST_F(SweepFileTest, PlanningKeysReadAsTheirFlags) {
+  const std::string path = Write("planning.toml", R"(model = "llama-3.1-8b"
+heads = 16
+tp = [1, 2]
+dp = 2
+framework = "megatron"
+seq_round = "up"
+attention_kernel = "fa2"
+step_overhead_ms = 0.05
+)");
+  auto settings = ReadSweepFile(path);
+  ASSERT_TRUE(settings.ok()) << settings.status().message();
+  ASSERT_TRUE(settings->model.has_value());
+  EXPECT_EQ(settings->model->name, "llama-3.1-8b");
+  EXPECT_EQ(settings->workload.q_heads, 16);  // the file's key over the model's 32
+  EXPECT_EQ(settings->workload.kv_heads, 8);
+  EXPECT_EQ(settings->workload.head_dim, 128);
+  EXPECT_EQ(settings->workload_source, path);
+  EXPECT_EQ(*settings->tps, (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(settings->dp, 2);
+  EXPECT_EQ(settings->framework, planner::Framework::kMegatron);
+  EXPECT_EQ(settings->seq_rounding, planner::SeqRounding::kUp);
+  EXPECT_EQ(settings->attention_kernel, "fa2");
+  EXPECT_DOUBLE_EQ(*settings->step_overhead_ms, 0.05);
+  // Into the spec: the same choices every point's request carries (SweepPointRequest).
+  auto spec = MakeSweepSpec(*settings);
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  EXPECT_EQ(spec->dp, 2);
+  EXPECT_EQ(spec->framework, planner::Framework::kMegatron);
+  const planner::PlanRequest request =
+      SweepPointRequest(*spec, spec->topologies.front(), /*tp=*/2, /*seq_len=*/100001);
+  EXPECT_EQ(request.degrees.tp, 2);
+  EXPECT_EQ(request.degrees.dp, 2);
+  EXPECT_EQ(request.workload.seq_len, 100001);
+  EXPECT_EQ(request.workload.q_heads, 16);
+  EXPECT_EQ(request.seq_rounding, planner::SeqRounding::kUp);
+  EXPECT_FALSE(request.partial_dtype_given);
+}
+
+TEST_F(SweepFileTest, BadPlanningKeysNameTheKey) {
+  EXPECT_NE(ErrorOf("framework = \"deepspeed\"\n").find("framework"), std::string::npos);
+  EXPECT_NE(ErrorOf("seq_round = \"nearest\"\n").find("seq_round: expected up or down"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("dp = 0\n").find("dp: expected a whole number of replicas"), std::string::npos);
+  EXPECT_NE(ErrorOf("model = 3\n").find("model: expected a string"), std::string::npos);
+  EXPECT_NE(ErrorOf("step_overhead_ms = \"1\"\n").find("step_overhead_ms: expected a number"),
+            std::string::npos);
+}
+
+TEST_F(SweepFileTest, AFrameworkMeshplanCannotPlanIsRefusedBeforeAnyPoint) {
+  const std::string path = Write("magi.toml", "framework = \"magi\"\n");
+  auto settings = ReadSweepFile(path);
+  ASSERT_TRUE(settings.ok()) << settings.status().message();
+  auto spec = MakeSweepSpec(*settings);
+  ASSERT_FALSE(spec.ok());
+  EXPECT_NE(spec.status().message().find("MagiAttention"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace meshplan::capacity
