@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "core/base/atomic_file.h"
+#include "core/base/csv_append.h"
 #include "core/base/escape.h"
 #include "core/base/toml_util.h"
 #include "core/base/units.h"
@@ -279,32 +280,20 @@ int EmitReport(const std::string& out, const std::string& text, bool quiet) {
   return kExitOk;
 }
 
+bool SameOutputFile(const std::string& a, const std::string& b) {
+  if (a.empty() || b.empty()) return false;
+  if (a == b) return true;
+  std::error_code error;
+  return std::filesystem::equivalent(a, b, error) && !error;
+}
+
 int EmitCsvReport(const std::string& out, const std::string& csv, bool append, bool quiet) {
   if (!append) return EmitReport(out, csv, quiet);
   const size_t end_of_header = csv.find('\n') + 1;
   const std::string header = csv.substr(0, end_of_header);
   const std::string rows = csv.substr(end_of_header);
   if (out.empty()) return EmitReport(out, rows, quiet);
-  std::error_code ec;
-  if (!std::filesystem::exists(out, ec)) return EmitReport(out, csv, quiet);
-  Result<std::string> existing = ReadTextFile(out);
-  if (!existing.ok()) return ReportError(existing.status());
-  std::string text = std::move(existing).value();
-  const std::string their_header = text.substr(0, text.find('\n') + 1);
-  if (their_header != header) {
-    auto shown = [](std::string line) {
-      if (!line.empty() && line.back() == '\n') line.pop_back();
-      return line.size() > 200 ? line.substr(0, 200) + "..." : line;
-    };
-    return ReportError(Status::Invalid(
-        out +
-        ": --append: the file's header is not this report's, so rows would not line up "
-        "(file: \"" +
-        shown(their_header) + "\"; this report: \"" + shown(header) +
-        "\"); write to a new file or leave out --append"));
-  }
-  if (!text.empty() && text.back() != '\n') text += '\n';
-  if (Status st = WriteFileAtomically(out, text + rows); !st.ok()) return ReportError(st);
+  if (Status st = AppendCsvRows(out, header, rows); !st.ok()) return ReportError(st);
   if (!quiet) std::fprintf(stderr, "meshplan: appended to %s\n", out.c_str());
   return kExitOk;
 }

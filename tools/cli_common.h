@@ -127,6 +127,10 @@ void NoteHeadDim(const Topology& topology, int64_t head_dim, bool quiet);
 // its source for the message; "" is the host memory available now (/proc/meminfo, cgroup).
 Status SetReplayMemoryLimit(const std::string& max_memory, sim::SimOptions* options);
 
+// Whether two output paths name one file: equal paths, or paths to one existing file (hard or
+// symbolic links included). Empty paths name none.
+bool SameOutputFile(const std::string& a, const std::string& b);
+
 // --format table|json|csv
 Status CheckFormat(const std::string& format, const std::vector<std::string>& allowed);
 

@@ -175,6 +175,7 @@ Status WritePickedPlan(const PlanFlags& flags, const planner::PlanAnswer& answer
   plan.dp = flags.parallel.degrees.dp;
   const std::string text = planner::PlanToToml(plan, report::EstimateToml(e));
   MESHPLAN_RETURN_IF_ERROR(WriteFileAtomically(flags.out, text));
+  if (flags.quiet) return Status::Ok();  // -q: nothing on stderr but errors
   std::fprintf(stderr, "meshplan: wrote plan #%d (%s %s) to %s\n", flags.pick,
                std::string(SchemeName(e.params.scheme)).c_str(),
                planner::DescribeParams(e.params).c_str(), flags.out.c_str());

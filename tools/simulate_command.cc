@@ -134,9 +134,20 @@ Status CheckSimulateFlags(const SimulateFlags& flags) {
   if (flags.append && flags.format != "csv")
     return Status::Invalid("--append: only with --format csv (got --format " + flags.format + ")");
   if (flags.ranks < 0) return Status::Invalid("--slowest (--ranks): must not be negative");
-  for (const auto& [flag, path] :
-       {std::pair{"--trace", &flags.trace}, {"--timeline", &flags.timeline}, {"-o", &flags.out}}) {
+  const std::pair<const char*, const std::string*> outputs[] = {
+      {"--trace", &flags.trace}, {"--timeline", &flags.timeline}, {"-o", &flags.out}};
+  for (const auto& [flag, path] : outputs) {
     if (!path->empty()) MESHPLAN_RETURN_IF_ERROR(CheckWritableOutput(*path).WithContext(flag));
+  }
+  // One file for two outputs would keep only the last written.
+  for (size_t i = 0; i < 3; ++i) {
+    for (size_t j = i + 1; j < 3; ++j) {
+      if (!outputs[i].second->empty() && SameOutputFile(*outputs[i].second, *outputs[j].second)) {
+        return Status::Invalid(std::string(outputs[i].first) + " and " + outputs[j].first +
+                               ": the same file (" + *outputs[i].second +
+                               "), which would keep only one of them");
+      }
+    }
   }
   return Status::Ok();
 }
@@ -206,6 +217,7 @@ int EmitSimulationReport(const SimulateFlags& flags, const report::SimulationRep
 // "wrote ..." lines for the trace and the timeline.
 void NoteWrittenFiles(const SimulateFlags& flags, const sim::PlanSimulation& sim,
                       const std::vector<int64_t>& trace_ranks) {
+  if (flags.quiet) return;  // -q: nothing on stderr but errors
   if (!flags.trace.empty()) {
     int64_t ops = 0, traced = 0;
     for (size_t r = 0; r < sim.schedule.ranks.size(); ++r) {

@@ -80,6 +80,7 @@ Result<NetworkLevel*> FindLevel(Topology& cluster, const std::string& name) {
 
 // A note when the log's busbw is not the level's per-GPU rate: the ranks crossed other levels too.
 void NoteLevelCaveat(const FromNcclTestsFlags& f, const NcclTestsResult& measured, bool innermost) {
+  if (f.quiet) return;  // -q: nothing on stderr but errors
   if (innermost && measured.hosts > 1) {
     std::fprintf(stderr,
                  "meshplan: note: %s spans %lld hosts: its busbw includes the network between "

@@ -250,6 +250,19 @@ Status CheckOutputDirectory(const std::string& dir) {
         dir + (itself ? ": is not a directory, expected one for the output files"
                       : ": cannot be created: " + existing.string() + " is not a directory"));
   }
+  // The kernel's file systems take no new files, whatever access() says (root may "write" /proc).
+  const std::string absolute = fs::absolute(existing, error).lexically_normal().string();
+  for (const std::string kernel : {"/proc", "/sys"}) {
+    if (absolute == kernel || absolute.rfind(kernel + "/", 0) == 0) {
+      return Status::Invalid(dir + (itself ? ": " : ": cannot be created: ") + absolute +
+                             " is on the kernel's " + kernel +
+                             " file system, where no file is "
+                             "created");
+    }
+  }
+  if (!itself && absolute == "/dev") {
+    return Status::Invalid(dir + ": cannot be created: nothing is created under /dev");
+  }
   if (::access(existing.c_str(), W_OK) != 0) {
     return Status::Invalid(dir + ": directory " + existing.string() + " is not writable");
   }

@@ -2,6 +2,7 @@
 // that level's bandwidth set to the log's highest bus bandwidth, a file the other commands read.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 
 #include "core/cluster/topology_toml.h"
@@ -50,6 +51,36 @@ TEST_F(TopoFromNcclTests, RefusesAnUnknownLevelAMissingLogAndALogWithoutRows) {
   const std::string empty = Write("empty.log", "# nothing\n");
   ExpectRefusedWith("topo from-nccl-tests " + empty + " -t dgx-h100-1node --level nvlink",
                     {"empty.log: no nccl-tests result rows"});
+}
+
+TEST_F(TopoFromNcclTests, ALongPathAndARepeatedRankLineStillWriteAValidFile) {
+  // Issue 49: the provenance comment was built in a 512-byte buffer, so a long log path cut it
+  // off and the next line (name = ...) joined the comment: the file did not load. A 400-character
+  // path, and a log whose "Rank 0" line appears twice, must give a file that loads and plans.
+  const std::string long_name = std::string(200, 'l') + "/" + std::string(200, 'm') + ".log";
+  std::filesystem::create_directories(dir_ / std::string(200, 'l'));
+  const std::string text = std::string(kOneHostLog) +
+                           "#  Rank  0 Group  0 Pid  11 on     node-a device  0 [0x18] NVIDIA H100 "
+                           "80GB HBM3\n";
+  const std::string log = Write(long_name, text);
+  const std::string out = (dir_ / "measured.toml").string();
+  const testing::CliResult r =
+      Run("topo from-nccl-tests " + log + " -t dgx-h100-1node --level nvlink -q -o " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(r.err.empty()) << r.err;  // -q: nothing on stderr
+  auto t = LoadTopologyFile(out);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ(t->name, "dgx-h100-1node");
+  EXPECT_DOUBLE_EQ(t->levels[0].bandwidth_bytes_per_s, 362.41e9);
+}
+
+TEST_F(TopoFromNcclTests, ALogFromDevZeroIsRefusedNotReadWhole) {
+  // Issue 49: /dev/zero was read without a cap (4 GiB in 10-20 s); the capped reader stops at
+  // 64 MiB with one line.
+  const testing::CliResult r =
+      Run("topo from-nccl-tests /dev/zero -t dgx-h100-1node --level nvlink");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("/dev/zero: larger than 64 MiB"), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -213,5 +213,20 @@ TEST_F(AtomicFileTest, CheckOutputPathAcceptsWhatCanBeWrittenAndNamesWhatCannot)
             missing + ": directory " + (dir_ / "no").string() + " does not exist");
 }
 
+TEST_F(AtomicFileTest, AnOutputDirectoryOnTheKernelsFileSystemsIsRefusedBeforeAnyWork) {
+  // Issue 49: `execute --outputs /proc/nonexistent/x` ran the whole plan, then failed to create
+  // the directory (exit 1): /proc's nearest existing ancestor passes access(W_OK) as root.
+  const Status proc = CheckOutputDirectory("/proc/nonexistent/x");
+  EXPECT_EQ(proc.code(), ErrorCode::kInvalidInput);
+  EXPECT_EQ(proc.message(),
+            "/proc/nonexistent/x: cannot be created: /proc is on the kernel's /proc file system, "
+            "where no file is created");
+  EXPECT_FALSE(CheckOutputDirectory("/sys/meshplan-outputs").ok());
+  EXPECT_EQ(CheckOutputDirectory("/dev/meshplan-outputs").message(),
+            "/dev/meshplan-outputs: cannot be created: nothing is created under /dev");
+  // An ordinary directory to create is fine, as before.
+  EXPECT_TRUE(CheckOutputDirectory((dir_ / "new" / "outputs").string()).ok());
+}
+
 }  // namespace
 }  // namespace meshplan
