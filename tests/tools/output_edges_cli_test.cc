@@ -51,10 +51,11 @@ TEST_F(AppendCli, AFifoGetsTheRowWithoutAWaitAndDevFullSaysNoSpace) {
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   // A reader drains the FIFO into a file; the append must not try to read the FIFO itself.
   const std::string got = (dir_ / "got.csv").string(), err = (dir_ / "err").string();
-  const std::string run = std::string(MESHPLAN_BINARY) + " simulate " + plan + " -t " + topology +
-                          " --format csv --append -q -o " + fifo + " 2>" + err;
-  const int status =
-      std::system(("sh -c '" + run + " & cat " + fifo + " > " + got + "; wait $!'").c_str());
+  // Both sides under `timeout`: a writer that never opens the FIFO must not hang the suite.
+  const std::string run = "timeout 60 " + std::string(MESHPLAN_BINARY) + " simulate " + plan +
+                          " -t " + topology + " --format csv --append -q -o " + fifo + " 2>" + err;
+  const int status = std::system(
+      ("sh -c '" + run + " & timeout 60 cat " + fifo + " > " + got + "; wait $!'").c_str());
   EXPECT_EQ(status, 0) << Read(err);
   const std::string rows = Read(got);
   EXPECT_EQ(std::count(rows.begin(), rows.end(), '\n'), 1) << rows;  // the row, no header
