@@ -13,7 +13,7 @@ set -eu
 seconds=${1:-60}
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${2:-$root/build-fuzz}
-targets="topology_toml plan_toml sweep_file documents counts npy model_config"
+targets="topology_toml plan_toml sweep_file documents counts npy model_config nccl_tests_log csv_append"
 
 if [ ! -f "$build/CMakeCache.txt" ]; then
   CXX=${CXX:-clang++} cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMESHPLAN_BUILD_FUZZ=ON \

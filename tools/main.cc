@@ -1,5 +1,6 @@
 // meshplan command line. Each subcommand lives in its own file (tools/*_command.cc).
 #include <CLI/CLI.hpp>
+#include <csignal>
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -104,6 +105,9 @@ int CheckStandardOutput(int status) {
 int main(int argc, char** argv) {
   // An interrupted writer leaves no temporary file; an exception nobody caught is one error line.
   meshplan::InstallTempFileCleanupOnSignals();
+  // A closed pipe is a failed write (EPIPE), reported by CheckStandardOutput with exit 1, not a
+  // silent death by SIGPIPE (141).
+  std::signal(SIGPIPE, SIG_IGN);
   meshplan::tools::InstallTerminateGuard();
   const int status = meshplan::tools::RunGuarded([&] { return RunMeshplan(argc, argv); });
   return CheckStandardOutput(status);

@@ -68,6 +68,11 @@ Result<NcclTestsResult> ParseNcclTestsLog(std::string_view text, const std::stri
     if (busbw_columns.empty()) continue;
     double size = 0;
     if (!Number(words[0], &size)) continue;  // not a result row
+    // A message size is a whole number of bytes; 2^53 is far beyond any nccl-tests run and keeps
+    // the conversion to bytes exact (a fuzzed 1e41 was undefined behaviour).
+    if (!(size >= 0 && size <= 9007199254740992.0 && size == std::floor(size))) {
+      return Status::Invalid(where + ": size '" + words[0] + "' is not a whole number of bytes");
+    }
     if (words.size() < columns) {
       return Status::Invalid(where + ": a result row with " + std::to_string(words.size()) +
                              " columns, the header has " + std::to_string(columns));

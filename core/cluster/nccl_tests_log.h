@@ -27,7 +27,8 @@ struct NcclTestsResult {
 };
 
 // Errors (kInvalidInput, naming `source` and the line): no result rows, a row with fewer
-// columns than the header, a busbw that is not a finite number >= 0.
+// columns than the header, a size that is not a whole number of bytes (at most 2^53), a busbw
+// that is not a finite number >= 0.
 Result<NcclTestsResult> ParseNcclTestsLog(std::string_view text, const std::string& source);
 
 }  // namespace meshplan

@@ -109,5 +109,20 @@ TEST_F(QuietAndPathsCli, OutputsOnProcAreRefusedBeforeTheRun) {
                 "file system, where no file is created");
 }
 
+TEST_F(QuietAndPathsCli, AClosedPipeIsOneErrorLineAndExitOne) {
+  // Issue 49: `meshplan ... | head -c 1` died of SIGPIPE (141) without a word; docs/usage.md
+  // promises exit 1 and a line. The JSON of every default plan is far more than a pipe buffer
+  // (64 KiB), so the write after head has gone fails.
+  const std::string err = (dir_ / "err").string(), rc = (dir_ / "rc").string();
+  const std::string cmd = std::string(MESHPLAN_BINARY) +
+                          " plan -q --format json --top 0 --all-variants 2>" + err +
+                          " | head -c 1 >/dev/null; echo ${PIPESTATUS[0]} > " + rc;
+  ASSERT_EQ(std::system(("bash -c '" + cmd + "'").c_str()), 0);
+  EXPECT_EQ(Read(rc), "1\n");
+  EXPECT_EQ(Read(err),
+            "meshplan: error: writing to standard output failed (a full disk or a closed pipe): "
+            "the output is incomplete\n");
+}
+
 }  // namespace
 }  // namespace meshplan

@@ -70,5 +70,21 @@ TEST(NcclTestsLog, RefusesALogWithoutRowsAndAMalformedRow) {
   EXPECT_EQ(bad.status().message(), "bad.log:2: busbw 'nan' is not a finite number >= 0");
 }
 
+TEST(NcclTestsLog, RefusesASizeThatIsNotAWholeNumberOfBytes) {
+  // Found by fuzz_nccl_tests_log: a 36-digit size was converted to int64 (undefined behaviour).
+  const std::string header =
+      "#  size count type redop root time algbw busbw #wrong time algbw busbw #wrong\n";
+  const std::string rest = " 2 float sum -1 36.25 0.00 0.00 0 35.8 0.00 0.00 0\n";
+  auto huge = ParseNcclTestsLog(header + std::string(36, '1') + rest, "huge.log");
+  ASSERT_FALSE(huge.ok());
+  EXPECT_EQ(huge.status().message(),
+            "huge.log:2: size '" + std::string(36, '1') + "' is not a whole number of bytes");
+  auto fraction = ParseNcclTestsLog(header + "8.5" + rest, "half.log");
+  ASSERT_FALSE(fraction.ok());
+  EXPECT_EQ(fraction.status().message(), "half.log:2: size '8.5' is not a whole number of bytes");
+  // 2^53 bytes is still a size.
+  EXPECT_TRUE(ParseNcclTestsLog(header + "9007199254740992" + rest, "big.log").ok());
+}
+
 }  // namespace
 }  // namespace meshplan
