@@ -6,6 +6,7 @@
 // .npy files, and report the measured timeline next to the simulator's prediction.
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <utility>
@@ -132,6 +133,16 @@ int RunMpi(const ExecuteFlags& flags, exec::MpiJob& mpi) {
   return FinishRankZero(flags, *prepared, *job, stale);
 }
 
+// Whether this process is rank 0 of its launcher (mpirun, srun), or was not launched as a rank,
+// read from the launchers' environment before MPI is initialised.
+bool LaunchedAsRankZero() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}) {
+    if (const char* value = std::getenv(name); value != nullptr && *value != '\0')
+      return std::string(value) == "0";
+  }
+  return true;
+}
+
 int RunExecute(ExecuteFlags flags) {
   if (flags.transport.empty()) flags.transport = flags.backend == "cuda" ? "local" : "threads";
   // Before any thread starts: glibc fixes its arena count at the first thread's allocation.
@@ -139,7 +150,10 @@ int RunExecute(ExecuteFlags flags) {
   if (flags.transport != "mpi") return RunInProcess(flags);
   // Flags first, so a bad flag needs no MPI; then the MPI plug-in is opened and MPI initialised,
   // only for --transport mpi (executor/transport/mpi_plugin.h).
-  if (Status st = CheckFlags(flags); !st.ok()) return ReportError(st);
+  if (Status st = CheckFlags(flags); !st.ok()) {
+    // Every rank refuses the same flags: one line from the launcher's rank 0, not one per rank.
+    return LaunchedAsRankZero() ? ReportError(st) : ExitCodeOf(st);
+  }
   auto job = exec::OpenMpiJob();
   if (!job.ok()) return ReportError(job.status().WithContext("--transport mpi"));
   const int code = RunMpi(flags, **job);

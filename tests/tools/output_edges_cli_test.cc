@@ -124,5 +124,24 @@ TEST_F(QuietAndPathsCli, AClosedPipeIsOneErrorLineAndExitOne) {
             "the output is incomplete\n");
 }
 
+TEST_F(QuietAndPathsCli, UnderMpiABadFlagIsOneLineFromRankZeroOnly) {
+  // Issue 49: `mpirun -np 4 meshplan execute ... --transport mpi --timeout-s 0` printed the same
+  // error once per rank. The launcher's rank (OMPI_COMM_WORLD_RANK here) decides who says it;
+  // every rank exits 2.
+  const std::string plan = (dir_ / "plan.toml").string();
+  ASSERT_EQ(
+      Run("plan -t dgx-h100-4gpu --seq 4K --heads 8 --kv-heads 8 --schemes ring -q --out " + plan)
+          .exit_code,
+      0);
+  const std::string bad = "execute " + plan + " --transport mpi --timeout-s 0";
+  const testing::CliResult other = Run(bad, "OMPI_COMM_WORLD_RANK=2");
+  EXPECT_EQ(other.exit_code, 2);
+  EXPECT_TRUE(other.err.empty()) << other.err;
+  const testing::CliResult zero = Run(bad, "OMPI_COMM_WORLD_RANK=0");
+  EXPECT_EQ(zero.exit_code, 2);
+  EXPECT_EQ(zero.err,
+            "meshplan: error: --timeout-s: must be a number of seconds in [0.001, 1e6]\n");
+}
+
 }  // namespace
 }  // namespace meshplan
