@@ -95,7 +95,7 @@ Result<int> CheckPlanFlags(const PlanFlags& flags) {
 
 // --pick and --explain against the ranking, and the notes, before any replay.
 Status BeforeReplay(const PlanFlags& flags, int explain, const planner::PlanAnswer& answer) {
-  if (!answer.prepared.rounding_note.empty())
+  if (!answer.prepared.rounding_note.empty() && !flags.quiet)
     std::fprintf(stderr, "meshplan: note: %s\n", answer.prepared.rounding_note.c_str());
   const int count = static_cast<int>(answer.result.ranked.size());
   if (count == 0) return answer.NoPlanError();

@@ -74,10 +74,12 @@ namespace {
 class QuietAndPathsCli : public testing::CliFixture {};
 
 TEST_F(QuietAndPathsCli, QuietPlanOutWritesNothingOnStderr) {
-  // Issue 49: -q still printed "meshplan: wrote plan #1 ...".
+  // Issue 49: -q still printed "meshplan: wrote plan #1 ..." (and --seq-round's note).
   const std::string plan = (dir_ / "plan.toml").string();
-  const testing::CliResult r =
-      Run("plan -t dgx-h100-4gpu --seq 4K --heads 8 --kv-heads 8 --schemes ring -q --out " + plan);
+  const testing::CliResult r = Run(
+      "plan -t dgx-h100-4gpu --seq 4001 --seq-round up --heads 8 --kv-heads 8 --schemes ring -q "
+      "--out " +
+      plan);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(r.err.empty()) << r.err;
   EXPECT_FALSE(Read(plan).empty());
