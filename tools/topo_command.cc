@@ -32,7 +32,8 @@ int RunTopoNew(const ClusterTemplate& t, const std::string& out, bool quiet) {
   if (!source.ok()) return ReportError(source.status());
   auto cluster = MakeCluster(t, *source);
   if (!cluster.ok()) return ReportError(cluster.status());
-  const std::string text = ClusterHeader(t, *source_name) + TopologyToToml(*cluster);
+  const std::string text =
+      ClusterHeader(t, *source_name) + TopologyToToml(*cluster, /*gpu_by_catalog=*/true);
   if (out.empty()) {
     std::fputs(text.c_str(), stdout);
     return kExitOk;
@@ -195,8 +196,8 @@ void RegisterNew(CLI::App* topo, TopoFlags& f) {
       "new", "Write a cluster file from a GPU name, nodes, GPUs per node and NIC rate");
   f.make
       ->add_option("--gpu", f.cluster.gpu,
-                   "GPU: h100, h200, h800, a100 or gb200 (its numbers and kernel curves come from "
-                   "the shipped file of that GPU)")
+                   "GPU: h100, h200, h800, a100 or gb200, or its GPU catalog name (h100-sxm5, "
+                   "...): the file names that catalog entry (topologies/gpus/)")
       ->required();
   f.make->add_option("--nodes", f.cluster.nodes, "Nodes (gb200: NVL72 racks)")
       ->capture_default_str();

@@ -7,19 +7,29 @@
 namespace meshplan {
 namespace {
 
-// Each GPU and the shipped file that describes it (docs: topologies/README.md).
-constexpr std::array<std::pair<std::string_view, std::string_view>, 5> kGpuFiles = {{
-    {"h100", "dgx-h100-1node"},
-    {"h200", "hgx-h200-32gpu"},
-    {"h800", "dgx-h800-1node"},
-    {"a100", "dgx-a100-1node"},
-    {"gb200", "gb200-nvl72-4rack"},
+// Each GPU: its short name, its GPU catalog entry (topologies/gpus/) and the shipped cluster file
+// whose NVLink level a template takes (docs: topologies/README.md).
+struct TemplateGpu {
+  std::string_view short_name;
+  std::string_view catalog;
+  std::string_view cluster;
+};
+constexpr std::array<TemplateGpu, 5> kGpus = {{
+    {"h100", "h100-sxm5", "dgx-h100-1node"},
+    {"h200", "h200-sxm", "hgx-h200-32gpu"},
+    {"h800", "h800-sxm5", "dgx-h800-1node"},
+    {"a100", "a100-sxm4-80gb", "dgx-a100-1node"},
+    {"gb200", "b200-nvl72", "gb200-nvl72-4rack"},
 }};
 
 std::string GpuNames() {
-  std::string out;
-  for (const auto& [gpu, file] : kGpuFiles) out += (out.empty() ? "" : ", ") + std::string(gpu);
-  return out;
+  std::string short_names;
+  std::string catalog_names;
+  for (const TemplateGpu& gpu : kGpus) {
+    short_names += (short_names.empty() ? "" : ", ") + std::string(gpu.short_name);
+    catalog_names += (catalog_names.empty() ? "" : ", ") + std::string(gpu.catalog);
+  }
+  return short_names + "; or their GPU catalog names " + catalog_names;
 }
 
 std::string Number(double x) {
@@ -31,8 +41,8 @@ std::string Number(double x) {
 }  // namespace
 
 Result<std::string> ShippedClusterOfGpu(std::string_view gpu) {
-  for (const auto& [name, file] : kGpuFiles) {
-    if (gpu == name) return std::string(file);
+  for (const TemplateGpu& known : kGpus) {
+    if (gpu == known.short_name || gpu == known.catalog) return std::string(known.cluster);
   }
   return Status::Invalid("--gpu: unknown GPU '" + std::string(gpu) + "' (known: " + GpuNames() +
                          ")");
@@ -80,10 +90,13 @@ std::string ClusterHeader(const ClusterTemplate& t, const std::string& source_na
          " --gpus-per-node " + std::to_string(t.gpus_per_node) + " --nic-gbps " +
          Number(t.nic_gbits) +
          "`.\n"
-         "# [gpu] (memory, HBM, peak rates, every attention library's kernel curve) and the\n"
-         "# nvlink level are the shipped topologies/" +
+         "# [gpu] names the GPU catalog entry (topologies/gpus/): memory, HBM, peak rates, every\n"
+         "# attention library's kernel curve and per-step costs, each number with its source; a "
+         "key\n"
+         "# written under it overrides the entry's. The nvlink level is the shipped\n"
+         "# topologies/" +
          source_name +
-         ".toml's, where each number has its source.\n"
+         ".toml's.\n"
          "# net: one NIC per GPU at " +
          Number(t.nic_gbits) + " Gb/s = " + Number(t.nic_gbits / 8.0) +
          " GB/s per direction, a non-blocking rail-optimised\n"

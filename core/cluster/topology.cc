@@ -275,7 +275,8 @@ std::vector<std::string> Topology::PlausibilityNotes() const {
   return notes;
 }
 
-Status Topology::Validate() const {
+Status GpuSpec::Validate() const {
+  const GpuSpec& gpu = *this;
   if (gpu.model.empty()) return Status::Invalid("gpu.model: missing");
   if (!(gpu.memory_bytes > 0)) return Status::Invalid("gpu.memory_GB: must be positive");
   MESHPLAN_RETURN_IF_ERROR(AtMost("gpu.memory_GB", gpu.memory_bytes / 1e9, kMaxGpuMemoryGB));
@@ -320,6 +321,11 @@ Status Topology::Validate() const {
     return Status::Invalid("gpu.sharing_end_lag_us: must be in [0, 10000000] (10 s)");
   if (!(gpu.sharing_end_lag_fraction >= 0 && gpu.sharing_end_lag_fraction <= 1.0))
     return Status::Invalid("gpu.sharing_end_lag_fraction: must be in [0, 1] (of the run's time)");
+  return Status::Ok();
+}
+
+Status Topology::Validate() const {
+  MESHPLAN_RETURN_IF_ERROR(gpu.Validate());
   if (!(framework.step_overhead_s >= 0))
     return Status::Invalid("framework.step_overhead_us: must not be negative");
   MESHPLAN_RETURN_IF_ERROR(

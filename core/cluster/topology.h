@@ -73,6 +73,9 @@ struct AttentionKernelCurve {
 };
 
 struct GpuSpec {
+  // The GPU catalog entry the cluster file named (topologies/gpus/, core/cluster/gpu_catalog.h),
+  // its keys already laid under the file's own; "" when the file describes its GPU in full.
+  std::string catalog;
   std::string model;
   std::map<DType, double> peak_tflops;  // dense tensor-core TFLOP/s per dtype
   double memory_bytes = 0;              // HBM capacity
@@ -166,6 +169,9 @@ struct GpuSpec {
   double SharedComputeSlowdown() const;
   // Memory one rank may use: the device's shared by its ranks.
   double MemoryPerRankBytes() const { return memory_bytes / static_cast<double>(ranks_per_device); }
+
+  // Every [gpu] value in range ("gpu.KEY: reason"); Topology::Validate runs it first.
+  Status Validate() const;
 };
 
 struct NetworkLevel {

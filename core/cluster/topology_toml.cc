@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "core/base/toml_util.h"
+#include "core/cluster/gpu_catalog.h"
 
 namespace meshplan {
 namespace {
@@ -246,7 +247,8 @@ Status ReadAttentionKernels(const Reader& r, const toml::table& t, GpuSpec* gpu)
 constexpr std::string_view kRootKeys[] = {"name",  "description", "gpu",
                                           "level", "framework",   "calibration"};
 constexpr std::string_view kRootRequired[] = {"name", "gpu", "level"};
-constexpr std::string_view kGpuKeys[] = {"model",
+constexpr std::string_view kGpuKeys[] = {"catalog",
+                                         "model",
                                          "memory_GB",
                                          "hbm_GBps",
                                          "launch_overhead_us",
@@ -300,6 +302,7 @@ Status ReadGpu(const Reader& r, const toml::table& t, GpuSpec* gpu) {
                   "(topologies/README.md)");
   }
   MESHPLAN_RETURN_IF_ERROR(CheckTomlKeys(t, p, kGpuKeys, r.source()));
+  MESHPLAN_RETURN_IF_ERROR(r.StringAt(t, p, "catalog", false, &gpu->catalog));
   MESHPLAN_RETURN_IF_ERROR(r.StringAt(t, p, "model", true, &gpu->model));
   double memory_gb = 0, hbm_gbps = 0, launch_us = 0;
   MESHPLAN_RETURN_IF_ERROR(r.NumberAt(t, p, "memory_GB", true, &memory_gb));
@@ -395,10 +398,91 @@ Status ReadLevel(const Reader& r, const toml::table& t, const std::string& p, Ne
   return Status::Ok();
 }
 
-Result<Topology> FromTable(const toml::table& root, const std::string& source) {
+// Lays `over` on `base`: tables merge key by key (so [gpu.attention_kernels.fa3] in a cluster
+// file overrides that library's keys, not the whole table), everything else replaces.
+void LayOver(toml::table& base, const toml::table& over) {
+  for (auto&& [key, node] : over) {
+    toml::table* base_table = base[key].as_table();
+    if (base_table != nullptr && node.is_table()) {
+      LayOver(*base_table, *node.as_table());
+      continue;
+    }
+    node.visit([&](const auto& value) { base.insert_or_assign(key, value); });
+  }
+}
+
+constexpr std::string_view kGpuCatalogRootKeys[] = {"name", "description", "gpu"};
+
+// The GPU catalog entry a cluster file names (`gpu = "NAME"`, or `catalog` in its [gpu] table):
+// the entry's [gpu] table, checked on its own so that its errors name its file.
+Result<toml::table> GpuCatalogTable(const std::string& value, const std::string& source) {
+  const Reader r(source);
+  std::string entry_source;
+  std::string text;
+  if (IsGpuCatalogName(value)) {
+    auto shipped = ShippedGpuToml(value);
+    if (!shipped.ok()) return r.Fail("gpu.catalog", shipped.status().message());
+    entry_source = "topologies/gpus/" + value + ".toml";
+    text = std::string(*shipped);
+  } else {
+    entry_source = GpuCatalogPath(value, source);
+    auto read = ReadTextFile(entry_source);
+    if (!read.ok()) return r.Fail("gpu.catalog", read.status().message());
+    text = std::move(read).value();
+  }
+  MESHPLAN_ASSIGN_OR_RETURN(toml::table entry, ParseTomlDocument(text, entry_source));
+  MESHPLAN_RETURN_IF_ERROR(CheckTomlKeys(entry, "", kGpuCatalogRootKeys, entry_source));
+  const Reader entry_reader(entry_source);
+  toml::table* gpu = entry["gpu"].as_table();
+  if (gpu == nullptr) {
+    return entry_reader.Fail("gpu", entry.contains("gpu") ? "expected a table ([gpu]), got " +
+                                                                TomlTypeName(*entry.get("gpu"))
+                                                          : "missing required key");
+  }
+  if (gpu->contains("catalog"))
+    return entry_reader.Fail("gpu.catalog", "a GPU catalog entry cannot name another");
+  std::vector<std::string> problems;
+  CollectKeyProblems(*gpu, "gpu", kGpuKeys, kGpuRequired, &problems);
+  if (!problems.empty()) return Status::Invalid(entry_source + ": " + problems.front());
+  GpuSpec scratch;
+  MESHPLAN_RETURN_IF_ERROR(ReadGpu(entry_reader, *gpu, &scratch));
+  MESHPLAN_RETURN_IF_ERROR(scratch.Validate().WithContext(entry_source));
+  return std::move(*gpu);
+}
+
+// Replaces the root's gpu key by the table it stands for: a catalog entry with the file's own
+// [gpu] keys laid over it, or the file's table as written when it names no entry.
+Status ResolveGpuCatalog(toml::table& root, const std::string& source) {
+  const Reader r(source);
+  toml::node* gpu = root.get("gpu");
+  if (gpu == nullptr) return Status::Ok();  // reported as missing where it is read
+  std::string catalog;
+  toml::table overrides;
+  if (const auto* name = gpu->as_string()) {
+    catalog = name->get();
+  } else if (toml::table* table = gpu->as_table()) {
+    const toml::node* named = table->get("catalog");
+    if (named == nullptr) return Status::Ok();
+    MESHPLAN_RETURN_IF_ERROR(r.String(*named, "gpu.catalog", &catalog));
+    overrides = *table;
+    overrides.erase("catalog");
+  } else {
+    return Status::Ok();  // the wrong type is reported where it is read
+  }
+  if (catalog.empty())
+    return r.Fail("gpu.catalog", "empty (name a GPU: " + ShippedGpuNames() + ")");
+  MESHPLAN_ASSIGN_OR_RETURN(toml::table merged, GpuCatalogTable(catalog, source));
+  LayOver(merged, overrides);
+  merged.insert_or_assign("catalog", catalog);
+  root.insert_or_assign("gpu", std::move(merged));
+  return Status::Ok();
+}
+
+Result<Topology> FromTable(toml::table root, const std::string& source) {
   Reader r(source);
   Topology topo;
   topo.source = source;
+  MESHPLAN_RETURN_IF_ERROR(ResolveGpuCatalog(root, source));
   // Every missing or unknown key of every table at once, when there are several (a minimal file
   // written by hand took 3-4 rounds, one error each); a single one is reported where it is read.
   if (std::vector<std::string> problems = KeyProblems(root); problems.size() > 1) {
@@ -413,7 +497,8 @@ Result<Topology> FromTable(const toml::table& root, const std::string& source) {
   auto gpu = r.Find(root, "", "gpu", true);
   if (!gpu.ok()) return gpu.status();
   if (!(*gpu)->is_table())
-    return r.Fail("gpu", "expected a table ([gpu]), got " + TomlTypeName(**gpu));
+    return r.Fail("gpu",
+                  "expected a table ([gpu]) or a GPU catalog name, got " + TomlTypeName(**gpu));
   MESHPLAN_RETURN_IF_ERROR(ReadGpu(r, *(*gpu)->as_table(), &topo.gpu));
 
   auto framework = r.Find(root, "", "framework", false);
@@ -500,7 +585,7 @@ std::string CurveText(const std::vector<EfficiencyPoint>& curve) {
 
 Result<Topology> ParseTopologyToml(std::string_view text, const std::string& source) {
   MESHPLAN_ASSIGN_OR_RETURN(auto root, ParseTomlDocument(text, source));
-  return FromTable(root, source);
+  return FromTable(std::move(root), source);
 }
 
 Result<Topology> LoadTopologyFile(const std::string& path) {
@@ -520,65 +605,71 @@ Topology DefaultTopology() {
   return std::move(parsed).value();
 }
 
-std::string TopologyToToml(const Topology& t) {
+std::string TopologyToToml(const Topology& t, bool gpu_by_catalog) {
   std::ostringstream out;
   out << "name = " << TomlQuote(t.name) << "\n";
   if (!t.description.empty()) out << "description = " << TomlQuote(t.description) << "\n";
   const GpuSpec& g = t.gpu;
   out << "\n[gpu]\n";
-  out << "model = " << TomlQuote(g.model) << "\n";
-  out << "memory_GB = " << FormatNumber(g.memory_bytes, GbToBytes, 1e9) << "\n";
-  out << "hbm_GBps = " << FormatNumber(g.hbm_bytes_per_s, GbToBytes, 1e9) << "\n";
-  out << "launch_overhead_us = " << FormatNumber(g.launch_overhead_s, UsToSeconds, 1e-6) << "\n";
-  out << "peak_tflops = {";
-  bool first = true;
-  for (const auto& [dtype, tflops] : g.peak_tflops) {
-    out << (first ? " " : ", ") << DTypeName(dtype) << " = " << FormatNumber(tflops, Identity, 1);
-    first = false;
-  }
-  out << " }\n";
-  // The active library's curve as the [gpu] fields, the others as [gpu.attention_kernels.NAME]
-  // tables after the [gpu] keys; optional keys only when they differ from their defaults, so a
-  // file without them writes back as it was.
-  const GpuSpec defaults;
-  if (g.attention_kernel != defaults.attention_kernel) {
-    out << "attention_kernel = " << TomlQuote(g.attention_kernel) << "\n";
-  }
-  out << "attention_efficiency = " << CurveText(g.attention_efficiency) << "\n";
-  if (g.backward_rate_ratio != defaults.backward_rate_ratio) {
-    out << "backward_rate_ratio = " << FormatNumber(g.backward_rate_ratio, Identity, 1) << "\n";
-  }
-  if (g.efficiency_head_dim != defaults.efficiency_head_dim) {
-    out << "efficiency_head_dim = " << g.efficiency_head_dim << "\n";
-  }
-  if (g.pair_overhead_flops != defaults.pair_overhead_flops) {
-    out << "pair_overhead_flops = " << FormatNumber(g.pair_overhead_flops, Identity, 1) << "\n";
-  }
-  if (g.ring_step_partial_passes != defaults.ring_step_partial_passes) {
-    out << "ring_step_partial_passes = " << FormatNumber(g.ring_step_partial_passes, Identity, 1)
-        << "\n";
-  }
-  if (g.cut_row_extra_pairs != defaults.cut_row_extra_pairs) {
-    out << "cut_row_extra_pairs = " << FormatNumber(g.cut_row_extra_pairs, Identity, 1) << "\n";
-  }
-  if (g.sliced_merge_passes != defaults.sliced_merge_passes) {
-    out << "sliced_merge_passes = " << FormatNumber(g.sliced_merge_passes, Identity, 1) << "\n";
-  }
-  if (g.ranks_per_device != defaults.ranks_per_device ||
-      g.concurrent_kernels != defaults.concurrent_kernels || g.sharing != defaults.sharing) {
-    out << "ranks_per_device = " << g.ranks_per_device << "\n";
-    out << "concurrent_kernels = " << FormatNumber(g.concurrent_kernels, Identity, 1) << "\n";
-    out << "sharing = " << TomlQuote(DeviceSharingName(g.sharing)) << "\n";
-  }
-  if (g.copies_take_compute != defaults.copies_take_compute) {
-    out << "copies_take_compute = " << (g.copies_take_compute ? "true" : "false") << "\n";
-  }
-  if (g.sharing_end_lag_s != defaults.sharing_end_lag_s) {
-    out << "sharing_end_lag_us = " << FormatNumber(g.sharing_end_lag_s, UsToSeconds, 1e-6) << "\n";
-  }
-  if (g.sharing_end_lag_fraction != defaults.sharing_end_lag_fraction) {
-    out << "sharing_end_lag_fraction = " << FormatNumber(g.sharing_end_lag_fraction, Identity, 1)
-        << "\n";
+  const bool by_catalog = gpu_by_catalog && !g.catalog.empty();
+  if (by_catalog) {
+    out << "catalog = " << TomlQuote(g.catalog) << "\n";
+  } else {
+    out << "model = " << TomlQuote(g.model) << "\n";
+    out << "memory_GB = " << FormatNumber(g.memory_bytes, GbToBytes, 1e9) << "\n";
+    out << "hbm_GBps = " << FormatNumber(g.hbm_bytes_per_s, GbToBytes, 1e9) << "\n";
+    out << "launch_overhead_us = " << FormatNumber(g.launch_overhead_s, UsToSeconds, 1e-6) << "\n";
+    out << "peak_tflops = {";
+    bool first = true;
+    for (const auto& [dtype, tflops] : g.peak_tflops) {
+      out << (first ? " " : ", ") << DTypeName(dtype) << " = " << FormatNumber(tflops, Identity, 1);
+      first = false;
+    }
+    out << " }\n";
+    // The active library's curve as the [gpu] fields, the others as [gpu.attention_kernels.NAME]
+    // tables after the [gpu] keys; optional keys only when they differ from their defaults, so a
+    // file without them writes back as it was.
+    const GpuSpec defaults;
+    if (g.attention_kernel != defaults.attention_kernel) {
+      out << "attention_kernel = " << TomlQuote(g.attention_kernel) << "\n";
+    }
+    out << "attention_efficiency = " << CurveText(g.attention_efficiency) << "\n";
+    if (g.backward_rate_ratio != defaults.backward_rate_ratio) {
+      out << "backward_rate_ratio = " << FormatNumber(g.backward_rate_ratio, Identity, 1) << "\n";
+    }
+    if (g.efficiency_head_dim != defaults.efficiency_head_dim) {
+      out << "efficiency_head_dim = " << g.efficiency_head_dim << "\n";
+    }
+    if (g.pair_overhead_flops != defaults.pair_overhead_flops) {
+      out << "pair_overhead_flops = " << FormatNumber(g.pair_overhead_flops, Identity, 1) << "\n";
+    }
+    if (g.ring_step_partial_passes != defaults.ring_step_partial_passes) {
+      out << "ring_step_partial_passes = " << FormatNumber(g.ring_step_partial_passes, Identity, 1)
+          << "\n";
+    }
+    if (g.cut_row_extra_pairs != defaults.cut_row_extra_pairs) {
+      out << "cut_row_extra_pairs = " << FormatNumber(g.cut_row_extra_pairs, Identity, 1) << "\n";
+    }
+    if (g.sliced_merge_passes != defaults.sliced_merge_passes) {
+      out << "sliced_merge_passes = " << FormatNumber(g.sliced_merge_passes, Identity, 1) << "\n";
+    }
+    if (g.ranks_per_device != defaults.ranks_per_device ||
+        g.concurrent_kernels != defaults.concurrent_kernels || g.sharing != defaults.sharing) {
+      out << "ranks_per_device = " << g.ranks_per_device << "\n";
+      out << "concurrent_kernels = " << FormatNumber(g.concurrent_kernels, Identity, 1) << "\n";
+      out << "sharing = " << TomlQuote(DeviceSharingName(g.sharing)) << "\n";
+    }
+    if (g.copies_take_compute != defaults.copies_take_compute) {
+      out << "copies_take_compute = " << (g.copies_take_compute ? "true" : "false") << "\n";
+    }
+    if (g.sharing_end_lag_s != defaults.sharing_end_lag_s) {
+      out << "sharing_end_lag_us = " << FormatNumber(g.sharing_end_lag_s, UsToSeconds, 1e-6)
+          << "\n";
+    }
+    if (g.sharing_end_lag_fraction != defaults.sharing_end_lag_fraction) {
+      out << "sharing_end_lag_fraction = " << FormatNumber(g.sharing_end_lag_fraction, Identity, 1)
+          << "\n";
+    }
   }
   if (t.calibration.recorded()) {
     out << "\n[calibration]\nload_average = "
@@ -597,29 +688,31 @@ std::string TopologyToToml(const Topology& t) {
     out << "\n[framework]\nstep_overhead_us = "
         << FormatNumber(t.framework.step_overhead_s, UsToSeconds, 1e-6) << "\n";
   }
-  const AttentionKernelCurve plain;
-  for (const auto& [name, c] : g.attention_kernels) {
-    if (name == g.attention_kernel) continue;
-    out << "\n[gpu.attention_kernels." << name << "]\n";
-    out << "efficiency = " << CurveText(c.efficiency) << "\n";
-    if (c.backward_rate_ratio != plain.backward_rate_ratio) {
-      out << "backward_rate_ratio = " << FormatNumber(c.backward_rate_ratio, Identity, 1) << "\n";
+  if (!by_catalog) {
+    const AttentionKernelCurve plain;
+    for (const auto& [name, c] : g.attention_kernels) {
+      if (name == g.attention_kernel) continue;
+      out << "\n[gpu.attention_kernels." << name << "]\n";
+      out << "efficiency = " << CurveText(c.efficiency) << "\n";
+      if (c.backward_rate_ratio != plain.backward_rate_ratio) {
+        out << "backward_rate_ratio = " << FormatNumber(c.backward_rate_ratio, Identity, 1) << "\n";
+      }
+      if (c.head_dim != plain.head_dim) out << "head_dim = " << c.head_dim << "\n";
+      if (c.pair_overhead_flops != plain.pair_overhead_flops) {
+        out << "pair_overhead_flops = " << FormatNumber(c.pair_overhead_flops, Identity, 1) << "\n";
+      }
+      if (c.ring_step_partial_passes != plain.ring_step_partial_passes) {
+        out << "ring_step_partial_passes = "
+            << FormatNumber(c.ring_step_partial_passes, Identity, 1) << "\n";
+      }
+      if (c.cut_row_extra_pairs != plain.cut_row_extra_pairs) {
+        out << "cut_row_extra_pairs = " << FormatNumber(c.cut_row_extra_pairs, Identity, 1) << "\n";
+      }
+      if (c.sliced_merge_passes != plain.sliced_merge_passes) {
+        out << "sliced_merge_passes = " << FormatNumber(c.sliced_merge_passes, Identity, 1) << "\n";
+      }
+      out << "source = " << TomlQuote(c.source) << "\n";
     }
-    if (c.head_dim != plain.head_dim) out << "head_dim = " << c.head_dim << "\n";
-    if (c.pair_overhead_flops != plain.pair_overhead_flops) {
-      out << "pair_overhead_flops = " << FormatNumber(c.pair_overhead_flops, Identity, 1) << "\n";
-    }
-    if (c.ring_step_partial_passes != plain.ring_step_partial_passes) {
-      out << "ring_step_partial_passes = " << FormatNumber(c.ring_step_partial_passes, Identity, 1)
-          << "\n";
-    }
-    if (c.cut_row_extra_pairs != plain.cut_row_extra_pairs) {
-      out << "cut_row_extra_pairs = " << FormatNumber(c.cut_row_extra_pairs, Identity, 1) << "\n";
-    }
-    if (c.sliced_merge_passes != plain.sliced_merge_passes) {
-      out << "sliced_merge_passes = " << FormatNumber(c.sliced_merge_passes, Identity, 1) << "\n";
-    }
-    out << "source = " << TomlQuote(c.source) << "\n";
   }
   for (const NetworkLevel& l : t.levels) {
     out << "\n[[level]]\n";

@@ -20,6 +20,8 @@ Topology DefaultTopology();
 // The text of that file, compiled in.
 std::string_view DefaultTopologyToml();
 // Writes the topology back as TOML (the loader's schema), for `meshplan topo show --format toml`.
-std::string TopologyToToml(const Topology& topology);
+// gpu_by_catalog: a GPU taken from the catalog (GpuSpec::catalog) is written as `catalog = NAME`
+// alone, which the caller guarantees is the whole of it (`topo new`); otherwise every key.
+std::string TopologyToToml(const Topology& topology, bool gpu_by_catalog = false);
 
 }  // namespace meshplan

@@ -13,7 +13,8 @@ std::string GpuText(const Topology& t) {
   std::string out = "name:        " + t.name + "\n";
   if (!t.description.empty()) out += "description: " + t.description + "\n";
   out += "source:      " + t.source + "\n";
-  out += "GPUs:        " + std::to_string(t.num_gpus()) + " x " + t.gpu.model + "\n";
+  out += "GPUs:        " + std::to_string(t.num_gpus()) + " x " + t.gpu.model +
+         (t.gpu.catalog.empty() ? "" : " (GPU catalog: " + t.gpu.catalog + ")") + "\n";
   std::snprintf(buffer, sizeof buffer,
                 "memory:      %s per GPU, HBM %.0f GB/s, launch overhead %.1f us\n",
                 FormatBytes(t.gpu.memory_bytes).c_str(), t.gpu.hbm_bytes_per_s / 1e9,

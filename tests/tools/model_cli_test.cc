@@ -193,15 +193,19 @@ TEST_F(ModelCli, SweepTakesTpAsAnAxisAndAModelsLayers) {
 
 TEST_F(ModelCli, TopoNewWritesAClusterFileInOneCommand) {
   // Issue 32's target: a valid 8 x 8 H200 cluster from one command, its GPU from the shipped
-  // H200 file (H200 SXM 141GB, NVLink 4 at 450 GB/s), its NICs at 400 Gb/s = 50 GB/s.
+  // H200 file (H200 SXM 141GB, NVLink 4 at 450 GB/s), its NICs at 400 Gb/s = 50 GB/s. Since
+  // issue 46 the file names the GPU's catalog entry, and the curves come along through it.
   const std::string file = (dir_ / "h200.toml").string();
   const testing::CliResult r =
       Run("topo new --gpu h200 --nodes 8 --gpus-per-node 8 --nic-gbps 400 -o " + file);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string text = Read(file);
-  EXPECT_NE(text.find("model = \"H200 SXM 141GB\""), std::string::npos) << text;
+  EXPECT_NE(text.find("[gpu]\ncatalog = \"h200-sxm\"\n"), std::string::npos) << text;
   EXPECT_NE(text.find("bandwidth_GBps = 50\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("[gpu.attention_kernels."), std::string::npos) << "curves come along";
+  const testing::CliResult shown = Run("topo show " + file + " --format toml");
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_NE(shown.out.find("model = \"H200 SXM 141GB\""), std::string::npos) << shown.out;
+  EXPECT_NE(shown.out.find("[gpu.attention_kernels."), std::string::npos) << "curves come along";
   const testing::CliResult v = Run("topo validate " + file);
   EXPECT_EQ(v.exit_code, 0) << v.err;
   EXPECT_NE(v.out.find("ok (64 GPUs, 2 levels)"), std::string::npos) << v.out;
