@@ -10,6 +10,7 @@
 
 #include "core/cluster/topology.h"
 #include "core/cost/attention_flops.h"
+#include "core/cost/kernel_time.h"
 #include "core/plan/schedule.h"
 #include "core/sequence/layout.h"
 #include "core/sequence/mask.h"
@@ -81,15 +82,22 @@ struct PlanContext {
            static_cast<double>(heads) * static_cast<double>(workload.head_dim);
   }
 
-  // A backward kernel's time over the forward kernel's on the same block: its FLOPs
-  // (kBackwardFlopsFactor) over its relative rate (GpuSpec::backward_rate_ratio).
-  double BackwardTimeFactor() const;
+  // The shape of kernel calls on `layout`'s blocks over `heads` query heads of each sequence.
+  KernelShape ShapeOf(const ShardLayout& layout, int64_t heads) const {
+    return {layout.KernelBlockTokens(), workload.batch * heads};
+  }
 
-  // Seconds of the backward twin of forward kernels that take forward_s over `launches` launches:
-  // the FLOP part scales by BackwardTimeFactor, the launch overhead is paid once per launch, as
-  // the simulator charges a backward kernel (simulator/simulate.cc KernelNs). Scaling the whole
-  // forward time, launches included, overstated every backward kernel by (factor - 1) launches.
-  double BackwardSeconds(double forward_s, int64_t launches) const;
+  // A backward kernel's time over the forward kernel's on the same block of `shape`: its FLOPs
+  // (kBackwardFlopsFactor) over its relative rate (BackwardRateRatio: GpuSpec::backward_rate_ratio
+  // and the two passes' occupancy).
+  double BackwardTimeFactor(KernelShape shape) const;
+
+  // Seconds of the backward twin of forward kernels of `shape` that take forward_s over
+  // `launches` launches: the FLOP part scales by BackwardTimeFactor, the launch overhead is paid
+  // once per launch, as the simulator charges a backward kernel (simulator/simulate.cc KernelNs).
+  // Scaling the whole forward time, launches included, overstated every backward kernel by
+  // (factor - 1) launches.
+  double BackwardSeconds(double forward_s, int64_t launches, KernelShape shape) const;
 
  private:
   using WorkKey = std::tuple<int, int64_t, int64_t>;  // layout kind, shards, a (0 for rows)
@@ -98,14 +106,15 @@ struct PlanContext {
   mutable std::map<int64_t, std::shared_ptr<const BalancedChunks>> balanced_cache_;  // by shards
 };
 
-inline double PlanContext::BackwardTimeFactor() const {
-  return kBackwardFlopsFactor / topology.gpu.backward_rate_ratio;
+inline double PlanContext::BackwardTimeFactor(KernelShape shape) const {
+  return kBackwardFlopsFactor / BackwardRateRatio(topology.gpu, shape);
 }
 
-inline double PlanContext::BackwardSeconds(double forward_s, int64_t launches) const {
+inline double PlanContext::BackwardSeconds(double forward_s, int64_t launches,
+                                           KernelShape shape) const {
   const double launch_s = static_cast<double>(launches) * topology.gpu.launch_overhead_s *
                           topology.gpu.SharedComputeSlowdown();
-  return launch_s + (forward_s - launch_s) * BackwardTimeFactor();
+  return launch_s + (forward_s - launch_s) * BackwardTimeFactor(shape);
 }
 
 }  // namespace meshplan::planner

@@ -230,11 +230,13 @@ class Replayer {
     MESHPLAN_RETURN_IF_ERROR(t_.SupportsDType(dtype_));
     block_tokens_ = s_.layout.num_shards > 0 ? s_.layout.KernelBlockTokens() : 1;
     // UnsharedKernelSeconds(flops) = flops / rate + launch overhead, as nanoseconds per FLOP +
-    // constant; a backward kernel runs at backward_rate_ratio of the forward's rate, and a block
+    // constant; a backward kernel runs at BackwardRateRatio of the forward's rate, and a block
     // the mask cuts does cut_row_extra_pairs more pairs per cut row (Op::cut_rows_per_pair).
-    const double rate = AttentionFlopsPerSecond(t_.gpu, dtype_, options_.head_dim, block_tokens_);
+    // Every kernel of a plan covers the same heads (SimOptions::kernel_batch_heads).
+    const KernelShape shape{block_tokens_, options_.kernel_batch_heads};
+    const double rate = AttentionFlopsPerSecond(t_.gpu, dtype_, options_.head_dim, shape);
     ns_per_flop_ = rate > 0 ? kNanosecondsPerSecond / rate : 0.0;
-    ns_per_backward_flop_ = ns_per_flop_ / t_.gpu.backward_rate_ratio;
+    ns_per_backward_flop_ = ns_per_flop_ / BackwardRateRatio(t_.gpu, shape);
     cut_row_extra_pairs_ = t_.gpu.cut_row_extra_pairs;
     ranks_per_device_ = t_.gpu.ranks_per_device;
     if (ranks_per_device_ > 1) {

@@ -23,6 +23,11 @@ struct SimOptions {
   // The workload's head dim, which scales the kernel rate (GpuSpec::HeadDimRateFactor); 0: the
   // rate of the curve's own head dim. SimulatePlan and SimulatedSeconds set it from the plan.
   int64_t head_dim = 0;
+  // Sequences x query heads one kernel call covers (the plan's batch x its heads per rank,
+  // KernelBatchHeads), which sets how fully the kernel fills the GPU
+  // (core/cost/kernel_occupancy.h); 0: the curve's own occupancy. SimulatePlan and SimulatedSeconds
+  // set it from the plan.
+  int64_t kernel_batch_heads = 0;
   bool record_op_times = true;  // keep every op's start and end (needed for traces)
   // Replay the timing view of the schedule (simulator/coalesce.h): runs of compute ops that time
   // as one are one op. The result is the same up to a nanosecond per merged op (op times are

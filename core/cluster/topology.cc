@@ -125,6 +125,7 @@ void GpuSpec::UseCurve(const AttentionKernelCurve& c) {
   ring_step_partial_passes = c.ring_step_partial_passes;
   cut_row_extra_pairs = c.cut_row_extra_pairs;
   sliced_merge_passes = c.sliced_merge_passes;
+  occupancy = c.occupancy;
 }
 
 std::string CalibrationRecord::LoadCaveat(double load_now) const {
@@ -249,6 +250,18 @@ Status CheckKernelCurve(const std::string& prefix, const std::string& name,
     return Status::Invalid(prefix + ".cut_row_extra_pairs: must be in [0, 1e6]");
   if (!(c.sliced_merge_passes >= 0 && c.sliced_merge_passes <= 1000))
     return Status::Invalid(prefix + ".sliced_merge_passes: must be in [0, 1000]");
+  const KernelOccupancy& o = c.occupancy;
+  const std::string occupancy = prefix + ".occupancy.";
+  if (o.forward_tile_rows < 0 || o.forward_tile_rows > 65536)
+    return Status::Invalid(occupancy + "forward_tile_rows: must be in 0..65536 (0: not modelled)");
+  if (o.backward_tile_rows < 0 || o.backward_tile_rows > 65536)
+    return Status::Invalid(occupancy + "backward_tile_rows: must be in 0..65536 (0: not modelled)");
+  if (o.forward_ctas_per_sm < 1 || o.forward_ctas_per_sm > 64)
+    return Status::Invalid(occupancy + "forward_ctas_per_sm: must be in 1..64");
+  if (o.backward_ctas_per_sm < 1 || o.backward_ctas_per_sm > 64)
+    return Status::Invalid(occupancy + "backward_ctas_per_sm: must be in 1..64");
+  if (o.curve_batch_heads < 0 || o.curve_batch_heads > (int64_t{1} << 30))
+    return Status::Invalid(occupancy + "curve_batch_heads: must be in 0..2^30 (0: full occupancy)");
   return Status::Ok();
 }
 
@@ -298,7 +311,9 @@ Status GpuSpec::Validate() const {
       CheckKernelCurve("gpu", "attention_efficiency",
                        {gpu.attention_efficiency, gpu.backward_rate_ratio, gpu.efficiency_head_dim,
                         gpu.pair_overhead_flops, gpu.ring_step_partial_passes,
-                        gpu.cut_row_extra_pairs, gpu.sliced_merge_passes, ""}));
+                        gpu.cut_row_extra_pairs, gpu.sliced_merge_passes, gpu.occupancy, ""}));
+  if (gpu.sm_count < 0 || gpu.sm_count > 100000)
+    return Status::Invalid("gpu.sm_count: must be in 0..100000 (0: not stated)");
   if (!IsAttentionLibrary(gpu.attention_kernel)) {
     return Status::Invalid("gpu.attention_kernel: unknown attention library '" +
                            gpu.attention_kernel + "' (expected fa2, fa3, cudnn or own)");

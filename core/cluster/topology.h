@@ -55,6 +55,21 @@ bool IsAttentionLibrary(std::string_view name);
 // the backward's rate relative to it, and the work per (query, key) pair and head that is not
 // matrix products (exponent, scaling, masking), as FLOPs at the matmul rate, which sets how the
 // rate falls with smaller head dims (GpuSpec::HeadDimRateFactor).
+// How a library's kernels fill the GPU (issue 46, core/cost/kernel_occupancy.h): a forward kernel
+// launches batch x heads x ceil(rows / forward_tile_rows) CTAs (query rows per CTA), a backward
+// one batch x heads x ceil(keys / backward_tile_rows) (key rows per CTA), each resident
+// `ctas_per_sm` at a time per SM, in waves over GpuSpec::sm_count SMs; the efficiency curve was
+// measured with `curve_batch_heads` sequences x heads per call (0: at full occupancy). Tiles of 0
+// (or no sm_count): not modelled, the curve's rate whatever the heads.
+struct KernelOccupancy {
+  int64_t forward_tile_rows = 0;
+  int64_t forward_ctas_per_sm = 1;
+  int64_t backward_tile_rows = 0;
+  int64_t backward_ctas_per_sm = 1;
+  int64_t curve_batch_heads = 0;
+  bool operator==(const KernelOccupancy&) const = default;
+};
+
 struct AttentionKernelCurve {
   std::vector<EfficiencyPoint> efficiency;  // sorted by block_tokens, non-empty
   double backward_rate_ratio = 1.0;
@@ -69,7 +84,8 @@ struct AttentionKernelCurve {
   // Times the partials of a forward ring step whose causal diagonal is strict cross HBM beyond
   // ring_step_partial_passes (GpuSpec::sliced_merge_passes).
   double sliced_merge_passes = 0;
-  std::string source;  // where the points come from (papers, measurements)
+  KernelOccupancy occupancy;  // how its kernels fill the SMs (GpuSpec::occupancy)
+  std::string source;         // where the points come from (papers, measurements)
 };
 
 struct GpuSpec {
@@ -77,6 +93,9 @@ struct GpuSpec {
   // its keys already laid under the file's own; "" when the file describes its GPU in full.
   std::string catalog;
   std::string model;
+  // Streaming multiprocessors (compute units) the kernels' CTAs are spread over: with the active
+  // library's `occupancy`, how fully a kernel of few heads fills the GPU. 0: not stated.
+  int64_t sm_count = 0;
   std::map<DType, double> peak_tflops;  // dense tensor-core TFLOP/s per dtype
   double memory_bytes = 0;              // HBM capacity
   double hbm_bytes_per_s = 0;
@@ -121,6 +140,8 @@ struct GpuSpec {
   // Charged by the planner's ring passes and by the simulator alike (core/cost/kernel_time.h
   // SlicedMergeSeconds). Part of the active library's curve.
   double sliced_merge_passes = 0;
+  // How the active library's kernels fill the SMs (KernelOccupancy); part of its curve.
+  KernelOccupancy occupancy;
 
   // Ranks that share one physical device (a topology's "GPUs" are rank slots: slots
   // [n*k, n*k + k) are device n). 1: a device per rank. Ranks of one device share its compute

@@ -147,6 +147,31 @@ Status ReadCurve(const Reader& r, const toml::node& node, const std::string& key
   return Status::Ok();
 }
 
+// `occupancy = { forward_tile_rows = 128, ... }` (KernelOccupancy) in `table` at `prefix`; absent:
+// left as it is (not modelled).
+Status ReadOccupancy(const Reader& r, const toml::table& table, const std::string& prefix,
+                     KernelOccupancy* out) {
+  auto node = r.Find(table, prefix, "occupancy", false);
+  if (!node.ok()) return node.status();
+  if (*node == nullptr) return Status::Ok();
+  const std::string key = Reader::Join(prefix, "occupancy");
+  const toml::table* t = (*node)->as_table();
+  if (t == nullptr) return r.Fail(key, "expected a table, got " + TomlTypeName(**node));
+  MESHPLAN_RETURN_IF_ERROR(
+      r.CheckKeys(*t, key,
+                  {"forward_tile_rows", "forward_ctas_per_sm", "backward_tile_rows",
+                   "backward_ctas_per_sm", "curve_batch_heads"}));
+  MESHPLAN_RETURN_IF_ERROR(
+      r.IntegerAt(*t, key, "forward_tile_rows", false, &out->forward_tile_rows));
+  MESHPLAN_RETURN_IF_ERROR(
+      r.IntegerAt(*t, key, "forward_ctas_per_sm", false, &out->forward_ctas_per_sm));
+  MESHPLAN_RETURN_IF_ERROR(
+      r.IntegerAt(*t, key, "backward_tile_rows", false, &out->backward_tile_rows));
+  MESHPLAN_RETURN_IF_ERROR(
+      r.IntegerAt(*t, key, "backward_ctas_per_sm", false, &out->backward_ctas_per_sm));
+  return r.IntegerAt(*t, key, "curve_batch_heads", false, &out->curve_batch_heads);
+}
+
 // The kernel curves: [gpu.attention_kernels.NAME] tables, and the [gpu] fields
 // (attention_efficiency with backward_rate_ratio, efficiency_head_dim and pair_overhead_flops) as
 // the curve of gpu.attention_kernel. That library's curve becomes the active one.
@@ -172,10 +197,11 @@ Status ReadAttentionKernels(const Reader& r, const toml::table& t, GpuSpec* gpu)
         return r.Fail(prefix, "unknown attention library (expected fa2, fa3, cudnn or own)");
       const toml::table* table = node.as_table();
       if (table == nullptr) return r.Fail(prefix, "expected a table, got " + TomlTypeName(node));
-      MESHPLAN_RETURN_IF_ERROR(r.CheckKeys(
-          *table, prefix,
-          {"efficiency", "backward_rate_ratio", "head_dim", "pair_overhead_flops",
-           "ring_step_partial_passes", "cut_row_extra_pairs", "sliced_merge_passes", "source"}));
+      MESHPLAN_RETURN_IF_ERROR(
+          r.CheckKeys(*table, prefix,
+                      {"efficiency", "backward_rate_ratio", "head_dim", "pair_overhead_flops",
+                       "ring_step_partial_passes", "cut_row_extra_pairs", "sliced_merge_passes",
+                       "occupancy", "source"}));
       AttentionKernelCurve curve;
       auto points = r.Find(*table, prefix, "efficiency", true);
       if (!points.ok()) return points.status();
@@ -191,6 +217,7 @@ Status ReadAttentionKernels(const Reader& r, const toml::table& t, GpuSpec* gpu)
           r.NumberAt(*table, prefix, "cut_row_extra_pairs", false, &curve.cut_row_extra_pairs));
       MESHPLAN_RETURN_IF_ERROR(
           r.NumberAt(*table, prefix, "sliced_merge_passes", false, &curve.sliced_merge_passes));
+      MESHPLAN_RETURN_IF_ERROR(ReadOccupancy(r, *table, prefix, &curve.occupancy));
       MESHPLAN_RETURN_IF_ERROR(r.StringAt(*table, prefix, "source", true, &curve.source));
       gpu->attention_kernels[name] = std::move(curve);
     }
@@ -201,7 +228,7 @@ Status ReadAttentionKernels(const Reader& r, const toml::table& t, GpuSpec* gpu)
   if (*legacy == nullptr) {
     for (std::string_view key :
          {"backward_rate_ratio", "efficiency_head_dim", "pair_overhead_flops",
-          "ring_step_partial_passes", "cut_row_extra_pairs", "sliced_merge_passes"}) {
+          "ring_step_partial_passes", "cut_row_extra_pairs", "sliced_merge_passes", "occupancy"}) {
       if (t.contains(key)) {
         return r.Fail("gpu." + std::string(key),
                       "describes gpu.attention_efficiency, which is absent (give it in "
@@ -237,6 +264,7 @@ Status ReadAttentionKernels(const Reader& r, const toml::table& t, GpuSpec* gpu)
         r.NumberAt(t, p, "cut_row_extra_pairs", false, &curve.cut_row_extra_pairs));
     MESHPLAN_RETURN_IF_ERROR(
         r.NumberAt(t, p, "sliced_merge_passes", false, &curve.sliced_merge_passes));
+    MESHPLAN_RETURN_IF_ERROR(ReadOccupancy(r, t, p, &curve.occupancy));
     gpu->attention_kernels[active] = std::move(curve);
   }
   gpu->UseCurve(gpu->attention_kernels[active]);
@@ -262,6 +290,8 @@ constexpr std::string_view kGpuKeys[] = {"catalog",
                                          "attention_kernels",
                                          "cut_row_extra_pairs",
                                          "sliced_merge_passes",
+                                         "occupancy",
+                                         "sm_count",
                                          "ranks_per_device",
                                          "concurrent_kernels",
                                          "sharing",
@@ -304,6 +334,7 @@ Status ReadGpu(const Reader& r, const toml::table& t, GpuSpec* gpu) {
   MESHPLAN_RETURN_IF_ERROR(CheckTomlKeys(t, p, kGpuKeys, r.source()));
   MESHPLAN_RETURN_IF_ERROR(r.StringAt(t, p, "catalog", false, &gpu->catalog));
   MESHPLAN_RETURN_IF_ERROR(r.StringAt(t, p, "model", true, &gpu->model));
+  MESHPLAN_RETURN_IF_ERROR(r.IntegerAt(t, p, "sm_count", false, &gpu->sm_count));
   double memory_gb = 0, hbm_gbps = 0, launch_us = 0;
   MESHPLAN_RETURN_IF_ERROR(r.NumberAt(t, p, "memory_GB", true, &memory_gb));
   MESHPLAN_RETURN_IF_ERROR(r.NumberAt(t, p, "hbm_GBps", true, &hbm_gbps));
@@ -571,6 +602,22 @@ std::string FormatNumber(double value, double (*to_model)(double), double from_m
   return text;
 }
 
+// "{ forward_tile_rows = 128, ... }": the keys that differ from KernelOccupancy's defaults.
+std::string OccupancyText(const KernelOccupancy& o) {
+  const KernelOccupancy plain;
+  std::string out;
+  auto add = [&](const char* key, int64_t value, int64_t default_value) {
+    if (value == default_value) return;
+    out += (out.empty() ? "{ " : ", ") + std::string(key) + " = " + std::to_string(value);
+  };
+  add("forward_tile_rows", o.forward_tile_rows, plain.forward_tile_rows);
+  add("forward_ctas_per_sm", o.forward_ctas_per_sm, plain.forward_ctas_per_sm);
+  add("backward_tile_rows", o.backward_tile_rows, plain.backward_tile_rows);
+  add("backward_ctas_per_sm", o.backward_ctas_per_sm, plain.backward_ctas_per_sm);
+  add("curve_batch_heads", o.curve_batch_heads, plain.curve_batch_heads);
+  return out.empty() ? out : out + " }";
+}
+
 // "[[512, 0.3], [1024, 0.4]]"
 std::string CurveText(const std::vector<EfficiencyPoint>& curve) {
   std::string out = "[";
@@ -653,6 +700,9 @@ std::string TopologyToToml(const Topology& t, bool gpu_by_catalog) {
     if (g.sliced_merge_passes != defaults.sliced_merge_passes) {
       out << "sliced_merge_passes = " << FormatNumber(g.sliced_merge_passes, Identity, 1) << "\n";
     }
+    if (!(g.occupancy == defaults.occupancy))
+      out << "occupancy = " << OccupancyText(g.occupancy) << "\n";
+    if (g.sm_count != defaults.sm_count) out << "sm_count = " << g.sm_count << "\n";
     if (g.ranks_per_device != defaults.ranks_per_device ||
         g.concurrent_kernels != defaults.concurrent_kernels || g.sharing != defaults.sharing) {
       out << "ranks_per_device = " << g.ranks_per_device << "\n";
@@ -711,6 +761,8 @@ std::string TopologyToToml(const Topology& t, bool gpu_by_catalog) {
       if (c.sliced_merge_passes != plain.sliced_merge_passes) {
         out << "sliced_merge_passes = " << FormatNumber(c.sliced_merge_passes, Identity, 1) << "\n";
       }
+      if (!(c.occupancy == plain.occupancy))
+        out << "occupancy = " << OccupancyText(c.occupancy) << "\n";
       out << "source = " << TomlQuote(c.source) << "\n";
     }
   }

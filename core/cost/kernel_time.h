@@ -6,27 +6,47 @@
 
 #include "core/base/dtype.h"
 #include "core/cluster/topology.h"
+#include "core/cost/kernel_occupancy.h"
 #include "core/workload/workload.h"
 
 namespace meshplan {
 
-// FLOP rate of the GPU's active attention kernel (GpuSpec::attention_kernel) on blocks with
-// `block_tokens` tokens on their shorter side at `head_dim`: peak(dtype) *
-// efficiency(block_tokens) * HeadDimRateFactor(head_dim). The planner and the simulator both
-// take their forward rate from here.
+// The shape of a plan's kernel calls that their rate depends on: the blocks' shorter side (the
+// curve's x, and the rows a CTA grid is cut into) and how many sequences x query heads one call
+// covers (the rank's heads: all of them, or heads / U under head parallelism); 0 batch_heads:
+// unknown, the curve's occupancy.
+struct KernelShape {
+  int64_t block_tokens = 1;
+  int64_t batch_heads = 0;
+};
+
+// FLOP rate of the GPU's active attention kernel (GpuSpec::attention_kernel) on calls of `shape`
+// at `head_dim`: peak(dtype) * efficiency(block_tokens) * HeadDimRateFactor(head_dim) *
+// ForwardOccupancyFactor(batch_heads, block_tokens). The planner and the simulator both take
+// their forward rate from here.
 inline double AttentionFlopsPerSecond(const GpuSpec& gpu, DType dtype, int64_t head_dim,
-                                      int64_t block_tokens) {
-  return gpu.PeakFlopsPerSecond(dtype) * gpu.Efficiency(block_tokens) *
-         gpu.HeadDimRateFactor(head_dim);
+                                      KernelShape shape) {
+  return gpu.PeakFlopsPerSecond(dtype) * gpu.Efficiency(shape.block_tokens) *
+         gpu.HeadDimRateFactor(head_dim) *
+         ForwardOccupancyFactor(gpu, shape.batch_heads, shape.block_tokens);
 }
 
-// Seconds to run `flops` of attention as `launches` kernels whose blocks have `block_tokens`
-// tokens on their shorter side, on a rank with a device of its own: flops /
-// AttentionFlopsPerSecond + launches * launch overhead. A GPU without a peak for dtype
-// contributes no FLOP time (callers reject such workloads first: Topology::SupportsDType).
+// A backward kernel's FLOP rate over the forward's on calls of `shape`: the curve's
+// backward_rate_ratio, moved by the two passes' different occupancy (the backward's CTAs cut the
+// keys, the forward's the queries, into tiles of their own sizes).
+inline double BackwardRateRatio(const GpuSpec& gpu, KernelShape shape) {
+  return gpu.backward_rate_ratio *
+         BackwardOccupancyFactor(gpu, shape.batch_heads, shape.block_tokens) /
+         ForwardOccupancyFactor(gpu, shape.batch_heads, shape.block_tokens);
+}
+
+// Seconds to run `flops` of attention as `launches` kernels of `shape`, on a rank with a device
+// of its own: flops / AttentionFlopsPerSecond + launches * launch overhead. A GPU without a peak
+// for dtype contributes no FLOP time (callers reject such workloads first:
+// Topology::SupportsDType).
 inline double UnsharedKernelSeconds(const GpuSpec& gpu, DType dtype, int64_t head_dim, double flops,
-                                    int64_t block_tokens, int64_t launches) {
-  const double rate = AttentionFlopsPerSecond(gpu, dtype, head_dim, block_tokens);
+                                    KernelShape shape, int64_t launches) {
+  const double rate = AttentionFlopsPerSecond(gpu, dtype, head_dim, shape);
   return (rate > 0 ? flops / rate : 0.0) + static_cast<double>(launches) * gpu.launch_overhead_s;
 }
 
@@ -74,8 +94,8 @@ inline double SharedDeviceEndLagSeconds(const GpuSpec& gpu, double run_s) {
 // computing at once (GpuSpec::SharedComputeSlowdown). The simulator times kernels unshared and
 // divides the device among the kernels actually running (simulator/shared_device.h).
 inline double KernelSeconds(const GpuSpec& gpu, DType dtype, int64_t head_dim, double flops,
-                            int64_t block_tokens, int64_t launches) {
-  return UnsharedKernelSeconds(gpu, dtype, head_dim, flops, block_tokens, launches) *
+                            KernelShape shape, int64_t launches) {
+  return UnsharedKernelSeconds(gpu, dtype, head_dim, flops, shape, launches) *
          gpu.SharedComputeSlowdown();
 }
 

@@ -2,6 +2,7 @@
 // It is a small recipe; the per-rank schedule is derived from it deterministically.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -78,6 +79,13 @@ struct Plan {
   int64_t tp = 1;
   int64_t dp = 1;
 };
+
+// Sequences x query heads one of the plan's kernel calls covers: the workload's batch times its
+// query heads over the head-parallel degree (SchemeParams::ulysses; 1 for schemes without one),
+// as the planner's estimates count them (PlanContext::ShapeOf). Sets the kernels' occupancy.
+inline int64_t KernelBatchHeads(const Plan& plan) {
+  return plan.workload.batch * plan.workload.q_heads / std::max<int64_t>(1, plan.params.ulysses);
+}
 
 // Maps scheme ranks to GPUs. A rank's canonical id is the mixed-radix number of its coordinates
 // in the rank grid's order (first dimension fastest); its GPU is the mixed-radix number of the same

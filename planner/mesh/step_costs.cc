@@ -43,12 +43,14 @@ StepTimes PhaseStepTimes(const PlanContext& ctx, const SchemeParams& p, const Pl
   const double block_flops = ctx.KernelForwardFlopsMax(pairs, layout, p.tile_a, w.q_heads / u) /
                              static_cast<double>(p.tile_a * p.tile_b);
   StepTimes t;
-  const double forward_block = KernelSeconds(ctx.topology.gpu, w.dtype, w.head_dim, block_flops,
-                                             layout.KernelBlockTokens(), 1);
+  const KernelShape shape = ctx.ShapeOf(layout, w.q_heads / u);
+  const double forward_block =
+      KernelSeconds(ctx.topology.gpu, w.dtype, w.head_dim, block_flops, shape, 1);
   // A Q slot's b blocks merge the partials of all but the first (ring_pass.h): on average
   // (b - 1) / b merges per block.
   t.block = RingStepSeconds(
-      ctx, phase, phase == Phase::kForward ? forward_block : ctx.BackwardSeconds(forward_block, 1),
+      ctx, phase,
+      phase == Phase::kForward ? forward_block : ctx.BackwardSeconds(forward_block, 1, shape),
       p.tile_b);
   const MessageBytes m = PhaseMessageBytes(ctx.shard, phase, p.cache_forward);
   CommModel& comm = *ctx.comm;

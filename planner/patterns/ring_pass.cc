@@ -40,7 +40,7 @@ double RingBlockSeconds(const PlanContext& ctx, const ShardLayout& layout, int64
   const Workload& w = ctx.workload;
   const double flops = ctx.KernelForwardFlopsMax(ctx.RowPairsFor(layout), layout, 1, heads) /
                        static_cast<double>(layout.num_shards);
-  return KernelSeconds(ctx.topology.gpu, w.dtype, w.head_dim, flops, layout.KernelBlockTokens(), 1);
+  return KernelSeconds(ctx.topology.gpu, w.dtype, w.head_dim, flops, ctx.ShapeOf(layout, heads), 1);
 }
 
 double RingStepSeconds(const PlanContext& ctx, Phase phase, double block_s, int64_t steps,
@@ -55,7 +55,7 @@ double RingStepSeconds(const PlanContext& ctx, Phase phase, double block_s, int6
 
 double RingPass(Estimate& e, const PlanContext& ctx, const Placement& placement,
                 const ShardLayout& layout, int dim, Phase phase, bool cache, bool own_shard_last,
-                double step_compute_s, Traffic& traffic) {
+                double step_compute_s, KernelShape shape, Traffic& traffic) {
   const int64_t r = placement.DimSize(dim);
   const ShardBytes& s = ctx.shard;
   if (phase == Phase::kForward) {
@@ -71,7 +71,8 @@ double RingPass(Estimate& e, const PlanContext& ctx, const Placement& placement,
   // unless the own shard runs last (cache only): then hop k overlaps block k+1 and the last hop
   // the own block.
   AddPipeline(e, cache ? "bwd ring step (dK,dV hop)" : "bwd ring step (KV shift + dK,dV hop)", r,
-              RingStepSeconds(ctx, phase, ctx.BackwardSeconds(step_compute_s, 1), r), t_kv + t_dkv);
+              RingStepSeconds(ctx, phase, ctx.BackwardSeconds(step_compute_s, 1, shape), r),
+              t_kv + t_dkv);
   if (!(cache && own_shard_last)) AddExposed(e, "bwd last dK,dV hop", r > 1 ? t_dkv : 0.0);
   return static_cast<double>(r - 1) * ((cache ? 0.0 : s.kv) + s.dkv_partial);
 }

@@ -47,14 +47,15 @@ double RingBlockSeconds(const PlanContext& ctx, const ShardLayout& layout, int64
 double RingStepSeconds(const PlanContext& ctx, Phase phase, double block_s, int64_t steps,
                        bool sliced_steps = false);
 
-// One ring pass over `dim` (size R) of the shards of `layout`: R steps of `step_compute_s`, KV
-// shifts overlapped; the backward adds the dK+dV owner-last chain (and no KV shifts with cache).
+// One ring pass over `dim` (size R) of the shards of `layout`: R steps of `step_compute_s` (the
+// forward block's time; the backward's from it by `shape`, ctx.BackwardSeconds), KV shifts
+// overlapped; the backward adds the dK+dV owner-last chain (and no KV shifts with cache).
 // With cache and own_shard_last the backward runs the own shard last
 // (sched::RingPass::own_shard_last), so the chain's last hop overlaps it instead of following the
 // last block.
 double RingPass(Estimate& e, const PlanContext& ctx, const Placement& placement,
                 const ShardLayout& layout, int dim, Phase phase, bool cache, bool own_shard_last,
-                double step_compute_s, Traffic& traffic);
+                double step_compute_s, KernelShape shape, Traffic& traffic);
 
 }  // namespace meshplan::planner
 

@@ -70,8 +70,9 @@ Estimate AllGatherKVStrategy::Evaluate(const PlanContext& ctx, const SchemeParam
   const std::vector<int64_t>& pairs = ctx.RowPairsFor(layout);
   SetFlops(e, ctx, pairs, w.q_heads);
   const double fwd_flops = ctx.KernelForwardFlopsMax(pairs, layout, 1, w.q_heads);
-  const double compute_s = KernelSeconds(ctx.topology.gpu, w.dtype, w.head_dim, fwd_flops,
-                                         layout.KernelBlockTokens(), layout.RangesPerShard());
+  const KernelShape shape = ctx.ShapeOf(layout, w.q_heads);
+  const double compute_s = KernelSeconds(ctx.topology.gpu, w.dtype, w.head_dim, fwd_flops, shape,
+                                         layout.RangesPerShard());
   Traffic traffic(ranks, ctx.topology.num_levels());
   CommModel& comm = *ctx.comm;
   double fwd_bytes = 0, bwd_bytes = 0;
@@ -84,7 +85,7 @@ Estimate AllGatherKVStrategy::Evaluate(const PlanContext& ctx, const SchemeParam
     if (!p.cache_forward) {
       AddExposed(e, "bwd all-gather K,V", comm.RingCollective(placement, 0, s.kv, &traffic));
     }
-    AddCompute(e, "bwd attention", ctx.BackwardSeconds(compute_s, layout.RangesPerShard()));
+    AddCompute(e, "bwd attention", ctx.BackwardSeconds(compute_s, layout.RangesPerShard(), shape));
     AddExposed(e, "bwd reduce-scatter dK,dV",
                comm.RingCollective(placement, 0, s.dkv_partial, &traffic));
     bwd_bytes = (ranks - 1) * ((p.cache_forward ? 0.0 : s.kv) + s.dkv_partial);

@@ -19,7 +19,8 @@ constexpr std::string_view kName = "attention2d";
 // overlapped with the compute. Adds its stages and traffic to the estimate and returns the bytes
 // one rank sends (the expansion below emits the same collectives).
 double Attention2DPass(Estimate& e, const PlanContext& ctx, const Placement& placement, int q_dim,
-                       int kv_dim, Phase phase, bool cache, double compute_s, Traffic& traffic) {
+                       int kv_dim, Phase phase, bool cache, double compute_s, KernelShape shape,
+                       Traffic& traffic) {
   const int64_t a = placement.DimSize(q_dim), b = placement.DimSize(kv_dim);
   const ShardBytes& s = ctx.shard;
   CommModel& comm = *ctx.comm;
@@ -37,7 +38,7 @@ double Attention2DPass(Estimate& e, const PlanContext& ctx, const Placement& pla
              comm.RingCollective(placement, q_dim, q_side, &traffic));
   if (!cache)
     AddExposed(e, "bwd all-gather K,V", comm.RingCollective(placement, kv_dim, s.kv, &traffic));
-  AddCompute(e, "bwd tile compute", ctx.BackwardSeconds(compute_s, a * b));
+  AddCompute(e, "bwd tile compute", ctx.BackwardSeconds(compute_s, a * b, shape));
   AddExposed(e, "bwd reduce-scatter dQ",
              comm.RingCollective(placement, q_dim, s.dq_partial, &traffic));
   AddExposed(e, "bwd reduce-scatter dK,dV",
@@ -82,18 +83,19 @@ Estimate Attention2DStrategy::Evaluate(const PlanContext& ctx, const SchemeParam
   const Placement placement(RankDims(p), p.placement);
   const std::vector<int64_t>& pairs = ctx.TilePairsFor(layout, a);
   SetFlops(e, ctx, pairs, w.q_heads);
-  const double compute_s = KernelSeconds(ctx.topology.gpu, w.dtype, w.head_dim,
-                                         ctx.KernelForwardFlopsMax(pairs, layout, a, w.q_heads),
-                                         layout.KernelBlockTokens(), a * b);
+  const KernelShape shape = ctx.ShapeOf(layout, w.q_heads);
+  const double compute_s =
+      KernelSeconds(ctx.topology.gpu, w.dtype, w.head_dim,
+                    ctx.KernelForwardFlopsMax(pairs, layout, a, w.q_heads), shape, a * b);
   Traffic traffic(ranks, ctx.topology.num_levels());
   double fwd_bytes = 0, bwd_bytes = 0;
   if (HasForward(w.pass)) {
     fwd_bytes =
-        Attention2DPass(e, ctx, placement, 0, 1, Phase::kForward, false, compute_s, traffic);
+        Attention2DPass(e, ctx, placement, 0, 1, Phase::kForward, false, compute_s, shape, traffic);
   }
   if (HasBackward(w.pass)) {
     bwd_bytes = Attention2DPass(e, ctx, placement, 0, 1, Phase::kBackward, p.cache_forward,
-                                compute_s, traffic);
+                                compute_s, shape, traffic);
   }
   SetTraffic(e, traffic, fwd_bytes, bwd_bytes);
   // Gathered a Q shards and b KV shards; a partial (O, LSE) accumulators; the backward gathers

@@ -50,7 +50,7 @@ void AddFolded(Estimate& e, const std::string& label, double compute_s, double c
 // exposed). Adds its stages and traffic to the estimate and returns the bytes one rank sends.
 double Attention2DOverlapPass(Estimate& e, const PlanContext& ctx, const Placement& placement,
                               int q_dim, int kv_dim, Phase phase, bool cache, double block_s,
-                              Traffic& traffic) {
+                              KernelShape shape, Traffic& traffic) {
   const int64_t a = placement.DimSize(q_dim), b = placement.DimSize(kv_dim);
   const ShardBytes& s = ctx.shard;
   CommModel& comm = *ctx.comm;
@@ -75,7 +75,7 @@ double Attention2DOverlapPass(Estimate& e, const PlanContext& ctx, const Placeme
           comm.BottleneckLevel(placement, kv_dim, fwd || !cache ? kv_bytes : dkv_bytes);
   // A Q slot's b blocks merge the partials of all but the first (ring_pass.h).
   const double t_blk =
-      RingStepSeconds(ctx, phase, fwd ? block_s : ctx.BackwardSeconds(block_s, 1), b);
+      RingStepSeconds(ctx, phase, fwd ? block_s : ctx.BackwardSeconds(block_s, 1, shape), b);
   const std::string ph = PhaseLabel(phase);
 
   // KV-group traffic during block l of row k (the compute stream waits for it at the next block):
@@ -179,19 +179,20 @@ Estimate Attention2DOverlapStrategy::Evaluate(const PlanContext& ctx, const Sche
   const std::vector<int64_t>& pairs = ctx.TilePairsFor(layout, a);
   SetFlops(e, ctx, pairs, w.q_heads);
   // The busiest rank's tile spread evenly over its a*b blocks (as ATTENTION2D's tile compute).
-  const double tile_s = KernelSeconds(ctx.topology.gpu, w.dtype, w.head_dim,
-                                      ctx.KernelForwardFlopsMax(pairs, layout, a, w.q_heads),
-                                      layout.KernelBlockTokens(), a * b);
+  const KernelShape shape = ctx.ShapeOf(layout, w.q_heads);
+  const double tile_s =
+      KernelSeconds(ctx.topology.gpu, w.dtype, w.head_dim,
+                    ctx.KernelForwardFlopsMax(pairs, layout, a, w.q_heads), shape, a * b);
   const double block_s = tile_s / static_cast<double>(a * b);
   Traffic traffic(ranks, ctx.topology.num_levels());
   double fwd_bytes = 0, bwd_bytes = 0;
   if (HasForward(w.pass)) {
-    fwd_bytes =
-        Attention2DOverlapPass(e, ctx, placement, 0, 1, Phase::kForward, false, block_s, traffic);
+    fwd_bytes = Attention2DOverlapPass(e, ctx, placement, 0, 1, Phase::kForward, false, block_s,
+                                       shape, traffic);
   }
   if (HasBackward(w.pass)) {
     bwd_bytes = Attention2DOverlapPass(e, ctx, placement, 0, 1, Phase::kBackward, p.cache_forward,
-                                       block_s, traffic);
+                                       block_s, shape, traffic);
   }
   SetTraffic(e, traffic, fwd_bytes, bwd_bytes);
   // Held at the peak: the a-1 other Q slots and b-1 other KV slots (kept for the later rows, as

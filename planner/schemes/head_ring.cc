@@ -15,14 +15,14 @@ namespace {
 // emits the same messages).
 double DoubleRingPass(Estimate& e, const PlanContext& ctx, const Placement& placement,
                       const ShardLayout& layout, int inner_dim, int outer_dim, Phase phase,
-                      bool cache, double step_compute_s, Traffic& traffic) {
+                      bool cache, double step_compute_s, KernelShape shape, Traffic& traffic) {
   const int64_t w = placement.DimSize(inner_dim), windows = placement.DimSize(outer_dim);
   const ShardBytes& s = ctx.shard;
   const bool fwd = phase == Phase::kForward;
   const double msg = fwd ? s.kv : (cache ? 0.0 : s.kv) + s.dkv_partial;
-  const double step_s =
-      RingStepSeconds(ctx, phase, fwd ? step_compute_s : ctx.BackwardSeconds(step_compute_s, 1),
-                      w * windows, SlicedRingSteps(ctx, layout, phase));
+  const double step_s = RingStepSeconds(
+      ctx, phase, fwd ? step_compute_s : ctx.BackwardSeconds(step_compute_s, 1, shape), w * windows,
+      SlicedRingSteps(ctx, layout, phase));
   const double t_in = ctx.comm->RingShift(placement, inner_dim, msg, (w - 1) * windows, &traffic);
   const double t_out = ctx.comm->RingShift(placement, outer_dim, msg, windows - 1, &traffic);
   const bool shared = ctx.comm->BottleneckLevel(placement, inner_dim, msg) ==
@@ -53,16 +53,17 @@ Estimate HeadRingEstimate(const PlanContext& ctx, const SchemeParams& p,
   const Placement placement(dims, p.placement);
   SetFlops(e, ctx, ctx.RowPairsFor(layout), HeadsPerRank(w, u));
   const double step_s = RingBlockSeconds(ctx, layout, HeadsPerRank(w, u));
+  const KernelShape shape = ctx.ShapeOf(layout, HeadsPerRank(w, u));
   Traffic traffic(ctx.num_ranks, ctx.topology.num_levels());
   auto ring = [&](Phase phase, bool cache) {
     if (double_ring)
-      return DoubleRingPass(e, ctx, placement, layout, 1, 2, phase, cache, step_s, traffic);
+      return DoubleRingPass(e, ctx, placement, layout, 1, 2, phase, cache, step_s, shape, traffic);
     if (r > 1)
       return RingPass(e, ctx, placement, layout, 1, phase, cache, /*own_shard_last=*/false, step_s,
-                      traffic);
+                      shape, traffic);
     AddCompute(
         e, phase == Phase::kForward ? "fwd attention (full sequence, own heads)" : "bwd attention",
-        phase == Phase::kForward ? step_s : ctx.BackwardSeconds(step_s, 1));
+        phase == Phase::kForward ? step_s : ctx.BackwardSeconds(step_s, 1, shape));
     return 0.0;
   };
   double fwd_bytes = 0, bwd_bytes = 0;

@@ -72,15 +72,16 @@ Estimate RingStrategy::Evaluate(const PlanContext& ctx, const SchemeParams& p) c
   SetFlops(e, ctx, ctx.RowPairsFor(layout), w.q_heads);
 
   const double step_s = RingBlockSeconds(ctx, layout, w.q_heads);
+  const KernelShape shape = ctx.ShapeOf(layout, w.q_heads);
   Traffic traffic(ranks, ctx.topology.num_levels());
   double fwd_bytes = 0, bwd_bytes = 0;
   if (HasForward(w.pass)) {
-    fwd_bytes =
-        RingPass(e, ctx, placement, layout, 0, Phase::kForward, false, false, step_s, traffic);
+    fwd_bytes = RingPass(e, ctx, placement, layout, 0, Phase::kForward, false, false, step_s, shape,
+                         traffic);
   }
   if (HasBackward(w.pass)) {
     bwd_bytes = RingPass(e, ctx, placement, layout, 0, Phase::kBackward, p.cache_forward,
-                         /*own_shard_last=*/true, step_s, traffic);
+                         /*own_shard_last=*/true, step_s, shape, traffic);
   }
   SetTraffic(e, traffic, fwd_bytes, bwd_bytes);
   // Buffers: KV being used + KV arriving; fp32 O accumulator; backward adds dK,dV in and out

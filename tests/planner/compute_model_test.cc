@@ -250,8 +250,8 @@ TEST(ComputeModel, KernelSecondsIsFlopsOverRatePlusLaunches) {
   gpu.attention_efficiency = {{1024, 0.25}, {4096, 0.75}};
   gpu.launch_overhead_s = 5e-6;
   // 2048 tokens is halfway between 1024 and 4096 in log2: efficiency 0.5, rate 500 TFLOP/s.
-  EXPECT_NEAR(KernelSeconds(gpu, DType::kBf16, 128, 1e12, 2048, 3), 1e12 / 500e12 + 3 * 5e-6,
-              1e-12);
+  EXPECT_NEAR(KernelSeconds(gpu, DType::kBf16, 128, 1e12, KernelShape{2048, 0}, 3),
+              1e12 / 500e12 + 3 * 5e-6, 1e-12);
 }
 
 }  // namespace
@@ -267,14 +267,16 @@ TEST(ComputeModel, KernelSecondsOfRanksSharingADeviceGrowsByRanksOverSlots) {
   GpuSpec gpu;
   gpu.peak_tflops = {{DType::kBf16, 1000}};
   gpu.attention_efficiency = {{1, 0.5}};
-  EXPECT_NEAR(UnsharedKernelSeconds(gpu, DType::kBf16, 128, 1e12, 2048, 0), 2e-3, 1e-12);
+  EXPECT_NEAR(UnsharedKernelSeconds(gpu, DType::kBf16, 128, 1e12, KernelShape{2048, 0}, 0), 2e-3,
+              1e-12);
   gpu.ranks_per_device = 8;
   gpu.concurrent_kernels = 2;
-  EXPECT_NEAR(KernelSeconds(gpu, DType::kBf16, 128, 1e12, 2048, 0), 8e-3, 1e-12);
-  EXPECT_NEAR(UnsharedKernelSeconds(gpu, DType::kBf16, 128, 1e12, 2048, 0), 2e-3, 1e-12);
+  EXPECT_NEAR(KernelSeconds(gpu, DType::kBf16, 128, 1e12, KernelShape{2048, 0}, 0), 8e-3, 1e-12);
+  EXPECT_NEAR(UnsharedKernelSeconds(gpu, DType::kBf16, 128, 1e12, KernelShape{2048, 0}, 0), 2e-3,
+              1e-12);
   gpu.ranks_per_device = 2;
   gpu.concurrent_kernels = 4;
-  EXPECT_NEAR(KernelSeconds(gpu, DType::kBf16, 128, 1e12, 2048, 0), 2e-3, 1e-12);
+  EXPECT_NEAR(KernelSeconds(gpu, DType::kBf16, 128, 1e12, KernelShape{2048, 0}, 0), 2e-3, 1e-12);
 }
 
 }  // namespace

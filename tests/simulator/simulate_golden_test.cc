@@ -85,7 +85,7 @@ TEST(SimulateGolden, ComputeOnlyScheduleTakesTheSumOfItsBlocks) {
     c.kv_shard = 0;
     c.head_count = 1;
     c.flops = 1e12 * (i + 1);  // 1, 2, 3 TFLOP at 500 TFLOP/s: 2, 4, 6 ms, + 3 us launch each
-    expected += KernelSeconds(t.gpu, DType::kBf16, 128, c.flops, 1024, 1);
+    expected += KernelSeconds(t.gpu, DType::kBf16, 128, c.flops, KernelShape{1024, 0}, 1);
     previous = i == 0 ? s.ranks[0].Add(c) : s.ranks[0].Add(c, {previous});
   }
   auto r = Simulate(s, t, Identity(1), DType::kBf16);
