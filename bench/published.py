@@ -10,6 +10,7 @@ single-GPU kernel points (listed, not predicted) and the command run for each gr
 Usage:
   python3 bench/published.py [--meshplan build/tools/meshplan] [--points bench/published/points.csv]
                              [--json FILE] [--max-median F]
+                             [--leave-one-source-out [--max-loso-median F]]
 
 Exit status: 0 on success; 1 when a point matches no plan row, or when --max-median is given and
 the overall median |error| of the estimate over the fidelity points exceeds it; 2 when something
@@ -287,15 +288,16 @@ def signed_error(predicted, measured):
     return predicted / measured - 1.0
 
 
-def evaluate_group(meshplan, key, pts):
+def evaluate_group(meshplan, key, pts, cluster_files=None):
     """Run meshplan for one group and return (command, [record per point]).
 
-    A record holds the point's id, source, cluster, scheme, selection, matched parameters, and
+    cluster_files maps a cluster name to the file to plan on instead (leave-one-source-out's
+    refitted values); records keep the name. A record holds the point's id, source, cluster, scheme, selection, matched parameters, and
     measured/estimate/simulated seconds with signed errors.
     """
     cluster = key[-1]
     schemes = list(dict.fromkeys(p["meshplan_scheme"] for p in pts))
-    cmd = plan_command(meshplan, key, cluster, schemes)
+    cmd = plan_command(meshplan, key, (cluster_files or {}).get(cluster, cluster), schemes)
     rows = parse_plan_csv(run_meshplan(cmd), cmd)
     records = []
     for p in pts:
@@ -312,11 +314,11 @@ def evaluate_group(meshplan, key, pts):
     return cmd, records
 
 
-def evaluate_all(meshplan, groups):
+def evaluate_all(meshplan, groups, cluster_files=None):
     """Evaluate every group (a few at a time); returns ([commands], [records]) in group order."""
     workers = max(1, min(4, os.cpu_count() or 1))
     with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
-        futures = [pool.submit(evaluate_group, meshplan, k, v)
+        futures = [pool.submit(evaluate_group, meshplan, k, v, cluster_files)
                    for k, v in groups.items()]
         results = [f.result() for f in futures]
     return [c for c, _ in results], [r for _, rs in results for r in rs]
@@ -530,6 +532,21 @@ def render(meta, records, summary, pairs, named, kernel_points, commands):
     return "\n".join(out) + "\n"
 
 
+def render_loso(rows, out_of_sample):
+    """Markdown lines: each source's median |error| in and out of sample, and what was refit."""
+    lines = ["", "## Leave one source out", "",
+             "Every value fitted on a source's context-parallel points fitted again without them "
+             "(bench/published_loso.py); the source's points predicted with those values.", ""]
+    lines += table(["source", "points", "in-sample median abs", "out-of-sample median abs",
+                    "values refit"],
+                   [[r["source"], r["points"], apct(r["in_sample"]), apct(r["out_of_sample"]),
+                     "; ".join(r["changes"]) or "none (nothing was fitted on it)"] for r in rows])
+    overall = statistics.median(abs(r["estimate_error"]) for r in out_of_sample)
+    lines += ["", f"Out of sample, all {len(out_of_sample)} points: median |error| "
+                  f"{apct(overall)}."]
+    return lines
+
+
 def json_record(r):
     """A point record with plain JSON values (errors as signed fractions)."""
     return {k: r[k] for k in ("id", "source", "cluster", "group", "scheme", "selection",
@@ -583,6 +600,12 @@ def parse_args(argv):
     ap.add_argument("--json", metavar="FILE", help="also write per-point rows and summary as JSON")
     ap.add_argument("--max-median", type=float, metavar="F",
                     help="exit 1 if the overall median |error| of the estimate exceeds F (0.12 = 12%%)")
+    ap.add_argument("--leave-one-source-out", action="store_true",
+                    help="also refit every fitted value without each source in turn and report "
+                         "that source's out-of-sample median (bench/published_loso.py)")
+    ap.add_argument("--max-loso-median", type=float, metavar="F",
+                    help="with --leave-one-source-out: exit 1 if the out-of-sample median "
+                         "|error| over all points exceeds F")
     ap.add_argument("--check-model-error", action="store_true",
                     help="exit 1 if that median exceeds the model error meshplan's plan table "
                          "states for its ties")
@@ -612,6 +635,16 @@ def main(argv=None):
         ]
         meta = {"meshplan": args.meshplan, "points": args.points, "model_error": model_error}
         sys.stdout.write(render(meta, records, summary, pairs, named, kernel_points, commands))
+        if args.leave_one_source_out:
+            import published_loso  # bench/, beside this file
+
+            def evaluate(pts, cluster_files):
+                return evaluate_all(args.meshplan, group_points(pts), cluster_files)[1]
+
+            loso_rows, loso_records = published_loso.leave_one_source_out(
+                evaluate, fidelity, cluster_for)
+            loso_median = statistics.median(abs(r["estimate_error"]) for r in loso_records)
+            sys.stdout.write("\n".join(render_loso(loso_rows, loso_records)) + "\n")
         if args.json:
             write_json(args.json, meta, records, summary, pairs, named, kernel_points, commands)
     except SuiteError as e:
@@ -621,6 +654,11 @@ def main(argv=None):
         print(f"published.py: {e}", file=sys.stderr)
         return 1
     median = summary["all"]["overall"]["estimate"]["median_abs"]
+    if args.leave_one_source_out and args.max_loso_median is not None and \
+            loso_median > args.max_loso_median:
+        print(f"published.py: out-of-sample median |error| {100 * loso_median:.1f}% exceeds "
+              f"--max-loso-median {100 * args.max_loso_median:.1f}%", file=sys.stderr)
+        return 1
     if args.max_median is not None and median is not None and median > args.max_median:
         print(f"published.py: overall median |error| of the estimate {100 * median:.1f}% exceeds "
               f"--max-median {100 * args.max_median:.1f}%", file=sys.stderr)
