@@ -17,10 +17,13 @@ constexpr std::string_view kName = "loongtrain";
 // w = 1 (windows of one rank) or w = cp (one window) is a plain ring, which the single-ring schemes
 // already offer, so the search skips it and Evaluate rejects it; Expand still builds it (the
 // schedule is well formed, and the expansion tests cover these edge cases).
-enum class Window { kNotDividing, kPlainRing, kDoubleRing };
+// w = cp is one window spanning the ring (a single ring, as InternEvo runs window_size = cp and
+// hp = P with cp = 1); w = 1 is the same ring over the outer dimension, which w = cp names.
+enum class Window { kNotDividing, kOuterOnly, kOneRing, kDoubleRing };
 Window ClassifyWindow(int64_t cp, int64_t w) {
   if (w < 1 || cp < 1 || cp % w != 0) return Window::kNotDividing;
-  if (w == 1 || w == cp) return Window::kPlainRing;
+  if (w == cp) return Window::kOneRing;
+  if (w == 1) return Window::kOuterOnly;
   return Window::kDoubleRing;
 }
 
@@ -50,11 +53,18 @@ class LoongTrainStrategy final : public Strategy {
   std::vector<SchemeParams> Enumerate(const PlanContext& ctx) const override;
   Estimate Evaluate(const PlanContext& ctx, const SchemeParams& params) const override;
   Result<Schedule> Expand(const PlanContext& ctx, const SchemeParams& params) const override;
-  // InternEvo's 2D-Attention (parallel.sequence_2D): zigzag double ring, causal, the head group
-  // first (head_first=True) or last (docs/frameworks.md).
+  // InternEvo's 2D-Attention (parallel.sequence_2D): zigzag double ring (one window spanning it:
+  // window_size = cp), causal, the head group first (head_first=True) or last; hp = P is its
+  // plain ISP (docs/frameworks.md).
   FrameworkRun RunIn(Framework f, const SchemeParams& p, const Workload& w,
                      int64_t cp) const override {
     if (f != Framework::kInternEvo) return Strategy::RunIn(f, p, w, cp);
+    if (p.ring == 1) {
+      // hp = P: InternEvo's plain ISP (the heads' all-to-all, no ring), any mask its kernel takes.
+      if (std::string why = framework_rules::NoForwardCache(p, w); !why.empty()) return {why, ""};
+      return {"",
+              "parallel = dict(tensor=dict(size=" + std::to_string(p.ulysses) + ", mode=\"isp\"))"};
+    }
     if (w.mask.kind != MaskKind::kCausal) return {"its zigzag double ring is causal only", ""};
     if (p.layout != Layout::kZigzag) return {"its double ring is zigzag only", ""};
     if (std::string why = framework_rules::NoForwardCache(p, w); !why.empty()) return {why, ""};
@@ -81,8 +91,12 @@ std::vector<SchemeParams> LoongTrainStrategy::Enumerate(const PlanContext& ctx) 
     if (!UlyssesProblem(w, hp).empty()) continue;
     const int64_t cp = ctx.num_ranks / hp;
     for (int64_t window : Divisors(cp)) {
-      if (ClassifyWindow(cp, window) != Window::kDoubleRing) continue;
-      for (Layout layout : SearchLayouts(w.mask, false)) {
+      const Window kind = ClassifyWindow(cp, window);
+      if (kind != Window::kDoubleRing && kind != Window::kOneRing) continue;
+      // cp = 1 (hp = P) has no ring: Ulysses' plan, its layout contiguous.
+      const std::vector<Layout> layouts =
+          cp == 1 ? std::vector<Layout>{Layout::kContiguous} : SearchLayouts(w.mask, false);
+      for (Layout layout : layouts) {
         for (bool cache : {false, true}) {
           if (cache && !HasBackward(w.pass)) continue;
           SchemeParams p;
@@ -96,7 +110,8 @@ std::vector<SchemeParams> LoongTrainStrategy::Enumerate(const PlanContext& ctx) 
           // the innermost placement.
           for (auto placement : {std::vector<std::string>{"head", "inner", "outer"},
                                  std::vector<std::string>{"inner", "head", "outer"}}) {
-            if (hp == 1 && placement[0] == "inner") continue;  // same GPUs as the first order
+            // Same GPUs as the first order when one of the two leading dims has size 1.
+            if ((hp == 1 || window == 1) && placement[0] == "inner") continue;
             p.placement = placement;
             out.push_back(p);
           }
@@ -126,11 +141,10 @@ Estimate LoongTrainStrategy::Evaluate(const PlanContext& ctx, const SchemeParams
     case Window::kNotDividing:
       return Invalid(
           p, "window " + std::to_string(p.window) + " must divide cp = " + std::to_string(p.ring));
-    case Window::kPlainRing:
-      return Invalid(p, "a double ring needs 1 < w < cp (cp = " + std::to_string(p.ring) +
-                            "); with w = 1 or w = cp it is a plain ring, which the single-ring "
-                            "schemes offer (meshplan plan "
-                            "--list-schemes)");
+    case Window::kOuterOnly:
+      return Invalid(p, "w = 1 is one ring over the windows; give it as w = cp (" +
+                            std::to_string(p.ring) + "), one window spanning the ring");
+    case Window::kOneRing:
     case Window::kDoubleRing:
       break;
   }
@@ -139,7 +153,9 @@ Estimate LoongTrainStrategy::Evaluate(const PlanContext& ctx, const SchemeParams
   if (std::string why = LayoutOrPlacementProblem(p, layout, w.mask); !why.empty())
     return Invalid(p, why);
 
-  return HeadRingEstimate(ctx, p, RankDims(p), layout, /*double_ring=*/true);
+  // One window spanning the ring is a single ring over the inner dimension (head_ring.h's passes).
+  return HeadRingEstimate(ctx, p, RankDims(p), layout,
+                          /*double_ring=*/ClassifyWindow(p.ring, p.window) == Window::kDoubleRing);
 }
 
 Result<Schedule> LoongTrainStrategy::Expand(const PlanContext& ctx,

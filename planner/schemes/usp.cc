@@ -44,6 +44,7 @@ class UspStrategy final : public Strategy {
       }
       if (!ulysses_inner)
         return {"its a2a+p2p keeps the all-to-all inside (place=ulysses>ring)", ""};
+      if (p.ring == 1) return {"with a ring of one it runs a2a (the ulysses scheme)", ""};
       return {"", MegatronSettings(cp, "a2a+p2p") + " --hierarchical-context-parallel-sizes " +
                       std::to_string(p.ulysses) + " " + std::to_string(p.ring)};
     }
@@ -62,11 +63,18 @@ std::vector<SchemeParams> UspStrategy::Enumerate(const PlanContext& ctx) const {
   SchemeParams p;
   p.scheme = scheme();
   for (int64_t u : Divisors(ctx.num_ranks)) {
-    if (u == 1 || u == ctx.num_ranks || !UlyssesProblem(ctx.workload, u).empty()) continue;
+    if (u == 1 || !UlyssesProblem(ctx.workload, u).empty()) continue;
     p.ulysses = u;
     p.ring = ctx.num_ranks / u;
-    AddVariants(ctx, p, RankDims(p), SearchLayouts(ctx.workload.mask, false), Placements::kAll,
-                &out);
+    if (p.ring == 1) {
+      // U = P: USP with a ring of one (yunchang's set_seq_parallel_pg(P, 1)), listed under its own
+      // name so that a framework's settings name what runs; Ulysses' plan, its layout contiguous.
+      AddVariants(ctx, p, RankDims(p), {Layout::kContiguous}, Placements::kCanonical, &out);
+      continue;
+    }
+    // Every ring layout yunchang offers (basic, zigzag, strip) on causal masks.
+    AddVariants(ctx, p, RankDims(p), SearchLayouts(ctx.workload.mask, /*every_layout=*/true),
+                Placements::kAll, &out);
   }
   if (out.empty()) {  // keep one candidate so the reason is shown
     p.ulysses = 2;

@@ -64,27 +64,44 @@ TEST(SchemeScheduleTest, LoongTrainWindowRule) {
   const Case eight = Loong(1, 8, 2, Layout::kZigzag, Mask::Causal(), 8, 8);  // P = 8, Hkv = 8
   Env env(eight);
   const std::unique_ptr<Strategy> strategy = MakeStrategy(Scheme("loongtrain"));
-  // hp in {1, 2, 4, 8} (all divide Hkv = 8), cp = 8 / hp; windows with 1 < w < cp dividing cp:
-  // cp = 8: w = 2, 4; cp = 4: w = 2; cp = 2 and cp = 1: none.
+  // hp in {1, 2, 4, 8} (all divide Hkv = 8), cp = 8 / hp; windows dividing cp with 1 < w <= cp
+  // (issue 46: w = cp is one window spanning the ring, as InternEvo runs it), and cp = 1's single
+  // window (hp = 8, InternEvo's plain ISP): cp = 8: w = 2, 4, 8; cp = 4: w = 2, 4; cp = 2: w = 2;
+  // cp = 1: w = 1.
   std::set<std::tuple<int64_t, int64_t, int64_t>> offered;
   for (const SchemeParams& p : strategy->Enumerate(*env.ctx)) {
     offered.insert({p.ulysses, p.ring, p.window});
   }
-  const std::set<std::tuple<int64_t, int64_t, int64_t>> want = {{1, 8, 2}, {1, 8, 4}, {2, 4, 2}};
+  const std::set<std::tuple<int64_t, int64_t, int64_t>> want = {
+      {1, 8, 2}, {1, 8, 4}, {1, 8, 8}, {2, 4, 2}, {2, 4, 4}, {4, 2, 2}, {8, 1, 1}};
   EXPECT_EQ(offered, want);
 
-  auto reason = [&](int64_t hp, int64_t cp, int64_t w) {
+  auto evaluate = [&](int64_t hp, int64_t cp, int64_t w) {
     SchemeParams p = Loong(hp, cp, w, Layout::kZigzag, Mask::Causal(), 8, 8).Params();
     p.placement = CanonicalPlacement(planner::RankDims(p));
-    const Estimate e = strategy->Evaluate(*env.ctx, p);
+    return strategy->Evaluate(*env.ctx, p);
+  };
+  auto reason = [&](int64_t hp, int64_t cp, int64_t w) {
+    const Estimate e = evaluate(hp, cp, w);
     EXPECT_FALSE(e.valid);
     return e.reason;
   };
-  const std::string plain =
-      "a double ring needs 1 < w < cp (cp = 8); with w = 1 or w = cp it is a plain ring, which the "
-      "single-ring schemes offer (meshplan plan --list-schemes)";
-  EXPECT_EQ(reason(1, 8, 1), plain);
-  EXPECT_EQ(reason(1, 8, 8), plain);
+  EXPECT_EQ(reason(1, 8, 1),
+            "w = 1 is one ring over the windows; give it as w = cp (8), one window spanning the "
+            "ring");
+  // One window spanning the ring is USP's single ring: the same time as USP U=1 R=8 zigzag on
+  // the same GPUs (the usp scheme does not offer U = 1, so Evaluate it directly).
+  const Estimate one_ring = evaluate(1, 8, 8);
+  ASSERT_TRUE(one_ring.valid) << one_ring.reason;
+  SchemeParams usp;
+  usp.scheme = Scheme("usp");
+  usp.layout = Layout::kZigzag;
+  usp.ulysses = 1;
+  usp.ring = 8;
+  usp.placement = CanonicalPlacement(planner::RankDims(usp));
+  const Estimate usp_ring = MakeStrategy(Scheme("usp"))->Evaluate(*env.ctx, usp);
+  ASSERT_TRUE(usp_ring.valid) << usp_ring.reason;
+  EXPECT_DOUBLE_EQ(one_ring.time_s, usp_ring.time_s);
   EXPECT_EQ(reason(1, 8, 3), "window 3 must divide cp = 8");
   EXPECT_EQ(reason(1, 8, 0), "window 0 must divide cp = 8");
 
