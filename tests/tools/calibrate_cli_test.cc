@@ -16,6 +16,7 @@
 #include <string>
 
 #include "core/cluster/topology_toml.h"
+#include "tests/testing/foreign_load.h"
 
 namespace meshplan {
 namespace {
@@ -116,44 +117,22 @@ TEST_F(CalibrateCli, CudaWithoutADeviceSaysWhyInOneLine) {
 
 // Runs only where CTest starts it alone (tests/CMakeLists.txt: CalibrateSmoke, RUN_SERIAL), so
 // no other test shares the cores while it times them.
-// The CPU time other processes used while `phase` ran, in cores: all CPUs' busy time
-// (/proc/stat) minus what this test's children used (getrusage), over the phase's wall time.
 // Issue 32: the smoke test failed (ratio 2.17) when the calibration ran under one load and the
-// execute under another; comparing the two phases' foreign load tells such a run apart.
-template <typename Phase>
-double ForeignCores(Phase phase) {
-  auto busy_s = [] {
-    std::ifstream in("/proc/stat");
-    std::string cpu;
-    double user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
-    in >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq >> steal;
-    return (user + nice + system + irq + softirq + steal) /
-           static_cast<double>(sysconf(_SC_CLK_TCK));
-  };
-  auto children_s = [] {
-    rusage usage{};
-    getrusage(RUSAGE_CHILDREN, &usage);
-    return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
-           1e-6 * static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
-  };
-  const double busy0 = busy_s(), children0 = children_s();
-  const auto start = std::chrono::steady_clock::now();
-  phase();
-  const double wall =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const double foreign = (busy_s() - busy0) - (children_s() - children0);
-  return wall > 0 ? std::max(0.0, foreign / wall) : 0.0;
-}
+// execute under another; issue 48: under a steady load of 7-9 on 2 cores too. ForeignCores
+// (tests/testing/foreign_load.h) tells such runs apart.
+using testing::ForeignCores;
 
 TEST_F(CalibrateCli, SmokeCalibratedMachinePredictsAnExecute) {
   if (std::getenv("MESHPLAN_SERIAL_SMOKE") == nullptr)
     GTEST_SKIP() << "run by CTest as CalibrateSmoke";
   const fs::path machine = dir_ / "machine.toml", plan = dir_ / "plan.toml";
-  // A calibration and an execute under different loads from other processes (CTest runs this
-  // test alone, but the machine may not be ours alone) compare two machines, not the model: such
-  // an attempt (foreign load differing by more than half a core between the phases) is
-  // measured again, at most 3 times; the bound below applies to the first undisturbed one.
-  constexpr double kMaxLoadChangeCores = 0.5;
+  // A calibration and an execute under load from other processes (CTest runs this test alone,
+  // but the machine may not be ours alone) compare two machines, not the model: issue 48 saw
+  // ratios of 2.3 and 4.8 at a load of 7-9 on 2 cores, steady across both phases. So an attempt
+  // counts only when other processes took at most half a core in each phase; it is measured
+  // again, at most 3 times, and without a quiet attempt the test says so and skips. The bound
+  // below applies to the first quiet one.
+  constexpr double kMaxForeignCores = testing::kQuietForeignCores;
   Ran r;
   double calibrate_load = 0, execute_load = 0;
   for (int attempt = 1; attempt <= 3; ++attempt) {
@@ -179,12 +158,12 @@ TEST_F(CalibrateCli, SmokeCalibratedMachinePredictsAnExecute) {
     std::printf(
         "attempt %d: other processes used %.2f cores during calibrate, %.2f during execute\n",
         attempt, calibrate_load, execute_load);
-    if (std::abs(calibrate_load - execute_load) <= kMaxLoadChangeCores) break;
+    if (calibrate_load <= kMaxForeignCores && execute_load <= kMaxForeignCores) break;
   }
-  if (std::abs(calibrate_load - execute_load) > kMaxLoadChangeCores) {
-    GTEST_SKIP() << "the machine's load from other processes changed between calibrate ("
-                 << calibrate_load << " cores) and execute (" << execute_load
-                 << " cores) in 3 attempts: nothing to compare";
+  if (calibrate_load > kMaxForeignCores || execute_load > kMaxForeignCores) {
+    GTEST_SKIP() << "other processes used " << calibrate_load << " cores during calibrate and "
+                 << execute_load << " during execute in the last of 3 attempts (quiet: at most "
+                 << kMaxForeignCores << "): not a quiet machine, nothing to compare";
   }
   // The median measured time over the simulated one. The bound: the fidelity target allows 20%
   // model error (docs/fidelity.md); a busy 2-core machine adds run-to-run noise, seen up to 40%

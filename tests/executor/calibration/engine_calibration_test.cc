@@ -12,6 +12,7 @@
 #include <cstdio>
 
 #include "executor/calibration/calibration.h"
+#include "tests/testing/foreign_load.h"
 
 namespace meshplan::exec {
 namespace {
@@ -25,6 +26,11 @@ EngineCalibrationTarget CpuTarget() {
   return EngineCalibrationTarget(config, kHeadDim, kHeads, /*quick=*/true);
 }
 
+void ExpectTime(double t, const char* what) {
+  EXPECT_TRUE(std::isfinite(t)) << what;
+  EXPECT_GT(t, 0) << what;
+}
+
 void ExpectTime(const Result<double>& t, const char* what) {
   ASSERT_TRUE(t.ok()) << what << ": " << t.status().message();
   EXPECT_TRUE(std::isfinite(*t)) << what;
@@ -36,33 +42,59 @@ void ExpectTime(const Result<double>& t, const char* what) {
 // n(n+1)/2 of the full piece's n^2 pairs (0.50 at n = 512), and the kernels skip the tiles above
 // the diagonal: well under 0.9x the full block.
 //
-// Each time is the least of 3 measurements in a row: another test on the other core (ctest
-// -j2) only ever slows one, and a single slowed median once failed this test there.
-Result<double> LeastOfThree(EngineCalibrationTarget& target, BlockPiece piece, int64_t n,
-                            bool backward) {
-  double least = 0;
-  for (int i = 0; i < 3; ++i) {
-    MESHPLAN_ASSIGN_OR_RETURN(const double t, target.KernelSeconds(piece, n, kHeads, backward, 1));
-    least = i == 0 ? t : std::min(least, t);
+// Each time is the least over 5 rounds that time the three pieces one after another (issue 48):
+// a burst of load from other processes slows the pieces of one round alike, and a steady load
+// slows every round; measuring the pieces in separate runs of three let a burst land on one piece
+// only (a diagonal block at 7.58 ms against a full one's 5.37 ms at a load of 2-10).
+struct PieceTimes {
+  double full = 0, full_backward = 0, diagonal = 0;
+};
+
+Result<PieceTimes> LeastOfInterleavedRounds(EngineCalibrationTarget& target, int64_t n) {
+  PieceTimes least;
+  for (int round = 0; round < 5; ++round) {
+    MESHPLAN_ASSIGN_OR_RETURN(const double full,
+                              target.KernelSeconds(BlockPiece::kFull, n, kHeads, false, 1));
+    MESHPLAN_ASSIGN_OR_RETURN(const double backward,
+                              target.KernelSeconds(BlockPiece::kFull, n, kHeads, true, 1));
+    MESHPLAN_ASSIGN_OR_RETURN(const double diagonal,
+                              target.KernelSeconds(BlockPiece::kDiagonal, n, kHeads, false, 1));
+    least.full = round == 0 ? full : std::min(least.full, full);
+    least.full_backward = round == 0 ? backward : std::min(least.full_backward, backward);
+    least.diagonal = round == 0 ? diagonal : std::min(least.diagonal, diagonal);
   }
   return least;
 }
 
+// The rounds' minima still showed a diagonal block at 2x a full one with four busy loops on two
+// cores (a piece's thread hand-offs wait a scheduler slice each): wall times on a busy machine
+// measure the other work. So the comparison needs a quiet machine: measured again, at most 3
+// times, while other processes take more than half a core; otherwise the test says so and skips.
 TEST(EngineCalibration, BlockTimesFollowTheirWork) {
   EngineCalibrationTarget target = CpuTarget();
   const int64_t n = 512;
-  const auto full = LeastOfThree(target, BlockPiece::kFull, n, false);
-  const auto full_backward = LeastOfThree(target, BlockPiece::kFull, n, true);
-  const auto diagonal = LeastOfThree(target, BlockPiece::kDiagonal, n, false);
-  ExpectTime(full, "full forward");
-  ExpectTime(full_backward, "full backward");
-  ExpectTime(diagonal, "diagonal forward");
+  Result<PieceTimes> times = Status::Invalid("not measured");
+  double foreign = 0;
+  for (int attempt = 1; attempt <= 3; ++attempt) {
+    foreign = testing::ForeignCores([&] { times = LeastOfInterleavedRounds(target, n); });
+    ASSERT_TRUE(times.ok()) << times.status().message();
+    if (foreign <= testing::kQuietForeignCores) break;
+  }
+  if (foreign > testing::kQuietForeignCores) {
+    GTEST_SKIP() << "other processes used " << foreign << " cores while the blocks were timed "
+                 << "(quiet: at most " << testing::kQuietForeignCores
+                 << "), 3 attempts: not a quiet machine, nothing to compare";
+  }
+  ExpectTime(times->full, "full forward");
+  ExpectTime(times->full_backward, "full backward");
+  ExpectTime(times->diagonal, "diagonal forward");
   if (HasFailure()) return;
   std::printf("n=%lld d=%lld heads=%lld: full fwd %.3f ms, bwd %.3f ms, diagonal fwd %.3f ms\n",
               static_cast<long long>(n), static_cast<long long>(kHeadDim),
-              static_cast<long long>(kHeads), 1e3 * *full, 1e3 * *full_backward, 1e3 * *diagonal);
-  EXPECT_GT(*full_backward, *full);
-  EXPECT_LT(*diagonal, 0.9 * *full);
+              static_cast<long long>(kHeads), 1e3 * times->full, 1e3 * times->full_backward,
+              1e3 * times->diagonal);
+  EXPECT_GT(times->full_backward, times->full);
+  EXPECT_LT(times->diagonal, 0.9 * times->full);
   EXPECT_GE(target.last_inner(), 1);
 }
 
