@@ -1,11 +1,14 @@
 // meshplan command line. Each subcommand lives in its own file (tools/*_command.cc).
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
+#include "core/base/did_you_mean.h"
 #include "core/base/escape.h"
 #include "core/base/temp_files.h"
 #include "tools/cli_common.h"
@@ -28,6 +31,61 @@ std::string EmptyValue(int argc, char** argv) {
   return "";
 }
 
+// The long flags (without "--") of `app` and the commands above it.
+std::vector<std::string> LongFlags(const CLI::App* app) {
+  std::vector<std::string> names;
+  for (; app != nullptr; app = app->get_parent()) {
+    for (const CLI::Option* option : app->get_options()) {
+      for (const std::string& name : option->get_lnames()) names.push_back(name);
+    }
+  }
+  return names;
+}
+
+// What to say about a mistyped command or flag after a parse error (issue 48): the command path
+// is followed through argv; a word where a command goes that names none is reported with the
+// nearest command; otherwise the first long flag no command on the path knows gets the nearest
+// flag. "" when neither applies.
+std::string MistypeHint(CLI::App& app, int argc, char** argv, bool* unknown_command) {
+  *unknown_command = false;
+  CLI::App* leaf = &app;
+  int i = 1;
+  for (; i < argc; ++i) {
+    const std::string word = argv[i];
+    if (word.rfind("-", 0) == 0) break;
+    const std::vector<CLI::App*> subs = leaf->get_subcommands([](CLI::App*) { return true; });
+    if (subs.empty()) break;  // a positional value of the leaf command
+    CLI::App* next = nullptr;
+    std::vector<std::string> names;
+    for (CLI::App* sub : subs) {
+      names.push_back(sub->get_name());
+      if (sub->get_name() == word) next = sub;
+    }
+    if (next == nullptr) {
+      *unknown_command = true;
+      std::string list;
+      for (const std::string& name : names) list += (list.empty() ? "" : ", ") + name;
+      return "unknown command '" + meshplan::EscapeControlBytes(word) + "'" +
+             meshplan::DidYouMean(word, names) + " (commands: " + list + ")";
+    }
+    leaf = next;
+  }
+  const std::vector<std::string> flags = LongFlags(leaf);
+  for (int j = i; j < argc; ++j) {
+    std::string word = argv[j];
+    if (word.rfind("--", 0) != 0 || word.size() <= 2) continue;
+    word = word.substr(
+        2, word.find('=') == std::string::npos ? std::string::npos : word.find('=') - 2);
+    if (std::find(flags.begin(), flags.end(), word) != flags.end()) continue;
+    const std::string hint = meshplan::DidYouMean(word, flags);
+    if (!hint.empty()) {
+      // " (did you mean 'seq'?)" names the flag as it is typed.
+      return " (did you mean '--" + hint.substr(hint.find('\'') + 1);
+    }
+  }
+  return "";
+}
+
 // Parses the command line into `app`; returns the exit code when parsing ends the program (help,
 // version, a parse error: one line on stderr), else nullopt.
 std::optional<int> ParseCommandLine(CLI::App& app, int argc, char** argv) {
@@ -46,8 +104,11 @@ std::optional<int> ParseCommandLine(CLI::App& app, int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "meshplan: error: %s (see meshplan --help)\n",
-                 meshplan::EscapeControlBytes(e.what()).c_str());
+    bool unknown_command = false;
+    const std::string hint = MistypeHint(app, argc, argv, &unknown_command);
+    std::fprintf(
+        stderr, "meshplan: error: %s (see meshplan --help)\n",
+        unknown_command ? hint.c_str() : (meshplan::EscapeControlBytes(e.what()) + hint).c_str());
     return kExitInvalidInput;
   }
   return std::nullopt;

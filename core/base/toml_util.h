@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/base/did_you_mean.h"
 #include "core/base/status.h"
 
 namespace meshplan {
@@ -26,10 +27,6 @@ inline constexpr size_t kMaxTextFileBytes = size_t{64} << 20;
 // "PATH: is a directory, expected a file", and more than kMaxTextFileBytes (a huge file, or
 // /dev/zero) Invalid "PATH: larger than 64 MiB, ...".
 Result<std::string> ReadTextFile(const std::string& path);
-// " (did you mean 'X'?)" for the allowed key nearest to `key` (edit distance, letters compared
-// without case) when it is close: at most max(2, size / 4) edits; "" otherwise.
-std::string DidYouMean(std::string_view key, std::span<const std::string_view> allowed);
-std::string DidYouMean(std::string_view key, std::initializer_list<std::string_view> allowed);
 // Every key of `table` must be in `allowed`; errors read "SOURCE: unknown key 'PREFIX.KEY'",
 // followed by DidYouMean's suggestion when one is close.
 Status CheckTomlKeys(const toml::table& table, const std::string& prefix,

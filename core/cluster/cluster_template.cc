@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <utility>
 
+#include "core/base/did_you_mean.h"
+
 namespace meshplan {
 namespace {
 
@@ -44,8 +46,13 @@ Result<std::string> ShippedClusterOfGpu(std::string_view gpu) {
   for (const TemplateGpu& known : kGpus) {
     if (gpu == known.short_name || gpu == known.catalog) return std::string(known.cluster);
   }
-  return Status::Invalid("--gpu: unknown GPU '" + std::string(gpu) + "' (known: " + GpuNames() +
-                         ")");
+  std::vector<std::string> names;
+  for (const TemplateGpu& known : kGpus) {
+    names.emplace_back(known.short_name);
+    names.emplace_back(known.catalog);
+  }
+  return Status::Invalid("--gpu: unknown GPU '" + std::string(gpu) + "'" + DidYouMean(gpu, names) +
+                         " (known: " + GpuNames() + ")");
 }
 
 Result<Topology> MakeCluster(const ClusterTemplate& t, const Topology& source) {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/base/did_you_mean.h"
+
 namespace meshplan {
 
 // Generated from topologies/gpus/*.toml (core/cluster/gpu_catalog_data.cc.in).
@@ -25,8 +27,10 @@ Result<std::string_view> ShippedGpuToml(std::string_view name) {
   for (const ShippedGpu& gpu : ShippedGpus()) {
     if (gpu.name == name) return gpu.toml;
   }
-  return Status::NotFound("unknown GPU '" + std::string(name) + "' (shipped: " + ShippedGpuNames() +
-                          "; or a path to a GPU file)");
+  std::vector<std::string> names;
+  for (const ShippedGpu& gpu : ShippedGpus()) names.emplace_back(gpu.name);
+  return Status::NotFound("unknown GPU '" + std::string(name) + "'" + DidYouMean(name, names) +
+                          " (shipped: " + ShippedGpuNames() + "; or a path to a GPU file)");
 }
 
 bool IsGpuCatalogName(std::string_view value) {

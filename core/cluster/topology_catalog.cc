@@ -5,6 +5,7 @@
 #include <system_error>
 #include <utility>
 
+#include "core/base/did_you_mean.h"
 #include "core/cluster/topology_toml.h"
 
 // Compiled in by core/CMakeLists.txt for this file only; empty when built some other way.
@@ -117,10 +118,11 @@ Result<std::string> ResolveTopologyPath(const std::string& name_or_path,
   if (!dir.ok()) return dir.status().WithContext("unknown cluster '" + name_or_path + "'");
   const fs::path file = fs::path(*dir) / (name_or_path + ".toml");
   if (fs::is_regular_file(file, ec)) return file.string();
-  return Status::NotFound("unknown cluster '" + name_or_path +
-                          "': not a file, and not one of the shipped clusters in " + *dir + " (" +
-                          JoinNames(TopologyNamesIn(*dir)) +
-                          "; meshplan topo list describes them)");
+  const std::vector<std::string> names = TopologyNamesIn(*dir);
+  return Status::NotFound("unknown cluster '" + name_or_path + "'" +
+                          DidYouMean(name_or_path, names) +
+                          ": not a file, and not one of the shipped clusters in " + *dir + " (" +
+                          JoinNames(names) + "; meshplan topo list describes them)");
 }
 
 Result<Topology> LoadTopology(const std::string& name_or_path) {

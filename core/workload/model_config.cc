@@ -6,6 +6,7 @@
 #include <system_error>
 #include <vector>
 
+#include "core/base/did_you_mean.h"
 #include "core/base/toml_util.h"
 #include "core/cluster/topology_catalog.h"
 
@@ -264,9 +265,11 @@ Result<ModelConfig> LoadModelConfig(const std::string& name_or_path) {
     }
     path = (fs::path(*dir) / (name_or_path + ".json")).string();
     if (!fs::is_regular_file(path, ec)) {
-      return Status::NotFound("unknown model '" + name_or_path +
-                              "': not a file, and not one of the shipped models in " + *dir + " (" +
-                              JoinNames(ModelNamesIn(*dir)) + ")");
+      const std::vector<std::string> names = ModelNamesIn(*dir);
+      return Status::NotFound("unknown model '" + name_or_path + "'" +
+                              DidYouMean(name_or_path, names) +
+                              ": not a file, and not one of the shipped models in " + *dir + " (" +
+                              JoinNames(names) + ")");
     }
   }
   MESHPLAN_ASSIGN_OR_RETURN(auto text, ReadTextFile(path));

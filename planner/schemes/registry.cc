@@ -2,6 +2,8 @@
 
 #include <array>
 
+#include "core/base/did_you_mean.h"
+
 namespace meshplan::planner {
 namespace schemes {
 
@@ -81,8 +83,10 @@ Result<Scheme> ParseScheme(std::string_view text) {
   for (const Scheme& scheme : AllSchemes()) {
     if (scheme.name() == text) return scheme;
   }
-  return Status::Invalid("unknown scheme '" + std::string(text) + "' (expected " +
-                         SchemeNamesText() + ")");
+  std::vector<std::string> names;
+  for (const Scheme& scheme : AllSchemes()) names.emplace_back(scheme.name());
+  return Status::Invalid("unknown scheme '" + std::string(text) + "'" + DidYouMean(text, names) +
+                         " (expected " + SchemeNamesText() + ")");
 }
 
 std::string SchemeNamesText() {
