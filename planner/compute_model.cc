@@ -263,4 +263,79 @@ std::vector<int64_t> TileCutRows(const ShardLayout& layout, const PairCounter& c
   return out;
 }
 
+std::vector<int64_t> TileMergedBlocks(const ShardLayout& layout, const PairCounter& counter,
+                                      int64_t a) {
+  const int64_t n = layout.num_shards;
+  std::vector<int64_t> out(n, 0);
+  // nonempty[i]: the KV shards query shard i meets in a block with pairs, as sorted disjoint
+  // intervals [first, last].
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> nonempty(n);
+  if (layout.kind == Layout::kStriped) {
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        if (layout.Work(counter, i, j).pairs == 0) continue;
+        if (!nonempty[i].empty() && nonempty[i].back().second == j - 1) {
+          nonempty[i].back().second = j;
+        } else {
+          nonempty[i].push_back({j, j});
+        }
+      }
+    }
+  } else {
+    const Mask& mask = counter.mask();
+    const std::vector<int64_t> doc_starts = DocStarts(mask);
+    const int64_t chunk = ChunkTokens(layout);
+    std::vector<std::pair<int64_t, int64_t>> shards;  // intervals of KV shards, unsorted
+    // The shards of chunks [lo, hi] (contiguous: chunk x is shard x; zigzag: x in front, its
+    // mirror 2n - 1 - x past the middle; balanced: each chunk's owner).
+    auto add_chunks = [&](int64_t lo, int64_t hi) {
+      if (hi < lo) return;
+      if (layout.kind == Layout::kBalanced) {
+        for (int64_t x = lo; x <= hi; ++x) {
+          const int64_t s = ShardOfChunk(layout, x);
+          shards.push_back({s, s});
+        }
+      } else if (layout.kind == Layout::kZigzag) {
+        if (lo <= n - 1) shards.push_back({lo, std::min(hi, n - 1)});
+        if (hi >= n) shards.push_back({2 * n - 1 - hi, 2 * n - 1 - std::max(lo, n)});
+      } else {
+        shards.push_back({lo, hi});
+      }
+    };
+    for (int64_t i = 0; i < n; ++i) {
+      shards.clear();
+      for (const TokenRange& q : layout.Ranges(i)) {
+        const auto [lo, hi] =
+            ForEachPartialChunk(mask, doc_starts, layout.seq_len, chunk, q, [&](int64_t x) {
+              if (counter.Count(q.begin, q.end, x * chunk, (x + 1) * chunk) > 0) add_chunks(x, x);
+            });
+        add_chunks(lo, hi);
+      }
+      std::sort(shards.begin(), shards.end());
+      for (const auto& [first, last] : shards) {
+        if (!nonempty[i].empty() && first <= nonempty[i].back().second + 1) {
+          nonempty[i].back().second = std::max(nonempty[i].back().second, last);
+        } else {
+          nonempty[i].push_back({first, last});
+        }
+      }
+    }
+  }
+  // Rank g = base + r holds Q shards [base, base + a) and the KV shards j = r (mod a).
+  for (int64_t g = 0; g < n; ++g) {
+    const int64_t base = a * (g / a), r = g % a;
+    for (int64_t i = base; i < base + a; ++i) {
+      int64_t blocks = 0;
+      for (const auto& [first, last] : nonempty[i]) {
+        // j in [first, last] with j = r (mod a): floor((last - r) / a) - ceil((first - r) / a) + 1.
+        const int64_t hi = last - r >= 0 ? (last - r) / a : -1;
+        const int64_t lo = first - r > 0 ? (first - r + a - 1) / a : 0;
+        if (hi >= lo) blocks += hi - lo + 1;
+      }
+      out[g] += std::max<int64_t>(0, blocks - 1);
+    }
+  }
+  return out;
+}
+
 }  // namespace meshplan::planner

@@ -32,6 +32,16 @@ std::vector<int64_t> TilePairs(const ShardLayout& layout, const PairCounter& cou
 // between are whole, the ones outside empty).
 std::vector<int64_t> TileCutRows(const ShardLayout& layout, const PairCounter& counter, int64_t a);
 
+// Blocks per rank of the 2-D family's assignment (a = 1: the 1-D family, shard i against every KV
+// shard) that are computed into a Q accumulator already holding a block, so merge their partials
+// (RingStepPartialSeconds): for each of the rank's Q shards, its blocks with pairs but the first.
+// A block without pairs is never computed (sched::EmitCompute), so it merges nothing: under a
+// window or document mask most of a long ring's blocks are empty. Striped: every block counted
+// (O(1) each); otherwise each Q range's reachable key chunks (ForEachPartialChunk), O(n a) per
+// layout beyond them.
+std::vector<int64_t> TileMergedBlocks(const ShardLayout& layout, const PairCounter& counter,
+                                      int64_t a);
+
 // The kernel time model lives in core so the simulator shares it.
 using meshplan::KernelSeconds;
 

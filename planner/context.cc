@@ -1,5 +1,7 @@
 #include "planner/context.h"
 
+#include <algorithm>
+
 #include "planner/compute_model.h"
 
 namespace meshplan::planner {
@@ -54,6 +56,21 @@ const std::vector<int64_t>& PlanContext::TileCutRowsFor(const ShardLayout& layou
   if (it == cut_rows_cache_.end())
     it = cut_rows_cache_.emplace(key, TileCutRows(layout, counter, a)).first;
   return it->second;
+}
+
+const std::vector<int64_t>& PlanContext::TileMergedBlocksFor(const ShardLayout& layout,
+                                                             int64_t a) const {
+  WorkKey key{static_cast<int>(layout.kind), layout.num_shards, a};
+  auto it = merged_blocks_cache_.find(key);
+  if (it == merged_blocks_cache_.end())
+    it = merged_blocks_cache_.emplace(key, TileMergedBlocks(layout, counter, a)).first;
+  return it->second;
+}
+
+int64_t PlanContext::MaxMergedBlocks(const ShardLayout& layout, int64_t a) const {
+  int64_t most = 0;
+  for (int64_t m : TileMergedBlocksFor(layout, a)) most = std::max(most, m);
+  return most;
 }
 
 double PlanContext::KernelForwardFlopsMax(const std::vector<int64_t>& pairs,

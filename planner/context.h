@@ -68,6 +68,11 @@ struct PlanContext {
   const std::vector<int64_t>& TilePairsFor(const ShardLayout& layout, int64_t a) const;
   // Cut rows per rank (TileCutRows; a = 1 for the 1-D family), cached likewise.
   const std::vector<int64_t>& TileCutRowsFor(const ShardLayout& layout, int64_t a) const;
+  // Blocks per rank that merge their partials into a Q accumulator already holding a block
+  // (TileMergedBlocks; a = 1 for the 1-D family), cached likewise, and their maximum over ranks:
+  // what a ring's RingStepPartialSeconds is charged on (planner/patterns/ring_pass.h).
+  const std::vector<int64_t>& TileMergedBlocksFor(const ShardLayout& layout, int64_t a) const;
+  int64_t MaxMergedBlocks(const ShardLayout& layout, int64_t a) const;
 
   // Forward FLOPs the busiest rank's kernels spend on `pairs` (RowPairsFor, or TilePairsFor(layout,
   // a)): max over ranks of pairs + GpuSpec::cut_row_extra_pairs x cut rows (TileCutRowsFor), at
@@ -103,6 +108,7 @@ struct PlanContext {
   using WorkKey = std::tuple<int, int64_t, int64_t>;  // layout kind, shards, a (0 for rows)
   mutable std::map<WorkKey, std::vector<int64_t>> work_cache_;
   mutable std::map<WorkKey, std::vector<int64_t>> cut_rows_cache_;
+  mutable std::map<WorkKey, std::vector<int64_t>> merged_blocks_cache_;
   mutable std::map<int64_t, std::shared_ptr<const BalancedChunks>> balanced_cache_;  // by shards
 };
 

@@ -46,12 +46,12 @@ StepTimes PhaseStepTimes(const PlanContext& ctx, const SchemeParams& p, const Pl
   const KernelShape shape = ctx.ShapeOf(layout, w.q_heads / u);
   const double forward_block =
       KernelSeconds(ctx.topology.gpu, w.dtype, w.head_dim, block_flops, shape, 1);
-  // A Q slot's b blocks merge the partials of all but the first (ring_pass.h): on average
-  // (b - 1) / b merges per block.
+  // A Q slot's b blocks merge the partials of all but the first with pairs (ring_pass.h): the
+  // busiest rank's merges over its a*b blocks, at most a(b - 1).
   t.block = RingStepSeconds(
       ctx, phase,
       phase == Phase::kForward ? forward_block : ctx.BackwardSeconds(forward_block, 1, shape),
-      p.tile_b);
+      p.tile_a * p.tile_b, ctx.MaxMergedBlocks(layout, p.tile_a));
   const MessageBytes m = PhaseMessageBytes(ctx.shard, phase, p.cache_forward);
   CommModel& comm = *ctx.comm;
   t.q_shift = comm.RingShift(placement, q_dim, m.q_shift, 1, nullptr);

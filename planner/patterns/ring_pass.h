@@ -39,13 +39,20 @@ bool StrictDiagonalBlock(const PlanContext& ctx, const ShardLayout& layout, Phas
 // time RingStepSeconds and RingPass take as block_s and step_compute_s.
 double RingBlockSeconds(const PlanContext& ctx, const ShardLayout& layout, int64_t heads);
 
-// Per-step compute of a ring of `steps` steps in `phase` whose blocks take `block_s`: the block
-// and, on average over the steps, the merge of the partials of every step but the first:
-// block_s + (RingStepPartialSeconds + [sliced_steps] SlicedMergeSeconds) * (steps - 1) / steps.
+// Per-block compute of a rank's `blocks` blocks in `phase` that take `block_s` each: the block
+// and, on average over the blocks, the merges of the partials of the busiest rank's `merges`
+// blocks that find their Q accumulator holding one already (PlanContext::MaxMergedBlocks; at most
+// blocks - 1 for a ring, whose blocks without pairs are not computed and merge nothing):
+// block_s + (RingStepPartialSeconds + [sliced_steps] SlicedMergeSeconds) * merges / blocks.
 // `sliced_steps` (SlicedRingSteps): every step after the first has a rank whose block's diagonal
 // is strict, and the step lasts as long as that rank's merge through a slice.
-double RingStepSeconds(const PlanContext& ctx, Phase phase, double block_s, int64_t steps,
-                       bool sliced_steps = false);
+double RingStepSeconds(const PlanContext& ctx, Phase phase, double block_s, int64_t blocks,
+                       int64_t merges, bool sliced_steps = false);
+
+// The merges RingStepSeconds charges a ring of `steps` steps over `layout`: the busiest rank's
+// (PlanContext::MaxMergedBlocks at a = 1) when the ring visits every shard of the layout, else
+// every step's but the first.
+int64_t RingMerges(const PlanContext& ctx, const ShardLayout& layout, int64_t steps);
 
 // One ring pass over `dim` (size R) of the shards of `layout`: R steps of `step_compute_s` (the
 // forward block's time; the backward's from it by `shape`, ctx.BackwardSeconds), KV shifts
