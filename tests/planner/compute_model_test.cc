@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 namespace meshplan::planner {
@@ -205,6 +206,49 @@ TEST(ComputeModel, TileCutRowsMatchBruteForce) {
       }
     }
   }
+}
+
+// A block merges its partials when it has pairs and its Q slot already computed one: the
+// expansion skips blocks without pairs (sched::EmitCompute), so a rank's merges are its Q shards'
+// blocks with pairs but the first of each.
+TEST(ComputeModel, TileMergedBlocksMatchBruteForce) {
+  const int64_t seq = 96;
+  for (const MaskCase& c : Cases()) {
+    const PairCounter counter(c.mask, seq);
+    for (Layout layout : c.layouts) {
+      for (auto [n, a] : std::vector<std::pair<int64_t, int64_t>>{
+               {1, 1}, {4, 1}, {4, 2}, {6, 1}, {6, 3}, {8, 4}, {8, 8}, {12, 3}, {12, 12}}) {
+        if (seq % (2 * n) != 0) continue;
+        const ShardLayout sl = MakeShardLayout(layout, counter, n, 1);
+        if (!sl.Validate(c.mask).ok()) continue;
+        const auto merges = TileMergedBlocks(sl, counter, a);
+        for (int64_t g = 0; g < n; ++g) {
+          int64_t expected = 0;
+          for (int64_t i = a * (g / a); i < a * (g / a) + a; ++i) {
+            int64_t with_pairs = 0;
+            for (int64_t j = g % a; j < n; j += a) with_pairs += sl.BlockPairs(counter, i, j) > 0;
+            expected += std::max<int64_t>(0, with_pairs - 1);
+          }
+          EXPECT_EQ(merges[g], expected) << c.mask.ToString() << " " << LayoutName(layout)
+                                         << " n=" << n << " a=" << a << " rank " << g;
+        }
+      }
+    }
+  }
+}
+
+TEST(ComputeModel, TileMergedBlocksByHand) {
+  // 4 ranks of 8 tokens. Causal contiguous: rank i's Q sees KV shards 0..i, i merges. A window of
+  // 4: its own shard and the one before (rank 0 has none before): 0, 1, 1, 1. Full: 3 each on a
+  // ring; on 2 x 2 tiles (a = 2) a rank's 2 Q shards meet 2 KV shards each: 2 x (2 - 1).
+  EXPECT_EQ(TileMergedBlocks({Layout::kContiguous, 32, 4, 1}, PairCounter(Mask::Causal(), 32), 1),
+            (std::vector<int64_t>{0, 1, 2, 3}));
+  EXPECT_EQ(TileMergedBlocks({Layout::kContiguous, 32, 4, 1}, PairCounter(Mask::Window(4), 32), 1),
+            (std::vector<int64_t>{0, 1, 1, 1}));
+  EXPECT_EQ(TileMergedBlocks({Layout::kContiguous, 32, 4, 1}, PairCounter(Mask::Full(), 32), 1),
+            (std::vector<int64_t>{3, 3, 3, 3}));
+  EXPECT_EQ(TileMergedBlocks({Layout::kContiguous, 32, 4, 1}, PairCounter(Mask::Full(), 32), 2),
+            (std::vector<int64_t>{2, 2, 2, 2}));
 }
 
 TEST(ComputeModel, TileCutRowsByHand) {
