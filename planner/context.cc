@@ -67,9 +67,24 @@ const std::vector<int64_t>& PlanContext::TileMergedBlocksFor(const ShardLayout& 
   return it->second;
 }
 
-int64_t PlanContext::MaxMergedBlocks(const ShardLayout& layout, int64_t a) const {
-  int64_t most = 0;
-  for (int64_t m : TileMergedBlocksFor(layout, a)) most = std::max(most, m);
+double PlanContext::BusiestRankMerges(const ShardLayout& layout, int64_t a, double kernel_s,
+                                      double merge_s) const {
+  const std::vector<int64_t>& merges = TileMergedBlocksFor(layout, a);
+  const std::vector<int64_t>& pairs = a == 1 ? RowPairsFor(layout) : TilePairsFor(layout, a);
+  const double w = topology.gpu.cut_row_extra_pairs;
+  const std::vector<int64_t>* cut_rows = w > 0 ? &TileCutRowsFor(layout, a) : nullptr;
+  auto work = [&](size_t g) {
+    return static_cast<double>(pairs[g]) + (cut_rows != nullptr && g < cut_rows->size()
+                                                ? w * static_cast<double>((*cut_rows)[g])
+                                                : 0.0);
+  };
+  double max_work = 0;
+  for (size_t g = 0; g < pairs.size(); ++g) max_work = std::max(max_work, work(g));
+  double most = 0;
+  for (size_t g = 0; g < merges.size() && g < pairs.size(); ++g) {
+    const double lighter_s = max_work > 0 ? (1.0 - work(g) / max_work) * kernel_s : 0.0;
+    most = std::max(most, static_cast<double>(merges[g]) - lighter_s / merge_s);
+  }
   return most;
 }
 

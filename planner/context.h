@@ -69,10 +69,16 @@ struct PlanContext {
   // Cut rows per rank (TileCutRows; a = 1 for the 1-D family), cached likewise.
   const std::vector<int64_t>& TileCutRowsFor(const ShardLayout& layout, int64_t a) const;
   // Blocks per rank that merge their partials into a Q accumulator already holding a block
-  // (TileMergedBlocks; a = 1 for the 1-D family), cached likewise, and their maximum over ranks:
-  // what a ring's RingStepPartialSeconds is charged on (planner/patterns/ring_pass.h).
+  // (TileMergedBlocks; a = 1 for the 1-D family), cached likewise.
   const std::vector<int64_t>& TileMergedBlocksFor(const ShardLayout& layout, int64_t a) const;
-  int64_t MaxMergedBlocks(const ShardLayout& layout, int64_t a) const;
+  // The merges to charge beside the busiest rank's kernels (`kernel_s`, launches left out) so
+  // that kernels plus merges (`merge_s` each) are the longest any rank has: max over ranks of
+  // merges - (1 - work / busiest work) x kernel_s / merge_s, at least 0, work being a rank's pairs
+  // plus its cut rows' extra (as KernelForwardFlopsMax). A rank with less work but more merges
+  // (a document mask's busiest rank is seldom the one with the most non-empty blocks) sets it
+  // when its merges outweigh its lighter kernels. RingStepSeconds charges it.
+  double BusiestRankMerges(const ShardLayout& layout, int64_t a, double kernel_s,
+                           double merge_s) const;
 
   // Forward FLOPs the busiest rank's kernels spend on `pairs` (RowPairsFor, or TilePairsFor(layout,
   // a)): max over ranks of pairs + GpuSpec::cut_row_extra_pairs x cut rows (TileCutRowsFor), at

@@ -51,7 +51,7 @@ StepTimes PhaseStepTimes(const PlanContext& ctx, const SchemeParams& p, const Pl
   t.block = RingStepSeconds(
       ctx, phase,
       phase == Phase::kForward ? forward_block : ctx.BackwardSeconds(forward_block, 1, shape),
-      p.tile_a * p.tile_b, ctx.MaxMergedBlocks(layout, p.tile_a));
+      layout, p.tile_a, p.tile_a * p.tile_b);
   const MessageBytes m = PhaseMessageBytes(ctx.shard, phase, p.cache_forward);
   CommModel& comm = *ctx.comm;
   t.q_shift = comm.RingShift(placement, q_dim, m.q_shift, 1, nullptr);

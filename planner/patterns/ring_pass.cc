@@ -1,5 +1,6 @@
 #include "planner/patterns/ring_pass.h"
 
+#include <algorithm>
 #include <string>
 
 #include "core/cost/kernel_time.h"
@@ -43,20 +44,20 @@ double RingBlockSeconds(const PlanContext& ctx, const ShardLayout& layout, int64
   return KernelSeconds(ctx.topology.gpu, w.dtype, w.head_dim, flops, ctx.ShapeOf(layout, heads), 1);
 }
 
-double RingStepSeconds(const PlanContext& ctx, Phase phase, double block_s, int64_t blocks,
-                       int64_t merges, bool sliced_steps) {
-  if (blocks <= 1 || merges <= 0) return block_s;
+double RingStepSeconds(const PlanContext& ctx, Phase phase, double block_s,
+                       const ShardLayout& layout, int64_t a, int64_t blocks, bool sliced_steps) {
+  if (blocks <= 1) return block_s;
+  const GpuSpec& gpu = ctx.topology.gpu;
   const double bytes = RingStepPartialBytes(ctx, phase);
-  const double merge_s = (RingStepPartialSeconds(ctx.topology.gpu, bytes) +
-                          (sliced_steps ? SlicedMergeSeconds(ctx.topology.gpu, bytes) : 0.0)) *
-                         ctx.topology.gpu.SharedComputeSlowdown();
-  return block_s + merge_s * static_cast<double>(merges) / static_cast<double>(blocks);
-}
-
-int64_t RingMerges(const PlanContext& ctx, const ShardLayout& layout, int64_t steps) {
-  // A ring over the layout's shards: its merges are the busiest rank's (TileMergedBlocks, a = 1).
-  if (steps == layout.num_shards) return ctx.MaxMergedBlocks(layout, 1);
-  return steps - 1;
+  const double merge_s =
+      (RingStepPartialSeconds(gpu, bytes) + (sliced_steps ? SlicedMergeSeconds(gpu, bytes) : 0.0)) *
+      gpu.SharedComputeSlowdown();
+  if (!(merge_s > 0)) return block_s;
+  // The busiest rank's kernels over its blocks, launches left out (they do not scale with work).
+  const double launch_s = gpu.launch_overhead_s * gpu.SharedComputeSlowdown();
+  const double kernel_s = std::max(0.0, block_s - launch_s) * static_cast<double>(blocks);
+  const double merges = ctx.BusiestRankMerges(layout, a, kernel_s, merge_s);
+  return block_s + merge_s * merges / static_cast<double>(blocks);
 }
 
 double RingPass(Estimate& e, const PlanContext& ctx, const Placement& placement,
@@ -67,7 +68,7 @@ double RingPass(Estimate& e, const PlanContext& ctx, const Placement& placement,
   if (phase == Phase::kForward) {
     const double t_kv = ctx.comm->RingShift(placement, dim, s.kv, r - 1, &traffic);
     AddPipeline(e, "fwd ring step (KV shift)", r,
-                RingStepSeconds(ctx, phase, step_compute_s, r, RingMerges(ctx, layout, r),
+                RingStepSeconds(ctx, phase, step_compute_s, layout, 1, r,
                                 SlicedRingSteps(ctx, layout, phase)),
                 t_kv);
     return static_cast<double>(r - 1) * s.kv;
@@ -77,10 +78,10 @@ double RingPass(Estimate& e, const PlanContext& ctx, const Placement& placement,
   // The dK,dV chain runs one step behind the KV ring; its last hop follows the last block,
   // unless the own shard runs last (cache only): then hop k overlaps block k+1 and the last hop
   // the own block.
-  AddPipeline(e, cache ? "bwd ring step (dK,dV hop)" : "bwd ring step (KV shift + dK,dV hop)", r,
-              RingStepSeconds(ctx, phase, ctx.BackwardSeconds(step_compute_s, 1, shape), r,
-                              RingMerges(ctx, layout, r)),
-              t_kv + t_dkv);
+  AddPipeline(
+      e, cache ? "bwd ring step (dK,dV hop)" : "bwd ring step (KV shift + dK,dV hop)", r,
+      RingStepSeconds(ctx, phase, ctx.BackwardSeconds(step_compute_s, 1, shape), layout, 1, r),
+      t_kv + t_dkv);
   if (!(cache && own_shard_last)) AddExposed(e, "bwd last dK,dV hop", r > 1 ? t_dkv : 0.0);
   return static_cast<double>(r - 1) * ((cache ? 0.0 : s.kv) + s.dkv_partial);
 }

@@ -20,8 +20,8 @@ namespace meshplan::planner {
 // Bytes of the partials one ring step writes out of its kernel and merges into the running ones:
 // forward O and LSE, backward dQ, dK and dV of the step's block. The same for every ring of the
 // head-parallel family: a position holds S/R tokens of Hq/U heads, S/P tokens of Hq heads
-// (ShardBytes). Steps after the first of a pass charge RingStepPartialSeconds of them
-// (core/cost/kernel_time.h); EmitRingPass puts them on those steps' compute ops (Op::bytes).
+// (ShardBytes). Blocks with pairs after the first of a pass charge RingStepPartialSeconds of
+// them (core/cost/kernel_time.h); EmitRingPass puts them on those blocks' compute ops (Op::bytes).
 double RingStepPartialBytes(const PlanContext& ctx, Phase phase);
 
 // Whether a ring pass over `layout` in `phase` holds blocks whose causal diagonal is strict (the
@@ -39,20 +39,18 @@ bool StrictDiagonalBlock(const PlanContext& ctx, const ShardLayout& layout, Phas
 // time RingStepSeconds and RingPass take as block_s and step_compute_s.
 double RingBlockSeconds(const PlanContext& ctx, const ShardLayout& layout, int64_t heads);
 
-// Per-block compute of a rank's `blocks` blocks in `phase` that take `block_s` each: the block
-// and, on average over the blocks, the merges of the partials of the busiest rank's `merges`
-// blocks that find their Q accumulator holding one already (PlanContext::MaxMergedBlocks; at most
-// blocks - 1 for a ring, whose blocks without pairs are not computed and merge nothing):
-// block_s + (RingStepPartialSeconds + [sliced_steps] SlicedMergeSeconds) * merges / blocks.
+// Per-block compute of a rank's `blocks` blocks in `phase` over `layout` (a ring: a = 1 and
+// blocks = its steps = layout.num_shards; a tile: a x b blocks) whose kernels take `block_s` each
+// on the busiest rank: the block and, on average over the blocks, the merges of the partials of
+// the blocks that find their Q accumulator holding one already (TileMergedBlocks; blocks without
+// pairs are not computed and merge nothing):
+// block_s + (RingStepPartialSeconds + [sliced_steps] SlicedMergeSeconds) * M / blocks, M the
+// merges of the rank whose kernels and merges take longest (PlanContext::BusiestRankMerges).
 // `sliced_steps` (SlicedRingSteps): every step after the first has a rank whose block's diagonal
 // is strict, and the step lasts as long as that rank's merge through a slice.
-double RingStepSeconds(const PlanContext& ctx, Phase phase, double block_s, int64_t blocks,
-                       int64_t merges, bool sliced_steps = false);
-
-// The merges RingStepSeconds charges a ring of `steps` steps over `layout`: the busiest rank's
-// (PlanContext::MaxMergedBlocks at a = 1) when the ring visits every shard of the layout, else
-// every step's but the first.
-int64_t RingMerges(const PlanContext& ctx, const ShardLayout& layout, int64_t steps);
+double RingStepSeconds(const PlanContext& ctx, Phase phase, double block_s,
+                       const ShardLayout& layout, int64_t a, int64_t blocks,
+                       bool sliced_steps = false);
 
 // One ring pass over `dim` (size R) of the shards of `layout`: R steps of `step_compute_s` (the
 // forward block's time; the backward's from it by `shape`, ctx.BackwardSeconds), KV shifts

@@ -50,7 +50,7 @@ void AddFolded(Estimate& e, const std::string& label, double compute_s, double c
 // exposed). Adds its stages and traffic to the estimate and returns the bytes one rank sends.
 double Attention2DOverlapPass(Estimate& e, const PlanContext& ctx, const Placement& placement,
                               int q_dim, int kv_dim, Phase phase, bool cache, double block_s,
-                              int64_t merges, KernelShape shape, Traffic& traffic) {
+                              const ShardLayout& layout, KernelShape shape, Traffic& traffic) {
   const int64_t a = placement.DimSize(q_dim), b = placement.DimSize(kv_dim);
   const ShardBytes& s = ctx.shard;
   CommModel& comm = *ctx.comm;
@@ -74,9 +74,9 @@ double Attention2DOverlapPass(Estimate& e, const PlanContext& ctx, const Placeme
       comm.BottleneckLevel(placement, q_dim, q_bytes) ==
           comm.BottleneckLevel(placement, kv_dim, fwd || !cache ? kv_bytes : dkv_bytes);
   // A Q slot's b blocks merge the partials of all but the first with pairs (ring_pass.h): the
-  // busiest rank's `merges` over its a*b blocks.
+  // busiest rank's merges over its a*b blocks.
   const double t_blk = RingStepSeconds(
-      ctx, phase, fwd ? block_s : ctx.BackwardSeconds(block_s, 1, shape), a * b, merges);
+      ctx, phase, fwd ? block_s : ctx.BackwardSeconds(block_s, 1, shape), layout, a, a * b);
   const std::string ph = PhaseLabel(phase);
 
   // KV-group traffic during block l of row k (the compute stream waits for it at the next block):
@@ -185,16 +185,15 @@ Estimate Attention2DOverlapStrategy::Evaluate(const PlanContext& ctx, const Sche
       KernelSeconds(ctx.topology.gpu, w.dtype, w.head_dim,
                     ctx.KernelForwardFlopsMax(pairs, layout, a, w.q_heads), shape, a * b);
   const double block_s = tile_s / static_cast<double>(a * b);
-  const int64_t merges = ctx.MaxMergedBlocks(layout, a);
   Traffic traffic(ranks, ctx.topology.num_levels());
   double fwd_bytes = 0, bwd_bytes = 0;
   if (HasForward(w.pass)) {
     fwd_bytes = Attention2DOverlapPass(e, ctx, placement, 0, 1, Phase::kForward, false, block_s,
-                                       merges, shape, traffic);
+                                       layout, shape, traffic);
   }
   if (HasBackward(w.pass)) {
     bwd_bytes = Attention2DOverlapPass(e, ctx, placement, 0, 1, Phase::kBackward, p.cache_forward,
-                                       block_s, merges, shape, traffic);
+                                       block_s, layout, shape, traffic);
   }
   SetTraffic(e, traffic, fwd_bytes, bwd_bytes);
   // Held at the peak: the a-1 other Q slots and b-1 other KV slots (kept for the later rows, as

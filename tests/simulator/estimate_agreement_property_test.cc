@@ -40,11 +40,11 @@ struct MaskCase {
 // (its gathers exposed in the estimate): 6.0% (8.7% with 64K documents, mesh-ulysses).
 // Sparse masks (a 4K window, documents with an 8K median): a rank's work sits in a few of its
 // ring steps (its own shard's and its neighbours'). The estimate charges the busiest rank's
-// blocks and merges (PlanContext::MaxMergedBlocks) spread evenly over the steps, so each step's
-// communication hides behind an average step; the replay sees steps with nothing to hide it
-// behind, the big neighbour block arriving last, and dK,dV chains crossing ranks with empty
+// kernels and merges (PlanContext::BusiestRankMerges) spread evenly over the steps, so each
+// step's communication hides behind an average step; the replay sees steps with nothing to hide
+// it behind, the big neighbour block arriving last, and dK,dV chains crossing ranks with empty
 // steps. The replay is then slower: up to +82% (window, LoongTrain on 32 GPUs), +47%
-// (bidirectional documents, ATTENTION2D-O with a = 8), +29% (causal documents).
+// (bidirectional documents, ATTENTION2D-O with a = 8), +32% (causal documents).
 constexpr MaskCase kMasks[] = {
     {"full", "full", 0.08},
     {"causal", "causal", 0.08},
