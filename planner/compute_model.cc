@@ -1,6 +1,7 @@
 #include "planner/compute_model.h"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -263,13 +264,9 @@ std::vector<int64_t> TileCutRows(const ShardLayout& layout, const PairCounter& c
   return out;
 }
 
-std::vector<int64_t> TileMergedBlocks(const ShardLayout& layout, const PairCounter& counter,
-                                      int64_t a) {
+ShardIntervals NonemptyKvShards(const ShardLayout& layout, const PairCounter& counter) {
   const int64_t n = layout.num_shards;
-  std::vector<int64_t> out(n, 0);
-  // nonempty[i]: the KV shards query shard i meets in a block with pairs, as sorted disjoint
-  // intervals [first, last].
-  std::vector<std::vector<std::pair<int64_t, int64_t>>> nonempty(n);
+  ShardIntervals nonempty(static_cast<size_t>(std::max<int64_t>(n, 0)));
   if (layout.kind == Layout::kStriped) {
     for (int64_t i = 0; i < n; ++i) {
       for (int64_t j = 0; j < n; ++j) {
@@ -287,23 +284,47 @@ std::vector<int64_t> TileMergedBlocks(const ShardLayout& layout, const PairCount
     const int64_t chunk = ChunkTokens(layout);
     std::vector<std::pair<int64_t, int64_t>> shards;  // intervals of KV shards, unsorted
     // The shards of chunks [lo, hi] (contiguous: chunk x is shard x; zigzag: x in front, its
-    // mirror 2n - 1 - x past the middle; balanced: each chunk's owner).
+    // mirror 2n - 1 - x past the middle).
     auto add_chunks = [&](int64_t lo, int64_t hi) {
       if (hi < lo) return;
-      if (layout.kind == Layout::kBalanced) {
-        for (int64_t x = lo; x <= hi; ++x) {
-          const int64_t s = ShardOfChunk(layout, x);
-          shards.push_back({s, s});
-        }
-      } else if (layout.kind == Layout::kZigzag) {
+      if (layout.kind == Layout::kZigzag) {
         if (lo <= n - 1) shards.push_back({lo, std::min(hi, n - 1)});
         if (hi >= n) shards.push_back({2 * n - 1 - hi, 2 * n - 1 - std::max(lo, n)});
       } else {
         shards.push_back({lo, hi});
       }
     };
+    // Balanced: a range of chunks maps to scattered shards; they are marked instead (stopping
+    // once every shard is), so a long range costs at most the chunks until all are seen.
+    std::vector<char> marked;
     for (int64_t i = 0; i < n; ++i) {
       shards.clear();
+      if (layout.kind == Layout::kBalanced) {
+        marked.assign(static_cast<size_t>(n), 0);
+        int64_t seen = 0;
+        auto mark = [&](int64_t x) {
+          char& m = marked[static_cast<size_t>(ShardOfChunk(layout, x))];
+          seen += m == 0 ? 1 : 0;
+          m = 1;
+        };
+        for (const TokenRange& q : layout.Ranges(i)) {
+          const auto [lo, hi] =
+              ForEachPartialChunk(mask, doc_starts, layout.seq_len, chunk, q, [&](int64_t x) {
+                if (seen < n && counter.Count(q.begin, q.end, x * chunk, (x + 1) * chunk) > 0)
+                  mark(x);
+              });
+          for (int64_t x = lo; x <= hi && seen < n; ++x) mark(x);
+        }
+        for (int64_t j = 0; j < n; ++j) {
+          if (marked[static_cast<size_t>(j)] == 0) continue;
+          if (!nonempty[i].empty() && nonempty[i].back().second == j - 1) {
+            nonempty[i].back().second = j;
+          } else {
+            nonempty[i].push_back({j, j});
+          }
+        }
+        continue;
+      }
       for (const TokenRange& q : layout.Ranges(i)) {
         const auto [lo, hi] =
             ForEachPartialChunk(mask, doc_starts, layout.seq_len, chunk, q, [&](int64_t x) {
@@ -321,21 +342,107 @@ std::vector<int64_t> TileMergedBlocks(const ShardLayout& layout, const PairCount
       }
     }
   }
-  // Rank g = base + r holds Q shards [base, base + a) and the KV shards j = r (mod a).
-  for (int64_t g = 0; g < n; ++g) {
-    const int64_t base = a * (g / a), r = g % a;
+  return nonempty;
+}
+
+std::optional<std::vector<int64_t>> TileMergedBlocksClosedForm(const ShardLayout& layout,
+                                                               const PairCounter& counter,
+                                                               int64_t a) {
+  const int64_t n = layout.num_shards;
+  std::vector<int64_t> out(static_cast<size_t>(std::max<int64_t>(n, 0)), 0);
+  if (n <= 0 || a <= 0 || n % a != 0) return out;
+  // Closed forms (the search's common case; the general enumeration below is O(n a) per tile
+  // and, striped, O(n^2)). Rank g holds Q shards [a k, a k + a) (k = g / a) and KV shards
+  // j = r (mod a) (r = g % a), b = n / a of them.
+  const MaskKind kind = counter.mask().kind;
+  const int64_t tokens_per_shard = layout.shard_tokens();
+  const bool every_block =
+      kind == MaskKind::kFull || (kind == MaskKind::kCausal && layout.kind == Layout::kZigzag) ||
+      (kind == MaskKind::kCausal && layout.kind == Layout::kStriped && tokens_per_shard >= 2);
+  if (every_block) {
+    // Every block has pairs: a full mask; a causal zigzag shard's late chunk sees every earlier
+    // chunk, so every KV shard; a causal striped shard's last token (i + n (T - 1), T >= 2) sees
+    // every KV shard's first. a Q shards, b blocks each, b - 1 merges each.
+    std::fill(out.begin(), out.end(), a * (n / a - 1));
+    return out;
+  }
+  if (kind == MaskKind::kCausal && (layout.kind == Layout::kContiguous ||
+                                    (layout.kind == Layout::kStriped && tokens_per_shard == 1))) {
+    // Q shard i = a k + t meets the KV shards j <= i: for j = r (mod a) that is k + 1 of them when
+    // t >= r, k when t < r (none when k = 0 and t < r). Its merges, one fewer, summed over t in
+    // [0, a): (a - r) k + r (k - 1) = a k - r for k >= 1; 0 for k = 0.
+    for (int64_t g = 0; g < n; ++g) {
+      const int64_t k = g / a, r = g % a;
+      out[g] = k >= 1 ? a * k - r : 0;
+    }
+    return out;
+  }
+  return std::nullopt;
+}
+
+std::vector<int64_t> TileMergedBlocksFrom(const ShardIntervals& nonempty, int64_t a) {
+  const int64_t n = static_cast<int64_t>(nonempty.size());
+  std::vector<int64_t> out(static_cast<size_t>(n), 0);
+  if (n <= 0 || a <= 0 || n % a != 0) return out;
+  // Rank g = base + r holds Q shards [base, base + a) and the KV shards j = r (mod a). Q shard i
+  // meets c(i, r) of them with pairs and merges max(0, c - 1) = c - [c >= 1]: per Q group, the
+  // counts c by residue through one difference array (every interval in O(1)) and the residues
+  // covered at all through another (the union of the intervals' residue ranges), O(n + ranges)
+  // per tile shape instead of O(n a).
+  ResidueAdder counts(a), covered(a);
+  std::vector<int64_t> count_r(static_cast<size_t>(a)), covered_r(static_cast<size_t>(a));
+  std::vector<std::pair<int64_t, int64_t>> segments;
+  for (int64_t base = 0; base < n; base += a) {
+    std::fill(count_r.begin(), count_r.end(), 0);
+    std::fill(covered_r.begin(), covered_r.end(), 0);
     for (int64_t i = base; i < base + a; ++i) {
-      int64_t blocks = 0;
+      segments.clear();
+      bool every_residue = false;
       for (const auto& [first, last] : nonempty[i]) {
-        // j in [first, last] with j = r (mod a): floor((last - r) / a) - ceil((first - r) / a) + 1.
-        const int64_t hi = last - r >= 0 ? (last - r) / a : -1;
-        const int64_t lo = first - r > 0 ? (first - r + a - 1) / a : 0;
-        if (hi >= lo) blocks += hi - lo + 1;
+        counts.AddShards(first, last, 1);
+        if (last - first + 1 >= a) {
+          every_residue = true;
+          continue;
+        }
+        const int64_t s = first % a, e = last % a;
+        if (s <= e) {
+          segments.push_back({s, e});
+        } else {
+          segments.push_back({s, a - 1});
+          segments.push_back({0, e});
+        }
       }
-      out[g] += std::max<int64_t>(0, blocks - 1);
+      if (every_residue) {
+        covered.AddShards(0, a - 1, 1);
+        continue;
+      }
+      std::sort(segments.begin(), segments.end());
+      int64_t open_s = -1, open_e = -2;
+      for (const auto& [s, e] : segments) {
+        if (s > open_e + 1) {
+          if (open_s >= 0) covered.AddShards(open_s, open_e, 1);
+          open_s = s;
+          open_e = e;
+        } else {
+          open_e = std::max(open_e, e);
+        }
+      }
+      if (open_s >= 0) covered.AddShards(open_s, open_e, 1);
+    }
+    counts.FlushInto(count_r.data());
+    covered.FlushInto(covered_r.data());
+    for (int64_t r = 0; r < a; ++r) {
+      out[static_cast<size_t>(base + r)] =
+          count_r[static_cast<size_t>(r)] - covered_r[static_cast<size_t>(r)];
     }
   }
   return out;
+}
+
+std::vector<int64_t> TileMergedBlocks(const ShardLayout& layout, const PairCounter& counter,
+                                      int64_t a) {
+  if (auto closed = TileMergedBlocksClosedForm(layout, counter, a)) return *std::move(closed);
+  return TileMergedBlocksFrom(NonemptyKvShards(layout, counter), a);
 }
 
 }  // namespace meshplan::planner

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "core/base/dtype.h"
@@ -41,6 +43,18 @@ std::vector<int64_t> TileCutRows(const ShardLayout& layout, const PairCounter& c
 // layout beyond them.
 std::vector<int64_t> TileMergedBlocks(const ShardLayout& layout, const PairCounter& counter,
                                       int64_t a);
+
+// The parts of TileMergedBlocks, for a caller that caches what does not depend on the tile:
+// closed forms for full masks and causal masks on contiguous, zigzag and striped layouts (nullopt
+// otherwise); for each Q shard the KV shards it meets in a block with pairs, as sorted disjoint
+// intervals [first, last] (NonemptyKvShards, per layout); and the counts per rank from those
+// (TileMergedBlocksFrom, O(n + intervals) per tile shape).
+using ShardIntervals = std::vector<std::vector<std::pair<int64_t, int64_t>>>;
+std::optional<std::vector<int64_t>> TileMergedBlocksClosedForm(const ShardLayout& layout,
+                                                               const PairCounter& counter,
+                                                               int64_t a);
+ShardIntervals NonemptyKvShards(const ShardLayout& layout, const PairCounter& counter);
+std::vector<int64_t> TileMergedBlocksFrom(const ShardIntervals& nonempty, int64_t a);
 
 // The kernel time model lives in core so the simulator shares it.
 using meshplan::KernelSeconds;

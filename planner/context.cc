@@ -62,8 +62,20 @@ const std::vector<int64_t>& PlanContext::TileMergedBlocksFor(const ShardLayout& 
                                                              int64_t a) const {
   WorkKey key{static_cast<int>(layout.kind), layout.num_shards, a};
   auto it = merged_blocks_cache_.find(key);
-  if (it == merged_blocks_cache_.end())
-    it = merged_blocks_cache_.emplace(key, TileMergedBlocks(layout, counter, a)).first;
+  if (it == merged_blocks_cache_.end()) {
+    std::optional<std::vector<int64_t>> merged = TileMergedBlocksClosedForm(layout, counter, a);
+    if (!merged) {
+      // The KV shards each Q shard meets with pairs do not depend on the tile: found once per
+      // layout, for every tile shape a scheme tries on it.
+      WorkKey layout_key{static_cast<int>(layout.kind), layout.num_shards, 0};
+      auto intervals = nonempty_cache_.find(layout_key);
+      if (intervals == nonempty_cache_.end()) {
+        intervals = nonempty_cache_.emplace(layout_key, NonemptyKvShards(layout, counter)).first;
+      }
+      merged = TileMergedBlocksFrom(intervals->second, a);
+    }
+    it = merged_blocks_cache_.emplace(key, *std::move(merged)).first;
+  }
   return it->second;
 }
 

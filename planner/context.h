@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "core/cluster/topology.h"
@@ -115,6 +116,8 @@ struct PlanContext {
   mutable std::map<WorkKey, std::vector<int64_t>> work_cache_;
   mutable std::map<WorkKey, std::vector<int64_t>> cut_rows_cache_;
   mutable std::map<WorkKey, std::vector<int64_t>> merged_blocks_cache_;
+  // NonemptyKvShards by layout (a = 0 in the key).
+  mutable std::map<WorkKey, std::vector<std::vector<std::pair<int64_t, int64_t>>>> nonempty_cache_;
   mutable std::map<int64_t, std::shared_ptr<const BalancedChunks>> balanced_cache_;  // by shards
 };
 
