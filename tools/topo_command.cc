@@ -209,6 +209,12 @@ void RegisterNew(CLI::App* topo, TopoFlags& f) {
                    "Each GPU's NIC in Gb/s (400 for NDR InfiniBand)")
       ->capture_default_str();
   f.make->add_option("--name", f.cluster.name, "The cluster's name (default GPU-NODESxGPUS)");
+  f.make
+      ->add_option("--net-name", f.cluster.net_name,
+                   "The name of the level between nodes (as the shipped files: ib; roce, ...)")
+      ->capture_default_str();
+  f.make->add_option("--net-latency-us", f.cluster.net_latency_us,
+                     "Its latency in microseconds (default: the shipped file's, 5 us)");
   f.make->add_option("--out,-o", f.new_out, "Write the file here instead of stdout");
   f.make->add_flag("--quiet,-q", f.quiet, "No summary line on stderr (errors still go there)");
 }

@@ -1,6 +1,7 @@
 #include "core/cluster/cluster_template.h"
 
 #include <array>
+#include <cctype>
 #include <cstdio>
 #include <utility>
 
@@ -62,6 +63,18 @@ Result<Topology> MakeCluster(const ClusterTemplate& t, const Topology& source) {
     return Status::Invalid("--nic-gbps: must be in (0, 1600] Gb/s per GPU");
   if (source.levels.empty()) return Status::Invalid(source.source + ": has no levels");
   const NetworkLevel& nvlink = source.levels.front();
+  if (t.net_name.empty()) return Status::Invalid("--net-name: must not be empty");
+  // It also heads a comment line of the written file: a plain word, nothing to break the line.
+  for (const char c : t.net_name) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.'))
+      return Status::Invalid("--net-name: letters, digits, '-', '_' and '.' only");
+  }
+  if (t.net_name == nvlink.name) {
+    return Status::Invalid("--net-name: '" + t.net_name +
+                           "' is the name of the level inside a node; give another");
+  }
+  if (!(t.net_latency_us < 0 || t.net_latency_us <= 1e6))
+    return Status::Invalid("--net-latency-us: must be in [0, 1e6] microseconds");
   if (t.gpus_per_node > nvlink.group_size) {
     return Status::Invalid("--gpus-per-node: " + std::to_string(t.gpus_per_node) +
                            " is more than one " + source.gpu.model + " NVLink domain holds (" +
@@ -81,11 +94,13 @@ Result<Topology> MakeCluster(const ClusterTemplate& t, const Topology& source) {
   node.group_size = t.gpus_per_node;
   out.levels.push_back(node);
   NetworkLevel net;
-  net.name = "net";
+  net.name = t.net_name;
   net.kind = LinkKind::kRailFatTree;
   net.group_size = t.nodes;
   net.bandwidth_bytes_per_s = t.nic_gbits / 8.0 * 1e9;
-  net.latency_s = source.levels.size() > 1 ? source.levels[1].latency_s : 5e-6;
+  net.latency_s = t.net_latency_us >= 0      ? t.net_latency_us * 1e-6
+                  : source.levels.size() > 1 ? source.levels[1].latency_s
+                                             : 5e-6;
   net.oversubscription = 1.0;
   out.levels.push_back(net);
   MESHPLAN_RETURN_IF_ERROR(out.Validate());
@@ -93,23 +108,27 @@ Result<Topology> MakeCluster(const ClusterTemplate& t, const Topology& source) {
 }
 
 std::string ClusterHeader(const ClusterTemplate& t, const std::string& source_name) {
-  return "# Written by `meshplan topo new --gpu " + t.gpu + " --nodes " + std::to_string(t.nodes) +
-         " --gpus-per-node " + std::to_string(t.gpus_per_node) + " --nic-gbps " +
-         Number(t.nic_gbits) +
+  std::string command = "meshplan topo new --gpu " + t.gpu + " --nodes " + std::to_string(t.nodes) +
+                        " --gpus-per-node " + std::to_string(t.gpus_per_node) + " --nic-gbps " +
+                        Number(t.nic_gbits);
+  if (t.net_name != ClusterTemplate{}.net_name) command += " --net-name " + t.net_name;
+  if (t.net_latency_us >= 0) command += " --net-latency-us " + Number(t.net_latency_us);
+  const std::string latency = t.net_latency_us >= 0 ? Number(t.net_latency_us) + " us"
+                                                    : "the latency of that file's network";
+  return "# Written by `" + command +
          "`.\n"
          "# [gpu] names the GPU catalog entry (topologies/gpus/): memory, HBM, peak rates, every\n"
          "# attention library's kernel curve and per-step costs, each number with its source; a "
          "key\n"
          "# written under it overrides the entry's. The nvlink level is the shipped\n"
          "# topologies/" +
-         source_name +
-         ".toml's.\n"
-         "# net: one NIC per GPU at " +
-         Number(t.nic_gbits) + " Gb/s = " + Number(t.nic_gbits / 8.0) +
+         source_name + ".toml's.\n# " + t.net_name + ": one NIC per GPU at " + Number(t.nic_gbits) +
+         " Gb/s = " + Number(t.nic_gbits / 8.0) +
          " GB/s per direction, a non-blocking rail-optimised\n"
-         "# fat tree, the latency of that file's network. Replace the levels' bandwidth and "
-         "latency\n"
-         "# with measured bus bandwidths (nccl-tests) when you have them (topologies/README.md).\n";
+         "# fat tree, " +
+         latency +
+         ". Replace the levels' bandwidth and latency with measured bus\n"
+         "# bandwidths (nccl-tests) when you have them (topologies/README.md).\n";
 }
 
 }  // namespace meshplan

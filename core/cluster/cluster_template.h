@@ -14,11 +14,13 @@
 namespace meshplan {
 
 struct ClusterTemplate {
-  std::string gpu;            // h100, h200, h800, a100, gb200
-  int64_t nodes = 1;          // nodes (GB200: NVL72 racks)
-  int64_t gpus_per_node = 8;  // GPUs in one NVLink domain
-  double nic_gbits = 400;     // each GPU's NIC, Gb/s (per direction)
-  std::string name;           // the cluster's name ("" : gpu-NxG)
+  std::string gpu;              // h100, h200, h800, a100, gb200
+  int64_t nodes = 1;            // nodes (GB200: NVL72 racks)
+  int64_t gpus_per_node = 8;    // GPUs in one NVLink domain
+  double nic_gbits = 400;       // each GPU's NIC, Gb/s (per direction)
+  std::string name;             // the cluster's name ("" : gpu-NxG)
+  std::string net_name = "ib";  // the network level's name, as the shipped files name theirs
+  double net_latency_us = -1;   // its latency; negative: the source file's network latency
 };
 
 // The shipped cluster file (by name) whose GPU and NVLink a template of `gpu` takes. Errors: an
@@ -26,10 +28,11 @@ struct ClusterTemplate {
 Result<std::string> ShippedClusterOfGpu(std::string_view gpu);
 
 // The cluster: `source`'s GPU (every curve) and its innermost level with group_size =
-// gpus_per_node, then a level "net" (rail-optimised fat tree, non-blocking, the source's latency
-// between nodes or 5 us) of `nodes` groups at nic_gbits / 8 GB/s per GPU. Errors name the flag:
-// sizes below 1, more GPUs per node than the source's NVLink domain holds, a NIC rate not in (0,
-// 1600] Gb/s.
+// gpus_per_node, then a level `net_name` ("ib" unless given; rail-optimised fat tree,
+// non-blocking, net_latency_us or else the source's latency between nodes or 5 us) of `nodes`
+// groups at nic_gbits / 8 GB/s per GPU. Errors name the flag: sizes below 1, more GPUs per node
+// than the source's NVLink domain holds, a NIC rate not in (0, 1600] Gb/s, a network name empty
+// or the NVLink level's, a latency above 1e6 us.
 Result<Topology> MakeCluster(const ClusterTemplate& t, const Topology& source);
 
 // Comment lines that head the written file: the command, where each number comes from, and what to

@@ -32,6 +32,45 @@ TEST(ClusterTemplate, TakesTheGpuAndNvlinkOfItsSourceAndOneNicPerGpu) {
   EXPECT_EQ(cluster->levels[1].kind, LinkKind::kRailFatTree);
 }
 
+TEST(ClusterTemplate, TheNetworkLevelIsNamedAndTimedAsAsked) {
+  // Default: "ib", as the shipped files name the level between nodes, at the source's 5 us.
+  const Topology source = testing::SmallCluster(8, 2);
+  ClusterTemplate t;
+  t.gpu = "h100";
+  t.nodes = 4;
+  auto plain = MakeCluster(t, source);
+  ASSERT_TRUE(plain.ok()) << plain.status().message();
+  EXPECT_EQ(plain->levels[1].name, "ib");
+  EXPECT_DOUBLE_EQ(plain->levels[1].latency_s, 5e-6);
+  t.net_name = "roce";
+  t.net_latency_us = 12.5;
+  auto roce = MakeCluster(t, source);
+  ASSERT_TRUE(roce.ok()) << roce.status().message();
+  EXPECT_EQ(roce->levels[1].name, "roce");
+  EXPECT_DOUBLE_EQ(roce->levels[1].latency_s, 12.5e-6);
+  const std::string header = ClusterHeader(t, "dgx-h100-1node");
+  EXPECT_NE(header.find("--net-name roce --net-latency-us 12.5`"), std::string::npos) << header;
+  EXPECT_NE(header.find("# roce: one NIC per GPU"), std::string::npos) << header;
+  EXPECT_NE(header.find("fat tree, 12.5 us."), std::string::npos) << header;
+
+  t.net_name = source.levels[0].name;
+  auto clash = MakeCluster(t, source);
+  ASSERT_FALSE(clash.ok());
+  EXPECT_NE(clash.status().message().find("--net-name: '" + source.levels[0].name +
+                                          "' is the name of the level inside a node"),
+            std::string::npos)
+      << clash.status().message();
+  t.net_name = "";
+  EXPECT_EQ(MakeCluster(t, source).status().message(), "--net-name: must not be empty");
+  t.net_name = "ib\nname = \"x\"";  // would break the header's comment line
+  EXPECT_EQ(MakeCluster(t, source).status().message(),
+            "--net-name: letters, digits, '-', '_' and '.' only");
+  t.net_name = "ib";
+  t.net_latency_us = 2e6;
+  EXPECT_EQ(MakeCluster(t, source).status().message(),
+            "--net-latency-us: must be in [0, 1e6] microseconds");
+}
+
 TEST(ClusterTemplate, ImpossibleTemplatesNameTheFlag) {
   const Topology source = testing::SmallCluster(8, 2);
   ClusterTemplate t;
