@@ -6,6 +6,7 @@
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 
 #include "core/base/escape.h"
 #include "core/base/temp_files.h"
@@ -24,6 +25,16 @@ std::string DescribeCurrentException() {
            "machine can give";
   } catch (const std::length_error& e) {
     return "a size is too large to allocate (std::length_error: " + std::string(e.what()) + ")";
+  } catch (const std::system_error& e) {
+    // std::thread's constructor under an address-space limit (ulimit -v) or a thread limit: a
+    // thread's stack could not be reserved (issue 49).
+    if (e.code() == std::errc::resource_unavailable_try_again ||
+        e.code() == std::errc::not_enough_memory) {
+      return "out of memory: could not start a thread (" + std::string(e.what()) +
+             "): the run needs more memory or threads than this machine or its limits (ulimit "
+             "-v, ulimit -u) give";
+    }
+    return "unexpected failure: " + std::string(e.what());
   } catch (const std::exception& e) {
     return "unexpected failure: " + std::string(e.what());
   } catch (...) {

@@ -72,5 +72,28 @@ TEST_F(Guard17, ExecuteWithBatch2To40IsOneLineNotAnAbort) {
   EXPECT_EQ(r.err, kOutOfMemory);
 }
 
+// Issue 49: under an address-space limit a worker thread's stack cannot be reserved
+// (std::system_error, EAGAIN): one line saying out of memory, exit 2, not "unexpected failure".
+// 120 MB lets the program load and plan but not start its ranks' threads on the development
+// machine; where the limit stops the program from loading at all there is nothing to check.
+TEST_F(Guard17, AThreadThatCannotStartUnderUlimitIsOutOfMemory) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "a sanitizer reserves more address space than the limit this test sets";
+#endif
+  const testing::CliResult planned =
+      Run("plan -t dgx-h100-4gpu --seq 4K --heads 4 --kv-heads 4 --dtype fp32 --schemes ring -q "
+          "--out " +
+          (dir_ / "p.toml").string());
+  ASSERT_EQ(planned.exit_code, 0) << planned.err;
+  const testing::CliResult r =
+      Run("execute " + (dir_ / "p.toml").string() + " --check -q", "ulimit -v 120000;");
+  if (r.err.find("error while loading shared libraries") != std::string::npos || r.exit_code == 0) {
+    GTEST_SKIP() << "the limit does not stop the threads here: " << r.err;
+  }
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.err.rfind("meshplan: error: out of memory", 0), 0u) << r.err;
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
+}
+
 }  // namespace
 }  // namespace meshplan
