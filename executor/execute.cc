@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <exception>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 #include "executor/device/device_engine.h"
@@ -56,28 +57,43 @@ Status RunHostThreads(const Schedule& schedule, const Workload& workload, const 
   // An exception on a rank's thread (an allocation that fails) ends that rank like an error and
   // is rethrown to the caller after every thread joined, as if the ranks ran on its thread.
   std::vector<std::exception_ptr> thrown(static_cast<size_t>(ranks));
+  // A rank whose thread cannot start (std::system_error under ulimit -v or -u) would leave the
+  // ranks already running waiting for it and, unwinding, destroy their threads unjoined
+  // (std::terminate, issue 49): they are aborted and joined, and the run ends out of memory.
+  auto start_failed = [&](int r, const std::system_error& e) {
+    const Status why = Status::OutOfMemory("could not start rank " + std::to_string(r) +
+                                           "'s thread (" + e.what() + ")");
+    for (auto& transport : transports) transport->Abort(why);
+    for (auto& t : threads) t.join();
+    return why;
+  };
   for (int r = 0; r < ranks; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        HostDeviceOps ops(workload,
-                          {transports[r].get(), options.recv_timeout, options.silent_rank});
-        std::vector<uint8_t> local(static_cast<size_t>(ranks), 0);
-        local[r] = 1;
-        auto run = RunEngine(schedule, workload, inputs, options, ops, std::move(local), outputs,
-                             covered, &collect);
-        if (!run.ok()) {
-          status[r] = run.status();
-          transports[r]->Abort(run.status());
-          return;
+    try {
+      threads.emplace_back([&, r] {
+        try {
+          HostDeviceOps ops(workload,
+                            {transports[r].get(), options.recv_timeout, options.silent_rank});
+          std::vector<uint8_t> local(static_cast<size_t>(ranks), 0);
+          local[r] = 1;
+          auto run = RunEngine(schedule, workload, inputs, options, ops, std::move(local), outputs,
+                               covered, &collect);
+          if (!run.ok()) {
+            status[r] = run.status();
+            transports[r]->Abort(run.status());
+            return;
+          }
+          result->timings[r] = run->times[r];
+          result->peak_bytes[r] = run->peak_bytes[r];
+        } catch (...) {
+          thrown[r] = std::current_exception();
+          status[r] =
+              Status::Internal("rank " + std::to_string(r) + ": an exception ended the rank");
+          transports[r]->Abort(status[r]);
         }
-        result->timings[r] = run->times[r];
-        result->peak_bytes[r] = run->peak_bytes[r];
-      } catch (...) {
-        thrown[r] = std::current_exception();
-        status[r] = Status::Internal("rank " + std::to_string(r) + ": an exception ended the rank");
-        transports[r]->Abort(status[r]);
-      }
-    });
+      });
+    } catch (const std::system_error& e) {
+      return start_failed(r, e);
+    }
   }
   for (auto& t : threads) t.join();
   for (const std::exception_ptr& e : thrown) {

@@ -102,12 +102,12 @@ class Folds(unittest.TestCase):
 
 class OverrideText(unittest.TestCase):
     def test_a_scale_multiplies_the_entrys_curve_and_a_key_is_set(self):
-        # The A100 fa2 curve's first point is [512, 0.31] (topologies/gpus/a100-sxm4-80gb.toml):
-        # scaled by 1.1, 0.341.
+        # The A100 fa2 curve's first point is [512, 0.3224] (topologies/gpus/a100-sxm4-80gb.toml):
+        # scaled by 1.1, 0.35464.
         text = loso.override_text("a100-sxm4-80gb", {("fa2", "efficiency"): 1.1,
                                                      ("fa2", "backward_rate_ratio"): 0.9})
         self.assertIn("[gpu.attention_kernels.fa2]", text)
-        self.assertIn("efficiency = [[512, 0.341], ", text)
+        self.assertIn("efficiency = [[512, 0.35464], ", text)
         self.assertIn("backward_rate_ratio = 0.9", text)
 
     def test_shipped_clusters_name_their_entry(self):
