@@ -4,6 +4,8 @@
 // ("Simulated vs estimated") explains the difference.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "core/cluster/topology_toml.h"
 #include "planner/schemes/registry.h"
 #include "planner/search.h"
@@ -39,6 +41,9 @@ TEST(EstimateAgreement, SimulatedTimeIsWithinFifteenPercentOfTheEstimate) {
         for (int64_t r = 0; r < ctx.num_ranks; ++r) gpu[r] = placement.GpuOf(r);
         SimOptions options;
         options.record_op_times = false;
+        // As SimulatePlan sets it (simulator/plan_simulation.cc): the heads one kernel call
+        // covers, which the kernels' occupancy depends on (core/cost/kernel_occupancy.h).
+        options.kernel_batch_heads = w.batch * w.q_heads / std::max<int64_t>(1, e.params.ulysses);
         auto result = Simulate(*schedule, *topology, gpu, w.dtype, options);
         ASSERT_TRUE(result.ok()) << result.status().message();
         const double ratio = result->total_s / e.time_s;
