@@ -135,8 +135,8 @@ void TopologyFlag::Register(CLI::App& app) {
 }
 
 Result<Topology> TopologyFlag::Load() const {
-  Result<Topology> topology =
-      path.empty() ? Result<Topology>(DefaultTopology()) : LoadTopologyFlag(path);
+  Result<Topology> topology = path.empty() ? Result<Topology>(DefaultTopology())
+                                           : LoadTopologyFlag(path, quiet != nullptr && *quiet);
   if (!topology.ok()) return topology;
   MESHPLAN_RETURN_IF_ERROR(model.Apply(*topology));
   return topology;
@@ -167,20 +167,22 @@ Status ModelFlags::Apply(Topology& topology) const {
   return Status::Ok();
 }
 
-Result<Topology> LoadTopologyFlag(const std::string& name_or_path) {
+Result<Topology> LoadTopologyFlag(const std::string& name_or_path, bool quiet) {
   auto topology = LoadTopology(name_or_path);
   if (!topology.ok() && IsTopologyName(name_or_path)) {
     return topology.status().WithContext("--topology");
   }
   // Values no hardware reaches (Gb/s written as GB/s, mostly) are said, not refused: a study may
   // mean them.
-  if (topology.ok()) {
-    for (const std::string& note : topology->PlausibilityNotes()) {
-      std::fprintf(stderr, "meshplan: note: %s: %s\n", EscapeControlBytes(topology->source).c_str(),
-                   EscapeControlBytes(note).c_str());
-    }
-  }
+  if (topology.ok() && !quiet) PrintPlausibilityNotes(*topology);
   return topology;
+}
+
+void PrintPlausibilityNotes(const Topology& topology) {
+  for (const std::string& note : topology.PlausibilityNotes()) {
+    std::fprintf(stderr, "meshplan: note: %s: %s\n", EscapeControlBytes(topology.source).c_str(),
+                 EscapeControlBytes(note).c_str());
+  }
 }
 
 namespace {
@@ -199,8 +201,8 @@ Result<Topology> SameNameAsPlan(const std::string& plan_file, const Plan& plan,
 
 // The topology file a plan runs on (PlanTopology, before its attention kernel is chosen).
 Result<Topology> PlanTopologyFile(const std::string& plan_file, const std::string& topology_flag,
-                                  const Plan& plan) {
-  if (!topology_flag.empty()) return LoadTopologyFlag(topology_flag);
+                                  const Plan& plan, bool quiet) {
+  if (!topology_flag.empty()) return LoadTopologyFlag(topology_flag, quiet);
   if (plan.topology_source == "built-in") return SameNameAsPlan(plan_file, plan, DefaultTopology());
   std::error_code error;
   if (!plan.topology_source.empty() &&
@@ -215,8 +217,8 @@ Result<Topology> PlanTopologyFile(const std::string& plan_file, const std::strin
 }  // namespace
 
 Result<Topology> PlanTopology(const std::string& plan_file, const std::string& topology_flag,
-                              const Plan& plan, const ModelFlags& model) {
-  MESHPLAN_ASSIGN_OR_RETURN(auto whole, PlanTopologyFile(plan_file, topology_flag, plan));
+                              const Plan& plan, const ModelFlags& model, bool quiet) {
+  MESHPLAN_ASSIGN_OR_RETURN(auto whole, PlanTopologyFile(plan_file, topology_flag, plan, quiet));
   // A plan made with --tp/--dp runs on one context-parallel group's share of the cluster.
   auto cluster = ContextParallelCluster(whole, ParallelDegrees{plan.tp, plan.dp});
   if (!cluster.ok()) return cluster.status().WithContext(plan_file);

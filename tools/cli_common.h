@@ -86,13 +86,19 @@ struct ModelFlags {
 struct TopologyFlag {
   std::string path;  // a file, or a shipped cluster's name
   ModelFlags model;
+  // The command's -q, when it has one (set where the command registers its flags): with it the
+  // file's plausibility notes are not printed.
+  const bool* quiet = nullptr;
   void Register(CLI::App& app);
   Result<Topology> Load() const;
 };
 
 // A --topology value: a file, or a shipped cluster's name (core/cluster/topology_catalog.h); an
-// error about a name names the flag. Topology::PlausibilityNotes are printed on stderr as notes.
-Result<Topology> LoadTopologyFlag(const std::string& name_or_path);
+// error about a name names the flag. Topology::PlausibilityNotes are printed on stderr as notes,
+// unless `quiet` (the command's -q: nothing on stderr but errors).
+Result<Topology> LoadTopologyFlag(const std::string& name_or_path, bool quiet = false);
+// Topology::PlausibilityNotes on stderr, one "meshplan: note: SOURCE: ..." line each.
+void PrintPlausibilityNotes(const Topology& topology);
 
 // The topology a plan file runs on: `topology_flag` when given, else the plan's own source when
 // it is the built-in cluster or a file that exists here and still has the name the plan records
@@ -102,7 +108,7 @@ Result<Topology> LoadTopologyFlag(const std::string& name_or_path);
 // names another; the model flags given are applied. A plan made with --tp/--dp (Plan::tp, dp)
 // gets one context-parallel group's share of the cluster (ContextParallelCluster).
 Result<Topology> PlanTopology(const std::string& plan_file, const std::string& topology_flag,
-                              const Plan& plan, const ModelFlags& model = {});
+                              const Plan& plan, const ModelFlags& model = {}, bool quiet = false);
 
 // An output path a later WriteFileAtomically can use (core/base/atomic_file.h CheckOutputPath).
 // Lets a long command refuse a bad -o before it starts working.

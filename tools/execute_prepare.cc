@@ -186,7 +186,7 @@ Result<Prepared> PrepareExecution(const ExecuteFlags& flags) {
   MESHPLAN_RETURN_IF_ERROR(CheckFlags(flags));
   Prepared p;
   MESHPLAN_ASSIGN_OR_RETURN(auto plan, planner::LoadPlanFile(flags.plan));
-  auto topology = PlanTopology(flags.plan, flags.topology, plan);
+  auto topology = PlanTopology(flags.plan, flags.topology, plan, {}, flags.quiet);
   if (!topology.ok()) return topology.status();
   p.topology = std::move(topology).value();
   if (flags.backend == "cuda") MESHPLAN_RETURN_IF_ERROR(PrepareCuda(flags, plan, &p));

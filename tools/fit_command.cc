@@ -122,6 +122,7 @@ Runner RegisterFitCommand(CLI::App& app) {
                                      "Longest sequence each scheme fits in memory, or (--budget-s) "
                                      "the smallest cluster meeting a time budget");
   flags->topology.Register(*cmd);
+  flags->topology.quiet = &flags->quiet;
   flags->workload.Register(*cmd);
   flags->parallel.Register(*cmd);
   flags->planning.Register(*cmd);

@@ -206,6 +206,7 @@ Runner RegisterPlanCommand(CLI::App& app) {
   CLI::App* cmd =
       app.add_subcommand("plan", "Rank every context-parallel scheme for a workload on a cluster");
   flags->topology.Register(*cmd);
+  flags->topology.quiet = &flags->quiet;
   flags->workload.Register(*cmd);
   flags->parallel.Register(*cmd);
   flags->planning.Register(*cmd);

@@ -242,7 +242,7 @@ int RunSimulate(const SimulateFlags& flags) {
   if (Status st = CheckSimulateFlags(flags); !st.ok()) return ReportError(st);
   auto plan = planner::LoadPlanFile(flags.plan);
   if (!plan.ok()) return ReportError(plan.status());
-  auto topology = PlanTopology(flags.plan, flags.topology, *plan, flags.model);
+  auto topology = PlanTopology(flags.plan, flags.topology, *plan, flags.model, flags.quiet);
   if (!topology.ok()) return ReportError(topology.status());
   NoteHeadDim(*topology, plan->workload.head_dim, flags.quiet);
   auto trace_ranks = TraceRanks(flags.trace_ranks, flags.trace_ranks_given, plan->num_gpus);

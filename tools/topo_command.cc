@@ -277,6 +277,8 @@ int RunTopoShow(const TopoFlags& f) {
 int RunTopoValidate(const TopoFlags& f) {
   auto t = LoadTopology(f.validate_file);
   if (!t.ok()) return ReportError(t.status());
+  // Valid, but said as plan says it (issue 48): a value no hardware reaches is usually a slip.
+  PrintPlausibilityNotes(*t);
   std::printf("%s: ok (%lld GPUs, %d levels)\n", f.validate_file.c_str(),
               static_cast<long long>(t->num_gpus()), t->num_levels());
   return kExitOk;
