@@ -432,7 +432,10 @@ Status ReadLevel(const Reader& r, const toml::table& t, const std::string& p, Ne
 // Lays `over` on `base`: tables merge key by key (so [gpu.attention_kernels.fa3] in a cluster
 // file overrides that library's keys, not the whole table), everything else replaces.
 void LayOver(toml::table& base, const toml::table& over) {
-  for (auto&& [key, node] : over) {
+  for (auto&& entry : over) {
+    // Not a structured binding: clang before 16 cannot capture one in the lambda below.
+    const toml::key& key = entry.first;
+    const toml::node& node = entry.second;
     toml::table* base_table = base[key].as_table();
     if (base_table != nullptr && node.is_table()) {
       LayOver(*base_table, *node.as_table());
