@@ -17,5 +17,6 @@ Runner RegisterSweepCommand(CLI::App& app);
 Runner RegisterFitCommand(CLI::App& app);
 Runner RegisterCalibrateCommand(CLI::App& app);
 Runner RegisterBenchCommand(CLI::App& app);
+Runner RegisterStepCommand(CLI::App& app);
 
 }  // namespace meshplan::tools

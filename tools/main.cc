@@ -122,11 +122,15 @@ int RunMeshplan(int argc, char** argv) {
                                         " (execute backends: cpu" +
                                         (CudaBackendBuilt() ? ", cuda" : "") + ")");
   app.require_subcommand(1);
-  const std::pair<const char*, Runner> commands[] = {
-      {"plan", RegisterPlanCommand(app)},           {"simulate", RegisterSimulateCommand(app)},
-      {"topo", RegisterTopoCommand(app)},           {"execute", RegisterExecuteCommand(app)},
-      {"sweep", RegisterSweepCommand(app)},         {"fit", RegisterFitCommand(app)},
-      {"calibrate", RegisterCalibrateCommand(app)}, {"bench", RegisterBenchCommand(app)}};
+  const std::pair<const char*, Runner> commands[] = {{"plan", RegisterPlanCommand(app)},
+                                                     {"simulate", RegisterSimulateCommand(app)},
+                                                     {"topo", RegisterTopoCommand(app)},
+                                                     {"execute", RegisterExecuteCommand(app)},
+                                                     {"sweep", RegisterSweepCommand(app)},
+                                                     {"fit", RegisterFitCommand(app)},
+                                                     {"calibrate", RegisterCalibrateCommand(app)},
+                                                     {"bench", RegisterBenchCommand(app)},
+                                                     {"step", RegisterStepCommand(app)}};
   bool force = false;
   AddForceFlags(app, &force);
   if (const std::optional<int> code = ParseCommandLine(app, argc, argv)) return *code;

@@ -97,7 +97,11 @@ struct GpuSpec {
   // library's `occupancy`, how fully a kernel of few heads fills the GPU. 0: not stated.
   int64_t sm_count = 0;
   std::map<DType, double> peak_tflops;  // dense tensor-core TFLOP/s per dtype
-  double memory_bytes = 0;              // HBM capacity
+  // The fraction of peak_tflops[dtype] a large GEMM sustains (cuBLAS, full waves of tiles), per
+  // dtype: the whole step's projections and MLP (core/cost/gemm_time.h). Empty: not stated, and
+  // the whole step cannot be timed on this GPU.
+  std::map<DType, double> gemm_efficiency;
+  double memory_bytes = 0;  // HBM capacity
   double hbm_bytes_per_s = 0;
   double launch_overhead_s = 0;                       // per kernel launch
   std::vector<EfficiencyPoint> attention_efficiency;  // sorted by block_tokens, non-empty

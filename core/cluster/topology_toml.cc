@@ -281,6 +281,7 @@ constexpr std::string_view kGpuKeys[] = {"catalog",
                                          "hbm_GBps",
                                          "launch_overhead_us",
                                          "peak_tflops",
+                                         "gemm_efficiency",
                                          "attention_efficiency",
                                          "backward_rate_ratio",
                                          "efficiency_head_dim",
@@ -320,6 +321,31 @@ std::vector<std::string> KeyProblems(const toml::table& root) {
     }
   }
   return problems;
+}
+
+// gemm_efficiency = { dtype = fraction, ... }: each dtype one peak_tflops states, each fraction in
+// (0, 1].
+Status ReadGemmEfficiency(const Reader& r, const toml::table& t, GpuSpec* gpu) {
+  auto node = r.Find(t, "gpu", "gemm_efficiency", false);
+  if (!node.ok()) return node.status();
+  if (*node == nullptr) return Status::Ok();
+  const toml::table* table = (*node)->as_table();
+  if (table == nullptr) {
+    return r.Fail("gpu.gemm_efficiency",
+                  "expected a table of dtype = fraction of peak, got " + TomlTypeName(**node));
+  }
+  for (auto&& entry : *table) {
+    const std::string full = "gpu.gemm_efficiency." + std::string(entry.first.str());
+    auto dtype = ParseDType(entry.first.str());
+    if (!dtype.ok()) return r.Fail(full, dtype.status().message());
+    if (gpu->peak_tflops.count(*dtype) == 0)
+      return r.Fail(full, "peak_tflops states no " + std::string(DTypeName(*dtype)) + " rate");
+    double fraction = 0;
+    MESHPLAN_RETURN_IF_ERROR(r.Number(entry.second, full, &fraction));
+    if (!(fraction > 0 && fraction <= 1)) return r.Fail(full, "must be in (0, 1]");
+    gpu->gemm_efficiency[*dtype] = fraction;
+  }
+  return Status::Ok();
 }
 
 Status ReadGpu(const Reader& r, const toml::table& t, GpuSpec* gpu) {
@@ -373,6 +399,7 @@ Status ReadGpu(const Reader& r, const toml::table& t, GpuSpec* gpu) {
     MESHPLAN_RETURN_IF_ERROR(r.Number(node, full, &tflops));
     gpu->peak_tflops[*dtype] = tflops;
   }
+  MESHPLAN_RETURN_IF_ERROR(ReadGemmEfficiency(r, t, gpu));
 
   return ReadAttentionKernels(r, t, gpu);
 }
@@ -676,6 +703,16 @@ std::string TopologyToToml(const Topology& t, bool gpu_by_catalog) {
       first = false;
     }
     out << " }\n";
+    if (!g.gemm_efficiency.empty()) {
+      out << "gemm_efficiency = {";
+      bool first_gemm = true;
+      for (const auto& [dtype, fraction] : g.gemm_efficiency) {
+        out << (first_gemm ? " " : ", ") << DTypeName(dtype) << " = "
+            << FormatNumber(fraction, Identity, 1);
+        first_gemm = false;
+      }
+      out << " }\n";
+    }
     // The active library's curve as the [gpu] fields, the others as [gpu.attention_kernels.NAME]
     // tables after the [gpu] keys; optional keys only when they differ from their defaults, so a
     // file without them writes back as it was.

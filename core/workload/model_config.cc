@@ -176,7 +176,50 @@ std::vector<std::string> ModelNamesIn(const std::string& dir) {
   return names;
 }
 
+// The fields the whole training step reads (ModelConfig::hidden_size and after).
+Status ReadRestOfLayer(const Reader& r, const Json& root, ModelConfig* m) {
+  MESHPLAN_RETURN_IF_ERROR(r.Count("hidden_size", false, &m->hidden_size));
+  MESHPLAN_RETURN_IF_ERROR(r.Count("intermediate_size", false, &m->intermediate_size));
+  MESHPLAN_RETURN_IF_ERROR(r.Count("vocab_size", false, &m->vocab_size));
+  if (r.Has("tie_word_embeddings")) {
+    const Json& v = root["tie_word_embeddings"];
+    if (!v.is_boolean()) return r.Fail("tie_word_embeddings", "expected true or false");
+    m->tied_embeddings = v.get<bool>();
+  }
+  if (r.Has("model_type") && root["model_type"].is_string()) {
+    const std::string type = root["model_type"].get<std::string>();
+    for (const char* plain : {"gpt2", "gpt_neox", "gptj", "opt", "bloom", "falcon"})
+      if (type == plain) m->gated_mlp = false;
+  }
+  for (const char* field : {"num_local_experts", "num_experts", "n_routed_experts"}) {
+    if (r.Has(field) && root[field].is_number_integer() && root[field].get<int64_t>() > 1)
+      m->experts = root[field].get<int64_t>();
+  }
+  return Status::Ok();
+}
+
 }  // namespace
+
+Status ModelConfig::RequireWholeModel() const {
+  const std::string& file = name;  // the file's path, or the shipped model's name
+  if (experts > 0) {
+    return Status::Invalid(
+        file + ": a mixture of " + std::to_string(experts) +
+        " experts: the whole step models dense layers only (experts' all-to-all and grouped "
+        "GEMMs are not modelled); plan its attention without --gpus/--pp");
+  }
+  const std::pair<const char*, int64_t> needed[] = {{"hidden_size", hidden_size},
+                                                    {"intermediate_size", intermediate_size},
+                                                    {"vocab_size", vocab_size}};
+  for (const auto& [field, value] : needed) {
+    if (value == 0) {
+      return Status::Invalid(file + ": " + field +
+                             ": missing field (the whole training step needs the model's "
+                             "hidden_size, intermediate_size and vocab_size)");
+    }
+  }
+  return Status::Ok();
+}
 
 WorkloadFields ModelConfig::Fields() const {
   WorkloadFields f;
@@ -239,6 +282,7 @@ Result<ModelConfig> ParseModelConfig(std::string_view text, const std::string& f
   MESHPLAN_RETURN_IF_ERROR(r.Count("num_hidden_layers", true, &m.layers));
   MESHPLAN_RETURN_IF_ERROR(ReadDType(r, &m.dtype));
   MESHPLAN_RETURN_IF_ERROR(ReadWindows(r, &m));
+  MESHPLAN_RETURN_IF_ERROR(ReadRestOfLayer(r, root, &m));
   return m;
 }
 

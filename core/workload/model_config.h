@@ -27,11 +27,26 @@ struct ModelConfig {
   int64_t window_layers = 0;
   int64_t window = 0;
 
+  // The rest of the layer, for the whole training step (step/): 0 where the file does not say.
+  int64_t hidden_size = 0;        // hidden_size
+  int64_t intermediate_size = 0;  // the MLP's inner width (intermediate_size)
+  int64_t vocab_size = 0;         // vocab_size
+  bool tied_embeddings = true;    // tie_word_embeddings (absent: Hugging Face's default, true)
+  // A gated MLP (SwiGLU, GeGLU: gate and up projections, then down): every model_type but the
+  // GPT-2, GPT-NeoX, GPT-J, OPT, BLOOM and Falcon families, whose MLP is up then down.
+  bool gated_mlp = true;
+  // Routed experts (num_local_experts, num_experts or n_routed_experts): 0 for a dense model.
+  int64_t experts = 0;
+
   int64_t global_layers() const { return layers - window_layers; }
   // The workload fields the model sets (heads, KV heads, head dim, dtype when stated).
   WorkloadFields Fields() const;
   // "llama-3.1-70b: 80 layers, 64/8 heads of 128" (+ ", 23 of them a 4096-token window").
   std::string Describe() const;
+  // Whether the whole step can be modelled: the fields it needs (hidden_size, intermediate_size,
+  // vocab_size) are there, and the model is dense. Errors name the model (its file's path or
+  // shipped name) and the field.
+  Status RequireWholeModel() const;
 };
 
 // Parses config.json text; `file` names it in errors ("FILE: FIELD: reason"). Reads

@@ -6,7 +6,8 @@
 //   tools                                  the CLI: flags and printing
 //     report                               renders: tables, JSON/CSV, SVG charts
 //       capacity                           drives the planner/simulator over grids (sweep, fit)
-//         simulator    executor            side by side: neither includes the other
+//         simulator    executor    step    side by side: none includes another (step: the
+//                                          whole training step around the CP plan)
 //           planner                        strategies, schedules, search
 //             core                         types, formats, units
 //
@@ -60,9 +61,10 @@ inline Rules MeshplanRules() {
       {"planner", {"core"}},
       {"simulator", {"core", "planner"}},
       {"executor", {"core", "planner"}},
-      {"capacity", {"core", "planner", "simulator", "executor"}},
-      {"report", {"core", "planner", "simulator", "executor", "capacity"}},
-      {"tools", {"core", "planner", "simulator", "executor", "capacity", "report"}},
+      {"step", {"core", "planner"}},
+      {"capacity", {"core", "planner", "simulator", "executor", "step"}},
+      {"report", {"core", "planner", "simulator", "executor", "capacity", "step"}},
+      {"tools", {"core", "planner", "simulator", "executor", "capacity", "report", "step"}},
   };
   rules.free_dirs = {"tests", "bench"};
   rules.folders = {
@@ -80,6 +82,7 @@ inline Rules MeshplanRules() {
       {"report/topology", {"report/format"}},
       {"report/plan", {"report/format"}},
       {"report/capacity", {"report/format", "report/svg"}},
+      {"report/step", {"report/format"}},
       {"report/runs", {"report/format", "report/svg", "report/topology"}},
       {"executor/io", {}},
       {"executor/transport", {}},

@@ -11,13 +11,13 @@ class DidYouMeanCli : public testing::CliFixture {};
 TEST_F(DidYouMeanCli, AMistypedCommandNamesTheNearestAndListsThem) {
   ExpectRefused("plann",
                 "unknown command 'plann' (did you mean 'plan'?) (commands: plan, simulate, topo, "
-                "execute, sweep, fit, calibrate, bench) (see meshplan --help)");
+                "execute, sweep, fit, calibrate, bench, step) (see meshplan --help)");
   ExpectRefusedWith("topo neww", {"unknown command 'neww' (did you mean 'new'?)",
                                   "(commands: list, show, validate, new, from-nccl-tests)"});
   // Nothing close: the list alone.
   ExpectRefused("zzzzzzzz",
                 "unknown command 'zzzzzzzz' (commands: plan, simulate, topo, execute, sweep, fit, "
-                "calibrate, bench) (see meshplan --help)");
+                "calibrate, bench, step) (see meshplan --help)");
 }
 
 TEST_F(DidYouMeanCli, AMistypedFlagNamesTheNearestFlagOfItsCommand) {

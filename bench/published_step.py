@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""Whole-step suite: `meshplan step` against NeMo's published long-sequence table.
+
+Reads bench/published/nemo_step.csv (NeMo Framework user guide 24.12, "Long Sequence Performance",
+LLAMA2-7B, FP8, DGX H100: model TFLOP/s per GPU of the with-CP configurations as given), runs one
+`meshplan step` per row with the row's TP, PP, DP and CP, FP8 GEMMs, the Megatron framework and no
+recompute (the source states neither the recompute nor the global batch: no recompute, and a
+global batch of 128 sequences, are this suite's assumptions, docs/training-step.md), and prints a
+Markdown table of predicted against measured model TFLOP/s per GPU with the error of each row, the
+median and the max |error|, and the step's parts.
+
+Usage:
+  python3 bench/published_step.py [--meshplan build/tools/meshplan] [--csv F] [--json FILE]
+                                  [--max-median F]
+
+Exit status: 0 on success; 1 when --max-median is given and the median |error| exceeds it; 2 when
+something the suite needs fails (binary, file, meshplan run). Python 3 standard library only.
+"""
+
+import argparse
+import csv
+import json
+import os
+import shlex
+import statistics
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def fail(message):
+    print("published_step: " + message, file=sys.stderr)
+    sys.exit(2)
+
+
+def run_row(meshplan, row):
+    cmd = [meshplan, "step", "--model", row["model"], "-t", row["topology"], "--gpus", row["gpus"],
+           "--seq", row["seq"], "--tp", row["tp"], "--pp", row["pp"], "--dp", row["dp"],
+           "--cp", row["cp"], "--gemm-dtype", row["gemm_dtype"], "--global-batch",
+           row["global_batch"], "--framework", "megatron", "--recompute", "none",
+           "--format", "json", "-q"]
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        fail(row["id"] + ": " + " ".join(shlex.quote(c) for c in cmd) + ": " + done.stderr.strip())
+    return cmd, json.loads(done.stdout)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--meshplan", default=os.path.join(ROOT, "build", "tools", "meshplan"))
+    parser.add_argument("--csv", default=os.path.join(ROOT, "bench", "published", "nemo_step.csv"))
+    parser.add_argument("--json", help="write the rows and the summary as JSON to this file")
+    parser.add_argument("--max-median", type=float, help="fail (exit 1) above this median |error|")
+    args = parser.parse_args()
+    if not os.access(args.meshplan, os.X_OK):
+        fail(args.meshplan + ": not an executable (build first: bash tools/setup.sh)")
+    try:
+        with open(args.csv, newline="") as f:
+            rows = list(csv.DictReader(f))
+    except OSError as e:
+        fail(args.csv + ": " + e.strerror)
+    out = []
+    print("| row | TP x PP x DP x CP | measured | predicted | error | attention | GEMMs | "
+          "element-wise | TP comm | bubble | plan |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for row in rows:
+        cmd, step = run_row(args.meshplan, row)
+        measured = float(row["model_tflops_per_gpu"])
+        predicted = step["model_tflops_per_gpu"]
+        error = predicted / measured - 1
+        t = step["time"]
+        share = {k: t[k] / step["step_s"] for k in t}
+        out.append({"id": row["id"], "measured": measured, "predicted": predicted, "error": error,
+                    "command": " ".join(shlex.quote(c) for c in cmd[1:]), "time": t})
+        print("| %s | %s x %s x %s x %s | %.0f | %.0f | %+.1f%% | %.0f%% | %.0f%% | %.0f%% | %.0f%% | "
+              "%.0f%% | %s |" % (row["id"].split(".")[-1], row["tp"], row["pp"], row["dp"], row["cp"],
+                                 measured, predicted, 100 * error, 100 * share["attention_s"],
+                                 100 * share["gemm_s"], 100 * share["elementwise_s"],
+                                 100 * share["tp_comm_s"], 100 * share["pp_bubble_s"],
+                                 step["attention_plan"]))
+    errors = [abs(r["error"]) for r in out]
+    median, worst = statistics.median(errors), max(errors)
+    print()
+    print("median |error| %.1f%%, max %.1f%% over %d rows (model TFLOP/s per GPU, Megatron's count)"
+          % (100 * median, 100 * worst, len(out)))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"rows": out, "median": median, "max": worst}, f, indent=1)
+    if args.max_median is not None and median > args.max_median:
+        print("published_step: median |error| %.3f exceeds %.3f" % (median, args.max_median),
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,63 @@
+#include "step/step_options.h"
+
+namespace meshplan::step {
+
+std::string_view RecomputeName(Recompute recompute) {
+  switch (recompute) {
+    case Recompute::kSelective:
+      return "selective";
+    case Recompute::kFull:
+      return "full";
+    default:
+      return "none";
+  }
+}
+
+Result<Recompute> ParseRecompute(std::string_view text) {
+  for (Recompute r : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+    if (text == RecomputeName(r)) return r;
+  }
+  return Status::Invalid("--recompute: unknown choice '" + std::string(text) +
+                         "' (expected none, selective, full or auto)");
+}
+
+std::string StepOptions::Describe() const {
+  return "TP " + std::to_string(tp) + " x CP " + std::to_string(cp) + " x DP " +
+         std::to_string(dp) + " x PP " + std::to_string(pp) +
+         (vpp > 1 ? " (" + std::to_string(vpp) + " virtual)" : "") + " = " +
+         std::to_string(gpus()) + " GPUs, micro-batch " + std::to_string(micro_batch) + " x " +
+         std::to_string(micro_batches()) + " per step, " + std::string(DTypeName(gemm_dtype)) +
+         " GEMMs, recompute " + std::string(RecomputeName(recompute)) +
+         (tp_comm_overlap ? ", TP comm overlapped" : "");
+}
+
+Status ValidateStepOptions(const StepOptions& o) {
+  const std::pair<const char*, int64_t> degrees[] = {
+      {"--tp", o.tp}, {"--cp", o.cp},   {"--dp", o.dp},
+      {"--pp", o.pp}, {"--vpp", o.vpp}, {"--micro-batch", o.micro_batch}};
+  for (const auto& [flag, value] : degrees) {
+    if (value < 1 || value > (int64_t{1} << 24)) {
+      return Status::Invalid(std::string(flag) + ": must be in 1.." +
+                             std::to_string(int64_t{1} << 24) + ", got " + std::to_string(value));
+    }
+  }
+  if (o.global_batch < 0 || o.global_batch > (int64_t{1} << 30))
+    return Status::Invalid("--global-batch: must be in 1..2^30 (0: one micro-batch per DP rank)");
+  if (o.global_batch_or_default() % (o.dp * o.micro_batch) != 0) {
+    return Status::Invalid("--global-batch: " + std::to_string(o.global_batch) +
+                           " sequences is not a multiple of DP x micro batch (" +
+                           std::to_string(o.dp * o.micro_batch) + ")");
+  }
+  if (o.vpp > 1 && o.pp == 1) return Status::Invalid("--vpp: virtual stages need --pp above 1");
+  if (o.vpp > 1 && o.micro_batches() % o.pp != 0) {
+    return Status::Invalid(
+        "--vpp: Megatron's interleaved schedule needs the micro-batches per "
+        "step (" +
+        std::to_string(o.micro_batches()) + ") to be a multiple of --pp (" + std::to_string(o.pp) +
+        ")");
+  }
+  if (!(o.reserve_bytes >= 0)) return Status::Invalid("--reserve-gib: must not be negative");
+  return Status::Ok();
+}
+
+}  // namespace meshplan::step

@@ -1,0 +1,52 @@
+// One whole-training-step question beside the context-parallel plan: the parallel degrees of a
+// Megatron-style job (TP innermost, then CP, then DP, then PP), its batch, the GEMMs' dtype, the
+// activation recompute and the TP communication overlap (docs/training-step.md).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "core/base/dtype.h"
+#include "core/base/status.h"
+
+namespace meshplan::step {
+
+// Megatron's activation recompute: none; `selective` (--recompute-granularity selective, its
+// default module core_attn: the attention kernel runs its forward again in the backward); `full`
+// (--recompute-granularity full --recompute-method uniform --recompute-num-layers 1: each layer
+// keeps only its input and runs its whole forward again).
+enum class Recompute { kNone, kSelective, kFull };
+std::string_view RecomputeName(Recompute recompute);
+// "none", "selective", "full"; anything else is an error naming --recompute.
+Result<Recompute> ParseRecompute(std::string_view text);
+
+struct StepOptions {
+  int64_t tp = 1;                   // tensor parallel, with sequence parallelism when above 1
+  int64_t cp = 1;                   // context parallel: the planner's group
+  int64_t dp = 1;                   // data parallel (the distributed optimizer shards over DP x CP)
+  int64_t pp = 1;                   // pipeline stages (1F1B)
+  int64_t vpp = 1;                  // virtual stages per pipeline rank (interleaved 1F1B)
+  int64_t micro_batch = 1;          // sequences per micro-batch
+  int64_t global_batch = 0;         // sequences per step; 0: one micro-batch per DP rank
+  DType gemm_dtype = DType::kBf16;  // fp8: TransformerEngine's recipe (attention stays bf16)
+  Recompute recompute = Recompute::kNone;
+  bool tp_comm_overlap = false;  // TE's userbuffers: TP collectives hidden behind the GEMMs
+  // GPU memory held back for the CUDA context, NCCL's buffers and the allocator's fragmentation.
+  double reserve_bytes = 0;
+
+  int64_t gpus() const { return tp * cp * dp * pp; }
+  int64_t global_batch_or_default() const {
+    return global_batch > 0 ? global_batch : dp * micro_batch;
+  }
+  // Micro-batches each pipeline runs per step: global batch / (DP x micro batch).
+  int64_t micro_batches() const { return global_batch_or_default() / (dp * micro_batch); }
+  // "TP 4 x CP 4 x DP 8 x PP 1 (128 GPUs), micro-batch 1 x 32, bf16 GEMMs, recompute none"
+  std::string Describe() const;
+};
+
+// Self-consistency alone (degrees and batches at least 1; the global batch a multiple of DP x
+// micro batch; vpp > 1 only with pp > 1); errors name the flag.
+Status ValidateStepOptions(const StepOptions& options);
+
+}  // namespace meshplan::step

@@ -1,0 +1,128 @@
+#include "step/whole_step.h"
+
+#include <utility>
+
+#include "core/base/units.h"
+#include "core/cost/gemm_time.h"
+#include "planner/evaluate_plan.h"
+#include "planner/strategy.h"
+#include "step/model_shapes.h"
+
+namespace meshplan::step {
+namespace {
+
+Status CheckRequest(const StepRequest& r) {
+  MESHPLAN_RETURN_IF_ERROR(r.model.RequireWholeModel());
+  MESHPLAN_RETURN_IF_ERROR(ValidateStepOptions(r.options));
+  const StepOptions& o = r.options;
+  if (r.cluster.num_gpus() != o.gpus()) {
+    return Status::Invalid("--gpus: TP x CP x DP x PP = " + std::to_string(o.gpus()) +
+                           " GPUs, but the cluster has " + std::to_string(r.cluster.num_gpus()));
+  }
+  if (r.model.layers % (o.pp * o.vpp) != 0) {
+    return Status::Invalid("--pp: " + r.model.name + "'s " + std::to_string(r.model.layers) +
+                           " layers do not split evenly over " + std::to_string(o.pp * o.vpp) +
+                           " (virtual) pipeline stages");
+  }
+  if (!HasGemmRate(r.cluster.gpu, o.gemm_dtype)) {
+    return Status::Invalid(r.cluster.source + ": gpu.gemm_efficiency: no " +
+                           std::string(DTypeName(o.gemm_dtype)) + " GEMM rate stated for " +
+                           r.cluster.gpu.model +
+                           " (the whole step times its GEMMs from it; topologies/README.md)");
+  }
+  if (r.seq < 1) return Status::Invalid("--seq: must be at least 1");
+  return Status::Ok();
+}
+
+// The attention workload of one micro-batch: the model's heads, causal, forward and backward,
+// in the model's dtype (bf16 when it states none; FP8 GEMMs leave attention in bf16).
+Workload AttentionWorkload(const ModelConfig& m, const StepOptions& o) {
+  Workload w;
+  w.batch = o.micro_batch;
+  w.q_heads = m.q_heads;
+  w.kv_heads = m.kv_heads;
+  w.head_dim = m.head_dim;
+  w.dtype = m.dtype.value_or(DType::kBf16);
+  w.mask = Mask::Causal();
+  w.pass = Pass::kForwardBackward;
+  return w;
+}
+
+// The chosen plan's attention: all layers forward and backward (model_layers_s), and the
+// forward's share of it from the same plan evaluated forward only.
+AttentionSeconds AttentionOf(const planner::PlanAnswer& answer, const planner::Estimate& plan,
+                             int64_t layers) {
+  AttentionSeconds a;
+  a.forward_backward_s =
+      plan.model_layers_s >= 0 ? plan.model_layers_s : plan.time_s * static_cast<double>(layers);
+  Workload forward = answer.workload();
+  forward.pass = Pass::kForward;
+  const planner::PlanContext ctx(forward, answer.cluster());
+  const std::unique_ptr<planner::Strategy> strategy = planner::MakeStrategy(plan.params.scheme);
+  const planner::Estimate f = planner::EvaluatePlan(ctx, *strategy, plan.params);
+  const double share = f.valid && plan.time_s > 0 ? f.time_s / plan.time_s : 1.0 / 3.5;
+  a.forward_s = a.forward_backward_s * share;
+  return a;
+}
+
+}  // namespace
+
+Result<StepAnswer> AnswerStep(const StepRequest& request) {
+  MESHPLAN_RETURN_IF_ERROR(CheckRequest(request));
+  std::vector<Recompute> choices = {request.options.recompute};
+  if (request.recompute_auto) choices = {Recompute::kNone, Recompute::kFull};
+  StepAnswer answer;
+  for (size_t i = 0; i < choices.size(); ++i) {
+    StepOptions o = request.options;
+    o.recompute = choices[i];
+    const StepMemory before = EstimateStepMemory(request.model, o, request.seq, 0);
+    planner::PlanRequest plan_request;
+    plan_request.topology = request.cluster;
+    plan_request.workload = AttentionWorkload(request.model, o);
+    MESHPLAN_RETURN_IF_ERROR(SetSequenceLength(plan_request.workload, request.seq));
+    plan_request.model = request.model;
+    plan_request.degrees = {o.tp, o.dp * o.pp};
+    plan_request.framework = request.framework;
+    plan_request.reserved_bytes = before.besides_transient_bytes;
+    plan_request.search = request.search;
+    MESHPLAN_ASSIGN_OR_RETURN(auto attention, planner::AnswerPlanRequest(plan_request));
+    if (attention->result.ranked.empty()) return attention->NoPlanError();
+    const planner::Estimate& plan = attention->result.ranked.front();
+    StepMemory memory = EstimateStepMemory(request.model, o, request.seq, plan.peak_memory_bytes);
+    const double capacity = attention->cluster().gpu.memory_bytes;
+    const bool fits = memory.total_bytes() <= capacity;
+    if (!fits && i + 1 < choices.size()) {
+      answer.notes.push_back("recompute " + std::string(RecomputeName(o.recompute)) + ": " +
+                             FormatBytes(memory.total_bytes()) + " per GPU does not fit in " +
+                             FormatBytes(capacity));
+      continue;
+    }
+    answer.options = o;
+    answer.attention_s = AttentionOf(*attention, plan, request.model.layers);
+    answer.plan = &plan;
+    answer.attention = std::move(attention);
+    answer.memory = memory;
+    answer.memory_capacity_bytes = capacity;
+    answer.fits = fits;
+    break;
+  }
+  const StepOptions& o = answer.options;
+  answer.time = TimeStep(request.model, o, request.cluster, request.seq, answer.attention_s);
+  const int64_t sequences = o.global_batch_or_default();
+  answer.model_flops = ModelFlops(request.model, request.seq, sequences);
+  const double gpu_seconds = answer.step_s() * static_cast<double>(o.gpus());
+  answer.tokens_per_s_per_gpu =
+      static_cast<double>(sequences) * static_cast<double>(request.seq) / gpu_seconds;
+  answer.model_tflops_per_gpu = answer.model_flops / gpu_seconds / 1e12;
+  if (request.model.window_layers > 0) {
+    answer.notes.push_back(
+        "the sliding-window layers' attention is timed under their window; "
+        "their GEMMs as any layer's");
+  }
+  answer.notes.push_back(
+      "not modelled: the embedding lookup, dropout, CUDA graphs, and the "
+      "overlap of pipeline sends with compute (docs/training-step.md)");
+  return answer;
+}
+
+}  // namespace meshplan::step

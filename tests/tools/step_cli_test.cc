@@ -1,0 +1,102 @@
+// meshplan step end to end (issue 47): the step's figures and parts, the whole model's memory
+// deciding the recompute, and one-line refusals (exit 2) of what the step cannot model.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "tests/tools/cli_fixture.h"
+#include "tests/tools/json_reader.h"
+
+namespace meshplan {
+namespace {
+
+using testing::Json;
+
+class StepCli : public testing::CliFixture {
+ protected:
+  static double Number(const Json& object, const std::string& key) {
+    const Json* v = object.Find(key);
+    return v == nullptr ? std::nan("") : v->number;
+  }
+};
+
+TEST_F(StepCli, SeventyBAtOneMillionFitsOnlyWithFullRecompute) {
+  // Llama 3.1 70B at 1M tokens on 256 H100 with TP 8 (CP 32): without recompute the 80 layers'
+  // activations alone are 80 x 1M/32 tokens x ((2 x (2 x 8192 + 8192 + 2 x 1024 + 8192) + 4 x 64)
+  // + 2 x (2 x 8192 + 2 x 28672 + 28672)) / 8 bytes = 80 x 32768 x 34336 = 84 GiB: over 80 GB;
+  // with full recompute each layer keeps 2 x 8192 / 8 bytes a token (0.5 GiB in all).
+  const std::string base =
+      "step --model llama-3.1-70b -t dgx-h100-32node --seq 1M --tp 8 "
+      "--format json -q --recompute ";
+  const testing::CliResult none = Run(base + "none");
+  ASSERT_EQ(none.exit_code, 0) << none.err;
+  Json j;
+  ASSERT_TRUE(Json::Parse(none.out, &j)) << none.out.substr(0, 400);
+  EXPECT_FALSE(j.Find("fits")->boolean);
+  const double kept = 80.0 * 32768 * 34336;
+  EXPECT_NEAR(Number(*j.Find("memory"), "activations_bytes"), kept, kept * 1e-9);
+  const testing::CliResult full = Run(base + "full");
+  ASSERT_EQ(full.exit_code, 0) << full.err;
+  ASSERT_TRUE(Json::Parse(full.out, &j));
+  EXPECT_TRUE(j.Find("fits")->boolean);
+  EXPECT_GT(Number(*j.Find("time"), "recompute_s"), 0);
+  // auto takes full recompute here, and says why none was passed over.
+  const testing::CliResult autorun =
+      Run("step --model llama-3.1-70b -t dgx-h100-32node --seq 1M --tp 8 -q");
+  ASSERT_EQ(autorun.exit_code, 0) << autorun.err;
+  EXPECT_NE(autorun.out.find("recompute full"), std::string::npos) << autorun.out;
+  EXPECT_NE(autorun.out.find("note: recompute none: "), std::string::npos) << autorun.out;
+  EXPECT_NE(autorun.out.find("does not fit"), std::string::npos) << autorun.out;
+}
+
+TEST_F(StepCli, FiguresAreTheModelFlopsOverTheStep) {
+  // model_tflops_per_gpu = model_flops / (step_s x GPUs); tokens/s/GPU = 8 x 4096 / (step_s x 8);
+  // the parts add up to the step.
+  const testing::CliResult r =
+      Run("step --model llama-3.1-8b -t dgx-h100-1node --seq 4K --tp 2 --dp 4 --global-batch 8 "
+          "--recompute none --format json -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  Json j;
+  ASSERT_TRUE(Json::Parse(r.out, &j)) << r.out;
+  const double step = Number(j, "step_s");
+  EXPECT_NEAR(Number(j, "model_tflops_per_gpu"), Number(j, "model_flops") / (step * 8) / 1e12,
+              1e-9 * Number(j, "model_tflops_per_gpu"));
+  EXPECT_NEAR(Number(j, "tokens_per_s_per_gpu"), 8.0 * 4096 / (step * 8), 1e-6);
+  double sum = 0;
+  for (const auto& [key, value] : j.Find("time")->members) sum += value.number;
+  EXPECT_NEAR(sum, step, step * 1e-9);
+  EXPECT_EQ(Number(j, "cp"), 1);
+  EXPECT_EQ(Number(j, "micro_batches"), 2);
+}
+
+TEST_F(StepCli, RefusesWhatItCannotModelInOneLine) {
+  // A config without intermediate_size: the file and the field.
+  const std::string path = Write("attention-only.json",
+                                 R"({"num_attention_heads": 32, "num_hidden_layers": 4,
+                                     "hidden_size": 4096, "vocab_size": 32000})");
+  testing::CliResult r = Run("step --model " + path + " -t dgx-h100-1node --seq 4K -q");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("intermediate_size: missing field"), std::string::npos) << r.err;
+  // Degrees that are not the cluster's GPUs.
+  r = Run("step --model llama-3.1-8b -t dgx-h100-1node --seq 4K --tp 2 --cp 2 --dp 3 -q");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--gpus: TP x CP x DP x PP = 12 GPUs, but the cluster has 8"),
+            std::string::npos)
+      << r.err;
+  // A GPU file that states no GEMM rate (the A100 entry states none).
+  r = Run("step --model llama-3.1-8b -t dgx-a100-1node --seq 4K -q");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("gpu.gemm_efficiency: no bf16 GEMM rate"), std::string::npos) << r.err;
+  // Pipeline stages that do not divide the layers.
+  r =
+      Run("step --model llama-3.1-8b -t dgx-h100-1node --seq 4K --pp 3 --cp 1 --tp 1 --dp 1 "
+          "--gpus 8 -q");
+  EXPECT_EQ(r.exit_code, 2);
+  r = Run("step --model llama-3.1-8b -t dgx-h100-1node --seq 4K --recompute sometimes -q");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--recompute"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace meshplan
