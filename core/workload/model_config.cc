@@ -99,35 +99,37 @@ Status ReadWindows(const Reader& r, ModelConfig* m) {
     if (window > 0) return Status::Ok();
     return r.Fail("sliding_window", std::string("missing field (") + why + ")");
   };
-  int64_t sliding = 0;
+  std::vector<bool> slides(static_cast<size_t>(m->layers), false);
   if (r.Has("layer_types")) {
     const Json& types = r.root()["layer_types"];
     if (!types.is_array() || static_cast<int64_t>(types.size()) != m->layers) {
       return r.Fail("layer_types", "expected an array of num_hidden_layers (" +
                                        std::to_string(m->layers) + ") strings");
     }
-    for (const Json& t : types) {
+    for (size_t i = 0; i < types.size(); ++i) {
+      const Json& t = types[i];
       const std::string s = t.is_string() ? t.get<std::string>() : t.dump();
       if (s == "sliding_attention") {
-        ++sliding;
+        slides[i] = true;
       } else if (s != "full_attention") {
         return r.Fail("layer_types", "'" + s +
                                          "' is not a layer meshplan plans (full_attention or "
                                          "sliding_attention)");
       }
     }
-    if (sliding > 0) MESHPLAN_RETURN_IF_ERROR(need_window("layer_types has sliding layers"));
+    if (std::count(slides.begin(), slides.end(), true) > 0)
+      MESHPLAN_RETURN_IF_ERROR(need_window("layer_types has sliding layers"));
   } else if (r.Has("model_type") && r.root()["model_type"] == "gemma2") {
     // transformers' Gemma 2 slides on the even layers (Gemma2DecoderLayer: is_sliding = not
     // bool(layer_idx % 2)).
     MESHPLAN_RETURN_IF_ERROR(need_window("Gemma 2 slides on every other layer"));
-    sliding = (m->layers + 1) / 2;
+    for (size_t i = 0; i < slides.size(); i += 2) slides[i] = true;
   } else if (r.Has("sliding_window_pattern")) {
     // Gemma 3: every pattern-th layer is global, the others slide.
     int64_t pattern = 0;
     MESHPLAN_RETURN_IF_ERROR(r.Count("sliding_window_pattern", false, &pattern));
     MESHPLAN_RETURN_IF_ERROR(need_window("sliding_window_pattern is set"));
-    sliding = m->layers - m->layers / pattern;
+    for (size_t i = 0; i < slides.size(); ++i) slides[i] = (i + 1) % pattern != 0;
   } else if (r.Has("use_sliding_window")) {
     // Qwen2: the layers from max_window_layers on slide, when use_sliding_window is true.
     const Json& use = r.root()["use_sliding_window"];
@@ -136,14 +138,25 @@ Status ReadWindows(const Reader& r, ModelConfig* m) {
       int64_t first = 0;
       MESHPLAN_RETURN_IF_ERROR(r.Count("max_window_layers", true, &first));
       MESHPLAN_RETURN_IF_ERROR(need_window("use_sliding_window is true"));
-      sliding = std::max<int64_t>(0, m->layers - first);
+      for (size_t i = static_cast<size_t>(first); i < slides.size(); ++i) slides[i] = true;
     }
   } else if (window > 0) {
-    sliding = m->layers;  // a sliding_window alone (Mistral 7B v0.1): every layer
+    slides.assign(slides.size(), true);  // a sliding_window alone (Mistral 7B v0.1): every layer
   }
+  const int64_t sliding = std::count(slides.begin(), slides.end(), true);
   m->window_layers = sliding;
   m->window = sliding > 0 ? window : 0;
+  if (sliding > 0) m->sliding = std::move(slides);
   return Status::Ok();
+}
+
+// attn_logit_softcapping: a positive number caps; null or 0 does not; absent, Gemma 2 caps
+// (transformers' Gemma2Config defaults it to 50.0).
+bool ReadsSoftCapping(const Json& root) {
+  if (!root.contains("attn_logit_softcapping"))
+    return root.contains("model_type") && root["model_type"] == "gemma2";
+  const Json& cap = root["attn_logit_softcapping"];
+  return cap.is_number() && cap.get<double>() > 0;
 }
 
 std::string JoinNames(const std::vector<std::string>& names) {
@@ -283,6 +296,7 @@ Result<ModelConfig> ParseModelConfig(std::string_view text, const std::string& f
   MESHPLAN_RETURN_IF_ERROR(ReadDType(r, &m.dtype));
   MESHPLAN_RETURN_IF_ERROR(ReadWindows(r, &m));
   MESHPLAN_RETURN_IF_ERROR(ReadRestOfLayer(r, root, &m));
+  m.logit_softcapping = ReadsSoftCapping(root);
   return m;
 }
 

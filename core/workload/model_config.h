@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/base/dtype.h"
 #include "core/base/status.h"
@@ -26,6 +27,12 @@ struct ModelConfig {
   // the workload's mask). 0 window layers: every layer is global.
   int64_t window_layers = 0;
   int64_t window = 0;
+  // Which layers slide, in layer order (empty when none does): a framework that takes one setting
+  // per layer needs the order (planner/frameworks.h).
+  std::vector<bool> sliding;
+  // The attention scores are soft-capped (attn_logit_softcapping set, or Gemma 2's default of
+  // 50 when the field is absent): some frameworks' context-parallel paths drop it.
+  bool logit_softcapping = false;
 
   // The rest of the layer, for the whole training step (step/): 0 where the file does not say.
   int64_t hidden_size = 0;        // hidden_size
@@ -54,9 +61,10 @@ struct ModelConfig {
 // num_attention_heads), num_hidden_layers, torch_dtype (or dtype) and the sliding-window fields:
 // layer_types, else Gemma 2's alternation (model_type gemma2: even layers slide), Gemma 3's
 // sliding_window_pattern, Qwen2's use_sliding_window with max_window_layers, or a sliding_window
-// alone (every layer). Refused with one line: text that is not JSON, a missing or non-integer
-// field, heads not divisible by KV heads, and attention meshplan cannot express (multi-head latent
-// attention, whose Q/K and V head dims differ).
+// alone (every layer), and attn_logit_softcapping (Gemma 2 caps by default). Refused with one line:
+// text that is not JSON, a missing or non-integer field, heads not divisible by KV heads, and
+// attention meshplan cannot express (multi-head latent attention, whose Q/K and V head dims
+// differ).
 Result<ModelConfig> ParseModelConfig(std::string_view text, const std::string& file);
 
 // True when `text` names a shipped model rather than a file: no '/' and no ".json" at the end.

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 namespace meshplan {
 namespace {
@@ -118,6 +119,36 @@ TEST(ModelConfig, SlidingLayersFollowEachFamilysRule) {
   auto none = Parse("{" + base + R"(, "sliding_window": null})");
   ASSERT_TRUE(none.ok());
   EXPECT_EQ(none->window_layers, 0);
+}
+
+TEST(ModelConfig, SlidingLayersKeepTheirOrderAndSoftCappingIsRead) {
+  const std::string base = R"("num_attention_heads": 8, "head_dim": 64, "num_hidden_layers": 6)";
+  const std::vector<bool> even = {true, false, true, false, true, false};
+  // Gemma 2 slides on layers 0, 2, 4 and caps its scores by default (Gemma2Config: 50.0).
+  auto gemma2 = Parse("{" + base + R"(, "model_type": "gemma2", "sliding_window": 4096})");
+  ASSERT_TRUE(gemma2.ok());
+  EXPECT_EQ(gemma2->sliding, even);
+  EXPECT_TRUE(gemma2->logit_softcapping);
+  auto uncapped = Parse("{" + base +
+                        R"(, "model_type": "gemma2", "sliding_window": 4096,
+                             "attn_logit_softcapping": null})");
+  ASSERT_TRUE(uncapped.ok());
+  EXPECT_FALSE(uncapped->logit_softcapping);
+  // Gemma 3 with pattern 3: layers 2 and 5 are global; Qwen2 from max_window_layers 4: 4 and 5.
+  auto gemma3 = Parse("{" + base + R"(, "sliding_window_pattern": 3, "sliding_window": 1024,
+                                      "attn_logit_softcapping": 30.0})");
+  ASSERT_TRUE(gemma3.ok());
+  EXPECT_EQ(gemma3->sliding, (std::vector<bool>{true, true, false, true, true, false}));
+  EXPECT_TRUE(gemma3->logit_softcapping);
+  auto qwen = Parse("{" + base + R"(, "use_sliding_window": true, "sliding_window": 4096,
+                                    "max_window_layers": 4})");
+  ASSERT_TRUE(qwen.ok());
+  EXPECT_EQ(qwen->sliding, (std::vector<bool>{false, false, false, false, true, true}));
+  EXPECT_FALSE(qwen->logit_softcapping);
+  // No sliding layer: an empty list.
+  auto dense = Parse("{" + base + "}");
+  ASSERT_TRUE(dense.ok());
+  EXPECT_TRUE(dense->sliding.empty());
 }
 
 TEST(ModelConfig, BadFilesAreOneLineNamingTheFileAndField) {
