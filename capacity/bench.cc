@@ -126,6 +126,7 @@ Result<std::vector<BenchRow>> RunBench(const BenchSpec& spec, const BenchProgres
     sweep.framework = spec.framework;
     sweep.seq_rounding = spec.seq_rounding;
     sweep.partial_dtype_given = spec.partial_dtype_given;
+    sweep.attention_kernel_given = spec.attention_kernel_given;
     sweep.simulate = true;
     auto planned = RunSweep(sweep);
     if (!planned.ok()) return planned.status().WithContext("bench: mask " + mask.name);

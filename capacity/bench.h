@@ -40,11 +40,12 @@ struct BenchSpec {
   planner::Framework framework = planner::Framework::kAny;
   planner::SeqRounding seq_rounding = planner::SeqRounding::kAsGiven;
   bool partial_dtype_given = false;
-  int repeat = 3;                   // timed runs per point (exec::CheckRepeat)
-  uint64_t seed = 1;                // of the random inputs (generated per rank)
-  exec::ExecuteConfig config;       // backend, transport, input type; outputs are never kept
-  double memory_limit_bytes = 0;    // host preflight of each point (0: not checked)
-  std::string memory_limit_source;  // for its refusals
+  bool attention_kernel_given = false;  // --attention-kernel (planner::PlanRequest)
+  int repeat = 3;                       // timed runs per point (exec::CheckRepeat)
+  uint64_t seed = 1;                    // of the random inputs (generated per rank)
+  exec::ExecuteConfig config;           // backend, transport, input type; outputs are never kept
+  double memory_limit_bytes = 0;        // host preflight of each point (0: not checked)
+  std::string memory_limit_source;      // for its refusals
 };
 
 // The most points (masks x lengths x schemes) one bench runs.

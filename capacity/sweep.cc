@@ -108,6 +108,7 @@ planner::PlanRequest SweepPointRequest(const SweepSpec& spec, const Topology& cl
   request.degrees = ParallelDegrees{tp, spec.dp};
   request.framework = spec.framework;
   request.partial_dtype_given = spec.partial_dtype_given;
+  request.attention_kernel_given = spec.attention_kernel_given;
   request.seq_rounding = spec.seq_rounding;
   request.reserved_bytes = spec.reserved_memory_bytes;
   request.search.schemes = spec.schemes;

@@ -23,12 +23,13 @@ struct SweepSpec {
   // Tensor-parallel degrees (empty: 1): each point plans one CP group beside TP on `gpus` GPUs
   // (ContextParallelCluster, DivideHeads).
   std::vector<int64_t> tps;
-  int64_t dp = 1;                    // data-parallel replicas beside TP and CP
-  std::optional<ModelConfig> model;  // rows then carry the time of all the model's layers
-  std::vector<int64_t> seq_lens;     // at least one
-  std::vector<Scheme> schemes;       // empty: every scheme
-  Workload base;                     // everything but seq_len
-  bool partial_dtype_given = false;  // base.partial_dtype was asked for (planner::PlanRequest)
+  int64_t dp = 1;                       // data-parallel replicas beside TP and CP
+  std::optional<ModelConfig> model;     // rows then carry the time of all the model's layers
+  std::vector<int64_t> seq_lens;        // at least one
+  std::vector<Scheme> schemes;          // empty: every scheme
+  Workload base;                        // everything but seq_len
+  bool partial_dtype_given = false;     // base.partial_dtype was asked for (planner::PlanRequest)
+  bool attention_kernel_given = false;  // the topologies' kernel was chosen (planner::PlanRequest)
   planner::Framework framework = planner::Framework::kAny;             // rows: the plans it runs
   planner::SeqRounding seq_rounding = planner::SeqRounding::kAsGiven;  // each point's length
   double reserved_memory_bytes = 0;

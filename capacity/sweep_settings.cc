@@ -76,6 +76,7 @@ Result<SweepSpec> MakeSweepSpec(const SweepSettings& settings) {
   spec.seq_rounding = settings.seq_rounding.value_or(planner::SeqRounding::kAsGiven);
   spec.dp = settings.dp.value_or(1);
   spec.partial_dtype_given = settings.workload.partial_dtype.has_value();
+  spec.attention_kernel_given = settings.attention_kernel.has_value();
   return spec;
 }
 

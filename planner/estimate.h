@@ -2,6 +2,7 @@
 // add its time stages (the strategies' and the communication patterns' alike).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,9 @@ struct Estimate {
   // With a model (--model): every attention layer of one training step under this plan, the
   // layers of each kind at that kind's time (TimeModelLayers, planner/model_layers.h); -1: none.
   double model_layers_s = -1;
+  // With a model: the plan its sliding-window layers run when the framework runs them otherwise
+  // than `params` (Megatron's per-layer --cp-comm-type, planner/plan_request.h); unset: params.
+  std::optional<SchemeParams> window_params;
 };
 
 // Fills time_s, compute_s and exposed_comm_s from stages, framework_overhead_s and

@@ -40,7 +40,8 @@ void TimeModelLayers(const PlanContext* window_ctx, const ModelLayers& layers,
       e.model_layers_s = static_cast<double>(layers.global_layers + layers.window_layers) * layer_s;
       continue;
     }
-    const Estimate w = EvaluatePlan(*window_ctx, *MakeStrategy(e.params.scheme), e.params);
+    const SchemeParams& sliding = e.window_params ? *e.window_params : e.params;
+    const Estimate w = EvaluatePlan(*window_ctx, *MakeStrategy(sliding.scheme), sliding);
     e.model_layers_s = w.valid ? static_cast<double>(layers.global_layers) * layer_s +
                                      static_cast<double>(layers.window_layers) * w.time_s
                                : std::numeric_limits<double>::infinity();

@@ -30,12 +30,13 @@ Result<ModelWorkloads> MakeModelWorkloads(const ModelConfig& model, const Worklo
 
 // Sets Estimate::model_layers_s of every ranked plan (estimated in the global layers' context):
 // global_layers x its time (simulated when it was replayed: RankingSeconds) plus window_layers x
-// its estimated time in `window_ctx` (the same workload and cluster under the
-// window mask). Layers of both kinds re-sort the ranking by that sum (fitting plans first, the
-// estimated order on ties): the best plan is the best for the whole model. A plan that has no
-// valid evaluation for the window layers ranks after the others with model_layers_s infinite.
-// With one kind of layer, the ranking's context is that kind's and window_ctx is not used.
-// REQUIRES: window_ctx != nullptr when both kinds are present.
+// the estimated time in `window_ctx` (the same workload and cluster under the window mask) of
+// the plan those layers run (Estimate::window_params, else the plan itself). Layers of both kinds
+// re-sort the ranking by that sum (fitting plans first, the estimated order on ties): the best plan
+// is the best for the whole model. A plan that has no valid evaluation for the window layers ranks
+// after the others with model_layers_s infinite. With one kind of layer, the ranking's context is
+// that kind's and window_ctx is not used. REQUIRES: window_ctx != nullptr when both kinds are
+// present.
 void TimeModelLayers(const PlanContext* window_ctx, const ModelLayers& layers,
                      SearchResult* result);
 

@@ -4,7 +4,9 @@
 #include <utility>
 
 #include "core/base/dtype.h"
+#include "planner/evaluate_plan.h"
 #include "planner/schemes/registry.h"
+#include "planner/strategy.h"
 
 namespace meshplan::planner {
 namespace {
@@ -26,13 +28,63 @@ Result<std::string> RoundSequence(SeqRounding how, int64_t gpus, Workload& workl
          std::to_string(gpus) + " GPUs)";
 }
 
-// The framework's filter: keeps the ranked plans it runs (in order), notes the best fitting plan
-// over every scheme and, per scheme it runs none of, the first reason.
+// Megatron's plan for the sliding-window layers of a model whose global layers run a comm type
+// TransformerEngine refuses under a window (p2p, a2a+p2p): the fastest plan on the same CP group
+// that Megatron runs under the window (all_gather and a2a: each scheme's RunIn says which),
+// fitting first (nullopt: none is valid).
+std::optional<Estimate> MegatronWindowPlan(const PlanAnswer& answer) {
+  const Workload& window = *answer.prepared.layers.window;
+  const FrameworkJob job = answer.prepared.Job();
+  std::optional<Estimate> best;
+  for (const Scheme& scheme : AllSchemes()) {
+    const Strategy& strategy = *FindStrategy(scheme);
+    for (const SchemeParams& p : strategy.Enumerate(*answer.window_ctx)) {
+      if (!RunIn(Framework::kMegatron, p, window, job).why_not.empty()) continue;
+      Estimate e = EvaluatePlan(*answer.window_ctx, strategy, p);
+      if (!e.valid) continue;
+      if (!best || (e.fits && !best->fits) || (e.fits == best->fits && e.time_s < best->time_s))
+        best = std::move(e);
+    }
+  }
+  return best;
+}
+
+// Notes `why` as the reason the framework runs no plan of `scheme`, unless one is noted already:
+// a reason that is not a variant's replaces a variant's.
+void NoteRefusal(const Scheme& scheme, const FrameworkRun& run,
+                 std::vector<FrameworkRefusal>& out) {
+  auto it = std::find_if(out.begin(), out.end(),
+                         [&](const FrameworkRefusal& r) { return r.scheme == scheme; });
+  if (it == out.end()) {
+    out.push_back({scheme, run.why_not, run.variant});
+  } else if (it->variant && !run.variant) {
+    *it = {scheme, run.why_not, false};
+  }
+}
+
+// The framework's filter: keeps the ranked plans it runs on the whole model (in order), notes
+// the best fitting plan over every scheme and, per scheme it runs none of, the real blocker.
+// Megatron runs the sliding-window layers of a plan whose comm type TransformerEngine refuses
+// there with another (MegatronWindowPlan, Estimate::window_params).
 void KeepFrameworkPlans(PlanAnswer& answer) {
   SearchResult& result = answer.result;
   answer.valid_any = result.ranked.size();
   const Framework framework = answer.prepared.framework;
   if (framework == Framework::kAny || result.ranked.empty()) return;
+  std::optional<Estimate> window_plan;
+  if (framework == Framework::kMegatron && answer.window_ctx)
+    window_plan = MegatronWindowPlan(answer);
+  const FrameworkJob job = answer.prepared.Job();
+  std::vector<FrameworkRun> runs;
+  for (Estimate& e : result.ranked) {
+    FrameworkRun run = answer.FrameworkRunOf(e);
+    if (!run.why_not.empty() && window_plan &&
+        RunIn(framework, e.params, answer.workload(), job).why_not.empty()) {
+      e.window_params = window_plan->params;
+      run = answer.FrameworkRunOf(e);
+    }
+    runs.push_back(std::move(run));
+  }
   for (const Estimate& e : result.ranked) {
     if (e.fits) {
       answer.best_any = e;
@@ -40,17 +92,13 @@ void KeepFrameworkPlans(PlanAnswer& answer) {
     }
   }
   std::vector<Estimate> kept;
-  for (Estimate& e : result.ranked) {
-    const std::string why =
-        RunIn(framework, e.params, answer.workload(), answer.cluster().num_gpus()).why_not;
-    if (why.empty()) {
+  for (size_t i = 0; i < result.ranked.size(); ++i) {
+    Estimate& e = result.ranked[i];
+    if (runs[i].why_not.empty()) {
       kept.push_back(std::move(e));
-      continue;
+    } else {
+      NoteRefusal(e.params.scheme, runs[i], answer.framework_out);
     }
-    const bool seen =
-        std::any_of(answer.framework_out.begin(), answer.framework_out.end(),
-                    [&](const FrameworkRefusal& r) { return r.scheme == e.params.scheme; });
-    if (!seen) answer.framework_out.push_back({e.params.scheme, why});
   }
   // A scheme with some plan kept is not refused.
   std::erase_if(answer.framework_out, [&](const FrameworkRefusal& r) {
@@ -94,6 +142,26 @@ std::string NoPlanReasons(const SearchResult& result) {
   return out;
 }
 
+// Appends `note` to `notes` ("; " between); nothing for "".
+void AddNote(std::string& notes, const std::string& note) {
+  if (note.empty()) return;
+  notes += (notes.empty() ? "" : "; ") + note;
+}
+
+// TransformerEngine prefers cuDNN's fused attention over FlashAttention on Hopper and later
+// (dot_product_attention/utils.py, get_attention_backend): the cluster times the cudnn curve when
+// its GPU has one (the GPU catalog has cudnn curves for Hopper GPUs only). Returns the note
+// saying so, or "".
+std::string PreferFusedAttention(Topology& cluster) {
+  GpuSpec& gpu = cluster.gpu;
+  if (gpu.attention_kernel == "cudnn" || gpu.attention_kernels.count("cudnn") == 0) return "";
+  const std::string was = gpu.attention_kernel;
+  if (!cluster.UseAttentionKernel("cudnn").ok()) return "";
+  return "kernels timed with cudnn, not " + was +
+         ": TransformerEngine prefers cuDNN's fused attention on Hopper (--attention-kernel "
+         "overrides)";
+}
+
 }  // namespace
 
 Result<SeqRounding> ParseSeqRounding(std::string_view text) {
@@ -101,6 +169,18 @@ Result<SeqRounding> ParseSeqRounding(std::string_view text) {
   if (text == "up") return SeqRounding::kUp;
   if (text == "down") return SeqRounding::kDown;
   return Status::Invalid("--seq-round: '" + std::string(text) + "' is not up or down");
+}
+
+FrameworkJob PreparedRequest::Job() const {
+  FrameworkJob job;
+  job.cp_gpus = cluster.num_gpus();
+  job.tp = degrees.tp;
+  job.dp = degrees.dp;
+  if (model) {
+    job.sliding = model->sliding;
+    job.logit_softcapping = model->logit_softcapping;
+  }
+  return job;
 }
 
 Result<PreparedRequest> PrepareRequest(const PlanRequest& request) {
@@ -117,6 +197,9 @@ Result<PreparedRequest> PrepareRequest(const PlanRequest& request) {
                        ", as TransformerEngine sends them (--partial-dtype overrides)";
   }
   MESHPLAN_ASSIGN_OR_RETURN(p.cluster, ContextParallelCluster(request.topology, request.degrees));
+  p.degrees = request.degrees;
+  if (request.framework == Framework::kMegatron && !request.attention_kernel_given)
+    AddNote(p.framework_note, PreferFusedAttention(p.cluster));
   MESHPLAN_RETURN_IF_ERROR(DivideHeads(p.workload, request.degrees.tp));
   MESHPLAN_ASSIGN_OR_RETURN(p.rounding_note,
                             RoundSequence(request.seq_rounding, p.cluster.num_gpus(), p.workload));
@@ -139,6 +222,13 @@ PlanAnswer::PlanAnswer(PreparedRequest prepared_request, double reserved_bytes)
     window_ctx =
         std::make_unique<PlanContext>(*prepared.layers.window, prepared.cluster, reserved_bytes);
   }
+}
+
+FrameworkRun PlanAnswer::FrameworkRunOf(const Estimate& plan) const {
+  const SchemeParams* window_plan = plan.window_params ? &*plan.window_params : nullptr;
+  const Workload* window = prepared.layers.window ? &*prepared.layers.window : nullptr;
+  return RunModelIn(prepared.framework, plan.params, workload(), window_plan, window,
+                    prepared.Job());
 }
 
 const Estimate* PlanAnswer::BestOf(Scheme scheme) const {

@@ -43,6 +43,9 @@ struct PlanRequest {
   // TransformerEngine's rings send partials in the workload's dtype: with Framework::kMegatron the
   // partial dtype becomes the workload's unless it was given (docs/frameworks.md).
   bool partial_dtype_given = false;
+  // TransformerEngine prefers cuDNN's fused attention on Hopper: with Framework::kMegatron the
+  // cluster's cudnn curve times the kernels unless --attention-kernel was given.
+  bool attention_kernel_given = false;
   SeqRounding seq_rounding = SeqRounding::kAsGiven;
   double reserved_bytes = 0;  // GPU memory held back for weights, optimizer state, activations
   SearchOptions search;       // the schemes to consider (empty: all)
@@ -55,19 +58,25 @@ struct PreparedRequest {
   Topology cluster;
   Workload workload;
   std::optional<ModelConfig> model;  // the request's
-  ModelWorkloads layers;  // layers.window: the sliding layers' workload when there are both kinds
+  ModelWorkloads layers;    // layers.window: the sliding layers' workload when there are both kinds
+  ParallelDegrees degrees;  // the request's
   Framework framework = Framework::kAny;
   std::string rounding_note;   // "--seq N rounded up to M (...)" or ""
-  std::string framework_note;  // what the framework changed in the workload, or ""
+  std::string framework_note;  // what the framework changed in the workload or cluster, or ""
+
+  // The job the framework's settings are for: this CP group, the degrees, the model's layers.
+  FrameworkJob Job() const;
 };
 // Errors: degrees the cluster or the heads cannot take (naming --tp/--dp), a bad rounding, a
 // sliding model under a mask other than causal, a dtype the cluster's GPUs do not support.
 Result<PreparedRequest> PrepareRequest(const PlanRequest& request);
 
-// A scheme whose every valid plan the framework does not run, and the first plan's reason.
+// A scheme whose every valid plan the framework does not run, and why: the first plan's reason
+// that another plan of the scheme would not change (FrameworkRun::variant), else the first.
 struct FrameworkRefusal {
   Scheme scheme;
   std::string why;
+  bool variant = false;
 };
 
 // The answer: the prepared request, its contexts and the ranking. Holds the contexts' workloads
@@ -89,6 +98,9 @@ struct PlanAnswer {
 
   const Workload& workload() const { return prepared.workload; }
   const Topology& cluster() const { return prepared.cluster; }
+  // Whether the framework runs `plan` on the whole model (global and sliding-window layers, the
+  // latter's plan Estimate::window_params), and its settings.
+  FrameworkRun FrameworkRunOf(const Estimate& plan) const;
   // The best ranked plan of `scheme` (fits first, then time), or nullptr.
   const Estimate* BestOf(Scheme scheme) const;
   // Why `scheme` has no ranked plan: the framework's reason, the search's, or "no valid plan".

@@ -57,16 +57,15 @@ class Strategy {
   virtual Estimate Evaluate(const PlanContext& ctx, const SchemeParams& params) const = 0;
   // REQUIRES: Evaluate(ctx, params).valid
   virtual Result<Schedule> Expand(const PlanContext& ctx, const SchemeParams& params) const = 0;
-  // Whether `framework` runs this plan for `workload`, and the settings that run it on a
-  // context-parallel group of `cp_gpus` GPUs (docs/frameworks.md cites each scheme's rules).
+  // Whether `framework` runs this plan for `workload`, and the settings that run it in `job`
+  // (docs/frameworks.md cites each scheme's rules).
   // Framework::kAny runs every plan. Default: no other framework implements the scheme.
   virtual FrameworkRun RunIn(Framework framework, const SchemeParams& params,
-                             const Workload& workload, int64_t cp_gpus) const {
-    (void)params, (void)workload, (void)cp_gpus;
+                             const Workload& workload, const FrameworkJob& job) const {
+    (void)params, (void)workload, (void)job;
     if (framework == Framework::kAny) return {};
-    return {std::string(FrameworkTitle(framework)) + " does not implement " +
-                std::string(scheme().name()),
-            ""};
+    return Refused(std::string(FrameworkTitle(framework)) + " does not implement " +
+                   std::string(scheme().name()));
   }
 };
 

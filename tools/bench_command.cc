@@ -78,6 +78,7 @@ Result<capacity::BenchSpec> MakeSpec(BenchFlags& flags, report::BenchContext* co
   MESHPLAN_ASSIGN_OR_RETURN(spec.model, flags.workload.Model());
   spec.degrees = flags.parallel.degrees;
   spec.partial_dtype_given = flags.workload.Given("--partial-dtype");
+  spec.attention_kernel_given = !flags.model.attention_kernel.empty();
   planner::PlanRequest request;
   MESHPLAN_RETURN_IF_ERROR(flags.planning.ApplyTo(&request));
   if (std::string why = planner::FrameworkUnsupported(request.framework); !why.empty())

@@ -152,6 +152,9 @@ Result<std::string> Listing(const PlanFlags& flags, const planner::PlanAnswer& a
   if (model || !flags.parallel.degrees.trivial()) listing.model = &view;
   listing.framework = answer.prepared.framework;
   listing.framework_note = answer.prepared.framework_note;
+  listing.framework_run = [&answer](const planner::Estimate& e) {
+    return answer.FrameworkRunOf(e);
+  };
   listing.valid_any = answer.valid_any;
   if (answer.best_any) listing.best_any = &*answer.best_any;
   if (flags.format == "json") {

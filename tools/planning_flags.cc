@@ -35,6 +35,7 @@ Result<planner::PlanRequest> MakePlanRequest(const WorkloadFlags& workload,
     return Status::Invalid(why);
   MESHPLAN_ASSIGN_OR_RETURN(request.workload, workload.Build());
   request.partial_dtype_given = workload.Given("--partial-dtype");
+  request.attention_kernel_given = !topology.model.attention_kernel.empty();
   MESHPLAN_ASSIGN_OR_RETURN(request.model, workload.Model());
   MESHPLAN_ASSIGN_OR_RETURN(request.topology, topology.Load());
   request.degrees = degrees;

@@ -28,19 +28,19 @@ class AllGatherKVStrategy final : public Strategy {
   Estimate Evaluate(const PlanContext& ctx, const SchemeParams& params) const override;
   // Megatron's all_gather (TransformerEngine: the DualChunkSwap split, windows allowed).
   FrameworkRun RunIn(Framework f, const SchemeParams& p, const Workload& w,
-                     int64_t cp) const override {
+                     const FrameworkJob& job) const override {
     namespace rules = framework_rules;
     if (f == Framework::kMegatron) {
       const std::string mask = w.mask.kind == MaskKind::kWindow
                                    ? ""
                                    : rules::CausalOrFull(w, "its all_gather (or a window)");
-      for (const std::string& why :
-           {mask, rules::MegatronLayout(p, w), rules::NoForwardCache(p, w)}) {
-        if (!why.empty()) return {why, ""};
+      if (auto no = FirstRefusal({mask, rules::MegatronSequence(w, job)},
+                                 {rules::MegatronLayout(p, w), rules::NoForwardCache(p, w)})) {
+        return *no;
       }
-      return {"", MegatronSettings(cp, "all_gather")};
+      return MegatronRun(w, job, "all_gather");
     }
-    return Strategy::RunIn(f, p, w, cp);
+    return Strategy::RunIn(f, p, w, job);
   }
   Result<Schedule> Expand(const PlanContext& ctx, const SchemeParams& params) const override;
 };

@@ -57,30 +57,35 @@ class LoongTrainStrategy final : public Strategy {
   // window_size = cp), causal, the head group first (head_first=True) or last; hp = P is its
   // plain ISP (docs/frameworks.md).
   FrameworkRun RunIn(Framework f, const SchemeParams& p, const Workload& w,
-                     int64_t cp) const override {
-    if (f != Framework::kInternEvo) return Strategy::RunIn(f, p, w, cp);
+                     const FrameworkJob& job) const override {
+    namespace rules = framework_rules;
+    if (f != Framework::kInternEvo) return Strategy::RunIn(f, p, w, job);
     if (p.ring == 1) {
       // hp = P: InternEvo's plain ISP (the heads' all-to-all, no ring), any mask its kernel takes.
-      if (std::string why = framework_rules::NoForwardCache(p, w); !why.empty()) return {why, ""};
-      return {"",
-              "parallel = dict(tensor=dict(size=" + std::to_string(p.ulysses) + ", mode=\"isp\"))"};
+      if (auto no = FirstRefusal({rules::InternEvoDegrees(job)}, {rules::NoForwardCache(p, w)}))
+        return *no;
+      return Runs("parallel = dict(tensor=dict(size=" + std::to_string(p.ulysses) +
+                  ", mode=\"isp\"))");
     }
-    if (w.mask.kind != MaskKind::kCausal) return {"its zigzag double ring is causal only", ""};
-    if (p.layout != Layout::kZigzag) return {"its double ring is zigzag only", ""};
-    if (std::string why = framework_rules::NoForwardCache(p, w); !why.empty()) return {why, ""};
     const bool head_first = p.placement == std::vector<std::string>{"head", "inner", "outer"};
-    if (!head_first && p.placement != std::vector<std::string>{"inner", "outer", "head"}) {
-      return {
-          "its process groups put the head group first or last (head_first), not between "
-          "the windows",
-          ""};
+    const bool head_last = p.placement == std::vector<std::string>{"inner", "outer", "head"};
+    // The causal-only ring is a variant's reason: plain ISP (hp = P) takes the other masks.
+    if (auto no = FirstRefusal(
+            {rules::InternEvoDegrees(job)},
+            {w.mask.kind == MaskKind::kCausal ? "" : "its zigzag double ring is causal only",
+             p.layout == Layout::kZigzag ? "" : "its double ring is zigzag only",
+             rules::NoForwardCache(p, w),
+             head_first || head_last ? ""
+                                     : "its process groups put the head group first or last "
+                                       "(head_first), not between the windows"})) {
+      return *no;
     }
-    return {"", "parallel = dict(tensor=dict(size=" + std::to_string(p.ulysses * p.ring) +
-                    ", mode=\"isp\"), sequence_2D=dict(enable=True, head_size=" +
-                    std::to_string(p.ulysses) + ", context_size=" + std::to_string(p.ring) +
-                    ", window_size=" + std::to_string(p.window) +
-                    ", device_placement_strategy=dict(head_first=" +
-                    (head_first ? "True" : "False") + ", interleaved=False)))"};
+    return Runs(
+        "parallel = dict(tensor=dict(size=" + std::to_string(p.ulysses * p.ring) +
+        ", mode=\"isp\"), sequence_2D=dict(enable=True, head_size=" + std::to_string(p.ulysses) +
+        ", context_size=" + std::to_string(p.ring) + ", window_size=" + std::to_string(p.window) +
+        ", device_placement_strategy=dict(head_first=" + (head_first ? "True" : "False") +
+        ", interleaved=False)))");
   }
 };
 

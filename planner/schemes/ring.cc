@@ -30,20 +30,22 @@ class RingStrategy final : public Strategy {
   // Megatron's p2p ring (TransformerEngine's DualChunkSwap split: zigzag) and yunchang's rings
   // with Ulysses degree 1 (docs/frameworks.md).
   FrameworkRun RunIn(Framework f, const SchemeParams& p, const Workload& w,
-                     int64_t cp) const override {
+                     const FrameworkJob& job) const override {
     namespace rules = framework_rules;
     if (f == Framework::kMegatron) {
-      for (const std::string& why : {rules::CausalOrFull(w, "its p2p ring"),
-                                     rules::MegatronLayout(p, w), rules::NoForwardCache(p, w)}) {
-        if (!why.empty()) return {why, ""};
+      if (auto no =
+              FirstRefusal({rules::MegatronWindow(w, "p2p"), rules::CausalOrFull(w, "its p2p ring"),
+                            rules::MegatronSequence(w, job)},
+                           {rules::MegatronLayout(p, w), rules::NoForwardCache(p, w)})) {
+        return *no;
       }
-      return {"", MegatronSettings(cp, "p2p")};
+      return MegatronRun(w, job, "p2p");
     }
     if (f == Framework::kYunchang) {
-      if (std::string why = rules::YunchangRing(p, w); !why.empty()) return {why, ""};
-      return {"", YunchangSettings(1, cp, true, p.layout)};
+      if (auto no = FirstRefusal({rules::YunchangMask(w)}, {rules::YunchangRing(p, w)})) return *no;
+      return Runs(YunchangSettings(1, job.cp_gpus, true, p.layout, job));
     }
-    return Strategy::RunIn(f, p, w, cp);
+    return Strategy::RunIn(f, p, w, job);
   }
   Result<Schedule> Expand(const PlanContext& ctx, const SchemeParams& params) const override;
 };

@@ -33,20 +33,22 @@ class UlyssesStrategy final : public Strategy {
   // Megatron's a2a and yunchang with ring degree 1: both keep the forward's all-to-all results
   // for the backward (cache) (docs/frameworks.md).
   FrameworkRun RunIn(Framework f, const SchemeParams& p, const Workload& w,
-                     int64_t cp) const override {
-    if (f != Framework::kMegatron && f != Framework::kYunchang) return Strategy::RunIn(f, p, w, cp);
-    if (HasBackward(w.pass) && !p.cache_forward)
-      return {"its all-to-all keeps the forward's results for the backward (cache)", ""};
+                     const FrameworkJob& job) const override {
+    namespace rules = framework_rules;
+    if (f != Framework::kMegatron && f != Framework::kYunchang)
+      return Strategy::RunIn(f, p, w, job);
+    const std::string cache = HasBackward(w.pass) && !p.cache_forward
+                                  ? "its all-to-all keeps the forward's results for the backward "
+                                    "(cache)"
+                                  : "";
     if (f == Framework::kMegatron) {
-      if (w.mask.kind != MaskKind::kWindow) {
-        if (std::string why = framework_rules::CausalOrFull(w, "its a2a (or a window)");
-            !why.empty()) {
-          return {why, ""};
-        }
-      }
-      return {"", MegatronSettings(cp, "a2a")};
+      const std::string mask =
+          w.mask.kind == MaskKind::kWindow ? "" : rules::CausalOrFull(w, "its a2a (or a window)");
+      if (auto no = FirstRefusal({mask, rules::MegatronSequence(w, job)}, {cache})) return *no;
+      return MegatronRun(w, job, "a2a");
     }
-    return {"", YunchangSettings(cp, 1, true, Layout::kContiguous)};
+    if (auto no = FirstRefusal({}, {cache})) return *no;
+    return Runs(YunchangSettings(job.cp_gpus, 1, true, Layout::kContiguous, job));
   }
 };
 

@@ -34,27 +34,34 @@ class UspStrategy final : public Strategy {
   // Megatron's a2a+p2p (the all-to-all the inner level) and yunchang's set_seq_parallel_pg
   // (docs/frameworks.md).
   FrameworkRun RunIn(Framework f, const SchemeParams& p, const Workload& w,
-                     int64_t cp) const override {
+                     const FrameworkJob& job) const override {
     namespace rules = framework_rules;
     const bool ulysses_inner = p.placement.empty() || p.placement.front() != "ring";
     if (f == Framework::kMegatron) {
-      for (const std::string& why : {rules::CausalOrFull(w, "its a2a+p2p"),
-                                     rules::MegatronLayout(p, w), rules::NoForwardCache(p, w)}) {
-        if (!why.empty()) return {why, ""};
+      if (auto no = FirstRefusal(
+              {rules::MegatronWindow(w, "a2a+p2p"), rules::CausalOrFull(w, "its a2a+p2p"),
+               rules::MegatronSequence(w, job)},
+              {rules::MegatronLayout(p, w), rules::NoForwardCache(p, w),
+               ulysses_inner ? "" : "its a2a+p2p keeps the all-to-all inside (place=ulysses>ring)",
+               p.ring > 1 ? "" : "with a ring of one it runs a2a (the ulysses scheme)"})) {
+        return *no;
       }
-      if (!ulysses_inner)
-        return {"its a2a+p2p keeps the all-to-all inside (place=ulysses>ring)", ""};
-      if (p.ring == 1) return {"with a ring of one it runs a2a (the ulysses scheme)", ""};
-      return {"", MegatronSettings(cp, "a2a+p2p") + " --hierarchical-context-parallel-sizes " +
-                      std::to_string(p.ulysses) + " " + std::to_string(p.ring)};
+      return MegatronRun(w, job, "a2a+p2p",
+                         "--hierarchical-context-parallel-sizes " + std::to_string(p.ulysses) +
+                             " " + std::to_string(p.ring));
     }
     if (f == Framework::kYunchang) {
-      if (std::string why = rules::YunchangRing(p, w); !why.empty()) return {why, ""};
-      if (!ulysses_inner && p.layout != Layout::kZigzag)
-        return {"use_ulysses_low=False shards inputs right only for the zigzag ring", ""};
-      return {"", YunchangSettings(p.ulysses, p.ring, ulysses_inner, p.layout)};
+      if (auto no = FirstRefusal(
+              {rules::YunchangMask(w)},
+              {rules::YunchangRing(p, w),
+               ulysses_inner || p.layout == Layout::kZigzag
+                   ? ""
+                   : "use_ulysses_low=False shards inputs right only for the zigzag ring"})) {
+        return *no;
+      }
+      return Runs(YunchangSettings(p.ulysses, p.ring, ulysses_inner, p.layout, job));
     }
-    return Strategy::RunIn(f, p, w, cp);
+    return Strategy::RunIn(f, p, w, job);
   }
 };
 

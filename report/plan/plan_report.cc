@@ -16,6 +16,13 @@
 namespace meshplan::report {
 namespace {
 
+// Whether the listing's framework runs `e`, and its settings (PlanListing::framework_run).
+planner::FrameworkRun RunOf(const planner::PlanContext& ctx, const PlanListing& listing,
+                            const planner::Estimate& e) {
+  if (listing.framework_run) return listing.framework_run(e);
+  return planner::RunIn(listing.framework, e.params, ctx.workload, ctx.topology.num_gpus());
+}
+
 // Whether any plan was re-ranked by simulation (then reports show a "simulated" column).
 bool AnySimulated(const planner::SearchResult& result) {
   return std::any_of(result.ranked.begin(), result.ranked.end(),
@@ -129,9 +136,13 @@ std::string FrameworkLines(const planner::PlanContext& ctx, const planner::Searc
                                  [](const planner::Estimate& e) { return e.fits; });
   if (best == result.ranked.end()) return out + "; none of them fits\n";
   out += "; #" + std::to_string(best - result.ranked.begin() + 1) + " runs with:\n  " +
-         planner::RunIn(listing.framework, best->params, ctx.workload, ctx.topology.num_gpus())
-             .settings +
-         "\n";
+         RunOf(ctx, listing, *best).settings + "\n";
+  if (best->window_params) {
+    out += "  (the sliding-window layers run " +
+           std::string(SchemeName(best->window_params->scheme)) + " " +
+           planner::DescribeParams(*best->window_params) + ", timed so)\n";
+  }
+  if (std::string note = RunOf(ctx, listing, *best).note; !note.empty()) out += note + "\n";
   if (!listing.framework_note.empty()) out += listing.framework_note + "\n";
   const planner::Estimate* any = listing.best_any;
   if (any != nullptr) {
@@ -141,9 +152,7 @@ std::string FrameworkLines(const planner::PlanContext& ctx, const planner::Searc
       out += "best over every scheme: " + std::string(SchemeName(any->params.scheme)) + " " +
              planner::DescribeParams(any->params) + ", " + Fixed(mine / theirs, 2) +
              "x faster per layer than #" + std::to_string(best - result.ranked.begin() + 1) + " (" +
-             planner::RunIn(listing.framework, any->params, ctx.workload, ctx.topology.num_gpus())
-                 .why_not +
-             ")\n";
+             RunOf(ctx, listing, *any).why_not + ")\n";
     } else {
       out += "best over every scheme: the same time; the framework loses nothing\n";
     }
@@ -303,7 +312,7 @@ namespace {
 
 // `close`: whether the model cannot tell the plan apart from the best (WithinModelError).
 void PlanObject(const planner::PlanContext& ctx, const planner::Estimate& e, size_t index,
-                size_t group, bool simulated, bool close, planner::Framework framework,
+                size_t group, bool simulated, bool close, const PlanListing& listing,
                 JsonWriter& j) {
   j.Key("rank");
   j.Int(static_cast<long long>(index + 1));
@@ -331,9 +340,19 @@ void PlanObject(const planner::PlanContext& ctx, const planner::Estimate& e, siz
   j.BeginArray();
   for (const auto& p : e.params.placement) j.String(p);
   j.EndArray();
-  if (framework != planner::Framework::kAny) {
+  if (listing.framework != planner::Framework::kAny) {
+    const planner::FrameworkRun run = RunOf(ctx, listing, e);
     j.Key("framework_settings");
-    j.String(planner::RunIn(framework, e.params, ctx.workload, ctx.topology.num_gpus()).settings);
+    j.String(run.settings);
+    if (!run.note.empty()) {
+      j.Key("framework_note");
+      j.String(run.note);
+    }
+    if (e.window_params) {  // the sliding-window layers run another plan (planner::Estimate)
+      j.Key("window_layers_plan");
+      j.String(std::string(SchemeName(e.window_params->scheme)) + " " +
+               planner::DescribeParams(*e.window_params));
+    }
   }
   j.Key("time_s");
   j.Number(e.time_s);
@@ -462,8 +481,7 @@ std::string PlanJson(const planner::PlanContext& ctx, const planner::SearchResul
       j.Key("time_s");
       j.Number(any.time_s);
       j.Key("why_not_this_framework");
-      j.String(planner::RunIn(listing.framework, any.params, ctx.workload, ctx.topology.num_gpus())
-                   .why_not);
+      j.String(RunOf(ctx, listing, any).why_not);
       j.EndObject();
     }
     j.EndObject();
@@ -495,16 +513,15 @@ std::string PlanJson(const planner::PlanContext& ctx, const planner::SearchResul
   for (const planner::PlanGroup& row : listed.rows) {
     const size_t i = row.representative();
     j.BeginObject();
-    PlanObject(ctx, result.ranked[i], i, listed.group_of[i], simulated, is_close(i),
-               listing.framework, j);
+    PlanObject(ctx, result.ranked[i], i, listed.group_of[i], simulated, is_close(i), listing, j);
     if (!listing.all_variants) {
       j.Key("equivalents");
       j.BeginArray();
       for (size_t m = 1; m < row.members.size(); ++m) {
         const size_t k = row.members[m];
         j.BeginObject();
-        PlanObject(ctx, result.ranked[k], k, listed.group_of[k], simulated, is_close(k),
-                   listing.framework, j);
+        PlanObject(ctx, result.ranked[k], k, listed.group_of[k], simulated, is_close(k), listing,
+                   j);
         j.EndObject();
       }
       j.EndArray();
@@ -572,9 +589,7 @@ std::string PlanCsv(const planner::PlanContext& ctx, const planner::SearchResult
     }
     if (framework) {
       out += "," + std::string(planner::FrameworkName(listing.framework)) + "," +
-             CsvField(
-                 planner::RunIn(listing.framework, e.params, ctx.workload, ctx.topology.num_gpus())
-                     .settings);
+             CsvField(RunOf(ctx, listing, e).settings);
     }
     out += "\n";
   }

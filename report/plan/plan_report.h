@@ -3,6 +3,7 @@
 // group unless every variant is asked for; formats are specified in docs/plan-output.md.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "core/plan/schedule.h"
@@ -39,6 +40,9 @@ struct PlanListing {
   const planner::Estimate* best_any = nullptr;  // the best fitting plan over every scheme
   size_t valid_any = 0;                         // valid plans over every scheme
   std::string framework_note;                   // a line on what --framework changed, or ""
+  // Whether the framework runs a plan on the whole job and with what settings
+  // (planner::PlanAnswer::FrameworkRunOf); unset: planner::RunIn on the listing's CP group alone.
+  std::function<planner::FrameworkRun(const planner::Estimate&)> framework_run;
 };
 
 // The plan whose breakdown `plan --explain N` adds to a JSON document.

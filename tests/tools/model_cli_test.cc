@@ -2,8 +2,10 @@
 // TP beside CP, a framework's settings, and one-line refusals of bad models and degrees.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "tests/tools/cli_fixture.h"
 #include "tests/tools/json_reader.h"
@@ -104,6 +106,91 @@ TEST_F(ModelCli, ASlidingModelSumsItsGlobalAndWindowLayers) {
     ++checked;
   }
   EXPECT_GE(checked, 2);
+}
+
+TEST_F(ModelCli, MegatronRunsGemmasSlidingLayersWithACommTypeTransformerEngineTakes) {
+  // Gemma 2 27B under TP 8 on 256 H100: 4/2 heads per GPU on CP groups of 32. TransformerEngine
+  // runs its 23 sliding layers (0, 2, ..., 44) with all_gather or a2a only, and a2a cannot split
+  // 2 KV heads over 32 GPUs: the window layers run all_gather. The global layers' comm type is
+  // either that same one (one value) or another, then one value per layer (46 of them).
+  const std::string request =
+      "plan --model gemma-2-27b --tp 8 -t dgx-h100-32node --seq 1M --framework megatron -q";
+  const testing::CliResult r = Run(request + " --format json --top 1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json j = ParseJson(r);
+  const Json& best = j.Find("plans")->items.front();
+  const std::string settings = best.Find("framework_settings")->string;
+  const size_t from = settings.find("--cp-comm-type ");
+  ASSERT_NE(from, std::string::npos) << settings;
+  std::vector<std::string> types;
+  size_t at = from + std::string("--cp-comm-type ").size();
+  while (at < settings.size() && settings.compare(at, 2, "--") != 0) {
+    const size_t end = std::min(settings.find(' ', at), settings.size());
+    types.push_back(settings.substr(at, end - at));
+    at = end + 1;
+  }
+  if (types.size() == 1) {
+    EXPECT_EQ(types[0], "all_gather") << settings;
+  } else {
+    ASSERT_EQ(types.size(), 46u) << settings;
+    for (size_t i = 0; i < types.size(); ++i) {
+      if (i % 2 == 0) {
+        EXPECT_EQ(types[i], "all_gather") << i << ": " << settings;
+      } else {
+        EXPECT_TRUE(types[i] == "p2p" || types[i] == "a2a+p2p") << i << ": " << settings;
+      }
+    }
+    const Json* window = best.Find("window_layers_plan");
+    ASSERT_NE(window, nullptr);
+    EXPECT_EQ(window->string.rfind("allgather-kv", 0), 0u) << window->string;
+  }
+  EXPECT_NE(settings.find("--tensor-model-parallel-size 8 --sequence-parallel "
+                          "--context-parallel-size 32"),
+            std::string::npos)
+      << settings;
+  EXPECT_NE(settings.find(" --seq-length 1048576"), std::string::npos) << settings;
+  // Gemma 2 soft-caps its scores (Gemma2Config's default); TransformerEngine's CP paths do not.
+  const testing::CliResult text = Run(request + " --top 1");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("attn_logit_softcapping is dropped"), std::string::npos) << text.out;
+}
+
+TEST_F(ModelCli, MegatronTimesTheAttentionLibraryTransformerEngineChooses) {
+  // TransformerEngine prefers cuDNN's fused attention on Hopper; the H100 file has its curve.
+  const testing::CliResult r = Run(std::string(kLlama) + " --framework megatron --top 1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("; attention kernel cudnn)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("kernels timed with cudnn, not fa3"), std::string::npos) << r.out;
+  // --attention-kernel keeps its word.
+  const testing::CliResult fa3 =
+      Run(std::string(kLlama) + " --framework megatron --top 1 --attention-kernel fa3");
+  ASSERT_EQ(fa3.exit_code, 0) << fa3.err;
+  EXPECT_NE(fa3.out.find("; attention kernel fa3)"), std::string::npos) << fa3.out;
+  EXPECT_EQ(fa3.out.find("kernels timed with cudnn"), std::string::npos) << fa3.out;
+}
+
+TEST_F(ModelCli, FrameworksRefuseWhatTheyCannotLaunchWithTheRealReason) {
+  // A full mask over 8200 = 8 x 1025 tokens: every layout splits it over 8 GPUs, but Megatron's
+  // validate_args wants a multiple of 2 x 8 = 16, whatever the comm type or layout.
+  const testing::CliResult full =
+      Run("plan -t dgx-h100-1node --seq 8200 --mask full --framework megatron -q");
+  EXPECT_EQ(full.exit_code, 2) << full.out;
+  EXPECT_NE(full.err.find("a multiple of 2 x CP = 16 whatever the mask, and 8200 is not"),
+            std::string::npos)
+      << full.err;
+  EXPECT_EQ(full.err.find("not striped"), std::string::npos) << full.err;
+  // InternEvo's tensor.size is its sequence degree: nothing runs TP 8 beside CP 32.
+  const testing::CliResult internevo = Run(std::string(kLlama) + " --framework internevo");
+  EXPECT_EQ(internevo.exit_code, 2) << internevo.out;
+  EXPECT_NE(internevo.err.find("tensor.size is the sequence-parallel degree"), std::string::npos)
+      << internevo.err;
+  // yunchang beside TP 8 builds its groups by hand, one GPU per TP group, and shards by them.
+  const testing::CliResult yunchang = Run(std::string(kLlama) + " --framework yunchang --top 1");
+  ASSERT_EQ(yunchang.exit_code, 0) << yunchang.err;
+  EXPECT_NE(yunchang.out.find("for t in range(8): sp = [t + 8*i for i in range(32)]"),
+            std::string::npos)
+      << yunchang.out;
+  EXPECT_NE(yunchang.out.find("(x, sp.index(rank), 32, rd="), std::string::npos) << yunchang.out;
 }
 
 TEST_F(ModelCli, FlagsGivenBesideAModelOverrideIt) {
