@@ -65,6 +65,26 @@ AttentionSeconds AttentionOf(const planner::PlanAnswer& answer, const planner::E
   return a;
 }
 
+// Megatron-LM's flags for the rest of the step beside the plan's (megatron/training/arguments.py:
+// --pipeline-model-parallel-size, --num-layers-per-virtual-pipeline-stage, the batch sizes,
+// --recompute-granularity/-method/-num-layers, and --fp8-format hybrid, TransformerEngine's
+// default recipe: E4M3 forward, E5M2 gradients).
+std::string MegatronStepFlags(const StepOptions& o, int64_t layers) {
+  std::string flags = " --pipeline-model-parallel-size " + std::to_string(o.pp);
+  if (o.vpp > 1) {
+    flags += " --num-layers-per-virtual-pipeline-stage " + std::to_string(layers / (o.pp * o.vpp));
+  }
+  flags += " --micro-batch-size " + std::to_string(o.micro_batch) + " --global-batch-size " +
+           std::to_string(o.global_batch_or_default());
+  if (o.recompute == Recompute::kSelective) flags += " --recompute-granularity selective";
+  if (o.recompute == Recompute::kFull) {
+    flags += " --recompute-granularity full --recompute-method uniform --recompute-num-layers 1";
+  }
+  if (o.gemm_dtype == DType::kFp8) flags += " --fp8-format hybrid";
+  if (o.tp_comm_overlap) flags += " --tp-comm-overlap";
+  return flags;
+}
+
 }  // namespace
 
 Result<StepAnswer> AnswerStep(const StepRequest& request) {
@@ -107,6 +127,11 @@ Result<StepAnswer> AnswerStep(const StepRequest& request) {
     break;
   }
   const StepOptions& o = answer.options;
+  if (request.framework != planner::Framework::kAny) {
+    answer.framework_settings = answer.attention->FrameworkRunOf(*answer.plan).settings;
+    if (request.framework == planner::Framework::kMegatron)
+      answer.framework_settings += MegatronStepFlags(o, request.model.layers);
+  }
   answer.time = TimeStep(request.model, o, request.cluster, request.seq, answer.attention_s);
   const int64_t sequences = o.global_batch_or_default();
   answer.model_flops = ModelFlops(request.model, request.seq, sequences);

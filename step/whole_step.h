@@ -43,6 +43,9 @@ struct StepAnswer {
   double step_s() const { return time.step_s(); }
   double tokens_per_s_per_gpu = 0;
   double model_tflops_per_gpu = 0;
+  // With a framework: the settings that launch the step as timed (Megatron: its whole command
+  // line's parallel, batch, recompute and FP8 flags; others: the plan's CP settings). "" without.
+  std::string framework_settings;
   // Why a recompute choice was passed over, and what the step leaves out ("" lines omitted).
   std::vector<std::string> notes;
 };

@@ -71,6 +71,10 @@ std::string StepText(const step::StepRequest& r, const step::StepAnswer& a) {
                       " (more TP or PP, full recompute, or more CP would shrink it)\n";
   out += "\nattention: " + PlanText(a) + ", " + ShortSeconds(a.attention_s.forward_backward_s) +
          " per micro-batch (all layers, fwd+bwd)\n";
+  if (!a.framework_settings.empty()) {
+    out +=
+        std::string(planner::FrameworkTitle(r.framework)) + ":\n  " + a.framework_settings + "\n";
+  }
   for (const std::string& note : a.notes) out += "note: " + note + "\n";
   return out;
 }
@@ -134,6 +138,8 @@ std::string StepJson(const step::StepRequest& r, const step::StepAnswer& a) {
   j.EndObject();
   j.Key("attention_plan");
   j.String(PlanText(a));
+  j.Key("framework_settings");
+  j.String(a.framework_settings);
   j.Key("notes");
   j.BeginArray();
   for (const std::string& note : a.notes) j.String(note);

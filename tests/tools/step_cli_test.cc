@@ -70,6 +70,23 @@ TEST_F(StepCli, FiguresAreTheModelFlopsOverTheStep) {
   EXPECT_EQ(Number(j, "micro_batches"), 2);
 }
 
+TEST_F(StepCli, MegatronsLineCarriesTheWholeStep) {
+  // TP 2 x PP 2 (2 virtual stages) x DP 2 on 8 GPUs, 8 sequences a step: 8 / (DP 2 x 1) = 4
+  // micro-batches, 32 layers / (2 x 2) = 8 a virtual stage; full recompute and FP8 GEMMs.
+  const testing::CliResult r =
+      Run("step --model llama-3.1-8b -t dgx-h100-1node --seq 8K --tp 2 --pp 2 --vpp 2 --dp 2 "
+          "--global-batch 8 --recompute full --gemm-dtype fp8 --framework megatron -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* part :
+       {"--tensor-model-parallel-size 2 --sequence-parallel --context-parallel-size 1",
+        "--seq-length 8192 --pipeline-model-parallel-size 2 "
+        "--num-layers-per-virtual-pipeline-stage 8 --micro-batch-size 1 --global-batch-size 8 "
+        "--recompute-granularity full --recompute-method uniform --recompute-num-layers 1 "
+        "--fp8-format hybrid"}) {
+    EXPECT_NE(r.out.find(part), std::string::npos) << part << "\n" << r.out;
+  }
+}
+
 TEST_F(StepCli, RefusesWhatItCannotModelInOneLine) {
   // A config without intermediate_size: the file and the field.
   const std::string path = Write("attention-only.json",
