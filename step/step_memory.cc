@@ -38,7 +38,9 @@ double LayerActivationBytesPerToken(const ModelConfig& m, int64_t tp, Recompute 
 StepMemory EstimateStepMemory(const ModelConfig& m, const StepOptions& o, int64_t seq,
                               double attention_peak_bytes) {
   const double t = static_cast<double>(o.tp);
-  const int64_t stage_layers = m.layers / o.pp;
+  // The busiest stage's layers on the first stage too: exact for an even split, an upper bound
+  // for an uneven one (whose first stage holds fewer).
+  const int64_t stage_layers = (m.layers + o.pp - 1) / o.pp;
   const double layer_params = LayerParams(m) * static_cast<double>(stage_layers) / t;
   // The first stage holds the embedding; the last the final norm and the output layer (with tied
   // embeddings and PP > 1 Megatron keeps a copy of the embedding there for the output).

@@ -31,6 +31,25 @@ std::string StepOptions::Describe() const {
          (tp_comm_overlap ? ", TP comm overlapped" : "");
 }
 
+Result<StageLayers> SplitLayers(int64_t layers, int64_t pp, int64_t vpp) {
+  const auto refuse = [&](const std::string& why) {
+    return Status::Invalid("--pp: " + std::to_string(layers) + " layers over " +
+                           std::to_string(pp) + " pipeline stages: " + why);
+  };
+  if (pp > layers) return refuse("more stages than layers");
+  if (vpp > 1 && layers % (pp * vpp) != 0)
+    return refuse("the interleaved schedule needs PP x VPP to divide the layers");
+  const int64_t middle = (layers + pp - 1) / pp;
+  if (pp == 1) return StageLayers{layers, layers, layers};
+  if (layers % pp == 0) return StageLayers{middle, middle, middle};
+  const int64_t rest = layers - (pp - 2) * middle;  // the first and last stages' layers
+  StageLayers split{(rest + 1) / 2, middle, rest / 2};
+  if (pp == 2) split = {middle, middle, layers - middle};
+  if (split.last < 1 || split.first > middle)
+    return refuse("no split leaves every stage at least one layer and the ends at most a middle's");
+  return split;
+}
+
 Status ValidateStepOptions(const StepOptions& o) {
   const std::pair<const char*, int64_t> degrees[] = {
       {"--tp", o.tp}, {"--cp", o.cp},   {"--dp", o.dp},

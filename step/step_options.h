@@ -45,6 +45,19 @@ struct StepOptions {
   std::string Describe() const;
 };
 
+// Layers per pipeline stage as Megatron splits them: equal stages when PP divides the layers;
+// otherwise every middle stage holds ceil(L / PP) and the first and last share the rest
+// (--decoder-first-pipeline-num-layers, --decoder-last-pipeline-num-layers), the first the larger.
+struct StageLayers {
+  int64_t first = 0, middle = 0, last = 0;
+  bool even() const { return first == middle && middle == last; }
+  int64_t busiest() const { return middle; }
+};
+// Errors (naming --pp): more stages than layers, or a split that leaves the first or last stage
+// no layer or more than a middle one; with --vpp > 1, stages x virtual stages must divide the
+// layers.
+Result<StageLayers> SplitLayers(int64_t layers, int64_t pp, int64_t vpp);
+
 // Self-consistency alone (degrees and batches at least 1; the global batch a multiple of DP x
 // micro batch; vpp > 1 only with pp > 1); errors name the flag.
 Status ValidateStepOptions(const StepOptions& options);

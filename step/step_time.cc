@@ -75,7 +75,7 @@ StepTime TimeStep(const ModelConfig& m, const StepOptions& o, const Topology& cl
   const GpuSpec& gpu = cluster.gpu;
   const int64_t tokens = o.micro_batch * seq / o.cp;
   const double n = static_cast<double>(tokens);
-  const int64_t stage_layers = m.layers / o.pp;
+  const int64_t stage_layers = (m.layers + o.pp - 1) / o.pp;  // the busiest stage's
   const double layers = static_cast<double>(stage_layers);
   const double per_layer_share = layers / static_cast<double>(m.layers);
 

@@ -19,11 +19,7 @@ Status CheckRequest(const StepRequest& r) {
     return Status::Invalid("--gpus: TP x CP x DP x PP = " + std::to_string(o.gpus()) +
                            " GPUs, but the cluster has " + std::to_string(r.cluster.num_gpus()));
   }
-  if (r.model.layers % (o.pp * o.vpp) != 0) {
-    return Status::Invalid("--pp: " + r.model.name + "'s " + std::to_string(r.model.layers) +
-                           " layers do not split evenly over " + std::to_string(o.pp * o.vpp) +
-                           " (virtual) pipeline stages");
-  }
+  if (auto split = SplitLayers(r.model.layers, o.pp, o.vpp); !split.ok()) return split.status();
   if (!HasGemmRate(r.cluster.gpu, o.gemm_dtype)) {
     return Status::Invalid(r.cluster.source + ": gpu.gemm_efficiency: no " +
                            std::string(DTypeName(o.gemm_dtype)) + " GEMM rate stated for " +
@@ -73,6 +69,10 @@ std::string MegatronStepFlags(const StepOptions& o, int64_t layers) {
   std::string flags = " --pipeline-model-parallel-size " + std::to_string(o.pp);
   if (o.vpp > 1) {
     flags += " --num-layers-per-virtual-pipeline-stage " + std::to_string(layers / (o.pp * o.vpp));
+  }
+  if (auto split = SplitLayers(layers, o.pp, o.vpp); split.ok() && !split->even()) {
+    flags += " --decoder-first-pipeline-num-layers " + std::to_string(split->first) +
+             " --decoder-last-pipeline-num-layers " + std::to_string(split->last);
   }
   flags += " --micro-batch-size " + std::to_string(o.micro_batch) + " --global-batch-size " +
            std::to_string(o.global_batch_or_default());

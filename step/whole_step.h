@@ -51,7 +51,7 @@ struct StepAnswer {
 };
 
 // Errors name the flag or file: a model without the whole step's fields or with experts, degrees
-// whose product is not the cluster's GPUs, PP (x VPP) that does not divide the layers, a GPU file
+// whose product is not the cluster's GPUs, layers PP (x VPP) cannot split (SplitLayers), a GPU file
 // without a GEMM rate for the dtype, and the planner's (heads TP cannot divide, no valid plan).
 Result<StepAnswer> AnswerStep(const StepRequest& request);
 

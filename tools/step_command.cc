@@ -31,6 +31,9 @@ struct StepFlags {
   std::string format = "text";
   std::string out;
   bool quiet = false;
+  bool search = false;       // --search: the degrees not given are searched
+  step::FixedDegrees given;  // the degrees given on the command line (0: not given)
+  int top = 10;              // --top: configurations listed by a search
 };
 
 // `result`, its error prefixed by the flag it came from.
@@ -75,7 +78,9 @@ Result<step::StepRequest> MakeStepRequest(const StepFlags& f) {
   MESHPLAN_RETURN_IF_ERROR(CheckReserveGiB(f.reserve_gib).WithContext("--reserve-gib"));
   r.options.reserve_bytes = f.reserve_gib * kGiB;
   const int64_t others = f.options.tp * f.options.dp * f.options.pp;
-  if (f.cp > 0) {
+  if (f.search) {
+    r.options.cp = 1;  // each configuration sets its own
+  } else if (f.cp > 0) {
     r.options.cp = f.cp;
   } else if (others > 0 && cluster.num_gpus() % others == 0) {
     r.options.cp = cluster.num_gpus() / others;
@@ -95,6 +100,26 @@ int RunStep(const StepFlags& f) {
   }
   auto request = MakeStepRequest(f);
   if (!request.ok()) return ReportError(request.status());
+  if (f.search) {
+    auto search = step::SearchStepConfigs(*request, f.given);
+    if (!search.ok()) return ReportError(search.status());
+    if (search->ranked.empty()) {
+      return ReportError(Status::Invalid("--search: no configuration of " +
+                                         std::to_string(request->cluster.num_gpus()) +
+                                         " GPUs has a plan (" + std::to_string(search->candidates) +
+                                         " allowed by the degrees, heads and batch)"));
+    }
+    if (f.format == "json") return EmitReport(f.out, report::StepSearchJson(*search), f.quiet);
+    // The ranking, then the best configuration's whole report.
+    step::StepRequest best = *request;
+    best.options = search->ranked.front().options;
+    auto answer = step::AnswerStep(best);
+    if (!answer.ok()) return ReportError(answer.status());
+    return EmitReport(
+        f.out,
+        report::StepSearchText(*search, f.top) + "\nthe best:\n" + report::StepText(best, *answer),
+        f.quiet);
+  }
   auto answer = step::AnswerStep(*request);
   if (!answer.ok()) return ReportError(answer.status());
   const std::string text = f.format == "json" ? report::StepJson(*request, *answer)
@@ -152,7 +177,19 @@ Runner RegisterStepCommand(CLI::App& app) {
   cmd->add_option("--format", flags->format, "Output: text or json")->capture_default_str();
   cmd->add_option("--out,-o", flags->out, "Write the report to this file");
   cmd->add_flag("--quiet,-q", flags->quiet, "Nothing on stderr but errors");
-  return [flags] { return RunStep(*flags); };
+  cmd->add_flag("--search", flags->search,
+                "Search the degrees not given (TP x CP x DP x PP, recompute) for the fastest step "
+                "that fits; needs --global-batch");
+  cmd->add_option("--top", flags->top, "Configurations a search lists (0: all)")
+      ->capture_default_str();
+  return [cmd, flags] {
+    StepFlags f = *flags;
+    f.given.tp = cmd->count("--tp") > 0 ? f.options.tp : 0;
+    f.given.pp = cmd->count("--pp") > 0 ? f.options.pp : 0;
+    f.given.dp = cmd->count("--dp") > 0 ? f.options.dp : 0;
+    f.given.cp = f.cp;
+    return RunStep(f);
+  };
 }
 
 }  // namespace meshplan::tools

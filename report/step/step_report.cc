@@ -148,4 +148,59 @@ std::string StepJson(const step::StepRequest& r, const step::StepAnswer& a) {
   return j.Take() + "\n";
 }
 
+std::string StepSearchText(const step::StepSearch& search, int top) {
+  std::vector<std::vector<std::string>> rows = {{"#", "TP x CP x DP x PP", "recompute", "step",
+                                                 "TFLOP/s/GPU", "memory", "fits", "attention"}};
+  for (size_t i = 0; i < search.ranked.size(); ++i) {
+    if (top > 0 && static_cast<int>(i) >= top) break;
+    const step::SearchedStep& s = search.ranked[i];
+    rows.push_back({std::to_string(i + 1),
+                    std::to_string(s.options.tp) + " x " + std::to_string(s.options.cp) + " x " +
+                        std::to_string(s.options.dp) + " x " + std::to_string(s.options.pp),
+                    std::string(step::RecomputeName(s.options.recompute)), ShortSeconds(s.step_s),
+                    Fixed(s.model_tflops_per_gpu, 1), ShortBytes(s.memory_bytes),
+                    s.fits ? "yes" : "no", s.plan});
+  }
+  return Columns(rows, "", true) + "\n" + std::to_string(search.candidates) + " configurations; " +
+         std::to_string(search.evaluated) +
+         " planned (the others cannot fit even with full recompute, or cannot beat the best "
+         "found)\n";
+}
+
+std::string StepSearchJson(const step::StepSearch& search) {
+  JsonWriter j;
+  j.BeginObject();
+  j.Key("configurations");
+  j.BeginArray();
+  for (const step::SearchedStep& s : search.ranked) {
+    j.BeginObject();
+    const std::pair<const char*, int64_t> degrees[] = {
+        {"tp", s.options.tp}, {"cp", s.options.cp}, {"dp", s.options.dp}, {"pp", s.options.pp}};
+    for (const auto& [key, value] : degrees) {
+      j.Key(key);
+      j.Int(value);
+    }
+    j.Key("recompute");
+    j.String(step::RecomputeName(s.options.recompute));
+    j.Key("step_s");
+    j.Number(s.step_s);
+    j.Key("model_tflops_per_gpu");
+    j.Number(s.model_tflops_per_gpu);
+    j.Key("memory_bytes");
+    j.Bytes(s.memory_bytes);
+    j.Key("fits");
+    j.Bool(s.fits);
+    j.Key("attention_plan");
+    j.String(s.plan);
+    j.EndObject();
+  }
+  j.EndArray();
+  j.Key("candidates");
+  j.Int(search.candidates);
+  j.Key("evaluated");
+  j.Int(search.evaluated);
+  j.EndObject();
+  return j.Take() + "\n";
+}
+
 }  // namespace meshplan::report

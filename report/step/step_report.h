@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "step/config_search.h"
 #include "step/whole_step.h"
 
 namespace meshplan::report {
@@ -16,5 +17,12 @@ std::string StepText(const step::StepRequest& request, const step::StepAnswer& a
 // JSON: step_s, tokens_per_s_per_gpu, model_tflops_per_gpu, fits, the configuration, "time"
 // and "memory" objects by part (seconds, bytes) and the attention plan.
 std::string StepJson(const step::StepRequest& request, const step::StepAnswer& answer);
+
+// A search's ranking (the first `top` configurations, 0: all): degrees, recompute, step time,
+// model TFLOP/s per GPU, memory, fit and the attention plan; then how many were planned.
+std::string StepSearchText(const step::StepSearch& search, int top);
+// JSON: "configurations" (each: tp, cp, dp, pp, recompute, step_s, model_tflops_per_gpu,
+// memory_bytes, fits, attention_plan), "candidates", "evaluated".
+std::string StepSearchJson(const step::StepSearch& search);
 
 }  // namespace meshplan::report

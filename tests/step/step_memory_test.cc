@@ -103,3 +103,29 @@ TEST(StepOptions, RefusesBatchesAndStagesThatDoNotDivide) {
 
 }  // namespace
 }  // namespace meshplan::step
+
+namespace meshplan::step {
+namespace {
+
+TEST(SplitLayers, UnevenStagesPutTheRestOnTheEnds) {
+  // 126 layers over 16 stages: middles ceil(126/16) = 8, 14 of them 112, the ends share 14: 7 + 7
+  // (Llama 3.1 405B as Meta ran it: 16 stages, 7 layers on the first and the last).
+  StageLayers s = *SplitLayers(126, 16, 1);
+  EXPECT_EQ(s.first, 7);
+  EXPECT_EQ(s.middle, 8);
+  EXPECT_EQ(s.last, 7);
+  EXPECT_FALSE(s.even());
+  // 32 over 3: middle 11, the ends 32 - 11 = 21: 11 + 10.
+  s = *SplitLayers(32, 3, 1);
+  EXPECT_EQ(s.first, 11);
+  EXPECT_EQ(s.last, 10);
+  EXPECT_TRUE(SplitLayers(32, 4, 2)->even());
+  EXPECT_FALSE(SplitLayers(4, 8, 1).ok());   // more stages than layers
+  EXPECT_FALSE(SplitLayers(30, 4, 2).ok());  // interleaving needs PP x VPP to divide
+  // 10 over 4: middle 3, the ends 10 - 6 = 4: 2 + 2; 9 over 8: middle 2, the ends 9 - 12 < 0.
+  EXPECT_EQ(SplitLayers(10, 4, 1)->first, 2);
+  EXPECT_FALSE(SplitLayers(9, 8, 1).ok());
+}
+
+}  // namespace
+}  // namespace meshplan::step

@@ -87,6 +87,42 @@ TEST_F(StepCli, MegatronsLineCarriesTheWholeStep) {
   }
 }
 
+TEST_F(StepCli, TheSearchFindsTheFastestOfEveryConfigurationAnsweredAlone) {
+  // 8 GPUs of one node, Llama 3.1 8B (32/8 heads, 32 layers), 8 sequences of 8K: TP, PP, CP and
+  // DP are the ordered splits of 2^3 into four powers of two, C(3 + 3, 3) = 20, every one allowed
+  // (TP <= 8 divides 32 and 8 heads, PP <= 8 splits 32 layers, 8192 % (2 CP) = 0, DP divides 8).
+  const std::string base =
+      "step --model llama-3.1-8b -t dgx-h100-1node --seq 8K --global-batch 8 --format json -q";
+  testing::CliResult r = Run(base + " --search");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  Json j;
+  ASSERT_TRUE(Json::Parse(r.out, &j)) << r.out.substr(0, 400);
+  EXPECT_EQ(Number(j, "candidates"), 20);
+  const Json& ranked = *j.Find("configurations");
+  ASSERT_FALSE(ranked.items.empty());
+  // Every configuration answered alone: none that fits is faster than the search's first.
+  const double best = Number(ranked.items.front(), "step_s");
+  int fitting = 0;
+  for (int tp = 1; tp <= 8; tp *= 2) {
+    for (int pp = 1; tp * pp <= 8; pp *= 2) {
+      for (int cp = 1; tp * pp * cp <= 8; cp *= 2) {
+        const int dp = 8 / (tp * pp * cp);
+        const testing::CliResult one =
+            Run(base + " --tp " + std::to_string(tp) + " --pp " + std::to_string(pp) + " --cp " +
+                std::to_string(cp) + " --dp " + std::to_string(dp));
+        ASSERT_EQ(one.exit_code, 0) << one.err;
+        Json k;
+        ASSERT_TRUE(Json::Parse(one.out, &k));
+        if (!k.Find("fits")->boolean) continue;
+        ++fitting;
+        EXPECT_GE(Number(k, "step_s"), best * (1 - 1e-12))
+            << "TP " << tp << " PP " << pp << " CP " << cp << " DP " << dp;
+      }
+    }
+  }
+  EXPECT_GT(fitting, 0);
+}
+
 TEST_F(StepCli, RefusesWhatItCannotModelInOneLine) {
   // A config without intermediate_size: the file and the field.
   const std::string path = Write("attention-only.json",
@@ -110,6 +146,13 @@ TEST_F(StepCli, RefusesWhatItCannotModelInOneLine) {
       Run("step --model llama-3.1-8b -t dgx-h100-1node --seq 4K --pp 3 --cp 1 --tp 1 --dp 1 "
           "--gpus 8 -q");
   EXPECT_EQ(r.exit_code, 2);
+  // A search without a global batch, and one where nothing fits (405B on 8 GPUs).
+  r = Run("step --model llama-3.1-8b -t dgx-h100-1node --seq 4K --search -q");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--global-batch: required"), std::string::npos) << r.err;
+  r = Run("step --model llama-3.1-405b -t dgx-h100-1node --seq 8K --global-batch 16 --search -q");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("no configuration of 8 GPUs fits"), std::string::npos) << r.err;
   r = Run("step --model llama-3.1-8b -t dgx-h100-1node --seq 4K --recompute sometimes -q");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--recompute"), std::string::npos) << r.err;
