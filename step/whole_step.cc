@@ -85,6 +85,58 @@ std::string MegatronStepFlags(const StepOptions& o, int64_t layers) {
   return flags;
 }
 
+// What would make a step that does not fit fit, each change alone, its memory estimated with the
+// attention layer's peak scaled by the change (halved by twice the TP or CP): full recompute, TP,
+// CP (taken from DP) or PP doubled where the cluster and model allow.
+std::string WhatWouldFit(const StepRequest& r, const StepOptions& o, double attention_peak,
+                         double capacity) {
+  struct Change {
+    std::string what;
+    StepOptions options;
+    double peak_factor;
+  };
+  std::vector<Change> changes;
+  if (o.recompute != Recompute::kFull) {
+    StepOptions full = o;
+    full.recompute = Recompute::kFull;
+    changes.push_back({"full recompute", full, 1.0});
+  }
+  const int64_t node = r.cluster.levels.front().group_size;
+  StepOptions tp = o;
+  tp.tp *= 2;
+  tp.cp = o.cp % 2 == 0 ? o.cp / 2 : o.cp;
+  tp.dp = o.cp % 2 == 0 ? o.dp : o.dp / 2;
+  if (node % tp.tp == 0 && r.model.q_heads % tp.tp == 0 && r.model.kv_heads % tp.tp == 0 &&
+      tp.gpus() == o.gpus() && ValidateStepOptions(tp).ok())
+    changes.push_back({"TP " + std::to_string(tp.tp), tp, 0.5});
+  if (o.dp % 2 == 0 && r.seq % (4 * o.cp) == 0) {
+    StepOptions cp = o;
+    cp.cp *= 2;
+    cp.dp /= 2;
+    if (ValidateStepOptions(cp).ok()) {
+      changes.push_back(
+          {"CP " + std::to_string(cp.cp) + " (DP " + std::to_string(cp.dp) + ")", cp, 0.5});
+    }
+  }
+  if (o.dp % 2 == 0 && SplitLayers(r.model.layers, o.pp * 2, o.vpp).ok()) {
+    StepOptions pp = o;
+    pp.pp *= 2;
+    pp.dp /= 2;
+    if (ValidateStepOptions(pp).ok())
+      changes.push_back(
+          {"PP " + std::to_string(pp.pp) + " (DP " + std::to_string(pp.dp) + ")", pp, 1.0});
+  }
+  std::string fits;
+  for (const Change& c : changes) {
+    const double bytes =
+        EstimateStepMemory(r.model, c.options, r.seq, attention_peak * c.peak_factor).total_bytes();
+    if (bytes <= capacity)
+      fits += (fits.empty() ? "" : ", ") + c.what + " (about " + FormatBytes(bytes) + ")";
+  }
+  return fits.empty() ? "none of full recompute, twice the TP, CP or PP fits alone"
+                      : "would fit with " + fits;
+}
+
 }  // namespace
 
 Result<StepAnswer> AnswerStep(const StepRequest& request) {
@@ -127,6 +179,12 @@ Result<StepAnswer> AnswerStep(const StepRequest& request) {
     break;
   }
   const StepOptions& o = answer.options;
+  if (!answer.fits) {
+    answer.notes.push_back(
+        "does not fit by " +
+        FormatBytes(answer.memory.total_bytes() - answer.memory_capacity_bytes) + ": " +
+        WhatWouldFit(request, o, answer.plan->peak_memory_bytes, answer.memory_capacity_bytes));
+  }
   if (request.framework != planner::Framework::kAny) {
     answer.framework_settings = answer.attention->FrameworkRunOf(*answer.plan).settings;
     if (request.framework == planner::Framework::kMegatron)

@@ -67,8 +67,7 @@ std::string StepText(const step::StepRequest& r, const step::StepAnswer& a) {
   const double over = a.memory.total_bytes() - a.memory_capacity_bytes;
   out += a.fits ? "  fits in " + ShortBytes(a.memory_capacity_bytes) + "\n"
                 : "  DOES NOT FIT: " + ShortBytes(over) + " over " +
-                      ShortBytes(a.memory_capacity_bytes) +
-                      " (more TP or PP, full recompute, or more CP would shrink it)\n";
+                      ShortBytes(a.memory_capacity_bytes) + " (see the note below)\n";
   out += "\nattention: " + PlanText(a) + ", " + ShortSeconds(a.attention_s.forward_backward_s) +
          " per micro-batch (all layers, fwd+bwd)\n";
   if (!a.framework_settings.empty()) {

@@ -36,6 +36,12 @@ TEST_F(StepCli, SeventyBAtOneMillionFitsOnlyWithFullRecompute) {
   EXPECT_FALSE(j.Find("fits")->boolean);
   const double kept = 80.0 * 32768 * 34336;
   EXPECT_NEAR(Number(*j.Find("memory"), "activations_bytes"), kept, kept * 1e-9);
+  // It says what would fit: full recompute (TP 16 would span two nodes, and DP 1 leaves no GPU to
+  // take for more CP or PP).
+  bool says = false;
+  for (const Json& note : j.Find("notes")->items)
+    says = says || note.string.find("would fit with full recompute (about ") != std::string::npos;
+  EXPECT_TRUE(says) << none.out;
   const testing::CliResult full = Run(base + "full");
   ASSERT_EQ(full.exit_code, 0) << full.err;
   ASSERT_TRUE(Json::Parse(full.out, &j));
