@@ -148,4 +148,33 @@ Result<StepSearch> SearchStepConfigs(const StepRequest& request, const FixedDegr
   return search;
 }
 
+Result<FrameworkComparison> CompareFrameworks(const StepRequest& request,
+                                              const FixedDegrees& fixed) {
+  StepRequest any = request;
+  any.framework = planner::Framework::kAny;
+  MESHPLAN_ASSIGN_OR_RETURN(StepSearch overall, SearchStepConfigs(any, fixed));
+  if (overall.ranked.empty()) return Status::Invalid("--search: no configuration has a plan");
+  FrameworkComparison out;
+  out.overall = overall.ranked.front();
+  // The overall best's attention, to ask each framework whether it runs that plan.
+  StepRequest best = any;
+  best.options = out.overall.options;
+  MESHPLAN_ASSIGN_OR_RETURN(StepAnswer answer, AnswerStep(best));
+  const planner::FrameworkJob job = answer.attention->prepared.Job();
+  for (planner::Framework f : {planner::Framework::kMegatron, planner::Framework::kYunchang,
+                               planner::Framework::kInternEvo}) {
+    FrameworkBest fb{f, std::nullopt, ""};
+    StepRequest one = request;
+    one.framework = f;
+    auto search = SearchStepConfigs(one, fixed);
+    if (search.ok() && !search->ranked.empty()) fb.best = search->ranked.front();
+    if (!fb.best || fb.best->step_s > out.overall.step_s * (1 + 1e-9)) {
+      fb.why_not_overall =
+          planner::RunIn(f, answer.plan->params, answer.attention->workload(), job).why_not;
+    }
+    out.frameworks.push_back(std::move(fb));
+  }
+  return out;
+}
+
 }  // namespace meshplan::step

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "core/base/status.h"
@@ -43,5 +45,21 @@ struct StepSearch {
 // for every configuration). Errors: no global batch, and AnswerStep's for the model and cluster
 // (not per configuration: a configuration the planner refuses is left out).
 Result<StepSearch> SearchStepConfigs(const StepRequest& request, const FixedDegrees& fixed);
+
+// Each framework's best configuration (Megatron, yunchang, InternEvo) beside the best over every
+// plan, and why each framework cannot run the latter's attention plan ("" when it can, or when its
+// own best is as fast).
+struct FrameworkBest {
+  planner::Framework framework;
+  std::optional<SearchedStep> best;  // nullopt: no configuration it runs
+  std::string why_not_overall;       // why it cannot run the overall best's plan
+};
+struct FrameworkComparison {
+  SearchedStep overall;  // the search over every plan (Framework::kAny)
+  std::vector<FrameworkBest> frameworks;
+};
+// Errors: SearchStepConfigs's for the overall search.
+Result<FrameworkComparison> CompareFrameworks(const StepRequest& request,
+                                              const FixedDegrees& fixed);
 
 }  // namespace meshplan::step

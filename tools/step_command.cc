@@ -31,9 +31,10 @@ struct StepFlags {
   std::string format = "text";
   std::string out;
   bool quiet = false;
-  bool search = false;       // --search: the degrees not given are searched
-  step::FixedDegrees given;  // the degrees given on the command line (0: not given)
-  int top = 10;              // --top: configurations listed by a search
+  bool search = false;              // --search: the degrees not given are searched
+  step::FixedDegrees given;         // the degrees given on the command line (0: not given)
+  int top = 10;                     // --top: configurations listed by a search
+  bool compare_frameworks = false;  // --compare-frameworks: each framework's best beside it
 };
 
 // `result`, its error prefixed by the flag it came from.
@@ -95,6 +96,8 @@ Result<step::StepRequest> MakeStepRequest(const StepFlags& f) {
 
 int RunStep(const StepFlags& f) {
   if (Status s = CheckFormat(f.format, {"text", "json"}); !s.ok()) return ReportError(s);
+  if (f.compare_frameworks && (!f.search || f.format == "json"))
+    return ReportError(Status::Invalid("--compare-frameworks: only with --search and text output"));
   if (!f.out.empty()) {
     if (Status s = CheckWritableOutput(f.out); !s.ok()) return ReportError(s);
   }
@@ -115,10 +118,14 @@ int RunStep(const StepFlags& f) {
     best.options = search->ranked.front().options;
     auto answer = step::AnswerStep(best);
     if (!answer.ok()) return ReportError(answer.status());
-    return EmitReport(
-        f.out,
-        report::StepSearchText(*search, f.top) + "\nthe best:\n" + report::StepText(best, *answer),
-        f.quiet);
+    std::string text = report::StepSearchText(*search, f.top);
+    if (f.compare_frameworks) {
+      auto comparison = step::CompareFrameworks(*request, f.given);
+      if (!comparison.ok()) return ReportError(comparison.status());
+      text += "\nby framework (each one's best, beside the best over every plan):\n" +
+              report::FrameworkComparisonText(*comparison);
+    }
+    return EmitReport(f.out, text + "\nthe best:\n" + report::StepText(best, *answer), f.quiet);
   }
   auto answer = step::AnswerStep(*request);
   if (!answer.ok()) return ReportError(answer.status());
@@ -182,6 +189,9 @@ Runner RegisterStepCommand(CLI::App& app) {
                 "that fits; needs --global-batch");
   cmd->add_option("--top", flags->top, "Configurations a search lists (0: all)")
       ->capture_default_str();
+  cmd->add_flag("--compare-frameworks", flags->compare_frameworks,
+                "With --search: each framework's best configuration beside the best over every "
+                "plan, and why each cannot run the latter");
   return [cmd, flags] {
     StepFlags f = *flags;
     f.given.tp = cmd->count("--tp") > 0 ? f.options.tp : 0;

@@ -166,6 +166,30 @@ std::string StepSearchText(const step::StepSearch& search, int top) {
          "found)\n";
 }
 
+std::string FrameworkComparisonText(const step::FrameworkComparison& c) {
+  const auto degrees = [](const step::StepOptions& o) {
+    return std::to_string(o.tp) + " x " + std::to_string(o.cp) + " x " + std::to_string(o.dp) +
+           " x " + std::to_string(o.pp);
+  };
+  std::vector<std::vector<std::string>> rows = {
+      {"framework", "TP x CP x DP x PP", "step", "TFLOP/s/GPU", "attention"}};
+  rows.push_back({"any (every plan)", degrees(c.overall.options), ShortSeconds(c.overall.step_s),
+                  Fixed(c.overall.model_tflops_per_gpu, 1), c.overall.plan});
+  std::string why;
+  for (const step::FrameworkBest& f : c.frameworks) {
+    const std::string name(planner::FrameworkName(f.framework));
+    if (!f.best) {
+      rows.push_back({name, "-", "-", "-", "no configuration it runs"});
+    } else {
+      rows.push_back({name, degrees(f.best->options), ShortSeconds(f.best->step_s),
+                      Fixed(f.best->model_tflops_per_gpu, 1), f.best->plan});
+    }
+    if (!f.why_not_overall.empty())
+      why += "  " + name + " cannot run the best plan: " + f.why_not_overall + "\n";
+  }
+  return Columns(rows, "", true) + why;
+}
+
 std::string StepSearchJson(const step::StepSearch& search) {
   JsonWriter j;
   j.BeginObject();

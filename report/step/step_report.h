@@ -24,5 +24,7 @@ std::string StepSearchText(const step::StepSearch& search, int top);
 // JSON: "configurations" (each: tp, cp, dp, pp, recompute, step_s, model_tflops_per_gpu,
 // memory_bytes, fits, attention_plan), "candidates", "evaluated".
 std::string StepSearchJson(const step::StepSearch& search);
+// Each framework's best beside the best over every plan, and why it cannot run the latter.
+std::string FrameworkComparisonText(const step::FrameworkComparison& comparison);
 
 }  // namespace meshplan::report

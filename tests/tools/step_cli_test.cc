@@ -129,6 +129,25 @@ TEST_F(StepCli, TheSearchFindsTheFastestOfEveryConfigurationAnsweredAlone) {
   EXPECT_GT(fitting, 0);
 }
 
+TEST_F(StepCli, EachFrameworksBestSaysWhyItCannotRunTheOverallBest) {
+  const testing::CliResult r =
+      Run("step --model llama-3.1-70b -t dgx-h100-32node --seq 1M --global-batch 8 --search "
+          "--compare-frameworks --top 3 -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_NE(r.out.find("any (every plan)  "), std::string::npos) << r.out;
+  // The best over every plan is Mesh-like (attention2d-o or mesh), which none of the three
+  // frameworks implements: each is slower and says why.
+  for (const char* name : {"megatron", "yunchang", "internevo"}) {
+    EXPECT_NE(r.out.find("\n" + std::string(name) + " "), std::string::npos) << name;
+    EXPECT_NE(r.out.find("  " + std::string(name) + " cannot run the best plan: "),
+              std::string::npos)
+        << name << "\n"
+        << r.out;
+  }
+  EXPECT_EQ(Run("step --model llama-3.1-8b -t dgx-h100-1node --compare-frameworks -q").exit_code,
+            2);
+}
+
 TEST_F(StepCli, RefusesWhatItCannotModelInOneLine) {
   // A config without intermediate_size: the file and the field.
   const std::string path = Write("attention-only.json",
