@@ -35,7 +35,9 @@ ShardBytes ComputeShardBytes(const Workload& workload, int64_t num_ranks);
 // Receives rank `rank`'s program as soon as an expansion has completed it (the programs of
 // different ranks do not depend on one another) and may replace it, e.g. with the simulator's
 // smaller timing view, so that a consumer never holds every rank's full program at once.
-using RankProgramHook = std::function<void(int64_t rank, RankProgram& program)>;
+// Returns false to stop the expansion (its consumer has seen enough: a replay over its memory
+// limit); the expansion then ends with sched::ExpansionStopped().
+using RankProgramHook = std::function<bool(int64_t rank, RankProgram& program)>;
 
 // REQUIRES: workload.Validate() and topology.Validate() are ok; both outlive the context.
 // Not thread-safe: it caches routes and per-rank work across evaluations.

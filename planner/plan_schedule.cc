@@ -7,6 +7,7 @@
 
 #include "planner/context.h"
 #include "planner/evaluate_plan.h"
+#include "planner/schedule_builder.h"
 #include "planner/schemes/registry.h"
 #include "planner/strategy.h"
 
@@ -28,7 +29,7 @@ Result<PlanSchedule> ExpandPlan(const Plan& plan, const Topology& topology,
   if (rank_done) {
     ctx.rank_done = [&](int64_t rank, RankProgram& program) {
       handed[static_cast<size_t>(rank)] = 1;
-      rank_done(rank, program);
+      return rank_done(rank, program);
     };
   }
   const std::unique_ptr<Strategy> strategy = MakeStrategy(plan.params.scheme);
@@ -50,7 +51,8 @@ Result<PlanSchedule> ExpandPlan(const Plan& plan, const Topology& topology,
   out.schedule = std::move(schedule).value();
   if (rank_done) {
     for (size_t r = 0; r < out.schedule.ranks.size(); ++r) {
-      if (handed[r] == 0) rank_done(static_cast<int64_t>(r), out.schedule.ranks[r]);
+      if (handed[r] == 0 && !rank_done(static_cast<int64_t>(r), out.schedule.ranks[r]))
+        return sched::ExpansionStopped();
     }
   }
 

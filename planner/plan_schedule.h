@@ -35,7 +35,8 @@ struct PlanSchedule {
 // REQUIRES: plan came from ParsePlanToml/LoadPlanFile (validated workload) and topology is valid.
 // `rank_done` (optional) is called once per rank with that rank's complete program and may
 // replace it: during the expansion where the scheme's expansion supports it (the Mesh
-// tile family, whose programs are P^2 blocks), after it for every other rank.
+// tile family, whose programs are P^2 blocks), after it for every other rank. Its false stops the
+// expansion, which then returns sched::ExpansionStopped().
 Result<PlanSchedule> ExpandPlan(const Plan& plan, const Topology& topology,
                                 const RankProgramHook& rank_done = {});
 

@@ -102,8 +102,12 @@ Schedule NewSchedule(const PlanContext& ctx, const SchemeParams& params, const S
   return s;
 }
 
-void HandOver(const PlanContext& ctx, int64_t rank, RankProgram& program) {
-  if (ctx.rank_done) ctx.rank_done(rank, program);
+bool HandOver(const PlanContext& ctx, int64_t rank, RankProgram& program) {
+  return !ctx.rank_done || ctx.rank_done(rank, program);
+}
+
+Status ExpansionStopped() {
+  return Status::Invalid("the expansion was stopped by its consumer (PlanContext::rank_done)");
 }
 
 }  // namespace meshplan::planner::sched

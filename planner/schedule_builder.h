@@ -70,6 +70,8 @@ Schedule NewSchedule(const PlanContext& ctx, const SchemeParams& params, const S
 // Hands rank `rank`'s complete program to ctx.rank_done, when set, which may replace it (the
 // simulator keeps only its timing view): every scheme calls it as it finishes each rank, so that
 // an expansion never holds every rank's full program at once (PlanContext::rank_done).
-void HandOver(const PlanContext& ctx, int64_t rank, RankProgram& program);
+// Returns false when the hook asks to stop: the expansion then returns ExpansionStopped().
+bool HandOver(const PlanContext& ctx, int64_t rank, RankProgram& program);
+Status ExpansionStopped();
 
 }  // namespace meshplan::planner::sched

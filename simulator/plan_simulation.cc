@@ -113,13 +113,16 @@ Result<PlanSimulation> SimulatePlan(const Plan& plan, const Topology& topology,
     if (symmetry) check.emplace(*symmetry, DimNames(plan));
     bool checking = check.has_value();  // no pair has failed yet
     bool dropped = false;               // a rank's program was dropped unviewed
-    // The memory the replay will need, projected as the programs come (SimOptions).
-    const int64_t kept_ranks = symmetry ? symmetry->Classes() : topology.num_gpus();
+    // The memory the replay will need, projected as the programs come (SimOptions): the
+    // symmetry classes' representatives while the check holds, every rank once it has failed
+    // (from then on every program is kept).
+    int64_t kept_ranks = symmetry ? symmetry->Classes() : topology.num_gpus();
     double seen_bytes = 0, projected_bytes = 0;
     int64_t seen_ranks = 0;
     bool over_limit = false;
     auto keep = [&](RankProgram& program) {  // false: over the limit, program dropped
       if (options.memory_limit_bytes <= 0) return true;
+      if (check && !checking) kept_ranks = topology.num_gpus();
       if (!over_limit) {
         seen_bytes += ProgramBytes(program);
         projected_bytes = ProjectedReplayBytes(seen_bytes, ++seen_ranks, kept_ranks, view_only);
@@ -137,18 +140,24 @@ Result<PlanSimulation> SimulatePlan(const Plan& plan, const Topology& topology,
         if (checking && !symmetry->IsRepresentative(rank)) {
           dropped = true;
           program = RankProgram{};
-          return;
+          return true;
         }
-        if (keep(program)) sink.Take(rank, program);
+        if (!keep(program)) return false;  // over the limit: stop the expansion
+        sink.Take(rank, program);
+        return true;
       };
     } else if (options.memory_limit_bytes > 0) {
-      hook = [&](int64_t, RankProgram& program) { keep(program); };
+      hook = [&](int64_t, RankProgram& program) { return keep(program); };
     }
-    MESHPLAN_ASSIGN_OR_RETURN(auto expanded, planner::ExpandPlan(plan, topology, hook));
+    auto expansion = planner::ExpandPlan(plan, topology, hook);
+    if (over_limit && check && !checking && symmetry_note.empty())
+      symmetry_note = "off (a rank's program differs from its images: every rank is replayed)";
     if (over_limit) {
       return MemoryRefusal(projected_bytes, seen_bytes / static_cast<double>(seen_ranks),
                            kept_ranks, topology.num_gpus(), options, symmetry_note);
     }
+    if (!expansion.ok()) return expansion.status();
+    auto expanded = std::move(expansion).value();
     if (check) {
       const Status verified = check->Verify(expanded.schedule.groups);
       if (!verified.ok()) {

@@ -145,7 +145,7 @@ Result<Schedule> AllGatherKVStrategy::Expand(const PlanContext& ctx,
           sched::Deps({sched::LastOnStream(prog, StreamId::kCompute)}));
       if (scatter) prog.ops[*scatter].kv_shard = static_cast<int32_t>(r);
     }
-    sched::HandOver(ctx, r, prog);
+    if (!sched::HandOver(ctx, r, prog)) return sched::ExpansionStopped();
   }
   return s;
 }

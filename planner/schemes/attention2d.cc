@@ -186,7 +186,7 @@ Result<Schedule> Attention2DStrategy::Expand(const PlanContext& ctx,
       collective(OpKind::kReduceScatter, Phase::kBackward, qg, kTensorDQ, bwd_dq, done);
       collective(OpKind::kReduceScatter, Phase::kBackward, kvg, kTensorDKV, bwd_dkv, done);
     }
-    sched::HandOver(ctx, g, prog);
+    if (!sched::HandOver(ctx, g, prog)) return sched::ExpansionStopped();
   }
   return s;
 }

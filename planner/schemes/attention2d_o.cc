@@ -455,7 +455,7 @@ Result<Schedule> Attention2DOverlapStrategy::Expand(const PlanContext& ctx,
       const bool cached = params.cache_forward && HasForward(w.pass);
       EmitPhase(prog, ctx, layout, bwd, v, start, cached ? &forward : nullptr);
     }
-    sched::HandOver(ctx, g, prog);
+    if (!sched::HandOver(ctx, g, prog)) return sched::ExpansionStopped();
   }
   return s;
 }

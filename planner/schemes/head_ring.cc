@@ -220,8 +220,8 @@ void EmitDoubleRing(RankProgram& prog, const PlanContext& ctx, const ShardLayout
 
 }  // namespace
 
-Schedule ExpandHeadRing(const PlanContext& ctx, const SchemeParams& params,
-                        const ShardLayout& layout, int64_t u, int64_t r, int64_t w) {
+Result<Schedule> ExpandHeadRing(const PlanContext& ctx, const SchemeParams& params,
+                                const ShardLayout& layout, int64_t u, int64_t r, int64_t w) {
   const Workload& wl = ctx.workload;
   const ShardBytes& b = ctx.shard;
   // All-to-all over u ranks of x bytes per rank sends (u-1)/u*x (docs/schemes.md, Ulysses row).
@@ -261,7 +261,7 @@ Schedule ExpandHeadRing(const PlanContext& ctx, const SchemeParams& params,
                      bwd_out, Deps({LastOnStream(prog, StreamId::kCompute)}),
                      A2ADirection::kHeadsToSeq);
     }
-    sched::HandOver(ctx, g, prog);
+    if (!sched::HandOver(ctx, g, prog)) return sched::ExpansionStopped();
   }
   return s;
 }

@@ -29,7 +29,7 @@ Estimate HeadRingEstimate(const PlanContext& ctx, const SchemeParams& p,
 // the u ranks of rho), the double ring over the r ranks of one head index, all-to-all out.
 // docs/schedules.md describes every op.
 // REQUIRES: sched::CheckGrid passed; w >= 1 divides r.
-Schedule ExpandHeadRing(const PlanContext& ctx, const SchemeParams& params,
-                        const ShardLayout& layout, int64_t u, int64_t r, int64_t w);
+Result<Schedule> ExpandHeadRing(const PlanContext& ctx, const SchemeParams& params,
+                                const ShardLayout& layout, int64_t u, int64_t r, int64_t w);
 
 }  // namespace meshplan::planner::schemes

@@ -263,7 +263,8 @@ class MeshExpander {
         prog.ops.reserve(op_bound);
         prog.deps.reserve(dep_bound);
         EmitRank(prog, m, u, sc);
-        sched::HandOver(ctx_, u + U_ * m, prog);  // complete: it may be replaced
+        // Complete: it may be replaced, or the consumer may stop the expansion.
+        if (!sched::HandOver(ctx_, u + U_ * m, prog)) return sched::ExpansionStopped();
       }
     }
     return sched;

@@ -127,7 +127,7 @@ Result<Schedule> RingStrategy::Expand(const PlanContext& ctx, const SchemeParams
       pass.own_shard_last = params.cache_forward;  // chain order: the last hop hides behind it
       sched::EmitRingPass(s.ranks[r], ctx, layout, pass);
     }
-    sched::HandOver(ctx, r, s.ranks[r]);
+    if (!sched::HandOver(ctx, r, s.ranks[r])) return sched::ExpansionStopped();
   }
   return s;
 }

@@ -9,6 +9,7 @@
 #include <tuple>
 #include <vector>
 
+#include "planner/schedule_builder.h"
 #include "planner/schemes/registry.h"
 #include "planner/strategy.h"
 #include "tests/planner/test_cluster.h"
@@ -171,6 +172,7 @@ TEST(ExpandPlanTest, EverySchemeHandsEachRankOverAsItCompletes) {
       ++handed[static_cast<size_t>(rank)];
       complete = complete && !program.ops.empty();
       program = RankProgram{};
+      return true;
     };
     int expanded = 0;
     for (const SchemeParams& params : strategy->Enumerate(ctx)) {
@@ -189,6 +191,36 @@ TEST(ExpandPlanTest, EverySchemeHandsEachRankOverAsItCompletes) {
     }
     EXPECT_GT(expanded, 0) << SchemeName(scheme) << ": no parameters expanded on 8 GPUs";
     EXPECT_TRUE(complete) << SchemeName(scheme) << ": an empty program was handed over";
+  }
+}
+
+// Issue 49: a consumer that has seen enough (a replay over its memory limit) stops the expansion:
+// the hook's false at the first rank handed over ends every scheme's expansion there, with
+// ExpansionStopped, the hook called once.
+TEST(ExpandPlanTest, AHookThatSaysStopEndsEverySchemesExpansion) {
+  Workload w = MeshPlan(2, 4).workload;
+  w.kv_heads = 8;
+  const Topology topology = Cluster(2);
+  for (const Scheme& scheme : AllSchemes()) {
+    const Strategy* strategy = FindStrategy(scheme);
+    ASSERT_NE(strategy, nullptr) << SchemeName(scheme);
+    PlanContext ctx(w, topology);
+    int calls = 0;
+    ctx.rank_done = [&](int64_t, RankProgram&) {
+      ++calls;
+      return false;
+    };
+    for (const SchemeParams& params : strategy->Enumerate(ctx)) {
+      calls = 0;
+      auto schedule = strategy->Expand(ctx, params);
+      if (calls == 0) continue;  // refused before any rank (not this test's case)
+      EXPECT_FALSE(schedule.ok()) << SchemeName(scheme) << " " << DescribeParams(params);
+      if (!schedule.ok()) {
+        EXPECT_EQ(schedule.status().message(), sched::ExpansionStopped().message());
+      }
+      EXPECT_EQ(calls, 1) << SchemeName(scheme) << " " << DescribeParams(params);
+      break;
+    }
   }
 }
 

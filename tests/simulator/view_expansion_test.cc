@@ -73,30 +73,34 @@ TEST(ViewExpansion, TheViewMadeDuringTheExpansionReplaysLikeTheViewOfTheFullSche
 
 TEST(ViewExpansion, TheReplayFormMadeDuringTheExpansionReplaysLikeTheViewsOps) {
   const Topology topology = Load("dgx-h100-4node.toml");
-  const int compared = testing::ForEachTopPlan(
-      topology, [&](const Plan& plan, const Workload& w, const std::string& what) {
-        SimOptions options;
-        options.record_op_times = false;
-        CoalescingSink views(topology.num_gpus());
-        auto expanded = planner::ExpandPlan(
-            plan, topology, [&](int64_t rank, RankProgram& program) { views.Take(rank, program); });
-        ASSERT_TRUE(expanded.ok()) << what;
-        auto from_ops = SimulateView(views.Finish(std::move(expanded->schedule)), topology,
-                                     expanded->rank_to_gpu, w.dtype, options);
-        ASSERT_TRUE(from_ops.ok()) << what << ": " << from_ops.status().message();
-        ReplayViewSink forms(topology.num_gpus());
-        auto again = planner::ExpandPlan(
-            plan, topology, [&](int64_t rank, RankProgram& program) { forms.Take(rank, program); });
-        ASSERT_TRUE(again.ok()) << what;
-        for (const RankProgram& program : again->schedule.ranks)
-          EXPECT_TRUE(program.ops.empty()) << what;
-        auto form = forms.Finish(std::move(again->schedule));
-        ASSERT_TRUE(form.ok()) << what << ": " << form.status().message();
-        auto from_form = SimulateReplayView(std::move(form).value(), topology, again->rank_to_gpu,
-                                            w.dtype, options);
-        ASSERT_TRUE(from_form.ok()) << what << ": " << from_form.status().message();
-        ExpectSameResult(*from_ops, *from_form, what);
-      });
+  const int compared = testing::ForEachTopPlan(topology, [&](const Plan& plan, const Workload& w,
+                                                             const std::string& what) {
+    SimOptions options;
+    options.record_op_times = false;
+    CoalescingSink views(topology.num_gpus());
+    auto expanded = planner::ExpandPlan(plan, topology, [&](int64_t rank, RankProgram& program) {
+      views.Take(rank, program);
+      return true;
+    });
+    ASSERT_TRUE(expanded.ok()) << what;
+    auto from_ops = SimulateView(views.Finish(std::move(expanded->schedule)), topology,
+                                 expanded->rank_to_gpu, w.dtype, options);
+    ASSERT_TRUE(from_ops.ok()) << what << ": " << from_ops.status().message();
+    ReplayViewSink forms(topology.num_gpus());
+    auto again = planner::ExpandPlan(plan, topology, [&](int64_t rank, RankProgram& program) {
+      forms.Take(rank, program);
+      return true;
+    });
+    ASSERT_TRUE(again.ok()) << what;
+    for (const RankProgram& program : again->schedule.ranks)
+      EXPECT_TRUE(program.ops.empty()) << what;
+    auto form = forms.Finish(std::move(again->schedule));
+    ASSERT_TRUE(form.ok()) << what << ": " << form.status().message();
+    auto from_form =
+        SimulateReplayView(std::move(form).value(), topology, again->rank_to_gpu, w.dtype, options);
+    ASSERT_TRUE(from_form.ok()) << what << ": " << from_form.status().message();
+    ExpectSameResult(*from_ops, *from_form, what);
+  });
   EXPECT_GE(compared, 80);
 }
 
@@ -150,6 +154,7 @@ TEST(ViewExpansion, ExpandPlanHandsEveryRankToTheHookOnce) {
       ++calls[static_cast<size_t>(rank)];
       ops[static_cast<size_t>(rank)] = program.ops.size();
       program = RankProgram{};  // replaced: ExpandPlan must keep what the hook left
+      return true;
     });
     ASSERT_TRUE(expanded.ok()) << SchemeName(scheme);
     for (size_t r = 0; r < calls.size(); ++r) {

@@ -42,3 +42,51 @@ TEST_F(ReplayMemory33, SweepTakesMaxMemoryOnlyWithSimulate) {
 
 }  // namespace
 }  // namespace meshplan
+
+namespace meshplan {
+namespace {
+
+using ReplayMemory49 = testing::CliFixture;
+
+// Issue 49: a striped Mesh plan's ranks are not images of each other, so once the symmetry check
+// fails every rank's program is kept: the projection counts all 256 of them (about 87 KiB each
+// here, 21.7 MiB in all) and 16M refuses it. Before, it kept projecting one class's worth and
+// replayed past the limit (at 16384 ranks: 6-8 GB against --max-memory 256M, then out of memory).
+TEST_F(ReplayMemory49, AStripedMeshReplayPastTheLimitIsRefusedOnceItsSymmetryFails) {
+  ASSERT_EQ(Run("topo new --gpu h100-sxm5 --nodes 32 --gpus-per-node 8 --nic-gbps 400 -q -o " +
+                (dir_ / "c256.toml").string())
+                .exit_code,
+            0);
+  const std::string plan = Write("striped.toml", R"(schema_version = 1
+[workload]
+batch = 1
+seq = 1048576
+heads = 64
+kv_heads = 8
+head_dim = 128
+dtype = "bf16"
+partial_dtype = "fp32"
+mask = "causal"
+pass = "fwd+bwd"
+[topology]
+name = "h100-sxm5-32x8"
+gpus = 256
+[scheme]
+name = "mesh"
+layout = "striped"
+tile_a = 32
+tile_b = 8
+cache_forward = true
+reduce_chain = "owner-last"
+placement = ["kv", "q"]
+)");
+  const std::string cluster = " -t " + (dir_ / "c256.toml").string();
+  const testing::CliResult r = Run("simulate " + plan + cluster + " --max-memory 16M -q");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.err.find("256 ranks' programs"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("symmetry classes off"), std::string::npos) << r.err;
+  EXPECT_EQ(Run("simulate " + plan + cluster + " --max-memory 1G -q").exit_code, 0);
+}
+
+}  // namespace
+}  // namespace meshplan
