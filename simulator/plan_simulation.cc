@@ -131,11 +131,24 @@ Result<PlanSimulation> SimulatePlan(const Plan& plan, const Topology& topology,
       if (over_limit) program = RankProgram{};
       return !over_limit;
     };
+    // The ops of every rank's program, projected as they come (SimOptions::max_expansion_ops).
+    double seen_ops = 0, projected_ops = 0;
+    int64_t counted_ranks = 0;
+    bool too_many_ops = false;
+    auto count_ops = [&](const RankProgram& program) {  // false: past the limit
+      if (options.max_expansion_ops <= 0) return true;
+      seen_ops += static_cast<double>(program.ops.size());
+      projected_ops = seen_ops / static_cast<double>(++counted_ranks) *
+                      static_cast<double>(topology.num_gpus());
+      too_many_ops = projected_ops > static_cast<double>(options.max_expansion_ops);
+      return !too_many_ops;
+    };
     planner::RankProgramHook hook;
     int64_t handed = 0;
     if (view_only) {
       hook = [&](int64_t rank, RankProgram& program) {
         if (options.expansion_progress) options.expansion_progress(++handed, topology.num_gpus());
+        if (!count_ops(program)) return false;
         if (checking) checking = check->Take(rank, program);
         if (checking && !symmetry->IsRepresentative(rank)) {
           dropped = true;
@@ -146,10 +159,19 @@ Result<PlanSimulation> SimulatePlan(const Plan& plan, const Topology& topology,
         sink.Take(rank, program);
         return true;
       };
-    } else if (options.memory_limit_bytes > 0) {
-      hook = [&](int64_t, RankProgram& program) { return keep(program); };
+    } else if (options.memory_limit_bytes > 0 || options.max_expansion_ops > 0) {
+      hook = [&](int64_t, RankProgram& program) { return count_ops(program) && keep(program); };
     }
     auto expansion = planner::ExpandPlan(plan, topology, hook);
+    if (too_many_ops) {
+      return Status::Invalid(
+          "replaying this plan expands about " + std::to_string(std::llround(projected_ops)) +
+          " ops (" + std::to_string(topology.num_gpus()) + " ranks' programs of about " +
+          std::to_string(std::llround(seen_ops / static_cast<double>(counted_ranks))) +
+          " ops each), more than the limit of " + std::to_string(options.max_expansion_ops) +
+          " (minutes of expansion at about 20M ops/s); the planner's estimate (plan) covers it, "
+          "or fewer GPUs replay; simulate --max-ops sets the limit");
+    }
     if (over_limit && check && !checking && symmetry_note.empty())
       symmetry_note = "off (a rank's program differs from its images: every rank is replayed)";
     if (over_limit) {

@@ -49,6 +49,12 @@ struct SimOptions {
   // the need, the limit and `memory_limit_source`, before the replay allocates anything.
   double memory_limit_bytes = 0;
   std::string memory_limit_source;
+  // SimulatePlan only, > 0: the ops the expansion may emit over all ranks, projected after each
+  // rank (their mean so far times the ranks); past it the expansion stops and SimulatePlan fails
+  // with one line (kInvalidInput). Emission runs at about 20M ops/s on one core (a 16384-rank
+  // Mesh plan, 540M ops, takes 27 s), so the default 2^31 refuses replays that would expand for
+  // minutes: a Ring plan on 65536 GPUs emits 65536^2 x 2 = 8.6G ops. simulate --max-ops sets it.
+  int64_t max_expansion_ops = int64_t{1} << 31;
 };
 
 // The host memory a replay of `kept_ranks` programs needs, projected from `seen_program_bytes`,

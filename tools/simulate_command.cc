@@ -14,6 +14,7 @@
 
 #include "core/base/atomic_file.h"
 #include "core/base/escape.h"
+#include "core/base/units.h"
 #include "planner/plan_file.h"
 #include "report/capacity/charts.h"
 #include "report/runs/simulation_report.h"
@@ -45,6 +46,7 @@ struct SimulateFlags {
   bool no_symmetry = false;
   std::string model_name;  // --model: the model whose layers the plan serves
   std::string max_memory;  // --max-memory: host memory the replay may use ("": available now)
+  std::string max_ops;     // --max-ops: ops the expansion may emit ("": SimOptions' default)
 };
 
 // A rank or the end of a range: digits only, below `ranks`.
@@ -160,6 +162,11 @@ Result<sim::PlanSimulation> Replay(const SimulateFlags& flags, const Plan& plan,
   options.coalesce_compute = !flags.no_coalesce;
   options.use_symmetry = !flags.no_symmetry;
   MESHPLAN_RETURN_IF_ERROR(SetReplayMemoryLimit(flags.max_memory, &options));
+  if (!flags.max_ops.empty()) {
+    auto ops = ParseCount(flags.max_ops);
+    if (!ops.ok()) return ops.status().WithContext("--max-ops");
+    options.max_expansion_ops = *ops;
+  }
   std::shared_ptr<ProgressLine> line;
   if (!flags.quiet) {
     line = std::make_shared<ProgressLine>();
@@ -318,6 +325,9 @@ Runner RegisterSimulateCommand(CLI::App& app) {
                   "replay is projected to need more is refused as its programs are expanded, "
                   "before the replay (default: the memory available now, from /proc/meminfo "
                   "and the cgroup limit)");
+  cmd->add_option("--max-ops", flags->max_ops,
+                  "Ops the expansion may emit over all ranks (e.g. 4G), projected as each rank is "
+                  "expanded; past it the replay is refused (default 2^31, minutes of expansion)");
   cmd->add_flag("--quiet,-q", flags->quiet,
                 "No progress messages on stderr (replays over 2 s report every second)");
   return [flags] { return RunSimulate(*flags); };

@@ -88,5 +88,19 @@ placement = ["kv", "q"]
   EXPECT_EQ(Run("simulate " + plan + cluster + " --max-memory 1G -q").exit_code, 0);
 }
 
+// Issue 49: a replay whose expansion alone would run for minutes is refused as soon as its first
+// rank's program is seen (the ops projected over every rank), not left running: here the limit is
+// set below the four-rank plan's own ops.
+TEST_F(ReplayMemory49, AReplayThatWouldExpandPastMaxOpsIsRefusedAtOnce) {
+  const std::string plan = MakeFourRankPlan();
+  const testing::CliResult r = Run("simulate " + plan + " --max-ops 10 -q");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.err.find("replaying this plan expands about "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("(4 ranks' programs of about "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("more than the limit of 10 "), std::string::npos) << r.err;
+  EXPECT_EQ(Run("simulate " + plan + " -q").exit_code, 0);  // under the default
+  ExpectRefusedWith("simulate " + plan + " --max-ops many", {"--max-ops", "many"});
+}
+
 }  // namespace
 }  // namespace meshplan
