@@ -105,6 +105,7 @@ COMMANDS = (
     CommandSpec(("fit",), None, False, 8),
     CommandSpec(("bench",), None, False, 5),
     CommandSpec(("calibrate",), None, False, 4),
+    CommandSpec(("step",), None, False, 8),
     CommandSpec(("topo", "list"), None, False, 2),
     CommandSpec(("topo", "show"), "topology", False, 5),
     CommandSpec(("topo", "validate"), "topology", True, 8),
@@ -165,7 +166,8 @@ SHIPPED_TOPOLOGIES = ("dgx-h100-4gpu", "dgx-h100-1node", "dgx-h100-4node", "dgx-
                       "gb200-nvl72-4rack", "hypothetical-torus-16x16", "dgx-h100-128node")
 SMALL_TOPOLOGIES = ("dgx-h100-4gpu", "dgx-h100-1node", "dgx-a100-1node")
 BENCH_TOPOLOGIES = ("dgx-h100-4gpu", "dgx-h100-1node")
-SHIPPED_MODELS = ("llama-3.1-8b", "llama-3.1-70b", "gemma-2-27b", "qwen2.5-72b", "no-such-model")
+SHIPPED_MODELS = ("llama-3.1-8b", "llama-3.1-70b", "gemma-2-27b", "qwen2.5-72b", "llama-2-7b",
+                  "llama-3.1-405b", "no-such-model")
 SMALL_SEQS = ("256", "1K", "4K", "8K", "16K", "32K", "64K", "4096", "2^12", "1k", "4097")
 LARGE_SEQS = ("256K", "1M", "2^20", "1G")
 SMALL_SEQ_SHARE = 0.85  # --seq values <= 64K most of the time
@@ -184,6 +186,9 @@ VALID_VALUES = {
     "sim-gpus": ("4", "8", "4,8"),
     "tp": ("1", "2", "4", "8"),
     "tp-list": ("1", "1,2", "1..8"),
+    "step-gpus": ("4", "8", "16", "64", "256", "1024", "16384"),
+    "gemm-dtype": ("bf16", "fp8", "fp16", "fp32"),
+    "recompute": ("none", "selective", "full", "auto", "sometimes"),
     "dtype": ("bf16", "fp16", "fp32", "fp8"),
     "partial-dtype": ("fp32", "bf16"),
     "mask": ("full", "causal", "window:512", "window:1", "prefix:1K", "prefix:64",
@@ -247,6 +252,10 @@ COMMAND_FLAG_DOMAINS = {
     ("bench", "--batch"): "bench-count", ("bench", "--repeat"): "bench-repeat",
     ("execute", "--topology"): "topology", ("topo show", "--format"): "topo-format",
     ("calibrate", "--ranks"): "calibrate-ranks", ("calibrate", "--heads"): "small-count",
+    ("step", "--gpus"): "step-gpus", ("step", "--cp"): "tp", ("step", "--pp"): "tp",
+    ("step", "--vpp"): "tp", ("step", "--micro-batch"): "small-count",
+    ("step", "--global-batch"): "count", ("step", "--gemm-dtype"): "gemm-dtype",
+    ("step", "--recompute"): "recompute", ("step", "--topology"): "topology",
 }
 # Replays in the simulator are the expensive part of plan and sweep (8 replays of 256-GPU plans
 # take seconds): with --simulate, clusters, GPU counts and lengths come from small pools, and
