@@ -69,7 +69,7 @@ StepMemory EstimateStepMemory(const ModelConfig& m, const StepOptions& o, int64_
 
   const double shards = static_cast<double>(o.dp * o.cp);
   auto state = [&](double params) {
-    return params * (kBf16Bytes + kFp32Bytes + kOptimizerBytesPerParam / shards);
+    return params * (kBf16Bytes + o.grad_bytes_per_param() + kOptimizerBytesPerParam / shards);
   };
   const double first_total =
       state(first_params) + first_activations +
@@ -80,7 +80,7 @@ StepMemory EstimateStepMemory(const ModelConfig& m, const StepOptions& o, int64_
   StepMemory mem;
   mem.params = first_busier ? first_params : last_params;
   mem.weights_bytes = mem.params * kBf16Bytes;
-  mem.grads_bytes = mem.params * kFp32Bytes;
+  mem.grads_bytes = mem.params * o.grad_bytes_per_param();
   mem.optimizer_bytes = mem.params * kOptimizerBytesPerParam / shards;
   mem.activations_bytes = first_busier ? first_activations : last_activations;
   const bool has_logits = !first_busier || o.pp == 1;

@@ -16,7 +16,7 @@ namespace meshplan::step {
 struct StepMemory {
   double params = 0;             // parameters the GPU holds (its stage's layers / TP, embeddings)
   double weights_bytes = 0;      // bf16 parameters: 2 per parameter
-  double grads_bytes = 0;        // fp32 main gradients: 4 per parameter
+  double grads_bytes = 0;        // main gradients: 4 per parameter (fp32), 2 reduced in bf16
   double optimizer_bytes = 0;    // fp32 master copy and Adam's two moments, sharded over DP x CP
   double activations_bytes = 0;  // saved for the backward, every micro-batch in flight
   double transient_bytes = 0;    // the layer at work: attention's buffers or the logits

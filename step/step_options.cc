@@ -28,7 +28,8 @@ std::string StepOptions::Describe() const {
          std::to_string(gpus()) + " GPUs, micro-batch " + std::to_string(micro_batch) + " x " +
          std::to_string(micro_batches()) + " per step, " + std::string(DTypeName(gemm_dtype)) +
          " GEMMs, recompute " + std::string(RecomputeName(recompute)) +
-         (tp_comm_overlap ? ", TP comm overlapped" : "");
+         (tp_comm_overlap ? ", TP comm overlapped" : "") +
+         (grad_reduce_bf16 ? ", gradients reduced in bf16" : "");
 }
 
 Result<StageLayers> SplitLayers(int64_t layers, int64_t pp, int64_t vpp) {

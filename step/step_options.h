@@ -32,6 +32,10 @@ struct StepOptions {
   DType gemm_dtype = DType::kBf16;  // fp8: TransformerEngine's recipe (attention stays bf16)
   Recompute recompute = Recompute::kNone;
   bool tp_comm_overlap = false;  // TE's userbuffers: TP collectives hidden behind the GEMMs
+  // Megatron's --grad-reduce-in-bf16: the gradient buffer, and its reduce-scatter, in bf16 (2
+  // bytes a parameter) rather than fp32 (4, Megatron's default).
+  bool grad_reduce_bf16 = false;
+  double grad_bytes_per_param() const { return grad_reduce_bf16 ? 2 : 4; }
   // GPU memory held back for the CUDA context, NCCL's buffers and the allocator's fragmentation.
   double reserve_bytes = 0;
 

@@ -152,7 +152,7 @@ StepTime TimeStep(const ModelConfig& m, const StepOptions& o, const Topology& cl
   const double stage_s = attn + stage_gemm + stage_ew + stage_tp + stage_recompute + stage_p2p;
   t.pp_bubble_s = static_cast<double>(o.pp - 1) / static_cast<double>(o.vpp) * stage_s;
 
-  // The distributed optimizer: fp32 gradients reduce-scattered over DP x CP as the last
+  // The distributed optimizer: gradients (fp32, or bf16) reduce-scattered over DP x CP as the last
   // micro-batch's backward produces them (overlap_grad_reduce), bf16 parameters all-gathered
   // while the first micro-batch's forward needs them (overlap_param_gather); a bucket at least
   // of each is exposed.
@@ -161,7 +161,7 @@ StepTime TimeStep(const ModelConfig& m, const StepOptions& o, const Topology& cl
   if (shards > 1) {
     const Placement job = JobPlacement(o, true);
     const double shard_params = params / static_cast<double>(shards);
-    const double rs = comm.RingCollective(job, 1, shard_params * 4, nullptr);
+    const double rs = comm.RingCollective(job, 1, shard_params * o.grad_bytes_per_param(), nullptr);
     const double ag = comm.RingCollective(job, 1, shard_params * kBf16Bytes, nullptr);
     const double bucket =
         std::max(kBucketParams, kBucketParamsPerRank * static_cast<double>(shards));

@@ -82,6 +82,7 @@ std::string MegatronStepFlags(const StepOptions& o, int64_t layers) {
   }
   if (o.gemm_dtype == DType::kFp8) flags += " --fp8-format hybrid";
   if (o.tp_comm_overlap) flags += " --tp-comm-overlap";
+  if (o.grad_reduce_bf16) flags += " --grad-reduce-in-bf16";
   return flags;
 }
 

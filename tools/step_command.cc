@@ -170,6 +170,8 @@ Runner RegisterStepCommand(CLI::App& app) {
                   "Activation recompute: none, selective (core attention), full, or auto (none, "
                   "else full when none does not fit)")
       ->capture_default_str();
+  cmd->add_flag("--grad-reduce-in-bf16", flags->options.grad_reduce_bf16,
+                "Gradients kept and reduced in bf16 (Megatron's --grad-reduce-in-bf16), not fp32");
   cmd->add_flag("--tp-comm-overlap", flags->options.tp_comm_overlap,
                 "TP collectives overlapped with the GEMMs (TransformerEngine's userbuffers)");
   cmd->add_option("--framework", flags->framework,

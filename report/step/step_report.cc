@@ -28,7 +28,7 @@ std::vector<std::pair<std::pair<const char*, const char*>, double>> TimeParts(
 std::vector<std::pair<std::pair<const char*, const char*>, double>> MemoryParts(
     const step::StepMemory& m) {
   return {{{"weights_bytes", "weights (bf16)"}, m.weights_bytes},
-          {{"grads_bytes", "gradients (fp32)"}, m.grads_bytes},
+          {{"grads_bytes", "gradients"}, m.grads_bytes},
           {{"optimizer_bytes", "optimizer (sharded)"}, m.optimizer_bytes},
           {{"activations_bytes", "activations kept"}, m.activations_bytes},
           {{"transient_bytes", "layer at work"}, m.transient_bytes},
@@ -107,6 +107,8 @@ std::string StepJson(const step::StepRequest& r, const step::StepAnswer& a) {
   j.String(step::RecomputeName(a.options.recompute));
   j.Key("tp_comm_overlap");
   j.Bool(a.options.tp_comm_overlap);
+  j.Key("grad_reduce_in_bf16");
+  j.Bool(a.options.grad_reduce_bf16);
   j.Key("step_s");
   j.Number(a.step_s());
   j.Key("tokens_per_s_per_gpu");

@@ -58,6 +58,17 @@ TEST(StepMemory, EveryTermOfOneStageWorkedOut) {
   EXPECT_DOUBLE_EQ(EstimateStepMemory(Small(), Tp2Dp2(), 2048, 1e9).transient_bytes, 1e9);
 }
 
+TEST(StepMemory, GradientsReducedInBf16TakeTwoBytesAParameter) {
+  // The same stage as above with --grad-reduce-in-bf16: 2 bytes of gradient a parameter, not 4.
+  StepOptions o = Tp2Dp2();
+  o.grad_reduce_bf16 = true;
+  const double params = 66327552.0;
+  const StepMemory m = EstimateStepMemory(Small(), o, 2048, 0);
+  EXPECT_DOUBLE_EQ(m.grads_bytes, 2 * params);
+  EXPECT_DOUBLE_EQ(EstimateStepMemory(Small(), Tp2Dp2(), 2048, 0).total_bytes() - m.total_bytes(),
+                   2 * params);
+}
+
 TEST(StepMemory, FullRecomputeKeepsInputsAndRebuildsOneLayer) {
   // Each of 4 layers keeps 1024 bytes a token, and one layer is rebuilt whole (20496): 2048 x
   // (4 x 1024 + 20496).
