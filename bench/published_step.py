@@ -14,9 +14,10 @@ with-CP / without-CP speedup wherever that exceeds 1.05.
 
 Usage:
   python3 bench/published_step.py [--meshplan build/tools/meshplan] [--csv F] [--json FILE]
-                                  [--max-median F]
+                                  [--max-median F] [--require-ordered]
 
-Exit status: 0 on success; 1 when --max-median is given and the median |error| exceeds it; 2 when
+Exit status: 0 on success; 1 when --max-median is given and the median |error| exceeds it, or
+--require-ordered and a speedup is misordered or a search slower than NeMo's; 2 when
 something the suite needs fails (binary, file, meshplan run). Python 3 standard library only.
 """
 
@@ -59,6 +60,10 @@ def main():
     parser.add_argument("--csv", default=os.path.join(ROOT, "bench", "published", "nemo_step.csv"))
     parser.add_argument("--json", help="write the rows and the summary as JSON to this file")
     parser.add_argument("--max-median", type=float, help="fail (exit 1) above this median |error|")
+    parser.add_argument("--require-ordered", action="store_true",
+                        help="fail (exit 1) when a measured CP speedup over 1.05 is predicted as "
+                             "none, or meshplan's search is slower than a NeMo configuration "
+                             "that fits")
     args = parser.parse_args()
     if not os.access(args.meshplan, os.X_OK):
         fail(args.meshplan + ": not an executable (build first: bash tools/setup.sh)")
@@ -121,6 +126,10 @@ def main():
     if args.max_median is not None and median > args.max_median:
         print("published_step: median |error| %.3f exceeds %.3f" % (median, args.max_median),
               file=sys.stderr)
+        return 1
+    if args.require_ordered and (misordered or slower):
+        print("published_step: %d speedups misordered, %d searches slower than NeMo's" %
+              (misordered, slower), file=sys.stderr)
         return 1
     return 0
 
