@@ -5,8 +5,6 @@
 
 #include "core/base/units.h"
 #include "core/cost/attention_flops.h"
-#include "core/cost/gemm_time.h"
-#include "planner/schemes/registry.h"
 
 namespace meshplan::step {
 namespace {
@@ -77,12 +75,8 @@ Result<StepSearch> SearchStepConfigs(const StepRequest& request, const FixedDegr
         "--global-batch: required when the degrees are searched (every configuration must run "
         "the same sequences a step)");
   }
-  MESHPLAN_RETURN_IF_ERROR(request.model.RequireWholeModel());
-  if (!HasGemmRate(request.cluster.gpu, request.options.gemm_dtype)) {
-    return Status::Invalid(request.cluster.source + ": gpu.gemm_efficiency: no " +
-                           std::string(DTypeName(request.options.gemm_dtype)) +
-                           " GEMM rate stated for " + request.cluster.gpu.model);
-  }
+  MESHPLAN_RETURN_IF_ERROR(
+      RequireStepInputs(request.model, request.cluster, request.options.gemm_dtype));
   StepSearch search;
   struct Bounded {
     StepOptions options;
@@ -135,8 +129,7 @@ Result<StepSearch> SearchStepConfigs(const StepRequest& request, const FixedDegr
     s.model_tflops_per_gpu = answer->model_tflops_per_gpu;
     s.fits = answer->fits;
     s.memory_bytes = answer->memory.total_bytes();
-    s.plan = std::string(SchemeName(answer->plan->params.scheme)) + " " +
-             planner::DescribeParams(answer->plan->params);
+    s.plan = AttentionPlanText(*answer->plan);
     if (s.fits && (best_fitting < 0 || s.step_s < best_fitting)) best_fitting = s.step_s;
     search.ranked.push_back(std::move(s));
   }

@@ -21,6 +21,11 @@ Result<Recompute> ParseRecompute(std::string_view text) {
                          "' (expected none, selective, full or auto)");
 }
 
+std::string StepOptions::Degrees() const {
+  return std::to_string(tp) + " x " + std::to_string(cp) + " x " + std::to_string(dp) + " x " +
+         std::to_string(pp);
+}
+
 std::string StepOptions::Describe() const {
   return "TP " + std::to_string(tp) + " x CP " + std::to_string(cp) + " x DP " +
          std::to_string(dp) + " x PP " + std::to_string(pp) +

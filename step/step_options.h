@@ -45,6 +45,8 @@ struct StepOptions {
   }
   // Micro-batches each pipeline runs per step: global batch / (DP x micro batch).
   int64_t micro_batches() const { return global_batch_or_default() / (dp * micro_batch); }
+  // "4 x 4 x 8 x 1": TP x CP x DP x PP, as tables head them.
+  std::string Degrees() const;
   // "TP 4 x CP 4 x DP 8 x PP 1 (128 GPUs), micro-batch 1 x 32, bf16 GEMMs, recompute none"
   std::string Describe() const;
 };

@@ -5,6 +5,7 @@
 #include "core/base/units.h"
 #include "core/cost/gemm_time.h"
 #include "planner/evaluate_plan.h"
+#include "planner/schemes/registry.h"
 #include "planner/strategy.h"
 #include "step/model_shapes.h"
 
@@ -12,7 +13,7 @@ namespace meshplan::step {
 namespace {
 
 Status CheckRequest(const StepRequest& r) {
-  MESHPLAN_RETURN_IF_ERROR(r.model.RequireWholeModel());
+  MESHPLAN_RETURN_IF_ERROR(RequireStepInputs(r.model, r.cluster, r.options.gemm_dtype));
   MESHPLAN_RETURN_IF_ERROR(ValidateStepOptions(r.options));
   const StepOptions& o = r.options;
   if (r.cluster.num_gpus() != o.gpus()) {
@@ -20,12 +21,6 @@ Status CheckRequest(const StepRequest& r) {
                            " GPUs, but the cluster has " + std::to_string(r.cluster.num_gpus()));
   }
   if (auto split = SplitLayers(r.model.layers, o.pp, o.vpp); !split.ok()) return split.status();
-  if (!HasGemmRate(r.cluster.gpu, o.gemm_dtype)) {
-    return Status::Invalid(r.cluster.source + ": gpu.gemm_efficiency: no " +
-                           std::string(DTypeName(o.gemm_dtype)) + " GEMM rate stated for " +
-                           r.cluster.gpu.model +
-                           " (the whole step times its GEMMs from it; topologies/README.md)");
-  }
   if (r.seq < 1) return Status::Invalid("--seq: must be at least 1");
   return Status::Ok();
 }
@@ -139,6 +134,21 @@ std::string WhatWouldFit(const StepRequest& r, const StepOptions& o, double atte
 }
 
 }  // namespace
+
+Status RequireStepInputs(const ModelConfig& model, const Topology& cluster, DType gemm_dtype) {
+  MESHPLAN_RETURN_IF_ERROR(model.RequireWholeModel());
+  if (!HasGemmRate(cluster.gpu, gemm_dtype)) {
+    return Status::Invalid(cluster.source + ": gpu.gemm_efficiency: no " +
+                           std::string(DTypeName(gemm_dtype)) + " GEMM rate stated for " +
+                           cluster.gpu.model +
+                           " (the whole step times its GEMMs from it; topologies/README.md)");
+  }
+  return Status::Ok();
+}
+
+std::string AttentionPlanText(const planner::Estimate& plan) {
+  return std::string(SchemeName(plan.params.scheme)) + " " + planner::DescribeParams(plan.params);
+}
 
 Result<StepAnswer> AnswerStep(const StepRequest& request) {
   MESHPLAN_RETURN_IF_ERROR(CheckRequest(request));

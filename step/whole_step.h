@@ -50,6 +50,14 @@ struct StepAnswer {
   std::vector<std::string> notes;
 };
 
+// What every step question needs whatever its degrees: a dense model with the whole step's fields
+// (ModelConfig::RequireWholeModel) and a GEMM rate for `gemm_dtype` on the cluster's GPU (the
+// error names the file and gpu.gemm_efficiency).
+Status RequireStepInputs(const ModelConfig& model, const Topology& cluster, DType gemm_dtype);
+
+// The chosen attention plan as reports name it: "ring zigzag", "usp U=2 R=4 zigzag ...".
+std::string AttentionPlanText(const planner::Estimate& plan);
+
 // Errors name the flag or file: a model without the whole step's fields or with experts, degrees
 // whose product is not the cluster's GPUs, layers PP (x VPP) cannot split (SplitLayers), a GPU file
 // without a GEMM rate for the dtype, and the planner's (heads TP cannot divide, no valid plan).

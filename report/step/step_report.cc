@@ -5,7 +5,6 @@
 
 #include "core/base/json_writer.h"
 #include "core/base/units.h"
-#include "planner/schemes/registry.h"
 #include "report/format/text_table.h"
 
 namespace meshplan::report {
@@ -33,11 +32,6 @@ std::vector<std::pair<std::pair<const char*, const char*>, double>> MemoryParts(
           {{"activations_bytes", "activations kept"}, m.activations_bytes},
           {{"transient_bytes", "layer at work"}, m.transient_bytes},
           {{"reserve_bytes", "reserve"}, m.reserve_bytes}};
-}
-
-std::string PlanText(const step::StepAnswer& a) {
-  return std::string(SchemeName(a.plan->params.scheme)) + " " +
-         planner::DescribeParams(a.plan->params);
 }
 
 }  // namespace
@@ -68,7 +62,8 @@ std::string StepText(const step::StepRequest& r, const step::StepAnswer& a) {
   out += a.fits ? "  fits in " + ShortBytes(a.memory_capacity_bytes) + "\n"
                 : "  DOES NOT FIT: " + ShortBytes(over) + " over " +
                       ShortBytes(a.memory_capacity_bytes) + " (see the note below)\n";
-  out += "\nattention: " + PlanText(a) + ", " + ShortSeconds(a.attention_s.forward_backward_s) +
+  out += "\nattention: " + step::AttentionPlanText(*a.plan) + ", " +
+         ShortSeconds(a.attention_s.forward_backward_s) +
          " per micro-batch (all layers, fwd+bwd)\n";
   if (!a.framework_settings.empty()) {
     out +=
@@ -138,7 +133,7 @@ std::string StepJson(const step::StepRequest& r, const step::StepAnswer& a) {
   j.Bytes(a.memory_capacity_bytes);
   j.EndObject();
   j.Key("attention_plan");
-  j.String(PlanText(a));
+  j.String(step::AttentionPlanText(*a.plan));
   j.Key("framework_settings");
   j.String(a.framework_settings);
   j.Key("notes");
@@ -155,9 +150,7 @@ std::string StepSearchText(const step::StepSearch& search, int top) {
   for (size_t i = 0; i < search.ranked.size(); ++i) {
     if (top > 0 && static_cast<int>(i) >= top) break;
     const step::SearchedStep& s = search.ranked[i];
-    rows.push_back({std::to_string(i + 1),
-                    std::to_string(s.options.tp) + " x " + std::to_string(s.options.cp) + " x " +
-                        std::to_string(s.options.dp) + " x " + std::to_string(s.options.pp),
+    rows.push_back({std::to_string(i + 1), s.options.Degrees(),
                     std::string(step::RecomputeName(s.options.recompute)), ShortSeconds(s.step_s),
                     Fixed(s.model_tflops_per_gpu, 1), ShortBytes(s.memory_bytes),
                     s.fits ? "yes" : "no", s.plan});
@@ -169,13 +162,9 @@ std::string StepSearchText(const step::StepSearch& search, int top) {
 }
 
 std::string FrameworkComparisonText(const step::FrameworkComparison& c) {
-  const auto degrees = [](const step::StepOptions& o) {
-    return std::to_string(o.tp) + " x " + std::to_string(o.cp) + " x " + std::to_string(o.dp) +
-           " x " + std::to_string(o.pp);
-  };
   std::vector<std::vector<std::string>> rows = {
       {"framework", "TP x CP x DP x PP", "step", "TFLOP/s/GPU", "attention"}};
-  rows.push_back({"any (every plan)", degrees(c.overall.options), ShortSeconds(c.overall.step_s),
+  rows.push_back({"any (every plan)", c.overall.options.Degrees(), ShortSeconds(c.overall.step_s),
                   Fixed(c.overall.model_tflops_per_gpu, 1), c.overall.plan});
   std::string why;
   for (const step::FrameworkBest& f : c.frameworks) {
@@ -183,7 +172,7 @@ std::string FrameworkComparisonText(const step::FrameworkComparison& c) {
     if (!f.best) {
       rows.push_back({name, "-", "-", "-", "no configuration it runs"});
     } else {
-      rows.push_back({name, degrees(f.best->options), ShortSeconds(f.best->step_s),
+      rows.push_back({name, f.best->options.Degrees(), ShortSeconds(f.best->step_s),
                       Fixed(f.best->model_tflops_per_gpu, 1), f.best->plan});
     }
     if (!f.why_not_overall.empty())
