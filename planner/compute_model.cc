@@ -119,6 +119,30 @@ class ResidueAdder {
   int64_t all_ = 0;
 };
 
+// Doc-zigzag (core/sequence/layout.h): shard i holds chunks i and 2N-1-i of every document, so a
+// block (i, j) holds each document's four chunk pairs and nothing across documents. With chunk
+// length c, chunk x against y has c^2 pairs below the diagonal (y < x), c(c+1)/2 on it, none
+// above, for a causal document: off-diagonal blocks (i != j) get i's late chunk against j's early
+// one (c^2) and exactly one of early-early (j < i) or late-late (j > i) (c^2): 2c^2; a diagonal
+// block both own chunks' triangles and late-early: 2c^2 + c. Bidirectional documents: 4c^2
+// everywhere. Cut rows: a chunk against itself under a causal mask, c - 1 rows, twice in a
+// diagonal block; none elsewhere.
+struct DocZigzagSums {
+  int64_t chunk_squares = 0;  // sum c^2
+  int64_t chunks = 0;         // sum c
+  int64_t cut_rows = 0;       // sum 2(c - 1)
+};
+DocZigzagSums SumDocZigzag(const ShardLayout& layout) {
+  DocZigzagSums sums;
+  for (int64_t length : *layout.documents) {
+    const int64_t c = length / (2 * layout.num_shards);
+    sums.chunk_squares += c * c;
+    sums.chunks += c;
+    sums.cut_rows += 2 * (c - 1);
+  }
+  return sums;
+}
+
 // Calls f(q) for every contiguous query range of rank g's Q shards in the 2-D assignment with
 // Q-group size a (shards [a floor(g / a), + a)).
 template <typename F>
@@ -156,6 +180,15 @@ std::vector<int64_t> TilePairs(const ShardLayout& layout, const PairCounter& cou
   const int64_t b = n_ranks / a;
   const Mask& mask = counter.mask();
   std::vector<int64_t> out(n_ranks, 0);
+  if (layout.kind == Layout::kDocZigzag) {
+    // a x b blocks a rank, exactly one of them diagonal (TileCutRows says why).
+    const DocZigzagSums sums = SumDocZigzag(layout);
+    const bool causal = mask.kind == MaskKind::kDocuments;
+    std::fill(
+        out.begin(), out.end(),
+        causal ? 2 * sums.chunk_squares * a * b + sums.chunks : 4 * sums.chunk_squares * a * b);
+    return out;
+  }
   if (mask.kind == MaskKind::kFull) {
     const int64_t n = layout.seq_len / n_ranks;
     std::fill(out.begin(), out.end(), a * b * n * n);
@@ -233,6 +266,11 @@ std::vector<int64_t> TileCutRows(const ShardLayout& layout, const PairCounter& c
   const Mask& mask = counter.mask();
   std::vector<int64_t> out(n_ranks, 0);
   if (mask.kind == MaskKind::kFull) return out;  // no block is cut
+  if (layout.kind == Layout::kDocZigzag) {
+    if (mask.kind == MaskKind::kDocuments)
+      std::fill(out.begin(), out.end(), SumDocZigzag(layout).cut_rows);
+    return out;
+  }
   if (mask.kind == MaskKind::kCausal && layout.kind != Layout::kBalanced) {
     // Every striped block is cut along its diagonal (n - 1 rows, core/sequence/layout.h). Otherwise
     // only a diagonal block (q shard = kv shard) is cut, and each rank's tile holds exactly one:
@@ -267,6 +305,11 @@ std::vector<int64_t> TileCutRows(const ShardLayout& layout, const PairCounter& c
 ShardIntervals NonemptyKvShards(const ShardLayout& layout, const PairCounter& counter) {
   const int64_t n = layout.num_shards;
   ShardIntervals nonempty(static_cast<size_t>(std::max<int64_t>(n, 0)));
+  if (layout.kind == Layout::kDocZigzag) {
+    // Every block holds a document's late chunk against another shard's early one.
+    for (auto& shards : nonempty) shards.push_back({0, n - 1});
+    return nonempty;
+  }
   if (layout.kind == Layout::kStriped) {
     for (int64_t i = 0; i < n; ++i) {
       for (int64_t j = 0; j < n; ++j) {
@@ -357,10 +400,12 @@ std::optional<std::vector<int64_t>> TileMergedBlocksClosedForm(const ShardLayout
   const MaskKind kind = counter.mask().kind;
   const int64_t tokens_per_shard = layout.shard_tokens();
   const bool every_block =
-      kind == MaskKind::kFull || (kind == MaskKind::kCausal && layout.kind == Layout::kZigzag) ||
+      kind == MaskKind::kFull || layout.kind == Layout::kDocZigzag ||
+      (kind == MaskKind::kCausal && layout.kind == Layout::kZigzag) ||
       (kind == MaskKind::kCausal && layout.kind == Layout::kStriped && tokens_per_shard >= 2);
   if (every_block) {
-    // Every block has pairs: a full mask; a causal zigzag shard's late chunk sees every earlier
+    // Every block has pairs: a full mask; doc-zigzag (each document's late chunk in one shard sees
+    // its early chunk in every other); a causal zigzag shard's late chunk sees every earlier
     // chunk, so every KV shard; a causal striped shard's last token (i + n (T - 1), T >= 2) sees
     // every KV shard's first. a Q shards, b blocks each, b - 1 merges each.
     std::fill(out.begin(), out.end(), a * (n / a - 1));

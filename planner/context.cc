@@ -23,6 +23,15 @@ ShardBytes ComputeShardBytes(const Workload& w, int64_t num_ranks) {
 }
 
 ShardLayout PlanContext::LayoutFor(Layout kind, int64_t shards, int64_t subdivide) const {
+  if (kind == Layout::kDocZigzag) {
+    ShardLayout layout{kind, workload.seq_len, shards, subdivide};
+    if (workload.mask.IsDocuments()) {
+      if (documents_ == nullptr)
+        documents_ = std::make_shared<const std::vector<int64_t>>(workload.mask.document_lengths);
+      layout.documents = documents_;
+    }
+    return layout;
+  }
   if (kind != Layout::kBalanced) return ShardLayout{kind, workload.seq_len, shards, subdivide};
   auto it = balanced_cache_.find(shards);
   if (it == balanced_cache_.end()) {

@@ -121,6 +121,7 @@ struct PlanContext {
   // NonemptyKvShards by layout (a = 0 in the key).
   mutable std::map<WorkKey, std::vector<std::vector<std::pair<int64_t, int64_t>>>> nonempty_cache_;
   mutable std::map<int64_t, std::shared_ptr<const BalancedChunks>> balanced_cache_;  // by shards
+  mutable std::shared_ptr<const std::vector<int64_t>> documents_;  // doc-zigzag's, made once
 };
 
 inline double PlanContext::BackwardTimeFactor(KernelShape shape) const {

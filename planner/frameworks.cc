@@ -146,6 +146,12 @@ std::string NoForwardCache(const SchemeParams& p, const Workload& w) {
 }
 
 std::string MegatronLayout(const SchemeParams& p, const Workload& w) {
+  if (w.mask.IsDocuments()) {
+    if (p.layout == Layout::kDocZigzag) return "";
+    return "packed documents run in TransformerEngine's THD format, which splits each document "
+           "in 2 x CP chunks (doc-zigzag), not " +
+           std::string(LayoutName(p.layout));
+  }
   if (p.layout == Layout::kZigzag) return "";
   if (p.layout == Layout::kContiguous && w.mask.kind == MaskKind::kFull) return "";
   return "its sequences are split in 2 x CP chunks (zigzag), not " +
@@ -162,6 +168,31 @@ std::string MegatronSequence(const Workload& w, const FrameworkJob& job) {
   if (job.tp > 1 && (w.seq_len / cp) % job.tp != 0) {
     return "with --sequence-parallel each CP rank's " + std::to_string(w.seq_len / cp) +
            " tokens are split over TP = " + std::to_string(job.tp) + ", which does not divide them";
+  }
+  return "";
+}
+
+std::string MegatronMask(const Workload& w, std::string_view what, bool window_ok) {
+  if (w.mask.IsDocuments() || (window_ok && w.mask.kind == MaskKind::kWindow)) return "";
+  if (w.mask.kind == MaskKind::kCausal || w.mask.kind == MaskKind::kFull) return "";
+  return std::string(what) + " takes causal, full" + (window_ok ? ", sliding-window" : "") +
+         " or packed-document masks";
+}
+
+std::string MegatronDocuments(const Workload& w, const FrameworkJob& job) {
+  if (!w.mask.IsDocuments()) return "";
+  const int64_t unit = 2 * job.cp_gpus * job.tp;
+  int64_t start = 0;
+  for (size_t d = 0; d < w.mask.document_lengths.size(); ++d) {
+    const int64_t length = w.mask.document_lengths[d];
+    if (length % unit != 0) {
+      return "its packed documents (THD) are each padded to a multiple of 2 x CP" +
+             std::string(job.tp > 1 ? " x TP" : "") + " = " + std::to_string(unit) +
+             " tokens, and document " + std::to_string(d + 1) + " (tokens " +
+             std::to_string(start) + "..) has " + std::to_string(length) +
+             " (pad the documents: docs-sampled:...:align=" + std::to_string(unit) + ")";
+    }
+    start += length;
   }
   return "";
 }

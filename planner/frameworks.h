@@ -79,8 +79,15 @@ std::string CausalOrFull(const Workload& workload, std::string_view what);
 // A forward cache (the backward reusing what the forward fetched) where the framework has none.
 std::string NoForwardCache(const SchemeParams& params, const Workload& workload);
 // TransformerEngine splits every sequence in 2 x CP chunks (rank r: r and 2P - 1 - r, meshplan's
-// zigzag); a full mask costs the same on contiguous shards.
+// zigzag); a full mask costs the same on contiguous shards. Packed documents run in its THD
+// format, which splits each document so (doc-zigzag).
 std::string MegatronLayout(const SchemeParams& params, const Workload& workload);
+// The masks TransformerEngine's context parallelism takes for `what`: causal, full and packed
+// documents (THD format: padding_causal or padding), and sliding windows where `window_ok`.
+std::string MegatronMask(const Workload& workload, std::string_view what, bool window_ok);
+// Packed documents under THD: each a multiple of 2 x CP, and of 2 x CP x TP with sequence
+// parallelism, as Megatron pads them.
+std::string MegatronDocuments(const Workload& workload, const FrameworkJob& job);
 // Megatron's validate_args: the sequence a multiple of 2 x CP whatever the mask; with sequence
 // parallelism (TP > 1) each CP rank's share a multiple of TP.
 std::string MegatronSequence(const Workload& workload, const FrameworkJob& job);

@@ -36,9 +36,10 @@ class Strategy {
   // then shown by DescribeParams).
   virtual bool UsesLayout() const { return true; }
   virtual bool UsesReduceChain() const { return false; }
-  // Whether the scheme builds the load-balanced dispatch layout
-  // (core/sequence/balanced_dispatch.h); the others refuse layout = balanced, naming the schemes
-  // that offer it.
+  // Whether the scheme builds layouts of many ranges a shard: the load-balanced dispatch
+  // (core/sequence/balanced_dispatch.h) and doc-zigzag (core/sequence/layout.h); the others (the
+  // tiles pair a shard with at most two ranges) refuse layout = balanced or doc-zigzag, naming the
+  // schemes that offer them.
   virtual bool OffersBalancedLayout() const { return false; }
   // Checks of a plan's parameters that need only the workload (a plan file is read before any
   // cluster is known). A problem names the [scheme] key at fault ("window") and the reason.

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Installs what is missing (Debian packages), builds meshplan, and runs `meshplan plan` on the
-# built-in default cluster and workload. Usage: bash tools/setup.sh [build-dir]
+# Installs what is missing (Debian packages), builds the meshplan command (its libraries, the CUDA
+# kernels where the toolkit is present, the MPI plug-in) and runs `meshplan plan` on the built-in
+# default cluster and workload. The tests and benchmarks build in tools/test.sh, so the first plan
+# comes after the command's own build only (docs/usage.md gives both times). A compiler cache
+# (ccache) is used where one is installed. Usage: bash tools/setup.sh [build-dir]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir="${1:-build}"
@@ -25,7 +28,13 @@ fi
 # cuDNN, the build leaves that path out and the GPU executor uses its own kernels.
 bash tools/fetch-cudnn-frontend.sh || echo "meshplan setup: building without the cuDNN path" >&2
 
-cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$build_dir" -j "$(nproc)"
+launcher=()
+if command -v ccache >/dev/null 2>&1; then
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+fi
+cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" >/dev/null
+cmake --build "$build_dir" -j "$(nproc)" --target meshplan
 echo
 "$build_dir/tools/meshplan" plan
+echo
+echo "meshplan setup: the command is built; bash tools/test.sh builds the tests and benchmarks and runs them"

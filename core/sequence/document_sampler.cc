@@ -1,5 +1,6 @@
 #include "core/sequence/document_sampler.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -127,6 +128,13 @@ Result<DocumentSampler> ParseDocumentSampler(std::string_view spec) {
     MESHPLAN_ASSIGN_OR_RETURN(auto value, ParseSeed(*seed));
     s.seed = value;
   }
+  if (auto align = take("align")) {
+    auto value = ParseCount(*align);
+    if (!value.ok()) return value.status().WithContext("docs-sampled align");
+    if (*value < 1 || *value > (int64_t{1} << 30))
+      return KeyError("align", "must be from 1 to 2^30 tokens, got " + QuoteInput(*align));
+    s.align_tokens = *value;
+  }
   if (dist == "lognormal") {
     s.distribution = DocumentSampler::Distribution::kLogNormal;
     int64_t median = 0;
@@ -170,6 +178,15 @@ Result<DocumentSampler> ParseDocumentSampler(std::string_view spec) {
 Result<std::vector<int64_t>> SampleDocumentLengths(const DocumentSampler& sampler,
                                                    int64_t seq_len) {
   if (seq_len < 1) return Status::Invalid("documents need a sequence of at least 1 token");
+  const int64_t align = std::max<int64_t>(1, sampler.align_tokens);
+  if (seq_len % align != 0) {
+    const int64_t below = seq_len / align * align;
+    return Status::Invalid(
+        "docs-sampled " + QuoteInput(sampler.spec) + ": align=" + std::to_string(align) +
+        " needs the sequence length a multiple of " + std::to_string(align) + ", and " +
+        std::to_string(seq_len) + " is not (nearest: " +
+        (below > 0 ? std::to_string(below) + " and " : "") + std::to_string(below + align) + ")");
+  }
   SplitMix64 rng(sampler.seed);
   std::vector<int64_t> lengths;
   int64_t left = seq_len;
@@ -180,7 +197,9 @@ Result<std::vector<int64_t>> SampleDocumentLengths(const DocumentSampler& sample
                              std::to_string(kMaxSampledDocuments) +
                              " documents; use longer documents");
     }
-    const int64_t length = Draw(sampler, rng, left);
+    // left stays a multiple of align, so the cap keeps a rounded-up draw aligned.
+    const int64_t drawn = Draw(sampler, rng, left);
+    const int64_t length = std::min(left, (drawn + align - 1) / align * align);
     lengths.push_back(length);
     left -= length;
   }

@@ -27,6 +27,10 @@ struct DocumentSampler {
   std::vector<int64_t>
       empirical_lengths;  // empirical: each entry equally likely (repeat to weight)
   uint64_t seed = 1;
+  // Every length rounded up to a multiple of this (the last one cut to what is left, itself a
+  // multiple): documents padded as a THD data pipeline pads them for context parallelism (2 x CP,
+  // x TP with sequence parallelism), so the doc-zigzag layout can split each one.
+  int64_t align_tokens = 1;
   std::string spec;  // the text it was parsed from, for display and plan files
 };
 
@@ -35,7 +39,8 @@ struct DocumentSampler {
 //   uniform:min=N:max=N
 //   empirical:file=PATH            (a file of lengths as for "docs:FILE"; file= must come last,
 //                                   so PATH may contain ':')
-// and any of them with :seed=N (default 1). Counts take K/M/G suffixes (8K = 8192).
+// and any of them with :seed=N (default 1) and :align=N (default 1: every length rounded up to a
+// multiple of N). Counts take K/M/G suffixes (8K = 8192).
 // Errors name the key and the reason.
 Result<DocumentSampler> ParseDocumentSampler(std::string_view spec);
 
@@ -44,7 +49,9 @@ Result<DocumentSampler> ParseDocumentSampler(std::string_view spec);
 // what is left, so the lengths sum to seq_len exactly. A draw is at least 1 token. The same seed
 // and seq_len give the same lengths on one platform (libm's exp/log/cos may differ in the last
 // bit elsewhere, which can move a rounded length by one; plan files store the lengths drawn).
-// Errors: seq_len < 1, or more than kMaxSampledDocuments documents.
+// With align_tokens > 1 each draw is rounded up to a multiple of it, so seq_len must be one.
+// Errors: seq_len < 1, seq_len not a multiple of align_tokens, or more than kMaxSampledDocuments
+// documents.
 Result<std::vector<int64_t>> SampleDocumentLengths(const DocumentSampler& sampler, int64_t seq_len);
 
 }  // namespace meshplan

@@ -14,21 +14,78 @@ std::string_view LayoutName(Layout layout) {
       return "striped";
     case Layout::kBalanced:
       return "balanced";
+    case Layout::kDocZigzag:
+      return "doc-zigzag";
   }
   return "contiguous";
 }
 
 Result<Layout> ParseLayout(std::string_view text) {
-  for (Layout l : {Layout::kContiguous, Layout::kZigzag, Layout::kStriped, Layout::kBalanced}) {
+  for (Layout l : {Layout::kContiguous, Layout::kZigzag, Layout::kStriped, Layout::kBalanced,
+                   Layout::kDocZigzag}) {
     if (text == LayoutName(l)) return l;
   }
   return Status::Invalid("unknown layout '" + std::string(text) +
-                         "' (expected contiguous, zigzag, striped or balanced)");
+                         "' (expected contiguous, zigzag, striped, balanced or doc-zigzag)");
 }
 
+namespace {
+
+// Doc-zigzag's conditions: a document mask, its documents known, each a multiple of 2N x U (its
+// 2N chunks cut into U sub-shards), as TransformerEngine's thd_partition_indices_kernel asserts
+// (transformer_engine/common/fused_attn/context_parallel.cu, d0067d0) and data pipelines pad to.
+Status ValidateDocZigzag(const ShardLayout& layout, const Mask& mask) {
+  if (!mask.IsDocuments()) {
+    return Status::Invalid(
+        "the doc-zigzag layout (each document in 2 x CP chunks, TransformerEngine's THD format) "
+        "needs a document mask (docs:, docs-full:, docs-sampled: or docs-full-sampled:)");
+  }
+  if (layout.documents == nullptr) {
+    return Status::Invalid(
+        "the doc-zigzag layout has no documents here (the scheme did not "
+        "give it the mask's)");
+  }
+  const int64_t unit = 2 * layout.num_shards * layout.subdivide;
+  int64_t start = 0;
+  for (size_t d = 0; d < layout.documents->size(); ++d) {
+    const int64_t length = (*layout.documents)[d];
+    if (length % unit != 0) {
+      return Status::Invalid(
+          "the doc-zigzag layout (TransformerEngine's THD format) splits each document in 2 x " +
+          std::to_string(layout.num_shards) + " chunks" +
+          (layout.subdivide > 1 ? " of " + std::to_string(layout.subdivide) + " sub-shards" : "") +
+          ", so every document must be a multiple of " + std::to_string(unit) +
+          " tokens; document " + std::to_string(d + 1) + " (tokens " + std::to_string(start) +
+          "..) has " + std::to_string(length) +
+          " (frameworks pad each document to that multiple; docs-sampled:...:align=" +
+          std::to_string(unit) + " draws documents so padded)");
+    }
+    start += length;
+  }
+  if (start != layout.seq_len) {
+    return Status::Invalid("the doc-zigzag layout's documents cover " + std::to_string(start) +
+                           " tokens, not the sequence's " + std::to_string(layout.seq_len));
+  }
+  return Status::Ok();
+}
+
+// Calls f(start, c) for each document: its first token and its chunk length (length / 2N).
+template <typename F>
+void ForEachDocumentChunk(const ShardLayout& layout, F f) {
+  if (layout.documents == nullptr) return;
+  int64_t start = 0;
+  for (int64_t length : *layout.documents) {
+    f(start, length / (2 * layout.num_shards));
+    start += length;
+  }
+}
+
+}  // namespace
+
 Status ShardLayout::Validate(const Mask& mask) const {
-  const int64_t pieces = RangesPerShard() * num_shards;
   if (num_shards < 1 || subdivide < 1) return Status::Invalid("layout needs at least one shard");
+  if (kind == Layout::kDocZigzag) return ValidateDocZigzag(*this, mask);
+  const int64_t pieces = RangesPerShard() * num_shards;
   const int64_t unit = pieces * subdivide;
   if (seq_len % unit != 0) {
     const int64_t below = seq_len / unit * unit, above = below + unit;
@@ -57,10 +114,24 @@ ShardLayout MakeShardLayout(Layout kind, const PairCounter& counter, int64_t sha
   if (kind == Layout::kBalanced && shards >= 1 && subdivide >= 1 && counter.seq_len() % unit == 0) {
     layout.balanced = BalanceChunks(counter, shards, kBalancedChunksPerShard);
   }
+  if (kind == Layout::kDocZigzag && counter.mask().IsDocuments()) {
+    layout.documents =
+        std::make_shared<const std::vector<int64_t>>(counter.mask().document_lengths);
+  }
   return layout;
 }
 
 std::vector<TokenRange> ShardLayout::Ranges(int64_t shard) const {
+  if (kind == Layout::kDocZigzag) {
+    std::vector<TokenRange> out;
+    out.reserve(documents ? 2 * documents->size() : 0);
+    const int64_t other = 2 * num_shards - 1 - shard;
+    ForEachDocumentChunk(*this, [&](int64_t start, int64_t c) {
+      out.push_back({start + shard * c, start + (shard + 1) * c});
+      out.push_back({start + other * c, start + (other + 1) * c});
+    });
+    return out;
+  }
   if (kind == Layout::kBalanced) {
     const int64_t k = balanced->chunks_per_shard, c = balanced->chunk_tokens;
     std::vector<TokenRange> out;
@@ -92,10 +163,25 @@ std::vector<TokenRange> ShardLayout::SubRanges(int64_t sub) const {
 
 int64_t ShardLayout::RangesPerShard() const {
   if (kind == Layout::kZigzag) return 2;
+  if (kind == Layout::kDocZigzag)
+    return documents ? 2 * static_cast<int64_t>(documents->size()) : 2;
   return kind == Layout::kBalanced ? kBalancedChunksPerShard : 1;
 }
 
+int64_t ShardLayout::LaunchesPerBlock() const {
+  return kind == Layout::kDocZigzag ? 1 : RangesPerShard();
+}
+
 int64_t ShardLayout::KernelBlockTokens() const {
+  if (kind == Layout::kDocZigzag) {
+    double pairs = 0, weighted = 0;  // sum c^2, sum c^3
+    ForEachDocumentChunk(*this, [&](int64_t, int64_t c) {
+      const double x = static_cast<double>(c);
+      pairs += x * x;
+      weighted += x * x * x;
+    });
+    return pairs > 0 ? std::max<int64_t>(1, static_cast<int64_t>(weighted / pairs + 0.5)) : 1;
+  }
   if (kind == Layout::kZigzag) return seq_len / (2 * num_shards);
   if (kind == Layout::kBalanced) return seq_len / (kBalancedChunksPerShard * num_shards);
   return seq_len / num_shards;
@@ -119,6 +205,19 @@ int64_t ShardLayout::BlockPairs(const PairCounter& counter, int64_t q_shard,
 
 BlockWork ShardLayout::Work(const PairCounter& counter, int64_t q_shard, int64_t kv_shard) const {
   BlockWork work;
+  if (kind == Layout::kDocZigzag) {
+    // A document mask sees nothing across documents: only each document's own four chunk pairs
+    // (O(D) a block instead of the (2D)^2 rectangles of Ranges x Ranges).
+    ForEachDocumentChunk(*this, [&](int64_t start, int64_t c) {
+      for (int64_t qx : {q_shard, 2 * num_shards - 1 - q_shard}) {
+        for (int64_t kx : {kv_shard, 2 * num_shards - 1 - kv_shard}) {
+          AddRectangleWork(counter, {start + qx * c, start + (qx + 1) * c},
+                           {start + kx * c, start + (kx + 1) * c}, &work);
+        }
+      }
+    });
+    return work;
+  }
   if (kind == Layout::kStriped) {
     // q = i + N*m, k = j + N*l with m, l in [0, n). Full: n^2. Causal: k <= q iff l < m, or
     // l == m and j <= i: n(n-1)/2 + (j <= i ? n : 0). Row m sees m keys (m + 1 when j <= i): every

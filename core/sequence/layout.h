@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string_view>
 #include <vector>
 
@@ -17,6 +18,9 @@ enum class Layout {
   kStriped,     // shard i = tokens t with t mod N == i (balances causal work at token level)
   kBalanced,    // kBalancedChunksPerShard chunks per shard chosen by work
                 // (core/sequence/balanced_dispatch.h)
+  kDocZigzag,   // packed documents as TransformerEngine's THD format splits them: each document
+                // in 2N chunks, shard i = chunks i and 2N-1-i of every document (document masks
+                // only; every document a multiple of 2N x subdivide tokens: docs/schemes.md)
 };
 std::string_view LayoutName(Layout layout);
 Result<Layout> ParseLayout(std::string_view text);
@@ -60,6 +64,9 @@ struct ShardLayout {
   // layout without them is refused by Validate (the planner's schemes that offer the layout make
   // them: Strategy::OffersBalancedLayout).
   std::shared_ptr<const BalancedChunks> balanced;
+  // kDocZigzag: the documents' lengths in order (the mask's; MakeShardLayout). Refused by Validate
+  // when missing.
+  std::shared_ptr<const std::vector<int64_t>> documents;
 
   // Divisibility of the sequence and layout/mask compatibility; the reason names the sizes.
   Status Validate(const Mask& mask) const;
@@ -69,9 +76,16 @@ struct ShardLayout {
   std::vector<TokenRange> Ranges(int64_t shard) const;
   // Contiguous pieces of input sub-shard `sub` (= rank) when subdivide > 1.
   std::vector<TokenRange> SubRanges(int64_t sub) const;
-  // Contiguous pieces per shard: 2 for zigzag, kBalancedChunksPerShard for balanced, else 1.
+  // Contiguous pieces per shard: 2 for zigzag, kBalancedChunksPerShard for balanced, 2 per
+  // document for doc-zigzag, else 1.
   int64_t RangesPerShard() const;
+  // Kernel calls a block takes: one per piece, except doc-zigzag, whose documents go to one
+  // variable-length call (TransformerEngine's THD attention takes cu_seqlens).
+  int64_t LaunchesPerBlock() const;
   // Shorter side in tokens of the contiguous pieces a block kernel sees (kernel efficiency key).
+  // Doc-zigzag: its chunks differ by document; the pair-weighted mean chunk (sum c^3 / sum c^2,
+  // a chunk pair of c tokens having c^2 pairs), so the short documents' chunks slow it by their
+  // share of the work.
   int64_t KernelBlockTokens() const;
   // Unmasked (q, k) pairs in block (q shard i, kv shard j), exact.
   int64_t BlockPairs(const PairCounter& counter, int64_t q_shard, int64_t kv_shard) const;
@@ -82,7 +96,8 @@ struct ShardLayout {
 };
 
 // The layout of `kind` over counter's sequence; kBalanced gets its chunks balanced by the mask's
-// work (left without them when the sequence does not divide into the chunks: Validate says so).
+// work (left without them when the sequence does not divide into the chunks: Validate says so),
+// kDocZigzag the mask's documents.
 ShardLayout MakeShardLayout(Layout kind, const PairCounter& counter, int64_t shards,
                             int64_t subdivide);
 

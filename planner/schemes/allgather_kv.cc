@@ -31,11 +31,10 @@ class AllGatherKVStrategy final : public Strategy {
                      const FrameworkJob& job) const override {
     namespace rules = framework_rules;
     if (f == Framework::kMegatron) {
-      const std::string mask = w.mask.kind == MaskKind::kWindow
-                                   ? ""
-                                   : rules::CausalOrFull(w, "its all_gather (or a window)");
-      if (auto no = FirstRefusal({mask, rules::MegatronSequence(w, job)},
-                                 {rules::MegatronLayout(p, w), rules::NoForwardCache(p, w)})) {
+      if (auto no =
+              FirstRefusal({rules::MegatronMask(w, "its all_gather", true),
+                            rules::MegatronSequence(w, job), rules::MegatronDocuments(w, job)},
+                           {rules::MegatronLayout(p, w), rules::NoForwardCache(p, w)})) {
         return *no;
       }
       return MegatronRun(w, job, "all_gather");
@@ -72,7 +71,7 @@ Estimate AllGatherKVStrategy::Evaluate(const PlanContext& ctx, const SchemeParam
   const double fwd_flops = ctx.KernelForwardFlopsMax(pairs, layout, 1, w.q_heads);
   const KernelShape shape = ctx.ShapeOf(layout, w.q_heads);
   const double compute_s = KernelSeconds(ctx.topology.gpu, w.dtype, w.head_dim, fwd_flops, shape,
-                                         layout.RangesPerShard());
+                                         layout.LaunchesPerBlock());
   Traffic traffic(ranks, ctx.topology.num_levels());
   CommModel& comm = *ctx.comm;
   double fwd_bytes = 0, bwd_bytes = 0;
@@ -85,7 +84,8 @@ Estimate AllGatherKVStrategy::Evaluate(const PlanContext& ctx, const SchemeParam
     if (!p.cache_forward) {
       AddExposed(e, "bwd all-gather K,V", comm.RingCollective(placement, 0, s.kv, &traffic));
     }
-    AddCompute(e, "bwd attention", ctx.BackwardSeconds(compute_s, layout.RangesPerShard(), shape));
+    AddCompute(e, "bwd attention",
+               ctx.BackwardSeconds(compute_s, layout.LaunchesPerBlock(), shape));
     AddExposed(e, "bwd reduce-scatter dK,dV",
                comm.RingCollective(placement, 0, s.dkv_partial, &traffic));
     bwd_bytes = (ranks - 1) * ((p.cache_forward ? 0.0 : s.kv) + s.dkv_partial);

@@ -99,8 +99,11 @@ std::vector<Layout> SearchLayouts(const Mask& mask, bool every_layout) {
       return {Layout::kZigzag};  // zigzag balances causal work exactly
     default:
       // Which layout balances a window, a prefix or a set of documents depends on them: try both,
-      // and for documents the load-balanced dispatch too (its chunks follow the documents).
-      if (mask.IsDocuments()) return {Layout::kZigzag, Layout::kContiguous, Layout::kBalanced};
+      // and for documents the load-balanced dispatch too (its chunks follow the documents) and
+      // each document zigzagged on its own (TransformerEngine's THD split; refused where the
+      // documents are not multiples of 2 x CP).
+      if (mask.IsDocuments())
+        return {Layout::kZigzag, Layout::kContiguous, Layout::kBalanced, Layout::kDocZigzag};
       return {Layout::kZigzag, Layout::kContiguous};
   }
 }
@@ -137,9 +140,11 @@ void AddVariants(const PlanContext& ctx, SchemeParams base, const std::vector<Ra
 }
 
 std::vector<Layout> TileLayouts(const Mask& mask) {
-  // The 2-D schemes' tiles pair each shard with at most two ranges (zigzag): no balanced layout.
+  // The 2-D schemes' tiles pair each shard with at most two ranges (zigzag): no balanced or
+  // doc-zigzag layout.
   std::vector<Layout> layouts = SearchLayouts(mask, false);
   std::erase(layouts, Layout::kBalanced);
+  std::erase(layouts, Layout::kDocZigzag);
   if (mask.kind == MaskKind::kCausal) layouts.push_back(Layout::kStriped);
   return layouts;
 }

@@ -143,10 +143,12 @@ std::string DescribeParams(const SchemeParams& params) {
 std::string LayoutOrPlacementProblem(const SchemeParams& params, const ShardLayout& layout,
                                      const Mask& mask) {
   const Strategy* strategy = FindStrategy(params.scheme);
-  if (layout.kind == Layout::kBalanced &&
+  if ((layout.kind == Layout::kBalanced || layout.kind == Layout::kDocZigzag) &&
       (strategy == nullptr || !strategy->OffersBalancedLayout())) {
-    return "the balanced layout (load-balanced dispatch) is offered to " +
-           schemes::BalancedLayoutSchemes() + " only";
+    return std::string(layout.kind == Layout::kBalanced
+                           ? "the balanced layout (load-balanced dispatch)"
+                           : "the doc-zigzag layout (TransformerEngine's THD split)") +
+           " is offered to " + schemes::BalancedLayoutSchemes() + " only";
   }
   if (Status st = layout.Validate(mask); !st.ok()) return st.message();
   if (Status st = ValidatePlacement(RankDims(params), params.placement); !st.ok())

@@ -33,10 +33,10 @@ class RingStrategy final : public Strategy {
                      const FrameworkJob& job) const override {
     namespace rules = framework_rules;
     if (f == Framework::kMegatron) {
-      if (auto no =
-              FirstRefusal({rules::MegatronWindow(w, "p2p"), rules::CausalOrFull(w, "its p2p ring"),
-                            rules::MegatronSequence(w, job)},
-                           {rules::MegatronLayout(p, w), rules::NoForwardCache(p, w)})) {
+      if (auto no = FirstRefusal(
+              {rules::MegatronWindow(w, "p2p"), rules::MegatronMask(w, "its p2p ring", false),
+               rules::MegatronSequence(w, job), rules::MegatronDocuments(w, job)},
+              {rules::MegatronLayout(p, w), rules::NoForwardCache(p, w)})) {
         return *no;
       }
       return MegatronRun(w, job, "p2p");

@@ -42,9 +42,12 @@ class UlyssesStrategy final : public Strategy {
                                     "(cache)"
                                   : "";
     if (f == Framework::kMegatron) {
-      const std::string mask =
-          w.mask.kind == MaskKind::kWindow ? "" : rules::CausalOrFull(w, "its a2a (or a window)");
-      if (auto no = FirstRefusal({mask, rules::MegatronSequence(w, job)}, {cache})) return *no;
+      if (auto no =
+              FirstRefusal({rules::MegatronMask(w, "its a2a", true),
+                            rules::MegatronSequence(w, job), rules::MegatronDocuments(w, job)},
+                           {cache})) {
+        return *no;
+      }
       return MegatronRun(w, job, "a2a");
     }
     if (auto no = FirstRefusal({}, {cache})) return *no;

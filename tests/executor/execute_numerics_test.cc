@@ -82,5 +82,44 @@ TEST_P(ExecuteNumerics, EverySchemeMatchesPlainAttention) {
 
 INSTANTIATE_TEST_SUITE_P(Ranks, ExecuteNumerics, ::testing::Values(1, 2, 4, 6, 8, 16));
 
+// Doc-zigzag (each document in 2P chunks, TransformerEngine's THD split) on uneven documents that
+// are multiples of 2 x ring x U (32, 64 and 96 of the 192 tokens: 16 for P = 8, and for USP's and
+// LoongTrain's rings of P/2 with U = 2), causal and bidirectional inside each, on every scheme that
+// offers the layout: exact attention as above.
+TEST(ExecuteNumerics, DocZigzagMatchesPlainAttention) {
+  std::mt19937_64 seeds(99);
+  for (bool bidirectional : {false, true}) {
+    const Mask mask = Mask::Documents({32, 64, 96}, bidirectional);
+    for (int64_t P : {2, 4, 8}) {
+      std::vector<SchemeParams> plans;
+      SchemeParams ring = Params(Scheme("ring"), Layout::kDocZigzag);
+      ring.ring = P;
+      plans.push_back(ring);
+      ring.cache_forward = true;
+      plans.push_back(ring);
+      SchemeParams gather = Params(Scheme("allgather-kv"), Layout::kDocZigzag);
+      gather.ring = P;
+      plans.push_back(gather);
+      if (P >= 4) {  // a ring of one is Ulysses' plan
+        SchemeParams usp = Params(Scheme("usp"), Layout::kDocZigzag);
+        usp.ulysses = 2;
+        usp.ring = P / 2;
+        plans.push_back(usp);
+      }
+      if (P / 2 >= 4) {
+        SchemeParams lt = Params(Scheme("loongtrain"), Layout::kDocZigzag);
+        lt.ulysses = 2;
+        lt.ring = P / 2;
+        lt.window = 2;
+        plans.push_back(lt);
+      }
+      for (const SchemeParams& p : plans) {
+        Check({P, p, mask, 8, 2, 1}, seeds());
+        if (HasFailure()) return;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace meshplan::exec

@@ -36,7 +36,19 @@ std::vector<int64_t> Tokens(const ShardLayout& sl, int64_t shard) {
   std::vector<int64_t> out;
   for (int64_t t = 0; t < seq; ++t) {
     int64_t owner;
-    if (layout == Layout::kBalanced) {
+    if (layout == Layout::kDocZigzag) {
+      // Chunk x of its document's 2N (TransformerEngine's THD split): shard x, or 2N - 1 - x.
+      int64_t start = 0, length = 0;
+      for (int64_t l : *sl.documents) {
+        if (t < start + l) {
+          length = l;
+          break;
+        }
+        start += l;
+      }
+      const int64_t chunk = (t - start) / (length / (2 * shards));
+      owner = chunk < shards ? chunk : 2 * shards - 1 - chunk;
+    } else if (layout == Layout::kBalanced) {
       owner = sl.balanced->owner[t / sl.balanced->chunk_tokens];
     } else if (layout == Layout::kContiguous) {
       owner = t / (seq / shards);
@@ -74,6 +86,9 @@ std::vector<MaskCase> Cases() {
           {docs, {Layout::kContiguous, Layout::kZigzag, Layout::kBalanced}},
           {Mask::Documents({5, 40, 3, 17, 31}, true),
            {Layout::kContiguous, Layout::kZigzag, Layout::kBalanced}},
+          // Each document zigzagged on its own (multiples of 2N for N = 1, 2, 3, 4, 6 and 12).
+          {Mask::Documents({24, 48, 24}), {Layout::kDocZigzag, Layout::kZigzag}},
+          {Mask::Documents({24, 48, 24}, true), {Layout::kDocZigzag}},
           // The balanced layout with a causal mask takes the enumerating path, not the closed form.
           {Mask::Causal(), {Layout::kBalanced}},
           // Prefixes ending inside a zigzag chunk and past the middle (keys of later chunks seen).
@@ -160,9 +175,22 @@ std::vector<std::vector<int64_t>> Pieces(const ShardLayout& sl, int64_t shard) {
   const std::vector<int64_t> tokens = Tokens(sl, shard);
   if (sl.kind == Layout::kStriped) return {tokens};
   const int64_t chunk = sl.seq_len / (sl.RangesPerShard() * sl.num_shards);
+  // Doc-zigzag's chunks start at each document's start plus multiples of its length / 2N.
+  std::vector<char> chunk_start(static_cast<size_t>(sl.seq_len), 0);
+  if (sl.kind == Layout::kDocZigzag) {
+    int64_t start = 0;
+    for (int64_t length : *sl.documents) {
+      for (int64_t t = start; t < start + length; t += length / (2 * sl.num_shards))
+        chunk_start[static_cast<size_t>(t)] = 1;
+      start += length;
+    }
+  } else {
+    for (int64_t t = 0; t < sl.seq_len; t += chunk) chunk_start[static_cast<size_t>(t)] = 1;
+  }
   std::vector<std::vector<int64_t>> out;
   for (size_t i = 0; i < tokens.size(); ++i) {
-    if (i == 0 || tokens[i] != tokens[i - 1] + 1 || tokens[i] % chunk == 0) out.emplace_back();
+    if (i == 0 || tokens[i] != tokens[i - 1] + 1 || chunk_start[static_cast<size_t>(tokens[i])])
+      out.emplace_back();
     out.back().push_back(tokens[i]);
   }
   return out;

@@ -160,6 +160,39 @@ TEST(Frameworks, MegatronRefusesWhatItDoesNotRun) {
             "Megatron-Core (TransformerEngine) does not implement mesh");
 }
 
+// Packed documents run in TransformerEngine's THD format (d0067d0, context_parallel.cu,
+// thd_partition_src_index: each document in 2 x CP chunks) on p2p, all_gather and a2a; Megatron
+// pads each document to 2 x CP, x TP with sequence parallelism (Megatron-LM d98e8a6,
+// megatron/core/models/multimodal/context_parallel.py, padding_factor).
+TEST(Frameworks, MegatronRunsPackedDocumentsSplitPerDocument) {
+  const auto m = Framework::kMegatron;
+  Workload docs = WithSeq(Causal(), 1024);
+  docs.mask = Mask::Documents({256, 512, 256});  // multiples of 2 x 8 x 2 = 32
+  // The ring and all_gather run doc-zigzag, not the whole sequence's zigzag.
+  EXPECT_EQ(RunIn(m, Plan("ring", Layout::kDocZigzag, 1, 8, {"cp"}), docs, 8).why_not, "");
+  EXPECT_EQ(RunIn(m, Plan("allgather-kv", Layout::kDocZigzag, 1, 8, {"cp"}), docs, 8).why_not, "");
+  const std::string zigzag = RunIn(m, Plan("ring", Layout::kZigzag, 1, 8, {"cp"}), docs, 8).why_not;
+  EXPECT_NE(zigzag.find("THD format"), std::string::npos) << zigzag;
+  EXPECT_NE(zigzag.find("doc-zigzag"), std::string::npos) << zigzag;
+  // a2a gathers whole sequences of its heads: its layout is contiguous.
+  EXPECT_EQ(
+      RunIn(m, Plan("ulysses", Layout::kContiguous, 8, 1, {"ulysses"}, true), docs, 8).why_not, "");
+  // With TP 4 the multiple is 2 x 8 x 4 = 64, which 256 and 512 are. An 80-token document is a
+  // multiple of 2 x 8 = 16 (TP 1) but not of 2 x 8 x 2 = 32 (TP 2).
+  EXPECT_EQ(RunIn(m, Plan("ring", Layout::kDocZigzag, 1, 8, {"cp"}), docs, Job(8, 4)).why_not, "");
+  Workload odd = WithSeq(Causal(), 1024);
+  odd.mask = Mask::Documents({80, 688, 256});
+  EXPECT_EQ(RunIn(m, Plan("ring", Layout::kDocZigzag, 1, 8, {"cp"}), odd, 8).why_not, "");
+  const std::string tp2 =
+      RunIn(m, Plan("ring", Layout::kDocZigzag, 1, 8, {"cp"}), odd, Job(8, 2)).why_not;
+  EXPECT_NE(tp2.find("2 x CP x TP = 32"), std::string::npos) << tp2;
+  EXPECT_NE(tp2.find("document 1 (tokens 0..) has 80"), std::string::npos) << tp2;
+  // Masks TE's context parallelism does not take stay refused.
+  Workload prefix = WithSeq(Causal(), 1024);
+  prefix.mask = Mask::Prefix(100);
+  EXPECT_NE(RunIn(m, Plan("ring", Layout::kZigzag, 1, 8, {"cp"}), prefix, 8).why_not, "");
+}
+
 TEST(Frameworks, YunchangNamesItsRingImplementations) {
   const auto y = Framework::kYunchang;
   EXPECT_EQ(

@@ -40,6 +40,30 @@ TEST(DocumentSampler, LengthsCoverTheSequenceExactlyAndArePositive) {
   }
 }
 
+TEST(DocumentSampler, AlignRoundsEveryDrawUpToTheMultiple) {
+  // align=48: each length the draw without align rounded up to a multiple of 48, the last cut to
+  // what is left (a multiple too, as 4800 is); the same seed, so the same draws underneath.
+  const std::vector<int64_t> plain = Sample("lognormal:median=100:sigma=1.5:seed=3", 4800);
+  const std::vector<int64_t> aligned =
+      Sample("lognormal:median=100:sigma=1.5:seed=3:align=48", 4800);
+  EXPECT_EQ(Sum(aligned), 4800);
+  int64_t left = 4800;
+  for (size_t i = 0; i < aligned.size(); ++i) {
+    EXPECT_EQ(aligned[i] % 48, 0) << i;
+    const int64_t want = std::min(left, (plain[i] + 47) / 48 * 48);
+    EXPECT_EQ(aligned[i], want) << i;
+    left -= aligned[i];
+  }
+  // A sequence that is no multiple is refused with the nearest ones; align=0 is refused.
+  auto bad = SampleDocumentLengths(Parse("uniform:min=1:max=50:align=48"), 4801);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("4800 and 4848"), std::string::npos)
+      << bad.status().message();
+  auto zero = ParseDocumentSampler("uniform:min=1:max=50:align=0");
+  ASSERT_FALSE(zero.ok());
+  EXPECT_NE(zero.status().message().find("align"), std::string::npos);
+}
+
 TEST(DocumentSampler, ZeroSigmaDrawsTheMedianEveryTime) {
   // exp(0 * z) = 1: every draw is the median, 100 tokens; 1000 tokens are 10 such documents and
   // 1050 tokens add a last document cut to 50.

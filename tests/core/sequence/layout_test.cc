@@ -17,6 +17,7 @@ int64_t ShardOf(Layout kind, int64_t seq, int64_t shards, int64_t t) {
     case Layout::kStriped:
       return t % shards;
     case Layout::kBalanced:  // chunks chosen by work: tests/core/sequence/balanced_dispatch_test.cc
+    case Layout::kDocZigzag:  // by document: DocShardOf
       break;
   }
   return -1;
@@ -60,7 +61,7 @@ int64_t BruteBlockPairs(Layout kind, const Mask& mask, int64_t seq, int64_t shar
 }
 
 TEST(LayoutTest, NamesRoundTrip) {
-  for (Layout l : {Layout::kContiguous, Layout::kZigzag, Layout::kStriped}) {
+  for (Layout l : {Layout::kContiguous, Layout::kZigzag, Layout::kStriped, Layout::kDocZigzag}) {
     EXPECT_EQ(*ParseLayout(LayoutName(l)), l);
   }
   auto bad = ParseLayout("zig-zag");
@@ -244,6 +245,127 @@ TEST(LayoutTest, ValidateMessages) {
   EXPECT_TRUE((ShardLayout{Layout::kStriped, 64, 4, 1}.Validate(Mask::Full()).ok()));
 
   EXPECT_FALSE((ShardLayout{Layout::kContiguous, 64, 0, 1}.Validate(Mask::Causal()).ok()));
+}
+
+}  // namespace
+}  // namespace meshplan
+
+namespace meshplan {
+namespace {
+
+// Doc-zigzag from its definition (TransformerEngine's thd_partition_src_index): token t of a
+// document of length L starting at s is in chunk (t - s) / (L / 2N) of it; chunk x < N is shard x,
+// else shard 2N - 1 - x.
+int64_t DocShardOf(const std::vector<int64_t>& documents, int64_t shards, int64_t t) {
+  int64_t start = 0;
+  for (int64_t length : documents) {
+    if (t < start + length) {
+      const int64_t chunk = (t - start) / (length / (2 * shards));
+      return chunk < shards ? chunk : 2 * shards - 1 - chunk;
+    }
+    start += length;
+  }
+  return -1;
+}
+
+ShardLayout DocZigzag(const std::vector<int64_t>& documents, int64_t shards, int64_t subdivide) {
+  int64_t seq = 0;
+  for (int64_t length : documents) seq += length;
+  ShardLayout layout{Layout::kDocZigzag, seq, shards, subdivide};
+  layout.documents = std::make_shared<const std::vector<int64_t>>(documents);
+  return layout;
+}
+
+TEST(DocZigzagLayout, RangesByHand) {
+  // Documents 8 and 16 over 2 shards: chunks of 2 and 4 tokens. Shard 0 takes chunk 0 and 3 of
+  // each: [0,2) [6,8) of the first, [8,12) [20,24) of the second; shard 1 chunks 1 and 2.
+  const ShardLayout layout = DocZigzag({8, 16}, 2, 1);
+  ASSERT_TRUE(layout.Validate(Mask::Documents({8, 16})).ok());
+  const std::vector<TokenRange> r0 = layout.Ranges(0), r1 = layout.Ranges(1);
+  ASSERT_EQ(r0.size(), 4u);
+  ASSERT_EQ(r1.size(), 4u);
+  const int64_t want0[4][2] = {{0, 2}, {6, 8}, {8, 12}, {20, 24}};
+  const int64_t want1[4][2] = {{2, 4}, {4, 6}, {12, 16}, {16, 20}};
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(r0[i].begin, want0[i][0]);
+    EXPECT_EQ(r0[i].end, want0[i][1]);
+    EXPECT_EQ(r1[i].begin, want1[i][0]);
+    EXPECT_EQ(r1[i].end, want1[i][1]);
+  }
+  EXPECT_EQ(layout.shard_tokens(), 12);
+  EXPECT_EQ(layout.RangesPerShard(), 4);
+  EXPECT_EQ(layout.LaunchesPerBlock(), 1);  // one variable-length call for every document
+  // Pair-weighted chunk: (2^3 + 4^3) / (2^2 + 4^2) = 72 / 20 = 3.6, rounded to 4.
+  EXPECT_EQ(layout.KernelBlockTokens(), 4);
+  // Sub-shards (U = 2 needs multiples of 8: both are): each range halved.
+  const ShardLayout sub = DocZigzag({8, 16}, 2, 2);
+  ASSERT_TRUE(sub.Validate(Mask::Documents({8, 16})).ok());
+  const std::vector<TokenRange> s1 = sub.SubRanges(1);  // shard 0, second half of each range
+  ASSERT_EQ(s1.size(), 4u);
+  EXPECT_EQ(s1[0].begin, 1);
+  EXPECT_EQ(s1[3].begin, 22);
+}
+
+TEST(DocZigzagLayout, BlockWorkByHandAndByBruteForce) {
+  // Causal documents, chunk c: a diagonal block 2c^2 + c pairs and 2(c - 1) cut rows, any other
+  // 2c^2 and none (compute_model.cc derives both); documents 8 and 16 over 2 shards, c = 2 and 4:
+  // diagonal 10 + 36 = 46 pairs, 2 + 6 = 8 cut rows; off-diagonal 8 + 32 = 40. Bidirectional:
+  // 4c^2 = 16 + 64 = 80 everywhere, uncut.
+  const ShardLayout layout = DocZigzag({8, 16}, 2, 1);
+  const PairCounter causal(Mask::Documents({8, 16}), 24), full(Mask::Documents({8, 16}, true), 24);
+  EXPECT_EQ(layout.Work(causal, 0, 0).pairs, 46);
+  EXPECT_EQ(layout.Work(causal, 0, 0).cut_rows, 8);
+  EXPECT_EQ(layout.Work(causal, 1, 0).pairs, 40);
+  EXPECT_EQ(layout.Work(causal, 0, 1).pairs, 40);
+  EXPECT_EQ(layout.Work(causal, 0, 1).cut_rows, 0);
+  EXPECT_EQ(layout.Work(full, 1, 0).pairs, 80);
+  EXPECT_EQ(layout.Work(full, 1, 1).cut_rows, 0);
+  // Every block against counting token pairs by the definitions (DocShardOf, Allowed).
+  const std::vector<int64_t> documents = {12, 36, 24, 48, 24};
+  for (bool bidirectional : {false, true}) {
+    const Mask mask = Mask::Documents(documents, bidirectional);
+    const PairCounter counter(mask, 144);
+    for (int64_t shards : {1, 2, 3, 6}) {
+      const ShardLayout l = DocZigzag(documents, shards, 1);
+      ASSERT_TRUE(l.Validate(mask).ok()) << shards;
+      int64_t total = 0;
+      for (int64_t i = 0; i < shards; ++i) {
+        for (int64_t j = 0; j < shards; ++j) {
+          int64_t brute = 0;
+          for (int64_t q = 0; q < 144; ++q) {
+            if (DocShardOf(documents, shards, q) != i) continue;
+            for (int64_t k = 0; k < 144; ++k)
+              brute += DocShardOf(documents, shards, k) == j && Allowed(mask, q, k) ? 1 : 0;
+          }
+          EXPECT_EQ(l.Work(counter, i, j).pairs, brute) << shards << " block " << i << "," << j;
+          total += brute;
+        }
+      }
+      EXPECT_EQ(total, counter.Total());
+    }
+  }
+}
+
+TEST(DocZigzagLayout, ValidateNamesTheDocumentAndTheMultiple) {
+  // 2 x 2 shards x 1 = 4: 6 is not a multiple; the message names document 2, its start and 4.
+  const ShardLayout layout = DocZigzag({8, 6, 10}, 2, 1);
+  const Status st = layout.Validate(Mask::Documents({8, 6, 10}));
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("document 2 (tokens 8..) has 6"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("multiple of 4"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("align=4"), std::string::npos) << st.message();
+  // Sub-shards multiply the unit: 2 x 2 x 2 = 8, and 12 is no multiple of it.
+  const Status sub = DocZigzag({8, 12, 12}, 2, 2).Validate(Mask::Documents({8, 12, 12}));
+  ASSERT_FALSE(sub.ok());
+  EXPECT_NE(sub.message().find("multiple of 8"), std::string::npos) << sub.message();
+  // Not a document mask, or no documents given.
+  EXPECT_FALSE(DocZigzag({8, 16}, 2, 1).Validate(Mask::Causal()).ok());
+  ShardLayout bare{Layout::kDocZigzag, 24, 2, 1};
+  EXPECT_FALSE(bare.Validate(Mask::Documents({8, 16})).ok());
+  // MakeShardLayout gives it the mask's documents.
+  const PairCounter counter(Mask::Documents({8, 16}), 24);
+  EXPECT_TRUE(
+      MakeShardLayout(Layout::kDocZigzag, counter, 2, 1).Validate(Mask::Documents({8, 16})).ok());
 }
 
 }  // namespace
