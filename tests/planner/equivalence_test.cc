@@ -116,7 +116,7 @@ TEST(Equivalence, APlanJoinsTheFirstEarlierGroupItMatchesEvenAcrossOthers) {
 
 TEST(Equivalence, AnEmptyRankingHasNoGroups) { EXPECT_TRUE(GroupEquivalentPlans({}).empty()); }
 
-TEST(WithinModelError, PlansWithinFivePercentOfTheBestThatFitsCannotBeToldApart) {
+TEST(WithinModelError, PlansWithin5PercentOfTheBestThatFitsCannotBeToldApart) {
   EXPECT_DOUBLE_EQ(kModelErrorFraction, 0.05);
   // The first plan does not fit; the best that fits takes 100 ms, so up to 105 ms is within the
   // model's error: 100, 104.9 and 105 ms, not 105.1 ms; a plan that does not fit never is.

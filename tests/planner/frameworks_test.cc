@@ -99,7 +99,7 @@ TEST(Frameworks, ARefusalSaysTheBlockerBeforeTheVariantsChoice) {
   EXPECT_TRUE(causal.variant);
 }
 
-TEST(Frameworks, MegatronListsOneCommTypePerLayerWhenTheSlidingLayersNeedAnother) {
+TEST(Frameworks, MegatronListsACommTypePerLayerWhenSlidingLayersNeedAnother) {
   // Four layers, Gemma 2's order: 0 and 2 slide. The global layers run the p2p ring; TE runs
   // the window layers with a2a or all_gather only.
   FrameworkJob job = Job(8);

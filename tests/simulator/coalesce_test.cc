@@ -35,7 +35,7 @@ Op Message(OpKind kind, int32_t peer) {
   return op;
 }
 
-TEST(Coalesce, MergesBlocksWhoseInputsArrivedBeforeTheRunAndStopsWhereAMessageSeparates) {
+TEST(Coalesce, MergesBlocksWhoseInputsArrivedBeforeTheRunAndStopsAtAMessage) {
   // Rank 0: recv A (0); blocks 1, 2 need A; recv B (3); block 4 needs A and B; block 5 needs A
   // (known at 4's start); a send (6) of block 5's result.
   //   1 and 2 merge (2 needs only A, a dependency of 1);

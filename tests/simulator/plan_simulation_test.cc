@@ -179,7 +179,7 @@ TEST(SimulatePlanTest, ProjectedReplayBytesIsTheMeanProgramTimesTheRanksKept) {
   EXPECT_DOUBLE_EQ(ProjectedReplayBytes(1000, 4, 16, false), 8400.0);
 }
 
-TEST(SimulatePlanTest, AReplayPastTheMemoryLimitIsRefusedWithTheNeedAndTheGpusThatFit) {
+TEST(SimulatePlanTest, ReplayOverMemoryLimitIsRefusedWithItsNeedAndGpusThatFit) {
   const Workload w = SmallWorkload();
   const Topology topology = testing::SmallCluster(4, 2);  // 8 GPUs
   const Plan plan = PlanFor(w, topology, MeshParams(2, 4));

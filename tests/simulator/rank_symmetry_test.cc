@@ -347,7 +347,7 @@ TEST(SymmetricReplay, RepresentativesReplayLikeEveryRankOnANonBlockingCluster) {
   EXPECT_GE(with_collectives, 30) << "of " << symmetric;
 }
 
-TEST(SymmetricReplay, RepresentativesReplayLikeEveryRankWithOversubscribedUplinks) {
+TEST(SymmetricReplay, RepresentativesReplayLikeEveryRankWithSharedUplinks) {
   Topology t = Load("dgx-h100-4node.toml");
   t.levels[1].oversubscription = 4.0;  // the nodes' uplinks are shared: stabilisers of order > 1
   int symmetric = 0, with_collectives = 0, compared = 0;

@@ -142,7 +142,7 @@ TEST(SharedDevice, AKernelAddedMidwayGetsItsShareFromThen) {
 namespace meshplan::sim {
 namespace {
 
-TEST(SharedDevice, SerialWithAFractionalSlotCountRunsTheLastKernelAtTheFraction) {
+TEST(SharedDevice, SerialWithFractionalSlotsRunsTheLastKernelAtTheFraction) {
   // concurrent 1.5, serial: kernel 0 at rate 1, kernel 1 at 0.5, kernel 2 waits (rate 0).
   // Work 1000 ns each from 0: kernel 0 ends at 1000; kernel 1 did 500, then runs alone at 1:
   // 500 more -> 1500 (its provisional end at 0 was 0 + 1000 / 0.5 = 2000).

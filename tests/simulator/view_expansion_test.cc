@@ -53,7 +53,7 @@ void ExpectSameResult(const SimResult& a, const SimResult& b, const std::string&
   }
 }
 
-TEST(ViewExpansion, TheViewMadeDuringTheExpansionReplaysLikeTheViewOfTheFullSchedule) {
+TEST(ViewExpansion, ViewMadeDuringExpansionReplaysLikeTheFullSchedulesView) {
   const Topology topology = Load("dgx-h100-4node.toml");
   const int compared = testing::ForEachTopPlan(topology, [&](const Plan& plan, const Workload& w,
                                                              const std::string& what) {

@@ -108,7 +108,7 @@ TEST_F(ModelCli, ASlidingModelSumsItsGlobalAndWindowLayers) {
   EXPECT_GE(checked, 2);
 }
 
-TEST_F(ModelCli, MegatronRunsGemmasSlidingLayersWithACommTypeTransformerEngineTakes) {
+TEST_F(ModelCli, MegatronGivesGemmasSlidingLayersACommTypeTransformerEngineTakes) {
   // Gemma 2 27B under TP 8 on 256 H100: 4/2 heads per GPU on CP groups of 32. TransformerEngine
   // runs its 23 sliding layers (0, 2, ..., 44) with all_gather or a2a only, and a2a cannot split
   // 2 KV heads over 32 GPUs: the window layers run all_gather. The global layers' comm type is

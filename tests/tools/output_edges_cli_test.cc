@@ -85,7 +85,7 @@ TEST_F(QuietAndPathsCli, QuietPlanOutWritesNothingOnStderr) {
   EXPECT_FALSE(Read(plan).empty());
 }
 
-TEST_F(QuietAndPathsCli, OneFileForTheTraceAndTheTimelineIsRefusedBeforeTheReplay) {
+TEST_F(QuietAndPathsCli, OneFileForTraceAndTimelineIsRefusedBeforeTheReplay) {
   // Issue 49: the same path to --trace and --timeline silently kept only the timeline.
   const std::string plan = (dir_ / "plan.toml").string();
   ASSERT_EQ(

@@ -129,7 +129,7 @@ TEST_F(PlanRequestCli, BenchRunsThePlanThatPlanPicks) {
   EXPECT_EQ(Text(&row, "outcome"), "ran");
 }
 
-TEST_F(PlanRequestCli, EveryPlanningCommandRefusesAFrameworkItCannotPlanForTheSameReason) {
+TEST_F(PlanRequestCli, EveryPlanningCommandRefusesAFrameworkItCannotPlanAlike) {
   for (const char* command : {"plan", "sweep", "fit", "bench"}) {
     const testing::CliResult r = Run(std::string(command) + " --framework magi -q");
     EXPECT_EQ(r.exit_code, 2) << command << "\n" << r.err;

@@ -52,7 +52,7 @@ using ReplayMemory49 = testing::CliFixture;
 // fails every rank's program is kept: the projection counts all 256 of them (about 87 KiB each
 // here, 21.7 MiB in all) and 16M refuses it. Before, it kept projecting one class's worth and
 // replayed past the limit (at 16384 ranks: 6-8 GB against --max-memory 256M, then out of memory).
-TEST_F(ReplayMemory49, AStripedMeshReplayPastTheLimitIsRefusedOnceItsSymmetryFails) {
+TEST_F(ReplayMemory49, StripedMeshReplayPastTheLimitIsRefusedOnceSymmetryFails) {
   ASSERT_EQ(Run("topo new --gpu h100-sxm5 --nodes 32 --gpus-per-node 8 --nic-gbps 400 -q -o " +
                 (dir_ / "c256.toml").string())
                 .exit_code,

@@ -213,7 +213,7 @@ TEST_F(AtomicFileTest, CheckOutputPathAcceptsWhatCanBeWrittenAndNamesWhatCannot)
             missing + ": directory " + (dir_ / "no").string() + " does not exist");
 }
 
-TEST_F(AtomicFileTest, AnOutputDirectoryOnTheKernelsFileSystemsIsRefusedBeforeAnyWork) {
+TEST_F(AtomicFileTest, OutputDirectoryOnAKernelFileSystemIsRefusedBeforeAnyWork) {
   // Issue 49: `execute --outputs /proc/nonexistent/x` ran the whole plan, then failed to create
   // the directory (exit 1): /proc's nearest existing ancestor passes access(W_OK) as root.
   const Status proc = CheckOutputDirectory("/proc/nonexistent/x");

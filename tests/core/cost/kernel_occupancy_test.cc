@@ -57,7 +57,7 @@ TEST(OccupancyFactor, IsTheFillOverTheCurvesOwn) {
   EXPECT_DOUBLE_EQ(BackwardRateRatio(unknown, {8192, 5}), 0.9);
 }
 
-TEST(OccupancyFactor, TheShippedH800FilesFiveAgainstThirtyTwoHeadsMatchThePublishedKernels) {
+TEST(OccupancyFactor, ShippedH800FilesFiveAgainst32HeadsMatchPublishedKernels) {
   // ring-flash-attention's README (b00d24d and 8996282), flash_attn on one H800, causal forward,
   // 8K tokens, d = 128: 2418.4 it/s with 5 heads and 591.5 with 32: 4 x 8192^2 x h x 128 / 2
   // FLOPs, so 207.8 and 325.2 TFLOP/s, a ratio of 0.639. Nothing was fitted on these. The model:

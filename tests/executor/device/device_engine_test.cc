@@ -121,7 +121,7 @@ void RunAllLocal(const Prepared& p, InputType type) {
 
 class DeviceEngineNumerics : public ::testing::TestWithParam<int64_t> {};
 
-TEST_P(DeviceEngineNumerics, EverySchemeMatchesPlainAttentionOnBf16Inputs) {
+TEST_P(DeviceEngineNumerics, EverySchemeMatchesPlainAttentionOnBf16) {
   const int64_t P = GetParam();
   std::mt19937_64 seeds(4321 + P);
   for (const Mask& mask : Masks()) {

@@ -101,7 +101,7 @@ void ExpectBitIdentical(const TensorF& a, const TensorF& b, const std::string& w
   EXPECT_EQ(std::memcmp(a.data.data(), b.data.data(), a.data.size() * sizeof(float)), 0) << what;
 }
 
-TEST(SeededInputSource, PerRankGenerationRunsBitIdenticalToTheWholeSequencePath) {
+TEST(SeededInputSource, PerRankGenerationIsBitIdenticalToTheWholeSequencePath) {
   const Workload w = Gqa(Pass::kForwardBackward);
   const Topology topology = Cluster(4);
   const planner::PlanContext ctx(w, topology);

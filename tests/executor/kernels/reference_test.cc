@@ -332,7 +332,7 @@ void CheckAgainstFiniteDifferences(const Workload& w, const AttentionTensors<dou
   EXPECT_LT(max_err, 1e-6 * max_grad) << "max error " << max_err << ", max gradient " << max_grad;
 }
 
-TEST_P(ReferenceGradientTest, MatchesCentralFiniteDifferences) {
+TEST_P(ReferenceGradientTest, MatchesCentralDifferences) {
   const GradCase& c = GetParam();
   const Workload w = MakeWorkload(2, 7, 4, c.kv_heads, 3, c.mask);
   const AttentionTensors<double> inputs = RandomInputs(w, 1234);

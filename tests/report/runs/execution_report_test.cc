@@ -36,7 +36,7 @@ bool Has(const std::string& text, const std::string& needle) {
   return text.find(needle) != std::string::npos;
 }
 
-TEST(ExecutionReport, TableGivesTheErrorOfEveryPairAndThePerRankAndPerClassTables) {
+TEST(ExecutionReport, TableGivesEveryPairsErrorAndThePerRankAndPerClassTables) {
   const std::string t = RenderExecutionTable(TwoRanks());
   EXPECT_TRUE(Has(t, "predicted  measured  error vs predicted\n")) << t;
   // time (4 - 2) / 2 = +100%; compute mean (3 - 1.5) / 1.5 = +100%; exposed mean 0.5 vs 0.5: +0%;
