@@ -126,22 +126,7 @@ class ResidueAdder {
 // one (c^2) and exactly one of early-early (j < i) or late-late (j > i) (c^2): 2c^2; a diagonal
 // block both own chunks' triangles and late-early: 2c^2 + c. Bidirectional documents: 4c^2
 // everywhere. Cut rows: a chunk against itself under a causal mask, c - 1 rows, twice in a
-// diagonal block; none elsewhere.
-struct DocZigzagSums {
-  int64_t chunk_squares = 0;  // sum c^2
-  int64_t chunks = 0;         // sum c
-  int64_t cut_rows = 0;       // sum 2(c - 1)
-};
-DocZigzagSums SumDocZigzag(const ShardLayout& layout) {
-  DocZigzagSums sums;
-  for (int64_t length : *layout.documents) {
-    const int64_t c = length / (2 * layout.num_shards);
-    sums.chunk_squares += c * c;
-    sums.chunks += c;
-    sums.cut_rows += 2 * (c - 1);
-  }
-  return sums;
-}
+// diagonal block; none elsewhere (ShardLayout::Work and DocZigzagSums).
 
 // Calls f(q) for every contiguous query range of rank g's Q shards in the 2-D assignment with
 // Q-group size a (shards [a floor(g / a), + a)).
@@ -168,6 +153,15 @@ std::vector<int64_t> RowPairs(const ShardLayout& layout, const PairCounter& coun
     }
     return out;
   }
+  if (layout.kind == Layout::kDocZigzag) {
+    // N blocks a shard, one of them diagonal (the block forms above).
+    const DocZigzagSums sums = layout.DocSums();
+    std::fill(out.begin(), out.end(),
+              counter.mask().kind == MaskKind::kDocuments
+                  ? 2 * sums.chunk_squares * n_shards + sums.chunks
+                  : 4 * sums.chunk_squares * n_shards);
+    return out;
+  }
   for (int64_t i = 0; i < n_shards; ++i) {
     for (const TokenRange& r : layout.Ranges(i))
       out[i] += counter.Count(r.begin, r.end, 0, layout.seq_len);
@@ -182,7 +176,7 @@ std::vector<int64_t> TilePairs(const ShardLayout& layout, const PairCounter& cou
   std::vector<int64_t> out(n_ranks, 0);
   if (layout.kind == Layout::kDocZigzag) {
     // a x b blocks a rank, exactly one of them diagonal (TileCutRows says why).
-    const DocZigzagSums sums = SumDocZigzag(layout);
+    const DocZigzagSums sums = layout.DocSums();
     const bool causal = mask.kind == MaskKind::kDocuments;
     std::fill(
         out.begin(), out.end(),
@@ -268,7 +262,7 @@ std::vector<int64_t> TileCutRows(const ShardLayout& layout, const PairCounter& c
   if (mask.kind == MaskKind::kFull) return out;  // no block is cut
   if (layout.kind == Layout::kDocZigzag) {
     if (mask.kind == MaskKind::kDocuments)
-      std::fill(out.begin(), out.end(), SumDocZigzag(layout).cut_rows);
+      std::fill(out.begin(), out.end(), layout.DocSums().cut_rows);
     return out;
   }
   if (mask.kind == MaskKind::kCausal && layout.kind != Layout::kBalanced) {

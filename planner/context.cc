@@ -28,7 +28,7 @@ ShardLayout PlanContext::LayoutFor(Layout kind, int64_t shards, int64_t subdivid
     if (workload.mask.IsDocuments()) {
       if (documents_ == nullptr)
         documents_ = std::make_shared<const std::vector<int64_t>>(workload.mask.document_lengths);
-      layout.documents = documents_;
+      AttachDocuments(&layout, documents_);
     }
     return layout;
   }

@@ -1,6 +1,7 @@
 #include "core/sequence/layout.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace meshplan {
 
@@ -107,6 +108,23 @@ Status ShardLayout::Validate(const Mask& mask) const {
   return Status::Ok();
 }
 
+DocZigzagSums ShardLayout::DocSums() const {
+  if (doc_sums != nullptr) return *doc_sums;
+  DocZigzagSums sums;
+  ForEachDocumentChunk(*this, [&](int64_t, int64_t c) {
+    sums.chunk_squares += c * c;
+    sums.chunks += c;
+    sums.cut_rows += 2 * std::max<int64_t>(c - 1, 0);
+  });
+  return sums;
+}
+
+void AttachDocuments(ShardLayout* layout, std::shared_ptr<const std::vector<int64_t>> documents) {
+  layout->documents = std::move(documents);
+  layout->doc_sums = nullptr;
+  layout->doc_sums = std::make_shared<const DocZigzagSums>(layout->DocSums());
+}
+
 ShardLayout MakeShardLayout(Layout kind, const PairCounter& counter, int64_t shards,
                             int64_t subdivide) {
   ShardLayout layout{kind, counter.seq_len(), shards, subdivide};
@@ -115,8 +133,8 @@ ShardLayout MakeShardLayout(Layout kind, const PairCounter& counter, int64_t sha
     layout.balanced = BalanceChunks(counter, shards, kBalancedChunksPerShard);
   }
   if (kind == Layout::kDocZigzag && counter.mask().IsDocuments()) {
-    layout.documents =
-        std::make_shared<const std::vector<int64_t>>(counter.mask().document_lengths);
+    AttachDocuments(&layout,
+                    std::make_shared<const std::vector<int64_t>>(counter.mask().document_lengths));
   }
   return layout;
 }
@@ -206,16 +224,16 @@ int64_t ShardLayout::BlockPairs(const PairCounter& counter, int64_t q_shard,
 BlockWork ShardLayout::Work(const PairCounter& counter, int64_t q_shard, int64_t kv_shard) const {
   BlockWork work;
   if (kind == Layout::kDocZigzag) {
-    // A document mask sees nothing across documents: only each document's own four chunk pairs
-    // (O(D) a block instead of the (2D)^2 rectangles of Ranges x Ranges).
-    ForEachDocumentChunk(*this, [&](int64_t start, int64_t c) {
-      for (int64_t qx : {q_shard, 2 * num_shards - 1 - q_shard}) {
-        for (int64_t kx : {kv_shard, 2 * num_shards - 1 - kv_shard}) {
-          AddRectangleWork(counter, {start + qx * c, start + (qx + 1) * c},
-                           {start + kx * c, start + (kx + 1) * c}, &work);
-        }
-      }
-    });
+    // A document mask sees nothing across documents, and every block holds each document's four
+    // chunk pairs: closed forms (DocZigzagSums; compute_model.cc derives them).
+    const DocZigzagSums sums = DocSums();
+    const bool diagonal = q_shard == kv_shard;
+    if (counter.mask().kind == MaskKind::kDocuments) {
+      work.pairs = 2 * sums.chunk_squares + (diagonal ? sums.chunks : 0);
+      work.cut_rows = diagonal ? sums.cut_rows : 0;
+    } else {
+      work.pairs = 4 * sums.chunk_squares;
+    }
     return work;
   }
   if (kind == Layout::kStriped) {

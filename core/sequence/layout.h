@@ -47,6 +47,15 @@ struct BlockWork {
 // Adds the rectangle [q.begin, q.end) x [k.begin, k.end) of the attention matrix to `work`.
 void AddRectangleWork(const PairCounter& counter, TokenRange q, TokenRange k, BlockWork* work);
 
+// Doc-zigzag's work in closed form (compute_model.cc and ShardLayout::Work use it): over the
+// documents, with c = length / 2N each document's chunk, sum c^2, sum c and sum 2(c - 1) (a
+// causal chunk against itself is cut on c - 1 rows, and a diagonal block holds two such).
+struct DocZigzagSums {
+  int64_t chunk_squares = 0;
+  int64_t chunks = 0;
+  int64_t cut_rows = 0;
+};
+
 // A partition of the sequence [0, S) into `num_shards` shards of equal size. With subdivide U > 1,
 // each shard is further cut into U sub-shards (sub-shard u of shard i takes the u-th of U equal
 // consecutive parts of each of shard i's ranges): ranks of a head-parallel (Ulysses) group start
@@ -67,6 +76,9 @@ struct ShardLayout {
   // kDocZigzag: the documents' lengths in order (the mask's; MakeShardLayout). Refused by Validate
   // when missing.
   std::shared_ptr<const std::vector<int64_t>> documents;
+  // kDocZigzag: DocZigzagSums of `documents` at num_shards, made with them (AttachDocuments) so a
+  // block's work is O(1); computed on each call when missing.
+  std::shared_ptr<const DocZigzagSums> doc_sums;
 
   // Divisibility of the sequence and layout/mask compatibility; the reason names the sizes.
   Status Validate(const Mask& mask) const;
@@ -87,6 +99,8 @@ struct ShardLayout {
   // a chunk pair of c tokens having c^2 pairs), so the short documents' chunks slow it by their
   // share of the work.
   int64_t KernelBlockTokens() const;
+  // kDocZigzag's sums (doc_sums, else computed from documents: O(documents)).
+  DocZigzagSums DocSums() const;
   // Unmasked (q, k) pairs in block (q shard i, kv shard j), exact.
   int64_t BlockPairs(const PairCounter& counter, int64_t q_shard, int64_t kv_shard) const;
   // The block's pairs and cut rows (BlockWork), exact. A striped shard interleaves with every
@@ -94,6 +108,9 @@ struct ShardLayout {
   // contiguous block: every row but one is cut.
   BlockWork Work(const PairCounter& counter, int64_t q_shard, int64_t kv_shard) const;
 };
+
+// Gives a doc-zigzag layout its documents and their sums at layout->num_shards.
+void AttachDocuments(ShardLayout* layout, std::shared_ptr<const std::vector<int64_t>> documents);
 
 // The layout of `kind` over counter's sequence; kBalanced gets its chunks balanced by the mask's
 // work (left without them when the sequence does not divide into the chunks: Validate says so),

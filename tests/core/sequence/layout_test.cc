@@ -272,7 +272,7 @@ ShardLayout DocZigzag(const std::vector<int64_t>& documents, int64_t shards, int
   int64_t seq = 0;
   for (int64_t length : documents) seq += length;
   ShardLayout layout{Layout::kDocZigzag, seq, shards, subdivide};
-  layout.documents = std::make_shared<const std::vector<int64_t>>(documents);
+  AttachDocuments(&layout, std::make_shared<const std::vector<int64_t>>(documents));
   return layout;
 }
 
