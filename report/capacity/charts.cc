@@ -114,6 +114,29 @@ plot::LineChart TimeVsGpus(const std::vector<SweepRow>& rows, int64_t seq_len) {
   return chart;
 }
 
+plot::LineChart TimeVsSeq(const std::vector<SweepRow>& rows, int64_t gpus) {
+  const bool all_layers =
+      std::any_of(rows.begin(), rows.end(), [](const SweepRow& r) { return r.all_layers_s >= 0; });
+  const std::string what =
+      all_layers ? "attention time per training step (all layers)" : "time per attention layer";
+  plot::LineChart chart;
+  chart.title = (all_layers ? "Attention time per training step" : "Time per attention layer") +
+                std::string(" vs sequence length on ") + std::to_string(gpus) + " GPUs" +
+                TopologySuffix(rows);
+  chart.x_label = "sequence length (tokens, log scale)";
+  chart.y_label = what + (AnySimulated(rows) ? ", simulated (ms)" : " (ms)");
+  chart.log_x = true;
+  chart.log_y = true;
+  chart.series = SeriesByScheme(
+      rows, [gpus](const SweepRow& r) { return r.gpus == gpus; },
+      [](const SweepRow& r) { return static_cast<double>(r.seq_len); },
+      [](const SweepRow& r) {
+        if (r.all_layers_s < 0 || r.time_s <= 0) return RowTime(r) * 1e3;
+        return r.all_layers_s * (RowTime(r) / r.time_s) * 1e3;
+      });
+  return chart;
+}
+
 plot::LineChart CommShareVsSeq(const std::vector<SweepRow>& rows, int64_t gpus) {
   plot::LineChart chart;
   chart.title = "Exposed communication share of a layer's time on " + std::to_string(gpus) +
@@ -244,16 +267,38 @@ Status WriteSweepPlots(const std::vector<SweepRow>& rows, const std::string& dir
   auto write = [&base](const std::string& name, const std::string& svg) {
     return WriteFileAtomically((base / name).string(), svg);
   };
-  MESHPLAN_RETURN_IF_ERROR(
-      write("time-vs-gpus.svg", plot::RenderLineChart(TimeVsGpus(rows, *seqs.rbegin()))));
-  if (seqs.size() >= 2 && seqs.size() <= 8) {
-    for (int64_t seq : seqs) {
-      MESHPLAN_RETURN_IF_ERROR(write("time-vs-gpus-" + FormatCount(seq) + ".svg",
-                                     plot::RenderLineChart(TimeVsGpus(rows, seq))));
+  // The charts this sweep draws (a line chart needs two values on its x axis).
+  std::vector<std::pair<std::string, plot::LineChart>> charts;
+  if (gpus.size() >= 2) {
+    charts.emplace_back("time-vs-gpus.svg", TimeVsGpus(rows, *seqs.rbegin()));
+    if (seqs.size() >= 2 && seqs.size() <= 8) {
+      for (int64_t seq : seqs)
+        charts.emplace_back("time-vs-gpus-" + FormatCount(seq) + ".svg", TimeVsGpus(rows, seq));
     }
   }
-  MESHPLAN_RETURN_IF_ERROR(
-      write("comm-share-vs-seq.svg", plot::RenderLineChart(CommShareVsSeq(rows, *gpus.rbegin()))));
+  if (seqs.size() >= 2) {
+    charts.emplace_back("time-vs-seq.svg", TimeVsSeq(rows, *gpus.rbegin()));
+    if (gpus.size() >= 2 && gpus.size() <= 8) {
+      for (int64_t g : gpus)
+        charts.emplace_back("time-vs-seq-" + std::to_string(g) + ".svg", TimeVsSeq(rows, g));
+    }
+    charts.emplace_back("comm-share-vs-seq.svg", CommShareVsSeq(rows, *gpus.rbegin()));
+  }
+  // An earlier sweep's line charts that this one does not draw go, so DIR shows this sweep's.
+  std::set<std::string> drawn;
+  for (const auto& [name, chart] : charts) drawn.insert(name);
+  for (const auto& entry : std::filesystem::directory_iterator(base, ec)) {
+    const std::string name = entry.path().filename().string();
+    const bool ours = name.size() > 4 && name.compare(name.size() - 4, 4, ".svg") == 0 &&
+                      (name.rfind("time-vs-gpus", 0) == 0 || name.rfind("time-vs-seq", 0) == 0 ||
+                       name == "comm-share-vs-seq.svg");
+    if (ours && drawn.count(name) == 0) {
+      std::error_code ignored;
+      std::filesystem::remove(entry.path(), ignored);
+    }
+  }
+  for (const auto& [name, chart] : charts)
+    MESHPLAN_RETURN_IF_ERROR(write(name, plot::RenderLineChart(chart)));
   MESHPLAN_RETURN_IF_ERROR(write("best-scheme.svg", plot::RenderCategoryMap(BestSchemeMap(rows))));
   return Status::Ok();
 }

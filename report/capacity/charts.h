@@ -29,6 +29,12 @@ double RowTime(const SweepRow& row);
 // plan)".
 plot::LineChart TimeVsGpus(const std::vector<SweepRow>& rows, int64_t seq_len);
 
+// Time (ms, log scale) against sequence length (log2) on `gpus` GPUs: one series per scheme (and
+// topology), valid fitting plans only. With a model (SweepRow::all_layers_s) the time is all its
+// attention layers of one training step, else one layer's; RowTime's simulated time, when
+// replayed, scales the all-layers figure by simulated / estimated.
+plot::LineChart TimeVsSeq(const std::vector<SweepRow>& rows, int64_t gpus);
+
 // Exposed communication share of the step time (%) against sequence length (log2) on `gpus`
 // GPUs: one series per scheme, valid fitting plans only.
 plot::LineChart CommShareVsSeq(const std::vector<SweepRow>& rows, int64_t gpus);
@@ -52,8 +58,15 @@ plot::Timeline SimulatedTimeline(const Schedule& schedule, const sim::SimResult&
 //   time-vs-gpus.svg         TimeVsGpus at the largest sequence length in rows;
 //   time-vs-gpus-<seq>.svg   TimeVsGpus at each sequence length ("32K", "1M"), when there are
 //                            2 to 8 of them;
+//   time-vs-seq.svg          TimeVsSeq on the largest GPU count;
+//   time-vs-seq-<gpus>.svg   TimeVsSeq on each GPU count, when there are 2 to 8 of them;
 //   comm-share-vs-seq.svg    CommShareVsSeq on the largest GPU count;
 //   best-scheme.svg          BestSchemeMap.
+// A line chart over one value of its x axis would be a column of points: the time-vs-gpus charts
+// are left out when the sweep has one GPU count, the time-vs-seq and comm-share charts when it
+// has one sequence length. Line charts of an earlier sweep left in `dir` (time-vs-gpus*.svg,
+// time-vs-seq*.svg, comm-share-vs-seq.svg) that this sweep does not draw are removed, so the
+// directory shows this sweep's charts only.
 // Errors: no rows (invalid input); a directory or file that cannot be written (I/O, naming it).
 Status WriteSweepPlots(const std::vector<SweepRow>& rows, const std::string& dir);
 

@@ -103,6 +103,30 @@ TEST(Charts, TimeVsGpusHasOneSeriesPerSchemeWithValidFittingPoints) {
   ExpectPoints(small.series[2], {{8, 95}, {16, 55}, {32, 30}});
 }
 
+TEST(Charts, TimeVsSeqHasOneSeriesPerSchemeOnTheGpuCount) {
+  // 8 GPUs: ring 100 ms at 64K and 400 at 128K; ulysses 90 at 64K (128K does not fit); mesh 95
+  // and 390 (Rows()).
+  const plot::LineChart c = TimeVsSeq(Rows(), 8);
+  EXPECT_TRUE(c.log_x);
+  EXPECT_TRUE(c.log_y);
+  EXPECT_NE(c.title.find("on 8 GPUs"), std::string::npos) << c.title;
+  EXPECT_NE(c.title.find("attention layer"), std::string::npos) << c.title;
+  EXPECT_NE(c.x_label.find("sequence length"), std::string::npos) << c.x_label;
+  ASSERT_EQ(c.series.size(), 3u);
+  ExpectPoints(c.series[0], {{k64K, 100}, {k128K, 400}});
+  ExpectPoints(c.series[1], {{k64K, 90}});
+  ExpectPoints(c.series[2], {{k64K, 95}, {k128K, 390}});
+  // With a model, all its attention layers: ring at 64K is 80 layers x 100 ms = 8 s, and a
+  // replay 1.5x the estimate (150 ms) makes it 12 s.
+  std::vector<SweepRow> rows = Rows();
+  for (SweepRow& r : rows) r.all_layers_s = r.time_s * 80;
+  rows[0].simulated_s = 0.150;
+  const plot::LineChart model = TimeVsSeq(rows, 8);
+  EXPECT_NE(model.title.find("training step"), std::string::npos) << model.title;
+  EXPECT_NE(model.y_label.find("all layers"), std::string::npos) << model.y_label;
+  ExpectPoints(model.series[0], {{k64K, 12000}, {k128K, 32000}});
+}
+
 TEST(Charts, SimulatedTimesWinOverEstimates) {
   std::vector<SweepRow> rows = Rows();
   rows[0].simulated_s = 0.150;  // ring, 8 GPUs, 64K
@@ -338,7 +362,8 @@ TEST_F(SweepPlots, WritesEveryChartIntoANewDirectory) {
   const Status st = WriteSweepPlots(Rows(), out.string());
   ASSERT_TRUE(st.ok()) << st.message();
   for (const char* name : {"time-vs-gpus.svg", "time-vs-gpus-64K.svg", "time-vs-gpus-128K.svg",
-                           "comm-share-vs-seq.svg", "best-scheme.svg"}) {
+                           "time-vs-seq.svg", "time-vs-seq-8.svg", "time-vs-seq-16.svg",
+                           "time-vs-seq-32.svg", "comm-share-vs-seq.svg", "best-scheme.svg"}) {
     const std::string text = Read(out / name);
     EXPECT_EQ(text.rfind("<?xml", 0), 0u) << name;
     EXPECT_NE(text.find("</svg>"), std::string::npos) << name;
@@ -346,12 +371,39 @@ TEST_F(SweepPlots, WritesEveryChartIntoANewDirectory) {
   // The main time chart is for the largest sequence length, the share chart for the most GPUs.
   EXPECT_NE(Read(out / "time-vs-gpus.svg").find("128K tokens"), std::string::npos);
   EXPECT_NE(Read(out / "comm-share-vs-seq.svg").find("on 32 GPUs"), std::string::npos);
+  EXPECT_NE(Read(out / "time-vs-seq.svg").find("on 32 GPUs"), std::string::npos);
   size_t files = 0;
   for (const auto& e : fs::directory_iterator(out)) {
     EXPECT_EQ(e.path().extension(), ".svg") << e.path();  // no temporary files left behind
     ++files;
   }
-  EXPECT_EQ(files, 5u);
+  EXPECT_EQ(files, 9u);
+}
+
+// A sweep over one GPU count draws no time-vs-GPUs chart (it would be a column of points), and
+// one over one sequence length no time-vs-sequence or share chart; their files from an earlier
+// sweep into the directory go, so the charts shown are this sweep's.
+TEST_F(SweepPlots, AChartOverOneValueOfItsAxisIsNotDrawn) {
+  std::vector<SweepRow> one_gpu_count;
+  for (const SweepRow& r : Rows()) {
+    if (r.gpus == 8) one_gpu_count.push_back(r);
+  }
+  ASSERT_TRUE(WriteSweepPlots(Rows(), dir_.string()).ok());  // every chart, as above
+  ASSERT_TRUE(WriteSweepPlots(one_gpu_count, dir_.string()).ok());
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir_)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"best-scheme.svg", "comm-share-vs-seq.svg",
+                                             "time-vs-seq.svg"}));
+  std::vector<SweepRow> one_seq;
+  for (const SweepRow& r : Rows()) {
+    if (r.seq_len == k64K) one_seq.push_back(r);
+  }
+  ASSERT_TRUE(WriteSweepPlots(one_seq, dir_.string()).ok());
+  names.clear();
+  for (const auto& e : fs::directory_iterator(dir_)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"best-scheme.svg", "time-vs-gpus.svg"}));
 }
 
 TEST_F(SweepPlots, ErrorsForNoRowsAndUnwritableDirectories) {
