@@ -2,6 +2,8 @@
 
 #include <chrono>
 #include <limits>
+#include <optional>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -9,6 +11,7 @@
 #include "executor/host_memory.h"
 #include "executor/io/run_files.h"
 #include "executor/output_check.h"
+#include "executor/timing/foreign_load.h"
 #include "planner/plan_schedule.h"
 
 namespace meshplan::exec {
@@ -125,7 +128,9 @@ Result<RepeatedExecution> ExecuteRepeated(const PlanRun& run, const ExecuteConfi
   RepeatedExecution out;
   std::vector<std::vector<std::vector<OpTiming>>> timings;
   std::vector<double> wall_s;
+  std::optional<ForeignCpuMeter> foreign;  // over the timed runs
   for (int i = 0; i < warm_up + repeat; ++i) {
+    if (i == warm_up) foreign.emplace();
     MESHPLAN_ASSIGN_OR_RETURN(auto result, Execute(run, session_config));
     session_config.on_start = nullptr;  // once, before the first run
     const int timed = i - warm_up + 1;  // 0: the warm-up
@@ -137,6 +142,8 @@ Result<RepeatedExecution> ExecuteRepeated(const PlanRun& run, const ExecuteConfi
     if (timed == 1) out.first = std::move(result);
   }
   out.runs = SummarizeRuns(run.schedule, warm_up, timings, wall_s);
+  out.runs.foreign_cores = foreign ? foreign->Cores() : -1;
+  out.runs.machine_cores = static_cast<int>(std::thread::hardware_concurrency());
   return out;
 }
 

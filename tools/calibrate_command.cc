@@ -17,6 +17,7 @@
 #include "executor/calibration/calibration.h"
 #include "executor/calibration/cpu_calibration.h"
 #include "executor/calibration/engine_calibration.h"
+#include "executor/timing/foreign_load.h"
 #include "report/runs/calibration_report.h"
 #include "tools/calibrate_cuda.h"
 #include "tools/cli_common.h"
@@ -213,8 +214,10 @@ std::unique_ptr<exec::CalibrationTarget> MakeTarget(const CalibrateFlags& f,
 }
 
 // The measured topology as text (TOML, or JSON holding it) with its record of the run.
-std::string CalibrationText(const CalibrateFlags& f, exec::CalibrationResult& result, double load) {
+std::string CalibrationText(const CalibrateFlags& f, exec::CalibrationResult& result, double load,
+                            double foreign_cores) {
   CalibrationRecord& record = result.topology.calibration;
+  record.other_processes_cores = foreign_cores >= 0 ? std::round(foreign_cores * 100) / 100 : -1;
   record.load_average = load >= 0 ? std::round(load * 100) / 100 : -1;
   record.cores = static_cast<int64_t>(std::thread::hardware_concurrency());
   record.kernel_median_error = std::round(result.kernel_median_residual * 1000) / 1000;
@@ -242,6 +245,7 @@ int RunCalibrate(const CalibrateFlags& f, bool ranks_given, bool heads_given) {
   auto bar = std::make_unique<ProgressBar>("calibrate", /*time_left=*/false);
   const int phases = exec::CalibrationPhases(*target, *spec);
   int phase = 0;
+  const exec::ForeignCpuMeter foreign;
   auto result = exec::Calibrate(*target, *spec, [&](const std::string& line) {
     if (f.quiet) return;
     bar->Update(phase++, phases);
@@ -249,8 +253,14 @@ int RunCalibrate(const CalibrateFlags& f, bool ranks_given, bool heads_given) {
   });
   bar.reset();
   if (!result.ok()) return ReportError(result.status());
-  const std::string text = CalibrationText(f, *result, load);
+  const double foreign_cores = foreign.Cores();
+  const std::string text = CalibrationText(f, *result, load, foreign_cores);
   if (!f.quiet) PrintSummary(*result);
+  // Said even with -q: a disturbed calibration is a wrong file, not a detail.
+  const std::string disturbance = exec::DisturbanceNote(
+      foreign_cores, static_cast<int>(std::thread::hardware_concurrency()), "the calibration",
+      "its rates describe this machine shared with them, not this machine");
+  if (!disturbance.empty()) std::fprintf(stderr, "meshplan: note: %s\n", disturbance.c_str());
   if (f.samples) PrintSamples(*result);
   if (f.out.empty()) {
     std::fputs(text.c_str(), stdout);

@@ -10,6 +10,7 @@
 #include "executor/host_memory.h"
 #include "executor/io/run_files.h"
 #include "executor/output_check.h"
+#include "executor/timing/foreign_load.h"
 #include "executor/timing/repeat.h"
 #include "report/runs/execution_report.h"
 #include "report/runs/predicted_timeline.h"
@@ -63,6 +64,12 @@ report::ExecutionReport RunReport(const ExecuteFlags& flags, const Prepared& p,
   // CPU ranks against a cluster that is not a calibration of this machine (its ranks would share
   // a device) run at another speed by design: no percentage errors unless --errors.
   r.compare_times = flags.errors || flags.backend != "cpu" || p.topology.gpu.ranks_per_device > 1;
+  if (flags.backend == "cpu") {
+    r.disturbance = exec::DisturbanceNote(
+        runs.foreign_cores, runs.machine_cores, "the timed runs",
+        "the times measured are theirs as much as the plan's, so they are no test of the model");
+    if (!r.disturbance.empty() && !flags.errors) r.compare_times = false;
+  }
   return r;
 }
 

@@ -243,6 +243,9 @@ struct CalibrationRecord {
   int64_t cores = 0;  // the machine's hardware threads; 0: not recorded
   // The fitted kernel model's residuals against its samples (|model / measured - 1|); < 0: none.
   double kernel_median_error = -1, kernel_max_error = -1;
+  // The cores other processes used on average while calibrate measured (executor/timing/
+  // foreign_load.h); < 0: not recorded.
+  double other_processes_cores = -1;
 
   bool recorded() const { return load_average >= 0; }
   // Why a run at `load_now` (the 1-minute load average when it starts) should not trust the

@@ -413,8 +413,9 @@ Status ReadCalibration(const Reader& r, const toml::table& root, CalibrationReco
   if (table == nullptr)
     return r.Fail("calibration", "expected a table ([calibration]), got " + TomlTypeName(**node));
   const std::string p = "calibration";
-  MESHPLAN_RETURN_IF_ERROR(
-      r.CheckKeys(*table, p, {"load_average", "cores", "kernel_median_error", "kernel_max_error"}));
+  MESHPLAN_RETURN_IF_ERROR(r.CheckKeys(*table, p,
+                                       {"load_average", "cores", "kernel_median_error",
+                                        "kernel_max_error", "other_processes_cores"}));
   MESHPLAN_RETURN_IF_ERROR(r.NumberAt(*table, p, "load_average", false, &out->load_average));
   if (table->contains("load_average") && out->load_average < 0)
     return r.Fail("calibration.load_average", "must not be negative");
@@ -423,6 +424,10 @@ Status ReadCalibration(const Reader& r, const toml::table& root, CalibrationReco
       r.NumberAt(*table, p, "kernel_median_error", false, &out->kernel_median_error));
   MESHPLAN_RETURN_IF_ERROR(
       r.NumberAt(*table, p, "kernel_max_error", false, &out->kernel_max_error));
+  MESHPLAN_RETURN_IF_ERROR(
+      r.NumberAt(*table, p, "other_processes_cores", false, &out->other_processes_cores));
+  if (table->contains("other_processes_cores") && out->other_processes_cores < 0)
+    return r.Fail("calibration.other_processes_cores", "must not be negative");
   return Status::Ok();
 }
 
@@ -772,6 +777,10 @@ std::string TopologyToToml(const Topology& t, bool gpu_by_catalog) {
     if (t.calibration.kernel_max_error >= 0) {
       out << "kernel_max_error = " << FormatNumber(t.calibration.kernel_max_error, Identity, 1)
           << "\n";
+    }
+    if (t.calibration.other_processes_cores >= 0) {
+      out << "other_processes_cores = "
+          << FormatNumber(t.calibration.other_processes_cores, Identity, 1) << "\n";
     }
   }
   if (t.framework.step_overhead_s != 0) {

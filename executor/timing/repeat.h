@@ -51,6 +51,11 @@ struct RepeatedRuns {
   std::vector<RunTimeline> timelines;  // per timed run, in run order
   std::vector<double> wall_s;          // per timed run: its wall-clock time
   RepeatStats stats;                   // of timelines[i].run_s
+  // The cores other processes used on average over the timed runs (ForeignCpuMeter,
+  // executor/timing/foreign_load.h), and the machine's hardware threads; -1 and 0 where not
+  // measured (an MPI job's other ranks are processes too).
+  double foreign_cores = -1;
+  int machine_cores = 0;
 
   std::vector<double> TimesS() const;
   const RunTimeline& MedianRun() const { return timelines[stats.median_run]; }

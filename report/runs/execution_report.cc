@@ -110,6 +110,7 @@ std::string RenderExecutionTable(const ExecutionReport& r) {
     out += "measured:  " + FormatSeconds(r.wall_s) + " wall; last op ends at " +
            FormatSeconds(r.measured.run_s) + "\n";
   }
+  if (!r.disturbance.empty()) out += "disturbed: " + r.disturbance + "\n";
   out += ThroughputAndMemory(r);
   out += "per rank over " + std::to_string(r.ranks) + " ranks (measured" +
          (n > 1 ? ", the median run" : "") + "):\n";
@@ -334,6 +335,18 @@ std::string RenderExecutionJson(const ExecutionReport& r) {
   }
   j.Key("times_comparable");
   j.Bool(r.compare_times);
+  j.Key("other_processes_cores");
+  if (r.runs.foreign_cores >= 0) {
+    j.Number(r.runs.foreign_cores);
+  } else {
+    j.Raw("null");
+  }
+  j.Key("disturbance");
+  if (r.disturbance.empty()) {
+    j.Raw("null");
+  } else {
+    j.String(r.disturbance);
+  }
   j.Key("topology");
   j.String(r.topology.name);
   if (r.checked) {
@@ -398,6 +411,7 @@ std::string ExecutionCsv(const ExecutionReport& r, bool with_header) {
   c.AddNumber("predicted_s", r.have_prediction ? r.predicted.run_s : absent);
   c.AddNumber("error_pct", error ? *error : absent);
   c.Add("times_comparable", r.compare_times ? "true" : "false");
+  c.AddNumber("other_processes_cores", r.runs.foreign_cores >= 0 ? r.runs.foreign_cores : absent);
   c.AddNumber("tflops_per_rank", TflopsPerRank(r));
   c.AddInt("process_peak_rss_bytes", std::llround(r.process_peak_rss_bytes));
   // Empty where not known here (the other processes of an MPI job).

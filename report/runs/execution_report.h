@@ -41,6 +41,10 @@ struct ExecutionReport {
   // percentage errors (the shares of compute and communication are the comparison); JSON keeps
   // its errors and says `"times_comparable": false`.
   bool compare_times = true;
+  // Other processes' use of the machine during the timed runs (RepeatedRuns::foreign_cores), and
+  // when it passed exec::kDisturbingForeignCores the one line that says so (exec::DisturbanceNote);
+  // then compare_times is false unless --errors asks for the errors.
+  std::string disturbance;
   std::string prediction_error;  // why there is no prediction
   // Throughput and memory, the benchmark's figures: the run's FLOPs by LongCA's count
   // (core/cost/attention_flops.h), over the ranks and the measured (median) time, is TFLOP/s per
