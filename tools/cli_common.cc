@@ -5,6 +5,7 @@
 #include <sstream>
 #include <utility>
 
+#include "capacity/scale_topology.h"
 #include "core/base/atomic_file.h"
 #include "core/base/csv_append.h"
 #include "core/base/escape.h"
@@ -192,6 +193,16 @@ namespace {
 Result<Topology> SameNameAsPlan(const std::string& plan_file, const Plan& plan,
                                 Result<Topology> topology) {
   if (!topology.ok() || topology->name == plan.topology_name) return topology;
+  // A plan made on the cluster's first N GPUs (`plan --gpus N`) names it NAME@N
+  // (capacity::ScaleTopology): the same file, scaled again.
+  const std::string prefix = topology->name + "@";
+  if (plan.topology_name.rfind(prefix, 0) == 0) {
+    auto gpus = ParseCount(plan.topology_name.substr(prefix.size()));
+    if (gpus.ok()) {
+      auto scaled = capacity::ScaleTopology(*topology, *gpus);
+      if (scaled.ok() && scaled->name == plan.topology_name) return scaled;
+    }
+  }
   return Status::Invalid(plan_file + ": topology.name: the plan was made for topology " +
                          QuoteInput(plan.topology_name) + ", but its source " +
                          QuoteInput(plan.topology_source) + " describes " +

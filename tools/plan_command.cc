@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "capacity/scale_topology.h"
 #include "core/base/atomic_file.h"
 #include "core/base/units.h"
 #include "planner/frameworks.h"
@@ -37,6 +38,7 @@ struct PlanFlags {
   bool all_variants = false;  // every plan on its own row
   bool wide = false;          // the table's every column
   double reserve_gib = 0;
+  std::string gpus;           // "": the cluster's own size; else its first N GPUs
   int simulate = 0;           // re-rank the top K plans by simulated time
   bool quiet = false;         // no progress on stderr
   bool list_schemes = false;  // print the registry's schemes and exit
@@ -111,6 +113,13 @@ Result<std::unique_ptr<planner::PlanAnswer>> Answer(const PlanFlags& flags, int 
   MESHPLAN_ASSIGN_OR_RETURN(planner::PlanRequest request,
                             MakePlanRequest(flags.workload, flags.topology, flags.parallel.degrees,
                                             flags.planning, flags.schemes, flags.reserve_gib));
+  if (!flags.gpus.empty()) {
+    auto gpus = ParseCount(flags.gpus);
+    if (!gpus.ok()) return gpus.status().WithContext("--gpus");
+    auto scaled = capacity::ScaleTopology(request.topology, *gpus);
+    if (!scaled.ok()) return scaled.status().WithContext("--gpus");
+    request.topology = std::move(scaled).value();
+  }
   NoteHeadDim(request.topology, request.workload.head_dim, flags.quiet);
   int replayed = 0;  // plans --simulate replays: known once the ranking is
   sim::SimulationTimer::BeforeReplay progress;
@@ -235,6 +244,9 @@ Runner RegisterPlanCommand(CLI::App& app) {
                   "with csv)")
       ->expected(0, 1)
       ->type_name("[N]");
+  cmd->add_option("--gpus", flags->gpus,
+                  "Plan on the cluster's first N GPUs: its outermost level grown or shrunk to N "
+                  "(whole inner groups; named NAME@N, as sweep and step scale it)");
   cmd->add_option("--reserve-gib", flags->reserve_gib,
                   "GPU memory (GiB) held back for weights, optimizer state and other activations")
       ->capture_default_str();

@@ -120,6 +120,11 @@ std::string ModelLines(const planner::PlanContext& ctx, const PlanListing& listi
              " under window:" + std::to_string(m.window) + ", ranked by that sum";
     }
     out += "\n";
+    // The rest of the step (GEMMs, TP/DP/PP, the whole model's memory) is another command's.
+    out +=
+        "step:     the whole training step and its TP x CP x DP x PP search: meshplan step "
+        "--model " +
+        m.name + " --search\n";
   }
   return out;
 }
