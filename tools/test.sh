@@ -29,10 +29,12 @@ if [ "$skipped" -gt 0 ]; then
   if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
     why="a CUDA device is present: each skipped test says why in the output above"
   elif [ "$skipped" -gt "$gpu" ]; then
-    why="$gpu GPU tests (label gpu: no CUDA device on this machine) and $((skipped - gpu)) that skipped themselves, each saying why in the output above"
+    why="$gpu GPU tests (no CUDA device here) and $((skipped - gpu)) that skipped themselves,
+       each saying why above"
   else
     why="the GPU tests, label gpu: no CUDA device on this machine"
   fi
-  echo "tests: $skipped did not run ($why; ctest --test-dir $build_dir -N -L gpu lists the GPU tests)"
+  echo "tests: $skipped did not run: $why"
+  echo "       (ctest --test-dir $build_dir -N -L gpu lists the GPU tests)"
 fi
 exit "$status"

@@ -87,8 +87,9 @@ TEST_F(PlanRequestCli, PlanSweepAndFitAgreeOnTheBestPlanAndItsTime) {
   }
   EXPECT_EQ(matched, 1);
   for (const Json& row : rows->items) {
-    if (Text(&row, "scheme") == "mesh")
+    if (Text(&row, "scheme") == "mesh") {
       EXPECT_NE(Text(&row, "reason").find("--framework megatron"), std::string::npos);
+    }
   }
 
   // fit: with a budget just above the plan's time for all 32 layers, the smallest cluster is the

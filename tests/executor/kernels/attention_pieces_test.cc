@@ -805,7 +805,9 @@ void ExpectDocumentBlocksCovered(Layout layout, int64_t seq, int64_t shards,
         ASSERT_TRUE(any) << at;
         ExpectExactCover(q, k, Docs(bidirectional), starts, *any);
         const auto within = SplitDocs(q, k, bidirectional, starts, 16);
-        if (all_fit) EXPECT_TRUE(within) << at;
+        if (all_fit) {
+          EXPECT_TRUE(within) << at;
+        }
         if (within) {
           EXPECT_LE(within->size(), 16u) << at;
           ExpectExactCover(q, k, Docs(bidirectional), starts, *within);

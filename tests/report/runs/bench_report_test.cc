@@ -58,7 +58,8 @@ TEST(BenchReport, CsvAndJsonCarryTheDerivedFigures) {
                   "\ncausal,2048,ulysses,4,no plan,,,,,,,,,,,,,,head-parallel degree 4 exceeds the "
                   "2 KV heads\n"))
       << csv;
-  const std::string json = BenchJson(Rows(), {"dgx-h100-4gpu", "backend cpu", "batch 1", 3});
+  const std::string json =
+      BenchJson(Rows(), {"dgx-h100-4gpu", "backend cpu", "batch 1", 3, Workload{}});
   // The workload as fields (issue 45): the context's base is Workload::Default's (batch 1, 64/8
   // heads of 128, bf16, fp32 partials, fwd+bwd); a bench varies the length and the mask, so
   // neither is a field; the text is the context's.
@@ -76,8 +77,8 @@ TEST(BenchReport, CsvAndJsonCarryTheDerivedFigures) {
 }
 
 TEST(BenchReport, TableNotesWhyAPointDidNotRun) {
-  const std::string t =
-      RenderBenchTable(Rows(), {"dgx-h100-4gpu (4 x H100)", "backend cpu", "batch 1", 3});
+  const std::string t = RenderBenchTable(
+      Rows(), {"dgx-h100-4gpu (4 x H100)", "backend cpu", "batch 1", 3, Workload{}});
   EXPECT_TRUE(Has(t, "mask causal:\n")) << t;
   EXPECT_TRUE(Has(t, "+100.0%")) << t;
   EXPECT_TRUE(Has(t, "no plan (note 1)")) << t;
