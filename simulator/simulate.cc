@@ -949,9 +949,11 @@ class Replayer {
     }
     for (int l = 0; l < t_.num_levels(); ++l) {
       if (p2p[l] == 0) continue;
-      std::snprintf(buffer, sizeof buffer, ", transfers over %s %.3f ms (%lld)",
-                    t_.levels[l].name.c_str(), p2p_s[l] * 1e3, static_cast<long long>(p2p[l]));
-      text += buffer;
+      // The level's name is the cluster file's (any length): only the numbers go through the
+      // fixed buffer.
+      std::snprintf(buffer, sizeof buffer, " %.3f ms (%lld)", p2p_s[l] * 1e3,
+                    static_cast<long long>(p2p[l]));
+      text += ", transfers over " + t_.levels[l].name + buffer;
     }
     if (collectives > 0) {
       std::snprintf(buffer, sizeof buffer, ", collectives %.3f ms (%lld)", collective_s * 1e3,

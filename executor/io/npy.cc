@@ -187,6 +187,11 @@ Result<std::string> ReadWholeFile(const std::string& path) {
   if (!std::filesystem::exists(st)) return Status::NotFound(path + ": no such file");
   if (std::filesystem::is_directory(st))
     return Status::Invalid(path + ": is a directory, not a .npy file");
+  // A device or FIFO (/dev/zero, a pipe) has no size to check against and may never end: only a
+  // regular file, whose size the caller's memory check can see, is read.
+  if (!std::filesystem::is_regular_file(st))
+    return Status::Invalid(path +
+                           ": not a regular file (a device, FIFO or socket), not a .npy file");
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::Io(path + ": cannot open (" + std::strerror(errno) + ")");
   std::ostringstream bytes;

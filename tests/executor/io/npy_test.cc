@@ -209,6 +209,16 @@ TEST_F(NpyTest, MissingFile) {
   EXPECT_EQ(r.status().code(), ErrorCode::kNotFound);
 }
 
+// /dev/zero would read forever (issue 49's "every input file through a capped reader"): a device
+// or FIFO is refused before any read, naming the path.
+TEST_F(NpyTest, ADeviceIsRefusedBeforeAnyRead) {
+  auto r = ReadNpy("/dev/zero");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kInvalidInput);
+  EXPECT_NE(r.status().message().find("/dev/zero: not a regular file"), std::string::npos)
+      << r.status().message();
+}
+
 TEST_F(NpyTest, BadMagic) {
   std::string bytes = BuildNpy(1, 0, kF8Dict34, LittleEndianF8(std::vector<double>(12, 1.0)));
   bytes[1] = 'n';
