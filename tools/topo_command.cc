@@ -103,11 +103,12 @@ std::string Short(double value) {
   return text;
 }
 
-// The file's first line: where the level's bandwidth came from. Built as a string (no fixed
-// buffer), with the log's path and device escaped onto this one comment line.
+// Where the level's bandwidth came from: a line of the file's `provenance` (the TOML writer
+// quotes it), after the base file's own lines. Built as a string (no fixed buffer), the log's path
+// and device escaped onto one line.
 std::string ProvenanceLine(const std::string& cluster, const FromNcclTestsFlags& f,
                            const NcclTestsResult& measured, double before_GBps) {
-  return "# " + EscapeControlBytes(cluster) + ": level " + EscapeControlBytes(f.level) +
+  return EscapeControlBytes(cluster) + ": level " + EscapeControlBytes(f.level) +
          "'s bandwidth_GBps set to " + Short(measured.peak_busbw_GBps) + " (was " +
          Short(before_GBps) + "), the highest bus bandwidth (busbw) in " +
          EscapeControlBytes(f.log) + (measured.collective.empty() ? "" : ", ") +
@@ -115,7 +116,7 @@ std::string ProvenanceLine(const std::string& cluster, const FromNcclTestsFlags&
          " GB/s at " + std::to_string(measured.peak_bytes) + " bytes, " +
          std::to_string(measured.rows) + " rows, " + std::to_string(measured.ranks) + " ranks on " +
          std::to_string(measured.hosts) + " host(s)" + (measured.device.empty() ? "" : ", ") +
-         EscapeControlBytes(measured.device) + "\n";
+         EscapeControlBytes(measured.device);
 }
 
 // `topo from-nccl-tests`: the base cluster with one level's bandwidth set to the bus bandwidth
@@ -136,8 +137,8 @@ int RunTopoFromNcclTests(const FromNcclTestsFlags& f) {
   (*level)->bandwidth_bytes_per_s = measured->peak_busbw_GBps * 1e9;
   if (Status st = cluster->Validate(); !st.ok())
     return ReportError(st.WithContext(f.log + ": the measured bandwidth"));
-  const std::string file =
-      ProvenanceLine(cluster->name, f, *measured, before_GBps) + TopologyToToml(*cluster);
+  cluster->provenance.push_back(ProvenanceLine(cluster->name, f, *measured, before_GBps));
+  const std::string file = TopologyToToml(*cluster);
   if (f.out.empty()) {
     std::fputs(file.c_str(), stdout);
   } else if (Status st = WriteFileAtomically(f.out, file); !st.ok()) {

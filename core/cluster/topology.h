@@ -257,6 +257,9 @@ struct CalibrationRecord {
 struct Topology {
   std::string name;
   std::string description;
+  // What changed the file, one line per pass that did (`topo from-nccl-tests` adds its own):
+  // kept by the TOML reader and writer, so a second pass keeps the first's (key `provenance`).
+  std::vector<std::string> provenance;
   std::string source;  // file it was read from, or "built-in"
   GpuSpec gpu;
   std::vector<NetworkLevel> levels;  // innermost first; non-empty

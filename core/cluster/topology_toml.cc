@@ -272,7 +272,7 @@ Status ReadAttentionKernels(const Reader& r, const toml::table& t, GpuSpec* gpu)
 }
 
 // The keys of each table, allowed and required.
-constexpr std::string_view kRootKeys[] = {"name",  "description", "gpu",
+constexpr std::string_view kRootKeys[] = {"name",  "description", "provenance", "gpu",
                                           "level", "framework",   "calibration"};
 constexpr std::string_view kRootRequired[] = {"name", "gpu", "level"};
 constexpr std::string_view kGpuKeys[] = {"catalog",
@@ -402,6 +402,28 @@ Status ReadGpu(const Reader& r, const toml::table& t, GpuSpec* gpu) {
   MESHPLAN_RETURN_IF_ERROR(ReadGemmEfficiency(r, t, gpu));
 
   return ReadAttentionKernels(r, t, gpu);
+}
+
+// `provenance = ["...", ...]`: optional, strings only, at most kMaxProvenanceLines.
+constexpr size_t kMaxProvenanceLines = 1000;
+Status ReadProvenance(const Reader& r, const toml::table& root, std::vector<std::string>* out) {
+  auto node = r.Find(root, "", "provenance", false);
+  if (!node.ok()) return node.status();
+  if (*node == nullptr) return Status::Ok();
+  const toml::array* lines = (*node)->as_array();
+  if (lines == nullptr)
+    return r.Fail("provenance", "expected an array of strings, got " + TomlTypeName(**node));
+  if (lines->size() > kMaxProvenanceLines)
+    return r.Fail("provenance", "at most " + std::to_string(kMaxProvenanceLines) + " lines");
+  for (size_t i = 0; i < lines->size(); ++i) {
+    const auto* line = (*lines)[i].as_string();
+    if (line == nullptr) {
+      return r.Fail("provenance[" + std::to_string(i) + "]",
+                    "expected a string, got " + TomlTypeName((*lines)[i]));
+    }
+    out->push_back(line->get());
+  }
+  return Status::Ok();
 }
 
 // [calibration]: every key optional, load_average >= 0 when given.
@@ -559,6 +581,7 @@ Result<Topology> FromTable(toml::table root, const std::string& source) {
   MESHPLAN_RETURN_IF_ERROR(CheckTomlKeys(root, "", kRootKeys, source));
   MESHPLAN_RETURN_IF_ERROR(r.StringAt(root, "", "name", true, &topo.name));
   MESHPLAN_RETURN_IF_ERROR(r.StringAt(root, "", "description", false, &topo.description));
+  MESHPLAN_RETURN_IF_ERROR(ReadProvenance(r, root, &topo.provenance));
 
   auto gpu = r.Find(root, "", "gpu", true);
   if (!gpu.ok()) return gpu.status();
@@ -691,6 +714,11 @@ std::string TopologyToToml(const Topology& t, bool gpu_by_catalog) {
   std::ostringstream out;
   out << "name = " << TomlQuote(t.name) << "\n";
   if (!t.description.empty()) out << "description = " << TomlQuote(t.description) << "\n";
+  if (!t.provenance.empty()) {
+    out << "provenance = [\n";
+    for (const std::string& line : t.provenance) out << "  " << TomlQuote(line) << ",\n";
+    out << "]\n";
+  }
   const GpuSpec& g = t.gpu;
   out << "\n[gpu]\n";
   const bool by_catalog = gpu_by_catalog && !g.catalog.empty();

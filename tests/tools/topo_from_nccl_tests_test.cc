@@ -74,6 +74,32 @@ TEST_F(TopoFromNcclTests, ALongPathAndARepeatedRankLineStillWriteAValidFile) {
   EXPECT_DOUBLE_EQ(t->levels[0].bandwidth_bytes_per_s, 362.41e9);
 }
 
+// Issue 48: a second pass (another level measured) keeps the first's provenance; the lines are
+// the file's `provenance` key, written by the TOML writer, so they load back whole.
+TEST_F(TopoFromNcclTests, ProvenanceAccumulatesAcrossPasses) {
+  const std::string log = Write("one.log", kOneHostLog);
+  const std::string first = (dir_ / "first.toml").string(),
+                    second = (dir_ / "second.toml").string();
+  ASSERT_EQ(Run("topo new --gpu h100 --nodes 4 -q -o " + (dir_ / "base.toml").string()).exit_code,
+            0);
+  testing::CliResult r = Run("topo from-nccl-tests " + log + " -t " +
+                             (dir_ / "base.toml").string() + " --level nvlink -q -o " + first);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = Run("topo from-nccl-tests " + log + " -t " + first + " --level ib -q -o " + second);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto t = LoadTopologyFile(second);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  ASSERT_EQ(t->provenance.size(), 2u);
+  EXPECT_EQ(
+      t->provenance[0].rfind("h100-4x8: level nvlink's bandwidth_GBps set to 362.4 (was 450)", 0),
+      0u)
+      << t->provenance[0];
+  EXPECT_EQ(t->provenance[1].rfind("h100-4x8: level ib's bandwidth_GBps set to 362.4 (was 50)", 0),
+            0u)
+      << t->provenance[1];
+  EXPECT_NE(t->provenance[1].find(log), std::string::npos) << t->provenance[1];
+}
+
 TEST_F(TopoFromNcclTests, ALogFromDevZeroIsRefusedNotReadWhole) {
   // Issue 49: /dev/zero was read without a cap (4 GiB in 10-20 s); the capped reader stops at
   // 64 MiB with one line.

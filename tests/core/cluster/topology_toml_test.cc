@@ -163,6 +163,27 @@ TEST(TopologyTomlTest, BaseParsesWithDefaults) {
   EXPECT_EQ(topo->source, "t.toml");
 }
 
+// `provenance`: lines of what changed the file, kept in order through a read and a write (quotes
+// and backslashes escaped); anything but an array of strings is refused naming the entry.
+TEST(TopologyTomlTest, ProvenanceRoundTripsAndIsChecked) {
+  auto topo = ParseTopologyToml(
+      Replace(kBase, "name = \"t\"",
+              "name = \"t\"\nprovenance = [\"first \\\"pass\\\"\", \"second C:\\\\log\"]"),
+      "t.toml");
+  ASSERT_TRUE(topo.ok()) << topo.status().message();
+  ASSERT_EQ(topo->provenance.size(), 2u);
+  EXPECT_EQ(topo->provenance[0], "first \"pass\"");
+  EXPECT_EQ(topo->provenance[1], "second C:\\log");
+  auto again = ParseTopologyToml(TopologyToToml(*topo), "again.toml");
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(again->provenance, topo->provenance);
+  EXPECT_TRUE(ParseTopologyToml(kBase, "t.toml")->provenance.empty());  // optional
+  ExpectError(Replace(kBase, "name = \"t\"", "name = \"t\"\nprovenance = \"one\""),
+              {"provenance: expected an array of strings"});
+  ExpectError(Replace(kBase, "name = \"t\"", "name = \"t\"\nprovenance = [\"a\", 2]"),
+              {"provenance[1]: expected a string, got integer"});
+}
+
 TEST(TopologyTomlTest, SyntaxErrorGivesLineAndColumn) {
   ExpectError(Replace(kBase, "group_size = 4", "group_size = = 4"), {"t.toml:19:"});
   ExpectError("name = \"t\"\n[gpu\n", {"t.toml:2:"});
