@@ -115,7 +115,8 @@ planner::PlanRequest SweepPointRequest(const SweepSpec& spec, const Topology& cl
   return request;
 }
 
-Result<std::vector<SweepRow>> RunSweep(const SweepSpec& spec, const Progress& progress) {
+Result<std::vector<SweepRow>> RunSweep(const SweepSpec& spec, const Progress& progress,
+                                       const StopRequested& stop) {
   if (spec.topologies.empty()) return Status::Invalid("sweep: no topology given");
   if (spec.seq_lens.empty()) return Status::Invalid("sweep: no sequence length given");
   std::vector<Scheme> schemes = spec.schemes;
@@ -132,6 +133,7 @@ Result<std::vector<SweepRow>> RunSweep(const SweepSpec& spec, const Progress& pr
     const int64_t gpus = cluster.scaled.num_gpus();
     for (int64_t tp : tps) {
       for (int64_t seq : spec.seq_lens) {
+        if (stop && stop()) return rows;
         Workload w = spec.base;
         Status st = SetSequenceLength(w, seq);
         if (st.ok()) st = w.Validate();

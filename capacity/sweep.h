@@ -67,6 +67,8 @@ struct SweepRow {
 
 // Called after each point (topology x gpus x seq) with (done, total).
 using Progress = std::function<void(int64_t, int64_t)>;
+// Asked before each point: true stops the sweep there, with the rows of the points done.
+using StopRequested = std::function<bool()>;
 
 // The planning request of one point: `cluster` (a topology scaled to the point's GPU count) with
 // TP degree `tp`, the spec's workload at `seq_len`, and every other choice from the spec.
@@ -77,6 +79,8 @@ planner::PlanRequest SweepPointRequest(const SweepSpec& spec, const Topology& cl
 // cannot be scaled to, an invalid workload (named by the point), a model the mask cannot take. A
 // point the request cannot be answered at (degrees the cluster or heads cannot take) is a row per
 // scheme with the reason.
-Result<std::vector<SweepRow>> RunSweep(const SweepSpec& spec, const Progress& progress = {});
+// `stop`, when given and true before a point, ends the sweep with the rows of the points before.
+Result<std::vector<SweepRow>> RunSweep(const SweepSpec& spec, const Progress& progress = {},
+                                       const StopRequested& stop = {});
 
 }  // namespace meshplan::capacity

@@ -2,6 +2,7 @@
 // topologies and schemes, one CSV/JSON row per point and scheme (docs/capacity-planning.md).
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
 #include <functional>
 #include <memory>
@@ -21,6 +22,7 @@
 #include "report/capacity/sweep_table.h"
 #include "tools/cli_common.h"
 #include "tools/commands.h"
+#include "tools/interrupt_request.h"
 #include "tools/planning_flags.h"
 #include "tools/progress_bar.h"
 
@@ -163,21 +165,32 @@ Result<capacity::SweepSpec> MakeCheckedSpec(const SweepFlags& flags, const CLI::
 
 // The sweep's rows, with progress on stderr unless -q: on a terminal a bar with the time left
 // (erased before the table reaches the terminal); elsewhere (logs, pipes) a line per point.
-Result<std::vector<capacity::SweepRow>> RunWithProgress(const capacity::SweepSpec& spec,
-                                                        bool quiet) {
-  capacity::Progress progress;
+// Points done and in all, as the progress saw them.
+struct SweepCount {
+  int64_t done = 0, total = 0;
+};
+
+Result<std::vector<capacity::SweepRow>> RunWithProgress(const capacity::SweepSpec& spec, bool quiet,
+                                                        const capacity::StopRequested& stop,
+                                                        SweepCount* count) {
+  capacity::Progress show;
   auto bar = std::make_shared<ProgressBar>("sweep");
   if (!quiet && bar->drawing()) {
-    progress = [bar](int64_t done, int64_t total) { bar->Update(done, total); };
+    show = [bar](int64_t done, int64_t total) { bar->Update(done, total); };
   } else if (!quiet) {
-    progress = [](int64_t done, int64_t total) {
+    show = [](int64_t done, int64_t total) {
       std::fprintf(stderr, "meshplan: sweep: point %lld/%lld\n", static_cast<long long>(done),
                    static_cast<long long>(total));
       std::fflush(stderr);
     };
   }
-  auto rows = capacity::RunSweep(spec, progress);
-  progress = {};
+  const capacity::Progress progress = [&show, count](int64_t done, int64_t total) {
+    count->done = done;
+    count->total = total;
+    if (show) show(done, total);
+  };
+  auto rows = capacity::RunSweep(spec, progress, stop);
+  show = {};
   bar.reset();
   return rows;
 }
@@ -189,11 +202,24 @@ int RunSweepCommand(SweepFlags flags, const CLI::App& cmd) {
   if (Status st = CheckSweepOutputs(flags); !st.ok()) return ReportError(st);
   auto spec = MakeCheckedSpec(flags, cmd);
   if (!spec.ok()) return ReportError(spec.status());
-  auto rows = RunWithProgress(*spec, flags.quiet);
+  // Ctrl-C stops between points: the finished points' rows are still written (a second Ctrl-C
+  // ends the process at once, as without a sweep).
+  const InterruptRequest interrupt;
+  SweepCount count;
+  auto rows = RunWithProgress(
+      *spec, flags.quiet, [&interrupt] { return interrupt.requested(); }, &count);
   if (!rows.ok()) return ReportError(rows.status());
   if (Status st = WriteSweepOutputs(flags, *rows); !st.ok()) return ReportError(st);
-  if (!flags.plot.empty()) {
+  if (!flags.plot.empty() && !rows->empty()) {
     if (Status st = report::WriteSweepPlots(*rows, flags.plot); !st.ok()) return ReportError(st);
+  }
+  if (interrupt.requested()) {
+    std::fprintf(stderr,
+                 "meshplan: sweep: interrupted (Ctrl-C) after %lld of %lld points; the finished "
+                 "points' rows are %s\n",
+                 static_cast<long long>(count.done), static_cast<long long>(count.total),
+                 flags.out.empty() ? "on stdout" : ("in " + flags.out).c_str());
+    return 128 + SIGINT;
   }
   return kExitOk;
 }
