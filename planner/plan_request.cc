@@ -31,12 +31,15 @@ Result<std::string> RoundSequence(SeqRounding how, int64_t gpus, Workload& workl
 // Megatron's plan for the sliding-window layers of a model whose global layers run a comm type
 // TransformerEngine refuses under a window (p2p, a2a+p2p): the fastest plan on the same CP group
 // that Megatron runs under the window (all_gather and a2a: each scheme's RunIn says which),
-// fitting first (nullopt: none is valid).
-std::optional<Estimate> MegatronWindowPlan(const PlanAnswer& answer) {
+// fitting first (nullopt: none is valid), among the request's schemes (empty: all).
+std::optional<Estimate> MegatronWindowPlan(const PlanAnswer& answer,
+                                           const std::vector<Scheme>& schemes) {
   const Workload& window = *answer.prepared.layers.window;
   const FrameworkJob job = answer.prepared.Job();
   std::optional<Estimate> best;
-  for (const Scheme& scheme : AllSchemes()) {
+  const std::vector<Scheme> candidates =
+      schemes.empty() ? std::vector<Scheme>(AllSchemes().begin(), AllSchemes().end()) : schemes;
+  for (const Scheme& scheme : candidates) {
     const Strategy& strategy = *FindStrategy(scheme);
     for (const SchemeParams& p : strategy.Enumerate(*answer.window_ctx)) {
       if (!RunIn(Framework::kMegatron, p, window, job).why_not.empty()) continue;
@@ -66,14 +69,14 @@ void NoteRefusal(const Scheme& scheme, const FrameworkRun& run,
 // the best fitting plan over every scheme and, per scheme it runs none of, the real blocker.
 // Megatron runs the sliding-window layers of a plan whose comm type TransformerEngine refuses
 // there with another (MegatronWindowPlan, Estimate::window_params).
-void KeepFrameworkPlans(PlanAnswer& answer) {
+void KeepFrameworkPlans(PlanAnswer& answer, const SearchOptions& search) {
   SearchResult& result = answer.result;
   answer.valid_any = result.ranked.size();
   const Framework framework = answer.prepared.framework;
   if (framework == Framework::kAny || result.ranked.empty()) return;
   std::optional<Estimate> window_plan;
   if (framework == Framework::kMegatron && answer.window_ctx)
-    window_plan = MegatronWindowPlan(answer);
+    window_plan = MegatronWindowPlan(answer, search.schemes);
   const FrameworkJob job = answer.prepared.Job();
   std::vector<FrameworkRun> runs;
   for (Estimate& e : result.ranked) {
@@ -270,7 +273,7 @@ Result<std::unique_ptr<PlanAnswer>> AnswerPlanRequest(const PlanRequest& request
   MESHPLAN_ASSIGN_OR_RETURN(PreparedRequest prepared, PrepareRequest(request));
   auto answer = std::make_unique<PlanAnswer>(std::move(prepared), request.reserved_bytes);
   answer->result = Search(answer->ctx, request.search);
-  KeepFrameworkPlans(*answer);
+  KeepFrameworkPlans(*answer, request.search);
   if (replay.before_replay) {
     MESHPLAN_RETURN_IF_ERROR(replay.before_replay(*answer));
   }

@@ -108,6 +108,22 @@ TEST_F(ModelCli, ASlidingModelSumsItsGlobalAndWindowLayers) {
   EXPECT_GE(checked, 2);
 }
 
+// The sliding layers' plan comes from the schemes asked for: with --schemes ring alone there is
+// none TransformerEngine runs under a window (p2p is refused there), so Megatron runs no plan,
+// naming why, instead of an all_gather plan the request left out (issue 47).
+TEST_F(ModelCli, MegatronsSlidingLayersPlanKeepsToTheSchemesAskedFor) {
+  ExpectRefusedWith(
+      "plan --model gemma-2-27b --tp 8 -t dgx-h100-32node --seq 128K "
+      "--framework megatron -q --schemes ring",
+      {"runs none of the valid plans", "its sliding-window layers",
+       "a2a or all_gather only, not p2p"});
+  const testing::CliResult r =
+      Run("plan --model gemma-2-27b --tp 8 -t dgx-h100-32node --seq 128K --framework megatron -q "
+          "--schemes ring,allgather-kv --top 1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("(the sliding-window layers run allgather-kv"), std::string::npos) << r.out;
+}
+
 TEST_F(ModelCli, MegatronGivesGemmasSlidingLayersACommTypeTransformerEngineTakes) {
   // Gemma 2 27B under TP 8 on 256 H100: 4/2 heads per GPU on CP groups of 32. TransformerEngine
   // runs its 23 sliding layers (0, 2, ..., 44) with all_gather or a2a only, and a2a cannot split
