@@ -40,7 +40,7 @@ class Strategy {
   // (core/sequence/balanced_dispatch.h) and doc-zigzag (core/sequence/layout.h); the others (the
   // tiles pair a shard with at most two ranges) refuse layout = balanced or doc-zigzag, naming the
   // schemes that offer them.
-  virtual bool OffersBalancedLayout() const { return false; }
+  virtual bool OffersManyRangeLayouts() const { return false; }
   // Checks of a plan's parameters that need only the workload (a plan file is read before any
   // cluster is known). A problem names the [scheme] key at fault ("window") and the reason.
   struct ParamProblem {

@@ -71,7 +71,7 @@ struct ShardLayout {
   int64_t subdivide = 1;
   // kBalanced: the chunks of each shard, which depend on the mask (MakeShardLayout). A balanced
   // layout without them is refused by Validate (the planner's schemes that offer the layout make
-  // them: Strategy::OffersBalancedLayout).
+  // them: Strategy::OffersManyRangeLayouts).
   std::shared_ptr<const BalancedChunks> balanced;
   // kDocZigzag: the documents' lengths in order (the mask's; MakeShardLayout). Refused by Validate
   // when missing.

@@ -21,7 +21,7 @@ class AllGatherKVStrategy final : public Strategy {
   std::string_view summary() const override {
     return "all-gather K,V, attend locally, reduce-scatter dK,dV (Llama 3 context parallelism)";
   }
-  bool OffersBalancedLayout() const override { return true; }
+  bool OffersManyRangeLayouts() const override { return true; }
   std::vector<RankDim> RankDims(const SchemeParams& p) const override { return {{"cp", p.ring}}; }
   std::string DescribeDegrees(const SchemeParams&) const override { return ""; }
   std::vector<SchemeParams> Enumerate(const PlanContext& ctx) const override;

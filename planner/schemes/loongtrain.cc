@@ -33,7 +33,7 @@ class LoongTrainStrategy final : public Strategy {
   std::string_view summary() const override {
     return "LoongTrain: head parallelism hp x double ring of cp GPUs in windows of w";
   }
-  bool OffersBalancedLayout() const override { return true; }
+  bool OffersManyRangeLayouts() const override { return true; }
   std::vector<RankDim> RankDims(const SchemeParams& p) const override {
     return {
         {"head", p.ulysses}, {"inner", p.window}, {"outer", p.window > 0 ? p.ring / p.window : 0}};

@@ -44,11 +44,12 @@ const Table& TheTable() {
   return table;
 }
 
-// The schemes that offer the balanced layout, joined for prose ("a, b and c").
-std::string BalancedLayoutSchemes() {
+// The schemes that offer the many-range layouts (balanced, doc-zigzag), joined for prose ("a, b and
+// c").
+std::string ManyRangeLayoutSchemes() {
   std::vector<std::string> names;
   for (const Scheme& s : AllSchemes()) {
-    if (FindStrategy(s)->OffersBalancedLayout()) names.emplace_back(s.name());
+    if (FindStrategy(s)->OffersManyRangeLayouts()) names.emplace_back(s.name());
   }
   std::string out;
   for (size_t i = 0; i < names.size(); ++i) {
@@ -144,11 +145,11 @@ std::string LayoutOrPlacementProblem(const SchemeParams& params, const ShardLayo
                                      const Mask& mask) {
   const Strategy* strategy = FindStrategy(params.scheme);
   if ((layout.kind == Layout::kBalanced || layout.kind == Layout::kDocZigzag) &&
-      (strategy == nullptr || !strategy->OffersBalancedLayout())) {
+      (strategy == nullptr || !strategy->OffersManyRangeLayouts())) {
     return std::string(layout.kind == Layout::kBalanced
                            ? "the balanced layout (load-balanced dispatch)"
                            : "the doc-zigzag layout (TransformerEngine's THD split)") +
-           " is offered to " + schemes::BalancedLayoutSchemes() + " only";
+           " is offered to " + schemes::ManyRangeLayoutSchemes() + " only";
   }
   if (Status st = layout.Validate(mask); !st.ok()) return st.message();
   if (Status st = ValidatePlacement(RankDims(params), params.placement); !st.ok())

@@ -36,7 +36,7 @@ std::vector<RankDim> RankDims(const SchemeParams& params);
 std::string DescribeParams(const SchemeParams& params);
 
 // The check every scheme's Evaluate shares (here because its refusal names schemes): the scheme
-// of params offers the layout (balanced, doc-zigzag: Strategy::OffersBalancedLayout; the refusal
+// of params offers the layout (balanced, doc-zigzag: Strategy::OffersManyRangeLayouts; the refusal
 // names every scheme that does), the layout fits the sequence and mask, the placement names the
 // rank grid's dimensions. Empty when fine, else the reason.
 std::string LayoutOrPlacementProblem(const SchemeParams& params, const ShardLayout& layout,

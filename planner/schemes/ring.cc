@@ -22,7 +22,7 @@ class RingStrategy final : public Strategy {
     return "Ring-Attention: K,V shards travel a ring of all GPUs (contiguous, zigzag or striped "
            "layout)";
   }
-  bool OffersBalancedLayout() const override { return true; }
+  bool OffersManyRangeLayouts() const override { return true; }
   std::vector<RankDim> RankDims(const SchemeParams& p) const override { return {{"cp", p.ring}}; }
   std::string DescribeDegrees(const SchemeParams&) const override { return ""; }
   std::vector<SchemeParams> Enumerate(const PlanContext& ctx) const override;

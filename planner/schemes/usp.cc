@@ -18,7 +18,7 @@ class UspStrategy final : public Strategy {
   std::string_view summary() const override {
     return "USP: Ulysses over U GPUs x Ring over R GPUs";
   }
-  bool OffersBalancedLayout() const override { return true; }
+  bool OffersManyRangeLayouts() const override { return true; }
   std::vector<RankDim> RankDims(const SchemeParams& p) const override {
     return {{"ulysses", p.ulysses}, {"ring", p.ring}};
   }
