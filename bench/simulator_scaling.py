@@ -80,7 +80,10 @@ def main():
                 out, wall, peak = timed([args.meshplan, "simulate", plan, "-q", "--format", "json"] + extra)
                 r = json.loads(out)
                 rss = f"{peak / 2**20:.0f} MiB"
-                print(f"| {gpus} | {r['plan']['parameters']} | {'on' if r['symmetric'] else 'off'} | "
+                note = r["symmetry"]
+                how = ("proven" if "proven from" in note else "all ranks digested") if r["symmetric"] else "off"
+                symmetry = f"{note.split(' (')[0]}, {how}" if r["symmetric"] else "off"
+                print(f"| {gpus} | {r['plan']['parameters']} | {symmetry} | "
                       f"{r['replay_wall_s']:.3f} s | {wall:.2f} s | {rss} | {r['simulated_s'] * 1e3:.2f} ms | "
                       f"{r['estimated_s'] * 1e3:.2f} ms | {r['events']} |", flush=True)
     return 0

@@ -61,6 +61,10 @@ struct PlanContext {
   // complete (and must leave whatever it puts there in place); ExpandPlan calls it afterwards
   // for every rank the expansion did not. Empty: expansions ignore it.
   RankProgramHook rank_done;
+  // When set, an expansion that proves its translation invariance
+  // (Strategy::ProveTranslationInvariance) emits only the ranks for which it returns true; the
+  // others' programs stay empty and are not handed to rank_done. Other expansions ignore it.
+  std::function<bool(int64_t rank)> expand_rank;
 
   // The shard layout of `kind` for this workload (MakeShardLayout in core/sequence/layout.h): a
   // balanced layout's chunks are computed once per shard count and shared.

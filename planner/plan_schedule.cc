@@ -14,7 +14,8 @@
 namespace meshplan::planner {
 
 Result<PlanSchedule> ExpandPlan(const Plan& plan, const Topology& topology,
-                                const RankProgramHook& rank_done) {
+                                const RankProgramHook& rank_done,
+                                const std::function<bool(int64_t rank)>& expand_rank) {
   const std::string scheme(SchemeName(plan.params.scheme));
   if (plan.num_gpus != topology.num_gpus()) {
     return Status::Invalid("plan for " + std::to_string(plan.num_gpus) + " GPUs (made for '" +
@@ -34,6 +35,9 @@ Result<PlanSchedule> ExpandPlan(const Plan& plan, const Topology& topology,
   }
   const std::unique_ptr<Strategy> strategy = MakeStrategy(plan.params.scheme);
   if (strategy == nullptr) return Status::Internal("no strategy for scheme '" + scheme + "'");
+  // Only a proven expansion may leave ranks out.
+  const bool filtered = expand_rank && strategy->ProveTranslationInvariance(ctx, plan.params).ok();
+  if (filtered) ctx.expand_rank = expand_rank;
   PlanSchedule out;
   out.estimate = EvaluatePlan(ctx, *strategy, plan.params);
   if (!out.estimate.valid) {
@@ -51,6 +55,7 @@ Result<PlanSchedule> ExpandPlan(const Plan& plan, const Topology& topology,
   out.schedule = std::move(schedule).value();
   if (rank_done) {
     for (size_t r = 0; r < out.schedule.ranks.size(); ++r) {
+      if (filtered && !expand_rank(static_cast<int64_t>(r))) continue;
       if (handed[r] == 0 && !rank_done(static_cast<int64_t>(r), out.schedule.ranks[r]))
         return sched::ExpansionStopped();
     }
@@ -61,6 +66,18 @@ Result<PlanSchedule> ExpandPlan(const Plan& plan, const Topology& topology,
   for (int64_t r = 0; r < out.schedule.num_ranks; ++r)
     out.rank_to_gpu[static_cast<size_t>(r)] = placement.GpuOf(r);
   return out;
+}
+
+Status ProveTranslationInvariance(const Plan& plan, const Topology& topology) {
+  if (plan.num_gpus != topology.num_gpus())
+    return Status::Invalid("the plan is for another GPU count");
+  MESHPLAN_RETURN_IF_ERROR(topology.SupportsDType(plan.workload.dtype));
+  const std::unique_ptr<Strategy> strategy = MakeStrategy(plan.params.scheme);
+  if (strategy == nullptr) return Status::Internal("no strategy for the plan's scheme");
+  const PlanContext ctx(plan.workload, topology);
+  if (!EvaluatePlan(ctx, *strategy, plan.params).valid)
+    return Status::Invalid("the plan is not valid on the topology");
+  return strategy->ProveTranslationInvariance(ctx, plan.params);
 }
 
 }  // namespace meshplan::planner

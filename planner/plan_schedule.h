@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "core/base/status.h"
@@ -37,7 +38,17 @@ struct PlanSchedule {
 // replace it: during the expansion where the scheme's expansion supports it (the Mesh
 // tile family, whose programs are P^2 blocks), after it for every other rank. Its false stops the
 // expansion, which then returns sched::ExpansionStopped().
+// `expand_rank` (optional) is PlanContext::expand_rank: with a scheme whose
+// ProveTranslationInvariance holds for the plan, only the ranks it accepts are expanded (and
+// handed to rank_done); the others' programs stay empty. Other schemes expand every rank.
 Result<PlanSchedule> ExpandPlan(const Plan& plan, const Topology& topology,
-                                const RankProgramHook& rank_done = {});
+                                const RankProgramHook& rank_done = {},
+                                const std::function<bool(int64_t rank)>& expand_rank = {});
+
+// The plan's scheme's Strategy::ProveTranslationInvariance on `topology`: Ok when the schedule
+// provably commutes with every translation of the rank grid, else why not (one line; also when
+// the plan does not hold on the topology).
+// REQUIRES: as ExpandPlan.
+Status ProveTranslationInvariance(const Plan& plan, const Topology& topology);
 
 }  // namespace meshplan::planner

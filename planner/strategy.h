@@ -58,6 +58,19 @@ class Strategy {
   virtual Estimate Evaluate(const PlanContext& ctx, const SchemeParams& params) const = 0;
   // REQUIRES: Evaluate(ctx, params).valid
   virtual Result<Schedule> Expand(const PlanContext& ctx, const SchemeParams& params) const = 0;
+  // Whether Expand provably commutes with every translation of the rank grid (RankDims; a
+  // translation moves one coordinate cyclically by any step): the program of the rank that a
+  // translation maps r to is r's program with peers and collective groups mapped by the
+  // translation, in every field the replay reads. Ok: proven from the scheme's structure and
+  // this plan's layout and mask (a replay may then expand one rank per symmetry class:
+  // simulator/rank_symmetry.h), and Expand honours PlanContext::expand_rank. An error says why
+  // not; the replay then digests every rank's program to find the symmetry instead.
+  // REQUIRES: Evaluate(ctx, params).valid
+  virtual Status ProveTranslationInvariance(const PlanContext& ctx,
+                                            const SchemeParams& params) const {
+    (void)ctx, (void)params;
+    return Status::Invalid("no structural proof for " + std::string(scheme().name()));
+  }
   // Whether `framework` runs this plan for `workload`, and the settings that run it in `job`
   // (docs/frameworks.md cites each scheme's rules).
   // Framework::kAny runs every plan. Default: no other framework implements the scheme.

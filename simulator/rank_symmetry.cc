@@ -220,11 +220,12 @@ void SymmetryCheck::Compare(int64_t rank, size_t k) {
                             NameOf(d) + ", is not rank " + std::to_string(image) + "'s");
 }
 
-Status SymmetryCheck::Verify(const std::vector<std::vector<int32_t>>& groups) const {
+Status SymmetryCheck::Verify(const std::vector<std::vector<int32_t>>& groups,
+                             bool every_rank) const {
   if (!status_.ok()) return status_;
   bool collectives = false;
   for (int64_t r = 0; r < symmetry_.num_ranks(); ++r) {
-    if (taken_[static_cast<size_t>(r)] == 0)
+    if (taken_[static_cast<size_t>(r)] == 0 && every_rank)
       return Status::Invalid("rank " + std::to_string(r) + "'s program was not checked");
     collectives = collectives || !collective_groups_[static_cast<size_t>(r)].empty();
   }
@@ -234,6 +235,7 @@ Status SymmetryCheck::Verify(const std::vector<std::vector<int32_t>>& groups) co
     const std::vector<int32_t>& mine = collective_groups_[static_cast<size_t>(r)];
     for (size_t k = 0; k < generators_.size(); ++k) {
       const int64_t image = symmetry_.Apply(generators_[k], r);
+      if (!taken_[static_cast<size_t>(r)] || !taken_[static_cast<size_t>(image)]) continue;
       const std::vector<int32_t>& theirs = collective_groups_[static_cast<size_t>(image)];
       bool same = mine.size() == theirs.size();
       for (size_t i = 0; same && i < mine.size(); ++i) {

@@ -37,6 +37,11 @@ struct SimOptions {
   // and the expanded programs prove it (rank_symmetry.h; SimulatePlan without op times only).
   // The result is the full replay's up to rounding (docs/simulator.md); off: every rank.
   bool use_symmetry = true;
+  // With use_symmetry: where the plan's scheme proves the symmetry from its structure
+  // (planner::ProveTranslationInvariance), expand only the representatives and their images
+  // under each generator (digested and compared as a spot check) instead of every rank. Off:
+  // every rank's program is expanded and digested (tests compare the two).
+  bool structural_symmetry = true;
   // Called every kProgressEvents events with the ops completed so far and the schedule's ops (may
   // be empty). The caller decides what to show and when; the replay does not look at the clock.
   std::function<void(int64_t done_ops, int64_t total_ops)> progress;

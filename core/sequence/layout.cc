@@ -125,6 +125,36 @@ void AttachDocuments(ShardLayout* layout, std::shared_ptr<const std::vector<int6
   layout->doc_sums = std::make_shared<const DocZigzagSums>(layout->DocSums());
 }
 
+BlockWorkSymmetry WorkSymmetry(const ShardLayout& layout, const Mask& mask) {
+  const bool doc_zigzag = layout.kind == Layout::kDocZigzag;
+  switch (mask.kind) {
+    case MaskKind::kFull:
+      // Every pair is visible and no row is cut: a block's work is the product of its shards'
+      // token counts, equal for every shard once Validate holds (the sequence divides into the
+      // layout's equal chunks; a balanced shard holds kBalancedChunksPerShard of them).
+      return doc_zigzag ? BlockWorkSymmetry::kNone : BlockWorkSymmetry::kUniform;
+    case MaskKind::kDocumentsFull:
+      // Doc-zigzag: each document of length 2Nc gives every shard two chunks of c tokens that see
+      // the whole document, so every block holds sum (2c)^2 pairs, none cut.
+      return doc_zigzag ? BlockWorkSymmetry::kUniform : BlockWorkSymmetry::kNone;
+    case MaskKind::kCausal:
+    case MaskKind::kDocuments: {
+      // Zigzag over the sequence (or over each document, doc-zigzag), chunk c: shard i holds
+      // chunks i and 2N-1-i. For i != j, of its four chunk pairs (i, j) is visible whole iff
+      // i > j, (2N-1-i, 2N-1-j) iff j > i, (2N-1-i, j) always (2N-1-i >= N > j) and (i, 2N-1-j)
+      // never: two whole chunk pairs, 2c^2 pairs, no cut row, whatever i and j. For i == j:
+      // two causal chunks and one whole pair, 2c^2 + c pairs, 2(c - 1) cut rows, whatever i.
+      const bool zigzag =
+          mask.kind == MaskKind::kCausal ? layout.kind == Layout::kZigzag : doc_zigzag;
+      return zigzag ? BlockWorkSymmetry::kDiagonal : BlockWorkSymmetry::kNone;
+    }
+    case MaskKind::kWindow:
+    case MaskKind::kPrefix:
+      break;
+  }
+  return BlockWorkSymmetry::kNone;
+}
+
 ShardLayout MakeShardLayout(Layout kind, const PairCounter& counter, int64_t shards,
                             int64_t subdivide) {
   ShardLayout layout{kind, counter.seq_len(), shards, subdivide};

@@ -109,6 +109,19 @@ struct ShardLayout {
   BlockWork Work(const PairCounter& counter, int64_t q_shard, int64_t kv_shard) const;
 };
 
+// How a layout's block work (ShardLayout::Work: pairs and cut rows) depends on the block's shards
+// under a mask: the fact from which the simulator proves a schedule's rank symmetry
+// (Strategy::ProveTranslationInvariance). Derived by hand (layout.cc) and checked block by block
+// in tests/core/sequence/layout_test.cc.
+enum class BlockWorkSymmetry {
+  kNone,      // not derived: blocks may differ in any way
+  kUniform,   // every block (i, j) has the same work
+  kDiagonal,  // a block's work depends only on whether i == j (the same under any permutation
+              // applied to both shards)
+};
+// REQUIRES: layout.Validate(mask) is ok.
+BlockWorkSymmetry WorkSymmetry(const ShardLayout& layout, const Mask& mask);
+
 // Gives a doc-zigzag layout its documents and their sums at layout->num_shards.
 void AttachDocuments(ShardLayout* layout, std::shared_ptr<const std::vector<int64_t>> documents);
 

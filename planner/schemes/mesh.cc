@@ -23,6 +23,10 @@ class MeshStrategy final : public Strategy {
   std::vector<SchemeParams> Enumerate(const PlanContext& ctx) const override;
   Estimate Evaluate(const PlanContext& ctx, const SchemeParams& params) const override;
   Result<Schedule> Expand(const PlanContext& ctx, const SchemeParams& params) const override;
+  Status ProveTranslationInvariance(const PlanContext& ctx,
+                                    const SchemeParams& params) const override {
+    return MeshTileTranslationInvariance(ctx, params, /*u_degree=*/1);
+  }
 };
 
 std::vector<SchemeParams> MeshStrategy::Enumerate(const PlanContext& ctx) const {

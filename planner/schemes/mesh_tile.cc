@@ -230,9 +230,13 @@ class MeshExpander {
       op_bound += static_cast<size_t>(a) * b + 2;
       dep_bound += static_cast<size_t>(a) * b * 5 + 2;  // <= 5 deps per compute
       for (const MeshStep& st : p.steps) {
-        const size_t partials = st.q_partial_sends.size() + st.kv_partial_sends.size();
-        op_bound += (st.shift != ShiftKind::kNone ? 2 : 0) + 3 * partials;
-        dep_bound += 1 + partials * (static_cast<size_t>(std::max(a, b)) + 2);
+        const size_t q_partials = st.q_partial_sends.size(),
+                     kv_partials = st.kv_partial_sends.size();
+        op_bound += (st.shift != ShiftKind::kNone ? 2 : 0) + 3 * (q_partials + kv_partials);
+        // A Q partial's send waits for its line's b computes and a merge, a KV partial's for a
+        // and a merge; its receive and merge take one each.
+        dep_bound += 1 + q_partials * (static_cast<size_t>(b) + 3) +
+                     kv_partials * (static_cast<size_t>(a) + 3);
       }
     }
     const std::vector<std::array<TokenRange, 2>> ranges = ShardRanges(sched.layout);
@@ -245,6 +249,9 @@ class MeshExpander {
     sc.q_slot.resize(static_cast<size_t>(a));
     sc.kv_slot.resize(static_cast<size_t>(b));
     for (int64_t m = 0; m < M; ++m) {
+      bool wanted = !ctx_.expand_rank;
+      for (int64_t u = 0; u < U_ && !wanted; ++u) wanted = ctx_.expand_rank(u + U_ * m);
+      if (!wanted) continue;
       for (int32_t k = 0; k < a; ++k) {
         sc.q_slot[static_cast<size_t>(k)] = static_cast<int32_t>(mesh::QSlotShard(shape_, m, k));
       }
@@ -259,6 +266,7 @@ class MeshExpander {
         }
       }
       for (int64_t u = 0; u < U_; ++u) {
+        if (ctx_.expand_rank && !ctx_.expand_rank(u + U_ * m)) continue;
         RankProgram& prog = sched.ranks[static_cast<size_t>(u + U_ * m)];
         prog.ops.reserve(op_bound);
         prog.deps.reserve(dep_bound);
@@ -544,6 +552,36 @@ class MeshExpander {
 };
 
 }  // namespace
+
+// The proof. Rank u + U*m runs mesh rank m = a*G + p (q coordinate p < a, kv coordinate G < b)
+// on heads u*H/U ..; the expansion above reads m and u only through
+//   - the peers (QSendPeer and the like, through Canonical), the all-to-all's group (m) and the
+//     heads (which the replay does not read), and
+//   - the work of local block (k, l): Work(QSlotShard(m, k), KvSlotShard(m, l)) (assignment.h:
+//     Q#k = a*G + (p + k) mod a, KV#l = (m + l*a) mod n, n = a*b);
+// everything else (the greedy steps, message sizes, flops per pair) is the same for every rank.
+// A translation along ulysses changes u alone: peers u + U*m' move with it, groups are kept and
+// their members rotate cyclically. Along q by s: m' = a*G + (p + s) mod a, whose Q ring
+// neighbours are the translated neighbours (the ring runs inside the Q group, mod a) and whose
+// KV ring (m -> m - a mod n) keeps p; Q#k of m' is pi(Q#k of m) and KV#l of m' is pi(KV#l of m)
+// for the one permutation pi(a*H + r) = a*H + (r + s) mod a of the shards. Along kv by t:
+// m' = m + a*t mod n, likewise with pi(x) = x + a*t mod n. So every local block of m' is the
+// image of m's under one permutation applied to both of its shards, and its work is the same
+// when blocks are uniform or depend only on i == j, which a permutation keeps.
+Status MeshTileTranslationInvariance(const PlanContext& ctx, const SchemeParams& params,
+                                     int64_t u_degree) {
+  const Workload& w = ctx.workload;
+  if (u_degree < 1 || ctx.num_ranks % u_degree != 0)
+    return Status::Invalid("the Ulysses degree does not divide the ranks");
+  const ShardLayout layout{params.layout, w.seq_len, ctx.num_ranks / u_degree, u_degree};
+  MESHPLAN_RETURN_IF_ERROR(layout.Validate(w.mask));
+  if (WorkSymmetry(layout, w.mask) == BlockWorkSymmetry::kNone) {
+    return Status::Invalid("the " + std::string(LayoutName(params.layout)) +
+                           " layout's blocks under the " + w.mask.ToString() +
+                           " mask are not proven equal in work");
+  }
+  return Status::Ok();
+}
 
 Result<Schedule> ExpandMeshTiles(const PlanContext& ctx, const SchemeParams& params,
                                  const std::vector<RankDim>& dims, int64_t u_degree) {

@@ -32,4 +32,10 @@ void MeshTilePass(Estimate& e, const PlanContext& ctx, const SchemeParams& param
 Result<Schedule> ExpandMeshTiles(const PlanContext& ctx, const SchemeParams& params,
                                  const std::vector<RankDim>& dims, int64_t u_degree);
 
+// Strategy::ProveTranslationInvariance for the family (mesh_tile.cc gives the proof): Ok when
+// the layout's blocks under the workload's mask are uniform or depend only on i == j
+// (WorkSymmetry), else why not. ExpandMeshTiles honours PlanContext::expand_rank.
+Status MeshTileTranslationInvariance(const PlanContext& ctx, const SchemeParams& params,
+                                     int64_t u_degree);
+
 }  // namespace meshplan::planner::schemes

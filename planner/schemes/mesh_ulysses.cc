@@ -32,6 +32,10 @@ class MeshUlyssesStrategy final : public Strategy {
   std::vector<SchemeParams> Enumerate(const PlanContext& ctx) const override;
   Estimate Evaluate(const PlanContext& ctx, const SchemeParams& params) const override;
   Result<Schedule> Expand(const PlanContext& ctx, const SchemeParams& params) const override;
+  Status ProveTranslationInvariance(const PlanContext& ctx,
+                                    const SchemeParams& params) const override {
+    return MeshTileTranslationInvariance(ctx, params, params.ulysses);
+  }
 };
 
 std::vector<SchemeParams> MeshUlyssesStrategy::Enumerate(const PlanContext& ctx) const {

@@ -379,7 +379,9 @@ TEST(SymmetricReplay, MeshZigzagCausalIsReplayedByOneRepresentative) {
   auto r = SimulatePlan(plan, t, options);
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_TRUE(r->symmetric) << r->symmetry;
-  EXPECT_EQ(r->symmetry, "1 class of 32 ranks (q step 1 of 8, kv step 1 of 4)");
+  EXPECT_EQ(
+      r->symmetry,
+      "1 class of 32 ranks (q step 1 of 8, kv step 1 of 4), proven from the plan's structure");
   // The contiguous layout gives ranks different work under a causal mask: refused, with the reason.
   p.layout = Layout::kContiguous;
   auto contiguous = SimulatePlan(planner::MakePlan(ctx, p), t, options);

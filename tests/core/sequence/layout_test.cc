@@ -368,5 +368,66 @@ TEST(DocZigzagLayout, ValidateNamesTheDocumentAndTheMultiple) {
       MakeShardLayout(Layout::kDocZigzag, counter, 2, 1).Validate(Mask::Documents({8, 16})).ok());
 }
 
+// WorkSymmetry's claims against every block's work (ShardLayout::Work, itself checked token by
+// token above) and, where the layout has a ShardOf, against counted token pairs: kUniform means
+// every block equals block (0, 0); kDiagonal means every diagonal block equals (0, 0) and every
+// other equals (0, 1). The combinations the simulator's proofs rely on are named, with the class
+// layout.cc derives for them: zigzag under a causal mask and doc-zigzag under causal documents
+// are kDiagonal (an off-diagonal block is two whole chunk pairs), every layout under the full
+// mask and doc-zigzag under bidirectional documents kUniform.
+TEST(WorkSymmetry, EveryBlockFollowsTheClaimedClass) {
+  const std::vector<int64_t> documents = {12, 36, 24, 48, 24};  // multiples of 2N for N | 6
+  const int64_t seq = 144;
+  const std::vector<Mask> masks = {Mask::Full(),
+                                   Mask::Causal(),
+                                   Mask::Window(20),
+                                   Mask::Prefix(30),
+                                   Mask::Documents(documents),
+                                   Mask::Documents(documents, true)};
+  int uniform = 0, diagonal = 0;
+  for (int64_t shards : {1, 2, 3, 6}) {
+    for (Layout kind : {Layout::kContiguous, Layout::kZigzag, Layout::kStriped, Layout::kBalanced,
+                        Layout::kDocZigzag}) {
+      for (const Mask& mask : masks) {
+        const PairCounter counter(mask, seq);
+        const ShardLayout layout = MakeShardLayout(kind, counter, shards, 1);
+        if (!layout.Validate(mask).ok()) continue;
+        const std::string what =
+            std::string(LayoutName(kind)) + " " + mask.ToString() + " N=" + std::to_string(shards);
+        const BlockWorkSymmetry claim = WorkSymmetry(layout, mask);
+        const bool zigzag_family =
+            (kind == Layout::kZigzag && mask.kind == MaskKind::kCausal) ||
+            (kind == Layout::kDocZigzag && mask.kind == MaskKind::kDocuments);
+        if (mask.kind == MaskKind::kFull ||
+            (kind == Layout::kDocZigzag && mask.kind == MaskKind::kDocumentsFull)) {
+          EXPECT_EQ(claim, BlockWorkSymmetry::kUniform) << what;
+        } else if (zigzag_family) {
+          EXPECT_EQ(claim, BlockWorkSymmetry::kDiagonal) << what;
+        }
+        if (claim == BlockWorkSymmetry::kNone) continue;
+        claim == BlockWorkSymmetry::kUniform ? ++uniform : ++diagonal;
+        const BlockWork same = layout.Work(counter, 0, 0);
+        const BlockWork other = layout.Work(counter, 0, shards > 1 ? 1 : 0);
+        for (int64_t i = 0; i < shards; ++i) {
+          for (int64_t j = 0; j < shards; ++j) {
+            const BlockWork want = claim == BlockWorkSymmetry::kDiagonal && i != j ? other : same;
+            const BlockWork got = layout.Work(counter, i, j);
+            EXPECT_EQ(got.pairs, want.pairs) << what << " block " << i << "," << j;
+            EXPECT_EQ(got.cut_rows, want.cut_rows) << what << " block " << i << "," << j;
+            if (kind != Layout::kBalanced && kind != Layout::kDocZigzag) {
+              EXPECT_EQ(BruteBlockPairs(kind, mask, seq, shards, i, j), want.pairs)
+                  << what << " block " << i << "," << j;
+            }
+          }
+        }
+      }
+    }
+  }
+  // Not vacuous: full masks on four layouts and bidirectional documents at four shard counts;
+  // zigzag causal and doc-zigzag causal documents at four.
+  EXPECT_GE(uniform, 16);
+  EXPECT_GE(diagonal, 8);
+}
+
 }  // namespace
 }  // namespace meshplan
