@@ -85,9 +85,23 @@ Result<std::string> ReadTextFile(const std::string& path) {
     return Status::Invalid(path + ": is a directory, expected a file");
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::NotFound(path + ": cannot open file");
-  // Read in pieces up to the limit, so that /dev/zero or a huge file is refused, not exhausted.
+  // A regular file past the limit is refused before reading; anything else (a pipe, a device) is
+  // read in pieces up to the limit, so that /dev/zero is refused, not exhausted. The string is
+  // reserved once (the file's size, or the limit: address space, not resident until read) so
+  // that growing never holds two copies: at most the limit is resident (issue 49).
   std::string text;
   char buffer[1 << 16];
+  const auto status = std::filesystem::status(path, error);
+  if (!error && std::filesystem::is_regular_file(status)) {
+    const auto size = std::filesystem::file_size(path, error);
+    if (!error && size > kMaxTextFileBytes) {
+      return Status::Invalid(path + ": larger than " + std::to_string(kMaxTextFileBytes >> 20) +
+                             " MiB, too large for an input file");
+    }
+    if (!error) text.reserve(static_cast<size_t>(size) + 1);
+  } else {
+    text.reserve(kMaxTextFileBytes + sizeof buffer);
+  }
   while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
     text.append(buffer, static_cast<size_t>(in.gcount()));
     if (text.size() > kMaxTextFileBytes) {
