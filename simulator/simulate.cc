@@ -450,13 +450,11 @@ class Replayer {
            kNanosecondsPerSecond;
   }
   // The same for a replay op (replay_program.h): the same expression, so the same bits. A merge
-  // reads both partials and writes one at HBM speed; its value is the partial's bytes.
+  // is PartialMergeSeconds of its value, the partial's bytes.
   double KernelNs(const ReplayProgram& program, int32_t i) const {
     const ReplayOp& op = program.ops[static_cast<size_t>(i)];
-    if (op.kind == OpKind::kMerge) {
-      const double seconds = t_.gpu.launch_overhead_s + 3.0 * op.value / t_.gpu.hbm_bytes_per_s;
-      return seconds * kNanosecondsPerSecond;
-    }
+    if (op.kind == OpKind::kMerge)
+      return PartialMergeSeconds(t_.gpu, op.value) * kNanosecondsPerSecond;
     const double partial_bytes =
         program.partial_bytes.empty() ? 0.0 : program.partial_bytes[static_cast<size_t>(i)];
     const double sliced_bytes =

@@ -59,6 +59,14 @@ inline double RingStepPartialSeconds(const GpuSpec& gpu, double bytes) {
   return gpu.ring_step_partial_passes * bytes / gpu.hbm_bytes_per_s;
 }
 
+// Seconds a merge of an incoming partial of `bytes` takes on the compute stream (a Merge op: a
+// ring's dK,dV hop, a tile's reduce-chain partial): one launch, both partials read and their sum
+// written at HBM speed. The simulator charges it on every Merge op; the planner on the merges its
+// estimate's steps hold (the ring pass, the double ring, the Mesh tile pass).
+inline double PartialMergeSeconds(const GpuSpec& gpu, double bytes) {
+  return gpu.launch_overhead_s + 3.0 * bytes / gpu.hbm_bytes_per_s;
+}
+
 // Seconds the partials of `sliced_bytes` (Op::sliced_bytes: a forward ring step's partials whose
 // causal diagonal is strict) take to cross HBM GpuSpec::sliced_merge_passes more times: the
 // library runs such a block on a slice of its rows and copies the merged slice back. Beside

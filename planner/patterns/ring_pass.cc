@@ -60,6 +60,13 @@ double RingStepSeconds(const PlanContext& ctx, Phase phase, double block_s,
   return block_s + merge_s * merges / static_cast<double>(blocks);
 }
 
+double ChainMergeSecondsPerStep(const PlanContext& ctx, Phase phase, int64_t steps) {
+  if (phase == Phase::kForward || steps <= 1) return 0.0;
+  const GpuSpec& gpu = ctx.topology.gpu;
+  return PartialMergeSeconds(gpu, ctx.shard.dkv_partial) * gpu.SharedComputeSlowdown() *
+         static_cast<double>(steps - 1) / static_cast<double>(steps);
+}
+
 double RingPass(Estimate& e, const PlanContext& ctx, const Placement& placement,
                 const ShardLayout& layout, int dim, Phase phase, bool cache, bool own_shard_last,
                 double step_compute_s, KernelShape shape, Traffic& traffic) {
@@ -80,7 +87,8 @@ double RingPass(Estimate& e, const PlanContext& ctx, const Placement& placement,
   // the own block.
   AddPipeline(
       e, cache ? "bwd ring step (dK,dV hop)" : "bwd ring step (KV shift + dK,dV hop)", r,
-      RingStepSeconds(ctx, phase, ctx.BackwardSeconds(step_compute_s, 1, shape), layout, 1, r),
+      RingStepSeconds(ctx, phase, ctx.BackwardSeconds(step_compute_s, 1, shape), layout, 1, r) +
+          ChainMergeSecondsPerStep(ctx, phase, r),
       t_kv + t_dkv);
   if (!(cache && own_shard_last)) AddExposed(e, "bwd last dK,dV hop", r > 1 ? t_dkv : 0.0);
   return static_cast<double>(r - 1) * ((cache ? 0.0 : s.kv) + s.dkv_partial);

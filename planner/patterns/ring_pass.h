@@ -52,6 +52,11 @@ double RingStepSeconds(const PlanContext& ctx, Phase phase, double block_s,
                        const ShardLayout& layout, int64_t a, int64_t blocks,
                        bool sliced_steps = false);
 
+// Per-step share of the backward's dK,dV chain merges on the compute stream: a ring of `steps`
+// positions merges the incoming dK+dV partial (PartialMergeSeconds) after every step but its
+// first, so steps - 1 merges spread over the steps (0 forward, or with one step).
+double ChainMergeSecondsPerStep(const PlanContext& ctx, Phase phase, int64_t steps);
+
 // One ring pass over `dim` (size R) of the shards of `layout`: R steps of `step_compute_s` (the
 // forward block's time; the backward's from it by `shape`, ctx.BackwardSeconds), KV shifts
 // overlapped; the backward adds the dK+dV owner-last chain (and no KV shifts with cache).

@@ -139,6 +139,16 @@ double Attention2DOverlapPass(Estimate& e, const PlanContext& ctx, const Placeme
   const double kv_tail = !fwd && b > 1 && !own_last ? t_dkv : 0.0;
   const double tail = shared ? q_tail + kv_tail : std::max(q_tail, kv_tail);
   if (tail > 0) AddExposed(e, fwd ? "fwd last O,LSE hop" : "bwd last dQ / dK,dV hops", tail);
+  // The incoming partials are merged on the compute stream once they are in (the expansion's
+  // Merge ops): the Q-group chain's a - 1 (rows 2 .. a-1 and the own shard's total) and the
+  // backward's dK,dV chain's b - 1 (its last row's blocks 2 .. b-1 and the own slot's total). A
+  // merge waits for its partial and the next block for it, so none hides behind the blocks.
+  const GpuSpec& gpu = ctx.topology.gpu;
+  const double merges_s =
+      (static_cast<double>(a - 1) * PartialMergeSeconds(gpu, part_bytes) +
+       (fwd ? 0.0 : static_cast<double>(b - 1) * PartialMergeSeconds(gpu, dkv_bytes))) *
+      gpu.SharedComputeSlowdown();
+  if (merges_s > 0) AddCompute(e, ph + " merges of incoming partials", merges_s);
   return static_cast<double>(a - 1) * (q_bytes + part_bytes) +
          static_cast<double>(b - 1) * (kv_bytes + dkv_bytes);
 }

@@ -20,9 +20,11 @@ double DoubleRingPass(Estimate& e, const PlanContext& ctx, const Placement& plac
   const ShardBytes& s = ctx.shard;
   const bool fwd = phase == Phase::kForward;
   const double msg = fwd ? s.kv : (cache ? 0.0 : s.kv) + s.dkv_partial;
-  const double step_s = RingStepSeconds(
-      ctx, phase, fwd ? step_compute_s : ctx.BackwardSeconds(step_compute_s, 1, shape), layout, 1,
-      w * windows, SlicedRingSteps(ctx, layout, phase));
+  const double step_s =
+      RingStepSeconds(ctx, phase,
+                      fwd ? step_compute_s : ctx.BackwardSeconds(step_compute_s, 1, shape), layout,
+                      1, w * windows, SlicedRingSteps(ctx, layout, phase)) +
+      ChainMergeSecondsPerStep(ctx, phase, w * windows);
   const double t_in = ctx.comm->RingShift(placement, inner_dim, msg, (w - 1) * windows, &traffic);
   const double t_out = ctx.comm->RingShift(placement, outer_dim, msg, windows - 1, &traffic);
   const bool shared = ctx.comm->BottleneckLevel(placement, inner_dim, msg) ==

@@ -69,14 +69,23 @@ double MeshPass(Estimate& e, const PlanContext& ctx, const SchemeParams& params,
   options.costs = t.Costs();
   const std::vector<mesh::MeshStep> steps = mesh::GreedySchedule(options);
 
+  // Each partial a step sends along a chain, the rank also receives (its recv peer sent its own)
+  // and merges on the compute stream after the step's blocks (EmitStep's Merge ops), once the
+  // partial is in: the step takes max(blocks, transfers) + merges, which an overlapped stage
+  // holding the merges on both sides gives (and the merges count as compute).
+  const GpuSpec& gpu = ctx.topology.gpu;
+  const double q_merge = PartialMergeSeconds(gpu, m.q_partial) * gpu.SharedComputeSlowdown();
+  const double kv_merge = PartialMergeSeconds(gpu, m.kv_partial) * gpu.SharedComputeSlowdown();
   const std::string label = std::string(PhaseLabel(phase)) + " mesh step";
   for (const mesh::MeshStep& step : steps) {
-    const double compute = static_cast<double>(step.compute.size()) * t.block;
+    const double merges = static_cast<double>(step.q_partial_sends.size()) * q_merge +
+                          static_cast<double>(step.kv_partial_sends.size()) * kv_merge;
+    const double compute = static_cast<double>(step.compute.size()) * t.block + merges;
     const double q_comm = (step.shift == mesh::ShiftKind::kQ ? t.q_shift : 0.0) +
                           static_cast<double>(step.q_partial_sends.size()) * t.q_partial;
     const double kv_comm = (step.shift == mesh::ShiftKind::kKV ? t.kv_shift : 0.0) +
                            static_cast<double>(step.kv_partial_sends.size()) * t.kv_partial;
-    const double comm_s = t.shared_link ? q_comm + kv_comm : std::max(q_comm, kv_comm);
+    const double comm_s = (t.shared_link ? q_comm + kv_comm : std::max(q_comm, kv_comm)) + merges;
     if (!e.stages.empty() && e.stages.back().label == label &&
         e.stages.back().compute_s == compute && e.stages.back().comm_s == comm_s) {
       ++e.stages.back().count;  // fold identical consecutive steps

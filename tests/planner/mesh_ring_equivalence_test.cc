@@ -121,7 +121,13 @@ TEST(MeshRingEquivalence, OneByNTileEqualsRingInBytesStepsAndTime) {
           ASSERT_GE(bwd.block, bwd_uncached.kv_shift + bwd.kv_partial) << what;
           const double nd = static_cast<double>(n);
           double want_s = nd * fwd.block;
-          if (HasBackward(pass)) want_s += nd * bwd.block + (cache ? 0.0 : bwd.kv_partial);
+          // The backward also merges each incoming dK+dV partial on the compute stream, n - 1 of
+          // them, each a launch and three passes of the partial over HBM (PartialMergeSeconds).
+          const double merge_s = topo.gpu.launch_overhead_s + 3.0 * dkv / topo.gpu.hbm_bytes_per_s;
+          if (HasBackward(pass)) {
+            want_s += nd * bwd.block + (cache ? 0.0 : bwd.kv_partial) +
+                      static_cast<double>(n - 1) * merge_s;
+          }
           EXPECT_NEAR(me.time_s, want_s, 1e-9 * want_s) << what;
           EXPECT_NEAR(re.time_s, want_s, 1e-9 * want_s) << what;
           ++compared;
@@ -151,7 +157,16 @@ TEST(MeshRingEquivalence, CachedBackwardChainOverlapsTheBlocks) {
     ASSERT_GE(t.block, t.kv_partial);
     const double hop = chain == ReduceChain::kOwnerLast ? 0.0 : t.kv_partial;
     EXPECT_NEAR(e.exposed_comm_s, hop, 1e-12) << static_cast<int>(chain);
-    EXPECT_NEAR(e.time_s, static_cast<double>(n) * t.block + hop, 1e-9 * e.time_s)
+    // Beside the blocks, each incoming dK+dV partial is merged on the compute stream, one per hop
+    // of the chain (n - 1 owner-last; n owner-first, whose total comes back to the owner): a
+    // launch and three passes over HBM of the fp32 dK+dV of S/n tokens (2 x Hkv x d x 4 bytes a
+    // token) each.
+    const double dkv = 2.0 * static_cast<double>(w.kv_heads) * static_cast<double>(w.head_dim) *
+                       4.0 * static_cast<double>(w.seq_len) / static_cast<double>(n);
+    const int64_t hops = chain == ReduceChain::kOwnerLast ? n - 1 : n;
+    const double merges = static_cast<double>(hops) *
+                          (topo.gpu.launch_overhead_s + 3.0 * dkv / topo.gpu.hbm_bytes_per_s);
+    EXPECT_NEAR(e.time_s, static_cast<double>(n) * t.block + hop + merges, 1e-9 * e.time_s)
         << static_cast<int>(chain);
   }
 }
