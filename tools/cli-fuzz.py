@@ -2,8 +2,9 @@
 """Black-box command-line fuzzer for meshplan (docs/cli-fuzz.md).
 
 Generates random command lines for every subcommand (flags learned from each command's --help),
-with valid, edge-case and path values and mutated plan, topology, sweep, model and document
-files, runs each one in a fresh directory under resource limits, and classifies the outcome:
+with valid, edge-case and path values and mutated plan, topology, sweep, model, document and
+nccl-tests log files, runs each one in a fresh directory under resource limits, and classifies
+the outcome:
 
   ok          exit 0
   refused     exit 2, exactly one `meshplan: error: ` line on stderr, and it is the last one
@@ -12,6 +13,12 @@ files, runs each one in a fresh directory under resource limits, and classifies 
   crash       killed by a signal, or a sanitizer/abort/terminate message on stderr
   timeout     still running after --case-timeout-s (its whole process group is killed)
   leftover    a file whose name contains `.tmp` remains in the case directory
+  bad-output  exit 0, but what the run wrote is wrong: a topology file (topo from-nccl-tests,
+              topo new) that `topo validate` refuses, or a CSV that concurrent --append runs
+              left without exactly one header and one row per run
+
+A small share of cases are concurrent --append cases: N copies of `simulate` (or `execute`)
+with `--format csv --append -o rows.csv` run at once into one file; every copy must exit 0.
 
 Only ok, refused and failed-run pass. Exit status: 0 when every case passed, 1 when any failed,
 2 for bad usage of the fuzzer itself (missing binary, a setup command that fails).
@@ -25,7 +32,9 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import csv
 import dataclasses
+import io
 import itertools
 import os
 import random
@@ -38,7 +47,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Callable, Iterable, Iterator, Optional, Sequence
+from typing import Callable, Iterable, Iterator, Optional, Sequence, Tuple
 
 # ---------------------------------------------------------------------------------------------
 # Limits and defaults
@@ -67,8 +76,9 @@ CLASS_BAD_EXIT = "bad-exit"
 CLASS_CRASH = "crash"
 CLASS_TIMEOUT = "timeout"
 CLASS_LEFTOVER = "leftover"
+CLASS_BAD_OUTPUT = "bad-output"
 ALL_CLASSES = (CLASS_OK, CLASS_REFUSED, CLASS_FAILED_RUN, CLASS_BAD_EXIT, CLASS_CRASH,
-               CLASS_TIMEOUT, CLASS_LEFTOVER)
+               CLASS_TIMEOUT, CLASS_LEFTOVER, CLASS_BAD_OUTPUT)
 PASSING_CLASSES = frozenset((CLASS_OK, CLASS_REFUSED, CLASS_FAILED_RUN))
 
 ERROR_PREFIX = "meshplan: error: "
@@ -84,12 +94,15 @@ LEFTOVER_MARK = ".tmp"
 class CommandSpec:
     """A subcommand: its words after the binary, its positional argument and its draw weight.
 
-    positional is None, "plan" or "topology"; positional_required says whether a case leaves it
-    out only rarely (as a deliberate error) or often (an optional positional)."""
+    positional is None, "plan", "topology" or "nccl-log"; positional_required says whether a
+    case leaves it out only rarely (as a deliberate error) or often (an optional positional).
+    writes_topology: on exit 0 the run wrote a cluster file (to -o FILE, or to stdout), which
+    `topo validate` must accept (else the case is bad-output)."""
     words: tuple[str, ...]
     positional: Optional[str]
     positional_required: bool
     weight: int
+    writes_topology: bool = False
 
     @property
     def name(self) -> str:
@@ -109,7 +122,8 @@ COMMANDS = (
     CommandSpec(("topo", "list"), None, False, 2),
     CommandSpec(("topo", "show"), "topology", False, 5),
     CommandSpec(("topo", "validate"), "topology", True, 8),
-    CommandSpec(("topo", "new"), None, False, 6),
+    CommandSpec(("topo", "new"), None, False, 6, writes_topology=True),
+    CommandSpec(("topo", "from-nccl-tests"), "nccl-log", True, 10, writes_topology=True),
     CommandSpec((), None, False, 2),  # the top level: --help, --version and friends
 )
 
@@ -124,8 +138,10 @@ TOPOLOGY_FILE = "topo.toml"
 SWEEP_FILE = "sweep.toml"
 DOCS_FILE = "docs.txt"
 MODEL_FILE = "config.json"
+NCCL_LOG_FILE = "all_reduce.log"
 READ_ONLY_FILE = "readonly.toml"
 EMPTY_DIR = "adir"
+APPEND_CSV_FILE = "rows.csv"
 
 PLAN_FIXTURE_ARGS = ("plan", "-t", "dgx-h100-4gpu", "--seq", "256", "--heads", "4", "--kv-heads",
                      "2", "--head-dim", "16", "--schemes", "ring", "-q", "--out", PLAN_FILE)
@@ -137,6 +153,35 @@ DOCS_FIXTURE_TEXT = b"# document lengths summing to 256\n64 64\n128\n"
 MODEL_FIXTURE_TEXT = (b'{\n  "hidden_size": 64,\n  "num_attention_heads": 4,\n'
                       b'  "num_key_value_heads": 2,\n  "num_hidden_layers": 2,\n'
                       b'  "model_type": "llama",\n  "torch_dtype": "bfloat16"\n}\n')
+# all_reduce_perf -b 8 -e 128M -f 4 -g 4 on one host (rows cut down); busbw peaks at 329.56.
+NCCL_LOG_FIXTURE_TEXT = (
+    b"# Collective test starting: all_reduce_perf\n"
+    b"# nThread 1 nGpus 4 minBytes 8 maxBytes 134217728 step: 4(factor) warmup iters: 5 "
+    b"iters: 20 agg iters: 1 validation: 1 graph: 0\n"
+    b"#\n"
+    b"# Using devices\n"
+    b"#  Rank  0 Group  0 Pid   4242 on     node-a device  0 [0x18] NVIDIA H100 80GB HBM3\n"
+    b"#  Rank  1 Group  0 Pid   4242 on     node-a device  1 [0x2a] NVIDIA H100 80GB HBM3\n"
+    b"#  Rank  2 Group  0 Pid   4242 on     node-a device  2 [0x3a] NVIDIA H100 80GB HBM3\n"
+    b"#  Rank  3 Group  0 Pid   4242 on     node-a device  3 [0x5d] NVIDIA H100 80GB HBM3\n"
+    b"#\n"
+    b"#                                                              out-of-place            "
+    b"           in-place\n"
+    b"#       size         count      type   redop    root     time   algbw   busbw #wrong     "
+    b"time   algbw   busbw #wrong\n"
+    b"#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            "
+    b"(us)  (GB/s)  (GB/s)\n"
+    b"           8             2     float     sum      -1    20.31    0.00    0.00      0    "
+    b"19.87    0.00    0.00      0\n"
+    b"        2048           512     float     sum      -1    21.05    0.10    0.15      0    "
+    b"20.90    0.10    0.15      0\n"
+    b"      524288        131072     float     sum      -1    30.44   17.22   25.84      0    "
+    b"30.12   17.41   26.11      0\n"
+    b"   134217728      33554432     float     sum      -1    612.3  219.20  328.81      0    "
+    b"610.9  219.71  329.56      0\n"
+    b"# Out of bounds values : 0 OK\n"
+    b"# Avg bus bandwidth    : 95.3349\n"
+    b"#\n")
 
 # ---------------------------------------------------------------------------------------------
 # Values
@@ -145,6 +190,13 @@ LONG_STRING = "x" * 5000
 LONG_NUMBER = "9" * 400
 LONG_PATH = "d/" * 200 + "f.toml"  # shallow enough for recursive os.walk and rmtree
 LONG_NAME = "n" * 300 + ".toml"  # longer than NAME_MAX
+# Over 400 characters through directories that exist (each name under NAME_MAX): a long path
+# that opens. The log's path is quoted into the written file's provenance.
+LONG_NCCL_LOG = "l" * 200 + "/" + "m" * 200 + ".log"
+LONG_TOPOLOGY_OUTPUT = "o" * 200 + "/" + "p" * 200 + ".toml"
+# Under /proc nothing can be created: a command must refuse such an output (exit 2) before it
+# does any work (see must_refuse).
+PROC_OUTPUT = "/proc/nonexistent/x"
 EDGE_VALUES = ("0", "-1", "", "1e308", "nan", "inf", "-inf", "2^62", "9999999999999999999999",
                "1.5", "-0", "0x10", " 8", "8 ", "1K1K", "1e-300", LONG_STRING, LONG_NUMBER,
                "\x1b[31mred\x1b[0m", "bell\x07del\x7f", "naïve-ünïcödé-名前-🚀", "a\tb\rc\nd",
@@ -158,8 +210,17 @@ NUMBER_EDGE_VALUES = (b"0", b"-1", b"1e308", b"nan", b"inf", b"-inf", b"46116860
 GENERIC_PATHS = ("missing.toml", EMPTY_DIR, "/dev/null", "/dev/full", READ_ONLY_FILE,
                  "nodir/sub/file.toml", LONG_PATH, LONG_NAME)
 OUTPUT_PATHS = ("out.txt", "out.json", "out.toml", "nodir/sub/out.toml", "/dev/null",
-                "/dev/full", EMPTY_DIR, READ_ONLY_FILE, "-", "", ".", LONG_PATH, LONG_NAME)
-OUTPUT_DIRS = ("outdir", EMPTY_DIR, "nodir/sub", "/dev/null", READ_ONLY_FILE, "", ".")
+                "/dev/full", EMPTY_DIR, READ_ONLY_FILE, "-", "", ".", LONG_PATH, LONG_NAME,
+                PROC_OUTPUT)
+OUTPUT_DIRS = ("outdir", EMPTY_DIR, "nodir/sub", "/dev/null", READ_ONLY_FILE, "", ".",
+               PROC_OUTPUT)
+# -o of the commands that write a cluster file: mostly files that can be written, so that the
+# written file is checked with `topo validate` often.
+TOPOLOGY_OUTPUT_PATHS = ("measured.toml", "out.toml", LONG_TOPOLOGY_OUTPUT, "-", READ_ONLY_FILE)
+TOPOLOGY_OUTPUT_SHARE = 0.6  # the rest: OUTPUT_PATHS
+# The nccl-tests log positional, besides the fixture and its mutants. No FIFO: a FIFO with no
+# writer blocks open() for ever, which is a hang of the fuzzer's making, not of the reader.
+NCCL_LOG_EDGE_PATHS = ("/dev/zero", PLAN_FILE, TOPOLOGY_FILE, DOCS_FILE)
 INPUT_DIRS = (EMPTY_DIR, ".", "missing-dir", "/dev/null", PLAN_FILE)
 
 SHIPPED_TOPOLOGIES = ("dgx-h100-4gpu", "dgx-h100-1node", "dgx-h100-4node", "dgx-a100-1node",
@@ -220,6 +281,11 @@ VALID_VALUES = {
     "nic": ("400", "100", "0.5", "1600"),
     "topo-format": ("text", "toml"),
     "calibrate-ranks": ("1", "2", "4"),
+    # nvlink and ib are levels of the shipped clusters and the fixture (most draws, so that
+    # runs get as far as writing); torus is the torus cluster's only level; the rest name no
+    # level of any of them.
+    "level": ("nvlink", "ib") * 6 + ("torus", "net", "NVLink", "pcie", "ib,nvlink"),
+    "net-name": ("ib", "roce", "net", "nvlink", "x y"),
     "text": ("x", "1", "all", "auto"),
     "int": ("0", "1", "2", "8"),
     "float": ("0", "0.5", "1", "2"),
@@ -256,6 +322,8 @@ COMMAND_FLAG_DOMAINS = {
     ("step", "--vpp"): "tp", ("step", "--micro-batch"): "small-count",
     ("step", "--global-batch"): "count", ("step", "--gemm-dtype"): "gemm-dtype",
     ("step", "--recompute"): "recompute", ("step", "--topology"): "topology",
+    ("topo from-nccl-tests", "--level"): "level", ("topo from-nccl-tests", "--out"): "topo-output",
+    ("topo new", "--out"): "topo-output", ("topo new", "--net-name"): "net-name",
 }
 # Replays in the simulator are the expensive part of plan and sweep (8 replays of 256-GPU plans
 # take seconds): with --simulate, clusters, GPU counts and lengths come from small pools, and
@@ -271,7 +339,7 @@ SIMULATION_DEFAULTS = {
 TYPE_DOMAINS = {"INT": "int", "UINT": "int", "FLOAT": "float", "NUMBER": "float",
                 "TEXT": "text"}
 PATH_DOMAINS = frozenset(("topology", "bench-topology", "sim-topology", "model", "output",
-                          "output-dir", "input-dir", "sweep-file"))
+                          "output-dir", "input-dir", "sweep-file", "topo-output"))
 
 # Cost guards: flags a bench case gets unless it draws them itself (bench runs every scheme's
 # plan for real; these keep it well under a second).
@@ -284,6 +352,20 @@ CALIBRATE_POISON = (("--ranks", "0"), ("--ranks", "257"), ("--ranks", "-3"), ("-
 CALIBRATE_VALID_SHARE = 0.0  # never run a full (valid) calibration by default
 EXECUTE_TIMEOUT_ARGS = ("--timeout-s", "2")
 EXECUTE_TIMEOUT_SHARE = 0.5
+
+# Concurrent --append cases: N copies of one command append a CSV row each to one file at once.
+APPEND_CASE_SHARE = 0.02
+APPEND_COPIES = (4, 8, 8, 16)
+APPEND_EXECUTE_SHARE = 0.4  # the rest run simulate
+APPEND_EXISTING_SHARE = 0.25  # one copy runs alone first, so the file exists when the N start
+APPEND_COMMANDS = {
+    "simulate": ("simulate", PLAN_FILE, "--format", "csv", "--append", "-o", APPEND_CSV_FILE,
+                 "-q"),
+    "execute": ("execute", PLAN_FILE, "--format", "csv", "--append", "-o", APPEND_CSV_FILE, "-q",
+                "--timeout-s", "5"),
+}
+# Flags after which a run only prints (help, a list) and exits 0 whatever else it was given.
+INFO_FLAGS = frozenset(("-h", "--help", "--list-schemes"))
 
 # Draw probabilities.
 VALUE_VALID_SHARE = 0.75
@@ -421,9 +503,10 @@ def make_fixtures(binary: str, env: dict[str, str], workdir: str) -> Fixtures:
         print(f"cli-fuzz: warning: {shlex.join(TOPOLOGY_FIXTURE_ARGS)} failed (exit "
               f"{topology.returncode}); no topology mutation", file=sys.stderr)
     files.update({SWEEP_FILE: SWEEP_FIXTURE_TEXT, DOCS_FILE: DOCS_FIXTURE_TEXT,
-                  MODEL_FILE: MODEL_FIXTURE_TEXT,
+                  MODEL_FILE: MODEL_FIXTURE_TEXT, NCCL_LOG_FILE: NCCL_LOG_FIXTURE_TEXT,
                   READ_ONLY_FILE: files.get(TOPOLOGY_FILE, files[PLAN_FILE])})
-    mutable.update({"sweep": SWEEP_FILE, "docs": DOCS_FILE, "model": MODEL_FILE})
+    mutable.update({"sweep": SWEEP_FILE, "docs": DOCS_FILE, "model": MODEL_FILE,
+                    "nccl-log": NCCL_LOG_FILE})
     listing = subprocess.run([binary, "plan", "--list-schemes"], stdin=subprocess.DEVNULL,
                              capture_output=True, env=env, timeout=SETUP_TIMEOUT_S)
     schemes = tuple(line.split()[0] for line in listing.stdout.decode("utf-8", "replace").splitlines()
@@ -520,15 +603,35 @@ class Case:
     """One command line to run.
 
     argv: the full command, binary first; files: the inputs its directory starts with
-    (relative name -> bytes; READ_ONLY_FILE gets mode 0444, EMPTY_DIR is always created)."""
+    (relative name -> bytes, possibly in subdirectories, which are made; READ_ONLY_FILE gets
+    mode 0444, EMPTY_DIR is always created); directories: more (empty) directories to make.
+    checks_topology: on exit 0, the cluster file the run wrote (a new or changed file in the
+    case directory, else its stdout) must pass `topo validate`.
+    copies: 0 for an ordinary case; N for a concurrent --append case, which runs argv N times at
+    once (after one run alone first when append_existing) and then checks append_file."""
     index: int
     argv: tuple[str, ...]
     files: dict[str, bytes]
+    directories: tuple[str, ...] = ()
+    checks_topology: bool = False
+    copies: int = 0
+    append_existing: bool = False
+    append_file: str = ""
 
     @property
     def command_line(self) -> str:
-        """The command, shell-quoted (shell_word): pasted into bash, it runs this argv."""
-        return " ".join(shell_word(arg) for arg in self.argv)
+        """The command, shell-quoted (shell_word): pasted into bash, it runs this argv (a
+        concurrent case: its copies in the background, then `wait`)."""
+        command = " ".join(shell_word(arg) for arg in self.argv)
+        if not self.copies:
+            return command
+        alone = f"{command}; " if self.append_existing else ""
+        return f"{alone}for i in $(seq {self.copies}); do {command} & done; wait"
+
+    @property
+    def expected_rows(self) -> int:
+        """The data rows a concurrent --append case's file must end with."""
+        return self.copies + (1 if self.append_existing else 0)
 
 
 def shell_word(arg: str) -> str:
@@ -608,7 +711,25 @@ class CaseBuilder:
             return []
         if kind == "plan":
             return [self.file_value("plan")]
+        if kind == "nccl-log":
+            return [self.nccl_log_value()]
         return [self.topology_value()]
+
+    def nccl_log_value(self) -> str:
+        """A nccl-tests log path: the fixture, a mutant, the fixture under a path over 400
+        characters, /dev/zero (the reader stops at its cap), another kind of file or a bad
+        path."""
+        roll = self.rng.random()
+        if roll < 0.3:
+            return NCCL_LOG_FILE
+        if roll < 0.65:
+            return self.mutant("nccl-log")
+        if roll < 0.75:
+            self.files[LONG_NCCL_LOG] = self.fixtures.files[NCCL_LOG_FILE]
+            return LONG_NCCL_LOG
+        if roll < 0.88:
+            return self.rng.choice(NCCL_LOG_EDGE_PATHS)
+        return self.rng.choice(GENERIC_PATHS)
 
     # -- values --
 
@@ -646,6 +767,10 @@ class CaseBuilder:
             return self.rng.choice(OUTPUT_PATHS)
         if domain == "output-dir":
             return self.rng.choice(OUTPUT_DIRS)
+        if domain == "topo-output":
+            if self.rng.random() < TOPOLOGY_OUTPUT_SHARE:
+                return self.rng.choice(TOPOLOGY_OUTPUT_PATHS)
+            return self.rng.choice(OUTPUT_PATHS)
         if domain == "input-dir":
             return self.rng.choice(INPUT_DIRS)
         if domain == "mask" and self.rng.random() < 0.1:
@@ -767,10 +892,25 @@ def build_case(index: int, seed: int, binary: str, command_flags: dict[str, list
                fixtures: Fixtures) -> Case:
     """Case `index` of `seed`: a pure function of its arguments (random.Random(seed + index))."""
     rng = random.Random(seed + index)
+    if rng.random() < APPEND_CASE_SHARE:
+        return build_append_case(index, rng, binary, fixtures)
     command = rng.choices(COMMANDS, weights=[spec.weight for spec in COMMANDS])[0]
     builder = CaseBuilder(rng, command, fixtures)
     arguments = builder.arguments(command_flags.get(command.name, []))
-    return Case(index, (binary, *command.words, *arguments), builder.files)
+    # The directory of the long -o path exists, so that a write there can succeed.
+    directories = (os.path.dirname(LONG_TOPOLOGY_OUTPUT),) if command.writes_topology else ()
+    return Case(index, (binary, *command.words, *arguments), builder.files, directories,
+                checks_topology=command.writes_topology)
+
+
+def build_append_case(index: int, rng: random.Random, binary: str, fixtures: Fixtures) -> Case:
+    """A concurrent --append case: copies of `simulate` or `execute` (the 4-rank fixture plan,
+    CSV rows appended to APPEND_CSV_FILE) that run at once."""
+    command = "execute" if rng.random() < APPEND_EXECUTE_SHARE else "simulate"
+    copies = rng.choice(APPEND_COPIES)
+    existing = rng.random() < APPEND_EXISTING_SHARE
+    return Case(index, (binary, *APPEND_COMMANDS[command]), dict(fixtures.files), copies=copies,
+                append_existing=existing, append_file=APPEND_CSV_FILE)
 
 # ---------------------------------------------------------------------------------------------
 # Running and classifying
@@ -788,7 +928,8 @@ class Settings:
 @dataclasses.dataclass(frozen=True)
 class Outcome:
     """A case's result: its class, exit status (negative: the signal), kept output (at most
-    KEPT_OUTPUT_BYTES each), run time and the leftover temporary files found."""
+    KEPT_OUTPUT_BYTES each), run time, the leftover temporary files found, and detail: why a
+    case whose exit status looked right failed (bad-output, an output that had to be refused)."""
     case: Case
     outcome_class: str
     returncode: Optional[int]
@@ -796,6 +937,7 @@ class Outcome:
     stderr: bytes
     seconds: float
     leftovers: tuple[str, ...]
+    detail: str = ""
 
     @property
     def passed(self) -> bool:
@@ -825,10 +967,14 @@ def resource_limiter(memory_mib: int) -> Callable[[], None]:
 
 
 def materialize(case: Case, directory: str) -> None:
-    """Writes the case's input files (and the empty directory) into its directory."""
+    """Writes the case's input files (making the directories they are in), its extra
+    directories and the empty directory into its directory."""
     os.mkdir(os.path.join(directory, EMPTY_DIR))
+    for name in case.directories:
+        os.makedirs(os.path.join(directory, name), exist_ok=True)
     for name, data in case.files.items():
         path = os.path.join(directory, name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "wb") as handle:
             handle.write(data)
         if name == READ_ONLY_FILE:
@@ -855,40 +1001,82 @@ def kill_group(process: subprocess.Popen) -> None:
         pass
 
 
-def launch(case: Case, cwd: str, settings: Settings) -> subprocess.Popen:
-    """Starts the case's process: stdin /dev/null, stdout and stderr piped, a new session, the
-    resource limits. Retries LAUNCH_ATTEMPTS times (the binary may be in the middle of being
-    rebuilt); SetupError when it still cannot be started."""
+def launch(argv: Sequence[str], cwd: str, settings: Settings, label: str) -> subprocess.Popen:
+    """Starts a process: stdin /dev/null, stdout and stderr piped, a new session, the resource
+    limits. Retries LAUNCH_ATTEMPTS times (the binary may be in the middle of being rebuilt);
+    SetupError (naming label) when it still cannot be started."""
     for attempt in range(LAUNCH_ATTEMPTS):
         try:
-            return subprocess.Popen(case.argv, cwd=cwd, stdin=subprocess.DEVNULL,
+            return subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL,
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                     env=settings.env, start_new_session=True,
                                     preexec_fn=resource_limiter(settings.memory_mib))
         except OSError as error:
             if attempt + 1 == LAUNCH_ATTEMPTS:
-                raise SetupError(f"cannot start case {case.index}: {error}") from error
+                raise SetupError(f"cannot start {label}: {error}") from error
             time.sleep(LAUNCH_RETRY_S)
     raise AssertionError("unreachable")
 
 
-def execute_case(case: Case, cwd: str, settings: Settings) -> tuple[Optional[int], bytes,
-                                                                     bytes, bool]:
-    """Runs the command in cwd (see launch): (returncode, stdout, stderr, timed out).
+Run = Tuple[Optional[int], bytes, bytes, bool]  # returncode, stdout, stderr, timed out
 
-    Past the case timeout the whole process group is killed. returncode is None only when
-    even the killed group would not let go."""
-    process = launch(case, cwd, settings)
+
+def collect_killed(process: subprocess.Popen) -> tuple[bytes, bytes]:
+    """The output of a process whose group was killed (a note when its pipes stay open)."""
     try:
-        stdout, stderr = process.communicate(timeout=settings.case_timeout_s)
+        return process.communicate(timeout=KILL_GRACE_S)
+    except subprocess.TimeoutExpired:
+        return b"", b"cli-fuzz: the killed case kept its output pipes open\n"
+
+
+def run_process(argv: Sequence[str], cwd: str, settings: Settings, timeout_s: float,
+                label: str) -> Run:
+    """Runs argv in cwd (see launch): (returncode, stdout, stderr, timed out).
+
+    Past timeout_s the whole process group is killed. returncode is None only when even the
+    killed group would not let go."""
+    process = launch(argv, cwd, settings, label)
+    try:
+        stdout, stderr = process.communicate(timeout=timeout_s)
         return process.returncode, stdout, stderr, False
     except subprocess.TimeoutExpired:
         kill_group(process)
-    try:
-        stdout, stderr = process.communicate(timeout=KILL_GRACE_S)
-    except subprocess.TimeoutExpired:
-        stdout, stderr = b"", b"cli-fuzz: the killed case kept its output pipes open\n"
+    stdout, stderr = collect_killed(process)
     return process.returncode, stdout, stderr, True
+
+
+def run_concurrently(argv: Sequence[str], copies: int, cwd: str, settings: Settings,
+                     timeout_s: float, label: str) -> list[Run]:
+    """Starts `copies` processes of argv in cwd at once and waits for all of them; past
+    timeout_s (for all together) the groups of those still running are killed."""
+    processes: list[subprocess.Popen] = []
+    try:
+        for copy in range(copies):
+            processes.append(launch(argv, cwd, settings, f"{label} copy {copy + 1}"))
+    except SetupError:
+        for process in processes:
+            kill_group(process)
+            collect_killed(process)
+        raise
+    deadline = time.monotonic() + timeout_s
+    runs: list[Optional[Run]] = [None] * copies
+    for copy, process in enumerate(processes):
+        try:
+            stdout, stderr = process.communicate(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            break
+        runs[copy] = (process.returncode, stdout, stderr, False)
+    if all(run is not None for run in runs):
+        return runs  # type: ignore[return-value]
+    running = [process.poll() is None for process in processes]
+    for process, alive in zip(processes, running):
+        if alive:
+            kill_group(process)
+    for copy, process in enumerate(processes):
+        if runs[copy] is None:
+            stdout, stderr = collect_killed(process)
+            runs[copy] = (process.returncode, stdout, stderr, running[copy])
+    return runs  # type: ignore[return-value]
 
 
 def error_lines_ok(stderr_text: str) -> bool:
@@ -899,14 +1087,19 @@ def error_lines_ok(stderr_text: str) -> bool:
     return len(errors) == 1 and lines[-1] == errors[0]
 
 
+def crashed(returncode: Optional[int], stderr_text: str) -> bool:
+    """True for a run killed by a signal (or never reaped) or with a crash marker on stderr."""
+    return returncode is None or returncode < 0 or any(
+        marker in stderr_text for marker in CRASH_MARKERS)
+
+
 def classify(returncode: Optional[int], stderr_text: str, timed_out: bool,
              leftovers: Sequence[str]) -> str:
     """The outcome class (ALL_CLASSES). Precedence: timeout, crash, leftover, then the exit
     status: 0 ok; 2 refused and 1 failed-run when the error line is right; else bad-exit."""
     if timed_out:
         return CLASS_TIMEOUT
-    if returncode is None or returncode < 0 or any(
-            marker in stderr_text for marker in CRASH_MARKERS):
+    if crashed(returncode, stderr_text):
         return CLASS_CRASH
     if leftovers:
         return CLASS_LEFTOVER
@@ -919,22 +1112,169 @@ def classify(returncode: Optional[int], stderr_text: str, timed_out: bool,
     return CLASS_BAD_EXIT
 
 
+def must_refuse(argv: Sequence[str]) -> bool:
+    """True when the command names PROC_OUTPUT as an output (as a value, or --flag=value) and
+    no flag that only prints (help, a listing): it must exit 2, checking its outputs before it
+    does any work. The value is drawn only for output flags."""
+    if any(arg in INFO_FLAGS for arg in argv):
+        return False
+    return any(arg == PROC_OUTPUT or arg.endswith("=" + PROC_OUTPUT) for arg in argv[1:])
+
+
+def written_files(case: Case, directory: str) -> list[str]:
+    """Regular files in the case directory (relative paths, sorted) that the run created or
+    changed: not among the case's input files, or with other contents."""
+    found = []
+    for root, _, names in os.walk(directory):
+        for name in names:
+            path = os.path.join(root, name)
+            if os.path.islink(path) or not os.path.isfile(path):
+                continue
+            relative = os.path.relpath(path, directory)
+            if relative in case.files:
+                with open(path, "rb") as handle:
+                    if handle.read() == case.files[relative]:
+                        continue
+            found.append(relative)
+    return sorted(found)
+
+
+STDOUT_TOPOLOGY = "cli-fuzz-stdout.toml"  # a run's stdout, saved for topo validate
+
+
+def check_written_topology(case: Case, directory: str, stdout: bytes,
+                           settings: Settings) -> str:
+    """For a command that writes a cluster file and exited 0: runs `meshplan topo validate` on
+    each file it wrote in its directory (-o FILE) and on its stdout when that is not empty
+    (no -o, or -o -). Returns why one was not valid, or "" when all were."""
+    targets = written_files(case, directory)
+    if stdout.strip():
+        with open(os.path.join(directory, STDOUT_TOPOLOGY), "wb") as handle:
+            handle.write(stdout)
+        targets.append(STDOUT_TOPOLOGY)
+    for target in targets:
+        argv = (case.argv[0], "topo", "validate", os.path.join(".", target))
+        returncode, _, stderr, timed_out = run_process(
+            argv, directory, settings, settings.case_timeout_s, f"case {case.index} validate")
+        if timed_out or returncode != 0:
+            status = "timed out" if timed_out else f"exited {returncode}"
+            what = "its stdout" if target == STDOUT_TOPOLOGY else f"the written {target}"
+            reason = first_lines(stderr, 1)
+            return (f"exit 0, but `topo validate` {status} on {what}"
+                    + (f": {reason[0]}" if reason else ""))
+    return ""
+
+
+def check_append_csv(path: str, expected_rows: int) -> str:
+    """Why the file concurrent --append runs wrote is wrong, or "" when it is right: UTF-8 CSV
+    ending in a newline, one header (the first row, first field `plan`), then expected_rows
+    rows with as many fields as the header."""
+    name = os.path.basename(path)
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError as error:
+        return f"{name}: cannot be read ({error.strerror})"
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        return f"{name}: not UTF-8 ({error})"
+    if not text.endswith("\n"):
+        return f"{name}: does not end with a newline"
+    try:
+        rows = list(csv.reader(io.StringIO(text, newline="")))
+    except csv.Error as error:
+        return f"{name}: not CSV ({error})"
+    headers = [number for number, row in enumerate(rows, 1) if row[:1] == ["plan"]]
+    if headers != [1]:
+        return f"{name}: header rows at lines {headers or 'none'}, expected line 1 alone"
+    width = len(rows[0])
+    for number, row in enumerate(rows[1:], 2):
+        if len(row) != width:
+            return f"{name}: row {number} has {len(row)} fields, the header {width}"
+    if len(rows) - 1 != expected_rows:
+        return f"{name}: {len(rows) - 1} data rows, expected {expected_rows}"
+    return ""
+
+
 def run_case(case: Case, settings: Settings) -> Outcome:
     """Runs one case in a fresh directory under settings.workdir (removed afterwards) and
     classifies it."""
+    if case.copies:
+        return run_append_case(case, settings)
     directory = tempfile.mkdtemp(prefix=f"case-{case.index:06d}-", dir=settings.workdir)
+    detail = ""
     try:
         materialize(case, directory)
         start = time.monotonic()
-        returncode, stdout, stderr, timed_out = execute_case(case, directory, settings)
+        returncode, stdout, stderr, timed_out = run_process(
+            case.argv, directory, settings, settings.case_timeout_s, f"case {case.index}")
         seconds = time.monotonic() - start
         leftovers = find_leftovers(directory)
+        outcome_class = classify(returncode, stderr.decode("utf-8", "replace"), timed_out,
+                                 leftovers)
+        if outcome_class in (CLASS_OK, CLASS_FAILED_RUN) and must_refuse(case.argv):
+            outcome_class = CLASS_BAD_EXIT
+            detail = (f"exit {returncode} with the output {PROC_OUTPUT}: it must be refused "
+                      "(exit 2) before any work")
+        elif (outcome_class == CLASS_OK and case.checks_topology
+              and not any(arg in INFO_FLAGS for arg in case.argv)):
+            detail = check_written_topology(case, directory, stdout, settings)
+            if detail:
+                outcome_class = CLASS_BAD_OUTPUT
     finally:
         shutil.rmtree(directory, ignore_errors=True)
-    outcome_class = classify(returncode, stderr.decode("utf-8", "replace"), timed_out,
-                             leftovers)
     return Outcome(case, outcome_class, returncode, stdout[:KEPT_OUTPUT_BYTES],
-                   stderr[:KEPT_OUTPUT_BYTES], seconds, leftovers)
+                   stderr[:KEPT_OUTPUT_BYTES], seconds, leftovers, detail)
+
+
+def run_append_case(case: Case, settings: Settings) -> Outcome:
+    """Runs a concurrent --append case: argv alone first when append_existing, then `copies`
+    of it at once, all within the case timeout. Every run must exit 0 (else bad-exit) and the
+    file must then hold one header and one row per run (else bad-output)."""
+    directory = tempfile.mkdtemp(prefix=f"case-{case.index:06d}-", dir=settings.workdir)
+    label = f"case {case.index}"
+    try:
+        materialize(case, directory)
+        start = time.monotonic()
+        runs: list[Run] = []
+        if case.append_existing:
+            runs.append(run_process(case.argv, directory, settings, settings.case_timeout_s,
+                                    label))
+        if not any(run[3] for run in runs):
+            remaining = max(0.0, settings.case_timeout_s - (time.monotonic() - start))
+            runs += run_concurrently(case.argv, case.copies, directory, settings, remaining,
+                                     label)
+        seconds = time.monotonic() - start
+        leftovers = find_leftovers(directory)
+        outcome_class, detail = classify_append(case, runs, leftovers, directory)
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+    returncode = next((run[0] for run in runs if run[0] != 0), 0)
+    stdout = b"".join(run[1] for run in runs)
+    stderr = b"".join(b"".join(b"[run %d] %s\n" % (number, line)
+                               for line in run[2].splitlines())
+                      for number, run in enumerate(runs, 1))
+    return Outcome(case, outcome_class, returncode, stdout[:KEPT_OUTPUT_BYTES],
+                   stderr[:KEPT_OUTPUT_BYTES], seconds, leftovers, detail)
+
+
+def classify_append(case: Case, runs: Sequence[Run], leftovers: Sequence[str],
+                    directory: str) -> tuple[str, str]:
+    """(class, detail) of a concurrent --append case: timeout, crash or leftover as for any
+    case; bad-exit when a run did not exit 0; bad-output when the CSV is wrong; else ok."""
+    if any(run[3] for run in runs):
+        return CLASS_TIMEOUT, ""
+    if any(crashed(run[0], run[2].decode("utf-8", "replace")) for run in runs):
+        return CLASS_CRASH, ""
+    if leftovers:
+        return CLASS_LEFTOVER, ""
+    failed = [(number, run[0]) for number, run in enumerate(runs, 1) if run[0] != 0]
+    if failed:
+        return CLASS_BAD_EXIT, (f"{len(failed)} of {len(runs)} runs did not exit 0 (run "
+                                f"{failed[0][0]}: exit {failed[0][1]})")
+    problem = check_append_csv(os.path.join(directory, case.append_file), case.expected_rows)
+    return (CLASS_BAD_OUTPUT, problem) if problem else (CLASS_OK, "")
 
 # ---------------------------------------------------------------------------------------------
 # Campaign
@@ -1002,6 +1342,8 @@ def describe_failure(outcome: Outcome, seed: int) -> str:
              f"  command: {outcome.case.command_line}"]
     if outcome.leftovers:
         lines.append(f"  leftover: {', '.join(outcome.leftovers)}")
+    if outcome.detail:
+        lines.append(f"  check: {outcome.detail}")
     stderr = first_lines(outcome.stderr, STDERR_LINES_SHOWN)
     lines.append("  stderr:" + ("" if stderr else " (empty)"))
     lines.extend(f"    {line}" for line in stderr)
@@ -1052,10 +1394,11 @@ def keep_failure(outcome: Outcome, directory: str) -> None:
                "#!/bin/bash\n# Reruns the case in a scratch copy of its input files.\n"
                'set -e\nhere=$(cd "$(dirname "$0")" && pwd)\n'
                'scratch=$(mktemp -d)\ncp -a "$here/files/." "$scratch/"\ncd "$scratch"\n'
-               f"LC_ALL=C {outcome.case.command_line}\n", mode=0o755)
+               f"export LC_ALL=C\n{outcome.case.command_line}\n", mode=0o755)
     write_file(os.path.join(case_dir, "result.txt"),
                f"class: {outcome.outcome_class}\nexit: {outcome.returncode}\n"
-               f"seconds: {outcome.seconds:.3f}\nleftovers: {' '.join(outcome.leftovers)}\n")
+               f"seconds: {outcome.seconds:.3f}\nleftovers: {' '.join(outcome.leftovers)}\n"
+               f"check: {outcome.detail}\n")
     with open(os.path.join(case_dir, "stdout"), "wb") as handle:
         handle.write(outcome.stdout)
     with open(os.path.join(case_dir, "stderr"), "wb") as handle:
