@@ -184,6 +184,16 @@ std::string TileGridProblem(const PlanContext& ctx, const SchemeParams& p) {
   return "";
 }
 
+Status BlocksEqualInWork(const ShardLayout& layout, const Mask& mask) {
+  MESHPLAN_RETURN_IF_ERROR(layout.Validate(mask));
+  if (WorkSymmetry(layout, mask) == BlockWorkSymmetry::kNone) {
+    return Status::Invalid("the " + std::string(LayoutName(layout.kind)) +
+                           " layout's blocks under the " + mask.ToString() +
+                           " mask are not proven equal in work");
+  }
+  return Status::Ok();
+}
+
 Estimate ValidEstimate(const SchemeParams& params) {
   Estimate e;
   e.params = params;

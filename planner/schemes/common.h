@@ -80,6 +80,11 @@ std::string WholeClusterProblem(const PlanContext& ctx, const SchemeParams& para
 // follows it.
 std::string TileGridProblem(const PlanContext& ctx, const SchemeParams& params);
 
+// The layout fact the schemes' translation proofs rest on (Strategy::ProveTranslationInvariance):
+// Ok when `layout` is valid for `mask` and its blocks are uniform in work or depend only on
+// whether their two shards are the same (WorkSymmetry), else why not.
+Status BlocksEqualInWork(const ShardLayout& layout, const Mask& mask);
+
 // A valid estimate for params, to be filled by the strategy.
 Estimate ValidEstimate(const SchemeParams& params);
 

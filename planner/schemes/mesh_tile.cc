@@ -582,14 +582,8 @@ Status MeshTileTranslationInvariance(const PlanContext& ctx, const SchemeParams&
   const Workload& w = ctx.workload;
   if (u_degree < 1 || ctx.num_ranks % u_degree != 0)
     return Status::Invalid("the Ulysses degree does not divide the ranks");
-  const ShardLayout layout{params.layout, w.seq_len, ctx.num_ranks / u_degree, u_degree};
-  MESHPLAN_RETURN_IF_ERROR(layout.Validate(w.mask));
-  if (WorkSymmetry(layout, w.mask) == BlockWorkSymmetry::kNone) {
-    return Status::Invalid("the " + std::string(LayoutName(params.layout)) +
-                           " layout's blocks under the " + w.mask.ToString() +
-                           " mask are not proven equal in work");
-  }
-  return Status::Ok();
+  return BlocksEqualInWork(
+      ShardLayout{params.layout, w.seq_len, ctx.num_ranks / u_degree, u_degree}, w.mask);
 }
 
 Result<Schedule> ExpandMeshTiles(const PlanContext& ctx, const SchemeParams& params,

@@ -27,6 +27,16 @@ class RingStrategy final : public Strategy {
   std::string DescribeDegrees(const SchemeParams&) const override { return ""; }
   std::vector<SchemeParams> Enumerate(const PlanContext& ctx) const override;
   Estimate Evaluate(const PlanContext& ctx, const SchemeParams& params) const override;
+  // The proof: rank r's program reads r only through its ring neighbours r +- 1, its Q shard r
+  // and its K,V shards r + k at step k (k = 0 .. P-1), everything else (messages, tags, steps)
+  // being the same for every rank. A translation r -> r + s moves the neighbours with it and
+  // maps block (r, r + k) to (r + s, r + s + k): one permutation of the shards applied to both,
+  // which keeps a block's work when the layout's blocks are uniform or depend only on whether
+  // their shards are the same (BlocksEqualInWork).
+  Status ProveTranslationInvariance(const PlanContext& ctx,
+                                    const SchemeParams& params) const override {
+    return BlocksEqualInWork(ctx.LayoutFor(params.layout, ctx.num_ranks, 1), ctx.workload.mask);
+  }
   // Megatron's p2p ring (TransformerEngine's DualChunkSwap split: zigzag) and yunchang's rings
   // with Ulysses degree 1 (docs/frameworks.md).
   FrameworkRun RunIn(Framework f, const SchemeParams& p, const Workload& w,
@@ -104,20 +114,24 @@ Result<Schedule> RingStrategy::Expand(const PlanContext& ctx, const SchemeParams
   Schedule s = sched::NewSchedule(ctx, params, layout, static_cast<size_t>(7 * p));
   std::vector<int32_t> ring(static_cast<size_t>(p));
   std::iota(ring.begin(), ring.end(), 0);
-  std::vector<int64_t> shards(ring.begin(), ring.end());
+  // One pass description for every rank (its P-long maps are not copied per rank).
+  sched::RingPass pass;
+  pass.n = p;
+  pass.rank_of = std::move(ring);
+  pass.kv_shard_of.assign(pass.rank_of.begin(), pass.rank_of.end());
+  pass.head_begin = 0;
+  pass.head_count = w.q_heads;
+  pass.kv_bytes = sched::WholeBytes(ctx.shard.kv);
+  pass.dkv_bytes = sched::WholeBytes(ctx.shard.dkv_partial);
   for (int64_t r = 0; r < p; ++r) {
-    sched::RingPass pass;
-    pass.n = p;
+    if (ctx.expand_rank && !ctx.expand_rank(r)) continue;  // proven symmetric: not replayed
     pass.pos = r;
-    pass.rank_of = ring;
-    pass.kv_shard_of = shards;
     pass.q_shard = r;
-    pass.head_begin = 0;
-    pass.head_count = w.q_heads;
-    pass.kv_bytes = sched::WholeBytes(ctx.shard.kv);
-    pass.dkv_bytes = sched::WholeBytes(ctx.shard.dkv_partial);
     if (HasForward(w.pass)) {
       pass.phase = Phase::kForward;
+      pass.move_kv = true;
+      pass.dkv_chain = false;
+      pass.own_shard_last = false;
       sched::EmitRingPass(s.ranks[r], ctx, layout, pass);
     }
     if (HasBackward(w.pass)) {
