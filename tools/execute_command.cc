@@ -20,6 +20,7 @@
 #include "tools/cli_common.h"
 #include "tools/commands.h"
 #include "tools/execute_run.h"
+#include "tools/launcher_rank.h"
 
 namespace meshplan::tools {
 namespace {
@@ -131,16 +132,6 @@ int RunMpi(const ExecuteFlags& flags, exec::MpiJob& mpi) {
   }
   if (rank != 0) return FinishOtherRank(flags, mpi);
   return FinishRankZero(flags, *prepared, *job, stale);
-}
-
-// Whether this process is rank 0 of its launcher (mpirun, srun), or was not launched as a rank,
-// read from the launchers' environment before MPI is initialised.
-bool LaunchedAsRankZero() {
-  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}) {
-    if (const char* value = std::getenv(name); value != nullptr && *value != '\0')
-      return std::string(value) == "0";
-  }
-  return true;
 }
 
 int RunExecute(ExecuteFlags flags) {

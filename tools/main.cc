@@ -16,6 +16,7 @@
 #include "tools/exception_guard.h"
 #include "tools/execute_run.h"
 #include "tools/forced_outputs.h"
+#include "tools/launcher_rank.h"
 
 namespace {
 
@@ -90,9 +91,14 @@ std::string MistypeHint(CLI::App& app, int argc, char** argv, bool* unknown_comm
 // version, a parse error: one line on stderr), else nullopt.
 std::optional<int> ParseCommandLine(CLI::App& app, int argc, char** argv) {
   using namespace meshplan::tools;
+  // Under mpirun every rank parses the same line: rank 0 alone says what is wrong with it.
+  const bool speaks = LaunchedAsRankZero();
   if (const std::string flag = EmptyValue(argc, argv); !flag.empty()) {
-    std::fprintf(stderr, "meshplan: error: %s: an empty value (give one, or leave the flag out)\n",
-                 meshplan::EscapeControlBytes(flag).c_str());
+    if (speaks) {
+      std::fprintf(stderr,
+                   "meshplan: error: %s: an empty value (give one, or leave the flag out)\n",
+                   meshplan::EscapeControlBytes(flag).c_str());
+    }
     return kExitInvalidInput;
   }
   try {
@@ -104,6 +110,7 @@ std::optional<int> ParseCommandLine(CLI::App& app, int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
+    if (!speaks) return kExitInvalidInput;
     bool unknown_command = false;
     const std::string hint = MistypeHint(app, argc, argv, &unknown_command);
     std::fprintf(

@@ -143,6 +143,18 @@ TEST_F(QuietAndPathsCli, UnderMpiABadFlagIsOneLineFromRankZeroOnly) {
   EXPECT_EQ(zero.exit_code, 2);
   EXPECT_EQ(zero.err,
             "meshplan: error: --timeout-s: must be a number of seconds in [0.001, 1e6]\n");
+  // The same for what the command-line parser refuses before any command runs: an unknown flag
+  // and an empty value (every rank parses the same line).
+  for (const std::string& line : {"execute " + plan + " --transport mpi --bogus",
+                                  "execute " + plan + " --transport mpi --timeout-s ''"}) {
+    const testing::CliResult quiet = Run(line, "OMPI_COMM_WORLD_RANK=1");
+    EXPECT_EQ(quiet.exit_code, 2) << line;
+    EXPECT_TRUE(quiet.err.empty()) << line << ": " << quiet.err;
+    const testing::CliResult first = Run(line, "OMPI_COMM_WORLD_RANK=0");
+    EXPECT_EQ(first.exit_code, 2) << line;
+    EXPECT_EQ(std::count(first.err.begin(), first.err.end(), '\n'), 1) << line << ": " << first.err;
+    EXPECT_EQ(first.err.rfind("meshplan: error: ", 0), 0u) << line << ": " << first.err;
+  }
 }
 
 }  // namespace
