@@ -26,6 +26,15 @@ class AllGatherKVStrategy final : public Strategy {
   std::string DescribeDegrees(const SchemeParams&) const override { return ""; }
   std::vector<SchemeParams> Enumerate(const PlanContext& ctx) const override;
   Estimate Evaluate(const PlanContext& ctx, const SchemeParams& params) const override;
+  // The proof, as Ring's (ring.cc): rank r's blocks are (r, r + k) in k order, its one all-gather
+  // and one reduce-scatter run over the group of every rank in rank order; a translation r -> r + s
+  // maps block (r, r + k) to (r + s, r + s + k), one permutation of both shards, and the group onto
+  // itself rotated (a ring collective keeps its neighbours), so the programs agree when the
+  // layout's blocks are proven equal in work (BlocksEqualInWork).
+  Status ProveTranslationInvariance(const PlanContext& ctx,
+                                    const SchemeParams& params) const override {
+    return BlocksEqualInWork(ctx.LayoutFor(params.layout, ctx.num_ranks, 1), ctx.workload.mask);
+  }
   // Megatron's all_gather (TransformerEngine: the DualChunkSwap split, windows allowed).
   FrameworkRun RunIn(Framework f, const SchemeParams& p, const Workload& w,
                      const FrameworkJob& job) const override {
@@ -125,6 +134,7 @@ Result<Schedule> AllGatherKVStrategy::Expand(const PlanContext& ctx,
   const int64_t scatter_bytes =
       sched::WholeBytes(static_cast<double>(p - 1) * ctx.shard.dkv_partial);
   for (int64_t r = 0; r < p; ++r) {
+    if (ctx.expand_rank && !ctx.expand_rank(r)) continue;  // proven symmetric: not replayed
     RankProgram& prog = s.ranks[r];
     if (HasForward(w.pass)) {
       auto gather = sched::EmitCollective(prog, s, OpKind::kAllGather, Phase::kForward, 0,

@@ -143,73 +143,83 @@ TEST(StructuralSymmetry, RefusalsSayWhy) {
             "the contiguous layout's blocks under the causal mask are not proven equal in work");
   p.layout = Layout::kZigzag;
   EXPECT_TRUE(planner::ProveTranslationInvariance(planner::MakePlan(ctx, p), t).ok());
-  SchemeParams gather;
-  gather.scheme = Scheme("allgather-kv");
-  gather.layout = Layout::kZigzag;
-  gather.ring = 32;
-  gather.placement = {"cp"};
-  const Status none = planner::ProveTranslationInvariance(planner::MakePlan(ctx, gather), t);
+  SchemeParams heads;
+  heads.scheme = Scheme("ulysses");
+  heads.layout = Layout::kContiguous;
+  heads.ulysses = 32;
+  heads.placement = {"ulysses"};
+  Workload mha = w;
+  mha.q_heads = 32;
+  mha.kv_heads = 32;
+  const planner::PlanContext mha_ctx(mha, t);
+  const Status none = planner::ProveTranslationInvariance(planner::MakePlan(mha_ctx, heads), t);
   ASSERT_FALSE(none.ok());
-  EXPECT_EQ(none.message(), "no structural proof for allgather-kv");
+  EXPECT_EQ(none.message(), "no structural proof for ulysses");
 }
 
-// Ring-Attention's proof (planner/schemes/ring.cc) over every layout it offers, masks whose
-// blocks are proven equal in work and others, both passes and the forward cache, on both
-// clusters: confirmed by digesting every rank, the same replay, and only representatives and
-// their images expanded.
+// Ring-Attention's proof (planner/schemes/ring.cc) and all-gather KV's (the same blocks, and
+// collectives over every rank) over every layout they offer, masks whose blocks are proven equal
+// in work and others, both passes and the forward cache, on both clusters: confirmed by digesting
+// every rank, the same replay, and only representatives and their images expanded.
 TEST(StructuralSymmetry, RingProofsAreConfirmedByDigestingEveryRank) {
-  int proven = 0, refused = 0;
-  const std::vector<int64_t> documents = {4096, 12288, 8192, 8192};  // multiples of 2 x 32
-  for (double oversubscription : {1.0, 4.0}) {
-    const Topology t = FourNodesOfEight(oversubscription);
-    for (Layout layout : {Layout::kZigzag, Layout::kContiguous, Layout::kStriped, Layout::kBalanced,
-                          Layout::kDocZigzag}) {
-      for (const Mask& mask : {Mask::Full(), Mask::Causal(), Mask::Window(3000),
-                               Mask::Documents(documents), Mask::Documents(documents, true)}) {
-        for (Pass pass : {Pass::kForward, Pass::kForwardBackward}) {
-          for (bool cache : {false, true}) {
-            if (cache && pass == Pass::kForward) continue;
-            Workload w = Workload::Default();
-            w.seq_len = 1 << 15;
-            w.mask = mask;
-            w.pass = pass;
-            const planner::PlanContext ctx(w, t);
-            SchemeParams p;
-            p.scheme = Scheme("ring");
-            p.layout = layout;
-            p.ring = 32;
-            p.cache_forward = cache;
-            p.placement = {"cp"};
-            const Plan plan = planner::MakePlan(ctx, p);
-            const std::string what = std::string(LayoutName(layout)) + " " + mask.ToString() +
-                                     (cache ? " cache" : "") + " oversub " +
-                                     std::to_string(oversubscription);
-            const Status proof = planner::ProveTranslationInvariance(plan, t);
-            if (!proof.ok()) {
-              if (proof.message().find("not proven equal in work") != std::string::npos) ++refused;
-              continue;
+  int proven = 0, refused = 0, gathers = 0;
+  for (const char* scheme : {"ring", "allgather-kv"}) {
+    const std::vector<int64_t> documents = {4096, 12288, 8192, 8192};  // multiples of 2 x 32
+    for (double oversubscription : {1.0, 4.0}) {
+      const Topology t = FourNodesOfEight(oversubscription);
+      for (Layout layout : {Layout::kZigzag, Layout::kContiguous, Layout::kStriped,
+                            Layout::kBalanced, Layout::kDocZigzag}) {
+        for (const Mask& mask : {Mask::Full(), Mask::Causal(), Mask::Window(3000),
+                                 Mask::Documents(documents), Mask::Documents(documents, true)}) {
+          for (Pass pass : {Pass::kForward, Pass::kForwardBackward}) {
+            for (bool cache : {false, true}) {
+              if (cache && pass == Pass::kForward) continue;
+              Workload w = Workload::Default();
+              w.seq_len = 1 << 15;
+              w.mask = mask;
+              w.pass = pass;
+              const planner::PlanContext ctx(w, t);
+              SchemeParams p;
+              p.scheme = Scheme(scheme);
+              p.layout = layout;
+              p.ring = 32;
+              p.cache_forward = cache;
+              p.placement = {"cp"};
+              const Plan plan = planner::MakePlan(ctx, p);
+              const std::string what = std::string(scheme) + " " + std::string(LayoutName(layout)) +
+                                       " " + mask.ToString() + (cache ? " cache" : "") +
+                                       " oversub " + std::to_string(oversubscription);
+              const Status proof = planner::ProveTranslationInvariance(plan, t);
+              if (!proof.ok()) {
+                if (proof.message().find("not proven equal in work") != std::string::npos)
+                  ++refused;
+                continue;
+              }
+              const Replays r = ReplayBothWays(plan, t);
+              if (!r.proven.symmetric) {
+                EXPECT_FALSE(r.digested.symmetric) << what;
+                continue;
+              }
+              ++proven;
+              gathers += std::string(scheme) == "allgather-kv" ? 1 : 0;
+              EXPECT_NE(r.proven.symmetry.find(", proven from the plan's structure"),
+                        std::string::npos)
+                  << what << ": " << r.proven.symmetry;
+              EXPECT_TRUE(r.digested.symmetric) << what << ": " << r.digested.symmetry;
+              EXPECT_EQ(r.proven.result.total_s, r.digested.result.total_s) << what;
+              EXPECT_EQ(r.proven.result.flows, r.digested.result.flows) << what;
+              EXPECT_LT(r.expanded, 32) << what << ": " << r.proven.symmetry;
             }
-            const Replays r = ReplayBothWays(plan, t);
-            if (!r.proven.symmetric) {
-              EXPECT_FALSE(r.digested.symmetric) << what;
-              continue;
-            }
-            ++proven;
-            EXPECT_NE(r.proven.symmetry.find(", proven from the plan's structure"),
-                      std::string::npos)
-                << what << ": " << r.proven.symmetry;
-            EXPECT_TRUE(r.digested.symmetric) << what << ": " << r.digested.symmetry;
-            EXPECT_EQ(r.proven.result.total_s, r.digested.result.total_s) << what;
-            EXPECT_EQ(r.proven.result.flows, r.digested.result.flows) << what;
-            EXPECT_LT(r.expanded, 32) << what << ": " << r.proven.symmetry;
           }
         }
       }
     }
   }
-  // Full masks on four layouts, causal zigzag, both document masks on doc-zigzag: 7 x 3 x 2.
-  EXPECT_GE(proven, 30);
-  EXPECT_GE(refused, 10);
+  // Full masks on four layouts, causal zigzag, both document masks on doc-zigzag: 7 x 3 x 2 per
+  // scheme.
+  EXPECT_GE(proven, 60);
+  EXPECT_GE(gathers, 30);
+  EXPECT_GE(refused, 20);
 }
 
 }  // namespace
