@@ -53,8 +53,9 @@ void CommModel::GpuStrideAndSize(const Placement& placement, int dim, int64_t* s
 double CommModel::LinkSeconds(const PatternRoute::ShiftCost& cost, double bytes) const {
   const NetworkLevel& l = topology_.levels[cost.level];
   // Ring and torus levels pay the latency per hop (Topology::RouteLatencySeconds).
-  const double latency = topology_.HasHopRoutes(cost.level) ? l.latency_s * cost.hops : l.latency_s;
-  return latency + bytes * cost.weight * l.oversubscription / l.bandwidth_bytes_per_s;
+  const double latency =
+      topology_.HasHopRoutes(cost.level) ? cost.latency_s * cost.hops : cost.latency_s;
+  return latency + bytes * cost.weight * l.oversubscription / cost.bandwidth_bytes_per_s;
 }
 
 void CommModel::WeighHopRoutes(const std::vector<int64_t>& peer, PatternRoute* route) const {
@@ -121,8 +122,13 @@ const PatternRoute& CommModel::Route(int64_t stride, int64_t size, bool all_to_a
       }
     }
     for (int64_t g = 0; g < gpus; ++g) {
-      if (route->level[g] < 0) continue;
-      const PatternRoute::ShiftCost cost{route->level[g], route->hops[g], route->weight[g]};
+      const int level = route->level[g];
+      if (level < 0) continue;
+      // Hop-routed levels have no fabrics (Topology::ValidateFabrics): the level's latency per hop.
+      const PatternRoute::ShiftCost cost{
+          level, route->hops[g], route->weight[g], topology_.PairBandwidth(level, g, peers[g]),
+          topology_.HasHopRoutes(level) ? topology_.levels[level].latency_s
+                                        : topology_.RouteLatencySeconds(level, g, peers[g])};
       if (std::find(route->distinct.begin(), route->distinct.end(), cost) ==
           route->distinct.end()) {
         route->distinct.push_back(cost);
@@ -131,9 +137,11 @@ const PatternRoute& CommModel::Route(int64_t stride, int64_t size, bool all_to_a
   } else {
     route->a2a_weight.assign(static_cast<size_t>(gpus * levels), 0.0);
     route->a2a_peers.assign(static_cast<size_t>(gpus * levels), 0.0);
+    const bool mixed = topology_.HasMixedFabrics();
     for (int64_t g = 0; g < gpus; ++g) {
       const int64_t coord = (g / stride) % size;
       const int64_t base = g - coord * stride;
+      double latency = 0;
       for (int64_t j = 0; j < size; ++j) {
         if (j == coord) continue;
         const int64_t peer = base + j * stride;
@@ -141,14 +149,17 @@ const PatternRoute& CommModel::Route(int64_t stride, int64_t size, bool all_to_a
         route->a2a_weight[g * levels + level] +=
             static_cast<double>(topology_.Hops(level, g, peer));
         route->a2a_peers[g * levels + level] += 1.0;
+        if (mixed && !topology_.HasHopRoutes(level))
+          latency = std::max(latency, topology_.RouteLatencySeconds(level, g, peer));
       }
-      double slope = 0, latency = 0;
+      double slope = 0;
       for (int l = 0; l < levels; ++l) {
         const double weight = route->a2a_weight[g * levels + l];
         if (weight <= 0) continue;
         const NetworkLevel& nl = topology_.levels[l];
-        slope = std::max(slope, weight * nl.oversubscription / nl.bandwidth_bytes_per_s);
-        latency = std::max(latency, nl.latency_s);
+        slope = std::max(slope, weight * nl.oversubscription / topology_.PortBandwidth(l, g));
+        // With mixed fabrics a switch or fat-tree level's latency is the peers' (above).
+        if (!mixed || topology_.HasHopRoutes(l)) latency = std::max(latency, nl.latency_s);
       }
       const std::pair<double, double> term{slope, static_cast<double>(size - 1) * latency};
       if (std::find(route->a2a_time_terms.begin(), route->a2a_time_terms.end(), term) ==

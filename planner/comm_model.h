@@ -56,10 +56,14 @@ struct PatternRoute {
   // neighbour link of its route (flows of the shift crossing it) over that link's capacity in
   // GPUs (the GPUs of a unit of the level below), at least 1 (the GPU's own port): the
   // simulator's per-link routes, for a pattern where every GPU sends at once.
+  // `bandwidth_bytes_per_s` and `latency_s`: the send's ports, the slower of the two ends on a
+  // level with mixed fabrics (Topology::PairBandwidth), else the level's own.
   struct ShiftCost {
     int level = 0;
     int32_t hops = 0;
     double weight = 1;
+    double bandwidth_bytes_per_s = 0;
+    double latency_s = 0;
     bool operator==(const ShiftCost&) const = default;
   };
   // Distinct costs present, for the time of one shift.
@@ -69,7 +73,10 @@ struct PatternRoute {
   std::vector<double> a2a_weight;  // [gpu * levels + level]
   std::vector<double> a2a_peers;   // same, not weighted by hops
   // All-to-all time per GPU is per_peer_bytes * slope + intercept; the distinct (slope,
-  // intercept) pairs over all GPUs, so the slowest GPU is found without rescanning them.
+  // intercept) pairs over all GPUs, so the slowest GPU is found without rescanning them. On a
+  // level with mixed fabrics a GPU's sends share its own port (Topology::PortBandwidth) and wait
+  // for the slowest peer's latency; the slowest GPU, the pattern's end, is the one on the
+  // slowest fabric, whose port every other member's traffic with it also crosses.
   std::vector<std::pair<double, double>> a2a_time_terms;
 };
 

@@ -14,7 +14,8 @@ FlowNetwork::FlowNetwork(const Topology& topology)
   capacity_.assign(static_cast<size_t>(gpus * levels_ * 2), 0.0);
   for (int64_t g = 0; g < gpus; ++g) {
     for (int l = 0; l < levels_; ++l) {
-      const double bytes_per_ns = topology.levels[l].bandwidth_bytes_per_s / kNanosecondsPerSecond;
+      // The GPU's own port (its unit's fabric on a level with mixed fabrics).
+      const double bytes_per_ns = topology.PortBandwidth(l, g) / kNanosecondsPerSecond;
       capacity_[(g * levels_ + l) * 2] = bytes_per_ns;
       capacity_[(g * levels_ + l) * 2 + 1] = bytes_per_ns;
     }
@@ -27,9 +28,12 @@ FlowNetwork::FlowNetwork(const Topology& topology)
     const int64_t below = topology.Span(l - 1);
     const int64_t groups = gpus / below;
     uplink_base_[l] = static_cast<int64_t>(capacity_.size());
-    const double shared = static_cast<double>(below) * level.bandwidth_bytes_per_s /
-                          level.oversubscription / kNanosecondsPerSecond;
-    capacity_.insert(capacity_.end(), static_cast<size_t>(groups * 2), shared);
+    // A group of the level below is one unit of this level, so one fabric: its first GPU's port.
+    for (int64_t group = 0; group < groups; ++group) {
+      const double shared = static_cast<double>(below) * topology.PortBandwidth(l, group * below) /
+                            level.oversubscription / kNanosecondsPerSecond;
+      capacity_.insert(capacity_.end(), 2, shared);
+    }
   }
   // One copy link per shared device (ranks_per_device divides level 0's group: its transfers are
   // all on level 0).
@@ -38,9 +42,11 @@ FlowNetwork::FlowNetwork(const Topology& topology)
     device_link_base_ = static_cast<int64_t>(capacity_.size());
     const double copies =
         std::min(topology.gpu.concurrent_kernels, static_cast<double>(ranks_per_device_));
-    const double bytes_per_ns =
-        copies * topology.levels[0].bandwidth_bytes_per_s / kNanosecondsPerSecond;
-    capacity_.insert(capacity_.end(), static_cast<size_t>(gpus / ranks_per_device_), bytes_per_ns);
+    for (int64_t device = 0; device < gpus / ranks_per_device_; ++device) {
+      const double bytes_per_ns =
+          copies * topology.PortBandwidth(0, device * ranks_per_device_) / kNanosecondsPerSecond;
+      capacity_.push_back(bytes_per_ns);
+    }
   }
   // Neighbour links of ring and torus levels: per unit of the level below, dimension and direction.
   route_link_base_.assign(static_cast<size_t>(levels_), -1);
@@ -181,6 +187,9 @@ Status FlowNetwork::UseSymmetry(const std::vector<std::vector<int64_t>>& gpu_map
   for (size_t i = 0; i < links; ++i) {
     canonical_[i] = find(static_cast<int32_t>(i));
     ++orbit[static_cast<size_t>(canonical_[i])];
+    // An orbit's links must be alike for one to stand for all (mixed fabrics differ).
+    if (capacity_[i] != capacity_[static_cast<size_t>(canonical_[i])])
+      return Status::Invalid("a GPU map joins links of different bandwidth");
   }
   stabilizer_.assign(links, 0);
   for (size_t i = 0; i < links; ++i) {

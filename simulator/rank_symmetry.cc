@@ -68,7 +68,7 @@ namespace {
 
 // Whether the GPU permutation `image` maps the GPUs of every group of every level onto the GPUs of
 // one group (then groups map to groups bijectively: `image` is a permutation and groups of a
-// level are equal in size).
+// level are equal in size), each GPU onto one on the same fabric at every level.
 bool MapsGroupsToGroups(const std::vector<int64_t>& image, const Topology& topology) {
   const int64_t gpus = topology.num_gpus();
   for (int l = 0; l + 1 < topology.num_levels();
@@ -79,6 +79,15 @@ bool MapsGroupsToGroups(const std::vector<int64_t>& image, const Topology& topol
       for (int64_t g = first + 1; g < first + span; ++g) {
         if (image[static_cast<size_t>(g)] / span != group) return false;
       }
+    }
+  }
+  // Mixed fabrics: every GPU's image has the same port (bandwidth and latency) at every level,
+  // so that links map to links of the same capacity and messages to messages of equal latency.
+  for (int l = 0; l < topology.num_levels(); ++l) {
+    if (topology.levels[l].fabrics.empty()) continue;
+    for (int64_t g = 0; g < gpus; ++g) {
+      if (topology.FabricOf(l, g) != topology.FabricOf(l, image[static_cast<size_t>(g)]))
+        return false;
     }
   }
   return true;
@@ -132,8 +141,12 @@ Result<RankSymmetry> FindTopologySymmetry(const std::vector<int64_t>& dim_sizes,
     }
   }
   RankSymmetry out(dim_sizes, steps);
-  if (out.Trivial())
-    return Status::Invalid("no rank translation keeps every level's groups together");
+  if (out.Trivial()) {
+    return Status::Invalid(topology.HasMixedFabrics()
+                               ? "no rank translation keeps every level's groups together and "
+                                 "every GPU on its fabric"
+                               : "no rank translation keeps every level's groups together");
+  }
   return out;
 }
 

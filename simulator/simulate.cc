@@ -76,6 +76,12 @@ struct Collective {
   // Ring collectives: per slot, the share of its steps' bytes its own NIC carries (1 unless the
   // step leaves the node: planner::RingCollectiveSpreadSpan); 0 until computed.
   std::vector<double> nic_share;
+  // Ring collectives: per slot, whether its send is in flight, and the chunks it has received
+  // but not forwarded yet (waiting for that send to end). A member forwards its chunks one at a
+  // time in step order, as NCCL's ring does on a channel: a chunk never shares the member's port
+  // with the next one, so a slower link downstream receives them paced rather than all at once.
+  std::vector<uint8_t> sending;
+  std::vector<int32_t> queued;
   int64_t last_arrival = kNone;
 };
 
@@ -658,6 +664,8 @@ class Replayer {
       c.received.assign(waits_for.size(), 0);
       c.sent.assign(waits_for.size(), 0);
       c.nic_share.assign(waits_for.size(), 0.0);
+      c.sending.assign(waits_for.size(), 0);
+      c.queued.assign(waits_for.size(), 0);
       open_collectives_.emplace(key, id);
     } else {
       id = it->second;
@@ -713,7 +721,23 @@ class Replayer {
     }
     const double share =
         collectives_[id].kind == OpKind::kAllToAll ? 1.0 : NicShare(id, from, to_rank);
+    if (collectives_[id].kind != OpKind::kAllToAll) collectives_[id].sending[from] = 1;
     LaunchFlow(gpu_[owner.src_rank], gpu_[to_rank], bytes * share, owner);
+  }
+
+  // A ring collective's member at `slot` forwards the chunk of `step` to its successor now, or
+  // once its send in flight has ended (Collective::queued).
+  void ForwardChunk(int32_t id, int32_t slot, int32_t step, double bytes) {
+    Collective& c = collectives_[id];
+    if (c.sending[slot]) {
+      ++c.queued[slot];
+      return;
+    }
+    const int32_t rank = (*c.ranks)[static_cast<size_t>(slot)];
+    const RankState::Membership& member = *MembershipOf(rank, c.orbit);
+    const std::vector<int32_t>& members = s_.groups[static_cast<size_t>(member.group)];
+    SendChunk(id, slot, members[static_cast<size_t>((member.index + 1) % c.group_size)], step,
+              bytes);
   }
 
   // The share of a ring collective step from slot `from` to `to_rank` that the sender's NIC
@@ -749,11 +773,8 @@ class Replayer {
     const RankState::Membership& member = *MembershipOf(receiver, c.orbit);
     ++c.sent[owner.from];
     ++c.received[member.slot];
-    if (c.kind != OpKind::kAllToAll && owner.step + 1 < p - 1) {
-      const std::vector<int32_t>& members = s_.groups[static_cast<size_t>(member.group)];
-      SendChunk(owner.instance, member.slot, members[static_cast<size_t>((member.index + 1) % p)],
-                owner.step + 1, bytes);
-    }
+    if (c.kind != OpKind::kAllToAll && owner.step + 1 < p - 1)
+      ForwardChunk(owner.instance, member.slot, owner.step + 1, bytes);
     for (int32_t m : {owner.from, member.slot}) {
       if (c.sent[m] == p - 1 && c.received[m] == p - 1) CompleteMember(owner.instance, m);
     }
@@ -770,9 +791,18 @@ class Replayer {
 
   void FlowDone(const FlowOwner& owner) {
     if (owner.collective) {
-      const Collective& c = collectives_[owner.instance];
+      Collective& c = collectives_[owner.instance];
       const ReplayOp& op = ranks_[owner.src_rank].ops[c.ops[owner.from]];
-      ChunkArrived(owner, op.value / static_cast<double>(c.group_size - 1));
+      const double chunk = op.value / static_cast<double>(c.group_size - 1);
+      if (c.kind != OpKind::kAllToAll) {
+        // The sender's port is free: its next chunk in step order goes now.
+        c.sending[owner.from] = 0;
+        if (c.queued[owner.from] > 0) {
+          --c.queued[owner.from];
+          ForwardChunk(owner.instance, owner.from, owner.step + 1, chunk);
+        }
+      }
+      ChunkArrived(owner, chunk);
       return;
     }
     Complete(owner.src_rank, owner.send_op);
@@ -822,8 +852,13 @@ class Replayer {
       LevelStats ls;
       ls.name = t_.levels[l].name;
       ls.bytes = level_bytes_[l];
-      const double capacity =
-          static_cast<double>(t_.num_gpus()) * t_.levels[l].bandwidth_bytes_per_s * out.total_s;
+      double ports_bytes_per_s = 0;  // every GPU's port at the level (fabrics may differ)
+      if (t_.levels[l].fabrics.empty()) {
+        ports_bytes_per_s = static_cast<double>(t_.num_gpus()) * t_.levels[l].bandwidth_bytes_per_s;
+      } else {
+        for (int64_t g = 0; g < t_.num_gpus(); ++g) ports_bytes_per_s += t_.PortBandwidth(l, g);
+      }
+      const double capacity = ports_bytes_per_s * out.total_s;
       ls.utilization = capacity > 0 ? ls.bytes / capacity : 0.0;
       const FlowNetwork::LinkLoad busiest = net_.BusiestRouteLink(l);
       if (busiest.bytes > 0) {

@@ -163,7 +163,8 @@ struct TopoFlags {
   std::string validate_file;
   std::string report_out;  // -o of list and show
   bool quiet = false;
-  ClusterTemplate cluster;  // topo new
+  ClusterTemplate cluster;                // topo new
+  std::vector<std::string> fabric_specs;  // topo new --fabric, parsed into cluster.fabrics
   std::string new_out;
   FromNcclTestsFlags nccl;
 };
@@ -216,6 +217,11 @@ void RegisterNew(CLI::App* topo, TopoFlags& f) {
       ->capture_default_str();
   f.make->add_option("--net-latency-us", f.cluster.net_latency_us,
                      "Its latency in microseconds (default: the shipped file's, 5 us)");
+  f.make->add_option(
+      "--fabric", f.fabric_specs,
+      "Nodes on another fabric than the rest, NAME:NODES:GBPS[:LATENCY_US] (roce:4:200: node 4's "
+      "NICs at 200 Gb/s; NODES a list of indices and ranges from 0, 0-3,6); repeatable "
+      "(topologies/README.md, mixed fabrics)");
   f.make->add_option("--out,-o", f.new_out, "Write the file here instead of stdout");
   f.make->add_flag("--quiet,-q", f.quiet, "No summary line on stderr (errors still go there)");
 }
@@ -296,7 +302,15 @@ Runner RegisterTopoCommand(CLI::App& app) {
   RegisterNew(topo, *f);
   RegisterFromNcclTests(topo, *f);
   return [f]() -> int {
-    if (*f->make) return RunTopoNew(f->cluster, f->new_out, f->quiet);
+    if (*f->make) {
+      ClusterTemplate cluster = f->cluster;
+      for (const std::string& spec : f->fabric_specs) {
+        auto fabric = ParseTemplateFabric(spec);
+        if (!fabric.ok()) return ReportError(fabric.status());
+        cluster.fabrics.push_back(*std::move(fabric));
+      }
+      return RunTopoNew(cluster, f->new_out, f->quiet);
+    }
     if (*f->from_nccl) return RunTopoFromNcclTests(f->nccl);
     if (*f->list) return RunTopoList(*f);
     if (*f->show) return RunTopoShow(*f);

@@ -7,11 +7,26 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "core/base/status.h"
 #include "core/cluster/topology.h"
 
 namespace meshplan {
+
+// Nodes of the template on another fabric than the rest (`--fabric NAME:NODES:GBPS[:US]`, a
+// LevelFabric of the network level): NODES a comma-separated list of node indices and
+// "first-last" ranges, GBPS each GPU's NIC in Gb/s, US its latency (negative: the network's).
+struct TemplateFabric {
+  std::string name;
+  std::vector<std::pair<int64_t, int64_t>> nodes;
+  double nic_gbits = 0;
+  double latency_us = -1;
+  std::string spec;  // as given, for the file's header
+};
+// Parses one --fabric value; errors name the flag and the part that is wrong.
+Result<TemplateFabric> ParseTemplateFabric(std::string_view spec);
 
 struct ClusterTemplate {
   std::string gpu;              // h100, h200, h800, a100, gb200
@@ -21,6 +36,7 @@ struct ClusterTemplate {
   std::string name;             // the cluster's name ("" : gpu-NxG)
   std::string net_name = "ib";  // the network level's name, as the shipped files name theirs
   double net_latency_us = -1;   // its latency; negative: the source file's network latency
+  std::vector<TemplateFabric> fabrics;  // nodes on other fabrics (mixed fabrics)
 };
 
 // The shipped cluster file (by name) whose GPU and NVLink a template of `gpu` takes. Errors: an
@@ -30,9 +46,10 @@ Result<std::string> ShippedClusterOfGpu(std::string_view gpu);
 // The cluster: `source`'s GPU (every curve) and its innermost level with group_size =
 // gpus_per_node, then a level `net_name` ("ib" unless given; rail-optimised fat tree,
 // non-blocking, net_latency_us or else the source's latency between nodes or 5 us) of `nodes`
-// groups at nic_gbits / 8 GB/s per GPU. Errors name the flag: sizes below 1, more GPUs per node
-// than the source's NVLink domain holds, a NIC rate not in (0, 1600] Gb/s, a network name empty
-// or the NVLink level's, a latency above 1e6 us.
+// groups at nic_gbits / 8 GB/s per GPU, the nodes of `fabrics` on theirs. Errors name the flag:
+// sizes below 1, more GPUs per node than the source's NVLink domain holds, a NIC rate not in (0,
+// 1600] Gb/s, a network name empty or the NVLink level's, a latency above 1e6 us, a fabric's node
+// outside the cluster or in two fabrics.
 Result<Topology> MakeCluster(const ClusterTemplate& t, const Topology& source);
 
 // Comment lines that head the written file: the command, where each number comes from, and what to

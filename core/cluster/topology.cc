@@ -200,8 +200,53 @@ std::vector<int64_t> Topology::RouteDims(int level) const {
 
 double Topology::RouteLatencySeconds(int level, int64_t gpu_a, int64_t gpu_b) const {
   const NetworkLevel& l = levels[level];
-  if (!HasHopRoutes(level)) return l.latency_s;
+  if (!HasHopRoutes(level))
+    return std::max(PortLatencySeconds(level, gpu_a), PortLatencySeconds(level, gpu_b));
   return l.latency_s * static_cast<double>(Hops(level, gpu_a, gpu_b));
+}
+
+bool LevelFabric::Holds(int64_t unit) const {
+  for (const auto& [first, last] : units) {
+    if (unit >= first && unit <= last) return true;
+  }
+  return false;
+}
+
+int64_t LevelFabric::UnitCount() const {
+  int64_t n = 0;
+  for (const auto& [first, last] : units) n += last - first + 1;
+  return n;
+}
+
+const LevelFabric* Topology::FabricOf(int level, int64_t gpu) const {
+  const NetworkLevel& l = levels[level];
+  if (l.fabrics.empty()) return nullptr;
+  const int64_t unit = gpu / (level == 0 ? 1 : Span(level - 1));
+  for (const LevelFabric& f : l.fabrics) {
+    if (f.Holds(unit)) return &f;
+  }
+  return nullptr;
+}
+
+double Topology::PortBandwidth(int level, int64_t gpu) const {
+  const LevelFabric* f = FabricOf(level, gpu);
+  return f != nullptr ? f->bandwidth_bytes_per_s : levels[level].bandwidth_bytes_per_s;
+}
+
+double Topology::PortLatencySeconds(int level, int64_t gpu) const {
+  const LevelFabric* f = FabricOf(level, gpu);
+  return f != nullptr ? f->latency_s : levels[level].latency_s;
+}
+
+double Topology::PairBandwidth(int level, int64_t gpu_a, int64_t gpu_b) const {
+  return std::min(PortBandwidth(level, gpu_a), PortBandwidth(level, gpu_b));
+}
+
+bool Topology::HasMixedFabrics() const {
+  for (const NetworkLevel& l : levels) {
+    if (!l.fabrics.empty()) return true;
+  }
+  return false;
 }
 
 namespace {
@@ -284,6 +329,20 @@ std::vector<std::string> Topology::PlausibilityNotes() const {
                            "NIC is 50)",
                   l.name.c_str(), gbps);
     notes.push_back(buffer);
+  }
+  for (size_t i = 0; i < levels.size(); ++i) {
+    const double limit = i == 0 ? 900.0 : 100.0;
+    for (const LevelFabric& f : levels[i].fabrics) {
+      const double gbps = f.bandwidth_bytes_per_s / 1e9;
+      if (gbps <= limit) continue;
+      char buffer[400];
+      std::snprintf(buffer, sizeof buffer,
+                    "level '%s' fabric '%s': %.0f GB/s per GPU per direction is faster than %s; "
+                    "bandwidth_GBps is gigabytes per second",
+                    levels[i].name.c_str(), f.name.c_str(), gbps,
+                    i == 0 ? "NVLink 5 (900 GB/s)" : "an 800 Gb/s NIC (100 GB/s)");
+      notes.push_back(buffer);
+    }
   }
   return notes;
 }
@@ -400,11 +459,64 @@ Status Topology::Validate() const {
       return Status::Invalid(key + ".group_size: more than 10 million GPUs in total");
     }
   }
+  for (size_t i = 0; i < levels.size(); ++i) {
+    MESHPLAN_RETURN_IF_ERROR(ValidateFabrics(static_cast<int>(i)));
+  }
   if (levels[0].group_size % gpu.ranks_per_device != 0) {
     return Status::Invalid(
         "gpu.ranks_per_device: " + std::to_string(gpu.ranks_per_device) +
         " does not divide level[0].group_size " + std::to_string(levels[0].group_size) +
         " (the ranks of one device must sit in one group of the innermost level)");
+  }
+  return Status::Ok();
+}
+
+Status Topology::ValidateFabrics(int level) const {
+  const NetworkLevel& l = levels[level];
+  const std::string key = "level[" + std::to_string(level) + "].fabric";
+  if (l.fabrics.empty()) return Status::Ok();
+  if (HasHopRoutes(level)) {
+    return Status::Invalid(key + ": a " + std::string(LinkKindName(l.kind)) +
+                           " level's links follow its coordinates; mixed fabrics are described "
+                           "on switch and fat-tree levels");
+  }
+  // Units of this level: groups of the level below, over the whole cluster.
+  const int64_t units = num_gpus() / (level == 0 ? 1 : Span(level - 1));
+  std::vector<std::pair<int64_t, int64_t>> taken;  // (first, last) over every fabric
+  for (size_t k = 0; k < l.fabrics.size(); ++k) {
+    const LevelFabric& f = l.fabrics[k];
+    const std::string fk = key + "[" + std::to_string(k) + "]";
+    if (f.name.empty()) return Status::Invalid(fk + ".name: missing");
+    for (size_t j = 0; j < k; ++j) {
+      if (l.fabrics[j].name == f.name)
+        return Status::Invalid(fk + ".name: '" + f.name + "' used twice");
+    }
+    if (f.units.empty()) return Status::Invalid(fk + ".units: needs at least one unit");
+    for (const auto& [first, last] : f.units) {
+      if (first < 0 || last < first || last >= units) {
+        const std::string what =
+            level == 0 ? "GPUs" : "groups of level '" + levels[level - 1].name + "'";
+        return Status::Invalid(fk + ".units: " + std::to_string(first) +
+                               (last == first ? "" : "-" + std::to_string(last)) +
+                               " is outside 0.." + std::to_string(units - 1) + " (the cluster's " +
+                               std::to_string(units) + " " + what + ")");
+      }
+      for (const auto& [a, b] : taken) {
+        if (first <= b && a <= last) {
+          return Status::Invalid(fk + ".units: unit " + std::to_string(std::max(first, a)) +
+                                 " is in two fabrics");
+        }
+      }
+      taken.emplace_back(first, last);
+    }
+    if (!(f.bandwidth_bytes_per_s > 0))
+      return Status::Invalid(fk + ".bandwidth_GBps: must be positive");
+    MESHPLAN_RETURN_IF_ERROR(
+        AtMost(fk + ".bandwidth_GBps", f.bandwidth_bytes_per_s / 1e9, kMaxBandwidthGBps));
+    MESHPLAN_RETURN_IF_ERROR(
+        AtLeast(fk + ".bandwidth_GBps", f.bandwidth_bytes_per_s / 1e9, kMinBandwidthGBps));
+    if (!(f.latency_s >= 0)) return Status::Invalid(fk + ".latency_us: must not be negative");
+    MESHPLAN_RETURN_IF_ERROR(AtMost(fk + ".latency_us", f.latency_s * 1e6, kMaxLatencyUs));
   }
   return Status::Ok();
 }

@@ -10,6 +10,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/base/dtype.h"
@@ -199,6 +200,21 @@ struct GpuSpec {
   Status Validate() const;
 };
 
+// Units of a level whose links differ from the level's own ([[level.fabric]], mixed fabrics:
+// four IB nodes and one RoCE node on one network). A unit is a group of the level below (a GPU
+// at level 0, a node at level 1), numbered from 0 over the whole cluster (gpu / Span(level - 1)).
+// Each GPU of such a unit has this bandwidth and latency at the level instead of the level's;
+// a message between two units is as fast as the slower end allows (min bandwidth, max latency).
+struct LevelFabric {
+  std::string name;  // "roce": a label for output
+  // Inclusive ranges [first, last] of unit indices; disjoint from every other fabric's.
+  std::vector<std::pair<int64_t, int64_t>> units;
+  double bandwidth_bytes_per_s = 0;  // per GPU per direction
+  double latency_s = 0;              // per message
+  bool Holds(int64_t unit) const;
+  int64_t UnitCount() const;
+};
+
 struct NetworkLevel {
   std::string name;  // "nvlink", "ib", ...
   LinkKind kind = LinkKind::kSwitch;
@@ -207,6 +223,9 @@ struct NetworkLevel {
   double latency_s = 0;              // per message
   double oversubscription = 1.0;     // >= 1: traffic crossing this level shares 1/oversubscription
   std::vector<int64_t> torus_dims;   // kTorus only; product == group_size
+  // Units whose links differ (switch and fat-tree levels only: a ring's or torus's links follow
+  // its coordinates). Empty: every unit has the level's bandwidth and latency.
+  std::vector<LevelFabric> fabrics;
 };
 
 // Bounds Topology::Validate puts on a cluster, far beyond any real one, so that no value read
@@ -290,6 +309,17 @@ struct Topology {
   // ring and torus levels (every router on the way adds it), once on switch and fat-tree levels
   // (their figures are end-to-end: one message through the fabric, as the sources quote them).
   double RouteLatencySeconds(int level, int64_t gpu_a, int64_t gpu_b) const;
+  // The fabric of `level` that GPU `gpu`'s unit belongs to, or null (the level's own links).
+  const LevelFabric* FabricOf(int level, int64_t gpu) const;
+  // GPU `gpu`'s port at `level`: per direction, bytes per second, and its message latency
+  // (its unit's fabric's, else the level's).
+  double PortBandwidth(int level, int64_t gpu) const;
+  double PortLatencySeconds(int level, int64_t gpu) const;
+  // A message between two GPUs over `level` (switch and fat-tree levels): the slower port's
+  // bandwidth (min of the two) and the larger latency. The level's own figures without fabrics.
+  double PairBandwidth(int level, int64_t gpu_a, int64_t gpu_b) const;
+  // Whether some level has units on another fabric ([[level.fabric]]).
+  bool HasMixedFabrics() const;
   // Checks ranges and consistency; errors name the key ("level[1].group_size: ...").
   // Values beyond what real hardware does, as notes for people ("level 'ib': 400 GB/s per GPU
   // per direction is faster than an 800 Gb/s NIC ..."): the innermost level above NVLink 5's 900
@@ -297,6 +327,8 @@ struct Topology {
   // None for files whose ranks share devices (calibrated CPU files describe memory copies).
   std::vector<std::string> PlausibilityNotes() const;
   Status Validate() const;
+  // Level `level`'s fabrics: names, unit ranges inside the cluster and disjoint, rates in range.
+  Status ValidateFabrics(int level) const;
   // Makes `library`'s curve the one every model uses (GpuSpec::attention_kernel). Errors, naming
   // the source: an unknown library, or one this GPU has no curve for (listing those it has).
   Status UseAttentionKernel(std::string_view library);

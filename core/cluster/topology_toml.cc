@@ -300,8 +300,10 @@ constexpr std::string_view kGpuKeys[] = {"catalog",
                                          "sharing_end_lag_fraction",
                                          "copies_take_compute"};
 constexpr std::string_view kGpuRequired[] = {"model", "memory_GB", "hbm_GBps", "peak_tflops"};
-constexpr std::string_view kLevelKeys[] = {
-    "name", "kind", "group_size", "bandwidth_GBps", "latency_us", "oversubscription", "dims"};
+constexpr std::string_view kLevelKeys[] = {"name",           "kind",       "group_size",
+                                           "bandwidth_GBps", "latency_us", "oversubscription",
+                                           "dims",           "fabric"};
+constexpr std::string_view kFabricKeys[] = {"name", "units", "bandwidth_GBps", "latency_us"};
 constexpr std::string_view kLevelRequired[] = {"name", "kind", "group_size", "bandwidth_GBps",
                                                "latency_us"};
 
@@ -453,6 +455,78 @@ Status ReadCalibration(const Reader& r, const toml::table& root, CalibrationReco
   return Status::Ok();
 }
 
+// units = [4, "8-11"]: unit indices, each an integer or an inclusive "first-last" range.
+Status ReadFabricUnits(const Reader& r, const toml::node& node, const std::string& key,
+                       LevelFabric* fabric) {
+  const toml::array* array = node.as_array();
+  if (array == nullptr) {
+    return r.Fail(key,
+                  "expected an array of unit indices (integers or \"first-last\" ranges), got " +
+                      TomlTypeName(node));
+  }
+  for (size_t i = 0; i < array->size(); ++i) {
+    const toml::node& entry = (*array)[i];
+    const std::string ek = key + "[" + std::to_string(i) + "]";
+    if (const auto* n = entry.as_integer()) {
+      fabric->units.emplace_back(n->get(), n->get());
+      continue;
+    }
+    const auto* text = entry.as_string();
+    if (text == nullptr) {
+      return r.Fail(ek,
+                    "expected a unit index or a \"first-last\" range, got " + TomlTypeName(entry));
+    }
+    const std::string& range = text->get();
+    const size_t dash = range.find('-');
+    int64_t first = -1, last = -1;
+    const char* begin = range.data();
+    const char* end = range.data() + range.size();
+    bool ok = dash != std::string::npos && dash > 0;
+    if (ok) {
+      auto a = std::from_chars(begin, begin + dash, first);
+      auto b = std::from_chars(begin + dash + 1, end, last);
+      ok = a.ec == std::errc() && a.ptr == begin + dash && b.ec == std::errc() && b.ptr == end;
+    }
+    if (!ok) return r.Fail(ek, "'" + range + "' is not a range like \"4-7\"");
+    fabric->units.emplace_back(first, last);
+  }
+  return Status::Ok();
+}
+
+// [[level.fabric]] tables: units of the level whose links differ (LevelFabric).
+Status ReadFabrics(const Reader& r, const toml::node& node, const std::string& p,
+                   NetworkLevel* level) {
+  const toml::array* array = node.as_array();
+  if (array == nullptr) {
+    return r.Fail(p + ".fabric",
+                  "expected an array of tables ([[level.fabric]]), got " + TomlTypeName(node));
+  }
+  for (size_t i = 0; i < array->size(); ++i) {
+    const std::string key = p + ".fabric[" + std::to_string(i) + "]";
+    const toml::table* t = (*array)[i].as_table();
+    if (t == nullptr) return r.Fail(key, "expected a table, got " + TomlTypeName((*array)[i]));
+    MESHPLAN_RETURN_IF_ERROR(CheckTomlKeys(*t, key, kFabricKeys, r.source()));
+    LevelFabric fabric;
+    MESHPLAN_RETURN_IF_ERROR(r.StringAt(*t, key, "name", true, &fabric.name));
+    auto units = r.Find(*t, key, "units", true);
+    if (!units.ok()) return units.status();
+    MESHPLAN_RETURN_IF_ERROR(ReadFabricUnits(r, **units, key + ".units", &fabric));
+    double bandwidth_gbps = 0;
+    MESHPLAN_RETURN_IF_ERROR(r.NumberAt(*t, key, "bandwidth_GBps", true, &bandwidth_gbps));
+    fabric.bandwidth_bytes_per_s = GbToBytes(bandwidth_gbps);
+    // The level's latency unless the fabric states its own.
+    double latency_us = level->latency_s * 1e6;
+    if (t->contains("latency_us")) {
+      MESHPLAN_RETURN_IF_ERROR(r.NumberAt(*t, key, "latency_us", true, &latency_us));
+      fabric.latency_s = UsToSeconds(latency_us);
+    } else {
+      fabric.latency_s = level->latency_s;
+    }
+    level->fabrics.push_back(std::move(fabric));
+  }
+  return Status::Ok();
+}
+
 Status ReadLevel(const Reader& r, const toml::table& t, const std::string& p, NetworkLevel* level) {
   MESHPLAN_RETURN_IF_ERROR(CheckTomlKeys(t, p, kLevelKeys, r.source()));
   MESHPLAN_RETURN_IF_ERROR(r.StringAt(t, p, "name", true, &level->name));
@@ -480,6 +554,9 @@ Status ReadLevel(const Reader& r, const toml::table& t, const std::string& p, Ne
       level->torus_dims.push_back(d);
     }
   }
+  auto fabrics = r.Find(t, p, "fabric", false);
+  if (!fabrics.ok()) return fabrics.status();
+  if (*fabrics != nullptr) MESHPLAN_RETURN_IF_ERROR(ReadFabrics(r, **fabrics, p, level));
   return Status::Ok();
 }
 
@@ -855,6 +932,23 @@ std::string TopologyToToml(const Topology& t, bool gpu_by_catalog) {
       out << "dims = [";
       for (size_t i = 0; i < l.torus_dims.size(); ++i) out << (i ? ", " : "") << l.torus_dims[i];
       out << "]\n";
+    }
+    for (const LevelFabric& f : l.fabrics) {
+      out << "\n[[level.fabric]]\n";
+      out << "name = " << TomlQuote(f.name) << "\n";
+      out << "units = [";
+      for (size_t i = 0; i < f.units.size(); ++i) {
+        const auto& [first, last] = f.units[i];
+        out << (i ? ", " : "");
+        if (first == last) {
+          out << first;
+        } else {
+          out << "\"" << first << "-" << last << "\"";
+        }
+      }
+      out << "]\n";
+      out << "bandwidth_GBps = " << FormatNumber(f.bandwidth_bytes_per_s, GbToBytes, 1e9) << "\n";
+      out << "latency_us = " << FormatNumber(f.latency_s, UsToSeconds, 1e-6) << "\n";
     }
   }
   return out.str();

@@ -9,6 +9,7 @@
 #include "core/base/units.h"
 #include "planner/equivalence.h"
 #include "planner/schemes/registry.h"
+#include "report/format/fabric_text.h"
 #include "report/format/text_table.h"
 #include "report/format/workload_json.h"
 #include "report/plan/plan_explain.h"
@@ -172,7 +173,7 @@ std::string ClusterLine(const planner::PlanContext& ctx) {
   std::string levels;
   for (const NetworkLevel& l : t.levels) {
     levels += (levels.empty() ? "" : ", ") + l.name + " " + std::to_string(l.group_size) + " x " +
-              Fixed(l.bandwidth_bytes_per_s / 1e9, 0) + " GB/s";
+              Fixed(l.bandwidth_bytes_per_s / 1e9, 0) + " GB/s" + FabricsText(l);
   }
   return std::to_string(t.num_gpus()) + " x " + t.gpu.model + " (" + t.name + ": " + levels +
          "; attention kernel " + t.gpu.attention_kernel + ")";

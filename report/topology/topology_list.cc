@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "core/base/json_writer.h"
+#include "report/format/fabric_text.h"
 #include "report/format/text_table.h"
 
 namespace meshplan::report {
@@ -21,7 +22,7 @@ std::string DescribeLevel(const NetworkLevel& level) {
     std::snprintf(buffer, sizeof buffer, " %g:1", level.oversubscription);
     out += buffer;
   }
-  return out;
+  return out + FabricsText(level);
 }
 
 std::string TopologyListText(const std::string& dir, const std::vector<ShippedTopology>& clusters) {
@@ -84,6 +85,30 @@ void WriteClusterJson(JsonWriter& j, const std::string& name, const std::string&
     j.Number(l.latency_s * 1e6);
     j.Key("oversubscription");
     j.Number(l.oversubscription);
+    if (!l.fabrics.empty()) {
+      j.Key("fabrics");
+      j.BeginArray();
+      for (const LevelFabric& f : l.fabrics) {
+        j.BeginObject();
+        j.Key("name");
+        j.String(f.name);
+        j.Key("units");
+        j.BeginArray();
+        for (const auto& [first, last] : f.units) {
+          j.BeginArray();
+          j.Int(first);
+          j.Int(last);
+          j.EndArray();
+        }
+        j.EndArray();
+        j.Key("bandwidth_GBps");
+        j.Number(f.bandwidth_bytes_per_s / 1e9);
+        j.Key("latency_us");
+        j.Number(f.latency_s * 1e6);
+        j.EndObject();
+      }
+      j.EndArray();
+    }
     j.EndObject();
   }
   j.EndArray();

@@ -86,6 +86,19 @@ std::string LevelsText(const Topology& t) {
       for (int64_t d : l.torus_dims) out += " " + std::to_string(d);
     }
     out += "\n";
+    for (const LevelFabric& f : l.fabrics) {
+      std::string units;
+      for (const auto& [first, last] : f.units) {
+        units += (units.empty() ? "" : ", ") + std::to_string(first) +
+                 (last == first ? "" : "-" + std::to_string(last));
+      }
+      std::snprintf(buffer, sizeof buffer,
+                    "    fabric %-8s %7.1f GB/s per GPU per direction, %.2f us", f.name.c_str(),
+                    f.bandwidth_bytes_per_s / 1e9, f.latency_s * 1e6);
+      out += buffer;
+      out += ", on " + std::string(i == 0 ? "GPUs " : "groups of " + t.levels[i - 1].name + " ") +
+             units + "\n";
+    }
   }
   return out;
 }

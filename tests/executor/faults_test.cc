@@ -34,7 +34,7 @@ Fixture Make(Scheme scheme) {
   f.t.gpu.hbm_bytes_per_s = 1e12;
   f.t.gpu.peak_tflops = {{DType::kFp32, 10}};
   f.t.gpu.attention_efficiency = {{1, 1.0}};
-  f.t.levels.push_back({"link", LinkKind::kSwitch, 4, 1e10, 1e-6, 1.0, {}});
+  f.t.levels.push_back({"link", LinkKind::kSwitch, 4, 1e10, 1e-6, 1.0, {}, {}});
   const planner::PlanContext ctx(f.w, f.t);
   SchemeParams p;
   p.scheme = scheme;

@@ -26,7 +26,7 @@ Topology FourGpus() {
   t.gpu.hbm_bytes_per_s = 1e12;
   t.gpu.peak_tflops = {{DType::kFp32, 10}};
   t.gpu.attention_efficiency = {{1, 1.0}};
-  t.levels.push_back({"link", LinkKind::kSwitch, 4, 1e10, 1e-6, 1.0, {}});
+  t.levels.push_back({"link", LinkKind::kSwitch, 4, 1e10, 1e-6, 1.0, {}, {}});
   return t;
 }
 

@@ -26,7 +26,7 @@ inline Topology Cluster(int64_t gpus) {
   t.gpu.hbm_bytes_per_s = 1e12;
   t.gpu.peak_tflops = {{DType::kBf16, 100}, {DType::kFp32, 100}};
   t.gpu.attention_efficiency = {{1, 1.0}};
-  t.levels.push_back({"link", LinkKind::kSwitch, gpus, 1e11, 1e-6, 1.0, {}});
+  t.levels.push_back({"link", LinkKind::kSwitch, gpus, 1e11, 1e-6, 1.0, {}, {}});
   return t;
 }
 

@@ -94,7 +94,7 @@ TEST(CommModelTorus, HopsMultiplyTheTransferTime) {
   t.gpu.hbm_bytes_per_s = 1e12;
   t.gpu.peak_tflops = {{DType::kBf16, 100}};
   t.gpu.attention_efficiency = {{1, 1.0}};
-  t.levels.push_back({"torus", LinkKind::kTorus, 16, 100e9, 2e-6, 1.0, {4, 4}});
+  t.levels.push_back({"torus", LinkKind::kTorus, 16, 100e9, 2e-6, 1.0, {4, 4}, {}});
   ASSERT_TRUE(t.Validate().ok());
   CommModel model(t);
   // y innermost (GPU stride 1, size 8), so x (size 2) has GPU stride 8: the x ring pairs GPU g
@@ -104,6 +104,39 @@ TEST(CommModelTorus, HopsMultiplyTheTransferTime) {
   // 2 * 2us + 2 * 1e6/100e9 = 24 us.
   const Placement p({{"x", 2}, {"y", 8}}, {"y", "x"});
   EXPECT_NEAR(model.RingShift(p, 0, 1e6, 1, nullptr), 2 * 2e-6 + 2 * 1e6 / 100e9, 1e-12);
+}
+
+// Mixed fabrics: node 1 of the 2 x 4 cluster on a 25 GB/s, 8 us fabric (node 0 keeps IB's 50
+// GB/s, 5 us). A message between the nodes is as fast as its slower end.
+Topology MixedFabricCluster() {
+  Topology t = testing::SmallCluster(4, 2, 400, 50, 1, 5);
+  t.levels[1].fabrics.push_back({"roce", {{1, 1}}, 25e9, 8e-6});
+  return t;
+}
+
+TEST(CommModelFabrics, ARingCrossingToTheSlowerNodeRunsAtItsPorts) {
+  const Topology t = MixedFabricCluster();
+  ASSERT_TRUE(t.Validate().ok());
+  CommModel model(t);
+  const Placement ring({{"cp", 8}}, {"cp"});
+  // GPU 0 -> 7 and 4 -> 3 cross the nodes, each with node 1 at one end: 8 us + 1 MB / 25 GB/s =
+  // 48 us (all-IB: 25 us, RingOverAllGpusIsBoundByTheNodeCrossingHop).
+  EXPECT_NEAR(model.RingShift(ring, 0, 1e6, 1, nullptr), 48e-6, 1e-12);
+  EXPECT_EQ(model.BottleneckLevel(ring, 0, 1e6), 1);
+}
+
+TEST(CommModelFabrics, AnAllToAllEndsWithTheSlowestFabricsGpus) {
+  const Topology t = MixedFabricCluster();
+  CommModel model(t);
+  const Placement all({{"u", 8}}, {"u"});
+  // 1 MB per rank, 125 KB to each of 7 peers: 3 over NVLink, 4 over the network. A GPU of node 1
+  // sends its 4 x 125 KB through its 25 GB/s port: 20 us (NVLink's 3 x 125 KB / 400 GB/s is less),
+  // and waits 7 x 8 us of latency (the network's pairs all have node 1 at one end): 76 us. Node
+  // 0's GPUs: 10 us + 56 us = 66 us. The pattern ends at 76 us (all-IB: 10 + 7 x 5 = 45 us).
+  EXPECT_NEAR(model.AllToAll(all, 0, 1e6, nullptr), 76e-6, 1e-12);
+  const Topology ib = testing::SmallCluster(4, 2, 400, 50, 1, 5);
+  CommModel uniform(ib);
+  EXPECT_NEAR(uniform.AllToAll(all, 0, 1e6, nullptr), 45e-6, 1e-12);
 }
 
 }  // namespace

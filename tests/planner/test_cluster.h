@@ -19,9 +19,15 @@ inline Topology SmallCluster(int64_t gpus_per_node, int64_t nodes, double nvlink
   t.gpu.hbm_bytes_per_s = 3e12;
   t.gpu.peak_tflops = {{DType::kBf16, 1000}, {DType::kFp16, 1000}, {DType::kFp32, 500}};
   t.gpu.attention_efficiency = {{1, 0.5}};
-  t.levels.push_back(
-      {"nvlink", LinkKind::kSwitch, gpus_per_node, nvlink_gbps * 1e9, nvlink_us * 1e-6, 1.0, {}});
-  t.levels.push_back({"ib", LinkKind::kFatTree, nodes, ib_gbps * 1e9, ib_us * 1e-6, 1.0, {}});
+  t.levels.push_back({"nvlink",
+                      LinkKind::kSwitch,
+                      gpus_per_node,
+                      nvlink_gbps * 1e9,
+                      nvlink_us * 1e-6,
+                      1.0,
+                      {},
+                      {}});
+  t.levels.push_back({"ib", LinkKind::kFatTree, nodes, ib_gbps * 1e9, ib_us * 1e-6, 1.0, {}, {}});
   return t;
 }
 

@@ -16,7 +16,7 @@ Topology Base() { return testing::TestGpuCluster("routes"); }
 // (100 bytes/ns) per GPU and per neighbour link, 2 us (2000 ns) per hop.
 Topology Torus4x4() {
   Topology t = Base();
-  t.levels.push_back({"torus", LinkKind::kTorus, 16, 100e9, 2e-6, 1.0, {4, 4}});
+  t.levels.push_back({"torus", LinkKind::kTorus, 16, 100e9, 2e-6, 1.0, {4, 4}, {}});
   return t;
 }
 
@@ -49,10 +49,10 @@ TEST(TorusRoutes, RouteLengthIsHopsForEveryPair) {
   // Independent check of ForEachHop against Topology::Hops (the planner's distance) on a 3 x 5
   // torus and on a ring of 6 nodes of 2 GPUs, every ordered pair on a different unit.
   Topology torus = Base();
-  torus.levels.push_back({"torus", LinkKind::kTorus, 15, 100e9, 1e-6, 1.0, {3, 5}});
+  torus.levels.push_back({"torus", LinkKind::kTorus, 15, 100e9, 1e-6, 1.0, {3, 5}, {}});
   Topology ring = Base();
-  ring.levels.push_back({"node", LinkKind::kSwitch, 2, 100e9, 1e-6, 1.0, {}});
-  ring.levels.push_back({"ring", LinkKind::kRing, 6, 100e9, 1e-6, 1.0, {}});
+  ring.levels.push_back({"node", LinkKind::kSwitch, 2, 100e9, 1e-6, 1.0, {}, {}});
+  ring.levels.push_back({"ring", LinkKind::kRing, 6, 100e9, 1e-6, 1.0, {}, {}});
   for (const Topology* t : {&torus, &ring}) {
     const int level = t->num_levels() - 1;
     for (int64_t a = 0; a < t->num_gpus(); ++a) {
@@ -113,8 +113,8 @@ TEST(TorusRoutes, ARingOfNodesHasLinksOfTheNodesBandwidth) {
   // (node 1) send to GPUs 6, 7 (node 3) over 1->2, 2->3. Link 1->2 carries all four flows:
   // 200/4 = 50 bytes/ns each (below every GPU's 100), so all end at 2 x 2000 + 1e6/50 = 24000 ns.
   Topology t = Base();
-  t.levels.push_back({"node", LinkKind::kSwitch, 2, 100e9, 1e-6, 1.0, {}});
-  t.levels.push_back({"ring", LinkKind::kRing, 4, 100e9, 2e-6, 1.0, {}});
+  t.levels.push_back({"node", LinkKind::kSwitch, 2, 100e9, 1e-6, 1.0, {}, {}});
+  t.levels.push_back({"ring", LinkKind::kRing, 4, 100e9, 2e-6, 1.0, {}, {}});
   Schedule s = Empty(8);
   Transfer(s, 0, 4, 1'000'000);
   Transfer(s, 1, 5, 1'000'000);
@@ -126,6 +126,72 @@ TEST(TorusRoutes, ARingOfNodesHasLinksOfTheNodesBandwidth) {
   EXPECT_EQ(r->levels[1].busiest_link, "unit 1 -> 2 (dimension 0)");
   EXPECT_DOUBLE_EQ(r->levels[1].busiest_link_bytes, 4e6);
   EXPECT_TRUE(r->levels[0].busiest_link.empty());  // a switch level has no neighbour links
+}
+
+TEST(MixedFabrics, AFlowRunsAtItsSlowerEndsPortAndLatency) {
+  // 2 nodes of 2 GPUs, 100 bytes/ns NVLink (1 us); the network 50 bytes/ns, 5 us, but node 1 on a
+  // 25 bytes/ns, 8 us fabric. GPU 0 -> GPU 2 (node 0 to node 1): 8000 + 1e6/25 = 48000 ns.
+  // GPU 1 -> GPU 0 inside node 0 is untouched: 1000 + 1e6/100 = 11000 ns.
+  Topology t = Base();
+  t.levels.push_back({"node", LinkKind::kSwitch, 2, 100e9, 1e-6, 1.0, {}, {}});
+  t.levels.push_back({"net", LinkKind::kFatTree, 2, 50e9, 5e-6, 1.0, {}, {}});
+  t.levels[1].fabrics.push_back({"roce", {{1, 1}}, 25e9, 8e-6});
+  ASSERT_TRUE(t.Validate().ok());
+  Schedule s = Empty(4);
+  Transfer(s, 0, 2, 1'000'000);
+  auto r = Simulate(s, t, Identity(4), DType::kBf16);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_DOUBLE_EQ(r->total_s, 48e-6);
+  Schedule inside = Empty(4);
+  Transfer(inside, 1, 0, 1'000'000);
+  auto in_node = Simulate(inside, t, Identity(4), DType::kBf16);
+  ASSERT_TRUE(in_node.ok());
+  EXPECT_DOUBLE_EQ(in_node->total_s, 11e-6);
+  // Utilisation counts every GPU's own port: 1e6 bytes over (2 x 50 + 2 x 25) bytes/ns x 48000 ns.
+  EXPECT_NEAR(r->levels[1].utilization, 1e6 / (150.0 * 48000), 1e-12);
+}
+
+TEST(MixedFabrics, OversubscribedUplinksAreTheirNodesFabrics) {
+  // The same cluster with a 2:1 network: node 1's uplink is 2 GPUs x 25 / 2 = 25 bytes/ns, shared
+  // by its two GPUs' flows out: GPUs 2 and 3 -> GPUs 0 and 1 at 12.5 bytes/ns each (their ports
+  // allow 25): 8000 + 1e6/12.5 = 88000 ns.
+  Topology t = Base();
+  t.levels.push_back({"node", LinkKind::kSwitch, 2, 100e9, 1e-6, 1.0, {}, {}});
+  t.levels.push_back({"net", LinkKind::kFatTree, 2, 50e9, 5e-6, 2.0, {}, {}});
+  t.levels[1].fabrics.push_back({"roce", {{1, 1}}, 25e9, 8e-6});
+  Schedule s = Empty(4);
+  Transfer(s, 2, 0, 1'000'000);
+  Transfer(s, 3, 1, 1'000'000);
+  auto r = Simulate(s, t, Identity(4), DType::kBf16);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_DOUBLE_EQ(r->total_s, 88e-6);
+}
+
+TEST(MixedFabrics, ARingAllGatherFeedsASlowNodeItsChunksOneAtATime) {
+  // 4 nodes of 1 GPU, a 100 bytes/ns network with no latency; node 3 on a 25 bytes/ns fabric. A
+  // ring all-gather of 1e6 bytes per member (member m sends to m + 1): hops 2 -> 3 and 3 -> 0
+  // take 1e6/25 = 40000 ns, the others 10000 ns. Each member forwards its chunks one at a time in
+  // step order (NCCL's ring on a channel):
+  //   member 1: step 0 [0, 10000], step 1 [10000, 20000] (member 0's chunk arrived at 10000);
+  //   member 2: step 0 [0, 40000], step 1 [40000, 80000], step 2 [80000, 120000] (its port is
+  //             busy: the chunks of 10000 and 20000 wait their turn);
+  //   member 3: step 0 [0, 40000], steps 1 and 2 as its chunks arrive: [40000, 80000],
+  //             [80000, 120000];
+  //   member 0: forwards at 40000 and 80000, 10000 each.
+  // The last chunk arrives at 120000 ns: three slow hops, as the planner charges a ring collective
+  // ((p - 1) x its slowest step). Had member 2 sent its three chunks at once, sharing its port,
+  // all would reach member 3 together near 120000 ns and member 3's forwards would follow:
+  // 160000 ns or more.
+  Topology t = Base();
+  t.levels.push_back({"gpu", LinkKind::kSwitch, 1, 100e9, 0, 1.0, {}, {}});
+  t.levels.push_back({"net", LinkKind::kFatTree, 4, 100e9, 0, 1.0, {}, {}});
+  t.levels[1].fabrics.push_back({"slow", {{3, 3}}, 25e9, 0});
+  ASSERT_TRUE(t.Validate().ok());
+  const Schedule s = testing::AllGatherSchedule(4, 1'000'000);
+  auto r = Simulate(s, t, Identity(4), DType::kBf16);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_DOUBLE_EQ(r->total_s, 120e-6);
+  EXPECT_EQ(r->flows, 4 * 3);
 }
 
 }  // namespace

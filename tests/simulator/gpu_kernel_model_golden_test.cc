@@ -28,7 +28,7 @@ Op Compute(double flops, int64_t partial_bytes) {
 
 Topology OneGpu() {
   Topology t = testing::TestGpuCluster("one");
-  t.levels.push_back({"nvlink", LinkKind::kSwitch, 1, 100e9, 2e-6, 1.0, {}});
+  t.levels.push_back({"nvlink", LinkKind::kSwitch, 1, 100e9, 2e-6, 1.0, {}, {}});
   return t;
 }
 
@@ -93,8 +93,8 @@ TEST(GpuKernelModelGolden, ARingAllGatherLeavingANodeUsesEveryNicOfTheNode) {
   // ring: at least its 35 us and one 5 us latency (40 us), at most the lock-step bound of 7 steps
   // of 5 us + 5 us (70 us). Unspread, the IB link alone would need 7 x 1e6 / 50 GB/s = 140 us.
   Topology t = testing::TestGpuCluster("two-nodes");
-  t.levels.push_back({"nvlink", LinkKind::kSwitch, 4, 400e9, 1e-6, 1.0, {}});
-  t.levels.push_back({"ib", LinkKind::kFatTree, 2, 50e9, 5e-6, 1.0, {}});
+  t.levels.push_back({"nvlink", LinkKind::kSwitch, 4, 400e9, 1e-6, 1.0, {}, {}});
+  t.levels.push_back({"ib", LinkKind::kFatTree, 2, 50e9, 5e-6, 1.0, {}, {}});
   const int64_t p = 8;
   const Schedule s = testing::AllGatherSchedule(p, 1'000'000);
   auto r = Simulate(s, t, Identity(p), DType::kBf16);

@@ -26,8 +26,8 @@ using testing::Identity;
 // 32 GPUs: 4 nodes of 8 on a switch, the nodes on a fat tree.
 Topology FourNodesOfEight(double oversubscription = 1.0) {
   Topology t = testing::TestGpuCluster("4x8");
-  t.levels.push_back({"node", LinkKind::kSwitch, 8, 400e9, 1e-6, 1.0, {}});
-  t.levels.push_back({"ib", LinkKind::kFatTree, 4, 50e9, 5e-6, oversubscription, {}});
+  t.levels.push_back({"node", LinkKind::kSwitch, 8, 400e9, 1e-6, 1.0, {}, {}});
+  t.levels.push_back({"ib", LinkKind::kFatTree, 4, 50e9, 5e-6, oversubscription, {}, {}});
   return t;
 }
 
@@ -90,6 +90,29 @@ TEST(RankSymmetry, StepsAreTheSmallestThatKeepEveryNodeTogether) {
   EXPECT_EQ(round_robin->Classes(), 1);
 }
 
+TEST(RankSymmetry, TranslationsKeepEveryGpuOnItsFabric) {
+  // Nodes 1 and 3 on another fabric: + 8 (a node) maps node 0 onto node 1, a fast port onto a
+  // slow one; + 16 maps 0 -> 2 and 1 -> 3, fabric onto fabric: step 16, 16 classes of 2.
+  Topology t = FourNodesOfEight();
+  t.levels[1].fabrics.push_back({"roce", {{1, 1}, {3, 3}}, 25e9, 8e-6});
+  auto ring = FindTopologySymmetry({32}, Identity(32), t);
+  ASSERT_TRUE(ring.ok()) << ring.status().message();
+  EXPECT_EQ(ring->steps(), (std::vector<int64_t>{16}));
+  // Node 3 alone on it: no translation of the nodes keeps it, and the reason says so.
+  Topology one = FourNodesOfEight();
+  one.levels[1].fabrics.push_back({"roce", {{3, 3}}, 25e9, 8e-6});
+  auto none = FindTopologySymmetry({32}, Identity(32), one);
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("every GPU on its fabric"), std::string::npos);
+  // The network refuses a map that joins links of different bandwidth, whatever found it.
+  FlowNetwork net(one);
+  std::vector<int64_t> shift(32);
+  for (int64_t g = 0; g < 32; ++g) shift[static_cast<size_t>(g)] = (g + 8) % 32;
+  const Status refused = net.UseSymmetry({shift}, 4);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.message().find("different bandwidth"), std::string::npos);
+}
+
 TEST(RankSymmetry, RefusesWhatItCannotMapWithAReason) {
   const Topology t = FourNodesOfEight();
   auto short_grid = FindTopologySymmetry({4, 4}, Identity(32), t);
@@ -101,7 +124,7 @@ TEST(RankSymmetry, RefusesWhatItCannotMapWithAReason) {
   ASSERT_FALSE(not_permutation.ok());
   EXPECT_NE(not_permutation.status().message().find("not a permutation"), std::string::npos);
   Topology torus = testing::TestGpuCluster("torus");
-  torus.levels.push_back({"torus", LinkKind::kTorus, 16, 100e9, 1e-6, 1.0, {4, 4}});
+  torus.levels.push_back({"torus", LinkKind::kTorus, 16, 100e9, 1e-6, 1.0, {4, 4}, {}});
   auto hop = FindTopologySymmetry({16}, Identity(16), torus);
   ASSERT_FALSE(hop.ok());
   EXPECT_NE(hop.status().message().find("routes hop by hop"), std::string::npos);
@@ -115,8 +138,8 @@ TEST(RankSymmetry, RefusesWhatItCannotMapWithAReason) {
   // 2, 4, 6, 1 on GPUs 1, 2, 7, 4; + 4 to 4, 6, 0, 3 on GPUs 2, 7, 0, 5: every step below 8 splits
   // node 0, so there is no symmetry.
   Topology two = testing::TestGpuCluster("2x4");
-  two.levels.push_back({"node", LinkKind::kSwitch, 4, 400e9, 1e-6, 1.0, {}});
-  two.levels.push_back({"ib", LinkKind::kFatTree, 2, 50e9, 5e-6, 1.0, {}});
+  two.levels.push_back({"node", LinkKind::kSwitch, 4, 400e9, 1e-6, 1.0, {}, {}});
+  two.levels.push_back({"ib", LinkKind::kFatTree, 2, 50e9, 5e-6, 1.0, {}, {}});
   auto none = FindTopologySymmetry({8}, {0, 4, 1, 5, 2, 6, 7, 3}, two);
   ASSERT_FALSE(none.ok());
   EXPECT_NE(none.status().message().find("no rank translation"), std::string::npos);
@@ -227,8 +250,8 @@ TEST(SymmetryCheck, MapsCollectiveGroupsInCyclicOrder) {
 // 2 GPUs x 100 bytes/ns / 2 = 100 bytes/ns.
 Topology TwoByTwoOversubscribed() {
   Topology t = testing::TestGpuCluster("2x2");
-  t.levels.push_back({"node", LinkKind::kSwitch, 2, 100e9, 0.0, 1.0, {}});
-  t.levels.push_back({"spine", LinkKind::kFatTree, 2, 100e9, 0.0, 2.0, {}});
+  t.levels.push_back({"node", LinkKind::kSwitch, 2, 100e9, 0.0, 1.0, {}, {}});
+  t.levels.push_back({"spine", LinkKind::kFatTree, 2, 100e9, 0.0, 2.0, {}, {}});
   return t;
 }
 
@@ -269,7 +292,7 @@ TEST(FlowNetworkSymmetry, RefusesMapsThatSplitAGroupAndHopRoutes) {
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("splits a group under level spine"), std::string::npos) << s.message();
   Topology ring = testing::TestGpuCluster("ring");
-  ring.levels.push_back({"ring", LinkKind::kRing, 4, 100e9, 0.0, 1.0, {}});
+  ring.levels.push_back({"ring", LinkKind::kRing, 4, 100e9, 0.0, 1.0, {}, {}});
   FlowNetwork hops(ring);
   EXPECT_FALSE(hops.UseSymmetry({{1, 2, 3, 0}}, 4).ok());
 }
@@ -354,6 +377,17 @@ TEST(SymmetricReplay, RepresentativesReplayLikeEveryRankWithSharedUplinks) {
   ExpectSymmetricReplaysMatch(t, &symmetric, &with_collectives, &compared);
   EXPECT_GE(symmetric, 50) << "of " << compared;
   EXPECT_GE(with_collectives, 30) << "of " << symmetric;
+}
+
+TEST(SymmetricReplay, RepresentativesReplayLikeEveryRankOnMixedFabrics) {
+  Topology t = Load("dgx-h100-4node.toml");
+  // Nodes 1 and 3 on a slower fabric: translations by two nodes keep the fabrics, so plans are
+  // still symmetric (with twice the steps), and their replays must match every rank's.
+  t.levels[1].fabrics.push_back({"roce", {{1, 1}, {3, 3}}, 25e9, 8e-6});
+  ASSERT_TRUE(t.Validate().ok());
+  int symmetric = 0, with_collectives = 0, compared = 0;
+  ExpectSymmetricReplaysMatch(t, &symmetric, &with_collectives, &compared);
+  EXPECT_GE(symmetric, 20) << "of " << compared;
 }
 
 TEST(SymmetricReplay, MeshZigzagCausalIsReplayedByOneRepresentative) {

@@ -29,7 +29,7 @@ Topology SharedSwitch(int64_t ranks, int64_t per_device, int64_t concurrent,
   t.gpu.ranks_per_device = per_device;
   t.gpu.concurrent_kernels = concurrent;
   t.gpu.sharing = sharing;
-  t.levels.push_back({"memcpy", LinkKind::kSwitch, ranks, 100e9, 2e-6, 1.0, {}});
+  t.levels.push_back({"memcpy", LinkKind::kSwitch, ranks, 100e9, 2e-6, 1.0, {}, {}});
   return t;
 }
 

@@ -13,7 +13,8 @@ namespace {
 // `gpus` GPUs on one switch: 100 GB/s per direction (100 bytes/ns), 2 us per message.
 Topology OneSwitch(int64_t gpus, double gbps = 100, double latency_us = 2) {
   Topology t = testing::TestGpuCluster("switch");
-  t.levels.push_back({"nvlink", LinkKind::kSwitch, gpus, gbps * 1e9, latency_us * 1e-6, 1.0, {}});
+  t.levels.push_back(
+      {"nvlink", LinkKind::kSwitch, gpus, gbps * 1e9, latency_us * 1e-6, 1.0, {}, {}});
   return t;
 }
 

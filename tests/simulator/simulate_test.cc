@@ -18,7 +18,7 @@ Topology TwoGpus() {
   t.gpu.hbm_bytes_per_s = 2e12;
   t.gpu.peak_tflops = {{DType::kBf16, 1.0}};
   t.gpu.attention_efficiency = {{1, 0.5}};
-  t.levels.push_back({"nvlink", LinkKind::kSwitch, 2, 100e9, 1e-6, 1.0, {}});
+  t.levels.push_back({"nvlink", LinkKind::kSwitch, 2, 100e9, 1e-6, 1.0, {}, {}});
   return t;
 }
 
@@ -92,7 +92,7 @@ TEST(SimulateTest, AnOpEndingPastTheHorizonFailsInsteadOfOverflowing) {
   t.gpu.hbm_bytes_per_s = 2e12;
   t.gpu.peak_tflops = {{DType::kBf16, 1e-6}};
   t.gpu.attention_efficiency = {{1, 0.5}};
-  t.levels.push_back({"nvlink", LinkKind::kSwitch, 1, 100e9, 1e-6, 1.0, {}});
+  t.levels.push_back({"nvlink", LinkKind::kSwitch, 1, 100e9, 1e-6, 1.0, {}, {}});
   ASSERT_TRUE(t.Validate().ok()) << t.Validate().message();
   Schedule s;
   s.num_ranks = 1;

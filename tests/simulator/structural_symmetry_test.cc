@@ -19,8 +19,8 @@ namespace {
 // oversubscription > 1).
 Topology FourNodesOfEight(double oversubscription) {
   Topology t = testing::TestGpuCluster("4x8");
-  t.levels.push_back({"node", LinkKind::kSwitch, 8, 400e9, 1e-6, 1.0, {}});
-  t.levels.push_back({"ib", LinkKind::kFatTree, 4, 50e9, 5e-6, oversubscription, {}});
+  t.levels.push_back({"node", LinkKind::kSwitch, 8, 400e9, 1e-6, 1.0, {}, {}});
+  t.levels.push_back({"ib", LinkKind::kFatTree, 4, 50e9, 5e-6, oversubscription, {}, {}});
   return t;
 }
 

@@ -89,5 +89,56 @@ TEST(ClusterTemplate, ImpossibleTemplatesNameTheFlag) {
             std::string::npos);
 }
 
+TEST(ClusterTemplate, FabricsPutTheirNodesOnOtherNics) {
+  // Four IB nodes and one RoCE node (the mixed cluster): 5 nodes x 8 GPUs at 400 Gb/s,
+  // node 4 at 200 Gb/s = 25 GB/s with 8 us; a second fabric on nodes 0 and 2-3 at 100 Gb/s keeps
+  // the network's 5 us.
+  const Topology source = testing::SmallCluster(8, 2);
+  ClusterTemplate t;
+  t.gpu = "h100";
+  t.nodes = 5;
+  auto roce = ParseTemplateFabric("roce:4:200:8");
+  ASSERT_TRUE(roce.ok()) << roce.status().message();
+  EXPECT_EQ(roce->nodes, (std::vector<std::pair<int64_t, int64_t>>{{4, 4}}));
+  t.fabrics.push_back(*roce);
+  auto cluster = MakeCluster(t, source);
+  ASSERT_TRUE(cluster.ok()) << cluster.status().message();
+  ASSERT_EQ(cluster->levels[1].fabrics.size(), 1u);
+  EXPECT_DOUBLE_EQ(cluster->PortBandwidth(1, 31), 50e9);  // node 3
+  EXPECT_DOUBLE_EQ(cluster->PortBandwidth(1, 32), 25e9);  // node 4
+  EXPECT_DOUBLE_EQ(cluster->PortLatencySeconds(1, 39), 8e-6);
+  EXPECT_NE(ClusterHeader(t, "dgx-h100-1node").find("--fabric roce:4:200:8"), std::string::npos);
+  auto eth = ParseTemplateFabric("eth:0,2-3:100");
+  ASSERT_TRUE(eth.ok()) << eth.status().message();
+  EXPECT_EQ(eth->nodes, (std::vector<std::pair<int64_t, int64_t>>{{0, 0}, {2, 3}}));
+  t.fabrics.push_back(*eth);
+  cluster = MakeCluster(t, source);
+  ASSERT_TRUE(cluster.ok()) << cluster.status().message();
+  EXPECT_DOUBLE_EQ(cluster->PortBandwidth(1, 16), 12.5e9);     // node 2
+  EXPECT_DOUBLE_EQ(cluster->PortLatencySeconds(1, 16), 5e-6);  // the network's
+}
+
+TEST(ClusterTemplate, BadFabricsNameTheFlagAndThePart) {
+  auto message = [](const char* spec) { return ParseTemplateFabric(spec).status().message(); };
+  EXPECT_NE(message("roce:4").find("expected NAME:NODES:GBPS"), std::string::npos);
+  EXPECT_NE(message(":4:200").find("needs a name"), std::string::npos);
+  EXPECT_NE(message("ro ce:4:200").find("letters, digits"), std::string::npos);
+  EXPECT_NE(message("roce:4-:200").find("'4-' is not a node index"), std::string::npos);
+  EXPECT_NE(message("roce:5-4:200").find("'5-4' is not a node index"), std::string::npos);
+  EXPECT_NE(message("roce:4:0").find("(0, 1600] Gb/s"), std::string::npos);
+  EXPECT_NE(message("roce:4:200:-1").find("[0, 1e6] microseconds"), std::string::npos);
+  const Topology source = testing::SmallCluster(8, 2);
+  ClusterTemplate t;
+  t.gpu = "h100";
+  t.nodes = 4;
+  t.fabrics.push_back(*ParseTemplateFabric("roce:4:200"));
+  EXPECT_EQ(MakeCluster(t, source).status().message(),
+            "--fabric 'roce:4:200': node 4 is not in the 4 nodes (0-3)");
+  t.fabrics = {*ParseTemplateFabric("a:1:200"), *ParseTemplateFabric("b:0-1:100")};
+  EXPECT_NE(MakeCluster(t, source).status().message().find("--fabric: level[1].fabric[1].units: "
+                                                           "unit 1 is in two fabrics"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace meshplan

@@ -14,9 +14,9 @@ Topology Example() {
   t.gpu.hbm_bytes_per_s = 3e12;
   t.gpu.peak_tflops[DType::kBf16] = 1000;
   t.gpu.attention_efficiency = {{512, 0.3}, {2048, 0.5}, {8192, 0.6}};
-  t.levels.push_back({"board", LinkKind::kSwitch, 2, 400e9, 1e-6, 1.0, {}});
-  t.levels.push_back({"torus", LinkKind::kTorus, 16, 100e9, 2e-6, 1.0, {4, 4}});
-  t.levels.push_back({"ring", LinkKind::kRing, 2, 50e9, 5e-6, 2.0, {}});
+  t.levels.push_back({"board", LinkKind::kSwitch, 2, 400e9, 1e-6, 1.0, {}, {}});
+  t.levels.push_back({"torus", LinkKind::kTorus, 16, 100e9, 2e-6, 1.0, {4, 4}, {}});
+  t.levels.push_back({"ring", LinkKind::kRing, 2, 50e9, 5e-6, 2.0, {}, {}});
   return t;
 }
 
@@ -54,8 +54,8 @@ TEST(TopologyTest, Hops) {
 
 TEST(TopologyTest, RingHopsTakeTheShortWay) {
   Topology t;
-  t.levels.push_back({"node", LinkKind::kSwitch, 4, 1e9, 0, 1.0, {}});
-  t.levels.push_back({"ring", LinkKind::kRing, 8, 1e9, 0, 1.0, {}});
+  t.levels.push_back({"node", LinkKind::kSwitch, 4, 1e9, 0, 1.0, {}, {}});
+  t.levels.push_back({"ring", LinkKind::kRing, 8, 1e9, 0, 1.0, {}, {}});
   EXPECT_EQ(t.Hops(1, 0, 4), 1);   // nodes 0 -> 1
   EXPECT_EQ(t.Hops(1, 0, 12), 3);  // nodes 0 -> 3
   EXPECT_EQ(t.Hops(1, 0, 16), 4);  // nodes 0 -> 4: opposite side
@@ -136,8 +136,8 @@ TEST(TopologyNotes, GbPerSecondWrittenAsGBPerSecondIsSaid) {
   // GB/s). NVLink 4's 450 GB/s and a 50 GB/s NIC are real.
   Topology t;
   t.gpu.model = "G";
-  t.levels.push_back({"nvlink", LinkKind::kSwitch, 8, 450e9, 1e-6, 1.0, {}});
-  t.levels.push_back({"ib", LinkKind::kFatTree, 4, 50e9, 5e-6, 1.0, {}});
+  t.levels.push_back({"nvlink", LinkKind::kSwitch, 8, 450e9, 1e-6, 1.0, {}, {}});
+  t.levels.push_back({"ib", LinkKind::kFatTree, 4, 50e9, 5e-6, 1.0, {}, {}});
   EXPECT_TRUE(t.PlausibilityNotes().empty());
   t.levels[1].bandwidth_bytes_per_s = 400e9;
   ASSERT_EQ(t.PlausibilityNotes().size(), 1u);

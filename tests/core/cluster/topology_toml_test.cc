@@ -712,5 +712,74 @@ TEST(TopologyTomlKeys, EveryKeyProblemAtOnce) {
             "you mean 'bandwidth_GBps'?); level[0].latency_us: missing required key");
 }
 
+// Mixed fabrics (issue 48 item 5): units of a level on other links than the level's. kBase's ib
+// level has 4 units (nodes of 8 GPUs): node 1 and nodes 2-3 on a 25 GB/s, 8 us RoCE fabric.
+const char kFabric[] = R"(
+[[level.fabric]]
+name = "roce"
+units = [1, "2-3"]
+bandwidth_GBps = 25
+latency_us = 8
+)";
+
+TEST(TopologyTomlTest, FabricsGiveTheirUnitsOwnPortsAndRoundTrip) {
+  auto topo = ParseTopologyToml(std::string(kBase) + kFabric, "t.toml");
+  ASSERT_TRUE(topo.ok()) << topo.status().message();
+  ASSERT_EQ(topo->levels[1].fabrics.size(), 1u);
+  const LevelFabric& f = topo->levels[1].fabrics[0];
+  EXPECT_EQ(f.name, "roce");
+  EXPECT_EQ(f.units, (std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {2, 3}}));
+  EXPECT_EQ(f.UnitCount(), 3);
+  EXPECT_TRUE(topo->HasMixedFabrics());
+  // GPU 7 is in node 0 (the level's 50 GB/s, 5 us), GPU 8 in node 1 and GPU 31 in node 3 (RoCE).
+  EXPECT_EQ(topo->FabricOf(1, 7), nullptr);
+  EXPECT_EQ(topo->FabricOf(1, 8), &f);
+  EXPECT_EQ(topo->PortBandwidth(1, 7), 50e9);
+  EXPECT_EQ(topo->PortBandwidth(1, 31), 25e9);
+  // A message is as fast as its slower end: node 0 to node 1 at min(50, 25), max(5, 8) us.
+  EXPECT_EQ(topo->PairBandwidth(1, 0, 8), 25e9);
+  EXPECT_DOUBLE_EQ(topo->RouteLatencySeconds(1, 0, 8), 8e-6);
+  EXPECT_DOUBLE_EQ(topo->RouteLatencySeconds(1, 8, 0), 8e-6);
+  EXPECT_DOUBLE_EQ(topo->RouteLatencySeconds(1, 8, 16), 8e-6);
+  // The nvlink level has no fabric: its own figures for every GPU.
+  EXPECT_EQ(topo->PortBandwidth(0, 8), 450e9);
+  EXPECT_DOUBLE_EQ(topo->RouteLatencySeconds(0, 8, 9), 1e-6);
+  // Written and read back to the same text; the ranges stay ranges.
+  const std::string written = TopologyToToml(*topo);
+  EXPECT_NE(written.find("units = [1, \"2-3\"]"), std::string::npos) << written;
+  auto again = ParseTopologyToml(written, "again.toml");
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(TopologyToToml(*again), written);
+  // Without latency_us a fabric has the level's.
+  auto no_latency =
+      ParseTopologyToml(Replace(std::string(kBase) + kFabric, "latency_us = 8\n", ""), "t.toml");
+  ASSERT_TRUE(no_latency.ok()) << no_latency.status().message();
+  EXPECT_DOUBLE_EQ(no_latency->levels[1].fabrics[0].latency_s, 5e-6);
+  EXPECT_FALSE(ParseTopologyToml(kBase, "t.toml")->HasMixedFabrics());
+}
+
+TEST(TopologyTomlTest, FabricErrorsNameTheKeyAndReason) {
+  const std::string base = std::string(kBase) + kFabric;
+  ExpectError(Replace(base, "units = [1, \"2-3\"]", "units = [4]"),
+              {"level[1].fabric[0].units", "4 is outside 0..3", "4 groups of level 'nvlink'"});
+  ExpectError(Replace(base, "units = [1, \"2-3\"]", "units = [1, \"0-1\"]"),
+              {"level[1].fabric[0].units", "unit 1 is in two fabrics"});
+  ExpectError(Replace(base, "units = [1, \"2-3\"]", "units = [\"3-\"]"),
+              {"level[1].fabric[0].units[0]", "'3-' is not a range"});
+  ExpectError(Replace(base, "units = [1, \"2-3\"]", "units = [2.5]"),
+              {"level[1].fabric[0].units[0]", "expected a unit index"});
+  ExpectError(Replace(base, "units = [1, \"2-3\"]", "units = []"),
+              {"level[1].fabric[0].units", "at least one unit"});
+  ExpectError(Replace(base, "bandwidth_GBps = 25", "bandwidth_GBps = 0"),
+              {"level[1].fabric[0].bandwidth_GBps", "must be positive"});
+  ExpectError(Replace(base, "latency_us = 8", "latency = 8"), {"level[1].fabric[0]", "latency"});
+  ExpectError(Replace(base, "name = \"roce\"\n", ""),
+              {"level[1].fabric[0].name", "missing required key"});
+  ExpectError(base + "\n[[level.fabric]]\nname = \"roce\"\nunits = [0]\nbandwidth_GBps = 10\n",
+              {"level[1].fabric[1].name", "'roce' used twice"});
+  ExpectError(Replace(base, "kind = \"fat-tree\"", "kind = \"ring\""),
+              {"level[1].fabric", "mixed fabrics are described on switch and fat-tree levels"});
+}
+
 }  // namespace
 }  // namespace meshplan
