@@ -286,6 +286,9 @@ VALID_VALUES = {
     # level of any of them.
     "level": ("nvlink", "ib") * 6 + ("torus", "net", "NVLink", "pcie", "ib,nvlink"),
     "net-name": ("ib", "roce", "net", "nvlink", "x y"),
+    # Mixed fabrics (NAME:NODES:GBPS[:US]): valid ones, and each part wrong in turn.
+    "fabric": ("roce:0:200", "roce:1:200:8", "eth:0-1:100", "x:0,0:200", "x:9:200", "bad",
+               "a:0:0", ":0:200", "a:1-0:200", "a:0:200:-1", "a b:0:200"),
     "text": ("x", "1", "all", "auto"),
     "int": ("0", "1", "2", "8"),
     "float": ("0", "0.5", "1", "2"),
@@ -324,6 +327,7 @@ COMMAND_FLAG_DOMAINS = {
     ("step", "--recompute"): "recompute", ("step", "--topology"): "topology",
     ("topo from-nccl-tests", "--level"): "level", ("topo from-nccl-tests", "--out"): "topo-output",
     ("topo new", "--out"): "topo-output", ("topo new", "--net-name"): "net-name",
+    ("topo new", "--fabric"): "fabric",
 }
 # Replays in the simulator are the expensive part of plan and sweep (8 replays of 256-GPU plans
 # take seconds): with --simulate, clusters, GPU counts and lengths come from small pools, and

@@ -482,7 +482,11 @@ Status Topology::ValidateFabrics(int level) const {
   }
   // Units of this level: groups of the level below, over the whole cluster.
   const int64_t units = num_gpus() / (level == 0 ? 1 : Span(level - 1));
-  std::vector<std::pair<int64_t, int64_t>> taken;  // (first, last) over every fabric
+  struct Taken {
+    int64_t first, last;
+    size_t fabric;
+  };
+  std::vector<Taken> taken;  // every fabric's ranges so far
   for (size_t k = 0; k < l.fabrics.size(); ++k) {
     const LevelFabric& f = l.fabrics[k];
     const std::string fk = key + "[" + std::to_string(k) + "]";
@@ -501,13 +505,16 @@ Status Topology::ValidateFabrics(int level) const {
                                " is outside 0.." + std::to_string(units - 1) + " (the cluster's " +
                                std::to_string(units) + " " + what + ")");
       }
-      for (const auto& [a, b] : taken) {
-        if (first <= b && a <= last) {
-          return Status::Invalid(fk + ".units: unit " + std::to_string(std::max(first, a)) +
-                                 " is in two fabrics");
+      for (const Taken& t : taken) {
+        if (first <= t.last && t.first <= last) {
+          const std::string unit = std::to_string(std::max(first, t.first));
+          return Status::Invalid(t.fabric == k
+                                     ? fk + ".units: unit " + unit + " is listed twice"
+                                     : fk + ".units: unit " + unit + " is in two fabrics ('" +
+                                           l.fabrics[t.fabric].name + "' and '" + f.name + "')");
         }
       }
-      taken.emplace_back(first, last);
+      taken.push_back({first, last, k});
     }
     if (!(f.bandwidth_bytes_per_s > 0))
       return Status::Invalid(fk + ".bandwidth_GBps: must be positive");

@@ -763,7 +763,9 @@ TEST(TopologyTomlTest, FabricErrorsNameTheKeyAndReason) {
   ExpectError(Replace(base, "units = [1, \"2-3\"]", "units = [4]"),
               {"level[1].fabric[0].units", "4 is outside 0..3", "4 groups of level 'nvlink'"});
   ExpectError(Replace(base, "units = [1, \"2-3\"]", "units = [1, \"0-1\"]"),
-              {"level[1].fabric[0].units", "unit 1 is in two fabrics"});
+              {"level[1].fabric[0].units", "unit 1 is listed twice"});
+  ExpectError(base + "\n[[level.fabric]]\nname = \"eth\"\nunits = [\"0-2\"]\nbandwidth_GBps = 10\n",
+              {"level[1].fabric[1].units", "unit 1 is in two fabrics ('roce' and 'eth')"});
   ExpectError(Replace(base, "units = [1, \"2-3\"]", "units = [\"3-\"]"),
               {"level[1].fabric[0].units[0]", "'3-' is not a range"});
   ExpectError(Replace(base, "units = [1, \"2-3\"]", "units = [2.5]"),
