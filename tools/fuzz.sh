@@ -1,6 +1,7 @@
 #!/bin/sh
 # Builds the libFuzzer targets of tests/fuzz with clang (ASan + UBSan) and runs each for SECONDS
-# seconds (default 60) from its seed corpus: the shipped topologies for topology_toml, the shipped
+# seconds (default 60) from its seed corpus: the shipped topologies (and tests/fuzz/corpus/
+# topology_toml) for topology_toml, the shipped
 # models for model_config, the files in tests/fuzz/corpus/TARGET for the others. Inputs that crash, leak, hang or trip a sanitizer
 # are saved as BUILD/fuzz-artifacts/TARGET-*; the exit status is non-zero if any target failed.
 # Each target prints libFuzzer's final stats (execs, coverage) on the last lines of its log,
@@ -32,6 +33,7 @@ for target in $targets; do
   mkdir -p "$corpus"
   if [ "$target" = topology_toml ]; then
     cp "$root"/topologies/*.toml "$root"/tests/mpi/four_gpus.toml "$corpus"/
+    cp "$root"/tests/fuzz/corpus/topology_toml/* "$corpus"/  # what no shipped file has (fabrics)
   elif [ "$target" = model_config ]; then
     cp "$root"/models/*.json "$corpus"/
   else

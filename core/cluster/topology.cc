@@ -266,6 +266,16 @@ Status AtMost(const std::string& key, double value, double max) {
   return Status::Invalid(key + ": must be at most " + buffer);
 }
 
+// A link's bandwidth_GBps and latency_us under `key` (a level or one of its fabrics): the
+// bandwidth positive and within the bounds, the latency not negative and at most a second.
+Status CheckLinkRates(const std::string& key, double bytes_per_s, double latency_s) {
+  if (!(bytes_per_s > 0)) return Status::Invalid(key + ".bandwidth_GBps: must be positive");
+  MESHPLAN_RETURN_IF_ERROR(AtMost(key + ".bandwidth_GBps", bytes_per_s / 1e9, kMaxBandwidthGBps));
+  MESHPLAN_RETURN_IF_ERROR(AtLeast(key + ".bandwidth_GBps", bytes_per_s / 1e9, kMinBandwidthGBps));
+  if (!(latency_s >= 0)) return Status::Invalid(key + ".latency_us: must not be negative");
+  return AtMost(key + ".latency_us", latency_s * 1e6, kMaxLatencyUs);
+}
+
 // One kernel curve's ranges; keys are prefix.name[i] for points, prefix.backward_rate_ratio etc.
 Status CheckKernelCurve(const std::string& prefix, const std::string& name,
                         const AttentionKernelCurve& c) {
@@ -421,14 +431,7 @@ Status Topology::Validate() const {
         return Status::Invalid(key + ".name: '" + l.name + "' used twice");
     }
     if (l.group_size < 1) return Status::Invalid(key + ".group_size: must be at least 1");
-    if (!(l.bandwidth_bytes_per_s > 0))
-      return Status::Invalid(key + ".bandwidth_GBps: must be positive");
-    MESHPLAN_RETURN_IF_ERROR(
-        AtMost(key + ".bandwidth_GBps", l.bandwidth_bytes_per_s / 1e9, kMaxBandwidthGBps));
-    MESHPLAN_RETURN_IF_ERROR(
-        AtLeast(key + ".bandwidth_GBps", l.bandwidth_bytes_per_s / 1e9, kMinBandwidthGBps));
-    if (l.latency_s < 0) return Status::Invalid(key + ".latency_us: must not be negative");
-    MESHPLAN_RETURN_IF_ERROR(AtMost(key + ".latency_us", l.latency_s * 1e6, kMaxLatencyUs));
+    MESHPLAN_RETURN_IF_ERROR(CheckLinkRates(key, l.bandwidth_bytes_per_s, l.latency_s));
     if (!(l.oversubscription >= 1.0))
       return Status::Invalid(key + ".oversubscription: must be >= 1");
     MESHPLAN_RETURN_IF_ERROR(
@@ -516,14 +519,7 @@ Status Topology::ValidateFabrics(int level) const {
       }
       taken.push_back({first, last, k});
     }
-    if (!(f.bandwidth_bytes_per_s > 0))
-      return Status::Invalid(fk + ".bandwidth_GBps: must be positive");
-    MESHPLAN_RETURN_IF_ERROR(
-        AtMost(fk + ".bandwidth_GBps", f.bandwidth_bytes_per_s / 1e9, kMaxBandwidthGBps));
-    MESHPLAN_RETURN_IF_ERROR(
-        AtLeast(fk + ".bandwidth_GBps", f.bandwidth_bytes_per_s / 1e9, kMinBandwidthGBps));
-    if (!(f.latency_s >= 0)) return Status::Invalid(fk + ".latency_us: must not be negative");
-    MESHPLAN_RETURN_IF_ERROR(AtMost(fk + ".latency_us", f.latency_s * 1e6, kMaxLatencyUs));
+    MESHPLAN_RETURN_IF_ERROR(CheckLinkRates(fk, f.bandwidth_bytes_per_s, f.latency_s));
   }
   return Status::Ok();
 }

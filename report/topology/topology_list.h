@@ -20,7 +20,9 @@ std::string TopologyListText(const std::string& dir, const std::vector<ShippedTo
 
 // The same as one JSON object (`topo list --format json`): {"dir": ..., "clusters": [{"name",
 // "path", "description", "gpus", "gpu", "attention_kernel", "levels": [{"name", "kind",
-// "group_size", "bandwidth_GBps", "latency_us", "oversubscription"}]}]}, ending in a newline.
+// "group_size", "bandwidth_GBps", "latency_us", "oversubscription", and on a level with mixed
+// fabrics "fabrics": [{"name", "units": [[first, last], ...], "bandwidth_GBps",
+// "latency_us"}]}]}]}, ending in a newline.
 std::string TopologyListJson(const std::string& dir, const std::vector<ShippedTopology>& clusters);
 // One cluster as TopologyListJson's element (`topo show --format json`), its file as "path".
 std::string TopologyJson(const Topology& topology);
