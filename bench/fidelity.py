@@ -137,7 +137,7 @@ def main():
                 plan_file = os.path.join(args.out, f"plan-{i}.toml")
                 run([mp, "plan", "-t", machine, *workload, "--pick", str(p["rank"]), "--out", plan_file, "-q"])
                 label = f"{key[0]} {key[1]}".strip() + (" cache" if p["cache_forward"] else "")
-                entries.append(dict(file=plan_file, label=label, times=[], predicted=None))
+                entries.append(dict(file=plan_file, label=label, times=[], predicted=None, ratios=[]))
             for rnd in range(int(args.rounds)):
                 print(f"[{time.time() - started:6.0f} s] P={ranks} {transport} {seq} {mask} {pss}: round {rnd + 1}/"
                       f"{args.rounds}, {len(entries)} plans", file=sys.stderr, flush=True)
@@ -160,6 +160,10 @@ def main():
                         continue
                     e["times"] += j["repeat"]["times_s"] if "repeat" in j else [j["measured"]["time_s"]]
                     e["predicted"] = j["predicted"]["time_s"]
+                    # The machine's speed around this execute against the calibration's (CPU
+                    # ranks on a calibration with a reference block; null otherwise).
+                    if j.get("machine_speed"):
+                        e["ratios"].append(j["machine_speed"]["ratio"])
                     # The whole report (per rank and op class, predicted and measured), for
                     # reading a plan's error apart afterwards.
                     tag = re.sub(r"[^A-Za-z0-9.+-]+", "_", f"{ranks}-{transport}-{seq}-{mask}-{pss}-{e['label']}")
@@ -170,15 +174,26 @@ def main():
                 predicted = e["predicted"]
                 spread = (max(e["times"]) - min(e["times"])) / measured
                 h = json.loads(run([mp, "simulate", e["file"], "-t", h100, "--format", "json"]))
+                ratio = statistics.median(e["ratios"]) if e["ratios"] else None
                 rows.append(dict(ranks=ranks, transport=transport, seq=seq, mask=mask, pass_=pss, plan=e["label"],
                                  predicted_s=predicted, measured_s=measured, spread=spread,
                                  error_pct=100 * (measured - predicted) / predicted,
-                                 h100_s=h["simulated_s"]))
+                                 h100_s=h["simulated_s"], speed_ratio=ratio,
+                                 error_at_speed_pct=error_at_speed(measured, predicted, ratio)))
                 r = rows[-1]
                 print(f"row: P={ranks} {seq} {mask} {pss} {r['plan']}: predicted {predicted * 1e3:.2f} ms, "
                       f"measured {measured * 1e3:.2f} ms ({r['error_pct']:+.1f}%)", file=sys.stderr, flush=True)
             # The tables so far, after every workload: a run cut off by a time limit keeps them.
             write_tables(args, rows, failures, kv_heads, dtype, started)
+
+
+def error_at_speed(measured, predicted, ratio):
+    """The error against the prediction scaled by the machine's speed of the moment (the median
+    over the plan's executes of the reference block's time over the calibration's); None
+    without one."""
+    if ratio is None or not ratio > 0:
+        return None
+    return 100 * (measured - predicted * ratio) / (predicted * ratio)
 
 
 def write_tables(args, rows, failures, kv_heads, dtype, started):
@@ -219,6 +234,13 @@ def write_tables(args, rows, failures, kv_heads, dtype, started):
         f"Ranking: the simulator's first choice is within {max(x[3] for x in ranking):.1f}% of the fastest measured "
         f"plan in the worst workload (median {statistics.median(x[3] for x in ranking):.1f}%).",
     ]
+    at_speed = [abs(r["error_at_speed_pct"]) for r in rows if r["error_at_speed_pct"] is not None]
+    if at_speed:
+        ratios = [r["speed_ratio"] for r in rows if r["speed_ratio"] is not None]
+        summary.append(
+            f"At the machine's speed of each run (the reference block, {len(at_speed)} plans; its time "
+            f"{min(ratios):.3f}-{max(ratios):.3f}x the calibration's): median |error| "
+            f"{statistics.median(at_speed):.1f}%, max {max(at_speed):.1f}%.")
     if failures:
         summary.append(f"{len(failures)} plans failed to run and are left out: {'; '.join(failures)}.")
     by_group = ["| P | transport | plans | median error (signed) | median abs error | max abs error |",

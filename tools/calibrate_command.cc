@@ -18,6 +18,7 @@
 #include "executor/calibration/cpu_calibration.h"
 #include "executor/calibration/engine_calibration.h"
 #include "executor/timing/foreign_load.h"
+#include "report/format/text_table.h"
 #include "report/runs/calibration_report.h"
 #include "tools/calibrate_cuda.h"
 #include "tools/cli_common.h"
@@ -114,6 +115,18 @@ void PrintSummary(const exec::CalibrationResult& r) {
   }
   std::fprintf(stderr, "\n");
   std::fprintf(stderr, "calibrate: merges at %.3g GB/s\n", g.hbm_bytes_per_s / 1e9);
+  if (!r.reference_block_s.empty()) {
+    const CalibrationRecord& c = r.topology.calibration;
+    std::string rounds;
+    for (double f : r.round_time_factors)
+      rounds += (rounds.empty() ? "" : ", ") + report::Fixed(f, 3);
+    std::fprintf(stderr,
+                 "calibrate: the machine's speed: a %lld-token reference block took %.3g ms "
+                 "(median of %zu timed between the phases); the kernel rounds took %s of their "
+                 "samples' median times: drift %.1f%%\n",
+                 static_cast<long long>(exec::kReferenceBlockTokens), 1e3 * c.reference_block_s,
+                 r.reference_block_s.size(), rounds.c_str(), 100 * c.speed_spread);
+  }
   if (r.sharing.ranks > 1) {
     std::fprintf(stderr,
                  "calibrate: %d ranks on one device: %.2g kernels at full rate, %s sharing (one "

@@ -248,6 +248,12 @@ void NoteHeadDim(const Topology& topology, int64_t head_dim, bool quiet) {
   std::fprintf(stderr, "meshplan: note: %s: %s\n", topology.source.c_str(), caveat.c_str());
 }
 
+void NoteCalibrationSpeed(const Topology& topology, bool quiet) {
+  const std::string caveat = topology.calibration.SpeedCaveat();
+  if (quiet || caveat.empty()) return;
+  std::fprintf(stderr, "meshplan: note: %s: %s\n", topology.source.c_str(), caveat.c_str());
+}
+
 Status SetReplayMemoryLimit(const std::string& max_memory, sim::SimOptions* options) {
   if (max_memory.empty()) {
     options->memory_limit_bytes = exec::AvailableHostMemoryBytes();

@@ -37,7 +37,10 @@ int RunInProcess(const ExecuteFlags& flags) {
   StaleOutputs stale(flags);
   exec::ExecuteConfig config = p.config;
   config.on_start = [&stale] { stale.Remove(); };
+  exec::SpeedCheck speed = SpeedCheckOf(flags, p);
+  TimeReferenceBlock(speed, flags.quiet, &speed.before_s);
   auto run = exec::ExecuteRepeated(p.run, config, RepeatCount(flags).value(), RunProgress(flags));
+  if (run.ok()) TimeReferenceBlock(speed, flags.quiet, &speed.after_s);
   if (!run.ok()) {
     if (run.status().code() == ErrorCode::kInvalidInput) {
       return ReportError(run.status().WithContext("--backend " + flags.backend));
@@ -57,7 +60,7 @@ int RunInProcess(const ExecuteFlags& flags) {
                                      std::to_string(p.run.schedule.num_ranks) +
                                      " ranks (one engine per rank, a worker thread per stream)";
   return FinishExecution(flags, p, run->first.outputs, run->runs, line, stale,
-                         run->first.peak_bytes);
+                         run->first.peak_bytes, speed);
 }
 
 int ExitCodeOf(const Status& status) {

@@ -28,8 +28,10 @@ namespace {
 // prediction beside them (or why there is none) and the memory figures.
 report::ExecutionReport RunReport(const ExecuteFlags& flags, const Prepared& p,
                                   const exec::RepeatedRuns& runs, const std::string& run,
-                                  const std::vector<int64_t>& rank_peak_bytes) {
+                                  const std::vector<int64_t>& rank_peak_bytes,
+                                  const exec::SpeedCheck& speed) {
   report::ExecutionReport r;
+  r.speed = speed;
   r.plan_file = flags.plan;
   r.plan = p.run.plan;
   r.widened = p.run.widened;
@@ -92,9 +94,9 @@ int EmitExecutionReport(const ExecuteFlags& flags, const report::ExecutionReport
 int FinishExecution(const ExecuteFlags& flags, const Prepared& p,
                     const AttentionTensors<float>& outputs, const exec::RepeatedRuns& runs,
                     const std::string& run, StaleOutputs& stale,
-                    const std::vector<int64_t>& rank_peak_bytes) {
+                    const std::vector<int64_t>& rank_peak_bytes, const exec::SpeedCheck& speed) {
   if (runs.timelines.empty()) return ReportError(Status::Internal("execute: no timed run"));
-  report::ExecutionReport r = RunReport(flags, p, runs, run, rank_peak_bytes);
+  report::ExecutionReport r = RunReport(flags, p, runs, run, rank_peak_bytes, speed);
   if (flags.check) {
     r.checked = true;
     r.check =
@@ -114,6 +116,23 @@ int FinishExecution(const ExecuteFlags& flags, const Prepared& p,
     return kExitFailure;
   }
   return written_report;
+}
+
+exec::SpeedCheck SpeedCheckOf(const ExecuteFlags& flags, const Prepared& p) {
+  if (flags.backend != "cpu" || flags.transport != "threads") return {};
+  return exec::SpeedCheckFor(p.topology.calibration);
+}
+
+void TimeReferenceBlock(const exec::SpeedCheck& speed, bool quiet, double* seconds) {
+  *seconds = 0;
+  if (!(speed.calibration_s > 0)) return;
+  auto measured = exec::CpuReferenceBlockSeconds(speed.head_dim);
+  if (measured.ok()) {
+    *seconds = *measured;
+  } else if (!quiet) {
+    std::fprintf(stderr, "meshplan: note: the machine's speed was not checked: %s\n",
+                 measured.status().message().c_str());
+  }
 }
 
 void StaleOutputs::Remove() {

@@ -10,6 +10,7 @@
 #include "core/cluster/topology.h"
 #include "core/plan/plan.h"
 #include "core/plan/schedule.h"
+#include "executor/calibration/speed_check.h"
 #include "executor/execute.h"
 #include "executor/io/tensor.h"
 #include "executor/output_check.h"
@@ -89,7 +90,15 @@ class StaleOutputs;
 int FinishExecution(const ExecuteFlags& flags, const Prepared& p,
                     const exec::AttentionTensors<float>& outputs, const exec::RepeatedRuns& runs,
                     const std::string& run, StaleOutputs& stale,
-                    const std::vector<int64_t>& rank_peak_bytes = {});
+                    const std::vector<int64_t>& rank_peak_bytes = {},
+                    const exec::SpeedCheck& speed = {});
+
+// The machine's speed check for a CPU run in this process (threads) against `p`'s cluster where
+// it is a calibration with a reference block (exec::SpeedCheckFor); an empty check otherwise.
+exec::SpeedCheck SpeedCheckOf(const ExecuteFlags& flags, const Prepared& p);
+// Times the check's reference block into *seconds; where it cannot (memory), a note and 0, which
+// leaves the check unmeasured. Nothing for an empty check.
+void TimeReferenceBlock(const exec::SpeedCheck& speed, bool quiet, double* seconds);
 
 // The output files an earlier run left in --outputs DIR (o.npy ... dv.npy, nothing else). They
 // are removed when this run starts (exec::ExecuteConfig::on_start: after every check, so an

@@ -121,6 +121,7 @@ Result<std::unique_ptr<planner::PlanAnswer>> Answer(const PlanFlags& flags, int 
     request.topology = std::move(scaled).value();
   }
   NoteHeadDim(request.topology, request.workload.head_dim, flags.quiet);
+  NoteCalibrationSpeed(request.topology, flags.quiet);
   int replayed = 0;  // plans --simulate replays: known once the ranking is
   sim::SimulationTimer::BeforeReplay progress;
   if (!flags.quiet) {

@@ -252,6 +252,7 @@ int RunSimulate(const SimulateFlags& flags) {
   auto topology = PlanTopology(flags.plan, flags.topology, *plan, flags.model, flags.quiet);
   if (!topology.ok()) return ReportError(topology.status());
   NoteHeadDim(*topology, plan->workload.head_dim, flags.quiet);
+  NoteCalibrationSpeed(*topology, flags.quiet);
   auto trace_ranks = TraceRanks(flags.trace_ranks, flags.trace_ranks_given, plan->num_gpus);
   if (!trace_ranks.ok()) return ReportError(trace_ranks.status());
   double wall_s = 0;

@@ -141,6 +141,18 @@ std::string CalibrationRecord::LoadCaveat(double load_now) const {
   return buffer;
 }
 
+std::string CalibrationRecord::SpeedCaveat() const {
+  if (!has_reference() || !(speed_spread > kSpeedSpreadNote)) return "";
+  char buffer[320];
+  std::snprintf(buffer, sizeof buffer,
+                "this machine's speed moved %.1f%% while it was calibrated (a %.3g ms reference "
+                "block timed around each phase): its predictions hold no closer than that; "
+                "`execute` times the block again and shows the prediction at the speed of the "
+                "moment",
+                100 * speed_spread, 1e3 * reference_block_s);
+  return buffer;
+}
+
 Status Topology::SetStepOverheadMs(double ms) {
   if (!(ms >= 0 && ms * 1e3 <= kMaxStepOverheadUs))
     return Status::Invalid("must be in [0, " +
@@ -408,6 +420,37 @@ Status GpuSpec::Validate() const {
   return Status::Ok();
 }
 
+namespace {
+
+// [calibration]'s reference block: a time and its head dim together, or neither; a spread only
+// beside them.
+Status ValidateReference(const CalibrationRecord& c) {
+  const bool time = c.reference_block_s != 0, dim = c.reference_head_dim != 0;
+  if (time && !(std::isfinite(c.reference_block_s) && c.reference_block_s > 0 &&
+                c.reference_block_s <= 1e6)) {
+    return Status::Invalid("calibration.reference_block_us: must be in (0, 1e12] (1e6 s)");
+  }
+  if (dim && (c.reference_head_dim < 1 || c.reference_head_dim > 1024))
+    return Status::Invalid("calibration.reference_head_dim: must be in 1..1024");
+  if (time != dim) {
+    return Status::Invalid(std::string("calibration.") +
+                           (time ? "reference_head_dim" : "reference_block_us") +
+                           ": missing (the reference block's time and head dim go together)");
+  }
+  if (c.speed_spread != -1) {
+    if (!(std::isfinite(c.speed_spread) && c.speed_spread >= 0 && c.speed_spread <= 1e6))
+      return Status::Invalid("calibration.speed_spread: must be in [0, 1e6]");
+    if (!time) {
+      return Status::Invalid(
+          "calibration.speed_spread: needs reference_block_us and reference_head_dim (the spread "
+          "is of the reference block's times)");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status Topology::Validate() const {
   MESHPLAN_RETURN_IF_ERROR(gpu.Validate());
   if (!(framework.step_overhead_s >= 0))
@@ -420,6 +463,7 @@ Status Topology::Validate() const {
     if (calibration.cores < 0 || calibration.cores > 1'000'000)
       return Status::Invalid("calibration.cores: must be in 1..1000000");
   }
+  MESHPLAN_RETURN_IF_ERROR(ValidateReference(calibration));
   if (levels.empty()) return Status::Invalid("level: at least one network level is required");
   double total = 1;
   for (size_t i = 0; i < levels.size(); ++i) {

@@ -256,6 +256,10 @@ inline constexpr double kMaxStepOverheadUs = 1e7;  // 10 s
 
 // The conditions a calibrated file was measured under ([calibration], written by `meshplan
 // calibrate`): a run under other conditions should not expect its prediction to hold.
+// A calibration whose reference block moved more than this while calibrate ran gets a note on
+// every plan made with it: the 5% issue 48 asks of two calibrations of one machine.
+inline constexpr double kSpeedSpreadNote = 0.05;
+
 struct CalibrationRecord {
   double load_average =
       -1;             // the machine's 1-minute load average when calibrate started; < 0: none
@@ -265,8 +269,21 @@ struct CalibrationRecord {
   // The cores other processes used on average while calibrate measured (executor/timing/
   // foreign_load.h); < 0: not recorded.
   double other_processes_cores = -1;
+  // The machine's speed as one small kernel shows it (executor/calibration/calibration.h,
+  // kReferenceBlockTokens): that block's median time over calibrate's phases at head dim
+  // reference_head_dim; `execute` times the block again and scales the prediction by the ratio.
+  // speed_spread: how far the machine's speed moved while its kernels were measured, max / min
+  // - 1 of the kernel rounds' time factors (exec::SummarizeSpeed): drift no fit removes.
+  // 0, 0 and -1: not recorded.
+  double reference_block_s = 0;
+  int64_t reference_head_dim = 0;
+  double speed_spread = -1;
 
   bool recorded() const { return load_average >= 0; }
+  bool has_reference() const { return reference_block_s > 0 && reference_head_dim > 0; }
+  // Where the machine's speed moved more than kSpeedSpreadNote while it was calibrated, why a
+  // prediction on it holds no closer than that ("" otherwise).
+  std::string SpeedCaveat() const;
   // Why a run at `load_now` (the 1-minute load average when it starts) should not trust the
   // prediction: the background load differs from the calibration's by more than
   // max(1, cores / 4) ("" when it does not, or nothing was recorded).

@@ -437,9 +437,10 @@ Status ReadCalibration(const Reader& r, const toml::table& root, CalibrationReco
   if (table == nullptr)
     return r.Fail("calibration", "expected a table ([calibration]), got " + TomlTypeName(**node));
   const std::string p = "calibration";
-  MESHPLAN_RETURN_IF_ERROR(r.CheckKeys(*table, p,
-                                       {"load_average", "cores", "kernel_median_error",
-                                        "kernel_max_error", "other_processes_cores"}));
+  MESHPLAN_RETURN_IF_ERROR(r.CheckKeys(
+      *table, p,
+      {"load_average", "cores", "kernel_median_error", "kernel_max_error", "other_processes_cores",
+       "reference_block_us", "reference_head_dim", "speed_spread"}));
   MESHPLAN_RETURN_IF_ERROR(r.NumberAt(*table, p, "load_average", false, &out->load_average));
   if (table->contains("load_average") && out->load_average < 0)
     return r.Fail("calibration.load_average", "must not be negative");
@@ -452,6 +453,18 @@ Status ReadCalibration(const Reader& r, const toml::table& root, CalibrationReco
       r.NumberAt(*table, p, "other_processes_cores", false, &out->other_processes_cores));
   if (table->contains("other_processes_cores") && out->other_processes_cores < 0)
     return r.Fail("calibration.other_processes_cores", "must not be negative");
+  double reference_us = 0;
+  MESHPLAN_RETURN_IF_ERROR(r.NumberAt(*table, p, "reference_block_us", false, &reference_us));
+  if (table->contains("reference_block_us") && !(reference_us > 0))
+    return r.Fail("calibration.reference_block_us", "must be positive");
+  out->reference_block_s = reference_us * 1e-6;
+  MESHPLAN_RETURN_IF_ERROR(
+      r.IntegerAt(*table, p, "reference_head_dim", false, &out->reference_head_dim));
+  if (table->contains("reference_head_dim") && out->reference_head_dim < 1)
+    return r.Fail("calibration.reference_head_dim", "must be positive");
+  MESHPLAN_RETURN_IF_ERROR(r.NumberAt(*table, p, "speed_spread", false, &out->speed_spread));
+  if (table->contains("speed_spread") && out->speed_spread < 0)
+    return r.Fail("calibration.speed_spread", "must not be negative");
   return Status::Ok();
 }
 
@@ -871,9 +884,11 @@ std::string TopologyToToml(const Topology& t, bool gpu_by_catalog) {
           << "\n";
     }
   }
-  if (t.calibration.recorded()) {
-    out << "\n[calibration]\nload_average = "
-        << FormatNumber(t.calibration.load_average, Identity, 1) << "\n";
+  if (t.calibration.recorded() || t.calibration.has_reference()) {
+    out << "\n[calibration]\n";
+    if (t.calibration.recorded()) {
+      out << "load_average = " << FormatNumber(t.calibration.load_average, Identity, 1) << "\n";
+    }
     if (t.calibration.cores > 0) out << "cores = " << t.calibration.cores << "\n";
     if (t.calibration.kernel_median_error >= 0) {
       out << "kernel_median_error = "
@@ -886,6 +901,14 @@ std::string TopologyToToml(const Topology& t, bool gpu_by_catalog) {
     if (t.calibration.other_processes_cores >= 0) {
       out << "other_processes_cores = "
           << FormatNumber(t.calibration.other_processes_cores, Identity, 1) << "\n";
+    }
+    if (t.calibration.has_reference()) {
+      out << "reference_block_us = "
+          << FormatNumber(t.calibration.reference_block_s, UsToSeconds, 1e-6) << "\n";
+      out << "reference_head_dim = " << t.calibration.reference_head_dim << "\n";
+    }
+    if (t.calibration.speed_spread >= 0) {
+      out << "speed_spread = " << FormatNumber(t.calibration.speed_spread, Identity, 1) << "\n";
     }
   }
   if (t.framework.step_overhead_s != 0) {

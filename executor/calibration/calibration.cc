@@ -84,6 +84,32 @@ double SpreadWorkSeconds(const std::vector<double>& ends_s, const std::vector<do
   return work_s / static_cast<double>(std::min(processors, ranks));
 }
 
+std::vector<double> RoundTimeFactors(const std::vector<std::vector<double>>& rounds_s) {
+  size_t rounds = 0;
+  for (const auto& sample : rounds_s) rounds = std::max(rounds, sample.size());
+  std::vector<double> factors;
+  for (size_t r = 0; r < rounds; ++r) {
+    std::vector<double> ratios;
+    for (const auto& sample : rounds_s) {
+      const double median = Median(sample);
+      if (r < sample.size() && median > 0) ratios.push_back(sample[r] / median);
+    }
+    factors.push_back(Median(ratios));
+  }
+  return factors;
+}
+
+void SummarizeSpeed(const std::vector<double>& reference_s,
+                    const std::vector<double>& round_factors, int64_t head_dim,
+                    CalibrationRecord* record) {
+  if (reference_s.empty()) return;
+  record->reference_block_s = Significant(Median(reference_s), 4);
+  record->reference_head_dim = head_dim;
+  const std::vector<double>& drift = round_factors.empty() ? reference_s : round_factors;
+  const auto [lo, hi] = std::minmax_element(drift.begin(), drift.end());
+  record->speed_spread = *lo > 0 ? std::round((*hi / *lo - 1.0) * 1000) / 1000 : 0;
+}
+
 double PieceMedianResidual(const CalibrationResult& result, BlockPiece piece) {
   std::vector<double> residuals;
   for (const KernelSample& k : result.kernels) {
@@ -346,7 +372,7 @@ Status MeasureSharing(CalibrationTarget& target, const CalibrationSpec& spec,
 // concurrent_kernels.
 Status MeasureKernels(CalibrationTarget& target, const CalibrationSpec& spec,
                       const std::vector<int64_t>& sizes, const CalibrationProgress& progress,
-                      CalibrationResult& out) {
+                      const std::function<Status()>& time_reference, CalibrationResult& out) {
   const double d = static_cast<double>(spec.head_dim);
   std::vector<std::vector<double>> rounds_s;  // per sample, in out.kernels order
   for (int round = 0; round < kCalibrationRounds; ++round) {
@@ -384,6 +410,7 @@ Status MeasureKernels(CalibrationTarget& target, const CalibrationSpec& spec,
         }
       }
     }
+    MESHPLAN_RETURN_IF_ERROR(time_reference());
   }
   // Every rank of the device ran each sample at once, as a run keeps them busy; the model wants
   // the time alone, which sharing stretches by ranks / min(concurrent, ranks). Dividing by that
@@ -394,6 +421,7 @@ Status MeasureKernels(CalibrationTarget& target, const CalibrationSpec& spec,
                          std::min(gpu.concurrent_kernels, static_cast<double>(spec.ranks));
   for (size_t i = 0; i < out.kernels.size(); ++i)
     out.kernels[i].measured_s = Median(rounds_s[i]) / stretch;
+  out.round_time_factors = RoundTimeFactors(rounds_s);
   return Status::Ok();
 }
 
@@ -602,14 +630,30 @@ Result<CalibrationResult> Calibrate(CalibrationTarget& target, const Calibration
                                     const CalibrationProgress& progress) {
   MESHPLAN_RETURN_IF_ERROR(CheckCalibrationSpec(spec));
   CalibrationResult out;
+  const std::function<Status()> time_reference = [&]() -> Status {
+    auto seconds = target.ReferenceBlockSeconds();
+    if (!seconds.ok()) return seconds.status().WithContext("calibrate: the reference block");
+    if (!(*seconds > 0)) return Status::Internal("calibrate: the reference block measured no time");
+    out.reference_block_s.push_back(*seconds);
+    return Status::Ok();
+  };
+  MESHPLAN_RETURN_IF_ERROR(time_reference());
   MESHPLAN_RETURN_IF_ERROR(MeasureSharing(target, spec, progress, out));
+  MESHPLAN_RETURN_IF_ERROR(time_reference());
   const std::vector<int64_t> sizes = CalibrationBlockSizes(spec.quick, spec.ranks);
-  MESHPLAN_RETURN_IF_ERROR(MeasureKernels(target, spec, sizes, progress, out));
+  MESHPLAN_RETURN_IF_ERROR(MeasureKernels(target, spec, sizes, progress, time_reference, out));
   FitKernels(sizes, out);
   MESHPLAN_RETURN_IF_ERROR(MeasureMerges(target, spec, progress, out));
+  MESHPLAN_RETURN_IF_ERROR(time_reference());
   MESHPLAN_ASSIGN_OR_RETURN(auto level, MeasureMessages(target, spec, progress, out));
   MESHPLAN_RETURN_IF_ERROR(DescribeTopology(spec, level, out));
+  // Not right after the messages: on the development VM the block read 30% slow there in 2 of 3
+  // quick calibrations and normal one phase later (the aftermath of their 16 MiB buffers, not
+  // the machine's speed), so the last time is taken after the last phase.
   MESHPLAN_RETURN_IF_ERROR(MeasureHeadDimTerm(target, spec, progress, out));
+  MESHPLAN_RETURN_IF_ERROR(time_reference());
+  SummarizeSpeed(out.reference_block_s, out.round_time_factors, spec.head_dim,
+                 &out.topology.calibration);
   return out;
 }
 

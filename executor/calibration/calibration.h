@@ -53,6 +53,15 @@ int64_t PieceVisiblePairs(BlockPiece piece, int64_t n);
 int64_t PieceCutRows(BlockPiece piece, int64_t n);
 double PieceCutRowsPerPair(BlockPiece piece, int64_t n);
 
+// The machine's speed, as one small kernel shows it: one rank's full forward block of
+// kReferenceBlockTokens tokens with one head, at the calibration's head dim (a few milliseconds;
+// the kernel's steady rate on a CPU). Calibrate times it before its first phase and after each;
+// `execute` times it before and after its runs and scales the prediction by the ratio
+// (CalibrationRecord::reference_block_s; docs/fidelity.md, "The machine's speed"). It is there
+// because the machine itself moves: a 2-core VM's block times drifted 23% in three minutes with
+// nothing else running in it, and five calibrations disagreed by as much.
+inline constexpr int64_t kReferenceBlockTokens = 512;
+
 // What the executor's kernels and transport measure to. Every method returns seconds (a median of
 // repetitions) or an error naming what failed.
 class CalibrationTarget {
@@ -82,6 +91,10 @@ class CalibrationTarget {
   // parallelism never exceeds it: equal kernels time-sliced over these processors cannot all end
   // before ranks / processors alone-times, however the scheduler spreads their ends.
   virtual int Processors() const { return 0; }
+  // The reference block (kReferenceBlockTokens), as KernelSeconds times it.
+  virtual Result<double> ReferenceBlockSeconds() {
+    return KernelSeconds(BlockPiece::kFull, kReferenceBlockTokens, 1, /*backward=*/false, 1);
+  }
   // Whether the target can run kernels at another head dim than the spec's, and one full forward
   // n x n block at `head_dim` (`heads` heads, one rank): for the head-dim term
   // (GpuSpec::pair_overhead_flops). REQUIRES: MeasuresOtherHeadDims().
@@ -172,7 +185,28 @@ struct CalibrationResult {
   // |model / measured - 1| over the kernel samples (and the message samples).
   double kernel_median_residual = 0, kernel_max_residual = 0;
   double message_median_residual = 0, message_max_residual = 0;
+  // The reference block's times, before the first phase and after each (each kernel round
+  // apart): their median is the machine's speed while calibrate ran (SummarizeSpeed).
+  std::vector<double> reference_block_s;
+  // Each kernel round's speed: the median over the samples of the round's time over the
+  // sample's median time (1 for a machine that held still; a round taken 10% slow, 1.1).
+  std::vector<double> round_time_factors;
 };
+
+// Per round, the median over samples of rounds_s[sample][round] / the sample's median over its
+// rounds (RoundTimeFactors; empty without samples).
+std::vector<double> RoundTimeFactors(const std::vector<std::vector<double>>& rounds_s);
+
+// Into `record`: the median of the reference times (4 significant digits) with `head_dim`, and
+// the machine's drift while it was measured, max / min - 1 of the kernel rounds' time factors
+// (3 decimals): how far the rates fitted from the rounds' medians can be from the machine's
+// speed at any one time. Sustained drift, not a stall: a round's factor is a median over every
+// sample of it (hundreds of kernels over seconds), where a single reference time on the
+// development VM read 30-40% slow in one of seven 0.1 s timings. Nothing for no reference times;
+// the spread from the reference times where there are no rounds.
+void SummarizeSpeed(const std::vector<double>& reference_s,
+                    const std::vector<double>& round_factors, int64_t head_dim,
+                    CalibrationRecord* record);
 // Median |model / measured - 1| over the kernel samples of one piece (0 if none).
 double PieceMedianResidual(const CalibrationResult& result, BlockPiece piece);
 

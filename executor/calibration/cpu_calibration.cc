@@ -212,6 +212,14 @@ CpuCalibrationTarget::CpuCalibrationTarget(int64_t head_dim, int64_t heads, bool
   KeepFreedHostMemoryMapped();  // measure with the allocator a host execute runs with
 }
 
+Result<double> CpuCalibrationTarget::ReferenceBlockSeconds() {
+  constexpr int kReferenceReps = 15, kMaxReferenceReps = 200;
+  constexpr double kReferenceSeconds = 0.1;
+  Block block(BlockPiece::kFull, kReferenceBlockTokens, d_, 1);
+  return MedianSeconds([&] { block.Forward(); }, kReferenceReps, kMaxReferenceReps,
+                       kReferenceSeconds);
+}
+
 Result<double> CpuCalibrationTarget::KernelSeconds(BlockPiece piece, int64_t n, int64_t heads,
                                                    bool backward, int ranks) {
   // The block's inputs and outputs, and each rank's scratch: n x n scores for a dense block, and

@@ -28,6 +28,11 @@ class CpuCalibrationTarget : public CalibrationTarget {
   bool CopiesTakeCompute() const override { return true; }
   // The hardware threads (a rank's block kernel runs on one).
   int Processors() const override;
+  // The reference block, the same however quick: the median of at least kReferenceReps runs
+  // and kReferenceSeconds of them, so that a 20 ms stall (seen on the development VM right after
+  // a phase's threads ended: one of 8 reference times 30-40% slow in 7 runs of 2.4 ms) does not
+  // read as the machine's speed.
+  Result<double> ReferenceBlockSeconds() override;
   bool MeasuresOtherHeadDims() const override { return true; }
   Result<double> KernelSecondsAtHeadDim(int64_t head_dim, int64_t n, int64_t heads) override;
 

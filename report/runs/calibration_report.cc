@@ -55,6 +55,14 @@ std::string CalibrationJson(const exec::CalibrationResult& result, const std::st
     j.EndObject();
   }
   j.EndArray();
+  j.Key("reference_block_s");
+  j.BeginArray();
+  for (double t : result.reference_block_s) j.Number(t);
+  j.EndArray();
+  j.Key("round_time_factors");
+  j.BeginArray();
+  for (double f : result.round_time_factors) j.Number(f);
+  j.EndArray();
   j.Key("sharing");
   j.BeginObject();
   j.Key("ranks");

@@ -76,6 +76,59 @@ std::string ThroughputAndMemory(const ExecutionReport& r) {
   return out + "\n";
 }
 
+// "the 512-token reference block (head dim 64) took 5.12 ms before the runs and 5.30 ms after,
+// 4.41 ms when calibrated (where it moved 6.2%): 1.18x the calibration's time"
+std::string SpeedLine(const exec::SpeedCheck& s) {
+  std::string line =
+      "the " + std::to_string(exec::kReferenceBlockTokens) + "-token reference block (head dim " +
+      std::to_string(s.head_dim) + ") took " + FormatSeconds(s.before_s) + " before the runs and " +
+      FormatSeconds(s.after_s) + " after, " + FormatSeconds(s.calibration_s) + " when calibrated";
+  if (s.calibration_spread >= 0)
+    line += " (where it moved " + Fixed(s.calibration_spread * 100, 1) + "%)";
+  return line + ": " + Fixed(s.Ratio(), 3) + "x the calibration's time";
+}
+
+// The machine_speed object (null where not measured).
+void SpeedJson(JsonWriter& j, const ExecutionReport& r) {
+  if (!r.speed.measured()) {
+    j.Raw("null");
+    return;
+  }
+  const exec::SpeedCheck& s = r.speed;
+  j.BeginObject();
+  j.Key("reference_block_tokens");
+  j.Int(exec::kReferenceBlockTokens);
+  j.Key("head_dim");
+  j.Int(s.head_dim);
+  j.Key("calibration_s");
+  j.Number(s.calibration_s);
+  j.Key("calibration_spread");
+  if (s.calibration_spread >= 0) {
+    j.Number(s.calibration_spread);
+  } else {
+    j.Raw("null");
+  }
+  j.Key("before_s");
+  j.Number(s.before_s);
+  j.Key("after_s");
+  j.Number(s.after_s);
+  j.Key("ratio");
+  j.Number(s.Ratio());
+  j.Key("predicted_at_speed_s");
+  if (r.have_prediction) {
+    j.Number(r.predicted.run_s * s.Ratio());
+  } else {
+    j.Raw("null");
+  }
+  j.Key("error_at_speed_pct");
+  if (r.have_prediction) {
+    j.Number(exec::ErrorPercent(MeasuredTime(r), r.predicted.run_s * s.Ratio()));
+  } else {
+    j.Raw("null");
+  }
+  j.EndObject();
+}
+
 }  // namespace
 
 double TflopsPerRank(const ExecutionReport& r) {
@@ -111,6 +164,7 @@ std::string RenderExecutionTable(const ExecutionReport& r) {
            FormatSeconds(r.measured.run_s) + "\n";
   }
   if (!r.disturbance.empty()) out += "disturbed: " + r.disturbance + "\n";
+  if (r.speed.measured()) out += "speed:     " + SpeedLine(r.speed) + "\n";
   out += ThroughputAndMemory(r);
   out += "per rank over " + std::to_string(r.ranks) + " ranks (measured" +
          (n > 1 ? ", the median run" : "") + "):\n";
@@ -142,15 +196,22 @@ std::string RenderExecutionTable(const ExecutionReport& r) {
     };
     std::vector<std::string> header = {"", "predicted", "measured"};
     if (r.compare_times) header.push_back("error vs predicted");
-    out += Columns(
-        {header,
-         pair(n > 1 ? "time (median of " + std::to_string(n) + ")" : "time", p.run_s, measured),
-         pair("compute (mean)", p.compute.mean, m.compute.mean),
-         pair("exposed comm (mean)", p.exposed.mean, m.exposed.mean),
-         pair("idle (mean)", p.idle.mean, m.idle.mean),
-         {"exposed comm / time", pct(p.exposed.mean, p.run_s), pct(m.exposed.mean, m.run_s)},
-         {"compute / time", pct(p.compute.mean, p.run_s), pct(m.compute.mean, m.run_s)}},
-        "  ");
+    std::vector<std::vector<std::string>> rows = {
+        header,
+        pair(n > 1 ? "time (median of " + std::to_string(n) + ")" : "time", p.run_s, measured)};
+    // The prediction at the machine's speed of the moment (SpeedCheck): the error the model
+    // makes, without the machine's drift since it was calibrated.
+    if (r.speed.measured()) {
+      rows.push_back(pair("time at this speed (x" + Fixed(r.speed.Ratio(), 3) + ")",
+                          p.run_s * r.speed.Ratio(), measured));
+    }
+    rows.push_back(pair("compute (mean)", p.compute.mean, m.compute.mean));
+    rows.push_back(pair("exposed comm (mean)", p.exposed.mean, m.exposed.mean));
+    rows.push_back(pair("idle (mean)", p.idle.mean, m.idle.mean));
+    rows.push_back(
+        {"exposed comm / time", pct(p.exposed.mean, p.run_s), pct(m.exposed.mean, m.run_s)});
+    rows.push_back({"compute / time", pct(p.compute.mean, p.run_s), pct(m.compute.mean, m.run_s)});
+    out += Columns(rows, "  ");
     // A topology whose ranks share devices describes a machine like this one (meshplan calibrate
     // writes one): its times are meant to be compared, but only warm runs, as the prediction is a
     // steady-state step (docs/fidelity.md: a first run was 20-25% slower).
@@ -347,6 +408,8 @@ std::string RenderExecutionJson(const ExecutionReport& r) {
   } else {
     j.String(r.disturbance);
   }
+  j.Key("machine_speed");
+  SpeedJson(j, r);
   j.Key("topology");
   j.String(r.topology.name);
   if (r.checked) {
@@ -412,6 +475,12 @@ std::string ExecutionCsv(const ExecutionReport& r, bool with_header) {
   c.AddNumber("error_pct", error ? *error : absent);
   c.Add("times_comparable", r.compare_times ? "true" : "false");
   c.AddNumber("other_processes_cores", r.runs.foreign_cores >= 0 ? r.runs.foreign_cores : absent);
+  // The prediction at the machine's speed of the moment (empty where not measured).
+  const bool at_speed = r.speed.measured() && r.have_prediction;
+  c.AddNumber("speed_ratio", r.speed.measured() ? r.speed.Ratio() : absent);
+  c.AddNumber(
+      "error_at_speed_pct",
+      at_speed ? exec::ErrorPercent(MeasuredTime(r), r.predicted.run_s * r.speed.Ratio()) : absent);
   c.AddNumber("tflops_per_rank", TflopsPerRank(r));
   c.AddInt("process_peak_rss_bytes", std::llround(r.process_peak_rss_bytes));
   // Empty where not known here (the other processes of an MPI job).

@@ -10,6 +10,7 @@
 
 #include "core/cluster/topology.h"
 #include "core/plan/plan.h"
+#include "executor/calibration/speed_check.h"
 #include "executor/output_check.h"
 #include "executor/timing/repeat.h"
 #include "executor/timing/timeline.h"
@@ -46,6 +47,10 @@ struct ExecutionReport {
   // then compare_times is false unless --errors asks for the errors.
   std::string disturbance;
   std::string prediction_error;  // why there is no prediction
+  // The machine's speed before and after the timed runs against its calibration's (CPU ranks on
+  // a calibrated cluster with a reference block); where measured, the table adds the prediction
+  // scaled by SpeedCheck::Ratio and its error, and JSON and CSV carry both.
+  exec::SpeedCheck speed;
   // Throughput and memory, the benchmark's figures: the run's FLOPs by LongCA's count
   // (core/cost/attention_flops.h), over the ranks and the measured (median) time, is TFLOP/s per
   // rank; the process's peak resident set before any check, and per rank the most memory its engine

@@ -103,8 +103,47 @@ std::string LevelsText(const Topology& t) {
   return out;
 }
 
+// What calibrate recorded of the conditions it measured under, one line ("" for a file it did
+// not write).
+std::string CalibrationText(const CalibrationRecord& c) {
+  if (!c.recorded() && !c.has_reference()) return "";
+  char buffer[256];
+  std::string out = "\ncalibrated: ";
+  std::string sep;
+  if (c.recorded()) {
+    std::snprintf(buffer, sizeof buffer, "load %.2f", c.load_average);
+    out += buffer;
+    if (c.cores > 0) out += " on " + std::to_string(c.cores) + " cores";
+    sep = ", ";
+  }
+  if (c.other_processes_cores >= 0) {
+    std::snprintf(buffer, sizeof buffer, "%sother processes %.2f cores", sep.c_str(),
+                  c.other_processes_cores);
+    out += buffer;
+    sep = ", ";
+  }
+  if (c.kernel_median_error >= 0) {
+    std::snprintf(buffer, sizeof buffer, "%skernel fit %.1f%% median, %.1f%% max", sep.c_str(),
+                  100 * c.kernel_median_error, 100 * c.kernel_max_error);
+    out += buffer;
+    sep = ", ";
+  }
+  if (c.has_reference()) {
+    std::snprintf(buffer, sizeof buffer, "%sreference block %.3g ms (d = %lld)", sep.c_str(),
+                  1e3 * c.reference_block_s, static_cast<long long>(c.reference_head_dim));
+    out += buffer;
+    if (c.speed_spread >= 0) {
+      std::snprintf(buffer, sizeof buffer, ", moving %.1f%% meanwhile", 100 * c.speed_spread);
+      out += buffer;
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
-std::string TopologyText(const Topology& t) { return GpuText(t) + LevelsText(t); }
+std::string TopologyText(const Topology& t) {
+  return GpuText(t) + CalibrationText(t.calibration) + LevelsText(t);
+}
 
 }  // namespace meshplan::report

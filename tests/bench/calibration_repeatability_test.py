@@ -26,6 +26,20 @@ class SpreadTest(unittest.TestCase):
         self.assertEqual(spreads[0][2], [1.0, 1.1, 0.9])
         self.assertEqual(rep.spreads_of([]), [])
 
+    def test_one_speed_scales_each_calibration_by_its_reference(self):
+        a = ("full fwd", "ring", "zigzag")
+        # References 4, 5 and 6 ms: median 5. The first calibration timed the block 20% fast
+        # (4 against 5) and predicted 0.8 s: at the median speed 0.8 x 5 / 4 = 1.0 s; the third
+        # 1.2 x 5 / 6 = 1.0 s. The drift gone, the spread is 0.
+        preds = [{a: 0.8}, {a: 1.0}, {a: 1.2}]
+        steady = rep.at_one_speed(preds, [4000, 5000, 6000])
+        self.assertAlmostEqual(steady[0][a], 1.0)
+        self.assertAlmostEqual(steady[2][a], 1.0)
+        self.assertAlmostEqual(rep.spreads_of(steady)[0][0], 0.0)
+        self.assertAlmostEqual(rep.spreads_of(preds)[0][0], 1.2 / 0.8 - 1)  # 50% before
+        # A calibration without a reference (an older file): nothing scaled.
+        self.assertIs(rep.at_one_speed(preds, [4000, None, 6000]), preds)
+
     def test_fitted_reads_the_values_that_move(self):
         text = """name = "machine"
 [gpu]
@@ -40,6 +54,9 @@ sharing = "processor"
 sharing_end_lag_us = 500
 [calibration]
 other_processes_cores = 0.25
+reference_block_us = 4410
+reference_head_dim = 64
+speed_spread = 0.062
 [[level]]
 name = "shm"
 kind = "switch"
@@ -59,6 +76,7 @@ latency_us = 3
         self.assertIsNone(got["lag_fraction"])
         self.assertEqual((got["msg_us"], got["msg_GBps"]), (3, 5.5))
         self.assertEqual(got["other_cores"], 0.25)
+        self.assertEqual((got["reference_us"], got["speed_spread"]), (4410, 0.062))
 
 
 if __name__ == "__main__":

@@ -144,6 +144,10 @@ TEST_F(CalibrateCli, SmokeCalibratedMachinePredictsAnExecute) {
     EXPECT_EQ(topo->num_gpus(), 2);
     EXPECT_EQ(topo->gpu.ranks_per_device, 2);
     EXPECT_TRUE(topo->gpu.copies_take_compute);  // the threads transport copies on the cores
+    // The machine's speed: the reference block at the calibration's head dim, and its spread.
+    EXPECT_GT(topo->calibration.reference_block_s, 0);
+    EXPECT_EQ(topo->calibration.reference_head_dim, 64);
+    EXPECT_GE(topo->calibration.speed_spread, 0);
     r = Run("plan -t " + machine.string() +
             " --seq 4K --heads 4 --kv-heads 4 --head-dim 64 --dtype fp32 --mask causal --pass fwd "
             "--schemes ring"
@@ -184,6 +188,47 @@ TEST_F(CalibrateCli, SmokeCalibratedMachinePredictsAnExecute) {
               predicted, ratio);
   EXPECT_GT(ratio, 1 / 1.7) << "measured " << measured << " s, predicted " << predicted << " s";
   EXPECT_LT(ratio, 1.7) << "measured " << measured << " s, predicted " << predicted << " s";
+}
+
+// A cluster file with calibrate's reference block (written here by hand onto a shipped file):
+// `execute` on CPU threads times the block before and after its runs and reports the machine's
+// speed beside the prediction; `plan` says when the block moved more than 5% while calibrating.
+TEST_F(CalibrateCli, TheReferenceBlockIsTimedAroundAnExecuteAndNotedOnPlans) {
+  const fs::path machine = dir_ / "machine.toml", plan = dir_ / "plan.toml";
+  auto write_machine = [&](double spread) {
+    std::ifstream shipped(std::string(MESHPLAN_SOURCE_DIR) + "/topologies/dgx-h100-4gpu.toml");
+    std::stringstream text;
+    text << shipped.rdbuf();
+    std::ofstream(machine) << text.str()
+                           << "\n[calibration]\nreference_block_us = 1000\nreference_head_dim = "
+                              "32\nspeed_spread = "
+                           << spread << "\n";
+  };
+  write_machine(0.2);
+  Ran r = Run("plan -t " + machine.string() +
+              " --seq 1K --heads 4 --kv-heads 4 --head-dim 32 --dtype fp32 --schemes ring --out " +
+              plan.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("machine.toml: this machine's speed moved 20.0% while it was calibrated"),
+            std::string::npos)
+      << r.err;
+  r = Run("execute " + plan.string() + " -t " + machine.string() + " -q --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"machine_speed\":{\"reference_block_tokens\":512,\"head_dim\":32,"
+                       "\"calibration_s\":0.001,\"calibration_spread\":0.2,\"before_s\":"),
+            std::string::npos)
+      << r.out;
+  r = Run("execute " + plan.string() + " -t " + machine.string() + " -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\nspeed:     the 512-token reference block (head dim 32) took "),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("  time at this speed (x"), std::string::npos) << r.out;
+  // Moved 1%: no note.
+  write_machine(0.01);
+  r = Run("plan -t " + machine.string() + " --seq 1K --heads 4 --kv-heads 4 --head-dim 32");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find("speed moved"), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -695,6 +695,67 @@ TEST(CalibrationRecordTest, TheTableReadsAndWritesBack) {
               {"unknown key 'calibration.load'"});
 }
 
+TEST(CalibrationRecordTest, TheReferenceBlockReadsAndWritesBack) {
+  // 4410 us is 4.41e-3 s; the spread is kept as written.
+  const std::string text = std::string(kBase) +
+                           "\n[calibration]\nload_average = 0.5\nreference_block_us = 4410\n"
+                           "reference_head_dim = 64\nspeed_spread = 0.062\n";
+  auto topo = ParseTopologyToml(text, "t.toml");
+  ASSERT_TRUE(topo.ok()) << topo.status().message();
+  EXPECT_DOUBLE_EQ(topo->calibration.reference_block_s, 4.41e-3);
+  EXPECT_EQ(topo->calibration.reference_head_dim, 64);
+  EXPECT_DOUBLE_EQ(topo->calibration.speed_spread, 0.062);
+  const std::string written = TopologyToToml(*topo);
+  EXPECT_NE(written.find("reference_block_us = 4410\nreference_head_dim = 64\nspeed_spread = "
+                         "0.062\n"),
+            std::string::npos)
+      << written;
+  auto again = ParseTopologyToml(written, "again.toml");
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(TopologyToToml(*again), written);
+  // Without a load average (calibrate could not read one) the reference is still written.
+  Topology no_load = *topo;
+  no_load.calibration.load_average = -1;
+  const std::string reference_only = TopologyToToml(no_load);
+  EXPECT_EQ(reference_only.find("load_average"), std::string::npos) << reference_only;
+  auto back = ParseTopologyToml(reference_only, "r.toml");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_DOUBLE_EQ(back->calibration.reference_block_s, 4.41e-3);
+}
+
+TEST(CalibrationRecordTest, ASpeedThatMovedMoreThanFivePercentGetsACaveat) {
+  CalibrationRecord c;
+  c.reference_block_s = 4.41e-3;
+  c.reference_head_dim = 64;
+  c.speed_spread = 0.05;  // kSpeedSpreadNote itself: no note
+  EXPECT_EQ(c.SpeedCaveat(), "");
+  c.speed_spread = 0.062;
+  EXPECT_NE(c.SpeedCaveat().find("moved 6.2% while it was calibrated (a 4.41 ms reference block"),
+            std::string::npos)
+      << c.SpeedCaveat();
+  c.reference_block_s = 0;  // no reference: nothing to say
+  c.reference_head_dim = 0;
+  EXPECT_EQ(c.SpeedCaveat(), "");
+}
+
+TEST(CalibrationRecordTest, TheReferenceBlockIsRefusedIncomplete) {
+  const std::string base = std::string(kBase) + "\n[calibration]\n";
+  ExpectError(base + "reference_block_us = 4410\n",
+              {"calibration.reference_head_dim: missing (the reference block's time and head dim "
+               "go together)"});
+  ExpectError(base + "reference_head_dim = 64\n", {"calibration.reference_block_us: missing"});
+  ExpectError(base + "reference_block_us = 0\nreference_head_dim = 64\n",
+              {"calibration.reference_block_us: must be positive"});
+  ExpectError(base + "reference_block_us = 10\nreference_head_dim = 0\n",
+              {"calibration.reference_head_dim: must be positive"});
+  ExpectError(base + "reference_block_us = 10\nreference_head_dim = 2048\n",
+              {"calibration.reference_head_dim: must be in 1..1024"});
+  ExpectError(base + "speed_spread = 0.1\n",
+              {"calibration.speed_spread: needs reference_block_us"});
+  ExpectError(base + "reference_block_us = 10\nreference_head_dim = 8\nspeed_spread = -0.1\n",
+              {"calibration.speed_spread: must not be negative"});
+}
+
 // Issue 32: a file written by hand with several key mistakes gets them all in one message, in
 // the order root, [gpu], each [[level]] (keys of a table in sorted order, then its missing ones);
 // a required key a misspelling already points at is not listed again as missing.

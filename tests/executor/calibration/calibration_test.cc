@@ -210,6 +210,97 @@ TEST(Calibrate, RecoversInjectedRatesUnderProcessorSharing) {
   }
 }
 
+// KnownTarget whose reference block takes scripted times, one per call, and whose kernels run
+// `slow_round_factor` times slower while the reference has been timed `slow_after_calls` times:
+// a machine whose speed moves while calibrate runs.
+class DriftingTarget : public KnownTarget {
+ public:
+  DriftingTarget(const Truth& t, int64_t d, int64_t heads, std::vector<double> reference_s)
+      : KnownTarget(t, d, heads), reference_s_(std::move(reference_s)) {}
+  Result<double> ReferenceBlockSeconds() override {
+    if (calls_ >= reference_s_.size()) return Status::Io("more reference blocks than scripted");
+    return reference_s_[calls_++];
+  }
+  Result<double> KernelSeconds(BlockPiece piece, int64_t n, int64_t heads, bool backward,
+                               int ranks) override {
+    MESHPLAN_ASSIGN_OR_RETURN(auto t, KnownTarget::KernelSeconds(piece, n, heads, backward, ranks));
+    return calls_ == slow_after_calls ? t * slow_round_factor : t;
+  }
+  size_t calls_ = 0;
+  size_t slow_after_calls = 0;
+  double slow_round_factor = 1;
+
+ private:
+  std::vector<double> reference_s_;
+};
+
+TEST(Calibrate, TimesTheReferenceBlockAroundEveryPhaseAndRecordsTheDrift) {
+  // Two ranks: the block before the sharing phase, after it, after each of the
+  // kCalibrationRounds = 3 kernel rounds, after the merges and after the last phase: 7 times.
+  // Scripted 1.0, 1.1, 1.2, 0.9, 1.0, 1.05, 1.3 ms: sorted 0.9, 1.0, 1.0, 1.05, 1.1, 1.2, 1.3,
+  // median 1.05 ms. The second kernel round runs while the reference has been timed 3 times
+  // (twice before the kernels, once after round 1), 10% slow: each sample's rounds are t, 1.1 t,
+  // t, median t, so the round factors are 1, 1.1, 1 and the drift 1.1 / 1 - 1 = 0.1; the fit,
+  // from the medians, is the truth's.
+  const Truth truth = MakeTruth(true);
+  DriftingTarget target(truth, 64, 2, {1.0e-3, 1.1e-3, 1.2e-3, 0.9e-3, 1.0e-3, 1.05e-3, 1.3e-3});
+  target.slow_after_calls = 3;
+  target.slow_round_factor = 1.1;
+  auto r = Calibrate(target, Spec(2, true));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(target.calls_, 7u);
+  EXPECT_EQ(r->reference_block_s.size(), 7u);
+  ASSERT_EQ(r->round_time_factors.size(), 3u);
+  EXPECT_DOUBLE_EQ(r->round_time_factors[0], 1.0);
+  EXPECT_NEAR(r->round_time_factors[1], 1.1, 1e-12);
+  EXPECT_DOUBLE_EQ(r->round_time_factors[2], 1.0);
+  const CalibrationRecord& c = r->topology.calibration;
+  EXPECT_DOUBLE_EQ(c.reference_block_s, 1.05e-3);
+  EXPECT_EQ(c.reference_head_dim, 64);
+  EXPECT_DOUBLE_EQ(c.speed_spread, 0.1);
+  EXPECT_TRUE(c.has_reference());
+  ExpectRelative(r->topology.gpu.PeakFlopsPerSecond(DType::kFp32), truth.peak_flops, 1e-3,
+                 "peak, the slow round outvoted");
+  // The reference's failure is the calibration's, named.
+  DriftingTarget short_script(truth, 64, 2, {1e-3, 1e-3});
+  auto failed = Calibrate(short_script, Spec(2, true));
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.status().message().find("calibrate: the reference block"), std::string::npos)
+      << failed.status().message();
+}
+
+TEST(RoundTimeFactors, EachRoundsMedianRatioToItsSamplesMedians) {
+  // Samples (rounds): (1, 2, 1) median 1 -> ratios 1, 2, 1; (2, 2, 3) median 2 -> 1, 1, 1.5;
+  // (4, 5, 4) median 4 -> 1, 1.25, 1. Per round the median of the three ratios: round 0 median(1,
+  // 1, 1) = 1, round 1 median(2, 1, 1.25) = 1.25, round 2 median(1, 1.5, 1) = 1.
+  const std::vector<double> f = RoundTimeFactors({{1, 2, 1}, {2, 2, 3}, {4, 5, 4}});
+  ASSERT_EQ(f.size(), 3u);
+  EXPECT_DOUBLE_EQ(f[0], 1.0);
+  EXPECT_DOUBLE_EQ(f[1], 1.25);
+  EXPECT_DOUBLE_EQ(f[2], 1.0);
+  EXPECT_TRUE(RoundTimeFactors({}).empty());
+}
+
+TEST(SummarizeSpeed, MedianReferenceAndRoundDriftRoundedAsTheFileKeepsThem) {
+  // Reference 2.00004, 3 and 2.5 ms: median 2.5 ms. Rounds 0.98, 1.0 and 1.0312: drift
+  // 1.0312 / 0.98 - 1 = 0.05224... -> 0.052.
+  CalibrationRecord c;
+  SummarizeSpeed({2.00004e-3, 3e-3, 2.5e-3}, {0.98, 1.0, 1.0312}, 128, &c);
+  EXPECT_DOUBLE_EQ(c.reference_block_s, 2.5e-3);
+  EXPECT_EQ(c.reference_head_dim, 128);
+  EXPECT_DOUBLE_EQ(c.speed_spread, 0.052);
+  // 4 significant digits: 1.23456 ms -> 1.235 ms. No rounds: the drift of the reference times,
+  // 1.3 / 1.23456 - 1 = 0.05300... -> 0.053.
+  CalibrationRecord one;
+  SummarizeSpeed({1.23456e-3, 1.3e-3}, {}, 32, &one);
+  EXPECT_DOUBLE_EQ(one.reference_block_s, 1.267e-3);  // the median, (1.23456 + 1.3) / 2
+  EXPECT_DOUBLE_EQ(one.speed_spread, 0.053);
+  CalibrationRecord none;
+  SummarizeSpeed({}, {1.0}, 32, &none);
+  EXPECT_FALSE(none.has_reference());
+  EXPECT_EQ(none.speed_spread, -1);
+}
+
 TEST(Calibrate, TellsSerialFromProcessorSharing) {
   Truth truth = MakeTruth(true);
   truth.sharing = DeviceSharing::kSerial;

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <string>
 
+#include "tests/tools/json_reader.h"
+
 namespace meshplan::report {
 namespace {
 
@@ -176,6 +178,68 @@ TEST(ExecutionReport, CsvIsOneRowUnderAHeader) {
   EXPECT_EQ(CsvValue(repeated, "runs"), "3");
   EXPECT_EQ(CsvValue(repeated, "min_s"), "0.002");
   EXPECT_EQ(CsvValue(repeated, "max_s"), "0.008");
+}
+
+// The machine's speed check: the reference block took 1.1 and 1.3 ms around the runs against
+// 1.0 ms when calibrated, a ratio of (1.1 + 1.3) / 2 / 1.0 = 1.2. The prediction of 2 ms at that
+// speed is 2.4 ms, and the measured 4 ms is (4 - 2.4) / 2.4 = +66.7% over it.
+ExecutionReport WithSpeed() {
+  ExecutionReport r = TwoRanks();
+  r.speed.calibration_s = 1e-3;
+  r.speed.calibration_spread = 0.05;
+  r.speed.head_dim = 64;
+  r.speed.before_s = 1.1e-3;
+  r.speed.after_s = 1.3e-3;
+  return r;
+}
+
+TEST(ExecutionReport, TheMachinesSpeedScalesThePredictionInItsOwnRow) {
+  const std::string t = RenderExecutionTable(WithSpeed());
+  EXPECT_TRUE(Has(t,
+                  "speed:     the 512-token reference block (head dim 64) took 1.10 ms before the "
+                  "runs and 1.30 ms after, 1.00 ms when calibrated (where it moved 5.0%): "
+                  "1.200x the calibration's time\n"))
+      << t;
+  EXPECT_TRUE(Has(t, "  time                         2.00 ms    4.00 ms   +100.0%\n")) << t;
+  EXPECT_TRUE(Has(t, "  time at this speed (x1.200)  2.40 ms    4.00 ms   +66.7%\n")) << t;
+  // Without the check, neither line.
+  const std::string plain = RenderExecutionTable(TwoRanks());
+  EXPECT_FALSE(Has(plain, "speed:")) << plain;
+  EXPECT_FALSE(Has(plain, "at this speed")) << plain;
+  // Measured only on one side (the block failed after the runs): no line either.
+  ExecutionReport half = WithSpeed();
+  half.speed.after_s = 0;
+  EXPECT_FALSE(Has(RenderExecutionTable(half), "at this speed"));
+}
+
+TEST(ExecutionReport, TheMachinesSpeedInJsonAndCsv) {
+  const std::string text = RenderExecutionJson(WithSpeed());
+  testing::Json j;
+  ASSERT_TRUE(testing::Json::Parse(text, &j)) << text;
+  const testing::Json* s = j.Find("machine_speed");
+  ASSERT_NE(s, nullptr) << text;
+  ASSERT_EQ(s->kind, testing::Json::kObject) << text;
+  auto number = [&](const char* key) {
+    const testing::Json* v = s->Find(key);
+    EXPECT_NE(v, nullptr) << key;
+    return v == nullptr ? -1.0 : v->number;
+  };
+  EXPECT_EQ(number("reference_block_tokens"), 512);
+  EXPECT_EQ(number("head_dim"), 64);
+  EXPECT_DOUBLE_EQ(number("calibration_s"), 1e-3);
+  EXPECT_DOUBLE_EQ(number("calibration_spread"), 0.05);
+  EXPECT_DOUBLE_EQ(number("before_s"), 1.1e-3);
+  EXPECT_DOUBLE_EQ(number("after_s"), 1.3e-3);
+  EXPECT_DOUBLE_EQ(number("ratio"), 1.2);
+  EXPECT_DOUBLE_EQ(number("predicted_at_speed_s"), 2.4e-3);
+  EXPECT_NEAR(number("error_at_speed_pct"), 100.0 * (4 - 2.4) / 2.4, 1e-9);
+  EXPECT_TRUE(Has(RenderExecutionJson(TwoRanks()), "\"machine_speed\":null"));
+  const std::string csv = ExecutionCsv(WithSpeed(), true);
+  EXPECT_DOUBLE_EQ(std::stod(CsvValue(csv, "speed_ratio")), 1.2);
+  EXPECT_NEAR(std::stod(CsvValue(csv, "error_at_speed_pct")), 100.0 * (4 - 2.4) / 2.4, 1e-9);
+  const std::string none = ExecutionCsv(TwoRanks(), true);
+  EXPECT_EQ(CsvValue(none, "speed_ratio"), "");
+  EXPECT_EQ(CsvValue(none, "error_at_speed_pct"), "");
 }
 
 }  // namespace
