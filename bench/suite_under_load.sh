@@ -9,13 +9,9 @@ cd "$(dirname "$0")/.."
 runs="${1:-10}"
 load="${2:-4}"
 build_dir="${3:-build}"
-pids=()
-stop() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; }
-trap stop EXIT
-for _ in $(seq "$load"); do
-  (while :; do :; done) &
-  pids+=("$!")
-done
+# shellcheck source=tools/busy-loops.sh
+source tools/busy-loops.sh
+start_busy_loops "$load"
 log=$(mktemp)
 green=0
 echo "suite-under-load: $runs runs of tools/test.sh with $load busy loops on $(nproc) cores"

@@ -8,12 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir="${1:-build}"
 load="${2:-4}"
-pids=()
-stop() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; }
-trap stop EXIT
-for _ in $(seq "$load"); do
-  (while :; do :; done) &
-  pids+=("$!")
-done
+# shellcheck source=tools/busy-loops.sh
+source tools/busy-loops.sh
+start_busy_loops "$load"
 echo "test-under-load: $load busy loops beside the timing tests"
 ctest --test-dir "$build_dir" --output-on-failure -R '^(CalibrateSmoke|EngineCalibration\.)'
