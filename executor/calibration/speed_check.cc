@@ -25,7 +25,8 @@ SpeedCheck SpeedCheckFor(const CalibrationRecord& record) {
 }
 
 Result<double> CpuReferenceBlockSeconds(int64_t head_dim) {
-  // Not quick: the same repetitions as calibrate's, so the two times are one measurement's.
+  // ReferenceBlockSeconds times the block the same way whatever `quick` says, so this time and
+  // calibrate's are one measurement's.
   CpuCalibrationTarget target(head_dim, 1, /*quick=*/false);
   return target.ReferenceBlockSeconds();
 }
