@@ -19,8 +19,12 @@ spread is of the predictions brought to one speed, each scaled by the median ref
 its own: what `execute` compares when it times the block again around its runs. Where the machine
 itself drifted between calibrations, the first spread has it and the second does not.
 
+With --draws N each calibration is `calibrate --draws N`: the median of N calibrations, each in a
+process of its own, with the range their own predictions took (`[calibration] draw_range`),
+printed beside it.
+
 Usage: python3 bench/calibration_repeatability.py [--ranks 3,4] [--head-dims 32,128]
-       [--calibrations 5] [--quick] [--out DIR] [--meshplan PATH]
+       [--calibrations 5] [--draws N] [--quick] [--out DIR] [--meshplan PATH]
 Writes DIR/cal-P-dD-I.toml and DIR/repeatability.md. Needs a quiet machine: every calibration
 says how busy it found it.
 """
@@ -67,6 +71,7 @@ def fitted(path):
         "other_cores": cal.get("other_processes_cores"),
         "reference_us": cal.get("reference_block_us"),
         "speed_spread": cal.get("speed_spread"),
+        "draw_range": cal.get("draw_range"),
     }
 
 
@@ -116,14 +121,15 @@ def main():
     ap.add_argument("--head-dims", default="32,128")
     ap.add_argument("--calibrations", type=int, default=5)
     ap.add_argument("--quick", action="store_true", help="calibrate --quick")
+    ap.add_argument("--draws", type=int, default=1, help="calibrate --draws N")
     ap.add_argument("--out", default="repeatability-out")
     ap.add_argument("--target", type=float, default=0.05, help="largest spread allowed")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     lines = ["| P | d | calibration | s | peak | eff (first, last) | bwd | merges GB/s | "
              "concurrent | lag us + fraction | messages us, GB/s | other cores | reference us "
-             "(moved) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "(moved) | draw range |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     summary = []
     worst_overall = 0.0
     for ranks in [int(x) for x in args.ranks.split(",")]:
@@ -136,6 +142,8 @@ def main():
                        str(head_dim), "-o", path, "-q", "--force"]
                 if args.quick:
                     cmd.append("--quick")
+                if args.draws > 1:
+                    cmd += ["--draws", str(args.draws)]
                 start = time.monotonic()
                 run(cmd)
                 wall = time.monotonic() - start
@@ -145,7 +153,8 @@ def main():
                     f"{f['eff_first']}, {f['eff_last']} | {f['backward_ratio']} | {f['hbm_GBps']} | "
                     f"{f['concurrent']} {f['sharing']} | {f['lag_us']} + {f['lag_fraction']} | "
                     f"{f['msg_us']}, {f['msg_GBps']} | {f['other_cores']} | "
-                    f"{f['reference_us']} ({f['speed_spread']}) |")
+                    f"{f['reference_us']} ({f['speed_spread']}) | "
+                    f"{'-'.join(str(x) for x in f['draw_range']) if f['draw_range'] else '-'} |")
                 preds.append(predictions(args.meshplan, path, ranks, head_dim))
                 references.append(f["reference_us"])
                 print(lines[-1], flush=True)
@@ -167,6 +176,7 @@ def main():
     text = ("# Calibration repeatability\n\n"
             f"`python3 bench/calibration_repeatability.py --ranks {args.ranks} --head-dims "
             f"{args.head_dims} --calibrations {args.calibrations}"
+            f"{' --draws ' + str(args.draws) if args.draws > 1 else ''}"
             f"{' --quick' if args.quick else ''}`\n\n"
             "## What each calibration fitted\n\n" + "\n".join(lines) +
             "\n\n## Spread of the predictions (max / min - 1 over the calibrations)\n\n"

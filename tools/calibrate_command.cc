@@ -11,10 +11,12 @@
 #include <string>
 #include <thread>
 
+#include "capacity/draw_range.h"
 #include "core/base/atomic_file.h"
 #include "core/base/units.h"
 #include "core/cluster/topology_toml.h"
 #include "executor/calibration/calibration.h"
+#include "executor/calibration/calibration_draws.h"
 #include "executor/calibration/cpu_calibration.h"
 #include "executor/calibration/engine_calibration.h"
 #include "executor/timing/foreign_load.h"
@@ -25,6 +27,7 @@
 #include "tools/commands.h"
 #include "tools/execute_run.h"
 #include "tools/progress_bar.h"
+#include "tools/self_command.h"
 
 namespace meshplan::tools {
 namespace {
@@ -42,6 +45,7 @@ struct CalibrateFlags {
   std::string out;
   std::string name = "machine";
   std::string format = "toml";  // toml: the topology file; json: it with the fit and samples
+  int draws = 1;                // calibrations combined, each in a process of its own
 };
 
 // Virtual ranks a GPU is calibrated for without --ranks (the device checks' plans use 8).
@@ -76,6 +80,10 @@ Status CheckFlags(const CalibrateFlags& f) {
     return Status::Invalid("--backend: expected cpu or cuda, got '" + f.backend + "'");
   }
   if (f.name.empty()) return Status::Invalid("--name: must not be empty");
+  if (f.draws < 1 || f.draws > kMaxCalibrationDraws) {
+    return Status::Invalid("--draws: must be in 1.." + std::to_string(kMaxCalibrationDraws) +
+                           ", got " + std::to_string(f.draws));
+  }
   return CheckFormat(f.format, {"toml", "json"});
 }
 
@@ -240,6 +248,107 @@ std::string CalibrationText(const CalibrateFlags& f, exec::CalibrationResult& re
   return text;
 }
 
+// The arguments of one draw's child process: this calibration's, as one calibration in TOML on
+// stdout.
+std::vector<std::string> DrawArguments(const CalibrateFlags& f, const exec::CalibrationSpec& spec) {
+  std::vector<std::string> args = {"calibrate",
+                                   "--backend",
+                                   f.backend,
+                                   "--ranks",
+                                   std::to_string(spec.ranks),
+                                   "--head-dim",
+                                   std::to_string(spec.head_dim),
+                                   "--heads",
+                                   std::to_string(spec.heads),
+                                   "--name",
+                                   f.name,
+                                   "--format",
+                                   "toml"};
+  if (!f.transport.empty()) args.insert(args.end(), {"--transport", f.transport});
+  if (!f.kernels.empty()) args.insert(args.end(), {"--kernels", f.kernels});
+  if (f.quick) args.push_back("--quick");
+  if (f.quiet) args.push_back("-q");
+  if (f.samples) args.push_back("--samples");
+  return args;
+}
+
+// The combined file's first line: what made it and how far its draws disagree.
+std::string DrawsHeader(int draws, const capacity::DrawRange& range) {
+  char when[64] = "";
+  const std::time_t now = std::time(nullptr);
+  std::strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
+  char buffer[512];
+  std::snprintf(buffer, sizeof buffer,
+                "# Written by meshplan calibrate --draws %d, %s: each value the median of %d "
+                "calibrations, each in a process of its own; their predictions of %lld probe "
+                "plans lie %.3f-%.3fx this file's (median). docs/fidelity.md, \"Draws\"\n",
+                draws, when, draws, static_cast<long long>(range.plans), range.low, range.high);
+  return buffer;
+}
+
+void PrintDrawsSummary(const std::vector<Topology>& draws, const Topology& combined,
+                       const capacity::DrawRange& range) {
+  std::string peaks;
+  for (const Topology& t : draws)
+    peaks += (peaks.empty() ? "" : ", ") +
+             report::Fixed(t.gpu.PeakFlopsPerSecond(DType::kFp32) / 1e9, 3);
+  std::fprintf(stderr,
+               "calibrate: %zu draws combined, each value their median: peak %.4g GFLOP/s (the "
+               "draws: %s)\n",
+               draws.size(), combined.gpu.PeakFlopsPerSecond(DType::kFp32) / 1e9, peaks.c_str());
+  std::fprintf(stderr,
+               "calibrate: the draws' own predictions of %lld probe plans lie %.3f-%.3fx the "
+               "combined file's (median over the plans): read each prediction on it as that "
+               "range\n",
+               static_cast<long long>(range.plans), range.low, range.high);
+}
+
+// calibrate --draws N: N calibrations, each in a child process (a process is itself one draw of
+// the machine's speed), combined value by value (exec::CombineDraws), with the range their own
+// predictions take around the combination's (capacity::MeasureDrawRange).
+int RunCalibrateDraws(const CalibrateFlags& f, const exec::CalibrationSpec& spec, double load) {
+  std::vector<Topology> draws;
+  for (int i = 1; i <= f.draws; ++i) {
+    if (!f.quiet) {
+      std::fprintf(stderr, "calibrate: draw %d of %d, a process of its own\n", i, f.draws);
+    }
+    auto child = RunSelfCommand(DrawArguments(f, spec));
+    if (!child.ok()) return ReportError(child.status());
+    // The child said why on stderr; its exit status is this one's.
+    if (child->exit_code != 0) return child->exit_code;
+    auto draw = ParseTopologyToml(child->stdout_text, "calibrate draw " + std::to_string(i));
+    if (!draw.ok()) return ReportError(draw.status());
+    draws.push_back(std::move(*draw));
+  }
+  auto combined = exec::CombineDraws(draws);
+  if (!combined.ok()) return ReportError(combined.status());
+  capacity::DrawProbe probe;
+  probe.head_dim = spec.head_dim;
+  probe.dtype = f.backend == "cuda" ? DType::kBf16 : DType::kFp32;
+  probe.tokens_per_rank = f.backend == "cuda" ? 8192 : 2048;
+  auto range = capacity::MeasureDrawRange(draws, *combined, probe);
+  if (!range.ok()) return ReportError(range.status());
+  CalibrationRecord& record = combined->calibration;
+  record.draws = f.draws;
+  record.draw_low = range->low;
+  record.draw_high = range->high;
+  record.load_average = load >= 0 ? std::round(load * 100) / 100 : -1;
+  record.cores = static_cast<int64_t>(std::thread::hardware_concurrency());
+  if (Status st = combined->Validate(); !st.ok()) return ReportError(st);
+  std::string text = DrawsHeader(f.draws, *range) + TopologyToToml(*combined);
+  if (f.format == "json") text = report::CalibrationDrawsJson(*combined, *range, draws, text);
+  // Each draw has said whether other processes disturbed it (even with -q); the file keeps the
+  // most disturbed draw's share.
+  if (!f.quiet) PrintDrawsSummary(draws, *combined, *range);
+  if (f.out.empty()) {
+    std::fputs(text.c_str(), stdout);
+    return kExitOk;
+  }
+  if (Status st = WriteFileAtomically(f.out, text); !st.ok()) return ReportError(st);
+  if (!f.quiet) std::fprintf(stderr, "calibrate: wrote %s\n", f.out.c_str());
+  return kExitOk;
+}
+
 int RunCalibrate(const CalibrateFlags& f, bool ranks_given, bool heads_given) {
   if (Status st = CheckFlags(f); !st.ok()) return ReportError(st);
   auto cuda_config = CudaConfig(f);
@@ -252,6 +361,7 @@ int RunCalibrate(const CalibrateFlags& f, bool ranks_given, bool heads_given) {
   }
   // The background load before our own threads start (the 1-minute average lags them).
   const double load = exec::CpuCalibrationTarget::LoadAverage();
+  if (f.draws > 1) return RunCalibrateDraws(f, *spec, load);
   const std::unique_ptr<exec::CalibrationTarget> target = MakeTarget(f, *spec, *cuda_config);
   // A line per phase; on a terminal, above a bar of the phases (they differ in length, so it
   // shows no time left).
@@ -327,6 +437,12 @@ Runner RegisterCalibrateCommand(CLI::App& app) {
   cmd->add_option("--format", f->format,
                   "Output: toml (the topology file plan, simulate and execute -t read) or json "
                   "(the cluster, the fit's residuals, every sample, and the TOML text as \"toml\")")
+      ->capture_default_str();
+  cmd->add_option("--draws", f->draws,
+                  "Calibrations to combine, 1 to 9, each in a process of its own: the file holds "
+                  "each value's median over them and the range their own predictions take "
+                  "(draw_range), which plan, simulate and execute show beside every prediction; "
+                  "N times as long (docs/fidelity.md, \"Draws\")")
       ->capture_default_str();
   cmd->add_flag("-q,--quiet", f->quiet, "No progress or summary on stderr (errors still go there)");
   cmd->add_flag(

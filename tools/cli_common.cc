@@ -249,9 +249,12 @@ void NoteHeadDim(const Topology& topology, int64_t head_dim, bool quiet) {
 }
 
 void NoteCalibrationSpeed(const Topology& topology, bool quiet) {
-  const std::string caveat = topology.calibration.SpeedCaveat();
-  if (quiet || caveat.empty()) return;
-  std::fprintf(stderr, "meshplan: note: %s: %s\n", topology.source.c_str(), caveat.c_str());
+  if (quiet) return;
+  for (const std::string& caveat :
+       {topology.calibration.SpeedCaveat(), topology.calibration.DrawCaveat()}) {
+    if (!caveat.empty())
+      std::fprintf(stderr, "meshplan: note: %s: %s\n", topology.source.c_str(), caveat.c_str());
+  }
 }
 
 Status SetReplayMemoryLimit(const std::string& max_memory, sim::SimOptions* options) {

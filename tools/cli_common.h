@@ -129,7 +129,9 @@ int EmitCsvReport(const std::string& out, const std::string& csv, bool append, b
 // over to `head_dim` (GpuSpec::HeadDimCaveat), unless `quiet`.
 void NoteHeadDim(const Topology& topology, int64_t head_dim, bool quiet);
 // Prints "meshplan: note: SOURCE: ..." on stderr when `topology` is a calibration whose machine
-// moved while it was measured (CalibrationRecord::SpeedCaveat), unless `quiet`.
+// moved while it was measured (CalibrationRecord::SpeedCaveat), and when it combines draws whose
+// predictions spread further than kSpeedSpreadNote (CalibrationRecord::DrawCaveat), unless
+// `quiet`.
 void NoteCalibrationSpeed(const Topology& topology, bool quiet);
 
 // --max-memory of a replay (simulate, sweep --simulate): sets options->memory_limit_bytes and

@@ -153,6 +153,18 @@ std::string CalibrationRecord::SpeedCaveat() const {
   return buffer;
 }
 
+std::string CalibrationRecord::DrawCaveat() const {
+  if (!has_draw_range() || (draw_low >= 1 - kSpeedSpreadNote && draw_high <= 1 + kSpeedSpreadNote))
+    return "";
+  char buffer[320];
+  std::snprintf(buffer, sizeof buffer,
+                "calibrated as the median of %lld draws (calibrations in processes of their own), "
+                "whose own predictions of this machine's plans lie %.2f-%.2fx this file's: read "
+                "each time as that range (docs/fidelity.md, \"Draws\")",
+                static_cast<long long>(draws), draw_low, draw_high);
+  return buffer;
+}
+
 Status Topology::SetStepOverheadMs(double ms) {
   if (!(ms >= 0 && ms * 1e3 <= kMaxStepOverheadUs))
     return Status::Invalid("must be in [0, " +
@@ -423,7 +435,7 @@ Status GpuSpec::Validate() const {
 namespace {
 
 // [calibration]'s reference block: a time and its head dim together, or neither; a spread only
-// beside them.
+// beside them. Its draws: more than one with their range, and the range only beside them.
 Status ValidateReference(const CalibrationRecord& c) {
   const bool time = c.reference_block_s != 0, dim = c.reference_head_dim != 0;
   if (time && !(std::isfinite(c.reference_block_s) && c.reference_block_s > 0 &&
@@ -436,6 +448,22 @@ Status ValidateReference(const CalibrationRecord& c) {
     return Status::Invalid(std::string("calibration.") +
                            (time ? "reference_head_dim" : "reference_block_us") +
                            ": missing (the reference block's time and head dim go together)");
+  }
+  if (c.draws < 0 || c.draws > kMaxCalibrationDraws) {
+    return Status::Invalid("calibration.draws: must be in 1.." +
+                           std::to_string(kMaxCalibrationDraws));
+  }
+  const bool range = c.draw_low != 0 || c.draw_high != 0;
+  if (range && !(std::isfinite(c.draw_low) && std::isfinite(c.draw_high) && c.draw_low > 0 &&
+                 c.draw_low <= 1 && c.draw_high >= 1 && c.draw_high <= 1e3)) {
+    return Status::Invalid(
+        "calibration.draw_range: must be [low, high] with 0 < low <= 1 <= high <= 1000 (the "
+        "draws' predictions over the file's)");
+  }
+  if (range != (c.draws > 1)) {
+    return Status::Invalid(range ? "calibration.draw_range: needs draws of 2 or more"
+                                 : "calibration.draws: more than 1 needs draw_range (the range "
+                                   "the draws' predictions took)");
   }
   if (c.speed_spread != -1) {
     if (!(std::isfinite(c.speed_spread) && c.speed_spread >= 0 && c.speed_spread <= 1e6))

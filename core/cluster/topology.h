@@ -259,6 +259,8 @@ inline constexpr double kMaxStepOverheadUs = 1e7;  // 10 s
 // A calibration whose reference block moved more than this while calibrate ran gets a note on
 // every plan made with it: the 5% issue 48 asks of two calibrations of one machine.
 inline constexpr double kSpeedSpreadNote = 0.05;
+// The most calibrations `calibrate --draws` combines (each one to two minutes on a CPU).
+inline constexpr int64_t kMaxCalibrationDraws = 9;
 
 struct CalibrationRecord {
   double load_average =
@@ -278,9 +280,21 @@ struct CalibrationRecord {
   double reference_block_s = 0;
   int64_t reference_head_dim = 0;
   double speed_spread = -1;
+  // Draws (`calibrate --draws N`): how many calibrations of this machine, each a process of its
+  // own, the file combines (each fitted value their median; 0: one calibration, not recorded), and
+  // the range their own predictions took around the file's: over a set of probe plans, the median
+  // of the lowest draw's time over the file's (draw_low <= 1) and of the highest's (draw_high >= 1)
+  // (capacity/draw_range.h). A prediction on the file is one point of [draw_low, draw_high] x
+  // itself: how far another calibration of the machine could have put it. 0, 0: no range.
+  int64_t draws = 0;
+  double draw_low = 0, draw_high = 0;
 
   bool recorded() const { return load_average >= 0; }
   bool has_reference() const { return reference_block_s > 0 && reference_head_dim > 0; }
+  bool has_draw_range() const { return draws > 1 && draw_low > 0 && draw_high > 0; }
+  // Where the draws' range reaches further than kSpeedSpreadNote from the file's prediction,
+  // what a prediction on it means: a point of that range ("" otherwise).
+  std::string DrawCaveat() const;
   // Where the machine's speed moved more than kSpeedSpreadNote while it was calibrated, why a
   // prediction on it holds no closer than that ("" otherwise).
   std::string SpeedCaveat() const;

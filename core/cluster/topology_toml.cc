@@ -440,7 +440,7 @@ Status ReadCalibration(const Reader& r, const toml::table& root, CalibrationReco
   MESHPLAN_RETURN_IF_ERROR(r.CheckKeys(
       *table, p,
       {"load_average", "cores", "kernel_median_error", "kernel_max_error", "other_processes_cores",
-       "reference_block_us", "reference_head_dim", "speed_spread"}));
+       "reference_block_us", "reference_head_dim", "speed_spread", "draws", "draw_range"}));
   MESHPLAN_RETURN_IF_ERROR(r.NumberAt(*table, p, "load_average", false, &out->load_average));
   if (table->contains("load_average") && out->load_average < 0)
     return r.Fail("calibration.load_average", "must not be negative");
@@ -465,6 +465,16 @@ Status ReadCalibration(const Reader& r, const toml::table& root, CalibrationReco
   MESHPLAN_RETURN_IF_ERROR(r.NumberAt(*table, p, "speed_spread", false, &out->speed_spread));
   if (table->contains("speed_spread") && out->speed_spread < 0)
     return r.Fail("calibration.speed_spread", "must not be negative");
+  MESHPLAN_RETURN_IF_ERROR(r.IntegerAt(*table, p, "draws", false, &out->draws));
+  if (table->contains("draws") && out->draws < 1)
+    return r.Fail("calibration.draws", "must be at least 1");
+  if (const toml::node* range = table->get("draw_range")) {
+    const toml::array* pair = range->as_array();
+    if (pair == nullptr || pair->size() != 2)
+      return r.Fail("calibration.draw_range", "expected a pair [low, high]");
+    MESHPLAN_RETURN_IF_ERROR(r.Number((*pair)[0], "calibration.draw_range[0]", &out->draw_low));
+    MESHPLAN_RETURN_IF_ERROR(r.Number((*pair)[1], "calibration.draw_range[1]", &out->draw_high));
+  }
   return Status::Ok();
 }
 
@@ -884,7 +894,7 @@ std::string TopologyToToml(const Topology& t, bool gpu_by_catalog) {
           << "\n";
     }
   }
-  if (t.calibration.recorded() || t.calibration.has_reference()) {
+  if (t.calibration.recorded() || t.calibration.has_reference() || t.calibration.draws > 0) {
     out << "\n[calibration]\n";
     if (t.calibration.recorded()) {
       out << "load_average = " << FormatNumber(t.calibration.load_average, Identity, 1) << "\n";
@@ -909,6 +919,11 @@ std::string TopologyToToml(const Topology& t, bool gpu_by_catalog) {
     }
     if (t.calibration.speed_spread >= 0) {
       out << "speed_spread = " << FormatNumber(t.calibration.speed_spread, Identity, 1) << "\n";
+    }
+    if (t.calibration.draws > 0) out << "draws = " << t.calibration.draws << "\n";
+    if (t.calibration.has_draw_range()) {
+      out << "draw_range = [" << FormatNumber(t.calibration.draw_low, Identity, 1) << ", "
+          << FormatNumber(t.calibration.draw_high, Identity, 1) << "]\n";
     }
   }
   if (t.framework.step_overhead_s != 0) {

@@ -4,6 +4,16 @@
 #include "report/topology/topology_list.h"
 
 namespace meshplan::report {
+namespace {
+
+// TopologyJson without its closing newline, to embed.
+std::string EmbeddedTopology(const Topology& t) {
+  std::string json = TopologyJson(t);
+  if (!json.empty() && json.back() == '\n') json.pop_back();
+  return json;
+}
+
+}  // namespace
 
 std::string CalibrationJson(const exec::CalibrationResult& result, const std::string& toml) {
   JsonWriter j;
@@ -84,6 +94,31 @@ std::string CalibrationJson(const exec::CalibrationResult& result, const std::st
   j.Key("long_fair_end_s");
   j.Number(result.sharing.long_fair_end_s);
   j.EndObject();
+  j.Key("toml");
+  j.String(toml);
+  j.EndObject();
+  return j.Take() + "\n";
+}
+
+std::string CalibrationDrawsJson(const Topology& combined, const capacity::DrawRange& range,
+                                 const std::vector<Topology>& draws, const std::string& toml) {
+  JsonWriter j;
+  j.BeginObject();
+  j.Key("topology");
+  j.Raw(EmbeddedTopology(combined));
+  j.Key("draw_range");
+  j.BeginObject();
+  j.Key("low");
+  j.Number(range.low);
+  j.Key("high");
+  j.Number(range.high);
+  j.Key("plans");
+  j.Int(range.plans);
+  j.EndObject();
+  j.Key("draws");
+  j.BeginArray();
+  for (const Topology& t : draws) j.Raw(EmbeddedTopology(t));
+  j.EndArray();
   j.Key("toml");
   j.String(toml);
   j.EndObject();

@@ -88,6 +88,27 @@ std::string SpeedLine(const exec::SpeedCheck& s) {
   return line + ": " + Fixed(s.Ratio(), 3) + "x the calibration's time";
 }
 
+// The prediction's range over the calibration's draws (CalibrationRecord::draw_low, draw_high)
+// and where the measured time lies against it: 0 inside, else its error against the nearer end
+// in percent. Only where the cluster records draws and a prediction was made.
+struct DrawRangeCheck {
+  bool present = false;
+  double low_s = 0, high_s = 0;
+  double beyond_pct = 0;
+};
+DrawRangeCheck CheckDrawRange(const ExecutionReport& r) {
+  DrawRangeCheck d;
+  const CalibrationRecord& c = r.topology.calibration;
+  if (!r.have_prediction || !c.has_draw_range()) return d;
+  d.present = true;
+  d.low_s = r.predicted.run_s * c.draw_low;
+  d.high_s = r.predicted.run_s * c.draw_high;
+  const double measured = MeasuredTime(r);
+  if (measured < d.low_s) d.beyond_pct = 100 * (measured / d.low_s - 1);
+  if (measured > d.high_s) d.beyond_pct = 100 * (measured / d.high_s - 1);
+  return d;
+}
+
 // The machine_speed object (null where not measured).
 void SpeedJson(JsonWriter& j, const ExecutionReport& r) {
   if (!r.speed.measured()) {
@@ -204,6 +225,15 @@ std::string RenderExecutionTable(const ExecutionReport& r) {
     if (r.speed.measured()) {
       rows.push_back(pair("time at this speed (x" + Fixed(r.speed.Ratio(), 3) + ")",
                           p.run_s * r.speed.Ratio(), measured));
+    }
+    // The range another calibration of the machine could have predicted (calibrate --draws).
+    if (const DrawRangeCheck d = CheckDrawRange(r); d.present) {
+      std::vector<std::string> row = {
+          "range over " + std::to_string(topology.calibration.draws) + " draws",
+          FormatSeconds(d.low_s) + " - " + FormatSeconds(d.high_s), FormatSeconds(measured)};
+      if (r.compare_times)
+        row.push_back(d.beyond_pct == 0 ? "inside" : ErrorCell(d.beyond_pct) + " beyond");
+      rows.push_back(std::move(row));
     }
     rows.push_back(pair("compute (mean)", p.compute.mean, m.compute.mean));
     rows.push_back(pair("exposed comm (mean)", p.exposed.mean, m.exposed.mean));
@@ -410,6 +440,21 @@ std::string RenderExecutionJson(const ExecutionReport& r) {
   }
   j.Key("machine_speed");
   SpeedJson(j, r);
+  j.Key("draw_range");
+  if (const DrawRangeCheck d = CheckDrawRange(r); d.present) {
+    j.BeginObject();
+    j.Key("draws");
+    j.Int(r.topology.calibration.draws);
+    j.Key("low_s");
+    j.Number(d.low_s);
+    j.Key("high_s");
+    j.Number(d.high_s);
+    j.Key("beyond_pct");
+    j.Number(d.beyond_pct);
+    j.EndObject();
+  } else {
+    j.Raw("null");
+  }
   j.Key("topology");
   j.String(r.topology.name);
   if (r.checked) {
@@ -481,6 +526,11 @@ std::string ExecutionCsv(const ExecutionReport& r, bool with_header) {
   c.AddNumber(
       "error_at_speed_pct",
       at_speed ? exec::ErrorPercent(MeasuredTime(r), r.predicted.run_s * r.speed.Ratio()) : absent);
+  // The prediction's range over the calibration's draws (empty where it records none).
+  const DrawRangeCheck draw_range = CheckDrawRange(r);
+  c.AddNumber("draw_low_s", draw_range.present ? draw_range.low_s : absent);
+  c.AddNumber("draw_high_s", draw_range.present ? draw_range.high_s : absent);
+  c.AddNumber("beyond_draw_range_pct", draw_range.present ? draw_range.beyond_pct : absent);
   c.AddNumber("tflops_per_rank", TflopsPerRank(r));
   c.AddInt("process_peak_rss_bytes", std::llround(r.process_peak_rss_bytes));
   // Empty where not known here (the other processes of an MPI job).

@@ -106,7 +106,7 @@ std::string LevelsText(const Topology& t) {
 // What calibrate recorded of the conditions it measured under, one line ("" for a file it did
 // not write).
 std::string CalibrationText(const CalibrationRecord& c) {
-  if (!c.recorded() && !c.has_reference()) return "";
+  if (!c.recorded() && !c.has_reference() && !c.has_draw_range()) return "";
   char buffer[256];
   std::string out = "\ncalibrated: ";
   std::string sep;
@@ -136,6 +136,13 @@ std::string CalibrationText(const CalibrationRecord& c) {
       std::snprintf(buffer, sizeof buffer, ", moving %.1f%% meanwhile", 100 * c.speed_spread);
       out += buffer;
     }
+    sep = ", ";
+  }
+  if (c.has_draw_range()) {
+    std::snprintf(buffer, sizeof buffer, "%sthe median of %lld draws, predicting %.3f-%.3fx",
+                  sep.c_str(), static_cast<long long>(c.draws), c.draw_low, c.draw_high);
+    out += buffer;
+    sep = ", ";
   }
   return out;
 }

@@ -57,6 +57,8 @@ other_processes_cores = 0.25
 reference_block_us = 4410
 reference_head_dim = 64
 speed_spread = 0.062
+draws = 3
+draw_range = [0.93, 1.08]
 [[level]]
 name = "shm"
 kind = "switch"
@@ -77,6 +79,7 @@ latency_us = 3
         self.assertEqual((got["msg_us"], got["msg_GBps"]), (3, 5.5))
         self.assertEqual(got["other_cores"], 0.25)
         self.assertEqual((got["reference_us"], got["speed_spread"]), (4410, 0.062))
+        self.assertEqual(got["draw_range"], [0.93, 1.08])
 
 
 if __name__ == "__main__":

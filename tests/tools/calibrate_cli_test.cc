@@ -231,5 +231,72 @@ TEST_F(CalibrateCli, TheReferenceBlockIsTimedAroundAnExecuteAndNotedOnPlans) {
   EXPECT_EQ(r.err.find("speed moved"), std::string::npos) << r.err;
 }
 
+// `--draws` out of 1..9 is refused before anything is measured or written.
+TEST_F(CalibrateCli, RefusesDrawsOutOfRange) {
+  const fs::path out = dir_ / "m.toml";
+  ExpectRefused("calibrate --quick --draws 0 -o " + out.string(), "--draws: must be in 1..9", out);
+  ExpectRefused("calibrate --quick --draws 10 -o " + out.string(),
+                "--draws: must be in 1..9, got 10", out);
+}
+
+// Issue 48 item 2: two draws, each a process of its own, combined into one file that records
+// them and the range their predictions took; topo show and execute read it. What the values are
+// depends on the machine: here only that they are there and consistent (the arithmetic is
+// tests/executor/calibration/calibration_draws_test.cc's and tests/capacity/draw_range_test.cc's).
+TEST_F(CalibrateCli, DrawsAreCombinedAndTheirRangeRecorded) {
+  const fs::path machine = dir_ / "machine.toml", plan = dir_ / "plan.toml";
+  // One rank: a quick calibration takes about 5 s (no sharing race, no messages).
+  Ran r = Run("calibrate --quick --ranks 1 --head-dim 32 --draws 2 -o " + machine.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("calibrate: draw 1 of 2, a process of its own\n"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("calibrate: draw 2 of 2, a process of its own\n"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("calibrate: 2 draws combined, each value their median"), std::string::npos)
+      << r.err;
+  auto topology = LoadTopologyFile(machine.string());
+  ASSERT_TRUE(topology.ok()) << topology.status().message();
+  const CalibrationRecord& c = topology->calibration;
+  EXPECT_EQ(c.draws, 2);
+  ASSERT_TRUE(c.has_draw_range());
+  EXPECT_LE(c.draw_low, 1.0);
+  EXPECT_GE(c.draw_high, 1.0);
+  EXPECT_TRUE(c.has_reference());
+  EXPECT_EQ(Read(machine).rfind("# Written by meshplan calibrate --draws 2, ", 0), 0u);
+  r = Run("topo show " + machine.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("the median of 2 draws, predicting "), std::string::npos) << r.out;
+  r = Run("plan -t " + machine.string() +
+          " --seq 1K --heads 4 --kv-heads 2 --head-dim 32 --dtype fp32 --schemes ring -q --out " +
+          plan.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = Run("execute " + plan.string() + " -t " + machine.string() + " -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("  range over 2 draws"), std::string::npos) << r.out;
+}
+
+// A hand-written record of draws (on a shipped file): plan notes a range wider than 5%, execute
+// shows the prediction's range and JSON carries it.
+TEST_F(CalibrateCli, ADrawRangeIsNotedOnPlansAndShownByExecute) {
+  const fs::path machine = dir_ / "machine.toml", plan = dir_ / "plan.toml";
+  std::ifstream shipped(std::string(MESHPLAN_SOURCE_DIR) + "/topologies/dgx-h100-4gpu.toml");
+  std::stringstream text;
+  text << shipped.rdbuf();
+  std::ofstream(machine) << text.str() << "\n[calibration]\ndraws = 3\ndraw_range = [0.5, 2]\n";
+  Ran r = Run("plan -t " + machine.string() +
+              " --seq 1K --heads 4 --kv-heads 4 --head-dim 32 --dtype fp32 --schemes ring --out " +
+              plan.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("machine.toml: calibrated as the median of 3 draws"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("lie 0.50-2.00x this file's"), std::string::npos) << r.err;
+  r = Run("execute " + plan.string() + " -t " + machine.string() + " -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("  range over 3 draws"), std::string::npos) << r.out;
+  r = Run("execute " + plan.string() + " -t " + machine.string() + " -q --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"draw_range\":{\"draws\":3,\"low_s\":"), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace meshplan

@@ -756,6 +756,58 @@ TEST(CalibrationRecordTest, TheReferenceBlockIsRefusedIncomplete) {
               {"calibration.speed_spread: must not be negative"});
 }
 
+TEST(CalibrationRecordTest, TheDrawsAndTheirRangeReadAndWriteBack) {
+  const std::string text = std::string(kBase) +
+                           "\n[calibration]\nload_average = 0.5\ndraws = 3\n"
+                           "draw_range = [0.931, 1.084]\n";
+  auto topo = ParseTopologyToml(text, "t.toml");
+  ASSERT_TRUE(topo.ok()) << topo.status().message();
+  EXPECT_EQ(topo->calibration.draws, 3);
+  EXPECT_DOUBLE_EQ(topo->calibration.draw_low, 0.931);
+  EXPECT_DOUBLE_EQ(topo->calibration.draw_high, 1.084);
+  EXPECT_TRUE(topo->calibration.has_draw_range());
+  const std::string written = TopologyToToml(*topo);
+  EXPECT_NE(written.find("draws = 3\ndraw_range = [0.931, 1.084]\n"), std::string::npos) << written;
+  auto again = ParseTopologyToml(written, "again.toml");
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(TopologyToToml(*again), written);
+}
+
+TEST(CalibrationRecordTest, ADrawRangeWiderThanFivePercentGetsACaveat) {
+  CalibrationRecord c;
+  c.draws = 3;
+  c.draw_low = 0.95;  // kSpeedSpreadNote on both sides: no note
+  c.draw_high = 1.05;
+  EXPECT_EQ(c.DrawCaveat(), "");
+  c.draw_high = 1.084;
+  EXPECT_NE(c.DrawCaveat().find("the median of 3 draws"), std::string::npos) << c.DrawCaveat();
+  EXPECT_NE(c.DrawCaveat().find("lie 0.95-1.08x this file's"), std::string::npos) << c.DrawCaveat();
+  c.draw_high = 1.0;
+  c.draw_low = 0.9;  // below alone is enough
+  EXPECT_NE(c.DrawCaveat(), "");
+  c.draws = 1;  // one draw has no range
+  EXPECT_EQ(c.DrawCaveat(), "");
+}
+
+TEST(CalibrationRecordTest, TheDrawsAreRefusedInconsistent) {
+  const std::string base = std::string(kBase) + "\n[calibration]\n";
+  ExpectError(base + "draws = 0\n", {"calibration.draws: must be at least 1"});
+  ExpectError(base + "draws = 10\ndraw_range = [0.9, 1.1]\n",
+              {"calibration.draws: must be in 1..9"});
+  ExpectError(base + "draws = 3\n", {"calibration.draws: more than 1 needs draw_range"});
+  ExpectError(base + "draw_range = [0.9, 1.1]\n",
+              {"calibration.draw_range: needs draws of 2 or more"});
+  ExpectError(base + "draws = 1\ndraw_range = [0.9, 1.1]\n",
+              {"calibration.draw_range: needs draws of 2 or more"});
+  ExpectError(base + "draws = 3\ndraw_range = [1.1, 1.2]\n",
+              {"calibration.draw_range: must be [low, high] with 0 < low <= 1 <= high"});
+  ExpectError(base + "draws = 3\ndraw_range = [0.9]\n",
+              {"calibration.draw_range: expected a pair [low, high]"});
+  ExpectError(base + "draws = 3\ndraw_range = 1.1\n",
+              {"calibration.draw_range: expected a pair [low, high]"});
+  ExpectError(base + "draws = 3\ndraw_range = [0.9, \"x\"]\n", {"calibration.draw_range[1]"});
+}
+
 // Issue 32: a file written by hand with several key mistakes gets them all in one message, in
 // the order root, [gpu], each [[level]] (keys of a table in sorted order, then its missing ones);
 // a required key a misspelling already points at is not listed again as missing.
