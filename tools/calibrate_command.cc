@@ -248,6 +248,17 @@ std::string CalibrationText(const CalibrateFlags& f, exec::CalibrationResult& re
   return text;
 }
 
+// The calibrated file where -o says (atomically), else on stdout. Returns the exit code.
+int EmitCalibration(const CalibrateFlags& f, const std::string& text) {
+  if (f.out.empty()) {
+    std::fputs(text.c_str(), stdout);
+    return kExitOk;
+  }
+  if (Status st = WriteFileAtomically(f.out, text); !st.ok()) return ReportError(st);
+  if (!f.quiet) std::fprintf(stderr, "calibrate: wrote %s\n", f.out.c_str());
+  return kExitOk;
+}
+
 // The arguments of one draw's child process: this calibration's, as one calibration in TOML on
 // stdout.
 std::vector<std::string> DrawArguments(const CalibrateFlags& f, const exec::CalibrationSpec& spec) {
@@ -340,13 +351,7 @@ int RunCalibrateDraws(const CalibrateFlags& f, const exec::CalibrationSpec& spec
   // Each draw has said whether other processes disturbed it (even with -q); the file keeps the
   // most disturbed draw's share.
   if (!f.quiet) PrintDrawsSummary(draws, *combined, *range);
-  if (f.out.empty()) {
-    std::fputs(text.c_str(), stdout);
-    return kExitOk;
-  }
-  if (Status st = WriteFileAtomically(f.out, text); !st.ok()) return ReportError(st);
-  if (!f.quiet) std::fprintf(stderr, "calibrate: wrote %s\n", f.out.c_str());
-  return kExitOk;
+  return EmitCalibration(f, text);
 }
 
 int RunCalibrate(const CalibrateFlags& f, bool ranks_given, bool heads_given) {
@@ -385,13 +390,7 @@ int RunCalibrate(const CalibrateFlags& f, bool ranks_given, bool heads_given) {
       "its rates describe this machine shared with them, not this machine");
   if (!disturbance.empty()) std::fprintf(stderr, "meshplan: note: %s\n", disturbance.c_str());
   if (f.samples) PrintSamples(*result);
-  if (f.out.empty()) {
-    std::fputs(text.c_str(), stdout);
-    return kExitOk;
-  }
-  if (Status st = WriteFileAtomically(f.out, text); !st.ok()) return ReportError(st);
-  if (!f.quiet) std::fprintf(stderr, "calibrate: wrote %s\n", f.out.c_str());
-  return kExitOk;
+  return EmitCalibration(f, text);
 }
 
 }  // namespace

@@ -19,9 +19,7 @@ std::string CalibrationJson(const exec::CalibrationResult& result, const std::st
   JsonWriter j;
   j.BeginObject();
   j.Key("topology");
-  std::string topology = TopologyJson(result.topology);
-  if (!topology.empty() && topology.back() == '\n') topology.pop_back();
-  j.Raw(topology);
+  j.Raw(EmbeddedTopology(result.topology));
   j.Key("fit");
   j.BeginObject();
   j.Key("kernel_median_error");
