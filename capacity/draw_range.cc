@@ -6,22 +6,13 @@
 #include <memory>
 
 #include "core/workload/workload.h"
+#include "executor/calibration/calibration.h"
 #include "planner/context.h"
 #include "planner/evaluate_plan.h"
 #include "planner/schemes/registry.h"
 #include "planner/search.h"
 
 namespace meshplan::capacity {
-namespace {
-
-double MedianOf(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
-
-}  // namespace
-
 Result<DrawRange> MeasureDrawRange(const std::vector<Topology>& draws, const Topology& combined,
                                    const DrawProbe& probe) {
   if (draws.empty()) return Status::Invalid("draw range: no draws");
@@ -69,8 +60,8 @@ Result<DrawRange> MeasureDrawRange(const std::vector<Topology>& draws, const Top
     return Status::Invalid("draw range: no probe plan could be timed on every draw");
   DrawRange range;
   range.plans = static_cast<int64_t>(lows.size());
-  range.low = std::min(1.0, std::floor(MedianOf(lows) * 1000) / 1000);
-  range.high = std::max(1.0, std::ceil(MedianOf(highs) * 1000) / 1000);
+  range.low = std::min(1.0, std::floor(exec::Median(lows) * 1000) / 1000);
+  range.high = std::max(1.0, std::ceil(exec::Median(highs) * 1000) / 1000);
   return range;
 }
 
