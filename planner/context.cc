@@ -92,7 +92,7 @@ double PlanContext::BusiestRankMerges(const ShardLayout& layout, int64_t a, doub
                                       double merge_s) const {
   const std::vector<int64_t>& merges = TileMergedBlocksFor(layout, a);
   const std::vector<int64_t>& pairs = a == 1 ? RowPairsFor(layout) : TilePairsFor(layout, a);
-  const double w = topology.gpu.cut_row_extra_pairs;
+  const double w = CutRowExtraPairs(topology.gpu, layout);
   const std::vector<int64_t>* cut_rows = w > 0 ? &TileCutRowsFor(layout, a) : nullptr;
   auto work = [&](size_t g) {
     return static_cast<double>(pairs[g]) + (cut_rows != nullptr && g < cut_rows->size()
@@ -112,7 +112,7 @@ double PlanContext::BusiestRankMerges(const ShardLayout& layout, int64_t a, doub
 double PlanContext::KernelForwardFlopsMax(const std::vector<int64_t>& pairs,
                                           const ShardLayout& layout, int64_t a,
                                           int64_t heads) const {
-  const double w = topology.gpu.cut_row_extra_pairs;
+  const double w = CutRowExtraPairs(topology.gpu, layout);
   double max_work = 0;
   if (w > 0) {
     const std::vector<int64_t>& cut_rows = TileCutRowsFor(layout, a);
@@ -124,6 +124,22 @@ double PlanContext::KernelForwardFlopsMax(const std::vector<int64_t>& pairs,
     for (int64_t p : pairs) max_work = std::max(max_work, static_cast<double>(p));
   }
   return ForwardFlops(1, heads) * max_work;
+}
+
+KernelShape PlanContext::ShapeOf(const ShardLayout& layout, int64_t heads,
+                                 KernelCalls calls) const {
+  const int64_t batch_heads = workload.batch * heads;
+  if (!DocumentTilesModelled(topology.gpu, layout))
+    return {layout.KernelBlockTokens(), batch_heads};
+  const ShapeKey key{static_cast<int>(layout.kind), layout.num_shards, static_cast<int>(calls)};
+  auto it = shape_cache_.find(key);
+  if (it == shape_cache_.end())
+    it = shape_cache_
+             .emplace(key, MakeKernelShape(topology.gpu, layout, 0, workload.mask.kind, calls))
+             .first;
+  KernelShape shape = it->second;
+  shape.batch_heads = batch_heads;
+  return shape;
 }
 
 }  // namespace meshplan::planner

@@ -100,10 +100,11 @@ struct PlanContext {
            static_cast<double>(heads) * static_cast<double>(workload.head_dim);
   }
 
-  // The shape of kernel calls on `layout`'s blocks over `heads` query heads of each sequence.
-  KernelShape ShapeOf(const ShardLayout& layout, int64_t heads) const {
-    return {layout.KernelBlockTokens(), workload.batch * heads};
-  }
+  // The shape of kernel calls on `layout`'s blocks over `heads` query heads of each sequence, as
+  // `calls` meet packed documents (MakeKernelShape; the documents' tile fills cached by layout).
+  // A scheme's schedule states the same calls (Schedule::kernel_calls) for the simulator.
+  KernelShape ShapeOf(const ShardLayout& layout, int64_t heads,
+                      KernelCalls calls = KernelCalls::kBlocks) const;
 
   // A backward kernel's time over the forward kernel's on the same block of `shape`: its FLOPs
   // (kBackwardFlopsFactor) over its relative rate (BackwardRateRatio: GpuSpec::backward_rate_ratio
@@ -125,6 +126,8 @@ struct PlanContext {
   // NonemptyKvShards by layout (a = 0 in the key).
   mutable std::map<WorkKey, std::vector<std::vector<std::pair<int64_t, int64_t>>>> nonempty_cache_;
   mutable std::map<int64_t, std::shared_ptr<const BalancedChunks>> balanced_cache_;  // by shards
+  using ShapeKey = std::tuple<int, int64_t, int>;        // layout kind, shards, KernelCalls
+  mutable std::map<ShapeKey, KernelShape> shape_cache_;  // doc-zigzag's tile fills
   mutable std::shared_ptr<const std::vector<int64_t>> documents_;  // doc-zigzag's, made once
 };
 

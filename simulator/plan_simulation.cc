@@ -85,6 +85,7 @@ Result<PlanSimulation> SimulatePlan(const Plan& plan, const Topology& topology,
   SimOptions options = caller_options;
   options.head_dim = plan.workload.head_dim;
   options.kernel_batch_heads = KernelBatchHeads(plan);
+  options.mask_kind = plan.workload.mask.kind;
   // Without op times the replay needs only the timing view (simulator/coalesce.h): make it, and
   // its replay form (replay_view.h), rank by rank as the expansion completes each rank, so that
   // neither the full schedule (P^2 blocks for Mesh) nor the view's ops ever sit in memory whole.

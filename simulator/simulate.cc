@@ -239,11 +239,14 @@ class Replayer {
     // constant; a backward kernel runs at BackwardRateRatio of the forward's rate, and a block
     // the mask cuts does cut_row_extra_pairs more pairs per cut row (Op::cut_rows_per_pair).
     // Every kernel of a plan covers the same heads (SimOptions::kernel_batch_heads).
-    const KernelShape shape{block_tokens_, options_.kernel_batch_heads};
+    const KernelShape shape = s_.layout.num_shards > 0
+                                  ? MakeKernelShape(t_.gpu, s_.layout, options_.kernel_batch_heads,
+                                                    options_.mask_kind, s_.kernel_calls)
+                                  : KernelShape{block_tokens_, options_.kernel_batch_heads};
     const double rate = AttentionFlopsPerSecond(t_.gpu, dtype_, options_.head_dim, shape);
     ns_per_flop_ = rate > 0 ? kNanosecondsPerSecond / rate : 0.0;
     ns_per_backward_flop_ = ns_per_flop_ / BackwardRateRatio(t_.gpu, shape);
-    cut_row_extra_pairs_ = t_.gpu.cut_row_extra_pairs;
+    cut_row_extra_pairs_ = CutRowExtraPairs(t_.gpu, s_.layout);
     ranks_per_device_ = t_.gpu.ranks_per_device;
     if (ranks_per_device_ > 1) {
       copies_take_compute_ = t_.gpu.copies_take_compute;

@@ -28,6 +28,10 @@ struct SimOptions {
   // (core/cost/kernel_occupancy.h); 0: the curve's own occupancy. SimulatePlan and SimulatedSeconds
   // set it from the plan.
   int64_t kernel_batch_heads = 0;
+  // The plan's mask kind: causal documents (MaskKind::kDocuments) or bidirectional ones set the
+  // tile fills of kernels on packed documents (MakeKernelShape). SimulatePlan and
+  // SimulatedSeconds set it from the plan.
+  MaskKind mask_kind = MaskKind::kCausal;
   bool record_op_times = true;  // keep every op's start and end (needed for traces)
   // Replay the timing view of the schedule (simulator/coalesce.h): runs of compute ops that time
   // as one are one op. The result is the same up to a nanosecond per merged op (op times are

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <optional>
+#include <utility>
 
 #include "core/base/checked_math.h"
 
@@ -341,6 +342,15 @@ Status CheckKernelCurve(const std::string& prefix, const std::string& name,
     return Status::Invalid(occupancy + "backward_ctas_per_sm: must be in 1..64");
   if (o.curve_batch_heads < 0 || o.curve_batch_heads > (int64_t{1} << 30))
     return Status::Invalid(occupancy + "curve_batch_heads: must be in 0..2^30 (0: full occupancy)");
+  const std::pair<const char*, int64_t> tile_sides[] = {
+      {"forward_tile_keys", o.forward_tile_keys},
+      {"forward_causal_tile_keys", o.forward_causal_tile_keys},
+      {"backward_tile_queries", o.backward_tile_queries},
+      {"backward_causal_tile_queries", o.backward_causal_tile_queries}};
+  for (const auto& [key, value] : tile_sides) {
+    if (value < 0 || value > 65536)
+      return Status::Invalid(occupancy + key + ": must be in 0..65536 (0: not stated)");
+  }
   return Status::Ok();
 }
 

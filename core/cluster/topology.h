@@ -62,12 +62,21 @@ bool IsAttentionLibrary(std::string_view name);
 // `ctas_per_sm` at a time per SM, in waves over GpuSpec::sm_count SMs; the efficiency curve was
 // measured with `curve_batch_heads` sequences x heads per call (0: at full occupancy). Tiles of 0
 // (or no sm_count): not modelled, the curve's rate whatever the heads.
+// A tile's other side (core/cost/document_tiles.h: packed documents round up to whole tiles):
+// the keys a forward CTA takes per step of its loop (`forward_tile_keys`; causal calls
+// `forward_causal_tile_keys` where the library picks another), the query rows a backward CTA
+// takes per step (`backward_tile_queries`, `backward_causal_tile_queries`). 0: not stated (the
+// causal ones: the same as the dense call's).
 struct KernelOccupancy {
   int64_t forward_tile_rows = 0;
   int64_t forward_ctas_per_sm = 1;
   int64_t backward_tile_rows = 0;
   int64_t backward_ctas_per_sm = 1;
   int64_t curve_batch_heads = 0;
+  int64_t forward_tile_keys = 0;
+  int64_t forward_causal_tile_keys = 0;
+  int64_t backward_tile_queries = 0;
+  int64_t backward_causal_tile_queries = 0;
   bool operator==(const KernelOccupancy&) const = default;
 };
 

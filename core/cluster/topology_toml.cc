@@ -157,10 +157,11 @@ Status ReadOccupancy(const Reader& r, const toml::table& table, const std::strin
   const std::string key = Reader::Join(prefix, "occupancy");
   const toml::table* t = (*node)->as_table();
   if (t == nullptr) return r.Fail(key, "expected a table, got " + TomlTypeName(**node));
-  MESHPLAN_RETURN_IF_ERROR(
-      r.CheckKeys(*t, key,
-                  {"forward_tile_rows", "forward_ctas_per_sm", "backward_tile_rows",
-                   "backward_ctas_per_sm", "curve_batch_heads"}));
+  MESHPLAN_RETURN_IF_ERROR(r.CheckKeys(
+      *t, key,
+      {"forward_tile_rows", "forward_ctas_per_sm", "backward_tile_rows", "backward_ctas_per_sm",
+       "curve_batch_heads", "forward_tile_keys", "forward_causal_tile_keys",
+       "backward_tile_queries", "backward_causal_tile_queries"}));
   MESHPLAN_RETURN_IF_ERROR(
       r.IntegerAt(*t, key, "forward_tile_rows", false, &out->forward_tile_rows));
   MESHPLAN_RETURN_IF_ERROR(
@@ -169,7 +170,16 @@ Status ReadOccupancy(const Reader& r, const toml::table& table, const std::strin
       r.IntegerAt(*t, key, "backward_tile_rows", false, &out->backward_tile_rows));
   MESHPLAN_RETURN_IF_ERROR(
       r.IntegerAt(*t, key, "backward_ctas_per_sm", false, &out->backward_ctas_per_sm));
-  return r.IntegerAt(*t, key, "curve_batch_heads", false, &out->curve_batch_heads);
+  MESHPLAN_RETURN_IF_ERROR(
+      r.IntegerAt(*t, key, "curve_batch_heads", false, &out->curve_batch_heads));
+  MESHPLAN_RETURN_IF_ERROR(
+      r.IntegerAt(*t, key, "forward_tile_keys", false, &out->forward_tile_keys));
+  MESHPLAN_RETURN_IF_ERROR(
+      r.IntegerAt(*t, key, "forward_causal_tile_keys", false, &out->forward_causal_tile_keys));
+  MESHPLAN_RETURN_IF_ERROR(
+      r.IntegerAt(*t, key, "backward_tile_queries", false, &out->backward_tile_queries));
+  return r.IntegerAt(*t, key, "backward_causal_tile_queries", false,
+                     &out->backward_causal_tile_queries);
 }
 
 // The kernel curves: [gpu.attention_kernels.NAME] tables, and the [gpu] fields
@@ -773,6 +783,11 @@ std::string OccupancyText(const KernelOccupancy& o) {
   add("backward_tile_rows", o.backward_tile_rows, plain.backward_tile_rows);
   add("backward_ctas_per_sm", o.backward_ctas_per_sm, plain.backward_ctas_per_sm);
   add("curve_batch_heads", o.curve_batch_heads, plain.curve_batch_heads);
+  add("forward_tile_keys", o.forward_tile_keys, plain.forward_tile_keys);
+  add("forward_causal_tile_keys", o.forward_causal_tile_keys, plain.forward_causal_tile_keys);
+  add("backward_tile_queries", o.backward_tile_queries, plain.backward_tile_queries);
+  add("backward_causal_tile_queries", o.backward_causal_tile_queries,
+      plain.backward_causal_tile_queries);
   return out.empty() ? out : out + " }";
 }
 

@@ -6,6 +6,7 @@
 
 #include "core/base/dtype.h"
 #include "core/cluster/topology.h"
+#include "core/cost/document_tiles.h"
 #include "core/cost/kernel_occupancy.h"
 #include "core/workload/workload.h"
 
@@ -15,29 +16,50 @@ namespace meshplan {
 // curve's x, and the rows a CTA grid is cut into) and how many sequences x query heads one call
 // covers (the rank's heads: all of them, or heads / U under head parallelism); 0 batch_heads:
 // unknown, the curve's occupancy.
+// On packed documents, the tile fills (core/cost/document_tiles.h): the share of the pair slots
+// the kernel computes that are visible pairs, forward and backward (1: nothing modelled).
 struct KernelShape {
   int64_t block_tokens = 1;
   int64_t batch_heads = 0;
+  double forward_tile_fill = 1.0;
+  double backward_tile_fill = 1.0;
 };
+
+// The shape of kernels of `batch_heads` sequences x heads that `calls` run on `layout`'s blocks
+// under a mask of `mask_kind` (KernelShape): the layout's kernel block side, and on a doc-zigzag
+// layout the documents' tile fills (DocumentTileFill, causal documents under
+// MaskKind::kDocuments; O(documents) per call, more for kGatheredKeys: cache it). The planner
+// (PlanContext::ShapeOf) and the simulator both make theirs here.
+inline KernelShape MakeKernelShape(const GpuSpec& gpu, const ShardLayout& layout,
+                                   int64_t batch_heads, MaskKind mask_kind, KernelCalls calls) {
+  KernelShape shape{layout.KernelBlockTokens(), batch_heads};
+  const TileFill fill = DocumentTileFill(gpu, layout, mask_kind == MaskKind::kDocuments, calls);
+  shape.forward_tile_fill = fill.forward;
+  shape.backward_tile_fill = fill.backward;
+  return shape;
+}
 
 // FLOP rate of the GPU's active attention kernel (GpuSpec::attention_kernel) on calls of `shape`
 // at `head_dim`: peak(dtype) * efficiency(block_tokens) * HeadDimRateFactor(head_dim) *
-// ForwardOccupancyFactor(batch_heads, block_tokens). The planner and the simulator both take
-// their forward rate from here.
+// ForwardOccupancyFactor(batch_heads, block_tokens) * forward_tile_fill. The planner and the
+// simulator both take their forward rate from here.
 inline double AttentionFlopsPerSecond(const GpuSpec& gpu, DType dtype, int64_t head_dim,
                                       KernelShape shape) {
   return gpu.PeakFlopsPerSecond(dtype) * gpu.Efficiency(shape.block_tokens) *
          gpu.HeadDimRateFactor(head_dim) *
-         ForwardOccupancyFactor(gpu, shape.batch_heads, shape.block_tokens);
+         ForwardOccupancyFactor(gpu, shape.batch_heads, shape.block_tokens) *
+         shape.forward_tile_fill;
 }
 
 // A backward kernel's FLOP rate over the forward's on calls of `shape`: the curve's
 // backward_rate_ratio, moved by the two passes' different occupancy (the backward's CTAs cut the
-// keys, the forward's the queries, into tiles of their own sizes).
+// keys, the forward's the queries, into tiles of their own sizes), and by the two passes' tile
+// fills on packed documents.
 inline double BackwardRateRatio(const GpuSpec& gpu, KernelShape shape) {
   return gpu.backward_rate_ratio *
          BackwardOccupancyFactor(gpu, shape.batch_heads, shape.block_tokens) /
-         ForwardOccupancyFactor(gpu, shape.batch_heads, shape.block_tokens);
+         ForwardOccupancyFactor(gpu, shape.batch_heads, shape.block_tokens) *
+         shape.backward_tile_fill / shape.forward_tile_fill;
 }
 
 // Seconds to run `flops` of attention as `launches` kernels of `shape`, on a rank with a device

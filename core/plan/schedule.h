@@ -107,7 +107,10 @@ struct RankProgram {
 struct Schedule {
   Scheme scheme;
   int64_t num_ranks = 0;
-  ShardLayout layout;                        // compute layout; rank r's input is sub-shard r
+  ShardLayout layout;  // compute layout; rank r's input is sub-shard r
+  // How the scheme's kernels meet packed documents (the kernel shape's tile fills,
+  // MakeKernelShape); the scheme's estimate states the same (PlanContext::ShapeOf).
+  KernelCalls kernel_calls = KernelCalls::kBlocks;
   std::vector<std::vector<int32_t>> groups;  // collective groups (ranks, in ring order)
   std::vector<RankProgram> ranks;
 

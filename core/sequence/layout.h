@@ -56,6 +56,18 @@ struct DocZigzagSums {
   int64_t cut_rows = 0;
 };
 
+// How a scheme's kernels meet a doc-zigzag layout's documents, as the frameworks call them:
+// - kBlocks: one call per (query shard, KV shard) block over every document's pieces
+//   (TransformerEngine's p2p ring, and the ring inside a head-parallel scheme): rank r's two
+//   chunks of a document (2c rows) against the block's KV shard's two (2c keys); under a causal
+//   mask the diagonal block is one causal 2c x 2c call and the others, as TransformerEngine
+//   halves them, 2c rows x the first c keys (steps up to the rank's own) or the last c rows x 2c
+//   keys.
+// - kGatheredKeys: all keys gathered, each of the rank's two chunks in a call of its own against
+//   the document's keys up to its end (TransformerEngine's all-gather: chunk r sees (r + 1) c
+//   keys, chunk 2N-1-r (2N - r) c), the chunk being the last rows of its keys (bottom-right).
+enum class KernelCalls { kBlocks, kGatheredKeys };
+
 // A partition of the sequence [0, S) into `num_shards` shards of equal size. With subdivide U > 1,
 // each shard is further cut into U sub-shards (sub-shard u of shard i takes the u-th of U equal
 // consecutive parts of each of shard i's ranges): ranks of a head-parallel (Ulysses) group start

@@ -14,6 +14,10 @@ namespace meshplan::planner::schemes {
 namespace {
 
 constexpr std::string_view kName = "allgather-kv";
+// Every rank's queries against the gathered keys: on packed documents, each of its two chunks of a
+// document in a call of its own against the keys up to its end, as TransformerEngine's all-gather
+// runs them (core/sequence/layout.h); its estimate and its schedule state the same.
+constexpr KernelCalls kAllGatherCalls = KernelCalls::kGatheredKeys;
 
 class AllGatherKVStrategy final : public Strategy {
  public:
@@ -78,7 +82,7 @@ Estimate AllGatherKVStrategy::Evaluate(const PlanContext& ctx, const SchemeParam
   const std::vector<int64_t>& pairs = ctx.RowPairsFor(layout);
   SetFlops(e, ctx, pairs, w.q_heads);
   const double fwd_flops = ctx.KernelForwardFlopsMax(pairs, layout, 1, w.q_heads);
-  const KernelShape shape = ctx.ShapeOf(layout, w.q_heads);
+  const KernelShape shape = ctx.ShapeOf(layout, w.q_heads, kAllGatherCalls);
   const double compute_s = KernelSeconds(ctx.topology.gpu, w.dtype, w.head_dim, fwd_flops, shape,
                                          layout.LaunchesPerBlock());
   Traffic traffic(ranks, ctx.topology.num_levels());
@@ -127,6 +131,7 @@ Result<Schedule> AllGatherKVStrategy::Expand(const PlanContext& ctx,
   MESHPLAN_RETURN_IF_ERROR(sched::CheckGrid(ctx, params, RankDims(params), layout, 1));
 
   Schedule s = sched::NewSchedule(ctx, params, layout, static_cast<size_t>(2 * p + 4));
+  s.kernel_calls = kAllGatherCalls;
   s.groups.emplace_back(static_cast<size_t>(p));
   std::iota(s.groups[0].begin(), s.groups[0].end(), 0);
   // All-gather of a shard x sends (p-1)*x; reduce-scatter leaving a shard x sends (p-1)*x.
