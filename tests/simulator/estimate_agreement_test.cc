@@ -7,10 +7,12 @@
 #include <algorithm>
 
 #include "core/cluster/topology_toml.h"
+#include "core/cost/document_tiles.h"
 #include "planner/schemes/registry.h"
 #include "planner/search.h"
 #include "planner/strategy.h"
 #include "simulator/simulate.h"
+#include "simulator/simulation_timer.h"
 
 namespace meshplan::sim {
 namespace {
@@ -64,6 +66,47 @@ TEST(EstimateAgreement, SimulatedTimeIsWithinFifteenPercentOfTheEstimate) {
     }
   }
   EXPECT_GE(compared, 40);
+}
+
+// Packed short documents on doc-zigzag (core/cost/document_tiles.h): the ring's blocks and
+// all-gather KV's key prefixes fill FlashAttention-3's tiles differently, and the replay must time
+// each scheme's kernels with its own calls (Schedule::kernel_calls) as its estimate does. 108
+// causal documents of 608 tokens on 8 GPUs (c = 38 tokens a chunk): the ring fills 23142 /
+// 174080 = 0.133 of its forward slots (a 76 x 76 causal tile and 3.5 x (76 x 38 + 38 x 76) dense
+// 128 x 176 tiles a rank), all-gather 23142 / 98304 = 0.235 (48 causal 128 x 128 tiles over the 8
+// ranks' 16 prefix calls): a simulator timing both alike would be 1.77x off on one of them.
+TEST(EstimateAgreement, PackedDocumentsReplayWithTheSchemesOwnKernelCalls) {
+  auto topology =
+      LoadTopologyFile(std::string(MESHPLAN_SOURCE_DIR) + "/topologies/dgx-h100-1node.toml");
+  ASSERT_TRUE(topology.ok()) << topology.status().message();
+  Workload w = Workload::Default();
+  w.seq_len = 108 * 608;
+  w.q_heads = 64;
+  w.kv_heads = 8;
+  w.pass = Pass::kForward;
+  w.mask = Mask::Documents(std::vector<int64_t>(108, 608));
+  const planner::PlanContext ctx(w, *topology);
+  const ShardLayout layout = ctx.LayoutFor(Layout::kDocZigzag, 8, 1);
+  const double ring_fill = ctx.ShapeOf(layout, 64, KernelCalls::kBlocks).forward_tile_fill;
+  const double gather_fill = ctx.ShapeOf(layout, 64, KernelCalls::kGatheredKeys).forward_tile_fill;
+  EXPECT_NEAR(ring_fill, 23142.0 / 174080.0, 1e-12);
+  EXPECT_NEAR(gather_fill, 23142.0 / 98304.0, 1e-12);
+  int compared = 0;
+  for (const char* name : {"ring", "allgather-kv"}) {
+    planner::SearchOptions only;
+    only.schemes = {Scheme(name)};
+    const planner::SearchResult found = planner::Search(ctx, only);
+    for (const planner::Estimate& e : found.ranked) {
+      if (!e.valid || e.params.layout != Layout::kDocZigzag) continue;
+      auto replay = SimulatedSeconds(ctx, e.params);
+      ASSERT_TRUE(replay.ok()) << replay.status().message();
+      EXPECT_NEAR(*replay / e.time_s, 1.0, 0.05)
+          << name << " " << planner::DescribeParams(e.params) << ": estimate " << e.time_s * 1e3
+          << " ms, replay " << *replay * 1e3 << " ms";
+      ++compared;
+    }
+  }
+  EXPECT_GE(compared, 2);
 }
 
 }  // namespace
