@@ -25,7 +25,7 @@ std::string UnitOf(const std::string& scheme) {
   return "planner/schemes/" + file + ".cc";
 }
 
-bool Contains(const std::vector<std::string>& v, const std::string& x) {
+bool ListContains(const std::vector<std::string>& v, const std::string& x) {
   return std::find(v.begin(), v.end(), x) != v.end();
 }
 
@@ -123,12 +123,12 @@ std::vector<std::string> CheckSchemeUnits(const fs::path& root, const Options& o
             any_outside = any_outside || !may;
           }
           if (may) continue;
-          if (!Contains(o.common_words, s.name)) {
+          if (!ListContains(o.common_words, s.name)) {
             if (NamedAt(line, s.any_case)) {
               out.push_back(where + "names the scheme '" + s.name + "' outside its unit (" +
                             UnitOf(s.name) + ") and the registry");
             }
-          } else if (!Contains(o.parameter_keys, s.name) &&
+          } else if (!ListContains(o.parameter_keys, s.name) &&
                      line.find('"' + s.name + '"') != std::string::npos) {
             out.push_back(where + "has the scheme name \"" + s.name +
                           "\" as a literal outside its unit (" + UnitOf(s.name) +

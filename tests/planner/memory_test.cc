@@ -12,11 +12,11 @@ namespace {
 // Per rank: tokens n = 1024; X = n * d * 2 = 131072 bytes.
 //   Q = 8X = 1 MiB, KV = 2*2*X = 0.5 MiB, Op = dQp = 2 MiB (fp32), dKVp = 1 MiB, L = n*8*4 = 32
 //   KiB.
-constexpr double kMiB = 1024.0 * 1024.0;
-constexpr double Q = 1 * kMiB, KV = 0.5 * kMiB, Op = 2 * kMiB, dQp = 2 * kMiB, dKVp = 1 * kMiB,
-                 L = 32 * 1024.0;
+constexpr double kBytesPerMiB = 1024.0 * 1024.0;
+constexpr double Q = 1 * kBytesPerMiB, KV = 0.5 * kBytesPerMiB, Op = 2 * kBytesPerMiB,
+                 dQp = 2 * kBytesPerMiB, dKVp = 1 * kBytesPerMiB, L = 32 * 1024.0;
 
-Workload MakeWorkload(Pass pass) {
+Workload MemoryWorkload(Pass pass) {
   Workload w;
   w.seq_len = 8192;
   w.q_heads = 8;
@@ -45,14 +45,14 @@ TEST(Memory, RingHoldsTwoKvBuffersAndAccumulators) {
   p.layout = Layout::kZigzag;
   p.ring = 8;
   // Forward: KV in use + KV arriving, fp32 O accumulator with its LSE.
-  EXPECT_DOUBLE_EQ(Peak(MakeWorkload(Pass::kForward), p), kBaseFwd + 2 * KV + Op + L);
+  EXPECT_DOUBLE_EQ(Peak(MemoryWorkload(Pass::kForward), p), kBaseFwd + 2 * KV + Op + L);
   // fwd+bwd: the larger of the forward buffers and the backward's (2 KV + dK,dV in and out +
   // dQ accumulator) = max(1.5 MiB + 32 KiB, 1 + 2 + 2 MiB) = 5 MiB.
-  EXPECT_DOUBLE_EQ(Peak(MakeWorkload(Pass::kForwardBackward), p),
+  EXPECT_DOUBLE_EQ(Peak(MemoryWorkload(Pass::kForwardBackward), p),
                    kBaseFwdBwd + 2 * KV + 2 * dKVp + dQp);
   // Cache: the 7 other KV shards stay from the forward; the backward moves no KV.
   p.cache_forward = true;
-  EXPECT_DOUBLE_EQ(Peak(MakeWorkload(Pass::kForwardBackward), p),
+  EXPECT_DOUBLE_EQ(Peak(MemoryWorkload(Pass::kForwardBackward), p),
                    kBaseFwdBwd + 7 * KV + 2 * dKVp + dQp);
 }
 
@@ -62,7 +62,7 @@ TEST(Memory, AllGatherHoldsTheWholeKv) {
   p.layout = Layout::kZigzag;
   p.ring = 8;
   // All 8 KV shards (own one in the base) and the O accumulator.
-  EXPECT_DOUBLE_EQ(Peak(MakeWorkload(Pass::kForward), p), kBaseFwd + 7 * KV + Op + L);
+  EXPECT_DOUBLE_EQ(Peak(MemoryWorkload(Pass::kForward), p), kBaseFwd + 7 * KV + Op + L);
 }
 
 TEST(Memory, MeshCachesItsSlotsAndPartials) {
@@ -72,16 +72,16 @@ TEST(Memory, MeshCachesItsSlotsAndPartials) {
   p.tile_a = 2;
   p.tile_b = 4;
   // Forward: a-1 = 1 extra Q slot, b-1 = 3 extra KV slots, a+1 = 3 partial (O, LSE) buffers.
-  EXPECT_DOUBLE_EQ(Peak(MakeWorkload(Pass::kForward), p), kBaseFwd + Q + 3 * KV + 3 * (Op + L));
+  EXPECT_DOUBLE_EQ(Peak(MemoryWorkload(Pass::kForward), p), kBaseFwd + Q + 3 * KV + 3 * (Op + L));
   // Backward only, no cache: per extra Q slot Q + dO + LSE + D; 3 KV slots; a+1 partial dQ and
   // b+1 partial dK,dV buffers.
-  EXPECT_DOUBLE_EQ(Peak(MakeWorkload(Pass::kBackward), p),
+  EXPECT_DOUBLE_EQ(Peak(MemoryWorkload(Pass::kBackward), p),
                    kBaseFwdBwd + (Q + Q + 2 * L) + 3 * KV + 3 * dQp + 5 * dKVp);
 }
 
 TEST(Memory, FitsComparesPeakPlusReserveWithTheGpu) {
   const Topology t = testing::SmallCluster(4, 2);
-  const Workload w = MakeWorkload(Pass::kForward);
+  const Workload w = MemoryWorkload(Pass::kForward);
   SchemeParams p;
   p.scheme = Scheme("ring");
   p.layout = Layout::kZigzag;

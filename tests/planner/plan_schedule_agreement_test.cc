@@ -19,7 +19,7 @@ struct Case {
   Mask mask;
 };
 
-std::vector<Case> Cases() {
+std::vector<Case> AgreementCases() {
   return {
       {"mha4-causal", 2, 2, 1024, 4, 4, Mask::Causal()},  // Ulysses valid (P = Hkv = 4)
       {"gqa8-causal", 4, 2, 2048, 8, 2, Mask::Causal()},  // P = 8, g = 4
@@ -40,7 +40,7 @@ double MeanOf(const std::vector<double>& v) {
 
 TEST(PlanScheduleAgreement, EveryCandidateExpandsToWhatItsEstimateSays) {
   int checked = 0;
-  for (const Case& c : Cases()) {
+  for (const Case& c : AgreementCases()) {
     for (Pass pass : {Pass::kForward, Pass::kBackward, Pass::kForwardBackward}) {
       const Topology t = testing::SmallCluster(c.gpus_per_node, c.nodes);
       Workload w;

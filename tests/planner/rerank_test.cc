@@ -29,7 +29,7 @@ class FakeTimer : public PlanTimer {
   }
 };
 
-Estimate MakeEstimate(int64_t ring, double time_s, bool fits) {
+Estimate RerankEstimate(int64_t ring, double time_s, bool fits) {
   Estimate e;
   e.params.scheme = Scheme("ring");
   e.params.ring = ring;
@@ -55,8 +55,8 @@ class RerankTest : public ::testing::Test {
 
 TEST_F(RerankTest, ResortsTheFirstKAndKeepsTheRest) {
   SearchResult result;
-  result.ranked = {MakeEstimate(1, 1.0, true), MakeEstimate(2, 2.0, true),
-                   MakeEstimate(3, 3.0, true), MakeEstimate(4, 4.0, true)};
+  result.ranked = {RerankEstimate(1, 1.0, true), RerankEstimate(2, 2.0, true),
+                   RerankEstimate(3, 3.0, true), RerankEstimate(4, 4.0, true)};
   FakeTimer timer;
   timer.seconds_by_ring = {{1, 9.0}, {2, 5.0}, {3, 7.0}};
   ASSERT_TRUE(RerankBySimulation(ctx_, timer, 3, &result).ok());
@@ -71,7 +71,7 @@ TEST_F(RerankTest, ResortsTheFirstKAndKeepsTheRest) {
 
 TEST_F(RerankTest, FittingPlansStayAheadOfThoseThatDoNot) {
   SearchResult result;
-  result.ranked = {MakeEstimate(1, 1.0, true), MakeEstimate(2, 2.0, false)};
+  result.ranked = {RerankEstimate(1, 1.0, true), RerankEstimate(2, 2.0, false)};
   FakeTimer timer;
   timer.seconds_by_ring = {{1, 9.0}, {2, 1.0}};  // the non-fitting plan simulates faster
   ASSERT_TRUE(RerankBySimulation(ctx_, timer, 5, &result).ok());  // k beyond the list: all of it
@@ -81,8 +81,8 @@ TEST_F(RerankTest, FittingPlansStayAheadOfThoseThatDoNot) {
 
 TEST_F(RerankTest, TimerErrorNamesThePlanAndChangesNothing) {
   SearchResult result;
-  result.ranked = {MakeEstimate(1, 1.0, true), MakeEstimate(2, 2.0, true),
-                   MakeEstimate(3, 3.0, true)};
+  result.ranked = {RerankEstimate(1, 1.0, true), RerankEstimate(2, 2.0, true),
+                   RerankEstimate(3, 3.0, true)};
   FakeTimer timer;
   timer.seconds_by_ring = {{1, 9.0}, {3, 1.0}};
   timer.fail_ring = 2;
@@ -96,7 +96,7 @@ TEST_F(RerankTest, TimerErrorNamesThePlanAndChangesNothing) {
 
 TEST_F(RerankTest, ZeroKDoesNothing) {
   SearchResult result;
-  result.ranked = {MakeEstimate(1, 1.0, true)};
+  result.ranked = {RerankEstimate(1, 1.0, true)};
   FakeTimer timer;
   ASSERT_TRUE(RerankBySimulation(ctx_, timer, 0, &result).ok());
   EXPECT_EQ(timer.calls, 0);

@@ -15,7 +15,7 @@ namespace {
 using testing::Empty;
 using testing::Identity;
 
-Op Compute(double flops, int64_t partial_bytes) {
+Op ComputeOp(double flops, int64_t partial_bytes) {
   Op c;
   c.kind = OpKind::kCompute;
   c.q_shard = 0;
@@ -38,8 +38,8 @@ TEST(GpuKernelModelGolden, ARingStepsPartialsCrossHbmTheirPassesTimes) {
   Topology t = OneGpu();
   t.gpu.ring_step_partial_passes = 12;
   Schedule s = Empty(1);
-  const uint32_t first = s.ranks[0].Add(Compute(1e12, 0));
-  s.ranks[0].Add(Compute(1e12, 1'000'000'000), {first});
+  const uint32_t first = s.ranks[0].Add(ComputeOp(1e12, 0));
+  s.ranks[0].Add(ComputeOp(1e12, 1'000'000'000), {first});
   auto r = Simulate(s, t, Identity(1), DType::kBf16);
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_NEAR(r->total_s, 10e-3, 1e-9);
@@ -57,8 +57,8 @@ TEST(GpuKernelModelGolden, ASlicedMergeCrossesHbmItsPassesMoreTimes) {
   t.gpu.ring_step_partial_passes = 12;
   t.gpu.sliced_merge_passes = 2;
   Schedule s = Empty(1);
-  const uint32_t first = s.ranks[0].Add(Compute(1e12, 0));
-  Op sliced = Compute(1e12, 1'000'000'000);
+  const uint32_t first = s.ranks[0].Add(ComputeOp(1e12, 0));
+  Op sliced = ComputeOp(1e12, 1'000'000'000);
   sliced.sliced_bytes = 1'000'000'000;
   s.ranks[0].Add(sliced, {first});
   auto r = Simulate(s, t, Identity(1), DType::kBf16);
@@ -73,7 +73,7 @@ TEST(GpuKernelModelGolden, ASmallerHeadDimRunsAtTheCurvesRateTimesItsFactor) {
   t.gpu.pair_overhead_flops = 64;
   t.gpu.efficiency_head_dim = 128;
   Schedule s = Empty(1);
-  s.ranks[0].Add(Compute(1e12, 0));
+  s.ranks[0].Add(ComputeOp(1e12, 0));
   SimOptions options;
   options.head_dim = 32;
   auto r = Simulate(s, t, Identity(1), DType::kBf16, options);

@@ -35,8 +35,8 @@ SchemeParams MeshParams(int64_t n, bool cache) {
   return p;
 }
 
-Result<SimResult> Replay(const planner::PlanContext& ctx, const Topology& topo,
-                         const SchemeParams& p) {
+Result<SimResult> ReplayMeshRing(const planner::PlanContext& ctx, const Topology& topo,
+                                 const SchemeParams& p) {
   auto schedule = planner::MakeStrategy(p.scheme)->Expand(ctx, p);
   if (!schedule.ok()) return schedule.status();
   const Placement placement(planner::RankDims(p), p.placement);
@@ -52,12 +52,12 @@ Result<SimResult> Replay(const planner::PlanContext& ctx, const Topology& topo,
 // messages beside it (compute-bound). Tolerance: 1e-6 relative (rounding).
 TEST(MeshRingSimulation, OneByNTileSimulatesLikeRing) {
   for (int64_t n : {4, 8}) {
-    const Topology topo = testing::SmallCluster(n, 1);
+    const Topology topo = meshplan::testing::SmallCluster(n, 1);
     for (bool cache : {false, true}) {
-      const Workload w = testing::ComputeBoundWorkload(Pass::kForwardBackward);
+      const Workload w = meshplan::testing::ComputeBoundWorkload(Pass::kForwardBackward);
       const planner::PlanContext ctx(w, topo);
-      auto ring = Replay(ctx, topo, RingParams(n, cache));
-      auto mesh = Replay(ctx, topo, MeshParams(n, cache));
+      auto ring = ReplayMeshRing(ctx, topo, RingParams(n, cache));
+      auto mesh = ReplayMeshRing(ctx, topo, MeshParams(n, cache));
       ASSERT_TRUE(ring.ok()) << ring.status().message();
       ASSERT_TRUE(mesh.ok()) << mesh.status().message();
       EXPECT_NEAR(mesh->total_s, ring->total_s, 1e-6 * ring->total_s)
@@ -73,8 +73,8 @@ TEST(MeshRingSimulation, OneByNTileSimulatesLikeRing) {
 // and n-2 hops followed them: (n-2) * t_dkv exposed.
 TEST(MeshRingSimulation, CachedBackwardExposesLessThanOneHop) {
   const int64_t n = 8;
-  const Topology topo = testing::SmallCluster(n, 1);
-  const Workload w = testing::ComputeBoundWorkload(Pass::kBackward);
+  const Topology topo = meshplan::testing::SmallCluster(n, 1);
+  const Workload w = meshplan::testing::ComputeBoundWorkload(Pass::kBackward);
   const planner::PlanContext ctx(w, topo);
   for (const SchemeParams& p : {MeshParams(n, true), RingParams(n, true)}) {
     const SchemeParams tile = MeshParams(n, true);
@@ -82,7 +82,7 @@ TEST(MeshRingSimulation, CachedBackwardExposesLessThanOneHop) {
     const double hop =
         planner::mesh::PhaseStepTimes(ctx, tile, placement, Phase::kBackward).kv_partial;
     ASSERT_GT(hop, 0);
-    auto result = Replay(ctx, topo, p);
+    auto result = ReplayMeshRing(ctx, topo, p);
     ASSERT_TRUE(result.ok()) << result.status().message();
     for (const RankStats& r : result->ranks)
       EXPECT_LT(r.exposed_comm_s, hop) << SchemeName(p.scheme);

@@ -32,7 +32,7 @@ Workload SmallWorkload() {
   return w;
 }
 
-SchemeParams MeshParams(int64_t a, int64_t b) {
+SchemeParams MeshGrid(int64_t a, int64_t b) {
   SchemeParams p;
   p.scheme = Scheme("mesh");
   p.tile_a = a;
@@ -54,8 +54,8 @@ bool Contains(const std::string& text, const std::string& needle) {
 
 TEST(SimulatePlanTest, GpuCountMismatchNamesBothCountsAndTheTopology) {
   const Workload w = SmallWorkload();
-  const Plan plan = PlanFor(w, testing::SmallCluster(4, 2), MeshParams(2, 4));  // 8 GPUs
-  Topology bigger = testing::SmallCluster(4, 4);                                // 16 GPUs
+  const Plan plan = PlanFor(w, meshplan::testing::SmallCluster(4, 2), MeshGrid(2, 4));  // 8 GPUs
+  Topology bigger = meshplan::testing::SmallCluster(4, 4);                              // 16 GPUs
   bigger.source = "sixteen.toml";
   const auto r = SimulatePlan(plan, bigger);
   ASSERT_FALSE(r.ok());
@@ -68,12 +68,12 @@ TEST(SimulatePlanTest, GpuCountMismatchNamesBothCountsAndTheTopology) {
 }
 
 TEST(SimulatePlanTest, DTypeTheGpuLacksNamesTheDTypeAndTheTopology) {
-  Topology topology = testing::SmallCluster(4, 2);  // peaks for bf16, fp16, fp32 only
+  Topology topology = meshplan::testing::SmallCluster(4, 2);  // peaks for bf16, fp16, fp32 only
   topology.source = "no-fp8.toml";
   ASSERT_EQ(topology.gpu.peak_tflops.count(DType::kFp8), 0u);
   Workload w = SmallWorkload();
   w.dtype = DType::kFp8;
-  const Plan plan = PlanFor(w, topology, MeshParams(2, 4));
+  const Plan plan = PlanFor(w, topology, MeshGrid(2, 4));
   const auto r = SimulatePlan(plan, topology);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), ErrorCode::kInvalidInput);
@@ -82,10 +82,10 @@ TEST(SimulatePlanTest, DTypeTheGpuLacksNamesTheDTypeAndTheTopology) {
 }
 
 TEST(SimulatePlanTest, InvalidParametersGiveTheStrategysReason) {
-  const Topology topology = testing::SmallCluster(4, 2);
+  const Topology topology = meshplan::testing::SmallCluster(4, 2);
   const Workload w = SmallWorkload();
   // A 3 x 3 tile does not cover 8 ranks.
-  const SchemeParams bad = MeshParams(3, 3);
+  const SchemeParams bad = MeshGrid(3, 3);
   const Plan plan = PlanFor(w, topology, bad);
   const planner::PlanContext ctx(w, topology);
   const planner::Estimate verdict = planner::MakeStrategy(Scheme("mesh"))->Evaluate(ctx, bad);
@@ -98,9 +98,9 @@ TEST(SimulatePlanTest, InvalidParametersGiveTheStrategysReason) {
 }
 
 TEST(SimulatePlanTest, ValidPlanReplaysOnEveryGpu) {
-  const Topology topology = testing::SmallCluster(4, 2);
+  const Topology topology = meshplan::testing::SmallCluster(4, 2);
   const Workload w = SmallWorkload();
-  const SchemeParams params = MeshParams(2, 4);
+  const SchemeParams params = MeshGrid(2, 4);
   const Plan plan = PlanFor(w, topology, params);
   const auto r = SimulatePlan(plan, topology);
   ASSERT_TRUE(r.ok()) << r.status().message();
@@ -129,8 +129,8 @@ TEST(SimulatePlanTest, ValidPlanReplaysOnEveryGpu) {
 }
 
 TEST(SimulatePlanTest, OpTimesCanBeLeftOut) {
-  const Topology topology = testing::SmallCluster(4, 2);
-  const Plan plan = PlanFor(SmallWorkload(), topology, MeshParams(2, 4));
+  const Topology topology = meshplan::testing::SmallCluster(4, 2);
+  const Plan plan = PlanFor(SmallWorkload(), topology, MeshGrid(2, 4));
   SimOptions options;
   options.record_op_times = false;
   const auto r = SimulatePlan(plan, topology, options);
@@ -146,7 +146,7 @@ TEST(SimulatePlanTest, ProgressCountsCompletedOpsUpToTheSchedulesOps) {
   // callback is called; each call sees the ops completed so far, never decreasing, never more than
   // the schedule holds, and the schedule's op count as the total.
   const Topology topology = DefaultTopology();
-  const Plan plan = PlanFor(SmallWorkload(), topology, MeshParams(16, 16));
+  const Plan plan = PlanFor(SmallWorkload(), topology, MeshGrid(16, 16));
   std::vector<std::pair<int64_t, int64_t>> calls;
   SimOptions options;
   options.record_op_times = false;
@@ -181,8 +181,8 @@ TEST(SimulatePlanTest, ProjectedReplayBytesIsTheMeanProgramTimesTheRanksKept) {
 
 TEST(SimulatePlanTest, ReplayOverMemoryLimitIsRefusedWithItsNeedAndGpusThatFit) {
   const Workload w = SmallWorkload();
-  const Topology topology = testing::SmallCluster(4, 2);  // 8 GPUs
-  const Plan plan = PlanFor(w, topology, MeshParams(2, 4));
+  const Topology topology = meshplan::testing::SmallCluster(4, 2);  // 8 GPUs
+  const Plan plan = PlanFor(w, topology, MeshGrid(2, 4));
   SimOptions options;
   options.use_symmetry = false;       // every rank's program is kept
   options.memory_limit_bytes = 1000;  // less than one rank's program (hundreds of ops of 72 B)

@@ -17,7 +17,7 @@ namespace {
 
 // 32 GPUs: 4 nodes of 8 on a switch, the nodes on a fat tree (shared uplinks with
 // oversubscription > 1).
-Topology FourNodesOfEight(double oversubscription) {
+Topology FourNodesOfEightGpus(double oversubscription) {
   Topology t = testing::TestGpuCluster("4x8");
   t.levels.push_back({"node", LinkKind::kSwitch, 8, 400e9, 1e-6, 1.0, {}, {}});
   t.levels.push_back({"ib", LinkKind::kFatTree, 4, 50e9, 5e-6, oversubscription, {}, {}});
@@ -52,7 +52,7 @@ Replays ReplayBothWays(const Plan& plan, const Topology& t) {
 TEST(StructuralSymmetry, EveryProofIsConfirmedByDigestingEveryRank) {
   int proven = 0, refused = 0, with_ulysses = 0;
   for (double oversubscription : {1.0, 4.0}) {
-    const Topology t = FourNodesOfEight(oversubscription);
+    const Topology t = FourNodesOfEightGpus(oversubscription);
     for (int64_t u : {1, 2, 4}) {
       const int64_t m = 32 / u;
       for (int64_t a = 1; a <= m; a *= 2) {
@@ -126,7 +126,7 @@ TEST(StructuralSymmetry, EveryProofIsConfirmedByDigestingEveryRank) {
 // A proof needs a layout whose blocks are equal in work: causal contiguous blocks are not, and
 // the reason says so; schemes without a proof say that.
 TEST(StructuralSymmetry, RefusalsSayWhy) {
-  const Topology t = FourNodesOfEight(1.0);
+  const Topology t = FourNodesOfEightGpus(1.0);
   Workload w = Workload::Default();
   w.seq_len = 1 << 15;
   w.mask = Mask::Causal();
@@ -166,7 +166,7 @@ TEST(StructuralSymmetry, RingProofsAreConfirmedByDigestingEveryRank) {
   for (const char* scheme : {"ring", "allgather-kv"}) {
     const std::vector<int64_t> documents = {4096, 12288, 8192, 8192};  // multiples of 2 x 32
     for (double oversubscription : {1.0, 4.0}) {
-      const Topology t = FourNodesOfEight(oversubscription);
+      const Topology t = FourNodesOfEightGpus(oversubscription);
       for (Layout layout : {Layout::kZigzag, Layout::kContiguous, Layout::kStriped,
                             Layout::kBalanced, Layout::kDocZigzag}) {
         for (const Mask& mask : {Mask::Full(), Mask::Causal(), Mask::Window(3000),

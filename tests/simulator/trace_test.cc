@@ -306,7 +306,7 @@ struct Replay {
 // 8 GPUs: 2 nodes of 4. A small causal fwd+bwd workload.
 class TraceTest : public ::testing::Test {
  protected:
-  TraceTest() : topology_(testing::SmallCluster(4, 2)) {
+  TraceTest() : topology_(meshplan::testing::SmallCluster(4, 2)) {
     workload_.batch = 1;
     workload_.seq_len = 4096;
     workload_.q_heads = 8;

@@ -26,7 +26,7 @@
 namespace meshplan::sim {
 namespace {
 
-Topology Load(const std::string& name) {
+Topology LoadShipped(const std::string& name) {
   auto topology = LoadTopologyFile(std::string(MESHPLAN_SOURCE_DIR) + "/topologies/" + name);
   EXPECT_TRUE(topology.ok()) << topology.status().message();
   return *topology;
@@ -54,7 +54,7 @@ void ExpectSameResult(const SimResult& a, const SimResult& b, const std::string&
 }
 
 TEST(ViewExpansion, ViewMadeDuringExpansionReplaysLikeTheFullSchedulesView) {
-  const Topology topology = Load("dgx-h100-4node.toml");
+  const Topology topology = LoadShipped("dgx-h100-4node.toml");
   const int compared = testing::ForEachTopPlan(topology, [&](const Plan& plan, const Workload& w,
                                                              const std::string& what) {
     SimOptions options;
@@ -72,7 +72,7 @@ TEST(ViewExpansion, ViewMadeDuringExpansionReplaysLikeTheFullSchedulesView) {
 }
 
 TEST(ViewExpansion, TheReplayFormMadeDuringTheExpansionReplaysLikeTheViewsOps) {
-  const Topology topology = Load("dgx-h100-4node.toml");
+  const Topology topology = LoadShipped("dgx-h100-4node.toml");
   const int compared = testing::ForEachTopPlan(topology, [&](const Plan& plan, const Workload& w,
                                                              const std::string& what) {
     SimOptions options;
@@ -137,7 +137,7 @@ TEST(ViewExpansion, TheReplayFormRejectsMalformedProgramsAndTheSinkReportsIt) {
 }
 
 TEST(ViewExpansion, ExpandPlanHandsEveryRankToTheHookOnce) {
-  const Topology topology = Load("dgx-h100-4node.toml");
+  const Topology topology = LoadShipped("dgx-h100-4node.toml");
   Workload w = Workload::Default();
   w.seq_len = 1 << 15;
   const planner::PlanContext ctx(w, topology);
@@ -168,7 +168,7 @@ TEST(ViewExpansion, ExpandPlanHandsEveryRankToTheHookOnce) {
 TEST(ViewExpansion, SimulateViewRefusesOpTimesAndSharedDevices) {
   CoalescedSchedule view;
   view.schedule.num_ranks = 0;
-  const Topology topology = Load("dgx-h100-4node.toml");
+  const Topology topology = LoadShipped("dgx-h100-4node.toml");
   SimOptions with_times;
   EXPECT_FALSE(SimulateView(CoalescedSchedule{}, topology, {}, DType::kBf16, with_times).ok());
   Topology shared = topology;

@@ -15,11 +15,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const fs::path kTopologies = fs::path(MESHPLAN_SOURCE_DIR) / "topologies";
+const fs::path kShippedTopologyDir = fs::path(MESHPLAN_SOURCE_DIR) / "topologies";
 
 std::vector<fs::path> ShippedFiles() {
   std::vector<fs::path> files;
-  for (const auto& entry : fs::directory_iterator(kTopologies)) {
+  for (const auto& entry : fs::directory_iterator(kShippedTopologyDir)) {
     if (entry.path().extension() == ".toml") files.push_back(entry.path());
   }
   std::sort(files.begin(), files.end());
@@ -71,7 +71,7 @@ TEST(ShippedTopologiesTest, GpuCountsByHand) {
         Expect{"hgx-h200-32gpu.toml", 32}, Expect{"gb200-nvl72-4rack.toml", 288},
         Expect{"h100-64node-1gpu.toml", 64}, Expect{"a100-16node-4gpu.toml", 64},
         Expect{"hypothetical-torus-16x16.toml", 256}}) {
-    auto topo = LoadTopologyFile((kTopologies / e.file).string());
+    auto topo = LoadTopologyFile((kShippedTopologyDir / e.file).string());
     ASSERT_TRUE(topo.ok()) << topo.status().message();
     EXPECT_EQ(topo->num_gpus(), e.gpus) << e.file;
   }
@@ -79,7 +79,7 @@ TEST(ShippedTopologiesTest, GpuCountsByHand) {
 
 TEST(DefaultTopologyTest, EqualsTheShipped32NodeFile) {
   Topology def = DefaultTopology();
-  auto file = LoadTopologyFile((kTopologies / "dgx-h100-32node.toml").string());
+  auto file = LoadTopologyFile((kShippedTopologyDir / "dgx-h100-32node.toml").string());
   ASSERT_TRUE(file.ok()) << file.status().message();
   EXPECT_EQ(TopologyToToml(def), TopologyToToml(*file));
   EXPECT_EQ(def.source, "built-in");

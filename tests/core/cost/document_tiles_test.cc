@@ -29,7 +29,7 @@ GpuSpec Fa3Gpu() {
   return gpu;
 }
 
-ShardLayout DocZigzag(std::vector<int64_t> documents, int64_t shards) {
+ShardLayout DocZigzagShards(std::vector<int64_t> documents, int64_t shards) {
   int64_t seq = 0;
   for (int64_t d : documents) seq += d;
   ShardLayout layout{Layout::kDocZigzag, seq, shards, 1};
@@ -72,7 +72,7 @@ TEST(DocumentTileFill, RingBlocksOnAShortDocumentByHand) {
   // ranks: (N - 1) / 2 = 0.5 of each), 1 dense tile of 128 x 176 = 22528 slots each:
   // 16384 + 0.5 x 2 x 22528 = 38912. Backward: 64 x 128 = 8192 and 80 x 128 = 10240: 18432.
   const TileFill fill =
-      DocumentTileFill(Fa3Gpu(), DocZigzag({8}, 2), /*causal=*/true, KernelCalls::kBlocks);
+      DocumentTileFill(Fa3Gpu(), DocZigzagShards({8}, 2), /*causal=*/true, KernelCalls::kBlocks);
   EXPECT_DOUBLE_EQ(fill.forward, 18.0 / 38912.0);
   EXPECT_DOUBLE_EQ(fill.backward, 18.0 / 18432.0);
 }
@@ -82,8 +82,8 @@ TEST(DocumentTileFill, GatheredKeysOnAShortDocumentByHand) {
   // [0, 8); rank 1's chunk 1 against [0, 4) and chunk 2 against [0, 6). Visible (bottom-right
   // causal, m (n - m) + m (m + 1) / 2 with m = 2): 3 + 15 + 7 + 11 = 36, the whole document.
   // Four calls of one causal tile each: forward 4 x 16384, backward 4 x 8192.
-  const TileFill fill =
-      DocumentTileFill(Fa3Gpu(), DocZigzag({8}, 2), /*causal=*/true, KernelCalls::kGatheredKeys);
+  const TileFill fill = DocumentTileFill(Fa3Gpu(), DocZigzagShards({8}, 2), /*causal=*/true,
+                                         KernelCalls::kGatheredKeys);
   EXPECT_DOUBLE_EQ(fill.forward, 36.0 / 65536.0);
   EXPECT_DOUBLE_EQ(fill.backward, 36.0 / 32768.0);
 }
@@ -93,7 +93,7 @@ TEST(DocumentTileFill, BidirectionalDocumentsAreDenseCalls) {
   // call (1 tile) of 4c^2 = 16 visible pairs, 2 blocks a rank: 32 / (2 x 22528) forward,
   // 32 / (2 x 10240) backward.
   const TileFill fill =
-      DocumentTileFill(Fa3Gpu(), DocZigzag({8}, 2), /*causal=*/false, KernelCalls::kBlocks);
+      DocumentTileFill(Fa3Gpu(), DocZigzagShards({8}, 2), /*causal=*/false, KernelCalls::kBlocks);
   EXPECT_DOUBLE_EQ(fill.forward, 32.0 / 45056.0);
   EXPECT_DOUBLE_EQ(fill.backward, 32.0 / 20480.0);
 }
@@ -104,7 +104,7 @@ TEST(DocumentTileFill, LongDocumentsFillTheirTiles) {
   // backward's 64 x 128 tiles: key tile j (keys 128 j ..) is reached by query tiles from 2 j on,
   // 16 - 2j of them: 16 + 14 + ... + 2 = 72 tiles of 8192.
   const TileFill fill =
-      DocumentTileFill(Fa3Gpu(), DocZigzag({1024}, 1), /*causal=*/true, KernelCalls::kBlocks);
+      DocumentTileFill(Fa3Gpu(), DocZigzagShards({1024}, 1), /*causal=*/true, KernelCalls::kBlocks);
   EXPECT_DOUBLE_EQ(fill.forward, 524800.0 / (36.0 * 16384.0));
   EXPECT_DOUBLE_EQ(fill.backward, 524800.0 / (72.0 * 8192.0));
 }
@@ -112,22 +112,23 @@ TEST(DocumentTileFill, LongDocumentsFillTheirTiles) {
 TEST(DocumentTileFill, NothingModelledWithoutTilesOrDocuments) {
   GpuSpec no_keys = Fa3Gpu();
   no_keys.occupancy.forward_tile_keys = 0;
-  const TileFill none = DocumentTileFill(no_keys, DocZigzag({8}, 2), true, KernelCalls::kBlocks);
+  const TileFill none =
+      DocumentTileFill(no_keys, DocZigzagShards({8}, 2), true, KernelCalls::kBlocks);
   EXPECT_DOUBLE_EQ(none.forward, 1.0);
   EXPECT_DOUBLE_EQ(none.backward, 1.0);
   const ShardLayout contiguous{Layout::kContiguous, 1024, 2, 1};
   EXPECT_DOUBLE_EQ(DocumentTileFill(Fa3Gpu(), contiguous, true, KernelCalls::kBlocks).forward, 1.0);
-  EXPECT_FALSE(DocumentTilesModelled(no_keys, DocZigzag({8}, 2)));
-  EXPECT_TRUE(DocumentTilesModelled(Fa3Gpu(), DocZigzag({8}, 2)));
+  EXPECT_FALSE(DocumentTilesModelled(no_keys, DocZigzagShards({8}, 2)));
+  EXPECT_TRUE(DocumentTilesModelled(Fa3Gpu(), DocZigzagShards({8}, 2)));
 }
 
 TEST(CutRowExtraPairs, TheTilesHoldTheDocumentsDiagonals) {
-  EXPECT_DOUBLE_EQ(CutRowExtraPairs(Fa3Gpu(), DocZigzag({8}, 2)), 0.0);
+  EXPECT_DOUBLE_EQ(CutRowExtraPairs(Fa3Gpu(), DocZigzagShards({8}, 2)), 0.0);
   const ShardLayout zigzag{Layout::kZigzag, 1024, 2, 1};
   EXPECT_DOUBLE_EQ(CutRowExtraPairs(Fa3Gpu(), zigzag), 120.0);
   GpuSpec no_keys = Fa3Gpu();
   no_keys.occupancy.backward_tile_queries = 0;
-  EXPECT_DOUBLE_EQ(CutRowExtraPairs(no_keys, DocZigzag({8}, 2)), 120.0);
+  EXPECT_DOUBLE_EQ(CutRowExtraPairs(no_keys, DocZigzagShards({8}, 2)), 120.0);
 }
 
 TEST(KernelShape, TheFillScalesTheRateAndTheBackwardRatio) {
@@ -135,7 +136,7 @@ TEST(KernelShape, TheFillScalesTheRateAndTheBackwardRatio) {
   gpu.peak_tflops[DType::kBf16] = 1000;
   gpu.attention_efficiency = {{1024, 0.5}};
   gpu.backward_rate_ratio = 0.8;
-  const ShardLayout layout = DocZigzag({8}, 2);
+  const ShardLayout layout = DocZigzagShards({8}, 2);
   const KernelShape shape =
       MakeKernelShape(gpu, layout, 0, MaskKind::kDocuments, KernelCalls::kBlocks);
   EXPECT_DOUBLE_EQ(shape.forward_tile_fill, 18.0 / 38912.0);

@@ -11,7 +11,7 @@ namespace meshplan {
 namespace {
 
 // The definition of each mask written out directly (mask.h), independent of PairCounter.
-bool Allowed(const Mask& mask, int64_t q, int64_t k) {
+bool MaskAllows(const Mask& mask, int64_t q, int64_t k) {
   switch (mask.kind) {
     case MaskKind::kFull:
       return true;
@@ -40,7 +40,7 @@ bool Allowed(const Mask& mask, int64_t q, int64_t k) {
 int64_t BruteCount(const Mask& mask, int64_t q0, int64_t q1, int64_t k0, int64_t k1) {
   int64_t n = 0;
   for (int64_t q = q0; q < q1; ++q) {
-    for (int64_t k = k0; k < k1; ++k) n += Allowed(mask, q, k) ? 1 : 0;
+    for (int64_t k = k0; k < k1; ++k) n += MaskAllows(mask, q, k) ? 1 : 0;
   }
   return n;
 }

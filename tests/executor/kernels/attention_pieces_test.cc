@@ -14,7 +14,7 @@
 namespace meshplan::exec {
 namespace {
 
-std::vector<int64_t> Range(int64_t first, int64_t count) {
+std::vector<int64_t> Indices(int64_t first, int64_t count) {
   std::vector<int64_t> v(static_cast<size_t>(count));
   std::iota(v.begin(), v.end(), first);
   return v;
@@ -125,7 +125,7 @@ void ExpectExactCover(const std::vector<int64_t>& q, const std::vector<int64_t>&
 
 TEST(AttentionPieces, DiagonalBlockIsOneTopLeftTriangle) {
   // Q and K both hold tokens 8..15: key j visible to query i iff j <= i.
-  const auto pieces = SplitIntoPieces(Range(8, 8), Range(8, 8), MaskKind::kCausal, 16);
+  const auto pieces = SplitIntoPieces(Indices(8, 8), Indices(8, 8), MaskKind::kCausal, 16);
   ASSERT_TRUE(pieces);
   ASSERT_EQ(pieces->size(), 1u);
   EXPECT_EQ((*pieces)[0].mask, PieceMask::kCausalTopLeft);
@@ -135,11 +135,11 @@ TEST(AttentionPieces, DiagonalBlockIsOneTopLeftTriangle) {
 
 TEST(AttentionPieces, KeysBeforeQueriesAreFullAndKeysAfterAreNothing) {
   // Keys 0..7 all precede queries 8..15: one full rectangle. Keys 16..23 all follow: nothing.
-  const auto before = SplitIntoPieces(Range(8, 8), Range(0, 8), MaskKind::kCausal, 16);
+  const auto before = SplitIntoPieces(Indices(8, 8), Indices(0, 8), MaskKind::kCausal, 16);
   ASSERT_TRUE(before);
   ASSERT_EQ(before->size(), 1u);
   EXPECT_EQ((*before)[0].mask, PieceMask::kFull);
-  const auto after = SplitIntoPieces(Range(8, 8), Range(16, 8), MaskKind::kCausal, 16);
+  const auto after = SplitIntoPieces(Indices(8, 8), Indices(16, 8), MaskKind::kCausal, 16);
   ASSERT_TRUE(after);
   EXPECT_TRUE(after->empty());
 }
@@ -148,7 +148,7 @@ TEST(AttentionPieces, OffsetDiagonalIsABottomRightTriangleThenAFullRectangle) {
   // Queries 4..11 against keys 0..7: c = 4. Query row i sees keys j <= i + 4, so rows 0..3 see
   // 5..8 keys (a triangle of 4 rows over the first 4 + 4 = 8 keys, bottom-right aligned: row 0
   // sees j <= 0 + (8 - 4) = 4), and rows 4..7 see all 8 keys (a full rectangle).
-  const auto pieces = SplitIntoPieces(Range(4, 8), Range(0, 8), MaskKind::kCausal, 16);
+  const auto pieces = SplitIntoPieces(Indices(4, 8), Indices(0, 8), MaskKind::kCausal, 16);
   ASSERT_TRUE(pieces);
   ASSERT_EQ(pieces->size(), 2u);
   EXPECT_EQ((*pieces)[0].mask, PieceMask::kCausalBottomRight);
@@ -162,8 +162,8 @@ TEST(AttentionPieces, OffsetDiagonalIsABottomRightTriangleThenAFullRectangle) {
 
 TEST(AttentionPieces, ZigzagShardsSplitIntoTheirChunkPairs) {
   // 4 ranks, 8 chunks of 4 tokens: rank 0 holds chunks 0 and 7, rank 1 chunks 1 and 6.
-  const auto r0 = Concat(Range(0, 4), Range(28, 4));
-  const auto r1 = Concat(Range(4, 4), Range(24, 4));
+  const auto r0 = Concat(Indices(0, 4), Indices(28, 4));
+  const auto r1 = Concat(Indices(4, 4), Indices(24, 4));
   // Rank 0's queries against rank 1's keys: chunk 0 vs 1 and 6: nothing; chunk 7 vs both: full,
   // one rectangle over all 8 key rows (adjacent rows, though not consecutive positions).
   const auto pieces = SplitIntoPieces(r0, r1, MaskKind::kCausal, 16);
@@ -183,8 +183,9 @@ TEST(AttentionPieces, GatheredZigzagKeysNeedFewPieces) {
   // c0 sees only itself: a triangle over rows 0-3. c15 sees c0 (full, rows 0-3), itself (a
   // triangle, rows 4-7) and c1..c14 (full, rows 8-63, merged into one rectangle): 4 pieces.
   std::vector<int64_t> keys;
-  for (int r = 0; r < 8; ++r) keys = Concat(Concat(keys, Range(4 * r, 4)), Range(4 * (15 - r), 4));
-  const auto q = Concat(Range(0, 4), Range(60, 4));
+  for (int r = 0; r < 8; ++r)
+    keys = Concat(Concat(keys, Indices(4 * r, 4)), Indices(4 * (15 - r), 4));
+  const auto q = Concat(Indices(0, 4), Indices(60, 4));
   const auto pieces = SplitIntoPieces(q, keys, MaskKind::kCausal, 16);
   ASSERT_TRUE(pieces);
   EXPECT_EQ(pieces->size(), 4u);
@@ -236,14 +237,15 @@ TEST(AttentionPieces, UnequalStepsAndOtherMasksAreNotExpressible) {
   EXPECT_FALSE(SplitIntoPieces(uneven, uneven, MaskKind::kCausal, 16));
   // A window without its width (the MaskKind overload: width 0) or of width 0 is no mask; with
   // a width it splits (the Window* tests below).
-  EXPECT_FALSE(SplitIntoPieces(Range(0, 8), Range(0, 8), MaskKind::kWindow, 16));
-  EXPECT_FALSE(SplitIntoPieces(Range(0, 8), Range(0, 8), Window(0), 16));
-  EXPECT_TRUE(SplitIntoPieces(Range(0, 8), Range(0, 8), Window(3), 16));
+  EXPECT_FALSE(SplitIntoPieces(Indices(0, 8), Indices(0, 8), MaskKind::kWindow, 16));
+  EXPECT_FALSE(SplitIntoPieces(Indices(0, 8), Indices(0, 8), Window(0), 16));
+  EXPECT_TRUE(SplitIntoPieces(Indices(0, 8), Indices(0, 8), Window(3), 16));
   // Documents without their starts (the MaskKind overload has none) are no mask either; with
   // them they split (the Documents* tests below).
-  EXPECT_FALSE(SplitIntoPieces(Range(0, 8), Range(0, 8), MaskKind::kDocuments, 16));  // documents
-  EXPECT_FALSE(SplitIntoPieces(Range(0, 8), Range(0, 8), MaskKind::kDocumentsFull, 16));
-  EXPECT_FALSE(SplitIntoPieces(Range(0, 8), Range(0, 8), MaskKind::kPrefix, 16));
+  EXPECT_FALSE(
+      SplitIntoPieces(Indices(0, 8), Indices(0, 8), MaskKind::kDocuments, 16));  // documents
+  EXPECT_FALSE(SplitIntoPieces(Indices(0, 8), Indices(0, 8), MaskKind::kDocumentsFull, 16));
+  EXPECT_FALSE(SplitIntoPieces(Indices(0, 8), Indices(0, 8), MaskKind::kPrefix, 16));
   // Windows on positions that are neither few runs nor one progression stay on the own kernels,
   // as causal ones do.
   EXPECT_FALSE(SplitIntoPieces(Stripe(0, 4, 32), Stripe(0, 8, 32), Window(16), 16));
@@ -276,7 +278,7 @@ std::vector<int64_t> RandomRuns(std::mt19937_64& gen, int runs, int64_t max_len)
   int64_t next = static_cast<int64_t>(gen() % 8);
   for (int r = 0; r < runs; ++r) {
     const int64_t len = 1 + static_cast<int64_t>(gen() % static_cast<uint64_t>(max_len));
-    v = Concat(v, Range(next, len));
+    v = Concat(v, Indices(next, len));
     next += len + 1 + static_cast<int64_t>(gen() % 12);
   }
   return v;
@@ -327,13 +329,15 @@ TEST(AttentionPieces, WindowOnTheDiagonalBlock) {
   // Q and K both hold tokens 8..15: query row i sees key rows i - W < j <= i.
   // W = 3, smaller than the block: row 7 no longer sees key 0 (7 - 3 >= 0), so the window's
   // lower edge cuts the block: one band, offset 0 (the diagonal), width 3.
-  ExpectSplitIsOnePiece(Range(8, 8), Range(8, 8), Window(3), {0, 8, 0, 8, PieceMask::kBand, 0, 3});
+  ExpectSplitIsOnePiece(Indices(8, 8), Indices(8, 8), Window(3),
+                        {0, 8, 0, 8, PieceMask::kBand, 0, 3});
   // W = 1: the diagonal alone, a band of width 1.
-  ExpectSplitIsOnePiece(Range(8, 8), Range(8, 8), Window(1), {0, 8, 0, 8, PieceMask::kBand, 0, 1});
+  ExpectSplitIsOnePiece(Indices(8, 8), Indices(8, 8), Window(1),
+                        {0, 8, 0, 8, PieceMask::kBand, 0, 1});
   // W = 8, the block: row 7 sees keys 7 - 8 < j, all of them, so the window cuts nothing and the
   // block is the causal diagonal block, one top-left triangle; W = 20 the same.
   for (int64_t w : {8, 20}) {
-    ExpectSplitIsOnePiece(Range(8, 8), Range(8, 8), Window(w),
+    ExpectSplitIsOnePiece(Indices(8, 8), Indices(8, 8), Window(w),
                           {0, 8, 0, 8, PieceMask::kCausalTopLeft, 0, 0});
   }
 }
@@ -343,30 +347,32 @@ TEST(AttentionPieces, WindowOnTheBlockBeforeTheDiagonal) {
   // W = 3: query 8 sees keys 6, 7 and query 9 key 7; queries 10..15 see nothing. The visible
   // rows 0..1 and keys 6..7 are one band: row i sees j (from key 6) iff i + 2 - 3 < j <= i + 2,
   // offset 8 - 6 = 2 = W - 1, width 3 (an upper triangle).
-  ExpectSplitIsOnePiece(Range(8, 8), Range(0, 8), Window(3), {0, 2, 6, 2, PieceMask::kBand, 2, 3});
+  ExpectSplitIsOnePiece(Indices(8, 8), Indices(0, 8), Window(3),
+                        {0, 2, 6, 2, PieceMask::kBand, 2, 3});
   // W = 8, the block: query 8 + i sees keys i + 1..7, rows 0..6 and keys 1..7, offset 7.
-  ExpectSplitIsOnePiece(Range(8, 8), Range(0, 8), Window(8), {0, 7, 1, 7, PieceMask::kBand, 7, 8});
+  ExpectSplitIsOnePiece(Indices(8, 8), Indices(0, 8), Window(8),
+                        {0, 7, 1, 7, PieceMask::kBand, 7, 8});
   // W = 12: query 8 + i sees keys k > i - 4: rows 0..3 see all 8 keys, rows 4..7 lose keys
   // 0..3 one by one. Every row and key is visible, so one band over the block with offset 8
   // (key row j = 8 + i is the diagonal) and width 12.
-  ExpectSplitIsOnePiece(Range(8, 8), Range(0, 8), Window(12),
+  ExpectSplitIsOnePiece(Indices(8, 8), Indices(0, 8), Window(12),
                         {0, 8, 0, 8, PieceMask::kBand, 8, 12});
   // W = 16: query 15 sees key 0 (15 - 16 < 0): every pair, one full rectangle.
-  const auto all = SplitIntoPieces(Range(8, 8), Range(0, 8), Window(16), 16);
+  const auto all = SplitIntoPieces(Indices(8, 8), Indices(0, 8), Window(16), 16);
   ExpectOnePiece(all, {0, 8, 0, 8, PieceMask::kFull, 0, 0});
 }
 
 TEST(AttentionPieces, WindowBlocksWithNothingVisibleAreEmpty) {
   // Keys 0..7 against queries 16..23 with W = 8: the nearest pair is 16 - 7 = 9 >= 8 apart.
-  const auto far = SplitIntoPieces(Range(16, 8), Range(0, 8), Window(8), 16);
+  const auto far = SplitIntoPieces(Indices(16, 8), Indices(0, 8), Window(8), 16);
   ASSERT_TRUE(far);
   EXPECT_TRUE(far->empty());
   // Keys after the queries: nothing, whatever the width.
-  const auto after = SplitIntoPieces(Range(0, 8), Range(8, 8), Window(100), 16);
+  const auto after = SplitIntoPieces(Indices(0, 8), Indices(8, 8), Window(100), 16);
   ASSERT_TRUE(after);
   EXPECT_TRUE(after->empty());
   // W = 1 off the diagonal: a query sees only its own token.
-  const auto off = SplitIntoPieces(Range(8, 8), Range(0, 8), Window(1), 16);
+  const auto off = SplitIntoPieces(Indices(8, 8), Indices(0, 8), Window(1), 16);
   ASSERT_TRUE(off);
   EXPECT_TRUE(off->empty());
 }
@@ -377,7 +383,7 @@ TEST(AttentionPieces, WindowWithMoreQueriesThanKeysSplitsAtTheFirstKey) {
   // rows 0..5 still see key 0 (i - 6 < 0): the causal pieces, a top-left triangle over rows and
   // keys 0..3 and a full rectangle for rows 4..5; rows 6..8 see keys from i - 5: one band over
   // keys 1..3 with offset 6 - 1 = 5 and width 6. Three pieces.
-  const auto pieces = SplitIntoPieces(Range(0, 16), Range(0, 4), Window(6), 16);
+  const auto pieces = SplitIntoPieces(Indices(0, 16), Indices(0, 4), Window(6), 16);
   ASSERT_TRUE(pieces);
   ASSERT_EQ(pieces->size(), 3u);
   EXPECT_EQ((*pieces)[0].mask, PieceMask::kCausalTopLeft);
@@ -392,14 +398,14 @@ TEST(AttentionPieces, WindowWithMoreQueriesThanKeysSplitsAtTheFirstKey) {
   EXPECT_EQ((*pieces)[2].k_rows, 3);
   EXPECT_EQ((*pieces)[2].band_offset, 5);
   EXPECT_EQ((*pieces)[2].band_width, 6);
-  ExpectExactCover(Range(0, 16), Range(0, 4), Window(6), *pieces);
+  ExpectExactCover(Indices(0, 16), Indices(0, 4), Window(6), *pieces);
 }
 
 TEST(AttentionPieces, WindowOnZigzagShards) {
   // 4 ranks, 8 chunks of 8 tokens: rank 1 holds chunks 1 (8..15) and 6 (48..55), rank 0 chunks 0
   // (0..7) and 7 (56..63).
-  const auto r0 = Concat(Range(0, 8), Range(56, 8));
-  const auto r1 = Concat(Range(8, 8), Range(48, 8));
+  const auto r0 = Concat(Indices(0, 8), Indices(56, 8));
+  const auto r1 = Concat(Indices(8, 8), Indices(48, 8));
   // Rank 1 against itself, W = 6: chunk 1 and chunk 6 each see themselves (a band of width 6 on
   // the diagonal); chunk 6 against chunk 1 is 33 or more apart, chunk 1 against chunk 6 is
   // after it: 2 pieces.
@@ -450,16 +456,16 @@ TEST(AttentionPieces, WindowOnStripedBlocks) {
 
 // Every (query shard, key shard) block of a sequence in `shards` shards of `layout`, for windows
 // of many widths, is covered exactly within `max_pieces` pieces per block.
-enum class Layout { kContiguous, kZigzag, kStriped };
-std::vector<int64_t> Shard(Layout layout, int64_t seq, int64_t shards, int64_t r) {
+enum class PieceLayout { kContiguous, kZigzag, kStriped };
+std::vector<int64_t> Shard(PieceLayout layout, int64_t seq, int64_t shards, int64_t r) {
   const int64_t rows = seq / shards;
-  if (layout == Layout::kContiguous) return Range(r * rows, rows);
-  if (layout == Layout::kStriped) return Stripe(r, shards, rows);
+  if (layout == PieceLayout::kContiguous) return Indices(r * rows, rows);
+  if (layout == PieceLayout::kStriped) return Stripe(r, shards, rows);
   const int64_t chunk = rows / 2;
-  return Concat(Range(r * chunk, chunk), Range((2 * shards - 1 - r) * chunk, chunk));
+  return Concat(Indices(r * chunk, chunk), Indices((2 * shards - 1 - r) * chunk, chunk));
 }
 
-void ExpectEveryBlockCovered(Layout layout, int64_t seq, int64_t shards, size_t max_pieces) {
+void ExpectEveryBlockCovered(PieceLayout layout, int64_t seq, int64_t shards, size_t max_pieces) {
   for (int64_t w : {1, 2, 7, 15, 16, 17, 31, 32, 33, 48, 100, 1000}) {
     for (int64_t qr = 0; qr < shards; ++qr) {
       for (int64_t kr = 0; kr < shards; ++kr) {
@@ -479,11 +485,11 @@ TEST(AttentionPieces, WindowBlocksOfEveryLayoutAreCoveredExactly) {
   // at and above a chunk and a shard. Contiguous: one run pair of equal sizes, whose visible rows
   // and keys are as many (a square), so one band or the causal pieces: at most 2. Zigzag: 2 x 2
   // run pairs of at most 2 pieces each. Striped: one progression, at most 2 as contiguous.
-  ExpectEveryBlockCovered(Layout::kContiguous, 128, 4, 2);
-  ExpectEveryBlockCovered(Layout::kZigzag, 128, 4, 8);
-  ExpectEveryBlockCovered(Layout::kStriped, 128, 4, 2);
+  ExpectEveryBlockCovered(PieceLayout::kContiguous, 128, 4, 2);
+  ExpectEveryBlockCovered(PieceLayout::kZigzag, 128, 4, 8);
+  ExpectEveryBlockCovered(PieceLayout::kStriped, 128, 4, 2);
   // 8 striped shards of 16 rows go past the 16-run limit only with longer shards: 512 tokens.
-  ExpectEveryBlockCovered(Layout::kStriped, 512, 8, 2);
+  ExpectEveryBlockCovered(PieceLayout::kStriped, 512, 8, 2);
 }
 
 TEST(AttentionPieces, GatheredZigzagKeysUnderAWindowNeedFewPieces) {
@@ -493,8 +499,9 @@ TEST(AttentionPieces, GatheredZigzagKeysUnderAWindowNeedFewPieces) {
   // band of offset 4 and width 6 over the 4 x 4 pair) and the last token of c13 (55, seen by
   // query 60 alone: a 1 x 1 full piece): 4 pieces.
   std::vector<int64_t> keys;
-  for (int r = 0; r < 8; ++r) keys = Concat(Concat(keys, Range(4 * r, 4)), Range(4 * (15 - r), 4));
-  const auto q = Concat(Range(0, 4), Range(60, 4));
+  for (int r = 0; r < 8; ++r)
+    keys = Concat(Concat(keys, Indices(4 * r, 4)), Indices(4 * (15 - r), 4));
+  const auto q = Concat(Indices(0, 4), Indices(60, 4));
   const auto pieces = SplitIntoPieces(q, keys, Window(6), 16);
   ASSERT_TRUE(pieces);
   EXPECT_EQ(pieces->size(), 4u);
@@ -585,25 +592,25 @@ TEST(AttentionPieces, OneDocumentIsTheCausalOrTheFullSplit) {
   const std::vector<int64_t> one{0};
   // Tokens 8..15 against themselves: docs is the causal diagonal block (one top-left triangle),
   // docs-full every pair (one full rectangle).
-  const auto diag = SplitDocs(Range(8, 8), Range(8, 8), false, one);
+  const auto diag = SplitDocs(Indices(8, 8), Indices(8, 8), false, one);
   ExpectPieces(diag, {{0, 8, 0, 8, PieceMask::kCausalTopLeft}});
-  ExpectExactCover(Range(8, 8), Range(8, 8), Docs(false), one, *diag);
-  const auto diag_full = SplitDocs(Range(8, 8), Range(8, 8), true, one);
+  ExpectExactCover(Indices(8, 8), Indices(8, 8), Docs(false), one, *diag);
+  const auto diag_full = SplitDocs(Indices(8, 8), Indices(8, 8), true, one);
   ExpectPieces(diag_full, {{0, 8, 0, 8, PieceMask::kFull}});
-  ExpectExactCover(Range(8, 8), Range(8, 8), Docs(true), one, *diag_full);
+  ExpectExactCover(Indices(8, 8), Indices(8, 8), Docs(true), one, *diag_full);
   // Queries 4..11 against keys 0..7 (c = 4): docs as causal, a bottom-right triangle of rows 0..3
   // over the 8 keys and a full rectangle of rows 4..7: 2 pieces; docs-full one rectangle.
-  const auto offset = SplitDocs(Range(4, 8), Range(0, 8), false, one);
+  const auto offset = SplitDocs(Indices(4, 8), Indices(0, 8), false, one);
   ExpectPieces(offset,
                {{0, 4, 0, 8, PieceMask::kCausalBottomRight}, {4, 4, 0, 8, PieceMask::kFull}});
-  ExpectExactCover(Range(4, 8), Range(0, 8), Docs(false), one, *offset);
+  ExpectExactCover(Indices(4, 8), Indices(0, 8), Docs(false), one, *offset);
   // Keys 8..15 after queries 0..7: docs sees nothing, docs-full every pair (bidirectional).
-  const auto after = SplitDocs(Range(0, 8), Range(8, 8), false, one);
+  const auto after = SplitDocs(Indices(0, 8), Indices(8, 8), false, one);
   ASSERT_TRUE(after);
   EXPECT_TRUE(after->empty());
-  const auto after_full = SplitDocs(Range(0, 8), Range(8, 8), true, one);
+  const auto after_full = SplitDocs(Indices(0, 8), Indices(8, 8), true, one);
   ExpectPieces(after_full, {{0, 8, 0, 8, PieceMask::kFull}});
-  ExpectExactCover(Range(0, 8), Range(8, 8), Docs(true), one, *after_full);
+  ExpectExactCover(Indices(0, 8), Indices(8, 8), Docs(true), one, *after_full);
 }
 
 TEST(AttentionPieces, ADocumentBoundaryInsideADiagonalBlockCutsIt) {
@@ -611,13 +618,13 @@ TEST(AttentionPieces, ADocumentBoundaryInsideADiagonalBlockCutsIt) {
   // 6..15 document 1. docs: a top-left triangle per document (6 x 6, then 10 x 10); docs-full a
   // full square per document. Across the boundary nothing: 2 pieces each.
   const std::vector<int64_t> starts{0, 6};
-  const auto docs = SplitDocs(Range(0, 16), Range(0, 16), false, starts);
+  const auto docs = SplitDocs(Indices(0, 16), Indices(0, 16), false, starts);
   ExpectPieces(
       docs, {{0, 6, 0, 6, PieceMask::kCausalTopLeft}, {6, 10, 6, 10, PieceMask::kCausalTopLeft}});
-  ExpectExactCover(Range(0, 16), Range(0, 16), Docs(false), starts, *docs);
-  const auto full = SplitDocs(Range(0, 16), Range(0, 16), true, starts);
+  ExpectExactCover(Indices(0, 16), Indices(0, 16), Docs(false), starts, *docs);
+  const auto full = SplitDocs(Indices(0, 16), Indices(0, 16), true, starts);
   ExpectPieces(full, {{0, 6, 0, 6, PieceMask::kFull}, {6, 10, 6, 10, PieceMask::kFull}});
-  ExpectExactCover(Range(0, 16), Range(0, 16), Docs(true), starts, *full);
+  ExpectExactCover(Indices(0, 16), Indices(0, 16), Docs(true), starts, *full);
 }
 
 TEST(AttentionPieces, ADocumentBoundaryInsideAnOffDiagonalBlockCutsIt) {
@@ -626,22 +633,22 @@ TEST(AttentionPieces, ADocumentBoundaryInsideAnOffDiagonalBlockCutsIt) {
   // under either kind; queries 20..31 are document 2, which holds no key.
   const std::vector<int64_t> starts{0, 10, 20};
   for (bool bidirectional : {false, true}) {
-    const auto pieces = SplitDocs(Range(16, 16), Range(0, 16), bidirectional, starts);
+    const auto pieces = SplitDocs(Indices(16, 16), Indices(0, 16), bidirectional, starts);
     ExpectPieces(pieces, {{0, 4, 10, 6, PieceMask::kFull}});
-    ExpectExactCover(Range(16, 16), Range(0, 16), Docs(bidirectional), starts, *pieces);
+    ExpectExactCover(Indices(16, 16), Indices(0, 16), Docs(bidirectional), starts, *pieces);
   }
   // Queries 8..15 against keys 0..15, documents from 0 and 10. Document 0: queries 8, 9 (rows 0,
   // 1) against keys 0..9 (c = 8): docs, row i sees keys j <= i + 8, a bottom-right triangle of 2
   // rows over the 10 keys. Document 1: queries 10..15 (rows 2..7) against keys 10..15 (rows
   // 10..15), c = 0: a top-left triangle. docs-full: the same rows and keys as full rectangles.
   const std::vector<int64_t> two{0, 10};
-  const auto docs = SplitDocs(Range(8, 8), Range(0, 16), false, two);
+  const auto docs = SplitDocs(Indices(8, 8), Indices(0, 16), false, two);
   ExpectPieces(docs, {{0, 2, 0, 10, PieceMask::kCausalBottomRight},
                       {2, 6, 10, 6, PieceMask::kCausalTopLeft}});
-  ExpectExactCover(Range(8, 8), Range(0, 16), Docs(false), two, *docs);
-  const auto full = SplitDocs(Range(8, 8), Range(0, 16), true, two);
+  ExpectExactCover(Indices(8, 8), Indices(0, 16), Docs(false), two, *docs);
+  const auto full = SplitDocs(Indices(8, 8), Indices(0, 16), true, two);
   ExpectPieces(full, {{0, 2, 0, 10, PieceMask::kFull}, {2, 6, 10, 6, PieceMask::kFull}});
-  ExpectExactCover(Range(8, 8), Range(0, 16), Docs(true), two, *full);
+  ExpectExactCover(Indices(8, 8), Indices(0, 16), Docs(true), two, *full);
 }
 
 TEST(AttentionPieces, ManyShortDocumentsAreAPieceEachUpToMaxPieces) {
@@ -651,7 +658,7 @@ TEST(AttentionPieces, ManyShortDocumentsAreAPieceEachUpToMaxPieces) {
   std::vector<int64_t> starts;
   for (int64_t t = 0; t < 16; t += 2) starts.push_back(t);
   for (bool bidirectional : {false, true}) {
-    const auto fits = SplitDocs(Range(0, 16), Range(0, 16), bidirectional, starts, 8);
+    const auto fits = SplitDocs(Indices(0, 16), Indices(0, 16), bidirectional, starts, 8);
     ASSERT_TRUE(fits);
     ASSERT_EQ(fits->size(), 8u);
     for (int64_t d = 0; d < 8; ++d) {
@@ -662,15 +669,15 @@ TEST(AttentionPieces, ManyShortDocumentsAreAPieceEachUpToMaxPieces) {
       EXPECT_EQ(p.q_rows, 2);
       EXPECT_EQ(p.k_rows, 2);
     }
-    ExpectExactCover(Range(0, 16), Range(0, 16), Docs(bidirectional), starts, *fits);
-    EXPECT_FALSE(SplitDocs(Range(0, 16), Range(0, 16), bidirectional, starts, 7));
+    ExpectExactCover(Indices(0, 16), Indices(0, 16), Docs(bidirectional), starts, *fits);
+    EXPECT_FALSE(SplitDocs(Indices(0, 16), Indices(0, 16), bidirectional, starts, 7));
   }
   // Many documents but no shared one: queries 16..31 against keys 0..15, documents of 2 tokens
   // throughout. Nothing is visible, so no piece, even under max_pieces 1.
   std::vector<int64_t> more;
   for (int64_t t = 0; t < 32; t += 2) more.push_back(t);
   for (bool bidirectional : {false, true}) {
-    const auto none = SplitDocs(Range(16, 16), Range(0, 16), bidirectional, more, 1);
+    const auto none = SplitDocs(Indices(16, 16), Indices(0, 16), bidirectional, more, 1);
     ASSERT_TRUE(none);
     EXPECT_TRUE(none->empty());
   }
@@ -679,9 +686,9 @@ TEST(AttentionPieces, ManyShortDocumentsAreAPieceEachUpToMaxPieces) {
 TEST(AttentionPieces, DocumentsOfOneTokenAreOneByOnePieces) {
   // Tokens 0..7, each its own document: each token sees itself only, a 1 x 1 full piece (a
   // 1 x 1 causal pair is full) per token under either kind: 8 pieces on the diagonal.
-  const std::vector<int64_t> each = Range(0, 8);
+  const std::vector<int64_t> each = Indices(0, 8);
   for (bool bidirectional : {false, true}) {
-    const auto pieces = SplitDocs(Range(0, 8), Range(0, 8), bidirectional, each);
+    const auto pieces = SplitDocs(Indices(0, 8), Indices(0, 8), bidirectional, each);
     ASSERT_TRUE(pieces);
     ASSERT_EQ(pieces->size(), 8u);
     for (int64_t t = 0; t < 8; ++t) {
@@ -692,17 +699,17 @@ TEST(AttentionPieces, DocumentsOfOneTokenAreOneByOnePieces) {
       EXPECT_EQ(p.q_rows, 1);
       EXPECT_EQ(p.k_rows, 1);
     }
-    ExpectExactCover(Range(0, 8), Range(0, 8), Docs(bidirectional), each, *pieces);
+    ExpectExactCover(Indices(0, 8), Indices(0, 8), Docs(bidirectional), each, *pieces);
   }
   // Documents from 0, 1, 2 and 5 on tokens 0..7: tokens 0 and 1 alone (1 x 1 full), then 2..4
   // and 5..7 (a 3 x 3 triangle or square each): 4 pieces.
   const std::vector<int64_t> mixed{0, 1, 2, 5};
-  const auto docs = SplitDocs(Range(0, 8), Range(0, 8), false, mixed);
+  const auto docs = SplitDocs(Indices(0, 8), Indices(0, 8), false, mixed);
   ExpectPieces(docs, {{0, 1, 0, 1, PieceMask::kFull},
                       {1, 1, 1, 1, PieceMask::kFull},
                       {2, 3, 2, 3, PieceMask::kCausalTopLeft},
                       {5, 3, 5, 3, PieceMask::kCausalTopLeft}});
-  ExpectExactCover(Range(0, 8), Range(0, 8), Docs(false), mixed, *docs);
+  ExpectExactCover(Indices(0, 8), Indices(0, 8), Docs(false), mixed, *docs);
 }
 
 TEST(AttentionPieces, ADocumentLongerThanABlock) {
@@ -710,16 +717,16 @@ TEST(AttentionPieces, ADocumentLongerThanABlock) {
   // every key before every query): one full rectangle under either kind.
   const std::vector<int64_t> starts{0, 100};
   for (bool bidirectional : {false, true}) {
-    const auto inside = SplitDocs(Range(32, 16), Range(16, 16), bidirectional, starts);
+    const auto inside = SplitDocs(Indices(32, 16), Indices(16, 16), bidirectional, starts);
     ExpectPieces(inside, {{0, 16, 0, 16, PieceMask::kFull}});
   }
   // Tokens 96..103 against themselves: the end of document 0 (rows 0..3) and the start of
   // document 1 (rows 4..7), a 4 x 4 triangle (docs) or square (docs-full) each: 2 pieces.
-  const auto docs = SplitDocs(Range(96, 8), Range(96, 8), false, starts);
+  const auto docs = SplitDocs(Indices(96, 8), Indices(96, 8), false, starts);
   ExpectPieces(docs,
                {{0, 4, 0, 4, PieceMask::kCausalTopLeft}, {4, 4, 4, 4, PieceMask::kCausalTopLeft}});
-  ExpectExactCover(Range(96, 8), Range(96, 8), Docs(false), starts, *docs);
-  const auto full = SplitDocs(Range(96, 8), Range(96, 8), true, starts);
+  ExpectExactCover(Indices(96, 8), Indices(96, 8), Docs(false), starts, *docs);
+  const auto full = SplitDocs(Indices(96, 8), Indices(96, 8), true, starts);
   ExpectPieces(full, {{0, 4, 0, 4, PieceMask::kFull}, {4, 4, 4, 4, PieceMask::kFull}});
 }
 
@@ -730,7 +737,7 @@ TEST(AttentionPieces, DocumentsOnZigzagShards) {
   // document 0, a 4 x 4 top-left triangle; document 1, tokens 12..15 against 12..15 a triangle
   // and against 48..51 nothing (later), tokens 48..51 against 12..15 full and against 48..51 a
   // triangle; document 2, a triangle: 5 pieces.
-  const auto r1 = Concat(Range(8, 8), Range(48, 8));
+  const auto r1 = Concat(Indices(8, 8), Indices(48, 8));
   const std::vector<int64_t> starts{0, 12, 52};
   const auto docs = SplitDocs(r1, r1, false, starts);
   ExpectPieces(docs, {{0, 4, 0, 4, PieceMask::kCausalTopLeft},
@@ -769,17 +776,17 @@ TEST(AttentionPieces, StripedDocumentBlocksCutTheProgression) {
 
 TEST(AttentionPieces, DocumentBlocksThatAreNotExpressible) {
   // No starts, starts not from 0, a position before the first start: nullopt.
-  EXPECT_FALSE(SplitDocs(Range(0, 8), Range(0, 8), false, {}));
-  EXPECT_FALSE(SplitDocs(Range(0, 8), Range(0, 8), true, {}));
-  EXPECT_FALSE(SplitDocs(Range(8, 8), Range(8, 8), false, {4, 12}));
-  EXPECT_FALSE(SplitDocs(Range(-2, 8), Range(0, 8), true, {0}));
+  EXPECT_FALSE(SplitDocs(Indices(0, 8), Indices(0, 8), false, {}));
+  EXPECT_FALSE(SplitDocs(Indices(0, 8), Indices(0, 8), true, {}));
+  EXPECT_FALSE(SplitDocs(Indices(8, 8), Indices(8, 8), false, {4, 12}));
+  EXPECT_FALSE(SplitDocs(Indices(-2, 8), Indices(0, 8), true, {0}));
   // The MaskParams overload has no starts: documents are refused there, as before.
-  EXPECT_FALSE(SplitIntoPieces(Range(0, 8), Range(0, 8), Docs(false), 16));
+  EXPECT_FALSE(SplitIntoPieces(Indices(0, 8), Indices(0, 8), Docs(false), 16));
   // Positions that are neither at most max_pieces runs nor one progression of a common step.
   EXPECT_FALSE(SplitDocs(Stripe(0, 4, 32), Stripe(0, 8, 32), false, {0}));
   EXPECT_FALSE(SplitDocs(Stripe(0, 4, 32), Stripe(0, 8, 32), true, {0}));
   // A prefix mask is still no split, document starts or not.
-  EXPECT_FALSE(SplitIntoPieces(Range(0, 8), Range(0, 8), Kind(MaskKind::kPrefix),
+  EXPECT_FALSE(SplitIntoPieces(Indices(0, 8), Indices(0, 8), Kind(MaskKind::kPrefix),
                                std::vector<int64_t>{0}, 16));
 }
 
@@ -789,11 +796,11 @@ TEST(AttentionPieces, DocumentBlocksThatAreNotExpressible) {
 // `starts`: covered exactly with no piece limit, and within 16 pieces (cuDNN's limit,
 // executor/cuda/cudnn_attention.cc) exactly too, always there when `all_fit` (else the split may
 // refuse a block).
-void ExpectDocumentBlocksCovered(Layout layout, int64_t seq, int64_t shards,
+void ExpectDocumentBlocksCovered(PieceLayout layout, int64_t seq, int64_t shards,
                                  const std::vector<int64_t>& starts, bool all_fit) {
   std::vector<int64_t> gathered;
   for (int64_t r = 0; r < shards; ++r) gathered = Concat(gathered, Shard(layout, seq, shards, r));
-  const int64_t key_sets = layout == Layout::kStriped ? shards : shards + 1;
+  const int64_t key_sets = layout == PieceLayout::kStriped ? shards : shards + 1;
   for (bool bidirectional : {false, true}) {
     for (int64_t qr = 0; qr < shards; ++qr) {
       for (int64_t kr = 0; kr < key_sets; ++kr) {  // kr == shards: the gathered keys
@@ -829,7 +836,8 @@ TEST(AttentionPieces, DocumentBlocksOfEveryLayoutAreCoveredExactly) {
   const std::vector<int64_t> ones{0, 1, 2, 3, 20, 21, 22, 63, 64, 127};
   std::vector<int64_t> short3;
   for (int64_t t = 0; t < 128; t += 3) short3.push_back(t);
-  for (Layout layout : {Layout::kContiguous, Layout::kZigzag, Layout::kStriped}) {
+  for (PieceLayout layout :
+       {PieceLayout::kContiguous, PieceLayout::kZigzag, PieceLayout::kStriped}) {
     for (const auto& starts : few) {
       ExpectDocumentBlocksCovered(layout, 128, 4, starts, true);
       if (HasFailure()) return;
@@ -843,8 +851,8 @@ TEST(AttentionPieces, DocumentBlocksOfEveryLayoutAreCoveredExactly) {
   std::vector<int64_t> starts;
   for (int64_t t = 0; t < 66; t += 3) starts.push_back(t);
   for (bool bidirectional : {false, true}) {
-    EXPECT_FALSE(SplitDocs(Range(0, 64), Range(0, 64), bidirectional, starts, 16));
-    const auto all = SplitDocs(Range(0, 64), Range(0, 64), bidirectional, starts, 22);
+    EXPECT_FALSE(SplitDocs(Indices(0, 64), Indices(0, 64), bidirectional, starts, 16));
+    const auto all = SplitDocs(Indices(0, 64), Indices(0, 64), bidirectional, starts, 22);
     ASSERT_TRUE(all);
     EXPECT_EQ(all->size(), 22u);
   }

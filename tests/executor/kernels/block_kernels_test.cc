@@ -90,16 +90,16 @@ bool Visible(const Mask& mask, int64_t q, int64_t k) {
   return false;
 }
 
-struct Case {
+struct TilingCase {
   std::string name;
   Mask mask;
   std::vector<int64_t> order;  // query rows; the keys are its first and second halves
 };
 
-void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+void PrintTo(const TilingCase& c, std::ostream* os) { *os << c.name; }
 
-std::vector<Case> Cases() {
-  std::vector<Case> cases;
+std::vector<TilingCase> TilingCases() {
+  std::vector<TilingCase> cases;
   const std::vector<std::pair<std::string, Mask>> masks = {
       {"full", Mask::Full()},
       {"causal", Mask::Causal()},
@@ -118,10 +118,10 @@ std::vector<Case> Cases() {
 // Query block: every token in `order`. Key blocks: the first and the second half of `order`
 // (with zigzag, ranks 0-1's shards and ranks 2-3's). Each half leaves some rows without a
 // visible key under the causal masks, which must come out as O = 0, LSE = -inf.
-class BlockKernelsTilingTest : public ::testing::TestWithParam<Case> {};
+class BlockKernelsTilingTest : public ::testing::TestWithParam<TilingCase> {};
 
 TEST_P(BlockKernelsTilingTest, MatchesReference) {
-  const Case& c = GetParam();
+  const TilingCase& c = GetParam();
   const Workload w = MakeWorkload(c.mask);
   AttentionTensors<double> ref = RandomInputs(w, 11);
   ReferenceForward(w, ref);
@@ -383,8 +383,8 @@ TEST(MaskRuleRanges, ClaimsAreExactOnEveryRectangleOfASmallSequence) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Masks, BlockKernelsTilingTest, ::testing::ValuesIn(Cases()),
-                         [](const ::testing::TestParamInfo<Case>& info) {
+INSTANTIATE_TEST_SUITE_P(Masks, BlockKernelsTilingTest, ::testing::ValuesIn(TilingCases()),
+                         [](const ::testing::TestParamInfo<TilingCase>& info) {
                            std::string name = info.param.name;
                            std::replace(name.begin(), name.end(), '/', '_');
                            return name;

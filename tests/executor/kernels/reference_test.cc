@@ -11,8 +11,8 @@
 namespace meshplan::exec {
 namespace {
 
-Workload MakeWorkload(int64_t batch, int64_t seq, int64_t q_heads, int64_t kv_heads, int64_t dim,
-                      Mask mask) {
+Workload ReferenceWorkload(int64_t batch, int64_t seq, int64_t q_heads, int64_t kv_heads,
+                           int64_t dim, Mask mask) {
   Workload w;
   w.batch = batch;
   w.seq_len = seq;
@@ -50,7 +50,7 @@ AttentionTensors<double> TwoTokenInputs(const Workload& w) {
 }
 
 TEST(ReferenceForwardTest, TwoTokensFullMaskByHand) {
-  const Workload w = MakeWorkload(1, 2, 1, 1, 1, Mask::Full());
+  const Workload w = ReferenceWorkload(1, 2, 1, 1, 1, Mask::Full());
   AttentionTensors<double> t = TwoTokenInputs(w);
   ReferenceForward(w, t);
   EXPECT_NEAR(t.o.at(0, 0, 0, 0), 4.0, 1e-14);
@@ -60,7 +60,7 @@ TEST(ReferenceForwardTest, TwoTokensFullMaskByHand) {
 }
 
 TEST(ReferenceForwardTest, TwoTokensCausalByHand) {
-  const Workload w = MakeWorkload(1, 2, 1, 1, 1, Mask::Causal());
+  const Workload w = ReferenceWorkload(1, 2, 1, 1, 1, Mask::Causal());
   AttentionTensors<double> t = TwoTokenInputs(w);
   ReferenceForward(w, t);
   EXPECT_NEAR(t.o.at(0, 0, 0, 0), 1.0, 1e-14);
@@ -73,7 +73,7 @@ TEST(ReferenceForwardTest, TwoTokensCausalByHand) {
 // q0.k1 = 2, scaled 0.5 and 1. v0 = (1, 0, 0, 0), v1 = (0, 1, 0, 0).
 TEST(ReferenceForwardTest, ScoresAreScaledByOneOverSqrtD) {
   for (const Mask& mask : {Mask::Full(), Mask::Causal()}) {
-    const Workload w = MakeWorkload(1, 2, 1, 1, 4, mask);
+    const Workload w = ReferenceWorkload(1, 2, 1, 1, 4, mask);
     AttentionTensors<double> t = ZeroInputs(w);
     t.q.at(0, 0, 0, 0) = 1.0;
     t.q.at(0, 0, 0, 1) = 1.0;
@@ -134,7 +134,7 @@ TEST(ReferenceForwardTest, MaskStructureMatchesHandWrittenVisibleSets) {
   };
   for (const VisibleSetCase& c : cases) {
     SCOPED_TRACE(c.name);
-    const Workload w = MakeWorkload(2, 6, 2, 1, 1, c.mask);
+    const Workload w = ReferenceWorkload(2, 6, 2, 1, 1, c.mask);
     AttentionTensors<double> t = ZeroInputs(w);
     for (int64_t b = 0; b < 2; ++b) {
       for (int64_t j = 0; j < 6; ++j) {
@@ -163,7 +163,7 @@ TEST(ReferenceForwardTest, MaskStructureMatchesHandWrittenVisibleSets) {
 // LSE[h] = scale * q[h].k[h / 2]. Backward with S = 1: P = 1, so dV[g] = sum of dO over the two
 // query heads of group g; dP = dO.v = D, so dS = 0 and dQ = dK = 0.
 TEST(ReferenceTest, GqaHeadMappingAndKvGradientAccumulation) {
-  const Workload w = MakeWorkload(1, 1, 4, 2, 2, Mask::Full());
+  const Workload w = ReferenceWorkload(1, 1, 4, 2, 2, Mask::Full());
   AttentionTensors<double> t = ZeroInputs(w);
   const double scale = 1.0 / std::sqrt(2.0);
   for (int64_t g = 0; g < 2; ++g) {
@@ -202,7 +202,7 @@ TEST(ReferenceTest, GqaHeadMappingAndKvGradientAccumulation) {
 TEST(ReferenceForwardTest, RowZeroOfCausalFamilySeesOnlyKeyZero) {
   for (const Mask& mask : {Mask::Causal(), Mask::Window(3), Mask::Documents({3, 5, 1})}) {
     SCOPED_TRACE(mask.ToString());
-    const Workload w = MakeWorkload(2, 9, 4, 2, 5, mask);
+    const Workload w = ReferenceWorkload(2, 9, 4, 2, 5, mask);
     AttentionTensors<double> t = RandomInputs(w, 7);
     ReferenceForward(w, t);
     const double scale = 1.0 / std::sqrt(5.0);
@@ -228,14 +228,14 @@ void ExpectSameOutputs(const AttentionTensors<double>& a, const AttentionTensors
 
 TEST(ReferenceTest, WindowAtLeastSeqAndSingleDocumentEqualCausal) {
   const int64_t S = 37;
-  const Workload causal = MakeWorkload(2, S, 4, 2, 8, Mask::Causal());
+  const Workload causal = ReferenceWorkload(2, S, 4, 2, 8, Mask::Causal());
   AttentionTensors<double> expected = RandomInputs(causal, 11);
   ReferenceForward(causal, expected);
   ReferenceBackward(causal, expected);
   for (const Mask& mask :
        {Mask::Window(S), Mask::Window(S + 1), Mask::Window(1000), Mask::Documents({S})}) {
     SCOPED_TRACE(mask.ToString());
-    const Workload w = MakeWorkload(2, S, 4, 2, 8, mask);
+    const Workload w = ReferenceWorkload(2, S, 4, 2, 8, mask);
     AttentionTensors<double> t = RandomInputs(w, 11);
     ReferenceForward(w, t);
     ReferenceBackward(w, t);
@@ -244,8 +244,8 @@ TEST(ReferenceTest, WindowAtLeastSeqAndSingleDocumentEqualCausal) {
 }
 
 TEST(ReferenceTest, WindowSmallerThanSeqDiffersFromCausal) {
-  const Workload causal = MakeWorkload(1, 20, 2, 2, 4, Mask::Causal());
-  const Workload window = MakeWorkload(1, 20, 2, 2, 4, Mask::Window(19));
+  const Workload causal = ReferenceWorkload(1, 20, 2, 2, 4, Mask::Causal());
+  const Workload window = ReferenceWorkload(1, 20, 2, 2, 4, Mask::Window(19));
   AttentionTensors<double> a = RandomInputs(causal, 5), b = RandomInputs(window, 5);
   ReferenceForward(causal, a);
   ReferenceForward(window, b);
@@ -255,7 +255,7 @@ TEST(ReferenceTest, WindowSmallerThanSeqDiffersFromCausal) {
 }
 
 TEST(ReferenceTest, RandomInputsAreReproducibleAndShaped) {
-  const Workload w = MakeWorkload(2, 5, 6, 3, 4, Mask::Causal());
+  const Workload w = ReferenceWorkload(2, 5, 6, 3, 4, Mask::Causal());
   const AttentionTensors<double> a = RandomInputs(w, 42), b = RandomInputs(w, 42),
                                  c = RandomInputs(w, 43);
   auto expect_shape = [](const TensorD& t, int64_t b, int64_t s, int64_t h, int64_t d) {
@@ -334,7 +334,7 @@ void CheckAgainstFiniteDifferences(const Workload& w, const AttentionTensors<dou
 
 TEST_P(ReferenceGradientTest, MatchesCentralDifferences) {
   const GradCase& c = GetParam();
-  const Workload w = MakeWorkload(2, 7, 4, c.kv_heads, 3, c.mask);
+  const Workload w = ReferenceWorkload(2, 7, 4, c.kv_heads, 3, c.mask);
   const AttentionTensors<double> inputs = RandomInputs(w, 1234);
   AttentionTensors<double> t = inputs;
   ReferenceForward(w, t);

@@ -10,7 +10,7 @@
 namespace meshplan::exec {
 namespace {
 
-Op OnStream(StreamId stream) {
+Op OpOnStream(StreamId stream) {
   Op op;
   op.stream = stream;
   op.kind = stream == StreamId::kCompute ? OpKind::kCompute
@@ -23,11 +23,11 @@ TEST(Timeline, ComputeExposedAndIdlePerRankAsTheSimulatorDefinesThem) {
   Schedule s;
   s.num_ranks = 2;
   s.ranks.resize(2);
-  s.ranks[0].Add(OnStream(StreamId::kCompute));
-  s.ranks[0].Add(OnStream(StreamId::kSend));
-  s.ranks[0].Add(OnStream(StreamId::kCompute));
-  s.ranks[1].Add(OnStream(StreamId::kRecv));
-  s.ranks[1].Add(OnStream(StreamId::kCompute));
+  s.ranks[0].Add(OpOnStream(StreamId::kCompute));
+  s.ranks[0].Add(OpOnStream(StreamId::kSend));
+  s.ranks[0].Add(OpOnStream(StreamId::kCompute));
+  s.ranks[1].Add(OpOnStream(StreamId::kRecv));
+  s.ranks[1].Add(OpOnStream(StreamId::kCompute));
   const std::vector<std::vector<OpTiming>> times = {{{0, 1}, {1, 3}, {3, 4}}, {{0, 2.5}, {2.5, 5}}};
   const RunTimeline t = MeasureTimeline(s, times);
   EXPECT_DOUBLE_EQ(t.run_s, 5);
@@ -48,11 +48,11 @@ TEST(Timeline, KeepsEachRanksTimesAndTheOpClasses) {
   Schedule s;
   s.num_ranks = 2;
   s.ranks.resize(2);
-  s.ranks[0].Add(OnStream(StreamId::kCompute));
-  s.ranks[0].Add(OnStream(StreamId::kSend));
-  s.ranks[0].Add(OnStream(StreamId::kCompute));
-  s.ranks[1].Add(OnStream(StreamId::kRecv));
-  s.ranks[1].Add(OnStream(StreamId::kCompute));
+  s.ranks[0].Add(OpOnStream(StreamId::kCompute));
+  s.ranks[0].Add(OpOnStream(StreamId::kSend));
+  s.ranks[0].Add(OpOnStream(StreamId::kCompute));
+  s.ranks[1].Add(OpOnStream(StreamId::kRecv));
+  s.ranks[1].Add(OpOnStream(StreamId::kCompute));
   const std::vector<std::vector<OpTiming>> times = {{{0, 1}, {1, 3}, {3, 4}}, {{0, 2.5}, {2.5, 5}}};
   const RunTimeline t = MeasureTimeline(s, times);
   ASSERT_EQ(t.ranks.size(), 2u);
@@ -80,8 +80,8 @@ TEST(Timeline, ComputeCountsAnOpFromWhenItsStreamWasFree) {
   Schedule s;
   s.num_ranks = 1;
   s.ranks.resize(1);
-  s.ranks[0].Add(OnStream(StreamId::kCompute));
-  s.ranks[0].Add(OnStream(StreamId::kCompute));
+  s.ranks[0].Add(OpOnStream(StreamId::kCompute));
+  s.ranks[0].Add(OpOnStream(StreamId::kCompute));
   const RunTimeline t = MeasureTimeline(s, {{{0, 1}, {0.5, 3}}});
   ASSERT_EQ(t.ranks.size(), 1u);
   EXPECT_DOUBLE_EQ(t.ranks[0].compute_s, 3);

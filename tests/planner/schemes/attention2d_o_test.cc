@@ -33,7 +33,7 @@ TEST(SchemeScheduleTest, Attention2DOverlap) {
 }
 
 // The (q, kv) blocks of every rank, per phase, as a set.
-std::vector<std::set<std::tuple<int, int32_t, int32_t>>> Blocks(const Schedule& s) {
+std::vector<std::set<std::tuple<int, int32_t, int32_t>>> RankBlockSets(const Schedule& s) {
   std::vector<std::set<std::tuple<int, int32_t, int32_t>>> out(s.ranks.size());
   for (size_t r = 0; r < s.ranks.size(); ++r) {
     for (const Op& op : s.ranks[r].ops) {
@@ -55,7 +55,7 @@ TEST(SchemeScheduleTest, Attention2DOverlapComputesAttention2DBlocks) {
     auto ps = Expand(*env.ctx, plain.Params());
     auto os = Expand(*env.ctx, overlap.Params());
     ASSERT_TRUE(ps.ok() && os.ok());
-    EXPECT_EQ(Blocks(*ps), Blocks(*os)) << a << " x " << b;
+    EXPECT_EQ(RankBlockSets(*ps), RankBlockSets(*os)) << a << " x " << b;
   }
 }
 
@@ -154,8 +154,8 @@ Topology HandCluster(int64_t gpus_per_node, int64_t nodes, double nvlink_bytes_p
   return t;
 }
 
-double EstimateSeconds(const Topology& t, const Workload& w, Scheme scheme,
-                       std::vector<std::string> placement, bool cache = false) {
+double A2dEstimateSeconds(const Topology& t, const Workload& w, Scheme scheme,
+                          std::vector<std::string> placement, bool cache = false) {
   const PlanContext ctx(w, t);
   SchemeParams p;
   p.scheme = scheme;
@@ -186,8 +186,9 @@ constexpr double kUs = 1e-6;
 TEST(Attention2DOverlapTime, HandDerivedForwardOnOneSwitch) {
   const Topology t = HandCluster(4, 1, 1e11, 25e9);
   const Workload w = HandWorkload(Pass::kForward);
-  EXPECT_NEAR(EstimateSeconds(t, w, Scheme("attention2d"), {"q", "kv"}), 138.65582592 * kUs, 1e-12);
-  EXPECT_NEAR(EstimateSeconds(t, w, Scheme("attention2d-o"), {"q", "kv"}), 119.31090944 * kUs,
+  EXPECT_NEAR(A2dEstimateSeconds(t, w, Scheme("attention2d"), {"q", "kv"}), 138.65582592 * kUs,
+              1e-12);
+  EXPECT_NEAR(A2dEstimateSeconds(t, w, Scheme("attention2d-o"), {"q", "kv"}), 119.31090944 * kUs,
               1e-12);
 }
 
@@ -212,14 +213,14 @@ TEST(Attention2DOverlapTime, HandDerivedForwardOnOneSwitch) {
 TEST(Attention2DOverlapTime, HandDerivedOverTwoLevels) {
   const Topology t = HandCluster(2, 2, 1e11, 25e9);
   const Workload fwd = HandWorkload(Pass::kForward);
-  EXPECT_NEAR(EstimateSeconds(t, fwd, Scheme("attention2d"), {"q", "kv"}), 201.57038592 * kUs,
+  EXPECT_NEAR(A2dEstimateSeconds(t, fwd, Scheme("attention2d"), {"q", "kv"}), 201.57038592 * kUs,
               1e-12);
-  EXPECT_NEAR(EstimateSeconds(t, fwd, Scheme("attention2d-o"), {"q", "kv"}), 171.73970944 * kUs,
+  EXPECT_NEAR(A2dEstimateSeconds(t, fwd, Scheme("attention2d-o"), {"q", "kv"}), 171.73970944 * kUs,
               1e-12);
   const Workload bwd = HandWorkload(Pass::kBackward);
-  EXPECT_NEAR(EstimateSeconds(t, bwd, Scheme("attention2d"), {"q", "kv"}), 509.0050048 * kUs,
+  EXPECT_NEAR(A2dEstimateSeconds(t, bwd, Scheme("attention2d"), {"q", "kv"}), 509.0050048 * kUs,
               1e-12);
-  EXPECT_NEAR(EstimateSeconds(t, bwd, Scheme("attention2d-o"), {"q", "kv"}), 419.0109696 * kUs,
+  EXPECT_NEAR(A2dEstimateSeconds(t, bwd, Scheme("attention2d-o"), {"q", "kv"}), 419.0109696 * kUs,
               1e-12);
 }
 

@@ -42,7 +42,7 @@ Topology FlatTopology(int64_t gpus) {
   return t;
 }
 
-struct Config {
+struct MeshCase {
   std::string name;
   int64_t U = 1;  // 1: mesh; > 1: mesh-ulysses
   int64_t a = 2, b = 2;
@@ -66,7 +66,7 @@ struct Config {
 //   ulysses bwd cache:   (U-1)/U*Q + (U-1)/U*(Q + KV)
 // The shard bytes after the all-to-all are unchanged (S/M tokens x Hq/U heads), so the mesh terms
 // use the same Q, KV, L.
-double ClosedFormBytes(const Config& c, int64_t P) {
+double ClosedFormBytes(const MeshCase& c, int64_t P) {
   const double tokens = static_cast<double>(c.seq) / static_cast<double>(P);  // B = 1
   const double X = tokens * static_cast<double>(c.d) * 2;
   const double Q = static_cast<double>(c.hq) * X, KV = 2.0 * static_cast<double>(c.hkv) * X;
@@ -96,7 +96,7 @@ struct Built {
   Result<Schedule> sched = Status::Internal("unset");
 };
 
-void Build(const Config& c, Built& out) {
+void Build(const MeshCase& c, Built& out) {
   const int64_t P = c.U * c.a * c.b;
   out.w.batch = 1;
   out.w.seq_len = c.seq;
@@ -119,7 +119,7 @@ void Build(const Config& c, Built& out) {
 }
 
 // Home shard of canonical rank r: mesh rank r / U (rank u + U*m holds sub-shard u of shard m).
-void CheckSchedule(const Config& c) {
+void CheckSchedule(const MeshCase& c) {
   SCOPED_TRACE(c.name);
   Built built;
   Build(c, built);
@@ -290,8 +290,8 @@ void CheckSchedule(const Config& c) {
   }
 }
 
-std::vector<Config> Configs() {
-  std::vector<Config> out;
+std::vector<MeshCase> Configs() {
+  std::vector<MeshCase> out;
   const std::vector<std::pair<int64_t, int64_t>> shapes = {{2, 4}, {4, 2}, {3, 5},
                                                            {1, 4}, {4, 1}, {3, 3}};
   for (const auto& [a, b] : shapes) {
@@ -299,7 +299,7 @@ std::vector<Config> Configs() {
     for (int variant = 0; variant < 4; ++variant) {
       for (bool cache : {false, true}) {
         for (ReduceChain chain : {ReduceChain::kOwnerLast, ReduceChain::kOwnerFirst}) {
-          Config c;
+          MeshCase c;
           c.a = a;
           c.b = b;
           c.seq = 2 * P * 16;
@@ -331,7 +331,7 @@ std::vector<Config> Configs() {
   }
   // Single phases.
   for (Pass pass : {Pass::kForward, Pass::kBackward}) {
-    Config c;
+    MeshCase c;
     c.a = 2;
     c.b = 3;
     c.seq = 2 * 6 * 8;
@@ -342,7 +342,7 @@ std::vector<Config> Configs() {
   // Mesh-Ulysses U = 2.
   for (const auto& [a, b] : std::vector<std::pair<int64_t, int64_t>>{{2, 2}, {2, 3}, {3, 1}}) {
     for (bool cache : {false, true}) {
-      Config c;
+      MeshCase c;
       c.U = 2;
       c.a = a;
       c.b = b;
@@ -357,12 +357,12 @@ std::vector<Config> Configs() {
 }
 
 TEST(MeshSchedule, AllConfigs) {
-  for (const Config& c : Configs()) CheckSchedule(c);
+  for (const MeshCase& c : Configs()) CheckSchedule(c);
 }
 
 TEST(MeshSchedule, RankThreeOfTheGoldenTileFollowsTheStepTable) {
   // n = 9, a = b = 3, full mask, forward, owner-first: rank 3's program in global indices.
-  Config c;
+  MeshCase c;
   c.a = c.b = 3;
   c.seq = 9 * 4;
   c.mask = Mask::Full();
@@ -402,7 +402,7 @@ TEST(MeshSchedule, RankThreeOfTheGoldenTileFollowsTheStepTable) {
 }
 
 TEST(MeshSchedule, RejectsBadShapes) {
-  Config c;
+  MeshCase c;
   c.a = 2;
   c.b = 2;
   c.seq = 2 * 4 * 8;

@@ -21,7 +21,7 @@ namespace {
 
 using testing::Json;
 
-constexpr double kMiB = 1024.0 * 1024.0;
+constexpr double kBytesPerMiB = 1024.0 * 1024.0;
 
 planner::Estimate MakeEstimate(Scheme scheme, int64_t window, double time_s, double ib_bytes) {
   planner::Estimate e;
@@ -32,9 +32,9 @@ planner::Estimate MakeEstimate(Scheme scheme, int64_t window, double time_s, dou
   e.time_s = time_s;
   e.compute_s = time_s * 0.75;
   e.exposed_comm_s = time_s - e.compute_s;
-  e.level_bytes = {64 * kMiB, ib_bytes};
-  e.bytes_per_rank = 64 * kMiB + ib_bytes;
-  e.peak_memory_bytes = 325 * kMiB;
+  e.level_bytes = {64 * kBytesPerMiB, ib_bytes};
+  e.bytes_per_rank = 64 * kBytesPerMiB + ib_bytes;
+  e.peak_memory_bytes = 325 * kBytesPerMiB;
   e.flops_max = e.flops_mean = 15393162788864.0;  // %g would print 1.53932e+13
   return e;
 }
@@ -44,11 +44,11 @@ planner::Estimate MakeEstimate(Scheme scheme, int64_t window, double time_s, dou
 // {1, 2, 4}, {3}, {5}.
 planner::SearchResult Ranked() {
   planner::SearchResult r;
-  r.ranked = {MakeEstimate(Scheme("usp"), 1, 1.000, 256 * kMiB),
-              MakeEstimate(Scheme("loongtrain"), 2, 1.000, 256 * kMiB),
-              MakeEstimate(Scheme("mesh"), 1, 1.001, 257 * kMiB),
-              MakeEstimate(Scheme("loongtrain"), 4, 1.004, 256 * kMiB),
-              MakeEstimate(Scheme("ring"), 1, 1.006, 256 * kMiB)};
+  r.ranked = {MakeEstimate(Scheme("usp"), 1, 1.000, 256 * kBytesPerMiB),
+              MakeEstimate(Scheme("loongtrain"), 2, 1.000, 256 * kBytesPerMiB),
+              MakeEstimate(Scheme("mesh"), 1, 1.001, 257 * kBytesPerMiB),
+              MakeEstimate(Scheme("loongtrain"), 4, 1.004, 256 * kBytesPerMiB),
+              MakeEstimate(Scheme("ring"), 1, 1.006, 256 * kBytesPerMiB)};
   // A time with 17 significant digits, to check that CSV and JSON keep them.
   r.ranked[0].time_s = r.ranked[1].time_s = 0.99999999999999989;
   r.evaluated = 7;
@@ -169,9 +169,9 @@ TEST_F(PlanReportTest, JsonHoldsTheExplainBreakdown) {
   EXPECT_EQ(explain->Find("rank")->number, 3);
   EXPECT_EQ(explain->Find("scheme")->string, "mesh");
   EXPECT_EQ(explain->Find("communication")->Find("bytes_per_gpu_by_level")->Find("ib")->number,
-            257 * kMiB);
+            257 * kBytesPerMiB);
   EXPECT_EQ(explain->Find("compute")->Find("flops_max")->number, 15393162788864.0);
-  EXPECT_EQ(explain->Find("memory")->Find("peak_bytes_per_gpu")->number, 325 * kMiB);
+  EXPECT_EQ(explain->Find("memory")->Find("peak_bytes_per_gpu")->number, 325 * kBytesPerMiB);
   const std::vector<Json>& stages = explain->Find("time")->Find("stages")->items;
   ASSERT_EQ(stages.size(), 2u);
   EXPECT_EQ(stages[0].Find("label")->string, "ring step");
@@ -213,7 +213,7 @@ TEST_F(PlanReportTest, CsvHasOneRowPerGroupAndNumbersThatReadBack) {
   // Each number reads back as the double it came from.
   EXPECT_EQ(std::strtod(rows[0][column("time_s")].c_str(), nullptr), 0.99999999999999989);
   EXPECT_EQ(std::strtod(rows[0][column("flops_max")].c_str(), nullptr), 15393162788864.0);
-  EXPECT_EQ(std::strtod(rows[1][column("bytes_ib")].c_str(), nullptr), 257 * kMiB);
+  EXPECT_EQ(std::strtod(rows[1][column("bytes_ib")].c_str(), nullptr), 257 * kBytesPerMiB);
 }
 
 }  // namespace

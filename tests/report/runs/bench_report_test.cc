@@ -15,7 +15,7 @@ namespace {
 using capacity::BenchOutcome;
 using capacity::BenchRow;
 
-std::vector<BenchRow> Rows() {
+std::vector<BenchRow> BenchRows() {
   BenchRow ran;
   ran.mask = "causal";
   ran.seq_len = 2048;
@@ -50,7 +50,7 @@ bool Has(const std::string& text, const std::string& needle) {
 TEST(BenchReport, CsvAndJsonCarryTheDerivedFigures) {
   // 8e9 FLOPs over 4 ranks: measured in 2 ms, 8e9 / 4 / 2e-3 = 1e12 = 1 TFLOP/s per rank;
   // predicted in 1 ms, 2 TFLOP/s per rank; error (2 - 1) / 1 = +100%.
-  const std::string csv = BenchCsv(Rows());
+  const std::string csv = BenchCsv(BenchRows());
   EXPECT_TRUE(Has(csv, "\ncausal,2048,ring,4,ran,"));
   EXPECT_TRUE(Has(csv, ",8e+09,0.001,0.002,0.0015,0.0025,0.5,100,1,2,1048576,2097152,4194304,\n"))
       << csv;
@@ -59,7 +59,7 @@ TEST(BenchReport, CsvAndJsonCarryTheDerivedFigures) {
                   "2 KV heads\n"))
       << csv;
   const std::string json =
-      BenchJson(Rows(), {"dgx-h100-4gpu", "backend cpu", "batch 1", 3, Workload{}});
+      BenchJson(BenchRows(), {"dgx-h100-4gpu", "backend cpu", "batch 1", 3, Workload{}});
   // The workload as fields (issue 45): the context's base is Workload::Default's (batch 1, 64/8
   // heads of 128, bf16, fp32 partials, fwd+bwd); a bench varies the length and the mask, so
   // neither is a field; the text is the context's.
@@ -78,7 +78,7 @@ TEST(BenchReport, CsvAndJsonCarryTheDerivedFigures) {
 
 TEST(BenchReport, TableNotesWhyAPointDidNotRun) {
   const std::string t = RenderBenchTable(
-      Rows(), {"dgx-h100-4gpu (4 x H100)", "backend cpu", "batch 1", 3, Workload{}});
+      BenchRows(), {"dgx-h100-4gpu (4 x H100)", "backend cpu", "batch 1", 3, Workload{}});
   EXPECT_TRUE(Has(t, "mask causal:\n")) << t;
   EXPECT_TRUE(Has(t, "+100.0%")) << t;
   EXPECT_TRUE(Has(t, "no plan (note 1)")) << t;
@@ -86,13 +86,13 @@ TEST(BenchReport, TableNotesWhyAPointDidNotRun) {
 }
 
 TEST(BenchReport, ChartsPairMeasuredWithPredictedAndModel) {
-  const plot::LineChart tflops = BenchTflopsChart(Rows(), "causal");
+  const plot::LineChart tflops = BenchTflopsChart(BenchRows(), "causal");
   ASSERT_EQ(tflops.series.size(), 2u);  // ring measured and predicted; ulysses did not run
   EXPECT_EQ(tflops.series[0].name, "ring");
   EXPECT_EQ(tflops.series[1].name, "ring (predicted)");
   EXPECT_EQ(tflops.series[0].points, (std::vector<std::pair<double, double>>{{2048, 1}}));
   EXPECT_EQ(tflops.series[1].points, (std::vector<std::pair<double, double>>{{2048, 2}}));
-  const plot::LineChart memory = BenchMemoryChart(Rows(), "causal");
+  const plot::LineChart memory = BenchMemoryChart(BenchRows(), "causal");
   ASSERT_EQ(memory.series.size(), 2u);
   EXPECT_EQ(memory.series[1].name, "ring (model)");
   EXPECT_EQ(memory.series[0].points, (std::vector<std::pair<double, double>>{{2048, 1}}));  // 1 MiB
@@ -101,11 +101,11 @@ TEST(BenchReport, ChartsPairMeasuredWithPredictedAndModel) {
   const std::filesystem::path dir =
       std::filesystem::temp_directory_path() / "meshplan_bench_charts_test";
   std::filesystem::remove_all(dir);
-  ASSERT_TRUE(WriteBenchCharts(Rows(), dir.string()).ok());
+  ASSERT_TRUE(WriteBenchCharts(BenchRows(), dir.string()).ok());
   EXPECT_TRUE(std::filesystem::exists(dir / "tflops-causal.svg"));
   EXPECT_TRUE(std::filesystem::exists(dir / "memory-causal.svg"));
   std::filesystem::remove_all(dir);
-  std::vector<BenchRow> none = {Rows()[1]};
+  std::vector<BenchRow> none = {BenchRows()[1]};
   EXPECT_EQ(WriteBenchCharts(none, dir.string()).code(), ErrorCode::kInvalidInput);
 }
 

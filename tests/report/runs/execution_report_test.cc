@@ -34,46 +34,48 @@ ExecutionReport TwoRanks() {
   return r;
 }
 
-bool Has(const std::string& text, const std::string& needle) {
+bool HasText(const std::string& text, const std::string& needle) {
   return text.find(needle) != std::string::npos;
 }
 
 TEST(ExecutionReport, TableGivesEveryPairsErrorAndThePerRankAndPerClassTables) {
   const std::string t = RenderExecutionTable(TwoRanks());
-  EXPECT_TRUE(Has(t, "predicted  measured  error vs predicted\n")) << t;
+  EXPECT_TRUE(HasText(t, "predicted  measured  error vs predicted\n")) << t;
   // time (4 - 2) / 2 = +100%; compute mean (3 - 1.5) / 1.5 = +100%; exposed mean 0.5 vs 0.5: +0%;
   // idle mean 0.5 ms against 0 predicted: no relative error.
-  EXPECT_TRUE(Has(t, "  time                 2.00 ms    4.00 ms   +100.0%\n")) << t;
-  EXPECT_TRUE(Has(t, "  compute (mean)       1.50 ms    3.00 ms   +100.0%\n")) << t;
-  EXPECT_TRUE(Has(t, "  exposed comm (mean)  500.0 us   500.0 us  +0.0%\n")) << t;
-  EXPECT_TRUE(Has(t, "  idle (mean)          0.0 us     500.0 us  n/a\n")) << t;
-  EXPECT_TRUE(Has(t, "per rank, predicted vs measured (error vs predicted):\n")) << t;
-  EXPECT_TRUE(Has(t, "per op class, predicted vs measured (sum over ranks of op durations):\n"))
+  EXPECT_TRUE(HasText(t, "  time                 2.00 ms    4.00 ms   +100.0%\n")) << t;
+  EXPECT_TRUE(HasText(t, "  compute (mean)       1.50 ms    3.00 ms   +100.0%\n")) << t;
+  EXPECT_TRUE(HasText(t, "  exposed comm (mean)  500.0 us   500.0 us  +0.0%\n")) << t;
+  EXPECT_TRUE(HasText(t, "  idle (mean)          0.0 us     500.0 us  n/a\n")) << t;
+  EXPECT_TRUE(HasText(t, "per rank, predicted vs measured (error vs predicted):\n")) << t;
+  EXPECT_TRUE(HasText(t, "per op class, predicted vs measured (sum over ranks of op durations):\n"))
       << t;
   // compute fwd: 3 ms predicted, 6 ms measured over 4 ops: +100%.
-  EXPECT_TRUE(Has(t, "  compute fwd  4    3.00 ms    6.00 ms   +100.0%\n")) << t;
+  EXPECT_TRUE(HasText(t, "  compute fwd  4    3.00 ms    6.00 ms   +100.0%\n")) << t;
 }
 
 TEST(ExecutionReport, JsonHasRanksClassesAndErrors) {
   const std::string j = RenderExecutionJson(TwoRanks());
-  EXPECT_TRUE(Has(j, "\"measured\":{\"time_s\":0.004,")) << j;
+  EXPECT_TRUE(HasText(j, "\"measured\":{\"time_s\":0.004,")) << j;
   // Measured rank 1: busy = 4 + 0 ms.
-  EXPECT_TRUE(
-      Has(j, "{\"rank\":1,\"compute_s\":0.004,\"exposed_comm_s\":0,\"idle_s\":0,\"busy_s\":0.004}"))
+  EXPECT_TRUE(HasText(
+      j, "{\"rank\":1,\"compute_s\":0.004,\"exposed_comm_s\":0,\"idle_s\":0,\"busy_s\":0.004}"))
       << j;
-  EXPECT_TRUE(Has(j, "{\"class\":\"compute fwd\",\"ops\":4,\"time_s\":0.003}")) << j;  // predicted
+  EXPECT_TRUE(HasText(j, "{\"class\":\"compute fwd\",\"ops\":4,\"time_s\":0.003}"))
+      << j;  // predicted
   // time: the one run (4 ms) against 2 ms: +100%; idle null (0 predicted).
   EXPECT_TRUE(
-      Has(j, "\"error_pct\":{\"time\":100,\"compute\":100,\"exposed_comm\":0,\"idle\":null,"))
+      HasText(j, "\"error_pct\":{\"time\":100,\"compute\":100,\"exposed_comm\":0,\"idle\":null,"))
       << j;
 
   ExecutionReport none = TwoRanks();
   none.have_prediction = false;
   none.prediction_error = "no such GPU";
-  EXPECT_TRUE(Has(RenderExecutionJson(none), "\"error_pct\":null")) << RenderExecutionJson(none);
+  EXPECT_TRUE(HasText(RenderExecutionJson(none), "\"error_pct\":null"))
+      << RenderExecutionJson(none);
   const std::string t = RenderExecutionTable(none);
-  EXPECT_TRUE(Has(t, "unavailable: no such GPU")) << t;
-  EXPECT_FALSE(Has(t, "per op class")) << t;
+  EXPECT_TRUE(HasText(t, "unavailable: no such GPU")) << t;
+  EXPECT_FALSE(HasText(t, "per op class")) << t;
 }
 
 TEST(ExecutionReport, ThroughputPerRankAndMemory) {
@@ -86,19 +88,20 @@ TEST(ExecutionReport, ThroughputPerRankAndMemory) {
   r.modelled_rank_peak_bytes = 2 * 1048576.0;
   EXPECT_DOUBLE_EQ(TflopsPerRank(r), 1.0);
   const std::string t = RenderExecutionTable(r);
-  EXPECT_TRUE(Has(t, "throughput: 1.000 TFLOP/s per rank (8.00e+09 FLOPs by LongCA's count")) << t;
+  EXPECT_TRUE(HasText(t, "throughput: 1.000 TFLOP/s per rank (8.00e+09 FLOPs by LongCA's count"))
+      << t;
   // Ranks 1 and 3 MiB: max 3, mean 2.
-  EXPECT_TRUE(Has(
+  EXPECT_TRUE(HasText(
       t,
       "memory:    process peak RSS 3.00 MiB; engine peak per rank: max 3.00 MiB, mean 2.00 MiB; "
       "planner's model 2.00 MiB per rank\n"))
       << t;
   const std::string j = RenderExecutionJson(r);
-  EXPECT_TRUE(Has(j, "\"flops\":8e+09,\"tflops_per_rank\":1,")) << j;
-  EXPECT_TRUE(
-      Has(j,
-          "\"memory\":{\"process_peak_rss_bytes\":3145728,\"rank_peak_bytes\":[1048576,3145728],"
-          "\"modelled_rank_peak_bytes\":2097152}"))
+  EXPECT_TRUE(HasText(j, "\"flops\":8e+09,\"tflops_per_rank\":1,")) << j;
+  EXPECT_TRUE(HasText(
+      j,
+      "\"memory\":{\"process_peak_rss_bytes\":3145728,\"rank_peak_bytes\":[1048576,3145728],"
+      "\"modelled_rank_peak_bytes\":2097152}"))
       << j;
   // With repeated runs the median time counts: runs of 2, 8 and 4 ms have median 4 ms.
   r.runs.stats = exec::RepeatStatsOf({2e-3, 8e-3, 4e-3});
@@ -111,22 +114,22 @@ TEST(ExecutionReport, TimesThatCannotBeComparedAreShownSideBySideWithoutErrors) 
   ExecutionReport r = TwoRanks();
   r.compare_times = false;
   const std::string t = RenderExecutionTable(r);
-  EXPECT_FALSE(Has(t, "error vs predicted")) << t;
-  EXPECT_FALSE(Has(t, "+100.0%")) << t;
-  EXPECT_TRUE(Has(t, "  time                 2.00 ms    4.00 ms\n")) << t;
-  EXPECT_TRUE(Has(t, "  compute (mean)       1.50 ms    3.00 ms\n")) << t;
+  EXPECT_FALSE(HasText(t, "error vs predicted")) << t;
+  EXPECT_FALSE(HasText(t, "+100.0%")) << t;
+  EXPECT_TRUE(HasText(t, "  time                 2.00 ms    4.00 ms\n")) << t;
+  EXPECT_TRUE(HasText(t, "  compute (mean)       1.50 ms    3.00 ms\n")) << t;
   // The shares stay: predicted exposed 0.5 of 2 ms = 25.0%; measured 0.5 of 4 ms = 12.5%.
-  EXPECT_TRUE(Has(t, "  exposed comm / time  25.0%      12.5%\n")) << t;
-  EXPECT_TRUE(Has(t, "so no errors are shown (--errors shows them)")) << t;
-  EXPECT_TRUE(Has(t, "per rank, predicted and measured:\n")) << t;
+  EXPECT_TRUE(HasText(t, "  exposed comm / time  25.0%      12.5%\n")) << t;
+  EXPECT_TRUE(HasText(t, "so no errors are shown (--errors shows them)")) << t;
+  EXPECT_TRUE(HasText(t, "per rank, predicted and measured:\n")) << t;
   // Rank 0: compute 1 and 2 ms, exposed 1 and 1 ms, idle 0 and 1 ms, without error columns.
-  EXPECT_TRUE(Has(t, "  0     1.00 ms    2.00 ms   1.00 ms    1.00 ms   0.0 us     1.00 ms\n"))
+  EXPECT_TRUE(HasText(t, "  0     1.00 ms    2.00 ms   1.00 ms    1.00 ms   0.0 us     1.00 ms\n"))
       << t;
-  EXPECT_TRUE(Has(t, "  compute fwd  4    3.00 ms    6.00 ms\n")) << t;
+  EXPECT_TRUE(HasText(t, "  compute fwd  4    3.00 ms    6.00 ms\n")) << t;
   const std::string j = RenderExecutionJson(r);
-  EXPECT_TRUE(Has(j, "\"error_pct\":{\"time\":100,")) << j;
-  EXPECT_TRUE(Has(j, "\"times_comparable\":false")) << j;
-  EXPECT_TRUE(Has(RenderExecutionJson(TwoRanks()), "\"times_comparable\":true"));
+  EXPECT_TRUE(HasText(j, "\"error_pct\":{\"time\":100,")) << j;
+  EXPECT_TRUE(HasText(j, "\"times_comparable\":false")) << j;
+  EXPECT_TRUE(HasText(RenderExecutionJson(TwoRanks()), "\"times_comparable\":true"));
 }
 
 // The value of `column` in a header-and-row CSV (no quoted commas in the columns asked for).
@@ -195,21 +198,22 @@ ExecutionReport WithSpeed() {
 
 TEST(ExecutionReport, TheMachinesSpeedScalesThePredictionInItsOwnRow) {
   const std::string t = RenderExecutionTable(WithSpeed());
-  EXPECT_TRUE(Has(t,
-                  "speed:     the 512-token reference block (head dim 64) took 1.10 ms before the "
-                  "runs and 1.30 ms after, 1.00 ms when calibrated (where it moved 5.0%): "
-                  "1.200x the calibration's time\n"))
+  EXPECT_TRUE(
+      HasText(t,
+              "speed:     the 512-token reference block (head dim 64) took 1.10 ms before the "
+              "runs and 1.30 ms after, 1.00 ms when calibrated (where it moved 5.0%): "
+              "1.200x the calibration's time\n"))
       << t;
-  EXPECT_TRUE(Has(t, "  time                         2.00 ms    4.00 ms   +100.0%\n")) << t;
-  EXPECT_TRUE(Has(t, "  time at this speed (x1.200)  2.40 ms    4.00 ms   +66.7%\n")) << t;
+  EXPECT_TRUE(HasText(t, "  time                         2.00 ms    4.00 ms   +100.0%\n")) << t;
+  EXPECT_TRUE(HasText(t, "  time at this speed (x1.200)  2.40 ms    4.00 ms   +66.7%\n")) << t;
   // Without the check, neither line.
   const std::string plain = RenderExecutionTable(TwoRanks());
-  EXPECT_FALSE(Has(plain, "speed:")) << plain;
-  EXPECT_FALSE(Has(plain, "at this speed")) << plain;
+  EXPECT_FALSE(HasText(plain, "speed:")) << plain;
+  EXPECT_FALSE(HasText(plain, "at this speed")) << plain;
   // Measured only on one side (the block failed after the runs): no line either.
   ExecutionReport half = WithSpeed();
   half.speed.after_s = 0;
-  EXPECT_FALSE(Has(RenderExecutionTable(half), "at this speed"));
+  EXPECT_FALSE(HasText(RenderExecutionTable(half), "at this speed"));
 }
 
 TEST(ExecutionReport, TheMachinesSpeedInJsonAndCsv) {
@@ -233,7 +237,7 @@ TEST(ExecutionReport, TheMachinesSpeedInJsonAndCsv) {
   EXPECT_DOUBLE_EQ(number("ratio"), 1.2);
   EXPECT_DOUBLE_EQ(number("predicted_at_speed_s"), 2.4e-3);
   EXPECT_NEAR(number("error_at_speed_pct"), 100.0 * (4 - 2.4) / 2.4, 1e-9);
-  EXPECT_TRUE(Has(RenderExecutionJson(TwoRanks()), "\"machine_speed\":null"));
+  EXPECT_TRUE(HasText(RenderExecutionJson(TwoRanks()), "\"machine_speed\":null"));
   const std::string csv = ExecutionCsv(WithSpeed(), true);
   EXPECT_DOUBLE_EQ(std::stod(CsvValue(csv, "speed_ratio")), 1.2);
   EXPECT_NEAR(std::stod(CsvValue(csv, "error_at_speed_pct")), 100.0 * (4 - 2.4) / 2.4, 1e-9);

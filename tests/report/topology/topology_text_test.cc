@@ -10,13 +10,13 @@
 namespace meshplan::report {
 namespace {
 
-bool Has(const std::string& text, const std::string& needle) {
+bool HasLine(const std::string& text, const std::string& needle) {
   return text.find(needle) != std::string::npos;
 }
 
 TEST(TopologyText, ACalibrationSaysWhatItWasMeasuredUnder) {
   Topology topo = DefaultTopology();
-  EXPECT_FALSE(Has(TopologyText(topo), "calibrated:"));  // not a calibration
+  EXPECT_FALSE(HasLine(TopologyText(topo), "calibrated:"));  // not a calibration
   CalibrationRecord& c = topo.calibration;
   c.load_average = 0.5;
   c.cores = 2;
@@ -27,10 +27,10 @@ TEST(TopologyText, ACalibrationSaysWhatItWasMeasuredUnder) {
   c.reference_head_dim = 64;
   c.speed_spread = 0.062;
   const std::string t = TopologyText(topo);
-  EXPECT_TRUE(Has(t,
-                  "\ncalibrated: load 0.50 on 2 cores, other processes 0.00 cores, kernel fit "
-                  "2.9% median, 6.5% max, reference block 4.41 ms (d = 64), moving 6.2% "
-                  "meanwhile\nlevels (innermost first):\n"))
+  EXPECT_TRUE(HasLine(t,
+                      "\ncalibrated: load 0.50 on 2 cores, other processes 0.00 cores, kernel fit "
+                      "2.9% median, 6.5% max, reference block 4.41 ms (d = 64), moving 6.2% "
+                      "meanwhile\nlevels (innermost first):\n"))
       << t;
 }
 
