@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tempfile
 import unittest
+from unittest import mock
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
@@ -63,6 +64,54 @@ class ProbePlan(unittest.TestCase):
         with self.assertRaises(SystemExit) as e:
             probe.parse_args(["--plan", "--parts", "occupancy,speed"])
         self.assertEqual(e.exception.code, 2)
+
+
+class MeasureWithStubs(unittest.TestCase):
+    """The measuring half run with torch and Triton stood in for by mocks that return fixed times
+    (do_bench 2 ms, events 4 ms): every planned point must come back as a row without an
+    'error' (a mistake in the script's own code would be caught per point and recorded as one),
+    and each part's arithmetic must give the stubs' numbers."""
+
+    def test_every_point_measures_without_error(self):
+        torch = mock.MagicMock()
+        torch.__version__ = "stub"
+        torch.version.cuda = "stub"
+        torch.backends.cudnn.version.return_value = 0
+        torch.cuda.is_available.return_value = True
+        torch.cuda.get_device_name.return_value = "Stub GPU"
+        torch.cuda.get_device_properties.return_value.multi_processor_count = 132
+        torch.cuda.Event.return_value.elapsed_time.return_value = 40.0  # 10 calls: 4 ms each
+        torch.randn.return_value.numel.return_value = 1 << 28
+        testing = mock.MagicMock()
+        testing.do_bench = lambda fn, warmup, rep, return_mode: (fn(), 2.0)[1]
+        modules = {"torch": torch, "torch.nn": torch.nn, "torch.nn.functional": torch.nn.functional,
+                   "torch.nn.attention": torch.nn.attention, "triton": mock.MagicMock(),
+                   "triton.language": mock.MagicMock(), "triton.testing": testing}
+        with tempfile.TemporaryDirectory() as tmp, mock.patch.dict(sys.modules, modules), \
+                mock.patch("subprocess.run", side_effect=OSError("no nvidia-smi")):
+            self.assertEqual(probe.main(["--out", tmp]), 0)
+            with open(os.path.join(tmp, "probe.json")) as f:
+                doc = json.load(f)
+        planned = probe.plan(probe.parse_args(["--plan"]))
+        self.assertEqual(len(doc["rows"]), len(planned))
+        self.assertEqual([r for r in doc["rows"] if "error" in r], [])
+        self.assertEqual(doc["driver"], "unknown")
+        # The copy: 2 x 2^28 x 4 bytes over 2 ms = 1073.7 GB/s.
+        self.assertAlmostEqual(doc["copy_gbps"], 2 * (1 << 28) * 4 / 2e-3 / 1e9)
+        merge = next(r for r in doc["rows"] if r["part"] == "merge")
+        # 2 ms at that bandwidth over rows x heads x 128 x 4 bytes.
+        self.assertAlmostEqual(merge["passes"], 2e-3 * doc["copy_gbps"] * 1e9 /
+                               (merge["rows"] * merge["heads"] * 128 * 4))
+        share = [r for r in doc["rows"] if r["part"] == "share" and r["sms"] > 0]
+        self.assertTrue(all(abs(r["slowdown"] - 2.0) < 1e-12 for r in share))  # 4 ms over 2 ms
+        gemm = next(r for r in doc["rows"] if r["part"] == "gemm")
+        self.assertAlmostEqual(gemm["tflops"], gemm["flops"] / 2e-3 / 1e12)
+        # And the catalog script reads what the probe wrote.
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "probe.json")
+            with open(path, "w") as f:
+                json.dump(doc, f)
+            self.assertEqual(len(catalog.load_probe(path)["rows"]), len(planned))
 
 
 def occ(heads, batch, ms):
