@@ -138,6 +138,41 @@ def occupancy_report(rows, predict):
     return points
 
 
+# Sequences x heads per call, bucketed: where the occupancy model's misses sit.
+HEADS_BUCKETS = ((1, 1), (2, 4), (5, 16), (17, 64), (65, None))
+
+
+def heads_bucket(batch_heads):
+    for lo, hi in HEADS_BUCKETS:
+        if batch_heads >= lo and (hi is None or batch_heads <= hi):
+            return f"{lo}+" if hi is None else (f"{lo}" if lo == hi else f"{lo}-{hi}")
+    raise ValueError(batch_heads)
+
+
+def misses_by_heads(occupancy):
+    """{(kernel, pass, mask): {bucket: (signed median time error, points)}}, and per (kernel,
+    pass) the causal call's time over the full call's at the same size, measured against the
+    model's ({bucket: (measured median, model median, pairs)}): the model's causal cost is
+    visible pairs plus a cut term, and a call with fewer CTAs than SM slots runs as long as its
+    longest CTA, which this table shows."""
+    errors, pairs = {}, {}
+    full = {(p["backend"], p["d"], p["n"], p["heads"], p["batch"], p["pass"]): p
+            for p in occupancy if p["mask"] == "full"}
+    for p in occupancy:
+        bucket = heads_bucket(p["heads"] * p["batch"])
+        key = (KERNEL_OF_BACKEND[p["backend"]], p["pass"], p["mask"])
+        errors.setdefault(key, {}).setdefault(bucket, []).append(p["time_error"])
+        f = full.get((p["backend"], p["d"], p["n"], p["heads"], p["batch"], p["pass"]))
+        if p["mask"] == "causal" and f is not None:
+            pairs.setdefault(key[:2], {}).setdefault(bucket, []).append(
+                (p["ms"] / f["ms"], p["predicted_ms"] / f["predicted_ms"]))
+    by_error = {k: {b: (statistics.median(v), len(v)) for b, v in d.items()}
+                for k, d in errors.items()}
+    by_ratio = {k: {b: (statistics.median(m for m, _ in v), statistics.median(x for _, x in v),
+                        len(v)) for b, v in d.items()} for k, d in pairs.items()}
+    return by_error, by_ratio
+
+
 def median_abs(values):
     return statistics.median(abs(v) for v in values) if values else float("nan")
 
@@ -160,6 +195,22 @@ def summarize(doc, occupancy, peak):
                 lines.append(f"| {KERNEL_OF_BACKEND[backend]} | {pas} | {len(sel)} | "
                              f"{median_abs(t):.1%} | {max(abs(v) for v in t):.1%} | "
                              f"{median_abs(f):.1%} | {max(abs(v) for v in f):.1%} |")
+    if occupancy:
+        by_error, by_ratio = misses_by_heads(occupancy)
+        buckets = [heads_bucket(lo) for lo, _ in HEADS_BUCKETS]
+        lines += ["", "Signed median time error (predicted / measured - 1) by sequences x heads per "
+                  "call:", "", "| kernel | pass | mask | " + " | ".join(buckets) + " |",
+                  "|---|---|---|" + "---|" * len(buckets)]
+        for (kernel, pas, mask), d in sorted(by_error.items()):
+            cells = [f"{d[b][0]:+.0%} ({d[b][1]})" if b in d else "" for b in buckets]
+            lines.append(f"| {kernel} | {pas} | {mask} | " + " | ".join(cells) + " |")
+        if by_ratio:
+            lines += ["", "A causal call's time over the full call's of the same size, measured / "
+                      "model (medians):", "", "| kernel | pass | " + " | ".join(buckets) + " |",
+                      "|---|---|" + "---|" * len(buckets)]
+            for (kernel, pas), d in sorted(by_ratio.items()):
+                cells = [f"{d[b][0]:.2f} / {d[b][1]:.2f}" if b in d else "" for b in buckets]
+                lines.append(f"| {kernel} | {pas} | " + " | ".join(cells) + " |")
     merge = rows_of(doc, "merge")
     if merge:
         lines += ["", "| merge form | partial | median HBM passes | range |", "|---|---|---|---|"]
