@@ -25,7 +25,9 @@ Exit status: 0, or 2 with one line on stderr for a missing or malformed file, an
 catalog entry, or a meshplan call that fails. Python 3 standard library only.
 """
 import argparse
+import heapq
 import json
+import math
 import os
 import re
 import statistics
@@ -149,12 +151,48 @@ def heads_bucket(batch_heads):
     raise ValueError(batch_heads)
 
 
-def misses_by_heads(occupancy):
+# A candidate for the causal call's cost (issue 46 item 2), reported beside the shipped model and
+# not used by it: the call's CTAs placed greedily, in launch order, on the GPU's CTA slots, each
+# causal row tile computing every key tile up to and including its diagonal one (the diagonal
+# tile at full cost: the kernel masks inside it), against the full call of the same shape. Per
+# (backend, pass): query (forward) or key (backward) rows per CTA, CTAs per SM, and whether the
+# heaviest tile launches first. FlashAttention-2's from the catalog's fa2 occupancy (the forward's
+# row tile i sees i + 1 key tiles and launches in row order; the backward's key tile j is seen
+# by m - j query tiles, j = 0 first); cuDNN states no tiles: the same shapes at 1 CTA per SM are
+# an assumption.
+SCHEDULE_SHAPES = {("flash", "fwd"): (128, 2, False), ("flash", "bwd"): (128, 1, True),
+                   ("cudnn", "fwd"): (128, 1, False), ("cudnn", "bwd"): (128, 1, True)}
+SCHEDULE_MAX_CTAS = 1 << 16  # larger calls are many waves deep: not simulated
+
+
+def greedy_makespan(works, copies, slots):
+    """Makespan of `copies` x `works` (in launch order) on `slots` slots, each next work on the
+    slot that frees first."""
+    free = [0.0] * min(slots, copies * len(works))
+    for _ in range(copies):
+        for w in works:
+            heapq.heappush(free, heapq.heappop(free) + w)
+    return max(free)
+
+
+def causal_schedule_ratio(batch_heads, n, tile_rows, slots, heavy_first):
+    """A causal call's time over the full call's under the greedy schedule, or None past
+    SCHEDULE_MAX_CTAS. Full: every CTA m tiles, ceil(CTAs / slots) waves of m."""
+    m = math.ceil(n / tile_rows)
+    if batch_heads * m > SCHEDULE_MAX_CTAS:
+        return None
+    works = list(range(m, 0, -1)) if heavy_first else list(range(1, m + 1))
+    full = math.ceil(batch_heads * m / slots) * m
+    return greedy_makespan(works, batch_heads, slots) / full
+
+
+def misses_by_heads(occupancy, sm_count=0):
     """{(kernel, pass, mask): {bucket: (signed median time error, points)}}, and per (kernel,
     pass) the causal call's time over the full call's at the same size, measured against the
-    model's ({bucket: (measured median, model median, pairs)}): the model's causal cost is
-    visible pairs plus a cut term, and a call with fewer CTAs than SM slots runs as long as its
-    longest CTA, which this table shows."""
+    model's and the greedy schedule's ({bucket: (measured median, model median, schedule median
+    or None, pairs)}; the schedule needs sm_count): the model's causal cost is visible pairs plus
+    a cut term, and a call with fewer CTAs than SM slots runs as long as its longest CTA, which
+    this table shows."""
     errors, pairs = {}, {}
     full = {(p["backend"], p["d"], p["n"], p["heads"], p["batch"], p["pass"]): p
             for p in occupancy if p["mask"] == "full"}
@@ -164,12 +202,21 @@ def misses_by_heads(occupancy):
         errors.setdefault(key, {}).setdefault(bucket, []).append(p["time_error"])
         f = full.get((p["backend"], p["d"], p["n"], p["heads"], p["batch"], p["pass"]))
         if p["mask"] == "causal" and f is not None:
+            shape = SCHEDULE_SHAPES.get((p["backend"], p["pass"]))
+            schedule = None
+            if shape is not None and sm_count > 0:
+                schedule = causal_schedule_ratio(p["heads"] * p["batch"], p["n"], shape[0],
+                                                 sm_count * shape[1], shape[2])
             pairs.setdefault(key[:2], {}).setdefault(bucket, []).append(
-                (p["ms"] / f["ms"], p["predicted_ms"] / f["predicted_ms"]))
+                (p["ms"] / f["ms"], p["predicted_ms"] / f["predicted_ms"], schedule))
     by_error = {k: {b: (statistics.median(v), len(v)) for b, v in d.items()}
                 for k, d in errors.items()}
-    by_ratio = {k: {b: (statistics.median(m for m, _ in v), statistics.median(x for _, x in v),
-                        len(v)) for b, v in d.items()} for k, d in pairs.items()}
+    def median_or_none(values):
+        values = [v for v in values if v is not None]
+        return statistics.median(values) if values else None
+    by_ratio = {k: {b: (statistics.median(m for m, _, _ in v), statistics.median(x for _, x, _ in v),
+                        median_or_none(s for _, _, s in v), len(v)) for b, v in d.items()}
+                for k, d in pairs.items()}
     return by_error, by_ratio
 
 
@@ -196,7 +243,7 @@ def summarize(doc, occupancy, peak):
                              f"{median_abs(t):.1%} | {max(abs(v) for v in t):.1%} | "
                              f"{median_abs(f):.1%} | {max(abs(v) for v in f):.1%} |")
     if occupancy:
-        by_error, by_ratio = misses_by_heads(occupancy)
+        by_error, by_ratio = misses_by_heads(occupancy, int(doc.get("sm_count") or 0))
         buckets = [heads_bucket(lo) for lo, _ in HEADS_BUCKETS]
         lines += ["", "Signed median time error (predicted / measured - 1) by sequences x heads per "
                   "call:", "", "| kernel | pass | mask | " + " | ".join(buckets) + " |",
@@ -206,10 +253,13 @@ def summarize(doc, occupancy, peak):
             lines.append(f"| {kernel} | {pas} | {mask} | " + " | ".join(cells) + " |")
         if by_ratio:
             lines += ["", "A causal call's time over the full call's of the same size, measured / "
-                      "model (medians):", "", "| kernel | pass | " + " | ".join(buckets) + " |",
+                      "model / greedy CTA schedule (medians; the schedule is a candidate the model "
+                      "does not use):", "", "| kernel | pass | " + " | ".join(buckets) + " |",
                       "|---|---|" + "---|" * len(buckets)]
             for (kernel, pas), d in sorted(by_ratio.items()):
-                cells = [f"{d[b][0]:.2f} / {d[b][1]:.2f}" if b in d else "" for b in buckets]
+                cells = [f"{d[b][0]:.2f} / {d[b][1]:.2f} / " +
+                         ("-" if d[b][2] is None else f"{d[b][2]:.2f}") if b in d else ""
+                         for b in buckets]
                 lines.append(f"| {kernel} | {pas} | " + " | ".join(cells) + " |")
     merge = rows_of(doc, "merge")
     if merge:

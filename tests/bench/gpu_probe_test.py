@@ -155,15 +155,29 @@ class CatalogArithmetic(unittest.TestCase):
             return {**occ(heads, 1, ms), "mask": mask, "predicted_ms": pred,
                     "time_error": pred / ms - 1}
         by_error, by_ratio = catalog.misses_by_heads(
-            [pt(1, "full", 1.0, 0.5), pt(1, "causal", 1.0, 0.3), pt(2, "full", 2.0, 3.0)])
+            [pt(1, "full", 1.0, 0.5), pt(1, "causal", 1.0, 0.3), pt(2, "full", 2.0, 3.0)], 132)
         self.assertAlmostEqual(by_error[("fa2", "fwd", "full")]["1"][0], -0.5)
         self.assertAlmostEqual(by_error[("fa2", "fwd", "causal")]["1"][0], -0.7)
         self.assertAlmostEqual(by_error[("fa2", "fwd", "full")]["2-4"][0], 0.5)
-        measured, model, count = by_ratio[("fa2", "fwd")]["1"]
+        measured, model, schedule, count = by_ratio[("fa2", "fwd")]["1"]
         self.assertAlmostEqual(measured, 1.0)
         self.assertAlmostEqual(model, 0.6)
+        # 1024 rows: 8 forward CTAs on 132 x 2 slots, one wave: the causal call lasts as long as
+        # its last row tile, which sees all 8 key tiles, as every full CTA does: 1.
+        self.assertAlmostEqual(schedule, 1.0)
         self.assertEqual(count, 1)
         self.assertNotIn("2-4", by_ratio[("fa2", "fwd")])  # no causal call at two heads
+
+    def test_greedy_causal_schedule(self):
+        # Works 1, 2, 3 on 2 slots: 1 -> A (1), 2 -> B (2), 3 -> A (1 + 3 = 4): makespan 4.
+        self.assertEqual(catalog.greedy_makespan([1, 2, 3], 1, 2), 4)
+        # Two heads of 256 rows in 128-row tiles (m = 2) on 2 slots, heaviest first: works 2, 1,
+        # 2, 1: A = 2, B = 1, then 2 -> B (3), 1 -> A (3): 3. Full: 4 CTAs of 2 tiles, 2 waves:
+        # 4. Ratio 0.75. Lightest first: 1 -> A, 2 -> B, 1 -> A (2), 2 -> A or B (4): 1.0.
+        self.assertAlmostEqual(catalog.causal_schedule_ratio(2, 256, 128, 2, True), 0.75)
+        self.assertAlmostEqual(catalog.causal_schedule_ratio(2, 256, 128, 2, False), 1.0)
+        # Past the cap (2^16 CTAs): not simulated.
+        self.assertIsNone(catalog.causal_schedule_ratio(1 << 17, 128, 128, 8, False))
 
     def test_gemm_efficiency_is_the_median_over_peak(self):
         doc = {"rows": [{"part": "gemm", "dtype": "bf16", "tflops": t} for t in (500, 800, 600)] +
