@@ -154,8 +154,9 @@ def planned_seconds(point):
         first = CUDNN_GRAPH_S if point.get("backend") == "cudnn" else 0.0
         if point["part"] == "share":
             # Alone, then beside the copy (whose rate do_bench takes once): a warm call and
-            # SHARE_LOOPS x SHARE_CALLS timed ones each.
-            calls = 2 * (1 + SHARE_LOOPS * SHARE_CALLS)
+            # SHARE_LOOPS x SHARE_CALLS timed ones each, and the copies run on after each loop
+            # beside (they are sized to outlast it twice over) for as long again.
+            calls = 2 * (1 + SHARE_LOOPS * SHARE_CALLS) + SHARE_LOOPS * SHARE_CALLS
             return calls * call_s + (WARMUP_MS + REPEAT_MS) / 1e3 + POINT_OVERHEAD_S + first
         return max((WARMUP_MS + REPEAT_MS) / 1e3, 8 * call_s) + POINT_OVERHEAD_S + first
     return (WARMUP_MS + REPEAT_MS) / 1e3 + POINT_OVERHEAD_S

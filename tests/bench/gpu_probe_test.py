@@ -49,6 +49,11 @@ class ProbePlan(unittest.TestCase):
         self.assertAlmostEqual(probe.planned_seconds({**small, "backend": "cudnn"}), 0.375)
         # A 3e14-FLOP call at the planning rate (300 TFLOP/s) is 1 s: 8 calls outlast the loops.
         self.assertAlmostEqual(probe.planned_seconds({**small, "flops": 3e14}), 8.05)
+        # A share point of 3e12 FLOPs is a 10 ms call: a warm call and 5 loops of 10 alone, the
+        # same beside the copy, and the copies' 50 calls' worth after the loops: 152 calls, 1.52
+        # s, plus the copy's do_bench (25 ms) and the overhead (50 ms).
+        share = {"part": "share", "backend": "flash", "flops": 3e12}
+        self.assertAlmostEqual(probe.planned_seconds(share), 1.595)
 
     def test_llama2_shapes(self):
         # models/llama-2-7b.json: hidden 4096, MLP 11008 (gated), 32 heads of 128, 32 KV heads.
