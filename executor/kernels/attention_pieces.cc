@@ -293,4 +293,50 @@ std::optional<std::vector<AttentionPiece>> SplitIntoPieces(const std::vector<int
   return SplitIntoPieces(q_positions, k_positions, mask, max_pieces);
 }
 
+namespace {
+
+// The runs that gather `pos` into ascending order (stable), and the sorted positions; nullopt
+// past `max_runs` runs.
+std::optional<std::vector<RowRun>> OrderRuns(const std::vector<int64_t>& pos, int32_t max_runs,
+                                             std::vector<int64_t>& sorted) {
+  std::vector<int64_t> order(pos.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int64_t>(i);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    return pos[static_cast<size_t>(a)] < pos[static_cast<size_t>(b)];
+  });
+  std::vector<RowRun> runs;
+  sorted.resize(pos.size());
+  for (size_t d = 0; d < order.size(); ++d) {
+    sorted[d] = pos[static_cast<size_t>(order[d])];
+    if (!runs.empty() && runs.back().src_row0 + runs.back().rows == order[d]) {
+      ++runs.back().rows;
+      continue;
+    }
+    if (static_cast<int32_t>(runs.size()) >= max_runs) return std::nullopt;
+    runs.push_back({order[d], static_cast<int64_t>(d), 1});
+  }
+  return runs;
+}
+
+bool IsIdentity(const std::vector<RowRun>& runs) {
+  return runs.size() <= 1;  // one run covering every row from row 0 (or no rows)
+}
+
+}  // namespace
+
+std::optional<OrderedSplit> SplitInPositionOrder(const std::vector<int64_t>& q_positions,
+                                                 const std::vector<int64_t>& k_positions,
+                                                 const MaskParams& mask,
+                                                 std::span<const int64_t> doc_starts,
+                                                 int32_t max_pieces, int32_t max_runs) {
+  std::vector<int64_t> q_sorted, k_sorted;
+  auto q_runs = OrderRuns(q_positions, max_runs, q_sorted);
+  auto k_runs = OrderRuns(k_positions, max_runs, k_sorted);
+  if (!q_runs || !k_runs) return std::nullopt;
+  if (IsIdentity(*q_runs) && IsIdentity(*k_runs)) return std::nullopt;
+  auto pieces = SplitIntoPieces(q_sorted, k_sorted, mask, doc_starts, max_pieces);
+  if (!pieces) return std::nullopt;
+  return OrderedSplit{std::move(*q_runs), std::move(*k_runs), std::move(*pieces)};
+}
+
 }  // namespace meshplan::exec

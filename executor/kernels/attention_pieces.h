@@ -85,4 +85,32 @@ std::optional<std::vector<AttentionPiece>> SplitIntoPieces(const std::vector<int
                                                            const std::vector<int64_t>& k_positions,
                                                            MaskKind mask_kind, int32_t max_pieces);
 
+// Rows [src_row0, src_row0 + rows) of a view copied to rows [dst_row0, dst_row0 + rows) of a
+// gathered buffer.
+struct RowRun {
+  int64_t src_row0 = 0, dst_row0 = 0, rows = 0;
+};
+
+// A block computed on its rows gathered into position order: a whole sequence that Ulysses, USP
+// or all-gather KV hold in zigzag (or striped) order is, sorted, one run of consecutive positions,
+// which a causal mask covers with one piece where the rows as they lie need a piece per pair of
+// chunks (136 for 8 zigzag ranks). The Q rows and the K rows are each gathered by their runs
+// (every row of the block exactly once, the destinations in ascending position order, ties in
+// row order), the pieces index the gathered rows, and a device computes them there and scatters
+// the results back by the same runs.
+struct OrderedSplit {
+  std::vector<RowRun> q_runs, k_runs;
+  std::vector<AttentionPiece> pieces;
+};
+
+// The ordered split of the block, or nullopt when it would not help or cannot be had: both sides
+// already in position order (SplitIntoPieces says all there is), more than `max_runs` runs on a
+// side, or more than `max_pieces` pieces on the gathered rows (what SplitIntoPieces returns for
+// the sorted positions; nullopt there is nullopt here). Cost: a sort of each side.
+std::optional<OrderedSplit> SplitInPositionOrder(const std::vector<int64_t>& q_positions,
+                                                 const std::vector<int64_t>& k_positions,
+                                                 const MaskParams& mask,
+                                                 std::span<const int64_t> doc_starts,
+                                                 int32_t max_pieces, int32_t max_runs);
+
 }  // namespace meshplan::exec

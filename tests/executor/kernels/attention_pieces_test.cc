@@ -905,5 +905,154 @@ TEST(AttentionPieces, RandomDocumentStripedBlocksAreCoveredExactly) {
   }
 }
 
+// ---- Blocks gathered into position order (SplitInPositionOrder) ----
+
+// The whole sequence as a rank holds it after an all-to-all or all-gather: the shards of ranks
+// 0..shards-1 of `layout`, concatenated.
+std::vector<int64_t> WholeSequence(PieceLayout layout, int64_t seq, int64_t shards) {
+  std::vector<int64_t> v;
+  for (int64_t r = 0; r < shards; ++r) v = Concat(v, Shard(layout, seq, shards, r));
+  return v;
+}
+
+// The gathered side: checks that the runs take every row once (sources and destinations each a
+// partition of 0..n-1, a run's rows in order) into ascending positions, and returns the
+// gathered positions. With ExpectExactCover on the gathered positions this proves that the
+// pieces, mapped back through the runs, cover the block as it lies exactly.
+std::vector<int64_t> Gathered(const std::vector<int64_t>& pos, const std::vector<RowRun>& runs) {
+  const size_t n = pos.size();
+  std::vector<int64_t> out(n, -1);
+  std::vector<int> src_used(n, 0);
+  for (const RowRun& r : runs) {
+    EXPECT_GT(r.rows, 0);
+    for (int64_t i = 0; i < r.rows; ++i) {
+      const size_t s = static_cast<size_t>(r.src_row0 + i), d = static_cast<size_t>(r.dst_row0 + i);
+      EXPECT_LT(s, n);
+      EXPECT_LT(d, n);
+      if (s >= n || d >= n) return {};
+      ++src_used[s];
+      EXPECT_EQ(out[d], -1) << "destination row " << d << " written twice";
+      out[d] = pos[s];
+    }
+  }
+  for (size_t i = 0; i < n; ++i) {
+    EXPECT_EQ(src_used[i], 1) << "source row " << i;
+    EXPECT_NE(out[i], -1) << "destination row " << i;
+    if (i > 0) {
+      EXPECT_LE(out[i - 1], out[i]) << "destination row " << i;
+    }
+  }
+  return out;
+}
+
+TEST(AttentionPiecesInPositionOrder, AWholeZigzagSequenceIsOneCausalPiece) {
+  // 8 zigzag ranks of 2 chunks of 4 tokens: rank r holds chunks r and 15 - r, so the rows lie as
+  // chunks 0, 15, 1, 14, ..., 7, 8. As they lie every (chunk, chunk) pair is a run pair: 16 x 17 /
+  // 2 = 136 visible pairs of chunks, past any piece limit. Gathered: positions 0..63 in order,
+  // one top-left triangle; 15 runs a side (16 chunks, but rank 7's chunks 7 and 8 lie side by
+  // side in both orders).
+  const auto whole = WholeSequence(PieceLayout::kZigzag, 64, 8);
+  EXPECT_FALSE(SplitIntoPieces(whole, whole, MaskKind::kCausal, 16));
+  const auto split = SplitInPositionOrder(whole, whole, Kind(MaskKind::kCausal), {}, 16, 64);
+  ASSERT_TRUE(split);
+  ASSERT_EQ(split->pieces.size(), 1u);
+  EXPECT_EQ(split->pieces[0].mask, PieceMask::kCausalTopLeft);
+  EXPECT_EQ(split->pieces[0].q_rows, 64);
+  ASSERT_EQ(split->q_runs.size(), 15u);
+  // Chunk 15 lies at rows 4..7 (rank 0's second chunk) and goes to rows 60..63.
+  bool found = false;
+  for (const RowRun& r : split->q_runs) found |= r.src_row0 == 4 && r.dst_row0 == 60 && r.rows == 4;
+  EXPECT_TRUE(found);
+  const auto q = Gathered(whole, split->q_runs), k = Gathered(whole, split->k_runs);
+  EXPECT_EQ(q, Indices(0, 64));
+  ExpectExactCover(q, k, MaskKind::kCausal, split->pieces);
+}
+
+TEST(AttentionPiecesInPositionOrder, RowsAlreadyInOrderOrTooManyRunsAreLeftAsTheyLie) {
+  // Already in order on both sides: nothing to gather, SplitIntoPieces is the whole answer.
+  EXPECT_FALSE(
+      SplitInPositionOrder(Indices(0, 32), Indices(0, 32), Kind(MaskKind::kCausal), {}, 16, 64));
+  // 8 striped ranks of 8 rows each (step 8): the sorted order interleaves every rank, one run per
+  // row, 64 runs: past a limit of 32, within one of 64.
+  const auto striped = WholeSequence(PieceLayout::kStriped, 64, 8);
+  EXPECT_FALSE(SplitInPositionOrder(striped, striped, Kind(MaskKind::kCausal), {}, 16, 32));
+  const auto ok = SplitInPositionOrder(striped, striped, Kind(MaskKind::kCausal), {}, 16, 64);
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->pieces.size(), 1u);
+  EXPECT_EQ(ok->q_runs.size(), 64u);
+  // A prefix mask has no pieces in any order.
+  EXPECT_FALSE(SplitInPositionOrder(striped, striped, Kind(MaskKind::kPrefix), {}, 16, 64));
+}
+
+TEST(AttentionPiecesInPositionOrder, WholeSequencesOfEveryLayoutAndMaskAreCoveredExactly) {
+  // Every layout's whole sequence (4 and 8 ranks, 128 tokens) under a causal mask, windows of
+  // many widths and 1-5 documents: gathered, the sequence is one run, so causal and a window are
+  // at most 2 pieces (the window's causal rows and its band), and documents the causal pieces of
+  // each document (one each).
+  for (PieceLayout layout :
+       {PieceLayout::kContiguous, PieceLayout::kZigzag, PieceLayout::kStriped}) {
+    for (int64_t shards : {4, 8}) {
+      const auto whole = WholeSequence(layout, 128, shards);
+      std::vector<std::pair<MaskParams, std::vector<int64_t>>> masks = {
+          {Kind(MaskKind::kCausal), {}}, {Kind(MaskKind::kFull), {}}};
+      for (int64_t w : {1, 3, 16, 17, 64, 200}) masks.push_back({Window(w), {}});
+      masks.push_back({Docs(false), {0, 5, 40, 41, 100}});
+      masks.push_back({Docs(true), {0, 64}});
+      for (const auto& [mask, starts] : masks) {
+        // 128 runs: a striped sequence sorted takes its rows one by one.
+        const auto split = SplitInPositionOrder(whole, whole, mask, starts, 16, 128);
+        if (layout == PieceLayout::kContiguous) {
+          EXPECT_FALSE(split);  // already in order
+          continue;
+        }
+        ASSERT_TRUE(split) << "layout " << static_cast<int>(layout) << " shards " << shards;
+        const size_t most = mask.kind == MaskKind::kWindow ? 2 : starts.empty() ? 1 : starts.size();
+        EXPECT_LE(split->pieces.size(), most) << "layout " << static_cast<int>(layout);
+        const auto q = Gathered(whole, split->q_runs), k = Gathered(whole, split->k_runs);
+        ExpectExactCover(q, k, mask, starts, split->pieces);
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+TEST(AttentionPiecesInPositionOrder, RandomRunOrdersAreCoveredExactly) {
+  // Random runs of consecutive positions (RandomRuns) shuffled as whole runs, Q and K drawn
+  // apart, under causal, full, a window and documents: whatever the order, the gathered split
+  // covers the block exactly.
+  std::mt19937_64 gen(53);
+  auto shuffled = [&](int runs) {
+    std::vector<std::vector<int64_t>> parts;
+    const auto v = RandomRuns(gen, runs, 9);
+    for (size_t i = 0; i < v.size();) {
+      size_t j = i + 1;
+      while (j < v.size() && v[j] == v[j - 1] + 1) ++j;
+      parts.emplace_back(v.begin() + static_cast<std::ptrdiff_t>(i),
+                         v.begin() + static_cast<std::ptrdiff_t>(j));
+      i = j;
+    }
+    std::shuffle(parts.begin(), parts.end(), gen);
+    std::vector<int64_t> out;
+    for (const auto& p : parts) out = Concat(out, p);
+    return out;
+  };
+  for (int trial = 0; trial < 200; ++trial) {
+    const auto q = shuffled(1 + static_cast<int>(gen() % 6));
+    const auto k = shuffled(1 + static_cast<int>(gen() % 6));
+    const std::vector<int64_t> starts{0, 1 + static_cast<int64_t>(gen() % 60)};
+    for (const auto& [mask, doc_starts] : std::vector<std::pair<MaskParams, std::vector<int64_t>>>{
+             {Kind(MaskKind::kCausal), {}},
+             {Kind(MaskKind::kFull), {}},
+             {Window(1 + static_cast<int64_t>(gen() % 20)), {}},
+             {Docs(false), starts}}) {
+      const auto split = SplitInPositionOrder(q, k, mask, doc_starts, 64, 64);
+      if (!split) continue;  // both sides already in order
+      const auto gq = Gathered(q, split->q_runs), gk = Gathered(k, split->k_runs);
+      ExpectExactCover(gq, gk, mask, doc_starts, split->pieces);
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace meshplan::exec
