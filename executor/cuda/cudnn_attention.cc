@@ -13,6 +13,7 @@
 #include <span>
 #include <vector>
 
+#include "executor/cuda/attention_kernels.h"
 #include "executor/cuda/cudnn_glue.h"
 #include "executor/kernels/attention_pieces.h"
 
@@ -36,6 +37,11 @@ namespace fe = cudnn_frontend;
 // many lengths make many shapes); whether many small pieces still beat the own kernels has not
 // been measured on a GPU.
 constexpr int32_t kMaxPieces = 16;
+// A block whose rows are in no order a few pieces cover is gathered into position order
+// (SplitInPositionOrder): each run is a copy of Q, K, V and the accumulators in and out. A whole
+// zigzag sequence of N ranks is 2N - 1 runs a side (N = 32 within 64); a striped one is a run per
+// row, not gathered (the own kernels take it, as before).
+constexpr int32_t kMaxGatherRuns = 64;
 constexpr int64_t kAlign = 256;  // bytes; cuDNN wants 16-byte aligned operands
 
 enum Uid : int64_t { kQ = 1, kK, kV, kO, kStats, kDo, kDq, kDk, kDv };
@@ -225,6 +231,9 @@ std::shared_ptr<fe::graph::Graph> DescribeGraph(const GraphKey& key, int32_t sm_
 struct PieceKeys {
   std::vector<AttentionPiece> pieces;
   std::vector<GraphKey> keys;
+  // Gathered into position order first (empty: the pieces index the views as they lie).
+  std::vector<RowRun> q_runs, k_runs;
+  bool gathered() const { return !q_runs.empty(); }
 };
 std::optional<PieceKeys> KeysOf(const BlockProblem& p, const TensorView& q, const TensorView& k,
                                 bool backward, const TensorView* d_o) {
@@ -239,15 +248,28 @@ std::optional<PieceKeys> KeysOf(const BlockProblem& p, const TensorView& q, cons
   const MaskParams mask = p.mask.params;
   const auto doc_starts = HostDocStarts(p.mask);
   if (!doc_starts) return std::nullopt;  // document starts the host cannot see
-  auto pieces = SplitIntoPieces(HostPositions(q), HostPositions(k), mask, *doc_starts, kMaxPieces);
-  if (!pieces) return std::nullopt;
-  for (const AttentionPiece& piece : *pieces) {
+  const auto q_positions = HostPositions(q), k_positions = HostPositions(k);
+  PieceKeys out;
+  // The gathered buffers hold every row of the block and only the heads it computes.
+  int64_t q_heads = q.heads, k_heads = k.heads, do_heads = d_o ? d_o->heads : 0;
+  if (auto pieces = SplitIntoPieces(q_positions, k_positions, mask, *doc_starts, kMaxPieces)) {
+    out.pieces = std::move(*pieces);
+  } else {
+    auto ordered = SplitInPositionOrder(q_positions, k_positions, mask, *doc_starts, kMaxPieces,
+                                        kMaxGatherRuns);
+    if (!ordered) return std::nullopt;
+    out.pieces = std::move(ordered->pieces);
+    out.q_runs = std::move(ordered->q_runs);
+    out.k_runs = std::move(ordered->k_runs);
+    q_heads = p.head_count;
+    k_heads = heads->hkv;
+    do_heads = p.head_count;
+  }
+  for (const AttentionPiece& piece : out.pieces) {
     // The band's bounds travel as int (graph_properties.h); a band piece's width is below its
     // rows plus keys, so this refuses only blocks of billions of rows.
     if (piece.band_width > std::numeric_limits<int>::max()) return std::nullopt;
   }
-  PieceKeys out;
-  out.pieces = std::move(*pieces);
   for (const AttentionPiece& piece : out.pieces) {
     GraphKey key;
     key.backward = backward;
@@ -263,14 +285,14 @@ std::optional<PieceKeys> KeysOf(const BlockProblem& p, const TensorView& q, cons
     key.band_width = piece.band_width;
     key.scale = p.scale;
     key.q_rows = q.rows;
-    key.q_heads = q.heads;
+    key.q_heads = q_heads;
     key.k_rows = k.rows;
-    key.k_heads = k.heads;
+    key.k_heads = k_heads;
     key.v_rows = k.rows;  // V is laid out as K (CheckProblem: same rows; the engine: same heads)
-    key.v_heads = k.heads;
+    key.v_heads = k_heads;
     if (d_o != nullptr) {
       key.do_rows = d_o->rows;
-      key.do_heads = d_o->heads;
+      key.do_heads = do_heads;
     }
     out.keys.push_back(key);
   }
@@ -315,6 +337,160 @@ class CudnnAttentionImpl final : public CudnnAttention {
     auto split = Split(p, q, k, false);
     if (!split)
       return Status::Invalid("cuDNN cannot compute this block (see CudnnAttention::Supports)");
+    if (!split->gathered()) return RunForward(p, *split, q, k, v, o, lse, stream);
+    // Gathered into position order: Q, K, V and the accumulators O and LSE copied by their runs
+    // into dense buffers of the computed heads, the pieces run there, O and LSE copied back.
+    const HeadMap heads = *MapHeads(p);
+    const Gathered g(p, heads, q.rows, k.rows);
+    const int64_t q16 = AlignUp(g.Elements(g.q, p.dim) * 2),
+                  kv16 = AlignUp(g.Elements(g.k, p.dim) * 2);
+    const int64_t o32 = AlignUp(g.Elements(g.q, p.dim) * 4),
+                  lse32 = AlignUp(g.Elements(g.q, 1) * 4);
+    char* temp = nullptr;
+    MESHPLAN_RETURN_IF_ERROR(Allocate(&temp, q16 + 2 * kv16 + o32 + lse32, stream));
+    const TensorView gq = g.View(g.q, temp), gk = g.View(g.k, temp + q16),
+                     gv = g.View(g.k, temp + q16 + kv16), go = g.View(g.q, temp + q16 + 2 * kv16),
+                     glse = g.View(g.q, temp + q16 + 2 * kv16 + o32);
+    Status run = Status::Ok();
+    for (const Copy& c :
+         {Copy{q, gq, 2, p.dim, &split->q_runs}, Copy{o, go, 4, p.dim, &split->q_runs},
+          Copy{lse, glse, 4, 1, &split->q_runs}, Copy{k, gk, 2, p.dim, &split->k_runs},
+          Copy{v, gv, 2, p.dim, &split->k_runs}}) {
+      if (run.ok()) run = CopyRuns(p.batch, c, false, stream);
+    }
+    if (run.ok()) run = RunForward(p, *split, gq, gk, gv, go, glse, stream);
+    for (const Copy& c :
+         {Copy{o, go, 4, p.dim, &split->q_runs}, Copy{lse, glse, 4, 1, &split->q_runs}}) {
+      if (run.ok()) run = CopyRuns(p.batch, c, true, stream);
+    }
+    MESHPLAN_RETURN_IF_ERROR(Release(temp, stream));
+    return run;
+  }
+
+  Status Backward(const BlockProblem& p, const TensorView& q, const TensorView& k,
+                  const TensorView& v, const TensorView& d_o, const TensorView& lse,
+                  const TensorView& delta, const TensorView& dq, const TensorView& dk,
+                  const TensorView& dv, cudaStream_t stream) override {
+    auto split = Split(p, q, k, true, &d_o);
+    if (!split)
+      return Status::Invalid("cuDNN cannot compute this block (see CudnnAttention::Supports)");
+    if (!split->gathered())
+      return RunBackward(p, *split, q, k, v, d_o, lse, delta, dq, dk, dv, stream);
+    // Gathered as the forward: Q, dO, LSE, delta and the dQ accumulator by the Q runs, K, V and
+    // the dK, dV accumulators by the K runs; dQ, dK and dV copied back.
+    const HeadMap heads = *MapHeads(p);
+    const Gathered g(p, heads, q.rows, k.rows);
+    const int64_t q16 = AlignUp(g.Elements(g.q, p.dim) * 2),
+                  kv16 = AlignUp(g.Elements(g.k, p.dim) * 2);
+    const int64_t q32 = AlignUp(g.Elements(g.q, p.dim) * 4),
+                  kv32 = AlignUp(g.Elements(g.k, p.dim) * 4);
+    const int64_t row32 = AlignUp(g.Elements(g.q, 1) * 4);
+    char* temp = nullptr;
+    MESHPLAN_RETURN_IF_ERROR(
+        Allocate(&temp, 2 * q16 + 2 * kv16 + q32 + 2 * kv32 + 2 * row32, stream));
+    char* at = temp;
+    auto next = [&at](int64_t bytes) {
+      char* here = at;
+      at += bytes;
+      return here;
+    };
+    const TensorView gq = g.View(g.q, next(q16)), gdo = g.View(g.q, next(q16)),
+                     gk = g.View(g.k, next(kv16)), gv = g.View(g.k, next(kv16)),
+                     gdq = g.View(g.q, next(q32)), gdk = g.View(g.k, next(kv32)),
+                     gdv = g.View(g.k, next(kv32)), glse = g.View(g.q, next(row32)),
+                     gdelta = g.View(g.q, next(row32));
+    Status run = Status::Ok();
+    for (const Copy& c :
+         {Copy{q, gq, 2, p.dim, &split->q_runs}, Copy{d_o, gdo, 2, p.dim, &split->q_runs},
+          Copy{dq, gdq, 4, p.dim, &split->q_runs}, Copy{lse, glse, 4, 1, &split->q_runs},
+          Copy{delta, gdelta, 4, 1, &split->q_runs}, Copy{k, gk, 2, p.dim, &split->k_runs},
+          Copy{v, gv, 2, p.dim, &split->k_runs}, Copy{dk, gdk, 4, p.dim, &split->k_runs},
+          Copy{dv, gdv, 4, p.dim, &split->k_runs}}) {
+      if (run.ok()) run = CopyRuns(p.batch, c, false, stream);
+    }
+    if (run.ok())
+      run = RunBackward(p, *split, gq, gk, gv, gdo, glse, gdelta, gdq, gdk, gdv, stream);
+    for (const Copy& c :
+         {Copy{dq, gdq, 4, p.dim, &split->q_runs}, Copy{dk, gdk, 4, p.dim, &split->k_runs},
+          Copy{dv, gdv, 4, p.dim, &split->k_runs}}) {
+      if (run.ok()) run = CopyRuns(p.batch, c, true, stream);
+    }
+    MESHPLAN_RETURN_IF_ERROR(Release(temp, stream));
+    return run;
+  }
+
+ private:
+  struct Split_ {
+    std::vector<AttentionPiece> pieces;
+    std::vector<const BuiltGraph*> graphs;
+    std::vector<RowRun> q_runs, k_runs;  // PieceKeys::q_runs, k_runs
+    bool gathered() const { return !q_runs.empty(); }
+  };
+
+  // The dense buffers a gathered block runs on: [batch][rows][heads][dim] of every row of the
+  // block and the heads it computes (query heads from p.head_begin, KV heads from kv_first).
+  struct Side {
+    int64_t rows = 0;
+    int32_t head_begin = 0, heads = 0;
+  };
+  struct Gathered {
+    Side q, k;
+    int64_t batch = 1;
+    Gathered(const BlockProblem& p, const HeadMap& h, int64_t q_rows, int64_t k_rows)
+        : q{q_rows, p.head_begin, p.head_count}, k{k_rows, h.kv_first, h.hkv}, batch(p.batch) {}
+    int64_t Elements(const Side& s, int32_t dim) const {
+      return batch * s.rows * s.heads * int64_t{dim};
+    }
+    static TensorView View(const Side& s, char* data) {
+      TensorView v;
+      v.data = data;
+      v.rows = s.rows;
+      v.head_begin = s.head_begin;
+      v.heads = s.heads;
+      return v;
+    }
+  };
+
+  // One tensor's copy between its view and its gathered buffer (which holds heads
+  // [gathered.head_begin, + gathered.heads) of the view), by runs.
+  struct Copy {
+    TensorView view, gathered;
+    int32_t elem_bytes = 2, dim = 0;
+    const std::vector<RowRun>* runs = nullptr;
+  };
+  // Gathers (scatter false: view rows -> gathered rows) or scatters back (true).
+  static Status CopyRuns(int64_t batch, const Copy& c, bool scatter, cudaStream_t stream) {
+    for (const RowRun& r : *c.runs) {
+      RowCopy rc;
+      rc.elem_bytes = c.elem_bytes;
+      rc.batch = batch;
+      rc.dim = c.dim;
+      rc.count = r.rows;
+      rc.copy_heads = c.gathered.heads;
+      const TensorView& src = scatter ? c.gathered : c.view;
+      const TensorView& dst = scatter ? c.view : c.gathered;
+      rc.src = src.data;
+      rc.dst = dst.data;
+      rc.src_row0 = scatter ? r.dst_row0 : r.src_row0;
+      rc.dst_row0 = scatter ? r.src_row0 : r.dst_row0;
+      rc.src_rows_total = src.rows;
+      rc.dst_rows_total = dst.rows;
+      rc.src_heads = src.heads;
+      rc.dst_heads = dst.heads;
+      rc.src_head0 = c.gathered.head_begin - src.head_begin;
+      rc.dst_head0 = c.gathered.head_begin - dst.head_begin;
+      MESHPLAN_RETURN_IF_ERROR(Check(LaunchRowCopy(rc, stream),
+                                     scatter ? "scatter of a gathered cuDNN block"
+                                             : "gather of a cuDNN block into position order"));
+    }
+    return Status::Ok();
+  }
+
+  // The pieces of a split on views where they index the rows (the block's own, or gathered).
+  Status RunForward(const BlockProblem& p, const Split_& split_in, const TensorView& q,
+                    const TensorView& k, const TensorView& v, const TensorView& o,
+                    const TensorView& lse, cudaStream_t stream) {
+    const Split_* split = &split_in;
     const HeadMap heads = *MapHeads(p);
     for (size_t i = 0; i < split->pieces.size(); ++i) {
       const AttentionPiece& piece = split->pieces[i];
@@ -344,13 +520,11 @@ class CudnnAttentionImpl final : public CudnnAttention {
     return Status::Ok();
   }
 
-  Status Backward(const BlockProblem& p, const TensorView& q, const TensorView& k,
-                  const TensorView& v, const TensorView& d_o, const TensorView& lse,
-                  const TensorView& delta, const TensorView& dq, const TensorView& dk,
-                  const TensorView& dv, cudaStream_t stream) override {
-    auto split = Split(p, q, k, true, &d_o);
-    if (!split)
-      return Status::Invalid("cuDNN cannot compute this block (see CudnnAttention::Supports)");
+  Status RunBackward(const BlockProblem& p, const Split_& split_in, const TensorView& q,
+                     const TensorView& k, const TensorView& v, const TensorView& d_o,
+                     const TensorView& lse, const TensorView& delta, const TensorView& dq,
+                     const TensorView& dk, const TensorView& dv, cudaStream_t stream) {
+    const Split_* split = &split_in;
     const HeadMap heads = *MapHeads(p);
     for (size_t i = 0; i < split->pieces.size(); ++i) {
       const AttentionPiece& piece = split->pieces[i];
@@ -398,12 +572,6 @@ class CudnnAttentionImpl final : public CudnnAttention {
     return Status::Ok();
   }
 
- private:
-  struct Split_ {
-    std::vector<AttentionPiece> pieces;
-    std::vector<const BuiltGraph*> graphs;
-  };
-
   // The pieces of the block and their built graphs, or nullopt when cuDNN cannot compute it.
   std::optional<Split_> Split(const BlockProblem& p, const TensorView& q, const TensorView& k,
                               bool backward, const TensorView* d_o = nullptr) {
@@ -411,6 +579,8 @@ class CudnnAttentionImpl final : public CudnnAttention {
     if (!keys) return std::nullopt;
     Split_ split;
     split.pieces = std::move(keys->pieces);
+    split.q_runs = std::move(keys->q_runs);
+    split.k_runs = std::move(keys->k_runs);
     for (const GraphKey& key : keys->keys) {
       const BuiltGraph& g = Graph(key);
       if (!g.graph) return std::nullopt;

@@ -11,11 +11,17 @@
 // docs-full) cut those runs at the document starts, which the block's mask carries in host
 // memory (DeviceMask::host_doc_starts, set by the engine): per pair of cut runs in one document a
 // full rectangle (docs-full) or the causal pieces (docs), nothing across documents; no ragged
-// layout. Blocks not expressible that way (prefix masks, documents without host starts, positions
-// that are neither a few runs nor one progression, more than 16 pieces, as a block over many
-// short documents has) are not Supported and run on the own kernels. The band and document
-// pieces' graphs are validated on the host (tests/executor/cuda/cudnn_graph_test.cc), but their
-// numerics and speed have not run on a GPU yet: they wait for a lent device
+// layout. A block whose rows as they lie need more than 16 pieces but, put in position order,
+// need at most 16 (a whole sequence in zigzag order, as Ulysses, USP and all-gather KV hold it: one
+// causal piece instead of 136 for 8 ranks) is gathered into position order first
+// (SplitInPositionOrder): Q, K, V (dO) and the accumulators copied by their runs of rows into
+// dense buffers of the computed heads, the pieces run there, the accumulators copied back; at
+// most 64 runs a side (zigzag up to 32 ranks; a whole striped sequence, a run per row, is not
+// gathered). Blocks not expressible either way (prefix masks, documents without host starts,
+// more than 16 pieces even in order, as a block over many short documents has) are not Supported
+// and run on the own kernels. The gathered path has not run on a GPU yet (issue 51). The band and
+// document pieces' graphs are validated on the host (tests/executor/cuda/cudnn_graph_test.cc), but
+// their numerics and speed have not run on a GPU yet: they wait for a lent device
 // (tests/cuda/engine_test.cc). Each piece runs cuDNN into 16-bit temporaries that glue kernels
 // fold into the accumulators (executor/cuda/cudnn_glue.h); cuDNN's backward, which derives delta
 // from an O it is given, gets a pseudo-O whose rowsum with dO is the engine's delta.

@@ -417,6 +417,55 @@ TEST(CudnnGraphs, DocumentBlocksCudnnCannotTakeAreRefused) {
   }
 }
 
+// The whole sequence in zigzag order as Ulysses (or all-gather KV) holds it: ranks 0..ranks-1,
+// rank r holding chunks r and 2 ranks - 1 - r of `chunk` tokens.
+std::vector<int64_t> WholeZigzag(int64_t ranks, int64_t chunk) {
+  std::vector<int64_t> v;
+  for (int64_t r = 0; r < ranks; ++r) {
+    for (int64_t c : {r, 2 * ranks - 1 - r}) {
+      const auto part = Range(c * chunk, chunk);
+      v.insert(v.end(), part.begin(), part.end());
+    }
+  }
+  return v;
+}
+
+TEST(CudnnGraphs, AWholeZigzagSequenceIsGatheredIntoFewPiecesThatValidate) {
+  SKIP_WITHOUT_CUDNN();
+  // 8 ranks, 16 chunks of 64 tokens (1024). As the rows lie, a causal mask needs a piece per
+  // visible pair of chunks (136, past 16); gathered into position order (attention_pieces.h,
+  // SplitInPositionOrder) it is one top-left triangle over all 1024 rows. The graphs see the
+  // gathered buffers: query heads 4..7 of the view's 8 and their one KV head (group 4), dense.
+  const auto whole = WholeZigzag(8, 64);
+  const TensorView q = View(whole, 0, 8), k = View(whole, 0, 2);
+  const BlockProblem causal = Problem(MaskKind::kCausal, 4, 4, 4);
+  auto fwd = ValidateCudnnBlockOnHost(causal, q, k, nullptr, false);
+  ASSERT_TRUE(fwd.ok()) << fwd.status().message();
+  EXPECT_EQ(*fwd, 1);
+  auto bwd = ValidateCudnnBlockOnHost(causal, q, k, &q, true);
+  ASSERT_TRUE(bwd.ok()) << bwd.status().message();
+  EXPECT_EQ(*bwd, 1);
+  // A window of 100 tokens over the gathered sequence: row i sees keys max(0, i - 99)..i, one
+  // top-left band of width 100 (the piece's left edge clips its first rows): 1 piece.
+  BlockProblem window = Problem(MaskKind::kWindow, 4, 4, 4);
+  window.mask.params.window = 100;
+  auto w = ValidateCudnnBlockOnHost(window, q, k, &q, true);
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_EQ(*w, 1);
+  // Documents from 0, 300 and 700: a triangle each.
+  const std::vector<int64_t> starts{0, 300, 700};
+  EXPECT_TRUE(DocumentBlockValidates(whole, whole, false, starts, 3));
+  // Striped, the whole sequence sorted is a run per row (1024, past the 64 runs a gather may
+  // take): refused, the own kernels' block.
+  std::vector<int64_t> striped;
+  for (int64_t r = 0; r < 8; ++r) {
+    for (int64_t i = 0; i < 128; ++i) striped.push_back(r + 8 * i);
+  }
+  auto s =
+      ValidateCudnnBlockOnHost(causal, View(striped, 0, 8), View(striped, 0, 2), nullptr, false);
+  EXPECT_FALSE(s.ok());
+}
+
 }  // namespace
 }  // namespace meshplan::exec::cuda
 #endif  // MESHPLAN_HAVE_CUDA
