@@ -251,7 +251,8 @@ std::optional<PieceKeys> KeysOf(const BlockProblem& p, const TensorView& q, cons
   const auto q_positions = HostPositions(q), k_positions = HostPositions(k);
   PieceKeys out;
   // The gathered buffers hold every row of the block and only the heads it computes.
-  int64_t q_heads = q.heads, k_heads = k.heads, do_heads = d_o ? d_o->heads : 0;
+  int64_t q_heads = q.heads, k_heads = k.heads;
+  int64_t do_rows = d_o ? d_o->rows : 0, do_heads = d_o ? d_o->heads : 0;
   if (auto pieces = SplitIntoPieces(q_positions, k_positions, mask, *doc_starts, kMaxPieces)) {
     out.pieces = std::move(*pieces);
   } else {
@@ -263,6 +264,7 @@ std::optional<PieceKeys> KeysOf(const BlockProblem& p, const TensorView& q, cons
     out.k_runs = std::move(ordered->k_runs);
     q_heads = p.head_count;
     k_heads = heads->hkv;
+    do_rows = q.rows;  // dO is indexed by the Q rows
     do_heads = p.head_count;
   }
   for (const AttentionPiece& piece : out.pieces) {
@@ -291,7 +293,7 @@ std::optional<PieceKeys> KeysOf(const BlockProblem& p, const TensorView& q, cons
     key.v_rows = k.rows;  // V is laid out as K (CheckProblem: same rows; the engine: same heads)
     key.v_heads = k_heads;
     if (d_o != nullptr) {
-      key.do_rows = d_o->rows;
+      key.do_rows = do_rows;
       key.do_heads = do_heads;
     }
     out.keys.push_back(key);

@@ -12,8 +12,8 @@
 // memory (DeviceMask::host_doc_starts, set by the engine): per pair of cut runs in one document a
 // full rectangle (docs-full) or the causal pieces (docs), nothing across documents; no ragged
 // layout. A block whose rows as they lie need more than 16 pieces but, put in position order,
-// need at most 16 (a whole sequence in zigzag order, as Ulysses, USP and all-gather KV hold it: one
-// causal piece instead of 136 for 8 ranks) is gathered into position order first
+// need at most 16 (a whole sequence in zigzag order, as the all-to-all schemes and the gathered K,
+// V hold it: one causal piece instead of 136 for 8 ranks) is gathered into position order first
 // (SplitInPositionOrder): Q, K, V (dO) and the accumulators copied by their runs of rows into
 // dense buffers of the computed heads, the pieces run there, the accumulators copied back; at
 // most 64 runs a side (zigzag up to 32 ranks; a whole striped sequence, a run per row, is not

@@ -91,8 +91,8 @@ struct RowRun {
   int64_t src_row0 = 0, dst_row0 = 0, rows = 0;
 };
 
-// A block computed on its rows gathered into position order: a whole sequence that Ulysses, USP
-// or all-gather KV hold in zigzag (or striped) order is, sorted, one run of consecutive positions,
+// A block computed on its rows gathered into position order: a whole sequence that the all-to-all
+// schemes or a gather of K, V hold in zigzag (or striped) order is, sorted, one run of positions,
 // which a causal mask covers with one piece where the rows as they lie need a piece per pair of
 // chunks (136 for 8 zigzag ranks). The Q rows and the K rows are each gathered by their runs
 // (every row of the block exactly once, the destinations in ascending position order, ties in

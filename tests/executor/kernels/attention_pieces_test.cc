@@ -968,7 +968,7 @@ TEST(AttentionPiecesInPositionOrder, AWholeZigzagSequenceIsOneCausalPiece) {
   ExpectExactCover(q, k, MaskKind::kCausal, split->pieces);
 }
 
-TEST(AttentionPiecesInPositionOrder, RowsAlreadyInOrderOrTooManyRunsAreLeftAsTheyLie) {
+TEST(AttentionPiecesInPositionOrder, RowsInOrderOrPastTheRunLimitStay) {
   // Already in order on both sides: nothing to gather, SplitIntoPieces is the whole answer.
   EXPECT_FALSE(
       SplitInPositionOrder(Indices(0, 32), Indices(0, 32), Kind(MaskKind::kCausal), {}, 16, 64));
@@ -984,7 +984,7 @@ TEST(AttentionPiecesInPositionOrder, RowsAlreadyInOrderOrTooManyRunsAreLeftAsThe
   EXPECT_FALSE(SplitInPositionOrder(striped, striped, Kind(MaskKind::kPrefix), {}, 16, 64));
 }
 
-TEST(AttentionPiecesInPositionOrder, WholeSequencesOfEveryLayoutAndMaskAreCoveredExactly) {
+TEST(AttentionPiecesInPositionOrder, EveryLayoutAndMaskIsCoveredExactly) {
   // Every layout's whole sequence (4 and 8 ranks, 128 tokens) under a causal mask, windows of
   // many widths and 1-5 documents: gathered, the sequence is one run, so causal and a window are
   // at most 2 pieces (the window's causal rows and its band), and documents the causal pieces of
