@@ -22,7 +22,8 @@ plans are timed with fa3, as bench/published.py times each point with the librar
 Usage: python3 bench/packed_documents.py [--meshplan build/tools/meshplan] [--attention-kernel K]
 Prints, per GPU count and pass, each backend's TFLOP/s per GPU predicted (the mean over the
 packs) and measured, and the all_gather/p2p ratio (the gap: the target is within a factor of
-1.3).
+1.3); then meshplan's best plan over every scheme beside the benchmark's own method and its
+Ulysses baseline on the same packs (what the packs allow; docs/schemes.md reads it).
 """
 import argparse
 import csv
@@ -40,6 +41,14 @@ MEASURED = {
     (8, "fwd"): (89, 289), (16, "fwd"): (69, 292), (32, "fwd"): (47, 240), (64, "fwd"): (28, 180),
     (8, "bwd"): (97, 179), (16, "bwd"): (86, 155), (32, "bwd"): (57, 104), (64, "bwd"): (29, 55),
 }
+# The same figures' other bars (read the same way, +-5): MagiAttention's own method
+# (magi_attn-native: balanced dispatch, its FFA kernel) and the benchmark's Ulysses baseline
+# (FlashAttention-3 over the whole sequence, KV heads repeated past 8 GPUs). Not predicted as
+# such: beside meshplan's best plan over every scheme they say what the packs allow.
+MEASURED_OTHERS = {
+    (8, "fwd"): (459, 278), (16, "fwd"): (426, 199), (32, "fwd"): (315, 186), (64, "fwd"): (237, 163),
+    (8, "bwd"): (360, 332), (16, "bwd"): (371, 294), (32, "bwd"): (333, 276), (64, "bwd"): (264, 248),
+}
 # A cluster of at least that many H100s, and the data-parallel replicas that leave CP = GPUs.
 CLUSTER = {8: ("dgx-h100-1node", 1), 16: ("dgx-h100-4node", 2), 32: ("dgx-h100-4node", 1),
            64: ("dgx-h100-8node", 1)}
@@ -52,22 +61,35 @@ def best_time(rows, scheme):
     return min(times)
 
 
-def predict(args, gpus, pass_, documents, workdir):
-    """Predicted seconds of the best p2p (ring) and all_gather (allgather-kv) plan on one pack."""
+def plan_rows(args, gpus, pass_, documents, workdir, restrict):
+    """Every plan's CSV row on one pack: Megatron's p2p and all_gather (restrict) or every scheme."""
     topology, dp = CLUSTER[gpus]
     path = os.path.join(workdir, f"docs-{gpus}.txt")
     with open(path, "w") as f:
         f.write("\n".join(str(d) for d in documents) + "\n")
     cmd = [args.meshplan, "plan", "-t", topology, "--dp", str(dp), "--seq", str(sum(documents)),
            "--heads", "64", "--kv-heads", "8", "--head-dim", "128", "--pass", pass_,
-           "--mask", f"docs:{path}", "--schemes", "ring,allgather-kv", "--framework", "megatron",
-           "--attention-kernel", args.attention_kernel, "--format", "csv", "--top", "0",
-           "--all-variants", "-q"]
+           "--mask", f"docs:{path}", "--attention-kernel", args.attention_kernel, "--format",
+           "csv", "--top", "0", "--all-variants", "-q"]
+    if restrict:
+        cmd += ["--schemes", "ring,allgather-kv", "--framework", "megatron"]
     run = subprocess.run(cmd, capture_output=True, text=True)
     if run.returncode != 0:
         sys.exit(f"packed_documents: {' '.join(cmd)}: {run.stderr.strip()}")
-    rows = [r for r in csv.DictReader(io.StringIO(run.stdout)) if r.get("scheme")]
+    return [r for r in csv.DictReader(io.StringIO(run.stdout)) if r.get("scheme")]
+
+
+def predict(args, gpus, pass_, documents, workdir):
+    """Predicted seconds of the best p2p (ring) and all_gather (allgather-kv) plan on one pack."""
+    rows = plan_rows(args, gpus, pass_, documents, workdir, True)
     return best_time(rows, "ring"), best_time(rows, "allgather-kv")
+
+
+def predict_best(args, gpus, pass_, documents, workdir):
+    """Seconds and name of meshplan's best plan over every scheme on one pack."""
+    rows = plan_rows(args, gpus, pass_, documents, workdir, False)
+    best = min(rows, key=lambda r: float(r["time_s"]))
+    return float(best["time_s"]), f"{best['scheme']} {best['parameters']}"
 
 
 def main():
@@ -77,11 +99,12 @@ def main():
                     help="the library to time (default fa3, what the benchmark ran)")
     ap.add_argument("--packs", type=int, default=8, help="packs per point (default 8)")
     args = ap.parse_args()
-    rows = []
+    rows, others = [], []
     with tempfile.TemporaryDirectory() as workdir:
         for (gpus, pass_), (p2p, gather) in sorted(MEASURED.items(),
                                                    key=lambda x: (x[0][1], x[0][0])):
-            predicted = {"p2p": [], "all_gather": []}
+            predicted = {"p2p": [], "all_gather": [], "best": []}
+            best_names = []
             for pack in magi_packs.packs(8192 * gpus, args.packs):
                 # FLOPs per GPU as the benchmark counts them (exps/dist_attn/benchmark/metric.py:
                 # 4 x area x heads x d forward, 2.5x that backward), on the unpadded documents.
@@ -91,8 +114,14 @@ def main():
                                            magi_packs.padded(pack, 2 * gpus), workdir)
                 predicted["p2p"].append(flops / ring_s / 1e12)
                 predicted["all_gather"].append(flops / gather_s / 1e12)
+                best_s, best_name = predict_best(args, gpus, pass_,
+                                                 magi_packs.padded(pack, 2 * gpus), workdir)
+                predicted["best"].append(flops / best_s / 1e12)
+                best_names.append(best_name)
             rows.append((gpus, pass_, p2p, gather, statistics.mean(predicted["p2p"]),
                          statistics.mean(predicted["all_gather"])))
+            others.append((gpus, pass_, statistics.mean(predicted["best"]),
+                           max(set(best_names), key=best_names.count)))
     print(f"TFLOP/s per GPU, mean over {args.packs} packs, {args.attention_kernel}:\n")
     print("| GPUs | pass | p2p: predicted / measured | all_gather: predicted / measured | "
           "gap (all_gather / p2p): predicted / measured |")
@@ -110,6 +139,16 @@ def main():
     print(f"\nmedian |time error| {median:.1%} over {len(errors)} points, largest "
           f"{max(abs(e) for e in errors):.1%}; worst factor between the predicted and the "
           f"measured gap: {worst:.2f} (target <= 1.3)")
+    print("\nWhat the packs allow: meshplan's best plan over every scheme (no framework), against "
+          "the same benchmark's own method and its Ulysses baseline (measured, not predicted as "
+          "such):\n")
+    print("| GPUs | pass | meshplan's best: plan (most packs) | its TFLOP/s | magi_attn-native "
+          "| its / best | Ulysses baseline | its / best |")
+    print("|---|---|---|---|---|---|---|---|")
+    for gpus, pass_, best, name in others:
+        native, ulysses = MEASURED_OTHERS[(gpus, pass_)]
+        print(f"| {gpus} | {pass_} | {name} | {best:.0f} | {native} | {native / best:.2f} | "
+              f"{ulysses} | {ulysses / best:.2f} |")
 
 
 if __name__ == "__main__":
