@@ -150,17 +150,19 @@ std::string CudaDeviceOps::KernelsUsed() const {
     return "own kernels" +
            (cudnn_->missing.empty() ? std::string() : " (no cuDNN: " + cudnn_->missing + ")");
   }
-  int64_t pieces = -pieces_before_, graphs = -graphs_before_;
+  int64_t pieces = -pieces_before_, graphs = -graphs_before_, gathered = -gathered_before_;
   for (const auto& [device, c] : cudnn_->by_device) {
     pieces += c->pieces_run();
     graphs += c->graphs_built();
+    gathered += c->blocks_gathered();
   }
   std::string s = cudnn_->by_device.begin()->second->Describe();
   if (pieces > 0 || own_kernel_blocks_ > 0) {
     s += ": " + std::to_string(pieces) + " pieces, own kernels for " +
          std::to_string(own_kernel_blocks_) + (own_kernel_blocks_ == 1 ? " block" : " blocks") +
-         "; " + std::to_string(graphs) + (graphs == 1 ? " cuDNN graph" : " cuDNN graphs") +
-         " built in this run";
+         "; " + std::to_string(gathered) + (gathered == 1 ? " block" : " blocks") +
+         " gathered into position order; " + std::to_string(graphs) +
+         (graphs == 1 ? " cuDNN graph" : " cuDNN graphs") + " built in this run";
   }
   return s;
 }
@@ -174,10 +176,11 @@ Status CudaDeviceOps::Use(int32_t rank) {
 }
 
 Status CudaDeviceOps::Prepare(const Schedule& schedule, const std::vector<uint8_t>& local) {
-  pieces_before_ = graphs_before_ = 0;
+  pieces_before_ = graphs_before_ = gathered_before_ = 0;
   for (const auto& [device, c] : cudnn_->by_device) {
     pieces_before_ += c->pieces_run();
     graphs_before_ += c->graphs_built();
+    gathered_before_ += c->blocks_gathered();
   }
   ranks_.clear();
   ranks_.resize(static_cast<size_t>(schedule.num_ranks));

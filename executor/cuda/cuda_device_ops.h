@@ -111,6 +111,7 @@ class CudaDeviceOps : public DeviceOps {
   // Pieces computed and graphs built by cudnn_ before this run (it may be shared), so that the
   // report counts this run's alone.
   int64_t pieces_before_ = 0;
+  int64_t gathered_before_ = 0;
   int64_t graphs_before_ = 0;
   int64_t own_kernel_blocks_ = 0;  // blocks kAuto ran on the own kernels
   bool finished_ = false;

@@ -326,6 +326,7 @@ class CudnnAttentionImpl final : public CudnnAttention {
 
   std::string Describe() const override { return version_; }
   int64_t pieces_run() const override { return pieces_run_; }
+  int64_t blocks_gathered() const override { return blocks_gathered_; }
   int64_t graphs_built() const override { return static_cast<int64_t>(graphs_.size()); }
 
   bool Supports(const BlockProblem& p, const TensorView& q, const TensorView& k,
@@ -361,6 +362,7 @@ class CudnnAttentionImpl final : public CudnnAttention {
       if (run.ok()) run = CopyRuns(p.batch, c, false, stream);
     }
     if (run.ok()) run = RunForward(p, *split, gq, gk, gv, go, glse, stream);
+    if (run.ok()) ++blocks_gathered_;
     for (const Copy& c :
          {Copy{o, go, 4, p.dim, &split->q_runs}, Copy{lse, glse, 4, 1, &split->q_runs}}) {
       if (run.ok()) run = CopyRuns(p.batch, c, true, stream);
@@ -412,6 +414,7 @@ class CudnnAttentionImpl final : public CudnnAttention {
     }
     if (run.ok())
       run = RunBackward(p, *split, gq, gk, gv, gdo, glse, gdelta, gdq, gdk, gdv, stream);
+    if (run.ok()) ++blocks_gathered_;
     for (const Copy& c :
          {Copy{dq, gdq, 4, p.dim, &split->q_runs}, Copy{dk, gdk, 4, p.dim, &split->k_runs},
           Copy{dv, gdv, 4, p.dim, &split->k_runs}}) {
@@ -658,6 +661,7 @@ class CudnnAttentionImpl final : public CudnnAttention {
   std::string version_;
   std::map<GraphKey, BuiltGraph> graphs_;
   int64_t pieces_run_ = 0;
+  int64_t blocks_gathered_ = 0;
 };
 
 }  // namespace

@@ -62,6 +62,8 @@ class CudnnAttention {
                           const TensorView& dv, cudaStream_t stream) = 0;
   // Pieces computed so far (for reports: how much of a run cuDNN did).
   virtual int64_t pieces_run() const = 0;
+  // Blocks computed on their rows gathered into position order so far (for reports).
+  virtual int64_t blocks_gathered() const = 0;
   // cuDNN graphs built (or found unbuildable) so far, one per distinct piece shape (for reports
   // and tests: a second run of the same plan on the same object builds none).
   virtual int64_t graphs_built() const = 0;

@@ -187,7 +187,10 @@ INSTANTIATE_TEST_SUITE_P(Ranks, GpuEngine,
 // striped ones progressions of one step (executor/kernels/attention_pieces.h); full, causal and a
 // sliding window (diagonal band pieces, whose numerics had not run on a GPU when this case was
 // added: a failure here on the window names a block cuDNN refuses or computes differently), GQA,
-// head dim 128, fp16 and bf16. Skipped where libcudnn.so.9 cannot be opened.
+// head dim 128, fp16 and bf16. The all-to-all schemes' blocks over a whole zigzag sequence (8
+// chunks: 36 pieces as they lie) run gathered into position order (cudnn_attention.h; not run on a
+// GPU when that was added: a failure on those schemes alone points at the gather or the scatter).
+// Skipped where libcudnn.so.9 cannot be opened.
 TEST(GpuEngineVariants, CudnnComputesEveryBlockOfEveryLayout) {
   std::string why;
   if (!HaveGpu(&why)) GTEST_SKIP() << "no CUDA device: " << why;
