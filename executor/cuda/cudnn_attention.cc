@@ -492,14 +492,13 @@ class CudnnAttentionImpl final : public CudnnAttention {
   }
 
   // The pieces of a split on views where they index the rows (the block's own, or gathered).
-  Status RunForward(const BlockProblem& p, const Split_& split_in, const TensorView& q,
+  Status RunForward(const BlockProblem& p, const Split_& split, const TensorView& q,
                     const TensorView& k, const TensorView& v, const TensorView& o,
                     const TensorView& lse, cudaStream_t stream) {
-    const Split_* split = &split_in;
     const HeadMap heads = *MapHeads(p);
-    for (size_t i = 0; i < split->pieces.size(); ++i) {
-      const AttentionPiece& piece = split->pieces[i];
-      const BuiltGraph& g = *split->graphs[i];
+    for (size_t i = 0; i < split.pieces.size(); ++i) {
+      const AttentionPiece& piece = split.pieces[i];
+      const BuiltGraph& g = *split.graphs[i];
       const int64_t o_bytes = AlignUp(p.batch * piece.q_rows * p.head_count * p.dim * 2);
       const int64_t stats_bytes = AlignUp(p.batch * p.head_count * piece.q_rows * 4);
       char* temp = nullptr;
@@ -525,15 +524,14 @@ class CudnnAttentionImpl final : public CudnnAttention {
     return Status::Ok();
   }
 
-  Status RunBackward(const BlockProblem& p, const Split_& split_in, const TensorView& q,
+  Status RunBackward(const BlockProblem& p, const Split_& split, const TensorView& q,
                      const TensorView& k, const TensorView& v, const TensorView& d_o,
                      const TensorView& lse, const TensorView& delta, const TensorView& dq,
                      const TensorView& dk, const TensorView& dv, cudaStream_t stream) {
-    const Split_* split = &split_in;
     const HeadMap heads = *MapHeads(p);
-    for (size_t i = 0; i < split->pieces.size(); ++i) {
-      const AttentionPiece& piece = split->pieces[i];
-      const BuiltGraph& g = *split->graphs[i];
+    for (size_t i = 0; i < split.pieces.size(); ++i) {
+      const AttentionPiece& piece = split.pieces[i];
+      const BuiltGraph& g = *split.graphs[i];
       const int64_t q_bytes = AlignUp(p.batch * piece.q_rows * p.head_count * p.dim * 2);
       const int64_t kv_bytes = AlignUp(p.batch * piece.k_rows * heads.hkv * p.dim * 2);
       const int64_t stats_bytes = AlignUp(p.batch * p.head_count * piece.q_rows * 4);

@@ -329,6 +329,7 @@ std::optional<OrderedSplit> SplitInPositionOrder(const std::vector<int64_t>& q_p
                                                  const MaskParams& mask,
                                                  std::span<const int64_t> doc_starts,
                                                  int32_t max_pieces, int32_t max_runs) {
+  if (q_positions.empty() || k_positions.empty()) return std::nullopt;  // SplitIntoPieces answers
   std::vector<int64_t> q_sorted, k_sorted;
   auto q_runs = OrderRuns(q_positions, max_runs, q_sorted);
   auto k_runs = OrderRuns(k_positions, max_runs, k_sorted);

@@ -104,9 +104,10 @@ struct OrderedSplit {
 };
 
 // The ordered split of the block, or nullopt when it would not help or cannot be had: both sides
-// already in position order (SplitIntoPieces says all there is), more than `max_runs` runs on a
-// side, or more than `max_pieces` pieces on the gathered rows (what SplitIntoPieces returns for
-// the sorted positions; nullopt there is nullopt here). Cost: a sort of each side.
+// already in position order or a side without rows (SplitIntoPieces says all there is), more than
+// `max_runs` runs on a side, or more than `max_pieces` pieces on the gathered rows (what
+// SplitIntoPieces returns for the sorted positions; nullopt there is nullopt here). Cost: a sort of
+// each side.
 std::optional<OrderedSplit> SplitInPositionOrder(const std::vector<int64_t>& q_positions,
                                                  const std::vector<int64_t>& k_positions,
                                                  const MaskParams& mask,

@@ -972,6 +972,10 @@ TEST(AttentionPiecesInPositionOrder, RowsInOrderOrPastTheRunLimitStay) {
   // Already in order on both sides: nothing to gather, SplitIntoPieces is the whole answer.
   EXPECT_FALSE(
       SplitInPositionOrder(Indices(0, 32), Indices(0, 32), Kind(MaskKind::kCausal), {}, 16, 64));
+  // A side without rows: nothing to gather, even when the other side is out of order.
+  const std::vector<int64_t> shuffled{3, 0, 1, 2};
+  EXPECT_FALSE(SplitInPositionOrder({}, shuffled, Kind(MaskKind::kCausal), {}, 16, 64));
+  EXPECT_FALSE(SplitInPositionOrder(shuffled, {}, Kind(MaskKind::kCausal), {}, 16, 64));
   // 8 striped ranks of 8 rows each (step 8): the sorted order interleaves every rank, one run per
   // row, 64 runs: past a limit of 32, within one of 64.
   const auto striped = WholeSequence(PieceLayout::kStriped, 64, 8);
