@@ -60,6 +60,7 @@ def main():
     parser.add_argument("--csv", default=os.path.join(ROOT, "bench", "published", "nemo_step.csv"))
     parser.add_argument("--json", help="write the rows and the summary as JSON to this file")
     parser.add_argument("--max-median", type=float, help="fail (exit 1) above this median |error|")
+    parser.add_argument("--max-worst", type=float, help="fail (exit 1) when a row's |error| is above")
     parser.add_argument("--require-ordered", action="store_true",
                         help="fail (exit 1) when a measured CP speedup over 1.05 is predicted as "
                              "none, or meshplan's search is slower than a NeMo configuration "
@@ -125,6 +126,10 @@ def main():
             json.dump({"rows": out, "median": median, "max": worst}, f, indent=1)
     if args.max_median is not None and median > args.max_median:
         print("published_step: median |error| %.3f exceeds %.3f" % (median, args.max_median),
+              file=sys.stderr)
+        return 1
+    if args.max_worst is not None and worst > args.max_worst:
+        print("published_step: max |error| %.3f exceeds %.3f" % (worst, args.max_worst),
               file=sys.stderr)
         return 1
     if args.require_ordered and (misordered or slower):

@@ -29,11 +29,13 @@ std::string StepOptions::Degrees() const {
 std::string StepOptions::Describe() const {
   return "TP " + std::to_string(tp) + " x CP " + std::to_string(cp) + " x DP " +
          std::to_string(dp) + " x PP " + std::to_string(pp) +
-         (vpp > 1 ? " (" + std::to_string(vpp) + " virtual)" : "") + " = " +
-         std::to_string(gpus()) + " GPUs, micro-batch " + std::to_string(micro_batch) + " x " +
-         std::to_string(micro_batches()) + " per step, " + std::string(DTypeName(gemm_dtype)) +
-         " GEMMs, recompute " + std::string(RecomputeName(recompute)) +
-         (tp_comm_overlap ? ", TP comm overlapped" : "") +
+         (vpp > 1 ? " (" + std::to_string(vpp) + " virtual" +
+                        (overlap_p2p_comm ? "" : ", p2p not overlapped") + ")"
+                  : "") +
+         " = " + std::to_string(gpus()) + " GPUs, micro-batch " + std::to_string(micro_batch) +
+         " x " + std::to_string(micro_batches()) + " per step, " +
+         std::string(DTypeName(gemm_dtype)) + " GEMMs, recompute " +
+         std::string(RecomputeName(recompute)) + (tp_comm_overlap ? ", TP comm overlapped" : "") +
          (grad_reduce_bf16 ? ", gradients reduced in bf16" : "");
 }
 

@@ -32,6 +32,12 @@ struct StepOptions {
   DType gemm_dtype = DType::kBf16;  // fp8: TransformerEngine's recipe (attention stays bf16)
   Recompute recompute = Recompute::kNone;
   bool tp_comm_overlap = false;  // TE's userbuffers: TP collectives hidden behind the GEMMs
+  // Megatron's overlap_p2p_comm: with the interleaved schedule (vpp > 1) each stage-to-stage send
+  // and receive runs beside the next model chunk's compute. Megatron-LM turns it on by default
+  // there (--no-overlap-p2p-communication turns it off) and off without interleaving
+  // (megatron/training/arguments.py at d98e8a6, lines 1000-1012 and 3118-3120).
+  bool overlap_p2p_comm = true;
+  bool p2p_overlapped() const { return overlap_p2p_comm && vpp > 1; }
   // Megatron's --grad-reduce-in-bf16: the gradient buffer, and its reduce-scatter, in bf16 (2
   // bytes a parameter) rather than fp32 (4, Megatron's default).
   bool grad_reduce_bf16 = false;

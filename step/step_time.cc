@@ -81,6 +81,9 @@ StepTime TimeStep(const ModelConfig& m, const StepOptions& o, const Topology& cl
 
   // GEMMs: each forward GEMM is run again twice in the backward (input gradient, weight
   // gradient) on the same FLOPs, with the shapes transposed.
+  // A whole step sustains step_kernel_rate_fraction of its kernels' rates alone (GpuSpec): every
+  // kernel's time below is stretched by its inverse, the communication's is not.
+  const double stretch = 1.0 / gpu.step_kernel_rate_fraction;
   const LayerGemms g = LayerForwardGemms(m, tokens, o.tp);
   double gemm_fwd = 0, gemm_bwd = 0;
   for (const GemmShape& s : {g.qkv, g.proj, g.fc1, g.fc2}) {
@@ -90,8 +93,10 @@ StepTime TimeStep(const ModelConfig& m, const StepOptions& o, const Topology& cl
   }
   const PassBytes ew = ElementwiseBytesPerToken(m, o.tp, o.gemm_dtype);
   const double launches = kElementwiseKernelsPerPass * gpu.launch_overhead_s;
-  const double ew_fwd = ew.forward * n / gpu.hbm_bytes_per_s + launches;
-  const double ew_bwd = ew.backward * n / gpu.hbm_bytes_per_s + launches;
+  gemm_fwd *= stretch;
+  gemm_bwd *= stretch;
+  const double ew_fwd = stretch * (ew.forward * n / gpu.hbm_bytes_per_s + launches);
+  const double ew_bwd = stretch * (ew.backward * n / gpu.hbm_bytes_per_s + launches);
 
   // Sequence parallelism: per layer, forward all-gather, reduce-scatter, all-gather,
   // reduce-scatter of the hidden states (each rank's shard: tokens / tp x hidden); backward the
@@ -113,18 +118,18 @@ StepTime TimeStep(const ModelConfig& m, const StepOptions& o, const Topology& cl
 
   // Per micro-batch on one stage. The last stage adds the output layer and the loss (the first
   // stage's embedding lookup is a gather of tokens x hidden / tp: left out, it is the smaller).
-  const double attn = attention.forward_backward_s * per_layer_share;
-  const double attn_fwd = attention.forward_s * per_layer_share;
+  const double attn = stretch * attention.forward_backward_s * per_layer_share;
+  const double attn_fwd = stretch * attention.forward_s * per_layer_share;
   double stage_gemm = layers * (gemm_fwd + gemm_bwd);
   double stage_ew = layers * (ew_fwd + ew_bwd);
   const GemmShape logits = LogitsGemm(m, tokens, o.tp);
-  stage_gemm += GemmSeconds(gpu, logits, o.gemm_dtype) +
-                GemmSeconds(gpu, {logits.m, logits.k, logits.n}, o.gemm_dtype) +
-                GemmSeconds(gpu, {logits.k, logits.n, logits.m}, o.gemm_dtype);
+  stage_gemm += stretch * (GemmSeconds(gpu, logits, o.gemm_dtype) +
+                           GemmSeconds(gpu, {logits.m, logits.k, logits.n}, o.gemm_dtype) +
+                           GemmSeconds(gpu, {logits.k, logits.n, logits.m}, o.gemm_dtype));
   // The loss: bf16 logits read and fp32 softmax written forward, read and the gradient written
   // backward: 12 bytes per logit.
-  stage_ew +=
-      12 * n * static_cast<double>(m.vocab_size) / static_cast<double>(o.tp) / gpu.hbm_bytes_per_s;
+  stage_ew += stretch * 12 * n * static_cast<double>(m.vocab_size) / static_cast<double>(o.tp) /
+              gpu.hbm_bytes_per_s;
   const double stage_tp = layers * (tp_fwd + tp_bwd);
   double stage_recompute = 0;
   if (o.recompute == Recompute::kSelective) stage_recompute = attn_fwd;
@@ -137,7 +142,20 @@ StepTime TimeStep(const ModelConfig& m, const StepOptions& o, const Topology& cl
     const Placement job = JobPlacement(o, false);
     const double bytes =
         n / static_cast<double>(o.tp) * static_cast<double>(m.hidden_size) * kBf16Bytes;
-    stage_p2p = 2 * static_cast<double>(o.vpp) * comm.RingShift(job, 3, bytes, 1, nullptr);
+    const double crossing = comm.RingShift(job, 3, bytes, 1, nullptr);
+    const double vpp = static_cast<double>(o.vpp);
+    if (o.p2p_overlapped()) {
+      // Megatron's overlapped interleaved schedule posts each crossing beside the next model
+      // chunk's compute (a 1/vpp share of the stage's forward or backward) and waits for it
+      // before that chunk's successor: a crossing shows only where it outlasts the chunk.
+      const double stage_fwd = attn_fwd + layers * (gemm_fwd + ew_fwd + tp_fwd);
+      const double stage_bwd =
+          attn + stage_gemm + stage_ew + stage_tp + stage_recompute - stage_fwd;
+      stage_p2p = vpp * (std::max(0.0, crossing - stage_fwd / vpp) +
+                         std::max(0.0, crossing - stage_bwd / vpp));
+    } else {
+      stage_p2p = 2 * vpp * crossing;
+    }
   }
 
   StepTime t;
@@ -171,7 +189,8 @@ StepTime TimeStep(const ModelConfig& m, const StepOptions& o, const Topology& cl
     t.dp_exposed_s =
         std::max(rs / buckets, rs - last_backward) + std::max(ag / buckets, ag - first_forward);
   }
-  t.optimizer_s = (kOptimizerBytesPerParam * params / static_cast<double>(shards) +
+  t.optimizer_s = stretch *
+                  (kOptimizerBytesPerParam * params / static_cast<double>(shards) +
                    kGradZeroBytesPerParam * params) /
                   gpu.hbm_bytes_per_s;
   return t;

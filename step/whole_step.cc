@@ -1,5 +1,7 @@
 #include "step/whole_step.h"
 
+#include <cstdio>
+#include <string>
 #include <utility>
 
 #include "core/base/units.h"
@@ -64,6 +66,7 @@ std::string MegatronStepFlags(const StepOptions& o, int64_t layers) {
   std::string flags = " --pipeline-model-parallel-size " + std::to_string(o.pp);
   if (o.vpp > 1) {
     flags += " --num-layers-per-virtual-pipeline-stage " + std::to_string(layers / (o.pp * o.vpp));
+    if (!o.overlap_p2p_comm) flags += " --no-overlap-p2p-communication";
   }
   if (auto split = SplitLayers(layers, o.pp, o.vpp); split.ok() && !split->even()) {
     flags += " --decoder-first-pipeline-num-layers " + std::to_string(split->first) +
@@ -208,14 +211,23 @@ Result<StepAnswer> AnswerStep(const StepRequest& request) {
   answer.tokens_per_s_per_gpu =
       static_cast<double>(sequences) * static_cast<double>(request.seq) / gpu_seconds;
   answer.model_tflops_per_gpu = answer.model_flops / gpu_seconds / 1e12;
+  answer.step_kernel_rate_fraction = request.cluster.gpu.step_kernel_rate_fraction;
   if (request.model.window_layers > 0) {
     answer.notes.push_back(
         "the sliding-window layers' attention is timed under their window; "
         "their GEMMs as any layer's");
   }
+  if (request.cluster.gpu.step_kernel_rate_fraction < 1) {
+    char percent[32];
+    std::snprintf(percent, sizeof percent, "%.1f%%",
+                  100 * request.cluster.gpu.step_kernel_rate_fraction);
+    answer.notes.push_back("kernels timed at " + std::string(percent) +
+                           " of their rates alone, as whole steps sustain them (the GPU's "
+                           "step_kernel_rate_fraction, docs/training-step.md)");
+  }
   answer.notes.push_back(
-      "not modelled: the embedding lookup, dropout, CUDA graphs, and the "
-      "overlap of pipeline sends with compute (docs/training-step.md)");
+      "not modelled: the embedding lookup, dropout, CUDA graphs, and the overlap of pipeline "
+      "sends without virtual stages (docs/training-step.md)");
   return answer;
 }
 

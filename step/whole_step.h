@@ -43,6 +43,8 @@ struct StepAnswer {
   double step_s() const { return time.step_s(); }
   double tokens_per_s_per_gpu = 0;
   double model_tflops_per_gpu = 0;
+  // The GPU's step_kernel_rate_fraction the kernels were timed at (GpuSpec).
+  double step_kernel_rate_fraction = 1.0;
   // With a framework: the settings that launch the step as timed (Megatron: its whole command
   // line's parallel, batch, recompute and FP8 flags; others: the plan's CP settings). "" without.
   std::string framework_settings;

@@ -174,6 +174,9 @@ Runner RegisterStepCommand(CLI::App& app) {
                 "Gradients kept and reduced in bf16 (Megatron's --grad-reduce-in-bf16), not fp32");
   cmd->add_flag("--tp-comm-overlap", flags->options.tp_comm_overlap,
                 "TP collectives overlapped with the GEMMs (TransformerEngine's userbuffers)");
+  cmd->add_flag("--no-overlap-p2p-comm{false}", flags->options.overlap_p2p_comm,
+                "Pipeline sends not overlapped with the next chunk's compute under --vpp > 1 "
+                "(Megatron's --no-overlap-p2p-communication; overlapped by default)");
   cmd->add_option("--framework", flags->framework,
                   "The attention plan must run in: megatron, yunchang, internevo or any")
       ->capture_default_str();

@@ -111,6 +111,11 @@ struct GpuSpec {
   // dtype: the whole step's projections and MLP (core/cost/gemm_time.h). Empty: not stated, and
   // the whole step cannot be timed on this GPU.
   std::map<DType, double> gemm_efficiency;
+  // The fraction of its kernels' rates alone (the GEMM and attention curves, HBM bandwidth) a
+  // whole training step's compute sustains: the clock a step's power draw allows and the
+  // framework's time between kernels, which kernel benchmarks leave out. It scales the compute of
+  // `meshplan step` only (docs/training-step.md); 1: not stated.
+  double step_kernel_rate_fraction = 1.0;
   double memory_bytes = 0;  // HBM capacity
   double hbm_bytes_per_s = 0;
   double launch_overhead_s = 0;                       // per kernel launch

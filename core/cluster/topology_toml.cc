@@ -292,6 +292,7 @@ constexpr std::string_view kGpuKeys[] = {"catalog",
                                          "launch_overhead_us",
                                          "peak_tflops",
                                          "gemm_efficiency",
+                                         "step_kernel_rate_fraction",
                                          "attention_efficiency",
                                          "backward_rate_ratio",
                                          "efficiency_head_dim",
@@ -388,6 +389,10 @@ Status ReadGpu(const Reader& r, const toml::table& t, GpuSpec* gpu) {
   if (!parsed_sharing.ok()) return r.Fail("gpu.sharing", parsed_sharing.status().message());
   gpu->sharing = *parsed_sharing;
   MESHPLAN_RETURN_IF_ERROR(r.BoolAt(t, p, "copies_take_compute", false, &gpu->copies_take_compute));
+  MESHPLAN_RETURN_IF_ERROR(
+      r.NumberAt(t, p, "step_kernel_rate_fraction", false, &gpu->step_kernel_rate_fraction));
+  if (!(gpu->step_kernel_rate_fraction > 0 && gpu->step_kernel_rate_fraction <= 1))
+    return r.Fail("gpu.step_kernel_rate_fraction", "must be in (0, 1]");
   double lag_us = gpu->sharing_end_lag_s * 1e6;
   MESHPLAN_RETURN_IF_ERROR(r.NumberAt(t, p, "sharing_end_lag_us", false, &lag_us));
   gpu->sharing_end_lag_s = UsToSeconds(lag_us);
@@ -891,6 +896,10 @@ std::string TopologyToToml(const Topology& t, bool gpu_by_catalog) {
     if (!(g.occupancy == defaults.occupancy))
       out << "occupancy = " << OccupancyText(g.occupancy) << "\n";
     if (g.sm_count != defaults.sm_count) out << "sm_count = " << g.sm_count << "\n";
+    if (g.step_kernel_rate_fraction != defaults.step_kernel_rate_fraction) {
+      out << "step_kernel_rate_fraction = "
+          << FormatNumber(g.step_kernel_rate_fraction, Identity, 1) << "\n";
+    }
     if (g.ranks_per_device != defaults.ranks_per_device ||
         g.concurrent_kernels != defaults.concurrent_kernels || g.sharing != defaults.sharing) {
       out << "ranks_per_device = " << g.ranks_per_device << "\n";

@@ -102,8 +102,12 @@ std::string StepJson(const step::StepRequest& r, const step::StepAnswer& a) {
   j.String(step::RecomputeName(a.options.recompute));
   j.Key("tp_comm_overlap");
   j.Bool(a.options.tp_comm_overlap);
+  j.Key("overlap_p2p_comm");
+  j.Bool(a.options.p2p_overlapped());
   j.Key("grad_reduce_in_bf16");
   j.Bool(a.options.grad_reduce_bf16);
+  j.Key("step_kernel_rate_fraction");
+  j.Number(a.step_kernel_rate_fraction);
   j.Key("step_s");
   j.Number(a.step_s());
   j.Key("tokens_per_s_per_gpu");

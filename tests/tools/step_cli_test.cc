@@ -93,6 +93,31 @@ TEST_F(StepCli, MegatronsLineCarriesTheWholeStep) {
   }
 }
 
+TEST_F(StepCli, PipelineOverlapIsMegatronsDefaultAndItsFlagTurnsItOff) {
+  // With virtual stages Megatron overlaps the pipeline's sends (overlap_p2p_comm); turned off, its
+  // line carries --no-overlap-p2p-communication and the JSON says so. The H100 catalog states
+  // the whole step's kernel fraction, 0.717 (topologies/gpus/h100-sxm5.toml), and the JSON
+  // carries it.
+  const std::string base =
+      "step --model llama-3.1-8b -t dgx-h100-1node --seq 8K --tp 2 --pp 2 --vpp 2 --dp 2 "
+      "--global-batch 8 --recompute full --framework megatron --format json -q";
+  const testing::CliResult on = Run(base);
+  const testing::CliResult off = Run(base + " --no-overlap-p2p-comm");
+  ASSERT_EQ(on.exit_code, 0) << on.err;
+  ASSERT_EQ(off.exit_code, 0) << off.err;
+  Json a, b;
+  ASSERT_TRUE(Json::Parse(on.out, &a)) << on.out;
+  ASSERT_TRUE(Json::Parse(off.out, &b)) << off.out;
+  EXPECT_TRUE(a.Find("overlap_p2p_comm")->boolean);
+  EXPECT_FALSE(b.Find("overlap_p2p_comm")->boolean);
+  EXPECT_EQ(on.out.find("--no-overlap-p2p-communication"), std::string::npos);
+  EXPECT_NE(off.out.find("--no-overlap-p2p-communication"), std::string::npos) << off.out;
+  // Overlap can only hide traffic.
+  EXPECT_LE(Number(*a.Find("time"), "pp_p2p_s"), Number(*b.Find("time"), "pp_p2p_s"));
+  EXPECT_GT(Number(*b.Find("time"), "pp_p2p_s"), 0);
+  EXPECT_DOUBLE_EQ(Number(a, "step_kernel_rate_fraction"), 0.717);
+}
+
 TEST_F(StepCli, TheSearchFindsTheFastestOfEveryConfigurationAnsweredAlone) {
   // 8 GPUs of one node, Llama 3.1 8B (32/8 heads, 32 layers), 8 sequences of 8K: TP, PP, CP and
   // DP are the ordered splits of 2^3 into four powers of two, C(3 + 3, 3) = 20, every one allowed
