@@ -38,12 +38,22 @@ def fail(message):
     sys.exit(2)
 
 
-def run_row(meshplan, row, search=None):
-    """The row's configuration; with search ("any" or "no-cp"), meshplan's own search instead."""
+PART_NAMES = {"attention_s": "attention", "gemm_s": "GEMMs", "elementwise_s": "element-wise",
+              "tp_comm_s": "TP comm", "recompute_s": "recompute", "pp_p2p_s": "PP sends",
+              "pp_bubble_s": "PP bubble", "dp_exposed_s": "DP comm", "optimizer_s": "optimizer"}
+
+
+def run_row(meshplan, row, search=None, degrees=None):
+    """The row's configuration; with search ("any" or "no-cp"), meshplan's own search instead;
+    with degrees (a search's configuration), that configuration."""
     cmd = [meshplan, "step", "--model", row["model"], "-t", row["topology"], "--gpus", row["gpus"],
            "--seq", row["seq"], "--gemm-dtype", row["gemm_dtype"], "--global-batch",
            row["global_batch"], "--framework", "megatron", "--format", "json", "-q"]
-    if search is None:
+    if degrees is not None:
+        cmd += ["--tp", str(degrees["tp"]), "--pp", str(degrees["pp"]), "--dp",
+                str(degrees["dp"]), "--cp", str(degrees["cp"]), "--recompute",
+                degrees["recompute"]]
+    elif search is None:
         cmd += ["--tp", row["tp"], "--pp", row["pp"], "--dp", row["dp"], "--cp", row["cp"],
                 "--recompute", "none"]
     else:
@@ -52,6 +62,18 @@ def run_row(meshplan, row, search=None):
     if done.returncode != 0:
         fail(row["id"] + ": " + " ".join(shlex.quote(c) for c in cmd) + ": " + done.stderr.strip())
     return cmd, json.loads(done.stdout)
+
+
+def why_faster(nemo, best):
+    """Where meshplan's configuration gains over NeMo's: the step's parts that differ by over 1% of
+    NeMo's step, largest first, as "attention -1.23 s"; the attention plans when they differ."""
+    step = nemo["step_s"]
+    deltas = [(best["time"][k] - nemo["time"][k], k) for k in nemo["time"]]
+    parts = ["%s %+.2f s" % (PART_NAMES.get(k, k), d) for d, k in sorted(deltas)
+             if abs(d) > 0.01 * step]
+    if best["attention_plan"] != nemo["attention_plan"]:
+        parts.append("attention as " + best["attention_plan"])
+    return "; ".join(parts) if parts else "within 1% in every part"
 
 
 def main():
@@ -98,8 +120,9 @@ def main():
                                  step["attention_plan"]))
     print()
     print("| row | measured speedup (CP / no CP) | predicted (NeMo's CP / best without CP) | "
-          "ordered | meshplan's best TP x CP x DP x PP | its TFLOP/s | >= NeMo's |")
-    print("|---|---|---|---|---|---|---|")
+          "ordered | meshplan's best TP x CP x DP x PP | its TFLOP/s | >= NeMo's | why it differs "
+          "(its step's parts less NeMo's configuration's) |")
+    print("|---|---|---|---|---|---|---|---|")
     misordered, slower = 0, 0
     for row, step, best, no_cp in searched:
         measured = float(row["model_tflops_per_gpu"]) / float(row["without_cp_tflops_per_gpu"])
@@ -110,11 +133,14 @@ def main():
         # does not fit, the search (which keeps to what fits) is not compared with it.
         at_least = best["model_tflops_per_gpu"] >= step["model_tflops_per_gpu"] * (1 - 1e-9)
         slower += step["fits"] and not at_least
-        print("| %s | %.2f | %.2f | %s | %d x %d x %d x %d (%s) | %.0f | %s |" % (
+        same = all(str(best[k]) == row[k] for k in ("tp", "cp", "dp", "pp"))
+        why = "the same" if same else why_faster(step, run_row(args.meshplan, row, degrees=best)[1])
+        print("| %s | %.2f | %.2f | %s | %d x %d x %d x %d (%s) | %.0f | %s | %s |" % (
             row["id"].split(".")[-1], measured, predicted, "yes" if ordered else "NO",
             best["tp"], best["cp"], best["dp"], best["pp"], best["recompute"],
             best["model_tflops_per_gpu"],
-            "yes" if at_least else ("NO" if step["fits"] else "n/a: NeMo's does not fit here")))
+            "yes" if at_least else ("NO" if step["fits"] else "n/a: NeMo's does not fit here"),
+            why))
     errors = [abs(r["error"]) for r in out]
     median, worst = statistics.median(errors), max(errors)
     print()

@@ -217,7 +217,11 @@ Result<StepAnswer> AnswerStep(const StepRequest& request) {
         "the sliding-window layers' attention is timed under their window; "
         "their GEMMs as any layer's");
   }
-  if (request.cluster.gpu.step_kernel_rate_fraction < 1) {
+  if (request.cluster.gpu.step_kernel_rate_fraction == 1) {
+    answer.notes.push_back(
+        "kernels timed at their rates alone: the GPU's step_kernel_rate_fraction is 1 or not "
+        "stated (whole steps on H100 sustain 71.7% of them; docs/training-step.md)");
+  } else {
     char percent[32];
     std::snprintf(percent, sizeof percent, "%.1f%%",
                   100 * request.cluster.gpu.step_kernel_rate_fraction);

@@ -118,6 +118,39 @@ TEST_F(StepCli, PipelineOverlapIsMegatronsDefaultAndItsFlagTurnsItOff) {
   EXPECT_DOUBLE_EQ(Number(a, "step_kernel_rate_fraction"), 0.717);
 }
 
+TEST_F(StepCli, AClusterFileCanTimeKernelsAtTheirRatesAlone) {
+  // The shipped one-node DGX H100 file with the catalog's fraction (0.717) overridden by 1: every
+  // kernel term is 0.717 of the shipped file's, and a note says the kernels ran at their rates
+  // alone. Links' terms (none here beside the DP tail) are not compared.
+  const std::string one_node = Write("alone.toml", R"toml(name = "alone"
+[gpu]
+catalog = "h100-sxm5"
+step_kernel_rate_fraction = 1
+[[level]]
+name = "nvlink"
+kind = "switch"
+group_size = 8
+bandwidth_GBps = 450
+latency_us = 0.94
+)toml");
+  const std::string args =
+      " --model llama-3.1-8b --seq 4K --tp 1 --dp 8 --global-batch 8 --recompute none -q";
+  const testing::CliResult shipped = Run("step -t dgx-h100-1node --format json" + args);
+  const testing::CliResult alone = Run("step -t " + one_node + " --format json" + args);
+  ASSERT_EQ(shipped.exit_code, 0) << shipped.err;
+  ASSERT_EQ(alone.exit_code, 0) << alone.err;
+  Json a, b;
+  ASSERT_TRUE(Json::Parse(shipped.out, &a)) << shipped.out;
+  ASSERT_TRUE(Json::Parse(alone.out, &b)) << alone.out;
+  EXPECT_DOUBLE_EQ(Number(b, "step_kernel_rate_fraction"), 1.0);
+  for (const char* part : {"attention_s", "gemm_s", "elementwise_s", "optimizer_s"}) {
+    const double stretched = Number(*a.Find("time"), part);
+    EXPECT_NEAR(Number(*b.Find("time"), part), 0.717 * stretched, 1e-9 * stretched) << part;
+  }
+  const testing::CliResult text = Run("step -t " + one_node + args);
+  EXPECT_NE(text.out.find("kernels timed at their rates alone"), std::string::npos) << text.out;
+}
+
 TEST_F(StepCli, TheSearchFindsTheFastestOfEveryConfigurationAnsweredAlone) {
   // 8 GPUs of one node, Llama 3.1 8B (32/8 heads, 32 layers), 8 sequences of 8K: TP, PP, CP and
   // DP are the ordered splits of 2^3 into four powers of two, C(3 + 3, 3) = 20, every one allowed

@@ -366,6 +366,27 @@ TEST(TopologyTomlTest, CopiesTakeComputeParsesAndRoundTrips) {
               {"gpu.copies_take_compute", "true or false"});
 }
 
+// A whole step's kernel fraction: 1 when absent (and not written back), read and written back
+// when stated, refused outside (0, 1] with the key named.
+TEST(TopologyTomlTest, StepKernelRateFractionParsesRoundTripsAndIsBounded) {
+  const std::string at = "attention_efficiency = [[512, 0.3], [4096, 0.6]]";
+  auto plain = ParseTopologyToml(kBase, "t.toml");
+  ASSERT_TRUE(plain.ok()) << plain.status().message();
+  EXPECT_EQ(plain->gpu.step_kernel_rate_fraction, 1.0);
+  EXPECT_EQ(TopologyToToml(*plain).find("step_kernel_rate_fraction"), std::string::npos);
+  auto topo =
+      ParseTopologyToml(Replace(kBase, at, at + "\nstep_kernel_rate_fraction = 0.717"), "t.toml");
+  ASSERT_TRUE(topo.ok()) << topo.status().message();
+  EXPECT_EQ(topo->gpu.step_kernel_rate_fraction, 0.717);
+  auto again = ParseTopologyToml(TopologyToToml(*topo), "again.toml");
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(again->gpu.step_kernel_rate_fraction, 0.717);
+  for (const char* bad : {"0", "-0.5", "1.5"}) {
+    ExpectError(Replace(kBase, at, at + "\nstep_kernel_rate_fraction = " + std::string(bad)),
+                {"gpu.step_kernel_rate_fraction", "(0, 1]"});
+  }
+}
+
 // The last rank's lag on a shared device: microseconds in the file, seconds in the model (16500
 // us = 16.5e-3 s), written back only when set, refused below 0 and above 10 s with the key named.
 TEST(TopologyTomlTest, SharingEndLagParsesRoundTripsAndIsBounded) {
