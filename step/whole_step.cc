@@ -220,7 +220,8 @@ Result<StepAnswer> AnswerStep(const StepRequest& request) {
   if (request.cluster.gpu.step_kernel_rate_fraction == 1) {
     answer.notes.push_back(
         "kernels timed at their rates alone: the GPU's step_kernel_rate_fraction is 1 or not "
-        "stated (whole steps on H100 sustain 71.7% of them; docs/training-step.md)");
+        "stated (whole steps run them slower; the H100 entry states a fitted fraction, "
+        "docs/training-step.md)");
   } else {
     char percent[32];
     std::snprintf(percent, sizeof percent, "%.1f%%",
@@ -230,8 +231,7 @@ Result<StepAnswer> AnswerStep(const StepRequest& request) {
                            "step_kernel_rate_fraction, docs/training-step.md)");
   }
   answer.notes.push_back(
-      "not modelled: the embedding lookup, dropout, CUDA graphs, and the overlap of pipeline "
-      "sends without virtual stages (docs/training-step.md)");
+      "not modelled: the embedding lookup, dropout and CUDA graphs (docs/training-step.md)");
   return answer;
 }
 
