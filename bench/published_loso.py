@@ -50,11 +50,6 @@ FITTED = [
      "sources": ("USP-G",),
      "fit_points": lambda p: p["id"] in ("USP-G.fwd+bwd.u8",),
      "grid": [round(0.70 + 0.01 * i, 2) for i in range(41)]},
-    {"name": "A100 fa2 pair_overhead_flops",
-     "places": [("a100-sxm4-80gb", "fa2", "pair_overhead_flops")],
-     "sources": ("USP-A",),
-     "fit_points": lambda p: p["id"] in ("USP-A.a1.1",),
-     "grid": [float(v) for v in range(0, 201, 5)]},
     {"name": "A100 fa2 ring_step_partial_passes",
      "places": [("a100-sxm4-80gb", "fa2", "ring_step_partial_passes")],
      "sources": ("USP-A", "USP-G"),
@@ -68,7 +63,6 @@ FALLBACK = {
     "A100 fa2 ring_step_partial_passes": ("h100-sxm5", "fa2", "ring_step_partial_passes"),
     "A100 fa2 curve level": None,  # keeps its value: no other entry's level is an A100's
     "A100 fa2 backward_rate_ratio": ("h100-sxm5", "fa2", "backward_rate_ratio"),
-    "A100 fa2 pair_overhead_flops": ("h100-sxm5", "fa2", "pair_overhead_flops"),
 }
 
 

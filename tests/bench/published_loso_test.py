@@ -26,7 +26,10 @@ def point(pid, source, scheme="ring"):
 # ring point is (passes - wanted) / 100 with the passes of its GPU's entry.
 WANTED = {"M1": 12, "M2": 12, "A1": 4, "G1": 6}
 SOURCE_ENTRY = {"MAGI": "h100-sxm5", "USP-A": "a100-sxm4-80gb", "USP-G": "a100-sxm4-80gb"}
-SHIPPED = {"h100-sxm5": 12.0, "a100-sxm4-80gb": 0.0}
+# The A100's shipped passes are read from its catalog file: the fold without MAGI falls back to
+# that real value (FALLBACK), so the fake suite uses the same one.
+A100_SHIPPED = float(loso.entry_value("a100-sxm4-80gb", "fa2", "ring_step_partial_passes"))
+SHIPPED = {"h100-sxm5": 12.0, "a100-sxm4-80gb": A100_SHIPPED}
 POINTS = [point("M1", "MAGI"), point("M2", "MAGI"), point("A1", "USP-A"), point("G1", "USP-G")]
 
 
@@ -73,15 +76,16 @@ class Folds(unittest.TestCase):
         loso.FITTED = self.saved
 
     def test_in_sample_uses_the_shipped_values(self):
-        # MAGI at 12 passes: 0; USP-A at 0: |0 - 4| = 4%; USP-G |0 - 6| = 6%.
+        # MAGI at 12 passes: 0; USP-A at the A100's shipped s: |s - 4|%; USP-G |s - 6|%.
         self.assertAlmostEqual(self.by_source["MAGI"]["in_sample"], 0.0)
-        self.assertAlmostEqual(self.by_source["USP-A"]["in_sample"], 0.04)
-        self.assertAlmostEqual(self.by_source["USP-G"]["in_sample"], 0.06)
+        self.assertAlmostEqual(self.by_source["USP-A"]["in_sample"], abs(A100_SHIPPED - 4) / 100)
+        self.assertAlmostEqual(self.by_source["USP-G"]["in_sample"], abs(A100_SHIPPED - 6) / 100)
 
     def test_a_value_fitted_only_on_the_left_out_source_falls_back(self):
-        # Without MAGI nothing is left to fit the Hopper passes on: they take the A100's 0, so
-        # MAGI's points are off by 12%.
-        self.assertAlmostEqual(self.by_source["MAGI"]["out_of_sample"], 0.12)
+        # Without MAGI nothing is left to fit the Hopper passes on: they take the A100's shipped
+        # s, so MAGI's points (wanting 12) are off by |12 - s|%.
+        self.assertAlmostEqual(self.by_source["MAGI"]["out_of_sample"],
+                               abs(12 - A100_SHIPPED) / 100)
         self.assertIn("no data left", self.by_source["MAGI"]["changes"][0])
 
     def test_a_shared_value_is_refit_on_the_other_source_only(self):
@@ -102,12 +106,12 @@ class Folds(unittest.TestCase):
 
 class OverrideText(unittest.TestCase):
     def test_a_scale_multiplies_the_entrys_curve_and_a_key_is_set(self):
-        # The A100 fa2 curve's first point is [512, 0.3224] (topologies/gpus/a100-sxm4-80gb.toml):
-        # scaled by 1.1, 0.35464.
+        # The A100 fa2 curve's first point is [512, 0.468] (topologies/gpus/a100-sxm4-80gb.toml):
+        # scaled by 1.1, 0.5148.
         text = loso.override_text("a100-sxm4-80gb", {("fa2", "efficiency"): 1.1,
                                                      ("fa2", "backward_rate_ratio"): 0.9})
         self.assertIn("[gpu.attention_kernels.fa2]", text)
-        self.assertIn("efficiency = [[512, 0.35464], ", text)
+        self.assertIn("efficiency = [[512, 0.5148], ", text)
         self.assertIn("backward_rate_ratio = 0.9", text)
 
     def test_shipped_clusters_name_their_entry(self):
