@@ -38,6 +38,21 @@ def fail(message):
     sys.exit(2)
 
 
+class InputError(Exception):
+    """A meshplan binary that cannot run or a CSV that cannot be read; main says it, exit 2."""
+
+
+def read_rows(meshplan, path):
+    """The CSV's rows as dicts, once meshplan is known to be executable; InputError otherwise."""
+    if not os.access(meshplan, os.X_OK):
+        raise InputError(meshplan + ": not an executable (build first: bash tools/setup.sh)")
+    try:
+        with open(path, newline="") as f:
+            return list(csv.DictReader(f))
+    except OSError as e:
+        raise InputError(path + ": " + e.strerror) from e
+
+
 PART_NAMES = {"attention_s": "attention", "gemm_s": "GEMMs", "elementwise_s": "element-wise",
               "tp_comm_s": "TP comm", "recompute_s": "recompute", "pp_p2p_s": "PP sends",
               "pp_bubble_s": "PP bubble", "dp_exposed_s": "DP comm", "optimizer_s": "optimizer"}
@@ -88,13 +103,10 @@ def main():
                              "none, or meshplan's search is slower than a NeMo configuration "
                              "that fits")
     args = parser.parse_args()
-    if not os.access(args.meshplan, os.X_OK):
-        fail(args.meshplan + ": not an executable (build first: bash tools/setup.sh)")
     try:
-        with open(args.csv, newline="") as f:
-            rows = list(csv.DictReader(f))
-    except OSError as e:
-        fail(args.csv + ": " + e.strerror)
+        rows = read_rows(args.meshplan, args.csv)
+    except InputError as e:
+        fail(str(e))
     out = []
     print("| row | TP x PP x DP x CP | measured | predicted | error | attention | GEMMs | "
           "element-wise | TP comm | bubble | plan |")

@@ -14,7 +14,6 @@ value to write into the catalog) and each row's error at the value the catalog h
 """
 
 import argparse
-import csv
 import json
 import os
 import re
@@ -22,6 +21,8 @@ import statistics
 import subprocess
 import sys
 import tempfile
+
+import published_step
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -90,13 +91,10 @@ def main():
                         help="fail (exit 1) unless the fit equals the H100 catalog entry's value "
                              "to 3 decimals (topologies/gpus/h100-sxm5.toml)")
     args = parser.parse_args()
-    if not os.access(args.meshplan, os.X_OK):
-        fail(args.meshplan + ": not an executable (build first: bash tools/setup.sh)")
     try:
-        with open(args.csv, newline="") as f:
-            rows = list(csv.DictReader(f))
-    except OSError as e:
-        fail(args.csv + ": " + e.strerror)
+        rows = published_step.read_rows(args.meshplan, args.csv)
+    except published_step.InputError as e:
+        fail(str(e))
     print("| row | TP x PP x DP x CP (VPP) | role | measured | at 1.0 | implied fraction | "
           "with the catalog's | error |")
     print("|---|---|---|---|---|---|---|---|")
