@@ -87,10 +87,13 @@ def occupancy_points(max_call_flops):
 
 
 def merge_points():
-    return [{"part": "merge", "form": form, "rows": rows, "heads": heads, "d": 128,
-             "partial_dtype": dtype}
-            for form in ("sigmoid", "exp") for rows in MERGE_ROWS for heads in MERGE_HEADS
-            for dtype in ("bf16", "fp32")]
+    # `compile`: eager torch ops, or the same function under torch.jit.script as USP's benchmarks
+    # (yunchang b93c30e, yunchang/ring/utils.py) and ring-flash-attention (8996282,
+    # ring_flash_attn/utils.py) run it, where TorchScript's fuser may fuse the element-wise ops.
+    return [{"part": "merge", "form": form, "compile": compile_, "rows": rows, "heads": heads,
+             "d": 128, "partial_dtype": dtype}
+            for form in ("sigmoid", "exp") for compile_ in ("eager", "script")
+            for rows in MERGE_ROWS for heads in MERGE_HEADS for dtype in ("bf16", "fp32")]
 
 
 def share_points():
@@ -226,20 +229,24 @@ def run_merge(torch, F, do_bench, p, hbm_gbps):
     lse = torch.randn(heads, rows, device="cuda", dtype=f32)
     out_b = torch.randn(rows, heads, d, device="cuda", dtype=pdt)
     lse_b = torch.randn(heads, rows, device="cuda", dtype=f32)
-    if p["form"] == "sigmoid":
-        def fn():
-            lb = lse_b.transpose(0, 1).unsqueeze(-1)
-            la = lse.transpose(0, 1).unsqueeze(-1)
-            new_out = out - torch.sigmoid(lb - la) * (out - out_b.to(f32))
-            new_lse = lse - F.logsigmoid(lse - lse_b)
-            return new_out, new_lse
-    else:
-        def fn():
-            new_lse = torch.logaddexp(lse, lse_b)
-            la = (lse - new_lse).transpose(0, 1).unsqueeze(-1)
-            lb = (lse_b - new_lse).transpose(0, 1).unsqueeze(-1)
-            return out * torch.exp(la) + out_b.to(f32) * torch.exp(lb), new_lse
-    ms = do_bench(fn, warmup=WARMUP_MS, rep=REPEAT_MS, return_mode="median")
+    def sigmoid_merge(out, lse, out_b, lse_b):
+        lb = lse_b.transpose(0, 1).unsqueeze(-1)
+        la = lse.transpose(0, 1).unsqueeze(-1)
+        new_out = out - torch.sigmoid(lb - la) * (out - out_b.to(torch.float32))
+        new_lse = lse - F.logsigmoid(lse - lse_b)
+        return new_out, new_lse
+
+    def exp_merge(out, lse, out_b, lse_b):
+        new_lse = torch.logaddexp(lse, lse_b)
+        la = (lse - new_lse).transpose(0, 1).unsqueeze(-1)
+        lb = (lse_b - new_lse).transpose(0, 1).unsqueeze(-1)
+        return out * torch.exp(la) + out_b.to(torch.float32) * torch.exp(lb), new_lse
+
+    merge = sigmoid_merge if p["form"] == "sigmoid" else exp_merge
+    if p.get("compile") == "script":
+        merge = torch.jit.script(merge)  # fused, if at all, after do_bench's warm-up calls
+    ms = do_bench(lambda: merge(out, lse, out_b, lse_b), warmup=WARMUP_MS, rep=REPEAT_MS,
+                  return_mode="median")
     one_pass_bytes = rows * heads * d * 4  # the fp32 output read or written once
     return {"ms": ms, "passes": ms * 1e-3 * hbm_gbps * 1e9 / one_pass_bytes}
 

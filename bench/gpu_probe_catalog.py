@@ -263,13 +263,17 @@ def summarize(doc, occupancy, peak):
                 lines.append(f"| {kernel} | {pas} | " + " | ".join(cells) + " |")
     merge = rows_of(doc, "merge")
     if merge:
-        lines += ["", "| merge form | partial | median HBM passes | range |", "|---|---|---|---|"]
+        # Probes before 2026-12-01 timed the eager form only and wrote no `compile`.
+        lines += ["", "| merge form | compiled | partial | median HBM passes | range |",
+                  "|---|---|---|---|---|"]
         for form in sorted({r["form"] for r in merge}):
-            for dt in sorted({r["partial_dtype"] for r in merge}):
-                p = [r["passes"] for r in merge if r["form"] == form and r["partial_dtype"] == dt]
-                if p:
-                    lines.append(f"| {form} | {dt} | {statistics.median(p):.1f} | "
-                                 f"{min(p):.1f}-{max(p):.1f} |")
+            for comp in sorted({r.get("compile", "eager") for r in merge}):
+                for dt in sorted({r["partial_dtype"] for r in merge}):
+                    p = [r["passes"] for r in merge if r["form"] == form and
+                         r.get("compile", "eager") == comp and r["partial_dtype"] == dt]
+                    if p:
+                        lines.append(f"| {form} | {comp} | {dt} | {statistics.median(p):.1f} | "
+                                     f"{min(p):.1f}-{max(p):.1f} |")
     share = [r for r in rows_of(doc, "share") if r["sms"] > 0]
     if share:
         lines += ["", "| kernel | copy SMs | slowdown | per SM | copy GB/s |", "|---|---|---|---|---|"]

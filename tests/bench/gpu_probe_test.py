@@ -24,10 +24,10 @@ MESHPLAN = sys.argv.pop(1) if len(sys.argv) > 1 else ""
 class ProbePlan(unittest.TestCase):
     def test_grid_sizes(self):
         # With no FLOP cap every combination stays: 2 backends x 2 dims x 4 lengths x 8 head counts
-        # x 3 batches x 2 masks x 2 passes = 1536; merge 2 forms x 3 row counts x 2 head counts x
-        # 2 dtypes = 24; share 2 backends x 7 SM counts = 14.
+        # x 3 batches x 2 masks x 2 passes = 1536; merge 2 forms x 2 compilations (eager, scripted)
+        # x 3 row counts x 2 head counts x 2 dtypes = 48; share 2 backends x 7 SM counts = 14.
         self.assertEqual(len(probe.occupancy_points(float("inf"))), 1536)
-        self.assertEqual(len(probe.merge_points()), 24)
+        self.assertEqual(len(probe.merge_points()), 48)
         self.assertEqual(len(probe.share_points()), 14)
 
     def test_cap_drops_only_calls_over_it(self):
@@ -107,6 +107,13 @@ class MeasureWithStubs(unittest.TestCase):
         # 2 ms at that bandwidth over rows x heads x 128 x 4 bytes.
         self.assertAlmostEqual(merge["passes"], 2e-3 * doc["copy_gbps"] * 1e9 /
                                (merge["rows"] * merge["heads"] * 128 * 4))
+        # Half the merge rows (24 of 48) are the scripted form: torch.jit.script once each, on
+        # the sigmoid or the exp function, and never for the eager half.
+        scripted = [r for r in doc["rows"] if r["part"] == "merge" and r["compile"] == "script"]
+        self.assertEqual(len(scripted), 24)
+        self.assertEqual(torch.jit.script.call_count, 24)
+        self.assertEqual({c.args[0].__name__ for c in torch.jit.script.call_args_list},
+                         {"sigmoid_merge", "exp_merge"})
         # The share part times the call alone and beside the copy by the same event loop (10
         # calls: 40 ms / 10 = 4 ms each), never alone with do_bench (2 ms here): a slowdown of
         # exactly 1 with both at 4 ms. The 2026-11-30 run timed alone with do_bench, which gave
@@ -219,6 +226,21 @@ class CatalogArithmetic(unittest.TestCase):
                     catalog.load_probe(path)
                 self.assertIn(needle, str(e.exception))
             self.assertEqual(catalog.main([os.path.join(tmp, "absent.json")]), 2)
+
+
+class MergeTable(unittest.TestCase):
+    def test_merge_table_splits_eager_and_scripted(self):
+        # A probe from before 2026-12-01 wrote no `compile`: its rows are the eager form. Medians
+        # by form, compilation and partial dtype: eager fp32 of 12 and 13 -> 12.5 (12.0-13.0),
+        # scripted fp32 3.0.
+        doc = {"rows": [{"part": "merge", "form": "sigmoid", "partial_dtype": "fp32", "passes": 12.0},
+                        {"part": "merge", "form": "sigmoid", "compile": "eager",
+                         "partial_dtype": "fp32", "passes": 13.0},
+                        {"part": "merge", "form": "sigmoid", "compile": "script",
+                         "partial_dtype": "fp32", "passes": 3.0}]}
+        text = catalog.summarize(doc, [], {})
+        self.assertIn("| sigmoid | eager | fp32 | 12.5 | 12.0-13.0 |", text)
+        self.assertIn("| sigmoid | script | fp32 | 3.0 | 3.0-3.0 |", text)
 
 
 @unittest.skipUnless(MESHPLAN, "no meshplan binary given")
