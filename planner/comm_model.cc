@@ -51,11 +51,35 @@ void CommModel::GpuStrideAndSize(const Placement& placement, int dim, int64_t* s
 }
 
 double CommModel::LinkSeconds(const PatternRoute::ShiftCost& cost, double bytes) const {
-  const NetworkLevel& l = topology_.levels[cost.level];
   // Ring and torus levels pay the latency per hop (Topology::RouteLatencySeconds).
   const double latency =
       topology_.HasHopRoutes(cost.level) ? cost.latency_s * cost.hops : cost.latency_s;
-  return latency + bytes * cost.weight * l.oversubscription / cost.bandwidth_bytes_per_s;
+  return latency + bytes * cost.weight / cost.bandwidth_bytes_per_s;
+}
+
+void CommModel::WeighOversubscribedRoutes(const std::vector<int64_t>& peer,
+                                          PatternRoute* route) const {
+  const int64_t gpus = topology_.num_gpus();
+  for (int level = 0; level < topology_.num_levels(); ++level) {
+    const double f = topology_.levels[level].oversubscription;
+    if (f <= 1.0 || topology_.HasHopRoutes(level)) continue;
+    // The flows of the shift leaving and entering each unit of the level below at this level:
+    // they share its uplink and downlink of (GPUs in the unit) x bandwidth / f.
+    const int64_t below = level == 0 ? 1 : topology_.Span(level - 1);
+    std::vector<int32_t> up(static_cast<size_t>(gpus / below), 0);
+    std::vector<int32_t> down(up.size(), 0);
+    for (int64_t g = 0; g < gpus; ++g) {
+      if (route->level[g] != level) continue;
+      ++up[g / below];
+      ++down[peer[g] / below];
+    }
+    for (int64_t g = 0; g < gpus; ++g) {
+      if (route->level[g] != level) continue;
+      const int32_t flows = std::max(up[g / below], down[peer[g] / below]);
+      route->weight[g] =
+          std::max(route->weight[g], f * static_cast<double>(flows) / static_cast<double>(below));
+    }
+  }
 }
 
 void CommModel::WeighHopRoutes(const std::vector<int64_t>& peer, PatternRoute* route) const {
@@ -121,6 +145,7 @@ const PatternRoute& CommModel::Route(int64_t stride, int64_t size, bool all_to_a
         route->shift_entry[g * levels + route->level[g]] = share;
       }
     }
+    WeighOversubscribedRoutes(peers, route.get());
     for (int64_t g = 0; g < gpus; ++g) {
       const int level = route->level[g];
       if (level < 0) continue;

@@ -3,7 +3,9 @@
 //
 // Assumptions (docs/planner-model.md): every GPU has its own bandwidth at every level (a NIC per
 // GPU, NVSwitch ports per GPU); a transfer between two GPUs uses the innermost level holding
-// both; oversubscription divides the bandwidth of traffic crossing that level; on ring and torus
+// both; traffic crossing an oversubscribed level shares the uplink of its unit (GPUs x bandwidth
+// / oversubscription: all of the unit's GPUs in an all-to-all, the shift's own crossing flows in a
+// shift, as the simulator's flow network shares it); on ring and torus
 // levels a shift is charged, per GPU, by the most loaded neighbour link of its route (every GPU of
 // the pattern sending at once) and pays the latency per hop. Levels are used
 // concurrently (NVLink and NIC are different links). Contention between patterns is the
@@ -55,7 +57,10 @@ struct PatternRoute {
   // Weight is 1 on switch and fat-tree levels; on ring and torus levels it is the most loaded
   // neighbour link of its route (flows of the shift crossing it) over that link's capacity in
   // GPUs (the GPUs of a unit of the level below), at least 1 (the GPU's own port): the
-  // simulator's per-link routes, for a pattern where every GPU sends at once.
+  // simulator's per-link routes, for a pattern where every GPU sends at once. On a level with
+  // oversubscription f > 1 it is at least f x (the shift's flows leaving the sender's unit of the
+  // level below, or entering the receiver's, whichever is more) / (GPUs in that unit): the
+  // flows' share of the unit's uplink of GPUs x bandwidth / f (f when every GPU crosses).
   // `bandwidth_bytes_per_s` and `latency_s`: the send's ports, the slower of the two ends on a
   // level with mixed fabrics (Topology::PairBandwidth), else the level's own.
   struct ShiftCost {
@@ -118,6 +123,9 @@ class CommModel {
   double LinkSeconds(const PatternRoute::ShiftCost& cost, double bytes) const;
   // Fills the weights of a shift's costs on ring and torus levels (PatternRoute::ShiftCost).
   void WeighHopRoutes(const std::vector<int64_t>& peer, PatternRoute* route) const;
+  // Raises the weights of a shift's sends on oversubscribed switch and fat-tree levels to their
+  // share of the uplinks they cross (ShiftCost::weight).
+  void WeighOversubscribedRoutes(const std::vector<int64_t>& peer, PatternRoute* route) const;
   static void GpuStrideAndSize(const Placement& placement, int dim, int64_t* stride, int64_t* size);
 
   const Topology& topology_;

@@ -198,18 +198,30 @@ void RegisterNew(CLI::App* topo, TopoFlags& f) {
       "new", "Write a cluster file from a GPU name, nodes, GPUs per node and NIC rate");
   f.make
       ->add_option("--gpu", f.cluster.gpu,
-                   "GPU: h100, h200, h800, a100 or gb200, or its GPU catalog name (h100-sxm5, "
-                   "...): the file names that catalog entry (topologies/gpus/)")
+                   "GPU: h100, h200, h800, a100, gb200, l40s or rtx4090, or its GPU catalog name "
+                   "(h100-sxm5, ...): the file names that catalog entry (topologies/gpus/)")
       ->required();
   f.make->add_option("--nodes", f.cluster.nodes, "Nodes (gb200: NVL72 racks)")
       ->capture_default_str();
   f.make
-      ->add_option("--gpus-per-node", f.cluster.gpus_per_node, "GPUs per node (one NVLink domain)")
+      ->add_option("--gpus-per-node", f.cluster.gpus_per_node,
+                   "GPUs per node (one NVLink domain, or one PCIe server)")
       ->capture_default_str();
   f.make
       ->add_option("--nic-gbps", f.cluster.nic_gbits,
                    "Each GPU's NIC in Gb/s (400 for NDR InfiniBand)")
       ->capture_default_str();
+  f.make->add_option("--node-link", f.cluster.node_link,
+                     "How a node's GPUs reach each other: nvlink, or pcie (PCIe links rated as "
+                     "NCCL rates them; default: nvlink, pcie for l40s and rtx4090)");
+  f.make->add_option("--pcie-gen", f.cluster.pcie.generation,
+                     "With pcie: the links' PCIe generation, 3, 4 or 5 (default 4)");
+  f.make->add_option("--sockets", f.cluster.pcie.sockets,
+                     "With pcie: CPU sockets the node's GPUs spread over (default 1 up to 4 GPUs, "
+                     "else 2)");
+  f.make->add_option("--cpu", f.cluster.pcie.cpu,
+                     "With pcie: the CPU, for the link between sockets: amd, intel-bdw, "
+                     "intel-skl, intel-spr or intel-emr (default amd)");
   f.make->add_option("--name", f.cluster.name, "The cluster's name (default GPU-NODESxGPUS)");
   f.make
       ->add_option("--net-name", f.cluster.net_name,

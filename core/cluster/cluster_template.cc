@@ -1,5 +1,6 @@
 #include "core/cluster/cluster_template.h"
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <charconv>
@@ -14,20 +15,51 @@
 namespace meshplan {
 namespace {
 
-// Each GPU: its short name, its GPU catalog entry (topologies/gpus/) and the shipped cluster file
-// whose NVLink level a template takes (docs: topologies/README.md).
+// Each GPU: its short name, its GPU catalog entry (topologies/gpus/), the shipped cluster file
+// whose GPU (and NVLink level) a template takes (docs: topologies/README.md), and whether it has
+// NVLink (without: its nodes are PCIe nodes).
 struct TemplateGpu {
   std::string_view short_name;
   std::string_view catalog;
   std::string_view cluster;
+  bool nvlink = true;
 };
-constexpr std::array<TemplateGpu, 5> kGpus = {{
+constexpr std::array<TemplateGpu, 7> kGpus = {{
     {"h100", "h100-sxm5", "dgx-h100-1node"},
     {"h200", "h200-sxm", "hgx-h200-32gpu"},
     {"h800", "h800-sxm5", "dgx-h800-1node"},
     {"a100", "a100-sxm4-80gb", "dgx-a100-1node"},
     {"gb200", "b200-nvl72", "gb200-nvl72-4rack"},
+    {"l40s", "l40s", "l40s-pcie-8gpu", false},
+    {"rtx4090", "rtx-4090", "rtx4090-pcie-8gpu", false},
 }};
+
+// NCCL's PCI hardware latency for the Simple protocol of its ring, the one large messages take
+// (NVIDIA/nccl 5067397, src/graph/tuning.cc, hwLatencies[NCCL_HW_PCI]: 1.0-5.7 us by protocol).
+constexpr double kPcieLatencySeconds = 5.7e-6;
+// More GPUs than any PCIe server holds: a typo, not a machine.
+constexpr int64_t kMaxPcieGpusPerNode = 64;
+
+const TemplateGpu* FindGpu(std::string_view gpu) {
+  for (const TemplateGpu& known : kGpus) {
+    if (gpu == known.short_name || gpu == known.catalog) return &known;
+  }
+  return nullptr;
+}
+
+// The PcieNode with its defaults filled in for a node of `gpus_per_node` GPUs.
+PcieNode ResolvedPcie(const PcieNode& p, int64_t gpus_per_node) {
+  PcieNode out = p;
+  if (out.generation == 0) out.generation = 4;
+  if (out.sockets == 0) out.sockets = gpus_per_node <= 4 ? 1 : 2;
+  if (out.cpu.empty()) out.cpu = "amd";
+  return out;
+}
+
+std::string NodeLinkOf(const ClusterTemplate& t) {
+  if (!t.node_link.empty()) return t.node_link;
+  return IsPcieOnlyGpu(t.gpu) ? "pcie" : "nvlink";
+}
 
 std::string GpuNames() {
   std::string short_names;
@@ -77,7 +109,102 @@ std::vector<std::string_view> Split(std::string_view text, char sep) {
   return parts;
 }
 
+// The levels of a PCIe node (PcieNode): "pcie", the GPUs of one socket, each at its link's
+// bandwidth; with more than one socket, "socket" across them at the same per-GPU bandwidth, its
+// oversubscription the socket's GPUs' links over the CPUs' link (the flow network's uplink of a
+// socket is then exactly that link, simulator/flow_network.h). Errors name the flag.
+Result<std::vector<NetworkLevel>> PcieNodeLevels(const ClusterTemplate& t) {
+  const PcieNode p = ResolvedPcie(t.pcie, t.gpus_per_node);
+  const double link_gbps = PcieLinkGBps(p.generation);
+  if (link_gbps <= 0)
+    return Status::Invalid("--pcie-gen: " + std::to_string(p.generation) + " is not 3, 4 or 5");
+  const double between_gbps = InterSocketGBps(p.cpu);
+  if (between_gbps <= 0) {
+    return Status::Invalid("--cpu: unknown CPU '" + p.cpu +
+                           "' (expected amd, intel-bdw, intel-skl, intel-spr or intel-emr)");
+  }
+  if (t.gpus_per_node > kMaxPcieGpusPerNode) {
+    return Status::Invalid("--gpus-per-node: " + std::to_string(t.gpus_per_node) +
+                           " GPUs on PCIe in one node; at most " +
+                           std::to_string(kMaxPcieGpusPerNode));
+  }
+  if (p.sockets < 1 || p.sockets > t.gpus_per_node || t.gpus_per_node % p.sockets != 0) {
+    return Status::Invalid("--sockets: " + std::to_string(p.sockets) + " does not divide the " +
+                           std::to_string(t.gpus_per_node) + " GPUs of a node evenly");
+  }
+  const int64_t per_socket = t.gpus_per_node / p.sockets;
+  std::vector<NetworkLevel> levels;
+  NetworkLevel pcie;
+  pcie.name = "pcie";
+  pcie.kind = LinkKind::kSwitch;
+  pcie.group_size = per_socket;
+  pcie.bandwidth_bytes_per_s = link_gbps * 1e9;
+  pcie.latency_s = kPcieLatencySeconds;
+  levels.push_back(pcie);
+  if (p.sockets > 1) {
+    NetworkLevel socket = pcie;
+    socket.name = "socket";
+    socket.kind = LinkKind::kFatTree;
+    socket.group_size = p.sockets;
+    socket.oversubscription =
+        std::max(1.0, static_cast<double>(per_socket) * link_gbps / between_gbps);
+    levels.push_back(socket);
+  }
+  return levels;
+}
+
+// The header lines that say where a PCIe node's numbers come from.
+std::string PcieHeader(const PcieNode& p, int64_t gpus_per_node) {
+  const double link = PcieLinkGBps(p.generation);
+  std::string text =
+      "The node's GPUs reach each other over PCIe, rated as\n"
+      "# NCCL's topology model rates it (NVIDIA/nccl src/graph/topo.cc, topo.h): "
+      "pcie: each GPU's\n# Gen" +
+      std::to_string(p.generation) + " x16 link at " + Number(link) +
+      " GB/s per direction (width x speed / 80), peer to peer or through\n"
+      "# host memory alike, " +
+      Number(kPcieLatencySeconds * 1e6) + " us (NCCL's PCI latency, src/graph/tuning.cc).\n";
+  if (p.sockets > 1) {
+    const int64_t per_socket = gpus_per_node / p.sockets;
+    text += "# socket: " + std::to_string(p.sockets) + " CPU sockets of " +
+            std::to_string(per_socket) + " GPUs joined by the CPUs' link, " +
+            Number(InterSocketGBps(p.cpu)) + " GB/s as NCCL rates it\n# for " + p.cpu +
+            " CPUs, which all of a socket's GPUs share (oversubscription " +
+            Number(std::max(1.0, per_socket * link / InterSocketGBps(p.cpu))) + ").\n";
+  }
+  return text;
+}
+
 }  // namespace
+
+double PcieLinkGBps(int generation) {
+  // NCCL: bw = width x speed / 80 with speed in 100 Mb/s units per lane (kvDictPciGen: Gen3 "8
+  // GT/s" 60, Gen4 "16 GT/s" 120, Gen5 "32 GT/s" 240), width 16.
+  switch (generation) {
+    case 3:
+      return 16 * 60 / 80.0;
+    case 4:
+      return 16 * 120 / 80.0;
+    case 5:
+      return 16 * 240 / 80.0;
+    default:
+      return 0;
+  }
+}
+
+double InterSocketGBps(std::string_view cpu) {
+  if (cpu == "amd") return 16;        // AMD_BW
+  if (cpu == "intel-bdw") return 6;   // BDW_QPI_BW (Broadwell and older)
+  if (cpu == "intel-skl") return 10;  // SKL_QPI_BW (Skylake to Ice Lake)
+  if (cpu == "intel-spr") return 22;  // SRP_QPI_BW (Sapphire Rapids)
+  if (cpu == "intel-emr") return 40;  // ERP_QPI_BW (Emerald Rapids)
+  return 0;
+}
+
+bool IsPcieOnlyGpu(std::string_view gpu) {
+  const TemplateGpu* known = FindGpu(gpu);
+  return known != nullptr && !known->nvlink;
+}
 
 Result<TemplateFabric> ParseTemplateFabric(std::string_view spec) {
   const std::string flag = "--fabric '" + std::string(spec) + "'";
@@ -120,9 +247,7 @@ Result<TemplateFabric> ParseTemplateFabric(std::string_view spec) {
 }
 
 Result<std::string> ShippedClusterOfGpu(std::string_view gpu) {
-  for (const TemplateGpu& known : kGpus) {
-    if (gpu == known.short_name || gpu == known.catalog) return std::string(known.cluster);
-  }
+  if (const TemplateGpu* known = FindGpu(gpu)) return std::string(known->cluster);
   std::vector<std::string> names;
   for (const TemplateGpu& known : kGpus) {
     names.emplace_back(known.short_name);
@@ -138,6 +263,18 @@ Result<Topology> MakeCluster(const ClusterTemplate& t, const Topology& source) {
   if (!(t.nic_gbits > 0 && t.nic_gbits <= 1600))
     return Status::Invalid("--nic-gbps: must be in (0, 1600] Gb/s per GPU");
   if (source.levels.empty()) return Status::Invalid(source.source + ": has no levels");
+  const std::string node_link = NodeLinkOf(t);
+  if (node_link != "nvlink" && node_link != "pcie")
+    return Status::Invalid("--node-link: '" + node_link + "' is not nvlink or pcie");
+  if (node_link == "nvlink" && IsPcieOnlyGpu(t.gpu)) {
+    return Status::Invalid("--node-link nvlink: the " + source.gpu.model +
+                           " has no NVLink; its nodes are PCIe nodes (--node-link pcie)");
+  }
+  if (node_link == "nvlink") {
+    if (t.pcie.generation != 0) return Status::Invalid("--pcie-gen: only with --node-link pcie");
+    if (t.pcie.sockets != 0) return Status::Invalid("--sockets: only with --node-link pcie");
+    if (!t.pcie.cpu.empty()) return Status::Invalid("--cpu: only with --node-link pcie");
+  }
   const NetworkLevel& nvlink = source.levels.front();
   if (t.net_name.empty()) return Status::Invalid("--net-name: must not be empty");
   // It also heads a comment line of the written file: a plain word, nothing to break the line.
@@ -145,37 +282,54 @@ Result<Topology> MakeCluster(const ClusterTemplate& t, const Topology& source) {
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.'))
       return Status::Invalid("--net-name: letters, digits, '-', '_' and '.' only");
   }
-  if (t.net_name == nvlink.name) {
+  if (node_link == "nvlink" && t.net_name == nvlink.name) {
     return Status::Invalid("--net-name: '" + t.net_name +
                            "' is the name of the level inside a node; give another");
   }
   if (!(t.net_latency_us < 0 || t.net_latency_us <= 1e6))
     return Status::Invalid("--net-latency-us: must be in [0, 1e6] microseconds");
-  if (t.gpus_per_node > nvlink.group_size) {
+  if (node_link == "nvlink" && t.gpus_per_node > nvlink.group_size) {
     return Status::Invalid("--gpus-per-node: " + std::to_string(t.gpus_per_node) +
                            " is more than one " + source.gpu.model + " NVLink domain holds (" +
                            std::to_string(nvlink.group_size) + ", " + source.source + ")");
+  }
+  std::vector<NetworkLevel> node_levels;
+  if (node_link == "nvlink") {
+    NetworkLevel node = nvlink;
+    node.group_size = t.gpus_per_node;
+    node_levels.push_back(node);
+  } else {
+    MESHPLAN_ASSIGN_OR_RETURN(node_levels, PcieNodeLevels(t));
   }
   Topology out;
   out.name = t.name.empty()
                  ? t.gpu + "-" + std::to_string(t.nodes) + "x" + std::to_string(t.gpus_per_node)
                  : t.name;
+  const std::string inside =
+      node_link == "nvlink"
+          ? "NVLink in the node"
+          : "PCIe Gen" + std::to_string(ResolvedPcie(t.pcie, t.gpus_per_node).generation) +
+                " in the node";
   out.description = std::to_string(t.nodes) + " x " + std::to_string(t.gpus_per_node) + " " +
-                    source.gpu.model + ", NVLink in the node, one " + Number(t.nic_gbits) +
+                    source.gpu.model + ", " + inside + ", one " + Number(t.nic_gbits) +
                     " Gb/s NIC per GPU (meshplan topo new)";
   out.source = out.name;
   out.gpu = source.gpu;
   out.framework = source.framework;
-  NetworkLevel node = nvlink;
-  node.group_size = t.gpus_per_node;
-  out.levels.push_back(node);
+  for (const NetworkLevel& level : node_levels) {
+    if (t.net_name == level.name) {
+      return Status::Invalid("--net-name: '" + t.net_name +
+                             "' is the name of a level inside a node; give another");
+    }
+    out.levels.push_back(level);
+  }
   NetworkLevel net;
   net.name = t.net_name;
   net.kind = LinkKind::kRailFatTree;
   net.group_size = t.nodes;
   net.bandwidth_bytes_per_s = t.nic_gbits / 8.0 * 1e9;
   net.latency_s = t.net_latency_us >= 0      ? t.net_latency_us * 1e-6
-                  : source.levels.size() > 1 ? source.levels[1].latency_s
+                  : source.levels.size() > 1 ? source.levels.back().latency_s
                                              : 5e-6;
   net.oversubscription = 1.0;
   for (const TemplateFabric& f : t.fabrics) {
@@ -191,7 +345,7 @@ Result<Topology> MakeCluster(const ClusterTemplate& t, const Topology& source) {
                            f.latency_us >= 0 ? f.latency_us * 1e-6 : net.latency_s});
   }
   out.levels.push_back(net);
-  if (Status fabrics = out.ValidateFabrics(1); !fabrics.ok())
+  if (Status fabrics = out.ValidateFabrics(static_cast<int>(out.levels.size()) - 1); !fabrics.ok())
     return Status::Invalid("--fabric: " + fabrics.message());
   MESHPLAN_RETURN_IF_ERROR(out.Validate());
   return out;
@@ -201,6 +355,13 @@ std::string ClusterHeader(const ClusterTemplate& t, const std::string& source_na
   std::string command = "meshplan topo new --gpu " + t.gpu + " --nodes " + std::to_string(t.nodes) +
                         " --gpus-per-node " + std::to_string(t.gpus_per_node) + " --nic-gbps " +
                         Number(t.nic_gbits);
+  const bool pcie = NodeLinkOf(t) == "pcie";
+  const PcieNode p = ResolvedPcie(t.pcie, t.gpus_per_node);
+  if (pcie) {
+    command += " --node-link pcie --pcie-gen " + std::to_string(p.generation) + " --sockets " +
+               std::to_string(p.sockets);
+    if (p.sockets > 1) command += " --cpu " + p.cpu;
+  }
   if (t.net_name != ClusterTemplate{}.net_name) command += " --net-name " + t.net_name;
   if (t.net_latency_us >= 0) command += " --net-latency-us " + Number(t.net_latency_us);
   std::string fabrics;
@@ -216,9 +377,10 @@ std::string ClusterHeader(const ClusterTemplate& t, const std::string& source_na
          "# [gpu] names the GPU catalog entry (topologies/gpus/): memory, HBM, peak rates, every\n"
          "# attention library's kernel curve and per-step costs, each number with its source; a "
          "key\n"
-         "# written under it overrides the entry's. The nvlink level is the shipped\n"
-         "# topologies/" +
-         source_name + ".toml's.\n# " + t.net_name + ": one NIC per GPU at " + Number(t.nic_gbits) +
+         "# written under it overrides the entry's. " +
+         (pcie ? PcieHeader(p, t.gpus_per_node)
+               : "The nvlink level is the shipped\n# topologies/" + source_name + ".toml's.\n") +
+         "# " + t.net_name + ": one NIC per GPU at " + Number(t.nic_gbits) +
          " Gb/s = " + Number(t.nic_gbits / 8.0) +
          " GB/s per direction, a non-blocking rail-optimised\n"
          "# fat tree, " +

@@ -85,6 +85,26 @@ TEST_F(CommModelTest, AllToAllInsideANodeUsesNvlinkOnly) {
   EXPECT_DOUBLE_EQ(per_level[1], 0.0);
 }
 
+TEST(CommModelOversubscribed, AShiftSharesTheUplinkOnlyWithTheFlowsThatCrossIt) {
+  // A PCIe server's node (topologies/README.md, "PCIe nodes"): 2 sockets of 4 GPUs, each GPU at
+  // 24 GB/s, the sockets joined by a 16 GB/s link: oversubscription 4 x 24 / 16 = 6.
+  Topology t = testing::SmallCluster(4, 2, 24, 24, 0, 0);
+  t.levels[1].oversubscription = 6;
+  CommModel model(t);
+  // A ring over all 8: GPUs 0 (-> 7) and 4 (-> 3) cross, one flow out of and into each socket,
+  // which then has the socket link to itself: min(24, 16) = 16 GB/s, 1 MB in 62.5 us (weight
+  // max(1, 6 x 1 / 4) = 1.5 over 24 GB/s), not the 4 GB/s of all four GPUs crossing at once.
+  const Placement ring({{"cp", 8}}, {"cp"});
+  EXPECT_NEAR(model.RingShift(ring, 0, 1e6, 1, nullptr), 1e6 / 16e9, 1e-12);
+  // A ring of 2 over GPUs g and g + 4 (four rings at once, stride 4): all four GPUs of a socket
+  // cross together and share its 16 GB/s, 4 GB/s each: 1 MB in 250 us (weight 6).
+  const Placement pairs({{"cp", 2}, {"x", 4}}, {"x", "cp"});
+  EXPECT_NEAR(model.RingShift(pairs, 0, 1e6, 1, nullptr), 1e6 / 4e9, 1e-12);
+  // An all-to-all over all 8: every GPU sends 4 of its 8 pieces across, all at once: 4 x (1 MB
+  // / 8) x 6 / 24 GB/s = 125 us (the intercept: 7 peers x 0 us).
+  EXPECT_NEAR(model.AllToAll(ring, 0, 1e6, nullptr), 4 * (1e6 / 8) * 6 / 24e9, 1e-12);
+}
+
 TEST(CommModelTorus, HopsMultiplyTheTransferTime) {
   // One torus level of 4 x 4 GPUs at 100 GB/s, 2 us; GPU g sits at (g mod 4, g / 4).
   Topology t;

@@ -128,6 +128,28 @@ TEST(TorusRoutes, ARingOfNodesHasLinksOfTheNodesBandwidth) {
   EXPECT_TRUE(r->levels[0].busiest_link.empty());  // a switch level has no neighbour links
 }
 
+TEST(Oversubscription, ARingShiftOnAPcieServerCrossesEachSocketLinkWithOneFlow) {
+  // 2 sockets of 4 GPUs at 24 bytes/ns; the sockets' link 16 bytes/ns: oversubscription 4 x 24 /
+  // 16 = 6 (topologies/README.md, "PCIe nodes"). A ring shift, every GPU to g - 1: 0 -> 7 and
+  // 4 -> 3 cross, one flow on each socket's uplink and downlink: 1e6 / 16 = 62500 ns; the six
+  // others stay in their socket at 24: 41667 ns. The planner charges the same (comm_model_test).
+  Topology t = Base();
+  t.levels.push_back({"pcie", LinkKind::kSwitch, 4, 24e9, 0.0, 1.0, {}, {}});
+  t.levels.push_back({"socket", LinkKind::kFatTree, 2, 24e9, 0.0, 6.0, {}, {}});
+  ASSERT_TRUE(t.Validate().ok());
+  Schedule s = Empty(8);
+  for (int g = 0; g < 8; ++g) Transfer(s, g, (g + 7) % 8, 1'000'000);
+  auto r = Simulate(s, t, Identity(8), DType::kBf16);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_NEAR(r->total_s, 1e6 / 16e9, 1e-12);
+  // Pairs g -> g + 4 for all g at once: four flows share each socket's 16 bytes/ns: 250000 ns.
+  Schedule pairs = Empty(8);
+  for (int g = 0; g < 8; ++g) Transfer(pairs, g, (g + 4) % 8, 1'000'000);
+  auto all = Simulate(pairs, t, Identity(8), DType::kBf16);
+  ASSERT_TRUE(all.ok()) << all.status().message();
+  EXPECT_NEAR(all->total_s, 1e6 / 4e9, 1e-12);
+}
+
 TEST(MixedFabrics, AFlowRunsAtItsSlowerEndsPortAndLatency) {
   // 2 nodes of 2 GPUs, 100 bytes/ns NVLink (1 us); the network 50 bytes/ns, 5 us, but node 1 on a
   // 25 bytes/ns, 8 us fabric. GPU 0 -> GPU 2 (node 0 to node 1): 8000 + 1e6/25 = 48000 ns.

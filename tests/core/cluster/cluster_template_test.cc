@@ -89,6 +89,107 @@ TEST(ClusterTemplate, ImpossibleTemplatesNameTheFlag) {
             std::string::npos);
 }
 
+TEST(ClusterTemplate, PcieNodesAreRatedAsNcclRatesThem) {
+  // NCCL (NVIDIA/nccl src/graph/topo.cc): a x16 link is 16 lanes x speed / 80 GB/s, speed 120 for
+  // Gen4, 240 for Gen5: 24 and 48 GB/s. The L40S has no NVLink, so its default node is PCIe; 8
+  // GPUs a node default to 2 sockets of 4; AMD's link between sockets is 16 GB/s (topo.h AMD_BW),
+  // so the socket level's oversubscription is 4 GPUs x 24 / 16 = 6: its uplink carries 16 GB/s.
+  const Topology source = testing::SmallCluster(8, 2);
+  ClusterTemplate t;
+  t.gpu = "l40s";
+  t.nodes = 2;
+  t.nic_gbits = 100;
+  auto cluster = MakeCluster(t, source);
+  ASSERT_TRUE(cluster.ok()) << cluster.status().message();
+  EXPECT_EQ(cluster->num_gpus(), 16);
+  ASSERT_EQ(cluster->levels.size(), 3u);
+  EXPECT_EQ(cluster->levels[0].name, "pcie");
+  EXPECT_EQ(cluster->levels[0].kind, LinkKind::kSwitch);
+  EXPECT_EQ(cluster->levels[0].group_size, 4);
+  EXPECT_DOUBLE_EQ(cluster->levels[0].bandwidth_bytes_per_s, 24e9);
+  EXPECT_DOUBLE_EQ(cluster->levels[0].latency_s, 5.7e-6);  // NCCL's PCI latency, Simple ring
+  EXPECT_EQ(cluster->levels[1].name, "socket");
+  EXPECT_EQ(cluster->levels[1].kind, LinkKind::kFatTree);
+  EXPECT_EQ(cluster->levels[1].group_size, 2);
+  EXPECT_DOUBLE_EQ(cluster->levels[1].bandwidth_bytes_per_s, 24e9);
+  EXPECT_DOUBLE_EQ(cluster->levels[1].oversubscription, 6.0);
+  EXPECT_EQ(cluster->levels[2].name, "ib");
+  EXPECT_EQ(cluster->levels[2].group_size, 2);
+  EXPECT_DOUBLE_EQ(cluster->levels[2].bandwidth_bytes_per_s, 12.5e9);  // 100 Gb/s / 8
+  const std::string header = ClusterHeader(t, "l40s-pcie-8gpu");
+  EXPECT_NE(header.find("--node-link pcie --pcie-gen 4 --sockets 2 --cpu amd`"), std::string::npos)
+      << header;
+  EXPECT_NE(header.find("(oversubscription 6)"), std::string::npos) << header;
+
+  // Gen5 on Sapphire Rapids (SRP_QPI_BW 22): 4 x 48 / 22 = 8.727...; 4 GPUs default to 1
+  // socket: no socket level at all.
+  t.pcie.generation = 5;
+  t.pcie.cpu = "intel-spr";
+  auto gen5 = MakeCluster(t, source);
+  ASSERT_TRUE(gen5.ok()) << gen5.status().message();
+  EXPECT_DOUBLE_EQ(gen5->levels[0].bandwidth_bytes_per_s, 48e9);
+  EXPECT_DOUBLE_EQ(gen5->levels[1].oversubscription, 4 * 48.0 / 22);
+  t.gpus_per_node = 4;
+  auto one_socket = MakeCluster(t, source);
+  ASSERT_TRUE(one_socket.ok()) << one_socket.status().message();
+  ASSERT_EQ(one_socket->levels.size(), 2u);
+  EXPECT_EQ(one_socket->levels[0].group_size, 4);
+  EXPECT_EQ(one_socket->levels[1].name, "ib");
+
+  // An NVLink GPU on PCIe when asked (the catalog entry stays the named one).
+  ClusterTemplate a100;
+  a100.gpu = "a100";
+  a100.node_link = "pcie";
+  a100.pcie.sockets = 1;
+  auto a100_pcie = MakeCluster(a100, source);
+  ASSERT_TRUE(a100_pcie.ok()) << a100_pcie.status().message();
+  EXPECT_EQ(a100_pcie->levels[0].group_size, 8);
+  EXPECT_DOUBLE_EQ(a100_pcie->levels[0].bandwidth_bytes_per_s, 24e9);
+  EXPECT_EQ(ShippedClusterOfGpu("rtx4090").value(), "rtx4090-pcie-8gpu");
+  EXPECT_EQ(ShippedClusterOfGpu("rtx-4090").value(), "rtx4090-pcie-8gpu");
+}
+
+TEST(ClusterTemplate, ImpossiblePcieNodesNameTheFlag) {
+  const Topology source = testing::SmallCluster(8, 2);
+  auto message = [&](const ClusterTemplate& t) {
+    return MakeCluster(t, source).status().message();
+  };
+  ClusterTemplate t;
+  t.gpu = "rtx4090";
+  t.node_link = "nvlink";
+  EXPECT_NE(message(t).find("--node-link nvlink: the "), std::string::npos) << message(t);
+  EXPECT_NE(message(t).find("has no NVLink"), std::string::npos);
+  t.node_link = "infiniband";
+  EXPECT_EQ(message(t), "--node-link: 'infiniband' is not nvlink or pcie");
+  t.node_link = "";
+  t.pcie.sockets = 3;
+  EXPECT_EQ(message(t), "--sockets: 3 does not divide the 8 GPUs of a node evenly");
+  t.pcie.sockets = 0;
+  t.pcie.generation = 6;
+  EXPECT_EQ(message(t), "--pcie-gen: 6 is not 3, 4 or 5");
+  t.pcie.generation = 0;
+  t.pcie.cpu = "arm";
+  EXPECT_NE(message(t).find("--cpu: unknown CPU 'arm'"), std::string::npos);
+  t.pcie.cpu = "";
+  t.gpus_per_node = 128;
+  EXPECT_NE(message(t).find("--gpus-per-node: 128 GPUs on PCIe"), std::string::npos);
+  t.gpus_per_node = 8;
+  t.net_name = "socket";
+  EXPECT_NE(message(t).find("--net-name: 'socket' is the name of a level inside a node"),
+            std::string::npos);
+  // PCIe flags on an NVLink node would be ignored: refused instead.
+  ClusterTemplate h100;
+  h100.gpu = "h100";
+  h100.pcie.sockets = 2;
+  EXPECT_EQ(message(h100), "--sockets: only with --node-link pcie");
+  h100.pcie.sockets = 0;
+  h100.pcie.cpu = "amd";
+  EXPECT_EQ(message(h100), "--cpu: only with --node-link pcie");
+  h100.pcie.cpu = "";
+  h100.pcie.generation = 4;
+  EXPECT_EQ(message(h100), "--pcie-gen: only with --node-link pcie");
+}
+
 TEST(ClusterTemplate, FabricsPutTheirNodesOnOtherNics) {
   // Four IB nodes and one RoCE node (the mixed cluster): 5 nodes x 8 GPUs at 400 Gb/s,
   // node 4 at 200 Gb/s = 25 GB/s with 8 us; a second fabric on nodes 0 and 2-3 at 100 Gb/s keeps

@@ -161,6 +161,25 @@ TEST_F(GpuCatalog, AFileNamingTheGpuIsTheShippedClusterExactly) {
   EXPECT_EQ(ModelText(*read_back), ModelText(*shipped));
 }
 
+TEST_F(GpuCatalog, TheShippedPcieServersAreTopoNewsOutput) {
+  // l40s-pcie-8gpu and rtx4090-pcie-8gpu are what `topo new --gpu G` writes for one 8-GPU node:
+  // every number and name of the GPU and the levels alike.
+  for (const char* gpu : {"l40s", "rtx4090"}) {
+    const std::string name = std::string(gpu) + "-pcie-8gpu";
+    auto shipped = LoadTopologyFile((kTopologies / (name + ".toml")).string());
+    ASSERT_TRUE(shipped.ok()) << shipped.status().message();
+    ClusterTemplate t;
+    t.gpu = gpu;
+    t.nodes = 1;
+    t.name = name;
+    auto made = MakeCluster(t, *shipped);
+    ASSERT_TRUE(made.ok()) << made.status().message();
+    auto read_back = ParseTopologyToml(TopologyToToml(*made, /*gpu_by_catalog=*/true), "new.toml");
+    ASSERT_TRUE(read_back.ok()) << read_back.status().message();
+    EXPECT_EQ(ModelText(*read_back), ModelText(*shipped)) << gpu;
+  }
+}
+
 TEST_F(GpuCatalog, KeysUnderTheCatalogOverrideItsOwnKeyByKey) {
   // memory_GB replaced; in [gpu.attention_kernels.fa2] only ring_step_partial_passes changes, the
   // curve, cut and head-dim terms stay the entry's (fa2 on H100: 537 cut pairs, k = 86).
