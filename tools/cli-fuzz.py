@@ -277,7 +277,7 @@ VALID_VALUES = {
     "rank": ("0", "1", "3", "4"),
     "budget": ("0.001", "0.1", "1", "10"),
     "name": ("mycluster", "x", "cluster with spaces"),
-    "gpu-model": ("h100", "h200", "h800", "a100", "gb200", "b200"),
+    "gpu-model": ("h100", "h200", "h800", "a100", "gb200", "b200", "l40s", "rtx4090"),
     "nic": ("400", "100", "0.5", "1600"),
     "topo-format": ("text", "toml"),
     "calibrate-ranks": ("1", "2", "4"),
@@ -285,7 +285,12 @@ VALID_VALUES = {
     # runs get as far as writing); torus is the torus cluster's only level; the rest name no
     # level of any of them.
     "level": ("nvlink", "ib") * 6 + ("torus", "net", "NVLink", "pcie", "ib,nvlink"),
-    "net-name": ("ib", "roce", "net", "nvlink", "x y"),
+    "net-name": ("ib", "roce", "net", "nvlink", "pcie", "socket", "x y"),
+    # PCIe nodes (topo new --node-link pcie): valid values, and wrong ones.
+    "node-link": ("nvlink", "pcie", "pcie", "PCIe", "x"),
+    "pcie-gen": ("3", "4", "5", "6", "0", "-1"),
+    "sockets": ("1", "2", "2", "4", "3", "0", "9999999999"),
+    "cpu": ("amd", "intel-skl", "intel-spr", "intel-emr", "intel-bdw", "arm", ""),
     # Mixed fabrics (NAME:NODES:GBPS[:US]): valid ones, and each part wrong in turn.
     "fabric": ("roce:0:200", "roce:1:200:8", "eth:0-1:100", "x:0,0:200", "x:9:200", "bad",
                "a:0:0", ":0:200", "a:1-0:200", "a:0:200:-1", "a b:0:200"),
@@ -327,7 +332,9 @@ COMMAND_FLAG_DOMAINS = {
     ("step", "--recompute"): "recompute", ("step", "--topology"): "topology",
     ("topo from-nccl-tests", "--level"): "level", ("topo from-nccl-tests", "--out"): "topo-output",
     ("topo new", "--out"): "topo-output", ("topo new", "--net-name"): "net-name",
-    ("topo new", "--fabric"): "fabric",
+    ("topo new", "--fabric"): "fabric", ("topo new", "--node-link"): "node-link",
+    ("topo new", "--pcie-gen"): "pcie-gen", ("topo new", "--sockets"): "sockets",
+    ("topo new", "--cpu"): "cpu",
 }
 # Replays in the simulator are the expensive part of plan and sweep (8 replays of 256-GPU plans
 # take seconds): with --simulate, clusters, GPU counts and lengths come from small pools, and
