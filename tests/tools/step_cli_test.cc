@@ -220,8 +220,8 @@ TEST_F(StepCli, RefusesWhatItCannotModelInOneLine) {
   EXPECT_NE(r.err.find("--gpus: TP x CP x DP x PP = 12 GPUs, but the cluster has 8"),
             std::string::npos)
       << r.err;
-  // A GPU file that states no GEMM rate (the A100 entry states none).
-  r = Run("step --model llama-3.1-8b -t dgx-a100-1node --seq 4K -q");
+  // A GPU file that states no GEMM rate (the L40S entry states none).
+  r = Run("step --model llama-3.1-8b -t l40s-pcie-8gpu --seq 4K -q");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("gpu.gemm_efficiency: no bf16 GEMM rate"), std::string::npos) << r.err;
   // Pipeline stages that do not divide the layers.
