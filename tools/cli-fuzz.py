@@ -291,6 +291,8 @@ VALID_VALUES = {
     "pcie-gen": ("3", "4", "5", "6", "0", "-1"),
     "sockets": ("1", "2", "2", "4", "3", "0", "9999999999"),
     "cpu": ("amd", "intel-skl", "intel-spr", "intel-emr", "intel-bdw", "arm", ""),
+    "gpus-per-switch": ("1", "2", "4", "3", "0", "8"),
+    "p2p": ("on", "off", "maybe"),
     # Mixed fabrics (NAME:NODES:GBPS[:US]): valid ones, and each part wrong in turn.
     "fabric": ("roce:0:200", "roce:1:200:8", "eth:0-1:100", "x:0,0:200", "x:9:200", "bad",
                "a:0:0", ":0:200", "a:1-0:200", "a:0:200:-1", "a b:0:200"),
@@ -334,7 +336,8 @@ COMMAND_FLAG_DOMAINS = {
     ("topo new", "--out"): "topo-output", ("topo new", "--net-name"): "net-name",
     ("topo new", "--fabric"): "fabric", ("topo new", "--node-link"): "node-link",
     ("topo new", "--pcie-gen"): "pcie-gen", ("topo new", "--sockets"): "sockets",
-    ("topo new", "--cpu"): "cpu",
+    ("topo new", "--cpu"): "cpu", ("topo new", "--gpus-per-switch"): "gpus-per-switch",
+    ("topo new", "--p2p"): "p2p",
 }
 # Replays in the simulator are the expensive part of plan and sweep (8 replays of 256-GPU plans
 # take seconds): with --simulate, clusters, GPU counts and lengths come from small pools, and

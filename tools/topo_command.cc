@@ -222,6 +222,12 @@ void RegisterNew(CLI::App* topo, TopoFlags& f) {
   f.make->add_option("--cpu", f.cluster.pcie.cpu,
                      "With pcie: the CPU, for the link between sockets: amd, intel-bdw, "
                      "intel-skl, intel-spr or intel-emr (default amd)");
+  f.make->add_option("--gpus-per-switch", f.cluster.pcie.gpus_per_switch,
+                     "With pcie: GPUs behind each PCIe switch, sharing its uplink (default 1: "
+                     "each GPU on its own CPU root port)");
+  f.make->add_option("--p2p", f.cluster.pcie.p2p,
+                     "With pcie and switches: on (NCCL copies peer to peer through a switch) or "
+                     "off (through host memory; default off for rtx4090, else on)");
   f.make->add_option("--name", f.cluster.name, "The cluster's name (default GPU-NODESxGPUS)");
   f.make
       ->add_option("--net-name", f.cluster.net_name,

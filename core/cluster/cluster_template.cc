@@ -23,6 +23,7 @@ struct TemplateGpu {
   std::string_view catalog;
   std::string_view cluster;
   bool nvlink = true;
+  bool p2p = true;  // whether its driver copies peer to peer over PCIe (GeForce: no)
 };
 constexpr std::array<TemplateGpu, 7> kGpus = {{
     {"h100", "h100-sxm5", "dgx-h100-1node"},
@@ -31,7 +32,7 @@ constexpr std::array<TemplateGpu, 7> kGpus = {{
     {"a100", "a100-sxm4-80gb", "dgx-a100-1node"},
     {"gb200", "b200-nvl72", "gb200-nvl72-4rack"},
     {"l40s", "l40s", "l40s-pcie-8gpu", false},
-    {"rtx4090", "rtx-4090", "rtx4090-pcie-8gpu", false},
+    {"rtx4090", "rtx-4090", "rtx4090-pcie-8gpu", false, false},
 }};
 
 // NCCL's PCI hardware latency for the Simple protocol of its ring, the one large messages take
@@ -47,12 +48,17 @@ const TemplateGpu* FindGpu(std::string_view gpu) {
   return nullptr;
 }
 
-// The PcieNode with its defaults filled in for a node of `gpus_per_node` GPUs.
-PcieNode ResolvedPcie(const PcieNode& p, int64_t gpus_per_node) {
-  PcieNode out = p;
+// The template's PcieNode with its defaults filled in.
+PcieNode ResolvedPcie(const ClusterTemplate& t) {
+  PcieNode out = t.pcie;
   if (out.generation == 0) out.generation = 4;
-  if (out.sockets == 0) out.sockets = gpus_per_node <= 4 ? 1 : 2;
+  if (out.sockets == 0) out.sockets = t.gpus_per_node <= 4 ? 1 : 2;
   if (out.cpu.empty()) out.cpu = "amd";
+  if (out.gpus_per_switch == 0) out.gpus_per_switch = 1;
+  if (out.p2p.empty()) {
+    const TemplateGpu* known = FindGpu(t.gpu);
+    out.p2p = known == nullptr || known->p2p ? "on" : "off";
+  }
   return out;
 }
 
@@ -114,7 +120,7 @@ std::vector<std::string_view> Split(std::string_view text, char sep) {
 // oversubscription the socket's GPUs' links over the CPUs' link (the flow network's uplink of a
 // socket is then exactly that link, simulator/flow_network.h). Errors name the flag.
 Result<std::vector<NetworkLevel>> PcieNodeLevels(const ClusterTemplate& t) {
-  const PcieNode p = ResolvedPcie(t.pcie, t.gpus_per_node);
+  const PcieNode p = ResolvedPcie(t);
   const double link_gbps = PcieLinkGBps(p.generation);
   if (link_gbps <= 0)
     return Status::Invalid("--pcie-gen: " + std::to_string(p.generation) + " is not 3, 4 or 5");
@@ -133,6 +139,13 @@ Result<std::vector<NetworkLevel>> PcieNodeLevels(const ClusterTemplate& t) {
                            std::to_string(t.gpus_per_node) + " GPUs of a node evenly");
   }
   const int64_t per_socket = t.gpus_per_node / p.sockets;
+  const int64_t k = p.gpus_per_switch;
+  if (k < 1 || k > per_socket || per_socket % k != 0) {
+    return Status::Invalid("--gpus-per-switch: " + std::to_string(k) + " does not divide the " +
+                           std::to_string(per_socket) + " GPUs of a socket evenly");
+  }
+  if (p.p2p != "on" && p.p2p != "off")
+    return Status::Invalid("--p2p: '" + p.p2p + "' is not on or off");
   std::vector<NetworkLevel> levels;
   NetworkLevel pcie;
   pcie.name = "pcie";
@@ -140,37 +153,72 @@ Result<std::vector<NetworkLevel>> PcieNodeLevels(const ClusterTemplate& t) {
   pcie.group_size = per_socket;
   pcie.bandwidth_bytes_per_s = link_gbps * 1e9;
   pcie.latency_s = kPcieLatencySeconds;
-  levels.push_back(pcie);
+  const int64_t switches = per_socket / k;
+  if (k > 1) {
+    // The GPUs of one switch: peer to peer through it at their links; without P2P every copy
+    // goes up the switch's one uplink to host memory and down again, k GPUs to one link.
+    NetworkLevel below = pcie;
+    below.name = "pcie-switch";
+    below.group_size = k;
+    below.oversubscription = p.p2p == "on" ? 1.0 : static_cast<double>(k);
+    levels.push_back(below);
+    if (switches > 1) {
+      // The switches of one socket, each uplink shared by its k GPUs.
+      pcie.kind = LinkKind::kFatTree;
+      pcie.group_size = switches;
+      pcie.oversubscription = static_cast<double>(k);
+      levels.push_back(pcie);
+    }
+  } else {
+    levels.push_back(pcie);
+  }
   if (p.sockets > 1) {
     NetworkLevel socket = pcie;
     socket.name = "socket";
     socket.kind = LinkKind::kFatTree;
     socket.group_size = p.sockets;
-    socket.oversubscription =
-        std::max(1.0, static_cast<double>(per_socket) * link_gbps / between_gbps);
+    // What leaves a socket crosses the CPUs' link, and its switches' uplinks before it.
+    const double out_gbps = std::min(between_gbps, static_cast<double>(switches) * link_gbps);
+    socket.oversubscription = std::max(1.0, static_cast<double>(per_socket) * link_gbps / out_gbps);
     levels.push_back(socket);
   }
   return levels;
 }
 
-// The header lines that say where a PCIe node's numbers come from.
-std::string PcieHeader(const PcieNode& p, int64_t gpus_per_node) {
+// The header lines that say where a PCIe node's numbers come from; `levels` as PcieNodeLevels
+// made them.
+std::string PcieHeader(const PcieNode& p, const std::vector<NetworkLevel>& levels) {
   const double link = PcieLinkGBps(p.generation);
   std::string text =
       "The node's GPUs reach each other over PCIe, rated as\n"
-      "# NCCL's topology model rates it (NVIDIA/nccl src/graph/topo.cc, topo.h): "
-      "pcie: each GPU's\n# Gen" +
-      std::to_string(p.generation) + " x16 link at " + Number(link) +
-      " GB/s per direction (width x speed / 80), peer to peer or through\n"
-      "# host memory alike, " +
+      "# NCCL's topology model rates it (NVIDIA/nccl src/graph/topo.cc, topo.h): each GPU's "
+      "Gen" +
+      std::to_string(p.generation) + " x16\n# link at " + Number(link) +
+      " GB/s per direction (width x speed / 80), peer to peer or through host\n"
+      "# memory alike, " +
       Number(kPcieLatencySeconds * 1e6) + " us (NCCL's PCI latency, src/graph/tuning.cc).\n";
-  if (p.sockets > 1) {
-    const int64_t per_socket = gpus_per_node / p.sockets;
-    text += "# socket: " + std::to_string(p.sockets) + " CPU sockets of " +
-            std::to_string(per_socket) + " GPUs joined by the CPUs' link, " +
-            Number(InterSocketGBps(p.cpu)) + " GB/s as NCCL rates it\n# for " + p.cpu +
-            " CPUs, which all of a socket's GPUs share (oversubscription " +
-            Number(std::max(1.0, per_socket * link / InterSocketGBps(p.cpu))) + ").\n";
+  for (const NetworkLevel& level : levels) {
+    const std::string f = Number(level.oversubscription);
+    if (level.name == "pcie-switch") {
+      text += "# pcie-switch: " + std::to_string(level.group_size) +
+              " GPUs behind each PCIe switch, P2P " + p.p2p +
+              (p.p2p == "on" ? " (NCCL's default below the CPU)"
+                             : ": every copy goes up\n# the switch's one x16 uplink and "
+                               "down again (oversubscription " +
+                                   f + ")") +
+              ".\n";
+    } else if (level.name == "pcie") {
+      text += "# pcie: " + std::to_string(level.group_size) +
+              (p.gpus_per_switch > 1
+                   ? " switches of a socket, each uplink shared by its GPUs (oversubscription " +
+                         f + ").\n"
+                   : " GPUs of a socket, each on its own CPU root port.\n");
+    } else if (level.name == "socket") {
+      text += "# socket: " + std::to_string(level.group_size) +
+              " CPU sockets joined by the CPUs' link, " + Number(InterSocketGBps(p.cpu)) +
+              " GB/s as NCCL rates it\n# for " + p.cpu +
+              " CPUs, which all of a socket's GPUs share (oversubscription " + f + ").\n";
+    }
   }
   return text;
 }
@@ -274,6 +322,9 @@ Result<Topology> MakeCluster(const ClusterTemplate& t, const Topology& source) {
     if (t.pcie.generation != 0) return Status::Invalid("--pcie-gen: only with --node-link pcie");
     if (t.pcie.sockets != 0) return Status::Invalid("--sockets: only with --node-link pcie");
     if (!t.pcie.cpu.empty()) return Status::Invalid("--cpu: only with --node-link pcie");
+    if (t.pcie.gpus_per_switch != 0)
+      return Status::Invalid("--gpus-per-switch: only with --node-link pcie");
+    if (!t.pcie.p2p.empty()) return Status::Invalid("--p2p: only with --node-link pcie");
   }
   const NetworkLevel& nvlink = source.levels.front();
   if (t.net_name.empty()) return Status::Invalid("--net-name: must not be empty");
@@ -308,8 +359,7 @@ Result<Topology> MakeCluster(const ClusterTemplate& t, const Topology& source) {
   const std::string inside =
       node_link == "nvlink"
           ? "NVLink in the node"
-          : "PCIe Gen" + std::to_string(ResolvedPcie(t.pcie, t.gpus_per_node).generation) +
-                " in the node";
+          : "PCIe Gen" + std::to_string(ResolvedPcie(t).generation) + " in the node";
   out.description = std::to_string(t.nodes) + " x " + std::to_string(t.gpus_per_node) + " " +
                     source.gpu.model + ", " + inside + ", one " + Number(t.nic_gbits) +
                     " Gb/s NIC per GPU (meshplan topo new)";
@@ -356,11 +406,16 @@ std::string ClusterHeader(const ClusterTemplate& t, const std::string& source_na
                         " --gpus-per-node " + std::to_string(t.gpus_per_node) + " --nic-gbps " +
                         Number(t.nic_gbits);
   const bool pcie = NodeLinkOf(t) == "pcie";
-  const PcieNode p = ResolvedPcie(t.pcie, t.gpus_per_node);
+  const PcieNode p = ResolvedPcie(t);
+  // Empty when the template is refused (MakeCluster says why; no header is written then).
+  Result<std::vector<NetworkLevel>> made = PcieNodeLevels(t);
+  const std::vector<NetworkLevel> pcie_levels = made.ok() ? *made : std::vector<NetworkLevel>{};
   if (pcie) {
     command += " --node-link pcie --pcie-gen " + std::to_string(p.generation) + " --sockets " +
                std::to_string(p.sockets);
     if (p.sockets > 1) command += " --cpu " + p.cpu;
+    if (p.gpus_per_switch > 1)
+      command += " --gpus-per-switch " + std::to_string(p.gpus_per_switch) + " --p2p " + p.p2p;
   }
   if (t.net_name != ClusterTemplate{}.net_name) command += " --net-name " + t.net_name;
   if (t.net_latency_us >= 0) command += " --net-latency-us " + Number(t.net_latency_us);
@@ -378,7 +433,7 @@ std::string ClusterHeader(const ClusterTemplate& t, const std::string& source_na
          "# attention library's kernel curve and per-step costs, each number with its source; a "
          "key\n"
          "# written under it overrides the entry's. " +
-         (pcie ? PcieHeader(p, t.gpus_per_node)
+         (pcie ? PcieHeader(p, pcie_levels)
                : "The nvlink level is the shipped\n# topologies/" + source_name + ".toml's.\n") +
          "# " + t.net_name + ": one NIC per GPU at " + Number(t.nic_gbits) +
          " Gb/s = " + Number(t.nic_gbits / 8.0) +

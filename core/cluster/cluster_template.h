@@ -39,6 +39,13 @@ struct PcieNode {
   int generation = 0;   // 3, 4 or 5; 0: the GPU's own (Gen4 for the shipped PCIe cards)
   int64_t sockets = 0;  // CPU sockets the node's GPUs spread over evenly; 0: 1 up to 4 GPUs, else 2
   std::string cpu;      // amd, intel-bdw, intel-skl, intel-spr, intel-emr; "": amd
+  // GPUs behind each PCIe switch, whose one x16 uplink to the CPU they share; 0: 1 (every GPU on
+  // its own CPU root port). With switches, `p2p` says whether NCCL copies between GPUs of one
+  // switch peer to peer through it (NCCL's default below the CPU, p2pLevel PATH_PXB: src/graph/
+  // paths.cc) or, with P2P off (GeForce drivers, NCCL_P2P_DISABLE), through host memory, up and
+  // down the shared uplink: "on", "off"; "": off for GeForce cards, else on.
+  int64_t gpus_per_switch = 0;
+  std::string p2p;
 };
 
 // The per-GPU bandwidth NCCL rates a Gen `generation` x16 link at, in GB/s; 0 for other values.
@@ -67,9 +74,11 @@ Result<std::string> ShippedClusterOfGpu(std::string_view gpu);
 bool IsPcieOnlyGpu(std::string_view gpu);
 
 // The cluster: `source`'s GPU (every curve) and its innermost level with group_size =
-// gpus_per_node (with node_link pcie: the PCIe levels of PcieNode, "pcie" of the GPUs of one
-// socket at the link's bandwidth and, with more than one socket, "socket" across them, whose
-// oversubscription makes the sockets' link the share of all their GPUs' traffic), then a level
+// gpus_per_node (with node_link pcie: the PCIe levels of PcieNode: with switches, "pcie-switch"
+// of the GPUs of one switch, then "pcie" of one socket's switches, whose oversubscription makes
+// a switch's uplink the share of its GPUs; without, "pcie" of one socket's GPUs at the link's
+// bandwidth; with more than one socket, "socket" across them, whose oversubscription makes the
+// sockets' link the share of all their GPUs' traffic), then a level
 // `net_name` ("ib" unless given; rail-optimised fat tree, non-blocking, net_latency_us or else the
 // source's latency between nodes or 5 us) of `nodes` groups at nic_gbits / 8 GB/s per GPU, the
 // nodes of `fabrics` on theirs. Errors name the flag: sizes below 1, more GPUs per node than the

@@ -105,6 +105,18 @@ TEST(CommModelOversubscribed, AShiftSharesTheUplinkOnlyWithTheFlowsThatCrossIt) 
   EXPECT_NEAR(model.AllToAll(ring, 0, 1e6, nullptr), 4 * (1e6 / 8) * 6 / 24e9, 1e-12);
 }
 
+TEST(CommModelOversubscribed, WithoutP2pTheGpusOfOneSwitchShareItsUplink) {
+  // 4 GPUs behind one PCIe switch, P2P off (topo new --gpu rtx4090 --gpus-per-switch 4): the
+  // innermost level's oversubscription 4 is the switch's one 24 GB/s uplink over its 4 GPUs. A
+  // ring shift inside the switch (every GPU copying at once) runs at 24 / 4 = 6 GB/s: 1 MB in
+  // 1e6 / 6e9 s (weight max(1, 4 x 1 flow / 1 GPU) = 4).
+  Topology t = testing::SmallCluster(4, 1, 24, 24, 0, 0);
+  t.levels[0].oversubscription = 4;
+  CommModel model(t);
+  const Placement ring({{"cp", 4}}, {"cp"});
+  EXPECT_NEAR(model.RingShift(ring, 0, 1e6, 1, nullptr), 1e6 / 6e9, 1e-12);
+}
+
 TEST(CommModelTorus, HopsMultiplyTheTransferTime) {
   // One torus level of 4 x 4 GPUs at 100 GB/s, 2 us; GPU g sits at (g mod 4, g / 4).
   Topology t;

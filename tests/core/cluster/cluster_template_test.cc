@@ -190,6 +190,68 @@ TEST(ClusterTemplate, ImpossiblePcieNodesNameTheFlag) {
   EXPECT_EQ(message(h100), "--pcie-gen: only with --node-link pcie");
 }
 
+TEST(ClusterTemplate, GpusBehindPcieSwitchesShareItsUplink) {
+  // 8 L40S, 2 per PCIe switch (x16 Gen4 uplink, 24 GB/s), 2 switches a socket, 2 AMD sockets:
+  // pcie-switch 2 x 24 peer to peer (P2P on, the L40S default); pcie 2 switches, each uplink
+  // 24 GB/s for its 2 GPUs of 24: oversubscription 2; socket: what leaves a socket crosses
+  // min(16, 2 switches x 24) = 16 GB/s for 4 x 24: oversubscription 6.
+  const Topology source = testing::SmallCluster(8, 2);
+  ClusterTemplate t;
+  t.gpu = "l40s";
+  t.pcie.gpus_per_switch = 2;
+  auto p2p = MakeCluster(t, source);
+  ASSERT_TRUE(p2p.ok()) << p2p.status().message();
+  ASSERT_EQ(p2p->levels.size(), 4u);
+  EXPECT_EQ(p2p->levels[0].name, "pcie-switch");
+  EXPECT_EQ(p2p->levels[0].group_size, 2);
+  EXPECT_DOUBLE_EQ(p2p->levels[0].oversubscription, 1.0);
+  EXPECT_EQ(p2p->levels[1].name, "pcie");
+  EXPECT_EQ(p2p->levels[1].kind, LinkKind::kFatTree);
+  EXPECT_EQ(p2p->levels[1].group_size, 2);
+  EXPECT_DOUBLE_EQ(p2p->levels[1].oversubscription, 2.0);
+  EXPECT_EQ(p2p->levels[2].name, "socket");
+  EXPECT_DOUBLE_EQ(p2p->levels[2].oversubscription, 6.0);
+  EXPECT_NE(ClusterHeader(t, "l40s-pcie-8gpu").find("--gpus-per-switch 2 --p2p on`"),
+            std::string::npos);
+  // Without P2P (the RTX 4090's driver) the GPUs of one switch copy through host memory, up and
+  // down its one uplink: 4 GPUs a switch, one switch a socket: pcie-switch oversubscription 4
+  // (24 / 4 = 6 GB/s each when all copy), no pcie level (one switch), socket min(16, 24) = 16
+  // for 4 x 24: 6.
+  t.gpu = "rtx4090";
+  t.pcie.gpus_per_switch = 4;
+  auto host = MakeCluster(t, source);
+  ASSERT_TRUE(host.ok()) << host.status().message();
+  ASSERT_EQ(host->levels.size(), 3u);
+  EXPECT_EQ(host->levels[0].name, "pcie-switch");
+  EXPECT_DOUBLE_EQ(host->levels[0].oversubscription, 4.0);
+  EXPECT_EQ(host->levels[1].name, "socket");
+  EXPECT_DOUBLE_EQ(host->levels[1].oversubscription, 6.0);
+  // Intel Emerald Rapids' 40 GB/s between sockets is more than one switch's uplink: the uplink
+  // (24) bounds what leaves the socket, 4 x 24 / 24 = 4.
+  t.pcie.cpu = "intel-emr";
+  auto emr = MakeCluster(t, source);
+  ASSERT_TRUE(emr.ok()) << emr.status().message();
+  EXPECT_DOUBLE_EQ(emr->levels[1].oversubscription, 4.0);
+  const std::string header = ClusterHeader(t, "rtx4090-pcie-8gpu");
+  EXPECT_NE(header.find("--gpus-per-switch 4 --p2p off`"), std::string::npos) << header;
+  EXPECT_NE(header.find("P2P off: every copy goes up"), std::string::npos) << header;
+
+  t.pcie.gpus_per_switch = 3;
+  EXPECT_EQ(MakeCluster(t, source).status().message(),
+            "--gpus-per-switch: 3 does not divide the 4 GPUs of a socket evenly");
+  t.pcie.gpus_per_switch = 2;
+  t.pcie.p2p = "maybe";
+  EXPECT_EQ(MakeCluster(t, source).status().message(), "--p2p: 'maybe' is not on or off");
+  ClusterTemplate h100;
+  h100.gpu = "h100";
+  h100.pcie.p2p = "on";
+  EXPECT_EQ(MakeCluster(h100, source).status().message(), "--p2p: only with --node-link pcie");
+  h100.pcie.p2p = "";
+  h100.pcie.gpus_per_switch = 2;
+  EXPECT_EQ(MakeCluster(h100, source).status().message(),
+            "--gpus-per-switch: only with --node-link pcie");
+}
+
 TEST(ClusterTemplate, FabricsPutTheirNodesOnOtherNics) {
   // Four IB nodes and one RoCE node (the mixed cluster): 5 nodes x 8 GPUs at 400 Gb/s,
   // node 4 at 200 Gb/s = 25 GB/s with 8 us; a second fabric on nodes 0 and 2-3 at 100 Gb/s keeps
