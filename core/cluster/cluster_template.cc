@@ -116,9 +116,11 @@ std::vector<std::string_view> Split(std::string_view text, char sep) {
 }
 
 // The levels of a PCIe node (PcieNode): "pcie", the GPUs of one socket, each at its link's
-// bandwidth; with more than one socket, "socket" across them at the same per-GPU bandwidth, its
-// oversubscription the socket's GPUs' links over the CPUs' link (the flow network's uplink of a
-// socket is then exactly that link, simulator/flow_network.h). Errors name the flag.
+// bandwidth (with switches: "pcie-switch", the GPUs of one switch, then "pcie" of the socket's
+// switches, each uplink shared by its GPUs); with more than one socket, "socket" across them at
+// the same per-GPU bandwidth, its oversubscription the socket's GPUs' links over what leaves the
+// socket (the flow network's uplink of a socket is then exactly that, simulator/flow_network.h).
+// Errors name the flag.
 Result<std::vector<NetworkLevel>> PcieNodeLevels(const ClusterTemplate& t) {
   const PcieNode p = ResolvedPcie(t);
   const double link_gbps = PcieLinkGBps(p.generation);
