@@ -22,10 +22,17 @@ double Traffic::MaxTotal() const {
   return best;
 }
 
-int64_t RingCollectiveSpreadSpan(const Topology& topology, int64_t gpu, int64_t peer) {
+RingCollectiveSpread RingCollectiveSpreadOf(const Topology& topology, int64_t gpu, int64_t peer) {
   const int level = topology.LevelOf(gpu, peer);
-  if (level <= 0 || topology.HasHopRoutes(level)) return 0;
-  return topology.Span(level - 1);
+  if (level < 0 || topology.HasHopRoutes(level)) return {};
+  if (topology.IsFullMesh(level)) return {topology.Span(level), true};
+  if (level == 0) return {};
+  return {topology.Span(level - 1), false};
+}
+
+double RingCollectiveStepShare(const RingCollectiveSpread& spread, int64_t members_in_span) {
+  const int64_t links = spread.links_to_others ? members_in_span - 1 : members_in_span;
+  return 1.0 / static_cast<double>(std::max<int64_t>(1, links));
 }
 
 namespace {
@@ -136,11 +143,11 @@ const PatternRoute& CommModel::Route(int64_t stride, int64_t size, bool all_to_a
     WeighHopRoutes(peers, route.get());
     if (collective) {
       for (int64_t g = 0; g < gpus; ++g) {
-        const int64_t span = RingCollectiveSpreadSpan(topology_, g, peers[g]);
-        if (span == 0) continue;
+        const RingCollectiveSpread spread = RingCollectiveSpreadOf(topology_, g, peers[g]);
+        if (spread.span == 0) continue;
         const int64_t base = g - ((g / stride) % size) * stride;
-        const double share =
-            1.0 / static_cast<double>(MembersInUnit(base, stride, size, g - g % span, span));
+        const double share = RingCollectiveStepShare(
+            spread, MembersInUnit(base, stride, size, g - g % spread.span, spread.span));
         route->weight[g] *= share;
         route->shift_entry[g * levels + route->level[g]] = share;
       }
@@ -183,6 +190,8 @@ const PatternRoute& CommModel::Route(int64_t stride, int64_t size, bool all_to_a
         if (weight <= 0) continue;
         const NetworkLevel& nl = topology_.levels[l];
         slope = std::max(slope, weight * nl.oversubscription / topology_.PortBandwidth(l, g));
+        // On a full mesh each peer's share crosses its own link, one link's bandwidth.
+        if (topology_.IsFullMesh(l)) slope = std::max(slope, 1.0 / nl.bandwidth_bytes_per_s);
         // With mixed fabrics a switch or fat-tree level's latency is the peers' (above).
         if (!mixed || topology_.HasHopRoutes(l)) latency = std::max(latency, nl.latency_s);
       }

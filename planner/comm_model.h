@@ -7,7 +7,10 @@
 // / oversubscription: all of the unit's GPUs in an all-to-all, the shift's own crossing flows in a
 // shift, as the simulator's flow network shares it); on ring and torus
 // levels a shift is charged, per GPU, by the most loaded neighbour link of its route (every GPU of
-// the pattern sending at once) and pays the latency per hop. Levels are used
+// the pattern sending at once) and pays the latency per hop; on a full-mesh level a send crosses
+// the one link to its peer (a shift's sends each their own link), an all-to-all's share to each
+// peer its own link, and a ring collective's steps are spread over the links to every other
+// member (RingCollectiveSpreadOf). Levels are used
 // concurrently (NVLink and NIC are different links). Contention between patterns is the
 // simulator's job.
 #pragma once
@@ -85,13 +88,28 @@ struct PatternRoute {
   std::vector<std::pair<double, double>> a2a_time_terms;
 };
 
-// A ring collective's step from `gpu` to `peer` that crosses a NIC level (a switch or fat tree
-// above the innermost level) is spread by NCCL over the NICs of the group's members in the
-// sender's unit of the level below: each carries 1/g of it, g those members. Returns the span
-// (GPUs) of that unit, or 0 when the step is not spread (same unit, innermost level, ring or
-// torus routes). The planner and the simulator both charge a collective step's NIC bytes as
-// 1/g of the step (g counted by each over the group's GPUs).
-int64_t RingCollectiveSpreadSpan(const Topology& topology, int64_t gpu, int64_t peer);
+// How NCCL (RCCL) spreads a ring collective's step from `gpu` to `peer` over links, running the
+// collective on several rings at once (its channels), each rotated so that the rings together
+// use more links than one ring's:
+// - a step that crosses a NIC level (a switch or fat tree above the innermost level) is spread
+//   over the NICs of the group's members in the sender's unit of the level below: each carries
+//   1/g of it, g those members (the sender included);
+// - a step on a full-mesh level (AMD xGMI: RCCL's rings for such a node, ROCm/rccl 0cbce2a
+//   src/graph/rome_models.cc ringBase, are permutations that use every link) is spread over the
+//   sender's direct links to the group's other members in its full-mesh group: each carries
+//   1/(g - 1) of it, g the members there (the sender included).
+// `span`: the GPUs of the unit whose members are counted (0: not spread: same unit, an innermost
+// switch, ring or torus routes); `links_to_others`: the full-mesh case. The planner and the
+// simulator both charge a collective step as the share RingCollectiveStepShare gives (g counted by
+// each over the group's GPUs).
+struct RingCollectiveSpread {
+  int64_t span = 0;
+  bool links_to_others = false;
+};
+RingCollectiveSpread RingCollectiveSpreadOf(const Topology& topology, int64_t gpu, int64_t peer);
+// The share of the step one link carries: 1/g (NICs) or 1/(g - 1) (full mesh), g the group's
+// members in the sender's unit of `spread.span` GPUs (at least 1 link).
+double RingCollectiveStepShare(const RingCollectiveSpread& spread, int64_t members_in_span);
 
 class CommModel {
  public:
@@ -108,8 +126,9 @@ class CommModel {
   // dim: p-1 ring steps of chunk_bytes. Returns its time. A step that leaves a node over a NIC
   // level (switch or fat tree above the innermost) is charged as NCCL runs it, on the NICs of
   // every member in the sender's node: its channels rotate the ring so that each of those g
-  // members' NICs carries 1/g of the crossing (RingCollectiveNicShare). Point-to-point shifts
-  // stay on the GPU's own NIC.
+  // members' NICs carries 1/g of the crossing; on a full-mesh level its rings use the links to
+  // every other member (RingCollectiveSpreadOf). Point-to-point shifts stay on the GPU's own NIC,
+  // or on a full mesh on the one link to the peer.
   double RingCollective(const Placement& placement, int dim, double chunk_bytes, Traffic* traffic);
   // All-to-all over dim where each rank holds `bytes` and keeps 1/p of it: (p-1)/p * bytes
   // sent, 1/p to each other member. Returns its time: per GPU, the slowest level's

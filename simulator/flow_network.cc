@@ -59,11 +59,23 @@ FlowNetwork::FlowNetwork(const Topology& topology)
                                 topology.levels[l].bandwidth_bytes_per_s / kNanosecondsPerSecond;
     capacity_.insert(capacity_.end(), static_cast<size_t>(gpus / below * dims * 2), bytes_per_ns);
   }
+  // Pair links of a full-mesh innermost level (Topology::Validate allows none further out).
+  if (levels_ > 0 && topology.IsFullMesh(0)) {
+    mesh_link_base_ = static_cast<int64_t>(capacity_.size());
+    const int64_t n = topology.levels[0].group_size;
+    capacity_.insert(capacity_.end(), static_cast<size_t>(gpus * n),
+                     topology.levels[0].bandwidth_bytes_per_s / kNanosecondsPerSecond);
+  }
   on_link_.resize(capacity_.size());
   link_bytes_.assign(capacity_.size(), 0.0);
   link_mark_.assign(capacity_.size(), 0);
   residual_.assign(capacity_.size(), 0.0);
   unfrozen_.assign(capacity_.size(), 0);
+}
+
+int64_t FlowNetwork::MeshLink(int64_t src, int64_t dst) const {
+  const int64_t n = topology_.levels[0].group_size;
+  return mesh_link_base_ + src * n + dst % n;
 }
 
 void FlowNetwork::Advance(Flow& f, SimTime now) const {
@@ -98,6 +110,8 @@ int32_t FlowNetwork::Add(SimTime now, int64_t src, int64_t dst, double bytes) {
   if (device_link_base_ >= 0 && src / ranks_per_device_ == dst / ranks_per_device_) {
     f.links.push_back(static_cast<int32_t>(device_link_base_ + src / ranks_per_device_));
   }
+  if (level == 0 && mesh_link_base_ >= 0)
+    f.links.push_back(static_cast<int32_t>(MeshLink(src, dst)));
   if (route_link_base_[level] >= 0) {
     const int64_t base = route_link_base_[level];
     const int64_t dims = static_cast<int64_t>(topology_.RouteDims(level).size());
@@ -164,6 +178,20 @@ Status FlowNetwork::UseSymmetry(const std::vector<std::vector<int64_t>>& gpu_map
       for (int l = 0; l < levels_; ++l) {
         unite((g * levels_ + l) * 2, (to * levels_ + l) * 2);
         unite((g * levels_ + l) * 2 + 1, (to * levels_ + l) * 2 + 1);
+      }
+    }
+    if (mesh_link_base_ >= 0) {
+      // Pair links map to pair links: the map keeps groups of level 0 whole (checked here too).
+      const int64_t n = topology_.levels[0].group_size;
+      for (int64_t a = 0; a < gpus; ++a) {
+        for (int64_t b = a - a % n; b < a - a % n + n; ++b) {
+          const int64_t ia = image[static_cast<size_t>(a)], ib = image[static_cast<size_t>(b)];
+          if (ia / n != ib / n) {
+            return Status::Invalid("a GPU map splits a group under level " +
+                                   topology_.levels[0].name);
+          }
+          unite(MeshLink(a, b), MeshLink(ia, ib));
+        }
       }
     }
     for (int l = 1; l < levels_; ++l) {
@@ -323,6 +351,20 @@ void FlowNetwork::Recompute(SimTime now, const std::vector<int32_t>& seeds) {
 
 FlowNetwork::LinkLoad FlowNetwork::BusiestRouteLink(int level) const {
   LinkLoad out;
+  if (level == 0 && mesh_link_base_ >= 0) {
+    const int64_t n = topology_.levels[0].group_size;
+    int64_t best = -1;
+    for (int64_t i = 0; i < topology_.num_gpus() * n; ++i) {
+      if (best < 0 || link_bytes_[mesh_link_base_ + i] > link_bytes_[mesh_link_base_ + best])
+        best = i;
+    }
+    if (best < 0) return out;
+    const int64_t src = best / n, dst = src - src % n + best % n;
+    out.bytes = link_bytes_[mesh_link_base_ + best];
+    out.bytes_per_s = capacity_[mesh_link_base_ + best] * kNanosecondsPerSecond;
+    out.name = "gpu " + std::to_string(src) + " -> " + std::to_string(dst);
+    return out;
+  }
   if (route_link_base_[level] < 0) return out;
   const int64_t below = level == 0 ? 1 : topology_.Span(level - 1);
   const std::vector<int64_t> dims = topology_.RouteDims(level);

@@ -9,7 +9,10 @@
 // the units of the level below (GPUs, or nodes) are joined by neighbour links, one per unit,
 // dimension and direction, each of (GPUs in the unit x the level's bandwidth) per direction; a
 // transfer crosses every link of its route (Topology::ForEachHop) and each carries its bytes, so
-// flows that share a link share its bandwidth, and flows whose routes are disjoint do not.
+// flows that share a link share its bandwidth, and flows whose routes are disjoint do not. On a
+// full-mesh level (the innermost, GPUs joined pairwise) every ordered pair of the group has its
+// own link of the level's bandwidth, which a transfer between the two crosses besides the GPUs'
+// ports (each the sum of the GPU's links).
 //
 // Ranks that share a device (GpuSpec::ranks_per_device > 1) move messages between themselves as
 // memory copies that the device's own processors make (CPU cores packing and unpacking; a GPU's
@@ -50,12 +53,13 @@ class FlowNetwork {
     return topology_.LevelOf(src_gpu, dst_gpu);
   }
 
-  // The neighbour link of a ring or torus level that carried the most bytes so far (flows count
-  // in full when they start), for per-link statistics; bytes 0 when the level has none.
+  // The neighbour link of a ring or torus level (a pair link of a full mesh) that carried the
+  // most bytes so far (flows count in full when they start), for per-link statistics; bytes 0
+  // when the level has none.
   struct LinkLoad {
     double bytes = 0;
     double bytes_per_s = 0;  // the link's capacity
-    std::string name;        // "unit 1 -> 2 (dimension 0)"
+    std::string name;        // "unit 1 -> 2 (dimension 0)", "gpu 1 -> 2"
   };
   LinkLoad BusiestRouteLink(int level) const;
 
@@ -93,6 +97,10 @@ class FlowNetwork {
   // Per level: first neighbour link id of a ring/torus level, or -1; link id = base + (unit x
   // dimensions + dimension) x 2 + (0 upwards, 1 downwards).
   std::vector<int64_t> route_link_base_;
+  // First pair link of a full-mesh level 0, or -1; the link from GPU a to GPU b of its group is
+  // mesh_link_base_ + a x (group size) + b mod (group size).
+  int64_t mesh_link_base_ = -1;
+  int64_t MeshLink(int64_t src, int64_t dst) const;
   std::vector<double> link_bytes_;  // bytes started over each link
   // Symmetry (UseSymmetry): each link's orbit representative and its stabiliser's order, and per
   // link the summed weights of its active flows (which replace the flow count in the filling).

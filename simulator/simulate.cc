@@ -73,8 +73,9 @@ struct Collective {
   std::vector<int32_t> ops;  // per slot, the op index on that rank (-1 until arrived)
   int32_t arrived = 0;
   std::vector<int32_t> received, sent;
-  // Ring collectives: per slot, the share of its steps' bytes its own NIC carries (1 unless the
-  // step leaves the node: planner::RingCollectiveSpreadSpan); 0 until computed.
+  // Ring collectives: per slot, the share of its steps' bytes its own NIC (or full-mesh link)
+  // carries (1 unless the step leaves the node or crosses a full mesh:
+  // planner::RingCollectiveSpreadOf); 0 until computed.
   std::vector<double> nic_share;
   // Ring collectives: per slot, whether its send is in flight, and the chunks it has received
   // but not forwarded yet (waiting for that send to end). A member forwards its chunks one at a
@@ -744,23 +745,26 @@ class Replayer {
   }
 
   // The share of a ring collective step from slot `from` to `to_rank` that the sender's NIC
-  // carries (comm_model.h RingCollectiveSpreadSpan): 1 / the group's members in the sender's
-  // unit when the step leaves it over a NIC level, else 1. The flow carries that many bytes;
-  // the chunk forwarded on arrival is the whole one.
+  // carries (comm_model.h RingCollectiveSpreadOf): 1 / the group's members in the sender's
+  // unit when the step leaves it over a NIC level, 1 / the other members in its full-mesh group
+  // on a full mesh (the link to the successor is one of theirs), else 1. The flow carries that
+  // many bytes; the chunk forwarded on arrival is the whole one.
   double NicShare(int32_t id, int32_t from, int32_t to_rank) {
     Collective& c = collectives_[id];
     double& share = c.nic_share[static_cast<size_t>(from)];
     if (share > 0) return share;
     const int32_t rank = (*c.ranks)[static_cast<size_t>(from)];
     const int64_t src = gpu_[rank];
-    const int64_t span = planner::RingCollectiveSpreadSpan(t_, src, gpu_[to_rank]);
+    const planner::RingCollectiveSpread spread =
+        planner::RingCollectiveSpreadOf(t_, src, gpu_[to_rank]);
     share = 1.0;
-    if (span > 0) {
+    if (spread.span > 0) {
+      const int64_t span = spread.span;
       const RankState::Membership& member = *MembershipOf(rank, c.orbit);
       int64_t same_unit = 0;
       for (int32_t m : s_.groups[static_cast<size_t>(member.group)])
         same_unit += gpu_[m] / span == src / span ? 1 : 0;
-      share = 1.0 / static_cast<double>(std::max<int64_t>(1, same_unit));
+      share = planner::RingCollectiveStepShare(spread, same_unit);
     }
     return share;
   }
@@ -856,7 +860,7 @@ class Replayer {
       ls.name = t_.levels[l].name;
       ls.bytes = level_bytes_[l];
       double ports_bytes_per_s = 0;  // every GPU's port at the level (fabrics may differ)
-      if (t_.levels[l].fabrics.empty()) {
+      if (t_.levels[l].fabrics.empty() && !t_.IsFullMesh(l)) {
         ports_bytes_per_s = static_cast<double>(t_.num_gpus()) * t_.levels[l].bandwidth_bytes_per_s;
       } else {
         for (int64_t g = 0; g < t_.num_gpus(); ++g) ports_bytes_per_s += t_.PortBandwidth(l, g);

@@ -224,7 +224,8 @@ NCCL_LOG_EDGE_PATHS = ("/dev/zero", PLAN_FILE, TOPOLOGY_FILE, DOCS_FILE)
 INPUT_DIRS = (EMPTY_DIR, ".", "missing-dir", "/dev/null", PLAN_FILE)
 
 SHIPPED_TOPOLOGIES = ("dgx-h100-4gpu", "dgx-h100-1node", "dgx-h100-4node", "dgx-a100-1node",
-                      "gb200-nvl72-4rack", "hypothetical-torus-16x16", "dgx-h100-128node")
+                      "gb200-nvl72-4rack", "hypothetical-torus-16x16", "dgx-h100-128node",
+                      "mi300x-8gpu")
 SMALL_TOPOLOGIES = ("dgx-h100-4gpu", "dgx-h100-1node", "dgx-a100-1node")
 BENCH_TOPOLOGIES = ("dgx-h100-4gpu", "dgx-h100-1node")
 SHIPPED_MODELS = ("llama-3.1-8b", "llama-3.1-70b", "gemma-2-27b", "qwen2.5-72b", "llama-2-7b",
@@ -277,7 +278,7 @@ VALID_VALUES = {
     "rank": ("0", "1", "3", "4"),
     "budget": ("0.001", "0.1", "1", "10"),
     "name": ("mycluster", "x", "cluster with spaces"),
-    "gpu-model": ("h100", "h200", "h800", "a100", "gb200", "b200", "l40s", "rtx4090"),
+    "gpu-model": ("h100", "h200", "h800", "a100", "gb200", "b200", "l40s", "rtx4090", "mi300x"),
     "nic": ("400", "100", "0.5", "1600"),
     "topo-format": ("text", "toml"),
     "calibrate-ranks": ("1", "2", "4"),
@@ -287,7 +288,7 @@ VALID_VALUES = {
     "level": ("nvlink", "ib") * 6 + ("torus", "net", "NVLink", "pcie", "ib,nvlink"),
     "net-name": ("ib", "roce", "net", "nvlink", "pcie", "socket", "x y"),
     # PCIe nodes (topo new --node-link pcie): valid values, and wrong ones.
-    "node-link": ("nvlink", "pcie", "pcie", "PCIe", "x"),
+    "node-link": ("nvlink", "pcie", "pcie", "xgmi", "PCIe", "x"),
     "pcie-gen": ("3", "4", "5", "6", "0", "-1"),
     "sockets": ("1", "2", "2", "4", "3", "0", "9999999999"),
     "cpu": ("amd", "intel-skl", "intel-spr", "intel-emr", "intel-bdw", "arm", ""),

@@ -107,9 +107,11 @@ std::string Short(double value) {
 // quotes it), after the base file's own lines. Built as a string (no fixed buffer), the log's path
 // and device escaped onto one line.
 std::string ProvenanceLine(const std::string& cluster, const FromNcclTestsFlags& f,
-                           const NcclTestsResult& measured, double before_GBps) {
+                           const NcclTestsResult& measured, double before_GBps, double set_GBps,
+                           bool full_mesh) {
   return EscapeControlBytes(cluster) + ": level " + EscapeControlBytes(f.level) +
-         "'s bandwidth_GBps set to " + Short(measured.peak_busbw_GBps) + " (was " +
+         "'s bandwidth_GBps set to " + Short(set_GBps) +
+         (full_mesh ? " a link (the busbw over the links to the other ranks)" : "") + " (was " +
          Short(before_GBps) + "), the highest bus bandwidth (busbw) in " +
          EscapeControlBytes(f.log) + (measured.collective.empty() ? "" : ", ") +
          EscapeControlBytes(measured.collective) + ": " + Short(measured.peak_busbw_GBps) +
@@ -134,10 +136,12 @@ int RunTopoFromNcclTests(const FromNcclTestsFlags& f) {
   // busbw is a level's per-GPU rate only when the ranks cross that level alone.
   NoteLevelCaveat(f, *measured, *level == &cluster->levels.front());
   const double before_GBps = (*level)->bandwidth_bytes_per_s / 1e9;
-  (*level)->bandwidth_bytes_per_s = measured->peak_busbw_GBps * 1e9;
+  (*level)->bandwidth_bytes_per_s = LevelBandwidthFromBusbw(**level, *measured);
   if (Status st = cluster->Validate(); !st.ok())
     return ReportError(st.WithContext(f.log + ": the measured bandwidth"));
-  cluster->provenance.push_back(ProvenanceLine(cluster->name, f, *measured, before_GBps));
+  cluster->provenance.push_back(ProvenanceLine(cluster->name, f, *measured, before_GBps,
+                                               (*level)->bandwidth_bytes_per_s / 1e9,
+                                               (*level)->kind == LinkKind::kFullMesh));
   const std::string file = TopologyToToml(*cluster);
   if (f.out.empty()) {
     std::fputs(file.c_str(), stdout);
@@ -145,9 +149,11 @@ int RunTopoFromNcclTests(const FromNcclTestsFlags& f) {
     return ReportError(st);
   }
   if (f.quiet) return kExitOk;
-  std::fprintf(stderr, "meshplan: %s: %s bandwidth %.4g -> %.4g GB/s per GPU (busbw of %s)%s%s\n",
-               cluster->name.c_str(), f.level.c_str(), before_GBps, measured->peak_busbw_GBps,
-               f.log.c_str(), f.out.empty() ? "" : "; wrote ", f.out.c_str());
+  std::fprintf(stderr, "meshplan: %s: %s bandwidth %.4g -> %.4g GB/s per %s (busbw of %s)%s%s\n",
+               cluster->name.c_str(), f.level.c_str(), before_GBps,
+               (*level)->bandwidth_bytes_per_s / 1e9,
+               (*level)->kind == LinkKind::kFullMesh ? "link" : "GPU", f.log.c_str(),
+               f.out.empty() ? "" : "; wrote ", f.out.c_str());
   return kExitOk;
 }
 
@@ -197,23 +203,25 @@ void RegisterNew(CLI::App* topo, TopoFlags& f) {
   f.make = topo->add_subcommand(
       "new", "Write a cluster file from a GPU name, nodes, GPUs per node and NIC rate");
   f.make
-      ->add_option("--gpu", f.cluster.gpu,
-                   "GPU: h100, h200, h800, a100, gb200, l40s or rtx4090, or its GPU catalog name "
-                   "(h100-sxm5, ...): the file names that catalog entry (topologies/gpus/)")
+      ->add_option(
+          "--gpu", f.cluster.gpu,
+          "GPU: h100, h200, h800, a100, gb200, mi300x, l40s or rtx4090, or its GPU catalog name "
+          "(h100-sxm5, ...): the file names that catalog entry (topologies/gpus/)")
       ->required();
   f.make->add_option("--nodes", f.cluster.nodes, "Nodes (gb200: NVL72 racks)")
       ->capture_default_str();
   f.make
       ->add_option("--gpus-per-node", f.cluster.gpus_per_node,
-                   "GPUs per node (one NVLink domain, or one PCIe server)")
+                   "GPUs per node (one NVLink domain or xGMI mesh, or one PCIe server)")
       ->capture_default_str();
   f.make
       ->add_option("--nic-gbps", f.cluster.nic_gbits,
                    "Each GPU's NIC in Gb/s (400 for NDR InfiniBand)")
       ->capture_default_str();
   f.make->add_option("--node-link", f.cluster.node_link,
-                     "How a node's GPUs reach each other: nvlink, or pcie (PCIe links rated as "
-                     "NCCL rates them; default: nvlink, pcie for l40s and rtx4090)");
+                     "How a node's GPUs reach each other: nvlink, xgmi (an MI300X's full mesh), "
+                     "or pcie (PCIe links rated as NCCL rates them; default: the GPU's own, pcie "
+                     "for l40s and rtx4090)");
   f.make->add_option("--pcie-gen", f.cluster.pcie.generation,
                      "With pcie: the links' PCIe generation, 3, 4 or 5 (default 4)");
   f.make->add_option("--sockets", f.cluster.pcie.sockets,

@@ -16,23 +16,25 @@ namespace meshplan {
 namespace {
 
 // Each GPU: its short name, its GPU catalog entry (topologies/gpus/), the shipped cluster file
-// whose GPU (and NVLink level) a template takes (docs: topologies/README.md), and whether it has
-// NVLink (without: its nodes are PCIe nodes).
+// whose GPU (and node level) a template takes (docs: topologies/README.md), and the fabric joining
+// a node's GPUs, which that file's innermost level describes: "nvlink" (NVSwitch), "xgmi" (AMD
+// Infinity Fabric, a full mesh), or "" (none: its nodes are PCIe nodes).
 struct TemplateGpu {
   std::string_view short_name;
   std::string_view catalog;
   std::string_view cluster;
-  bool nvlink = true;
+  std::string_view scale_up = "nvlink";
   bool p2p = true;  // whether its driver copies peer to peer over PCIe (GeForce: no)
 };
-constexpr std::array<TemplateGpu, 7> kGpus = {{
+constexpr std::array<TemplateGpu, 8> kGpus = {{
     {"h100", "h100-sxm5", "dgx-h100-1node"},
     {"h200", "h200-sxm", "hgx-h200-32gpu"},
     {"h800", "h800-sxm5", "dgx-h800-1node"},
     {"a100", "a100-sxm4-80gb", "dgx-a100-1node"},
     {"gb200", "b200-nvl72", "gb200-nvl72-4rack"},
-    {"l40s", "l40s", "l40s-pcie-8gpu", false},
-    {"rtx4090", "rtx-4090", "rtx4090-pcie-8gpu", false, false},
+    {"mi300x", "mi300x", "mi300x-8gpu", "xgmi"},
+    {"l40s", "l40s", "l40s-pcie-8gpu", ""},
+    {"rtx4090", "rtx-4090", "rtx4090-pcie-8gpu", "", false},
 }};
 
 // NCCL's PCI hardware latency for the Simple protocol of its ring, the one large messages take
@@ -62,9 +64,16 @@ PcieNode ResolvedPcie(const ClusterTemplate& t) {
   return out;
 }
 
+// The GPU's own fabric in a node: nvlink, xgmi, or "" (PCIe only; an unknown GPU: nvlink).
+std::string ScaleUpOf(std::string_view gpu) {
+  const TemplateGpu* known = FindGpu(gpu);
+  return known == nullptr ? "nvlink" : std::string(known->scale_up);
+}
+
 std::string NodeLinkOf(const ClusterTemplate& t) {
   if (!t.node_link.empty()) return t.node_link;
-  return IsPcieOnlyGpu(t.gpu) ? "pcie" : "nvlink";
+  const std::string own = ScaleUpOf(t.gpu);
+  return own.empty() ? "pcie" : own;
 }
 
 std::string GpuNames() {
@@ -253,7 +262,7 @@ double InterSocketGBps(std::string_view cpu) {
 
 bool IsPcieOnlyGpu(std::string_view gpu) {
   const TemplateGpu* known = FindGpu(gpu);
-  return known != nullptr && !known->nvlink;
+  return known != nullptr && known->scale_up.empty();
 }
 
 Result<TemplateFabric> ParseTemplateFabric(std::string_view spec) {
@@ -314,13 +323,17 @@ Result<Topology> MakeCluster(const ClusterTemplate& t, const Topology& source) {
     return Status::Invalid("--nic-gbps: must be in (0, 1600] Gb/s per GPU");
   if (source.levels.empty()) return Status::Invalid(source.source + ": has no levels");
   const std::string node_link = NodeLinkOf(t);
-  if (node_link != "nvlink" && node_link != "pcie")
-    return Status::Invalid("--node-link: '" + node_link + "' is not nvlink or pcie");
-  if (node_link == "nvlink" && IsPcieOnlyGpu(t.gpu)) {
-    return Status::Invalid("--node-link nvlink: the " + source.gpu.model +
-                           " has no NVLink; its nodes are PCIe nodes (--node-link pcie)");
+  if (node_link != "nvlink" && node_link != "xgmi" && node_link != "pcie")
+    return Status::Invalid("--node-link: '" + node_link + "' is not nvlink, xgmi or pcie");
+  const std::string own = ScaleUpOf(t.gpu);
+  if (node_link != "pcie" && node_link != own) {
+    return Status::Invalid(
+        "--node-link " + node_link + ": the " + source.gpu.model +
+        (own.empty()
+             ? std::string(" has no NVLink or xGMI; its nodes are PCIe nodes (--node-link pcie)")
+             : " joins a node's GPUs over " + own + " (--node-link " + own + ", or pcie)"));
   }
-  if (node_link == "nvlink") {
+  if (node_link != "pcie") {
     if (t.pcie.generation != 0) return Status::Invalid("--pcie-gen: only with --node-link pcie");
     if (t.pcie.sockets != 0) return Status::Invalid("--sockets: only with --node-link pcie");
     if (!t.pcie.cpu.empty()) return Status::Invalid("--cpu: only with --node-link pcie");
@@ -328,27 +341,28 @@ Result<Topology> MakeCluster(const ClusterTemplate& t, const Topology& source) {
       return Status::Invalid("--gpus-per-switch: only with --node-link pcie");
     if (!t.pcie.p2p.empty()) return Status::Invalid("--p2p: only with --node-link pcie");
   }
-  const NetworkLevel& nvlink = source.levels.front();
+  const NetworkLevel& scale_up = source.levels.front();
   if (t.net_name.empty()) return Status::Invalid("--net-name: must not be empty");
   // It also heads a comment line of the written file: a plain word, nothing to break the line.
   for (const char c : t.net_name) {
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.'))
       return Status::Invalid("--net-name: letters, digits, '-', '_' and '.' only");
   }
-  if (node_link == "nvlink" && t.net_name == nvlink.name) {
+  if (node_link != "pcie" && t.net_name == scale_up.name) {
     return Status::Invalid("--net-name: '" + t.net_name +
                            "' is the name of the level inside a node; give another");
   }
   if (!(t.net_latency_us < 0 || t.net_latency_us <= 1e6))
     return Status::Invalid("--net-latency-us: must be in [0, 1e6] microseconds");
-  if (node_link == "nvlink" && t.gpus_per_node > nvlink.group_size) {
+  if (node_link != "pcie" && t.gpus_per_node > scale_up.group_size) {
     return Status::Invalid("--gpus-per-node: " + std::to_string(t.gpus_per_node) +
-                           " is more than one " + source.gpu.model + " NVLink domain holds (" +
-                           std::to_string(nvlink.group_size) + ", " + source.source + ")");
+                           " is more than one " + source.gpu.model +
+                           (node_link == "xgmi" ? " xGMI mesh" : " NVLink domain") + " holds (" +
+                           std::to_string(scale_up.group_size) + ", " + source.source + ")");
   }
   std::vector<NetworkLevel> node_levels;
-  if (node_link == "nvlink") {
-    NetworkLevel node = nvlink;
+  if (node_link != "pcie") {
+    NetworkLevel node = scale_up;
     node.group_size = t.gpus_per_node;
     node_levels.push_back(node);
   } else {
@@ -359,8 +373,9 @@ Result<Topology> MakeCluster(const ClusterTemplate& t, const Topology& source) {
                  ? t.gpu + "-" + std::to_string(t.nodes) + "x" + std::to_string(t.gpus_per_node)
                  : t.name;
   const std::string inside =
-      node_link == "nvlink"
-          ? "NVLink in the node"
+      node_link == "nvlink" ? "NVLink in the node"
+      : node_link == "xgmi"
+          ? "xGMI full mesh in the node"
           : "PCIe Gen" + std::to_string(ResolvedPcie(t).generation) + " in the node";
   out.description = std::to_string(t.nodes) + " x " + std::to_string(t.gpus_per_node) + " " +
                     source.gpu.model + ", " + inside + ", one " + Number(t.nic_gbits) +
@@ -436,7 +451,8 @@ std::string ClusterHeader(const ClusterTemplate& t, const std::string& source_na
          "key\n"
          "# written under it overrides the entry's. " +
          (pcie ? PcieHeader(p, pcie_levels)
-               : "The nvlink level is the shipped\n# topologies/" + source_name + ".toml's.\n") +
+               : "The " + NodeLinkOf(t) + " level is the shipped\n# topologies/" + source_name +
+                     ".toml's.\n") +
          "# " + t.net_name + ": one NIC per GPU at " + Number(t.nic_gbits) +
          " Gb/s = " + Number(t.nic_gbits / 8.0) +
          " GB/s per direction, a non-blocking rail-optimised\n"

@@ -1,6 +1,7 @@
 // `meshplan topo new`: a cluster file from a few numbers, so that no one guesses a GPU's rates or
 // kernel curves. The GPU's numbers (memory, HBM, peaks, attention kernel curves) and its NVLink
-// come from the shipped cluster file of that GPU, where every number has its source; a PCIe node
+// (or an MI300X's xGMI mesh) come from the shipped cluster file of that GPU, where every number
+// has its source; a PCIe node
 // (GPUs without NVLink, or `--node-link pcie`) is written from NCCL's own PCIe model instead
 // (PcieNode below); the network between nodes is one NIC per GPU at the rate given.
 #pragma once
@@ -54,10 +55,10 @@ double PcieLinkGBps(int generation);
 double InterSocketGBps(std::string_view cpu);
 
 struct ClusterTemplate {
-  std::string gpu;              // h100, h200, h800, a100, gb200, l40s, rtx-4090
+  std::string gpu;              // h100, h200, h800, a100, gb200, mi300x, l40s, rtx-4090
   int64_t nodes = 1;            // nodes (GB200: NVL72 racks)
   int64_t gpus_per_node = 8;    // GPUs in one node (its NVLink domain, or its PCIe server)
-  std::string node_link;        // nvlink or pcie; "": the GPU's (nvlink where it has one)
+  std::string node_link;        // nvlink, xgmi or pcie; "": the GPU's own (pcie without one)
   PcieNode pcie;                // with node_link pcie
   double nic_gbits = 400;       // each GPU's NIC, Gb/s (per direction)
   std::string name;             // the cluster's name ("" : gpu-NxG)
@@ -70,22 +71,23 @@ struct ClusterTemplate {
 // unknown GPU, listing the known ones.
 Result<std::string> ShippedClusterOfGpu(std::string_view gpu);
 
-// True when `gpu` (a --gpu value) has no NVLink: its nodes are PCIe nodes.
+// True when `gpu` (a --gpu value) has neither NVLink nor xGMI: its nodes are PCIe nodes.
 bool IsPcieOnlyGpu(std::string_view gpu);
 
-// The cluster: `source`'s GPU (every curve) and its innermost level with group_size =
-// gpus_per_node (with node_link pcie: the PCIe levels of PcieNode: with switches, "pcie-switch"
-// of the GPUs of one switch, then "pcie" of one socket's switches, whose oversubscription makes
-// a switch's uplink the share of its GPUs; without, "pcie" of one socket's GPUs at the link's
-// bandwidth; with more than one socket, "socket" across them, whose oversubscription makes the
-// sockets' link the share of all their GPUs' traffic), then a level
+// The cluster: `source`'s GPU (every curve) and its innermost level (NVLink, or xGMI's full mesh)
+// with group_size = gpus_per_node (with node_link pcie: the PCIe levels of PcieNode: with switches,
+// "pcie-switch" of the GPUs of one switch, then "pcie" of one socket's switches, whose
+// oversubscription makes a switch's uplink the share of its GPUs; without, "pcie" of one socket's
+// GPUs at the link's bandwidth; with more than one socket, "socket" across them, whose
+// oversubscription makes the sockets' link the share of all their GPUs' traffic), then a level
 // `net_name` ("ib" unless given; rail-optimised fat tree, non-blocking, net_latency_us or else the
 // source's latency between nodes or 5 us) of `nodes` groups at nic_gbits / 8 GB/s per GPU, the
 // nodes of `fabrics` on theirs. Errors name the flag: sizes below 1, more GPUs per node than the
 // source's NVLink domain holds, a NIC rate not in (0, 1600] Gb/s, a network name empty or the
 // NVLink level's, a latency above 1e6 us, a fabric's node outside the cluster or in two fabrics;
 // --node-link nvlink for a GPU without NVLink, a PCIe generation other than 3-5, sockets that do
-// not divide the node's GPUs, an unknown --cpu.
+// not divide the node's GPUs, an unknown --cpu; --node-link nvlink or xgmi on a GPU whose node
+// fabric is the other one.
 Result<Topology> MakeCluster(const ClusterTemplate& t, const Topology& source);
 
 // Comment lines that head the written file: the command, where each number comes from, and what to

@@ -1,5 +1,6 @@
 #include "core/cluster/nccl_tests_log.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <set>
@@ -97,6 +98,14 @@ Result<NcclTestsResult> ParseNcclTestsLog(std::string_view text, const std::stri
   }
   out.hosts = static_cast<int64_t>(hosts.size());
   return out;
+}
+
+double LevelBandwidthFromBusbw(const NetworkLevel& level, const NcclTestsResult& measured) {
+  const double busbw = measured.peak_busbw_GBps * 1e9;
+  if (level.kind != LinkKind::kFullMesh) return busbw;
+  const int64_t ranks =
+      measured.ranks > 0 ? std::min(measured.ranks, level.group_size) : level.group_size;
+  return busbw / static_cast<double>(std::max<int64_t>(1, ranks - 1));
 }
 
 }  // namespace meshplan

@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "core/base/status.h"
+#include "core/cluster/topology.h"
 
 namespace meshplan {
 
@@ -30,5 +31,12 @@ struct NcclTestsResult {
 // columns than the header, a size that is not a whole number of bytes (at most 2^53), a busbw
 // that is not a finite number >= 0.
 Result<NcclTestsResult> ParseNcclTestsLog(std::string_view text, const std::string& source);
+
+// The `bandwidth_GBps` of `level` (in bytes per second) that a measured bus bandwidth stands for:
+// the busbw itself, a GPU's rate over the level, except on a full-mesh level, whose
+// bandwidth_GBps is one link's: there NCCL's and RCCL's rings spread a collective over the links
+// to every other rank (topologies/README.md, "Full meshes"), so busbw / (n - 1), n the log's ranks
+// (at most the level's group_size; the group when the log names none).
+double LevelBandwidthFromBusbw(const NetworkLevel& level, const NcclTestsResult& measured);
 
 }  // namespace meshplan

@@ -22,17 +22,19 @@ std::string_view LinkKindName(LinkKind kind) {
       return "ring";
     case LinkKind::kTorus:
       return "torus";
+    case LinkKind::kFullMesh:
+      return "full-mesh";
   }
   return "switch";
 }
 
 Result<LinkKind> ParseLinkKind(std::string_view text) {
   for (LinkKind k : {LinkKind::kSwitch, LinkKind::kRailFatTree, LinkKind::kFatTree, LinkKind::kRing,
-                     LinkKind::kTorus}) {
+                     LinkKind::kTorus, LinkKind::kFullMesh}) {
     if (text == LinkKindName(k)) return k;
   }
   return Status::Invalid("unknown kind '" + std::string(text) +
-                         "' (expected switch, rail-fat-tree, fat-tree, ring or torus)");
+                         "' (expected switch, rail-fat-tree, fat-tree, ring, torus or full-mesh)");
 }
 
 std::string_view DeviceSharingName(DeviceSharing sharing) {
@@ -254,8 +256,12 @@ const LevelFabric* Topology::FabricOf(int level, int64_t gpu) const {
 }
 
 double Topology::PortBandwidth(int level, int64_t gpu) const {
+  const NetworkLevel& l = levels[level];
+  if (l.kind == LinkKind::kFullMesh) {
+    return static_cast<double>(std::max<int64_t>(1, l.group_size - 1)) * l.bandwidth_bytes_per_s;
+  }
   const LevelFabric* f = FabricOf(level, gpu);
-  return f != nullptr ? f->bandwidth_bytes_per_s : levels[level].bandwidth_bytes_per_s;
+  return f != nullptr ? f->bandwidth_bytes_per_s : l.bandwidth_bytes_per_s;
 }
 
 double Topology::PortLatencySeconds(int level, int64_t gpu) const {
@@ -264,6 +270,7 @@ double Topology::PortLatencySeconds(int level, int64_t gpu) const {
 }
 
 double Topology::PairBandwidth(int level, int64_t gpu_a, int64_t gpu_b) const {
+  if (IsFullMesh(level)) return levels[level].bandwidth_bytes_per_s;
   return std::min(PortBandwidth(level, gpu_a), PortBandwidth(level, gpu_b));
 }
 
@@ -539,6 +546,19 @@ Status Topology::Validate() const {
     } else if (!l.torus_dims.empty()) {
       return Status::Invalid(key + ".dims: only a torus level takes dims");
     }
+    if (l.kind == LinkKind::kFullMesh) {
+      // Links join GPUs pairwise; between nodes every fabric here is switched.
+      if (i != 0) {
+        return Status::Invalid(key +
+                               ".kind: a full-mesh level joins GPUs pairwise, so only the "
+                               "innermost level (level[0]) may be one");
+      }
+      if (l.oversubscription != 1.0) {
+        return Status::Invalid(key +
+                               ".oversubscription: a full-mesh level's links are its "
+                               "GPUs' own (no shared uplink): must be 1");
+      }
+    }
     total *= static_cast<double>(l.group_size);
     if (total > static_cast<double>(kMaxTopologyGpus)) {
       return Status::Invalid(key + ".group_size: more than 10 million GPUs in total");
@@ -560,7 +580,7 @@ Status Topology::ValidateFabrics(int level) const {
   const NetworkLevel& l = levels[level];
   const std::string key = "level[" + std::to_string(level) + "].fabric";
   if (l.fabrics.empty()) return Status::Ok();
-  if (HasHopRoutes(level)) {
+  if (HasHopRoutes(level) || IsFullMesh(level)) {
     return Status::Invalid(key + ": a " + std::string(LinkKindName(l.kind)) +
                            " level's links follow its coordinates; mixed fabrics are described "
                            "on switch and fat-tree levels");

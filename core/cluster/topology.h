@@ -35,6 +35,8 @@ enum class LinkKind {
   kFatTree,      // generic fat tree with optional oversubscription
   kRing,         // bidirectional ring of groups: a message crosses the shortest way round
   kTorus,        // k-dimensional torus of groups (dims multiply to group_size)
+  kFullMesh,     // a direct link between every pair of GPUs (AMD xGMI): the innermost level only;
+                 // bandwidth_GBps is one link's, a GPU's port the sum of its group_size - 1 links
 };
 std::string_view LinkKindName(LinkKind kind);
 Result<LinkKind> ParseLinkKind(std::string_view text);
@@ -337,7 +339,7 @@ struct Topology {
   // Innermost level whose group contains both GPUs; -1 when gpu_a == gpu_b.
   int LevelOf(int64_t gpu_a, int64_t gpu_b) const;
   // Hops a message takes at `level` between the groups of level-1 holding the two GPUs
-  // (1 for switches and fat trees; ring and torus distance otherwise).
+  // (1 for switches, fat trees and full meshes; ring and torus distance otherwise).
   int64_t Hops(int level, int64_t gpu_a, int64_t gpu_b) const;
   // Whether messages at `level` travel hop by hop between neighbouring units (ring, torus).
   bool HasHopRoutes(int level) const;
@@ -357,12 +359,16 @@ struct Topology {
   // The fabric of `level` that GPU `gpu`'s unit belongs to, or null (the level's own links).
   const LevelFabric* FabricOf(int level, int64_t gpu) const;
   // GPU `gpu`'s port at `level`: per direction, bytes per second, and its message latency
-  // (its unit's fabric's, else the level's).
+  // (its unit's fabric's, else the level's). On a full-mesh level the port is the GPU's links
+  // together: (group_size - 1) x bandwidth_GBps.
   double PortBandwidth(int level, int64_t gpu) const;
   double PortLatencySeconds(int level, int64_t gpu) const;
   // A message between two GPUs over `level` (switch and fat-tree levels): the slower port's
   // bandwidth (min of the two) and the larger latency. The level's own figures without fabrics.
+  // On a full-mesh level: the one link joining the two GPUs (bandwidth_GBps).
   double PairBandwidth(int level, int64_t gpu_a, int64_t gpu_b) const;
+  // Whether `level` joins its GPUs pairwise (LinkKind::kFullMesh).
+  bool IsFullMesh(int level) const { return levels[level].kind == LinkKind::kFullMesh; }
   // Whether some level has units on another fabric ([[level.fabric]]).
   bool HasMixedFabrics() const;
   // Checks ranges and consistency; errors name the key ("level[1].group_size: ...").

@@ -173,7 +173,8 @@ std::string ClusterLine(const planner::PlanContext& ctx) {
   std::string levels;
   for (const NetworkLevel& l : t.levels) {
     levels += (levels.empty() ? "" : ", ") + l.name + " " + std::to_string(l.group_size) + " x " +
-              Fixed(l.bandwidth_bytes_per_s / 1e9, 0) + " GB/s" + FabricsText(l);
+              Fixed(l.bandwidth_bytes_per_s / 1e9, 0) + " GB/s" +
+              (l.kind == LinkKind::kFullMesh ? " per link" : "") + FabricsText(l);
   }
   return std::to_string(t.num_gpus()) + " x " + t.gpu.model + " (" + t.name + ": " + levels +
          "; attention kernel " + t.gpu.attention_kernel + ")";

@@ -75,11 +75,12 @@ std::string LevelsText(const Topology& t) {
     const NetworkLevel& l = t.levels[i];
     std::snprintf(
         buffer, sizeof buffer,
-        "  %d %-8s %-13s group %-5lld (%lld GPUs) %7.1f GB/s per GPU per direction, %.2f us, "
+        "  %d %-8s %-13s group %-5lld (%lld GPUs) %7.1f GB/s per %s per direction, %.2f us, "
         "oversubscription %.2g",
         i, l.name.c_str(), std::string(LinkKindName(l.kind)).c_str(),
         static_cast<long long>(l.group_size), static_cast<long long>(t.Span(i)),
-        l.bandwidth_bytes_per_s / 1e9, l.latency_s * 1e6, l.oversubscription);
+        l.bandwidth_bytes_per_s / 1e9, t.IsFullMesh(i) ? "link" : "GPU", l.latency_s * 1e6,
+        l.oversubscription);
     out += buffer;
     if (!l.torus_dims.empty()) {
       out += ", dims";

@@ -117,6 +117,47 @@ TEST(CommModelOversubscribed, WithoutP2pTheGpusOfOneSwitchShareItsUplink) {
   EXPECT_NEAR(model.RingShift(ring, 0, 1e6, 1, nullptr), 1e6 / 6e9, 1e-12);
 }
 
+// A node of 8 GPUs on a full mesh (an MI300X's xGMI: topologies/mi300x-8gpu.toml): one 48 GB/s
+// link per GPU pair and direction, 3 us a message; 2 such nodes over a 50 GB/s, 5 us network.
+Topology FullMeshCluster() {
+  Topology t = testing::SmallCluster(8, 2, 48, 50, 3, 5);
+  t.levels[0].kind = LinkKind::kFullMesh;
+  return t;
+}
+
+TEST(CommModelFullMesh, AShiftCrossesOneLinkAndAnAllToAllEvery) {
+  const Topology t = FullMeshCluster();
+  ASSERT_TRUE(t.Validate().ok());
+  CommModel model(t);
+  // A ring shift over one node: each GPU sends to its own peer over the link between them, one
+  // flow a link: 3 us + 1 MB / 48 GB/s. (A switch of 7 x 48 GB/s ports would give 1 MB / 336 GB/s.)
+  const Placement ring({{"cp", 8}, {"n", 2}}, {"cp", "n"});
+  EXPECT_NEAR(model.RingShift(ring, 0, 1e6, 1, nullptr), 3e-6 + 1e6 / 48e9, 1e-12);
+  // An all-to-all over the node, 1 MB a rank: 125 KB to each of 7 peers, each over its own link,
+  // all at once: 125 KB / 48 GB/s, plus 7 x 3 us of latency.
+  EXPECT_NEAR(model.AllToAll(ring, 0, 1e6, nullptr), 1e6 / 8 / 48e9 + 7 * 3e-6, 1e-12);
+  // Over 4 of the node's GPUs (GPUs 0-3 and 4-7): still one link per peer, 250 KB / 48 GB/s
+  // plus 3 x 3 us, not the GPU's 7 links' worth (3 x 250 KB / 336 GB/s).
+  const Placement quarter({{"u", 4}, {"x", 4}}, {"u", "x"});
+  EXPECT_NEAR(model.AllToAll(quarter, 0, 1e6, nullptr), 1e6 / 4 / 48e9 + 3 * 3e-6, 1e-12);
+}
+
+TEST(CommModelFullMesh, ARingCollectiveStepIsSpreadOverTheLinksToEveryMember) {
+  const Topology t = FullMeshCluster();
+  CommModel model(t);
+  // An all-gather of 1 MB shards over the node's 8 GPUs: 7 steps; RCCL's rings (permutations
+  // that together use every link) carry a step over the sender's 7 links, 1/7 each: per step 3 us
+  // + (1 MB / 7) / 48 GB/s.
+  const Placement node({{"cp", 8}, {"n", 2}}, {"cp", "n"});
+  EXPECT_NEAR(model.RingCollective(node, 0, 1e6, nullptr), 7 * (3e-6 + 1e6 / 7 / 48e9), 1e-12);
+  // Over GPUs {0, 2, 4, 6} (stride 2): 3 links to the other members, 1/3 of a step each.
+  const Placement evens({{"x", 2}, {"cp", 4}, {"n", 2}}, {"x", "cp", "n"});
+  EXPECT_NEAR(model.RingCollective(evens, 1, 1e6, nullptr), 3 * (3e-6 + 1e6 / 3 / 48e9), 1e-12);
+  // Over 2 GPUs: the one link between them carries the whole step.
+  const Placement two({{"cp", 2}, {"x", 8}}, {"cp", "x"});
+  EXPECT_NEAR(model.RingCollective(two, 0, 1e6, nullptr), 3e-6 + 1e6 / 48e9, 1e-12);
+}
+
 TEST(CommModelTorus, HopsMultiplyTheTransferTime) {
   // One torus level of 4 x 4 GPUs at 100 GB/s, 2 us; GPU g sits at (g mod 4, g / 4).
   Topology t;

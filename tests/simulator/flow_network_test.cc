@@ -150,6 +150,51 @@ TEST(Oversubscription, ARingShiftOnAPcieServerCrossesEachSocketLinkWithOneFlow) 
   EXPECT_NEAR(all->total_s, 1e6 / 4e9, 1e-12);
 }
 
+// 8 GPUs on a full mesh (an MI300X node's xGMI): a 48 bytes/ns link per GPU pair and direction,
+// no latency; each GPU's port is its 7 links together (336 bytes/ns).
+Topology FullMesh8() {
+  Topology t = Base();
+  t.levels.push_back({"xgmi", LinkKind::kFullMesh, 8, 48e9, 0.0, 1.0, {}, {}});
+  return t;
+}
+
+TEST(FullMesh, SendsToDifferentPeersTakeDifferentLinks) {
+  // GPUs 1, 2 and 3 send 1e6 bytes to GPU 0 at once: three links, 1e6 / 48 = 20833.3 ns each
+  // (the replay's clock is integer nanoseconds and a flow's end rounds up: 20834 ns), together
+  // 144 bytes/ns of GPU 0's 336. Behind a switch of 48 bytes/ns ports they would share GPU 0's
+  // port: 3 x that time.
+  Schedule s = Empty(8);
+  for (int32_t from : {1, 2, 3}) Transfer(s, from, 0, 1'000'000);
+  auto r = Simulate(s, FullMesh8(), Identity(8), DType::kBf16);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_DOUBLE_EQ(r->total_s, 20834e-9);
+  EXPECT_DOUBLE_EQ(r->levels[0].busiest_link_bytes, 1e6);
+  // The three links carried 1e6 bytes each; ties go to the lowest link, GPU 1's to GPU 0.
+  EXPECT_EQ(r->levels[0].busiest_link, "gpu 1 -> 0");
+  // GPUs 4 and 5 send to each other at once: a link per direction, 20834 ns, not twice that.
+  Schedule both_ways = Empty(8);
+  both_ways.ranks[4].Add(testing::Send(5, 1'000'000));
+  both_ways.ranks[5].Add(testing::Send(4, 1'000'000));
+  both_ways.ranks[4].Add(testing::Recv(5, 1'000'000));
+  both_ways.ranks[5].Add(testing::Recv(4, 1'000'000));
+  auto two = Simulate(both_ways, FullMesh8(), Identity(8), DType::kBf16);
+  ASSERT_TRUE(two.ok()) << two.status().message();
+  EXPECT_DOUBLE_EQ(two->total_s, 20834e-9);
+}
+
+TEST(FullMesh, AnAllGatherStepIsSpreadOverTheLinksToEveryMember) {
+  // A ring all-gather of 1e6 bytes a member over the 8 GPUs: the replay sends each step to the
+  // ring successor, carrying the 1/7 of it that the successor's link takes (the other 6/7 cross
+  // the sender's other links on RCCL's other rings, comm_model.h RingCollectiveSpreadOf): each
+  // step 1e6 / 7 / 48 = 2976.2 ns (2977 on the replay's integer clock), 7 steps one after
+  // another: 7 x 2977 = 20839 ns, the planner's 1e6 / 48 ns (comm_model_test, CommModelFullMesh)
+  // but for the rounding. One link per step would take 7 x 20834 ns.
+  const Schedule s = testing::AllGatherSchedule(8, 1'000'000);
+  auto r = Simulate(s, FullMesh8(), Identity(8), DType::kBf16);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_DOUBLE_EQ(r->total_s, 7 * 2977e-9);
+}
+
 TEST(MixedFabrics, AFlowRunsAtItsSlowerEndsPortAndLatency) {
   // 2 nodes of 2 GPUs, 100 bytes/ns NVLink (1 us); the network 50 bytes/ns, 5 us, but node 1 on a
   // 25 bytes/ns, 8 us fabric. GPU 0 -> GPU 2 (node 0 to node 1): 8000 + 1e6/25 = 48000 ns.

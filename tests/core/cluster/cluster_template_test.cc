@@ -159,8 +159,16 @@ TEST(ClusterTemplate, ImpossiblePcieNodesNameTheFlag) {
   t.node_link = "nvlink";
   EXPECT_NE(message(t).find("--node-link nvlink: the "), std::string::npos) << message(t);
   EXPECT_NE(message(t).find("has no NVLink"), std::string::npos);
+  t.node_link = "xgmi";
+  EXPECT_NE(message(t).find("--node-link xgmi: the "), std::string::npos) << message(t);
+  t.gpu = "mi300x";
+  t.node_link = "nvlink";
+  EXPECT_NE(message(t).find("joins a node's GPUs over xgmi (--node-link xgmi, or pcie)"),
+            std::string::npos)
+      << message(t);
+  t.gpu = "rtx4090";
   t.node_link = "infiniband";
-  EXPECT_EQ(message(t), "--node-link: 'infiniband' is not nvlink or pcie");
+  EXPECT_EQ(message(t), "--node-link: 'infiniband' is not nvlink, xgmi or pcie");
   t.node_link = "";
   t.pcie.sockets = 3;
   EXPECT_EQ(message(t), "--sockets: 3 does not divide the 8 GPUs of a node evenly");

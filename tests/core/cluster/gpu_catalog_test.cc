@@ -180,6 +180,25 @@ TEST_F(GpuCatalog, TheShippedPcieServersAreTopoNewsOutput) {
   }
 }
 
+TEST_F(GpuCatalog, TheShippedMi300xNodeIsTopoNewsOutput) {
+  // mi300x-8gpu is what `topo new --gpu mi300x` writes for one node: the catalog entry and the
+  // xGMI full mesh (a link of 48 GB/s per GPU pair) with the ib level beside it.
+  auto shipped = LoadTopologyFile((kTopologies / "mi300x-8gpu.toml").string());
+  ASSERT_TRUE(shipped.ok()) << shipped.status().message();
+  EXPECT_EQ(shipped->gpu.catalog, "mi300x");
+  EXPECT_EQ(shipped->levels[0].kind, LinkKind::kFullMesh);
+  EXPECT_DOUBLE_EQ(shipped->PortBandwidth(0, 0), 7 * 48e9);
+  ClusterTemplate t;
+  t.gpu = "mi300x";
+  t.nodes = 1;
+  t.name = "mi300x-8gpu";
+  auto made = MakeCluster(t, *shipped);
+  ASSERT_TRUE(made.ok()) << made.status().message();
+  auto read_back = ParseTopologyToml(TopologyToToml(*made, /*gpu_by_catalog=*/true), "new.toml");
+  ASSERT_TRUE(read_back.ok()) << read_back.status().message();
+  EXPECT_EQ(ModelText(*read_back), ModelText(*shipped));
+}
+
 TEST_F(GpuCatalog, KeysUnderTheCatalogOverrideItsOwnKeyByKey) {
   // memory_GB replaced; in [gpu.attention_kernels.fa2] only ring_step_partial_passes changes, the
   // curve, cut and head-dim terms stay the entry's (fa2 on H100: 537 cut pairs, k = 86).

@@ -50,6 +50,26 @@ TEST(NcclTestsLog, ReadsRanksHostsDeviceAndThePeakBusBandwidth) {
   EXPECT_EQ(r->peak_bytes, 8589934592);
 }
 
+TEST(NcclTestsLog, AFullMeshLevelTakesTheBusbwAsTheLinksToTheOtherRanks) {
+  NcclTestsResult measured;
+  measured.peak_busbw_GBps = 294;
+  measured.ranks = 8;
+  // A switch level: the busbw is each GPU's rate.
+  NetworkLevel level{"nvlink", LinkKind::kSwitch, 8, 450e9, 1e-6, 1.0, {}, {}};
+  EXPECT_DOUBLE_EQ(LevelBandwidthFromBusbw(level, measured), 294e9);
+  // A full mesh of 8: the rings spread over each GPU's 7 links, 294 / 7 = 42 GB/s a link.
+  level.kind = LinkKind::kFullMesh;
+  EXPECT_DOUBLE_EQ(LevelBandwidthFromBusbw(level, measured), 42e9);
+  // 4 ranks of the 8: 3 links each, 294 / 3 = 98; a log naming no ranks: the group, 7 links.
+  measured.ranks = 4;
+  EXPECT_DOUBLE_EQ(LevelBandwidthFromBusbw(level, measured), 98e9);
+  measured.ranks = 0;
+  EXPECT_DOUBLE_EQ(LevelBandwidthFromBusbw(level, measured), 42e9);
+  // More ranks than the group (the log crossed hosts): the group's 7 links.
+  measured.ranks = 16;
+  EXPECT_DOUBLE_EQ(LevelBandwidthFromBusbw(level, measured), 42e9);
+}
+
 TEST(NcclTestsLog, RefusesALogWithoutRowsAndAMalformedRow) {
   auto none = ParseNcclTestsLog("# nThread 1\n# nothing measured\n", "empty.log");
   ASSERT_FALSE(none.ok());

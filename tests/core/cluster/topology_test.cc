@@ -79,10 +79,46 @@ TEST(TopologyTest, EfficiencyInterpolatesInLog2AndClamps) {
 
 TEST(TopologyTest, LinkKindNames) {
   for (LinkKind k : {LinkKind::kSwitch, LinkKind::kRailFatTree, LinkKind::kFatTree, LinkKind::kRing,
-                     LinkKind::kTorus}) {
+                     LinkKind::kTorus, LinkKind::kFullMesh}) {
     EXPECT_EQ(*ParseLinkKind(LinkKindName(k)), k);
   }
+  EXPECT_EQ(LinkKindName(LinkKind::kFullMesh), "full-mesh");
   EXPECT_FALSE(ParseLinkKind("mesh").ok());
+}
+
+TEST(TopologyTest, AFullMeshGpusPortIsItsLinksAndAPairOneLink) {
+  // 8 GPUs joined pairwise at 48 GB/s a link (an MI300X node): a GPU's port is its 7 links, 336
+  // GB/s; two GPUs talk over their one link, 48 GB/s, in one hop.
+  Topology t = Example();
+  t.levels[0] = {"xgmi", LinkKind::kFullMesh, 8, 48e9, 3e-6, 1.0, {}, {}};
+  t.levels[1] = {"torus", LinkKind::kTorus, 4, 100e9, 2e-6, 1.0, {2, 2}, {}};
+  ASSERT_TRUE(t.Validate().ok()) << t.Validate().message();
+  EXPECT_TRUE(t.IsFullMesh(0));
+  EXPECT_FALSE(t.IsFullMesh(1));
+  EXPECT_DOUBLE_EQ(t.PortBandwidth(0, 3), 7 * 48e9);
+  EXPECT_DOUBLE_EQ(t.PairBandwidth(0, 3, 5), 48e9);
+  EXPECT_EQ(t.Hops(0, 3, 5), 1);
+  EXPECT_DOUBLE_EQ(t.RouteLatencySeconds(0, 3, 5), 3e-6);
+  EXPECT_FALSE(t.HasHopRoutes(0));
+}
+
+TEST(TopologyTest, AFullMeshIsTheInnermostLevelWithItsOwnLinksOnly) {
+  Topology t = Example();
+  t.levels[1].kind = LinkKind::kFullMesh;
+  t.levels[1].torus_dims.clear();
+  EXPECT_EQ(t.Validate().message().rfind("level[1].kind: a full-mesh level joins GPUs pairwise", 0),
+            0u)
+      << t.Validate().message();
+  Topology over = Example();
+  over.levels[0].kind = LinkKind::kFullMesh;
+  over.levels[0].oversubscription = 2;
+  EXPECT_EQ(over.Validate().message().rfind("level[0].oversubscription: a full-mesh level", 0), 0u)
+      << over.Validate().message();
+  Topology mixed = Example();
+  mixed.levels[0].kind = LinkKind::kFullMesh;
+  mixed.levels[0].fabrics.push_back({"slow", {{1, 1}}, 10e9, 1e-6});
+  EXPECT_EQ(mixed.Validate().message().rfind("level[0].fabric: a full-mesh level's links", 0), 0u)
+      << mixed.Validate().message();
 }
 
 // Each broken topology and the start of the message Validate gives.
