@@ -38,7 +38,19 @@ double DoubleRingPass(Estimate& e, const PlanContext& ctx, const Placement& plac
     e.stages.push_back({label + " (inner + outer)", step_s * w, round_comm, true, windows - 1});
   }
   e.stages.push_back({label + " (last, inner only)", step_s * w, inner_total, true, 1});
-  if (!fwd) AddExposed(e, "bwd last dK,dV hop", (w * windows > 1) ? std::max(t_in, t_out) : 0.0);
+  if (!fwd && w * windows > 1) {
+    // The dK+dV chains' hops that nothing overlaps: a round ends when the inner chain's last hop
+    // has brought the window's partial to the round-start holder (InternEvo's window backward
+    // waits for it, local_dkv_comm.wait(), before the next window starts; the expansion below
+    // orders the next round's work after that merge alike), so every round exposes one inner
+    // dK+dV hop; after the last round the outer hop brings the total home.
+    const double dkv_in =
+        w > 1 ? ctx.comm->RingShift(placement, inner_dim, s.dkv_partial, 1, nullptr) : 0.0;
+    const double dkv_out =
+        windows > 1 ? ctx.comm->RingShift(placement, outer_dim, s.dkv_partial, 1, nullptr) : 0.0;
+    AddExposed(e, "bwd inner dK,dV hop closing each round", static_cast<double>(windows) * dkv_in);
+    AddExposed(e, "bwd last (outer) dK,dV hop", dkv_out);
+  }
   return static_cast<double>(w * windows - 1) * msg;
 }
 

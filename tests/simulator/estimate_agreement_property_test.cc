@@ -43,7 +43,8 @@ struct MaskCase {
 // kernels and merges (PlanContext::BusiestRankMerges) spread evenly over the steps, so each
 // step's communication hides behind an average step; the replay sees steps with nothing to hide
 // it behind, the big neighbour block arriving last, and dK,dV chains crossing ranks with empty
-// steps. The replay is then slower: up to +82% (window, LoongTrain on 32 GPUs), +47%
+// steps. The replay is then slower: up to +82% (window, LoongTrain on 32 GPUs; +59% since its
+// estimate exposes each round's last dK,dV hop, 2026-12-01), +47%
 // (bidirectional documents, ATTENTION2D-O with a = 8), +32% (causal documents).
 constexpr MaskCase kMasks[] = {
     {"full", "full", 0.08},
@@ -198,9 +199,10 @@ TEST(EstimateAgreementProperty, MixedFabricsAddNoDisagreementOfTheirOwn) {
 // every member; the replay routes every flow over its pair's link and the GPUs' ports. At 32K
 // tokens, where the links show (at 256K every plan is compute-bound), every plan of every scheme,
 // full and causal, both passes, against the same node as a switch of 48 GB/s ports. Measured on
-// 2026-12-01 (489 plans each): the largest |replay / estimate - 1| 14.7% on the mesh, LoongTrain
-// hp=1 cp=8 w=2 causal fwd+bwd (+14.7% on the switch too: its two rings' steps, which the replay
-// orders on one send stream), and 15.2% on the switch (ATTENTION2D a=2 b=4, full, forward).
+// 2026-12-01 (489 plans each): the largest |replay / estimate - 1| 12.0% on the mesh (ATTENTION2D-O
+// a=2 b=4, causal, forward: the replay faster) and 15.2% on the switch (ATTENTION2D a=2 b=4, full,
+// forward). LoongTrain's backward was +14.7% on both until its estimate exposed every round's last
+// dK+dV hop (estimate_agreement_test.cc, LoongTrainsBackwardExposesEachRoundsLastDkvHop).
 TEST(EstimateAgreementProperty, AFullMeshAddsNoDisagreementOfItsOwn) {
   auto topology =
       LoadTopologyFile(std::string(MESHPLAN_SOURCE_DIR) + "/topologies/mi300x-8gpu.toml");
@@ -219,7 +221,7 @@ TEST(EstimateAgreementProperty, AFullMeshAddsNoDisagreementOfItsOwn) {
   EXPECT_LE(std::abs(on_mesh.ratio - 1.0), std::abs(on_switch.ratio - 1.0) + 0.02)
       << on_mesh.what << ": estimate " << on_mesh.estimate_s * 1e3 << " ms, replay "
       << on_mesh.replay_s * 1e3 << " ms";
-  EXPECT_LE(std::abs(on_mesh.ratio - 1.0), 0.16) << on_mesh.what;
+  EXPECT_LE(std::abs(on_mesh.ratio - 1.0), 0.13) << on_mesh.what;
 }
 
 }  // namespace

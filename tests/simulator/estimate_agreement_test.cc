@@ -68,6 +68,42 @@ TEST(EstimateAgreement, SimulatedTimeIsWithinFifteenPercentOfTheEstimate) {
   EXPECT_GE(compared, 40);
 }
 
+// LoongTrain's backward, where its links are slow enough to show: every round of the double ring
+// ends with the inner chain's last dK+dV hop, which nothing overlaps (InternEvo's window backward
+// waits for it before the next window; the expansion orders the next round after that merge),
+// and the last round's outer hop brings the total home. The MI300X node (one 48 GB/s, 3.6 us
+// xGMI link per GPU pair), 32K tokens, 8 KV heads of 128, hp=1 cp=8 w=2 (4 windows), forward
+// cached: a dK+dV partial is 4096 tokens x 8 heads x 128 x 2 tensors x 4 bytes (fp32) = 33554432
+// bytes, one hop 3.6 us + 33554432 / 48e9 s = 702.65 us, and 4 inner hops + 1 outer hop = 5 hops
+// exposed. Until 2026-12-01 the estimate charged only the last hop, 14.7% under the replay.
+TEST(EstimateAgreement, LoongTrainsBackwardExposesEachRoundsLastDkvHop) {
+  auto topology =
+      LoadTopologyFile(std::string(MESHPLAN_SOURCE_DIR) + "/topologies/mi300x-8gpu.toml");
+  ASSERT_TRUE(topology.ok()) << topology.status().message();
+  Workload w = Workload::Default();
+  w.seq_len = 1 << 15;
+  w.pass = Pass::kBackward;
+  w.mask = Mask::Causal();
+  ASSERT_EQ(w.kv_heads, 8);
+  ASSERT_EQ(w.head_dim, 128);
+  const planner::PlanContext ctx(w, *topology);
+  SchemeParams p;
+  p.scheme = Scheme("loongtrain");
+  p.layout = Layout::kZigzag;
+  p.ulysses = 1;
+  p.ring = 8;
+  p.window = 2;
+  p.cache_forward = true;
+  p.placement = {"head", "inner", "outer"};
+  const planner::Estimate e = planner::MakeStrategy(p.scheme)->Evaluate(ctx, p);
+  ASSERT_TRUE(e.valid) << e.reason;
+  const double hop_s = 3.6e-6 + 33554432.0 / 48e9;
+  EXPECT_NEAR(e.exposed_comm_s, 5 * hop_s, 1e-9);
+  auto replay = SimulatedSeconds(ctx, p);
+  ASSERT_TRUE(replay.ok()) << replay.status().message();
+  EXPECT_NEAR(*replay / e.time_s, 1.0, 0.01) << *replay << " s against " << e.time_s << " s";
+}
+
 // Packed short documents on doc-zigzag (core/cost/document_tiles.h): the ring's blocks and
 // all-gather KV's key prefixes fill FlashAttention-3's tiles differently, and the replay must time
 // each scheme's kernels with its own calls (Schedule::kernel_calls) as its estimate does. 108
