@@ -16,7 +16,8 @@ std::string DescribeLevel(const NetworkLevel& level) {
     for (int64_t d : level.torus_dims) group += (group.empty() ? "" : "x") + std::to_string(d);
   }
   char buffer[64];
-  std::snprintf(buffer, sizeof buffer, " x %g GB/s", level.bandwidth_bytes_per_s / 1e9);
+  std::snprintf(buffer, sizeof buffer, " x %g GB/s%s", level.bandwidth_bytes_per_s / 1e9,
+                level.kind == LinkKind::kFullMesh ? " a link" : "");
   std::string out = level.name + " " + std::string(LinkKindName(level.kind)) + " " + group + buffer;
   if (level.oversubscription > 1) {
     std::snprintf(buffer, sizeof buffer, " %g:1", level.oversubscription);

@@ -11,7 +11,8 @@
 namespace meshplan::report {
 
 // A level as "ib rail-fat-tree 4 x 50 GB/s": name, kind, group size (torus: its dims), bandwidth
-// per GPU per direction, and the oversubscription when above 1 ("2:1").
+// per GPU per direction (a full mesh: per link, "8 x 48 GB/s a link"), and the oversubscription
+// when above 1 ("2:1").
 std::string DescribeLevel(const NetworkLevel& level);
 
 // Every cluster of `dir`: a header naming the directory, the table, and a closing line on where
