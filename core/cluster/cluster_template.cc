@@ -452,7 +452,12 @@ std::string ClusterHeader(const ClusterTemplate& t, const std::string& source_na
          "# written under it overrides the entry's. " +
          (pcie ? PcieHeader(p, pcie_levels)
                : "The " + NodeLinkOf(t) + " level is the shipped\n# topologies/" + source_name +
-                     ".toml's.\n") +
+                     ".toml's" +
+                     (NodeLinkOf(t) == "xgmi"
+                          ? ": a full mesh, its bandwidth_GBps one link's (each GPU has\n# its "
+                            "own link to each of the others; topologies/README.md, \"Full "
+                            "meshes\").\n"
+                          : ".\n")) +
          "# " + t.net_name + ": one NIC per GPU at " + Number(t.nic_gbits) +
          " Gb/s = " + Number(t.nic_gbits / 8.0) +
          " GB/s per direction, a non-blocking rail-optimised\n"

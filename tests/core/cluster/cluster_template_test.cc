@@ -260,6 +260,31 @@ TEST(ClusterTemplate, GpusBehindPcieSwitchesShareItsUplink) {
             "--gpus-per-switch: only with --node-link pcie");
 }
 
+TEST(ClusterTemplate, AnMi300xNodeIsItsSourcesXgmiMesh) {
+  // The source's innermost level is the xGMI full mesh (as topologies/mi300x-8gpu.toml): topo new
+  // keeps its kind and link rate at the node's GPU count, so 4 GPUs a node have 3 links each.
+  Topology source = testing::SmallCluster(8, 1, 48, 50, 3.6, 5);
+  source.levels[0].name = "xgmi";
+  source.levels[0].kind = LinkKind::kFullMesh;
+  ClusterTemplate t;
+  t.gpu = "mi300x";
+  t.nodes = 2;
+  t.gpus_per_node = 4;
+  auto made = MakeCluster(t, source);
+  ASSERT_TRUE(made.ok()) << made.status().message();
+  EXPECT_EQ(made->levels[0].kind, LinkKind::kFullMesh);
+  EXPECT_EQ(made->levels[0].group_size, 4);
+  EXPECT_DOUBLE_EQ(made->PairBandwidth(0, 0, 1), 48e9);
+  EXPECT_DOUBLE_EQ(made->PortBandwidth(0, 0), 3 * 48e9);
+  EXPECT_NE(made->description.find("xGMI full mesh in the node"), std::string::npos);
+  const std::string header = ClusterHeader(t, "mi300x-8gpu");
+  EXPECT_NE(header.find("a full mesh, its bandwidth_GBps one link's"), std::string::npos) << header;
+  // Eight GPUs is the mesh: nine is refused, naming the flag.
+  t.gpus_per_node = 9;
+  EXPECT_NE(MakeCluster(t, source).status().message().find("--gpus-per-node: 9"),
+            std::string::npos);
+}
+
 TEST(ClusterTemplate, FabricsPutTheirNodesOnOtherNics) {
   // Four IB nodes and one RoCE node (the mixed cluster): 5 nodes x 8 GPUs at 400 Gb/s,
   // node 4 at 200 Gb/s = 25 GB/s with 8 us; a second fabric on nodes 0 and 2-3 at 100 Gb/s keeps
